@@ -1,0 +1,476 @@
+// mlx-ring's C ABI over MLX's C++ API.
+//
+// Rules of this file:
+//  * One extern "C" function per MLX op (or per fused helper that mlx-lm
+//    compiles, so the compiled graph is the same one mlx-lm builds).
+//  * No C++ exception crosses the boundary: every entry point catches, stores
+//    the message in a thread-local buffer (mlxr_last_error) and returns NULL
+//    (for array results) or a non-zero code (for int results).
+//  * An mlxr_array is a heap-allocated mlx::core::array (a ref-counted handle
+//    to a graph node). The caller owns every handle it receives and releases it
+//    with mlxr_array_free exactly once; inputs are borrowed.
+//  * Dtype codes are MLX's Dtype::Val ordinals (see dtype_of/code_of).
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+#include <algorithm>
+
+#include "mlx/mlx.h"
+
+namespace mx = mlx::core;
+
+typedef void* mlxr_array;
+
+namespace {
+
+thread_local std::string g_last_error;
+
+template <typename F>
+mlxr_array guard_array(F&& f) {
+  try {
+    return new mx::array(f());
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+  } catch (...) {
+    g_last_error = "unknown C++ exception in MLX";
+  }
+  return nullptr;
+}
+
+template <typename F>
+int guard_int(F&& f) {
+  try {
+    f();
+    return 0;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+  } catch (...) {
+    g_last_error = "unknown C++ exception in MLX";
+  }
+  return -1;
+}
+
+inline const mx::array& A(mlxr_array a) {
+  return *static_cast<mx::array*>(a);
+}
+
+inline std::optional<mx::array> opt(mlxr_array a) {
+  if (a == nullptr) return std::nullopt;
+  return A(a);
+}
+
+mx::Dtype dtype_of(int code) {
+  switch (code) {
+    case 0: return mx::bool_;
+    case 1: return mx::uint8;
+    case 2: return mx::uint16;
+    case 3: return mx::uint32;
+    case 4: return mx::uint64;
+    case 5: return mx::int8;
+    case 6: return mx::int16;
+    case 7: return mx::int32;
+    case 8: return mx::int64;
+    case 9: return mx::float16;
+    case 10: return mx::float32;
+    case 11: return mx::float64;
+    case 12: return mx::bfloat16;
+    case 13: return mx::complex64;
+  }
+  throw std::invalid_argument("unknown dtype code " + std::to_string(code));
+}
+
+int code_of(mx::Dtype d) {
+  return static_cast<int>(d.val());
+}
+
+mx::Shape shape_of(const int32_t* dims, int n) {
+  return mx::Shape(dims, dims + n);
+}
+
+std::vector<mx::array> arrays_of(const mlxr_array* arrays, int n) {
+  std::vector<mx::array> v;
+  v.reserve(n);
+  for (int i = 0; i < n; i++) v.push_back(A(arrays[i]));
+  return v;
+}
+
+// mlx-lm's nn.silu and activations.swiglu are both @mx.compile(shapeless=True);
+// the nesting below mirrors theirs so MLX traces and fuses the same graph.
+std::vector<mx::array> silu_impl(const std::vector<mx::array>& in) {
+  return {mx::multiply(in[0], mx::sigmoid(in[0]))};
+}
+
+std::vector<mx::array> swiglu_impl(const std::vector<mx::array>& in) {
+  static auto silu = mx::compile(silu_impl, /*shapeless=*/true);
+  return {mx::multiply(silu({in[0]})[0], in[1])};
+}
+
+struct WeightMap {
+  std::vector<std::pair<std::string, mx::array>> arrays;
+  std::vector<std::pair<std::string, std::string>> strings;
+};
+
+}  // namespace
+
+extern "C" {
+
+const char* mlxr_last_error() { return g_last_error.c_str(); }
+
+const char* mlxr_version() {
+  static std::string v = mx::version();
+  return v.c_str();
+}
+
+// ---- array lifetime and inspection -------------------------------------
+
+void mlxr_array_free(mlxr_array a) { delete static_cast<mx::array*>(a); }
+
+mlxr_array mlxr_array_copy_handle(mlxr_array a) {
+  return guard_array([&] { return A(a); });
+}
+
+mlxr_array mlxr_array_from_bytes(const void* data, int64_t length_in_bytes,
+                                 const int32_t* shape, int ndim, int dtype) {
+  return guard_array([&] {
+    auto dt = dtype_of(dtype);
+    auto shp = shape_of(shape, ndim);
+    int64_t expected = dt.size();
+    for (auto d : shp) expected *= d;
+    if (expected != length_in_bytes) {
+      throw std::invalid_argument(
+          "array_from_bytes: " + std::to_string(length_in_bytes) +
+          " bytes given, shape and dtype need " + std::to_string(expected));
+    }
+    void* copy = std::malloc(std::max<int64_t>(length_in_bytes, 1));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, data, length_in_bytes);
+    return mx::array(copy, shp, dt, [](void* p) { std::free(p); });
+  });
+}
+
+mlxr_array mlxr_scalar(double value, int dtype) {
+  return guard_array([&] { return mx::array(value, dtype_of(dtype)); });
+}
+
+int mlxr_array_ndim(mlxr_array a) { return static_cast<int>(A(a).ndim()); }
+int mlxr_array_dim(mlxr_array a, int axis) { return A(a).shape(axis); }
+int mlxr_array_dtype(mlxr_array a) { return code_of(A(a).dtype()); }
+int64_t mlxr_array_size(mlxr_array a) { return A(a).size(); }
+int64_t mlxr_array_nbytes(mlxr_array a) { return A(a).nbytes(); }
+
+// Evaluates a and copies its row-major bytes into dst (capacity bytes).
+int mlxr_array_to_bytes(mlxr_array a, void* dst, int64_t capacity) {
+  return guard_int([&] {
+    mx::array x = A(a);
+    x.eval();
+    if (!x.flags().row_contiguous) {
+      x = mx::contiguous(x);
+      x.eval();
+    }
+    if (static_cast<int64_t>(x.nbytes()) > capacity) {
+      throw std::invalid_argument("to_bytes: destination holds " +
+                                  std::to_string(capacity) + " bytes, array has " +
+                                  std::to_string(x.nbytes()));
+    }
+    std::memcpy(dst, x.data<void>(), x.nbytes());
+  });
+}
+
+// ---- evaluation, streams, memory ---------------------------------------
+
+int mlxr_eval(const mlxr_array* arrays, int n) {
+  return guard_int([&] { mx::eval(arrays_of(arrays, n)); });
+}
+
+int mlxr_async_eval(const mlxr_array* arrays, int n) {
+  return guard_int([&] { mx::async_eval(arrays_of(arrays, n)); });
+}
+
+// mlx-lm runs generation on its own stream (generation_stream); we do the same
+// for the calling thread.
+int mlxr_use_new_default_stream() {
+  return guard_int([&] {
+    mx::set_default_stream(mx::new_stream(mx::default_device()));
+  });
+}
+
+int mlxr_synchronize() {
+  return guard_int([&] { mx::synchronize(); });
+}
+
+int64_t mlxr_active_memory() { return mx::get_active_memory(); }
+int64_t mlxr_peak_memory() { return mx::get_peak_memory(); }
+int64_t mlxr_cache_memory() { return mx::get_cache_memory(); }
+void mlxr_reset_peak_memory() { mx::reset_peak_memory(); }
+void mlxr_clear_cache() { mx::clear_cache(); }
+int64_t mlxr_set_cache_limit(int64_t limit) { return mx::set_cache_limit(limit); }
+
+// ---- creation -------------------------------------------------------------
+
+mlxr_array mlxr_zeros(const int32_t* shape, int ndim, int dtype) {
+  return guard_array([&] { return mx::zeros(shape_of(shape, ndim), dtype_of(dtype)); });
+}
+
+mlxr_array mlxr_arange(double start, double stop, double step, int dtype) {
+  return guard_array([&] { return mx::arange(start, stop, step, dtype_of(dtype)); });
+}
+
+// ---- element-wise --------------------------------------------------------
+
+#define MLXR_BINARY(name)                                  \
+  mlxr_array mlxr_##name(mlxr_array a, mlxr_array b) {     \
+    return guard_array([&] { return mx::name(A(a), A(b)); }); \
+  }
+MLXR_BINARY(add)
+MLXR_BINARY(subtract)
+MLXR_BINARY(multiply)
+MLXR_BINARY(divide)
+MLXR_BINARY(power)
+MLXR_BINARY(maximum)
+MLXR_BINARY(minimum)
+MLXR_BINARY(greater)
+MLXR_BINARY(greater_equal)
+MLXR_BINARY(less)
+MLXR_BINARY(equal)
+MLXR_BINARY(logical_and)
+MLXR_BINARY(matmul)
+#undef MLXR_BINARY
+
+#define MLXR_UNARY(name)                                  \
+  mlxr_array mlxr_##name(mlxr_array a) {                   \
+    return guard_array([&] { return mx::name(A(a)); });   \
+  }
+MLXR_UNARY(sigmoid)
+MLXR_UNARY(exp)
+MLXR_UNARY(log)
+MLXR_UNARY(negative)
+MLXR_UNARY(sqrt)
+MLXR_UNARY(rsqrt)
+MLXR_UNARY(contiguous)
+#undef MLXR_UNARY
+
+mlxr_array mlxr_where(mlxr_array cond, mlxr_array x, mlxr_array y) {
+  return guard_array([&] { return mx::where(A(cond), A(x), A(y)); });
+}
+
+mlxr_array mlxr_astype(mlxr_array a, int dtype) {
+  return guard_array([&] { return mx::astype(A(a), dtype_of(dtype)); });
+}
+
+mlxr_array mlxr_addmm(mlxr_array c, mlxr_array a, mlxr_array b, float alpha, float beta) {
+  return guard_array([&] { return mx::addmm(A(c), A(a), A(b), alpha, beta); });
+}
+
+// ---- shape -------------------------------------------------------------
+
+mlxr_array mlxr_reshape(mlxr_array a, const int32_t* shape, int ndim) {
+  return guard_array([&] { return mx::reshape(A(a), shape_of(shape, ndim)); });
+}
+
+mlxr_array mlxr_transpose(mlxr_array a, const int32_t* axes, int n) {
+  return guard_array([&] {
+    if (n < 0) return mx::transpose(A(a));
+    return mx::transpose(A(a), std::vector<int>(axes, axes + n));
+  });
+}
+
+mlxr_array mlxr_expand_dims(mlxr_array a, int axis) {
+  return guard_array([&] { return mx::expand_dims(A(a), axis); });
+}
+
+mlxr_array mlxr_squeeze(mlxr_array a, int axis) {
+  return guard_array([&] { return mx::squeeze(A(a), axis); });
+}
+
+mlxr_array mlxr_slice(mlxr_array a, const int32_t* start, const int32_t* stop,
+                      const int32_t* strides, int ndim) {
+  return guard_array([&] {
+    return mx::slice(A(a), shape_of(start, ndim), shape_of(stop, ndim),
+                     shape_of(strides, ndim));
+  });
+}
+
+mlxr_array mlxr_slice_update(mlxr_array src, mlxr_array update, const int32_t* start,
+                             const int32_t* stop, const int32_t* strides, int ndim) {
+  return guard_array([&] {
+    return mx::slice_update(A(src), A(update), shape_of(start, ndim),
+                            shape_of(stop, ndim), shape_of(strides, ndim));
+  });
+}
+
+mlxr_array mlxr_concatenate(const mlxr_array* arrays, int n, int axis) {
+  return guard_array([&] { return mx::concatenate(arrays_of(arrays, n), axis); });
+}
+
+mlxr_array mlxr_take(mlxr_array a, mlxr_array indices, int axis) {
+  return guard_array([&] { return mx::take(A(a), A(indices), axis); });
+}
+
+// ---- reductions --------------------------------------------------------
+
+mlxr_array mlxr_argmax(mlxr_array a, int axis, bool keepdims) {
+  return guard_array([&] { return mx::argmax(A(a), axis, keepdims); });
+}
+
+// axes == NULL reduces over every axis (mlx.core's axis=None).
+mlxr_array mlxr_logsumexp(mlxr_array a, const int32_t* axes, int n, bool keepdims) {
+  return guard_array([&] {
+    if (axes == nullptr) return mx::logsumexp(A(a), keepdims);
+    return mx::logsumexp(A(a), std::vector<int>(axes, axes + n), keepdims);
+  });
+}
+
+mlxr_array mlxr_softmax(mlxr_array a, const int32_t* axes, int n, bool precise) {
+  return guard_array([&] {
+    if (axes == nullptr) return mx::softmax(A(a), precise);
+    return mx::softmax(A(a), std::vector<int>(axes, axes + n), precise);
+  });
+}
+
+// ---- quantization ----------------------------------------------------------
+
+mlxr_array mlxr_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array scales,
+                                 mlxr_array biases, bool transpose, int group_size,
+                                 int bits, const char* mode) {
+  return guard_array([&] {
+    return mx::quantized_matmul(A(x), A(w), A(scales), opt(biases), transpose,
+                                group_size, bits, mode);
+  });
+}
+
+mlxr_array mlxr_dequantize(mlxr_array w, mlxr_array scales, mlxr_array biases,
+                           int group_size, int bits, const char* mode) {
+  return guard_array([&] {
+    return mx::dequantize(A(w), A(scales), opt(biases), group_size, bits, mode);
+  });
+}
+
+// Writes three new handles (weight, scales, biases) into out.
+int mlxr_quantize(mlxr_array w, int group_size, int bits, const char* mode,
+                  mlxr_array* out) {
+  return guard_int([&] {
+    auto r = mx::quantize(A(w), group_size, bits, mode);
+    if (r.size() != 3) throw std::runtime_error("quantize: mode has no biases");
+    for (int i = 0; i < 3; i++) out[i] = new mx::array(r[i]);
+  });
+}
+
+// ---- fast ------------------------------------------------------------------
+
+mlxr_array mlxr_rms_norm(mlxr_array x, mlxr_array weight, float eps) {
+  return guard_array([&] { return mx::fast::rms_norm(A(x), opt(weight), eps); });
+}
+
+mlxr_array mlxr_layer_norm(mlxr_array x, mlxr_array weight, mlxr_array bias, float eps) {
+  return guard_array([&] { return mx::fast::layer_norm(A(x), opt(weight), opt(bias), eps); });
+}
+
+// has_base == false passes base=None (the freqs variants).
+mlxr_array mlxr_rope(mlxr_array x, int dims, bool traditional, bool has_base, float base,
+                     float scale, int offset, mlxr_array freqs) {
+  return guard_array([&] {
+    std::optional<float> b = has_base ? std::optional<float>(base) : std::nullopt;
+    return mx::fast::rope(A(x), dims, traditional, b, scale, offset, opt(freqs));
+  });
+}
+
+// mask_mode: "" (none or mask array given), "causal".
+mlxr_array mlxr_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
+                     const char* mask_mode, mlxr_array mask, mlxr_array sinks) {
+  return guard_array([&] {
+    std::optional<mx::array> m = opt(mask);
+    return mx::fast::scaled_dot_product_attention(A(q), A(k), A(v), scale, mask_mode, m,
+                                                  opt(sinks));
+  });
+}
+
+// ---- compiled helpers (where mlx-lm compiles) ------------------------------
+
+mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x) {
+  static auto swiglu = mx::compile(swiglu_impl, /*shapeless=*/true);
+  return guard_array([&] { return swiglu({A(gate), A(x)})[0]; });
+}
+
+// ---- io ----------------------------------------------------------------------
+
+void mlxr_weights_free(void* m) { delete static_cast<WeightMap*>(m); }
+
+void* mlxr_load_safetensors(const char* path) {
+  try {
+    auto loaded = mx::load_safetensors(std::string(path));
+    auto* m = new WeightMap();
+    for (auto& [k, v] : loaded.first) m->arrays.emplace_back(k, v);
+    for (auto& [k, v] : loaded.second) m->strings.emplace_back(k, v);
+    std::sort(m->arrays.begin(), m->arrays.end(),
+              [](auto& a, auto& b) { return a.first < b.first; });
+    std::sort(m->strings.begin(), m->strings.end());
+    return m;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+  }
+  return nullptr;
+}
+
+// GGUF metadata: strings stay strings, string lists are joined with '\n',
+// array values become "#array" entries readable with mlxr_weights_array by
+// the key "__metadata__/<name>".
+void* mlxr_load_gguf(const char* path) {
+  try {
+    auto loaded = mx::load_gguf(std::string(path));
+    auto* m = new WeightMap();
+    for (auto& [k, v] : loaded.first) m->arrays.emplace_back(k, v);
+    for (auto& [k, v] : loaded.second) {
+      if (auto* s = std::get_if<std::string>(&v)) {
+        m->strings.emplace_back(k, *s);
+      } else if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
+        std::string joined;
+        for (size_t i = 0; i < l->size(); i++) {
+          if (i) joined += '\n';
+          joined += (*l)[i];
+        }
+        m->strings.emplace_back(k, joined);
+      } else if (auto* a = std::get_if<mx::array>(&v)) {
+        m->arrays.emplace_back("__metadata__/" + k, *a);
+      }
+    }
+    std::sort(m->arrays.begin(), m->arrays.end(),
+              [](auto& a, auto& b) { return a.first < b.first; });
+    std::sort(m->strings.begin(), m->strings.end());
+    return m;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+  }
+  return nullptr;
+}
+
+int mlxr_weights_count(void* m) { return static_cast<WeightMap*>(m)->arrays.size(); }
+const char* mlxr_weights_name(void* m, int i) {
+  return static_cast<WeightMap*>(m)->arrays[i].first.c_str();
+}
+mlxr_array mlxr_weights_array(void* m, int i) {
+  return guard_array([&] { return static_cast<WeightMap*>(m)->arrays[i].second; });
+}
+int mlxr_weights_meta_count(void* m) { return static_cast<WeightMap*>(m)->strings.size(); }
+const char* mlxr_weights_meta_key(void* m, int i) {
+  return static_cast<WeightMap*>(m)->strings[i].first.c_str();
+}
+const char* mlxr_weights_meta_value(void* m, int i) {
+  return static_cast<WeightMap*>(m)->strings[i].second.c_str();
+}
+
+int mlxr_save_safetensors(const char* path, const char** names, const mlxr_array* arrays,
+                          int n, const char** meta_keys, const char** meta_values, int m) {
+  return guard_int([&] {
+    std::unordered_map<std::string, mx::array> a;
+    for (int i = 0; i < n; i++) a.insert({names[i], A(arrays[i])});
+    std::unordered_map<std::string, std::string> meta;
+    for (int i = 0; i < m; i++) meta[meta_keys[i]] = meta_values[i];
+    mx::save_safetensors(std::string(path), a, meta);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,358 @@
+package dev.mlxring.mlx;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * MLX operations, named as in {@code mlx.core} / {@code mlx.core.fast}. Every result is a new
+ * {@link MlxArray} owned by the thread's current {@link ArrayScope}; inputs are borrowed.
+ * Signatures mirror the C++ overloads that mlx.core's Python bindings call, so a model written
+ * against this class builds the same graph as its mlx-lm counterpart.
+ *
+ * <p>Thread contract: MLX graph building is meant for one driving thread (the exec thread). The
+ * per-thread scratch below makes the marshalling allocation-free and safe on any thread, but
+ * arrays must not be shared across threads.
+ */
+public final class Mlx {
+    private Mlx() {}
+
+    private static final MemorySegment AFFINE = Arena.global().allocateFrom("affine");
+    private static final MemorySegment CAUSAL = Arena.global().allocateFrom("causal");
+    private static final MemorySegment NO_MASK = Arena.global().allocateFrom("");
+
+    /** Reusable native buffers for int vectors and handle vectors, one set per thread. */
+    private static final class Scratch {
+        static final int SLOTS = 64;
+        final MemorySegment ints0;
+        final MemorySegment ints1;
+        final MemorySegment ints2;
+        final MemorySegment ptrs;
+
+        Scratch() {
+            Arena arena = Arena.ofAuto();
+            ints0 = arena.allocate(ValueLayout.JAVA_INT, SLOTS);
+            ints1 = arena.allocate(ValueLayout.JAVA_INT, SLOTS);
+            ints2 = arena.allocate(ValueLayout.JAVA_INT, SLOTS);
+            ptrs = arena.allocate(ValueLayout.ADDRESS, 1024);
+        }
+    }
+
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    private static MemorySegment ints(MemorySegment seg, int[] values) {
+        if (values.length > Scratch.SLOTS) {
+            throw new IllegalArgumentException("too many dimensions: " + values.length);
+        }
+        MemorySegment.copy(values, 0, seg, ValueLayout.JAVA_INT, 0, values.length);
+        return seg;
+    }
+
+    private static MemorySegment handles(MlxArray... arrays) {
+        MemorySegment seg = SCRATCH.get().ptrs;
+        if (arrays.length > 1024) {
+            throw new IllegalArgumentException("too many arrays: " + arrays.length);
+        }
+        for (int i = 0; i < arrays.length; i++) {
+            seg.setAtIndex(ValueLayout.ADDRESS, i, arrays[i].handle());
+        }
+        return seg;
+    }
+
+    private static MlxArray own(MemorySegment h) {
+        return MlxArray.own(h);
+    }
+
+    // ---- runtime ---------------------------------------------------------------
+
+    public static String version() {
+        return Shim.version().reinterpret(256).getString(0);
+    }
+
+    public static void eval(MlxArray... arrays) {
+        Shim.check(Shim.eval(handles(arrays), arrays.length));
+    }
+
+    public static void asyncEval(MlxArray... arrays) {
+        Shim.check(Shim.asyncEval(handles(arrays), arrays.length));
+    }
+
+    /** Gives the calling thread its own default stream, as mlx-lm's {@code generation_stream}. */
+    public static void useNewDefaultStream() {
+        Shim.check(Shim.useNewDefaultStream());
+    }
+
+    public static void synchronize() {
+        Shim.check(Shim.synchronize());
+    }
+
+    public static MemoryStats memory() {
+        return new MemoryStats(Shim.activeMemory(), Shim.peakMemory(), Shim.cacheMemory());
+    }
+
+    public static void resetPeakMemory() {
+        Shim.resetPeakMemory();
+    }
+
+    public static void clearCache() {
+        Shim.clearCache();
+    }
+
+    // ---- creation --------------------------------------------------------------
+
+    /** Copies {@code data} (row-major, little-endian, {@code dtype} elements) into a new array. */
+    public static MlxArray fromBytes(MemorySegment data, int[] shape, Dtype dtype) {
+        return own(Shim.arrayFromBytes(data, data.byteSize(), ints(SCRATCH.get().ints0, shape), shape.length,
+                dtype.code));
+    }
+
+    public static MlxArray fromInts(int[] values, int... shape) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(ValueLayout.JAVA_INT, Math.max(values.length, 1));
+            MemorySegment.copy(values, 0, seg, ValueLayout.JAVA_INT, 0, values.length);
+            return fromBytes(seg.asSlice(0, (long) values.length * 4), shape, Dtype.INT32);
+        }
+    }
+
+    public static MlxArray fromFloats(float[] values, int... shape) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(values.length, 1));
+            MemorySegment.copy(values, 0, seg, ValueLayout.JAVA_FLOAT, 0, values.length);
+            return fromBytes(seg.asSlice(0, (long) values.length * 4), shape, Dtype.FLOAT32);
+        }
+    }
+
+    /** A 0-d array, as {@code mx.array(value, dtype)}. */
+    public static MlxArray scalar(double value, Dtype dtype) {
+        return own(Shim.scalar(value, dtype.code));
+    }
+
+    public static MlxArray zeros(int[] shape, Dtype dtype) {
+        return own(Shim.zeros(ints(SCRATCH.get().ints0, shape), shape.length, dtype.code));
+    }
+
+    public static MlxArray arange(double start, double stop, double step, Dtype dtype) {
+        return own(Shim.arange(start, stop, step, dtype.code));
+    }
+
+    // ---- element-wise ----------------------------------------------------------
+
+    public static MlxArray add(MlxArray a, MlxArray b) {
+        return own(Shim.add(a.handle(), b.handle()));
+    }
+
+    public static MlxArray subtract(MlxArray a, MlxArray b) {
+        return own(Shim.subtract(a.handle(), b.handle()));
+    }
+
+    public static MlxArray multiply(MlxArray a, MlxArray b) {
+        return own(Shim.multiply(a.handle(), b.handle()));
+    }
+
+    public static MlxArray divide(MlxArray a, MlxArray b) {
+        return own(Shim.divide(a.handle(), b.handle()));
+    }
+
+    public static MlxArray power(MlxArray a, MlxArray b) {
+        return own(Shim.power(a.handle(), b.handle()));
+    }
+
+    public static MlxArray maximum(MlxArray a, MlxArray b) {
+        return own(Shim.maximum(a.handle(), b.handle()));
+    }
+
+    public static MlxArray minimum(MlxArray a, MlxArray b) {
+        return own(Shim.minimum(a.handle(), b.handle()));
+    }
+
+    public static MlxArray greater(MlxArray a, MlxArray b) {
+        return own(Shim.greater(a.handle(), b.handle()));
+    }
+
+    public static MlxArray greaterEqual(MlxArray a, MlxArray b) {
+        return own(Shim.greaterEqual(a.handle(), b.handle()));
+    }
+
+    public static MlxArray less(MlxArray a, MlxArray b) {
+        return own(Shim.less(a.handle(), b.handle()));
+    }
+
+    public static MlxArray equal(MlxArray a, MlxArray b) {
+        return own(Shim.equal(a.handle(), b.handle()));
+    }
+
+    public static MlxArray logicalAnd(MlxArray a, MlxArray b) {
+        return own(Shim.logicalAnd(a.handle(), b.handle()));
+    }
+
+    public static MlxArray where(MlxArray cond, MlxArray x, MlxArray y) {
+        return own(Shim.where(cond.handle(), x.handle(), y.handle()));
+    }
+
+    public static MlxArray sigmoid(MlxArray a) {
+        return own(Shim.sigmoid(a.handle()));
+    }
+
+    public static MlxArray exp(MlxArray a) {
+        return own(Shim.exp(a.handle()));
+    }
+
+    public static MlxArray log(MlxArray a) {
+        return own(Shim.log(a.handle()));
+    }
+
+    public static MlxArray negative(MlxArray a) {
+        return own(Shim.negative(a.handle()));
+    }
+
+    public static MlxArray sqrt(MlxArray a) {
+        return own(Shim.sqrt(a.handle()));
+    }
+
+    public static MlxArray rsqrt(MlxArray a) {
+        return own(Shim.rsqrt(a.handle()));
+    }
+
+    public static MlxArray contiguous(MlxArray a) {
+        return own(Shim.contiguous(a.handle()));
+    }
+
+    public static MlxArray astype(MlxArray a, Dtype dtype) {
+        return own(Shim.astype(a.handle(), dtype.code));
+    }
+
+    // ---- linear algebra ----------------------------------------------------------
+
+    /** {@code a @ b}. */
+    public static MlxArray matmul(MlxArray a, MlxArray b) {
+        return own(Shim.matmul(a.handle(), b.handle()));
+    }
+
+    /** {@code beta * c + alpha * (a @ b)}, as {@code mx.addmm}. */
+    public static MlxArray addmm(MlxArray c, MlxArray a, MlxArray b, float alpha, float beta) {
+        return own(Shim.addmm(c.handle(), a.handle(), b.handle(), alpha, beta));
+    }
+
+    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
+            boolean transpose, int groupSize, int bits) {
+        return own(Shim.quantizedMatmul(x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases),
+                transpose, groupSize, bits, AFFINE));
+    }
+
+    public static MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
+        return own(Shim.dequantize(w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits,
+                AFFINE));
+    }
+
+    /** Affine quantization along the last axis: {weight, scales, biases}. */
+    public static MlxArray[] quantize(MlxArray w, int groupSize, int bits) {
+        MemorySegment out = SCRATCH.get().ptrs;
+        Shim.check(Shim.quantize(w.handle(), groupSize, bits, AFFINE, out));
+        MlxArray[] r = new MlxArray[3];
+        for (int i = 0; i < 3; i++) {
+            r[i] = own(out.getAtIndex(ValueLayout.ADDRESS, i));
+        }
+        return r;
+    }
+
+    // ---- shape -------------------------------------------------------------------
+
+    public static MlxArray reshape(MlxArray a, int... shape) {
+        return own(Shim.reshape(a.handle(), ints(SCRATCH.get().ints0, shape), shape.length));
+    }
+
+    public static MlxArray transpose(MlxArray a, int... axes) {
+        return own(Shim.transpose(a.handle(), ints(SCRATCH.get().ints0, axes), axes.length));
+    }
+
+    /** Reverses all axes ({@code a.T}). */
+    public static MlxArray transposeAll(MlxArray a) {
+        return own(Shim.transpose(a.handle(), MemorySegment.NULL, -1));
+    }
+
+    public static MlxArray expandDims(MlxArray a, int axis) {
+        return own(Shim.expandDims(a.handle(), axis));
+    }
+
+    public static MlxArray squeeze(MlxArray a, int axis) {
+        return own(Shim.squeeze(a.handle(), axis));
+    }
+
+    public static MlxArray slice(MlxArray a, int[] start, int[] stop, int[] strides) {
+        Scratch s = SCRATCH.get();
+        return own(Shim.slice(a.handle(), ints(s.ints0, start), ints(s.ints1, stop), ints(s.ints2, strides),
+                start.length));
+    }
+
+    public static MlxArray sliceUpdate(MlxArray src, MlxArray update, int[] start, int[] stop, int[] strides) {
+        Scratch s = SCRATCH.get();
+        return own(Shim.sliceUpdate(src.handle(), update.handle(), ints(s.ints0, start), ints(s.ints1, stop),
+                ints(s.ints2, strides), start.length));
+    }
+
+    public static MlxArray concatenate(int axis, MlxArray... arrays) {
+        return own(Shim.concatenate(handles(arrays), arrays.length, axis));
+    }
+
+    public static MlxArray take(MlxArray a, MlxArray indices, int axis) {
+        return own(Shim.take(a.handle(), indices.handle(), axis));
+    }
+
+    // ---- reductions ------------------------------------------------------------
+
+    public static MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.argmax(a.handle(), axis, keepdims));
+    }
+
+    /** Log-sum-exp over every axis ({@code axis=None}). */
+    public static MlxArray logsumexp(MlxArray a, boolean keepdims) {
+        return own(Shim.logsumexp(a.handle(), MemorySegment.NULL, 0, keepdims));
+    }
+
+    public static MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.logsumexp(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+    }
+
+    public static MlxArray softmax(MlxArray a, int axis, boolean precise) {
+        return own(Shim.softmax(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, precise));
+    }
+
+    // ---- fast ------------------------------------------------------------------
+
+    public static MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
+        return own(Shim.rmsNorm(x.handle(), MlxArray.handleOrNull(weight), eps));
+    }
+
+    public static MlxArray layerNorm(MlxArray x, MlxArray weight, MlxArray bias, float eps) {
+        return own(Shim.layerNorm(x.handle(), MlxArray.handleOrNull(weight), MlxArray.handleOrNull(bias), eps));
+    }
+
+    /** {@code mx.fast.rope} with a base (freqs=None). */
+    public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, int offset) {
+        return own(Shim.rope(x.handle(), dims, traditional, true, base, scale, offset, MemorySegment.NULL));
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies (base=None). */
+    public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
+        return own(Shim.rope(x.handle(), dims, traditional, false, 0f, scale, offset, freqs.handle()));
+    }
+
+    /** {@code mx.fast.scaled_dot_product_attention} with {@code mask="causal"}. */
+    public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
+                MemorySegment.NULL));
+    }
+
+    /** {@code mx.fast.scaled_dot_product_attention} with an array mask, or none when {@code mask} is null. */
+    public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
+                MemorySegment.NULL));
+    }
+
+    // ---- compiled (where mlx-lm compiles) ------------------------------------------
+
+    /** mlx-lm's {@code activations.swiglu}: compiled {@code silu(gate) * x}. */
+    public static MlxArray swiglu(MlxArray gate, MlxArray x) {
+        return own(Shim.swiglu(gate.handle(), x.handle()));
+    }
+}

@@ -1,0 +1,719 @@
+package dev.mlxring.mlx;
+
+import static dev.mlxring.mlx.NativeLibrary.ADDR;
+import static dev.mlxring.mlx.NativeLibrary.BOOL;
+import static dev.mlxring.mlx.NativeLibrary.DOUBLE;
+import static dev.mlxring.mlx.NativeLibrary.FLOAT;
+import static dev.mlxring.mlx.NativeLibrary.INT;
+import static dev.mlxring.mlx.NativeLibrary.LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Raw downcalls into {@code mlxr_shim.cpp}, one per C function, same names in camelCase. Handles
+ * are static finals so the JIT can inline {@code invokeExact}. Callers check results: a NULL
+ * array or a non-zero int means "read {@link #lastError()}". Only {@link Mlx} and the
+ * array/weights classes call this.
+ */
+final class Shim {
+    private Shim() {}
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new MlxException("native call failed: " + t);
+    }
+
+    static String lastError() {
+        return lastErrorRaw().reinterpret(1 << 16).getString(0);
+    }
+
+    static void check(int rc) {
+        if (rc != 0) {
+            throw new MlxException(lastError());
+        }
+    }
+
+    private static final MethodHandle LAST_ERROR = NativeLibrary.handle("mlxr_last_error", FunctionDescriptor.of(ADDR));
+    private static final MethodHandle VERSION = NativeLibrary.handle("mlxr_version", FunctionDescriptor.of(ADDR));
+    private static final MethodHandle ARRAY_FREE = NativeLibrary.handle("mlxr_array_free", FunctionDescriptor.ofVoid(ADDR));
+    private static final MethodHandle ARRAY_FROM_BYTES = NativeLibrary.handle("mlxr_array_from_bytes", FunctionDescriptor.of(ADDR, ADDR, LONG, ADDR, INT, INT));
+    private static final MethodHandle SCALAR = NativeLibrary.handle("mlxr_scalar", FunctionDescriptor.of(ADDR, DOUBLE, INT));
+    private static final MethodHandle ARRAY_NDIM = NativeLibrary.handle("mlxr_array_ndim", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle ARRAY_DIM = NativeLibrary.handle("mlxr_array_dim", FunctionDescriptor.of(INT, ADDR, INT));
+    private static final MethodHandle ARRAY_DTYPE = NativeLibrary.handle("mlxr_array_dtype", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle ARRAY_SIZE = NativeLibrary.handle("mlxr_array_size", FunctionDescriptor.of(LONG, ADDR));
+    private static final MethodHandle ARRAY_NBYTES = NativeLibrary.handle("mlxr_array_nbytes", FunctionDescriptor.of(LONG, ADDR));
+    private static final MethodHandle ARRAY_TO_BYTES = NativeLibrary.handle("mlxr_array_to_bytes", FunctionDescriptor.of(INT, ADDR, ADDR, LONG));
+    private static final MethodHandle EVAL = NativeLibrary.handle("mlxr_eval", FunctionDescriptor.of(INT, ADDR, INT));
+    private static final MethodHandle ASYNC_EVAL = NativeLibrary.handle("mlxr_async_eval", FunctionDescriptor.of(INT, ADDR, INT));
+    private static final MethodHandle USE_NEW_DEFAULT_STREAM = NativeLibrary.handle("mlxr_use_new_default_stream", FunctionDescriptor.of(INT));
+    private static final MethodHandle SYNCHRONIZE = NativeLibrary.handle("mlxr_synchronize", FunctionDescriptor.of(INT));
+    private static final MethodHandle ACTIVE_MEMORY = NativeLibrary.handle("mlxr_active_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle PEAK_MEMORY = NativeLibrary.handle("mlxr_peak_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle CACHE_MEMORY = NativeLibrary.handle("mlxr_cache_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle RESET_PEAK_MEMORY = NativeLibrary.handle("mlxr_reset_peak_memory", FunctionDescriptor.ofVoid());
+    private static final MethodHandle CLEAR_CACHE = NativeLibrary.handle("mlxr_clear_cache", FunctionDescriptor.ofVoid());
+    private static final MethodHandle SET_CACHE_LIMIT = NativeLibrary.handle("mlxr_set_cache_limit", FunctionDescriptor.of(LONG, LONG));
+    private static final MethodHandle ZEROS = NativeLibrary.handle("mlxr_zeros", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle ARANGE = NativeLibrary.handle("mlxr_arange", FunctionDescriptor.of(ADDR, DOUBLE, DOUBLE, DOUBLE, INT));
+    private static final MethodHandle ADD = NativeLibrary.handle("mlxr_add", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SUBTRACT = NativeLibrary.handle("mlxr_subtract", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MULTIPLY = NativeLibrary.handle("mlxr_multiply", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle DIVIDE = NativeLibrary.handle("mlxr_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle POWER = NativeLibrary.handle("mlxr_power", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MAXIMUM = NativeLibrary.handle("mlxr_maximum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MINIMUM = NativeLibrary.handle("mlxr_minimum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle GREATER = NativeLibrary.handle("mlxr_greater", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle GREATER_EQUAL = NativeLibrary.handle("mlxr_greater_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle LESS = NativeLibrary.handle("mlxr_less", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle EQUAL = NativeLibrary.handle("mlxr_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle LOGICAL_AND = NativeLibrary.handle("mlxr_logical_and", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MATMUL = NativeLibrary.handle("mlxr_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SIGMOID = NativeLibrary.handle("mlxr_sigmoid", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle EXP = NativeLibrary.handle("mlxr_exp", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle LOG = NativeLibrary.handle("mlxr_log", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle NEGATIVE = NativeLibrary.handle("mlxr_negative", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle SQRT = NativeLibrary.handle("mlxr_sqrt", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle RSQRT = NativeLibrary.handle("mlxr_rsqrt", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle CONTIGUOUS = NativeLibrary.handle("mlxr_contiguous", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle WHERE = NativeLibrary.handle("mlxr_where", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
+    private static final MethodHandle ASTYPE = NativeLibrary.handle("mlxr_astype", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle ADDMM = NativeLibrary.handle("mlxr_addmm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, FLOAT));
+    private static final MethodHandle RESHAPE = NativeLibrary.handle("mlxr_reshape", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle TRANSPOSE = NativeLibrary.handle("mlxr_transpose", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle EXPAND_DIMS = NativeLibrary.handle("mlxr_expand_dims", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SQUEEZE = NativeLibrary.handle("mlxr_squeeze", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SLICE = NativeLibrary.handle("mlxr_slice", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle SLICE_UPDATE = NativeLibrary.handle("mlxr_slice_update", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle CONCATENATE = NativeLibrary.handle("mlxr_concatenate", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle TAKE = NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ARGMAX = NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle LOGSUMEXP = NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle SOFTMAX = NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
+    private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
+    private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
+    private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
+    private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle WEIGHTS_FREE = NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
+    private static final MethodHandle LOAD_SAFETENSORS = NativeLibrary.handle("mlxr_load_safetensors", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle LOAD_GGUF = NativeLibrary.handle("mlxr_load_gguf", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle WEIGHTS_COUNT = NativeLibrary.handle("mlxr_weights_count", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle WEIGHTS_NAME = NativeLibrary.handle("mlxr_weights_name", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_ARRAY = NativeLibrary.handle("mlxr_weights_array", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_META_COUNT = NativeLibrary.handle("mlxr_weights_meta_count", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle WEIGHTS_META_KEY = NativeLibrary.handle("mlxr_weights_meta_key", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_META_VALUE = NativeLibrary.handle("mlxr_weights_meta_value", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SAVE_SAFETENSORS = NativeLibrary.handle("mlxr_save_safetensors", FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
+
+    static MemorySegment lastErrorRaw() {
+        try {
+            return (MemorySegment) LAST_ERROR.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment version() {
+        try {
+            return (MemorySegment) VERSION.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void free(MemorySegment a) {
+        try {
+            ARRAY_FREE.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment arrayFromBytes(MemorySegment data, long lengthInBytes, MemorySegment shape, int ndim, int dtype) {
+        try {
+            return (MemorySegment) ARRAY_FROM_BYTES.invokeExact(data, lengthInBytes, shape, ndim, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment scalar(double value, int dtype) {
+        try {
+            return (MemorySegment) SCALAR.invokeExact(value, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int ndim(MemorySegment a) {
+        try {
+            return (int) ARRAY_NDIM.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int dim(MemorySegment a, int axis) {
+        try {
+            return (int) ARRAY_DIM.invokeExact(a, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int dtype(MemorySegment a) {
+        try {
+            return (int) ARRAY_DTYPE.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long size(MemorySegment a) {
+        try {
+            return (long) ARRAY_SIZE.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long nbytes(MemorySegment a) {
+        try {
+            return (long) ARRAY_NBYTES.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int toBytes(MemorySegment a, MemorySegment dst, long capacity) {
+        try {
+            return (int) ARRAY_TO_BYTES.invokeExact(a, dst, capacity);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int eval(MemorySegment arrays, int n) {
+        try {
+            return (int) EVAL.invokeExact(arrays, n);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int asyncEval(MemorySegment arrays, int n) {
+        try {
+            return (int) ASYNC_EVAL.invokeExact(arrays, n);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int useNewDefaultStream() {
+        try {
+            return (int) USE_NEW_DEFAULT_STREAM.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int synchronize() {
+        try {
+            return (int) SYNCHRONIZE.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long activeMemory() {
+        try {
+            return (long) ACTIVE_MEMORY.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long peakMemory() {
+        try {
+            return (long) PEAK_MEMORY.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long cacheMemory() {
+        try {
+            return (long) CACHE_MEMORY.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void resetPeakMemory() {
+        try {
+            RESET_PEAK_MEMORY.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void clearCache() {
+        try {
+            CLEAR_CACHE.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long setCacheLimit(long limit) {
+        try {
+            return (long) SET_CACHE_LIMIT.invokeExact(limit);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment zeros(MemorySegment shape, int ndim, int dtype) {
+        try {
+            return (MemorySegment) ZEROS.invokeExact(shape, ndim, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment arange(double start, double stop, double step, int dtype) {
+        try {
+            return (MemorySegment) ARANGE.invokeExact(start, stop, step, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment add(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) ADD.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment subtract(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) SUBTRACT.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment multiply(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) MULTIPLY.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment divide(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) DIVIDE.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment power(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) POWER.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment maximum(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) MAXIMUM.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment minimum(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) MINIMUM.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment greater(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) GREATER.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment greaterEqual(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) GREATER_EQUAL.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment less(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) LESS.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment equal(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) EQUAL.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment logicalAnd(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) LOGICAL_AND.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment matmul(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) MATMUL.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sigmoid(MemorySegment a) {
+        try {
+            return (MemorySegment) SIGMOID.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment exp(MemorySegment a) {
+        try {
+            return (MemorySegment) EXP.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment log(MemorySegment a) {
+        try {
+            return (MemorySegment) LOG.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment negative(MemorySegment a) {
+        try {
+            return (MemorySegment) NEGATIVE.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sqrt(MemorySegment a) {
+        try {
+            return (MemorySegment) SQRT.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment rsqrt(MemorySegment a) {
+        try {
+            return (MemorySegment) RSQRT.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment contiguous(MemorySegment a) {
+        try {
+            return (MemorySegment) CONTIGUOUS.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment where(MemorySegment cond, MemorySegment x, MemorySegment y) {
+        try {
+            return (MemorySegment) WHERE.invokeExact(cond, x, y);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment astype(MemorySegment a, int dtype) {
+        try {
+            return (MemorySegment) ASTYPE.invokeExact(a, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment addmm(MemorySegment c, MemorySegment a, MemorySegment b, float alpha, float beta) {
+        try {
+            return (MemorySegment) ADDMM.invokeExact(c, a, b, alpha, beta);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment reshape(MemorySegment a, MemorySegment shape, int ndim) {
+        try {
+            return (MemorySegment) RESHAPE.invokeExact(a, shape, ndim);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment transpose(MemorySegment a, MemorySegment axes, int n) {
+        try {
+            return (MemorySegment) TRANSPOSE.invokeExact(a, axes, n);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment expandDims(MemorySegment a, int axis) {
+        try {
+            return (MemorySegment) EXPAND_DIMS.invokeExact(a, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment squeeze(MemorySegment a, int axis) {
+        try {
+            return (MemorySegment) SQUEEZE.invokeExact(a, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment slice(MemorySegment a, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+        try {
+            return (MemorySegment) SLICE.invokeExact(a, start, stop, strides, ndim);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sliceUpdate(MemorySegment src, MemorySegment update, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+        try {
+            return (MemorySegment) SLICE_UPDATE.invokeExact(src, update, start, stop, strides, ndim);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment concatenate(MemorySegment arrays, int n, int axis) {
+        try {
+            return (MemorySegment) CONCATENATE.invokeExact(arrays, n, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment take(MemorySegment a, MemorySegment indices, int axis) {
+        try {
+            return (MemorySegment) TAKE.invokeExact(a, indices, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment argmax(MemorySegment a, int axis, boolean keepdims) {
+        try {
+            return (MemorySegment) ARGMAX.invokeExact(a, axis, keepdims);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment logsumexp(MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
+        try {
+            return (MemorySegment) LOGSUMEXP.invokeExact(a, axes, n, keepdims);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment softmax(MemorySegment a, MemorySegment axes, int n, boolean precise) {
+        try {
+            return (MemorySegment) SOFTMAX.invokeExact(a, axes, n, precise);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment quantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode) {
+        try {
+            return (MemorySegment) QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment dequantize(MemorySegment w, MemorySegment scales, MemorySegment biases, int groupSize, int bits, MemorySegment mode) {
+        try {
+            return (MemorySegment) DEQUANTIZE.invokeExact(w, scales, biases, groupSize, bits, mode);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int quantize(MemorySegment w, int groupSize, int bits, MemorySegment mode, MemorySegment out) {
+        try {
+            return (int) QUANTIZE.invokeExact(w, groupSize, bits, mode, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment rmsNorm(MemorySegment x, MemorySegment weight, float eps) {
+        try {
+            return (MemorySegment) RMS_NORM.invokeExact(x, weight, eps);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment layerNorm(MemorySegment x, MemorySegment weight, MemorySegment bias, float eps) {
+        try {
+            return (MemorySegment) LAYER_NORM.invokeExact(x, weight, bias, eps);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment rope(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
+        try {
+            return (MemorySegment) ROPE.invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sdpa(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+        try {
+            return (MemorySegment) SDPA.invokeExact(q, k, v, scale, maskMode, mask, sinks);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment swiglu(MemorySegment gate, MemorySegment x) {
+        try {
+            return (MemorySegment) SWIGLU.invokeExact(gate, x);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void weightsFree(MemorySegment m) {
+        try {
+            WEIGHTS_FREE.invokeExact(m);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment loadSafetensors(MemorySegment path) {
+        try {
+            return (MemorySegment) LOAD_SAFETENSORS.invokeExact(path);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment loadGguf(MemorySegment path) {
+        try {
+            return (MemorySegment) LOAD_GGUF.invokeExact(path);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int weightsCount(MemorySegment m) {
+        try {
+            return (int) WEIGHTS_COUNT.invokeExact(m);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment weightsName(MemorySegment m, int i) {
+        try {
+            return (MemorySegment) WEIGHTS_NAME.invokeExact(m, i);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment weightsArray(MemorySegment m, int i) {
+        try {
+            return (MemorySegment) WEIGHTS_ARRAY.invokeExact(m, i);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int weightsMetaCount(MemorySegment m) {
+        try {
+            return (int) WEIGHTS_META_COUNT.invokeExact(m);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment weightsMetaKey(MemorySegment m, int i) {
+        try {
+            return (MemorySegment) WEIGHTS_META_KEY.invokeExact(m, i);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment weightsMetaValue(MemorySegment m, int i) {
+        try {
+            return (MemorySegment) WEIGHTS_META_VALUE.invokeExact(m, i);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int saveSafetensors(MemorySegment path, MemorySegment names, MemorySegment arrays, int n, MemorySegment metaKeys, MemorySegment metaValues, int m) {
+        try {
+            return (int) SAVE_SAFETENSORS.invokeExact(path, names, arrays, n, metaKeys, metaValues, m);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+}

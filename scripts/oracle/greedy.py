@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Live mlx-lm greedy-decoding oracle.
+
+Usage:
+    greedy.py --model DIR --prompts FILE.json --max-tokens N \
+              --prefill-step-size S [--out FILE.json]
+
+FILE.json: {"prompts": [[token ids...], ...]}
+
+For every prompt this runs mlx-lm's own
+    mlx_lm.generate.generate_step(mx.array(prompt), model,
+                                  max_tokens=N, prefill_step_size=S)
+with its default greedy sampler, its own generation_stream and a fresh prompt
+cache (generate_step builds one), on the model loaded with
+mlx_lm.utils.load_model(Path(DIR)).
+
+Output (to --out, or stdout):
+{
+  "mlx_version": str, "mlx_lm_version": str, "model": DIR,
+  "max_tokens": N, "prefill_step_size": S,
+  "results": [
+    {"prompt": [int], "tokens": [int],
+     "logits0":   {"dtype": "bfloat16"|"float32"|"float16", "shape": [V], "b64": str},
+     "logprobs0": {"dtype": ..., "shape": [V], "b64": str},
+     # informative:
+     "prefill_chunks": [int],        # sizes of the prefill-only model calls
+     "logits0_call_index": int,      # index of the model call logits0 comes from
+     "logits0_call_input_len": int,  # tokens fed to that call (the final chunk)
+     "prefill_s": float, "decode_s": float,
+     "prefill_tok_per_s": float, "decode_tok_per_s": float}
+  ]
+}
+b64 is base64 of the array's raw little-endian bytes exactly as MLX holds them
+(bf16/f16 read through a uint16 view, f32 through a uint32 view).
+
+logits0 is the model's raw forward output [0, -1, :] of the first `_step` call
+of generate_step, i.e. the call that processes the final prompt chunk (in
+mlx-lm 0.32.x that chunk is the last prompt token: the prefill loop feeds
+min(S, remaining - 1) tokens per call while more than one token remains).
+logprobs0 is the logprobs vector generate_step yields with the first token
+(logits0 - logsumexp(logits0)).
+"""
+
+import argparse
+import base64
+import json
+import sys
+import time
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+
+import mlx_lm
+from mlx_lm.generate import generate_step
+from mlx_lm.utils import load_model
+
+
+class RecordingModel:
+    """Transparent wrapper: forwards calls/attributes, keeps one output.
+
+    It keeps a reference to the (lazy) output of model call number
+    `capture_index` and records the input length of every call. It neither
+    evaluates nor casts anything, so the computation is unchanged.
+    """
+
+    def __init__(self, model, capture_index):
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_capture_index", capture_index)
+        object.__setattr__(self, "call_input_lens", [])
+        object.__setattr__(self, "captured", None)
+
+    def __call__(self, *args, **kwargs):
+        out = self._model(*args, **kwargs)
+        idx = len(self.call_input_lens)
+        inputs = args[0] if args else kwargs.get("inputs", kwargs.get("input_tokens"))
+        self.call_input_lens.append(int(inputs.shape[-1]) if inputs is not None else -1)
+        if idx == self._capture_index:
+            object.__setattr__(self, "captured", out)
+        return out
+
+    def __getattr__(self, name):
+        # Only reached for attributes not on the wrapper itself (layers,
+        # make_cache if the model has one, args, ...). Missing attributes raise
+        # AttributeError exactly as on the wrapped model.
+        return getattr(self._model, name)
+
+
+def prefill_chunks(n_prompt, step):
+    """Sizes of the prefill-only calls generate_step makes (mirrors its loop)."""
+    chunks = []
+    remaining = n_prompt
+    while remaining > 1:
+        n = min(step, remaining - 1)
+        chunks.append(n)
+        remaining -= n
+    return chunks, remaining
+
+
+_UINT_VIEW = {2: mx.uint16, 4: mx.uint32, 8: mx.uint64, 1: mx.uint8}
+_NP_UINT = {2: "<u2", 4: "<u4", 8: "<u8", 1: "u1"}
+
+
+def dtype_name(dt):
+    s = str(dt)
+    return s[len("mlx.core."):] if s.startswith("mlx.core.") else s
+
+
+def encode_array(x):
+    mx.eval(x)
+    size = x.dtype.size
+    raw = np.array(x.view(_UINT_VIEW[size]), copy=True).astype(_NP_UINT[size], copy=False)
+    return {
+        "dtype": dtype_name(x.dtype),
+        "shape": list(x.shape),
+        "b64": base64.b64encode(raw.tobytes()).decode("ascii"),
+    }
+
+
+def run_prompt(model, prompt, max_tokens, step):
+    chunks, last_len = prefill_chunks(len(prompt), step)
+    rec = RecordingModel(model, capture_index=len(chunks))
+
+    tokens = []
+    logprobs0 = None
+    t0 = time.perf_counter()
+    t_first = None
+    for tok, logprobs in generate_step(
+        mx.array(prompt), rec, max_tokens=max_tokens, prefill_step_size=step
+    ):
+        if t_first is None:
+            t_first = time.perf_counter()
+            logprobs0 = logprobs
+        tokens.append(tok)
+    t_end = time.perf_counter()
+    if t_first is None:
+        t_first = t_end
+
+    if rec.captured is None:
+        raise RuntimeError("logits0 call was not observed")
+    if rec.call_input_lens[: len(chunks)] != chunks or rec.call_input_lens[len(chunks)] != last_len:
+        raise RuntimeError(
+            f"unexpected call pattern {rec.call_input_lens[:len(chunks) + 1]}, "
+            f"expected {chunks} + [{last_len}]"
+        )
+    logits0 = rec.captured[0, -1, :]
+
+    prefill_s = t_first - t0
+    decode_s = t_end - t_first
+    n_dec = max(len(tokens) - 1, 0)
+    return {
+        "prompt": list(prompt),
+        "tokens": [int(t) for t in tokens],
+        "logits0": encode_array(logits0),
+        "logprobs0": encode_array(logprobs0),
+        "prefill_chunks": chunks,
+        "logits0_call_index": len(chunks),
+        "logits0_call_input_len": last_len,
+        "prefill_s": prefill_s,
+        "decode_s": decode_s,
+        "prefill_tok_per_s": len(prompt) / prefill_s if prefill_s > 0 else None,
+        "decode_tok_per_s": n_dec / decode_s if decode_s > 0 else None,
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--prompts", required=True)
+    ap.add_argument("--max-tokens", type=int, required=True)
+    ap.add_argument("--prefill-step-size", type=int, required=True)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+
+    with open(args.prompts) as f:
+        prompts = json.load(f)["prompts"]
+    model, _config = load_model(Path(args.model))
+
+    results = [
+        run_prompt(model, [int(t) for t in p], args.max_tokens, args.prefill_step_size)
+        for p in prompts
+    ]
+    doc = {
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+        "model": args.model,
+        "max_tokens": args.max_tokens,
+        "prefill_step_size": args.prefill_step_size,
+        "results": results,
+    }
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.out:
+        tmp = Path(args.out + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(args.out)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

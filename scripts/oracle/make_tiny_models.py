@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""Create tiny random-weight mlx-lm models for Java parity tests.
+
+Usage:
+    make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
+
+Every model is built with mlx-lm's own model classes
+(mlx_lm.models.{llama,qwen2,qwen3}.Model(ModelArgs.from_dict(config))),
+re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
+casts (float params -> cell dtype), quantized (quantized cells only) through
+`mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
+`mlx_lm.utils.save_config`, i.e. exactly the layout `mlx_lm.utils.load_model`
+reads back (config.json, model.safetensors, model.safetensors.index.json).
+
+Quantized cells are quantized FROM bfloat16 (like a real HF bf16 checkpoint
+converted with `mlx_lm.convert -q`): scales/biases and every non-quantized
+parameter are bfloat16.
+
+The seed of each model is derived from its name (crc32), so a model is the same
+whether it is built alone (--only) or with the others. A model directory is
+complete when its marker file `.complete` exists (written last); complete
+models are skipped, incomplete directories are wiped and rebuilt.
+
+A manifest.json describing all cells (not only the ones built) is (re)written
+to DIR on every run.
+"""
+
+import argparse
+import contextlib
+import copy
+import json
+import shutil
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten, tree_map_with_path, tree_unflatten
+
+import mlx_lm
+from mlx_lm.utils import load_model, quantize_model, save_config, save_model
+
+MARKER = ".complete"
+# Bump when the recipe below changes so that stale directories get rebuilt.
+RECIPE_VERSION = 1
+
+# ---------------------------------------------------------------------------
+# Cell definitions
+# ---------------------------------------------------------------------------
+# Common sizes: 2 layers, 4 attention heads, 2 KV heads (GQA).
+#   small: hidden 64,  head_dim 16, intermediate 192
+#   large: hidden 128, head_dim 32, intermediate 256 (all input dims divisible
+#          by 128, needed for group_size 128)
+
+
+def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps=1e-5):
+    cfg = {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "rms_norm_eps": eps,
+        "vocab_size": vocab,
+        "max_position_embeddings": 4096,
+        "rope_theta": rope_theta,
+        "rope_traditional": False,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "tie_word_embeddings": tie,
+    }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
+def _qwen2(hidden, inter, vocab, tie, rope_theta=1000000.0, eps=1e-6):
+    # qwen2: head_dim is always hidden // heads; q/k/v always have a bias.
+    return {
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": eps,
+        "vocab_size": vocab,
+        "max_position_embeddings": 32768,
+        "rope_theta": rope_theta,
+        "rope_traditional": False,
+        "tie_word_embeddings": tie,
+    }
+
+
+def _qwen3(hidden, inter, vocab, tie, head_dim, rope_theta=1000000.0, eps=1e-6):
+    return {
+        "model_type": "qwen3",
+        "architectures": ["Qwen3ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": head_dim,
+        "rms_norm_eps": eps,
+        "vocab_size": vocab,
+        "max_position_embeddings": 40960,
+        "rope_theta": rope_theta,
+        "tie_word_embeddings": tie,
+    }
+
+
+LLAMA3_SCALING = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    # With base 10000 and head_dim 16/32 this puts wavelengths in all three
+    # llama3 bands (unscaled, smoothed, scaled by factor).
+    "original_max_position_embeddings": 8192,
+}
+LINEAR_SCALING = {"type": "linear", "factor": 2.0}
+
+# name -> (family, dtype, config, quant or None)
+# quant: {"bits": b, "group_size": g}; quantized cells are quantized from bf16.
+CELLS = {
+    # --- llama ---
+    "llama-bf16": ("llama", "bf16", _llama(64, 192, 512, tie=False, rope_scaling=LLAMA3_SCALING), None),
+    "llama-f32": ("llama", "f32", _llama(64, 192, 512, tie=True, rope_scaling=LINEAR_SCALING, rope_theta=500000.0), None),
+    "llama-q4": ("llama", "q4", _llama(64, 192, 1024, tie=False), {"bits": 4, "group_size": 64}),
+    "llama-q8": ("llama", "q8", _llama(128, 256, 512, tie=True, rope_scaling=LLAMA3_SCALING), {"bits": 8, "group_size": 128}),
+    # --- qwen2 (q/k/v bias always) ---
+    "qwen2-bf16": ("qwen2", "bf16", _qwen2(64, 192, 512, tie=True), None),
+    "qwen2-f32": ("qwen2", "f32", _qwen2(64, 192, 1024, tie=False), None),
+    "qwen2-q4": ("qwen2", "q4", _qwen2(64, 192, 512, tie=True), {"bits": 4, "group_size": 32}),
+    "qwen2-q8": ("qwen2", "q8", _qwen2(64, 192, 512, tie=False), {"bits": 8, "group_size": 64}),
+    # --- qwen3 (q_norm / k_norm always) ---
+    "qwen3-bf16": ("qwen3", "bf16", _qwen3(128, 256, 512, tie=False, head_dim=32), None),
+    # head_dim 32 with hidden 64: heads*head_dim (128) != hidden, like real Qwen3.
+    "qwen3-f32": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32), None),
+    "qwen3-q4": ("qwen3", "q4", _qwen3(64, 192, 1024, tie=False, head_dim=16), {"bits": 4, "group_size": 64}),
+    "qwen3-q8": ("qwen3", "q8", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 8, "group_size": 128}),
+}
+
+QUANT_SOURCE_DTYPE = "bfloat16"
+RESID_GAIN = 8.0
+
+
+def _features(family, config, quant):
+    f = []
+    f.append("tied_embeddings" if config["tie_word_embeddings"] else "untied_embeddings")
+    f.append("gqa")
+    hd = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    if hd * config["num_attention_heads"] != config["hidden_size"]:
+        f.append("head_dim_decoupled")
+    if family == "qwen2":
+        f.append("qkv_bias")
+    if family == "qwen3":
+        f.append("qk_norm")
+    rs = config.get("rope_scaling")
+    if rs:
+        f.append("rope_scaling_" + (rs.get("type") or rs.get("rope_type")))
+    if not config.get("rope_traditional", False):
+        f.append("rope_non_traditional")
+    if quant:
+        f.append("quantized_embeddings")
+        if not config["tie_word_embeddings"]:
+            f.append("quantized_lm_head")
+    return f
+
+
+def manifest_entry(name):
+    family, dtype, config, quant = CELLS[name]
+    hd = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    return {
+        "name": name,
+        "path": name,
+        "family": family,
+        "dtype": dtype,
+        # dtype of the activations / logits produced by this model
+        "compute_dtype": "float32" if dtype == "f32" else "bfloat16",
+        "bits": quant["bits"] if quant else None,
+        "group_size": quant["group_size"] if quant else None,
+        "quant_mode": "affine" if quant else None,
+        "quantized_from": QUANT_SOURCE_DTYPE if quant else None,
+        "seed": seed_for(name),
+        "hidden_size": config["hidden_size"],
+        "intermediate_size": config["intermediate_size"],
+        "num_hidden_layers": config["num_hidden_layers"],
+        "num_attention_heads": config["num_attention_heads"],
+        "num_key_value_heads": config["num_key_value_heads"],
+        "head_dim": hd,
+        "vocab_size": config["vocab_size"],
+        "tie_word_embeddings": config["tie_word_embeddings"],
+        "rope_theta": config["rope_theta"],
+        "rope_scaling": config.get("rope_scaling"),
+        "features": _features(family, config, quant),
+    }
+
+
+def seed_for(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------
+
+
+def _model_classes(family):
+    if family == "llama":
+        from mlx_lm.models import llama as m
+    elif family == "qwen2":
+        from mlx_lm.models import qwen2 as m
+    elif family == "qwen3":
+        from mlx_lm.models import qwen3 as m
+    else:
+        raise ValueError(family)
+    return m.Model, m.ModelArgs
+
+
+def reinit(model, seed):
+    """Re-initialise every parameter deterministically (float32).
+
+    - RMSNorm weights (any *norm.weight): 1 + 0.1 * N(0,1)
+    - embeddings: N(0,1) * 0.5   (so hidden states are O(1) after the norm)
+    - linear weights: N(0,1) / sqrt(fan_in); the residual-writing projections
+      (o_proj, down_proj) get an extra gain of 4 so that the layers dominate
+      the token's own embedding in the residual stream -- otherwise tied
+      embeddings make greedy decoding echo the last token forever
+    - biases: N(0,1) * 0.2
+    """
+    key = mx.random.key(seed)
+    flat = tree_flatten(model.parameters())
+    keys = mx.random.split(key, len(flat))
+    new = []
+    for i, (path, p) in enumerate(sorted(flat, key=lambda kv: kv[0])):
+        noise = mx.random.normal(p.shape, dtype=mx.float32, key=keys[i])
+        if path.endswith("norm.weight"):
+            v = 1.0 + 0.1 * noise
+        elif path.endswith("embed_tokens.weight"):
+            v = 0.5 * noise
+        elif path.endswith(".bias"):
+            v = 0.2 * noise
+        elif path.endswith(("o_proj.weight", "down_proj.weight")):
+            v = RESID_GAIN * noise / (p.shape[-1] ** 0.5)
+        elif path.endswith(".weight") and p.ndim == 2:
+            v = noise / (p.shape[-1] ** 0.5)
+        else:
+            raise ValueError(f"unexpected parameter {path} {p.shape}")
+        new.append((path, v.astype(mx.float32)))
+    model.update(tree_unflatten(new))
+    mx.eval(model.parameters())
+
+
+def cast_like_convert(model, dtype):
+    """Same cast mlx_lm.convert applies for --dtype."""
+    cast_predicate = getattr(model, "cast_predicate", lambda _: True)
+
+    def set_dtype(k, v):
+        if cast_predicate(k) and mx.issubdtype(v.dtype, mx.floating):
+            return v.astype(dtype)
+        return v
+
+    model.update(tree_map_with_path(set_dtype, model.parameters()))
+    mx.eval(model.parameters())
+
+
+def build(name, out_dir: Path):
+    family, dtype, config, quant = CELLS[name]
+    config = copy.deepcopy(config)
+    model_cls, args_cls = _model_classes(family)
+    seed = seed_for(name)
+    mx.random.seed(seed)
+    model = model_cls(args_cls.from_dict(config))
+    reinit(model, seed)
+
+    target = mx.float32 if dtype == "f32" else mx.bfloat16
+    config["torch_dtype"] = "float32" if dtype == "f32" else "bfloat16"
+    cast_like_convert(model, target)
+
+    if quant is not None:
+        # Quantize exactly like `mlx_lm.convert -q --q-bits B --q-group-size G`
+        # (embeddings are quantized too: quantize_model's default predicate).
+        # (quantize_model prints an [INFO] line; keep stdout clean.)
+        with contextlib.redirect_stdout(sys.stderr):
+            model, config = quantize_model(
+                model, config, quant["group_size"], quant["bits"], mode="affine"
+            )
+
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    save_model(out_dir, model)
+    save_config(config, config_path=out_dir / "config.json")
+    return model
+
+
+def check_generation(model_dir: Path, vocab, n=64):
+    """Reload through mlx_lm.utils.load_model and greedy-decode n tokens."""
+    from mlx_lm.generate import generate_step
+
+    model, _ = load_model(model_dir)
+    prompt = mx.array([1, 7, 42, 3, 99][:], dtype=mx.uint32) % vocab
+    toks = [t for t, _ in generate_step(prompt, model, max_tokens=n)]
+    return toks
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--only", default=None, help="comma-separated model names (default: all)")
+    ap.add_argument("--force", action="store_true", help="rebuild even if complete")
+    ap.add_argument("--no-check", action="store_true", help="skip the 64-token non-degeneracy check")
+    args = ap.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(CELLS)
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in CELLS]
+        if unknown:
+            ap.error(f"unknown model(s) {unknown}; known: {list(CELLS)}")
+
+    marker_body = {
+        "recipe_version": RECIPE_VERSION,
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+    }
+    for name in names:
+        d = out / name
+        m = d / MARKER
+        if not args.force and m.exists():
+            try:
+                body = json.loads(m.read_text())
+            except Exception:
+                body = None
+            if body and body.get("recipe_version") == RECIPE_VERSION:
+                print(f"[skip] {name}: complete", file=sys.stderr)
+                continue
+        t0 = time.perf_counter()
+        build(name, d)
+        t1 = time.perf_counter()
+        info = dict(marker_body)
+        info["name"] = name
+        if not args.no_check:
+            toks = check_generation(d, CELLS[name][2]["vocab_size"])
+            distinct = len(set(toks))
+            if distinct < 2:
+                raise SystemExit(f"{name}: degenerate greedy output {toks}")
+            info["check_distinct_tokens_64"] = distinct
+        m.write_text(json.dumps(info, indent=1) + "\n")
+        print(
+            f"[built] {name}: {t1 - t0:.2f}s build, {time.perf_counter() - t1:.2f}s check"
+            + (f", {info['check_distinct_tokens_64']} distinct of 64 greedy tokens" if not args.no_check else ""),
+            file=sys.stderr,
+        )
+
+    manifest = {
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+        "recipe_version": RECIPE_VERSION,
+        "quantized_from": QUANT_SOURCE_DTYPE,
+        "models": [manifest_entry(n) for n in CELLS],
+    }
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(out / "manifest.json")
+
+
+if __name__ == "__main__":
+    main()
