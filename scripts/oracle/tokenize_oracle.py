@@ -11,10 +11,10 @@ this byte for byte. Two modes:
       object:
         {"texts": [str, ...],         # strings to encode/decode
          "id_range": [start, end],    # optional: per-id token/decode, end exclusive
-         "prefix_decodes": bool}      # optional: decode every prefix of each encoding
+         "prefix_decode_limit": n}    # optional: for encodings of <= n ids, decode every prefix
       Output:
         {"tokenizers_version", "vocab_size", "vocab_size_base",
-         "truncation", "padding",     # what tokenizer.json configured (should be null)
+         "truncation", "padding",     # what tokenizer.json configured (normally null)
          "results": [{"text", "ids_special", "ids_plain",
                       "decode_special_skip", "decode_special_noskip",
                       "decode_plain_skip", "decode_plain_noskip",
@@ -23,6 +23,9 @@ this byte for byte. Two modes:
          "ids": {"start", "end", "tokens": [str|null], "decode_noskip": [str],
                  "decode_skip": [str]}}
       JSON is written with ensure_ascii=True, so any text round-trips exactly.
+      If tokenizer.json configures truncation or padding, they are switched off
+      (and reported): the engine never truncates or pads a prompt, and neither
+      does transformers for a plain tokenizer(text) call.
 
   tokenize_oracle.py --build-fixture DIR
       Trains a tiny byte-level BPE (GPT-2 / SmolLM2 style) on a built-in corpus
@@ -53,7 +56,7 @@ def run_corpus(tokenizer_arg: str, corpus_file: str) -> dict:
     if isinstance(spec, list):
         spec = {"texts": spec}
     texts = spec.get("texts", [])
-    prefix = bool(spec.get("prefix_decodes", False))
+    prefix_limit = int(spec.get("prefix_decode_limit", 0))
 
     out = {
         "tokenizers_version": tokenizers.__version__,
@@ -63,6 +66,8 @@ def run_corpus(tokenizer_arg: str, corpus_file: str) -> dict:
         "padding": tok.padding,
         "results": [],
     }
+    tok.no_truncation()
+    tok.no_padding()
     for text in texts:
         ids_special = tok.encode(text, add_special_tokens=True).ids
         ids_plain = tok.encode(text, add_special_tokens=False).ids
@@ -75,7 +80,7 @@ def run_corpus(tokenizer_arg: str, corpus_file: str) -> dict:
             "decode_plain_skip": tok.decode(ids_plain, skip_special_tokens=True),
             "decode_plain_noskip": tok.decode(ids_plain, skip_special_tokens=False),
         }
-        if prefix:
+        if len(ids_special) <= prefix_limit:
             r["prefix_decodes_noskip"] = [
                 tok.decode(ids_special[:k], skip_special_tokens=False)
                 for k in range(1, len(ids_special) + 1)

@@ -61,7 +61,7 @@ public final class HfTokenizer implements AutoCloseable {
     private static final Path NATIVE_CACHE_DIR = configureDjl();
 
     private final Path tokenizerFile;
-    private final HuggingFaceTokenizer native_;
+    private final HuggingFaceTokenizer nativeTokenizer;
     private final Map<String, Integer> tokenToId;
     private final String[] idToToken;
     private final int[] eosTokenIds;
@@ -73,7 +73,7 @@ public final class HfTokenizer implements AutoCloseable {
                         String[] idToToken, int[] eosTokenIds, String bosToken, String eosToken,
                         Boolean addBosToken) {
         this.tokenizerFile = tokenizerFile;
-        this.native_ = tokenizer;
+        this.nativeTokenizer = tokenizer;
         this.tokenToId = tokenToId;
         this.idToToken = idToToken;
         this.eosTokenIds = eosTokenIds;
@@ -207,7 +207,7 @@ public final class HfTokenizer implements AutoCloseable {
      */
     public int[] encode(String text, boolean addSpecialTokens) {
         checkWellFormed(text);
-        long[] ids = native_.encode(text, addSpecialTokens, false).getIds();
+        long[] ids = nativeTokenizer.encode(text, addSpecialTokens, false).getIds();
         int[] out = new int[ids.length];
         for (int i = 0; i < ids.length; i++) {
             out[i] = Math.toIntExact(ids[i]);
@@ -234,7 +234,7 @@ public final class HfTokenizer implements AutoCloseable {
             }
             wide[i] = ids[i];
         }
-        return native_.decode(wide, skipSpecialTokens);
+        return nativeTokenizer.decode(wide, skipSpecialTokens);
     }
 
     /** Number of distinct tokens including added tokens, as Python's {@code get_vocab_size(True)}. */
@@ -293,7 +293,7 @@ public final class HfTokenizer implements AutoCloseable {
     /** Frees the native tokenizer. Idempotent; see the class comment for the threading rule. */
     @Override
     public void close() {
-        native_.close();
+        nativeTokenizer.close();
     }
 
     // ---------------------------------------------------------------------------------------------

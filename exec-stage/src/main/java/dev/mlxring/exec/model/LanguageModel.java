@@ -1,0 +1,26 @@
+package dev.mlxring.exec.model;
+
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.mlx.MlxArray;
+
+/**
+ * One forward step of a causal LM (seed L1): token ids {@code [B, L]} and per-layer caches in,
+ * logits {@code [B, L, vocab]} out. The contract ends at logits; sampling happens outside.
+ * Results belong to the caller's {@link dev.mlxring.mlx.ArrayScope}.
+ */
+public interface LanguageModel extends AutoCloseable {
+    MlxArray forward(MlxArray inputs, KvCache[] cache);
+
+    /** Fresh caches, one per layer ({@code make_prompt_cache}). */
+    KvCache[] newCache();
+
+    String modelType();
+
+    int vocabSize();
+
+    /** End-of-sequence ids from config.json. */
+    int[] eosTokenIds();
+
+    @Override
+    void close();
+}

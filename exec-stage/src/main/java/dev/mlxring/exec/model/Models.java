@@ -1,0 +1,64 @@
+package dev.mlxring.exec.model;
+
+import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.mlx.Weights;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+/** Loads a model directory (config.json + model*.safetensors) into the family graph its model_type names. */
+public final class Models {
+    private Models() {}
+
+    private static final Map<String, Function<ModelConfig, DecoderArgs>> FAMILIES = Map.of(
+            "llama", Llama::args,
+            "mistral", Llama::args,
+            "qwen2", Qwen2::args,
+            "qwen3", Qwen3::args);
+
+    public static List<String> supportedModelTypes() {
+        return FAMILIES.keySet().stream().sorted().toList();
+    }
+
+    public static LanguageModel load(Path modelDir) {
+        ModelConfig config = ModelConfig.read(modelDir);
+        String type = config.modelType();
+        Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
+        if (family == null) {
+            throw new ModelLoadException("model_type '" + type + "' in " + config.file()
+                    + " is not supported (supported: " + String.join(", ", supportedModelTypes()) + ")");
+        }
+        DecoderArgs args = family.apply(config);
+        Parameters params = new Parameters(loadWeights(modelDir));
+        try {
+            return DecoderModel.build(config, params, args);
+        } catch (RuntimeException e) {
+            params.close();
+            throw e;
+        }
+    }
+
+    private static Weights loadWeights(Path modelDir) {
+        List<Path> files;
+        try (Stream<Path> s = Files.list(modelDir)) {
+            files = s.filter(p -> {
+                String n = p.getFileName().toString();
+                return n.startsWith("model") && n.endsWith(".safetensors");
+            }).sorted().toList();
+        } catch (IOException e) {
+            throw new ModelLoadException("cannot list " + modelDir + ": " + e.getMessage());
+        }
+        if (files.isEmpty()) {
+            throw new ModelLoadException("no model*.safetensors files in " + modelDir);
+        }
+        Weights all = Weights.loadSafetensors(files.get(0));
+        for (Path f : files.subList(1, files.size())) {
+            all.putAll(Weights.loadSafetensors(f));
+        }
+        return all;
+    }
+}

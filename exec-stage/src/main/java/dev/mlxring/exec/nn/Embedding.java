@@ -1,0 +1,46 @@
+package dev.mlxring.exec.nn;
+
+import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+
+/** {@code nn.Embedding} / {@code nn.QuantizedEmbedding}, including {@code as_linear} for tied heads. */
+public interface Embedding {
+    MlxArray forward(MlxArray ids);
+
+    MlxArray asLinear(MlxArray x);
+
+    static Embedding load(ModelConfig config, Parameters params, String path, int dims) {
+        QuantSpec q = QuantSpec.resolve(config, params, path, dims);
+        if (q == null) {
+            return new Dense(params.get(path + ".weight"));
+        }
+        return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
+                params.optional(path + ".biases"), q);
+    }
+
+    record Dense(MlxArray weight) implements Embedding {
+        @Override
+        public MlxArray forward(MlxArray ids) {
+            return Mlx.take(weight, ids, 0);
+        }
+
+        @Override
+        public MlxArray asLinear(MlxArray x) {
+            return Mlx.matmul(x, Mlx.transposeAll(weight));
+        }
+    }
+
+    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, QuantSpec spec) implements Embedding {
+        @Override
+        public MlxArray forward(MlxArray ids) {
+            return Mlx.dequantize(Mlx.take(weight, ids, 0), Mlx.take(scales, ids, 0),
+                    biases == null ? null : Mlx.take(biases, ids, 0), spec.groupSize(), spec.bits());
+        }
+
+        @Override
+        public MlxArray asLinear(MlxArray x) {
+            return Mlx.quantizedMatmul(x, weight, scales, biases, true, spec.groupSize(), spec.bits());
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package dev.mlxring.exec.nn;
+
+import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+
+/** {@code nn.Linear} / {@code nn.QuantizedLinear}: picked by whether the weights carry scales. */
+public interface Linear {
+    MlxArray forward(MlxArray x);
+
+    static Linear load(ModelConfig config, Parameters params, String path, int inDims) {
+        QuantSpec q = QuantSpec.resolve(config, params, path, inDims);
+        MlxArray bias = params.optional(path + ".bias");
+        if (q == null) {
+            return new Dense(params.get(path + ".weight"), bias);
+        }
+        return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
+                params.optional(path + ".biases"), bias, q);
+    }
+
+    /** {@code addmm(bias, x, W.T)} with a bias, {@code x @ W.T} without: mlx.nn.Linear's graph. */
+    record Dense(MlxArray weight, MlxArray bias) implements Linear {
+        @Override
+        public MlxArray forward(MlxArray x) {
+            if (bias != null) {
+                return Mlx.addmm(bias, x, Mlx.transposeAll(weight), 1f, 1f);
+            }
+            return Mlx.matmul(x, Mlx.transposeAll(weight));
+        }
+    }
+
+    /** {@code quantized_matmul(x, W, scales, biases, transpose=True)} then {@code + bias}. */
+    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, MlxArray bias, QuantSpec spec)
+            implements Linear {
+        @Override
+        public MlxArray forward(MlxArray x) {
+            MlxArray y = Mlx.quantizedMatmul(x, weight, scales, biases, true, spec.groupSize(), spec.bits());
+            return bias == null ? y : Mlx.add(y, bias);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.mlxring.exec.nn;
+
+import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Weights;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * A model's parameters: the loaded {@link Weights} (which own the arrays for the model's life)
+ * plus a record of which names the model's modules took, so leftovers fail the load the way
+ * mlx-lm's {@code load_weights(strict=True)} does.
+ */
+public final class Parameters implements AutoCloseable {
+    private final Weights weights;
+    private final Set<String> used = new HashSet<>();
+
+    public Parameters(Weights weights) {
+        this.weights = weights;
+    }
+
+    public boolean has(String name) {
+        return weights.contains(name);
+    }
+
+    public MlxArray get(String name) {
+        if (!weights.contains(name)) {
+            throw new ModelLoadException("weights are missing parameter '" + name + "'");
+        }
+        used.add(name);
+        return weights.get(name);
+    }
+
+    /** The parameter if present, else null (optional biases). */
+    public MlxArray optional(String name) {
+        return weights.contains(name) ? get(name) : null;
+    }
+
+    /** Drops a parameter the model does not use (mlx-lm's {@code sanitize}). */
+    public void discard(String name) {
+        MlxArray a = weights.remove(name);
+        if (a != null) {
+            a.close();
+        }
+    }
+
+    public Set<String> names() {
+        return weights.arrays().keySet();
+    }
+
+    /** Fails if the weights hold parameters no module took. */
+    public void requireAllUsed() {
+        Set<String> unused = new TreeSet<>(weights.arrays().keySet());
+        unused.removeAll(used);
+        if (!unused.isEmpty()) {
+            throw new ModelLoadException("weights hold " + unused.size() + " parameters the model does not use, e.g. "
+                    + unused.stream().limit(5).toList());
+        }
+    }
+
+    @Override
+    public void close() {
+        weights.close();
+    }
+}

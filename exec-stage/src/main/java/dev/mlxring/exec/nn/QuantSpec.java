@@ -1,0 +1,50 @@
+package dev.mlxring.exec.nn;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.Dtype;
+import dev.mlxring.mlx.MlxArray;
+
+/**
+ * How one module's weight is packed: MLX affine quantization with {@code groupSize} and
+ * {@code bits}. Resolved as mlx-lm's {@code load_model} does: a per-path entry in the config's
+ * {@code quantization} wins, otherwise group size and bits are inferred from the packed shapes.
+ */
+public record QuantSpec(int groupSize, int bits) {
+
+    /** The spec for module {@code path}, or null when its weight is not quantized. */
+    public static QuantSpec resolve(ModelConfig config, Parameters params, String path, int inDims) {
+        if (!params.has(path + ".scales")) {
+            return null;
+        }
+        JsonNode quant = config.object("quantization").orElse(null);
+        if (quant != null && quant.has(path)) {
+            JsonNode entry = quant.get(path);
+            if (entry.isBoolean() && !entry.booleanValue()) {
+                throw new ModelLoadException(config.file() + ": quantization disables '" + path
+                        + "' but the weights carry " + path + ".scales");
+            }
+            if (entry.isObject()) {
+                requireAffine(config, entry, path);
+                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt());
+            }
+        }
+        MlxArray scales = params.get(path + ".scales");
+        MlxArray weight = params.get(path + ".weight");
+        if (scales.dtype() == Dtype.UINT8) {
+            throw new ModelLoadException(path + ": only MLX affine quantization is supported (uint8 scales found)");
+        }
+        int groupSize = inDims / scales.dim(-1);
+        int bits = weight.dim(-1) * 32 / inDims;
+        return new QuantSpec(groupSize, bits);
+    }
+
+    private static void requireAffine(ModelConfig config, JsonNode entry, String path) {
+        String mode = entry.path("mode").asText("affine");
+        if (!mode.equals("affine")) {
+            throw new ModelLoadException(config.file() + ": quantization mode '" + mode + "' of '" + path
+                    + "' is not supported (supported: affine)");
+        }
+    }
+}
