@@ -1,0 +1,95 @@
+package dev.mlxring.ingress.cli;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code --flag value} / {@code --switch} parsing against a declared set of flags. Unknown flags,
+ * missing values and malformed numbers raise {@link UsageException} naming the flag.
+ */
+final class CliArgs {
+    private final Map<String, String> values = new HashMap<>();
+
+    private CliArgs() {}
+
+    static CliArgs parse(String[] args, int from, Set<String> valued, Set<String> switches) {
+        CliArgs a = new CliArgs();
+        List<String> extra = new ArrayList<>();
+        for (int i = from; i < args.length; i++) {
+            String arg = args[i];
+            String name = arg;
+            String inline = null;
+            int eq = arg.indexOf('=');
+            if (arg.startsWith("--") && eq > 0) {
+                name = arg.substring(0, eq);
+                inline = arg.substring(eq + 1);
+            }
+            if (valued.contains(name)) {
+                String v = inline;
+                if (v == null) {
+                    if (i + 1 >= args.length) {
+                        throw new UsageException(name + " needs a value");
+                    }
+                    v = args[++i];
+                }
+                if (a.values.put(name, v) != null) {
+                    throw new UsageException(name + " given more than once");
+                }
+            } else if (switches.contains(name) && inline == null) {
+                a.values.put(name, "true");
+            } else {
+                extra.add(arg);
+            }
+        }
+        if (!extra.isEmpty()) {
+            throw new UsageException("unknown argument " + extra.get(0));
+        }
+        return a;
+    }
+
+    boolean has(String flag) {
+        return values.containsKey(flag);
+    }
+
+    String get(String flag) {
+        return values.get(flag);
+    }
+
+    int intValue(String flag, int dflt, int min) {
+        String v = values.get(flag);
+        if (v == null) {
+            return dflt;
+        }
+        int n;
+        try {
+            n = Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw new UsageException(flag + " must be an integer, got '" + v + "'");
+        }
+        if (n < min) {
+            throw new UsageException(flag + " must be >= " + min + ", got " + n);
+        }
+        return n;
+    }
+
+    /** A comma-separated list of non-negative ints ({@code --prompt-tokens 1,2,3}). */
+    int[] intList(String flag) {
+        String v = values.get(flag);
+        String[] parts = v.split(",");
+        int[] out = new int[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            try {
+                out[i] = Integer.parseInt(parts[i].trim());
+            } catch (NumberFormatException e) {
+                throw new UsageException(flag + " must be comma-separated token ids, got '" + parts[i] + "'");
+            }
+            if (out[i] < 0) {
+                throw new UsageException(flag + " holds a negative token id: " + out[i]);
+            }
+        }
+        return out;
+    }
+}

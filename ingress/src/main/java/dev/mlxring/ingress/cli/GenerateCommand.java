@@ -1,0 +1,152 @@
+package dev.mlxring.ingress.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.exec.generate.GenerateStep;
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.GenerationResult;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.prep.ChatTemplate;
+import dev.mlxring.prep.HfTokenizer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * {@code mlx-ring generate}: mlx_lm.generate's flow. The prompt goes through the chat template
+ * when the model has one (then encoded without special tokens), else it is encoded with them;
+ * greedy decoding stops at the tokenizer's or config's EOS ids or at {@code --max-tokens}.
+ */
+final class GenerateCommand {
+    static final String DEFAULT_MODEL = "models/smollm2-135m-instruct";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private GenerateCommand() {}
+
+    static int run(String[] args, PrintStream out) {
+        CliArgs a = CliArgs.parse(args, 1,
+                Set.of("--model", "--prompt", "--prompt-tokens", "--max-tokens", "--system", "--prefill-step-size"),
+                Set.of("--json", "--ignore-chat-template"));
+        if (a.has("--prompt") == a.has("--prompt-tokens")) {
+            throw new UsageException("give exactly one of --prompt or --prompt-tokens");
+        }
+        int maxTokens = a.intValue("--max-tokens", 256, 0);
+        int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
+        boolean json = a.has("--json");
+        Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
+        if (!Files.isDirectory(modelDir)) {
+            throw new IllegalArgumentException("model directory " + modelDir + " does not exist"
+                    + (a.has("--model") ? "" : " (run ./mlx-ring setup to prepare the default model)"));
+        }
+
+        try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir)) {
+            int[] prompt = a.has("--prompt-tokens") ? a.intList("--prompt-tokens") : encodePrompt(a, modelDir, tokenizer);
+            Set<Integer> stops = new LinkedHashSet<>();
+            for (int id : tokenizer.eosTokenIds()) {
+                stops.add(id);
+            }
+            for (int id : model.eosTokenIds()) {
+                stops.add(id);
+            }
+            int[] stopIds = stops.stream().mapToInt(Integer::intValue).toArray();
+
+            TextStream stream = json ? null : new TextStream(tokenizer, out);
+            GenerationResult r = GenerateStep.run(model, prompt,
+                    new GenerationOptions(maxTokens, prefillStep, stopIds, false),
+                    token -> {
+                        if (stream != null) {
+                            stream.add(token);
+                        }
+                        return true;
+                    });
+            String text = tokenizer.decode(r.tokens(), true);
+            if (json) {
+                out.println(toJson(modelDir, r, text));
+            } else {
+                stream.finish();
+                out.println();
+                out.println("==========");
+                out.printf("Prompt: %d tokens, %.3f tokens-per-sec%n", r.promptTokens().length, r.promptTokensPerSecond());
+                out.printf("Generation: %d tokens, %.3f tokens-per-sec%n", r.tokens().length,
+                        r.generationTokensPerSecond());
+                out.printf("Peak memory: %.3f GB%n", r.peakMemoryBytes() / 1e9);
+            }
+            return 0;
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot read the tokenizer of " + modelDir + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static int[] encodePrompt(CliArgs a, Path modelDir, HfTokenizer tokenizer) throws IOException {
+        String text = a.get("--prompt").replace("\\n", "\n").replace("\\t", "\t");
+        boolean useTemplate = !a.has("--ignore-chat-template") && ChatTemplate.exists(modelDir);
+        if (!useTemplate) {
+            return tokenizer.encode(text, true);
+        }
+        List<Map<String, Object>> messages = new ArrayList<>();
+        if (a.has("--system")) {
+            messages.add(Map.of("role", "system", "content", a.get("--system")));
+        }
+        messages.add(Map.of("role", "user", "content", text));
+        String rendered = ChatTemplate.load(modelDir).render(messages, true, Map.of());
+        return tokenizer.encode(rendered, false);
+    }
+
+    private static String toJson(Path modelDir, GenerationResult r, String text) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("model", modelDir.toString());
+        o.set("prompt_tokens", JSON.valueToTree(r.promptTokens()));
+        o.set("generated_tokens", JSON.valueToTree(r.tokens()));
+        o.put("text", text);
+        o.put("finish_reason", r.finishReason());
+        o.put("prompt_tps", r.promptTokensPerSecond());
+        o.put("generation_tps", r.generationTokensPerSecond());
+        o.put("prompt_time_s", r.promptTimeNs() / 1e9);
+        o.put("generation_time_s", r.generationTimeNs() / 1e9);
+        o.put("peak_memory_bytes", r.peakMemoryBytes());
+        return o.toString();
+    }
+
+    /**
+     * Prints text as tokens arrive, holding back output while the decoded tail is an incomplete
+     * UTF-8 sequence (U+FFFD). Decodes the whole sequence each time: fine for a CLI; the server's
+     * sink does this incrementally.
+     */
+    private static final class TextStream {
+        private final HfTokenizer tokenizer;
+        private final PrintStream out;
+        private final List<Integer> tokens = new ArrayList<>();
+        private int printed;
+
+        TextStream(HfTokenizer tokenizer, PrintStream out) {
+            this.tokenizer = tokenizer;
+            this.out = out;
+        }
+
+        void add(int token) {
+            tokens.add(token);
+            String text = tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
+            if (!text.endsWith("\uFFFD") && text.length() > printed) {
+                out.print(text.substring(printed));
+                out.flush();
+                printed = text.length();
+            }
+        }
+
+        void finish() {
+            String text = tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
+            if (text.length() > printed) {
+                out.print(text.substring(printed));
+            }
+            out.flush();
+        }
+    }
+}

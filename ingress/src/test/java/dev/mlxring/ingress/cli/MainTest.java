@@ -1,0 +1,113 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.ProjectHome;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MainTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private record Run(int status, String out, String err) {}
+
+    private static Run run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static Path defaultModel() {
+        Path dir = ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
+        assertTrue(Files.isRegularFile(dir.resolve("config.json")), "default model missing: run ./mlx-ring setup");
+        return dir;
+    }
+
+    @Test
+    void generatesFromTokenIdsAsJson() throws Exception {
+        Run r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
+                "--max-tokens", "5", "--json");
+        assertEquals(0, r.status(), r.err());
+        JsonNode o = JSON.readTree(r.out());
+        assertEquals(6, o.get("prompt_tokens").size());
+        assertTrue(o.get("generated_tokens").size() <= 5 && o.get("generated_tokens").size() > 0, r.out());
+        assertTrue(o.get("generation_tps").asDouble() >= 0);
+        assertTrue(o.get("peak_memory_bytes").asLong() > 0);
+    }
+
+    @Test
+    void answersASimpleQuestionWithTheChatTemplate() {
+        Run r = run("generate", "--prompt", "What is the capital of France?", "--max-tokens", "20");
+        assertEquals(0, r.status(), r.err());
+        assertTrue(r.out().contains("Paris"), r.out());
+        assertTrue(r.out().contains("Generation:"), r.out());
+    }
+
+    @Test
+    void badFlagsAreUsageErrors() {
+        assertEquals(2, run("generate", "--bogus").status());
+        assertTrue(run("generate", "--prompt", "x", "--max-tokens", "ten").err().contains("--max-tokens must be an integer"));
+        assertTrue(run("generate", "--prompt", "x", "--max-tokens", "-1").err().contains("--max-tokens must be >= 0"));
+        assertTrue(run("generate").err().contains("exactly one of --prompt or --prompt-tokens"));
+        assertTrue(run("generate", "--prompt-tokens", "1,a").err().contains("token ids"));
+        assertEquals(2, run("frobnicate").status());
+    }
+
+    @Test
+    void missingModelDirectoryIsNamed(@TempDir Path tmp) {
+        Run r = run("generate", "--model", tmp.resolve("nope").toString(), "--prompt", "hi");
+        assertEquals(1, r.status());
+        assertTrue(r.err().contains("does not exist"), r.err());
+    }
+
+    @Test
+    void unsupportedModelTypeNamesTheSupportedOnes(@TempDir Path tmp) throws Exception {
+        Path dir = copyModel(tmp);
+        String config = Files.readString(dir.resolve("config.json")).replace("\"llama\"", "\"gpt_bigcode\"");
+        Files.writeString(dir.resolve("config.json"), config);
+        Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
+        assertEquals(1, r.status());
+        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("llama, mistral, qwen2, qwen3"), r.err());
+    }
+
+    @Test
+    void malformedConfigIsReported(@TempDir Path tmp) throws Exception {
+        Path dir = copyModel(tmp);
+        Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"llama\", \"hidden_size\": ");
+        Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
+        assertEquals(1, r.status());
+        assertTrue(r.err().contains("malformed") && r.err().contains("config.json"), r.err());
+
+        Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"llama\", \"hidden_size\": \"big\"}");
+        r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
+        assertTrue(r.err().contains("'hidden_size' must be an integer"), r.err());
+    }
+
+    @Test
+    void outOfVocabularyPromptTokenIsRejected() {
+        Run r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,999999");
+        assertEquals(1, r.status());
+        assertTrue(r.err().contains("999999") && r.err().contains("vocabulary"), r.err());
+    }
+
+    /** The default model's small files plus a link to its weights. */
+    private static Path copyModel(Path tmp) throws Exception {
+        Path src = defaultModel();
+        Path dir = Files.createDirectories(tmp.resolve("model"));
+        for (String f : new String[] {"config.json", "tokenizer.json", "tokenizer_config.json"}) {
+            Files.copy(src.resolve(f), dir.resolve(f));
+        }
+        Files.createSymbolicLink(dir.resolve("model.safetensors"), src.resolve("model.safetensors"));
+        return dir;
+    }
+}
