@@ -5,18 +5,19 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 py="$root/.venv/bin/python"
 mlx_dir="$("$py" -c 'import mlx, os; print(os.path.dirname(mlx.__file__) if getattr(mlx, "__file__", None) else list(mlx.__path__)[0])')"
-src="$root/mlx-native/src/main/c/mlxr_shim.cpp"
+src_dir="$root/mlx-native/src/main/c"
+srcs=("$src_dir"/*.cpp)
 out_dir="$root/build/native"
 out="$out_dir/libmlxr.so"
 stamp="$out_dir/libmlxr.stamp"
-want="$(sha256sum "$src" | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so")"
+want="$(cat "${srcs[@]}" "$src_dir"/*.h 2>/dev/null | sha256sum | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so")"
 if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 mkdir -p "$out_dir"
-echo "[setup] compiling the MLX shim ($src) against $mlx_dir"
+echo "[setup] compiling the MLX shim (${#srcs[@]} files in $src_dir) against $mlx_dir"
 c++ -std=c++20 -O2 -fPIC -shared -Wall -Wno-unused-function \
-  -I"$mlx_dir/include" "$src" -L"$mlx_dir/lib" -lmlx \
+  -I"$mlx_dir/include" "${srcs[@]}" -L"$mlx_dir/lib" -lmlx \
   -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$want" > "$stamp"
