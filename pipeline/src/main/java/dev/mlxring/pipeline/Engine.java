@@ -1,0 +1,204 @@
+package dev.mlxring.pipeline;
+
+import com.lmax.disruptor.BatchEventProcessor;
+import com.lmax.disruptor.BatchEventProcessorBuilder;
+import com.lmax.disruptor.EventPoller;
+import com.lmax.disruptor.InsufficientCapacityException;
+import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.Sequence;
+import com.lmax.disruptor.SequenceBarrier;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The in-process engine: the stage pipeline as two Disruptor rings and explicit threads.
+ *
+ * <pre>
+ * submit ──▶ [request ring] ──▶ prep × N (sharded by sequence) ──▶ plan ──▶ exec (EventPoller)
+ *                                                                         │
+ *            listener ◀── sink ◀── [token ring] ◀────────────────────────┘
+ * </pre>
+ *
+ * Threads: {@code mlxring-prep-i}, {@code mlxring-plan}, {@code mlxring-exec} (the only MLX
+ * thread), {@code mlxring-sink}. {@link #submit} never blocks: a full request ring throws
+ * {@link OverloadedException} at once. Every accepted session ends in exactly one outcome, also
+ * across {@link #close()}.
+ */
+public final class Engine implements AutoCloseable {
+    private final EngineConfig config;
+    private final RingBuffer<RequestEvent> requests;
+    private final RingBuffer<TokenEvent> tokens;
+    private final List<BatchEventProcessor<?>> processors = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final ExecLoop execLoop;
+    private final Thread execThread;
+    private final AtomicInteger admitted = new AtomicInteger();
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
+            TextSink.Factory sinks) {
+        this.config = config;
+        this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
+                config.waitMode().strategy());
+        // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
+        this.tokens = RingBuffer.createMultiProducer(() -> new TokenEvent(config.maxTopLogprobs()),
+                config.tokenRingSize(), config.waitMode().strategy());
+
+        SequenceBarrier fromIngress = requests.newBarrier();
+        Sequence[] prepSequences = new Sequence[config.prepShards()];
+        for (int i = 0; i < config.prepShards(); i++) {
+            var p = new BatchEventProcessorBuilder().build(requests, fromIngress,
+                    new PrepHandler(preparer, i, config.prepShards()));
+            prepSequences[i] = p.getSequence();
+            start(p, "mlxring-prep-" + i);
+        }
+        EventPoller<RequestEvent> poller;
+        ExecLoop[] loopRef = new ExecLoop[1];
+        var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences),
+                new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens));
+        poller = requests.newPoller(plan.getSequence());
+        requests.addGatingSequences(poller.getSequence());
+        this.execLoop = new ExecLoop(poller, tokens, executor, config);
+        loopRef[0] = execLoop;
+        start(plan, "mlxring-plan");
+
+        var sink = new BatchEventProcessorBuilder().build(tokens, tokens.newBarrier(),
+                new SinkHandler(sinks, config.maxTopLogprobs(), admitted));
+        tokens.addGatingSequences(sink.getSequence());
+        start(sink, "mlxring-sink");
+
+        execThread = new Thread(execLoop, "mlxring-exec");
+        execThread.start();
+    }
+
+    private void start(BatchEventProcessor<?> p, String name) {
+        processors.add(p);
+        Thread t = new Thread(p, name);
+        t.setDaemon(true);
+        threads.add(t);
+        t.start();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public EngineConfig config() {
+        return config;
+    }
+
+    /**
+     * Accepts a request: the session starts in CREATED and moves through the stages; output goes
+     * to {@code listener} on the sink thread.
+     *
+     * @throws OverloadedException when the request ring is full (HTTP 429)
+     * @throws IllegalStateException after {@link #close()}
+     */
+    public Session submit(GenerationRequest request, GenerationListener listener) {
+        Objects.requireNonNull(request, "request");
+        Objects.requireNonNull(listener, "listener");
+        if (closed.get()) {
+            throw new IllegalStateException("engine is closed");
+        }
+        String id = request.id() != null ? request.id() : "req-" + ids.incrementAndGet();
+        Session session = new Session(id, request, listener, config.creditsPerSession());
+        long seq;
+        try {
+            seq = requests.tryNext();
+        } catch (InsufficientCapacityException e) {
+            throw new OverloadedException("request queue is full (" + config.requestRingSize() + " pending)");
+        }
+        requests.get(seq).session = session;
+        requests.publish(seq);
+        return session;
+    }
+
+    /** Sessions admitted by plan and not yet terminal. */
+    public int admittedCount() {
+        return admitted.get();
+    }
+
+    /**
+     * Stops accepting work, ends every queued and running session as cancelled (each still
+     * settles once), releases the executor on the exec thread and joins the stage threads.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        // Let prep/plan hand everything already published to exec before exec drains.
+        long published = requests.getCursor();
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (processors.get(config.prepShards()).getSequence().get() < published && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        execLoop.stop();
+        joinQuietly(execThread);
+        long lastToken = tokens.getCursor();
+        BatchEventProcessor<?> sink = processors.get(processors.size() - 1);
+        deadline = System.nanoTime() + 5_000_000_000L;
+        while (sink.getSequence().get() < lastToken && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        for (BatchEventProcessor<?> p : processors) {
+            p.halt();
+        }
+        for (Thread t : threads) {
+            joinQuietly(t);
+        }
+    }
+
+    private static void joinQuietly(Thread t) {
+        try {
+            t.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Wires the stage implementations; only the composition root knows them all. */
+    public static final class Builder {
+        private EngineConfig config = EngineConfig.defaults();
+        private Preparer preparer;
+        private Planner planner;
+        private Executor executor;
+        private TextSink.Factory sinks;
+
+        public Builder config(EngineConfig c) {
+            this.config = c;
+            return this;
+        }
+
+        public Builder preparer(Preparer p) {
+            this.preparer = p;
+            return this;
+        }
+
+        public Builder planner(Planner p) {
+            this.planner = p;
+            return this;
+        }
+
+        public Builder executor(Executor e) {
+            this.executor = e;
+            return this;
+        }
+
+        public Builder sinks(TextSink.Factory f) {
+            this.sinks = f;
+            return this;
+        }
+
+        public Engine start() {
+            return new Engine(config, Objects.requireNonNull(preparer, "preparer"),
+                    Objects.requireNonNull(planner, "planner"), Objects.requireNonNull(executor, "executor"),
+                    Objects.requireNonNull(sinks, "sinks"));
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package dev.mlxring.pipeline;
+
+/**
+ * Sizes and policies of the stage pipeline, fixed at construction.
+ *
+ * @param requestRingSize request-ring slots (power of two): submissions beyond it get 429
+ * @param tokenRingSize token-ring slots (power of two) between exec and sink
+ * @param prepShards parallel prep threads (requests are sharded by ring sequence)
+ * @param maxQueued admitted sessions waiting for exec at most: beyond it plan answers 503
+ * @param creditsPerSession undelivered spans a session may hold before its row pauses
+ * @param idleConsumerTimeoutNs a paused row is cancelled after this long without credits
+ * @param maxTopLogprobs the largest top_logprobs a request may ask for
+ */
+public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
+        int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode) {
+
+    public static EngineConfig defaults() {
+        return new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 20, WaitMode.BLOCKING);
+    }
+
+    public EngineConfig {
+        requirePowerOfTwo("requestRingSize", requestRingSize);
+        requirePowerOfTwo("tokenRingSize", tokenRingSize);
+        if (prepShards < 1 || maxQueued < 1 || creditsPerSession < 1 || idleConsumerTimeoutNs <= 0
+                || maxTopLogprobs < 0) {
+            throw new IllegalArgumentException("invalid engine config: " + this);
+        }
+    }
+
+    private static void requirePowerOfTwo(String name, int v) {
+        if (v < 1 || Integer.bitCount(v) != 1) {
+            throw new IllegalArgumentException(name + " must be a power of two, got " + v);
+        }
+    }
+
+    public EngineConfig withWaitMode(WaitMode mode) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
+                idleConsumerTimeoutNs, maxTopLogprobs, mode);
+    }
+
+    public EngineConfig withMaxQueued(int n) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, n, creditsPerSession,
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode);
+    }
+
+    public EngineConfig withCredits(int credits, long idleTimeoutNs) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, credits, idleTimeoutNs,
+                maxTopLogprobs, waitMode);
+    }
+
+    public EngineConfig withRequestRingSize(int n) {
+        return new EngineConfig(n, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
+                maxTopLogprobs, waitMode);
+    }
+}

@@ -1,0 +1,294 @@
+package dev.mlxring.pipeline;
+
+import com.lmax.disruptor.EventPoller;
+import com.lmax.disruptor.InsufficientCapacityException;
+import com.lmax.disruptor.RingBuffer;
+import java.util.ArrayDeque;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The exec thread: the only thread that touches MLX. It pulls planned sessions from the request
+ * ring with an {@link EventPoller} (never blocking on a producer), runs one safe work unit of the
+ * active session per iteration, and publishes committed tokens to the token ring with a
+ * non-blocking try-publish. Between work units — the safe points — it checks cancellation,
+ * stop-string requests, consumer credits and new arrivals.
+ *
+ * <p>Concurrency today is B=1: sessions run one after another in admission order (continuous
+ * batching is a later stage of the same loop). A session whose consumer holds no credits is
+ * paused with its state kept, and cancelled after the idle deadline; a full token ring pauses
+ * the loop until the sink catches up. Nothing is buffered without bound. A session cancelled
+ * while queued is settled at the next safe point, not when its turn comes.
+ */
+final class ExecLoop implements Runnable {
+    private final EventPoller<RequestEvent> poller;
+    private final RingBuffer<TokenEvent> tokens;
+    private final Executor executor;
+    private final EngineConfig config;
+    private final ArrayDeque<Session> queue = new ArrayDeque<>();
+    private final EventPoller.Handler<RequestEvent> enqueue = (event, sequence, endOfBatch) -> {
+        if (!event.session.settledBeforeExec) {
+            queue.add(event.session);
+        }
+        event.session = null;
+        return true;
+    };
+
+    private volatile boolean running = true;
+    private volatile Thread thread;
+    private Session active;
+    /** A token or terminal event that could not be published yet (token ring full). */
+    private boolean pendingToken;
+    private Outcome pendingTerminal;
+    private final StepResult pending;
+
+    ExecLoop(EventPoller<RequestEvent> poller, RingBuffer<TokenEvent> tokens, Executor executor, EngineConfig config) {
+        this.poller = poller;
+        this.tokens = tokens;
+        this.executor = executor;
+        this.config = config;
+        this.pending = new StepResult(config.maxTopLogprobs());
+    }
+
+    void wake() {
+        Thread t = thread;
+        if (t != null && config.waitMode() == WaitMode.BLOCKING) {
+            LockSupport.unpark(t);
+        }
+    }
+
+    void stop() {
+        running = false;
+        wake();
+    }
+
+    @Override
+    public void run() {
+        thread = Thread.currentThread();
+        try {
+            while (running) {
+                boolean worked = poll();
+                try {
+                    worked |= step();
+                } catch (RuntimeException e) {
+                    // A bug in a stage must not kill the MLX thread: fail the active session only.
+                    if (active != null && pendingTerminal == null) {
+                        worked |= finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "exec loop: " + e, usage(active)));
+                    }
+                }
+                if (!worked) {
+                    idle();
+                }
+            }
+            drainOnShutdown();
+        } finally {
+            executor.close();
+        }
+    }
+
+    private boolean poll() {
+        try {
+            return poller.poll(enqueue) == EventPoller.PollState.PROCESSING;
+        } catch (Exception e) {
+            throw new IllegalStateException("request ring poll failed", e);
+        }
+    }
+
+    private void idle() {
+        switch (config.waitMode()) {
+            case BLOCKING -> LockSupport.parkNanos(1_000_000L);
+            case YIELDING -> Thread.yield();
+            case BUSY_SPIN -> Thread.onSpinWait();
+        }
+    }
+
+    /** One safe work unit; returns whether anything happened. */
+    private boolean step() {
+        if (pendingTerminal != null) {
+            return retryTerminal();
+        }
+        settleCancelledWhileQueued();
+        if (active == null) {
+            // startNext may settle a failed or cancelled session right away (active back to null).
+            return startNext();
+        }
+        Session s = active;
+        if (pendingToken) {
+            if (!publishToken(s, pending)) {
+                return false;
+            }
+            pendingToken = false;
+        }
+        if (s.isCancelRequested()) {
+            return finish(Outcome.cancelled(s.cancelReason(), usage(s)));
+        }
+        if (s.stopRequested) {
+            return finish(Outcome.completed("stop", usage(s)));
+        }
+        if (s.credits() <= 0) {
+            long now = System.nanoTime();
+            if (s.pausedSinceNs == 0) {
+                s.pausedSinceNs = now;
+            } else if (now - s.pausedSinceNs > config.idleConsumerTimeoutNs()) {
+                return finish(Outcome.cancelled("consumer did not read for "
+                        + config.idleConsumerTimeoutNs() / 1_000_000 + " ms", usage(s)));
+            }
+            return false;
+        }
+        s.pausedSinceNs = 0;
+        StepResult r;
+        try {
+            r = s.run.advance();
+        } catch (RuntimeException e) {
+            return finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "generation failed: " + e.getMessage(), usage(s)));
+        }
+        switch (r.kind) {
+            case PREFILLED -> {
+                return true;
+            }
+            case TOKEN -> {
+                s.takeCredit();
+                if (!publishToken(s, r)) {
+                    copy(r, pending);
+                    pendingToken = true;
+                }
+                return true;
+            }
+            case FINISHED -> {
+                return finish(Outcome.completed(r.finishReason, usage(s)));
+            }
+            default -> throw new IllegalStateException("unknown step kind " + r.kind);
+        }
+    }
+
+    private boolean startNext() {
+        Session s = queue.poll();
+        if (s == null) {
+            return false;
+        }
+        active = s;
+        if (s.isCancelRequested()) {
+            return finish(Outcome.cancelled(s.cancelReason(), Usage.NONE));
+        }
+        s.advanceTo(Lifecycle.RUNNING);
+        try {
+            s.run = executor.open(s.plan);
+        } catch (RequestException e) {
+            return finish(Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
+        } catch (RuntimeException e) {
+            return finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "could not start generation: " + e, Usage.NONE));
+        }
+        return true;
+    }
+
+    /** Cancelled sessions waiting behind the active one settle now, not when their turn comes. */
+    private void settleCancelledWhileQueued() {
+        if (queue.isEmpty()) {
+            return;
+        }
+        var it = queue.iterator();
+        while (it.hasNext()) {
+            Session q = it.next();
+            if (q.isCancelRequested() && publishTerminal(q, Outcome.cancelled(q.cancelReason(), Usage.NONE))) {
+                it.remove();
+            }
+        }
+    }
+
+    private static Usage usage(Session s) {
+        ExecutionRun run = s.run;
+        return run == null ? Usage.NONE : new Usage(run.promptTokens(), run.completionTokens(), 0);
+    }
+
+    /** Releases the active run (device state first), then publishes its terminal event. */
+    private boolean finish(Outcome outcome) {
+        Session s = active;
+        if (s.run != null) {
+            try {
+                s.run.close();
+            } finally {
+                s.run = null;
+            }
+        }
+        pendingToken = false;
+        pendingTerminal = outcome;
+        return retryTerminal();
+    }
+
+    private boolean retryTerminal() {
+        if (!publishTerminal(active, pendingTerminal)) {
+            return false;
+        }
+        pendingTerminal = null;
+        active = null;
+        return true;
+    }
+
+    private boolean publishTerminal(Session s, Outcome outcome) {
+        long seq;
+        try {
+            seq = tokens.tryNext();
+        } catch (InsufficientCapacityException e) {
+            return false;
+        }
+        TokenEvent e = tokens.get(seq);
+        e.session = s;
+        e.kind = TokenEvent.TERMINAL;
+        e.outcome = outcome;
+        tokens.publish(seq);
+        return true;
+    }
+
+    private boolean publishToken(Session s, StepResult r) {
+        long seq;
+        try {
+            seq = tokens.tryNext();
+        } catch (InsufficientCapacityException e) {
+            return false;
+        }
+        TokenEvent e = tokens.get(seq);
+        e.session = s;
+        e.kind = TokenEvent.TOKEN;
+        e.token = r.token;
+        e.logprob = r.logprob;
+        e.topCount = r.topCount;
+        System.arraycopy(r.topIds, 0, e.topIds, 0, r.topCount);
+        System.arraycopy(r.topLogprobs, 0, e.topLogprobs, 0, r.topCount);
+        tokens.publish(seq);
+        return true;
+    }
+
+    private static void copy(StepResult from, StepResult to) {
+        to.kind = from.kind;
+        to.token = from.token;
+        to.logprob = from.logprob;
+        to.topCount = from.topCount;
+        System.arraycopy(from.topIds, 0, to.topIds, 0, from.topCount);
+        System.arraycopy(from.topLogprobs, 0, to.topLogprobs, 0, from.topCount);
+    }
+
+    /** On close: every queued or running session ends cancelled, so each still settles once. */
+    private void drainOnShutdown() {
+        poll();
+        if (active != null && pendingTerminal == null) {
+            finish(Outcome.cancelled("engine shut down", usage(active)));
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+            if (pendingTerminal != null) {
+                if (!retryTerminal()) {
+                    if (System.nanoTime() > deadline) {
+                        break;
+                    }
+                    Thread.onSpinWait();
+                    continue;
+                }
+            }
+            Session next = queue.poll();
+            if (next == null) {
+                break;
+            }
+            active = next;
+            pendingTerminal = Outcome.cancelled("engine shut down", Usage.NONE);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package dev.mlxring.pipeline;
+
+/**
+ * One request's execution inside exec-stage: owns its prompt position, sampler state, pending
+ * device work and KV caches. {@link #advance()} runs exactly one safe work unit (a prefill chunk
+ * or one decode step); between calls the exec loop checks cancellation, back-pressure and new
+ * arrivals. {@link #close()} releases everything the run holds. Exec thread only.
+ */
+public interface ExecutionRun extends AutoCloseable {
+    StepResult advance();
+
+    int promptTokens();
+
+    int completionTokens();
+
+    @Override
+    void close();
+}

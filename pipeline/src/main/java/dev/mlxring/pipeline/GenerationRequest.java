@@ -1,0 +1,19 @@
+package dev.mlxring.pipeline;
+
+import java.util.List;
+
+/**
+ * One completion request after protocol parsing: immutable, validated for shape by ingress.
+ *
+ * @param maxTokens tokens to generate at most; null = the engine default
+ * @param stop stop strings (the text up to, not including, the first match is returned)
+ * @param logprobs whether to report the chosen tokens' log-probabilities
+ * @param topLogprobs how many alternatives to report per token (0 = none)
+ */
+public record GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
+        List<String> stop, boolean logprobs, int topLogprobs) {
+    public GenerationRequest {
+        sampling = sampling == null ? SamplingSpec.DEFAULTS : sampling;
+        stop = stop == null ? List.of() : List.copyOf(stop);
+    }
+}

@@ -1,0 +1,41 @@
+package dev.mlxring.pipeline;
+
+/**
+ * The one terminal result of a session.
+ *
+ * @param finishReason for completed sessions: {@code stop} (EOS or a stop string) or {@code length}
+ * @param errorType for failed sessions: {@link ErrorType}; null otherwise
+ * @param message human-readable reason for cancelled and failed sessions
+ */
+public record Outcome(Lifecycle state, String finishReason, ErrorType errorType, String message, Usage usage) {
+
+    /** Why a session failed; the HTTP layer maps these to status codes. */
+    public enum ErrorType {
+        /** The request itself is invalid (too long, template error, bad field): HTTP 400. */
+        INVALID_REQUEST,
+        /** The engine refused a composition it cannot execute faithfully: HTTP 400 with the reason. */
+        UNSUPPORTED,
+        /** Capacity exhausted after acceptance: HTTP 503. */
+        OVERLOADED,
+        /** A bug or runtime failure (MLX error, worker death): HTTP 500. */
+        INTERNAL
+    }
+
+    public Outcome {
+        if (!state.isTerminal()) {
+            throw new IllegalArgumentException("an outcome must be terminal, got " + state);
+        }
+    }
+
+    public static Outcome completed(String finishReason, Usage usage) {
+        return new Outcome(Lifecycle.COMPLETED, finishReason, null, null, usage);
+    }
+
+    public static Outcome cancelled(String reason, Usage usage) {
+        return new Outcome(Lifecycle.CANCELLED, null, null, reason, usage);
+    }
+
+    public static Outcome failed(ErrorType type, String message, Usage usage) {
+        return new Outcome(Lifecycle.FAILED, null, type, message, usage);
+    }
+}

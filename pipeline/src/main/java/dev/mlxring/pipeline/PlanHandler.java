@@ -1,0 +1,66 @@
+package dev.mlxring.pipeline;
+
+import com.lmax.disruptor.EventHandler;
+import com.lmax.disruptor.RingBuffer;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The plan stage (one thread): seals the {@link ExecutionPlan} and applies admission: at most
+ * {@code maxQueued} sessions admitted and not yet terminal, beyond that the session fails as
+ * OVERLOADED (503). A session that failed here or in prep is settled right away through the
+ * token ring (it never waits behind running work); the rest go on to exec, which is woken after
+ * each batch.
+ */
+final class PlanHandler implements EventHandler<RequestEvent> {
+    private final Planner planner;
+    private final AtomicInteger admitted;
+    private final int maxQueued;
+    private final Runnable wakeExec;
+    private final RingBuffer<TokenEvent> tokens;
+
+    PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, Runnable wakeExec,
+            RingBuffer<TokenEvent> tokens) {
+        this.planner = planner;
+        this.admitted = admitted;
+        this.maxQueued = maxQueued;
+        this.wakeExec = wakeExec;
+        this.tokens = tokens;
+    }
+
+    @Override
+    public void onEvent(RequestEvent event, long sequence, boolean endOfBatch) {
+        Session s = event.session;
+        if (s.failure == null && !s.isCancelRequested()) {
+            try {
+                if (admitted.incrementAndGet() > maxQueued) {
+                    admitted.decrementAndGet();
+                    s.failure = Outcome.failed(Outcome.ErrorType.OVERLOADED,
+                            "the engine is at capacity (" + maxQueued + " requests admitted); retry later",
+                            Usage.NONE);
+                } else {
+                    s.plan = planner.plan(s.request(), s.prepared);
+                    s.advanceTo(Lifecycle.QUEUED);
+                }
+            } catch (RequestException e) {
+                admitted.decrementAndGet();
+                s.failure = Outcome.failed(e.type(), e.getMessage(), Usage.NONE);
+            } catch (RuntimeException e) {
+                admitted.decrementAndGet();
+                s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL, "planning failed: " + e, Usage.NONE);
+            }
+        }
+        if (s.failure != null) {
+            s.settledBeforeExec = true;
+            // Blocking claim: the sink drains independently of exec, so a slot frees up soon.
+            long seq = tokens.next();
+            TokenEvent t = tokens.get(seq);
+            t.session = s;
+            t.kind = TokenEvent.TERMINAL;
+            t.outcome = s.failure;
+            tokens.publish(seq);
+        }
+        if (endOfBatch) {
+            wakeExec.run();
+        }
+    }
+}

@@ -1,0 +1,33 @@
+package dev.mlxring.pipeline;
+
+import java.util.List;
+import java.util.Map;
+
+/** What a request asks the model to continue: chat messages, plain text, or token ids. */
+public sealed interface Prompt {
+
+    /**
+     * Messages rendered through the model's chat template.
+     *
+     * @param tools tool definitions handed to the template, or empty
+     * @param templateKwargs extra template variables ({@code chat_template_kwargs}, e.g. enable_thinking)
+     */
+    record Chat(List<ChatMessage> messages, List<Map<String, Object>> tools, Map<String, Object> templateKwargs)
+            implements Prompt {
+        public Chat {
+            messages = List.copyOf(messages);
+            tools = tools == null ? List.of() : List.copyOf(tools);
+            templateKwargs = templateKwargs == null ? Map.of() : Map.copyOf(templateKwargs);
+        }
+    }
+
+    /** Raw text, encoded with the tokenizer's special tokens ({@code /v1/completions}). */
+    record Text(String text) implements Prompt {}
+
+    /** Token ids fed as they are. */
+    record Tokens(int[] ids) implements Prompt {
+        public Tokens {
+            ids = ids.clone();
+        }
+    }
+}

@@ -1,0 +1,133 @@
+package dev.mlxring.pipeline;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The handle of one completion attempt. Any thread may {@link #cancel}, {@link #release} credits,
+ * read the {@link #state()} and wait on {@link #result()}; the stage threads own the rest.
+ *
+ * <p>Concurrency contract: the lifecycle moves forward only (CAS on {@link #state}); the terminal
+ * transition happens exactly once, on the sink thread, after the last span was delivered, so
+ * {@link #result()} completes once on every path. Fields written by a stage before it publishes
+ * the ring event are visible to the next stage through the Disruptor's sequence barriers.
+ */
+public final class Session {
+    private final String id;
+    private final GenerationRequest request;
+    private final GenerationListener listener;
+    private final AtomicReference<Lifecycle> state = new AtomicReference<>(Lifecycle.CREATED);
+    private final AtomicInteger credits;
+    private final CompletableFuture<Outcome> result = new CompletableFuture<>();
+    private final long createdNs = System.nanoTime();
+
+    private volatile boolean cancelRequested;
+    private volatile String cancelReason;
+    /** Set by the sink when a stop string matched: the exec loop ends the run at its next safe point. */
+    volatile boolean stopRequested;
+
+    // Written by prep/plan threads before the event moves on (ordered by the ring's barriers).
+    PreparedPrompt prepared;
+    ExecutionPlan plan;
+    Outcome failure;
+    /** Set by plan when it settled the session itself (a prep/plan failure); exec skips it. */
+    boolean settledBeforeExec;
+
+    // Exec thread only.
+    ExecutionRun run;
+    long pausedSinceNs;
+
+    // Sink thread only.
+    TextSink textSink;
+    long spanSequence;
+    boolean sinkStopped;
+    String listenerFailure;
+    int deliveredTokens;
+
+    Session(String id, GenerationRequest request, GenerationListener listener, int credits) {
+        this.id = id;
+        this.request = request;
+        this.listener = listener;
+        this.credits = new AtomicInteger(credits);
+    }
+
+    public String id() {
+        return id;
+    }
+
+    public GenerationRequest request() {
+        return request;
+    }
+
+    GenerationListener listener() {
+        return listener;
+    }
+
+    public Lifecycle state() {
+        return state.get();
+    }
+
+    public long createdNs() {
+        return createdNs;
+    }
+
+    /** Completes once with the terminal outcome, on every path. */
+    public CompletableFuture<Outcome> result() {
+        return result;
+    }
+
+    /**
+     * Asks the engine to stop this session at its next safe point (between prefill chunks and
+     * decode steps, or before it starts). Idempotent; a no-op once terminal.
+     */
+    public void cancel(String reason) {
+        if (!cancelRequested) {
+            cancelReason = reason;
+            cancelRequested = true;
+        }
+    }
+
+    public boolean isCancelRequested() {
+        return cancelRequested;
+    }
+
+    String cancelReason() {
+        return cancelReason == null ? "cancelled" : cancelReason;
+    }
+
+    /** Returns delivery credits taken by spans the consumer has now finished with. */
+    public void release(int spans) {
+        credits.addAndGet(spans);
+    }
+
+    int credits() {
+        return credits.get();
+    }
+
+    void takeCredit() {
+        credits.decrementAndGet();
+    }
+
+    /** Moves forward to {@code next} unless already terminal; returns whether it moved. */
+    boolean advanceTo(Lifecycle next) {
+        while (true) {
+            Lifecycle cur = state.get();
+            if (cur.isTerminal() || cur.ordinal() >= next.ordinal() && !next.isTerminal()) {
+                return false;
+            }
+            if (state.compareAndSet(cur, next)) {
+                return true;
+            }
+        }
+    }
+
+    /** The single terminal transition. */
+    boolean settle(Outcome outcome) {
+        if (!advanceTo(outcome.state())) {
+            return false;
+        }
+        result.complete(outcome);
+        return true;
+    }
+}

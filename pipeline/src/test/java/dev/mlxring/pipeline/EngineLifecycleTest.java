@@ -1,0 +1,278 @@
+package dev.mlxring.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Every path ends in exactly one outcome and releases what it held. */
+class EngineLifecycleTest {
+    private FakeStages.Exec exec;
+    private Engine engine;
+
+    private Engine start(EngineConfig config) {
+        exec = new FakeStages.Exec();
+        engine = Engine.builder().config(config).preparer(FakeStages::prepare).planner(FakeStages::plan)
+                .executor(exec).sinks(FakeStages::textSink).start();
+        return engine;
+    }
+
+    @AfterEach
+    void close() {
+        if (engine != null) {
+            engine.close();
+        }
+    }
+
+    private static GenerationRequest text(String prompt, int maxTokens, String... stops) {
+        return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
+    }
+
+    private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
+        Outcome o = s.result().get(10, TimeUnit.SECONDS);
+        assertTrue(r.done.await(10, TimeUnit.SECONDS));
+        assertEquals(1, r.outcomeList().size(), "exactly one onComplete");
+        assertSame(o, r.outcomeList().get(0));
+        assertTrue(s.state().isTerminal());
+        return o;
+    }
+
+    @Test
+    void completesWithAllTokensInOrder() throws Exception {
+        start(EngineConfig.defaults());
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("aa bbb c", 5), r);
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.COMPLETED, o.state());
+        assertEquals("length", o.finishReason());
+        assertEquals("1 2 3 4 5 ", r.text.toString());
+        assertEquals(new Usage(3, 5, 0), o.usage());
+        assertEquals(exec.openRuns.get(), exec.closedRuns.get());
+        assertEquals(0, engine.admittedCount());
+    }
+
+    @Test
+    void manySessionsRunInAdmissionOrderOnTheExecThread() throws Exception {
+        start(EngineConfig.defaults());
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("x y", 3), r));
+        }
+        for (int i = 0; i < 20; i++) {
+            assertEquals(Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals("1 2 3 ", recs.get(i).text.toString());
+        }
+        assertEquals("mlxring-exec", exec.thread.getName());
+        assertEquals(20, exec.closedRuns.get());
+    }
+
+    @Test
+    void preparationFailureFailsOnlyThatSession() throws Exception {
+        start(EngineConfig.defaults());
+        var bad = new FakeStages.Recorder();
+        var good = new FakeStages.Recorder();
+        Session b = engine.submit(text("FAIL now", 3), bad);
+        Session g = engine.submit(text("fine", 3), good);
+        Outcome o = await(b, bad);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertEquals("prompt contains FAIL", o.message());
+        assertEquals(Lifecycle.COMPLETED, await(g, good).state());
+    }
+
+    @Test
+    void cancelBeforeItStartsNeverOpensARun() throws Exception {
+        start(EngineConfig.defaults());
+        exec.decodeGate = new CountDownLatch(1);
+        var first = new FakeStages.Recorder();
+        Session running = engine.submit(text("a", 2), first);
+        var r = new FakeStages.Recorder();
+        Session queued = engine.submit(text("b", 2), r);
+        queued.cancel("client went away");
+        exec.decodeGate.countDown();
+        Outcome o = await(queued, r);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertEquals("client went away", o.message());
+        assertEquals(Lifecycle.COMPLETED, await(running, first).state());
+        assertEquals(1, exec.openRuns.get());
+    }
+
+    @Test
+    void cancelDuringPrefillStopsAtTheNextSafePoint() throws Exception {
+        start(EngineConfig.defaults());
+        exec.prefillChunks = 1000;
+        exec.stepSleepMs = 2;
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("a b", 5), r);
+        Thread.sleep(50);
+        assertEquals(Lifecycle.RUNNING, s.state());
+        s.cancel("stop");
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertEquals(0, r.spans.get());
+        assertEquals(1, exec.closedRuns.get());
+    }
+
+    @Test
+    void cancelMidDecodeKeepsWhatWasDelivered() throws Exception {
+        start(EngineConfig.defaults());
+        exec.stepSleepMs = 5;
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("a", 100_000), r);
+        while (r.spans.get() < 3) {
+            Thread.sleep(1);
+        }
+        s.cancel("enough");
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertTrue(o.usage().completionTokens() >= 3);
+        assertTrue(r.text.toString().startsWith("1 2 3 "));
+        assertEquals(1, exec.closedRuns.get());
+    }
+
+    @Test
+    void stopStringEndsTheRunWithStop() throws Exception {
+        start(EngineConfig.defaults());
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("a", 50, "4 "), r);
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.COMPLETED, o.state());
+        assertEquals("stop", o.finishReason());
+        assertEquals("1 2 3 ", r.text.toString());
+    }
+
+    @Test
+    void slowReaderIsPausedThenCancelledAfterTheIdleDeadline() throws Exception {
+        start(EngineConfig.defaults().withCredits(4, 200_000_000L));
+        var r = new FakeStages.Recorder(false); // never releases credits
+        Session s = engine.submit(text("a", 1000), r);
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertTrue(o.message().contains("did not read"), o.message());
+        assertEquals(4, r.spans.get(), "the row paused after its 4 credits");
+        assertEquals(1, exec.closedRuns.get());
+    }
+
+    @Test
+    void readerThatReleasesLateKeepsGoing() throws Exception {
+        start(EngineConfig.defaults().withCredits(2, 5_000_000_000L));
+        var r = new FakeStages.Recorder(false);
+        Session s = engine.submit(text("a", 10), r);
+        while (!s.state().isTerminal()) {
+            Thread.sleep(5);
+            s.release(1);
+        }
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.COMPLETED, o.state());
+        assertEquals(10, r.spans.get());
+    }
+
+    @Test
+    void fullRequestRingAnswersOverloadedAtOnce() throws Exception {
+        start(EngineConfig.defaults().withRequestRingSize(4).withMaxQueued(1000));
+        exec.decodeGate = new CountDownLatch(1);
+        List<Session> accepted = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        OverloadedException rejected = null;
+        for (int i = 0; i < 64 && rejected == null; i++) {
+            var r = new FakeStages.Recorder();
+            try {
+                accepted.add(engine.submit(text("a", 1), r));
+                recs.add(r);
+            } catch (OverloadedException e) {
+                rejected = e;
+            }
+        }
+        assertNotEquals(null, rejected, "a 4-slot ring must refuse eventually");
+        exec.decodeGate.countDown();
+        for (int i = 0; i < accepted.size(); i++) {
+            assertEquals(Lifecycle.COMPLETED, await(accepted.get(i), recs.get(i)).state());
+        }
+    }
+
+    @Test
+    void admissionBeyondMaxQueuedFailsAsOverloaded() throws Exception {
+        start(EngineConfig.defaults().withMaxQueued(2));
+        exec.decodeGate = new CountDownLatch(1);
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("a", 1), r));
+        }
+        Outcome third = await(sessions.get(2), recs.get(2));
+        assertEquals(Outcome.ErrorType.OVERLOADED, third.errorType());
+        exec.decodeGate.countDown();
+        assertEquals(Lifecycle.COMPLETED, await(sessions.get(0), recs.get(0)).state());
+        assertEquals(Lifecycle.COMPLETED, await(sessions.get(1), recs.get(1)).state());
+        assertEquals(0, engine.admittedCount());
+    }
+
+    @Test
+    void cancelWhileQueuedSettlesWithoutWaitingForTheActiveSession() throws Exception {
+        start(EngineConfig.defaults());
+        exec.stepSleepMs = 2;
+        var first = new FakeStages.Recorder();
+        Session running = engine.submit(text("a", 1_000_000), first);
+        var r = new FakeStages.Recorder();
+        Session queued = engine.submit(text("b", 2), r);
+        Thread.sleep(20);
+        queued.cancel("gone");
+        assertEquals(Lifecycle.CANCELLED, await(queued, r).state());
+        assertTrue(!running.state().isTerminal(), "the active session keeps running");
+        running.cancel("done");
+        assertEquals(Lifecycle.CANCELLED, await(running, first).state());
+    }
+
+    @Test
+    void throwingListenerCancelsOnlyItsSession() throws Exception {
+        start(EngineConfig.defaults());
+        var bad = new FakeStages.Recorder() {
+            @Override
+            public void onCommitted(Session session, CommittedSpan span) {
+                throw new IllegalStateException("boom");
+            }
+        };
+        Session s = engine.submit(text("a", 100), bad);
+        Outcome o = await(s, bad);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertTrue(o.message().contains("boom"));
+        var good = new FakeStages.Recorder();
+        assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("b", 2), good), good).state());
+    }
+
+    @Test
+    void closeCancelsEverythingAndEachSessionSettlesOnce() throws Exception {
+        start(EngineConfig.defaults());
+        exec.stepSleepMs = 2;
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("a", 1_000_000), r));
+        }
+        Thread.sleep(30);
+        engine.close();
+        for (int i = 0; i < 5; i++) {
+            Outcome o = await(sessions.get(i), recs.get(i));
+            assertEquals(Lifecycle.CANCELLED, o.state());
+        }
+        assertTrue(exec.closed, "the executor is closed on the exec thread");
+        assertEquals(exec.openRuns.get(), exec.closedRuns.get());
+        assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new FakeStages.Recorder()));
+        engine = null;
+    }
+}
