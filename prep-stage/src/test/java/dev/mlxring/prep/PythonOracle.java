@@ -14,8 +14,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Runs {@code scripts/oracle/tokenize_oracle.py} with the project venv's Python. Any failure to run
- * it is a test failure with a message saying what to fix, never a skip.
+ * Runs the oracle scripts under {@code scripts/oracle/} ({@code tokenize_oracle.py}, {@code
+ * chat_template_oracle.py}) with the project venv's Python. Any failure to run one is a test
+ * failure with a message saying what to fix, never a skip.
  */
 final class PythonOracle {
 
@@ -48,16 +49,25 @@ final class PythonOracle {
     }
 
     static Path script() {
-        Path s = root().resolve("scripts/oracle/tokenize_oracle.py");
+        return script("tokenize_oracle.py");
+    }
+
+    static Path script(String name) {
+        Path s = root().resolve("scripts/oracle").resolve(name);
         if (!Files.isRegularFile(s)) {
             fail("Python oracle script missing: " + s);
         }
         return s;
     }
 
-    /** Runs the oracle with {@code args}; returns stdout, fails the test on any error. */
+    /** Runs the tokenizer oracle with {@code args}; returns stdout, fails the test on any error. */
     static String run(Path workDir, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(python().toString(), script().toString()));
+        return runScript("tokenize_oracle.py", workDir, args);
+    }
+
+    /** Runs {@code scripts/oracle/<scriptName>} with {@code args}; returns stdout, fails the test on any error. */
+    static String runScript(String scriptName, Path workDir, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(python().toString(), script(scriptName).toString()));
         cmd.addAll(List.of(args));
         try {
             Files.createDirectories(workDir);
@@ -88,7 +98,14 @@ final class PythonOracle {
     }
 
     static JsonNode runJson(Path workDir, String... args) {
-        String stdout = run(workDir, args);
+        return parseJson(run(workDir, args));
+    }
+
+    static JsonNode runScriptJson(String scriptName, Path workDir, String... args) {
+        return parseJson(runScript(scriptName, workDir, args));
+    }
+
+    private static JsonNode parseJson(String stdout) {
         try {
             return JSON.readTree(stdout);
         } catch (IOException e) {
