@@ -4,6 +4,7 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.TokenDecoder;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -11,8 +12,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -51,8 +56,12 @@ import java.util.Set;
  * <p><b>Native resources.</b> Each instance owns one native {@code tokenizers::Tokenizer} (a Rust
  * heap object of a few MB for a 50k vocabulary). {@link #close()} frees it; closing twice is a
  * no-op. DJL has a finalizer as a last resort, but do not rely on it.
+ *
+ * <p><b>Sink side.</b> As a {@link TokenDecoder} it hands sink-stage the raw vocabulary strings,
+ * tokenizer.json's {@code decoder} section and the transformers clean-up flag, from which sink-stage
+ * rebuilds mlx-lm's streaming detokenizers.
  */
-public final class HfTokenizer implements AutoCloseable {
+public final class HfTokenizer implements AutoCloseable, TokenDecoder {
 
     /** System property: directory into which DJL extracts {@code libtokenizers}. */
     public static final String CACHE_PROPERTY = "mlxring.djl.cache";
@@ -68,10 +77,12 @@ public final class HfTokenizer implements AutoCloseable {
     private final String bosToken;
     private final String eosToken;
     private final Boolean addBosToken;
+    private final Object decoderConfig;
+    private final boolean cleanUpTokenizationSpaces;
 
     private HfTokenizer(Path tokenizerFile, HuggingFaceTokenizer tokenizer, Map<String, Integer> tokenToId,
                         String[] idToToken, int[] eosTokenIds, String bosToken, String eosToken,
-                        Boolean addBosToken) {
+                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces) {
         this.tokenizerFile = tokenizerFile;
         this.nativeTokenizer = tokenizer;
         this.tokenToId = tokenToId;
@@ -80,6 +91,8 @@ public final class HfTokenizer implements AutoCloseable {
         this.bosToken = bosToken;
         this.eosToken = eosToken;
         this.addBosToken = addBosToken;
+        this.decoderConfig = decoderConfig;
+        this.cleanUpTokenizationSpaces = cleanUpTokenizationSpaces;
     }
 
     /**
@@ -153,6 +166,14 @@ public final class HfTokenizer implements AutoCloseable {
         String bos = tokenString(tokConfig.get("bos_token"));
         String eos = tokenString(tokConfig.get("eos_token"));
         JsonNode addBos = tokConfig.get("add_bos_token");
+        // transformers 5: clean_up_tokenization_spaces defaults to false and is ignored for BPE models
+        // unless the explicit "corrupt output" override is set.
+        boolean isBpe = model.has("type") ? "BPE".equals(model.path("type").asText()) : model.has("merges");
+        boolean cleanUp = tokConfig.path("clean_up_tokenization_spaces").asBoolean(false)
+                && (!isBpe || tokConfig.path("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output")
+                        .asBoolean(false));
+        JsonNode decoderNode = root.get("decoder");
+        Object decoderConfig = decoderNode == null || decoderNode.isNull() ? null : plain(decoderNode);
         Set<Integer> eosIds = new LinkedHashSet<>();
         for (String name : new String[] {"config.json", "generation_config.json"}) {
             JsonNode cfg = readOptionalJson(dir.resolve(name));
@@ -175,7 +196,7 @@ public final class HfTokenizer implements AutoCloseable {
         }
         return new HfTokenizer(file, tokenizer, Map.copyOf(t2i), i2t,
                 eosIds.stream().mapToInt(Integer::intValue).toArray(), bos, eos,
-                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null);
+                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp);
     }
 
     /**
@@ -237,12 +258,56 @@ public final class HfTokenizer implements AutoCloseable {
         return nativeTokenizer.decode(wide, skipSpecialTokens);
     }
 
+    /**
+     * Decodes {@code ids[from, to)} keeping special tokens, as {@link #decode(int[], boolean)} with
+     * {@code skipSpecialTokens = false}.
+     *
+     * @throws IndexOutOfBoundsException if the range is outside {@code ids}
+     * @throws IllegalArgumentException if an id is negative
+     */
+    @Override
+    public String decode(int[] ids, int from, int to) {
+        java.util.Objects.checkFromToIndex(from, to, ids.length);
+        long[] wide = new long[to - from];
+        for (int i = from; i < to; i++) {
+            if (ids[i] < 0) {
+                throw new IllegalArgumentException("negative token id " + ids[i] + " at index " + i);
+            }
+            wide[i - from] = ids[i];
+        }
+        return nativeTokenizer.decode(wide, false);
+    }
+
+    /** Same as {@link #token(int)}: the raw vocabulary string of {@code id}, or {@code null}. */
+    @Override
+    public String tokenString(int id) {
+        return token(id);
+    }
+
+    /**
+     * Whether transformers' {@code decode} would clean up tokenization spaces: {@code
+     * clean_up_tokenization_spaces} of tokenizer_config.json (default false), ignored for BPE models
+     * unless {@code clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output} is set.
+     */
+    @Override
+    public boolean cleanUpTokenizationSpaces() {
+        return cleanUpTokenizationSpaces;
+    }
+
+    /** tokenizer.json's {@code decoder} section as unmodifiable plain Java values, or null. */
+    @Override
+    public Object decoderConfig() {
+        return decoderConfig;
+    }
+
     /** Number of distinct tokens including added tokens, as Python's {@code get_vocab_size(True)}. */
+    @Override
     public int vocabSize() {
         return tokenToId.size();
     }
 
     /** The id of {@code token} (a raw vocabulary string, e.g. {@code "Ġthe"}), as {@code token_to_id}. */
+    @Override
     public OptionalInt tokenId(String token) {
         Integer id = tokenToId.get(token);
         return id == null ? OptionalInt.empty() : OptionalInt.of(id);
@@ -387,6 +452,33 @@ public final class HfTokenizer implements AutoCloseable {
                 }
             });
         }
+    }
+
+    /** A JSON tree as unmodifiable maps, lists, strings, numbers and booleans. */
+    private static Object plain(JsonNode node) {
+        if (node.isObject()) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            node.properties().forEach(e -> m.put(e.getKey(), plain(e.getValue())));
+            return Collections.unmodifiableMap(m);
+        }
+        if (node.isArray()) {
+            List<Object> l = new ArrayList<>(node.size());
+            node.forEach(n -> l.add(plain(n)));
+            return Collections.unmodifiableList(l);
+        }
+        if (node.isNull() || node.isMissingNode()) {
+            return null;
+        }
+        if (node.isBoolean()) {
+            return node.booleanValue();
+        }
+        if (node.isIntegralNumber()) {
+            return node.canConvertToInt() ? (Object) node.intValue() : (Object) node.longValue();
+        }
+        if (node.isNumber()) {
+            return node.doubleValue();
+        }
+        return node.asText();
     }
 
     private static void checkWellFormed(String text) {

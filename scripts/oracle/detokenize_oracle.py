@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Detokenizer oracle: what mlx-lm's own streaming detokenizers (and mlx_lm.server's
+text handling) produce, as JSON. sink-stage's Java detokenizers must agree segment
+for segment.
+
+Every mode reads a JSON spec file and prints one JSON object to stdout
+(ensure_ascii=True, so any text round-trips exactly).
+
+  detokenize_oracle.py --detok SPEC.json
+      SPEC: {"model": DIR,
+             "classes": ["auto" | "bpe" | "spm" | "spm_notrim" | "naive", ...],
+             "sequences": [[id, ...], ...],
+             "token_strings": bool}          # optional: dump convert_ids_to_tokens
+      Loads the tokenizer with mlx_lm.tokenizer_utils.load(DIR) (the TokenizerWrapper
+      mlx-lm serves with). "auto" is the wrapper's own detokenizer (tokenizer.detokenizer);
+      the others build that mlx-lm class over the same tokenizer. For each sequence:
+      reset, then add_token + last_segment per id ("steps"), then finalize +
+      last_segment ("final"), and the detokenizer's text at the end ("text").
+      Output: {"meta": {...}, "results": {class: [{"steps", "final", "text"}, ...]},
+               "token_strings": [str | null, ...]}
+
+  detokenize_oracle.py --utf8 SPEC.json
+      SPEC: {"hex": ["e4b8", ...]}; output {"decoded": [bytes.fromhex(h).decode("utf-8",
+      "replace"), ...]}.
+
+  detokenize_oracle.py --server SPEC.json
+      SPEC: {"model": DIR, "cases": [{"prompt": [id...], "stop": [str...],
+                                       "gen": [id...], "end": "length" | "eos"}]}
+      Replays mlx_lm.server's single-request path without a model: stream_generate's
+      detokenizer use (EOS not added; on "length" the last token is added and the
+      detokenizer finalized in the same response), the token-level stop matcher
+      (make_stop_sequences), the initial state of a chat prompt (think start after think
+      end), and handle_completion's TextStateMachine split / flush / discard. Each case
+      is replayed twice:
+        "mlx":    exactly as mlx_lm.server 0.32.2 (a stop word's text is stripped and
+                  generation goes on unless its canonical token sequence matched; at EOS
+                  the held-back text is discarded);
+        "openai": the same machinery with a stop word leading to a terminal state (text
+                  up to the first match, then stop) and EOS flushing like "length".
+      Each: {"initial_state", "finish_reason", "text_stop", "text", "reasoning",
+             "responses": [{"text", "reasoning", "finish_reason"}, ...],
+             "eos_discarded": {"text", "reasoning"}}   # mlx: what an EOS finish threw away
+      Tool calling is not replayed (the fixtures have no tool parser).
+
+  detokenize_oracle.py --build-fixtures DIR --model DEFAULT_MODEL_DIR
+      Writes tokenizer fixtures under DIR: spm/ (byte-fallback SentencePiece-style BPE,
+      decoder Replace+ByteFallback+Fuse+Strip), spm_notrim/ (same without Strip),
+      wordpiece/ (WordPiece with clean_up_tokenization_spaces: the naive detokenizer with
+      clean-up), think/ (the default model's tokenizer plus <think> and </think> added
+      tokens, so mlx-lm infers thinking). Prints {"dirs": {...}}.
+"""
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+
+def _load(model_dir):
+    from mlx_lm.tokenizer_utils import load
+
+    return load(Path(model_dir))
+
+
+def _detokenizer(tw, cls):
+    from mlx_lm import tokenizer_utils as tu
+
+    if cls == "auto":
+        return tw.detokenizer
+    if cls == "bpe":
+        return tu.BPEStreamingDetokenizer(tw._tokenizer)
+    if cls == "spm":
+        return tu.SPMStreamingDetokenizer(tw._tokenizer)
+    if cls == "spm_notrim":
+        return tu.SPMStreamingDetokenizer(tw._tokenizer, trim_space=False)
+    if cls == "naive":
+        return tu.NaiveStreamingDetokenizer(tw._tokenizer)
+    raise ValueError(f"unknown detokenizer class {cls!r}")
+
+
+def _meta(tw):
+    det = tw._detokenizer
+    return {
+        "len": len(tw),
+        "detokenizer": type(det).__name__,
+        "trim_space": getattr(det, "trim_space", None),
+        "clean_spaces": getattr(det, "_clean_spaces", None),
+        "has_thinking": tw.has_thinking,
+        "think_start": tw.think_start,
+        "think_end": tw.think_end,
+        "think_start_tokens": list(tw.think_start_tokens) if tw.think_start_tokens else None,
+        "think_end_tokens": list(tw.think_end_tokens) if tw.think_end_tokens else None,
+        "structural_markers": list(tw.structural_markers),
+        "has_tool_calling": tw.has_tool_calling,
+        "eos_token_ids": sorted(tw.eos_token_ids),
+    }
+
+
+def run_detok(spec):
+    tw = _load(spec["model"])
+    results = {}
+    for cls in spec["classes"]:
+        det = _detokenizer(tw, cls)
+        out = []
+        for seq in spec["sequences"]:
+            det.reset()
+            steps = []
+            for t in seq:
+                det.add_token(t)
+                steps.append(det.last_segment)
+            det.finalize()
+            final = det.last_segment
+            out.append({"steps": steps, "final": final, "text": det.text})
+        results[cls] = out
+    res = {"meta": _meta(tw), "results": results}
+    if spec.get("token_strings"):
+        res["token_strings"] = tw.convert_ids_to_tokens(list(range(len(tw))))
+    return res
+
+
+def run_utf8(spec):
+    return {"decoded": [bytes.fromhex(h).decode("utf-8", "replace") for h in spec["hex"]]}
+
+
+def _openai_state_machine(tw, stop_words):
+    """make_text_state_machine, except that a stop word ends the text (destination None)
+    instead of being stripped: OpenAI stop semantics on mlx-lm's own matcher."""
+    from mlx_lm.generate import TextStateMachine
+
+    transitions = {}
+    if tw.has_thinking:
+        transitions["normal"] = [(tw.think_start, "reasoning")]
+        transitions["reasoning"] = [(tw.think_end, "normal")]
+    for w in tw.structural_markers:
+        transitions.setdefault("normal", []).append((w, "normal"))
+    if stop_words:
+        for state_name in set(transitions) | {"normal"}:
+            for w in stop_words:
+                transitions.setdefault(state_name, []).append((w, None))
+    return TextStateMachine(transitions or None)
+
+
+def _replay(tw, prompt, stop_words, gen, end, semantics):
+    from mlx_lm.generate import TextStateMachine, make_stop_sequences, make_text_state_machine
+
+    stop_sequences = make_stop_sequences(tw, stop_words)
+    if semantics == "mlx":
+        text_sm = make_text_state_machine(tw, stop_words)
+    else:
+        text_sm = _openai_state_machine(tw, stop_words)
+
+    # ResponseGenerator._tokenize: the initial state of a chat prompt.
+    initial_state = "normal"
+    if tw.has_thinking:
+        think_start = tw.rfind_think_start(prompt)
+        think_end = tw.rfind_think_end(prompt)
+        if think_start > think_end:
+            initial_state = "reasoning"
+
+    eos = sorted(tw.eos_token_ids)[0]
+
+    # stream_generate's use of the detokenizer, token by token.
+    def stream():
+        detokenizer = tw.detokenizer
+        tokens = list(gen) + ([eos] if end == "eos" else [])
+        max_tokens = len(gen) if end == "length" else len(tokens) + 1
+        token = None
+        for n, token in enumerate(tokens):
+            if token in tw.eos_token_ids:
+                break
+            detokenizer.add_token(token)
+            if (n + 1) == max_tokens:
+                break
+            yield detokenizer.last_segment, token, None
+        detokenizer.finalize()
+        yield (detokenizer.last_segment, token,
+               "stop" if token in tw.eos_token_ids else "length")
+
+    # _serve_single: token-level stop words.
+    def responses():
+        matcher = stop_sequences.matcher()
+        for text, token, finish_reason in stream():
+            if matcher.advance(token) and not (token in tw.eos_token_ids and semantics != "mlx"):
+                finish_reason = "stop"
+            yield text, token, finish_reason
+            if finish_reason is not None:
+                break
+
+    # handle_completion.
+    sm_state = text_sm.make_state(initial_state)
+    finish_reason = "stop"
+    out = []
+    all_text = ""
+    all_reasoning = ""
+    eos_discarded = {"text": "", "reasoning": ""}
+    text_stop = False
+    for gen_text, token, gen_finish in responses():
+        is_eos = token in tw.eos_token_ids
+        if gen_finish == "stop" and not (semantics != "mlx" and is_eos):
+            if semantics == "mlx" and is_eos:
+                # What the discard throws away at EOS: this response's text and the buffer.
+                probe_state, probe_segments = TextStateMachine.split(sm_state, gen_text)
+                probe_state, flushed, probe_current = TextStateMachine.flush(probe_state)
+                probe_segments.append((probe_current, flushed))
+                for st, t in probe_segments:
+                    if st == "reasoning":
+                        eos_discarded["reasoning"] += t
+                    elif st == "normal":
+                        eos_discarded["text"] += t
+            sm_state, current_state = TextStateMachine.discard(sm_state)
+            segments = [(current_state, "")]
+        else:
+            # OpenAI semantics flush at EOS as at "length".
+            sm_state, segments = TextStateMachine.split(sm_state, gen_text)
+            if sm_state[0] is None:
+                text_stop = True
+                gen_finish = "stop"
+            elif gen_finish is not None:
+                sm_state, flushed, current_state = TextStateMachine.flush(sm_state)
+                segments.append((current_state, flushed))
+        text = ""
+        reasoning = ""
+        for current_state, clean_text in segments:
+            if current_state == "reasoning":
+                reasoning += clean_text
+            elif current_state == "normal":
+                text += clean_text
+        out.append({"text": text, "reasoning": reasoning, "finish_reason": gen_finish})
+        all_text += text
+        all_reasoning += reasoning
+        if gen_finish is not None:
+            finish_reason = gen_finish
+            break
+    return {
+        "initial_state": initial_state,
+        "finish_reason": finish_reason,
+        "text_stop": text_stop,
+        "text": all_text,
+        "reasoning": all_reasoning,
+        "responses": out,
+        "eos_discarded": eos_discarded,
+    }
+
+
+def run_server(spec):
+    tw = _load(spec["model"])
+    cases = [{sem: _replay(tw, c["prompt"], c.get("stop", []), c["gen"], c.get("end", "length"), sem)
+              for sem in ("mlx", "openai")}
+             for c in spec["cases"]]
+    return {"meta": _meta(tw), "cases": cases}
+
+
+def build_fixtures(root, default_model):
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    root = Path(root)
+    dirs = {}
+
+    # SentencePiece-style: byte fallback, ▁ for spaces.
+    pieces = ["▁", "▁▁", "▁▁▁▁", "▁hello", "hello", "▁world", "world", "▁the", "the", "日本", "語",
+              "▁日本", "é", "▁café", "caf", "a", "b", "c", ",", "▁,", "▁a", "▁b", ".", "!", "?",
+              "\n", "😀", "▁😀", "x", "y", "z", "▁x", "ab", "▁ab", "▁<think>", "▁▁x", "<0x41>x"]
+    for name, strip in (("spm", True), ("spm_notrim", False)):
+        vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+        for b in range(256):
+            vocab[f"<0x{b:02X}>"] = len(vocab)
+        for p in pieces:
+            vocab.setdefault(p, len(vocab))
+        tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=True,
+                                   fuse_unk=True))
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        parts = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+        if strip:
+            parts.append(decoders.Strip(" ", 1, 0))
+        tok.decoder = decoders.Sequence(parts)
+        tok.add_special_tokens(["<unk>", "<s>", "</s>"])
+        d = root / name
+        d.mkdir(parents=True, exist_ok=True)
+        tok.save(str(d / "tokenizer.json"))
+        (d / "tokenizer_config.json").write_text(json.dumps({
+            "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+            "unk_token": "<unk>"}))
+        dirs[name] = str(d)
+
+    # WordPiece with clean-up: the naive detokenizer, clean_spaces on.
+    words = ["[UNK]", "[CLS]", "[SEP]", "hello", "world", ",", ".", "!", "?", "'", "s", "t", "n",
+             "##n", "##'", "##t", "don", "it", "a", "b", "##b", "##llo", "he", "日", "本", "語", "x",
+             "##x", "re", "##s", "ve", "m", "é", "##é", "😀", "(", ")", "-"]
+    tok = Tokenizer(models.WordPiece(vocab={w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    tok.add_special_tokens(["[UNK]", "[CLS]", "[SEP]"])
+    d = root / "wordpiece"
+    d.mkdir(parents=True, exist_ok=True)
+    tok.save(str(d / "tokenizer.json"))
+    (d / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": True,
+        "unk_token": "[UNK]", "eos_token": "[SEP]"}))
+    dirs["wordpiece"] = str(d)
+
+    # The default model's tokenizer with <think> / </think> (not special, as in Qwen3).
+    src = Path(default_model)
+    d = root / "think"
+    d.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    base = tok.get_vocab_size(with_added_tokens=True)
+    tok.add_tokens([AddedToken("<think>", special=False, normalized=False),
+                    AddedToken("</think>", special=False, normalized=False)])
+    tok.save(str(d / "tokenizer.json"))
+    for f in ("tokenizer_config.json", "config.json", "generation_config.json",
+              "special_tokens_map.json"):
+        if (src / f).exists():
+            shutil.copy(src / f, d / f)
+    cfg = json.loads((d / "tokenizer_config.json").read_text(encoding="utf-8"))
+    added = cfg.setdefault("added_tokens_decoder", {})
+    for i, content in ((base, "<think>"), (base + 1, "</think>")):
+        added[str(i)] = {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
+                         "single_word": False, "special": False}
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    dirs["think"] = str(d)
+    return {"dirs": dirs}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--detok")
+    g.add_argument("--utf8")
+    g.add_argument("--server")
+    g.add_argument("--build-fixtures")
+    ap.add_argument("--model")
+    a = ap.parse_args()
+    if a.build_fixtures:
+        if not a.model:
+            ap.error("--build-fixtures needs --model")
+        res = build_fixtures(a.build_fixtures, a.model)
+    else:
+        path = a.detok or a.utf8 or a.server
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        if a.detok:
+            res = run_detok(spec)
+        elif a.utf8:
+            res = run_utf8(spec)
+        else:
+            res = run_server(spec)
+    json.dump(res, sys.stdout, ensure_ascii=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+package dev.mlxring.sink;
+
+import dev.mlxring.pipeline.CommittedSpan;
+import dev.mlxring.pipeline.TextSink;
+
+/**
+ * One session's text: detokenizer segment per token, then token-level stop sequences, then the
+ * text rules (reasoning, markers, stop strings). Sink thread only; no allocation per token beyond
+ * the growth of reused buffers.
+ */
+final class DetokenizingSink implements TextSink {
+    private final StreamingDetokenizer detokenizer;
+    private final TextRules.Cursor text;
+    private final TokenStopRules.Cursor tokenStops;
+    private final StringBuilder segment = new StringBuilder(32);
+    private boolean stopped;
+
+    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules.Cursor text, TokenStopRules.Cursor tokenStops) {
+        this.detokenizer = detokenizer;
+        this.text = text;
+        this.tokenStops = tokenStops;
+    }
+
+    @Override
+    public boolean onToken(int tokenId, CommittedSpan span) {
+        if (stopped) {
+            return true;
+        }
+        segment.setLength(0);
+        detokenizer.addToken(tokenId, segment);
+        if (tokenStops != null && tokenStops.advance(tokenId)) {
+            // mlx_lm.server: the response that finishes with "stop" contributes no text, and the
+            // state machine's held-back text is discarded.
+            text.discard();
+            stopped = true;
+            return true;
+        }
+        if (text.feed(segment, span)) {
+            stopped = true;
+            return true;
+        }
+        return false;
+    }
+
+    @Override
+    public void finish(CommittedSpan span) {
+        if (stopped) {
+            return;
+        }
+        segment.setLength(0);
+        detokenizer.finalizeTo(segment);
+        if (text.feed(segment, span)) {
+            stopped = true;
+            return;
+        }
+        text.flush(span);
+        stopped = true;
+    }
+}

@@ -1,0 +1,177 @@
+package dev.mlxring.sink;
+
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.pipeline.TokenDecoder;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * sink-stage's {@link TextSink.Factory}: per session, mlx-lm's streaming detokenizer for the
+ * tokenizer, then mlx_lm.server's text state machine (reasoning separation, structural markers),
+ * with OpenAI stop-string semantics. Wire it once per model:
+ *
+ * <pre>{@code
+ * TextSink.Factory sinks = DetokenizingSinks.forTokenizer(tokenizer, s -> tokenizer.encode(s, false));
+ * }</pre>
+ *
+ * Thread safety: the factory is immutable apart from a synchronized cache of compiled stop rules;
+ * each {@link TextSink} it opens belongs to one session on the sink thread.
+ */
+public final class DetokenizingSinks implements TextSink.Factory {
+    private static final int RULE_CACHE_SIZE = 128;
+
+    private final DetokenizerKind kind;
+    private final StreamingDetokenizer.Factory detokenizers;
+    private final ThinkMarkers think;
+    private final List<String> structuralMarkers;
+    private final Function<String, int[]> encoder;
+    private final boolean tokenLevelStops;
+    private final boolean reasoningFromPrompt;
+    private final Map<List<String>, Rules> rules = new LinkedHashMap<>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<List<String>, Rules> eldest) {
+            return size() > RULE_CACHE_SIZE;
+        }
+    };
+
+    private record Rules(TextRules text, TokenStopRules tokens) {}
+
+    private DetokenizingSinks(Builder b) {
+        this.kind = b.kind != null ? b.kind : DetokenizerKind.infer(b.decoder.decoderConfig());
+        this.encoder = b.encoder;
+        this.detokenizers = kind.factory(b.decoder, b.encoder);
+        this.think = b.think;
+        this.structuralMarkers = List.copyOf(b.structuralMarkers);
+        this.tokenLevelStops = b.tokenLevelStops && b.encoder != null;
+        this.reasoningFromPrompt = b.reasoningFromPrompt;
+    }
+
+    /**
+     * Everything inferred from the tokenizer the way {@code mlx_lm.tokenizer_utils.load} does: the
+     * detokenizer from tokenizer.json's decoder, the think markers and structural markers from the
+     * vocabulary; token-level stop matching on.
+     *
+     * @param encoder {@code tokenizer.encode(text, add_special_tokens=False)}
+     */
+    public static DetokenizingSinks forTokenizer(TokenDecoder decoder, Function<String, int[]> encoder) {
+        Objects.requireNonNull(encoder, "encoder");
+        return builder(decoder)
+                .encoder(encoder)
+                .thinkMarkers(ThinkMarkers.infer(decoder, encoder).orElse(null))
+                .structuralMarkers(ThinkMarkers.inferStructuralMarkers(decoder))
+                .build();
+    }
+
+    public static Builder builder(TokenDecoder decoder) {
+        return new Builder(decoder);
+    }
+
+    public DetokenizerKind kind() {
+        return kind;
+    }
+
+    /** The think markers in use, or null when the model has none. */
+    public ThinkMarkers thinkMarkers() {
+        return think;
+    }
+
+    @Override
+    public TextSink open(ExecutionPlan plan) {
+        Rules r = rulesFor(plan.stopStrings());
+        int initial = TextRules.NORMAL;
+        if (think != null && reasoningFromPrompt && plan.prompt() != null
+                && think.opensInPrompt(plan.prompt().tokenIds())) {
+            initial = TextRules.REASONING;
+        }
+        return new DetokenizingSink(detokenizers.open(), r.text().cursor(initial),
+                r.tokens() == null ? null : r.tokens().cursor());
+    }
+
+    private Rules rulesFor(List<String> stops) {
+        synchronized (rules) {
+            Rules r = rules.get(stops);
+            if (r == null) {
+                TokenStopRules tokens = null;
+                if (tokenLevelStops && !stops.isEmpty()) {
+                    List<int[]> seqs = new ArrayList<>(stops.size());
+                    for (String s : stops) {
+                        seqs.add(encoder.apply(s));
+                    }
+                    tokens = TokenStopRules.compile(seqs);
+                }
+                r = new Rules(TextRules.compile(think, structuralMarkers, stops), tokens);
+                rules.put(List.copyOf(stops), r);
+            }
+            return r;
+        }
+    }
+
+    /** Configures a {@link DetokenizingSinks}; every setting has mlx-lm's default. */
+    public static final class Builder {
+        private final TokenDecoder decoder;
+        private DetokenizerKind kind;
+        private ThinkMarkers think;
+        private List<String> structuralMarkers = List.of();
+        private Function<String, int[]> encoder;
+        private boolean tokenLevelStops = true;
+        private boolean reasoningFromPrompt = true;
+
+        private Builder(TokenDecoder decoder) {
+            this.decoder = Objects.requireNonNull(decoder, "decoder");
+        }
+
+        /** The detokenizer; default {@link DetokenizerKind#infer} of the decoder's tokenizer.json section. */
+        public Builder kind(DetokenizerKind k) {
+            this.kind = k;
+            return this;
+        }
+
+        /** The reasoning markers, or null (default) for a model without reasoning blocks. */
+        public Builder thinkMarkers(ThinkMarkers t) {
+            this.think = t;
+            return this;
+        }
+
+        /** Strings stripped from content without a state change (mlx-lm's structural markers). */
+        public Builder structuralMarkers(List<String> markers) {
+            this.structuralMarkers = List.copyOf(markers);
+            return this;
+        }
+
+        /**
+         * {@code tokenizer.encode(text, add_special_tokens=False)}: enables token-level stop matching
+         * and mlx-lm's exact {@code " ,"} probe for the naive detokenizer. Default none.
+         */
+        public Builder encoder(Function<String, int[]> e) {
+            this.encoder = e;
+            return this;
+        }
+
+        /**
+         * Whether a stop string's canonical token sequence also ends generation, as in mlx_lm.server
+         * (default true; needs {@link #encoder}). Off: stop strings are matched in the text only.
+         */
+        public Builder tokenLevelStops(boolean on) {
+            this.tokenLevelStops = on;
+            return this;
+        }
+
+        /**
+         * Whether a prompt that leaves a think block open starts the output in reasoning (default
+         * true, mlx_lm.server's rule for chat prompts).
+         */
+        public Builder reasoningFromPrompt(boolean on) {
+            this.reasoningFromPrompt = on;
+            return this;
+        }
+
+        public DetokenizingSinks build() {
+            return new DetokenizingSinks(this);
+        }
+    }
+}
