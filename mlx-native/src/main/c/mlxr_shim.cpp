@@ -116,6 +116,10 @@ struct WeightMap {
 
 }  // namespace
 
+// For the shim's other translation units (mlxr_sampling.cpp): sets the message
+// mlxr_last_error returns.
+void mlxr_set_last_error(const char* message) { g_last_error = message; }
+
 extern "C" {
 
 const char* mlxr_last_error() { return g_last_error.c_str(); }

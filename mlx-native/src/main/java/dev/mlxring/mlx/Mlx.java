@@ -355,4 +355,99 @@ public final class Mlx {
     public static MlxArray swiglu(MlxArray gate, MlxArray x) {
         return own(Shim.swiglu(gate.handle(), x.handle()));
     }
+
+    // ---- random, indexing and sampling (mlxr_sampling.cpp) ---------------------------
+
+    /** {@code mx.random.key(seed)}: the key {@code mx.random.seed(seed)} installs ({@code seed} read as uint64). */
+    public static MlxArray randomKey(long seed) {
+        return own(Shim.randomKey(seed));
+    }
+
+    /** {@code mx.random.split(key)} as the key sequence uses it: {new state, subkey}. */
+    public static MlxArray[] randomSplit(MlxArray key) {
+        return pair(Shim.randomSplit(key.handle(), SCRATCH.get().ptrs));
+    }
+
+    /** {@code mx.gather(a, indices, axes, slice_sizes)}. */
+    public static MlxArray gather(MlxArray a, MlxArray[] indices, int[] axes, int[] sliceSizes) {
+        Scratch s = SCRATCH.get();
+        if (axes.length != indices.length) {
+            throw new IllegalArgumentException("gather: " + indices.length + " index arrays, " + axes.length + " axes");
+        }
+        return own(Shim.gather(a.handle(), handles(indices), indices.length, ints(s.ints0, axes), ints(s.ints1, sliceSizes),
+                sliceSizes.length));
+    }
+
+    /** {@code mx.scatter(a, indices, updates, axes)} (assignment; updates are cast to a's dtype). */
+    public static MlxArray scatter(MlxArray a, MlxArray[] indices, MlxArray updates, int[] axes) {
+        if (axes.length != indices.length) {
+            throw new IllegalArgumentException("scatter: " + indices.length + " index arrays, " + axes.length + " axes");
+        }
+        return own(Shim.scatter(a.handle(), handles(indices), indices.length, updates.handle(),
+                ints(SCRATCH.get().ints0, axes)));
+    }
+
+    /** {@code mx.scatter_add(a, indices, updates, axes)} (updates are cast to a's dtype). */
+    public static MlxArray scatterAdd(MlxArray a, MlxArray[] indices, MlxArray updates, int[] axes) {
+        if (axes.length != indices.length) {
+            throw new IllegalArgumentException("scatter_add: " + indices.length + " index arrays, " + axes.length + " axes");
+        }
+        return own(Shim.scatterAdd(a.handle(), handles(indices), indices.length, updates.handle(),
+                ints(SCRATCH.get().ints0, axes)));
+    }
+
+    public static MlxArray broadcastTo(MlxArray a, int... shape) {
+        return own(Shim.broadcastTo(a.handle(), ints(SCRATCH.get().ints0, shape), shape.length));
+    }
+
+    public static MlxArray argpartition(MlxArray a, int kth, int axis) {
+        return own(Shim.argpartition(a.handle(), kth, axis));
+    }
+
+    // mlx-lm's compiled sample_utils helpers. Each takes the random key as an input and returns
+    // {result, new key}, as mx.compile(inputs=mx.random.state, outputs=mx.random.state) threads it.
+
+    /** {@code sample_utils.apply_top_k(logprobs, top_k)}: {masked logprobs, key}. */
+    public static MlxArray[] applyTopK(MlxArray logprobs, int topK, MlxArray key) {
+        return pair(Shim.applyTopK(logprobs.handle(), topK, key.handle(), SCRATCH.get().ptrs));
+    }
+
+    /** {@code sample_utils.apply_min_p(logprobs, min_p, min_tokens_to_keep)}: {masked logprobs, key}. */
+    public static MlxArray[] applyMinP(MlxArray logprobs, double minP, int minTokensToKeep, MlxArray key) {
+        return pair(Shim.applyMinP(logprobs.handle(), minP, minTokensToKeep, key.handle(), SCRATCH.get().ptrs));
+    }
+
+    /** {@code sample_utils.apply_top_p(logprobs, top_p)}: {masked logprobs, key}. */
+    public static MlxArray[] applyTopP(MlxArray logprobs, double topP, MlxArray key) {
+        return pair(Shim.applyTopP(logprobs.handle(), topP, key.handle(), SCRATCH.get().ptrs));
+    }
+
+    /** {@code sample_utils.apply_xtc(logits, probability, threshold, special_tokens)}: {logits, new key}. */
+    public static MlxArray[] applyXtc(MlxArray logits, double probability, double threshold, int[] specialTokens,
+            MlxArray key) {
+        if (specialTokens.length <= Scratch.SLOTS) {
+            return pair(Shim.applyXtc(logits.handle(), probability, threshold, ints(SCRATCH.get().ints0, specialTokens),
+                    specialTokens.length, key.handle(), SCRATCH.get().ptrs));
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment special = arena.allocate(ValueLayout.JAVA_INT, specialTokens.length);
+            MemorySegment.copy(specialTokens, 0, special, ValueLayout.JAVA_INT, 0, specialTokens.length);
+            return pair(Shim.applyXtc(logits.handle(), probability, threshold, special, specialTokens.length,
+                    key.handle(), SCRATCH.get().ptrs));
+        }
+    }
+
+    /** {@code sample_utils.categorical_sampling(logits, temp)}: {sampled token ids, new key}. */
+    public static MlxArray[] categoricalSampling(MlxArray logits, double temp, MlxArray key) {
+        return pair(Shim.categoricalSampling(logits.handle(), temp, key.handle(), SCRATCH.get().ptrs));
+    }
+
+    /** Takes the two handles a pair-returning shim call wrote into the scratch pointer buffer. */
+    private static MlxArray[] pair(int rc) {
+        Shim.check(rc);
+        MemorySegment out = SCRATCH.get().ptrs;
+        MemorySegment first = out.getAtIndex(ValueLayout.ADDRESS, 0);
+        MemorySegment second = out.getAtIndex(ValueLayout.ADDRESS, 1);
+        return new MlxArray[] {own(first), own(second)};
+    }
 }

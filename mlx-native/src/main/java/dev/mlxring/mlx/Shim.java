@@ -116,6 +116,20 @@ final class Shim {
     private static final MethodHandle WEIGHTS_META_VALUE = NativeLibrary.handle("mlxr_weights_meta_value", FunctionDescriptor.of(ADDR, ADDR, INT));
     private static final MethodHandle SAVE_SAFETENSORS = NativeLibrary.handle("mlxr_save_safetensors", FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
 
+    // ---- mlxr_sampling.cpp ----
+    private static final MethodHandle RANDOM_KEY = NativeLibrary.handle("mlxr_random_key", FunctionDescriptor.of(ADDR, LONG));
+    private static final MethodHandle RANDOM_SPLIT = NativeLibrary.handle("mlxr_random_split", FunctionDescriptor.of(INT, ADDR, ADDR));
+    private static final MethodHandle GATHER = NativeLibrary.handle("mlxr_gather", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
+    private static final MethodHandle SCATTER = NativeLibrary.handle("mlxr_scatter", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle SCATTER_ADD = NativeLibrary.handle("mlxr_scatter_add", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle BROADCAST_TO = NativeLibrary.handle("mlxr_broadcast_to", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ARGPARTITION = NativeLibrary.handle("mlxr_argpartition", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle APPLY_TOP_K = NativeLibrary.handle("mlxr_apply_top_k", FunctionDescriptor.of(INT, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle APPLY_MIN_P = NativeLibrary.handle("mlxr_apply_min_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, INT, ADDR, ADDR));
+    private static final MethodHandle APPLY_TOP_P = NativeLibrary.handle("mlxr_apply_top_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
+    private static final MethodHandle APPLY_XTC = NativeLibrary.handle("mlxr_apply_xtc", FunctionDescriptor.of(INT, ADDR, DOUBLE, DOUBLE, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle CATEGORICAL_SAMPLING = NativeLibrary.handle("mlxr_categorical_sampling", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
+
     static MemorySegment lastErrorRaw() {
         try {
             return (MemorySegment) LAST_ERROR.invokeExact();
@@ -711,6 +725,102 @@ final class Shim {
     static int saveSafetensors(MemorySegment path, MemorySegment names, MemorySegment arrays, int n, MemorySegment metaKeys, MemorySegment metaValues, int m) {
         try {
             return (int) SAVE_SAFETENSORS.invokeExact(path, names, arrays, n, metaKeys, metaValues, m);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment randomKey(long seed) {
+        try {
+            return (MemorySegment) RANDOM_KEY.invokeExact(seed);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int randomSplit(MemorySegment key, MemorySegment out) {
+        try {
+            return (int) RANDOM_SPLIT.invokeExact(key, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment gather(MemorySegment a, MemorySegment indices, int n, MemorySegment axes, MemorySegment sliceSizes, int nslice) {
+        try {
+            return (MemorySegment) GATHER.invokeExact(a, indices, n, axes, sliceSizes, nslice);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment scatter(MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
+        try {
+            return (MemorySegment) SCATTER.invokeExact(a, indices, n, updates, axes);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment scatterAdd(MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
+        try {
+            return (MemorySegment) SCATTER_ADD.invokeExact(a, indices, n, updates, axes);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment broadcastTo(MemorySegment a, MemorySegment shape, int ndim) {
+        try {
+            return (MemorySegment) BROADCAST_TO.invokeExact(a, shape, ndim);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment argpartition(MemorySegment a, int kth, int axis) {
+        try {
+            return (MemorySegment) ARGPARTITION.invokeExact(a, kth, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int applyTopK(MemorySegment logprobs, int topK, MemorySegment key, MemorySegment out) {
+        try {
+            return (int) APPLY_TOP_K.invokeExact(logprobs, topK, key, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int applyMinP(MemorySegment logprobs, double minP, int minTokensToKeep, MemorySegment key, MemorySegment out) {
+        try {
+            return (int) APPLY_MIN_P.invokeExact(logprobs, minP, minTokensToKeep, key, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int applyTopP(MemorySegment logprobs, double topP, MemorySegment key, MemorySegment out) {
+        try {
+            return (int) APPLY_TOP_P.invokeExact(logprobs, topP, key, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int applyXtc(MemorySegment logits, double probability, double threshold, MemorySegment specialTokens, int nSpecial, MemorySegment key, MemorySegment out) {
+        try {
+            return (int) APPLY_XTC.invokeExact(logits, probability, threshold, specialTokens, nSpecial, key, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int categoricalSampling(MemorySegment logits, double temp, MemorySegment key, MemorySegment out) {
+        try {
+            return (int) CATEGORICAL_SAMPLING.invokeExact(logits, temp, key, out);
         } catch (Throwable t) {
             throw rethrow(t);
         }

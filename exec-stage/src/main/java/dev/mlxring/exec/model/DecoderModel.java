@@ -34,6 +34,7 @@ final class DecoderModel implements LanguageModel {
     private final List<Block> layers;
     private final RmsNorm norm;
     private final Linear lmHead;
+    private final int initRandomDraws;
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a) {
@@ -72,6 +73,12 @@ final class DecoderModel implements LanguageModel {
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
+        this.initRandomDraws = params.initRandomDraws();
+    }
+
+    @Override
+    public int initRandomDraws() {
+        return initRandomDraws;
     }
 
     @Override

@@ -21,6 +21,15 @@ public interface LanguageModel extends AutoCloseable {
     /** End-of-sequence ids from config.json. */
     int[] eosTokenIds();
 
+    /**
+     * How many keys mlx-lm's {@code load_model} draws from {@code mx.random.state} while it builds
+     * this model (random initial weights, overwritten by the checkpoint). mlx_lm.generate seeds
+     * before loading, so its sampling starts that many splits after {@code key(seed)}.
+     */
+    default int initRandomDraws() {
+        return 0;
+    }
+
     @Override
     void close();
 }

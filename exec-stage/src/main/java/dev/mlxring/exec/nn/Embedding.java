@@ -12,6 +12,7 @@ public interface Embedding {
 
     static Embedding load(ModelConfig config, Parameters params, String path, int dims) {
         QuantSpec q = QuantSpec.resolve(config, params, path, dims);
+        params.countInitRandomDraws(q != null ? 2 : 1);
         if (q == null) {
             return new Dense(params.get(path + ".weight"));
         }

@@ -11,6 +11,7 @@ public interface Linear {
     static Linear load(ModelConfig config, Parameters params, String path, int inDims) {
         QuantSpec q = QuantSpec.resolve(config, params, path, inDims);
         MlxArray bias = params.optional(path + ".bias");
+        params.countInitRandomDraws(1 + (bias != null ? 1 : 0) + (q != null ? 1 : 0));
         if (q == null) {
             return new Dense(params.get(path + ".weight"), bias);
         }

@@ -15,6 +15,7 @@ import java.util.TreeSet;
 public final class Parameters implements AutoCloseable {
     private final Weights weights;
     private final Set<String> used = new HashSet<>();
+    private int initRandomDraws;
 
     public Parameters(Weights weights) {
         this.weights = weights;
@@ -47,6 +48,21 @@ public final class Parameters implements AutoCloseable {
 
     public Set<String> names() {
         return weights.arrays().keySet();
+    }
+
+    /**
+     * Records that building a module took {@code n} draws from {@code mx.random}: mlx-lm builds
+     * every nn.Linear / nn.Embedding with random initial weights (one {@code uniform} per Linear
+     * weight and bias, one {@code normal} per Embedding) and nn.quantize rebuilds each quantized
+     * module through its constructor (one more draw) before the checkpoint overwrites them.
+     */
+    public void countInitRandomDraws(int n) {
+        initRandomDraws += n;
+    }
+
+    /** Draws mlx-lm's model construction takes from the global random state ({@link #countInitRandomDraws}). */
+    public int initRandomDraws() {
+        return initRandomDraws;
     }
 
     /** Fails if the weights hold parameters no module took. */

@@ -75,6 +75,31 @@ final class CliArgs {
         return n;
     }
 
+    double doubleValue(String flag, double dflt) {
+        String v = values.get(flag);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Double.parseDouble(v.trim());
+        } catch (NumberFormatException e) {
+            throw new UsageException(flag + " must be a number, got '" + v + "'");
+        }
+    }
+
+    /** A whole number that may exceed int range ({@code --seed}); null when the flag is absent. */
+    Long longValue(String flag) {
+        String v = values.get(flag);
+        if (v == null) {
+            return null;
+        }
+        try {
+            return Long.parseLong(v.trim());
+        } catch (NumberFormatException e) {
+            throw new UsageException(flag + " must be an integer, got '" + v + "'");
+        }
+    }
+
     /** A comma-separated list of non-negative ints ({@code --prompt-tokens 1,2,3}). */
     int[] intList(String flag) {
         String v = values.get(flag);

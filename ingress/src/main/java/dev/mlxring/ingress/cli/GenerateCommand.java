@@ -1,12 +1,16 @@
 package dev.mlxring.ingress.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
@@ -23,7 +27,8 @@ import java.util.Set;
 /**
  * {@code mlx-ring generate}: mlx_lm.generate's flow. The prompt goes through the chat template
  * when the model has one (then encoded without special tokens), else it is encoded with them;
- * greedy decoding stops at the tokenizer's or config's EOS ids or at {@code --max-tokens}.
+ * decoding (greedy unless {@code --temp} > 0, with mlx-lm's sampler chain and logits processors)
+ * stops at the tokenizer's or config's EOS ids or at {@code --max-tokens}.
  */
 final class GenerateCommand {
     static final String DEFAULT_MODEL = "models/smollm2-135m-instruct";
@@ -33,7 +38,11 @@ final class GenerateCommand {
 
     static int run(String[] args, PrintStream out) {
         CliArgs a = CliArgs.parse(args, 1,
-                Set.of("--model", "--prompt", "--prompt-tokens", "--max-tokens", "--system", "--prefill-step-size"),
+                Set.of("--model", "--prompt", "--prompt-tokens", "--max-tokens", "--system", "--prefill-step-size",
+                        "--temp", "--top-p", "--top-k", "--min-p", "--min-tokens-to-keep", "--xtc-probability",
+                        "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
+                        "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
+                        "--logprobs"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -57,11 +66,18 @@ final class GenerateCommand {
                 stops.add(id);
             }
             int[] stopIds = stops.stream().mapToInt(Integer::intValue).toArray();
+            SamplingParams sampling = samplingParams(a, tokenizer, stopIds);
 
             TextStream stream = json ? null : new TextStream(tokenizer, out);
+            // mlx_lm.generate seeds the global key before it loads the model, and building the model
+            // draws initial weights from it: --seed S therefore starts sampling where mx.random.seed(S)
+            // plus those draws leaves the key. Without --seed: a clock-seeded generator, as MLX's.
+            EngineRng engineRng = sampling.seed() == null ? EngineRng.fromClock()
+                    : EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws());
+            sampling = sampling.toBuilder().seed(null).build();
             GenerationResult r = GenerateStep.run(model, prompt,
-                    new GenerationOptions(maxTokens, prefillStep, stopIds, false),
-                    token -> {
+                    new GenerationOptions(maxTokens, prefillStep, stopIds, false), sampling, engineRng,
+                    (GenerateStep.TokenListener) token -> {
                         if (stream != null) {
                             stream.add(token);
                         }
@@ -83,6 +99,43 @@ final class GenerateCommand {
         } catch (IOException e) {
             throw new IllegalArgumentException("cannot read the tokenizer of " + modelDir + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The sampling flags as {@link SamplingParams} (mlx_lm.generate's defaults; XTC spares the ids
+     * of "\n" and the EOS ids, as mlx_lm.generate and the server do). Out-of-range values are
+     * rejected by SamplingParams with the field and range named.
+     */
+    private static SamplingParams samplingParams(CliArgs a, HfTokenizer tokenizer, int[] eosIds) {
+        SamplingParams.Builder b = SamplingParams.builder()
+                .temperature(a.doubleValue("--temp", 0.0))
+                .topP(a.doubleValue("--top-p", 1.0))
+                .topK(a.intValue("--top-k", 0, Integer.MIN_VALUE))
+                .minP(a.doubleValue("--min-p", 0.0))
+                .minTokensToKeep(a.intValue("--min-tokens-to-keep", 1, Integer.MIN_VALUE))
+                .xtcProbability(a.doubleValue("--xtc-probability", 0.0))
+                .xtcThreshold(a.doubleValue("--xtc-threshold", SamplingParams.DEFAULT_XTC_THRESHOLD))
+                .repetitionPenalty(a.doubleValue("--repetition-penalty", 0.0))
+                .repetitionContextSize(a.intValue("--repetition-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                        Integer.MIN_VALUE))
+                .presencePenalty(a.doubleValue("--presence-penalty", 0.0))
+                .presenceContextSize(a.intValue("--presence-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                        Integer.MIN_VALUE))
+                .frequencyPenalty(a.doubleValue("--frequency-penalty", 0.0))
+                .frequencyContextSize(a.intValue("--frequency-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                        Integer.MIN_VALUE))
+                .seed(a.longValue("--seed"));
+        if (a.has("--logprobs")) {
+            b.logprobs(true).topLogprobs(a.intValue("--logprobs", 0, Integer.MIN_VALUE));
+        }
+        if (a.doubleValue("--xtc-probability", 0.0) > 0) {
+            int[] newline = tokenizer.encode("\n", true);
+            int[] special = new int[newline.length + eosIds.length];
+            System.arraycopy(newline, 0, special, 0, newline.length);
+            System.arraycopy(eosIds, 0, special, newline.length, eosIds.length);
+            b.xtcSpecialTokens(special);
+        }
+        return b.build();
     }
 
     private static int[] encodePrompt(CliArgs a, Path modelDir, HfTokenizer tokenizer) throws IOException {
@@ -112,6 +165,20 @@ final class GenerateCommand {
         o.put("prompt_time_s", r.promptTimeNs() / 1e9);
         o.put("generation_time_s", r.generationTimeNs() / 1e9);
         o.put("peak_memory_bytes", r.peakMemoryBytes());
+        if (r.tokenLogprobs() != null) {
+            // As mlx_lm.server reports them: the chosen token's logprob, and the top ones in
+            // argpartition order (not sorted).
+            ArrayNode lps = o.putArray("logprobs");
+            for (TokenLogprobs t : r.tokenLogprobs()) {
+                ObjectNode e = lps.addObject();
+                e.put("id", t.token());
+                e.put("logprob", (double) t.logprob());
+                ArrayNode top = e.putArray("top_logprobs");
+                for (int k = 0; k < t.topIds().length; k++) {
+                    top.addObject().put("id", t.topIds()[k]).put("logprob", (double) t.topLogprobs()[k]);
+                }
+            }
+        }
         return o.toString();
     }
 

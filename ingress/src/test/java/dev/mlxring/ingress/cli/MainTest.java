@@ -64,6 +64,41 @@ class MainTest {
     }
 
     @Test
+    void seededSamplingIsReproducibleAndReportsLogprobs() throws Exception {
+        String[] args = {"generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
+                "--max-tokens", "4", "--temp", "0.8", "--top-p", "0.9", "--repetition-penalty", "1.1", "--seed", "5",
+                "--json", "--logprobs", "3"};
+        Run a = run(args);
+        Run b = run(args);
+        assertEquals(0, a.status(), a.err());
+        JsonNode x = JSON.readTree(a.out());
+        assertEquals(x.get("generated_tokens"), JSON.readTree(b.out()).get("generated_tokens"));
+        JsonNode lps = x.get("logprobs");
+        assertEquals(x.get("generated_tokens").size(), lps.size(), a.out());
+        for (int i = 0; i < lps.size(); i++) {
+            assertEquals(x.get("generated_tokens").get(i).asInt(), lps.get(i).get("id").asInt());
+            assertTrue(lps.get(i).get("logprob").asDouble() <= 0);
+            assertEquals(3, lps.get(i).get("top_logprobs").size());
+        }
+    }
+
+    @Test
+    void outOfRangeSamplingValuesAreNamed() {
+        Run r = run("generate", "--prompt", "x", "--top-p", "1.5");
+        assertEquals(1, r.status());
+        assertTrue(r.err().contains("top_p must be in [0, 1], got 1.5"), r.err());
+        r = run("generate", "--prompt", "x", "--temp", "-1");
+        assertTrue(r.err().contains("temperature must be in [0, +inf)"), r.err());
+        r = run("generate", "--prompt", "x", "--xtc-threshold", "0.7");
+        assertTrue(r.err().contains("xtc_threshold must be in [0, 0.5]"), r.err());
+        r = run("generate", "--prompt", "x", "--logprobs", "12");
+        assertTrue(r.err().contains("top_logprobs must be in [0, 11]"), r.err());
+        r = run("generate", "--prompt", "x", "--temp", "warm");
+        assertEquals(2, r.status());
+        assertTrue(r.err().contains("--temp must be a number"), r.err());
+    }
+
+    @Test
     void missingModelDirectoryIsNamed(@TempDir Path tmp) {
         Run r = run("generate", "--model", tmp.resolve("nope").toString(), "--prompt", "hi");
         assertEquals(1, r.status());
