@@ -60,6 +60,10 @@ final class DecoderModel implements LanguageModel {
                 RmsNorm.load(params, "model.norm", a.rmsNormEps()),
                 a.tieWordEmbeddings() ? null : Linear.load(config, params, "lm_head", a.hiddenSize()));
         params.requireAllUsed();
+        // mlx-lm's load_model(lazy=False) evaluates the parameters; it also matters here because
+        // MLX streams are per thread: lazily loaded weights would reference the loading thread's
+        // stream, which the exec thread cannot run.
+        params.evalAll();
         return model;
     }
 

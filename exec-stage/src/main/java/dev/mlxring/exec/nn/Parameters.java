@@ -1,6 +1,7 @@
 package dev.mlxring.exec.nn;
 
 import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Weights;
 import java.util.HashSet;
@@ -63,6 +64,11 @@ public final class Parameters implements AutoCloseable {
     /** Draws mlx-lm's model construction takes from the global random state ({@link #countInitRandomDraws}). */
     public int initRandomDraws() {
         return initRandomDraws;
+    }
+
+    /** Evaluates every parameter (load_model with lazy=False). */
+    public void evalAll() {
+        Mlx.eval(weights.arrays().values().toArray(new MlxArray[0]));
     }
 
     /** Fails if the weights hold parameters no module took. */

@@ -84,7 +84,9 @@ public interface Rope extends AutoCloseable {
                         f32(highFreqFactor - lowFreqFactor));
                 MlxArray smoothFreqs = Mlx.divide(freqs,
                         Mlx.add(Mlx.divide(Mlx.subtract(f32(1), smoothFactors), f32(factor)), smoothFactors));
-                MlxArray result = Mlx.where(isMediumFreq, smoothFreqs, freqs).detach();
+                MlxArray result = Mlx.where(isMediumFreq, smoothFreqs, freqs);
+                Mlx.eval(result); // evaluated here: the exec thread cannot run this thread's stream
+                result.detach();
                 return new Llama3(dims, traditional, result);
             }
         }

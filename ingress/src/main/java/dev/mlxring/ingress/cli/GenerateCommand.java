@@ -7,6 +7,7 @@ import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
@@ -56,6 +57,8 @@ final class GenerateCommand {
                     + (a.has("--model") ? "" : " (run ./mlx-ring setup to prepare the default model)"));
         }
 
+        // The model config first: its errors (malformed JSON, unsupported type) are the ones to report.
+        ModelConfig.read(modelDir).modelType();
         try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir)) {
             int[] prompt = a.has("--prompt-tokens") ? a.intList("--prompt-tokens") : encodePrompt(a, modelDir, tokenizer);
             Set<Integer> stops = new LinkedHashSet<>();

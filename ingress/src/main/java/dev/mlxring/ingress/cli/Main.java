@@ -10,12 +10,17 @@ public final class Main {
             usage: mlx-ring <command> [options]
 
             commands:
+              serve      serve a model over an OpenAI-compatible HTTP API
               generate   generate text from a prompt with a model
               help       show this text
 
+            mlx-ring serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--max-tokens 512]
+                           [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
+                           [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
+
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
-                              [--prefill-step-size N] [--json]
+                              [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -25,6 +30,23 @@ public final class Main {
               --ignore-chat-template  tokenize --prompt as plain text
               --prefill-step-size N   prompt tokens per prefill chunk (default 2048, as mlx-lm)
               --json                  print one JSON object: token ids, text, timing, peak memory
+              --logprobs N            with --json: each token's logprob and the top N (0..11)
+
+            sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
+              --temp T                temperature (default 0 = greedy argmax)
+              --top-p P               nucleus sampling, applied when 0 < P < 1 (default 1)
+              --min-p P               min-p filter in [0, 1] (default 0 = off)
+              --min-tokens-to-keep N  tokens min-p always keeps (default 1)
+              --xtc-probability P     chance XTC applies at a step, in [0, 1] (default 0 = off)
+              --xtc-threshold T       XTC probability threshold in [0, 0.5] (default 0.1)
+              --top-k K               keep the K most likely tokens (default 0 = off)
+              --repetition-penalty R  multiplicative penalty on recent tokens (default 0 = off)
+              --repetition-context-size N   tokens it looks back (default 20; 0 = all)
+              --presence-penalty P    additive penalty on recent tokens (default 0 = off)
+              --presence-context-size N     (default 20; 0 = all)
+              --frequency-penalty F   additive penalty per occurrence (default 0 = off)
+              --frequency-context-size N    (default 20; 0 = all)
+              --seed S                random seed, as mlx_lm.generate --seed S; default: clock-seeded
             """;
 
     private Main() {}
@@ -41,6 +63,7 @@ public final class Main {
         try {
             return switch (args[0]) {
                 case "generate" -> GenerateCommand.run(args, out);
+                case "serve" -> ServeCommand.run(args, out);
                 default -> throw new UsageException("unknown command '" + args[0] + "'");
             };
         } catch (UsageException e) {

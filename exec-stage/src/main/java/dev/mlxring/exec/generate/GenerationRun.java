@@ -1,0 +1,275 @@
+package dev.mlxring.exec.generate;
+
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.exec.sample.SamplingRun;
+import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.Arrays;
+
+/**
+ * mlx-lm's {@code generate_step} as a resumable state machine: each {@link #advance()} runs one
+ * safe work unit — a prefill chunk, the first step, or one iteration of the pipelined decode
+ * loop — so a scheduler can check cancellation and new arrivals between units. The op order is
+ * generate_step's: prefill chunks of {@code prefillStepSize} that leave the last prompt token for
+ * the first step ({@code eval} of the cache state and {@code clear_cache} after each); then, per
+ * iteration, build and {@code async_eval} step n+1 before reading token n, {@code clear_cache}
+ * every 256 tokens. Sampling: processors on last-position logits before logsumexp, sampler on the
+ * logprobs; plain greedy takes the bare argmax graph.
+ *
+ * <p>Owns its caches, sampling state and pending steps; {@link #close()} frees them all. Exec
+ * thread only. The first run on a thread gives it its own default stream (mlx-lm's
+ * {@code generation_stream}).
+ */
+public final class GenerationRun implements AutoCloseable {
+    /** What the last {@link #advance()} did. */
+    public enum Event {
+        PREFILLED,
+        TOKEN,
+        FINISHED
+    }
+
+    private static final ThreadLocal<Boolean> STREAM_READY = ThreadLocal.withInitial(() -> false);
+
+    /** One {@code _step}: the sampled token, the step's logprobs and (when captured) raw logits. */
+    private record Step(MlxArray y, MlxArray logprobs, MlxArray logits) implements AutoCloseable {
+        @Override
+        public void close() {
+            y.close();
+            logprobs.close();
+            if (logits != null) {
+                logits.close();
+            }
+        }
+    }
+
+    private final LanguageModel model;
+    private final int[] prompt;
+    private final GenerationOptions options;
+    private final SamplingParams params;
+    private final SamplingRun sampling;
+    /** Null on the plain greedy path: generate_step's default graph, argmax and nothing else. */
+    private final SamplingRun activeSampling;
+    private final KvCache[] cache;
+    private final long startNs = System.nanoTime();
+
+    private int processed;
+    private boolean decoding;
+    private int n;
+    private Step current;
+    private Step next;
+    private boolean finished;
+    private int token;
+    private String finishReason;
+    private int produced;
+    private long firstTokenNs;
+    private long lastTokenNs;
+    private byte[] firstLogits;
+    private byte[] firstLogprobs;
+    private String logitsDtype;
+
+    /**
+     * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
+     * @throws IllegalArgumentException for an empty prompt or ids outside the vocabulary
+     */
+    public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
+            EngineRng engineRng) {
+        if (prompt.length == 0) {
+            throw new IllegalArgumentException("prompt must hold at least one token");
+        }
+        int vocab = model.vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
+                        + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+        if (!STREAM_READY.get()) {
+            Mlx.useNewDefaultStream();
+            STREAM_READY.set(true);
+        }
+        this.model = model;
+        this.prompt = prompt.clone();
+        this.options = options;
+        this.params = params;
+        this.sampling = SamplingRun.start(params, vocab, engineRng);
+        this.activeSampling = sampling.plainGreedy() ? null : sampling;
+        KvCache[] c;
+        try {
+            c = model.newCache();
+        } catch (RuntimeException e) {
+            sampling.close();
+            throw e;
+        }
+        this.cache = c;
+        Mlx.resetPeakMemory();
+    }
+
+    /** Runs one safe work unit. After {@link Event#FINISHED} it keeps answering FINISHED. */
+    public Event advance() {
+        if (finished) {
+            return Event.FINISHED;
+        }
+        if (!decoding) {
+            if (prompt.length - processed > 1) {
+                prefillChunk();
+            } else {
+                firstStep();
+            }
+            return Event.PREFILLED;
+        }
+        return decodeIteration();
+    }
+
+    private void prefillChunk() {
+        int count = Math.min(options.prefillStepSize(), prompt.length - processed - 1);
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray chunk = Mlx.fromInts(Arrays.copyOfRange(prompt, processed, processed + count), count);
+            model.forward(Mlx.expandDims(chunk, 0), cache);
+            MlxArray[] state = new MlxArray[cache.length * 2];
+            for (int i = 0; i < cache.length; i++) {
+                MlxArray[] kv = cache[i].state();
+                state[2 * i] = kv[0];
+                state[2 * i + 1] = kv[1];
+            }
+            Mlx.eval(state);
+            if (activeSampling != null) {
+                activeSampling.observe(chunk, count);
+            }
+        }
+        processed += count;
+        Mlx.clearCache();
+    }
+
+    private void firstStep() {
+        try (ArrayScope scope = ArrayScope.open()) {
+            int tail = prompt.length - processed;
+            current = step(Mlx.fromInts(Arrays.copyOfRange(prompt, processed, prompt.length), tail),
+                    options.captureFirstStep(), tail);
+        }
+        Mlx.asyncEval(current.y(), current.logprobs());
+        decoding = true;
+    }
+
+    /** One iteration of generate_step's {@code while True} loop; the swap of n-1 happens first. */
+    private Event decodeIteration() {
+        if (n > 0) {
+            if ((n - 1) % 256 == 0) {
+                Mlx.clearCache();
+            }
+            current.close();
+            current = next;
+            next = null;
+        }
+        if (n != options.maxTokens()) {
+            next = step(current.y(), false, 1);
+            Mlx.asyncEval(next.y(), next.logprobs());
+        }
+        if (n == 0) {
+            Mlx.eval(current.y());
+        }
+        if (n == options.maxTokens()) {
+            return finish("length");
+        }
+        int t = current.y().itemInt();
+        if (n == 0) {
+            firstTokenNs = System.nanoTime();
+            if (options.captureFirstStep()) {
+                firstLogits = current.logits().toBytes();
+                firstLogprobs = current.logprobs().toBytes();
+                logitsDtype = current.logprobs().dtype().mlxName;
+            }
+        }
+        n++;
+        if (options.isStop(t)) {
+            return finish("stop");
+        }
+        token = t;
+        produced++;
+        lastTokenNs = System.nanoTime();
+        return Event.TOKEN;
+    }
+
+    private Step step(MlxArray inputTokens, boolean keepLogits, int inputLength) {
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray logits = model.forward(Mlx.expandDims(inputTokens, 0), cache);
+            int length = logits.dim(1);
+            int vocab = logits.dim(2);
+            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
+                    new int[] {1, 1, 1}), 1);
+            MlxArray raw = logits;
+            if (activeSampling != null) {
+                logits = activeSampling.process(inputTokens, inputLength, logits);
+            }
+            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, true));
+            MlxArray sampled = activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
+            return new Step(sampled.detach(), Mlx.squeeze(logprobs, 0).detach(),
+                    keepLogits ? Mlx.squeeze(raw, 0).detach() : null);
+        }
+    }
+
+    private Event finish(String reason) {
+        finished = true;
+        finishReason = reason;
+        return Event.FINISHED;
+    }
+
+    /** The token the last {@link Event#TOKEN} committed. */
+    public int token() {
+        return token;
+    }
+
+    /** The committed token's {@code [V]} logprobs; valid until the next {@link #advance()}. */
+    public MlxArray tokenLogprobs() {
+        return current.logprobs();
+    }
+
+    /** The committed token's logprob and its {@code topN} alternatives. */
+    public TokenLogprobs tokenLogprobs(int topN) {
+        return TokenLogprobs.of(current.logprobs(), token, topN);
+    }
+
+    public SamplingParams params() {
+        return params;
+    }
+
+    public String finishReason() {
+        return finishReason;
+    }
+
+    public int promptTokens() {
+        return prompt.length;
+    }
+
+    public int completionTokens() {
+        return produced;
+    }
+
+    /** The result so far, with the given token ids (the caller keeps them). */
+    public GenerationResult result(int[] tokens, java.util.List<TokenLogprobs> logprobs, String reason) {
+        long first = firstTokenNs == 0 ? System.nanoTime() : firstTokenNs;
+        long last = lastTokenNs == 0 ? first : lastTokenNs;
+        return new GenerationResult(prompt.clone(), tokens, reason, first - startNs, last - first,
+                Mlx.memory().peakBytes(), firstLogits, firstLogprobs, logitsDtype, logprobs);
+    }
+
+    @Override
+    public void close() {
+        if (current != null) {
+            current.close();
+            current = null;
+        }
+        if (next != null) {
+            next.close();
+            next = null;
+        }
+        for (KvCache c : cache) {
+            c.close();
+        }
+        sampling.close();
+    }
+}

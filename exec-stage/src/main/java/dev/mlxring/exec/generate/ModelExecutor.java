@@ -1,0 +1,97 @@
+package dev.mlxring.exec.generate;
+
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.StepResult;
+
+/**
+ * exec-stage's {@link Executor}: one resident model, runs opened per sealed plan. Unseeded
+ * requests draw from one engine generator, as mlx-lm's process-wide key. Exec thread only; the
+ * model (weights) is released by {@link #close()}, on that thread.
+ */
+public final class ModelExecutor implements Executor {
+    private final LanguageModel model;
+    private final int prefillStepSize;
+    private final EngineRng engineRng = EngineRng.fromClock();
+
+    public ModelExecutor(LanguageModel model, int prefillStepSize) {
+        this.model = model;
+        this.prefillStepSize = prefillStepSize;
+    }
+
+    @Override
+    public ExecutionRun open(ExecutionPlan plan) throws RequestException {
+        if (!(plan.sampling() instanceof SamplingParams params)) {
+            throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
+        }
+        GenerationOptions options =
+                new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(), false);
+        try {
+            return new Run(new GenerationRun(model, plan.prompt().tokenIds(), options, params, engineRng),
+                    plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
+        } catch (IllegalArgumentException e) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
+        }
+    }
+
+    @Override
+    public void close() {
+        model.close();
+    }
+
+    /** Adapts a {@link GenerationRun} to the pipeline's step contract, reusing one result object. */
+    private static final class Run implements ExecutionRun {
+        private final GenerationRun run;
+        private final boolean logprobs;
+        private final int topN;
+        private final StepResult result;
+
+        Run(GenerationRun run, boolean logprobs, int topN) {
+            this.run = run;
+            this.logprobs = logprobs;
+            this.topN = topN;
+            this.result = new StepResult(topN);
+        }
+
+        @Override
+        public StepResult advance() {
+            return switch (run.advance()) {
+                case PREFILLED -> result.prefilled();
+                case FINISHED -> result.finished(run.finishReason());
+                case TOKEN -> {
+                    result.token(run.token());
+                    if (logprobs) {
+                        TokenLogprobs lp = run.tokenLogprobs(topN);
+                        result.logprob = lp.logprob();
+                        result.topCount = lp.topIds().length;
+                        System.arraycopy(lp.topIds(), 0, result.topIds, 0, result.topCount);
+                        System.arraycopy(lp.topLogprobs(), 0, result.topLogprobs, 0, result.topCount);
+                    }
+                    yield result;
+                }
+            };
+        }
+
+        @Override
+        public int promptTokens() {
+            return run.promptTokens();
+        }
+
+        @Override
+        public int completionTokens() {
+            return run.completionTokens();
+        }
+
+        @Override
+        public void close() {
+            run.close();
+        }
+    }
+}

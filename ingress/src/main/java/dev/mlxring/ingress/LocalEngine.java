@@ -1,0 +1,126 @@
+package dev.mlxring.ingress;
+
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.ModelExecutor;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.EngineConfig;
+import dev.mlxring.pipeline.GenerationListener;
+import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.Session;
+import dev.mlxring.plan.RequestPlanner;
+import dev.mlxring.prep.ChatTemplate;
+import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.prep.PromptPreparer;
+import dev.mlxring.sink.DetokenizingSinks;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import java.util.stream.IntStream;
+
+/**
+ * The composition root: one model directory wired into the stage pipeline — prep (chat template
+ * + tokenizer), plan (defaults, admission), exec (the model on the MLX thread), sink (detokenizer,
+ * stops, reasoning). The HTTP server and in-process hosts both start here; a host then calls
+ * {@link #submit} with a {@link GenerationListener}, no HTTP involved.
+ */
+public final class LocalEngine implements AutoCloseable {
+
+    /**
+     * @param defaults server-wide request defaults (max tokens, sampling, context)
+     * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
+     */
+    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+        /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
+        public static Options defaults(int maxContextTokens) {
+            return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
+                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, EngineConfig.defaults());
+        }
+    }
+
+    private final Engine engine;
+    private final HfTokenizer tokenizer;
+    private final String modelId;
+    private final int maxContextTokens;
+
+    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens) {
+        this.engine = engine;
+        this.tokenizer = tokenizer;
+        this.modelId = modelId;
+        this.maxContextTokens = maxContextTokens;
+    }
+
+    /** The model's context length from config.json ({@code max_position_embeddings}, else 32768). */
+    public static int contextLength(Path modelDir) {
+        return ModelConfig.read(modelDir).intField("max_position_embeddings", 32768);
+    }
+
+    /** Loads the model and starts the stage threads. */
+    public static LocalEngine open(Path modelDir, Options options) {
+        if (!Files.isDirectory(modelDir)) {
+            throw new IllegalArgumentException("model directory " + modelDir + " does not exist");
+        }
+        int maxContext = contextLength(modelDir);
+        HfTokenizer tokenizer;
+        ChatTemplate template;
+        try {
+            tokenizer = HfTokenizer.load(modelDir);
+            template = ChatTemplate.exists(modelDir) ? ChatTemplate.load(modelDir) : null;
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot read the tokenizer of " + modelDir + ": " + e.getMessage(), e);
+        }
+        LanguageModel model;
+        try {
+            model = Models.load(modelDir);
+        } catch (RuntimeException e) {
+            tokenizer.close();
+            throw e;
+        }
+        Set<Integer> eos = new LinkedHashSet<>();
+        IntStream.of(tokenizer.eosTokenIds()).forEach(eos::add);
+        IntStream.of(model.eosTokenIds()).forEach(eos::add);
+        int[] eosIds = eos.stream().mapToInt(Integer::intValue).toArray();
+        // mlx_lm.server: xtc_special_tokens = encode("\n") + eos ids.
+        int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds)).toArray();
+        int vocab = model.vocabSize();
+        Engine engine = Engine.builder()
+                .config(options.engine())
+                .preparer(new PromptPreparer(tokenizer, template, vocab))
+                .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
+                .executor(new ModelExecutor(model, options.prefillStepSize()))
+                .sinks(DetokenizingSinks.forTokenizer(tokenizer, s -> tokenizer.encode(s, false)))
+                .start();
+        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext);
+    }
+
+    public Session submit(GenerationRequest request, GenerationListener listener) {
+        return engine.submit(request, listener);
+    }
+
+    public Engine engine() {
+        return engine;
+    }
+
+    public HfTokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    public String modelId() {
+        return modelId;
+    }
+
+    public int maxContextTokens() {
+        return maxContextTokens;
+    }
+
+    /** Cancels what is running, joins the stage threads, frees the model (on the exec thread) and the tokenizer. */
+    @Override
+    public void close() {
+        engine.close();
+        tokenizer.close();
+    }
+}

@@ -1,0 +1,138 @@
+package dev.mlxring.ingress.http;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.pipeline.Usage;
+import java.util.function.IntFunction;
+
+/**
+ * OpenAI / mlx_lm.server response shapes: {@code chat.completion(.chunk)} and
+ * {@code text_completion} objects, usage, logprobs. One instance per request (it carries the
+ * id, model and creation time every chunk repeats).
+ */
+final class OpenAiFrames {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final String id;
+    private final String model;
+    private final long created;
+    private final boolean chat;
+    private final String fingerprint;
+    private final IntFunction<String> tokenText;
+
+    OpenAiFrames(String id, String model, boolean chat, String fingerprint, IntFunction<String> tokenText) {
+        this.id = id;
+        this.model = model;
+        this.created = System.currentTimeMillis() / 1000;
+        this.chat = chat;
+        this.fingerprint = fingerprint;
+        this.tokenText = tokenText;
+    }
+
+    private ObjectNode envelope(boolean stream) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("id", id);
+        o.put("system_fingerprint", fingerprint);
+        o.put("object", chat ? (stream ? "chat.completion.chunk" : "chat.completion") : "text_completion");
+        o.put("model", model);
+        o.put("created", created);
+        return o;
+    }
+
+    private ObjectNode choice(ObjectNode envelope, String finishReason) {
+        ArrayNode choices = envelope.putArray("choices");
+        ObjectNode c = choices.addObject();
+        c.put("index", 0);
+        if (finishReason == null) {
+            c.putNull("finish_reason");
+        } else {
+            c.put("finish_reason", finishReason);
+        }
+        return c;
+    }
+
+    /** One streamed chunk carrying text and/or reasoning (and the token's logprobs when asked). */
+    String chunk(CharSequence text, CharSequence reasoning, LogprobEntry logprob, String finishReason) {
+        ObjectNode o = envelope(true);
+        ObjectNode c = choice(o, finishReason);
+        if (chat) {
+            ObjectNode delta = c.putObject("delta");
+            delta.put("role", "assistant");
+            if (text.length() > 0) {
+                delta.put("content", text.toString());
+            }
+            if (reasoning.length() > 0) {
+                delta.put("reasoning", reasoning.toString());
+            }
+        } else {
+            c.put("text", text.toString());
+        }
+        if (logprob != null) {
+            logprob.writeTo(c.putObject("logprobs").putArray("content"), tokenText);
+        }
+        return o.toString();
+    }
+
+    /** The usage-only chunk of {@code stream_options.include_usage}. */
+    String usageChunk(Usage usage) {
+        ObjectNode o = envelope(true);
+        o.putArray("choices");
+        usage(o, usage);
+        return o.toString();
+    }
+
+    /** A whole non-streamed response. */
+    String complete(String text, String reasoning, java.util.List<LogprobEntry> logprobs, String finishReason,
+            Usage usage) {
+        ObjectNode o = envelope(false);
+        ObjectNode c = choice(o, finishReason);
+        if (chat) {
+            ObjectNode message = c.putObject("message");
+            message.put("role", "assistant");
+            if (text.isEmpty()) {
+                message.putNull("content");
+            } else {
+                message.put("content", text);
+            }
+            if (!reasoning.isEmpty()) {
+                message.put("reasoning", reasoning);
+            }
+        } else {
+            c.put("text", text);
+        }
+        if (logprobs != null) {
+            ArrayNode content = c.putObject("logprobs").putArray("content");
+            for (LogprobEntry e : logprobs) {
+                e.writeTo(content, tokenText);
+            }
+        }
+        usage(o, usage);
+        return o.toString();
+    }
+
+    private static void usage(ObjectNode o, Usage usage) {
+        ObjectNode u = o.putObject("usage");
+        u.put("prompt_tokens", usage.promptTokens());
+        u.put("completion_tokens", usage.completionTokens());
+        u.put("total_tokens", usage.totalTokens());
+        u.putObject("prompt_tokens_details").put("cached_tokens", usage.cachedTokens());
+    }
+
+    /** One token's log-probability and its top alternatives, copied off the sink's flyweight. */
+    record LogprobEntry(int token, float logprob, int[] topIds, float[] topLogprobs) {
+        void writeTo(ArrayNode content, IntFunction<String> tokenText) {
+            ObjectNode e = content.addObject();
+            e.put("id", token);
+            e.put("token", tokenText.apply(token));
+            e.put("logprob", logprob);
+            ArrayNode top = e.putArray("top_logprobs");
+            for (int i = 0; i < topIds.length; i++) {
+                ObjectNode t = top.addObject();
+                t.put("id", topIds[i]);
+                t.put("token", tokenText.apply(topIds[i]));
+                t.put("logprob", topLogprobs[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+package dev.mlxring.ingress.http;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.ChatMessage;
+import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.SamplingSpec;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * An OpenAI {@code /v1/chat/completions} or {@code /v1/completions} body, parsed and validated
+ * with mlx_lm.server's rules (types and ranges per field); every violation is an {@link ApiError}
+ * naming the field.
+ *
+ * @param chat true for chat completions, false for text completions
+ * @param includeUsage {@code stream_options.include_usage}
+ */
+record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
+    private static final ObjectMapper JSON =
+            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
+    static final int MAX_TOP_LOGPROBS = 20;
+
+    static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
+        JsonNode root;
+        try {
+            root = JSON.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getOriginalMessage());
+        } catch (java.io.IOException e) {
+            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getMessage());
+        }
+        if (root == null || !root.isObject()) {
+            throw ApiError.invalid(null, "request body must be a JSON object");
+        }
+        Fields f = new Fields(root);
+        boolean stream = f.bool("stream", false);
+        boolean includeUsage = false;
+        JsonNode so = root.get("stream_options");
+        if (so != null && !so.isNull()) {
+            if (!so.isObject()) {
+                throw ApiError.invalid("stream_options", "stream_options must be an object");
+            }
+            includeUsage = new Fields(so).bool("include_usage", false);
+        }
+        String model = f.string("model", "default_model");
+        Integer n = f.integer("n", null);
+        if (n != null && n != 1) {
+            throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
+        }
+        Integer maxTokens = f.integer("max_completion_tokens", null);
+        String maxField = "max_completion_tokens";
+        if (maxTokens == null) {
+            maxTokens = f.integer("max_tokens", defaults.maxTokens());
+            maxField = "max_tokens";
+        }
+        if (maxTokens < 1) {
+            throw ApiError.invalid(maxField, maxField + " must be at least 1");
+        }
+        if (maxTokens > defaults.maxContextTokens()) {
+            throw ApiError.invalid(maxField, maxField + " must be at most " + defaults.maxContextTokens()
+                    + " (the model's context length)");
+        }
+        SamplingSpec sampling = new SamplingSpec(
+                f.number("temperature", 0, Double.MAX_VALUE),
+                f.number("top_p", 0, 1),
+                f.intRange("top_k", 0, Integer.MAX_VALUE),
+                f.number("min_p", 0, 1),
+                f.number("xtc_probability", 0, 1),
+                f.number("xtc_threshold", 0, 1),
+                f.number("repetition_penalty", 0, Double.MAX_VALUE),
+                f.intRange("repetition_context_size", 0, Integer.MAX_VALUE),
+                f.number("presence_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
+                f.number("frequency_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
+                logitBias(root.get("logit_bias")),
+                f.longValue("seed"));
+        boolean logprobs = f.bool("logprobs", false);
+        Integer top = f.integer("top_logprobs", -1);
+        if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
+            throw ApiError.invalid("top_logprobs", "top_logprobs must be between 0 and " + MAX_TOP_LOGPROBS);
+        }
+        List<String> stop = stop(root.get("stop"));
+        Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
+        GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
+                logprobs || top > 0, Math.max(top, 0));
+        return new OpenAiRequest(req, chat, stream, includeUsage, model);
+    }
+
+    private static Prompt chatPrompt(JsonNode root) {
+        JsonNode messages = root.get("messages");
+        if (messages == null || messages.isNull()) {
+            throw ApiError.invalid("messages", "messages is required");
+        }
+        if (!messages.isArray() || messages.isEmpty()) {
+            throw ApiError.invalid("messages", "messages must be a non-empty array");
+        }
+        List<ChatMessage> out = new ArrayList<>();
+        for (int i = 0; i < messages.size(); i++) {
+            JsonNode m = messages.get(i);
+            String at = "messages[" + i + "]";
+            if (!m.isObject()) {
+                throw ApiError.invalid(at, at + " must be an object");
+            }
+            JsonNode role = m.get("role");
+            if (role == null || !role.isTextual()) {
+                throw ApiError.invalid(at + ".role", at + ".role must be a string");
+            }
+            if (!ROLES.contains(role.asText())) {
+                throw ApiError.invalid(at + ".role", at + ".role '" + role.asText() + "' is not one of " + ROLES);
+            }
+            Map<String, Object> extra = new LinkedHashMap<>();
+            m.properties().forEach(e -> {
+                if (!e.getKey().equals("role") && !e.getKey().equals("content")) {
+                    extra.put(e.getKey(), JSON.convertValue(e.getValue(), Object.class));
+                }
+            });
+            out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
+                    role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
+        }
+        List<Map<String, Object>> tools = new ArrayList<>();
+        JsonNode t = root.get("tools");
+        if (t != null && !t.isNull()) {
+            if (!t.isArray()) {
+                throw ApiError.invalid("tools", "tools must be an array");
+            }
+            for (JsonNode tool : t) {
+                tools.add(JSON.convertValue(tool, Map.class));
+            }
+        }
+        Map<String, Object> kwargs = new HashMap<>();
+        JsonNode k = root.get("chat_template_kwargs");
+        if (k != null && !k.isNull()) {
+            if (!k.isObject()) {
+                throw ApiError.invalid("chat_template_kwargs", "chat_template_kwargs must be an object");
+            }
+            kwargs.putAll(JSON.convertValue(k, Map.class));
+        }
+        return new Prompt.Chat(out, tools, kwargs);
+    }
+
+    /** A message's content: a string, or a list of {"type": "text", "text": ...} parts joined. */
+    private static String content(JsonNode c, String at, boolean mayBeEmpty) {
+        if (c == null || c.isNull()) {
+            if (mayBeEmpty) {
+                return "";
+            }
+            throw ApiError.invalid(at, at + " is required");
+        }
+        if (c.isTextual()) {
+            return c.asText();
+        }
+        if (c.isArray()) {
+            StringBuilder sb = new StringBuilder();
+            for (JsonNode part : c) {
+                if (!part.isObject() || !"text".equals(part.path("type").asText())) {
+                    throw ApiError.invalid(at, at + " parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
+                }
+                JsonNode text = part.get("text");
+                if (text == null || !text.isTextual()) {
+                    throw ApiError.invalid(at, at + " text part needs a string 'text'");
+                }
+                sb.append(text.asText());
+            }
+            return sb.toString();
+        }
+        throw ApiError.invalid(at, at + " must be a string or an array of text parts");
+    }
+
+    private static Prompt textPrompt(JsonNode root) {
+        JsonNode p = root.get("prompt");
+        if (p == null || p.isNull()) {
+            throw ApiError.invalid("prompt", "prompt is required");
+        }
+        if (p.isTextual()) {
+            return new Prompt.Text(p.asText());
+        }
+        if (p.isArray() && !p.isEmpty() && p.get(0).isInt()) {
+            int[] ids = new int[p.size()];
+            for (int i = 0; i < ids.length; i++) {
+                if (!p.get(i).isInt() || p.get(i).intValue() < 0) {
+                    throw ApiError.invalid("prompt", "prompt token ids must be non-negative integers");
+                }
+                ids[i] = p.get(i).intValue();
+            }
+            return new Prompt.Tokens(ids);
+        }
+        throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
+    }
+
+    private static List<String> stop(JsonNode s) {
+        if (s == null || s.isNull()) {
+            return List.of();
+        }
+        if (s.isTextual()) {
+            return s.asText().isEmpty() ? List.of() : List.of(s.asText());
+        }
+        if (s.isArray()) {
+            List<String> out = new ArrayList<>();
+            for (JsonNode x : s) {
+                if (!x.isTextual()) {
+                    throw ApiError.invalid("stop", "stop must be a string or an array of strings");
+                }
+                if (!x.asText().isEmpty()) {
+                    out.add(x.asText());
+                }
+            }
+            return out;
+        }
+        throw ApiError.invalid("stop", "stop must be a string or an array of strings");
+    }
+
+    private static Map<Integer, Double> logitBias(JsonNode b) {
+        if (b == null || b.isNull()) {
+            return null;
+        }
+        if (!b.isObject()) {
+            throw ApiError.invalid("logit_bias", "logit_bias must be an object of token id to bias");
+        }
+        Map<Integer, Double> out = new HashMap<>();
+        for (var e : b.properties()) {
+            try {
+                if (!e.getValue().isNumber()) {
+                    throw new NumberFormatException();
+                }
+                out.put(Integer.parseInt(e.getKey()), e.getValue().doubleValue());
+            } catch (NumberFormatException ex) {
+                throw ApiError.invalid("logit_bias", "logit_bias must map integer token ids to numbers");
+            }
+        }
+        return out;
+    }
+
+    /** Typed, range-checked field access; absent or null means "not given". */
+    private record Fields(JsonNode node) {
+        private JsonNode get(String name) {
+            JsonNode v = node.get(name);
+            return v == null || v.isNull() ? null : v;
+        }
+
+        boolean bool(String name, boolean dflt) {
+            JsonNode v = get(name);
+            if (v == null) {
+                return dflt;
+            }
+            if (!v.isBoolean()) {
+                throw ApiError.invalid(name, name + " must be a boolean");
+            }
+            return v.booleanValue();
+        }
+
+        String string(String name, String dflt) {
+            JsonNode v = get(name);
+            if (v == null) {
+                return dflt;
+            }
+            if (!v.isTextual()) {
+                throw ApiError.invalid(name, name + " must be a string");
+            }
+            return v.asText();
+        }
+
+        Integer integer(String name, Integer dflt) {
+            JsonNode v = get(name);
+            if (v == null) {
+                return dflt;
+            }
+            if (!v.isIntegralNumber() || !v.canConvertToInt()) {
+                throw ApiError.invalid(name, name + " must be an integer");
+            }
+            return v.intValue();
+        }
+
+        Integer intRange(String name, int min, int max) {
+            Integer v = integer(name, null);
+            if (v != null && (v < min || v > max)) {
+                throw ApiError.invalid(name, name + " must be " + (max == Integer.MAX_VALUE
+                        ? "at least " + min : "between " + min + " and " + max));
+            }
+            return v;
+        }
+
+        Long longValue(String name) {
+            JsonNode v = get(name);
+            if (v == null) {
+                return null;
+            }
+            if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+                throw ApiError.invalid(name, name + " must be an integer");
+            }
+            return v.longValue();
+        }
+
+        Double number(String name, double min, double max) {
+            JsonNode v = get(name);
+            if (v == null) {
+                return null;
+            }
+            if (!v.isNumber()) {
+                throw ApiError.invalid(name, name + " must be a number");
+            }
+            double d = v.doubleValue();
+            if (Double.isNaN(d) || d < min || d > max) {
+                String range = max == Double.MAX_VALUE ? "at least " + min : "between " + min + " and " + max;
+                throw ApiError.invalid(name, name + " must be " + range);
+            }
+            return d;
+        }
+    }
+}

@@ -1,0 +1,161 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.CommittedSpan;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.TextSink;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The HTTP surface over an engine with stage doubles: framing, auth and errors, no model. */
+class HttpServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private Engine engine;
+    private HttpServer server;
+
+    /** Emits tokens 1..maxTokens, each rendered as "t<id> ". */
+    private static final Executor COUNTING = new Executor() {
+        @Override
+        public ExecutionRun open(ExecutionPlan plan) {
+            return new ExecutionRun() {
+                final StepResult r = new StepResult(4);
+                int produced;
+
+                @Override
+                public StepResult advance() {
+                    if (produced == plan.maxTokens()) {
+                        return r.finished("length");
+                    }
+                    r.token(++produced);
+                    r.logprob = -0.5f;
+                    r.topCount = 1;
+                    r.topIds[0] = produced;
+                    r.topLogprobs[0] = -0.5f;
+                    return r;
+                }
+
+                @Override
+                public int promptTokens() {
+                    return plan.prompt().length();
+                }
+
+                @Override
+                public int completionTokens() {
+                    return produced;
+                }
+
+                @Override
+                public void close() {}
+            };
+        }
+
+        @Override
+        public void close() {}
+    };
+
+    @BeforeEach
+    void start() {
+        engine = Engine.builder()
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
+                        r.logprobs(), r.topLogprobs()))
+                .executor(COUNTING)
+                .sinks(plan -> new TextSink() {
+                    @Override
+                    public boolean onToken(int tokenId, CommittedSpan span) {
+                        span.text.append("t").append(tokenId).append(' ');
+                        return false;
+                    }
+
+                    @Override
+                    public void finish(CommittedSpan span) {}
+                })
+                .start();
+        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
+                "fp"), engine, id -> "t" + id).start();
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+        engine.close();
+    }
+
+    private HttpResponse<String> post(String path, String body, boolean auth) throws Exception {
+        var b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+        if (auth) {
+            b.header("Authorization", "Bearer sekret");
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void apiKeyGuardsEveryRouteButHealth() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\"}", false);
+        assertEquals(401, r.statusCode());
+        assertEquals("invalid_api_key", JSON.readTree(r.body()).get("error").get("code").asText());
+        HttpResponse<String> h = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
+                + "/health")).GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, h.statusCode());
+    }
+
+    @Test
+    void nonStreamingChatHasOpenAiShapeAndUsage() throws Exception {
+        HttpResponse<String> r = post("/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3,\"logprobs\":true,"
+                        + "\"top_logprobs\":1}", true);
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode o = JSON.readTree(r.body());
+        assertEquals("chat.completion", o.get("object").asText());
+        assertTrue(o.get("id").asText().startsWith("chatcmpl-"));
+        JsonNode c = o.get("choices").get(0);
+        assertEquals("t1 t2 t3 ", c.get("message").get("content").asText());
+        assertEquals("assistant", c.get("message").get("role").asText());
+        assertEquals("length", c.get("finish_reason").asText());
+        assertEquals(3, c.get("logprobs").get("content").size());
+        assertEquals("t2", c.get("logprobs").get("content").get(1).get("token").asText());
+        assertEquals(2, o.get("usage").get("prompt_tokens").asInt());
+        assertEquals(3, o.get("usage").get("completion_tokens").asInt());
+        assertEquals(5, o.get("usage").get("total_tokens").asInt());
+    }
+
+    @Test
+    void streamingCompletionIsSseEndingWithDone() throws Exception {
+        HttpResponse<String> r = post("/v1/completions",
+                "{\"prompt\":\"x\",\"max_tokens\":2,\"stream\":true,\"stream_options\":{\"include_usage\":true}}", true);
+        assertEquals(200, r.statusCode());
+        assertEquals("text/event-stream", r.headers().firstValue("Content-Type").orElse(""));
+        List<JsonNode> events = new ArrayList<>();
+        String[] lines = r.body().split("\n\n");
+        for (String l : lines) {
+            assertTrue(l.startsWith("data: "), l);
+            if (!l.equals("data: [DONE]")) {
+                events.add(JSON.readTree(l.substring(6)));
+            }
+        }
+        assertEquals("data: [DONE]", lines[lines.length - 1]);
+        assertEquals("t1 ", events.get(0).get("choices").get(0).get("text").asText());
+        assertEquals("text_completion", events.get(0).get("object").asText());
+        JsonNode last = events.get(events.size() - 1);
+        assertEquals(4, last.get("usage").get("total_tokens").asInt());
+        assertEquals("length", events.get(events.size() - 2).get("choices").get(0).get("finish_reason").asText());
+    }
+}

@@ -1,0 +1,74 @@
+package dev.mlxring.plan;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingSpec;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class RequestPlannerTest {
+    private final RequestPlanner planner =
+            new RequestPlanner(RequestPlanner.Defaults.mlxLm(64), new int[] {2}, new int[] {198, 2}, 100);
+    private final PreparedPrompt prompt = new PreparedPrompt(new int[] {1, 2, 3}, 3);
+
+    private static GenerationRequest req(SamplingSpec s, Integer maxTokens, int topLogprobs) {
+        return new GenerationRequest("r", "m", new Prompt.Tokens(new int[] {1}), s, maxTokens, List.of("x"),
+                topLogprobs > 0, topLogprobs);
+    }
+
+    @Test
+    void defaultsFillWhatTheRequestLeavesOut() throws Exception {
+        ExecutionPlan p = planner.plan(req(null, null, 0), prompt);
+        assertEquals(512, p.maxTokens());
+        assertArrayEquals(new int[] {2}, p.stopTokenIds());
+        assertEquals(List.of("x"), p.stopStrings());
+        SamplingParams s = (SamplingParams) p.sampling();
+        assertTrue(s.greedy());
+        assertArrayEquals(new int[] {198, 2}, s.xtcSpecialTokens());
+    }
+
+    @Test
+    void requestOverridesWin() throws Exception {
+        SamplingSpec spec = new SamplingSpec(0.7, 0.9, 5, null, null, null, 1.1, 10, null, null, Map.of(5, 2.0), 42L);
+        SamplingParams s = (SamplingParams) planner.plan(req(spec, 7, 3), prompt).sampling();
+        assertEquals(0.7, s.temperature());
+        assertEquals(0.9, s.topP());
+        assertEquals(5, s.topK());
+        assertEquals(1.1, s.repetitionPenalty());
+        assertEquals(10, s.repetitionContextSize());
+        assertEquals(42L, s.seed());
+        assertEquals(3, s.topLogprobs());
+        assertEquals(2.0, s.logitBias().get(5));
+    }
+
+    @Test
+    void refusesWithAReasonNamingTheField() {
+        RequestException tooLong = assertThrows(RequestException.class,
+                () -> planner.plan(req(null, 4, 0), new PreparedPrompt(new int[64], 64)));
+        assertEquals(ErrorType.INVALID_REQUEST, tooLong.type());
+        assertTrue(tooLong.getMessage().contains("context is 64"), tooLong.getMessage());
+
+        SamplingSpec badBias = new SamplingSpec(null, null, null, null, null, null, null, null, null, null,
+                Map.of(1000, 1.0), null);
+        RequestException bias = assertThrows(RequestException.class, () -> planner.plan(req(badBias, 4, 0), prompt));
+        assertTrue(bias.getMessage().contains("logit_bias"), bias.getMessage());
+
+        SamplingSpec badTemp = new SamplingSpec(-1.0, null, null, null, null, null, null, null, null, null, null, null);
+        RequestException temp = assertThrows(RequestException.class, () -> planner.plan(req(badTemp, 4, 0), prompt));
+        assertTrue(temp.getMessage().contains("temperature"), temp.getMessage());
+
+        RequestException top = assertThrows(RequestException.class, () -> planner.plan(req(null, 4, 12), prompt));
+        assertEquals(ErrorType.UNSUPPORTED, top.type());
+    }
+}
