@@ -109,6 +109,40 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void cancelBeforePrepNeverPreparesOrRuns() throws Exception {
+        exec = new FakeStages.Exec();
+        CountDownLatch prepGate = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger prepared = new java.util.concurrent.atomic.AtomicInteger();
+        Preparer gated = r -> {
+            prepared.incrementAndGet();
+            if (((Prompt.Text) r.prompt()).text().equals("first")) {
+                try {
+                    prepGate.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return FakeStages.prepare(r);
+        };
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(gated).planner(FakeStages::plan)
+                .executor(exec).sinks(FakeStages::textSink).start();
+        var r1 = new FakeStages.Recorder();
+        Session first = engine.submit(text("first", 2), r1);   // sequence 0: shard 0, held in prep
+        var r2 = new FakeStages.Recorder();
+        engine.submit(text("other", 2), r2);                   // sequence 1: shard 1
+        var r3 = new FakeStages.Recorder();
+        Session queued = engine.submit(text("third", 2), r3);  // sequence 2: shard 0, behind "first"
+        queued.cancel("changed my mind");
+        prepGate.countDown();
+        Outcome o = await(queued, r3);
+        assertEquals(Lifecycle.CANCELLED, o.state());
+        assertEquals("changed my mind", o.message());
+        assertEquals(Lifecycle.COMPLETED, await(first, r1).state());
+        assertEquals(2, prepared.get(), "the cancelled request was never prepared");
+        assertEquals(2, exec.openRuns.get(), "nor run");
+    }
+
+    @Test
     void cancelDuringPrefillStopsAtTheNextSafePoint() throws Exception {
         start(EngineConfig.defaults());
         exec.prefillChunks = 1000;
