@@ -23,36 +23,14 @@
 
 namespace mx = mlx::core;
 
-typedef void* mlxr_array;
+#include "mlxr_guard.h"
+
+using mlxr::guard_array;
+using mlxr::guard_int;
 
 namespace {
 
 thread_local std::string g_last_error;
-
-template <typename F>
-mlxr_array guard_array(F&& f) {
-  try {
-    return new mx::array(f());
-  } catch (const std::exception& e) {
-    g_last_error = e.what();
-  } catch (...) {
-    g_last_error = "unknown C++ exception in MLX";
-  }
-  return nullptr;
-}
-
-template <typename F>
-int guard_int(F&& f) {
-  try {
-    f();
-    return 0;
-  } catch (const std::exception& e) {
-    g_last_error = e.what();
-  } catch (...) {
-    g_last_error = "unknown C++ exception in MLX";
-  }
-  return -1;
-}
 
 inline const mx::array& A(mlxr_array a) {
   return *static_cast<mx::array*>(a);

@@ -223,11 +223,18 @@ final class ExecLoop implements Runnable {
         return true;
     }
 
-    private boolean publishTerminal(Session s, Outcome outcome) {
-        long seq;
+    /** Claims a token-ring slot without blocking; -1 when the ring is full. */
+    private long tryClaim() {
         try {
-            seq = tokens.tryNext();
+            return tokens.tryNext();
         } catch (InsufficientCapacityException e) {
+            return -1;
+        }
+    }
+
+    private boolean publishTerminal(Session s, Outcome outcome) {
+        long seq = tryClaim();
+        if (seq < 0) {
             return false;
         }
         TokenEvent e = tokens.get(seq);
@@ -239,10 +246,8 @@ final class ExecLoop implements Runnable {
     }
 
     private boolean publishToken(Session s, StepResult r) {
-        long seq;
-        try {
-            seq = tokens.tryNext();
-        } catch (InsufficientCapacityException e) {
+        long seq = tryClaim();
+        if (seq < 0) {
             return false;
         }
         TokenEvent e = tokens.get(seq);
