@@ -1,0 +1,91 @@
+package dev.mlxring.perf;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * Measures how much CPU the rest of the machine used while a benchmark run was going: busy time
+ * of all CPUs ({@code /proc/stat}, including steal) minus the CPU time of this JVM and of the
+ * engine subprocess ({@code /proc/<pid>/stat}), in cores (1.0 = one core fully busy). On a 2-core
+ * machine anything well above 0 means the numbers of that run are contaminated. Linux only;
+ * elsewhere {@link #available()} is false and the numbers are NaN.
+ */
+final class CpuMonitor {
+    /** USER_HZ; 100 on every mainstream Linux build. */
+    private static final double TICKS_PER_S = 100.0;
+    private static final Path STAT = Path.of("/proc/stat");
+
+    record Sample(long nanos, long busyTicks, long ownTicks) {}
+
+    private final long[] pids;
+
+    CpuMonitor(long... pids) {
+        this.pids = pids.clone();
+    }
+
+    static boolean available() {
+        return Files.isReadable(STAT);
+    }
+
+    Sample sample() {
+        if (!available()) {
+            return new Sample(System.nanoTime(), -1, -1);
+        }
+        long busy = machineBusyTicks();
+        long own = processTicks(ProcessHandle.current().pid());
+        for (long pid : pids) {
+            own += processTicks(pid);
+        }
+        return new Sample(System.nanoTime(), busy, own);
+    }
+
+    /** Foreign CPU between two samples, in cores. */
+    static double foreignCores(Sample a, Sample b) {
+        if (a.busyTicks() < 0 || b.busyTicks() < 0) {
+            return Double.NaN;
+        }
+        double wallS = (b.nanos() - a.nanos()) / 1e9;
+        long foreign = (b.busyTicks() - a.busyTicks()) - (b.ownTicks() - a.ownTicks());
+        return wallS <= 0 ? 0 : Math.max(0, foreign / TICKS_PER_S / wallS);
+    }
+
+    /** Samples for {@code windowMs} and returns the foreign CPU in that window, in cores. */
+    double foreignNow(long windowMs) throws InterruptedException {
+        Sample a = sample();
+        Thread.sleep(windowMs);
+        return foreignCores(a, sample());
+    }
+
+    private static long machineBusyTicks() {
+        try {
+            String first = Files.readAllLines(STAT).get(0); // cpu user nice system idle iowait irq softirq steal ...
+            String[] f = first.trim().split("\\s+");
+            long busy = 0;
+            for (int i : new int[] {1, 2, 3, 6, 7, 8}) {
+                if (i < f.length) {
+                    busy += Long.parseLong(f[i]);
+                }
+            }
+            return busy;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private static long processTicks(long pid) {
+        try {
+            String s = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            String[] f = s.substring(s.lastIndexOf(')') + 2).trim().split("\\s+");
+            // after "pid (comm) ": state=0 ... utime=11 stime=12
+            return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    static String cores(double v) {
+        return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.2f", v);
+    }
+}
