@@ -31,11 +31,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ({@link HttpClient}, HTTP/1.1, one connection each), each taking the next of a bounded number of
  * requests — chat completions over a fixed set of prompts, {@code max_tokens} fixed, temperature
  * 0, {@code stream: true} with {@code stream_options.include_usage} — and parsing the SSE stream.
+ * Every request's user message is one of the prompts behind a tag unique to the request ({@code
+ * "Question r.N.k: ..."}, the same on every target), so a server's prompt cache can reuse the
+ * chat template's shared prefix (system prompt) but never a whole earlier prompt.
  * Per request: TTFT (send → first event with non-empty {@code delta.content}/{@code reasoning}),
  * the gaps between later content events (inter-token latency; a server that coalesces tokens
  * into one event shows fewer, longer gaps), completion tokens from the usage chunk. Per phase
- * (one target, one concurrency, one round): aggregate tok/s = completion tokens of the phase /
- * its wall time.
+ * (one target, one concurrency, one round): aggregate tok/s = content events of the phase / its
+ * wall time. Throughput counts content events rather than usage tokens because the servers count
+ * differently (mlx_lm.server includes the EOS token of a request that stops, mlx-ring does not);
+ * with one event per token (the events/token column) the two are the same.
  *
  * <p>Order: every target gets {@code --warmup} sequential requests first (not recorded); then
  * rounds, and in each round each concurrency level runs against every target in turn, the
@@ -69,22 +74,24 @@ public final class LoadHarness {
             int timeoutS, Path out, Path raw, String command) {}
 
     /** One streamed request. Times in ns relative to the request's send. */
-    record Result(String target, int concurrency, int round, int prompt, int status, long startNs, long ttftNs,
+    record Result(String target, int concurrency, int round, int index, int prompt, int status, long startNs, long ttftNs,
             long endNs, long[] gapsNs, int events, int completionTokens, int promptTokens, int cachedTokens,
             String finish, String text, String error) {
         boolean ok() {
             return error == null && status == 200 && ttftNs >= 0;
         }
 
+        /** Content events per second after the first (one event per token on both servers here). */
         double streamTps() {
             long span = Arrays.stream(gapsNs).sum();
-            return completionTokens > 1 && span > 0 ? (completionTokens - 1) / (span / 1e9) : Double.NaN;
+            return events > 1 && span > 0 ? (events - 1) / (span / 1e9) : Double.NaN;
         }
     }
 
     record Phase(String target, int concurrency, int round, long wallNs, List<Result> results) {
+        /** Content events of the phase: the same count on every server (usage counts differ, see the report). */
         int tokens() {
-            return results.stream().filter(Result::ok).mapToInt(Result::completionTokens).sum();
+            return results.stream().filter(Result::ok).mapToInt(Result::events).sum();
         }
 
         double tps() {
@@ -113,7 +120,7 @@ public final class LoadHarness {
         for (Target t : o.targets()) {
             log("warm-up: %d request(s) against %s", o.warmup(), t.name());
             for (int i = 0; i < o.warmup(); i++) {
-                Result r = stream(client, t, o, 1, 0, i % PROMPTS.size());
+                Result r = stream(client, t, o, 1, 0, i);
                 if (!r.ok()) {
                     throw new IllegalStateException("warm-up request against " + t.name() + " failed: status "
                             + r.status() + ", " + r.error());
@@ -131,7 +138,7 @@ public final class LoadHarness {
                     Phase p = phase(client, t, o, c, round);
                     phases.add(p);
                     long failed = p.results().stream().filter(r -> !r.ok()).count();
-                    log("round %d, N=%d, %s: %d requests in %.1f s, %d tokens, %.1f tok/s aggregate%s", round, c,
+                    log("round %d, N=%d, %s: %d requests in %.1f s, %d content events, %.1f tok/s aggregate%s", round, c,
                             t.name(), p.results().size(), p.wallNs() / 1e9, p.tokens(), p.tps(),
                             failed == 0 ? "" : ", " + failed + " FAILED");
                 }
@@ -163,7 +170,7 @@ public final class LoadHarness {
             clients[i] = Thread.ofPlatform().name("load-client-" + i).start(() -> {
                 int k;
                 while ((k = next.getAndIncrement()) < o.requests()) {
-                    results[k] = stream(client, t, o, concurrency, round, k % PROMPTS.size());
+                    results[k] = stream(client, t, o, concurrency, round, k);
                 }
             });
         }
@@ -174,10 +181,17 @@ public final class LoadHarness {
         return new Phase(t.name(), concurrency, round, wall, List.of(results));
     }
 
-    static Result stream(HttpClient client, Target t, Options o, int concurrency, int round, int prompt) {
+    /** The user message of request {@code index} of a phase: a prompt behind a tag unique to the request. */
+    static String message(int round, int concurrency, int index) {
+        String tag = round == 0 ? "Warm-up " + index : "Question " + round + "." + concurrency + "." + index;
+        return tag + ": " + PROMPTS.get(index % PROMPTS.size());
+    }
+
+    static Result stream(HttpClient client, Target t, Options o, int concurrency, int round, int index) {
+        int prompt = index % PROMPTS.size();
         ObjectNode body = JSON.createObjectNode();
         body.put("model", "default_model");
-        body.putArray("messages").addObject().put("role", "user").put("content", PROMPTS.get(prompt));
+        body.putArray("messages").addObject().put("role", "user").put("content", message(round, concurrency, index));
         body.put("max_tokens", o.maxTokens());
         body.put("temperature", 0.0);
         body.put("stream", true);
@@ -265,7 +279,7 @@ public final class LoadHarness {
         if (error == null && completion < 0) {
             error = "no usage chunk";
         }
-        return new Result(t.name(), concurrency, round, prompt, status, start, first < 0 ? -1 : first - start,
+        return new Result(t.name(), concurrency, round, index, prompt, status, start, first < 0 ? -1 : first - start,
                 end - start, gaps.stream().mapToLong(Long::longValue).toArray(), events, completion, promptTokens,
                 cached, finish, text.toString(), error);
     }
@@ -322,13 +336,15 @@ public final class LoadHarness {
         md.append(String.format(Locale.ROOT, "Started %s, took %.0f s. Command: `%s`%n%n",
                 started.truncatedTo(ChronoUnit.SECONDS), took.toMillis() / 1e3, o.command()));
         md.append(String.format(Locale.ROOT,
-                "%d prompts (fixed chat questions, round-robin), temperature 0, `max_tokens` %d, `stream_options.include_usage`;"
+                "%d prompts (fixed chat questions, round-robin, each behind a tag unique to the request, the same on every target), temperature 0, `max_tokens` %d, `stream_options.include_usage`;"
                         + " %d requests per phase; %d round(s), each running every concurrency level against every target in turn"
                         + " (order reversed every other round); %d sequential warm-up request(s) per target first, not recorded."
                         + " TTFT = send → first content event; ITL = gaps between later content events, pooled over requests;"
-                        + " aggregate tok/s = completion tokens (usage) / phase wall time, median over rounds; stream tok/s ="
-                        + " (tokens − 1) / (last − first content event) per request, median. p99 of TTFT over %d requests per"
-                        + " cell is close to the maximum.%n%n",
+                        + " aggregate tok/s = content events / phase wall time, median over rounds; stream tok/s ="
+                        + " (content events − 1) / (last − first content event) per request, median. Throughput counts"
+                        + " content events, not usage tokens: mlx_lm.server's usage counts the EOS token of a request that"
+                        + " ends with \"stop\", mlx-ring's does not (tokens/request is usage, events/token = events / usage)."
+                        + " p99 of TTFT over %d requests per cell is close to the maximum.%n%n",
                 PROMPTS.size(), o.maxTokens(), o.requests(), o.rounds(), o.warmup(), o.requests() * o.rounds()));
         md.append("| target | N | requests (failed) | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | ITL samples"
                 + " | aggregate tok/s (median) | per round | stream tok/s p50 | tokens/request | events/token"
@@ -352,67 +368,75 @@ public final class LoadHarness {
         }
         if (names.size() >= 2) {
             String a = names.get(0);
-            String b = names.get(1);
-            md.append(String.format(Locale.ROOT, "%nRatios %s / %s (TTFT, ITL: < 1 means %s is faster; tok/s: > 1 means %s is faster):%n%n",
-                    a, b, a, a));
-            md.append("| N | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | aggregate tok/s | stream tok/s p50 |\n");
-            md.append("|---:|---:|---:|---:|---:|---:|---:|\n");
-            for (int c : o.concurrency()) {
-                Cell x = cells.get(a + "@" + c);
-                Cell y = cells.get(b + "@" + c);
-                md.append(String.format(Locale.ROOT, "| %d | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f |%n", c,
-                        x.ttftP50() / y.ttftP50(), x.ttftP99() / y.ttftP99(), x.itlP50() / y.itlP50(),
-                        x.itlP99() / y.itlP99(), x.tpsMedian() / y.tpsMedian(), x.streamTpsP50() / y.streamTpsP50()));
+            md.append(String.format(Locale.ROOT, "%nRatios %s / other (TTFT, ITL: < 1 means %s is faster; tok/s: > 1 means %s is faster):%n%n",
+                    a, a, a));
+            md.append("| vs | N | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | aggregate tok/s | stream tok/s p50 |\n");
+            md.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+            for (String b : names.subList(1, names.size())) {
+                for (int c : o.concurrency()) {
+                    Cell x = cells.get(a + "@" + c);
+                    Cell y = cells.get(b + "@" + c);
+                    md.append(String.format(Locale.ROOT, "| %s | %d | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f |%n", b, c,
+                            x.ttftP50() / y.ttftP50(), x.ttftP99() / y.ttftP99(), x.itlP50() / y.itlP50(),
+                            x.itlP99() / y.itlP99(), x.tpsMedian() / y.tpsMedian(), x.streamTpsP50() / y.streamTpsP50()));
+                }
             }
             md.append('\n').append(sameText(phases, names, o.concurrency()));
         }
         List<Result> failures = phases.stream().flatMap(p -> p.results().stream()).filter(r -> !r.ok()).toList();
         if (!failures.isEmpty()) {
             md.append("\n**Failed requests:**\n\n");
-            failures.stream().limit(20).forEach(r -> md.append(String.format(Locale.ROOT, "- %s N=%d round %d prompt %d: %s%n",
-                    r.target(), r.concurrency(), r.round(), r.prompt(), r.error())));
+            failures.stream().limit(20).forEach(r -> md.append(String.format(Locale.ROOT, "- %s N=%d round %d request %d: %s%n",
+                    r.target(), r.concurrency(), r.round(), r.index(), r.error())));
         }
         return md.toString();
     }
 
-    /** Whether each prompt's greedy text is the same on every target and across repetitions. */
+    /** Whether each request's greedy text is the same on every target (same round, N and index: same message). */
     static String sameText(List<Phase> phases, List<String> names, int[] concurrency) {
         StringBuilder md = new StringBuilder();
         for (int c : concurrency) {
+            Map<String, List<String>> byRequest = new LinkedHashMap<>();
+            for (Phase ph : phases) {
+                if (ph.concurrency() != c) {
+                    continue;
+                }
+                for (Result r : ph.results()) {
+                    if (r.ok()) {
+                        byRequest.computeIfAbsent(r.round() + "." + r.index(), k -> new ArrayList<>()).add(r.text());
+                    }
+                }
+            }
             int same = 0;
             int compared = 0;
             List<String> differ = new ArrayList<>();
-            for (int p = 0; p < PROMPTS.size(); p++) {
-                final int prompt = p;
-                List<String> texts = phases.stream().filter(ph -> ph.concurrency() == c)
-                        .flatMap(ph -> ph.results().stream()).filter(r -> r.ok() && r.prompt() == prompt)
-                        .map(Result::text).distinct().toList();
-                if (texts.isEmpty()) {
+            for (var e : byRequest.entrySet()) {
+                if (e.getValue().size() < names.size()) {
                     continue;
                 }
                 compared++;
-                if (texts.size() == 1) {
+                if (e.getValue().stream().distinct().count() == 1) {
                     same++;
                 } else {
-                    differ.add(String.valueOf(p));
+                    differ.add(c + "." + e.getKey());
                 }
             }
-            md.append(String.format(Locale.ROOT, "Output text at N=%d: %d of %d prompts gave one identical text on every"
-                    + " target and repetition%s.%n", c, same, compared,
-                    differ.isEmpty() ? "" : " (differing: prompts " + String.join(", ", differ) + ")"));
+            md.append(String.format(Locale.ROOT, "Output text at N=%d: %d of %d requests gave the same text on every"
+                    + " target%s.%n", c, same, compared,
+                    differ.isEmpty() ? "" : " (differing: round.N.index " + String.join(", ", differ) + ")"));
         }
         return md.toString();
     }
 
     static String raw(List<Phase> phases) {
         StringBuilder s = new StringBuilder(
-                "target\tN\tround\tprompt\tstatus\tttft_ms\ttotal_ms\tevents\tcompletion_tokens\tprompt_tokens\tcached_tokens"
+                "target\tN\tround\tindex\tprompt\tstatus\tttft_ms\ttotal_ms\tevents\tcompletion_tokens\tprompt_tokens\tcached_tokens"
                         + "\tfinish\titl_p50_ms\titl_max_ms\terror\n");
         for (Phase p : phases) {
             for (Result r : p.results()) {
                 double[] g = Arrays.stream(r.gapsNs()).mapToDouble(x -> x / 1e6).toArray();
-                s.append(String.format(Locale.ROOT, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\t%.2f\t%.2f\t%s%n",
-                        r.target(), r.concurrency(), r.round(), r.prompt(), r.status(), r.ttftNs() / 1e6, r.endNs() / 1e6,
+                s.append(String.format(Locale.ROOT, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\t%.2f\t%.2f\t%s%n",
+                        r.target(), r.concurrency(), r.round(), r.index(), r.prompt(), r.status(), r.ttftNs() / 1e6, r.endNs() / 1e6,
                         r.events(), r.completionTokens(), r.promptTokens(), r.cachedTokens(), r.finish(),
                         percentile(g, 50), g.length == 0 ? Double.NaN : Arrays.stream(g).max().getAsDouble(),
                         r.error() == null ? "" : r.error().replace('\t', ' ').replace('\n', ' ')));
