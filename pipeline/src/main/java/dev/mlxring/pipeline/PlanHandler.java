@@ -2,6 +2,7 @@ package dev.mlxring.pipeline;
 
 import com.lmax.disruptor.EventHandler;
 import com.lmax.disruptor.RingBuffer;
+import com.lmax.disruptor.Sequence;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -17,6 +18,7 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     private final int maxQueued;
     private final Runnable wakeExec;
     private final RingBuffer<TokenEvent> tokens;
+    private Sequence sequence;
 
     PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, Runnable wakeExec,
             RingBuffer<TokenEvent> tokens) {
@@ -25,6 +27,11 @@ final class PlanHandler implements EventHandler<RequestEvent> {
         this.maxQueued = maxQueued;
         this.wakeExec = wakeExec;
         this.tokens = tokens;
+    }
+
+    @Override
+    public void setSequenceCallback(Sequence sequenceCallback) {
+        this.sequence = sequenceCallback;
     }
 
     @Override
@@ -60,6 +67,10 @@ final class PlanHandler implements EventHandler<RequestEvent> {
             tokens.publish(seq);
         }
         if (endOfBatch) {
+            // Publish our progress before waking exec: its poller is gated on this sequence, and
+            // the processor would only publish it after the batch (exec would find nothing and
+            // park a full period). Safe: every event up to here is fully handled.
+            this.sequence.set(sequence);
             wakeExec.run();
         }
     }
