@@ -25,7 +25,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Java, and the strings must be identical (or both must raise, with the same {@code
  * raise_exception} message). Templates: the default model's (SmolLM2, loaded by the oracle with
  * AutoTokenizer) and the real templates vendored under {@code src/test/resources/templates/} (Qwen3,
- * Llama 3.1, Gemma 3, DeepSeek V3; rendered by the oracle with transformers' own
+ * Llama 3 (short and Meta's full 3.1 instruct template), Gemma 3, DeepSeek V3, Mistral Nemo, Mistral Small
+ * 3.2; rendered by the oracle with transformers' own
  * render_jinja_template).
  */
 class ChatTemplateParityTest {
@@ -167,6 +168,12 @@ class ChatTemplateParityTest {
         c.add(new Case("tool call, content null, string arguments (DeepSeek style)", List.of(msg("user", "Weather?"),
                 with(msg("assistant", null), "tool_calls", List.of(toolCall("get_weather", "{\"city\": \"Oslo\"}"))),
                 msg("tool", "rain"), msg("assistant", "It rains in Oslo.")), false, Map.of()));
+        Map<String, Object> callWithId = with(msg("assistant", ""), "tool_calls",
+                List.of(with(toolCall("get_weather", new LinkedHashMap<>(Map.of("city", "Lyon"))), "id", "aB3dE5gH9")));
+        c.add(new Case("tool call with ids (Mistral style)", List.of(msg("system", "Use tools."),
+                msg("user", "Weather in Lyon?"), callWithId,
+                with(msg("tool", "{\"temp_c\": 18}"), "tool_call_id", "aB3dE5gH9"),
+                msg("assistant", "18 °C in Lyon."), msg("user", "Thanks")), true, Map.of("tools", tools)));
         c.add(new Case("reasoning_content", List.of(msg("user", "2+2?"),
                 with(msg("assistant", "4"), "reasoning_content", "  Simple addition.\n"),
                 msg("user", "3+3?")), true, Map.of()));
@@ -184,7 +191,8 @@ class ChatTemplateParityTest {
     // ------------------------------------------------------------------ test
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {DEFAULT_MODEL, "qwen3", "llama3_1", "gemma3", "deepseek_v3"})
+    @ValueSource(strings = {DEFAULT_MODEL, "qwen3", "llama3_1", "llama3_1_instruct", "gemma3", "deepseek_v3",
+            "mistral_nemo", "mistral_small3_2"})
     void matchesTransformers(String name) throws IOException {
         Path dir = templateDir(name);
         ChatTemplate template = ChatTemplate.load(dir);
