@@ -36,7 +36,7 @@ Every mode reads a JSON spec file and prints one JSON object to stdout
                   generation goes on unless its canonical token sequence matched; at EOS
                   the held-back text is discarded);
         "openai": the same machinery with a stop word leading to a terminal state (text
-                  up to the first match, then stop) and EOS flushing like "length".
+                  up to the first match, then stop); EOS discards as in "mlx".
       Each: {"initial_state", "finish_reason", "text_stop", "text", "reasoning",
              "responses": [{"text", "reasoning", "finish_reason"}, ...],
              "eos_discarded": {"text", "reasoning"}}   # mlx: what an EOS finish threw away
@@ -197,8 +197,8 @@ def _replay(tw, prompt, stop_words, gen, end, semantics):
     text_stop = False
     for gen_text, token, gen_finish in responses():
         is_eos = token in tw.eos_token_ids
-        if gen_finish == "stop" and not (semantics != "mlx" and is_eos):
-            if semantics == "mlx" and is_eos:
+        if gen_finish == "stop":
+            if is_eos:
                 # What the discard throws away at EOS: this response's text and the buffer.
                 probe_state, probe_segments = TextStateMachine.split(sm_state, gen_text)
                 probe_state, flushed, probe_current = TextStateMachine.flush(probe_state)
@@ -211,7 +211,6 @@ def _replay(tw, prompt, stop_words, gen, end, semantics):
             sm_state, current_state = TextStateMachine.discard(sm_state)
             segments = [(current_state, "")]
         else:
-            # OpenAI semantics flush at EOS as at "length".
             sm_state, segments = TextStateMachine.split(sm_state, gen_text)
             if sm_state[0] is None:
                 text_stop = True

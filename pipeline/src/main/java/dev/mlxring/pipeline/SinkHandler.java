@@ -75,7 +75,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         if (s.textSink != null && !s.sinkStopped && outcome.state() == Lifecycle.COMPLETED) {
             span.clear();
             span.sequence = s.spanSequence++;
-            s.textSink.finish(span);
+            if (s.textSink.finish(outcome.finishReason(), span)) {
+                outcome = Outcome.completed("stop", outcome.usage());
+            }
             if (span.text.length() > 0 || span.reasoning.length() > 0) {
                 try {
                     s.listener().onCommitted(s, span);

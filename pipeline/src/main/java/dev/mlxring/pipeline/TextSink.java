@@ -14,8 +14,16 @@ public interface TextSink {
      */
     boolean onToken(int tokenId, CommittedSpan span);
 
-    /** Flushes held-back text at the end of the session (not after a stop-string match). */
-    void finish(CommittedSpan span);
+    /**
+     * Ends the text of a session that exec completed (never called after a stop-string match).
+     *
+     * @param finishReason exec's reason: {@code "stop"} when a stop token (EOS) ended generation,
+     *     {@code "length"} at the token limit; the sink decides from it whether held-back text is
+     *     flushed into {@code span} or discarded
+     * @return true when the flushed text completed a stop string: the session's finish reason
+     *     becomes {@code "stop"}
+     */
+    boolean finish(String finishReason, CommittedSpan span);
 
     /** Opens one session's text state. */
     @FunctionalInterface

@@ -120,7 +120,9 @@ final class FakeStages {
             }
 
             @Override
-            public void finish(CommittedSpan span) {}
+            public boolean finish(String finishReason, CommittedSpan span) {
+                return false;
+            }
         };
     }
 

@@ -40,7 +40,7 @@ public final class PromptPreparer implements Preparer {
         if (ids.length == 0) {
             throw new RequestException(ErrorType.INVALID_REQUEST, "the prompt is empty after tokenization");
         }
-        return new PreparedPrompt(ids, ids.length);
+        return new PreparedPrompt(ids, ids.length, request.prompt() instanceof Prompt.Chat);
     }
 
     private int[] encodeChat(Prompt.Chat chat) throws RequestException {

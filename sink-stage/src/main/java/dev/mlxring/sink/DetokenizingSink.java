@@ -12,13 +12,16 @@ final class DetokenizingSink implements TextSink {
     private final StreamingDetokenizer detokenizer;
     private final TextRules.Cursor text;
     private final TokenStopRules.Cursor tokenStops;
+    private final boolean flushAtEos;
     private final StringBuilder segment = new StringBuilder(32);
     private boolean stopped;
 
-    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules.Cursor text, TokenStopRules.Cursor tokenStops) {
+    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules.Cursor text, TokenStopRules.Cursor tokenStops,
+            boolean flushAtEos) {
         this.detokenizer = detokenizer;
         this.text = text;
         this.tokenStops = tokenStops;
+        this.flushAtEos = flushAtEos;
     }
 
     @Override
@@ -43,17 +46,23 @@ final class DetokenizingSink implements TextSink {
     }
 
     @Override
-    public void finish(CommittedSpan span) {
+    public boolean finish(String finishReason, CommittedSpan span) {
         if (stopped) {
-            return;
+            return false;
+        }
+        stopped = true;
+        if ("stop".equals(finishReason) && !flushAtEos) {
+            // mlx_lm.server: the EOS response finishes with "stop", so its text (the
+            // detokenizer's finalize flush) and the state machine's buffer are discarded.
+            text.discard();
+            return false;
         }
         segment.setLength(0);
         detokenizer.finalizeTo(segment);
         if (text.feed(segment, span)) {
-            stopped = true;
-            return;
+            return true;
         }
         text.flush(span);
-        stopped = true;
+        return false;
     }
 }

@@ -32,6 +32,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
     private final Function<String, int[]> encoder;
     private final boolean tokenLevelStops;
     private final boolean reasoningFromPrompt;
+    private final boolean flushAtEos;
     private final Map<List<String>, Rules> rules = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<List<String>, Rules> eldest) {
@@ -49,6 +50,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
         this.structuralMarkers = List.copyOf(b.structuralMarkers);
         this.tokenLevelStops = b.tokenLevelStops && b.encoder != null;
         this.reasoningFromPrompt = b.reasoningFromPrompt;
+        this.flushAtEos = b.flushAtEos;
     }
 
     /**
@@ -84,12 +86,12 @@ public final class DetokenizingSinks implements TextSink.Factory {
     public TextSink open(ExecutionPlan plan) {
         Rules r = rulesFor(plan.stopStrings());
         int initial = TextRules.NORMAL;
-        if (think != null && reasoningFromPrompt && plan.prompt() != null
+        if (think != null && reasoningFromPrompt && plan.prompt() != null && plan.prompt().chatTemplated()
                 && think.opensInPrompt(plan.prompt().tokenIds())) {
             initial = TextRules.REASONING;
         }
         return new DetokenizingSink(detokenizers.open(), r.text().cursor(initial),
-                r.tokens() == null ? null : r.tokens().cursor());
+                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos);
     }
 
     private Rules rulesFor(List<String> stops) {
@@ -120,6 +122,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
         private Function<String, int[]> encoder;
         private boolean tokenLevelStops = true;
         private boolean reasoningFromPrompt = true;
+        private boolean flushAtEos;
 
         private Builder(TokenDecoder decoder) {
             this.decoder = Objects.requireNonNull(decoder, "decoder");
@@ -167,6 +170,16 @@ public final class DetokenizingSinks implements TextSink.Factory {
          */
         public Builder reasoningFromPrompt(boolean on) {
             this.reasoningFromPrompt = on;
+            return this;
+        }
+
+        /**
+         * Whether an EOS finish flushes held-back text (a stop-string or marker prefix, a lone
+         * space, an incomplete UTF-8 tail) instead of discarding it. Default false: mlx_lm.server
+         * discards the EOS response's text.
+         */
+        public Builder flushAtEos(boolean on) {
+            this.flushAtEos = on;
             return this;
         }
 

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The sink inside the real Engine (SinkHandler on the sink thread) with the default model's
  * tokenizer and a scripted executor: spans arrive in order, a stop string settles the session as
- * "stop" and stops the run, a normal end flushes held-back text.
+ * "stop" and stops the run, the end at the token limit flushes held-back text, EOS discards it.
  */
 class DetokenizingSinkEngineTest {
     static HfTokenizer tok;
@@ -39,12 +39,14 @@ class DetokenizingSinkEngineTest {
         tok.close();
     }
 
-    /** Emits a fixed list of token ids, then finishes with "length". */
+    /** Emits a fixed list of token ids, then finishes with the given reason ("length", or "stop" for EOS). */
     static final class Scripted implements Executor {
         final int[] script;
+        final String finishReason;
 
-        Scripted(int[] script) {
+        Scripted(int[] script, String finishReason) {
             this.script = script;
+            this.finishReason = finishReason;
         }
 
         @Override
@@ -56,7 +58,7 @@ class DetokenizingSinkEngineTest {
                 @Override
                 public StepResult advance() {
                     if (i == script.length) {
-                        return r.finished("length");
+                        return r.finished(finishReason);
                     }
                     return r.token(script[i++]);
                 }
@@ -83,7 +85,11 @@ class DetokenizingSinkEngineTest {
     record Result(String text, Outcome outcome) {}
 
     static Result generate(int[] script, List<String> stops) throws Exception {
-        Scripted exec = new Scripted(script);
+        return generate(script, stops, "length");
+    }
+
+    static Result generate(int[] script, List<String> stops, String finishReason) throws Exception {
+        Scripted exec = new Scripted(script, finishReason);
         StringBuilder text = new StringBuilder();
         try (Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(((Prompt.Tokens) r.prompt()).ids(), 0))
@@ -115,6 +121,28 @@ class DetokenizingSinkEngineTest {
         Result r = generate(script, List.of());
         assertEquals("length", r.outcome().finishReason());
         assertEquals("Hello, world ", r.text());
+    }
+
+    @Test
+    void eosDiscardsHeldBackTextAsMlxLmServer() throws Exception {
+        Result r = generate(helloSpace(), List.of(), "stop");
+        assertEquals("stop", r.outcome().finishReason());
+        assertEquals("Hello, world", r.text());
+    }
+
+    @Test
+    void stopRevealedByTheFinalFlushSettlesAsStop() throws Exception {
+        // "d " completes only when the held lone space is flushed at the end.
+        Result r = generate(helloSpace(), List.of("d "), "length");
+        assertEquals("stop", r.outcome().finishReason());
+        assertEquals("Hello, worl", r.text());
+    }
+
+    static int[] helloSpace() {
+        int[] hello = tok.encode("Hello, world", false);
+        int[] script = java.util.Arrays.copyOf(hello, hello.length + 1);
+        script[hello.length] = tok.tokenId("Ġ").getAsInt();
+        return script;
     }
 
     @Test

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.TextSink;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -42,6 +44,18 @@ class ReasoningTest {
         assertEquals(List.of("", "", "", "", "42"), r.texts);
         assertEquals("Let me see.", r.reasoning());
         assertEquals("42", r.text());
+    }
+
+    @Test
+    void onlyAChatTemplatePromptCanOpenTheBlock() {
+        // mlx_lm.server's _tokenize applies the rule to chat requests only; a text completion
+        // whose prompt ends in <think> starts in normal text.
+        int[] prompt = {v.piece("user"), think};
+        int[] ids = {v.piece("hmm"), unthink, v.piece("answer")};
+        TextSink sink = sinks.open(SinkRun.plan(new PreparedPrompt(prompt, prompt.length, false), List.of()));
+        SinkRun r = SinkRun.run(sink, ids);
+        assertEquals("", r.reasoning());
+        assertEquals("hmm</think>answer", r.text());
     }
 
     @Test

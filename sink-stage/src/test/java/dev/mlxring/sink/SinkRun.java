@@ -18,16 +18,29 @@ final class SinkRun {
     String finishText;
     String finishReasoning;
 
+    /** Whether finish() reported a stop-string match found in the flushed text. */
+    boolean stoppedAtFinish;
+
+    /** A plan for a chat prompt (rendered by a chat template) with these ids. */
     static ExecutionPlan plan(int[] prompt, List<String> stops) {
-        return new ExecutionPlan("test", new PreparedPrompt(prompt, prompt.length), null, 1000, new int[0],
-                stops, false, 0);
+        return plan(new PreparedPrompt(prompt, prompt.length, true), stops);
     }
 
+    static ExecutionPlan plan(PreparedPrompt prompt, List<String> stops) {
+        return new ExecutionPlan("test", prompt, null, 1000, new int[0], stops, false, 0);
+    }
+
+    /** Runs the ids through a chat-prompt session that ends at the token limit ("length"). */
     static SinkRun run(TextSink.Factory sinks, int[] prompt, List<String> stops, int... ids) {
-        return run(sinks.open(plan(prompt, stops)), ids);
+        return run(sinks.open(plan(prompt, stops)), "length", ids);
     }
 
     static SinkRun run(TextSink sink, int... ids) {
+        return run(sink, "length", ids);
+    }
+
+    /** Drives the sink; if no stop string matches, finish(finishReason) ends it. */
+    static SinkRun run(TextSink sink, String finishReason, int... ids) {
         SinkRun r = new SinkRun();
         CommittedSpan span = new CommittedSpan(0);
         for (int i = 0; i < ids.length; i++) {
@@ -42,7 +55,7 @@ final class SinkRun {
             }
         }
         span.clear();
-        sink.finish(span);
+        r.stoppedAtFinish = sink.finish(finishReason, span);
         r.finishText = span.text.toString();
         r.finishReasoning = span.reasoning.toString();
         return r;

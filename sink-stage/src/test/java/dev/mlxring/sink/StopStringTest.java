@@ -103,6 +103,36 @@ class StopStringTest {
     }
 
     @Test
+    void eosDiscardsHeldBackTextLikeMlxLmServer() {
+        int[] ids = v.pieces("Done. ", "#", "#");
+        SinkRun r = SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("###"))), "stop", ids);
+        assertEquals("", r.finishText);
+        assertEquals("Done. ", r.text());
+        DetokenizingSinks flushing = DetokenizingSinks.builder(v).flushAtEos(true).build();
+        SinkRun f = SinkRun.run(flushing.open(SinkRun.plan(new int[0], List.of("###"))), "stop", ids);
+        assertEquals("Done. ##", f.text());
+    }
+
+    @Test
+    void eosDiscardsALoneTrailingSpace() {
+        // The byte-level detokenizer holds a lone space token until the next token.
+        int[] ids = v.pieces("Hi", " ");
+        SinkRun r = SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of())), "stop", ids);
+        assertEquals("Hi", r.text());
+        SinkRun l = SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of())), "length", ids);
+        assertEquals("Hi ", l.text());
+    }
+
+    @Test
+    void aStopRevealedByTheFinalFlushIsReported() {
+        // The lone space reaches the text only when the detokenizer is finalized.
+        int[] ids = v.pieces("Hi", " ");
+        SinkRun r = SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("i "))), "length", ids);
+        assertTrue(r.stoppedAtFinish);
+        assertEquals("H", r.text());
+    }
+
+    @Test
     void afterAStopNothingMoreIsDelivered() {
         int axb = v.piece("axb");
         int more = v.piece("more");
@@ -113,7 +143,7 @@ class StopStringTest {
         span.clear();
         assertTrue(sink.onToken(more, span));
         assertEquals("", span.text.toString());
-        sink.finish(span);
+        assertFalse(sink.finish("length", span));
         assertEquals("", span.text.toString());
     }
 

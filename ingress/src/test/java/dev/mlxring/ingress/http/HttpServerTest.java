@@ -85,7 +85,9 @@ class HttpServerTest {
                     }
 
                     @Override
-                    public void finish(CommittedSpan span) {}
+                    public boolean finish(String finishReason, CommittedSpan span) {
+                return false;
+            }
                 })
                 .start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),

@@ -189,6 +189,8 @@ public final class TrivialStages {
         }
 
         @Override
-        public void finish(CommittedSpan span) {}
+        public boolean finish(String finishReason, CommittedSpan span) {
+                return false;
+            }
     }
 }
