@@ -106,7 +106,7 @@ public final class Engine implements AutoCloseable {
             throw new IllegalStateException("engine is closed");
         }
         String id = request.id() != null ? request.id() : "req-" + ids.incrementAndGet();
-        Session session = new Session(id, request, listener, config.creditsPerSession());
+        Session session = new Session(id, request, listener, config.creditsPerSession(), execLoop::wake);
         long seq;
         try {
             seq = requests.tryNext();

@@ -20,6 +20,12 @@ import java.util.concurrent.locks.LockSupport;
  * while queued is settled at the next safe point, not when its turn comes.
  */
 final class ExecLoop implements Runnable {
+    /**
+     * How long exec parks while the token ring is full. The sink frees slots without signalling
+     * exec (a wake per consumed event would cost the sink a syscall), so this wait polls.
+     */
+    private static final long RING_FULL_PARK_NS = 100_000L;
+
     private final EventPoller<RequestEvent> poller;
     private final RingBuffer<TokenEvent> tokens;
     private final Executor executor;
@@ -39,6 +45,8 @@ final class ExecLoop implements Runnable {
     /** A token or terminal event that could not be published yet (token ring full). */
     private boolean pendingToken;
     private Outcome pendingTerminal;
+    /** A try-publish found the token ring full during this iteration. */
+    private boolean ringFull;
     private final StepResult pending;
 
     ExecLoop(EventPoller<RequestEvent> poller, RingBuffer<TokenEvent> tokens, Executor executor, EngineConfig config) {
@@ -66,6 +74,7 @@ final class ExecLoop implements Runnable {
         thread = Thread.currentThread();
         try {
             while (running) {
+                ringFull = false;
                 boolean worked = poll();
                 try {
                     worked |= step();
@@ -95,9 +104,29 @@ final class ExecLoop implements Runnable {
 
     private void idle() {
         switch (config.waitMode()) {
-            case BLOCKING -> LockSupport.parkNanos(1_000_000L);
+            case BLOCKING -> park();
             case YIELDING -> Thread.yield();
             case BUSY_SPIN -> Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * Parks until there is work. Safe against lost wake-ups: every waker first makes its change
+     * visible (plan publishes its sequence; cancel, release and requestStop write the session)
+     * and then unparks; an unpark that comes before the park leaves a permit, so the park
+     * returns at once and the next iteration sees the change.
+     */
+    private void park() {
+        if (ringFull) {
+            LockSupport.parkNanos(this, RING_FULL_PARK_NS);
+        } else if (active != null) {
+            // Paused for want of credits: release() and cancel() wake us; the idle-consumer
+            // deadline is the longest we may sleep.
+            long leftNs = active.pausedSinceNs + config.idleConsumerTimeoutNs() - System.nanoTime();
+            LockSupport.parkNanos(this, Math.max(leftNs, 1L));
+        } else {
+            // Nothing running or queued: plan (new work), cancel and stop wake us.
+            LockSupport.park(this);
         }
     }
 
@@ -121,7 +150,7 @@ final class ExecLoop implements Runnable {
         if (s.isCancelRequested()) {
             return finish(Outcome.cancelled(s.cancelReason(), usage(s)));
         }
-        if (s.stopRequested) {
+        if (s.isStopRequested()) {
             return finish(Outcome.completed("stop", usage(s)));
         }
         if (s.credits() <= 0) {
@@ -228,6 +257,7 @@ final class ExecLoop implements Runnable {
         try {
             return tokens.tryNext();
         } catch (InsufficientCapacityException e) {
+            ringFull = true;
             return -1;
         }
     }

@@ -19,13 +19,15 @@ public final class Session {
     private final GenerationListener listener;
     private final AtomicReference<Lifecycle> state = new AtomicReference<>(Lifecycle.CREATED);
     private final AtomicInteger credits;
+    /** Unparks the exec thread, which parks while it has nothing to run (see ExecLoop#idle). */
+    private final Runnable wakeExec;
     private final CompletableFuture<Outcome> result = new CompletableFuture<>();
     private final long createdNs = System.nanoTime();
 
     private volatile boolean cancelRequested;
     private volatile String cancelReason;
     /** Set by the sink when a stop string matched: the exec loop ends the run at its next safe point. */
-    volatile boolean stopRequested;
+    private volatile boolean stopRequested;
 
     // Written by prep/plan threads before the event moves on (ordered by the ring's barriers).
     PreparedPrompt prepared;
@@ -45,11 +47,12 @@ public final class Session {
     String listenerFailure;
     int deliveredTokens;
 
-    Session(String id, GenerationRequest request, GenerationListener listener, int credits) {
+    Session(String id, GenerationRequest request, GenerationListener listener, int credits, Runnable wakeExec) {
         this.id = id;
         this.request = request;
         this.listener = listener;
         this.credits = new AtomicInteger(credits);
+        this.wakeExec = wakeExec;
     }
 
     public String id() {
@@ -85,6 +88,8 @@ public final class Session {
         if (!cancelRequested) {
             cancelReason = reason;
             cancelRequested = true;
+            // Written before the wake: a parked exec thread sees the request when it runs.
+            wakeExec.run();
         }
     }
 
@@ -98,7 +103,21 @@ public final class Session {
 
     /** Returns delivery credits taken by spans the consumer has now finished with. */
     public void release(int spans) {
-        credits.addAndGet(spans);
+        if (credits.getAndAdd(spans) <= 0) {
+            // The session may be paused for want of credits, with exec parked: resume it. Other
+            // releases need no wake (exec is running this session or another one).
+            wakeExec.run();
+        }
+    }
+
+    /** Sink thread: a stop string matched; exec ends the run at its next safe point. */
+    void requestStop() {
+        stopRequested = true;
+        wakeExec.run();
+    }
+
+    boolean isStopRequested() {
+        return stopRequested;
     }
 
     int credits() {

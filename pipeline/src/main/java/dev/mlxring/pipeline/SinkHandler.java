@@ -51,7 +51,7 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         try {
             if (s.textSink.onToken(e.token, span)) {
                 s.sinkStopped = true;
-                s.stopRequested = true;
+                s.requestStop();
             }
             s.listener().onCommitted(s, span);
         } catch (RuntimeException ex) {
@@ -69,7 +69,7 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         if (s.listenerFailure != null) {
             // The consumer lost output: whatever exec finished with, the session did not complete.
             outcome = Outcome.cancelled(s.listenerFailure, outcome.usage());
-        } else if (outcome.state() == Lifecycle.COMPLETED && s.stopRequested) {
+        } else if (outcome.state() == Lifecycle.COMPLETED && s.isStopRequested()) {
             outcome = Outcome.completed("stop", outcome.usage());
         }
         if (s.textSink != null && !s.sinkStopped && outcome.state() == Lifecycle.COMPLETED) {

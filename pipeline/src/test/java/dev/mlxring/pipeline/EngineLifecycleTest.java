@@ -200,12 +200,21 @@ class EngineLifecycleTest {
 
     @Test
     void readerThatReleasesLateKeepsGoing() throws Exception {
-        start(EngineConfig.defaults().withCredits(2, 5_000_000_000L));
+        // The idle deadline (60 s) is far beyond await's 10 s: the paused row must resume on
+        // release() itself, not when exec's park times out.
+        start(EngineConfig.defaults().withCredits(2, 60_000_000_000L));
         var r = new FakeStages.Recorder(false);
         Session s = engine.submit(text("a", 10), r);
-        while (!s.state().isTerminal()) {
+        int released = 0;
+        long deadlineNs = System.nanoTime() + 10_000_000_000L;
+        while (!s.state().isTerminal() && System.nanoTime() < deadlineNs) {
             Thread.sleep(5);
-            s.release(1);
+            // Give back only what was consumed, late: each time the row has paused on zero credits.
+            int consumed = r.spans.get();
+            if (consumed > released) {
+                s.release(consumed - released);
+                released = consumed;
+            }
         }
         Outcome o = await(s, r);
         assertEquals(Lifecycle.COMPLETED, o.state());
