@@ -1,8 +1,6 @@
 package dev.mlxring.sink;
 
 import dev.mlxring.pipeline.CommittedSpan;
-import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -20,45 +18,14 @@ final class TextRules {
     /** Destination of a stop string. */
     private static final int STOP = -1;
 
-    private final Node[] roots;
+    /** Per state: the automaton of the strings acting in it, and each pattern's destination. */
+    private final AhoCorasick[] automata;
+    private final int[][] destinations;
     private final boolean hasReasoning;
 
-    private static final class Node {
-        char[] keys = new char[0];
-        Node[] next = new Node[0];
-        Node fail;
-        /** The pattern that ends here (own, or inherited through the fail link), or null. */
-        Match match;
-
-        Node child(char c) {
-            char[] k = keys;
-            for (int i = 0; i < k.length; i++) {
-                if (k[i] == c) {
-                    return next[i];
-                }
-            }
-            return null;
-        }
-
-        Node childOrCreate(char c) {
-            Node n = child(c);
-            if (n == null) {
-                n = new Node();
-                keys = Arrays.copyOf(keys, keys.length + 1);
-                next = Arrays.copyOf(next, next.length + 1);
-                keys[keys.length - 1] = c;
-                next[next.length - 1] = n;
-            }
-            return n;
-        }
-    }
-
-    private record Match(int length, int dest) {}
-
-    private record Edge(String text, int dest) {}
-
-    private TextRules(Node[] roots, boolean hasReasoning) {
-        this.roots = roots;
+    private TextRules(AhoCorasick[] automata, int[][] destinations, boolean hasReasoning) {
+        this.automata = automata;
+        this.destinations = destinations;
         this.hasReasoning = hasReasoning;
     }
 
@@ -69,56 +36,24 @@ final class TextRules {
      */
     static TextRules compile(ThinkMarkers think, List<String> structuralMarkers, List<String> stopStrings) {
         int states = think == null ? 1 : 2;
-        Node[] roots = new Node[states];
+        AhoCorasick[] automata = new AhoCorasick[states];
+        int[][] destinations = new int[states][];
         for (int s = 0; s < states; s++) {
-            var edges = new java.util.ArrayList<Edge>();
+            AhoCorasick.Builder b = new AhoCorasick.Builder();
+            // The builder numbers patterns 0, 1, 2, ... in the order added.
+            int[] dest = new int[(think != null ? 1 : 0) + (s == NORMAL ? structuralMarkers.size() : 0)
+                    + stopStrings.size()];
             if (think != null) {
-                edges.add(s == NORMAL ? new Edge(think.start(), REASONING) : new Edge(think.end(), NORMAL));
+                dest[b.add(s == NORMAL ? think.start() : think.end())] = s == NORMAL ? REASONING : NORMAL;
             }
             if (s == NORMAL) {
-                structuralMarkers.forEach(m -> edges.add(new Edge(m, NORMAL)));
+                structuralMarkers.forEach(m -> dest[b.add(m)] = NORMAL);
             }
-            stopStrings.forEach(w -> edges.add(new Edge(w, STOP)));
-            roots[s] = build(edges);
+            stopStrings.forEach(w -> dest[b.add(w)] = STOP);
+            automata[s] = b.build();
+            destinations[s] = dest;
         }
-        return new TextRules(roots, think != null);
-    }
-
-    private static Node build(List<Edge> edges) {
-        Node root = new Node();
-        for (Edge e : edges) {
-            if (e.text().isEmpty()) {
-                continue;
-            }
-            Node n = root;
-            for (int i = 0; i < e.text().length(); i++) {
-                n = n.childOrCreate(e.text().charAt(i));
-            }
-            n.match = new Match(e.text().length(), e.dest());
-        }
-        ArrayDeque<Node> queue = new ArrayDeque<>();
-        for (Node c : root.next) {
-            c.fail = root;
-            queue.add(c);
-        }
-        while (!queue.isEmpty()) {
-            Node parent = queue.poll();
-            for (int i = 0; i < parent.keys.length; i++) {
-                char key = parent.keys[i];
-                Node child = parent.next[i];
-                queue.add(child);
-                Node f = parent.fail;
-                while (f.child(key) == null && f != root) {
-                    f = f.fail;
-                }
-                Node target = f.child(key);
-                child.fail = target != null ? target : root;
-                if (child.match == null && child.fail.match != null) {
-                    child.match = child.fail.match;
-                }
-            }
-        }
-        return root;
+        return new TextRules(automata, destinations, think != null);
     }
 
     Cursor cursor(int initialState) {
@@ -135,13 +70,12 @@ final class TextRules {
      */
     final class Cursor {
         private int state;
-        private Node node;
+        private int node = AhoCorasick.ROOT;
         private final StringBuilder held = new StringBuilder();
         private boolean stopped;
 
         private Cursor(int state) {
             this.state = state;
-            this.node = roots[state];
         }
 
         int state() {
@@ -161,39 +95,33 @@ final class TextRules {
                 return true;
             }
             StringBuilder buf = held;
-            if (buf.isEmpty() && roots[state].keys.length == 0) {
+            if (buf.isEmpty() && automata[state].isEmpty()) {
                 emit(text, 0, text.length(), out); // nothing to match in this state
                 return false;
             }
             int start = buf.length();
             buf.append(text);
-            Node root = roots[state];
-            Node n = node;
+            AhoCorasick automaton = automata[state];
+            int n = node;
             int begin = 0;
             int consumed = 0;
             for (int i = start, len = buf.length(); i < len; i++) {
-                char ch = buf.charAt(i);
-                Node c;
-                while ((c = n.child(ch)) == null && n != root) {
-                    n = n.fail;
-                }
-                if (c != null) {
-                    n = c;
-                }
-                Match m = n.match;
-                if (m != null) {
-                    emit(buf, begin, i + 1 - m.length(), out);
+                n = automaton.step(n, buf.charAt(i));
+                int p = automaton.pattern(n);
+                if (p != AhoCorasick.NONE) {
+                    emit(buf, begin, i + 1 - automaton.patternLength(p), out);
                     begin = consumed = i + 1;
-                    if (m.dest() == STOP) {
+                    int dest = destinations[state][p];
+                    if (dest == STOP) {
                         stopped = true;
                         buf.setLength(0);
-                        node = root;
+                        node = AhoCorasick.ROOT;
                         return true;
                     }
-                    state = m.dest();
-                    root = roots[state];
-                    n = root;
-                } else if (n == root) {
+                    state = dest;
+                    automaton = automata[state];
+                    n = AhoCorasick.ROOT;
+                } else if (n == AhoCorasick.ROOT) {
                     consumed = i + 1;
                 }
             }
@@ -209,13 +137,13 @@ final class TextRules {
                 emit(held, 0, held.length(), out);
             }
             held.setLength(0);
-            node = roots[state];
+            node = AhoCorasick.ROOT;
         }
 
         /** mlx-lm's {@code TextStateMachine.discard}: drops the held text and accepts nothing more. */
         void discard() {
             held.setLength(0);
-            node = roots[state];
+            node = AhoCorasick.ROOT;
             stopped = true;
         }
 
