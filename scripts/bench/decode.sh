@@ -11,16 +11,7 @@
 # (build/bench/models, idempotent), and the reactor up to perf (perf/target/lib holds the
 # runtime classpath). Needs JDK 25 (JAVA_HOME, else /usr/lib/jvm/temurin-25-jdk-amd64).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/temurin-25-jdk-amd64 ]]; then
-  export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
-if [[ -n "${JAVA_HOME:-}" ]]; then
-  export PATH="$JAVA_HOME/bin:$PATH"
-fi
-export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 
 scripts/build_shim.sh
 .venv/bin/python scripts/bench/make_bench_models.py --out build/bench/models

@@ -17,16 +17,7 @@
 # other round. Both are stopped on exit. ~4 minutes with the defaults on a 2-core CPU box (SmolLM2-135M
 # decodes at ~10 tok/s there, so requests are few: p99 over 8 requests per cell is their maximum).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/temurin-25-jdk-amd64 ]]; then
-  export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
-if [[ -n "${JAVA_HOME:-}" ]]; then
-  export PATH="$JAVA_HOME/bin:$PATH"
-fi
-export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 
 model="${MODEL:-models/smollm2-135m-instruct}"
 ours_port="${OURS_PORT:-18181}"

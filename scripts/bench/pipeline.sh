@@ -10,16 +10,7 @@
 # ~3 minutes with the defaults (8 benchmark/parameter combinations, 1 fork, 3x2 s warm-up, 5x2 s
 # measurement each). Needs JDK 25 (JAVA_HOME, else /usr/lib/jvm/temurin-25-jdk-amd64).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/temurin-25-jdk-amd64 ]]; then
-  export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
-if [[ -n "${JAVA_HOME:-}" ]]; then
-  export PATH="$JAVA_HOME/bin:$PATH"
-fi
-export MAVEN_OPTS="${MAVEN_OPTS:---sun-misc-unsafe-memory-access=allow}"
+source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 
 echo "[bench] building the reactor up to perf" >&2
 mvn -q -B -DskipTests package -pl perf -am

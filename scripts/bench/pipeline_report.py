@@ -30,6 +30,19 @@ def config_of(entry):
     return "/".join(parts)
 
 
+def table_head(out, columns):
+    """A Markdown table's header row and its separator (first column left-aligned, the rest right)."""
+    out.append("| " + " | ".join(columns) + " |")
+    out.append("|---|" + "---:|" * (len(columns) - 1))
+
+
+def rows_of(entries):
+    """(entry, primaryMetric, its scorePercentiles, config) for each JMH entry."""
+    for e in entries:
+        pm = e["primaryMetric"]
+        yield e, pm, pm.get("scorePercentiles"), config_of(e)
+
+
 def cpu_model():
     try:
         for line in open("/proc/cpuinfo"):
@@ -77,12 +90,9 @@ def main():
     if by.get("firstSpan"):
         out.append("**(a) submit → first span at the listener** (one request of one token at a time; JMH SampleTime, µs; "
                    "alloc = all threads, bytes per request):\n")
-        out.append("| wait mode / caller | p50 µs | p90 µs | p99 µs | p99.9 µs | mean µs | samples | alloc B/request | process CPU (cores) |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for e in by["firstSpan"]:
-            pm = e["primaryMetric"]
-            p = pm["scorePercentiles"]
-            c = config_of(e)
+        table_head(out, ["wait mode / caller", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "mean µs", "samples",
+                         "alloc B/request", "process CPU (cores)"])
+        for e, pm, p, c in rows_of(by["firstSpan"]):
             samples = int(sum(cnt for fork in pm.get("rawDataHistogram", []) for it in fork for _, cnt in it))
             out.append(f"| {c} | {p['50.0']/1e3:.1f} | {p['90.0']/1e3:.1f} | {p['99.0']/1e3:.1f} | {p['99.9']/1e3:.1f} | "
                        f"{pm['score']/1e3:.1f} | {samples} | {secondary(e, 'gc.alloc.rate.norm'):.0f} | "
@@ -92,8 +102,7 @@ def main():
                 "submit→listener"]
         configs = [config_of(e) for e in by["firstSpan"]]
         out.append("Split by hand-off (timestamps taken inside the stage doubles on each stage's thread; µs, p50 / p99):\n")
-        out.append("| hop | " + " | ".join(configs) + " |")
-        out.append("|---|" + "---:|" * len(configs))
+        table_head(out, ["hop"] + configs)
         for h in hops:
             cells = []
             for c in configs:
@@ -105,12 +114,9 @@ def main():
     if by.get("stream"):
         out.append(f"**(b) throughput, exec → listener with no work per token** (one session of 4096 tokens per op, "
                    "SampleTime normalized per token: percentiles are of per-session averages):\n")
-        out.append("| wait mode / window | ns/token p50 | ns/token p99 | ns/token mean | tokens/s (mean) | alloc B/token (gc.alloc.rate.norm) | process CPU (cores) |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|")
-        for e in by["stream"]:
-            pm = e["primaryMetric"]
-            p = pm["scorePercentiles"]
-            c = config_of(e)
+        table_head(out, ["wait mode / window", "ns/token p50", "ns/token p99", "ns/token mean", "tokens/s (mean)",
+                         "alloc B/token (gc.alloc.rate.norm)", "process CPU (cores)"])
+        for e, pm, p, c in rows_of(by["stream"]):
             out.append(f"| {c} | {p['50.0']:.0f} | {p['99.0']:.0f} | {pm['score']:.0f} | {1e9/pm['score']:,.0f} | "
                        f"{secondary(e, 'gc.alloc.rate.norm'):.3f} | {pr('stream', c, 'cpu', 'process cores'):.2f} |")
         out.append("")
@@ -118,11 +124,10 @@ def main():
     if by.get("paced"):
         out.append("**(b') per-token latency exec → listener, exec busy 1 ms per token** (a stand-in for the forward pass; "
                    "256 tokens per session; exec cost = JMH time per token − pace):\n")
-        out.append("| wait mode | exec→listener p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | samples | exec outside advance() p50 / p99 µs | JMH ns/token − pace | alloc B/token (gc.alloc.rate.norm) | process CPU (cores) |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for e in by["paced"]:
-            pm = e["primaryMetric"]
-            c = config_of(e)
+        table_head(out, ["wait mode", "exec→listener p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "samples",
+                         "exec outside advance() p50 / p99 µs", "JMH ns/token − pace",
+                         "alloc B/token (gc.alloc.rate.norm)", "process CPU (cores)"])
+        for e, pm, _, c in rows_of(by["paced"]):
             v = probe.get(("paced", c), {}).get(("latency", "exec→listener"))
             pace_ns = float(e["params"].get("paceUs", "0")) * 1e3
             lat = (f"{float(v[1]):.1f} | {float(v[2]):.1f} | {float(v[3]):.1f} | {float(v[4]):.1f} | {float(v[5]):.0f} | {v[0]}"

@@ -3,12 +3,7 @@
 # on one model:   scripts/bench/profile.sh MODEL_DIR [--prompt-tokens N] [--gen-tokens M] [--runs K]
 # Assumes scripts/bench/decode.sh (or the same build) has run once: shim, perf/target/lib.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-if [[ -z "${JAVA_HOME:-}" && -d /usr/lib/jvm/temurin-25-jdk-amd64 ]]; then
-  export JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64
-fi
-[[ -n "${JAVA_HOME:-}" ]] && export PATH="$JAVA_HOME/bin:$PATH"
+source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 model="$1"; shift
 echo "== ours"
 java @"$root/jvm.args" -Dmlxring.home="$root" -cp "perf/target/perf-0.1.0-SNAPSHOT.jar:perf/target/lib/*" \

@@ -21,65 +21,35 @@ only the graph building (the host-side overhead, Python here).
 """
 
 import argparse
-import json
 import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import mlx.core as mx
-
-import mlx_lm
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "oracle"))
+from common import versions, write_json  # noqa: E402  (scripts/oracle/common.py)
+
+# The whole sampler chain and the whole logits-processor chain (every argument set).
+SAMPLER_CHAIN = dict(
+    temp=0.7, top_p=0.9, min_p=0.05, top_k=40, xtc_probability=0.5, xtc_threshold=0.1, xtc_special_tokens=[198, 2]
+)
+PROCESSOR_CHAIN = dict(
+    logit_bias={9906: 2.0, 28: -100.0, 314: 1.5},
+    repetition_penalty=1.1, repetition_context_size=20,
+    presence_penalty=0.2, presence_context_size=20,
+    frequency_penalty=0.1, frequency_context_size=20,
+)
 CONFIGS = {
     "greedy": dict(sampler={}, processors={}),
     "temp": dict(sampler=dict(temp=0.7), processors={}),
     "temp_top_p": dict(sampler=dict(temp=0.7, top_p=0.9), processors={}),
-    "sampler_chain": dict(
-        sampler=dict(
-            temp=0.7,
-            top_p=0.9,
-            min_p=0.05,
-            top_k=40,
-            xtc_probability=0.5,
-            xtc_threshold=0.1,
-            xtc_special_tokens=[198, 2],
-        ),
-        processors={},
-    ),
-    "processors": dict(
-        sampler={},
-        processors=dict(
-            logit_bias={9906: 2.0, 28: -100.0, 314: 1.5},
-            repetition_penalty=1.1,
-            repetition_context_size=20,
-            presence_penalty=0.2,
-            presence_context_size=20,
-            frequency_penalty=0.1,
-            frequency_context_size=20,
-        ),
-    ),
-    "full_chain": dict(
-        sampler=dict(
-            temp=0.7,
-            top_p=0.9,
-            min_p=0.05,
-            top_k=40,
-            xtc_probability=0.5,
-            xtc_threshold=0.1,
-            xtc_special_tokens=[198, 2],
-        ),
-        processors=dict(
-            logit_bias={9906: 2.0, 28: -100.0, 314: 1.5},
-            repetition_penalty=1.1,
-            repetition_context_size=20,
-            presence_penalty=0.2,
-            presence_context_size=20,
-            frequency_penalty=0.1,
-            frequency_context_size=20,
-        ),
-    ),
+    "sampler_chain": dict(sampler=SAMPLER_CHAIN, processors={}),
+    "processors": dict(sampler={}, processors=PROCESSOR_CHAIN),
+    "full_chain": dict(sampler=SAMPLER_CHAIN, processors=PROCESSOR_CHAIN),
 }
 
 
@@ -137,19 +107,7 @@ def main(argv=None):
             "build_ns_per_token": build,
             "median_build_ns": statistics.median(build),
         }
-    doc = {
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
-        "vocab": args.vocab,
-        "dtype": args.dtype,
-        "configs": out,
-    }
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json({**versions(), "vocab": args.vocab, "dtype": args.dtype, "configs": out}, args.out, atomic=False)
 
 
 if __name__ == "__main__":

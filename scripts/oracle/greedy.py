@@ -41,19 +41,14 @@ logprobs0 is the logprobs vector generate_step yields with the first token
 (logits0 - logsumexp(logits0)).
 """
 
-import argparse
-import base64
-import json
-import sys
 import time
 from pathlib import Path
 
 import mlx.core as mx
-import numpy as np
-
-import mlx_lm
 from mlx_lm.generate import generate_step
 from mlx_lm.utils import load_model
+
+from common import encode_array, oracle_args, read_prompts, versions, write_json
 
 
 class RecordingModel:
@@ -95,26 +90,6 @@ def prefill_chunks(n_prompt, step):
         chunks.append(n)
         remaining -= n
     return chunks, remaining
-
-
-_UINT_VIEW = {2: mx.uint16, 4: mx.uint32, 8: mx.uint64, 1: mx.uint8}
-_NP_UINT = {2: "<u2", 4: "<u4", 8: "<u8", 1: "u1"}
-
-
-def dtype_name(dt):
-    s = str(dt)
-    return s[len("mlx.core."):] if s.startswith("mlx.core.") else s
-
-
-def encode_array(x):
-    mx.eval(x)
-    size = x.dtype.size
-    raw = np.array(x.view(_UINT_VIEW[size]), copy=True).astype(_NP_UINT[size], copy=False)
-    return {
-        "dtype": dtype_name(x.dtype),
-        "shape": list(x.shape),
-        "b64": base64.b64encode(raw.tobytes()).decode("ascii"),
-    }
 
 
 def run_prompt(model, prompt, max_tokens, step):
@@ -164,37 +139,21 @@ def run_prompt(model, prompt, max_tokens, step):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True)
-    ap.add_argument("--max-tokens", type=int, required=True)
-    ap.add_argument("--prefill-step-size", type=int, required=True)
+    ap = oracle_args(__doc__)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    with open(args.prompts) as f:
-        prompts = json.load(f)["prompts"]
+    prompts = read_prompts(args.prompts)
     model, _config = load_model(Path(args.model))
 
-    results = [
-        run_prompt(model, [int(t) for t in p], args.max_tokens, args.prefill_step_size)
-        for p in prompts
-    ]
-    doc = {
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
+    results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size) for p in prompts]
+    write_json({
+        **versions(),
         "model": args.model,
         "max_tokens": args.max_tokens,
         "prefill_step_size": args.prefill_step_size,
         "results": results,
-    }
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.out:
-        tmp = Path(args.out + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(args.out)
-    else:
-        sys.stdout.write(text)
+    }, args.out)
 
 
 if __name__ == "__main__":

@@ -25,25 +25,17 @@ A manifest.json describing all cells (not only the ones built) is (re)written
 to DIR on every run.
 """
 
-import argparse
-import contextlib
-import copy
-import json
-import shutil
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import mlx.core as mx
-import mlx.nn as nn
-from mlx.utils import tree_flatten, tree_map_with_path, tree_unflatten
+from mlx_lm.utils import load_model
 
-import mlx_lm
-from mlx_lm.utils import load_model, quantize_model, save_config, save_model
+from common import build_model_dir, model_args, models_to_build, seed_for, versions, write_json, write_marker
 
-MARKER = ".complete"
-# Bump when the recipe below changes so that stale directories get rebuilt.
+# Bump when the recipe below, or the one in common.py, changes so that stale directories get
+# rebuilt.
 RECIPE_VERSION = 1
 
 # ---------------------------------------------------------------------------
@@ -149,7 +141,6 @@ CELLS = {
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
-RESID_GAIN = 8.0
 
 
 def _features(family, config, quant):
@@ -204,102 +195,15 @@ def manifest_entry(name):
     }
 
 
-def seed_for(name):
-    return zlib.crc32(name.encode()) & 0x7FFFFFFF
-
-
 # ---------------------------------------------------------------------------
 # Building
 # ---------------------------------------------------------------------------
 
 
-def _model_classes(family):
-    if family == "llama":
-        from mlx_lm.models import llama as m
-    elif family == "qwen2":
-        from mlx_lm.models import qwen2 as m
-    elif family == "qwen3":
-        from mlx_lm.models import qwen3 as m
-    else:
-        raise ValueError(family)
-    return m.Model, m.ModelArgs
-
-
-def reinit(model, seed):
-    """Re-initialise every parameter deterministically (float32).
-
-    - RMSNorm weights (any *norm.weight): 1 + 0.1 * N(0,1)
-    - embeddings: N(0,1) * 0.5   (so hidden states are O(1) after the norm)
-    - linear weights: N(0,1) / sqrt(fan_in); the residual-writing projections
-      (o_proj, down_proj) get an extra gain of 4 so that the layers dominate
-      the token's own embedding in the residual stream -- otherwise tied
-      embeddings make greedy decoding echo the last token forever
-    - biases: N(0,1) * 0.2
-    """
-    key = mx.random.key(seed)
-    flat = tree_flatten(model.parameters())
-    keys = mx.random.split(key, len(flat))
-    new = []
-    for i, (path, p) in enumerate(sorted(flat, key=lambda kv: kv[0])):
-        noise = mx.random.normal(p.shape, dtype=mx.float32, key=keys[i])
-        if path.endswith("norm.weight"):
-            v = 1.0 + 0.1 * noise
-        elif path.endswith("embed_tokens.weight"):
-            v = 0.5 * noise
-        elif path.endswith(".bias"):
-            v = 0.2 * noise
-        elif path.endswith(("o_proj.weight", "down_proj.weight")):
-            v = RESID_GAIN * noise / (p.shape[-1] ** 0.5)
-        elif path.endswith(".weight") and p.ndim == 2:
-            v = noise / (p.shape[-1] ** 0.5)
-        else:
-            raise ValueError(f"unexpected parameter {path} {p.shape}")
-        new.append((path, v.astype(mx.float32)))
-    model.update(tree_unflatten(new))
-    mx.eval(model.parameters())
-
-
-def cast_like_convert(model, dtype):
-    """Same cast mlx_lm.convert applies for --dtype."""
-    cast_predicate = getattr(model, "cast_predicate", lambda _: True)
-
-    def set_dtype(k, v):
-        if cast_predicate(k) and mx.issubdtype(v.dtype, mx.floating):
-            return v.astype(dtype)
-        return v
-
-    model.update(tree_map_with_path(set_dtype, model.parameters()))
-    mx.eval(model.parameters())
-
-
 def build(name, out_dir: Path):
     family, dtype, config, quant = CELLS[name]
-    config = copy.deepcopy(config)
-    model_cls, args_cls = _model_classes(family)
-    seed = seed_for(name)
-    mx.random.seed(seed)
-    model = model_cls(args_cls.from_dict(config))
-    reinit(model, seed)
-
     target = mx.float32 if dtype == "f32" else mx.bfloat16
-    config["torch_dtype"] = "float32" if dtype == "f32" else "bfloat16"
-    cast_like_convert(model, target)
-
-    if quant is not None:
-        # Quantize exactly like `mlx_lm.convert -q --q-bits B --q-group-size G`
-        # (embeddings are quantized too: quantize_model's default predicate).
-        # (quantize_model prints an [INFO] line; keep stdout clean.)
-        with contextlib.redirect_stdout(sys.stderr):
-            model, config = quantize_model(
-                model, config, quant["group_size"], quant["bits"], mode="affine"
-            )
-
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    save_model(out_dir, model)
-    save_config(config, config_path=out_dir / "config.json")
-    return model
+    build_model_dir(out_dir, family, config, seed_for(name), target, quant)
 
 
 def check_generation(model_dir: Path, vocab, n=64):
@@ -313,66 +217,35 @@ def check_generation(model_dir: Path, vocab, n=64):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output directory")
-    ap.add_argument("--only", default=None, help="comma-separated model names (default: all)")
-    ap.add_argument("--force", action="store_true", help="rebuild even if complete")
+    ap = model_args(__doc__)
     ap.add_argument("--no-check", action="store_true", help="skip the 64-token non-degeneracy check")
     args = ap.parse_args(argv)
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    names = list(CELLS)
-    if args.only:
-        names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = [n for n in names if n not in CELLS]
-        if unknown:
-            ap.error(f"unknown model(s) {unknown}; known: {list(CELLS)}")
-
-    marker_body = {
-        "recipe_version": RECIPE_VERSION,
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
-    }
-    for name in names:
-        d = out / name
-        m = d / MARKER
-        if not args.force and m.exists():
-            try:
-                body = json.loads(m.read_text())
-            except Exception:
-                body = None
-            if body and body.get("recipe_version") == RECIPE_VERSION:
-                print(f"[skip] {name}: complete", file=sys.stderr)
-                continue
+    for name, d in models_to_build(ap, args, CELLS, RECIPE_VERSION):
         t0 = time.perf_counter()
         build(name, d)
         t1 = time.perf_counter()
-        info = dict(marker_body)
-        info["name"] = name
+        check = {}
         if not args.no_check:
             toks = check_generation(d, CELLS[name][2]["vocab_size"])
             distinct = len(set(toks))
             if distinct < 2:
                 raise SystemExit(f"{name}: degenerate greedy output {toks}")
-            info["check_distinct_tokens_64"] = distinct
-        m.write_text(json.dumps(info, indent=1) + "\n")
+            check["check_distinct_tokens_64"] = distinct
+        write_marker(d, RECIPE_VERSION, name, **check)
         print(
             f"[built] {name}: {t1 - t0:.2f}s build, {time.perf_counter() - t1:.2f}s check"
-            + (f", {info['check_distinct_tokens_64']} distinct of 64 greedy tokens" if not args.no_check else ""),
+            + (f", {check['check_distinct_tokens_64']} distinct of 64 greedy tokens" if not args.no_check else ""),
             file=sys.stderr,
         )
 
     manifest = {
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
+        **versions(),
         "recipe_version": RECIPE_VERSION,
         "quantized_from": QUANT_SOURCE_DTYPE,
         "models": [manifest_entry(n) for n in CELLS],
     }
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    tmp.replace(out / "manifest.json")
+    write_json(manifest, str(Path(args.out) / "manifest.json"))
 
 
 if __name__ == "__main__":

@@ -52,42 +52,16 @@ Raw bytes are the array's little-endian bytes exactly as MLX holds them (bf16 an
 f16 through a uint16 view, f32 through a uint32 view).
 """
 
-import argparse
-import base64
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import mlx.core as mx
-import numpy as np
-
-import mlx_lm
 from mlx_lm.generate import generate_step
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
-_UINT_VIEW = {2: mx.uint16, 4: mx.uint32, 8: mx.uint64, 1: mx.uint8}
-_NP_UINT = {2: "<u2", 4: "<u4", 8: "<u8", 1: "u1"}
-
-
-def dtype_name(dt):
-    s = str(dt)
-    return s[len("mlx.core."):] if s.startswith("mlx.core.") else s
-
-
-def raw_bytes(x):
-    mx.eval(x)
-    size = x.dtype.size
-    return np.array(x.view(_UINT_VIEW[size]), copy=True).astype(_NP_UINT[size], copy=False).tobytes()
-
-
-def encode_array(x):
-    return {
-        "dtype": dtype_name(x.dtype),
-        "shape": list(x.shape),
-        "b64": base64.b64encode(raw_bytes(x)).decode("ascii"),
-    }
+from common import encode_array, oracle_args, raw_bytes, read_prompts, versions, write_json
 
 
 def format_top_logprobs(logprobs, top_n):
@@ -142,11 +116,7 @@ def run_prompt(model, prompt, args, sampler, processors):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True)
-    ap.add_argument("--max-tokens", type=int, required=True)
-    ap.add_argument("--prefill-step-size", type=int, required=True)
+    ap = oracle_args(__doc__)
     ap.add_argument("--temp", type=float, default=0.0)
     ap.add_argument("--top-p", type=float, default=1.0)
     ap.add_argument("--min-p", type=float, default=0.0)
@@ -168,8 +138,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
-    with open(args.prompts) as f:
-        prompts = json.load(f)["prompts"]
+    prompts = read_prompts(args.prompts)
     # Building the model draws random initial weights from the global key; count the draws
     # (mlx_lm.generate seeds before loading, so its sampling starts that many splits later).
     mx.random.seed(0)
@@ -206,26 +175,18 @@ def main(argv=None):
     for p in prompts:
         if args.seed is not None and args.seed_mode == "per-prompt":
             mx.random.seed(args.seed)
-        results.append(run_prompt(model, [int(t) for t in p], args, sampler, processors))
+        results.append(run_prompt(model, p, args, sampler, processors))
 
     settings = {k: v for k, v in vars(args).items() if k not in ("model", "prompts", "out")}
-    doc = {
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
+    write_json({
+        **versions(),
         "model": args.model,
         "max_tokens": args.max_tokens,
         "prefill_step_size": args.prefill_step_size,
         "settings": settings,
         "load_model_random_draws": load_draws,
         "results": results,
-    }
-    text = json.dumps(doc, indent=1) + "\n"
-    if args.out:
-        tmp = Path(args.out + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(args.out)
-    else:
-        sys.stdout.write(text)
+    }, args.out)
 
 
 if __name__ == "__main__":
