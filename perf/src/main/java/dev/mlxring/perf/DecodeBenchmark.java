@@ -72,17 +72,7 @@ public final class DecodeBenchmark {
     private DecodeBenchmark() {}
 
     public static void main(String[] argv) throws Exception {
-        Options o;
-        try {
-            o = parse(argv);
-        } catch (IllegalArgumentException e) {
-            System.err.println("error: " + e.getMessage());
-            System.err.println("usage: DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens N] [--gen-tokens M]"
-                    + " [--runs K] [--warmup W] [--seed S] [--prefill-step-size P] [--out FILE.md] [--command TEXT]"
-                    + " [--quiet-cores C] [--max-quiet-wait-s S]");
-            System.exit(64);
-            return;
-        }
+        Options o = Flags.parseOrExit(argv, DecodeBenchmark::parse, USAGE);
         Instant started = Instant.now();
         long t0 = System.nanoTime();
         List<ModelResult> results = new ArrayList<>();
@@ -563,6 +553,10 @@ public final class DecodeBenchmark {
 
     // ---- arguments ----------------------------------------------------------------
 
+    static final String USAGE = "DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens N] [--gen-tokens M]"
+            + " [--runs K] [--warmup W] [--seed S] [--prefill-step-size P] [--out FILE.md] [--command TEXT]"
+            + " [--quiet-cores C] [--max-quiet-wait-s S]";
+
     static Options parse(String[] argv) {
         List<Path> models = new ArrayList<>();
         int promptTokens = 128;
@@ -575,25 +569,21 @@ public final class DecodeBenchmark {
         String command = null;
         double quietCores = 0.15;
         int maxQuietWaitS = 60;
-        for (int i = 0; i < argv.length; i++) {
-            String a = argv[i];
-            if (i + 1 >= argv.length) {
-                throw new IllegalArgumentException(a + " needs a value");
-            }
-            String v = argv[++i];
-            switch (a) {
-                case "--model" -> models.add(Path.of(v));
-                case "--prompt-tokens" -> promptTokens = positive(a, v);
-                case "--gen-tokens" -> genTokens = positive(a, v);
-                case "--runs" -> runs = positive(a, v);
-                case "--warmup" -> warmup = Integer.parseInt(v);
-                case "--seed" -> seed = Long.parseLong(v);
-                case "--prefill-step-size" -> prefill = positive(a, v);
-                case "--out" -> out = Path.of(v);
-                case "--command" -> command = v;
-                case "--quiet-cores" -> quietCores = Double.parseDouble(v);
-                case "--max-quiet-wait-s" -> maxQuietWaitS = Integer.parseInt(v);
-                default -> throw new IllegalArgumentException("unknown option " + a);
+        Flags f = new Flags(argv);
+        while (f.next()) {
+            switch (f.flag()) {
+                case "--model" -> models.add(Path.of(f.value()));
+                case "--prompt-tokens" -> promptTokens = f.positive();
+                case "--gen-tokens" -> genTokens = f.positive();
+                case "--runs" -> runs = f.positive();
+                case "--warmup" -> warmup = f.integer();
+                case "--seed" -> seed = Long.parseLong(f.value());
+                case "--prefill-step-size" -> prefill = f.positive();
+                case "--out" -> out = Path.of(f.value());
+                case "--command" -> command = f.value();
+                case "--quiet-cores" -> quietCores = Double.parseDouble(f.value());
+                case "--max-quiet-wait-s" -> maxQuietWaitS = f.integer();
+                default -> throw f.unknown();
             }
         }
         if (models.isEmpty()) {
@@ -612,13 +602,5 @@ public final class DecodeBenchmark {
         }
         return new Options(List.copyOf(models), promptTokens, genTokens, runs, warmup, seed, prefill, out, command,
                 quietCores, maxQuietWaitS);
-    }
-
-    private static int positive(String name, String v) {
-        int n = Integer.parseInt(v);
-        if (n < 1) {
-            throw new IllegalArgumentException(name + " must be >= 1, got " + v);
-        }
-        return n;
     }
 }

@@ -1,8 +1,12 @@
 package dev.mlxring.perf;
 
+import dev.mlxring.exec.generate.DecodeTiming;
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -12,9 +16,9 @@ import java.util.Locale;
 
 /**
  * Where a decode token's time goes on our side; {@code scripts/bench/mlxlm_profile.py} is the
- * same harness over mlx-lm. It replays the engine's decode loop ({@code GenerationRun}) with public
- * API calls (same graph, same async_eval pipelining, clear_cache every 256 tokens) and times its
- * parts:
+ * same harness over mlx-lm. It runs the engine's decode loop itself ({@code GenerationRun}, greedy:
+ * same graph, same async_eval pipelining, clear_cache every 256 tokens) and times its parts through
+ * the run's profiling hook ({@link DecodeTiming}):
  *
  * <ul>
  *   <li>{@code build}: building one step's graph on the host (model forward, last-position slice,
@@ -36,182 +40,42 @@ import java.util.Locale;
 public final class DecodeProfile {
     private DecodeProfile() {}
 
-    private record Step(MlxArray y, MlxArray logprobs) implements AutoCloseable {
-        @Override
-        public void close() {
-            y.close();
-            logprobs.close();
-        }
-    }
-
-    private static int arraysPerStep;
-
-    /** The engine's {@code step} ({@code generate_step._step}) without the logits capture. */
-    private static Step step(LanguageModel model, MlxArray inputTokens, KvCache[] cache) {
-        try (ArrayScope scope = ArrayScope.open()) {
-            MlxArray logits = model.forward(Mlx.expandDims(inputTokens, 0), cache);
-            int length = logits.dim(1);
-            int vocab = logits.dim(2);
-            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
-                    new int[] {1, 1, 1}), 1);
-            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, true));
-            MlxArray sampled = Mlx.argmax(logprobs, -1, false);
-            arraysPerStep = scope.ownedCount();
-            return new Step(sampled.detach(), Mlx.squeeze(logprobs, 0).detach());
-        }
-    }
-
-    private static KvCache[] prefill(LanguageModel model, int[] prompt) {
-        KvCache[] cache = model.newCache();
-        int n = prompt.length - 1;
-        if (n > 0) {
-            try (ArrayScope scope = ArrayScope.open()) {
-                model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOfRange(prompt, 0, n), n), 0), cache);
-                MlxArray[] state = new MlxArray[cache.length * 2];
-                for (int i = 0; i < cache.length; i++) {
-                    MlxArray[] kv = cache[i].state();
-                    state[2 * i] = kv[0];
-                    state[2 * i + 1] = kv[1];
-                }
-                Mlx.eval(state);
-            }
-            Mlx.clearCache();
-        }
-        return cache;
-    }
-
     /**
-     * Prefill of {@code prompt[:-1]} as the engine does it (the cache state is evaluated while the
-     * forward pass's scope, i.e. the Java handles of every intermediate, is still open) or with the
-     * scope closed first (only the cache buffers are referenced when MLX evaluates, as in Python
-     * where the forward's locals are gone by then). Returns {seconds, peak bytes}.
+     * Prefill of {@code prompt[:-1]} in one chunk as the engine does it ({@code GenerationRun}: the
+     * forward pass's scope, i.e. the Java handles of every intermediate, is closed before the cache
+     * state is evaluated, as in Python where the forward's locals are gone by then) or with the
+     * cache state evaluated while that scope is still open. Both end with clear_cache, as the
+     * engine's chunk does. Returns {seconds, peak bytes}.
      */
     private static double[] prefillMemory(LanguageModel model, int[] prompt, boolean closeScopeFirst) {
         Mlx.synchronize();
         Mlx.clearCache();
-        Mlx.resetPeakMemory();
-        KvCache[] cache = model.newCache();
         int n = prompt.length - 1;
-        long t0 = System.nanoTime();
-        MlxArray[] state = new MlxArray[cache.length * 2];
-        try (ArrayScope scope = ArrayScope.open()) {
-            model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOfRange(prompt, 0, n), n), 0), cache);
-            for (int i = 0; i < cache.length; i++) {
-                MlxArray[] kv = cache[i].state();
-                state[2 * i] = kv[0];
-                state[2 * i + 1] = kv[1];
-            }
-            if (!closeScopeFirst) {
-                Mlx.eval(state);
-            }
-        }
+        double s;
         if (closeScopeFirst) {
-            Mlx.eval(state);
+            GenerationOptions oneChunk = new GenerationOptions(1, Math.max(1, n), new int[0], false);
+            try (GenerationRun run = new GenerationRun(model, prompt, oneChunk, SamplingParams.GREEDY, null)) {
+                long t0 = System.nanoTime(); // after the run's resetPeakMemory
+                run.advance(); // the prefill chunk
+                s = (System.nanoTime() - t0) / 1e9;
+            }
+        } else {
+            Mlx.resetPeakMemory();
+            KvCache[] cache = model.newCache();
+            long t0 = System.nanoTime();
+            try (ArrayScope scope = ArrayScope.open()) {
+                model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOfRange(prompt, 0, n), n), 0), cache);
+                Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
+            }
+            Mlx.clearCache();
+            s = (System.nanoTime() - t0) / 1e9;
+            for (KvCache c : cache) {
+                c.close();
+            }
         }
-        double s = (System.nanoTime() - t0) / 1e9;
         long peak = Mlx.memory().peakBytes();
-        for (KvCache c : cache) {
-            c.close();
-        }
         Mlx.clearCache();
         return new double[] {s, peak};
-    }
-
-    /** Pipelined decode exactly like the engine; returns {build, async, wait, total} ns per token. */
-    private static double[] pipelined(LanguageModel model, int[] prompt, int maxTokens, int[] tokensOut) {
-        KvCache[] cache = prefill(model, prompt);
-        long build = 0;
-        long async = 0;
-        long wait = 0;
-        long first = 0;
-        long last = 0;
-        Step current;
-        Step next = null;
-        try (ArrayScope scope = ArrayScope.open()) {
-            current = step(model, Mlx.fromInts(new int[] {prompt[prompt.length - 1]}, 1), cache);
-        }
-        Mlx.asyncEval(current.y(), current.logprobs());
-        try {
-            for (int n = 0; ; n++) {
-                if (n != maxTokens) {
-                    long t0 = System.nanoTime();
-                    next = step(model, current.y(), cache);
-                    long t1 = System.nanoTime();
-                    Mlx.asyncEval(next.y(), next.logprobs());
-                    long t2 = System.nanoTime();
-                    if (n > 0) {
-                        build += t1 - t0;
-                        async += t2 - t1;
-                    }
-                }
-                if (n == 0) {
-                    Mlx.eval(current.y());
-                }
-                if (n == maxTokens) {
-                    break;
-                }
-                long t3 = System.nanoTime();
-                int token = current.y().itemInt();
-                long t4 = System.nanoTime();
-                if (n == 0) {
-                    first = t4;
-                } else {
-                    wait += t4 - t3;
-                }
-                tokensOut[n] = token;
-                last = t4;
-                if (n % 256 == 0) {
-                    Mlx.clearCache();
-                }
-                current.close();
-                current = next;
-                next = null;
-            }
-        } finally {
-            current.close();
-            if (next != null) {
-                next.close();
-            }
-            for (KvCache c : cache) {
-                c.close();
-            }
-            Mlx.synchronize();
-        }
-        int k = maxTokens - 1;
-        return new double[] {build / (double) k, async / (double) k, wait / (double) k, (last - first) / (double) k};
-    }
-
-    /** Build then eval synchronously, per token: {build, compute} ns. */
-    private static double[] synchronous(LanguageModel model, int[] prompt, int maxTokens) {
-        KvCache[] cache = prefill(model, prompt);
-        long build = 0;
-        long compute = 0;
-        Step current;
-        try (ArrayScope scope = ArrayScope.open()) {
-            current = step(model, Mlx.fromInts(new int[] {prompt[prompt.length - 1]}, 1), cache);
-        }
-        Mlx.eval(current.y(), current.logprobs());
-        try {
-            for (int n = 1; n < maxTokens; n++) {
-                long t0 = System.nanoTime();
-                Step next = step(model, current.y(), cache);
-                long t1 = System.nanoTime();
-                Mlx.eval(next.y(), next.logprobs());
-                next.y().itemInt();
-                long t2 = System.nanoTime();
-                build += t1 - t0;
-                compute += t2 - t1;
-                current.close();
-                current = next;
-            }
-        } finally {
-            current.close();
-            for (KvCache c : cache) {
-                c.close();
-            }
-        }
-        int k = maxTokens - 1;
-        return new double[] {build / (double) k, compute / (double) k};
     }
 
     /** ns per {@code add} of two scalars, graph only, freed by the scope. */
@@ -238,20 +102,8 @@ public final class DecodeProfile {
      * profiled in isolation ({@code --build-loop-s}).
      */
     private static double buildLoop(LanguageModel model, double seconds) {
-        long end = System.nanoTime() + (long) (seconds * 1e9);
-        long t0 = System.nanoTime();
-        int n = 0;
-        do {
-            KvCache[] cache = model.newCache();
-            try (ArrayScope scope = ArrayScope.open()) {
-                step(model, Mlx.fromInts(new int[] {1}, 1), cache).close();
-            }
-            for (KvCache c : cache) {
-                c.close();
-            }
-            n++;
-        } while (System.nanoTime() < end);
-        return (System.nanoTime() - t0) / 1e6 / n;
+        long[] stepsAndNs = DecodeTiming.buildOnly(model, seconds);
+        return stepsAndNs[1] / 1e6 / stepsAndNs[0];
     }
 
     /** ns per {@code itemInt()} of an already evaluated 1-element int32 array ({@code .item()}). */
@@ -279,15 +131,16 @@ public final class DecodeProfile {
         int runs = 3;
         long seed = 42;
         double buildLoopS = 0;
-        for (int i = 0; i + 1 < argv.length; i += 2) {
-            switch (argv[i]) {
-                case "--model" -> dir = Path.of(argv[i + 1]);
-                case "--prompt-tokens" -> promptTokens = Integer.parseInt(argv[i + 1]);
-                case "--gen-tokens" -> genTokens = Integer.parseInt(argv[i + 1]);
-                case "--runs" -> runs = Integer.parseInt(argv[i + 1]);
-                case "--seed" -> seed = Long.parseLong(argv[i + 1]);
-                case "--build-loop-s" -> buildLoopS = Double.parseDouble(argv[i + 1]);
-                default -> throw new IllegalArgumentException("unknown option " + argv[i]);
+        Flags f = new Flags(argv);
+        while (f.next()) {
+            switch (f.flag()) {
+                case "--model" -> dir = Path.of(f.value());
+                case "--prompt-tokens" -> promptTokens = f.integer();
+                case "--gen-tokens" -> genTokens = f.integer();
+                case "--runs" -> runs = f.integer();
+                case "--seed" -> seed = Long.parseLong(f.value());
+                case "--build-loop-s" -> buildLoopS = Double.parseDouble(f.value());
+                default -> throw f.unknown();
             }
         }
         if (dir == null) {
@@ -310,25 +163,26 @@ public final class DecodeProfile {
                 return;
             }
             int[] prompt = DecodeBenchmark.splitmix64Prompt(seed, promptTokens, model.vocabSize());
-            int[] tokens = new int[genTokens];
-            pipelined(model, prompt, genTokens, tokens); // warm-up (JIT)
-            synchronous(model, prompt, genTokens);
+            int[] tokens = DecodeTiming.pipelined(model, prompt, genTokens).tokens(); // warm-up (JIT)
+            DecodeTiming.synchronous(model, prompt, genTokens);
             for (int r = 0; r < runs; r++) {
-                double[] p = pipelined(model, prompt, genTokens, tokens);
-                double[] s = synchronous(model, prompt, genTokens);
+                DecodeTiming.Pipelined p = DecodeTiming.pipelined(model, prompt, genTokens);
+                DecodeTiming.Synchronous s = DecodeTiming.synchronous(model, prompt, genTokens);
+                tokens = p.tokens();
                 System.out.printf(Locale.ROOT,
                         "%s run %d: pipelined per token: build %.2f ms, async_eval %.2f ms, wait %.2f ms, total %.2f ms"
                                 + " (%.2f tok/s) | sync per token: build %.2f ms, compute %.2f ms | %d arrays/step%n",
-                        dir.getFileName(), r + 1, p[0] / 1e6, p[1] / 1e6, p[2] / 1e6, p[3] / 1e6, 1e9 / p[3],
-                        s[0] / 1e6, s[1] / 1e6, arraysPerStep);
+                        dir.getFileName(), r + 1, p.buildNs() / 1e6, p.asyncNs() / 1e6, p.waitNs() / 1e6,
+                        p.totalNs() / 1e6, 1e9 / p.totalNs(), s.buildNs() / 1e6, s.computeNs() / 1e6, s.arrays());
             }
             long weights = Mlx.memory().activeBytes();
             for (int r = 0; r < 2; r++) {
                 double[] open = prefillMemory(model, prompt, false);
                 double[] closed = prefillMemory(model, prompt, true);
                 System.out.printf(Locale.ROOT,
-                        "prefill %d tokens: eval inside the forward scope (as GenerationRun does today) %.3f s, peak %.1f MB;"
-                                + " scope closed before eval %.3f s, peak %.1f MB (active before: %.1f MB)%n",
+                        "prefill %d tokens: eval inside the forward scope (the old GenerationRun) %.3f s, peak %.1f MB;"
+                                + " scope closed before eval (GenerationRun since 6752b7a) %.3f s, peak %.1f MB"
+                                + " (active before: %.1f MB)%n",
                         prompt.length - 1, open[0], open[1] / 1e6, closed[0], closed[1] / 1e6, weights / 1e6);
             }
             System.out.println("tokens " + Arrays.toString(Arrays.copyOf(tokens, Math.min(8, tokens.length))));

@@ -102,17 +102,7 @@ public final class LoadHarness {
     private LoadHarness() {}
 
     public static void main(String[] argv) throws Exception {
-        Options o;
-        try {
-            o = parse(argv);
-        } catch (IllegalArgumentException e) {
-            System.err.println("error: " + e.getMessage());
-            System.err.println("usage: LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4]"
-                    + " [--requests 16] [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300]"
-                    + " [--out FILE.md] [--raw FILE.tsv] [--command TEXT]");
-            System.exit(64);
-            return;
-        }
+        Options o = Flags.parseOrExit(argv, LoadHarness::parse, USAGE);
         Instant started = Instant.now();
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(10)).build();
@@ -447,6 +437,10 @@ public final class LoadHarness {
 
     // ---------------------------------------------------------------------------------- options
 
+    static final String USAGE = "LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4]"
+            + " [--requests 16] [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300]"
+            + " [--out FILE.md] [--raw FILE.tsv] [--command TEXT]";
+
     static Options parse(String[] argv) {
         List<Target> targets = new ArrayList<>();
         int[] concurrency = {1, 4};
@@ -458,25 +452,21 @@ public final class LoadHarness {
         Path out = null;
         Path raw = null;
         String command = "LoadHarness " + String.join(" ", argv);
-        for (int i = 0; i < argv.length; i++) {
-            String a = argv[i];
-            if (i + 1 >= argv.length) {
-                throw new IllegalArgumentException(a + " needs a value");
-            }
-            String v = argv[++i];
-            switch (a) {
-                case "--target" -> targets.add(target(v));
-                case "--concurrency" -> concurrency = Arrays.stream(v.split(",")).map(String::strip)
-                        .mapToInt(s -> positive(a, s)).toArray();
-                case "--requests" -> requests = positive(a, v);
-                case "--max-tokens" -> maxTokens = positive(a, v);
-                case "--rounds" -> rounds = positive(a, v);
-                case "--warmup" -> warmup = nonNegative(a, v);
-                case "--timeout-s" -> timeoutS = positive(a, v);
-                case "--out" -> out = Path.of(v);
-                case "--raw" -> raw = Path.of(v);
-                case "--command" -> command = v;
-                default -> throw new IllegalArgumentException("unknown option " + a);
+        Flags f = new Flags(argv);
+        while (f.next()) {
+            switch (f.flag()) {
+                case "--target" -> targets.add(target(f.value()));
+                case "--concurrency" -> concurrency = Arrays.stream(f.value().split(",")).map(String::strip)
+                        .mapToInt(s -> Flags.positive("--concurrency", s)).toArray();
+                case "--requests" -> requests = f.positive();
+                case "--max-tokens" -> maxTokens = f.positive();
+                case "--rounds" -> rounds = f.positive();
+                case "--warmup" -> warmup = f.nonNegative();
+                case "--timeout-s" -> timeoutS = f.positive();
+                case "--out" -> out = Path.of(f.value());
+                case "--raw" -> raw = Path.of(f.value());
+                case "--command" -> command = f.value();
+                default -> throw f.unknown();
             }
         }
         if (targets.isEmpty()) {
@@ -500,26 +490,6 @@ public final class LoadHarness {
             throw new IllegalArgumentException("--target URL must be http on loopback (127.0.0.1), got " + base);
         }
         return new Target(v.substring(0, eq), base);
-    }
-
-    private static int positive(String flag, String v) {
-        int n = nonNegative(flag, v);
-        if (n < 1) {
-            throw new IllegalArgumentException(flag + " must be >= 1, got " + v);
-        }
-        return n;
-    }
-
-    private static int nonNegative(String flag, String v) {
-        try {
-            int n = Integer.parseInt(v);
-            if (n < 0) {
-                throw new IllegalArgumentException(flag + " must be >= 0, got " + v);
-            }
-            return n;
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(flag + " must be an integer, got " + v);
-        }
     }
 
     private static void log(String fmt, Object... args) {

@@ -33,6 +33,25 @@ public final class GenerationRun implements AutoCloseable {
         FINISHED
     }
 
+    /**
+     * Profiling hook, package-private: {@link DecodeTiming} (used by perf's DecodeProfile) times the
+     * parts of the decode loop with it. The engine never installs one, and without one the run
+     * does exactly what it does.
+     */
+    interface Probe {
+        /** A step's graph is about to be built. */
+        void stepStarted();
+
+        /** The step's graph is built: {@code arrays} handles in its scope, just before it closes. */
+        void stepBuilt(int arrays);
+
+        /** Submits the built step in place of the engine's {@code async_eval(y, logprobs)}. */
+        void submit(MlxArray y, MlxArray logprobs);
+
+        /** The current step's token was read ({@code item()} returned). */
+        void tokenRead();
+    }
+
     private static final ThreadLocal<Boolean> STREAM_READY = ThreadLocal.withInitial(() -> false);
 
     /** One {@code _step}: the sampled token, the step's logprobs and (when captured) raw logits. */
@@ -71,6 +90,7 @@ public final class GenerationRun implements AutoCloseable {
     private byte[] firstLogits;
     private byte[] firstLogprobs;
     private String logitsDtype;
+    private Probe probe;
 
     /**
      * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
@@ -107,6 +127,11 @@ public final class GenerationRun implements AutoCloseable {
         }
         this.cache = c;
         Mlx.resetPeakMemory();
+    }
+
+    /** Installs a profiling hook, before the first {@link #advance()}. */
+    void probe(Probe probe) {
+        this.probe = probe;
     }
 
     /** Runs one safe work unit. After {@link Event#FINISHED} it keeps answering FINISHED. */
@@ -156,7 +181,7 @@ public final class GenerationRun implements AutoCloseable {
             current = step(Mlx.fromInts(Arrays.copyOfRange(prompt, processed, prompt.length), tail),
                     options.captureFirstStep(), tail);
         }
-        Mlx.asyncEval(current.y(), current.logprobs());
+        submit(current);
         decoding = true;
     }
 
@@ -172,7 +197,7 @@ public final class GenerationRun implements AutoCloseable {
         }
         if (n != options.maxTokens()) {
             next = step(current.y(), false, 1);
-            Mlx.asyncEval(next.y(), next.logprobs());
+            submit(next);
         }
         if (n == 0) {
             Mlx.eval(current.y());
@@ -181,6 +206,9 @@ public final class GenerationRun implements AutoCloseable {
             return finish("length");
         }
         int t = current.y().itemInt();
+        if (probe != null) {
+            probe.tokenRead();
+        }
         if (n == 0) {
             firstTokenNs = System.nanoTime();
             if (options.captureFirstStep()) {
@@ -200,6 +228,9 @@ public final class GenerationRun implements AutoCloseable {
     }
 
     private Step step(MlxArray inputTokens, boolean keepLogits, int inputLength) {
+        if (probe != null) {
+            probe.stepStarted();
+        }
         try (ArrayScope scope = ArrayScope.open()) {
             MlxArray logits = model.forward(Mlx.expandDims(inputTokens, 0), cache);
             int length = logits.dim(1);
@@ -212,8 +243,20 @@ public final class GenerationRun implements AutoCloseable {
             }
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, true));
             MlxArray sampled = activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
+            if (probe != null) {
+                probe.stepBuilt(scope.ownedCount());
+            }
             return new Step(sampled.detach(), Mlx.squeeze(logprobs, 0).detach(),
                     keepLogits ? Mlx.squeeze(raw, 0).detach() : null);
+        }
+    }
+
+    /** generate_step's {@code async_eval} of a built step (or the probe's stand-in for it). */
+    private void submit(Step s) {
+        if (probe == null) {
+            Mlx.asyncEval(s.y(), s.logprobs());
+        } else {
+            probe.submit(s.y(), s.logprobs());
         }
     }
 

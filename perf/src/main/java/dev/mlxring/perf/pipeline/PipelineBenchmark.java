@@ -68,12 +68,35 @@ public class PipelineBenchmark {
     public static final int STREAM_TOKENS = 4096;
     public static final int PACED_TOKENS = 256;
 
-    /** One request of one token at a time; records the per-stage stamps of each. */
+    /**
+     * What every benchmark's state holds: an {@link Engine} over {@link TrivialStages} per
+     * {@link WaitMode}, the one request it serves, the listener, and the {@link Probe}, which
+     * reports its rows at the end of the trial before the engine closes.
+     */
     @State(Scope.Benchmark)
-    public static class FirstSpanState implements GenerationListener {
+    public abstract static class EngineState implements GenerationListener {
         @Param({"BLOCKING", "YIELDING"})
         public WaitMode waitMode;
 
+        Engine engine;
+        final GenerationRequest request = TrivialStages.request();
+        Probe probe;
+
+        @Override
+        public void onComplete(Session session, Outcome outcome) {}
+
+        /** What the probe counts ({@code requests}, {@code tokens}) and its latency rows. */
+        abstract void report();
+
+        @TearDown(Level.Trial)
+        public void stop() {
+            report(); // before close: the stage threads' counters die with them
+            engine.close();
+        }
+    }
+
+    /** One request of one token at a time; records the per-stage stamps of each. */
+    public static class FirstSpanState extends EngineState {
         /** How the caller waits for the first span: parked (unparked by the listener) or yield-spinning. */
         @Param({"park", "yield"})
         public String waiter;
@@ -81,14 +104,11 @@ public class PipelineBenchmark {
         @Param({"2"})
         public int prepShards;
 
-        Engine engine;
-        final GenerationRequest request = TrivialStages.request();
         final Stamps stamps = new Stamps();
         volatile Thread caller;
         boolean park;
         final Samples[] hops = new Samples[Stamps.COUNT];
         final Samples total = new Samples(1 << 20);
-        Probe probe;
         Session current;
         volatile boolean firstSeen;
 
@@ -148,17 +168,13 @@ public class PipelineBenchmark {
         }
 
         @Override
-        public void onComplete(Session session, Outcome outcome) {}
-
-        @TearDown(Level.Trial)
-        public void stop() {
+        void report() {
             Map<String, Samples> rows = new LinkedHashMap<>();
             for (int i = 1; i < Stamps.COUNT; i++) {
                 rows.put(Stamps.NAMES[i - 1] + "→" + Stamps.NAMES[i], hops[i]);
             }
             rows.put("submit→listener", total);
-            probe.report("requests", rows); // before close: the stage threads' counters die with them
-            engine.close();
+            probe.report("requests", rows);
         }
     }
 
@@ -181,17 +197,10 @@ public class PipelineBenchmark {
     }
 
     /** Sessions of {@value #STREAM_TOKENS} tokens with no work between them. */
-    @State(Scope.Benchmark)
-    public static class StreamState implements GenerationListener {
-        @Param({"BLOCKING", "YIELDING"})
-        public WaitMode waitMode;
-
+    public static class StreamState extends EngineState {
         @Param({"default", "unbounded"})
         public String window;
 
-        Engine engine;
-        final GenerationRequest request = TrivialStages.request();
-        Probe probe;
         long chars;
 
         @Setup(Level.Trial)
@@ -221,12 +230,8 @@ public class PipelineBenchmark {
         }
 
         @Override
-        public void onComplete(Session session, Outcome outcome) {}
-
-        @TearDown(Level.Trial)
-        public void stop() {
+        void report() {
             probe.report("tokens", Map.of());
-            engine.close();
         }
     }
 
@@ -237,21 +242,14 @@ public class PipelineBenchmark {
     }
 
     /** Sessions of {@value #PACED_TOKENS} tokens, each after a busy pause on the exec thread. */
-    @State(Scope.Benchmark)
-    public static class PacedState implements GenerationListener {
-        @Param({"BLOCKING", "YIELDING"})
-        public WaitMode waitMode;
-
+    public static class PacedState extends EngineState {
         @Param({"1000"})
         public long paceUs;
 
-        Engine engine;
-        final GenerationRequest request = TrivialStages.request();
         final long[] tokenStamps = new long[4096];
         final Samples latency = new Samples(1 << 20);
         /** Written by the exec thread only while a session runs; reset between iterations. */
         final Samples execGaps = new Samples(1 << 20);
-        Probe probe;
 
         @Setup(Level.Trial)
         public void start() {
@@ -275,15 +273,11 @@ public class PipelineBenchmark {
         }
 
         @Override
-        public void onComplete(Session session, Outcome outcome) {}
-
-        @TearDown(Level.Trial)
-        public void stop() {
+        void report() {
             Map<String, Samples> rows = new LinkedHashMap<>();
             rows.put("exec→listener", latency);
             rows.put("exec outside advance", execGaps);
             probe.report("tokens", rows);
-            engine.close();
         }
     }
 
