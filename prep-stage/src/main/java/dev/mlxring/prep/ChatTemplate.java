@@ -344,11 +344,11 @@ public final class ChatTemplate {
             }
         }
         Object tools = plainData(extra.get("tools"), "tools");
-        String template = select(tools != PyJinjava.PyNone.INSTANCE);
+        String template = select(tools != PyNone.INSTANCE);
 
         Map<String, Object> vars = new LinkedHashMap<>();
-        vars.put("none", PyJinjava.PyNone.INSTANCE); // Jinja2's none/None literals
-        vars.put("None", PyJinjava.PyNone.INSTANCE);
+        vars.put("none", PyNone.INSTANCE); // Jinja2's none/None literals
+        vars.put("None", PyNone.INSTANCE);
         vars.putAll(specialTokens);
         extra.forEach((k, v) -> vars.put(k, plainData(v, k)));
         vars.put("messages", normaliseMessages(messages));
@@ -441,11 +441,11 @@ public final class ChatTemplate {
 
     /**
      * Deep copy to JSON-like data: String, Number, Boolean, List, Map with String keys; null becomes
-     * Python's None ({@link PyJinjava.PyNone}), which templates can tell from an undefined value.
+     * Python's None ({@link PyNone}), which templates can tell from an undefined value.
      */
     private static Object plainData(Object v, String where) {
         if (v == null) {
-            return PyJinjava.PyNone.INSTANCE;
+            return PyNone.INSTANCE;
         }
         if (v instanceof String || v instanceof Number || v instanceof Boolean) {
             return v;

@@ -381,25 +381,23 @@ final class PyStrings {
 
     /** {@code str.islower()} / {@code isupper()}: at least one cased char, none of the other case. */
     static boolean isLower(String s) {
-        boolean cased = false;
-        for (int cp : s.codePoints().toArray()) {
-            if (Character.isUpperCase(cp) || Character.isTitleCase(cp)) {
-                return false;
-            }
-            cased |= Character.isLowerCase(cp);
-        }
-        return cased;
+        return isCase(s, Character::isLowerCase, Character::isUpperCase);
     }
 
     static boolean isUpper(String s) {
-        boolean cased = false;
+        return isCase(s, Character::isUpperCase, Character::isLowerCase);
+    }
+
+    /** At least one code point that is {@code cased}, and none that is {@code other} or titlecase. */
+    private static boolean isCase(String s, java.util.function.IntPredicate cased, java.util.function.IntPredicate other) {
+        boolean any = false;
         for (int cp : s.codePoints().toArray()) {
-            if (Character.isLowerCase(cp) || Character.isTitleCase(cp)) {
+            if (other.test(cp) || Character.isTitleCase(cp)) {
                 return false;
             }
-            cased |= Character.isUpperCase(cp);
+            any |= cased.test(cp);
         }
-        return cased;
+        return any;
     }
 
     /** {@code sep.join(items)}: items must all be strings, as in Python. */
@@ -437,7 +435,7 @@ final class PyStrings {
     // ---------------------------------------------------------------- str() / repr()
 
     static String typeName(Object o) {
-        if (o == null || o == PyJinjava.PyNone.INSTANCE) {
+        if (o == null || o == PyNone.INSTANCE) {
             return "NoneType";
         }
         if (o instanceof String || o instanceof Character) {
@@ -637,7 +635,7 @@ final class PyStrings {
 
     private static void writeJson(StringBuilder b, Object v, String unit, String itemSep, String keySep,
                                   boolean sortKeys, int level) {
-        if (v == null || v == PyJinjava.PyNone.INSTANCE) {
+        if (v == null || v == PyNone.INSTANCE) {
             b.append("null");
         } else if (v instanceof Boolean bool) {
             b.append(bool ? "true" : "false");
@@ -705,7 +703,7 @@ final class PyStrings {
         if (k instanceof String s) {
             return s;
         }
-        if (k == null || k == PyJinjava.PyNone.INSTANCE) {
+        if (k == null || k == PyNone.INSTANCE) {
             return "null";
         }
         if (k instanceof Boolean bool) {
