@@ -47,7 +47,7 @@ RECIPE_VERSION = 1
 #          by 128, needed for group_size 128)
 
 
-def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps=1e-5):
+def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps=1e-5, max_pos=4096):
     cfg = {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],
@@ -59,7 +59,7 @@ def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps
         "head_dim": hidden // 4,
         "rms_norm_eps": eps,
         "vocab_size": vocab,
-        "max_position_embeddings": 4096,
+        "max_position_embeddings": max_pos,
         "rope_theta": rope_theta,
         "rope_traditional": False,
         "attention_bias": False,
@@ -71,9 +71,9 @@ def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps
     return cfg
 
 
-def _qwen2(hidden, inter, vocab, tie, rope_theta=1000000.0, eps=1e-6):
+def _qwen2(hidden, inter, vocab, tie, rope_theta=1000000.0, eps=1e-6, rope_scaling=None, max_pos=32768):
     # qwen2: head_dim is always hidden // heads; q/k/v always have a bias.
-    return {
+    cfg = {
         "model_type": "qwen2",
         "architectures": ["Qwen2ForCausalLM"],
         "hidden_size": hidden,
@@ -83,15 +83,18 @@ def _qwen2(hidden, inter, vocab, tie, rope_theta=1000000.0, eps=1e-6):
         "num_key_value_heads": 2,
         "rms_norm_eps": eps,
         "vocab_size": vocab,
-        "max_position_embeddings": 32768,
+        "max_position_embeddings": max_pos,
         "rope_theta": rope_theta,
         "rope_traditional": False,
         "tie_word_embeddings": tie,
     }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
 
 
-def _qwen3(hidden, inter, vocab, tie, head_dim, rope_theta=1000000.0, eps=1e-6):
-    return {
+def _qwen3(hidden, inter, vocab, tie, head_dim, rope_theta=1000000.0, eps=1e-6, rope_scaling=None):
+    cfg = {
         "model_type": "qwen3",
         "architectures": ["Qwen3ForCausalLM"],
         "hidden_size": hidden,
@@ -106,6 +109,9 @@ def _qwen3(hidden, inter, vocab, tie, head_dim, rope_theta=1000000.0, eps=1e-6):
         "rope_theta": rope_theta,
         "tie_word_embeddings": tie,
     }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
 
 
 LLAMA3_SCALING = {
@@ -118,6 +124,39 @@ LLAMA3_SCALING = {
     "original_max_position_embeddings": 8192,
 }
 LINEAR_SCALING = {"type": "linear", "factor": 2.0}
+# head_dim 16, base 10000: the yarn correction range is [2, 6] of the 8 frequencies (a real
+# ramp), and mscale / mscale_all_dim makes the input scale 1.0648.. (not 1).
+YARN_SCALING = {
+    "rope_type": "yarn",
+    "factor": 4.0,
+    "original_max_position_embeddings": 4096,
+    "beta_fast": 32,
+    "beta_slow": 1,
+    "mscale": 1.0,
+    "mscale_all_dim": 0.5,
+}
+# The deepseek alias, beta_fast / beta_slow left to initialize_rope's defaults, and
+# mscale == mscale_all_dim so the ratio is exactly 1.0 and YarnRoPE skips the input scale;
+# head_dim 32 and base 1e6 give the correction range [4, 9] of 16.
+DEEPSEEK_YARN_SCALING = {
+    "type": "deepseek_yarn",
+    "factor": 8,
+    "original_max_position_embeddings": 8192,
+    "mscale": 0.707,
+    "mscale_all_dim": 0.707,
+}
+# With max_position_embeddings 48 the base grows once offset + seq_len passes 48: in the second
+# prefill chunk of the long prompt and during decoding of every prompt. An int factor, as Python
+# would keep it.
+DYNAMIC_SCALING = {"type": "dynamic", "factor": 2}
+# head_dim 16 -> 8 factors each; max_position_embeddings 8192 / original 2048 = 4 gives the input
+# scale sqrt(1 + ln 4 / ln 2048) = 1.087..
+LONGROPE_SCALING = {
+    "rope_type": "longrope",
+    "original_max_position_embeddings": 2048,
+    "short_factor": [1.0, 1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 1.7],
+    "long_factor": [1.0, 1.13, 1.31, 1.7, 2.3, 3.1, 4.05, 5.21],
+}
 
 # name -> (family, dtype, config, quant or None)
 # quant: {"bits": b, "group_size": g}; quantized cells are quantized from bf16.
@@ -138,6 +177,11 @@ CELLS = {
     "qwen3-f32": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32), None),
     "qwen3-q4": ("qwen3", "q4", _qwen3(64, 192, 1024, tie=False, head_dim=16), {"bits": 4, "group_size": 64}),
     "qwen3-q8": ("qwen3", "q8", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 8, "group_size": 128}),
+    # --- rope scaling types beyond default / linear / llama3 ---
+    "llama-yarn": ("llama", "bf16", _llama(64, 192, 512, tie=False, rope_scaling=YARN_SCALING), None),
+    "qwen3-yarn": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32, rope_scaling=DEEPSEEK_YARN_SCALING), None),
+    "qwen2-dynamic": ("qwen2", "f32", _qwen2(64, 192, 512, tie=False, rope_scaling=DYNAMIC_SCALING, max_pos=48), None),
+    "llama-longrope": ("llama", "bf16", _llama(64, 192, 512, tie=True, rope_scaling=LONGROPE_SCALING, max_pos=8192), None),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"

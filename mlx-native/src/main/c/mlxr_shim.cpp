@@ -284,6 +284,17 @@ mlxr_array mlxr_slice_update(mlxr_array src, mlxr_array update, const int32_t* s
   });
 }
 
+// x.at[<slices>].multiply(v) as mlx's Python binding lowers it for basic slices
+// (mlx_multiply_item): slice_update_prod, which is a plain multiply when the
+// slice covers the whole array.
+mlxr_array mlxr_slice_update_prod(mlxr_array src, mlxr_array update, const int32_t* start,
+                                  const int32_t* stop, const int32_t* strides, int ndim) {
+  return guard_array([&] {
+    return mx::slice_update_prod(A(src), A(update), shape_of(start, ndim),
+                                 shape_of(stop, ndim), shape_of(strides, ndim));
+  });
+}
+
 mlxr_array mlxr_concatenate(const mlxr_array* arrays, int n, int axis) {
   return guard_array([&] { return mx::concatenate(arrays_of(arrays, n), axis); });
 }

@@ -55,6 +55,10 @@ class GreedyParityTest {
                 names.add(family + "-" + dtype);
             }
         }
+        // rope_scaling types beyond default / linear / llama3 (see make_tiny_models.py): yarn with an
+        // input mscale, deepseek_yarn without, dynamic NTK with a base that grows past 48 positions,
+        // longrope with per-frequency factors and an input scale.
+        names.addAll(List.of("llama-yarn", "qwen3-yarn", "qwen2-dynamic", "llama-longrope"));
         names.add("default");
         return names.stream();
     }

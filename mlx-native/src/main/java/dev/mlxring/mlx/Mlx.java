@@ -290,6 +290,17 @@ public final class Mlx {
                 ints(s.ints2, strides), start.length));
     }
 
+    /**
+     * {@code src.at[slices].multiply(update)} as mlx's Python binding lowers basic slices:
+     * {@code slice_update_prod} ({@code update} is cast to src's dtype and broadcast; a slice that
+     * covers all of src becomes a plain multiply).
+     */
+    public static MlxArray sliceUpdateProd(MlxArray src, MlxArray update, int[] start, int[] stop, int[] strides) {
+        Scratch s = SCRATCH.get();
+        return own(Shim.sliceUpdateProd(src.handle(), update.handle(), ints(s.ints0, start), ints(s.ints1, stop),
+                ints(s.ints2, strides), start.length));
+    }
+
     public static MlxArray concatenate(int axis, MlxArray... arrays) {
         return own(Shim.concatenate(handles(arrays), arrays.length, axis));
     }

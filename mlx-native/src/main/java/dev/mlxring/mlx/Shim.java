@@ -92,6 +92,7 @@ final class Shim {
     private static final MethodHandle SQUEEZE = NativeLibrary.handle("mlxr_squeeze", FunctionDescriptor.of(ADDR, ADDR, INT));
     private static final MethodHandle SLICE = NativeLibrary.handle("mlxr_slice", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT));
     private static final MethodHandle SLICE_UPDATE = NativeLibrary.handle("mlxr_slice_update", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle SLICE_UPDATE_PROD = NativeLibrary.handle("mlxr_slice_update_prod", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
     private static final MethodHandle CONCATENATE = NativeLibrary.handle("mlxr_concatenate", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
     private static final MethodHandle TAKE = NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ARGMAX = NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
@@ -541,6 +542,14 @@ final class Shim {
     static MemorySegment sliceUpdate(MemorySegment src, MemorySegment update, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
         try {
             return (MemorySegment) SLICE_UPDATE.invokeExact(src, update, start, stop, strides, ndim);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sliceUpdateProd(MemorySegment src, MemorySegment update, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+        try {
+            return (MemorySegment) SLICE_UPDATE_PROD.invokeExact(src, update, start, stop, strides, ndim);
         } catch (Throwable t) {
             throw rethrow(t);
         }

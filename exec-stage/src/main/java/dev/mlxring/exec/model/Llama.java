@@ -19,6 +19,7 @@ final class Llama {
                 c.intField("num_key_value_heads", heads), c.intField("head_dim", hidden / heads),
                 c.doubleField("rms_norm_eps"), c.intField("vocab_size"), c.doubleField("rope_theta", 10000),
                 c.boolField("rope_traditional", false), c.ropeScaling().orElse(null),
-                c.boolField("tie_word_embeddings", true), false, false);
+                c.boolField("tie_word_embeddings", true), false, false,
+                c.has("max_position_embeddings") ? c.intField("max_position_embeddings") : null);
     }
 }

@@ -13,6 +13,7 @@ final class Qwen2 {
         return new DecoderArgs(hidden, c.intField("num_hidden_layers"), c.intField("intermediate_size"), heads,
                 c.intField("num_key_value_heads"), hidden / heads, c.doubleField("rms_norm_eps"),
                 c.intField("vocab_size"), c.doubleField("rope_theta", 1000000), c.boolField("rope_traditional", false),
-                c.ropeScaling().orElse(null), c.boolField("tie_word_embeddings", true), false, true);
+                c.ropeScaling().orElse(null), c.boolField("tie_word_embeddings", true), false, true,
+                c.intField("max_position_embeddings", 32768));
     }
 }

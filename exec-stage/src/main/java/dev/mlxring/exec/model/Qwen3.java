@@ -31,6 +31,7 @@ final class Qwen3 {
         return new DecoderArgs(c.intField("hidden_size"), c.intField("num_hidden_layers"),
                 c.intField("intermediate_size"), c.intField("num_attention_heads"), c.intField("num_key_value_heads"),
                 c.intField("head_dim"), c.doubleField("rms_norm_eps"), c.intField("vocab_size"), ropeTheta, false,
-                scaling, c.boolField("tie_word_embeddings", false), true, false);
+                scaling, c.boolField("tie_word_embeddings", false), true, false,
+                c.intField("max_position_embeddings"));
     }
 }

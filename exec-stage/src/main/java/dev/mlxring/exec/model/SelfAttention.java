@@ -40,7 +40,8 @@ final class SelfAttention implements AutoCloseable {
         this.oProj = Linear.load(config, params, path + ".o_proj", nHeads * a.headDim());
         this.qNorm = a.qkNorm() ? RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()) : null;
         this.kNorm = a.qkNorm() ? RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()) : null;
-        this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling());
+        this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling(),
+                a.maxPositionEmbeddings());
     }
 
     /** {@code causal} is mlx-lm's "causal" mask mode; false is no mask (single-token steps). */

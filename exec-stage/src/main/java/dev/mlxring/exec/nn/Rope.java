@@ -5,9 +5,16 @@ import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
-/** Rotary embeddings as mlx-lm's {@code rope_utils.initialize_rope} builds them. */
+/**
+ * Rotary embeddings as mlx-lm 0.32.2's {@code rope_utils.initialize_rope} builds them. Every
+ * class reproduces its Python counterpart's MLX op graph op for op: Python scalars meeting an
+ * array become arrays of that array's dtype ({@code to_arrays}), Python float arithmetic stays in
+ * doubles (with libm's {@code log}/{@code pow}, see {@link PyFloat}) until MLX rounds it to float.
+ */
 public interface Rope extends AutoCloseable {
     MlxArray forward(MlxArray x, int offset);
 
@@ -15,21 +22,47 @@ public interface Rope extends AutoCloseable {
     default void close() {}
 
     /** The rope types this engine reproduces; anything else is refused at load. */
-    String SUPPORTED = "default, linear, llama3";
+    String SUPPORTED = "default, linear, dynamic, llama3, yarn (also deepseek_yarn, telechat3-yarn), longrope";
 
+    /** As {@link #initialize(int, double, boolean, Map, Integer)} without max_position_embeddings. */
     static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling) {
+        return initialize(dims, base, traditional, scaling, null);
+    }
+
+    /**
+     * {@code initialize_rope(dims, base, traditional, scaling_config, max_position_embeddings)};
+     * {@code maxPositionEmbeddings} is null where the model's ModelArgs leaves it None (llama).
+     */
+    static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling,
+            Integer maxPositionEmbeddings) {
         String type = "default";
         if (scaling != null) {
-            Object t = scaling.get("type") != null ? scaling.get("type") : scaling.getOrDefault("rope_type", "default");
+            // scaling_config.get("type") or scaling_config.get("rope_type", "default")
+            Object t = scaling.get("type");
+            if (t == null || t.equals("") || t.equals(Boolean.FALSE)) {
+                t = scaling.getOrDefault("rope_type", "default");
+            }
             type = String.valueOf(t);
         }
         return switch (type) {
             case "default" -> new Standard(dims, traditional, (float) base, 1.0f);
             case "linear" -> new Standard(dims, traditional, (float) base, (float) (1.0 / number(scaling, "factor")));
+            case "dynamic" -> new DynamicNtk(dims, required(maxPositionEmbeddings, type), traditional, base,
+                    number(scaling, "factor"));
             case "llama3" -> Llama3.create(dims, traditional, base, scaling);
+            case "yarn", "deepseek_yarn", "telechat3-yarn" -> Yarn.create(dims, traditional, base, scaling);
+            case "longrope" -> SuScaled.create(dims, base, required(maxPositionEmbeddings, type), scaling);
             default -> throw new ModelLoadException(
                     "rope_scaling type '" + type + "' is not supported (supported: " + SUPPORTED + ")");
         };
+    }
+
+    private static int required(Integer maxPositionEmbeddings, String type) {
+        if (maxPositionEmbeddings == null) {
+            // mlx-lm passes None and fails (TypeError) when the rope uses it
+            throw new ModelLoadException("rope_scaling type '" + type + "' needs max_position_embeddings in config.json");
+        }
+        return maxPositionEmbeddings;
     }
 
     private static double number(Map<String, Object> m, String key) {
@@ -42,6 +75,38 @@ public interface Rope extends AutoCloseable {
 
     private static double number(Map<String, Object> m, String key, double dflt) {
         return m.containsKey(key) ? number(m, key) : dflt;
+    }
+
+    /** A Python float as a float32 0-d array ({@code to_array(v, float32)}). */
+    private static MlxArray f32(double v) {
+        return Mlx.scalar(v, Dtype.FLOAT32);
+    }
+
+    /**
+     * {@code x.at[..., :dims].multiply(v)} for a Python float {@code v}: mlx's binding makes
+     * {@code v} an array of x's dtype through float ({@code mx::array(nb::cast<float>(v), dtype)})
+     * and lowers the basic slice to {@code slice_update_prod} (a plain multiply when dims covers
+     * the last axis).
+     */
+    private static MlxArray multiplyLeading(MlxArray x, int dims, double v) {
+        int n = x.ndim();
+        int[] start = new int[n];
+        int[] stop = x.shape();
+        int[] strides = new int[n];
+        Arrays.fill(strides, 1);
+        stop[n - 1] = Math.min(dims, stop[n - 1]);
+        return Mlx.sliceUpdateProd(x, Mlx.scalar((float) v, x.dtype()), start, stop, strides);
+    }
+
+    /** {@code base ** (mx.arange(0, dims, 2, dtype=mx.float32) / dims)} (yarn, longrope). */
+    private static MlxArray baseFreqs(int dims, double base) {
+        return Mlx.power(f32(base), Mlx.divide(Mlx.arange(0, dims, 2, Dtype.FLOAT32), f32(dims)));
+    }
+
+    /** Evaluates a load-time frequency array and detaches it from the scope that built it. */
+    private static MlxArray keep(MlxArray freqs) {
+        Mlx.eval(freqs); // evaluated here: the exec thread cannot run this thread's stream
+        return freqs.detach();
     }
 
     /** {@code nn.RoPE}: {@code mx.fast.rope(x, dims, traditional, base, scale, offset)}. */
@@ -84,20 +149,163 @@ public interface Rope extends AutoCloseable {
                         f32(highFreqFactor - lowFreqFactor));
                 MlxArray smoothFreqs = Mlx.divide(freqs,
                         Mlx.add(Mlx.divide(Mlx.subtract(f32(1), smoothFactors), f32(factor)), smoothFactors));
-                MlxArray result = Mlx.where(isMediumFreq, smoothFreqs, freqs);
-                Mlx.eval(result); // evaluated here: the exec thread cannot run this thread's stream
-                result.detach();
-                return new Llama3(dims, traditional, result);
+                return new Llama3(dims, traditional, keep(Mlx.where(isMediumFreq, smoothFreqs, freqs)));
             }
-        }
-
-        private static MlxArray f32(double v) {
-            return Mlx.scalar(v, Dtype.FLOAT32);
         }
 
         @Override
         public MlxArray forward(MlxArray x, int offset) {
             return Mlx.rope(x, dims, traditional, 1.0f, offset, freqs);
+        }
+
+        @Override
+        public void close() {
+            freqs.close();
+        }
+    }
+
+    /**
+     * {@code DynamicNTKScalingRoPE}: {@code mx.fast.rope} with a base that grows with
+     * {@code max(seq_len + offset, max_position_embeddings)} at each call.
+     */
+    record DynamicNtk(int dims, int maxPositionEmbeddings, boolean traditional, double base, double factor)
+            implements Rope {
+        @Override
+        public MlxArray forward(MlxArray x, int offset) {
+            // x.shape: [batch, num_heads, seq_len, head_dim]
+            int seqLen = Math.max(x.dim(x.ndim() - 2) + offset, maxPositionEmbeddings);
+            double b = base * PyFloat.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1),
+                    (double) dims / (dims - 2));
+            return Mlx.rope(x, dims, traditional, (float) b, 1.0f, offset);
+        }
+    }
+
+    /** {@code YarnRoPE} (with initialize_rope's defaults for the keys a config leaves out). */
+    final class Yarn implements Rope {
+        private final int dims;
+        private final boolean traditional;
+        private final double mscale;
+        private final MlxArray freqs;
+
+        private Yarn(int dims, boolean traditional, double mscale, MlxArray freqs) {
+            this.dims = dims;
+            this.traditional = traditional;
+            this.mscale = mscale;
+            this.freqs = freqs;
+        }
+
+        static Yarn create(int dims, boolean traditional, double base, Map<String, Object> cfg) {
+            double scalingFactor = number(cfg, "factor");
+            double originalMax = number(cfg, "original_max_position_embeddings", 4096);
+            double betaFast = number(cfg, "beta_fast", 32);
+            double betaSlow = number(cfg, "beta_slow", 1);
+            double mscaleCfg = number(cfg, "mscale", 1);
+            double mscaleAllDim = number(cfg, "mscale_all_dim", 0);
+
+            double mscale = getMscale(scalingFactor, mscaleCfg) / getMscale(scalingFactor, mscaleAllDim);
+            // yarn_find_correction_range: math.floor / math.ceil of Python floats, then clamped
+            long low = Math.max((long) Math.floor(correctionDim(dims, base, originalMax, betaFast)), 0);
+            long high = Math.min((long) Math.ceil(correctionDim(dims, base, originalMax, betaSlow)), dims - 1);
+            try (ArrayScope s = ArrayScope.open()) {
+                MlxArray freqExtra = baseFreqs(dims, base);
+                MlxArray freqInter = Mlx.multiply(f32(scalingFactor), freqExtra);
+                MlxArray freqMask = Mlx.subtract(f32(1.0), linearRampMask(low, high, dims / 2));
+                MlxArray num = Mlx.multiply(freqInter, freqExtra);
+                MlxArray den = Mlx.add(Mlx.multiply(freqInter, freqMask),
+                        Mlx.multiply(freqExtra, Mlx.subtract(f32(1), freqMask)));
+                return new Yarn(dims, traditional, mscale, keep(Mlx.divide(num, den)));
+            }
+        }
+
+        /** yarn_find_correction_dim, in Python float arithmetic. */
+        private static double correctionDim(int dims, double base, double originalMax, double numRotations) {
+            return (dims * PyFloat.log(originalMax / (numRotations * 2 * Math.PI))) / (2 * PyFloat.log(base));
+        }
+
+        /** yarn_get_mscale. */
+        private static double getMscale(double scale, double mscale) {
+            if (scale <= 1) {
+                return 1.0;
+            }
+            return 0.1 * mscale * PyFloat.log(scale) + 1.0;
+        }
+
+        /** yarn_linear_ramp_mask: {@code clip((arange(dim, float32) - min) / (max - min), 0, 1)}. */
+        private static MlxArray linearRampMask(long minVal, long maxVal, int dim) {
+            double range = minVal == maxVal ? (maxVal + 0.001) - minVal : (double) (maxVal - minVal);
+            MlxArray linear = Mlx.divide(Mlx.subtract(Mlx.arange(0, dim, 1, Dtype.FLOAT32), f32(minVal)), f32(range));
+            // mx.clip(a, 0, 1) = minimum(maximum(a, 0), 1)
+            return Mlx.minimum(Mlx.maximum(linear, f32(0)), f32(1));
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, int offset) {
+            if (mscale != 1.0) {
+                x = multiplyLeading(x, dims, mscale);
+            }
+            return Mlx.rope(x, dims, traditional, 1.0f, offset, freqs);
+        }
+
+        @Override
+        public void close() {
+            freqs.close();
+        }
+    }
+
+    /**
+     * {@code SuScaledRoPE} ("longrope"): long_factor-scaled frequencies, input scaled by
+     * {@code sqrt(1 + log(factor) / log(original))} on every call, always non-traditional.
+     */
+    final class SuScaled implements Rope {
+        private final int dims;
+        private final double scale;
+        private final MlxArray freqs;
+
+        private SuScaled(int dims, double scale, MlxArray freqs) {
+            this.dims = dims;
+            this.scale = scale;
+            this.freqs = freqs;
+        }
+
+        static SuScaled create(int dims, double base, int maxPositionEmbeddings, Map<String, Object> cfg) {
+            if (!cfg.containsKey("short_factor")) {
+                throw new ModelLoadException("rope_scaling.short_factor is missing (longrope)");
+            }
+            double originalMax = number(cfg, "original_max_position_embeddings");
+            double factor = maxPositionEmbeddings / originalMax;
+            // long_mscale is never passed by initialize_rope
+            double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyFloat.log(factor) / PyFloat.log(originalMax));
+            try (ArrayScope s = ArrayScope.open()) {
+                MlxArray longFactor = factorArray(cfg.get("long_factor"), dims);
+                return new SuScaled(dims, scale, keep(Mlx.multiply(longFactor, baseFreqs(dims, base))));
+            }
+        }
+
+        /** {@code mx.array(long_factor, dtype=mx.float32)}: a number or a list of numbers. */
+        private static MlxArray factorArray(Object v, int dims) {
+            if (v instanceof Number n) {
+                return Mlx.scalar(n.floatValue(), Dtype.FLOAT32);
+            }
+            if (!(v instanceof List<?> list) || list.isEmpty()) {
+                throw new ModelLoadException("rope_scaling.long_factor must be a number or a list of numbers, got " + v);
+            }
+            if (list.size() != dims / 2 && list.size() != 1) {
+                throw new ModelLoadException("rope_scaling.long_factor has " + list.size() + " entries, expected "
+                        + dims / 2 + " (head_dim / 2)");
+            }
+            float[] values = new float[list.size()];
+            for (int i = 0; i < values.length; i++) {
+                if (!(list.get(i) instanceof Number n)) {
+                    throw new ModelLoadException("rope_scaling.long_factor[" + i + "] must be a number, got " + list.get(i));
+                }
+                values[i] = n.floatValue();
+            }
+            return Mlx.fromFloats(values, values.length);
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, int offset) {
+            return Mlx.rope(multiplyLeading(x, dims, scale), dims, false, 1.0f, offset, freqs);
         }
 
         @Override
