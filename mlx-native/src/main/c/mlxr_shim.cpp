@@ -90,6 +90,15 @@ std::vector<mx::array> swiglu_impl(const std::vector<mx::array>& in) {
 struct WeightMap {
   std::vector<std::pair<std::string, mx::array>> arrays;
   std::vector<std::pair<std::string, std::string>> strings;
+
+  // Sorted by name so that Java sees one order whatever the file's (and
+  // unordered_map's) order is.
+  WeightMap* sorted() {
+    std::sort(arrays.begin(), arrays.end(),
+              [](auto& a, auto& b) { return a.first < b.first; });
+    std::sort(strings.begin(), strings.end());
+    return this;
+  }
 };
 
 }  // namespace
@@ -398,10 +407,7 @@ void* mlxr_load_safetensors(const char* path) {
     auto* m = new WeightMap();
     for (auto& [k, v] : loaded.first) m->arrays.emplace_back(k, v);
     for (auto& [k, v] : loaded.second) m->strings.emplace_back(k, v);
-    std::sort(m->arrays.begin(), m->arrays.end(),
-              [](auto& a, auto& b) { return a.first < b.first; });
-    std::sort(m->strings.begin(), m->strings.end());
-    return m;
+    return m->sorted();
   } catch (const std::exception& e) {
     g_last_error = e.what();
   }
@@ -430,10 +436,7 @@ void* mlxr_load_gguf(const char* path) {
         m->arrays.emplace_back("__metadata__/" + k, *a);
       }
     }
-    std::sort(m->arrays.begin(), m->arrays.end(),
-              [](auto& a, auto& b) { return a.first < b.first; });
-    std::sort(m->strings.begin(), m->strings.end());
-    return m;
+    return m->sorted();
   } catch (const std::exception& e) {
     g_last_error = e.what();
   }

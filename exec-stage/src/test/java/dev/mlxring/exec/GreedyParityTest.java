@@ -40,12 +40,9 @@ class GreedyParityTest {
 
     @BeforeAll
     static void buildOracleModels() throws Exception {
-        work = ProjectHome.get().resolve("build/oracle");
-        Files.createDirectories(work);
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", work.resolve("models").toString()));
-        prompts = work.resolve("prompts-512.json");
-        PythonScript.run("oracle/prompts.py", 60,
-                List.of("--vocab", "512", "--seed", "7", "--long", "70", "--out", prompts.toString()));
+        OracleFixtures fixtures = OracleFixtures.build();
+        work = fixtures.work();
+        prompts = fixtures.prompts();
     }
 
     static Stream<String> cells() throws Exception {

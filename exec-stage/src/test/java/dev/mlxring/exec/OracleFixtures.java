@@ -1,0 +1,28 @@
+package dev.mlxring.exec;
+
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The live oracle's inputs under {@code build/oracle}: tiny random-weight models of every family
+ * and dtype built by mlx-lm's own classes ({@code make_tiny_models.py}, idempotent) and the prompt
+ * file over their 512-token vocabulary, with one 70-token prompt that prefills in chunks.
+ *
+ * @param work {@code build/oracle}; the models are in {@code work/models/<cell>}
+ * @param prompts the prompts JSON
+ */
+record OracleFixtures(Path work, Path prompts) {
+
+    static OracleFixtures build() throws Exception {
+        Path work = ProjectHome.get().resolve("build/oracle");
+        Files.createDirectories(work);
+        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", work.resolve("models").toString()));
+        Path prompts = work.resolve("prompts-512.json");
+        PythonScript.run("oracle/prompts.py", 60,
+                List.of("--vocab", "512", "--seed", "7", "--long", "70", "--out", prompts.toString()));
+        return new OracleFixtures(work, prompts);
+    }
+}
