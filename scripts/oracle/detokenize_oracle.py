@@ -25,29 +25,43 @@ Every mode reads a JSON spec file and prints one JSON object to stdout
 
   detokenize_oracle.py --server SPEC.json
       SPEC: {"model": DIR, "cases": [{"prompt": [id...], "stop": [str...],
-                                       "gen": [id...], "end": "length" | "eos"}]}
+                                       "gen": [id...], "end": "length" | "eos",
+                                       "tools": [...] | null}]}
       Replays mlx_lm.server's single-request path without a model: stream_generate's
       detokenizer use (EOS not added; on "length" the last token is added and the
       detokenizer finalized in the same response), the token-level stop matcher
       (make_stop_sequences), the initial state of a chat prompt (think start after think
-      end), and handle_completion's TextStateMachine split / flush / discard. Each case
-      is replayed twice:
+      end), and handle_completion's TextStateMachine split / flush / discard with its
+      tool-call collection (tool_text per call, appended when a normal segment follows a
+      tool one, what is left in the tool state parsed after the loop, finish reason
+      "tool_calls" for "stop" once a call was made), parsed with the tokenizer's own
+      tool parser the way ToolCallFormatter does (ValueError / JSONDecodeError drop the
+      call). Each case is replayed twice:
         "mlx":    exactly as mlx_lm.server 0.32.2 (a stop word's text is stripped and
                   generation goes on unless its canonical token sequence matched; at EOS
                   the held-back text is discarded);
         "openai": the same machinery with a stop word leading to a terminal state (text
-                  up to the first match, then stop); EOS discards as in "mlx".
+                  up to the first match, then stop; a call open at that point is parsed
+                  after the loop, as after a token-level stop); EOS discards as in "mlx".
       Each: {"initial_state", "finish_reason", "text_stop", "text", "reasoning",
-             "responses": [{"text", "reasoning", "finish_reason"}, ...],
+             "made_tool_call", "tool_errors": int,
+             "responses": [{"text", "reasoning", "finish_reason",
+                            "tool_calls": [CALL, ...]}, ...],   # calls closed in it
+             "final_tool_calls": [CALL, ...],   # parsed after the loop
              "eos_discarded": {"text", "reasoning"}}   # mlx: what an EOS finish threw away
-      Tool calling is not replayed (the fixtures have no tool parser).
+      CALL: {"name", "arguments": TYPED, "id": str | null}, TYPED a value in a typed form
+      that keeps Python's types: {"d": [[key, TYPED], ...]} | {"l": [TYPED, ...]} |
+      {"s": str} | {"i": "123"} | {"f": float.hex} | {"b": bool} | null.
+      "finish_reason" is the final one (after the tool_calls rule).
 
   detokenize_oracle.py --build-fixtures DIR --model DEFAULT_MODEL_DIR
       Writes tokenizer fixtures under DIR: spm/ (byte-fallback SentencePiece-style BPE,
       decoder Replace+ByteFallback+Fuse+Strip), spm_notrim/ (same without Strip),
       wordpiece/ (WordPiece with clean_up_tokenization_spaces: the naive detokenizer with
       clean-up), think/ (the default model's tokenizer plus <think> and </think> added
-      tokens, so mlx-lm infers thinking). Prints {"dirs": {...}}.
+      tokens, so mlx-lm infers thinking), tools/ (the default model's tokenizer plus
+      <tool_call> and </tool_call> added tokens and a chat template naming "<tool_call>"
+      and "tool_call.name", so mlx-lm infers the json_tools parser). Prints {"dirs": {...}}.
 """
 
 import argparse
@@ -93,6 +107,9 @@ def _meta(tw):
         "think_end_tokens": list(tw.think_end_tokens) if tw.think_end_tokens else None,
         "structural_markers": list(tw.structural_markers),
         "has_tool_calling": tw.has_tool_calling,
+        "tool_call_start": tw.tool_call_start,
+        "tool_call_end": tw.tool_call_end,
+        "tool_parser_type": tw._tokenizer.init_kwargs.get("tool_parser_type"),
         "eos_token_ids": sorted(tw.eos_token_ids),
     }
 
@@ -132,6 +149,11 @@ def _openai_state_machine(tw, stop_words):
     if tw.has_thinking:
         transitions["normal"] = [(tw.think_start, "reasoning")]
         transitions["reasoning"] = [(tw.think_end, "normal")]
+    if tw.has_tool_calling:
+        transitions.setdefault("normal", []).append((tw.tool_call_start, "tool"))
+        if tw.has_thinking:
+            transitions["reasoning"].append((tw.tool_call_start, "tool"))
+        transitions["tool"] = [(tw.tool_call_end, "normal")] if tw.tool_call_end else []
     for w in tw.structural_markers:
         transitions.setdefault("normal", []).append((w, "normal"))
     if stop_words:
@@ -141,7 +163,44 @@ def _openai_state_machine(tw, stop_words):
     return TextStateMachine(transitions or None)
 
 
-def _replay(tw, prompt, stop_words, gen, end, semantics):
+def _typed(v):
+    """A JSON form that keeps Python's types (int vs float, key order)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return {"b": v}
+    if isinstance(v, int):
+        return {"i": str(v)}
+    if isinstance(v, float):
+        return {"f": v.hex()}
+    if isinstance(v, str):
+        return {"s": v}
+    if isinstance(v, (list, tuple)):
+        return {"l": [_typed(x) for x in v]}
+    if isinstance(v, dict):
+        return {"d": [[k, _typed(x)] for k, x in v.items()]}
+    raise TypeError(f"unexpected {type(v).__name__}")
+
+
+def _format_tool_calls(tw, tool_texts, tools, errors):
+    """ToolCallFormatter.__call__ without the id / json.dumps step: parse each text with the
+    tokenizer's tool parser, drop it on ValueError / JSONDecodeError."""
+    out = []
+    for tool_text in tool_texts:
+        try:
+            parsed = tw.tool_parser(tool_text, tools)
+        except (ValueError, json.JSONDecodeError):
+            errors.append(tool_text)
+            continue
+        if not isinstance(parsed, list):
+            parsed = [parsed]
+        for tc in parsed:
+            # ToolCallFormatter._format: tc.pop("id", None) or uuid4() -- a falsy id is replaced.
+            out.append({"name": tc.get("name"), "arguments": _typed(tc["arguments"]), "id": tc.get("id") or None})
+    return out
+
+
+def _replay(tw, prompt, stop_words, gen, end, semantics, tools=None):
     from mlx_lm.generate import TextStateMachine, make_stop_sequences, make_text_state_machine
 
     stop_sequences = make_stop_sequences(tw, stop_words)
@@ -189,7 +248,11 @@ def _replay(tw, prompt, stop_words, gen, end, semantics):
 
     # handle_completion.
     sm_state = text_sm.make_state(initial_state)
+    prev_state = initial_state
     finish_reason = "stop"
+    made_tool_call = False
+    tool_text = ""
+    tool_errors = []
     out = []
     all_text = ""
     all_reasoning = ""
@@ -220,34 +283,81 @@ def _replay(tw, prompt, stop_words, gen, end, semantics):
                 segments.append((current_state, flushed))
         text = ""
         reasoning = ""
+        tool_calls = []
         for current_state, clean_text in segments:
+            if current_state is None:
+                # openai: a stop word ended the text; the state it ended in stays current.
+                continue
             if current_state == "reasoning":
                 reasoning += clean_text
+            elif current_state == "tool":
+                tool_text += clean_text
             elif current_state == "normal":
+                if prev_state == "tool":
+                    tool_calls.append(tool_text)
+                    tool_text = ""
+                    made_tool_call = True
                 text += clean_text
-        out.append({"text": text, "reasoning": reasoning, "finish_reason": gen_finish})
+            prev_state = current_state
+        out.append({"text": text, "reasoning": reasoning, "finish_reason": gen_finish,
+                    "tool_calls": _format_tool_calls(tw, tool_calls, tools, tool_errors)})
         all_text += text
         all_reasoning += reasoning
         if gen_finish is not None:
             finish_reason = gen_finish
             break
+    final_tool_calls = []
+    if prev_state == "tool" and tool_text:
+        final_tool_calls.append(tool_text)
+        made_tool_call = True
+    if finish_reason == "stop" and made_tool_call:
+        finish_reason = "tool_calls"
     return {
         "initial_state": initial_state,
         "finish_reason": finish_reason,
         "text_stop": text_stop,
         "text": all_text,
         "reasoning": all_reasoning,
+        "made_tool_call": made_tool_call,
         "responses": out,
+        "final_tool_calls": _format_tool_calls(tw, final_tool_calls, tools, tool_errors),
+        "tool_errors": len(tool_errors),
         "eos_discarded": eos_discarded,
     }
 
 
 def run_server(spec):
     tw = _load(spec["model"])
-    cases = [{sem: _replay(tw, c["prompt"], c.get("stop", []), c["gen"], c.get("end", "length"), sem)
+    cases = [{sem: _replay(tw, c["prompt"], c.get("stop", []), c["gen"], c.get("end", "length"), sem,
+                           c.get("tools"))
               for sem in ("mlx", "openai")}
              for c in spec["cases"]]
     return {"meta": _meta(tw), "cases": cases}
+
+
+def _added_tokens_fixture(src, d, tokens, chat_template=None):
+    """The tokenizer of model dir `src` with `tokens` added (not special, not normalized), its
+    config files copied and the added tokens recorded; `chat_template` replaces the template."""
+    from tokenizers import AddedToken, Tokenizer
+
+    d.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    base = tok.get_vocab_size(with_added_tokens=True)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in tokens])
+    tok.save(str(d / "tokenizer.json"))
+    for f in ("tokenizer_config.json", "config.json", "generation_config.json",
+              "special_tokens_map.json"):
+        if (src / f).exists():
+            shutil.copy(src / f, d / f)
+    cfg = json.loads((d / "tokenizer_config.json").read_text(encoding="utf-8"))
+    added = cfg.setdefault("added_tokens_decoder", {})
+    for i, content in enumerate(tokens):
+        added[str(base + i)] = {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
+                                "single_word": False, "special": False}
+    if chat_template is not None:
+        cfg["chat_template"] = chat_template
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    return str(d)
 
 
 def build_fixtures(root, default_model):
@@ -299,25 +409,22 @@ def build_fixtures(root, default_model):
     dirs["wordpiece"] = str(d)
 
     # The default model's tokenizer with <think> / </think> (not special, as in Qwen3).
-    src = Path(default_model)
-    d = root / "think"
-    d.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
-    base = tok.get_vocab_size(with_added_tokens=True)
-    tok.add_tokens([AddedToken("<think>", special=False, normalized=False),
-                    AddedToken("</think>", special=False, normalized=False)])
-    tok.save(str(d / "tokenizer.json"))
-    for f in ("tokenizer_config.json", "config.json", "generation_config.json",
-              "special_tokens_map.json"):
-        if (src / f).exists():
-            shutil.copy(src / f, d / f)
-    cfg = json.loads((d / "tokenizer_config.json").read_text(encoding="utf-8"))
-    added = cfg.setdefault("added_tokens_decoder", {})
-    for i, content in ((base, "<think>"), (base + 1, "</think>")):
-        added[str(i)] = {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
-                         "single_word": False, "special": False}
-    (d / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
-    dirs["think"] = str(d)
+    dirs["think"] = _added_tokens_fixture(Path(default_model), root / "think", ("<think>", "</think>"))
+
+    # With <tool_call> / </tool_call> (not special, as in Qwen2.5) and a chat template that
+    # names them: mlx-lm infers json_tools.
+    tools_template = (
+        "{%- if tools %}<|im_start|>system\n# Tools\n<tools>\n{%- for tool in tools %}{{ tool | tojson }}\n"
+        "{%- endfor %}</tools>\nCall a function as <tool_call>\n{\"name\": <name>, \"arguments\": <args>}"
+        "\n</tool_call><|im_end|>\n{%- endif %}"
+        "{%- for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content or '' }}"
+        "{%- if message.tool_calls %}{%- for tool_call in message.tool_calls %}"
+        "{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}"
+        "<tool_call>\n{\"name\": \"{{ tool_call.name }}\", \"arguments\": {{ tool_call.arguments | tojson }}}"
+        "\n</tool_call>{%- endfor %}{%- endif %}<|im_end|>\n{%- endfor %}"
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}")
+    dirs["tools"] = _added_tokens_fixture(Path(default_model), root / "tools", ("<tool_call>", "</tool_call>"),
+                                          chat_template=tools_template)
     return {"dirs": dirs}
 
 

@@ -1,5 +1,7 @@
 package dev.mlxring.ingress;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
@@ -10,11 +12,14 @@ import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Session;
+import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.prep.PromptPreparer;
 import dev.mlxring.sink.DetokenizingSinks;
+import dev.mlxring.sink.tools.ToolCallParser;
+import dev.mlxring.sink.tools.ToolCallParsers;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,10 +30,11 @@ import java.util.stream.IntStream;
 /**
  * The composition root: one model directory wired into the stage pipeline — prep (chat template
  * + tokenizer), plan (defaults, admission), exec (the model on the MLX thread), sink (detokenizer,
- * stops, reasoning). The HTTP server and in-process hosts both start here; a host then calls
+ * stops, reasoning, tool calls). The HTTP server and in-process hosts both start here; a host then calls
  * {@link #submit} with a {@link GenerationListener}, no HTTP involved.
  */
 public final class LocalEngine implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(LocalEngine.class.getName());
 
     /**
      * @param defaults server-wide request defaults (max tokens, sampling, context)
@@ -92,9 +98,44 @@ public final class LocalEngine implements AutoCloseable {
                 .preparer(new PromptPreparer(tokenizer, template, vocab))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
                 .executor(new ModelExecutor(model, options.prefillStepSize()))
-                .sinks(DetokenizingSinks.forTokenizer(tokenizer, s -> tokenizer.encode(s, false)))
+                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
+                        .toolParser(toolParser(modelDir, template, tokenizer))
+                        .build())
                 .start();
         return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext);
+    }
+
+    /**
+     * The model's tool-call parser as {@code mlx_lm.tokenizer_utils.load} picks it: {@code
+     * tokenizer_config.json}'s {@code tool_parser_type}, else inferred from the chat template and
+     * the vocabulary. Logs the choice; null (tool-call markup stays in the content) when there is
+     * none or mlx-ring does not implement that format.
+     */
+    static ToolCallParser toolParser(Path modelDir, ChatTemplate template, TokenDecoder vocab) {
+        String configured = null;
+        Path config = modelDir.resolve("tokenizer_config.json");
+        if (Files.isRegularFile(config)) {
+            try {
+                JsonNode t = new ObjectMapper().readTree(config.toFile()).get("tool_parser_type");
+                configured = t != null && t.isTextual() ? t.asText() : null;
+            } catch (IOException e) {
+                // HfTokenizer.load has read this file already; a failure here leaves inference
+            }
+        }
+        String how = configured != null ? "tool_parser_type in tokenizer_config.json" : "inferred from the chat template / vocabulary";
+        var type = ToolCallParsers.resolveType(configured, template == null ? null : template.text(), vocab);
+        if (type.isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, "no tool-call format: tool calls are not parsed");
+            return null;
+        }
+        var parser = ToolCallParsers.forType(type.get());
+        if (parser.isEmpty()) {
+            LOG.log(System.Logger.Level.WARNING, "tool-call format {0} ({1}) is not supported: tool-call markup "
+                    + "stays in the content", type.get(), how);
+            return null;
+        }
+        LOG.log(System.Logger.Level.INFO, "tool-call parser: {0} ({1})", type.get(), how);
+        return parser.get();
     }
 
     public Session submit(GenerationRequest request, GenerationListener listener) {

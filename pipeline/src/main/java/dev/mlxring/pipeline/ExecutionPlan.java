@@ -1,6 +1,7 @@
 package dev.mlxring.pipeline;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * plan-stage's output, sealed once per request: everything exec-stage and sink-stage need, with
@@ -8,14 +9,24 @@ import java.util.List;
  *
  * @param sampling the resolved sampling settings (the executor's own immutable type)
  * @param stopTokenIds ids that end generation and are not emitted (EOS)
+ * @param tools the request's tool definitions (OpenAI shape, from {@link Prompt.Chat#tools()}),
+ *     handed to the sink's tool-call parser; empty for other prompts
  */
 public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
-        int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
+        int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
+        List<Map<String, Object>> tools) {
     public ExecutionPlan {
         stopTokenIds = stopTokenIds.clone();
         stopStrings = List.copyOf(stopStrings);
+        tools = tools == null ? List.of() : List.copyOf(tools);
         if (maxTokens < 0) {
             throw new IllegalArgumentException("maxTokens must be >= 0, got " + maxTokens);
         }
+    }
+
+    /** A plan without tool definitions. */
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of());
     }
 }

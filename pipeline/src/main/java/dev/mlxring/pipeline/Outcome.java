@@ -3,7 +3,8 @@ package dev.mlxring.pipeline;
 /**
  * The one terminal result of a session.
  *
- * @param finishReason for completed sessions: {@code stop} (EOS or a stop string) or {@code length}
+ * @param finishReason for completed sessions: {@code stop} (EOS or a stop string), {@code length}, or
+ *     {@code tool_calls} (as {@code stop}, when the output made a tool call)
  * @param errorType for failed sessions: {@link ErrorType}; null otherwise
  * @param message human-readable reason for cancelled and failed sessions
  */

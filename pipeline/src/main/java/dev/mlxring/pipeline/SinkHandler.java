@@ -72,17 +72,30 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         } else if (outcome.state() == Lifecycle.COMPLETED && s.isStopRequested()) {
             outcome = Outcome.completed("stop", outcome.usage());
         }
-        if (s.textSink != null && !s.sinkStopped && outcome.state() == Lifecycle.COMPLETED) {
+        if (s.textSink != null && outcome.state() == Lifecycle.COMPLETED) {
+            // Also after a stop-string match (finish reason "stop"): the sink may still parse an
+            // open tool call and turn the reason into "tool_calls".
             span.clear();
             span.sequence = s.spanSequence++;
-            if (s.textSink.finish(outcome.finishReason(), span)) {
-                outcome = Outcome.completed("stop", outcome.usage());
+            String reason = outcome.finishReason();
+            boolean sinkFailed = false;
+            try {
+                String r = s.textSink.finish(reason, span);
+                reason = r != null ? r : reason;
+            } catch (RuntimeException ex) {
+                sinkFailed = true;
+                outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, "text sink failed: " + ex, outcome.usage());
             }
-            if (span.text.length() > 0 || span.reasoning.length() > 0) {
-                try {
-                    s.listener().onCommitted(s, span);
-                } catch (RuntimeException ignored) {
-                    // the session is ending either way; onComplete below still runs
+            if (!sinkFailed) {
+                if (!reason.equals(outcome.finishReason())) {
+                    outcome = Outcome.completed(reason, outcome.usage());
+                }
+                if (span.text.length() > 0 || span.reasoning.length() > 0 || !span.toolCalls.isEmpty()) {
+                    try {
+                        s.listener().onCommitted(s, span);
+                    } catch (RuntimeException ignored) {
+                        // the session is ending either way; onComplete below still runs
+                    }
                 }
             }
         }

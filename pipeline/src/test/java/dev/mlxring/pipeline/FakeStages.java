@@ -120,8 +120,8 @@ final class FakeStages {
             }
 
             @Override
-            public boolean finish(String finishReason, CommittedSpan span) {
-                return false;
+            public String finish(String finishReason, CommittedSpan span) {
+                return finishReason;
             }
         };
     }

@@ -6,8 +6,10 @@ import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Planner;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingSpec;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -66,8 +68,9 @@ public final class RequestPlanner implements Planner {
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
+        List<Map<String, Object>> tools = request.prompt() instanceof Prompt.Chat chat ? chat.tools() : List.of();
         return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
-                request.logprobs(), request.topLogprobs());
+                request.logprobs(), request.topLogprobs(), tools);
     }
 
     private SamplingParams sampling(GenerationRequest request) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome.ErrorType;
@@ -36,6 +37,15 @@ class RequestPlannerTest {
         SamplingParams s = (SamplingParams) p.sampling();
         assertTrue(s.greedy());
         assertArrayEquals(new int[] {198, 2}, s.xtcSpecialTokens());
+    }
+
+    @Test
+    void theChatRequestsToolsReachThePlan() throws Exception {
+        List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "f")));
+        Prompt.Chat chat = new Prompt.Chat(List.of(ChatMessage.of("user", "hi")), tools, null);
+        ExecutionPlan p = planner.plan(new GenerationRequest("r", "m", chat, null, null, List.of(), false, 0), prompt);
+        assertEquals(tools, p.tools());
+        assertEquals(List.of(), planner.plan(req(null, null, 0), prompt).tools(), "no tools for other prompts");
     }
 
     @Test

@@ -158,12 +158,16 @@ public final class ChatTemplate {
 
     private final Path source;
     private final Map<String, String> templates; // name -> normalised source; "" key for a single template
+    /** transformers' {@code tokenizer.chat_template} when it is a string (one template), as read; else null. */
+    private final String text;
     private final Map<String, String> specialTokens;
     private final Jinjava jinjava;
 
-    private ChatTemplate(Path source, Map<String, String> templates, Map<String, String> specialTokens) {
+    private ChatTemplate(Path source, Map<String, String> rawTemplates, String text,
+            Map<String, String> specialTokens) {
         this.source = source;
-        this.templates = templates;
+        this.templates = normalise(rawTemplates);
+        this.text = text;
         this.specialTokens = specialTokens;
         this.jinjava = PyJinjava.create();
     }
@@ -245,7 +249,17 @@ public final class ChatTemplate {
         if (templates.isEmpty()) {
             throw new IOException(source + ": no chat template found");
         }
-        return new ChatTemplate(source, normalise(templates), Collections.unmodifiableMap(special));
+        // transformers holds a string for one unnamed template (a .jinja file read in text mode:
+        // universal newlines), a dict for named ones.
+        String text = null;
+        if (templates.size() == 1 && templates.containsKey("default")) {
+            if (Files.isRegularFile(jinjaFile)) {
+                text = templates.get("default").replace("\r\n", "\n").replace('\r', '\n');
+            } else if (source == configFile && config.path("chat_template").isTextual()) {
+                text = templates.get("default");
+            }
+        }
+        return new ChatTemplate(source, templates, text, Collections.unmodifiableMap(special));
     }
 
     /**
@@ -279,7 +293,7 @@ public final class ChatTemplate {
     public static ChatTemplate of(String template, Map<String, String> specialTokens) {
         Map<String, String> t = new TreeMap<>();
         t.put("default", Objects.requireNonNull(template, "template"));
-        return new ChatTemplate(null, normalise(t), Map.copyOf(specialTokens));
+        return new ChatTemplate(null, t, template, Map.copyOf(specialTokens));
     }
 
     /** Jinja2's lexer: every newline sequence becomes \n, and one trailing newline is dropped. */
@@ -298,6 +312,16 @@ public final class ChatTemplate {
     /** The file the template was read from ({@code tokenizer_config.json} or {@code chat_template.jinja}), or null. */
     public Path source() {
         return source;
+    }
+
+    /**
+     * The template source as transformers' {@code tokenizer.chat_template} holds it when that is a
+     * string: the one template, as read (before Jinja2's newline handling); null when the model has
+     * several named templates (transformers then holds a dict). mlx-lm infers the tool-call format
+     * from this text.
+     */
+    public String text() {
+        return text;
     }
 
     /** The names of the available templates ({@code default}, {@code tool_use}, ...). */

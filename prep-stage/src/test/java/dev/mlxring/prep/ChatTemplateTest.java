@@ -2,6 +2,7 @@ package dev.mlxring.prep;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -50,6 +51,21 @@ class ChatTemplateTest {
         Path jinjaOnly = dirWith("{}");
         Files.writeString(jinjaOnly.resolve("chat_template.jinja"), "x");
         assertTrue(ChatTemplate.exists(jinjaOnly));
+    }
+
+    @Test
+    void textIsTheSingleTemplateAsTransformersHoldsIt() throws IOException {
+        // What mlx-lm's _infer_tool_parser reads: a string for one template, nothing for named ones.
+        assertEquals("a\r\nb\n", ChatTemplate.load(dirWith("{\"chat_template\": \"a\\r\\nb\\n\"}")).text());
+        Path jinja = dirWith("{}");
+        Files.writeString(jinja.resolve("chat_template.jinja"), "<tool_call>\r\n{{ tool_call.name }}\n");
+        assertEquals("<tool_call>\n{{ tool_call.name }}\n", ChatTemplate.load(jinja).text(), "read in text mode");
+        assertNull(ChatTemplate.load(dirWith("{\"chat_template\": [{\"name\": \"default\", \"template\": \"x\"}]}"))
+                .text());
+        Files.createDirectories(jinja.resolve("additional_chat_templates"));
+        Files.writeString(jinja.resolve("additional_chat_templates/tool_use.jinja"), "y");
+        assertNull(ChatTemplate.load(jinja).text());
+        assertEquals("z", ChatTemplate.of("z", Map.of()).text());
     }
 
     @Test

@@ -2,24 +2,46 @@ package dev.mlxring.sink;
 
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.sink.tools.ToolCallParser;
+import java.util.List;
+import java.util.Map;
 
 /**
  * One session's text: detokenizer segment per token, then token-level stop sequences, then the
- * text rules (reasoning, markers, stop strings). Sink thread only; no allocation per token beyond
- * the growth of reused buffers.
+ * text rules (reasoning, tool calls, markers, stop strings). Tool-call text is parsed when the
+ * output leaves the tool state and, for a call still open, at the end (mlx_lm.server's {@code
+ * handle_completion}). Sink thread only; no allocation per token beyond the growth of reused
+ * buffers (parsing a tool call allocates).
  */
 final class DetokenizingSink implements TextSink {
+    private static final System.Logger LOG = System.getLogger(DetokenizingSink.class.getName());
+
     private final StreamingDetokenizer detokenizer;
     private final TextRules.Cursor text;
     private final TokenStopRules.Cursor tokenStops;
     private final boolean flushAtEos;
+    private final ToolCallParser toolParser;
+    private final List<Map<String, Object>> tools;
     private final StringBuilder segment = new StringBuilder(32);
+    /** The text has ended: a stop string matched, or finish ran. */
     private boolean stopped;
+    private boolean finished;
+    /** mlx_lm.server's {@code made_tool_call}: the output entered and left (or ended in) a tool call. */
+    private boolean madeToolCall;
 
-    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules.Cursor text, TokenStopRules.Cursor tokenStops,
-            boolean flushAtEos) {
+    /**
+     * @param rules the compiled rules; a tool state needs {@code toolParser}
+     * @param toolParser parses tool-state text, or null when the rules have no tool state
+     * @param tools the request's tool definitions, handed to the parser
+     */
+    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules rules, int initialState,
+            TokenStopRules.Cursor tokenStops, boolean flushAtEos, ToolCallParser toolParser,
+            List<Map<String, Object>> tools) {
         this.detokenizer = detokenizer;
-        this.text = text;
+        this.toolParser = toolParser;
+        this.tools = tools;
+        this.text = rules.cursor(initialState, toolParser == null ? null : this::toolCallEnded);
         this.tokenStops = tokenStops;
         this.flushAtEos = flushAtEos;
     }
@@ -46,23 +68,47 @@ final class DetokenizingSink implements TextSink {
     }
 
     @Override
-    public boolean finish(String finishReason, CommittedSpan span) {
-        if (stopped) {
-            return false;
+    public String finish(String finishReason, CommittedSpan span) {
+        if (finished) {
+            return finishReason;
         }
-        stopped = true;
-        if ("stop".equals(finishReason) && !flushAtEos) {
-            // mlx_lm.server: the EOS response finishes with "stop", so its text (the
-            // detokenizer's finalize flush) and the state machine's buffer are discarded.
-            text.discard();
-            return false;
+        finished = true;
+        String reason = finishReason;
+        if (!stopped) {
+            stopped = true;
+            if ("stop".equals(finishReason) && !flushAtEos) {
+                // mlx_lm.server: the EOS response finishes with "stop", so its text (the
+                // detokenizer's finalize flush) and the state machine's buffer are discarded.
+                text.discard();
+            } else {
+                segment.setLength(0);
+                detokenizer.finalizeTo(segment);
+                if (text.feed(segment, span)) {
+                    reason = "stop";
+                } else {
+                    text.flush(span);
+                }
+            }
         }
-        segment.setLength(0);
-        detokenizer.finalizeTo(segment);
-        if (text.feed(segment, span)) {
-            return true;
+        // mlx_lm.server after its loop: a call still open at the end is parsed as it stands.
+        if (text.state() == TextRules.TOOL && !text.toolText().isEmpty()) {
+            toolCallEnded(text.toolText(), span);
+            text.toolText().setLength(0);
         }
-        text.flush(span);
-        return false;
+        return "stop".equals(reason) && madeToolCall ? "tool_calls" : reason;
+    }
+
+    /** mlx_lm.server's {@code ToolCallFormatter}: a text that does not parse is dropped with a warning. */
+    private void toolCallEnded(CharSequence toolText, CommittedSpan out) {
+        madeToolCall = true;
+        List<ToolCall> calls;
+        try {
+            calls = toolParser.parse(toolText.toString(), tools);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "Failed to parse tool call ({0}: {1}) — tool text was likely"
+                    + " truncated mid-generation.", e.getClass().getSimpleName(), e.getMessage());
+            return;
+        }
+        out.toolCalls.addAll(calls);
     }
 }

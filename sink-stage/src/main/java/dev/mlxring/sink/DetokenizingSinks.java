@@ -3,6 +3,7 @@ package dev.mlxring.sink;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.sink.tools.ToolCallParser;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,12 +13,16 @@ import java.util.function.Function;
 
 /**
  * sink-stage's {@link TextSink.Factory}: per session, mlx-lm's streaming detokenizer for the
- * tokenizer, then mlx_lm.server's text state machine (reasoning separation, structural markers),
- * with OpenAI stop-string semantics. Wire it once per model:
+ * tokenizer, then mlx_lm.server's text state machine (reasoning separation, tool calls,
+ * structural markers), with OpenAI stop-string semantics. Wire it once per model:
  *
  * <pre>{@code
  * TextSink.Factory sinks = DetokenizingSinks.forTokenizer(tokenizer, s -> tokenizer.encode(s, false));
  * }</pre>
+ *
+ * A tool-call parser depends on the chat template, which the tokenizer alone does not have: the
+ * host infers it ({@code ToolCallParsers.infer}) and sets it with {@link #inferred} and {@link
+ * Builder#toolParser}.
  *
  * Thread safety: the factory is immutable apart from a synchronized cache of compiled stop rules;
  * each {@link TextSink} it opens belongs to one session on the sink thread.
@@ -33,6 +38,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
     private final boolean tokenLevelStops;
     private final boolean reasoningFromPrompt;
     private final boolean flushAtEos;
+    private final ToolCallParser toolParser;
     private final Map<List<String>, Rules> rules = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<List<String>, Rules> eldest) {
@@ -51,22 +57,31 @@ public final class DetokenizingSinks implements TextSink.Factory {
         this.tokenLevelStops = b.tokenLevelStops && b.encoder != null;
         this.reasoningFromPrompt = b.reasoningFromPrompt;
         this.flushAtEos = b.flushAtEos;
+        this.toolParser = b.toolParser;
     }
 
     /**
      * Everything inferred from the tokenizer the way {@code mlx_lm.tokenizer_utils.load} does: the
      * detokenizer from tokenizer.json's decoder, the think markers and structural markers from the
-     * vocabulary; token-level stop matching on.
+     * vocabulary; token-level stop matching on. No tool-call parser (it comes from the chat
+     * template: use {@link #inferred} and {@link Builder#toolParser}).
      *
      * @param encoder {@code tokenizer.encode(text, add_special_tokens=False)}
      */
     public static DetokenizingSinks forTokenizer(TokenDecoder decoder, Function<String, int[]> encoder) {
+        return inferred(decoder, encoder).build();
+    }
+
+    /**
+     * A builder preset as {@link #forTokenizer} does, for adding what the tokenizer cannot tell
+     * (the tool-call parser).
+     */
+    public static Builder inferred(TokenDecoder decoder, Function<String, int[]> encoder) {
         Objects.requireNonNull(encoder, "encoder");
         return builder(decoder)
                 .encoder(encoder)
                 .thinkMarkers(ThinkMarkers.infer(decoder, encoder).orElse(null))
-                .structuralMarkers(ThinkMarkers.inferStructuralMarkers(decoder))
-                .build();
+                .structuralMarkers(ThinkMarkers.inferStructuralMarkers(decoder));
     }
 
     public static Builder builder(TokenDecoder decoder) {
@@ -82,6 +97,11 @@ public final class DetokenizingSinks implements TextSink.Factory {
         return think;
     }
 
+    /** The tool-call parser in use, or null: tool-call markup then stays in the text. */
+    public ToolCallParser toolParser() {
+        return toolParser;
+    }
+
     @Override
     public TextSink open(ExecutionPlan plan) {
         Rules r = rulesFor(plan.stopStrings());
@@ -90,8 +110,8 @@ public final class DetokenizingSinks implements TextSink.Factory {
                 && think.opensInPrompt(plan.prompt().tokenIds())) {
             initial = TextRules.REASONING;
         }
-        return new DetokenizingSink(detokenizers.open(), r.text().cursor(initial),
-                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos);
+        return new DetokenizingSink(detokenizers.open(), r.text(), initial,
+                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos, toolParser, plan.tools());
     }
 
     private Rules rulesFor(List<String> stops) {
@@ -106,7 +126,8 @@ public final class DetokenizingSinks implements TextSink.Factory {
                     }
                     tokens = TokenStopRules.compile(seqs);
                 }
-                r = new Rules(TextRules.compile(think, structuralMarkers, stops), tokens);
+                r = new Rules(TextRules.compile(think, toolParser == null ? null : toolParser.callStart(),
+                        toolParser == null ? null : toolParser.callEnd(), structuralMarkers, stops), tokens);
                 rules.put(List.copyOf(stops), r);
             }
             return r;
@@ -123,6 +144,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
         private boolean tokenLevelStops = true;
         private boolean reasoningFromPrompt = true;
         private boolean flushAtEos;
+        private ToolCallParser toolParser;
 
         private Builder(TokenDecoder decoder) {
             this.decoder = Objects.requireNonNull(decoder, "decoder");
@@ -180,6 +202,16 @@ public final class DetokenizingSinks implements TextSink.Factory {
          */
         public Builder flushAtEos(boolean on) {
             this.flushAtEos = on;
+            return this;
+        }
+
+        /**
+         * The model's tool-call format (default none): text between its start and end markers is
+         * taken out of the content and parsed into {@code CommittedSpan.toolCalls}, as
+         * mlx_lm.server does. Null: tool-call markup stays in the text.
+         */
+        public Builder toolParser(ToolCallParser parser) {
+            this.toolParser = parser;
             return this;
         }
 

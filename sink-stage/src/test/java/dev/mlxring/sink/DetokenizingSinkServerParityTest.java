@@ -7,7 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.sink.tools.ToolCallParser;
+import dev.mlxring.sink.tools.ToolCallParsers;
+import java.io.IOException;
+import java.math.BigInteger;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -18,17 +24,92 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole sink against a replay of mlx_lm.server's text path (detokenizer, token-level stop
- * sequences, initial reasoning state, TextStateMachine split/flush/discard), using mlx-lm's own
- * classes: the default model, and the default model's tokenizer with {@code <think>}/{@code
- * </think>} added (mlx-lm then infers thinking). Stop strings here occur with their canonical
- * tokenization, where mlx_lm.server and OpenAI semantics agree; per-token text and reasoning must
- * be identical, including at EOS, where both discard the held-back text.
+ * sequences, initial reasoning state, TextStateMachine split/flush/discard, tool-call collection
+ * and parsing, the tool_calls finish reason), using mlx-lm's own classes: the default model, the
+ * default model's tokenizer with {@code <think>}/{@code </think>} added (mlx-lm then infers
+ * thinking), and with {@code <tool_call>}/{@code </tool_call>} and a chat template that names
+ * them (mlx-lm then infers json_tools). Stop strings here occur with their canonical
+ * tokenization, where mlx_lm.server and OpenAI semantics agree; per-token text, reasoning and
+ * tool calls (name, arguments with Python's types, the model's id) and the finish reason must be
+ * identical, including at EOS, where both discard the held-back text.
  */
 class DetokenizingSinkServerParityTest {
     @TempDir
     static Path work;
 
     record Case(String name, int[] prompt, List<String> stop, int[] gen, String end) {}
+
+    /** One response: its text, reasoning and the tool calls it completed. */
+    record Response(String text, String reasoning, List<Object> toolCalls) {}
+
+    @Test
+    void toolCallingModel() throws IOException {
+        Path dir = Path.of(Oracle.buildFixtures(work.resolve("fixtures")).get("tools").asText());
+        try (HfTokenizer tok = Oracle.load(dir)) {
+            ChatTemplate template = ChatTemplate.load(dir);
+            assertEquals(java.util.Optional.of("json_tools"), ToolCallParsers.inferType(template.text(), tok));
+            ToolCallParser parser = ToolCallParsers.infer(template.text(), tok).orElseThrow();
+            DetokenizingSinks sinks = DetokenizingSinks.inferred(tok, s -> tok.encode(s, false)).toolParser(parser).build();
+            int[] prompt = tok.encode("<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n", false);
+            String call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3, "
+                    + "\"metric\": true, \"ratio\": 0.5, \"tags\": null}}\n</tool_call>";
+            List<int[]> gens = new ArrayList<>();
+            // 0 calls.
+            gens.add(tok.encode("Sure, the weather in Paris is fine. Done.", false));
+            // 1 call, text before it.
+            gens.add(tok.encode("Let me check." + call, false));
+            // 2 calls, non-ASCII and nested arguments, text after.
+            gens.add(tok.encode(call + "\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": [1, 2.5, null, \"日本 😀\"], "
+                    + "\"big\": 123456789012345678901234567890, \"e\": 1e-7, \"n\": {\"k\": {}}}}\n</tool_call>Done.", false));
+            // Malformed JSON (dropped), then a good call.
+            gens.add(tok.encode("<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": }\n</tool_call>then " + call, false));
+            // A list of calls with an id, and an empty call.
+            gens.add(tok.encode("<tool_call>[{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}, \"id\": \"call_1\"}, "
+                    + "{\"name\": \"b\", \"arguments\": \"s\", \"id\": \"\"}]</tool_call><tool_call></tool_call>ok", false));
+            // Cut off mid-call (at the token limit or by EOS).
+            gens.add(tok.encode("Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false));
+            // A start-marker prefix held back at the end (discarded at EOS, flushed at the limit).
+            gens.add(tok.encode("Almost done <tool_", false));
+            // A complete call left open (no end marker).
+            gens.add(tok.encode("<tool_call>{\"name\": \"f\", \"arguments\": {}}", false));
+            // Markers split across tokens (not the added tokens' canonical encoding).
+            gens.add(concat(tok.encode("A<tool", false), tok.encode("_call>{\"name\": \"f\", \"arguments\": [1]}</", false),
+                    tok.encode("tool_call>B", false)));
+            List<List<String>> stops = List.of(List.of(), List.of("Done"), List.of("</tool_call>"), List.of("<tool_call>"),
+                    List.of("Paris"), List.of("then"));
+            List<Case> cases = new ArrayList<>();
+            for (int[] g : gens) {
+                for (List<String> st : stops) {
+                    for (String end : List.of("length", "eos")) {
+                        cases.add(new Case(tok.decode(g, false) + " | stop " + st + " | " + end, prompt, st, g, end));
+                    }
+                }
+            }
+            JsonNode out = check(tok, sinks, cases);
+            JsonNode meta = out.get("meta");
+            assertEquals("<tool_call>", meta.get("tool_call_start").asText());
+            assertEquals("</tool_call>", meta.get("tool_call_end").asText());
+            assertEquals("json_tools", meta.get("tool_parser_type").asText());
+            int calls = 0;
+            int twoCalls = 0;
+            int errors = 0;
+            int toolFinish = 0;
+            for (JsonNode c : out.get("cases")) {
+                JsonNode mlx = c.get("mlx");
+                int n = mlx.get("final_tool_calls").size();
+                for (JsonNode r : mlx.get("responses")) {
+                    n += r.get("tool_calls").size();
+                }
+                calls += n > 0 ? 1 : 0;
+                twoCalls += n >= 2 ? 1 : 0;
+                errors += mlx.get("tool_errors").asInt() > 0 ? 1 : 0;
+                toolFinish += mlx.get("finish_reason").asText().equals("tool_calls") ? 1 : 0;
+            }
+            assertTrue(calls > 0 && twoCalls > 0 && errors > 0 && toolFinish > 0,
+                    "coverage: " + calls + " with calls, " + twoCalls + " with two, " + errors + " with a parse failure, "
+                            + toolFinish + " finished with tool_calls");
+        }
+    }
 
     @Test
     void thinkingModel() {
@@ -106,7 +187,7 @@ class DetokenizingSinkServerParityTest {
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("model", tok.tokenizerFile().getParent().toString());
         spec.put("cases", cases.stream().map(c -> Map.of("prompt", c.prompt(), "stop", c.stop(), "gen", c.gen(),
-                "end", c.end())).toList());
+                "end", c.end(), "tools", List.of())).toList());
         JsonNode out = Oracle.run("--server", spec, work);
         List<String> problems = new ArrayList<>();
         int agreeWithServer = 0;
@@ -119,11 +200,15 @@ class DetokenizingSinkServerParityTest {
             JsonNode mlx = out.get("cases").get(k).get("mlx");
             SinkRun ours = SinkRun.run(sinks.open(SinkRun.plan(c.prompt(), c.stop())),
                     c.end().equals("eos") ? "stop" : "length", c.gen());
-            List<String[]> o = responses(ours, c);
+            List<Response> o = responses(ours, c);
             String where = "case " + k + " " + DetokenizerParityTest.quote(c.name());
 
             // 1. Exactly mlx-lm's machinery with OpenAI stop semantics, response for response.
-            List<String> diff = compare(o, openai.get("responses"));
+            List<String> diff = compare(o, openai);
+            if (!ours.finishReason.equals(openai.get("finish_reason").asText())) {
+                diff.add("finish reason: expected " + openai.get("finish_reason").asText() + ", sink "
+                        + ours.finishReason);
+            }
             if (!diff.isEmpty()) {
                 problems.add(where + " vs openai replay: " + diff);
                 continue;
@@ -131,8 +216,12 @@ class DetokenizingSinkServerParityTest {
             // 2. mlx_lm.server itself: identical unless a stop string matched in the text only
             //    (mlx-lm strips it and goes on).
             JsonNode eosDiscarded = c.end().equals("eos") ? mlx.get("eos_discarded") : null;
-            List<String> vsServer = compare(o, mlx.get("responses"));
-            boolean mlxTokenStop = mlx.get("finish_reason").asText().equals("stop")
+            List<String> vsServer = compare(o, mlx);
+            if (!ours.finishReason.equals(mlx.get("finish_reason").asText())) {
+                vsServer.add("finish reason: expected " + mlx.get("finish_reason").asText() + ", sink "
+                        + ours.finishReason);
+            }
+            boolean mlxTokenStop = List.of("stop", "tool_calls").contains(mlx.get("finish_reason").asText())
                     && mlx.get("responses").size() <= c.gen().length;
             if (vsServer.isEmpty()) {
                 agreeWithServer++;
@@ -162,25 +251,29 @@ class DetokenizingSinkServerParityTest {
     /**
      * The sink's output grouped like the server's responses: one per token; on "length" the last
      * token's span and the finish() span form one response, on "eos" finish() is the EOS response.
+     * The finish() span's tool calls (an open call parsed at the end) go to the last response.
      */
-    private static List<String[]> responses(SinkRun ours, Case c) {
-        List<String[]> o = new ArrayList<>();
+    private static List<Response> responses(SinkRun ours, Case c) {
+        List<Response> o = new ArrayList<>();
         for (int i = 0; i < ours.texts.size(); i++) {
-            o.add(new String[] {ours.texts.get(i), ours.reasonings.get(i)});
+            o.add(new Response(ours.texts.get(i), ours.reasonings.get(i), typed(ours.toolCalls.get(i))));
         }
-        if (ours.finishText != null) {
-            if (c.end().equals("length") && !o.isEmpty()) {
-                String[] last = o.get(o.size() - 1);
-                last[0] += ours.finishText;
-                last[1] += ours.finishReasoning;
-            } else {
-                o.add(new String[] {ours.finishText, ours.finishReasoning});
-            }
+        if (ours.finishText != null && !(c.end().equals("length") && !o.isEmpty())) {
+            o.add(new Response("", "", new ArrayList<>()));
+        }
+        if (!o.isEmpty()) {
+            Response last = o.removeLast();
+            List<Object> calls = new ArrayList<>(last.toolCalls());
+            calls.addAll(typed(ours.finishToolCalls));
+            o.add(new Response(last.text() + (ours.finishText == null ? "" : ours.finishText),
+                    last.reasoning() + (ours.finishReasoning == null ? "" : ours.finishReasoning), calls));
         }
         return o;
     }
 
-    private static List<String> compare(List<String[]> ours, JsonNode expected) {
+    /** The replay's responses, with the calls parsed after its loop added to the last one. */
+    private static List<String> compare(List<Response> ours, JsonNode replay) {
+        JsonNode expected = replay.get("responses");
         List<String> diff = new ArrayList<>();
         if (ours.size() != expected.size()) {
             diff.add("sink produced " + ours.size() + " responses, expected " + expected.size());
@@ -189,13 +282,80 @@ class DetokenizingSinkServerParityTest {
             JsonNode e = expected.get(i);
             String t = e.get("text").asText();
             String r = e.get("reasoning").asText();
-            if (!t.equals(ours.get(i)[0]) || !r.equals(ours.get(i)[1])) {
+            List<Object> calls = new ArrayList<>();
+            e.get("tool_calls").forEach(calls::add);
+            if (i == expected.size() - 1) {
+                replay.get("final_tool_calls").forEach(calls::add);
+            }
+            Response o = ours.get(i);
+            if (!t.equals(o.text()) || !r.equals(o.reasoning())) {
                 diff.add("response " + i + ": expected " + DetokenizerParityTest.quote(t) + " / "
-                        + DetokenizerParityTest.quote(r) + ", sink " + DetokenizerParityTest.quote(ours.get(i)[0]) + " / "
-                        + DetokenizerParityTest.quote(ours.get(i)[1]));
+                        + DetokenizerParityTest.quote(r) + ", sink " + DetokenizerParityTest.quote(o.text()) + " / "
+                        + DetokenizerParityTest.quote(o.reasoning()));
+            }
+            JsonNode want = Oracle.JSON.valueToTree(calls);
+            JsonNode got = Oracle.JSON.valueToTree(o.toolCalls());
+            if (!want.equals(got)) {
+                diff.add("response " + i + " tool calls: expected " + want + ", sink " + got);
             }
         }
         return diff;
+    }
+
+    /** Tool calls in the oracle's form: name, arguments keeping Python's types, the model's id. */
+    private static List<Object> typed(List<ToolCall> calls) {
+        List<Object> out = new ArrayList<>();
+        for (ToolCall c : calls) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("name", c.name());
+            m.put("arguments", typed(c.arguments()));
+            m.put("id", c.id());
+            out.add(m);
+        }
+        return out;
+    }
+
+    /** The oracle's {@code _typed}: {"d": [[k, v]...]}, {"l"}, {"s"}, {"i"}, {"f": float.hex}, {"b"}, null. */
+    private static Object typed(Object v) {
+        return switch (v) {
+            case null -> null;
+            case Boolean b -> Map.of("b", b);
+            case Integer i -> Map.of("i", i.toString());
+            case Long l -> Map.of("i", l.toString());
+            case BigInteger b -> Map.of("i", b.toString());
+            case Number n -> Map.of("f", pyFloatHex(n.doubleValue()));
+            case String s -> Map.of("s", s);
+            case List<?> l -> Map.of("l", l.stream().map(DetokenizingSinkServerParityTest::typed).toList());
+            case Map<?, ?> m -> {
+                List<Object> entries = new ArrayList<>();
+                m.forEach((k, x) -> entries.add(java.util.Arrays.asList(k, typed(x))));
+                yield Map.of("d", entries);
+            }
+            default -> throw new IllegalArgumentException("not JSON data: " + v.getClass());
+        };
+    }
+
+    /** Python's {@code float.hex}. */
+    static String pyFloatHex(double d) {
+        if (Double.isNaN(d)) {
+            return "nan";
+        }
+        if (Double.isInfinite(d)) {
+            return d > 0 ? "inf" : "-inf";
+        }
+        long bits = Double.doubleToRawLongBits(d);
+        String sign = bits < 0 ? "-" : "";
+        long mantissa = bits & ((1L << 52) - 1);
+        int exp = (int) ((bits >>> 52) & 0x7ff);
+        if (exp == 0 && mantissa == 0) {
+            return sign + "0x0.0p+0";
+        }
+        String m = String.format("%013x", mantissa);
+        if (exp == 0) {
+            return sign + "0x0." + m + "p-1022";
+        }
+        int e = exp - 1023;
+        return sign + "0x1." + m + "p" + (e < 0 ? "-" : "+") + Math.abs(e);
     }
 
     static int[] ints(JsonNode n) {

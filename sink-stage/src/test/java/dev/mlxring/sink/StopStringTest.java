@@ -38,7 +38,7 @@ class StopStringTest {
         assertEquals(1, r.stoppedAt);
         assertEquals(List.of("ab", "c"), r.texts);
         assertEquals("abc", r.text());
-        assertNull(r.finishText, "finish() is not called after a stop");
+        assertNull(r.finishText, "after a stop, finish() delivers no text");
     }
 
     @Test
@@ -143,7 +143,7 @@ class StopStringTest {
         span.clear();
         assertTrue(sink.onToken(more, span));
         assertEquals("", span.text.toString());
-        assertFalse(sink.finish("length", span));
+        assertEquals("stop", sink.finish("stop", span));
         assertEquals("", span.text.toString());
     }
 

@@ -5,6 +5,7 @@ import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.Lifecycle;
 import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.Session;
+import dev.mlxring.pipeline.ToolCall;
 import io.undertow.io.IoCallback;
 import io.undertow.io.Sender;
 import io.undertow.server.HttpServerExchange;
@@ -45,6 +46,7 @@ final class CompletionResponder implements GenerationListener, IoCallback {
     // Non-streaming accumulation (sink thread only).
     private final StringBuilder text = new StringBuilder();
     private final StringBuilder reasoning = new StringBuilder();
+    private final List<ToolCall> toolCalls = new ArrayList<>(0);
     private final List<OpenAiFrames.LogprobEntry> logprobs;
 
     CompletionResponder(HttpServerExchange exchange, OpenAiRequest req, OpenAiFrames frames) {
@@ -74,6 +76,7 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         if (!req.stream()) {
             text.append(span.text);
             reasoning.append(span.reasoning);
+            toolCalls.addAll(span.toolCalls);
             if (lp != null) {
                 logprobs.add(lp);
             }
@@ -81,11 +84,11 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         }
         startStream();
         int credit = span.tokenId >= 0 ? 1 : 0;
-        if (span.text.length() == 0 && span.reasoning.length() == 0 && lp == null) {
+        if (span.text.length() == 0 && span.reasoning.length() == 0 && span.toolCalls.isEmpty() && lp == null) {
             s.release(credit);
             return;
         }
-        enqueue(sse(frames.chunk(span.text, span.reasoning, lp, null)), credit, false);
+        enqueue(sse(frames.chunk(span.text, span.reasoning, span.toolCalls, lp, null)), credit, false);
     }
 
     @Override
@@ -101,7 +104,8 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         }
         if (!req.stream()) {
             String reason = outcome.state() == Lifecycle.COMPLETED ? outcome.finishReason() : "stop";
-            byte[] body = frames.complete(text.toString(), reasoning.toString(), logprobs, reason, outcome.usage())
+            byte[] body = frames.complete(text.toString(), reasoning.toString(), toolCalls, logprobs, reason,
+                    outcome.usage())
                     .getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
             enqueue(ByteBuffer.wrap(body), 0, true);
@@ -112,7 +116,7 @@ final class CompletionResponder implements GenerationListener, IoCallback {
             enqueue(sse(error(outcome).body()), 0, false);
         } else {
             String reason = outcome.state() == Lifecycle.COMPLETED ? outcome.finishReason() : "stop";
-            enqueue(sse(frames.chunk("", "", null, reason)), 0, false);
+            enqueue(sse(frames.chunk("", "", List.of(), null, reason)), 0, false);
             if (req.includeUsage()) {
                 enqueue(sse(frames.usageChunk(outcome.usage())), 0, false);
             }

@@ -3,13 +3,17 @@ package dev.mlxring.ingress.http;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.pipeline.Usage;
+import java.util.List;
+import java.util.UUID;
 import java.util.function.IntFunction;
 
 /**
  * OpenAI / mlx_lm.server response shapes: {@code chat.completion(.chunk)} and
- * {@code text_completion} objects, usage, logprobs. One instance per request (it carries the
- * id, model and creation time every chunk repeats).
+ * {@code text_completion} objects, usage, logprobs, tool calls. One instance per request (it
+ * carries the id, model and creation time every chunk repeats, and the streamed tool-call index);
+ * used by one thread at a time.
  */
 final class OpenAiFrames {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -20,6 +24,8 @@ final class OpenAiFrames {
     private final boolean chat;
     private final String fingerprint;
     private final IntFunction<String> tokenText;
+    /** mlx_lm.server's {@code ToolCallFormatter._idx}: streamed tool calls are numbered per request. */
+    private int toolCallIndex;
 
     OpenAiFrames(String id, String model, boolean chat, String fingerprint, IntFunction<String> tokenText) {
         this.id = id;
@@ -52,8 +58,12 @@ final class OpenAiFrames {
         return c;
     }
 
-    /** One streamed chunk carrying text and/or reasoning (and the token's logprobs when asked). */
-    String chunk(CharSequence text, CharSequence reasoning, LogprobEntry logprob, String finishReason) {
+    /**
+     * One streamed chunk carrying text, reasoning and/or tool calls (and the token's logprobs when
+     * asked). Text completions carry only text, as in mlx_lm.server.
+     */
+    String chunk(CharSequence text, CharSequence reasoning, List<ToolCall> toolCalls, LogprobEntry logprob,
+            String finishReason) {
         ObjectNode o = envelope(true);
         ObjectNode c = choice(o, finishReason);
         if (chat) {
@@ -64,6 +74,9 @@ final class OpenAiFrames {
             }
             if (reasoning.length() > 0) {
                 delta.put("reasoning", reasoning.toString());
+            }
+            if (!toolCalls.isEmpty()) {
+                toolCalls(delta.putArray("tool_calls"), toolCalls, true);
             }
         } else {
             c.put("text", text.toString());
@@ -83,8 +96,8 @@ final class OpenAiFrames {
     }
 
     /** A whole non-streamed response. */
-    String complete(String text, String reasoning, java.util.List<LogprobEntry> logprobs, String finishReason,
-            Usage usage) {
+    String complete(String text, String reasoning, List<ToolCall> toolCalls, List<LogprobEntry> logprobs,
+            String finishReason, Usage usage) {
         ObjectNode o = envelope(false);
         ObjectNode c = choice(o, finishReason);
         if (chat) {
@@ -98,6 +111,9 @@ final class OpenAiFrames {
             if (!reasoning.isEmpty()) {
                 message.put("reasoning", reasoning);
             }
+            if (!toolCalls.isEmpty()) {
+                toolCalls(message.putArray("tool_calls"), toolCalls, false);
+            }
         } else {
             c.put("text", text);
         }
@@ -109,6 +125,25 @@ final class OpenAiFrames {
         }
         usage(o, usage);
         return o.toString();
+    }
+
+    /**
+     * mlx_lm.server's {@code ToolCallFormatter._format}: {@code {"function": {"name", "arguments":
+     * json.dumps(arguments, ensure_ascii=False)}, "type": "function", "id": the model's id or a
+     * random UUID}}, plus {@code "index"} when streaming.
+     */
+    private void toolCalls(ArrayNode out, List<ToolCall> calls, boolean stream) {
+        for (ToolCall tc : calls) {
+            ObjectNode call = out.addObject();
+            ObjectNode function = call.putObject("function");
+            function.put("name", tc.name());
+            function.put("arguments", PyJsonDumps.dumps(tc.arguments()));
+            call.put("type", "function");
+            call.put("id", tc.id() != null && !tc.id().isEmpty() ? tc.id() : UUID.randomUUID().toString());
+            if (stream) {
+                call.put("index", toolCallIndex++);
+            }
+        }
     }
 
     private static void usage(ObjectNode o, Usage usage) {

@@ -85,9 +85,9 @@ class HttpServerTest {
                     }
 
                     @Override
-                    public boolean finish(String finishReason, CommittedSpan span) {
-                return false;
-            }
+                    public String finish(String finishReason, CommittedSpan span) {
+                        return finishReason;
+                    }
                 })
                 .start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),

@@ -189,8 +189,8 @@ public final class TrivialStages {
         }
 
         @Override
-        public boolean finish(String finishReason, CommittedSpan span) {
-                return false;
-            }
+        public String finish(String finishReason, CommittedSpan span) {
+            return finishReason;
+        }
     }
 }

@@ -1,0 +1,298 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.sink.DetokenizingSinks;
+import dev.mlxring.sink.tools.ToolCallParsers;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Tool calls over HTTP as mlx_lm.server returns them: a scripted executor emits a reply with two
+ * json_tools calls, the real sink (tool state, json_tools parser) parses them, and the responses
+ * carry {@code tool_calls} ({@code function.name}, {@code function.arguments} as Python's
+ * {@code json.dumps(..., ensure_ascii=False)}, {@code type}, {@code id}, and {@code index} when
+ * streaming) with finish reason {@code tool_calls}.
+ */
+class ToolCallHttpTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+
+    /** One token per string; decode concatenates (the naive detokenizer). */
+    private static final List<String> VOCAB = List.of(
+            "<eos>",
+            "Let me check.",
+            "<tool_call>",
+            "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 3, \"ratio\": 0.00001, "
+                    + "\"ok\": true, \"tags\": [\"a\\\"b\", null], \"big\": 12345678901234567890, \"f\": 2.0}}\n",
+            "</tool_call>",
+            "{\"name\": \"lookup\", \"arguments\": {}, \"id\": \"call_9\"}",
+            "{\"name\": \"broken\", \"arguments\": ");
+    /** The reply: text, a call, a call with its own id, then EOS. */
+    private static final int[] SCRIPT = {1, 2, 3, 4, 2, 5, 4};
+
+    private static final String ARGS = "{\"city\": \"Zürich\", \"days\": 3, \"ratio\": 1e-05, \"ok\": true, "
+            + "\"tags\": [\"a\\\"b\", null], \"big\": 12345678901234567890, \"f\": 2.0}";
+
+    private Engine engine;
+    private HttpServer server;
+    private final List<List<Map<String, Object>>> toolsSeen = new CopyOnWriteArrayList<>();
+    private volatile int[] script = SCRIPT;
+
+    private static final TokenDecoder DECODER = new TokenDecoder() {
+        @Override
+        public int vocabSize() {
+            return VOCAB.size();
+        }
+
+        @Override
+        public String tokenString(int id) {
+            return id >= 0 && id < VOCAB.size() ? VOCAB.get(id) : null;
+        }
+
+        @Override
+        public OptionalInt tokenId(String token) {
+            int i = VOCAB.indexOf(token);
+            return i < 0 ? OptionalInt.empty() : OptionalInt.of(i);
+        }
+
+        @Override
+        public String decode(int[] ids, int from, int to) {
+            StringBuilder b = new StringBuilder();
+            for (int i = from; i < to; i++) {
+                b.append(VOCAB.get(ids[i]));
+            }
+            return b.toString();
+        }
+
+        @Override
+        public boolean cleanUpTokenizationSpaces() {
+            return false;
+        }
+
+        @Override
+        public Object decoderConfig() {
+            return null;
+        }
+    };
+
+    /** Emits the script, then EOS ("stop"); "length" at max_tokens. */
+    private final Executor scripted = new Executor() {
+        @Override
+        public ExecutionRun open(ExecutionPlan plan) {
+            int[] ids = script;
+            return new ExecutionRun() {
+                final StepResult r = new StepResult(0);
+                int produced;
+
+                @Override
+                public StepResult advance() {
+                    if (produced == plan.maxTokens()) {
+                        return r.finished("length");
+                    }
+                    if (produced == ids.length) {
+                        return r.finished("stop");
+                    }
+                    return r.token(ids[produced++]);
+                }
+
+                @Override
+                public int promptTokens() {
+                    return plan.prompt().length();
+                }
+
+                @Override
+                public int completionTokens() {
+                    return produced;
+                }
+
+                @Override
+                public void close() {}
+            };
+        }
+
+        @Override
+        public void close() {}
+    };
+
+    @BeforeEach
+    void start() {
+        DetokenizingSinks sinks = DetokenizingSinks.builder(DECODER)
+                .toolParser(ToolCallParsers.forType("json_tools").orElseThrow())
+                .build();
+        engine = Engine.builder()
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2, r.prompt() instanceof Prompt.Chat))
+                .planner((r, p) -> {
+                    List<Map<String, Object>> tools = r.prompt() instanceof Prompt.Chat c ? c.tools() : List.of();
+                    toolsSeen.add(tools);
+                    return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 100 : r.maxTokens(),
+                            new int[] {0}, r.stop(), false, 0, tools);
+                })
+                .executor(scripted)
+                .sinks(sinks)
+                .start();
+        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
+                engine, id -> VOCAB.get(id)).start();
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+        engine.close();
+    }
+
+    private HttpResponse<String> post(String path, String body) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static final String TOOLS = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+            + "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}}]";
+
+    private static String chat(boolean stream, String extra) {
+        return "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}], \"tools\": " + TOOLS
+                + ", \"stream\": " + stream + extra + "}";
+    }
+
+    private static List<JsonNode> events(String body) throws Exception {
+        List<JsonNode> out = new ArrayList<>();
+        for (String l : body.split("\n\n")) {
+            assertTrue(l.startsWith("data: "), l);
+            if (!l.equals("data: [DONE]")) {
+                out.add(JSON.readTree(l.substring(6)));
+            }
+        }
+        return out;
+    }
+
+    private static void assertFieldOrder(JsonNode call, String... names) {
+        List<String> got = new ArrayList<>();
+        call.fieldNames().forEachRemaining(got::add);
+        assertEquals(List.of(names), got);
+    }
+
+    @Test
+    void nonStreamingChatCarriesToolCalls() throws Exception {
+        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ""));
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
+        assertEquals("tool_calls", c.get("finish_reason").asText());
+        JsonNode m = c.get("message");
+        assertFieldOrder(m, "role", "content", "tool_calls");
+        assertEquals("Let me check.", m.get("content").asText());
+        JsonNode calls = m.get("tool_calls");
+        assertEquals(2, calls.size());
+        JsonNode first = calls.get(0);
+        assertFieldOrder(first, "function", "type", "id");
+        assertFieldOrder(first.get("function"), "name", "arguments");
+        assertEquals("get_weather", first.get("function").get("name").asText());
+        assertEquals(ARGS, first.get("function").get("arguments").asText(), "Python's json.dumps, ensure_ascii=False");
+        assertEquals("function", first.get("type").asText());
+        UUID.fromString(first.get("id").asText()); // no id from the model: a random UUID
+        assertEquals("lookup", calls.get(1).get("function").get("name").asText());
+        assertEquals("{}", calls.get(1).get("function").get("arguments").asText());
+        assertEquals("call_9", calls.get(1).get("id").asText());
+        assertFalse(first.has("index"), "index only when streaming");
+        assertEquals(7, JSON.readTree(r.body()).get("usage").get("completion_tokens").asInt());
+        assertEquals(JSON.readValue(TOOLS, List.class), toolsSeen.getLast(), "the request's tools reach the plan");
+    }
+
+    @Test
+    void streamingChatNumbersToolCalls() throws Exception {
+        HttpResponse<String> r = post("/v1/chat/completions", chat(true, ""));
+        assertEquals(200, r.statusCode(), r.body());
+        List<JsonNode> events = events(r.body());
+        List<JsonNode> calls = new ArrayList<>();
+        StringBuilder content = new StringBuilder();
+        for (JsonNode e : events.subList(0, events.size() - 1)) {
+            JsonNode d = e.get("choices").get(0).get("delta");
+            assertEquals("assistant", d.get("role").asText());
+            if (d.has("content")) {
+                content.append(d.get("content").asText());
+            }
+            if (d.has("tool_calls")) {
+                assertFieldOrder(d, "role", "tool_calls");
+                d.get("tool_calls").forEach(calls::add);
+            }
+            assertTrue(e.get("choices").get(0).get("finish_reason").isNull());
+        }
+        assertEquals("Let me check.", content.toString());
+        assertEquals(2, calls.size());
+        assertFieldOrder(calls.get(0), "function", "type", "id", "index");
+        assertEquals(0, calls.get(0).get("index").asInt());
+        assertEquals(1, calls.get(1).get("index").asInt());
+        assertEquals(ARGS, calls.get(0).get("function").get("arguments").asText());
+        assertEquals("call_9", calls.get(1).get("id").asText());
+        assertEquals("tool_calls", events.getLast().get("choices").get(0).get("finish_reason").asText());
+    }
+
+    @Test
+    void tokenLimitParsesWhatTheOpenCallHolds() throws Exception {
+        // Cut before the end marker: mlx_lm.server parses the tool text after its loop; here it
+        // is complete JSON, so the call is returned, and the finish reason stays length.
+        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3"));
+        JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
+        assertEquals("length", c.get("finish_reason").asText());
+        assertEquals(ARGS, c.get("message").get("tool_calls").get(0).get("function").get("arguments").asText());
+        assertEquals("Let me check.", c.get("message").get("content").asText());
+        // Cut inside the JSON: the call is dropped.
+        script = new int[] {1, 2, 6, 4};
+        JsonNode cut = JSON.readTree(post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3")).body())
+                .get("choices").get(0);
+        assertEquals("length", cut.get("finish_reason").asText());
+        assertFalse(cut.get("message").has("tool_calls"));
+    }
+
+    @Test
+    void malformedCallIsDroppedButCounts() throws Exception {
+        script = new int[] {2, 6, 4};
+        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ""));
+        JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
+        assertEquals("tool_calls", c.get("finish_reason").asText(), "mlx_lm.server: a call was made");
+        assertFalse(c.get("message").has("tool_calls"));
+        assertTrue(c.get("message").get("content").isNull());
+    }
+
+    @Test
+    void textCompletionsReturnOnlyText() throws Exception {
+        // mlx_lm.server's text_completion choice has only "text": the markup is stripped, the
+        // calls are not returned, the finish reason still says tool_calls.
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"x\"}");
+        JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
+        assertEquals("Let me check.", c.get("text").asText());
+        assertEquals("tool_calls", c.get("finish_reason").asText());
+        assertNull(c.get("tool_calls"));
+        assertNull(c.get("message"));
+        HttpResponse<String> s = post("/v1/completions", "{\"prompt\": \"x\", \"stream\": true}");
+        List<JsonNode> events = events(s.body());
+        for (JsonNode e : events) {
+            assertFalse(e.get("choices").get(0).has("tool_calls"));
+        }
+        assertEquals("tool_calls", events.getLast().get("choices").get(0).get("finish_reason").asText());
+    }
+}
