@@ -14,6 +14,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.tools.ToolCallParsers;
@@ -249,6 +250,28 @@ class ToolCallHttpTest {
         assertEquals(ARGS, calls.get(0).get("function").get("arguments").asText());
         assertEquals("call_9", calls.get(1).get("id").asText());
         assertEquals("tool_calls", events.getLast().get("choices").get(0).get("finish_reason").asText());
+    }
+
+    @Test
+    void officialOpenAiClientReadsTheCalls() throws Exception {
+        // The official SDK, as an agent harness uses it: non-streaming, a raw stream merged by
+        // delta index, and the SDK's stream helper, which accumulates and validates the calls.
+        JsonNode out = JSON.readTree(PythonScript.run("e2e/openai_tool_calls.py", 120,
+                List.of("--base-url", "http://127.0.0.1:" + server.port() + "/v1")));
+        for (String mode : List.of("create", "raw_stream", "stream_helper")) {
+            JsonNode r = out.get(mode);
+            assertFalse(r.has("error"), mode + ": " + r.path("error").asText());
+            assertEquals("tool_calls", r.get("finish_reason").asText(), mode);
+            assertEquals("Let me check.", r.get("content").asText(), mode);
+            JsonNode calls = r.get("tool_calls");
+            assertEquals(2, calls.size(), mode);
+            assertEquals("get_weather", calls.get(0).get("name").asText(), mode);
+            assertEquals(ARGS, calls.get(0).get("arguments").asText(), mode);
+            UUID.fromString(calls.get(0).get("id").asText());
+            assertEquals("lookup", calls.get(1).get("name").asText(), mode);
+            assertEquals("{}", calls.get(1).get("arguments").asText(), mode);
+            assertEquals("call_9", calls.get(1).get("id").asText(), mode);
+        }
     }
 
     @Test
