@@ -1,11 +1,14 @@
 """End-to-end checks of an mlx-ring server through the official `openai` client.
 
 Usage: openai_client_check.py --base-url http://127.0.0.1:PORT/v1 --model-dir DIR [--compare-mlx-lm]
+                              [--mlx-lm-arg ARG ...] [--compare-only]
 
 Runs streaming and non-streaming chat and completions, logprobs, stops and usage through
 the `openai` SDK and prints one JSON object: {"checks": [{"name", "ok", "detail"}], ...}.
 With --compare-mlx-lm it also starts mlx_lm.server on a free port with the same model and
-sends the same greedy requests to both, recording whether the texts are identical.
+sends the same greedy requests to both, recording whether the texts are identical;
+--mlx-lm-arg passes extra flags to it (e.g. --kv-bits 8, given as two --mlx-lm-arg), and
+--compare-only skips the client checks.
 Exit status 0 even when checks fail: the Java test reads the JSON and asserts.
 """
 import argparse
@@ -59,6 +62,8 @@ def main():
     ap.add_argument("--model-id", default="default_model")
     ap.add_argument("--compare-mlx-lm", action="store_true")
     ap.add_argument("--max-tokens", type=int, default=24)
+    ap.add_argument("--mlx-lm-arg", action="append", default=[])
+    ap.add_argument("--compare-only", action="store_true")
     args = ap.parse_args()
 
     client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0, timeout=300)
@@ -158,15 +163,16 @@ def main():
             return str(e.body)
         raise AssertionError("empty messages were accepted")
 
-    check("models", models)
-    check("chat_non_stream", chat_non_stream)
-    check("chat_stream", chat_stream)
-    check("stream_equals_non_stream", stream_equals_non_stream)
-    check("completion_non_stream", completion_non_stream)
-    check("completion_stream", completion_stream)
-    check("logprobs", logprobs)
-    check("stop", stop)
-    check("bad_request", bad_request)
+    if not args.compare_only:
+        check("models", models)
+        check("chat_non_stream", chat_non_stream)
+        check("chat_stream", chat_stream)
+        check("stream_equals_non_stream", stream_equals_non_stream)
+        check("completion_non_stream", completion_non_stream)
+        check("completion_stream", completion_stream)
+        check("logprobs", logprobs)
+        check("stop", stop)
+        check("bad_request", bad_request)
 
     comparison = []
     if args.compare_mlx_lm:
@@ -174,7 +180,7 @@ def main():
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         proc = subprocess.Popen(
             [sys.executable, "-m", "mlx_lm", "server", "--model", args.model_dir, "--port", str(port),
-             "--host", "127.0.0.1"],
+             "--host", "127.0.0.1", *args.mlx_lm_arg],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             wait_ready(f"http://127.0.0.1:{port}/v1/models", proc)

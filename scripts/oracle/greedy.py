@@ -4,6 +4,7 @@
 Usage:
     greedy.py --model DIR --prompts FILE.json --max-tokens N \
               --prefill-step-size S [--out FILE.json]
+              [--kv-bits B [--kv-group-size G] [--quantized-kv-start Q]]
 
 FILE.json: {"prompts": [[token ids...], ...]}
 
@@ -13,6 +14,12 @@ For every prompt this runs mlx-lm's own
 with its default greedy sampler, its own generation_stream and a fresh prompt
 cache (generate_step builds one), on the model loaded with
 mlx_lm.utils.load_model(Path(DIR)).
+
+With --kv-bits the call also gets kv_bits=B, kv_group_size=G (default 64) and
+quantized_kv_start=Q (default 5000, mlx-lm's defaults and mlx_lm.server's): generate_step
+then replaces each layer's KVCache by cache.to_quantized(G, B) after the first model call
+that leaves it holding >= Q tokens (maybe_quantize_kv_cache). Without --kv-bits nothing
+is passed and the output is exactly as before.
 
 Output (to --out, or stdout):
 {
@@ -27,9 +34,14 @@ Output (to --out, or stdout):
      "logits0_call_index": int,      # index of the model call logits0 comes from
      "logits0_call_input_len": int,  # tokens fed to that call (the final chunk)
      "prefill_s": float, "decode_s": float,
-     "prefill_tok_per_s": float, "decode_tok_per_s": float}
+     "prefill_tok_per_s": float, "decode_tok_per_s": float,
+     # only with --kv-bits (informative):
+     "kv_quantized_from_call": int|null,  # first model call that attended over a
+                                          # QuantizedKVCache (null: never converted)
+     "kv_quantized_from_offset": int|null}  # the cache offset before that call
   ]
 }
+With --kv-bits the document also has "kv_bits", "kv_group_size", "quantized_kv_start".
 b64 is base64 of the array's raw little-endian bytes exactly as MLX holds them
 (bf16/f16 read through a uint16 view, f32 through a uint32 view).
 
@@ -41,6 +53,7 @@ logprobs0 is the logprobs vector generate_step yields with the first token
 (logits0 - logsumexp(logits0)).
 """
 
+import inspect
 import time
 from pathlib import Path
 
@@ -64,8 +77,14 @@ class RecordingModel:
         object.__setattr__(self, "_capture_index", capture_index)
         object.__setattr__(self, "call_input_lens", [])
         object.__setattr__(self, "captured", None)
+        # (offset before the call, quantized?) of layer 0's cache per call, read without
+        # evaluating anything.
+        object.__setattr__(self, "cache_states", [])
 
     def __call__(self, *args, **kwargs):
+        cache = kwargs.get("cache")
+        if cache:
+            self.cache_states.append((cache[0].offset, hasattr(cache[0], "bits")))
         out = self._model(*args, **kwargs)
         idx = len(self.call_input_lens)
         inputs = args[0] if args else kwargs.get("inputs", kwargs.get("input_tokens"))
@@ -92,7 +111,7 @@ def prefill_chunks(n_prompt, step):
     return chunks, remaining
 
 
-def run_prompt(model, prompt, max_tokens, step):
+def run_prompt(model, prompt, max_tokens, step, kv_kwargs):
     chunks, last_len = prefill_chunks(len(prompt), step)
     rec = RecordingModel(model, capture_index=len(chunks))
 
@@ -101,7 +120,7 @@ def run_prompt(model, prompt, max_tokens, step):
     t0 = time.perf_counter()
     t_first = None
     for tok, logprobs in generate_step(
-        mx.array(prompt), rec, max_tokens=max_tokens, prefill_step_size=step
+        mx.array(prompt), rec, max_tokens=max_tokens, prefill_step_size=step, **kv_kwargs
     ):
         if t_first is None:
             t_first = time.perf_counter()
@@ -123,6 +142,13 @@ def run_prompt(model, prompt, max_tokens, step):
     prefill_s = t_first - t0
     decode_s = t_end - t_first
     n_dec = max(len(tokens) - 1, 0)
+    extra = {}
+    if kv_kwargs:
+        first = next((i for i, (_, q) in enumerate(rec.cache_states) if q), None)
+        extra = {
+            "kv_quantized_from_call": first,
+            "kv_quantized_from_offset": rec.cache_states[first][0] if first is not None else None,
+        }
     return {
         "prompt": list(prompt),
         "tokens": [int(t) for t in tokens],
@@ -135,23 +161,46 @@ def run_prompt(model, prompt, max_tokens, step):
         "decode_s": decode_s,
         "prefill_tok_per_s": len(prompt) / prefill_s if prefill_s > 0 else None,
         "decode_tok_per_s": n_dec / decode_s if decode_s > 0 else None,
+        **extra,
     }
+
+
+def kv_settings(kv_kwargs):
+    """The effective kv_bits / kv_group_size / quantized_kv_start (generate_step's defaults
+    where not given); empty without --kv-bits."""
+    if not kv_kwargs:
+        return {}
+    params = inspect.signature(generate_step).parameters
+    return {k: kv_kwargs.get(k, params[k].default) for k in ("kv_bits", "kv_group_size", "quantized_kv_start")}
 
 
 def main(argv=None):
     ap = oracle_args(__doc__)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--kv-bits", type=int, default=None)
+    ap.add_argument("--kv-group-size", type=int, default=None)
+    ap.add_argument("--quantized-kv-start", type=int, default=None)
     args = ap.parse_args(argv)
+    kv_kwargs = {}
+    if args.kv_bits is not None:
+        kv_kwargs["kv_bits"] = args.kv_bits
+        if args.kv_group_size is not None:
+            kv_kwargs["kv_group_size"] = args.kv_group_size
+        if args.quantized_kv_start is not None:
+            kv_kwargs["quantized_kv_start"] = args.quantized_kv_start
+    elif args.kv_group_size is not None or args.quantized_kv_start is not None:
+        ap.error("--kv-group-size and --quantized-kv-start need --kv-bits")
 
     prompts = read_prompts(args.prompts)
     model, _config = load_model(Path(args.model))
 
-    results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size) for p in prompts]
+    results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size, kv_kwargs) for p in prompts]
     write_json({
         **versions(),
         "model": args.model,
         "max_tokens": args.max_tokens,
         "prefill_step_size": args.prefill_step_size,
+        **kv_settings(kv_kwargs),
         "results": results,
     }, args.out)
 

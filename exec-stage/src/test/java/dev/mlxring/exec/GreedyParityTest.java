@@ -9,8 +9,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
@@ -18,8 +20,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -28,6 +32,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and dtype with mlx-lm's own classes, run mlx-lm's {@code generate_step} on them, and this test
  * runs the same prompts through our graphs. Tokens must match for 64 steps and the first step's
  * logits and logprobs must match byte for byte. The default model is a cell too.
+ *
+ * <p>The KV cells run the same check with mlx-lm's KV-cache quantization
+ * ({@code generate_step(kv_bits, kv_group_size, quantized_kv_start)}).
  */
 class GreedyParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -60,24 +67,103 @@ class GreedyParityTest {
         return names.stream();
     }
 
+    /**
+     * A KV-quantization cell: {@code model} (a tiny cell or "default") with {@code --kv-bits},
+     * {@code --kv-group-size} and {@code --quantized-kv-start}; {@code lengths} null = the
+     * standard prompts (5, 23, 70 tokens), else prompts of those lengths.
+     */
+    record KvCell(String model, KvQuantization kv, int prefillStep, String lengths) {
+        String name() {
+            return model + "+kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart()
+                    + (prefillStep == PREFILL_STEP ? "" : "p" + prefillStep) + (lengths == null ? "" : "L" + lengths.replace(',', '_'));
+        }
+
+        @Override
+        public String toString() {
+            return name();
+        }
+    }
+
+    static Stream<KvCell> kvCells() {
+        // The tiny models' head dims are 16 or 32, and mx.quantize needs group_size | head_dim, so
+        // the tiny cells use group 32 on the head_dim-32 models; group 64 runs on the default model.
+        return Stream.of(
+                // bf16 activations; the 70-token prompt (chunks 32 + 32 + 5, then 1) converts after
+                // the second chunk, so the 5-token chunk attends over the quantized cache through
+                // the materialized causal mask; the short prompts convert during decode.
+                new KvCell("llama-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
+                // start 0: every prompt converts after its first model call.
+                new KvCell("qwen3-q8", new KvQuantization(8, 32, 0), PREFILL_STEP, null),
+                // f32; only the 70-token prompt reaches 100, during decode (step 30).
+                new KvCell("qwen3-f32", new KvQuantization(4, 32, 100), PREFILL_STEP, null),
+                // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
+                // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
+                new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
+                // group 64 on SmolLM2 (head_dim 64, 3 repeats); one 40-token prompt (the default model
+                // costs ~15 s a prompt here): converts after the 32-token chunk, so the 7-token chunk,
+                // the first step and the decode run over the quantized cache.
+                new KvCell("default", new KvQuantization(8, 64, 16), PREFILL_STEP, "40"));
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("cells")
     void greedyTokensAndFirstLogitsMatchMlxLm(String cell) throws Exception {
-        Path modelDir = cell.equals("default")
+        check(cell, cell, null, PREFILL_STEP, null);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("kvCells")
+    void quantizedKvCacheMatchesMlxLm(KvCell cell) throws Exception {
+        check(cell.name(), cell.model(), cell.kv(), cell.prefillStep(), cell.lengths());
+    }
+
+    /**
+     * The dense caches replaced at conversion, the quantized buffers superseded as they grow and
+     * the quantized caches themselves are all freed: a run leaves MLX's active memory as it found it.
+     */
+    @Test
+    void quantizedKvRunReleasesItsArrays() {
+        int[] prompt = IntStream.range(0, 300).map(i -> (i * 131) % 512).toArray();
+        GenerationOptions options = new GenerationOptions(8, 50, new int[0], false, new KvQuantization(3, 32, 40));
+        try (LanguageModel model = Models.load(work.resolve("models/qwen3-bf16"))) {
+            GenerateStep.run(model, prompt, options, t -> true); // compiles and caches what it needs
+            Mlx.synchronize();
+            Mlx.clearCache();
+            long before = Mlx.memory().activeBytes();
+            GenerationResult r = GenerateStep.run(model, prompt, options, t -> true);
+            assertEquals(8, r.tokens().length);
+            Mlx.synchronize();
+            Mlx.clearCache();
+            assertEquals(before, Mlx.memory().activeBytes(), "active bytes after a quantized-KV run");
+        }
+    }
+
+    private static void check(String cell, String modelName, KvQuantization kv, int prefillStep, String lengths)
+            throws Exception {
+        boolean isDefault = modelName.equals("default");
+        Path modelDir = isDefault
                 ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
-                : work.resolve("models").resolve(cell);
+                : work.resolve("models").resolve(modelName);
         assertTrue(Files.isRegularFile(modelDir.resolve("config.json")),
                 "model " + modelDir + " is missing (the default model comes from ./mlx-ring setup)");
         Path promptFile = prompts;
-        if (cell.equals("default")) {
-            promptFile = work.resolve("prompts-default.json");
-            PythonScript.run("oracle/prompts.py", 60,
-                    List.of("--vocab", "49152", "--seed", "11", "--long", "70", "--out", promptFile.toString()));
+        if (isDefault || lengths != null) {
+            promptFile = work.resolve("prompts-" + (isDefault ? "default" : "512")
+                    + (lengths == null ? "" : "-" + lengths.replace(',', '_')) + ".json");
+            List<String> args = new ArrayList<>(List.of("--vocab", isDefault ? "49152" : "512", "--seed",
+                    isDefault ? "11" : "7", "--out", promptFile.toString()));
+            args.addAll(lengths == null ? List.of("--long", "70") : List.of("--lengths", lengths));
+            PythonScript.run("oracle/prompts.py", 60, args);
         }
         Path expectedFile = work.resolve("expected-" + cell + ".json");
-        PythonScript.run("oracle/greedy.py", 900, List.of("--model", modelDir.toString(), "--prompts",
+        List<String> oracleArgs = new ArrayList<>(List.of("--model", modelDir.toString(), "--prompts",
                 promptFile.toString(), "--max-tokens", String.valueOf(MAX_TOKENS), "--prefill-step-size",
-                String.valueOf(PREFILL_STEP), "--out", expectedFile.toString()));
+                String.valueOf(prefillStep), "--out", expectedFile.toString()));
+        if (kv != null) {
+            oracleArgs.addAll(List.of("--kv-bits", String.valueOf(kv.bits()), "--kv-group-size",
+                    String.valueOf(kv.groupSize()), "--quantized-kv-start", String.valueOf(kv.quantizedKvStart())));
+        }
+        PythonScript.run("oracle/greedy.py", 900, oracleArgs);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
         try (LanguageModel model = Models.load(modelDir)) {
@@ -86,8 +172,9 @@ class GreedyParityTest {
                 int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
                 int[] tokens = JSON.convertValue(r.get("tokens"), int[].class);
                 GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], true), t -> true);
-                String where = cell + " prompt " + i + " (" + prompt.length + " tokens)";
+                        new GenerationOptions(MAX_TOKENS, prefillStep, new int[0], true, kv), t -> true);
+                String where = cell + " prompt " + i + " (" + prompt.length + " tokens"
+                        + (kv == null ? "" : ", KV quantized from call " + r.get("kv_quantized_from_call")) + ")";
                 assertArrayEquals(tokens, got.tokens(), where + ": greedy tokens differ from mlx-lm");
                 assertEquals(r.get("logits0").get("dtype").asText(), got.logitsDtype(), where + ": logits dtype");
                 assertArrayEquals(Base64.getDecoder().decode(r.get("logits0").get("b64").asText()), got.firstLogits(),
@@ -96,7 +183,8 @@ class GreedyParityTest {
                         got.firstLogprobs(), where + ": first-step logprobs bytes differ from mlx-lm");
                 i++;
             }
-            assertTrue(i >= 3, "the oracle returned " + i + " prompts");
+            assertTrue(i >= (lengths == null ? 3 : lengths.split(",").length),
+                    "the oracle returned " + i + " prompts");
         }
     }
 }

@@ -86,6 +86,16 @@ public final class LocalEngine implements AutoCloseable {
             tokenizer.close();
             throw e;
         }
+        if (options.defaults().kvQuantization() != null) {
+            try {
+                // Refused at start-up: every request would otherwise fail once its cache converts.
+                options.defaults().kvQuantization().checkFits(model.headDim());
+            } catch (IllegalArgumentException e) {
+                model.close();
+                tokenizer.close();
+                throw e;
+            }
+        }
         Set<Integer> eos = new LinkedHashSet<>();
         IntStream.of(tokenizer.eosTokenIds()).forEach(eos::add);
         IntStream.of(model.eosTokenIds()).forEach(eos::add);

@@ -11,10 +11,13 @@ import java.util.Map;
  * @param stopTokenIds ids that end generation and are not emitted (EOS)
  * @param tools the request's tool definitions (OpenAI shape, from {@link Prompt.Chat#tools()}),
  *     handed to the sink's tool-call parser; empty for other prompts
+ * @param kvScheme the KV-cache scheme exec must use (the executor's own immutable type, e.g. a
+ *     quantized cache); null = the model's full-precision cache. Exec refuses a scheme it cannot
+ *     run rather than substituting another.
  */
 public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
         int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-        List<Map<String, Object>> tools) {
+        List<Map<String, Object>> tools, Object kvScheme) {
     public ExecutionPlan {
         stopTokenIds = stopTokenIds.clone();
         stopStrings = List.copyOf(stopStrings);
@@ -24,9 +27,16 @@ public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object samp
         }
     }
 
-    /** A plan without tool definitions. */
+    /** A plan with the full-precision KV cache. */
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
+            List<Map<String, Object>> tools) {
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, null);
+    }
+
+    /** A plan without tool definitions, with the full-precision KV cache. */
     public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of());
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of(), null);
     }
 }

@@ -1,5 +1,6 @@
 package dev.mlxring.plan;
 
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
@@ -24,9 +25,15 @@ public final class RequestPlanner implements Planner {
      * Server-wide defaults, named as mlx_lm.server's flags.
      *
      * @param maxContextTokens prompt plus completion may not exceed this (the model's context)
+     * @param kvQuantization the KV-cache scheme of every plan ({@code --kv-bits} …); null = full
+     *     precision. mlx_lm.server has no per-request KV settings, and neither do we.
      */
     public record Defaults(int maxTokens, double temperature, double topP, int topK, double minP,
-            int maxContextTokens) {
+            int maxContextTokens, KvQuantization kvQuantization) {
+        public Defaults(int maxTokens, double temperature, double topP, int topK, double minP, int maxContextTokens) {
+            this(maxTokens, temperature, topP, topK, minP, maxContextTokens, null);
+        }
+
         public static Defaults mlxLm(int maxContextTokens) {
             return new Defaults(512, 0.0, 1.0, 0, 0.0, maxContextTokens);
         }
@@ -70,7 +77,7 @@ public final class RequestPlanner implements Planner {
         }
         List<Map<String, Object>> tools = request.prompt() instanceof Prompt.Chat chat ? chat.tools() : List.of();
         return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
-                request.logprobs(), request.topLogprobs(), tools);
+                request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization());
     }
 
     private SamplingParams sampling(GenerationRequest request) {

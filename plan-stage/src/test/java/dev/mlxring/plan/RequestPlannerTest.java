@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.ExecutionPlan;
@@ -46,6 +47,15 @@ class RequestPlannerTest {
         ExecutionPlan p = planner.plan(new GenerationRequest("r", "m", chat, null, null, List.of(), false, 0), prompt);
         assertEquals(tools, p.tools());
         assertEquals(List.of(), planner.plan(req(null, null, 0), prompt).tools(), "no tools for other prompts");
+    }
+
+    @Test
+    void theServersKvSchemeIsSealedIntoEveryPlan() throws Exception {
+        assertEquals(null, planner.plan(req(null, null, 0), prompt).kvScheme(), "full precision by default");
+        KvQuantization kv = new KvQuantization(4, 32, 100);
+        RequestPlanner quantized = new RequestPlanner(new RequestPlanner.Defaults(512, 0.0, 1.0, 0, 0.0, 64, kv),
+                new int[] {2}, new int[] {198, 2}, 100);
+        assertEquals(kv, quantized.plan(req(null, null, 0), prompt).kvScheme());
     }
 
     @Test

@@ -1,5 +1,7 @@
 package dev.mlxring.exec.generate;
 
+import dev.mlxring.exec.kv.KvQuantization;
+
 /**
  * Settings of one greedy generation, named as mlx-lm names them.
  *
@@ -7,8 +9,11 @@ package dev.mlxring.exec.generate;
  * @param prefillStepSize prompt tokens per prefill chunk ({@code prefill_step_size}, mlx-lm: 2048)
  * @param stopTokenIds ids that end generation without being emitted (EOS); empty = never stop early
  * @param captureFirstStep keep the first step's logits and logprobs bytes (parity checks)
+ * @param kvQuantization {@code kv_bits}, {@code kv_group_size} and {@code quantized_kv_start};
+ *     null = the full-precision cache throughout ({@code kv_bits=None})
  */
-public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep) {
+public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep,
+        KvQuantization kvQuantization) {
     public static final int DEFAULT_PREFILL_STEP_SIZE = 2048;
 
     public GenerationOptions {
@@ -19,6 +24,11 @@ public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTo
             throw new IllegalArgumentException("prefillStepSize must be >= 1, got " + prefillStepSize);
         }
         stopTokenIds = stopTokenIds.clone();
+    }
+
+    /** Options with the full-precision KV cache. */
+    public GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep) {
+        this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, null);
     }
 
     boolean isStop(int token) {

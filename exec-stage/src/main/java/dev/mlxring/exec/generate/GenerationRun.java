@@ -1,6 +1,8 @@
 package dev.mlxring.exec.generate;
 
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
@@ -19,7 +21,11 @@ import java.util.Arrays;
  * the first step ({@code eval} of the cache state and {@code clear_cache} after each); then, per
  * iteration, build and {@code async_eval} step n+1 before reading token n, {@code clear_cache}
  * every 256 tokens. Sampling: processors on last-position logits before logsumexp, sampler on the
- * logprobs; plain greedy takes the bare argmax graph.
+ * logprobs; plain greedy takes the bare argmax graph. KV quantization ({@code kv_bits}): after
+ * every model call — after a prefill chunk's forward and before its cache {@code eval}; in a step
+ * after the logits processors and before logsumexp — each full-precision layer cache whose
+ * offset has reached {@code quantized_kv_start} is replaced by its quantized copy
+ * ({@code maybe_quantize_kv_cache}), so the next model call attends over the quantized cache.
  *
  * <p>Owns its caches, sampling state and pending steps; {@link #close()} frees them all. Exec
  * thread only. The first run on a thread gives it its own default stream (mlx-lm's
@@ -73,6 +79,7 @@ public final class GenerationRun implements AutoCloseable {
     private final SamplingRun sampling;
     /** Null on the plain greedy path: generate_step's default graph, argmax and nothing else. */
     private final SamplingRun activeSampling;
+    /** mlx-lm's {@code prompt_cache}: layer caches, replaced in place when quantized. */
     private final KvCache[] cache;
     private final long startNs = System.nanoTime();
 
@@ -160,13 +167,8 @@ public final class GenerationRun implements AutoCloseable {
             try (ArrayScope forward = ArrayScope.open()) {
                 model.forward(Mlx.expandDims(chunk, 0), cache);
             }
-            MlxArray[] state = new MlxArray[cache.length * 2];
-            for (int i = 0; i < cache.length; i++) {
-                MlxArray[] kv = cache[i].state();
-                state[2 * i] = kv[0];
-                state[2 * i + 1] = kv[1];
-            }
-            Mlx.eval(state);
+            maybeQuantizeKvCache();
+            Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
             if (activeSampling != null) {
                 activeSampling.observe(chunk, count);
             }
@@ -241,6 +243,7 @@ public final class GenerationRun implements AutoCloseable {
             if (activeSampling != null) {
                 logits = activeSampling.process(inputTokens, inputLength, logits);
             }
+            maybeQuantizeKvCache();
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, true));
             MlxArray sampled = activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
             if (probe != null) {
@@ -248,6 +251,24 @@ public final class GenerationRun implements AutoCloseable {
             }
             return new Step(sampled.detach(), Mlx.squeeze(logprobs, 0).detach(),
                     keepLogits ? Mlx.squeeze(raw, 0).detach() : null);
+        }
+    }
+
+    /**
+     * mlx-lm's {@code maybe_quantize_kv_cache}: every layer cache that can be quantized (a
+     * full-precision one) and whose offset is at least {@code quantized_kv_start} becomes
+     * {@code to_quantized(group_size, bits)}; the replaced cache is freed, as Python drops it.
+     */
+    private void maybeQuantizeKvCache() {
+        KvQuantization q = options.kvQuantization();
+        if (q == null) {
+            return;
+        }
+        for (int i = 0; i < cache.length; i++) {
+            if (cache[i] instanceof DenseKvCache dense && dense.offset() >= q.quantizedKvStart()) {
+                cache[i] = dense.toQuantized(q.groupSize(), q.bits());
+                dense.close();
+            }
         }
     }
 

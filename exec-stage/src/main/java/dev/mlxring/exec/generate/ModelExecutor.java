@@ -1,5 +1,6 @@
 package dev.mlxring.exec.generate;
 
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
@@ -31,8 +32,8 @@ public final class ModelExecutor implements Executor {
         if (!(plan.sampling() instanceof SamplingParams params)) {
             throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
         }
-        GenerationOptions options =
-                new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(), false);
+        GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
+                false, kvQuantization(plan.kvScheme(), model.headDim()));
         try {
             return new Run(new GenerationRun(model, plan.prompt().tokenIds(), options, params, engineRng),
                     plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
@@ -44,6 +45,22 @@ public final class ModelExecutor implements Executor {
     @Override
     public void close() {
         model.close();
+    }
+
+    /** The plan's KV scheme: null (full precision) or a {@link KvQuantization}; nothing else runs here. */
+    private static KvQuantization kvQuantization(Object scheme, int headDim) throws RequestException {
+        if (scheme == null) {
+            return null;
+        }
+        if (scheme instanceof KvQuantization q) {
+            try {
+                q.checkFits(headDim);
+            } catch (IllegalArgumentException e) {
+                throw new RequestException(ErrorType.UNSUPPORTED, e.getMessage());
+            }
+            return q;
+        }
+        throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + scheme + " is not supported");
     }
 
     /** Adapts a {@link GenerationRun} to the pipeline's step contract, reusing one result object. */

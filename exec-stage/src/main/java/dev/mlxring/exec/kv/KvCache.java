@@ -1,107 +1,30 @@
 package dev.mlxring.exec.kv;
 
-import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
 /**
- * mlx-lm's {@code KVCache}: key/value buffers of shape {@code [B, kvHeads, capacity, headDim]}
- * that grow in steps of {@link #STEP} positions, written with slice updates; {@link #offset} is
- * the number of filled positions. Same growth and slicing as mlx-lm, so attention sees the same
- * arrays.
+ * One layer's KV cache, as mlx-lm's {@code prompt_cache} entries: a full-precision
+ * {@link DenseKvCache} ({@code KVCache}), which generate_step may replace by a
+ * {@link QuantizedKvCache} ({@code QuantizedKVCache}, through {@link DenseKvCache#toQuantized})
+ * once it holds {@code quantized_kv_start} tokens. Attention dispatches on the type, as
+ * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}.
  *
- * <p>Ownership: the cache owns its two buffers (detached from any scope) and frees the
- * superseded ones as it replaces them; {@link #close()} frees the rest. Views it returns from
- * {@link #updateAndFetch} belong to the caller's scope. Single-threaded (the exec thread).
+ * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
+ * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
-public final class KvCache implements AutoCloseable {
-    public static final int STEP = 256;
+public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache {
+    /** mlx-lm's {@code offset}: the number of filled positions. */
+    int offset();
 
-    private MlxArray keys;
-    private MlxArray values;
-    private int offset;
+    /**
+     * The arrays of mlx-lm's {@code cache.state} (the whole buffers, unsliced), for evaluating the
+     * cache after a prefill chunk; they stay owned by the cache.
+     */
+    MlxArray[] state();
 
-    public int offset() {
-        return offset;
-    }
-
-    /** Appends {@code [B, H, L, D]} keys and values; returns views over all filled positions. */
-    public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
-        int prev = offset;
-        int length = newKeys.dim(2);
-        if (keys == null || prev + length > keys.dim(2)) {
-            int b = newKeys.dim(0);
-            int heads = newKeys.dim(1);
-            int kHeadDim = newKeys.dim(3);
-            int vHeadDim = newValues.dim(3);
-            int nSteps = (STEP + length - 1) / STEP;
-            MlxArray newK = Mlx.zeros(new int[] {b, heads, nSteps * STEP, kHeadDim}, newKeys.dtype());
-            MlxArray newV = Mlx.zeros(new int[] {b, heads, nSteps * STEP, vHeadDim}, newValues.dtype());
-            if (keys != null) {
-                MlxArray k = keys;
-                MlxArray v = values;
-                if (prev % STEP != 0) {
-                    k = prefix(keys, prev);
-                    v = prefix(values, prev);
-                }
-                replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
-            } else {
-                replace(newK, newV);
-            }
-        }
-        offset += length;
-        int[] start = {0, 0, prev, 0};
-        int[] stop = {keys.dim(0), keys.dim(1), offset, keys.dim(3)};
-        int[] vStop = {values.dim(0), values.dim(1), offset, values.dim(3)};
-        int[] strides = {1, 1, 1, 1};
-        replace(Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
-                Mlx.sliceUpdate(values, newValues, start, vStop, strides));
-        return keysAndValues();
-    }
-
-    /** Views of the filled positions ({@code keys[..., :offset, :]}), or the buffers when full. */
-    public MlxArray[] keysAndValues() {
-        if (offset < keys.dim(2)) {
-            return new MlxArray[] {prefix(keys, offset), prefix(values, offset)};
-        }
-        return new MlxArray[] {keys, values};
-    }
-
-    /** The buffers, for evaluating the cache state after a prefill chunk. */
-    public MlxArray[] state() {
-        return new MlxArray[] {keys, values};
-    }
-
-    public boolean isEmpty() {
-        return keys == null;
-    }
-
-    private static MlxArray prefix(MlxArray a, int length) {
-        return Mlx.slice(a, new int[] {0, 0, 0, 0}, new int[] {a.dim(0), a.dim(1), length, a.dim(3)},
-                new int[] {1, 1, 1, 1});
-    }
-
-    private void replace(MlxArray k, MlxArray v) {
-        MlxArray oldK = keys;
-        MlxArray oldV = values;
-        keys = k.detach();
-        values = v.detach();
-        // MLX's graph holds its own references, so dropping ours after building on them is safe.
-        if (oldK != null && oldK != k) {
-            oldK.close();
-        }
-        if (oldV != null && oldV != v) {
-            oldV.close();
-        }
-    }
+    /** mlx-lm's {@code empty()}: nothing stored yet. */
+    boolean isEmpty();
 
     @Override
-    public void close() {
-        if (keys != null) {
-            keys.close();
-            values.close();
-            keys = null;
-            values = null;
-        }
-        offset = 0;
-    }
+    void close();
 }

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
@@ -27,6 +28,7 @@ final class DecoderModel implements LanguageModel {
     }
 
     private final String modelType;
+    private final int headDim;
     private final int vocabSize;
     private final int[] eosTokenIds;
     private final Parameters params;
@@ -55,7 +57,7 @@ final class DecoderModel implements LanguageModel {
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps()),
                     Mlp.load(config, params, p + ".mlp", a.hiddenSize(), a.intermediateSize())));
         }
-        DecoderModel model = new DecoderModel(config, params,
+        DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,
                 RmsNorm.load(params, "model.norm", a.rmsNormEps()),
                 a.tieWordEmbeddings() ? null : Linear.load(config, params, "lm_head", a.hiddenSize()));
@@ -67,9 +69,10 @@ final class DecoderModel implements LanguageModel {
         return model;
     }
 
-    private DecoderModel(ModelConfig config, Parameters params, Embedding embedTokens, List<Block> layers,
-            RmsNorm norm, Linear lmHead) {
+    private DecoderModel(ModelConfig config, Parameters params, int headDim, Embedding embedTokens,
+            List<Block> layers, RmsNorm norm, Linear lmHead) {
         this.modelType = config.modelType();
+        this.headDim = headDim;
         this.vocabSize = config.intField("vocab_size");
         this.eosTokenIds = config.eosTokenIds();
         this.params = params;
@@ -101,7 +104,7 @@ final class DecoderModel implements LanguageModel {
     public KvCache[] newCache() {
         KvCache[] caches = new KvCache[layers.size()];
         for (int i = 0; i < caches.length; i++) {
-            caches[i] = new KvCache();
+            caches[i] = new DenseKvCache();
         }
         return caches;
     }
@@ -109,6 +112,11 @@ final class DecoderModel implements LanguageModel {
     @Override
     public String modelType() {
         return modelType;
+    }
+
+    @Override
+    public int headDim() {
+        return headDim;
     }
 
     @Override

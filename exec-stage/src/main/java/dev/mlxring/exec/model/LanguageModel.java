@@ -11,12 +11,15 @@ import dev.mlxring.mlx.MlxArray;
 public interface LanguageModel extends AutoCloseable {
     MlxArray forward(MlxArray inputs, KvCache[] cache);
 
-    /** Fresh caches, one per layer ({@code make_prompt_cache}). */
+    /** Fresh full-precision caches, one per layer ({@code make_prompt_cache}). */
     KvCache[] newCache();
 
     String modelType();
 
     int vocabSize();
+
+    /** The attention head dimension: the last axis of the KV cache, which KV quantization groups. */
+    int headDim();
 
     /** End-of-sequence ids from config.json. */
     int[] eosTokenIds();

@@ -1,10 +1,13 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -65,17 +68,82 @@ final class SelfAttention implements AutoCloseable {
         int offset = cache == null ? 0 : cache.offset();
         queries = rope.forward(queries, offset);
         keys = rope.forward(keys, offset);
-        if (cache != null) {
-            MlxArray[] kv = cache.updateAndFetch(keys, values);
-            keys = kv[0];
-            values = kv[1];
+        MlxArray output;
+        if (cache instanceof QuantizedKvCache q) {
+            MlxArray[] kv = q.updateAndFetch(keys, values);
+            output = quantizedSdpa(queries, kv, scale, causal, q.groupSize(), q.bits());
+        } else {
+            if (cache instanceof DenseKvCache d) {
+                MlxArray[] kv = d.updateAndFetch(keys, values);
+                keys = kv[0];
+                values = kv[1];
+            }
+            output = causal
+                    ? Mlx.sdpaCausal(queries, keys, values, scale)
+                    : Mlx.sdpa(queries, keys, values, scale, null);
         }
-
-        MlxArray output = causal
-                ? Mlx.sdpaCausal(queries, keys, values, scale)
-                : Mlx.sdpa(queries, keys, values, scale, null);
         output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
         return oProj.forward(output);
+    }
+
+    /**
+     * mlx-lm's {@code quantized_scaled_dot_product_attention} (models/base.py), op for op:
+     * {@code queries *= scale} (the Python float as a scalar of the queries' dtype); for GQA the
+     * queries reshaped to {@code [B, kvHeads, repeats, L, D]} and every key/value array given an
+     * axis at -3; {@code quantized_matmul(queries, *q_keys, transpose=True)}; the "causal" mode
+     * materialized as {@code arange(kL - qL, kL)[:, None] >= arange(kL)[None]} and applied with
+     * {@code where(mask, scores, finfo(dtype).min)} (no mask for single-token steps); precise
+     * softmax; {@code quantized_matmul(scores, *q_values, transpose=False)}; reshape back.
+     *
+     * @param kv {@code kw, ks, kb, vw, vs, vb} as {@link QuantizedKvCache#updateAndFetch} returns them
+     */
+    static MlxArray quantizedSdpa(MlxArray queries, MlxArray[] kv, float scale, boolean causal, int groupSize,
+            int bits) {
+        int b = queries.dim(0);
+        int nQHeads = queries.dim(1);
+        int l = queries.dim(2);
+        int d = queries.dim(3);
+        int nKvHeads = kv[0].dim(-3);
+        int nRepeats = nQHeads / nKvHeads;
+
+        queries = Mlx.multiply(queries, Mlx.scalar(scale, queries.dtype()));
+
+        MlxArray[] q = kv;
+        if (nRepeats > 1) {
+            queries = Mlx.reshape(queries, b, nKvHeads, nRepeats, l, d);
+            q = new MlxArray[6];
+            for (int i = 0; i < 6; i++) {
+                q[i] = Mlx.expandDims(kv[i], -3);
+            }
+        }
+
+        MlxArray scores = Mlx.quantizedMatmul(queries, q[0], q[1], q[2], true, groupSize, bits);
+        if (causal) {
+            int qL = scores.dim(-2);
+            int kL = scores.dim(-1);
+            MlxArray qIndices = Mlx.arange(kL - qL, kL, 1, Dtype.INT32);
+            MlxArray kIndices = Mlx.arange(0, kL, 1, Dtype.INT32);
+            MlxArray mask = Mlx.greaterEqual(Mlx.expandDims(qIndices, 1), Mlx.expandDims(kIndices, 0));
+            // mask.ndim is 2: no expand_dims for the repeats axis.
+            scores = Mlx.where(mask, scores, Mlx.scalar(finfoMin(scores.dtype()), scores.dtype()));
+        }
+        scores = Mlx.softmax(scores, -1, true);
+        MlxArray out = Mlx.quantizedMatmul(scores, q[3], q[4], q[5], false, groupSize, bits);
+
+        if (nRepeats > 1) {
+            out = Mlx.reshape(out, b, nQHeads, l, d);
+        }
+        return out;
+    }
+
+    /** {@code mx.finfo(dtype).min} as the float mlx's Python binding makes of it. */
+    private static float finfoMin(Dtype dtype) {
+        return switch (dtype) {
+            case FLOAT32 -> -Float.MAX_VALUE;
+            case FLOAT16 -> -65504.0f;
+            case BFLOAT16 -> -Float.intBitsToFloat(0x7F7F0000);
+            default -> throw new IllegalArgumentException("finfo of " + dtype.mlxName);
+        };
     }
 
     @Override

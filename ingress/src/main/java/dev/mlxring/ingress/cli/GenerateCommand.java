@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
@@ -43,13 +44,14 @@ final class GenerateCommand {
                         "--temp", "--top-p", "--top-k", "--min-p", "--min-tokens-to-keep", "--xtc-probability",
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
-                        "--logprobs"),
+                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
         }
         int maxTokens = a.intValue("--max-tokens", 256, 0);
         int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
+        KvQuantization kv = KvFlags.parse(a);
         boolean json = a.has("--json");
         Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -60,6 +62,9 @@ final class GenerateCommand {
         // The model config first: its errors (malformed JSON, unsupported type) are the ones to report.
         ModelConfig.read(modelDir).modelType();
         try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir)) {
+            if (kv != null) {
+                kv.checkFits(model.headDim());
+            }
             int[] prompt = a.has("--prompt-tokens") ? a.intList("--prompt-tokens") : encodePrompt(a, modelDir, tokenizer);
             Set<Integer> stops = new LinkedHashSet<>();
             for (int id : tokenizer.eosTokenIds()) {
@@ -79,7 +84,7 @@ final class GenerateCommand {
                     : EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws());
             sampling = sampling.toBuilder().seed(null).build();
             GenerationResult r = GenerateStep.run(model, prompt,
-                    new GenerationOptions(maxTokens, prefillStep, stopIds, false), sampling, engineRng,
+                    new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv), sampling, engineRng,
                     (GenerateStep.TokenListener) token -> {
                         if (stream != null) {
                             stream.add(token);

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.ingress.LocalEngine;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -41,7 +42,8 @@ final class ServeCommand {
     static int run(String[] args, PrintStream out) {
         CliArgs a = CliArgs.parse(args, 1,
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
-                        "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode"),
+                        "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
+                        "--kv-group-size", "--quantized-kv-start"),
                 Set.of());
         Running running = start(a, out);
         CountDownLatch stopped = new CountDownLatch(1);
@@ -58,6 +60,7 @@ final class ServeCommand {
     }
 
     static Running start(CliArgs a, PrintStream out) {
+        KvQuantization kv = KvFlags.parse(a);
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -78,7 +81,8 @@ final class ServeCommand {
 
         int maxContext = LocalEngine.contextLength(modelDir);
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
-                new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext), prefillStep, engineConfig));
+                new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv),
+                prefillStep, engineConfig));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;

@@ -61,6 +61,16 @@ class MainTest {
         assertTrue(run("generate").err().contains("exactly one of --prompt or --prompt-tokens"));
         assertTrue(run("generate", "--prompt-tokens", "1,a").err().contains("token ids"));
         assertEquals(2, run("frobnicate").status());
+        assertTrue(run("generate", "--prompt", "x", "--kv-group-size", "32").err()
+                .contains("--kv-group-size needs --kv-bits"));
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "7").err()
+                .contains("--kv-bits must be one of 2, 3, 4, 5, 6, 8, got 7"));
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "48").err()
+                .contains("--kv-group-size must be 32, 64 or 128"));
+        assertTrue(run("serve", "--quantized-kv-start", "10").err().contains("--quantized-kv-start needs --kv-bits"));
+        // SmolLM2's head dimension is 64: group 128 cannot quantize it.
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "128").err()
+                .contains("--kv-group-size 128 does not divide this model's attention head dimension 64"));
     }
 
     @Test

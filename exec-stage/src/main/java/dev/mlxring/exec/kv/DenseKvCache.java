@@ -1,0 +1,134 @@
+package dev.mlxring.exec.kv;
+
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+
+/**
+ * mlx-lm's {@code KVCache} (full precision): key/value buffers of shape {@code [B, kvHeads, capacity, headDim]}
+ * that grow in steps of {@link #STEP} positions, written with slice updates; {@link #offset} is
+ * the number of filled positions. Same growth and slicing as mlx-lm, so attention sees the same
+ * arrays.
+ *
+ * <p>Ownership: the cache owns its two buffers (detached from any scope) and frees the
+ * superseded ones as it replaces them; {@link #close()} frees the rest. Views it returns from
+ * {@link #updateAndFetch} belong to the caller's scope. Single-threaded (the exec thread).
+ */
+public final class DenseKvCache implements KvCache {
+    public static final int STEP = 256;
+
+    private MlxArray keys;
+    private MlxArray values;
+    private int offset;
+
+    @Override
+    public int offset() {
+        return offset;
+    }
+
+    /** Appends {@code [B, H, L, D]} keys and values; returns views over all filled positions. */
+    public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
+        int prev = offset;
+        int length = newKeys.dim(2);
+        if (keys == null || prev + length > keys.dim(2)) {
+            int b = newKeys.dim(0);
+            int heads = newKeys.dim(1);
+            int kHeadDim = newKeys.dim(3);
+            int vHeadDim = newValues.dim(3);
+            int nSteps = (STEP + length - 1) / STEP;
+            MlxArray newK = Mlx.zeros(new int[] {b, heads, nSteps * STEP, kHeadDim}, newKeys.dtype());
+            MlxArray newV = Mlx.zeros(new int[] {b, heads, nSteps * STEP, vHeadDim}, newValues.dtype());
+            if (keys != null) {
+                MlxArray k = keys;
+                MlxArray v = values;
+                if (prev % STEP != 0) {
+                    k = prefix(keys, prev);
+                    v = prefix(values, prev);
+                }
+                replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
+            } else {
+                replace(newK, newV);
+            }
+        }
+        offset += length;
+        int[] start = {0, 0, prev, 0};
+        int[] stop = {keys.dim(0), keys.dim(1), offset, keys.dim(3)};
+        int[] vStop = {values.dim(0), values.dim(1), offset, values.dim(3)};
+        int[] strides = {1, 1, 1, 1};
+        replace(Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
+                Mlx.sliceUpdate(values, newValues, start, vStop, strides));
+        return keysAndValues();
+    }
+
+    /** Views of the filled positions ({@code keys[..., :offset, :]}), or the buffers when full. */
+    public MlxArray[] keysAndValues() {
+        if (offset < keys.dim(2)) {
+            return new MlxArray[] {prefix(keys, offset), prefix(values, offset)};
+        }
+        return new MlxArray[] {keys, values};
+    }
+
+    /** The buffers, for evaluating the cache state after a prefill chunk. */
+    @Override
+    public MlxArray[] state() {
+        return new MlxArray[] {keys, values};
+    }
+
+    @Override
+    public boolean isEmpty() {
+        return keys == null;
+    }
+
+    /**
+     * mlx-lm's {@code KVCache.to_quantized(group_size, bits)}: {@code mx.quantize} of the whole
+     * key buffer, then of the value buffer (all {@code capacity} positions, filled or not), with
+     * this cache's offset. The new cache owns the quantized arrays; this one keeps its buffers
+     * until it is closed (the caller closes it: mlx-lm drops the replaced cache).
+     *
+     * @throws IllegalArgumentException when {@code groupSize} does not divide the head dimension
+     *     (mx.quantize refuses it too; this names the flag)
+     */
+    public QuantizedKvCache toQuantized(int groupSize, int bits) {
+        if (keys == null) {
+            return new QuantizedKvCache(groupSize, bits, offset, null, null);
+        }
+        for (MlxArray a : new MlxArray[] {keys, values}) {
+            if (a.dim(3) % groupSize != 0) {
+                throw new IllegalArgumentException("--kv-group-size " + groupSize
+                        + " does not divide the model's attention head dimension " + a.dim(3));
+            }
+        }
+        MlxArray[] k = Mlx.quantize(keys, groupSize, bits);
+        MlxArray[] v = Mlx.quantize(values, groupSize, bits);
+        return new QuantizedKvCache(groupSize, bits, offset, k, v);
+    }
+
+    private static MlxArray prefix(MlxArray a, int length) {
+        return Mlx.slice(a, new int[] {0, 0, 0, 0}, new int[] {a.dim(0), a.dim(1), length, a.dim(3)},
+                new int[] {1, 1, 1, 1});
+    }
+
+    private void replace(MlxArray k, MlxArray v) {
+        MlxArray oldK = keys;
+        MlxArray oldV = values;
+        keys = k.detach();
+        values = v.detach();
+        // MLX's graph holds its own references, so dropping ours after building on them is safe.
+        if (oldK != null && oldK != k) {
+            oldK.close();
+        }
+        if (oldV != null && oldV != v) {
+            oldV.close();
+        }
+    }
+
+    @Override
+    public void close() {
+        if (keys != null) {
+            keys.close();
+            values.close();
+            keys = null;
+            values = null;
+        }
+        offset = 0;
+    }
+}

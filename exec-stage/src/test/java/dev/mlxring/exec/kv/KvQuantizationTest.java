@@ -1,0 +1,68 @@
+package dev.mlxring.exec.kv;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.ModelExecutor;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.RequestException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Validation of {@link KvQuantization}, its defaults, and the executor's refusal of other schemes. No MLX. */
+class KvQuantizationTest {
+
+    private static void rejected(int bits, int groupSize, int start, String flag) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new KvQuantization(bits, groupSize, start));
+        assertTrue(e.getMessage().startsWith(flag + " "), e.getMessage());
+    }
+
+    @Test
+    void acceptsWhatMxQuantizeAccepts() {
+        for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
+            for (int g : new int[] {32, 64, 128}) {
+                assertEquals(bits, new KvQuantization(bits, g, 0).bits());
+            }
+        }
+    }
+
+    @Test
+    void refusalsNameTheFlag() {
+        rejected(1, 64, 0, "--kv-bits");
+        rejected(7, 64, 0, "--kv-bits");
+        rejected(16, 64, 0, "--kv-bits");
+        rejected(4, 16, 0, "--kv-group-size");
+        rejected(4, 96, 0, "--kv-group-size");
+        rejected(4, 64, -1, "--quantized-kv-start");
+    }
+
+    @Test
+    void defaultsAreMlxLmServers() {
+        KvQuantization q = KvQuantization.of(4);
+        assertEquals(new KvQuantization(4, 64, 5000), q);
+    }
+
+    @Test
+    void generationOptionsDefaultToFullPrecision() {
+        assertNull(new GenerationOptions(1, 2048, new int[0], false).kvQuantization());
+        assertEquals(KvQuantization.of(8),
+                new GenerationOptions(1, 2048, new int[0], false, KvQuantization.of(8)).kvQuantization());
+    }
+
+    @Test
+    void executorRefusesOtherSchemes() {
+        ModelExecutor executor = new ModelExecutor(null, 2048);
+        ExecutionPlan plan = new ExecutionPlan("r1", new PreparedPrompt(new int[] {1, 2}, 0), SamplingParams.GREEDY,
+                4, new int[0], List.of(), false, 0, List.of(), "rotating");
+        RequestException e = assertThrows(RequestException.class, () -> executor.open(plan));
+        assertEquals(ErrorType.UNSUPPORTED, e.type());
+        assertEquals("KV scheme rotating is not supported", e.getMessage());
+    }
+}

@@ -1,0 +1,34 @@
+package dev.mlxring.ingress.cli;
+
+import dev.mlxring.exec.kv.KvQuantization;
+import java.util.List;
+
+/**
+ * The KV-cache flags of {@code serve} and {@code generate}, named as mlx-lm's: {@code --kv-bits}
+ * switches quantization on; {@code --kv-group-size} (default 64) and {@code --quantized-kv-start}
+ * (default 5000) tune it and are refused without {@code --kv-bits} rather than ignored.
+ */
+final class KvFlags {
+    static final List<String> NAMES = List.of("--kv-bits", "--kv-group-size", "--quantized-kv-start");
+
+    private KvFlags() {}
+
+    /** The quantization the flags ask for, or null for the full-precision cache. */
+    static KvQuantization parse(CliArgs a) {
+        if (!a.has("--kv-bits")) {
+            for (String f : NAMES) {
+                if (a.has(f)) {
+                    throw new UsageException(f + " needs --kv-bits (without it the KV cache is not quantized)");
+                }
+            }
+            return null;
+        }
+        try {
+            return new KvQuantization(a.intValue("--kv-bits", 0, 1),
+                    a.intValue("--kv-group-size", KvQuantization.DEFAULT_GROUP_SIZE, 1),
+                    a.intValue("--quantized-kv-start", KvQuantization.DEFAULT_QUANTIZED_KV_START, 0));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+    }
+}
