@@ -33,7 +33,7 @@ public final class ModelExecutor implements Executor {
             throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
         }
         GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
-                false, kvQuantization(plan.kvScheme(), model.headDim()));
+                false, kvQuantization(plan.kvScheme()));
         try {
             return new Run(new GenerationRun(model, plan.prompt().tokenIds(), options, params, engineRng),
                     plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
@@ -48,13 +48,13 @@ public final class ModelExecutor implements Executor {
     }
 
     /** The plan's KV scheme: null (full precision) or a {@link KvQuantization}; nothing else runs here. */
-    private static KvQuantization kvQuantization(Object scheme, int headDim) throws RequestException {
+    private KvQuantization kvQuantization(Object scheme) throws RequestException {
         if (scheme == null) {
             return null;
         }
         if (scheme instanceof KvQuantization q) {
             try {
-                q.checkFits(headDim);
+                q.checkFits(model.headDim());
             } catch (IllegalArgumentException e) {
                 throw new RequestException(ErrorType.UNSUPPORTED, e.getMessage());
             }

@@ -65,4 +65,13 @@ class KvQuantizationTest {
         assertEquals(ErrorType.UNSUPPORTED, e.type());
         assertEquals("KV scheme rotating is not supported", e.getMessage());
     }
+
+    @Test
+    void groupSizeMustDivideTheHeadDimension() {
+        new KvQuantization(4, 32, 0).checkFits(64);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new KvQuantization(4, 64, 0).checkFits(16));
+        assertEquals("--kv-group-size 64 does not divide this model's attention head dimension 16"
+                + " (the quantized KV cache groups that axis)", e.getMessage());
+    }
 }
