@@ -8,10 +8,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
-import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.TextSink;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -31,44 +29,7 @@ class HttpServerTest {
     private HttpServer server;
 
     /** Emits tokens 1..maxTokens, each rendered as "t<id> ". */
-    private static final Executor COUNTING = new Executor() {
-        @Override
-        public ExecutionRun open(ExecutionPlan plan) {
-            return new ExecutionRun() {
-                final StepResult r = new StepResult(4);
-                int produced;
-
-                @Override
-                public StepResult advance() {
-                    if (produced == plan.maxTokens()) {
-                        return r.finished("length");
-                    }
-                    r.token(++produced);
-                    r.logprob = -0.5f;
-                    r.topCount = 1;
-                    r.topIds[0] = produced;
-                    r.topLogprobs[0] = -0.5f;
-                    return r;
-                }
-
-                @Override
-                public int promptTokens() {
-                    return plan.prompt().length();
-                }
-
-                @Override
-                public int completionTokens() {
-                    return produced;
-                }
-
-                @Override
-                public void close() {}
-            };
-        }
-
-        @Override
-        public void close() {}
-    };
+    private static final Executor COUNTING = ScriptedExecutor.counting();
 
     @BeforeEach
     void start() {

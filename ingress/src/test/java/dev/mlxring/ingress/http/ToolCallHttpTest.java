@@ -9,11 +9,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
-import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.sink.DetokenizingSinks;
@@ -102,43 +100,7 @@ class ToolCallHttpTest {
     };
 
     /** Emits the script, then EOS ("stop"); "length" at max_tokens. */
-    private final Executor scripted = new Executor() {
-        @Override
-        public ExecutionRun open(ExecutionPlan plan) {
-            int[] ids = script;
-            return new ExecutionRun() {
-                final StepResult r = new StepResult(0);
-                int produced;
-
-                @Override
-                public StepResult advance() {
-                    if (produced == plan.maxTokens()) {
-                        return r.finished("length");
-                    }
-                    if (produced == ids.length) {
-                        return r.finished("stop");
-                    }
-                    return r.token(ids[produced++]);
-                }
-
-                @Override
-                public int promptTokens() {
-                    return plan.prompt().length();
-                }
-
-                @Override
-                public int completionTokens() {
-                    return produced;
-                }
-
-                @Override
-                public void close() {}
-            };
-        }
-
-        @Override
-        public void close() {}
-    };
+    private final Executor scripted = new ScriptedExecutor(plan -> script);
 
     @BeforeEach
     void start() {

@@ -1,0 +1,67 @@
+package dev.mlxring.ingress.http;
+
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.StepResult;
+import java.util.function.Function;
+
+/**
+ * exec's stage double for the HTTP tests (no model): per plan, emits the ids {@code script} gives
+ * for it, each with logprob -0.5 and itself as the one top alternative; finishes with "length" at
+ * the plan's max_tokens, else with "stop" (EOS) after the last id.
+ */
+final class ScriptedExecutor implements Executor {
+    private final Function<ExecutionPlan, int[]> script;
+
+    ScriptedExecutor(Function<ExecutionPlan, int[]> script) {
+        this.script = script;
+    }
+
+    /** Ids 1..max_tokens: every run ends with "length". */
+    static ScriptedExecutor counting() {
+        return new ScriptedExecutor(plan -> java.util.stream.IntStream.rangeClosed(1, plan.maxTokens()).toArray());
+    }
+
+    @Override
+    public ExecutionRun open(ExecutionPlan plan) {
+        int[] ids = script.apply(plan);
+        return new ExecutionRun() {
+            final StepResult r = new StepResult(1);
+            int produced;
+
+            @Override
+            public StepResult advance() {
+                if (produced == plan.maxTokens()) {
+                    return r.finished("length");
+                }
+                if (produced == ids.length) {
+                    return r.finished("stop");
+                }
+                int id = ids[produced++];
+                r.token(id);
+                r.logprob = -0.5f;
+                r.topCount = 1;
+                r.topIds[0] = id;
+                r.topLogprobs[0] = -0.5f;
+                return r;
+            }
+
+            @Override
+            public int promptTokens() {
+                return plan.prompt().length();
+            }
+
+            @Override
+            public int completionTokens() {
+                return produced;
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
+
+    @Override
+    public void close() {}
+}
