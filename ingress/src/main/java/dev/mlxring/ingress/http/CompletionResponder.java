@@ -30,6 +30,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code writing} serializes sends (Undertow's Sender allows one at a time).
  */
 final class CompletionResponder implements GenerationListener, IoCallback {
+    private static final System.Logger LOG = System.getLogger(CompletionResponder.class.getName());
     private static final ByteBuffer DONE = ByteBuffer.wrap("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
 
     /** A queued write and how many span credits it returns on completion. */
@@ -93,6 +94,10 @@ final class CompletionResponder implements GenerationListener, IoCallback {
 
     @Override
     public void onComplete(Session s, Outcome outcome) {
+        if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
+            LOG.log(System.Logger.Level.ERROR, "request " + requestId() + " (" + s.id() + ") failed: "
+                    + outcome.message());
+        }
         if (outcome.state() == Lifecycle.FAILED && !started) {
             ApiError e = error(outcome);
             respondError(e);
@@ -124,11 +129,18 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         enqueue(DONE.duplicate(), 0, true);
     }
 
-    static ApiError error(Outcome outcome) {
+    private String requestId() {
+        return exchange.getResponseHeaders().getFirst("x-request-id");
+    }
+
+    private ApiError error(Outcome outcome) {
         return switch (outcome.errorType()) {
             case INVALID_REQUEST, UNSUPPORTED -> ApiError.invalid(null, outcome.message());
+            case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
+                    "context_length_exceeded");
             case OVERLOADED -> ApiError.overloaded(503, outcome.message());
-            case INTERNAL -> new ApiError(500, "server_error", outcome.message(), null, null);
+            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId() + "): "
+                    + outcome.message(), null, null);
         };
     }
 

@@ -22,15 +22,29 @@ import java.util.function.IntFunction;
  */
 public final class HttpServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final long MAX_BODY_BYTES = 16L << 20;
+    private static final System.Logger LOG = System.getLogger(HttpServer.class.getName());
+    /** {@code --max-body-bytes} default: far above any chat a model's context holds, far below the heap. */
+    public static final long DEFAULT_MAX_BODY_BYTES = 4L << 20;
 
     /**
      * @param modelId the served model's id ({@code /v1/models}); requests may also name
      *     {@code default_model}
      * @param apiKey required as {@code Authorization: Bearer <key>} on every route but /health; null = open
+     * @param maxBodyBytes larger request bodies are refused with 413 before they are read
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint) {}
+            String fingerprint, long maxBodyBytes) {
+        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
+                String fingerprint) {
+            this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
+        }
+
+        public Config {
+            if (maxBodyBytes < 1) {
+                throw new IllegalArgumentException("maxBodyBytes must be positive, got " + maxBodyBytes);
+            }
+        }
+    }
 
     private final Config config;
     private final Engine engine;
@@ -44,7 +58,7 @@ public final class HttpServer implements AutoCloseable {
         this.tokenText = tokenText;
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
-                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, MAX_BODY_BYTES)
+                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
                 .setHandler(this::route)
                 .build();
     }
@@ -66,11 +80,13 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private void route(HttpServerExchange ex) {
+        String requestId = UUID.randomUUID().toString();
+        ex.getResponseHeaders().put(REQUEST_ID, requestId);
         try {
             String path = ex.getRequestPath();
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
-                json(ex, 200, "{\"status\":\"ok\"}");
+                health(ex);
                 return;
             }
             authorize(ex);
@@ -85,6 +101,34 @@ public final class HttpServer implements AutoCloseable {
             }
         } catch (ApiError e) {
             json(ex, e.status, e.body());
+        } catch (RuntimeException e) {
+            internalError(ex, requestId, e);
+        }
+    }
+
+    private static final io.undertow.util.HttpString REQUEST_ID = new io.undertow.util.HttpString("x-request-id");
+
+    /** A bug answered as a 500 with a JSON body naming the request id that the log line carries. */
+    private static void internalError(HttpServerExchange ex, String requestId, Throwable e) {
+        LOG.log(System.Logger.Level.ERROR, "request " + requestId + " failed with an internal error", e);
+        if (!ex.isResponseStarted()) {
+            json(ex, 500, new ApiError(500, "server_error", "internal error (request id " + requestId
+                    + "); the server log has the details", null, null).body());
+        } else {
+            ex.endExchange();
+        }
+    }
+
+    /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
+    private void health(HttpServerExchange ex) {
+        var h = engine.health();
+        if (h.ready()) {
+            json(ex, 200, "{\"status\":\"ok\"}");
+        } else {
+            ObjectNode body = JSON.createObjectNode();
+            body.put("status", "unavailable");
+            body.put("reason", h.reason());
+            json(ex, 503, body.toString());
         }
     }
 
@@ -120,16 +164,60 @@ public final class HttpServer implements AutoCloseable {
 
     private void completion(HttpServerExchange ex, boolean chat) {
         requireMethod(ex, "POST");
+        requireJsonBody(ex);
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
                         submit(exchange, body, chat);
                     } catch (ApiError e) {
                         json(exchange, e.status, e.body());
+                    } catch (RuntimeException e) {
+                        internalError(exchange, exchange.getResponseHeaders().getFirst(REQUEST_ID), e);
                     }
                 },
-                (exchange, e) -> json(exchange, 400, ApiError.invalid(null, "could not read the request body: "
-                        + e.getMessage()).body()));
+                (exchange, e) -> {
+                    if (e instanceof io.undertow.server.RequestTooBigException) {
+                        // A chunked body that grew past the limit while being read.
+                        tooLarge(exchange);
+                    } else {
+                        json(exchange, 400, ApiError.invalid(null, "could not read the request body: "
+                                + e.getMessage()).body());
+                    }
+                });
+    }
+
+    /**
+     * A JSON body within {@code maxBodyBytes}: a declared length beyond it is refused with 413
+     * before a byte of it is read; any Content-Type but JSON with 415. A missing Content-Type is
+     * taken as JSON, as the OpenAI clients always send one and curl users often forget it.
+     */
+    private void requireJsonBody(HttpServerExchange ex) {
+        String type = ex.getRequestHeaders().getFirst(Headers.CONTENT_TYPE);
+        if (type != null) {
+            String media = type.split(";", 2)[0].trim().toLowerCase(java.util.Locale.ROOT);
+            if (!media.equals("application/json") && !(media.startsWith("application/") && media.endsWith("+json"))) {
+                throw new ApiError(415, "invalid_request_error", "Content-Type must be application/json, got '"
+                        + type + "'", null, "unsupported_media_type");
+            }
+        }
+        long declared = ex.getRequestContentLength();
+        if (declared > config.maxBodyBytes()) {
+            ex.setPersistent(false);
+            throw tooLargeError(declared);
+        }
+    }
+
+    private ApiError tooLargeError(long declared) {
+        return new ApiError(413, "invalid_request_error", "the request body is "
+                + (declared >= 0 ? declared + " bytes" : "larger than the limit") + "; this server accepts at most "
+                + config.maxBodyBytes() + " bytes (--max-body-bytes)", null, "request_too_large");
+    }
+
+    private void tooLarge(HttpServerExchange ex) {
+        // The rest of the body stays unread: the connection cannot carry another request.
+        ex.setPersistent(false);
+        ApiError e = tooLargeError(-1);
+        json(ex, e.status, e.body());
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
@@ -147,7 +235,8 @@ public final class HttpServer implements AutoCloseable {
         } catch (OverloadedException e) {
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
-            throw ApiError.overloaded(503, "the server is shutting down");
+            // EngineUnavailableException: closing, or a stage thread is gone (health says which).
+            throw ApiError.overloaded(503, "the server cannot take requests: " + e.getMessage());
         }
         responder.attach(session);
         // A client that goes away cancels its session at the next safe point.

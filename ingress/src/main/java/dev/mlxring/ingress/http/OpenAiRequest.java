@@ -28,6 +28,10 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     static final int MAX_TOP_LOGPROBS = 20;
+    /** Stop sequences per request, and characters per sequence (the sink holds back that much text). */
+    static final int MAX_STOP_SEQUENCES = 16;
+    static final int MAX_STOP_CHARS = 1024;
+    static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
         JsonNode root;
@@ -41,6 +45,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         if (root == null || !root.isObject()) {
             throw ApiError.invalid(null, "request body must be a JSON object");
         }
+        JsonBodyChecks.check(root);
         Fields f = new Fields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;
@@ -49,39 +54,47 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!so.isObject()) {
                 throw ApiError.invalid("stream_options", "stream_options must be an object");
             }
+            if (!stream) {
+                throw ApiError.invalid("stream_options", "stream_options is only allowed when stream is true");
+            }
             includeUsage = new Fields(so).bool("include_usage", false);
         }
         String model = f.string("model", "default_model");
+        f.string("user", null);
         Integer n = f.integer("n", null);
         if (n != null && n != 1) {
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
+        responseFormat(root.get("response_format"));
         Integer maxTokens = f.integer("max_completion_tokens", null);
         String maxField = "max_completion_tokens";
         if (maxTokens == null) {
-            maxTokens = f.integer("max_tokens", defaults.maxTokens());
+            maxTokens = f.integer("max_tokens", null);
             maxField = "max_tokens";
         }
-        if (maxTokens < 1) {
+        if (maxTokens != null && maxTokens < 1) {
             throw ApiError.invalid(maxField, maxField + " must be at least 1");
         }
-        if (maxTokens > defaults.maxContextTokens()) {
-            throw ApiError.invalid(maxField, maxField + " must be at most " + defaults.maxContextTokens()
-                    + " (the model's context length)");
+        if (maxTokens != null && maxTokens >= defaults.maxContextTokens()) {
+            // The prompt needs at least one token too; plan checks prompt + max_tokens exactly.
+            throw new ApiError(400, "invalid_request_error", maxField + " must be at most "
+                    + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
+                    + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + maxTokens,
+                    maxField, "context_length_exceeded");
         }
         SamplingSpec sampling = new SamplingSpec(
-                f.number("temperature", 0, Double.MAX_VALUE),
+                f.number("temperature", 0, 2),
                 f.number("top_p", 0, 1),
                 f.intRange("top_k", 0, Integer.MAX_VALUE),
                 f.number("min_p", 0, 1),
                 f.number("xtc_probability", 0, 1),
                 f.number("xtc_threshold", 0, 1),
-                f.number("repetition_penalty", 0, Double.MAX_VALUE),
-                f.intRange("repetition_context_size", 0, Integer.MAX_VALUE),
-                f.number("presence_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                f.number("frequency_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                logitBias(root.get("logit_bias")),
-                f.longValue("seed"));
+                f.number("repetition_penalty", 0, 10),
+                f.intRange("repetition_context_size", 0, defaults.maxContextTokens()),
+                f.number("presence_penalty", -2, 2),
+                f.number("frequency_penalty", -2, 2),
+                logitBias(root.get("logit_bias"), defaults.vocabSize()),
+                f.longRange("seed", 0, Long.MAX_VALUE));
         boolean logprobs = f.bool("logprobs", false);
         Integer top = f.integer("top_logprobs", -1);
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
@@ -125,16 +138,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
                     role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
         }
-        List<Map<String, Object>> tools = new ArrayList<>();
-        JsonNode t = root.get("tools");
-        if (t != null && !t.isNull()) {
-            if (!t.isArray()) {
-                throw ApiError.invalid("tools", "tools must be an array");
-            }
-            for (JsonNode tool : t) {
-                tools.add(JSON.convertValue(tool, Map.class));
-            }
-        }
+        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"), JSON);
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
@@ -195,47 +199,94 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
     }
 
+    /** {@code stop}: a string or an array of at most 16 non-empty strings of at most 1024 chars. */
     private static List<String> stop(JsonNode s) {
         if (s == null || s.isNull()) {
             return List.of();
         }
         if (s.isTextual()) {
-            return s.asText().isEmpty() ? List.of() : List.of(s.asText());
+            return List.of(stopString(s, "stop"));
         }
-        if (s.isArray()) {
-            List<String> out = new ArrayList<>();
-            for (JsonNode x : s) {
-                if (!x.isTextual()) {
-                    throw ApiError.invalid("stop", "stop must be a string or an array of strings");
-                }
-                if (!x.asText().isEmpty()) {
-                    out.add(x.asText());
-                }
-            }
-            return out;
+        if (!s.isArray()) {
+            throw ApiError.invalid("stop", "stop must be a string or an array of strings");
         }
-        throw ApiError.invalid("stop", "stop must be a string or an array of strings");
+        if (s.size() > MAX_STOP_SEQUENCES) {
+            throw ApiError.invalid("stop", "stop may hold at most " + MAX_STOP_SEQUENCES + " sequences, got " + s.size());
+        }
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < s.size(); i++) {
+            out.add(stopString(s.get(i), "stop[" + i + "]"));
+        }
+        return out;
     }
 
-    private static Map<Integer, Double> logitBias(JsonNode b) {
+    private static String stopString(JsonNode x, String at) {
+        if (!x.isTextual()) {
+            throw ApiError.invalid("stop", at + " must be a string");
+        }
+        String v = x.textValue();
+        if (v.isEmpty()) {
+            throw ApiError.invalid("stop", at + " must not be empty");
+        }
+        if (v.length() > MAX_STOP_CHARS) {
+            throw ApiError.invalid("stop", at + " is " + v.length() + " characters; at most " + MAX_STOP_CHARS
+                    + " are allowed");
+        }
+        return v;
+    }
+
+    /** Only plain text output exists: JSON modes would be ignored silently, so they are refused. */
+    private static void responseFormat(JsonNode rf) {
+        if (rf == null || rf.isNull()) {
+            return;
+        }
+        if (!rf.isObject() || !rf.path("type").isTextual()) {
+            throw ApiError.invalid("response_format", "response_format must be an object with a string 'type'");
+        }
+        String type = rf.get("type").textValue();
+        if (!type.equals("text")) {
+            throw ApiError.invalid("response_format", "response_format type '" + type
+                    + "' is not supported; only {\"type\": \"text\"} is (no constrained JSON output)");
+        }
+    }
+
+    /** {@code logit_bias}: at most 1024 token ids (in the vocabulary when known) to biases in [-100, 100]. */
+    private static Map<Integer, Double> logitBias(JsonNode b, int vocabSize) {
         if (b == null || b.isNull()) {
             return null;
         }
         if (!b.isObject()) {
             throw ApiError.invalid("logit_bias", "logit_bias must be an object of token id to bias");
         }
+        if (b.size() > MAX_LOGIT_BIAS_ENTRIES) {
+            throw ApiError.invalid("logit_bias", "logit_bias may hold at most " + MAX_LOGIT_BIAS_ENTRIES
+                    + " token ids, got " + b.size());
+        }
         Map<Integer, Double> out = new HashMap<>();
         for (var e : b.properties()) {
+            int id;
             try {
-                if (!e.getValue().isNumber()) {
-                    throw new NumberFormatException();
-                }
-                out.put(Integer.parseInt(e.getKey()), e.getValue().doubleValue());
+                id = Integer.parseInt(e.getKey());
             } catch (NumberFormatException ex) {
-                throw ApiError.invalid("logit_bias", "logit_bias must map integer token ids to numbers");
+                throw ApiError.invalid("logit_bias", "logit_bias keys must be integer token ids, got '"
+                        + e.getKey() + "'");
             }
+            if (id < 0 || vocabSize > 0 && id >= vocabSize) {
+                throw ApiError.invalid("logit_bias", "logit_bias token id " + id + " is outside the vocabulary [0, "
+                        + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
+            }
+            JsonNode v = e.getValue();
+            if (!v.isNumber() || !(v.doubleValue() >= -100 && v.doubleValue() <= 100)) {
+                throw ApiError.invalid("logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 "
+                        + "and 100");
+            }
+            out.put(id, v.doubleValue());
         }
         return out;
+    }
+
+    private static String fmt(double d) {
+        return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
     }
 
     /** Typed, range-checked field access; absent or null means "not given". */
@@ -287,13 +338,13 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             return v;
         }
 
-        Long longValue(String name) {
+        Long longRange(String name, long min, long max) {
             JsonNode v = get(name);
             if (v == null) {
                 return null;
             }
-            if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-                throw ApiError.invalid(name, name + " must be an integer");
+            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
+                throw ApiError.invalid(name, name + " must be an integer between " + min + " and " + max);
             }
             return v.longValue();
         }
@@ -307,9 +358,8 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
                 throw ApiError.invalid(name, name + " must be a number");
             }
             double d = v.doubleValue();
-            if (Double.isNaN(d) || d < min || d > max) {
-                String range = max == Double.MAX_VALUE ? "at least " + min : "between " + min + " and " + max;
-                throw ApiError.invalid(name, name + " must be " + range);
+            if (!(d >= min && d <= max)) {
+                throw ApiError.invalid(name, name + " must be between " + fmt(min) + " and " + fmt(max));
             }
             return d;
         }
