@@ -9,9 +9,11 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Headers;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.UUID;
 import java.util.function.IntFunction;
 
 /**
@@ -37,15 +39,25 @@ public final class HttpServer implements AutoCloseable {
     private final IntFunction<String> tokenText;
     private final Undertow undertow;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
+    private final ServerMetrics metrics;
+    private final InFlight inFlight = new InFlight();
+    /** Set once when a graceful shutdown begins: new completions get 503. */
+    private volatile boolean draining;
 
+    /** A server whose metrics have no MLX memory gauges (engines without MLX, e.g. in tests). */
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText) {
+        this(config, engine, tokenText, new ServerMetrics(engine, null, 0));
+    }
+
+    public HttpServer(Config config, Engine engine, IntFunction<String> tokenText, ServerMetrics metrics) {
         this.config = config;
         this.engine = engine;
         this.tokenText = tokenText;
+        this.metrics = metrics;
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
                 .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, MAX_BODY_BYTES)
-                .setHandler(this::route)
+                .setHandler(new ObservedHandler(this::route, metrics, inFlight))
                 .build();
     }
 
@@ -58,6 +70,28 @@ public final class HttpServer implements AutoCloseable {
     public int port() {
         var info = undertow.getListenerInfo().get(0);
         return ((java.net.InetSocketAddress) info.getAddress()).getPort();
+    }
+
+    /**
+     * Begins a graceful shutdown: from now on new completion requests get 503 (OpenAI's error
+     * body, code {@code shutting_down}); requests already accepted go on. Idempotent.
+     */
+    public void beginDrain() {
+        draining = true;
+        metrics.draining(true);
+    }
+
+    /** HTTP exchanges begun and not yet ended (running completions included). */
+    public int inFlight() {
+        return inFlight.count();
+    }
+
+    /**
+     * Waits until every in-flight exchange has ended or {@code deadlineNs} ({@link System#nanoTime})
+     * passes; returns how many are left.
+     */
+    public int awaitIdle(long deadlineNs) throws InterruptedException {
+        return inFlight.awaitZero(deadlineNs);
     }
 
     @Override
@@ -75,6 +109,10 @@ public final class HttpServer implements AutoCloseable {
             }
             authorize(ex);
             switch (path) {
+                case "/metrics" -> {
+                    requireMethod(ex, "GET");
+                    metrics(ex);
+                }
                 case "/v1/models" -> {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
@@ -84,8 +122,20 @@ public final class HttpServer implements AutoCloseable {
                 default -> throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
             }
         } catch (ApiError e) {
-            json(ex, e.status, e.body());
+            ObservedHandler.reject(ex, e);
         }
+    }
+
+    private void metrics(HttpServerExchange ex) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(16 << 10);
+        try {
+            metrics.scrape(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        ex.setStatusCode(200);
+        ex.getResponseHeaders().put(Headers.CONTENT_TYPE, metrics.contentType());
+        ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
     private static void requireMethod(HttpServerExchange ex, String method) {
@@ -120,12 +170,18 @@ public final class HttpServer implements AutoCloseable {
 
     private void completion(HttpServerExchange ex, boolean chat) {
         requireMethod(ex, "POST");
+        if (draining) {
+            throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
+                    null, "shutting_down");
+        }
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
                         submit(exchange, body, chat);
                     } catch (ApiError e) {
-                        json(exchange, e.status, e.body());
+                        ObservedHandler.reject(exchange, e);
+                    } catch (RuntimeException e) {
+                        ObservedHandler.internalError(exchange, e);
                     }
                 },
                 (exchange, e) -> json(exchange, 400, ApiError.invalid(null, "could not read the request body: "
@@ -133,21 +189,22 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        String id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID();
+        RequestRecord rec = RequestRecord.of(ex);
+        String id = (chat ? "chatcmpl-" : "cmpl-") + rec.id;
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
         if (!req.model().equals(config.modelId()) && !req.model().equals("default_model")) {
             throw new ApiError(404, "invalid_request_error", "model '" + req.model() + "' is not served here (serving '"
                     + config.modelId() + "')", "model", "model_not_found");
         }
         CompletionResponder responder = new CompletionResponder(ex,
-                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText));
+                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText), rec, metrics);
         Session session;
         try {
             session = engine.submit(req.request(), responder);
         } catch (OverloadedException e) {
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
-            throw ApiError.overloaded(503, "the server is shutting down");
+            throw new ApiError(503, "server_overloaded", "the server is shutting down", null, "shutting_down");
         }
         responder.attach(session);
         // A client that goes away cancels its session at the next safe point.
