@@ -10,6 +10,8 @@ import com.lmax.disruptor.SequenceBarrier;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -39,6 +41,8 @@ public final class Engine implements AutoCloseable {
     private final AtomicInteger admitted = new AtomicInteger();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Accepted sessions not yet terminal: what operators and leak checks count (see {@link #liveSessions}). */
+    private final Set<Session> live = ConcurrentHashMap.newKeySet();
 
     private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
             TextSink.Factory sinks) {
@@ -119,6 +123,9 @@ public final class Engine implements AutoCloseable {
             throw new OverloadedException("request queue is full (" + config.requestRingSize() + " pending)");
         }
         requests.get(seq).session = session;
+        live.add(session);
+        // Every accepted session settles exactly once (also across close), so this always runs.
+        session.result().whenComplete((outcome, error) -> live.remove(session));
         requests.publish(seq);
         return session;
     }
@@ -148,6 +155,31 @@ public final class Engine implements AutoCloseable {
     /** Sessions admitted by plan and not yet terminal. */
     public int admittedCount() {
         return admitted.get();
+    }
+
+    /**
+     * Accepted sessions that have not reached their terminal outcome yet (queued, running or
+     * settling). Zero when idle: a session, its credits and its run (with its KV cache) are all
+     * released by then. Any thread; a snapshot.
+     */
+    public int liveSessions() {
+        return live.size();
+    }
+
+    /** Live sessions in {@code state} right now (e.g. RUNNING = rows on the exec thread). Any thread; O(live). */
+    public int sessionsIn(Lifecycle state) {
+        int n = 0;
+        for (Session s : live) {
+            if (s.state() == state) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Whether {@link #close()} has begun: no new work is accepted. */
+    public boolean isClosed() {
+        return closed.get();
     }
 
     /**

@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@code writing} serializes sends (Undertow's Sender allows one at a time).
  */
 final class CompletionResponder implements GenerationListener, IoCallback {
-    private static final System.Logger LOG = System.getLogger(CompletionResponder.class.getName());
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(CompletionResponder.class);
     private static final ByteBuffer DONE = ByteBuffer.wrap("data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
 
     /** A queued write and how many span credits it returns on completion. */
@@ -43,6 +43,8 @@ final class CompletionResponder implements GenerationListener, IoCallback {
     private final AtomicBoolean writing = new AtomicBoolean();
     private volatile Session session;
     private boolean started;
+    private final RequestRecord record;
+    private final ServerMetrics metrics;
 
     // Non-streaming accumulation (sink thread only).
     private final StringBuilder text = new StringBuilder();
@@ -50,10 +52,13 @@ final class CompletionResponder implements GenerationListener, IoCallback {
     private final List<ToolCall> toolCalls = new ArrayList<>(0);
     private final List<OpenAiFrames.LogprobEntry> logprobs;
 
-    CompletionResponder(HttpServerExchange exchange, OpenAiRequest req, OpenAiFrames frames) {
+    CompletionResponder(HttpServerExchange exchange, OpenAiRequest req, OpenAiFrames frames, RequestRecord record,
+            ServerMetrics metrics) {
         this.exchange = exchange;
         this.req = req;
         this.frames = frames;
+        this.record = record;
+        this.metrics = metrics;
         this.logprobs = req.request().logprobs() ? new ArrayList<>() : null;
     }
 
@@ -69,6 +74,9 @@ final class CompletionResponder implements GenerationListener, IoCallback {
     @Override
     public void onCommitted(Session s, CommittedSpan span) {
         session = s;
+        if (span.tokenId >= 0) {
+            timeToken();
+        }
         OpenAiFrames.LogprobEntry lp = null;
         if (req.request().logprobs() && span.tokenId >= 0 && !Float.isNaN(span.logprob)) {
             lp = new OpenAiFrames.LogprobEntry(span.tokenId, span.logprob,
@@ -92,12 +100,36 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         enqueue(sse(frames.chunk(span.text, span.reasoning, span.toolCalls, lp, null)), credit, false);
     }
 
+    /** Sink thread, per generated token: TTFT once, then inter-token latency (allocation-free). */
+    private void timeToken() {
+        long now = System.nanoTime();
+        if (record.lastTokenNs == 0) {
+            record.firstTokenNs = now;
+            metrics.timeToFirstToken(now - record.startNs);
+        } else {
+            metrics.interToken(now - record.lastTokenNs);
+        }
+        record.lastTokenNs = now;
+    }
+
+    /** Once per request, before its last write: what the access log and the token counters report. */
+    private void account(Outcome outcome) {
+        record.promptTokens = outcome.usage().promptTokens();
+        record.completionTokens = outcome.usage().completionTokens();
+        record.outcome = switch (outcome.state()) {
+            case COMPLETED -> "completed:" + outcome.finishReason();
+            case CANCELLED -> "cancelled";
+            default -> "failed:" + outcome.errorType();
+        };
+        metrics.tokens(record.promptTokens, record.completionTokens);
+        if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
+            LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
+        }
+    }
+
     @Override
     public void onComplete(Session s, Outcome outcome) {
-        if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
-            LOG.log(System.Logger.Level.ERROR, "request " + requestId() + " (" + s.id() + ") failed: "
-                    + outcome.message());
-        }
+        account(outcome);
         if (outcome.state() == Lifecycle.FAILED && !started) {
             ApiError e = error(outcome);
             respondError(e);
@@ -129,22 +161,22 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         enqueue(DONE.duplicate(), 0, true);
     }
 
-    private String requestId() {
-        return exchange.getResponseHeaders().getFirst("x-request-id");
-    }
-
     private ApiError error(Outcome outcome) {
         return switch (outcome.errorType()) {
             case INVALID_REQUEST, UNSUPPORTED -> ApiError.invalid(null, outcome.message());
             case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
                     "context_length_exceeded");
             case OVERLOADED -> ApiError.overloaded(503, outcome.message());
-            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId() + "): "
-                    + outcome.message(), null, null);
+            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + record.id + "): "
+                    + outcome.message(), null, "internal_error");
         };
     }
 
     private void respondError(ApiError e) {
+        if (e.status != 499) {
+            // A client that left before the answer was not refused by us.
+            record.rejectReason = ObservedHandler.reasonOf(e);
+        }
         exchange.setStatusCode(e.status);
         exchange.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
         enqueue(ByteBuffer.wrap(e.body().getBytes(StandardCharsets.UTF_8)), 0, true);

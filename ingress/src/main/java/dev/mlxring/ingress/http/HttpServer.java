@@ -9,9 +9,11 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Headers;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.UUID;
 import java.util.function.IntFunction;
 
 /**
@@ -22,7 +24,6 @@ import java.util.function.IntFunction;
  */
 public final class HttpServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final System.Logger LOG = System.getLogger(HttpServer.class.getName());
     /** {@code --max-body-bytes} default: far above any chat a model's context holds, far below the heap. */
     public static final long DEFAULT_MAX_BODY_BYTES = 4L << 20;
 
@@ -51,15 +52,25 @@ public final class HttpServer implements AutoCloseable {
     private final IntFunction<String> tokenText;
     private final Undertow undertow;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
+    private final ServerMetrics metrics;
+    private final InFlight inFlight = new InFlight();
+    /** Set once when a graceful shutdown begins: new completions get 503. */
+    private volatile boolean draining;
 
+    /** A server whose metrics have no MLX memory gauges (engines without MLX, e.g. in tests). */
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText) {
+        this(config, engine, tokenText, new ServerMetrics(engine, null, 0));
+    }
+
+    public HttpServer(Config config, Engine engine, IntFunction<String> tokenText, ServerMetrics metrics) {
         this.config = config;
         this.engine = engine;
         this.tokenText = tokenText;
+        this.metrics = metrics;
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
                 .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
-                .setHandler(this::route)
+                .setHandler(new ObservedHandler(this::route, metrics, inFlight))
                 .build();
     }
 
@@ -74,14 +85,34 @@ public final class HttpServer implements AutoCloseable {
         return ((java.net.InetSocketAddress) info.getAddress()).getPort();
     }
 
+    /**
+     * Begins a graceful shutdown: from now on new completion requests get 503 (OpenAI's error
+     * body, code {@code shutting_down}); requests already accepted go on. Idempotent.
+     */
+    public void beginDrain() {
+        draining = true;
+        metrics.draining(true);
+    }
+
+    /** HTTP exchanges begun and not yet ended (running completions included). */
+    public int inFlight() {
+        return inFlight.count();
+    }
+
+    /**
+     * Waits until every in-flight exchange has ended or {@code deadlineNs} ({@link System#nanoTime})
+     * passes; returns how many are left.
+     */
+    public int awaitIdle(long deadlineNs) throws InterruptedException {
+        return inFlight.awaitZero(deadlineNs);
+    }
+
     @Override
     public void close() {
         undertow.stop();
     }
 
     private void route(HttpServerExchange ex) {
-        String requestId = UUID.randomUUID().toString();
-        ex.getResponseHeaders().put(REQUEST_ID, requestId);
         try {
             String path = ex.getRequestPath();
             if (path.equals("/health")) {
@@ -91,6 +122,10 @@ public final class HttpServer implements AutoCloseable {
             }
             authorize(ex);
             switch (path) {
+                case "/metrics" -> {
+                    requireMethod(ex, "GET");
+                    metrics(ex);
+                }
                 case "/v1/models" -> {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
@@ -100,22 +135,7 @@ public final class HttpServer implements AutoCloseable {
                 default -> throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
             }
         } catch (ApiError e) {
-            json(ex, e.status, e.body());
-        } catch (RuntimeException e) {
-            internalError(ex, requestId, e);
-        }
-    }
-
-    private static final io.undertow.util.HttpString REQUEST_ID = new io.undertow.util.HttpString("x-request-id");
-
-    /** A bug answered as a 500 with a JSON body naming the request id that the log line carries. */
-    private static void internalError(HttpServerExchange ex, String requestId, Throwable e) {
-        LOG.log(System.Logger.Level.ERROR, "request " + requestId + " failed with an internal error", e);
-        if (!ex.isResponseStarted()) {
-            json(ex, 500, new ApiError(500, "server_error", "internal error (request id " + requestId
-                    + "); the server log has the details", null, null).body());
-        } else {
-            ex.endExchange();
+            ObservedHandler.reject(ex, e);
         }
     }
 
@@ -130,6 +150,18 @@ public final class HttpServer implements AutoCloseable {
             body.put("reason", h.reason());
             json(ex, 503, body.toString());
         }
+    }
+
+    private void metrics(HttpServerExchange ex) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(16 << 10);
+        try {
+            metrics.scrape(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        ex.setStatusCode(200);
+        ex.getResponseHeaders().put(Headers.CONTENT_TYPE, metrics.contentType());
+        ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
     private static void requireMethod(HttpServerExchange ex, String method) {
@@ -164,15 +196,19 @@ public final class HttpServer implements AutoCloseable {
 
     private void completion(HttpServerExchange ex, boolean chat) {
         requireMethod(ex, "POST");
+        if (draining) {
+            throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
+                    null, "shutting_down");
+        }
         requireJsonBody(ex);
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
                         submit(exchange, body, chat);
                     } catch (ApiError e) {
-                        json(exchange, e.status, e.body());
+                        ObservedHandler.reject(exchange, e);
                     } catch (RuntimeException e) {
-                        internalError(exchange, exchange.getResponseHeaders().getFirst(REQUEST_ID), e);
+                        ObservedHandler.internalError(exchange, e);
                     }
                 },
                 (exchange, e) -> {
@@ -180,8 +216,8 @@ public final class HttpServer implements AutoCloseable {
                         // A chunked body that grew past the limit while being read.
                         tooLarge(exchange);
                     } else {
-                        json(exchange, 400, ApiError.invalid(null, "could not read the request body: "
-                                + e.getMessage()).body());
+                        ObservedHandler.reject(exchange, ApiError.invalid(null, "could not read the request body: "
+                                + e.getMessage()));
                     }
                 });
     }
@@ -216,19 +252,19 @@ public final class HttpServer implements AutoCloseable {
     private void tooLarge(HttpServerExchange ex) {
         // The rest of the body stays unread: the connection cannot carry another request.
         ex.setPersistent(false);
-        ApiError e = tooLargeError(-1);
-        json(ex, e.status, e.body());
+        ObservedHandler.reject(ex, tooLargeError(-1));
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        String id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID();
+        RequestRecord rec = RequestRecord.of(ex);
+        String id = (chat ? "chatcmpl-" : "cmpl-") + rec.id;
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
         if (!req.model().equals(config.modelId()) && !req.model().equals("default_model")) {
             throw new ApiError(404, "invalid_request_error", "model '" + req.model() + "' is not served here (serving '"
                     + config.modelId() + "')", "model", "model_not_found");
         }
         CompletionResponder responder = new CompletionResponder(ex,
-                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText));
+                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText), rec, metrics);
         Session session;
         try {
             session = engine.submit(req.request(), responder);
@@ -236,7 +272,8 @@ public final class HttpServer implements AutoCloseable {
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
             // EngineUnavailableException: closing, or a stage thread is gone (health says which).
-            throw ApiError.overloaded(503, "the server cannot take requests: " + e.getMessage());
+            throw new ApiError(503, "server_overloaded", "the server cannot take requests: " + e.getMessage(), null,
+                    "shutting_down");
         }
         responder.attach(session);
         // A client that goes away cancels its session at the next safe point.
