@@ -59,6 +59,7 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         this.frames = frames;
         this.record = record;
         this.metrics = metrics;
+        record.submitted = true;
         this.logprobs = req.request().logprobs() ? new ArrayList<>() : null;
     }
 
