@@ -60,6 +60,8 @@ def figures(m):
         "admitted_sessions": m.get("mlxring_admitted_sessions"),
         "queue_depth": m.get("mlxring_queue_depth"),
         "active_rows": m.get("mlxring_active_rows"),
+        "completions": {o: m.get(f'mlxring_completions_total{{outcome="{o}"}}', 0)
+                        for o in ("completed", "cancelled", "failed")},
     }
 
 
@@ -210,6 +212,7 @@ def main():
             f["direct_bytes"] - w["direct_bytes"] <= args.direct_tolerance_mib * mib,
         "a full request succeeds afterwards": after == "completed",
         "no unexpected outcomes": set(outcomes) <= {"completed", "disconnected"},
+        "no completion failed on the server": f["completions"]["failed"] == 0,
     }
     print(json.dumps({"requests": args.requests, "concurrency": args.concurrency, "elapsed_s": round(elapsed, 1),
                       "outcomes": outcomes,

@@ -184,8 +184,8 @@ public final class HttpServer implements AutoCloseable {
                         ObservedHandler.internalError(exchange, e);
                     }
                 },
-                (exchange, e) -> json(exchange, 400, ApiError.invalid(null, "could not read the request body: "
-                        + e.getMessage()).body()));
+                (exchange, e) -> ObservedHandler.reject(exchange, ApiError.invalid(null,
+                        "could not read the request body: " + e.getMessage())));
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {

@@ -97,6 +97,10 @@ final class ObservedHandler implements HttpHandler {
     private void finished(HttpServerExchange ex, RequestRecord rec) {
         int status = ex.getStatusCode();
         metrics.request(rec.route, status);
+        if (rec.rejectReason == null && status >= 400 && status != 499 && !rec.submitted) {
+            // An error answered without reject() (e.g. by Undertow itself): still counted, by status.
+            rec.rejectReason = "status_" + status;
+        }
         if (rec.rejectReason != null) {
             metrics.rejected(rec.rejectReason);
         }
