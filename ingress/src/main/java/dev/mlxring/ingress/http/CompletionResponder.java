@@ -59,6 +59,7 @@ final class CompletionResponder implements GenerationListener, IoCallback {
         this.frames = frames;
         this.record = record;
         this.metrics = metrics;
+        record.submitted = true;
         this.logprobs = req.request().logprobs() ? new ArrayList<>() : null;
     }
 
@@ -121,7 +122,8 @@ final class CompletionResponder implements GenerationListener, IoCallback {
             case CANCELLED -> "cancelled";
             default -> "failed:" + outcome.errorType();
         };
-        metrics.tokens(record.promptTokens, record.completionTokens);
+        metrics.finished(outcome.state().name().toLowerCase(java.util.Locale.ROOT), record.promptTokens,
+                record.completionTokens);
         if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
             LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
         }

@@ -90,6 +90,7 @@ class MetricsHttpTest {
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"401\"}"));
         assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_api_key\"}"));
         assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_request_error\"}"));
+        assertEquals(2, m.value("mlxring_completions_total{outcome=\"completed\"}"));
         assertEquals(5 + 4, m.value("mlxring_generated_tokens_total"));
         assertEquals(3 + 3, m.value("mlxring_prompt_tokens_total"));
         assertEquals(2, m.value("mlxring_time_to_first_token_seconds_count"));
@@ -128,7 +129,8 @@ class MetricsHttpTest {
         assertTrue(error.get("message").asText().contains("request id " + requestId), r.body());
         assertTrue(error.get("message").asText().contains("scripted executor failure"), r.body());
         MetricsText.awaitScrape(base, "sekret",
-                s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1);
+                s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1
+                        && s.value("mlxring_completions_total{outcome=\"failed\"}") == 1);
         // The engine keeps serving.
         assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}", true).statusCode());
     }
