@@ -87,8 +87,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
                 outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, "text sink failed: " + ex, outcome.usage());
             }
             if (!sinkFailed) {
-                if (!reason.equals(outcome.finishReason())) {
-                    outcome = Outcome.completed(reason, outcome.usage());
+                String stop = s.textSink.matchedStop();
+                if (!reason.equals(outcome.finishReason()) || stop != null) {
+                    outcome = Outcome.completed(reason, outcome.usage(), stop);
                 }
                 if (span.text.length() > 0 || span.reasoning.length() > 0 || !span.toolCalls.isEmpty()) {
                     try {

@@ -1,7 +1,5 @@
 package dev.mlxring.ingress.http;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
@@ -24,24 +22,13 @@ import java.util.Set;
  * @param includeUsage {@code stream_options.include_usage}
  */
 record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
-    private static final ObjectMapper JSON =
-            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    private static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     static final int MAX_TOP_LOGPROBS = 20;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(body);
-        } catch (JsonProcessingException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getOriginalMessage());
-        } catch (java.io.IOException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "request body must be a JSON object");
-        }
-        Fields f = new Fields(root);
+        JsonNode root = RequestFields.parseObject(body);
+        RequestFields f = new RequestFields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;
         JsonNode so = root.get("stream_options");
@@ -49,26 +36,15 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!so.isObject()) {
                 throw ApiError.invalid("stream_options", "stream_options must be an object");
             }
-            includeUsage = new Fields(so).bool("include_usage", false);
+            includeUsage = RequestFields.at(so, "stream_options").bool("include_usage", false);
         }
         String model = f.string("model", "default_model");
         Integer n = f.integer("n", null);
         if (n != null && n != 1) {
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
-        Integer maxTokens = f.integer("max_completion_tokens", null);
-        String maxField = "max_completion_tokens";
-        if (maxTokens == null) {
-            maxTokens = f.integer("max_tokens", defaults.maxTokens());
-            maxField = "max_tokens";
-        }
-        if (maxTokens < 1) {
-            throw ApiError.invalid(maxField, maxField + " must be at least 1");
-        }
-        if (maxTokens > defaults.maxContextTokens()) {
-            throw ApiError.invalid(maxField, maxField + " must be at most " + defaults.maxContextTokens()
-                    + " (the model's context length)");
-        }
+        String maxField = f.get("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
+        int maxTokens = f.maxTokens(maxField, defaults.maxTokens(), defaults);
         SamplingSpec sampling = new SamplingSpec(
                 f.number("temperature", 0, Double.MAX_VALUE),
                 f.number("top_p", 0, 1),
@@ -87,7 +63,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
             throw ApiError.invalid("top_logprobs", "top_logprobs must be between 0 and " + MAX_TOP_LOGPROBS);
         }
-        List<String> stop = stop(root.get("stop"));
+        List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
                 logprobs || top > 0, Math.max(top, 0));
@@ -195,28 +171,6 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
     }
 
-    private static List<String> stop(JsonNode s) {
-        if (s == null || s.isNull()) {
-            return List.of();
-        }
-        if (s.isTextual()) {
-            return s.asText().isEmpty() ? List.of() : List.of(s.asText());
-        }
-        if (s.isArray()) {
-            List<String> out = new ArrayList<>();
-            for (JsonNode x : s) {
-                if (!x.isTextual()) {
-                    throw ApiError.invalid("stop", "stop must be a string or an array of strings");
-                }
-                if (!x.asText().isEmpty()) {
-                    out.add(x.asText());
-                }
-            }
-            return out;
-        }
-        throw ApiError.invalid("stop", "stop must be a string or an array of strings");
-    }
-
     private static Map<Integer, Double> logitBias(JsonNode b) {
         if (b == null || b.isNull()) {
             return null;
@@ -236,82 +190,5 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             }
         }
         return out;
-    }
-
-    /** Typed, range-checked field access; absent or null means "not given". */
-    private record Fields(JsonNode node) {
-        private JsonNode get(String name) {
-            JsonNode v = node.get(name);
-            return v == null || v.isNull() ? null : v;
-        }
-
-        boolean bool(String name, boolean dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isBoolean()) {
-                throw ApiError.invalid(name, name + " must be a boolean");
-            }
-            return v.booleanValue();
-        }
-
-        String string(String name, String dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isTextual()) {
-                throw ApiError.invalid(name, name + " must be a string");
-            }
-            return v.asText();
-        }
-
-        Integer integer(String name, Integer dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-                throw ApiError.invalid(name, name + " must be an integer");
-            }
-            return v.intValue();
-        }
-
-        Integer intRange(String name, int min, int max) {
-            Integer v = integer(name, null);
-            if (v != null && (v < min || v > max)) {
-                throw ApiError.invalid(name, name + " must be " + (max == Integer.MAX_VALUE
-                        ? "at least " + min : "between " + min + " and " + max));
-            }
-            return v;
-        }
-
-        Long longValue(String name) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-                throw ApiError.invalid(name, name + " must be an integer");
-            }
-            return v.longValue();
-        }
-
-        Double number(String name, double min, double max) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isNumber()) {
-                throw ApiError.invalid(name, name + " must be a number");
-            }
-            double d = v.doubleValue();
-            if (Double.isNaN(d) || d < min || d > max) {
-                String range = max == Double.MAX_VALUE ? "at least " + min : "between " + min + " and " + max;
-                throw ApiError.invalid(name, name + " must be " + range);
-            }
-            return d;
-        }
     }
 }
