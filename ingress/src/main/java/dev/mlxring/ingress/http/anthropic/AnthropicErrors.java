@@ -37,9 +37,11 @@ final class AnthropicErrors implements ErrorShape {
         root.put("type", "error");
         ObjectNode error = root.putObject("error");
         error.put("type", type(status(e)));
-        // The field at fault leads the message: Anthropic's shape has no "param".
-        error.put("message", e.param() == null || e.getMessage().startsWith(e.param())
-                ? e.getMessage() : e.param() + ": " + e.getMessage());
+        // Anthropic's shape has no "param": the field at fault leads the message (ours already
+        // start with it; a message that does not is prefixed).
+        String param = e.param();
+        boolean named = param == null || e.getMessage().startsWith(param.split("[.\\[]")[0]);
+        error.put("message", named ? e.getMessage() : param + ": " + e.getMessage());
         return root.toString();
     }
 
