@@ -8,6 +8,7 @@ import dev.mlxring.pipeline.Engine;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
+import io.undertow.server.RequestTooBigException;
 import io.undertow.util.Headers;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -107,6 +108,11 @@ public final class HttpServer implements AutoCloseable {
         }
     }
 
+    private static ApiError tooLarge() {
+        return new ApiError(413, "invalid_request_error", "the request body is larger than " + (MAX_BODY_BYTES >> 20)
+                + " MiB", null, "request_too_large");
+    }
+
     private static void requireMethod(HttpServerExchange ex, String... methods) {
         if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
             throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts "
@@ -151,6 +157,9 @@ public final class HttpServer implements AutoCloseable {
     /** Every POST route: the body arrives asynchronously, then the route's codec handles it. */
     private static void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         requireMethod(ex, "POST");
+        if (ex.getRequestContentLength() > MAX_BODY_BYTES) {
+            throw tooLarge(); // answered before the body is read
+        }
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
@@ -160,7 +169,8 @@ public final class HttpServer implements AutoCloseable {
                     }
                 },
                 (exchange, e) -> {
-                    ApiError error = ApiError.invalid(null, "could not read the request body: " + e.getMessage());
+                    ApiError error = e instanceof RequestTooBigException ? tooLarge()
+                            : ApiError.invalid(null, "could not read the request body: " + e.getMessage());
                     json(exchange, shape.status(error), shape.body(error));
                 });
     }

@@ -291,6 +291,9 @@ class CodecsHttpTest {
         assertOpenAiError(send(server, "GET", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "DELETE", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "PUT", resp + "/resp_nope", "{}"), 405, null, "GET or DELETE");
+        String big = "{\"input\":\"" + "x".repeat((int) HttpServer.MAX_BODY_BYTES) + "\"}";
+        assertOpenAiError(post(resp, big), 413, null, "larger than 16 MiB");
+        assertAnthropicError(post(msg, big), 413, "request_too_large", "larger than 16 MiB");
         assertEquals(0, engine.admittedCount(), "nothing left running");
     }
 
