@@ -89,7 +89,7 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
     @Override
     public void onComplete(Session s, Outcome outcome) {
         out.attach(s);
-        if (!started && outcome.state() == Lifecycle.FAILED) {
+        if (outcome.state() == Lifecycle.FAILED && !(req.stream() && started)) {
             out.error(ApiError.of(outcome), "");
             return;
         }
