@@ -10,6 +10,8 @@ import com.lmax.disruptor.SequenceBarrier;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -40,6 +42,8 @@ public final class Engine implements AutoCloseable {
     private final AtomicInteger admitted = new AtomicInteger();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Accepted sessions not yet terminal: what operators and leak checks count (see {@link #liveSessions}). */
+    private final Set<Session> live = ConcurrentHashMap.newKeySet();
 
     private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
             TextSink.Factory sinks) {
@@ -56,21 +60,24 @@ public final class Engine implements AutoCloseable {
         for (int i = 0; i < config.prepShards(); i++) {
             var p = new BatchEventProcessorBuilder().build(requests, fromIngress,
                     new PrepHandler(preparer, i, config.prepShards()));
+            p.setExceptionHandler(new StageExceptionHandler<>("prep-" + i, PrepHandler::failEvent));
             prepSequences[i] = p.getSequence();
             start(p, "mlxring-prep-" + i);
         }
         EventPoller<RequestEvent> poller;
         ExecLoop[] loopRef = new ExecLoop[1];
-        var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences),
-                new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens));
+        var planHandler = new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens);
+        var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences), planHandler);
+        plan.setExceptionHandler(new StageExceptionHandler<>("plan", planHandler::failEvent));
         poller = requests.newPoller(plan.getSequence());
         requests.addGatingSequences(poller.getSequence());
         this.execLoop = new ExecLoop(poller, tokens, executor, config);
         loopRef[0] = execLoop;
         start(plan, "mlxring-plan");
 
-        var sink = new BatchEventProcessorBuilder().build(tokens, tokens.newBarrier(),
-                new SinkHandler(sinks, config.maxTopLogprobs(), admitted));
+        var sinkHandler = new SinkHandler(sinks, config.maxTopLogprobs(), admitted);
+        var sink = new BatchEventProcessorBuilder().build(tokens, tokens.newBarrier(), sinkHandler);
+        sink.setExceptionHandler(new StageExceptionHandler<>("sink", sinkHandler::failEvent));
         tokens.addGatingSequences(sink.getSequence());
         start(sink, "mlxring-sink");
 
@@ -99,13 +106,15 @@ public final class Engine implements AutoCloseable {
      * to {@code listener} on the sink thread.
      *
      * @throws OverloadedException when the request ring is full (HTTP 429)
-     * @throws IllegalStateException after {@link #close()}
+     * @throws EngineUnavailableException after {@link #close()}, or when a stage thread is gone
+     *     (see {@link #health()})
      */
     public Session submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
-        if (closed.get()) {
-            throw new IllegalStateException("engine is closed");
+        EngineHealth health = health();
+        if (!health.ready()) {
+            throw new EngineUnavailableException(health.reason());
         }
         String id = request.id() != null ? request.id() : "req-" + ids.incrementAndGet();
         Session session = new Session(id, request, listener, config.creditsPerSession(), execLoop::wake);
@@ -116,6 +125,9 @@ public final class Engine implements AutoCloseable {
             throw new OverloadedException("request queue is full (" + config.requestRingSize() + " pending)");
         }
         requests.get(seq).session = session;
+        live.add(session);
+        // Every accepted session settles exactly once (also across close), so this always runs.
+        session.result().whenComplete((outcome, error) -> live.remove(session));
         requests.publish(seq);
         return session;
     }
@@ -131,9 +143,56 @@ public final class Engine implements AutoCloseable {
         return preparer.prepare(Objects.requireNonNull(request, "request"));
     }
 
+    /**
+     * Ready when the engine is open and every stage thread runs. A stage survives any request's
+     * failure (each has an exception handler that fails only that request), so not ready means a
+     * failure outside every request, or shutdown.
+     */
+    public EngineHealth health() {
+        if (closed.get()) {
+            return EngineHealth.notReady("the engine is shutting down");
+        }
+        Throwable execFailure = execLoop.fatal();
+        if (execFailure != null || !execThread.isAlive()) {
+            return EngineHealth.notReady("the exec stage is not running"
+                    + (execFailure != null ? ": " + execFailure : ""));
+        }
+        for (Thread t : threads) {
+            if (!t.isAlive()) {
+                return EngineHealth.notReady("stage thread " + t.getName() + " is not running");
+            }
+        }
+        return EngineHealth.READY;
+    }
+
     /** Sessions admitted by plan and not yet terminal. */
     public int admittedCount() {
         return admitted.get();
+    }
+
+    /**
+     * Accepted sessions that have not reached their terminal outcome yet (queued, running or
+     * settling). Zero when idle: a session, its credits and its run (with its KV cache) are all
+     * released by then. Any thread; a snapshot.
+     */
+    public int liveSessions() {
+        return live.size();
+    }
+
+    /** Live sessions in {@code state} right now (e.g. RUNNING = rows on the exec thread). Any thread; O(live). */
+    public int sessionsIn(Lifecycle state) {
+        int n = 0;
+        for (Session s : live) {
+            if (s.state() == state) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Whether {@link #close()} has begun: no new work is accepted. */
+    public boolean isClosed() {
+        return closed.get();
     }
 
     /**

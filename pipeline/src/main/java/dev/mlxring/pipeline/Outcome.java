@@ -15,8 +15,13 @@ public record Outcome(Lifecycle state, String finishReason, ErrorType errorType,
 
     /** Why a session failed; the HTTP layer maps these to status codes. */
     public enum ErrorType {
-        /** The request itself is invalid (too long, template error, bad field): HTTP 400. */
+        /** The request itself is invalid (template error, bad field): HTTP 400. */
         INVALID_REQUEST,
+        /**
+         * The prompt, or the prompt plus the requested completion, does not fit the context (or
+         * the operator's prompt limit): HTTP 400 with code {@code context_length_exceeded}.
+         */
+        CONTEXT_LENGTH_EXCEEDED,
         /** The engine refused a composition it cannot execute faithfully: HTTP 400 with the reason. */
         UNSUPPORTED,
         /** Capacity exhausted after acceptance: HTTP 503. */
@@ -29,6 +34,11 @@ public record Outcome(Lifecycle state, String finishReason, ErrorType errorType,
         if (!state.isTerminal()) {
             throw new IllegalArgumentException("an outcome must be terminal, got " + state);
         }
+    }
+
+    /** An outcome that names no stop string. */
+    public Outcome(Lifecycle state, String finishReason, ErrorType errorType, String message, Usage usage) {
+        this(state, finishReason, errorType, message, usage, null);
     }
 
     public static Outcome completed(String finishReason, Usage usage) {

@@ -45,6 +45,10 @@ public final class Session {
     long spanSequence;
     boolean sinkStopped;
     String listenerFailure;
+    /** Set when this session's text sink threw: the session ends FAILED with this message. */
+    String sinkFailure;
+    /** Whether the sink gave back this session's admission slot (exactly once). */
+    boolean admissionReleased;
     int deliveredTokens;
 
     Session(String id, GenerationRequest request, GenerationListener listener, int credits, Runnable wakeExec) {

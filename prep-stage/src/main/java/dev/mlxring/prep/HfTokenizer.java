@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.pipeline.Utf16;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -482,14 +483,10 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     }
 
     private static void checkWellFormed(String text) {
-        for (int i = 0, n = text.length(); i < n; i++) {
-            char c = text.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(text.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException("unpaired surrogate U+" + Integer.toHexString(c).toUpperCase()
-                        + " at index " + i);
-            }
+        int i = Utf16.firstUnpairedSurrogate(text);
+        if (i >= 0) {
+            throw new IllegalArgumentException("unpaired surrogate U+" + Integer.toHexString(text.charAt(i)).toUpperCase()
+                    + " at index " + i);
         }
     }
 

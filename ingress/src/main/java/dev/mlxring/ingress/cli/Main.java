@@ -18,6 +18,7 @@ public final class Main {
                            [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]]
+                           [--shutdown-grace-seconds 30]
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
@@ -57,6 +58,9 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) {
+        // One logging library: Undertow/XNIO log through jboss-logging, which picks SLF4J only
+        // when told (or when Logback is present); configured once, here, before any of it loads.
+        System.setProperty("org.jboss.logging.provider", "slf4j");
         System.exit(run(args, System.out, System.err));
     }
 

@@ -38,12 +38,18 @@ public final class ApiError extends RuntimeException {
         return new ApiError(status, status == 429 ? "rate_limit_error" : "server_overloaded", message, null, null);
     }
 
-    /** The error of a session that failed: 400 for the request's fault, 503 for capacity, 500 otherwise. */
-    public static ApiError of(Outcome outcome) {
+    /**
+     * The error of a session that failed: 400 for the request's fault, 503 for capacity, 500
+     * (naming the request id, which the log carries with the cause) otherwise.
+     */
+    public static ApiError of(Outcome outcome, String requestId) {
         return switch (outcome.errorType()) {
             case INVALID_REQUEST, UNSUPPORTED -> invalid(null, outcome.message());
+            case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
+                    "context_length_exceeded");
             case OVERLOADED -> overloaded(503, outcome.message());
-            case INTERNAL -> new ApiError(500, "server_error", outcome.message(), null, null);
+            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId + "): "
+                    + outcome.message(), null, "internal_error");
         };
     }
 

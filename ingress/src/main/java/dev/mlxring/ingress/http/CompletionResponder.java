@@ -46,6 +46,9 @@ final class CompletionResponder implements GenerationListener {
     @Override
     public void onCommitted(Session s, CommittedSpan span) {
         out.attach(s);
+        if (span.tokenId >= 0) {
+            out.tokenCommitted();
+        }
         OpenAiFrames.LogprobEntry lp = null;
         if (req.request().logprobs() && span.tokenId >= 0 && !Float.isNaN(span.logprob)) {
             lp = new OpenAiFrames.LogprobEntry(span.tokenId, span.logprob,
@@ -72,8 +75,9 @@ final class CompletionResponder implements GenerationListener {
     @Override
     public void onComplete(Session s, Outcome outcome) {
         out.attach(s);
+        out.account(outcome);
         if (outcome.state() == Lifecycle.FAILED) {
-            out.error(ApiError.of(outcome), DONE);
+            out.error(out.failure(outcome), DONE);
             return;
         }
         if (outcome.state() == Lifecycle.CANCELLED && !req.stream()) {

@@ -17,10 +17,17 @@ import io.undertow.server.HttpServerExchange;
 public final class EngineGateway {
     private final Engine engine;
     private final HttpServer.Config config;
+    private final ServerMetrics metrics;
 
-    EngineGateway(Engine engine, HttpServer.Config config) {
+    EngineGateway(Engine engine, HttpServer.Config config, ServerMetrics metrics) {
         this.engine = engine;
         this.config = config;
+        this.metrics = metrics;
+    }
+
+    /** The exchange side of one session, answering errors in {@code shape}. */
+    public ExchangeWriter writer(HttpServerExchange ex, ErrorShape shape) {
+        return new ExchangeWriter(ex, shape, metrics);
     }
 
     public HttpServer.Config config() {
@@ -47,7 +54,9 @@ public final class EngineGateway {
         } catch (OverloadedException e) {
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
-            throw ApiError.overloaded(503, "the server is shutting down");
+            // EngineUnavailableException: closing, or a stage thread is gone (health says which).
+            throw new ApiError(503, "server_overloaded", "the server cannot take requests: " + e.getMessage(), null,
+                    "shutting_down");
         }
         out.attach(session);
         // A client that goes away cancels its session at the next safe point.

@@ -1,5 +1,7 @@
 package dev.mlxring.ingress.http;
 
+import dev.mlxring.pipeline.Lifecycle;
+import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.Session;
 import io.undertow.io.IoCallback;
 import io.undertow.io.Sender;
@@ -12,30 +14,78 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The write side of one HTTP exchange that a session answers, shared by every ingress codec: an
- * ordered queue of writes, each returning its span credits to the engine only when the socket
- * write completes, so a client that stops reading pauses its row (and is cancelled after the idle
- * deadline) instead of buffering without bound. A failed write cancels the session.
+ * The exchange side of one session, shared by every ingress codec: an ordered queue of writes,
+ * each returning its span credits to the engine only when the socket write completes, so a client
+ * that stops reading pauses its row (and is cancelled after the idle deadline) instead of
+ * buffering without bound; a failed write cancels the session. It also reports what the access
+ * log and the metrics count (time to first token, inter-token latency, tokens, the outcome,
+ * rejections), the same for every API.
  *
  * <p>Threads: writes are queued from the sink thread (or the IO thread for early errors); write
  * completions come from Undertow's IO thread. {@code writing} serializes sends (Undertow's Sender
  * allows one at a time). {@link #startEventStream}/{@link #started} belong to the sink thread.
  */
 public final class ExchangeWriter implements IoCallback {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ExchangeWriter.class);
+
     /** A queued write and how many span credits it returns on completion. */
     private record Pending(ByteBuffer buffer, int credits, boolean last) {}
 
     private final HttpServerExchange exchange;
     private final ErrorShape errors;
+    private final RequestRecord record;
+    private final ServerMetrics metrics;
     private final ConcurrentLinkedQueue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean writing = new AtomicBoolean();
     private volatile Session session;
     private boolean started;
     private Pending inFlight;
 
-    public ExchangeWriter(HttpServerExchange exchange, ErrorShape errors) {
+    ExchangeWriter(HttpServerExchange exchange, ErrorShape errors, ServerMetrics metrics) {
         this.exchange = exchange;
         this.errors = errors;
+        this.metrics = metrics;
+        RequestRecord r = RequestRecord.of(exchange);
+        // Every exchange passes ObservedHandler, which attaches the record; a bare one gets its own.
+        this.record = r != null ? r : new RequestRecord(java.util.UUID.randomUUID().toString(),
+                ServerMetrics.OTHER_ROUTE, System.nanoTime());
+    }
+
+    /** The request's id (X-Request-Id), also the base of the API's response id. */
+    public String requestId() {
+        return record.id;
+    }
+
+    /** Sink thread, per generated token: TTFT once, then inter-token latency (allocation-free). */
+    public void tokenCommitted() {
+        long now = System.nanoTime();
+        if (record.lastTokenNs == 0) {
+            record.firstTokenNs = now;
+            metrics.timeToFirstToken(now - record.startNs);
+        } else {
+            metrics.interToken(now - record.lastTokenNs);
+        }
+        record.lastTokenNs = now;
+    }
+
+    /** Once per request, before its last write: what the access log and the token counters report. */
+    public void account(Outcome outcome) {
+        record.promptTokens = outcome.usage().promptTokens();
+        record.completionTokens = outcome.usage().completionTokens();
+        record.outcome = switch (outcome.state()) {
+            case COMPLETED -> "completed:" + outcome.finishReason();
+            case CANCELLED -> "cancelled";
+            default -> "failed:" + outcome.errorType();
+        };
+        metrics.tokens(record.promptTokens, record.completionTokens);
+        if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
+            LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
+        }
+    }
+
+    /** The error a failed session answers with (an internal one names the request id). */
+    public ApiError failure(Outcome outcome) {
+        return ApiError.of(outcome, record.id);
     }
 
     public void attach(Session s) {
@@ -78,6 +128,10 @@ public final class ExchangeWriter implements IoCallback {
      * as an error event (then the end of the stream, with {@code tail}) after.
      */
     public void error(ApiError e, String tail) {
+        if (!started && e.status() != 499) {
+            // A client that left before the answer was not refused by us.
+            record.rejectReason = ObservedHandler.reasonOf(e);
+        }
         if (started) {
             event(errors.streamEvent(e), 0);
             end(tail);

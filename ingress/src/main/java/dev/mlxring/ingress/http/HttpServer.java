@@ -8,33 +8,47 @@ import dev.mlxring.pipeline.Engine;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
-import io.undertow.server.RequestTooBigException;
 import io.undertow.util.Headers;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.UUID;
 import java.util.function.IntFunction;
 
 /**
  * The HTTP surface over an {@link Engine}: OpenAI chat/completions (here), Anthropic messages
  * ({@link AnthropicCodec}) and OpenAI responses ({@link ResponsesCodec}), three ingress codecs
  * that parse, validate and submit through one {@link EngineGateway} and frame the same sink
- * output in their own dialect; errors answer in the dialect of the route. Handlers never block: the body is received
+ * output in their own dialect; errors answer in the dialect of the route ({@link ErrorShape}). Handlers never block: the body is received
  * asynchronously, submission is a non-blocking ring claim (full ring → 429), and the response is
  * written from the sink thread as the engine commits tokens.
  */
 public final class HttpServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final long MAX_BODY_BYTES = 16L << 20;
+    /** {@code --max-body-bytes} default: far above any chat a model's context holds, far below the heap. */
+    public static final long DEFAULT_MAX_BODY_BYTES = 4L << 20;
 
     /**
      * @param modelId the served model's id ({@code /v1/models}); requests may also name
      *     {@code default_model}
      * @param apiKey required as {@code Authorization: Bearer <key>} or {@code x-api-key: <key>} on every
      *     route but /health; null = open
+     * @param maxBodyBytes larger request bodies are refused with 413 before they are read
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint) {}
+            String fingerprint, long maxBodyBytes) {
+        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
+                String fingerprint) {
+            this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
+        }
+
+        public Config {
+            if (maxBodyBytes < 1) {
+                throw new IllegalArgumentException("maxBodyBytes must be positive, got " + maxBodyBytes);
+            }
+        }
+    }
 
     private final Config config;
     private final Engine engine;
@@ -44,18 +58,28 @@ public final class HttpServer implements AutoCloseable {
     private final AnthropicCodec anthropic;
     private final ResponsesCodec responses;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
+    private final ServerMetrics metrics;
+    private final InFlight inFlight = new InFlight();
+    /** Set once when a graceful shutdown begins: new completions get 503. */
+    private volatile boolean draining;
 
+    /** A server whose metrics have no MLX memory gauges (engines without MLX, e.g. in tests). */
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText) {
+        this(config, engine, tokenText, new ServerMetrics(engine, null, 0));
+    }
+
+    public HttpServer(Config config, Engine engine, IntFunction<String> tokenText, ServerMetrics metrics) {
         this.config = config;
         this.engine = engine;
         this.tokenText = tokenText;
-        this.gateway = new EngineGateway(engine, config);
+        this.metrics = metrics;
+        this.gateway = new EngineGateway(engine, config, metrics);
         this.anthropic = new AnthropicCodec(gateway);
         this.responses = new ResponsesCodec(gateway);
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
-                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, MAX_BODY_BYTES)
-                .setHandler(this::route)
+                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
+                .setHandler(new ObservedHandler(this::route, metrics, inFlight))
                 .build();
     }
 
@@ -70,6 +94,28 @@ public final class HttpServer implements AutoCloseable {
         return ((java.net.InetSocketAddress) info.getAddress()).getPort();
     }
 
+    /**
+     * Begins a graceful shutdown: from now on new completion requests get 503 (OpenAI's error
+     * body, code {@code shutting_down}); requests already accepted go on. Idempotent.
+     */
+    public void beginDrain() {
+        draining = true;
+        metrics.draining(true);
+    }
+
+    /** HTTP exchanges begun and not yet ended (running completions included). */
+    public int inFlight() {
+        return inFlight.count();
+    }
+
+    /**
+     * Waits until every in-flight exchange has ended or {@code deadlineNs} ({@link System#nanoTime})
+     * passes; returns how many are left.
+     */
+    public int awaitIdle(long deadlineNs) throws InterruptedException {
+        return inFlight.awaitZero(deadlineNs);
+    }
+
     @Override
     public void close() {
         undertow.stop();
@@ -81,11 +127,15 @@ public final class HttpServer implements AutoCloseable {
         try {
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
-                json(ex, 200, "{\"status\":\"ok\"}");
+                health(ex);
                 return;
             }
             authorize(ex);
             switch (path) {
+                case "/metrics" -> {
+                    requireMethod(ex, "GET");
+                    metrics(ex);
+                }
                 case "/v1/models" -> {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
@@ -104,13 +154,33 @@ public final class HttpServer implements AutoCloseable {
                 }
             }
         } catch (ApiError e) {
-            json(ex, shape.status(e), shape.body(e));
+            ObservedHandler.reject(ex, e, shape);
         }
     }
 
-    private static ApiError tooLarge() {
-        return new ApiError(413, "invalid_request_error", "the request body is larger than " + (MAX_BODY_BYTES >> 20)
-                + " MiB", null, "request_too_large");
+    /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
+    private void health(HttpServerExchange ex) {
+        var h = engine.health();
+        if (h.ready()) {
+            json(ex, 200, "{\"status\":\"ok\"}");
+        } else {
+            ObjectNode body = JSON.createObjectNode();
+            body.put("status", "unavailable");
+            body.put("reason", h.reason());
+            json(ex, 503, body.toString());
+        }
+    }
+
+    private void metrics(HttpServerExchange ex) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(16 << 10);
+        try {
+            metrics.scrape(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        ex.setStatusCode(200);
+        ex.getResponseHeaders().put(Headers.CONTENT_TYPE, metrics.contentType());
+        ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
     private static void requireMethod(HttpServerExchange ex, String... methods) {
@@ -154,34 +224,78 @@ public final class HttpServer implements AutoCloseable {
         void handle(HttpServerExchange ex, byte[] body);
     }
 
-    /** Every POST route: the body arrives asynchronously, then the route's codec handles it. */
-    private static void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
+    /**
+     * Every POST route, whatever its API: draining, Content-Type and size checks, the body
+     * received asynchronously, then the route's codec; errors in the route's {@code shape}.
+     */
+    private void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         requireMethod(ex, "POST");
-        if (ex.getRequestContentLength() > MAX_BODY_BYTES) {
-            throw tooLarge(); // answered before the body is read
+        if (draining) {
+            throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
+                    null, "shutting_down");
         }
+        requireJsonBody(ex);
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
                         handler.handle(exchange, body);
                     } catch (ApiError e) {
-                        json(exchange, shape.status(e), shape.body(e));
+                        ObservedHandler.reject(exchange, e, shape);
+                    } catch (RuntimeException e) {
+                        ObservedHandler.internalError(exchange, e, shape);
                     }
                 },
                 (exchange, e) -> {
-                    ApiError error = e instanceof RequestTooBigException ? tooLarge()
-                            : ApiError.invalid(null, "could not read the request body: " + e.getMessage());
-                    json(exchange, shape.status(error), shape.body(error));
+                    if (e instanceof io.undertow.server.RequestTooBigException) {
+                        // A chunked body that grew past the limit while being read.
+                        tooLarge(exchange, shape);
+                    } else {
+                        ObservedHandler.reject(exchange, ApiError.invalid(null, "could not read the request body: "
+                                + e.getMessage()), shape);
+                    }
                 });
     }
 
+    /**
+     * A JSON body within {@code maxBodyBytes}: a declared length beyond it is refused with 413
+     * before a byte of it is read; any Content-Type but JSON with 415. A missing Content-Type is
+     * taken as JSON, as the OpenAI clients always send one and curl users often forget it.
+     */
+    private void requireJsonBody(HttpServerExchange ex) {
+        String type = ex.getRequestHeaders().getFirst(Headers.CONTENT_TYPE);
+        if (type != null) {
+            String media = type.split(";", 2)[0].trim().toLowerCase(java.util.Locale.ROOT);
+            if (!media.equals("application/json") && !(media.startsWith("application/") && media.endsWith("+json"))) {
+                throw new ApiError(415, "invalid_request_error", "Content-Type must be application/json, got '"
+                        + type + "'", null, "unsupported_media_type");
+            }
+        }
+        long declared = ex.getRequestContentLength();
+        if (declared > config.maxBodyBytes()) {
+            ex.setPersistent(false);
+            throw tooLargeError(declared);
+        }
+    }
+
+    private ApiError tooLargeError(long declared) {
+        return new ApiError(413, "invalid_request_error", "the request body is "
+                + (declared >= 0 ? declared + " bytes" : "larger than the limit") + "; this server accepts at most "
+                + config.maxBodyBytes() + " bytes (--max-body-bytes)", null, "request_too_large");
+    }
+
+    private void tooLarge(HttpServerExchange ex, ErrorShape shape) {
+        // The rest of the body stays unread: the connection cannot carry another request.
+        ex.setPersistent(false);
+        ObservedHandler.reject(ex, tooLargeError(-1), shape);
+    }
+
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        String id = (chat ? "chatcmpl-" : "cmpl-") + UUID.randomUUID();
+        ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
+        String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
         gateway.checkModel(req.model());
-        ExchangeWriter out = new ExchangeWriter(ex, ErrorShape.OPENAI);
-        gateway.submit(ex, req.request(), new CompletionResponder(out,
-                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
+        gateway.submit(ex, req.request(), new CompletionResponder(out, req,
+                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

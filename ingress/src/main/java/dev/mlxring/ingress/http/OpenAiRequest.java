@@ -25,6 +25,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
     private static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     static final int MAX_TOP_LOGPROBS = 20;
+    static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
         JsonNode root = RequestFields.parseObject(body);
@@ -36,28 +37,33 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!so.isObject()) {
                 throw ApiError.invalid("stream_options", "stream_options must be an object");
             }
+            if (!stream) {
+                throw ApiError.invalid("stream_options", "stream_options is only allowed when stream is true");
+            }
             includeUsage = RequestFields.at(so, "stream_options").bool("include_usage", false);
         }
         String model = f.string("model", "default_model");
+        f.string("user", null);
         Integer n = f.integer("n", null);
         if (n != null && n != 1) {
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
+        responseFormat(root.get("response_format"));
         String maxField = f.get("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
-        int maxTokens = f.maxTokens(maxField, defaults.maxTokens(), defaults);
+        Integer maxTokens = f.maxTokens(maxField, false, defaults);
         SamplingSpec sampling = new SamplingSpec(
-                f.number("temperature", 0, Double.MAX_VALUE),
+                f.number("temperature", 0, 2),
                 f.number("top_p", 0, 1),
                 f.intRange("top_k", 0, Integer.MAX_VALUE),
                 f.number("min_p", 0, 1),
                 f.number("xtc_probability", 0, 1),
                 f.number("xtc_threshold", 0, 1),
-                f.number("repetition_penalty", 0, Double.MAX_VALUE),
-                f.intRange("repetition_context_size", 0, Integer.MAX_VALUE),
-                f.number("presence_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                f.number("frequency_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                logitBias(root.get("logit_bias")),
-                f.longValue("seed"));
+                f.number("repetition_penalty", 0, 10),
+                f.intRange("repetition_context_size", 0, defaults.maxContextTokens()),
+                f.number("presence_penalty", -2, 2),
+                f.number("frequency_penalty", -2, 2),
+                logitBias(root.get("logit_bias"), defaults.vocabSize()),
+                f.longRange("seed", 0, Long.MAX_VALUE));
         boolean logprobs = f.bool("logprobs", false);
         Integer top = f.integer("top_logprobs", -1);
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
@@ -101,16 +107,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
                     role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
         }
-        List<Map<String, Object>> tools = new ArrayList<>();
-        JsonNode t = root.get("tools");
-        if (t != null && !t.isNull()) {
-            if (!t.isArray()) {
-                throw ApiError.invalid("tools", "tools must be an array");
-            }
-            for (JsonNode tool : t) {
-                tools.add(JSON.convertValue(tool, Map.class));
-            }
-        }
+        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"), JSON);
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
@@ -171,23 +168,52 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
     }
 
-    private static Map<Integer, Double> logitBias(JsonNode b) {
+    /** Only plain text output exists: JSON modes would be ignored silently, so they are refused. */
+    private static void responseFormat(JsonNode rf) {
+        if (rf == null || rf.isNull()) {
+            return;
+        }
+        if (!rf.isObject() || !rf.path("type").isTextual()) {
+            throw ApiError.invalid("response_format", "response_format must be an object with a string 'type'");
+        }
+        String type = rf.get("type").textValue();
+        if (!type.equals("text")) {
+            throw ApiError.invalid("response_format", "response_format type '" + type
+                    + "' is not supported; only {\"type\": \"text\"} is (no constrained JSON output)");
+        }
+    }
+
+    /** {@code logit_bias}: at most 1024 token ids (in the vocabulary when known) to biases in [-100, 100]. */
+    private static Map<Integer, Double> logitBias(JsonNode b, int vocabSize) {
         if (b == null || b.isNull()) {
             return null;
         }
         if (!b.isObject()) {
             throw ApiError.invalid("logit_bias", "logit_bias must be an object of token id to bias");
         }
+        if (b.size() > MAX_LOGIT_BIAS_ENTRIES) {
+            throw ApiError.invalid("logit_bias", "logit_bias may hold at most " + MAX_LOGIT_BIAS_ENTRIES
+                    + " token ids, got " + b.size());
+        }
         Map<Integer, Double> out = new HashMap<>();
         for (var e : b.properties()) {
+            int id;
             try {
-                if (!e.getValue().isNumber()) {
-                    throw new NumberFormatException();
-                }
-                out.put(Integer.parseInt(e.getKey()), e.getValue().doubleValue());
+                id = Integer.parseInt(e.getKey());
             } catch (NumberFormatException ex) {
-                throw ApiError.invalid("logit_bias", "logit_bias must map integer token ids to numbers");
+                throw ApiError.invalid("logit_bias", "logit_bias keys must be integer token ids, got '"
+                        + e.getKey() + "'");
             }
+            if (id < 0 || vocabSize > 0 && id >= vocabSize) {
+                throw ApiError.invalid("logit_bias", "logit_bias token id " + id + " is outside the vocabulary [0, "
+                        + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
+            }
+            JsonNode v = e.getValue();
+            if (!v.isNumber() || !(v.doubleValue() >= -100 && v.doubleValue() <= 100)) {
+                throw ApiError.invalid("logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 "
+                        + "and 100");
+            }
+            out.put(id, v.doubleValue());
         }
         return out;
     }

@@ -22,7 +22,14 @@ public record RequestFields(JsonNode node, String prefix) {
         this(node, "");
     }
 
-    /** Parses a request body that must be one JSON object (invalid JSON or UTF-8: 400). */
+    /** Stop sequences per request, and characters per sequence (the sink holds back that much text). */
+    public static final int MAX_STOP_SEQUENCES = 16;
+    public static final int MAX_STOP_CHARS = 1024;
+
+    /**
+     * Parses a request body that must be one JSON object (invalid JSON or UTF-8: 400) and passes
+     * {@link JsonBodyChecks} (bounded nesting, no lone surrogates).
+     */
     public static JsonNode parseObject(byte[] body) {
         JsonNode root;
         try {
@@ -35,6 +42,7 @@ public record RequestFields(JsonNode node, String prefix) {
         if (root == null || !root.isObject()) {
             throw ApiError.invalid(null, "request body must be a JSON object");
         }
+        JsonBodyChecks.check(root);
         return root;
     }
 
@@ -98,13 +106,13 @@ public record RequestFields(JsonNode node, String prefix) {
         return v;
     }
 
-    public Long longValue(String field) {
+    public Long longRange(String field, long min, long max) {
         JsonNode v = get(field);
         if (v == null) {
             return null;
         }
-        if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-            throw ApiError.invalid(name(field), name(field) + " must be an integer");
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
+            throw ApiError.invalid(name(field), name(field) + " must be an integer between " + min + " and " + max);
         }
         return v.longValue();
     }
@@ -118,55 +126,82 @@ public record RequestFields(JsonNode node, String prefix) {
             throw ApiError.invalid(name(field), name(field) + " must be a number");
         }
         double d = v.doubleValue();
-        if (Double.isNaN(d) || d < min || d > max) {
-            String range = max == Double.MAX_VALUE ? "at least " + min : "between " + min + " and " + max;
-            throw ApiError.invalid(name(field), name(field) + " must be " + range);
+        if (!(d >= min && d <= max)) {
+            throw ApiError.invalid(name(field), name(field) + " must be between " + fmt(min) + " and " + fmt(max));
         }
         return d;
     }
 
+    private static String fmt(double d) {
+        return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
+    }
+
     /**
-     * A token limit: an integer in [1, the model's context]; {@code dflt} when absent (null
-     * there: the field is required).
+     * A token limit: absent is null (plan applies the server's default) unless {@code required};
+     * at least 1, and below the model's context (the prompt needs a token too; plan checks prompt
+     * + limit exactly): else 400 {@code context_length_exceeded}.
      */
-    public int maxTokens(String field, Integer dflt, ServerDefaults defaults) {
-        Integer v = integer(field, dflt);
+    public Integer maxTokens(String field, boolean required, ServerDefaults defaults) {
+        Integer v = integer(field, null);
         if (v == null) {
-            throw ApiError.invalid(name(field), name(field) + " is required");
+            if (required) {
+                throw ApiError.invalid(name(field), name(field) + " is required");
+            }
+            return null;
         }
         if (v < 1) {
             throw ApiError.invalid(name(field), name(field) + " must be at least 1");
         }
-        if (v > defaults.maxContextTokens()) {
-            throw ApiError.invalid(name(field), name(field) + " must be at most " + defaults.maxContextTokens()
-                    + " (the model's context length)");
+        if (v >= defaults.maxContextTokens()) {
+            throw new ApiError(400, "invalid_request_error", name(field) + " must be at most "
+                    + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
+                    + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + v,
+                    name(field), "context_length_exceeded");
         }
         return v;
     }
 
-    /** Stop strings: a string or an array of strings; empty strings are dropped. */
+    /**
+     * Stop strings: an array (or, with {@code allowSingleString}, a string) of at most 16
+     * non-empty strings of at most 1024 characters each.
+     */
     public List<String> stopStrings(String field, boolean allowSingleString) {
         JsonNode s = get(field);
+        String param = name(field);
         if (s == null) {
             return List.of();
         }
-        String what = name(field) + " must be " + (allowSingleString ? "a string or " : "") + "an array of strings";
         if (s.isTextual() && allowSingleString) {
-            return s.asText().isEmpty() ? List.of() : List.of(s.asText());
+            return List.of(stopString(s, param, param));
         }
         if (!s.isArray()) {
-            throw ApiError.invalid(name(field), what);
+            throw ApiError.invalid(param, param + " must be " + (allowSingleString ? "a string or " : "")
+                    + "an array of strings");
+        }
+        if (s.size() > MAX_STOP_SEQUENCES) {
+            throw ApiError.invalid(param, param + " may hold at most " + MAX_STOP_SEQUENCES + " sequences, got "
+                    + s.size());
         }
         List<String> out = new ArrayList<>();
-        for (JsonNode x : s) {
-            if (!x.isTextual()) {
-                throw ApiError.invalid(name(field), what);
-            }
-            if (!x.asText().isEmpty()) {
-                out.add(x.asText());
-            }
+        for (int i = 0; i < s.size(); i++) {
+            out.add(stopString(s.get(i), param, param + "[" + i + "]"));
         }
         return out;
+    }
+
+    private static String stopString(JsonNode x, String param, String at) {
+        if (!x.isTextual()) {
+            throw ApiError.invalid(param, at + " must be a string");
+        }
+        String v = x.textValue();
+        if (v.isEmpty()) {
+            throw ApiError.invalid(param, at + " must not be empty");
+        }
+        if (v.length() > MAX_STOP_CHARS) {
+            throw ApiError.invalid(param, at + " is " + v.length() + " characters; at most " + MAX_STOP_CHARS
+                    + " are allowed");
+        }
+        return v;
     }
 
     /** An array field (null when absent). */

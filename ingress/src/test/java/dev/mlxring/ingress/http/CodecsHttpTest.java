@@ -291,9 +291,11 @@ class CodecsHttpTest {
         assertOpenAiError(send(server, "GET", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "DELETE", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "PUT", resp + "/resp_nope", "{}"), 405, null, "GET or DELETE");
-        String big = "{\"input\":\"" + "x".repeat((int) HttpServer.MAX_BODY_BYTES) + "\"}";
-        assertOpenAiError(post(resp, big), 413, null, "larger than 16 MiB");
-        assertAnthropicError(post(msg, big), 413, "request_too_large", "larger than 16 MiB");
+        String big = "{\"input\":\"" + "x".repeat((int) HttpServer.DEFAULT_MAX_BODY_BYTES) + "\"}";
+        assertOpenAiError(post(resp, big), 413, null, "accepts at most");
+        assertAnthropicError(post(msg, big), 413, "request_too_large", "accepts at most");
+        assertAnthropicError(send(server, "POST", msg, "{}", "Content-Type", "text/plain"), 415,
+                "invalid_request_error", "Content-Type");
         assertEquals(0, engine.admittedCount(), "nothing left running");
     }
 

@@ -35,7 +35,7 @@ class HttpServerTest {
     void start() {
         engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 512 : r.maxTokens(), new int[0], r.stop(),
                         r.logprobs(), r.topLogprobs()))
                 .executor(COUNTING)
                 .sinks(plan -> new TextSink() {

@@ -34,7 +34,7 @@ public final class AnthropicCodec {
         String id = "msg_" + UUID.randomUUID().toString().replace("-", "");
         MessagesRequest req = MessagesRequest.parse(body, gateway.config().defaults(), id, false);
         gateway.checkModel(req.model());
-        ExchangeWriter out = new ExchangeWriter(ex, ERRORS);
+        ExchangeWriter out = gateway.writer(ex, ERRORS);
         gateway.submit(ex, req.request(), new MessagesResponder(out, req, id), out);
     }
 
@@ -45,7 +45,7 @@ public final class AnthropicCodec {
     public void countTokens(HttpServerExchange ex, byte[] body) {
         MessagesRequest req = MessagesRequest.parse(body, gateway.config().defaults(), "count", true);
         gateway.checkModel(req.model());
-        ExchangeWriter out = new ExchangeWriter(ex, ERRORS);
+        ExchangeWriter out = gateway.writer(ex, ERRORS);
         ex.dispatch(() -> {
             try {
                 out.json(200, "{\"input_tokens\":" + gateway.promptTokens(req.request()) + "}");

@@ -37,7 +37,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         if (model == null) {
             throw ApiError.invalid("model", "model is required");
         }
-        int maxTokens = countOnly ? 1 : f.maxTokens("max_tokens", null, defaults);
+        int maxTokens = countOnly ? 1 : f.maxTokens("max_tokens", true, defaults);
         boolean stream = !countOnly && f.bool("stream", false);
         SamplingSpec sampling = new SamplingSpec(f.number("temperature", 0, 1), f.number("top_p", 0, 1),
                 f.intRange("top_k", 0, Integer.MAX_VALUE), null, null, null, null, null, null, null, null, null);
@@ -64,8 +64,10 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                 default -> throw ApiError.invalid("thinking.type", "thinking.type must be enabled, adaptive or disabled");
             }
         }
-        List<Map<String, Object>> tools = ChatTools.offered(tools(f.array("tools")), toolChoice(f.object("tool_choice")),
-                "tool_choice");
+        JsonNode toolsNode = f.array("tools");
+        ChatTools.checkCount(toolsNode, "tools");
+        List<Map<String, Object>> tools = tools(toolsNode);
+        ChatTools.checkChoice(tools, toolChoice(f.object("tool_choice")), "tool_choice");
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
                 maxTokens, stop, false, 0);
         return new MessagesRequest(req, stream, model);
@@ -223,6 +225,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         if (tools == null) {
             return out;
         }
+        java.util.Set<String> names = new java.util.HashSet<>();
         for (int i = 0; i < tools.size(); i++) {
             JsonNode t = tools.get(i);
             String at = "tools[" + i + "]";
@@ -236,9 +239,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                         + " (name, description, input_schema) run here");
             }
             String name = f.string("name", null);
-            if (name == null) {
-                throw ApiError.invalid(at + ".name", at + ".name is required");
-            }
+            ChatTools.checkName(name, at + ".name", names);
             JsonNode schema = f.object("input_schema");
             if (schema == null) {
                 throw ApiError.invalid(at + ".input_schema", at + ".input_schema is required");
@@ -255,7 +256,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         RequestFields f = RequestFields.at(c, "tool_choice");
         f.bool("disable_parallel_tool_use", false);
         return switch (f.string("type", "")) {
-            case "auto", "any" -> ChatTools.Choice.AUTO;
+            case "auto" -> ChatTools.Choice.AUTO;
+            case "any" -> ChatTools.Choice.REQUIRED;
             case "none" -> ChatTools.Choice.NONE;
             case "tool" -> {
                 String name = f.string("name", null);

@@ -56,6 +56,9 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
     public void onCommitted(Session s, CommittedSpan span) {
         session = s;
         out.attach(s);
+        if (span.tokenId >= 0) {
+            out.tokenCommitted();
+        }
         startStream();
         segments.accept(span, this);
         flush(span.tokenId >= 0 ? 1 : 0);
@@ -65,8 +68,9 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
     public void onComplete(Session s, Outcome outcome) {
         session = s;
         out.attach(s);
+        out.account(outcome);
         if (outcome.state() == Lifecycle.FAILED) {
-            out.error(ApiError.of(outcome), "");
+            out.error(out.failure(outcome), "");
             return;
         }
         if (outcome.state() == Lifecycle.CANCELLED && !req.stream()) {

@@ -43,7 +43,7 @@ public final class ResponsesCodec {
             return s == null ? null : s.conversation();
         });
         gateway.checkModel(req.model());
-        ExchangeWriter out = new ExchangeWriter(ex, ErrorShape.OPENAI);
+        ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
         gateway.submit(ex, req.request(), new ResponsesResponder(out, req, store, id), out);
     }
 

@@ -45,7 +45,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         String model = f.string("model", "default_model");
         boolean stream = f.bool("stream", false);
         boolean store = f.bool("store", true);
-        int maxTokens = f.maxTokens("max_output_tokens", defaults.maxTokens(), defaults);
+        Integer maxTokens = f.maxTokens("max_output_tokens", false, defaults);
         SamplingSpec sampling = new SamplingSpec(f.number("temperature", 0, 2), f.number("top_p", 0, 1),
                 f.intRange("top_k", 0, Integer.MAX_VALUE), null, null, null, null, null, null, null, null, null);
         String instructions = f.string("instructions", null);
@@ -63,9 +63,11 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         }
         new InputItems(conversation).add(f.required("input"));
 
-        List<Map<String, Object>> tools = tools(f.array("tools"));
+        JsonNode toolsNode = f.array("tools");
+        ChatTools.checkCount(toolsNode, "tools");
+        List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.get("tool_choice");
-        List<Map<String, Object>> offered = ChatTools.offered(tools, toolChoice(choice), "tool_choice");
+        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice");
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode reasoning = f.object("reasoning");
         if (reasoning != null) {
@@ -81,12 +83,13 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
             messages.add(ChatMessage.of("system", instructions));
         }
         messages.addAll(conversation);
-        GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, offered, kwargs), sampling,
+        GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
                 maxTokens, List.of(), false, 0);
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
-        echo.put("max_output_tokens", maxTokens);
+        // null when not given: the server's --max-tokens applies
+        echo.set("max_output_tokens", JSON.valueToTree(maxTokens));
         echo.set("metadata", metadata == null ? JSON.createObjectNode() : metadata);
         echo.put("parallel_tool_calls", true);
         putNullable(echo, "previous_response_id", previousId);
@@ -271,6 +274,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         if (tools == null) {
             return out;
         }
+        java.util.Set<String> names = new java.util.HashSet<>();
         for (int i = 0; i < tools.size(); i++) {
             JsonNode t = tools.get(i);
             String at = "tools[" + i + "]";
@@ -284,9 +288,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                         + " tools run here");
             }
             String name = f.string("name", null);
-            if (name == null) {
-                throw ApiError.invalid(at + ".name", at + ".name is required");
-            }
+            ChatTools.checkName(name, at + ".name", names);
             JsonNode params = f.object("parameters");
             f.bool("strict", false);
             out.add(ChatTools.function(name, f.string("description", null),
@@ -301,7 +303,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         }
         if (c.isTextual()) {
             return switch (c.asText()) {
-                case "auto", "required" -> ChatTools.Choice.AUTO;
+                case "auto" -> ChatTools.Choice.AUTO;
+                case "required" -> ChatTools.Choice.REQUIRED;
                 case "none" -> ChatTools.Choice.NONE;
                 default -> throw ApiError.invalid("tool_choice", "tool_choice must be auto, required, none or"
                         + " {\"type\": \"function\", \"name\": ...}");

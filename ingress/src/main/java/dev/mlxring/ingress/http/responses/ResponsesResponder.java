@@ -73,8 +73,11 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
     public void onCommitted(Session s, CommittedSpan span) {
         out.attach(s);
         start();
-        if (span.tokenId >= 0 && span.reasoning.length() > 0) {
-            reasoningTokens++;
+        if (span.tokenId >= 0) {
+            out.tokenCommitted();
+            if (span.reasoning.length() > 0) {
+                reasoningTokens++;
+            }
         }
         segments.accept(span, this);
         int credits = span.tokenId >= 0 ? 1 : 0;
@@ -89,8 +92,9 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
     @Override
     public void onComplete(Session s, Outcome outcome) {
         out.attach(s);
+        out.account(outcome);
         if (outcome.state() == Lifecycle.FAILED && !(req.stream() && started)) {
-            out.error(ApiError.of(outcome), "");
+            out.error(out.failure(outcome), "");
             return;
         }
         if (outcome.state() == Lifecycle.CANCELLED && !req.stream()) {

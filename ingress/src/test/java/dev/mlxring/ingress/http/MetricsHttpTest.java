@@ -1,0 +1,167 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.CommittedSpan;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.TextSink;
+import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code GET /metrics} over an engine with stage doubles: the text format scrapes, requests,
+ * rejections, tokens and latency histograms count what happened, the engine gauges return to
+ * idle, an internal failure answers a 500 with a JSON body naming the request id, and the
+ * per-token recording allocates nothing.
+ */
+class MetricsHttpTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    /** A request asking for this many tokens makes the executor throw (an internal failure). */
+    private static final int BOOM = 13;
+    private Engine engine;
+    private HttpServer server;
+    private String base;
+
+    @BeforeEach
+    void start() {
+        ScriptedExecutor counting = ScriptedExecutor.counting();
+        engine = Engine.builder()
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
+                        r.logprobs(), r.topLogprobs()))
+                .executor(new Executor() {
+                    @Override
+                    public ExecutionRun open(ExecutionPlan plan) {
+                        if (plan.maxTokens() == BOOM) {
+                            throw new IllegalStateException("scripted executor failure");
+                        }
+                        return counting.open(plan);
+                    }
+
+                    @Override
+                    public void close() {}
+                })
+                .sinks(plan -> new TextSink() {
+                    @Override
+                    public boolean onToken(int tokenId, CommittedSpan span) {
+                        span.text.append("t").append(tokenId).append(' ');
+                        return false;
+                    }
+
+                    @Override
+                    public String finish(String finishReason, CommittedSpan span) {
+                        return finishReason;
+                    }
+                })
+                .start();
+        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
+                "fp"), engine, id -> "t" + id).start();
+        base = "http://127.0.0.1:" + server.port();
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+        engine.close();
+    }
+
+    private HttpResponse<String> post(String path, String body, boolean auth) throws Exception {
+        var b = HttpRequest.newBuilder(URI.create(base + path))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+        if (auth) {
+            b.header("Authorization", "Bearer sekret");
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void countsRequestsTokensLatenciesAndRejections() throws Exception {
+        assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", true)
+                .statusCode());
+        assertEquals(200, post("/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}", true).statusCode());
+        assertEquals(401, post("/v1/completions", "{\"prompt\":\"x\"}", false).statusCode());
+        assertEquals(400, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":0}", true).statusCode());
+
+        MetricsText m = MetricsText.awaitScrape(base, "sekret",
+                s -> s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"400\"}") == 1);
+        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"200\"}"));
+        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
+        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"401\"}"));
+        assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_api_key\"}"));
+        assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_request_error\"}"));
+        assertEquals(5 + 4, m.value("mlxring_generated_tokens_total"));
+        assertEquals(3 + 3, m.value("mlxring_prompt_tokens_total"));
+        assertEquals(2, m.value("mlxring_time_to_first_token_seconds_count"));
+        assertEquals(2, m.value("mlxring_time_to_first_token_seconds_bucket{le=\"+Inf\"}"));
+        assertEquals((5 - 1) + (4 - 1), m.value("mlxring_inter_token_latency_seconds_count"));
+        assertEquals(0, m.value("mlxring_live_sessions"));
+        assertEquals(0, m.value("mlxring_queue_depth"));
+        assertEquals(0, m.value("mlxring_active_rows"));
+        assertEquals(0, m.value("mlxring_draining"));
+        assertTrue(m.value("process_resident_memory_bytes") > 0, "JVM/process metrics are registered");
+        assertTrue(m.has("jvm_buffer_pool_used_bytes{pool=\"direct\"}"), m.series().keySet().toString());
+    }
+
+    @Test
+    void metricsNeedTheApiKeyAndUnknownRoutesShareOneLabel() throws Exception {
+        var r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(401, r.statusCode());
+        for (int i = 0; i < 3; i++) {
+            HTTP.send(HttpRequest.newBuilder(URI.create(base + "/random-" + i)).header("Authorization", "Bearer sekret")
+                    .GET().build(), HttpResponse.BodyHandlers.ofString());
+        }
+        MetricsText m = MetricsText.awaitScrape(base, "sekret",
+                s -> s.value("mlxring_http_requests_total{route=\"other\",status=\"404\"}") == 3);
+        assertTrue(m.series().keySet().stream().noneMatch(k -> k.contains("random-")), "paths never become labels");
+    }
+
+    @Test
+    void internalFailureAnswers500WithJsonBodyAndTheRequestId() throws Exception {
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":" + BOOM + "}", true);
+        assertEquals(500, r.statusCode(), r.body());
+        String requestId = r.headers().firstValue("X-Request-Id").orElseThrow();
+        JsonNode error = JSON.readTree(r.body()).get("error");
+        assertEquals("internal_error", error.get("code").asText());
+        assertEquals("server_error", error.get("type").asText());
+        assertTrue(error.get("message").asText().contains("request id " + requestId), r.body());
+        assertTrue(error.get("message").asText().contains("scripted executor failure"), r.body());
+        MetricsText.awaitScrape(base, "sekret",
+                s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1);
+        // The engine keeps serving.
+        assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}", true).statusCode());
+    }
+
+    @Test
+    void perTokenRecordingAllocatesNothing() {
+        ServerMetrics metrics = new ServerMetrics(engine, null, 0);
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long tid = Thread.currentThread().threadId();
+        // Warm up (class loading, the adders' first cells, JIT).
+        IntStream.range(0, 200_000).forEach(i -> metrics.interToken(1_000_000L + i));
+        long before = threads.getThreadAllocatedBytes(tid);
+        for (int i = 0; i < 100_000; i++) {
+            metrics.interToken(2_000_000L + i);
+        }
+        long allocated = threads.getThreadAllocatedBytes(tid) - before;
+        // 100k observations: any per-token allocation (a boxed value, a label array) would cost
+        // megabytes; the bound leaves room for a stray JIT/TLAB bookkeeping object.
+        assertTrue(allocated < 64 * 1024, "per-token recording allocated " + allocated + " bytes");
+    }
+}
