@@ -32,6 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Engine implements AutoCloseable {
     private final EngineConfig config;
+    private final Preparer preparer;
     private final RingBuffer<RequestEvent> requests;
     private final RingBuffer<TokenEvent> tokens;
     private final List<BatchEventProcessor<?>> processors = new ArrayList<>();
@@ -47,6 +48,7 @@ public final class Engine implements AutoCloseable {
     private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
             TextSink.Factory sinks) {
         this.config = config;
+        this.preparer = preparer;
         this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
                 config.waitMode().strategy());
         // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
@@ -128,6 +130,17 @@ public final class Engine implements AutoCloseable {
         session.result().whenComplete((outcome, error) -> live.remove(session));
         requests.publish(seq);
         return session;
+    }
+
+    /**
+     * Runs prep alone on the calling thread (the same chat-template rendering and tokenization a
+     * submitted request gets) without generating: token counting ({@code count_tokens}). The
+     * preparer is thread-safe; the caller should not be an IO thread for long prompts.
+     *
+     * @throws RequestException as prep would fail the request
+     */
+    public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
+        return preparer.prepare(Objects.requireNonNull(request, "request"));
     }
 
     /**

@@ -71,6 +71,15 @@ public final class Session {
         return listener;
     }
 
+    /**
+     * The prompt's token count once prep has run (0 before). Readable from the sink thread's
+     * callbacks: prep writes it before the request moves on through the rings.
+     */
+    public int promptTokens() {
+        PreparedPrompt p = prepared;
+        return p == null ? 0 : p.length();
+    }
+
     public Lifecycle state() {
         return state.get();
     }

@@ -137,8 +137,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
                         StageExceptionHandler.describe("text sink", ex), outcome.usage());
             }
             if (!sinkFailed) {
-                if (!reason.equals(outcome.finishReason())) {
-                    outcome = Outcome.completed(reason, outcome.usage());
+                String stop = s.textSink.matchedStop();
+                if (!reason.equals(outcome.finishReason()) || stop != null) {
+                    outcome = Outcome.completed(reason, outcome.usage(), stop);
                 }
                 if (span.text.length() > 0 || span.reasoning.length() > 0 || !span.toolCalls.isEmpty()) {
                     try {

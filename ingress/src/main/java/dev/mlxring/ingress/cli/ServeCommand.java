@@ -119,8 +119,9 @@ final class ServeCommand {
             local.close();
             throw e;
         }
-        out.printf("mlx-ring serving %s on http://%s:%d (OpenAI-compatible: /v1/chat/completions, /v1/completions,"
-                + " /v1/models, /health, /metrics)%n", modelId, host, server.port());
+        out.printf("mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
+                + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%n", modelId, host,
+                server.port());
         out.flush();
         return new Running(server, local);
     }

@@ -2,9 +2,9 @@ package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.ingress.http.anthropic.AnthropicCodec;
+import dev.mlxring.ingress.http.responses.ResponsesCodec;
 import dev.mlxring.pipeline.Engine;
-import dev.mlxring.pipeline.OverloadedException;
-import dev.mlxring.pipeline.Session;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
@@ -17,8 +17,10 @@ import java.security.MessageDigest;
 import java.util.function.IntFunction;
 
 /**
- * The OpenAI-compatible HTTP surface over an {@link Engine}: parse, validate, submit, and hand
- * the session to a {@link CompletionResponder}. Handlers never block: the body is received
+ * The HTTP surface over an {@link Engine}: OpenAI chat/completions (here), Anthropic messages
+ * ({@link AnthropicCodec}) and OpenAI responses ({@link ResponsesCodec}), three ingress codecs
+ * that parse, validate and submit through one {@link EngineGateway} and frame the same sink
+ * output in their own dialect; errors answer in the dialect of the route ({@link ErrorShape}). Handlers never block: the body is received
  * asynchronously, submission is a non-blocking ring claim (full ring → 429), and the response is
  * written from the sink thread as the engine commits tokens.
  */
@@ -30,7 +32,8 @@ public final class HttpServer implements AutoCloseable {
     /**
      * @param modelId the served model's id ({@code /v1/models}); requests may also name
      *     {@code default_model}
-     * @param apiKey required as {@code Authorization: Bearer <key>} on every route but /health; null = open
+     * @param apiKey required as {@code Authorization: Bearer <key>} or {@code x-api-key: <key>} on every
+     *     route but /health; null = open
      * @param maxBodyBytes larger request bodies are refused with 413 before they are read
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
@@ -51,6 +54,9 @@ public final class HttpServer implements AutoCloseable {
     private final Engine engine;
     private final IntFunction<String> tokenText;
     private final Undertow undertow;
+    private final EngineGateway gateway;
+    private final AnthropicCodec anthropic;
+    private final ResponsesCodec responses;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
     private final ServerMetrics metrics;
     private final InFlight inFlight = new InFlight();
@@ -67,6 +73,9 @@ public final class HttpServer implements AutoCloseable {
         this.engine = engine;
         this.tokenText = tokenText;
         this.metrics = metrics;
+        this.gateway = new EngineGateway(engine, config, metrics);
+        this.anthropic = new AnthropicCodec(gateway);
+        this.responses = new ResponsesCodec(gateway);
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
                 .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
@@ -113,8 +122,9 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private void route(HttpServerExchange ex) {
+        String path = ex.getRequestPath();
+        ErrorShape shape = AnthropicCodec.serves(path) ? AnthropicCodec.ERRORS : ErrorShape.OPENAI;
         try {
-            String path = ex.getRequestPath();
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
                 health(ex);
@@ -130,12 +140,21 @@ public final class HttpServer implements AutoCloseable {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
                 }
-                case "/v1/chat/completions" -> completion(ex, true);
-                case "/v1/completions" -> completion(ex, false);
-                default -> throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
+                case "/v1/chat/completions" -> post(ex, shape, (x, body) -> submit(x, body, true));
+                case "/v1/completions" -> post(ex, shape, (x, body) -> submit(x, body, false));
+                case "/v1/messages" -> post(ex, shape, anthropic::messages);
+                case "/v1/messages/count_tokens" -> post(ex, shape, anthropic::countTokens);
+                case "/v1/responses" -> post(ex, shape, responses::create);
+                default -> {
+                    if (!ResponsesCodec.servesStored(path)) {
+                        throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
+                    }
+                    requireMethod(ex, "GET", "DELETE");
+                    json(ex, 200, responses.stored(ex.getRequestMethod().toString(), path));
+                }
             }
         } catch (ApiError e) {
-            ObservedHandler.reject(ex, e);
+            ObservedHandler.reject(ex, e, shape);
         }
     }
 
@@ -164,10 +183,10 @@ public final class HttpServer implements AutoCloseable {
         ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
-    private static void requireMethod(HttpServerExchange ex, String method) {
-        if (!ex.getRequestMethod().toString().equals(method)) {
-            throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts " + method + " only",
-                    null, "method_not_allowed");
+    private static void requireMethod(HttpServerExchange ex, String... methods) {
+        if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
+            throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts "
+                    + String.join(" or ", methods) + " only", null, "method_not_allowed");
         }
     }
 
@@ -175,12 +194,17 @@ public final class HttpServer implements AutoCloseable {
         if (config.apiKey() == null) {
             return;
         }
+        // OpenAI clients send "Authorization: Bearer KEY", Anthropic clients "x-api-key: KEY".
         String auth = ex.getRequestHeaders().getFirst(Headers.AUTHORIZATION);
-        String expected = "Bearer " + config.apiKey();
-        if (auth == null || !MessageDigest.isEqual(auth.getBytes(StandardCharsets.UTF_8),
-                expected.getBytes(StandardCharsets.UTF_8))) {
+        String xApiKey = ex.getRequestHeaders().getFirst("x-api-key");
+        if (!matches(auth, "Bearer " + config.apiKey()) && !matches(xApiKey, config.apiKey())) {
             throw new ApiError(401, "invalid_request_error", "missing or invalid API key", null, "invalid_api_key");
         }
+    }
+
+    private static boolean matches(String given, String expected) {
+        return given != null && MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8),
+                expected.getBytes(StandardCharsets.UTF_8));
     }
 
     private String models() {
@@ -194,7 +218,17 @@ public final class HttpServer implements AutoCloseable {
         return root.toString();
     }
 
-    private void completion(HttpServerExchange ex, boolean chat) {
+    /** What a route does with a received POST body; throws {@link ApiError} for a bad request. */
+    @FunctionalInterface
+    private interface BodyHandler {
+        void handle(HttpServerExchange ex, byte[] body);
+    }
+
+    /**
+     * Every POST route, whatever its API: draining, Content-Type and size checks, the body
+     * received asynchronously, then the route's codec; errors in the route's {@code shape}.
+     */
+    private void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         requireMethod(ex, "POST");
         if (draining) {
             throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
@@ -204,20 +238,20 @@ public final class HttpServer implements AutoCloseable {
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
-                        submit(exchange, body, chat);
+                        handler.handle(exchange, body);
                     } catch (ApiError e) {
-                        ObservedHandler.reject(exchange, e);
+                        ObservedHandler.reject(exchange, e, shape);
                     } catch (RuntimeException e) {
-                        ObservedHandler.internalError(exchange, e);
+                        ObservedHandler.internalError(exchange, e, shape);
                     }
                 },
                 (exchange, e) -> {
                     if (e instanceof io.undertow.server.RequestTooBigException) {
                         // A chunked body that grew past the limit while being read.
-                        tooLarge(exchange);
+                        tooLarge(exchange, shape);
                     } else {
                         ObservedHandler.reject(exchange, ApiError.invalid(null, "could not read the request body: "
-                                + e.getMessage()));
+                                + e.getMessage()), shape);
                     }
                 });
     }
@@ -249,37 +283,19 @@ public final class HttpServer implements AutoCloseable {
                 + config.maxBodyBytes() + " bytes (--max-body-bytes)", null, "request_too_large");
     }
 
-    private void tooLarge(HttpServerExchange ex) {
+    private void tooLarge(HttpServerExchange ex, ErrorShape shape) {
         // The rest of the body stays unread: the connection cannot carry another request.
         ex.setPersistent(false);
-        ObservedHandler.reject(ex, tooLargeError(-1));
+        ObservedHandler.reject(ex, tooLargeError(-1), shape);
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        RequestRecord rec = RequestRecord.of(ex);
-        String id = (chat ? "chatcmpl-" : "cmpl-") + rec.id;
+        ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
+        String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
-        if (!req.model().equals(config.modelId()) && !req.model().equals("default_model")) {
-            throw new ApiError(404, "invalid_request_error", "model '" + req.model() + "' is not served here (serving '"
-                    + config.modelId() + "')", "model", "model_not_found");
-        }
-        CompletionResponder responder = new CompletionResponder(ex,
-                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText), rec, metrics);
-        Session session;
-        try {
-            session = engine.submit(req.request(), responder);
-        } catch (OverloadedException e) {
-            throw ApiError.overloaded(429, e.getMessage());
-        } catch (IllegalStateException e) {
-            // EngineUnavailableException: closing, or a stage thread is gone (health says which).
-            throw new ApiError(503, "server_overloaded", "the server cannot take requests: " + e.getMessage(), null,
-                    "shutting_down");
-        }
-        responder.attach(session);
-        // A client that goes away cancels its session at the next safe point.
-        ex.getConnection().addCloseListener(c -> session.cancel("client disconnected"));
-        // Keep the exchange open when this call stack returns: the sink thread completes it.
-        ex.dispatch();
+        gateway.checkModel(req.model());
+        gateway.submit(ex, req.request(), new CompletionResponder(out, req,
+                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

@@ -1,7 +1,5 @@
 package dev.mlxring.ingress.http;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
@@ -24,29 +22,14 @@ import java.util.Set;
  * @param includeUsage {@code stream_options.include_usage}
  */
 record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
-    private static final ObjectMapper JSON =
-            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    private static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     static final int MAX_TOP_LOGPROBS = 20;
-    /** Stop sequences per request, and characters per sequence (the sink holds back that much text). */
-    static final int MAX_STOP_SEQUENCES = 16;
-    static final int MAX_STOP_CHARS = 1024;
     static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(body);
-        } catch (JsonProcessingException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getOriginalMessage());
-        } catch (java.io.IOException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "request body must be a JSON object");
-        }
-        JsonBodyChecks.check(root);
-        Fields f = new Fields(root);
+        JsonNode root = RequestFields.parseObject(body);
+        RequestFields f = new RequestFields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;
         JsonNode so = root.get("stream_options");
@@ -57,7 +40,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!stream) {
                 throw ApiError.invalid("stream_options", "stream_options is only allowed when stream is true");
             }
-            includeUsage = new Fields(so).bool("include_usage", false);
+            includeUsage = RequestFields.at(so, "stream_options").bool("include_usage", false);
         }
         String model = f.string("model", "default_model");
         f.string("user", null);
@@ -66,22 +49,8 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
         responseFormat(root.get("response_format"));
-        Integer maxTokens = f.integer("max_completion_tokens", null);
-        String maxField = "max_completion_tokens";
-        if (maxTokens == null) {
-            maxTokens = f.integer("max_tokens", null);
-            maxField = "max_tokens";
-        }
-        if (maxTokens != null && maxTokens < 1) {
-            throw ApiError.invalid(maxField, maxField + " must be at least 1");
-        }
-        if (maxTokens != null && maxTokens >= defaults.maxContextTokens()) {
-            // The prompt needs at least one token too; plan checks prompt + max_tokens exactly.
-            throw new ApiError(400, "invalid_request_error", maxField + " must be at most "
-                    + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
-                    + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + maxTokens,
-                    maxField, "context_length_exceeded");
-        }
+        String maxField = f.get("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
+        Integer maxTokens = f.maxTokens(maxField, false, defaults);
         SamplingSpec sampling = new SamplingSpec(
                 f.number("temperature", 0, 2),
                 f.number("top_p", 0, 1),
@@ -100,7 +69,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
             throw ApiError.invalid("top_logprobs", "top_logprobs must be between 0 and " + MAX_TOP_LOGPROBS);
         }
-        List<String> stop = stop(root.get("stop"));
+        List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
                 logprobs || top > 0, Math.max(top, 0));
@@ -199,42 +168,6 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
     }
 
-    /** {@code stop}: a string or an array of at most 16 non-empty strings of at most 1024 chars. */
-    private static List<String> stop(JsonNode s) {
-        if (s == null || s.isNull()) {
-            return List.of();
-        }
-        if (s.isTextual()) {
-            return List.of(stopString(s, "stop"));
-        }
-        if (!s.isArray()) {
-            throw ApiError.invalid("stop", "stop must be a string or an array of strings");
-        }
-        if (s.size() > MAX_STOP_SEQUENCES) {
-            throw ApiError.invalid("stop", "stop may hold at most " + MAX_STOP_SEQUENCES + " sequences, got " + s.size());
-        }
-        List<String> out = new ArrayList<>();
-        for (int i = 0; i < s.size(); i++) {
-            out.add(stopString(s.get(i), "stop[" + i + "]"));
-        }
-        return out;
-    }
-
-    private static String stopString(JsonNode x, String at) {
-        if (!x.isTextual()) {
-            throw ApiError.invalid("stop", at + " must be a string");
-        }
-        String v = x.textValue();
-        if (v.isEmpty()) {
-            throw ApiError.invalid("stop", at + " must not be empty");
-        }
-        if (v.length() > MAX_STOP_CHARS) {
-            throw ApiError.invalid("stop", at + " is " + v.length() + " characters; at most " + MAX_STOP_CHARS
-                    + " are allowed");
-        }
-        return v;
-    }
-
     /** Only plain text output exists: JSON modes would be ignored silently, so they are refused. */
     private static void responseFormat(JsonNode rf) {
         if (rf == null || rf.isNull()) {
@@ -283,85 +216,5 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             out.put(id, v.doubleValue());
         }
         return out;
-    }
-
-    private static String fmt(double d) {
-        return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
-    }
-
-    /** Typed, range-checked field access; absent or null means "not given". */
-    private record Fields(JsonNode node) {
-        private JsonNode get(String name) {
-            JsonNode v = node.get(name);
-            return v == null || v.isNull() ? null : v;
-        }
-
-        boolean bool(String name, boolean dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isBoolean()) {
-                throw ApiError.invalid(name, name + " must be a boolean");
-            }
-            return v.booleanValue();
-        }
-
-        String string(String name, String dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isTextual()) {
-                throw ApiError.invalid(name, name + " must be a string");
-            }
-            return v.asText();
-        }
-
-        Integer integer(String name, Integer dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-                throw ApiError.invalid(name, name + " must be an integer");
-            }
-            return v.intValue();
-        }
-
-        Integer intRange(String name, int min, int max) {
-            Integer v = integer(name, null);
-            if (v != null && (v < min || v > max)) {
-                throw ApiError.invalid(name, name + " must be " + (max == Integer.MAX_VALUE
-                        ? "at least " + min : "between " + min + " and " + max));
-            }
-            return v;
-        }
-
-        Long longRange(String name, long min, long max) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
-                throw ApiError.invalid(name, name + " must be an integer between " + min + " and " + max);
-            }
-            return v.longValue();
-        }
-
-        Double number(String name, double min, double max) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isNumber()) {
-                throw ApiError.invalid(name, name + " must be a number");
-            }
-            double d = v.doubleValue();
-            if (!(d >= min && d <= max)) {
-                throw ApiError.invalid(name, name + " must be between " + fmt(min) + " and " + fmt(max));
-            }
-            return d;
-        }
     }
 }
