@@ -79,11 +79,13 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     private final String eosToken;
     private final Boolean addBosToken;
     private final Object decoderConfig;
+    private final boolean hasNormalizer;
     private final boolean cleanUpTokenizationSpaces;
 
     private HfTokenizer(Path tokenizerFile, HuggingFaceTokenizer tokenizer, Map<String, Integer> tokenToId,
                         String[] idToToken, int[] eosTokenIds, String bosToken, String eosToken,
-                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces) {
+                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces,
+                        boolean hasNormalizer) {
         this.tokenizerFile = tokenizerFile;
         this.nativeTokenizer = tokenizer;
         this.tokenToId = tokenToId;
@@ -94,6 +96,7 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         this.addBosToken = addBosToken;
         this.decoderConfig = decoderConfig;
         this.cleanUpTokenizationSpaces = cleanUpTokenizationSpaces;
+        this.hasNormalizer = hasNormalizer;
     }
 
     /**
@@ -197,7 +200,8 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         }
         return new HfTokenizer(file, tokenizer, Map.copyOf(t2i), i2t,
                 eosIds.stream().mapToInt(Integer::intValue).toArray(), bos, eos,
-                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp);
+                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp,
+                root.hasNonNull("normalizer"));
     }
 
     /**
@@ -299,6 +303,14 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     @Override
     public Object decoderConfig() {
         return decoderConfig;
+    }
+
+    /**
+     * Whether tokenizer.json has a normalizer, which may change the text's length before it is
+     * split (byte-level BPE tokenizers such as SmolLM2's have none).
+     */
+    public boolean hasNormalizer() {
+        return hasNormalizer;
     }
 
     /** Number of distinct tokens including added tokens, as Python's {@code get_vocab_size(True)}. */

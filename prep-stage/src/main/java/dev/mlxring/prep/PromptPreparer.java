@@ -20,8 +20,9 @@ import java.util.Map;
  */
 public final class PromptPreparer implements Preparer {
     /**
-     * Headroom of the pre-tokenization length bound: a normalizer may shorten text before it is
-     * split (NFC composes "e" + U+0301 into one char), so the bound assumes up to 4× fewer chars.
+     * Headroom of the pre-tokenization length bound for tokenizers with a normalizer, which may
+     * shorten text before it is split (NFC composes "e" + U+0301 into one char): the bound then
+     * assumes up to 4× fewer chars. Without a normalizer the bound is exact.
      */
     private static final long NORMALIZATION_HEADROOM = 4;
 
@@ -58,7 +59,8 @@ public final class PromptPreparer implements Preparer {
                 longest = Math.max(longest, t.length());
             }
         }
-        this.maxPromptChars = maxPromptTokens > 0 ? NORMALIZATION_HEADROOM * longest * maxPromptTokens : Long.MAX_VALUE;
+        long headroom = tokenizer.hasNormalizer() ? NORMALIZATION_HEADROOM : 1;
+        this.maxPromptChars = maxPromptTokens > 0 ? headroom * longest * maxPromptTokens : Long.MAX_VALUE;
     }
 
     @Override

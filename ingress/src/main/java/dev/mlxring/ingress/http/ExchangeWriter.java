@@ -77,10 +77,16 @@ public final class ExchangeWriter implements IoCallback {
             case CANCELLED -> "cancelled";
             default -> "failed:" + outcome.errorType();
         };
-        metrics.tokens(record.promptTokens, record.completionTokens);
+        metrics.finished(outcome.state().name().toLowerCase(java.util.Locale.ROOT), record.promptTokens,
+                record.completionTokens);
         if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
             LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
         }
+    }
+
+    /** The request is handed to the engine (the access log then tells a disconnect from a refusal). */
+    void submitted() {
+        record.submitted = true;
     }
 
     /** The error a failed session answers with (an internal one names the request id). */

@@ -107,6 +107,10 @@ final class ObservedHandler implements HttpHandler {
     private void finished(HttpServerExchange ex, RequestRecord rec) {
         int status = ex.getStatusCode();
         metrics.request(rec.route, status);
+        if (rec.rejectReason == null && status >= 400 && status != 499 && !rec.submitted) {
+            // An error answered without reject() (e.g. by Undertow itself): still counted, by status.
+            rec.rejectReason = "status_" + status;
+        }
         if (rec.rejectReason != null) {
             metrics.rejected(rec.rejectReason);
         }
@@ -119,7 +123,11 @@ final class ObservedHandler implements HttpHandler {
                 .append(" method=").append(ex.getRequestMethod())
                 .append(" route=").append(rec.route.equals(ServerMetrics.OTHER_ROUTE) ? clip(ex.getRequestPath()) : rec.route)
                 .append(" status=").append(status);
-        if (rec.outcome != null) {
+        if (rec.outcome == null && rec.submitted && rec.rejectReason == null) {
+            // The connection ended before the engine settled the request: the client went away
+            // (the session is cancelled at its next safe point; /metrics counts its outcome).
+            line.append(" outcome=client_disconnected");
+        } else if (rec.outcome != null) {
             line.append(" prompt_tokens=").append(rec.promptTokens)
                     .append(" completion_tokens=").append(rec.completionTokens)
                     .append(" ttft_ms=").append(rec.firstTokenNs == 0 ? "-" : millis(rec.firstTokenNs - rec.startNs))

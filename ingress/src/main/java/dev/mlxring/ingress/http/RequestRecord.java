@@ -26,6 +26,8 @@ final class RequestRecord {
     volatile int completionTokens;
     /** completed / cancelled / failed, with the finish reason or the error; null for non-completion routes. */
     volatile String outcome;
+    /** A completion was handed to the engine (its responder exists). */
+    volatile boolean submitted;
 
     /** Sink thread only: when the previous token reached the responder. */
     long lastTokenNs;

@@ -35,6 +35,7 @@ public final class ServerMetrics {
     private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
     private final Counter requests;
     private final Counter rejected;
+    private final Counter completions;
     private final CounterDataPoint promptTokens;
     private final CounterDataPoint generatedTokens;
     private final LatencyHistogram ttft;
@@ -53,6 +54,9 @@ public final class ServerMetrics {
         rejected = Counter.builder().name("mlxring_rejected_requests_total")
                 .help("Requests answered with an error before generation, by reason (the error code or type)")
                 .labelNames("reason").withoutExemplars().register(registry);
+        completions = Counter.builder().name("mlxring_completions_total")
+                .help("Completion requests by terminal outcome: completed, cancelled (client gone, shutdown) or failed")
+                .labelNames("outcome").withoutExemplars().register(registry);
         promptTokens = Counter.builder().name("mlxring_prompt_tokens_total")
                 .help("Prompt tokens of finished completion requests").withoutExemplars().register(registry);
         generatedTokens = Counter.builder().name("mlxring_generated_tokens_total")
@@ -111,8 +115,9 @@ public final class ServerMetrics {
         rejected.labelValues(reason).inc();
     }
 
-    /** A completion request's token accounting, once at its end. */
-    void tokens(int prompt, int generated) {
+    /** A completion request's terminal outcome and token accounting, once at its end. */
+    void finished(String outcome, int prompt, int generated) {
+        completions.labelValues(outcome).inc();
         if (prompt > 0) {
             promptTokens.inc(prompt);
         }

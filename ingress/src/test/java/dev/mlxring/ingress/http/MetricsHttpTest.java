@@ -40,11 +40,7 @@ class MetricsHttpTest {
     @BeforeEach
     void start() {
         ScriptedExecutor counting = ScriptedExecutor.counting();
-        engine = Engine.builder()
-                .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
-                        r.logprobs(), r.topLogprobs()))
-                .executor(new Executor() {
+        engine = StageDoubles.engine(new Executor() {
                     @Override
                     public ExecutionRun open(ExecutionPlan plan) {
                         if (plan.maxTokens() == BOOM) {
@@ -56,18 +52,7 @@ class MetricsHttpTest {
                     @Override
                     public void close() {}
                 })
-                .sinks(plan -> new TextSink() {
-                    @Override
-                    public boolean onToken(int tokenId, CommittedSpan span) {
-                        span.text.append("t").append(tokenId).append(' ');
-                        return false;
-                    }
-
-                    @Override
-                    public String finish(String finishReason, CommittedSpan span) {
-                        return finishReason;
-                    }
-                })
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
                 .start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
                 "fp"), engine, id -> "t" + id).start();
@@ -105,6 +90,7 @@ class MetricsHttpTest {
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"401\"}"));
         assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_api_key\"}"));
         assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"invalid_request_error\"}"));
+        assertEquals(2, m.value("mlxring_completions_total{outcome=\"completed\"}"));
         assertEquals(5 + 4, m.value("mlxring_generated_tokens_total"));
         assertEquals(3 + 3, m.value("mlxring_prompt_tokens_total"));
         assertEquals(2, m.value("mlxring_time_to_first_token_seconds_count"));
@@ -143,7 +129,8 @@ class MetricsHttpTest {
         assertTrue(error.get("message").asText().contains("request id " + requestId), r.body());
         assertTrue(error.get("message").asText().contains("scripted executor failure"), r.body());
         MetricsText.awaitScrape(base, "sekret",
-                s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1);
+                s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1
+                        && s.value("mlxring_completions_total{outcome=\"failed\"}") == 1);
         // The engine keeps serving.
         assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}", true).statusCode());
     }

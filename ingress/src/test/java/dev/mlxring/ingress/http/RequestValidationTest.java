@@ -41,24 +41,7 @@ class RequestValidationTest {
 
     @BeforeEach
     void start() {
-        engine = Engine.builder()
-                .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 4 : r.maxTokens(),
-                        new int[0], r.stop(), r.logprobs(), r.topLogprobs()))
-                .executor(ScriptedExecutor.counting())
-                .sinks(plan -> new TextSink() {
-                    @Override
-                    public boolean onToken(int tokenId, CommittedSpan span) {
-                        span.text.append("t").append(tokenId).append(' ');
-                        return false;
-                    }
-
-                    @Override
-                    public String finish(String finishReason, CommittedSpan span) {
-                        return finishReason;
-                    }
-                })
-                .start();
+        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
                 new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
     }
