@@ -49,6 +49,7 @@ public final class EngineGateway {
     public Session submit(HttpServerExchange ex, GenerationRequest request, GenerationListener listener,
             ExchangeWriter out) {
         Session session;
+        out.submitted();
         try {
             session = engine.submit(request, listener);
         } catch (OverloadedException e) {

@@ -84,6 +84,11 @@ public final class ExchangeWriter implements IoCallback {
         }
     }
 
+    /** The request is handed to the engine (the access log then tells a disconnect from a refusal). */
+    void submitted() {
+        record.submitted = true;
+    }
+
     /** The error a failed session answers with (an internal one names the request id). */
     public ApiError failure(Outcome outcome) {
         return ApiError.of(outcome, record.id);

@@ -51,6 +51,10 @@ public final class AnthropicCodec {
                 out.json(200, "{\"input_tokens\":" + gateway.promptTokens(req.request()) + "}");
             } catch (ApiError e) {
                 out.error(e, "");
+            } catch (RuntimeException e) {
+                // prep failed outside its own refusals: a bug, answered as one (the request id names it)
+                out.error(new ApiError(500, "server_error", "internal error (request id " + out.requestId() + "): "
+                        + e, null, "internal_error"), "");
             }
         });
     }

@@ -1,5 +1,7 @@
 package dev.mlxring.ingress.http.responses;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.EngineGateway;
 import dev.mlxring.ingress.http.ErrorShape;
@@ -17,6 +19,7 @@ public final class ResponsesCodec {
     /** How many stored responses are kept (the oldest is evicted first). */
     public static final int STORE_CAPACITY = 1024;
     private static final String PREFIX = "/v1/responses/";
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     private final EngineGateway gateway;
     private final ResponseStore store;
@@ -54,7 +57,11 @@ public final class ResponsesCodec {
             if (!store.remove(id)) {
                 throw notFound(id);
             }
-            return "{\"id\":\"" + id.replace("\"", "") + "\",\"object\":\"response\",\"deleted\":true}";
+            ObjectNode deleted = JSON.createObjectNode();
+            deleted.put("id", id);
+            deleted.put("object", "response");
+            deleted.put("deleted", true);
+            return deleted.toString();
         }
         ResponseStore.Stored s = store.get(id);
         if (s == null) {
