@@ -18,7 +18,27 @@ final class FuzzBodies {
         "temperature", "top_p", "top_k", "min_p", "stop", "logit_bias", "seed", "n", "stream", "stream_options",
         "logprobs", "top_logprobs", "tools", "tool_choice", "response_format", "user", "presence_penalty",
         "frequency_penalty", "repetition_penalty", "repetition_context_size", "xtc_probability", "xtc_threshold",
-        "chat_template_kwargs", "unknown_field"};
+        "chat_template_kwargs", "unknown_field",
+        // Anthropic Messages and OpenAI Responses fields
+        "system", "stop_sequences", "metadata", "thinking", "input", "instructions", "max_output_tokens",
+        "previous_response_id", "store"};
+
+    /** The four request shapes, each with a valid base body. */
+    enum Api {
+        CHAT("/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"Say hi\"}]"),
+        COMPLETIONS("/v1/completions", "\"prompt\":\"Say hi\""),
+        MESSAGES("/v1/messages", "\"model\":\"default_model\",\"messages\":[{\"role\":\"user\",\"content\":"
+                + "[{\"type\":\"text\",\"text\":\"Say hi\"}]}]"),
+        RESPONSES("/v1/responses", "\"input\":\"Say hi\"");
+
+        final String path;
+        final String base;
+
+        Api(String path, String base) {
+            this.path = path;
+            this.base = base;
+        }
+    }
 
     private final SplittableRandom rnd;
 
@@ -26,15 +46,17 @@ final class FuzzBodies {
         this.rnd = new SplittableRandom(seed);
     }
 
-    /** One body; {@code chat} picks the base request's shape. */
+    /** One chat ({@code chat}) or text completion body. */
     byte[] next(boolean chat) {
+        return next(chat ? Api.CHAT : Api.COMPLETIONS);
+    }
+
+    /** One body for {@code api}. */
+    byte[] next(Api api) {
         List<String[]> fields = new ArrayList<>();
-        if (chat) {
-            fields.add(new String[] {"messages", "[{\"role\":\"user\",\"content\":\"Say hi\"}]"});
-        } else {
-            fields.add(new String[] {"prompt", "\"Say hi\""});
-        }
-        fields.add(new String[] {"max_tokens", Integer.toString(1 + rnd.nextInt(8))});
+        fields.add(new String[] {"", api.base}); // the base fields, written as they are
+        fields.add(new String[] {api == Api.RESPONSES ? "max_output_tokens" : "max_tokens",
+                Integer.toString(1 + rnd.nextInt(8))});
         if (rnd.nextInt(3) == 0) {
             fields.add(new String[] {"stream", "true"});
         }
@@ -47,7 +69,12 @@ final class FuzzBodies {
         }
         StringBuilder sb = new StringBuilder("{");
         for (int i = 0; i < fields.size(); i++) {
-            sb.append(i == 0 ? "" : ",").append(string(fields.get(i)[0])).append(':').append(fields.get(i)[1]);
+            sb.append(i == 0 ? "" : ",");
+            if (fields.get(i)[0].isEmpty()) {
+                sb.append(fields.get(i)[1]);
+            } else {
+                sb.append(string(fields.get(i)[0])).append(':').append(fields.get(i)[1]);
+            }
         }
         sb.append('}');
         String text = damage(sb.toString());

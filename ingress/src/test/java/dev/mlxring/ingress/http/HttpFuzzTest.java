@@ -28,8 +28,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * A bounded HTTP fuzz of the running server: 3,000 seeded bodies (see {@link FuzzBodies}) to both
- * completion routes, 8 in flight at a time, some with a wrong Content-Type. The server is the real
+ * A bounded HTTP fuzz of the running server: 3,000 seeded bodies (see {@link FuzzBodies}) to the
+ * four generation routes (chat, completions, Anthropic messages, Responses), 8 in flight at a time, some with a wrong Content-Type. The server is the real
  * one over the default model's real prep (chat template, tokenizer), plan and sink stages; only
  * exec is a script (10 ids, no MLX), so the fuzz runs in seconds. Properties: every answer is a
  * 200 or a 4xx with an OpenAI error body; /health answers 200 after every batch; afterwards no
@@ -84,12 +84,12 @@ class HttpFuzzTest {
             List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
             List<String> sent = new ArrayList<>();
             for (int i = 0; i < 8; i++, n++) {
-                boolean chat = n % 2 == 0;
-                byte[] body = bodies.next(chat);
+                FuzzBodies.Api api = FuzzBodies.Api.values()[n % FuzzBodies.Api.values().length];
+                byte[] body = bodies.next(api);
                 String type = n % 50 == 0 ? "text/plain" : "application/json";
-                sent.add(new String(body, StandardCharsets.UTF_8));
-                inFlight.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(base
-                        + (chat ? "/v1/chat/completions" : "/v1/completions"))).timeout(Duration.ofSeconds(30))
+                sent.add(api.path + " " + new String(body, StandardCharsets.UTF_8));
+                inFlight.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(base + api.path))
+                        .timeout(Duration.ofSeconds(30))
                         .header("Content-Type", type).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
                         HttpResponse.BodyHandlers.ofString()));
             }
