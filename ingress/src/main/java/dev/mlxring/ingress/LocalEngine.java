@@ -52,12 +52,14 @@ public final class LocalEngine implements AutoCloseable {
     private final HfTokenizer tokenizer;
     private final String modelId;
     private final int maxContextTokens;
+    private final int vocabSize;
 
-    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens) {
+    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize) {
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.modelId = modelId;
         this.maxContextTokens = maxContextTokens;
+        this.vocabSize = vocabSize;
     }
 
     /** The model's context length from config.json ({@code max_position_embeddings}, else 32768). */
@@ -105,14 +107,20 @@ public final class LocalEngine implements AutoCloseable {
         int vocab = model.vocabSize();
         Engine engine = Engine.builder()
                 .config(options.engine())
-                .preparer(new PromptPreparer(tokenizer, template, vocab))
+                .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
                 .executor(new ModelExecutor(model, options.prefillStepSize()))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())
                 .start();
-        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext);
+        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab);
+    }
+
+    /** The most prompt tokens plan accepts: the operator's limit, else the context less one. */
+    static int promptLimit(RequestPlanner.Defaults d) {
+        int context = d.maxContextTokens() - 1;
+        return d.maxPromptTokens() > 0 ? Math.min(d.maxPromptTokens(), context) : context;
     }
 
     /**
@@ -166,6 +174,11 @@ public final class LocalEngine implements AutoCloseable {
 
     public int maxContextTokens() {
         return maxContextTokens;
+    }
+
+    /** The model's vocabulary size (rows of its output layer): valid token ids are below it. */
+    public int vocabSize() {
+        return vocabSize;
     }
 
     /** Cancels what is running, joins the stage threads, frees the model (on the exec thread) and the tokenizer. */

@@ -32,6 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Engine implements AutoCloseable {
     private final EngineConfig config;
+    private final Preparer preparer;
     private final RingBuffer<RequestEvent> requests;
     private final RingBuffer<TokenEvent> tokens;
     private final List<BatchEventProcessor<?>> processors = new ArrayList<>();
@@ -47,6 +48,7 @@ public final class Engine implements AutoCloseable {
     private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
             TextSink.Factory sinks) {
         this.config = config;
+        this.preparer = preparer;
         this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
                 config.waitMode().strategy());
         // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
@@ -58,21 +60,24 @@ public final class Engine implements AutoCloseable {
         for (int i = 0; i < config.prepShards(); i++) {
             var p = new BatchEventProcessorBuilder().build(requests, fromIngress,
                     new PrepHandler(preparer, i, config.prepShards()));
+            p.setExceptionHandler(new StageExceptionHandler<>("prep-" + i, PrepHandler::failEvent));
             prepSequences[i] = p.getSequence();
             start(p, "mlxring-prep-" + i);
         }
         EventPoller<RequestEvent> poller;
         ExecLoop[] loopRef = new ExecLoop[1];
-        var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences),
-                new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens));
+        var planHandler = new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens);
+        var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences), planHandler);
+        plan.setExceptionHandler(new StageExceptionHandler<>("plan", planHandler::failEvent));
         poller = requests.newPoller(plan.getSequence());
         requests.addGatingSequences(poller.getSequence());
         this.execLoop = new ExecLoop(poller, tokens, executor, config);
         loopRef[0] = execLoop;
         start(plan, "mlxring-plan");
 
-        var sink = new BatchEventProcessorBuilder().build(tokens, tokens.newBarrier(),
-                new SinkHandler(sinks, config.maxTopLogprobs(), admitted));
+        var sinkHandler = new SinkHandler(sinks, config.maxTopLogprobs(), admitted);
+        var sink = new BatchEventProcessorBuilder().build(tokens, tokens.newBarrier(), sinkHandler);
+        sink.setExceptionHandler(new StageExceptionHandler<>("sink", sinkHandler::failEvent));
         tokens.addGatingSequences(sink.getSequence());
         start(sink, "mlxring-sink");
 
@@ -101,13 +106,15 @@ public final class Engine implements AutoCloseable {
      * to {@code listener} on the sink thread.
      *
      * @throws OverloadedException when the request ring is full (HTTP 429)
-     * @throws IllegalStateException after {@link #close()}
+     * @throws EngineUnavailableException after {@link #close()}, or when a stage thread is gone
+     *     (see {@link #health()})
      */
     public Session submit(GenerationRequest request, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
-        if (closed.get()) {
-            throw new IllegalStateException("engine is closed");
+        EngineHealth health = health();
+        if (!health.ready()) {
+            throw new EngineUnavailableException(health.reason());
         }
         String id = request.id() != null ? request.id() : "req-" + ids.incrementAndGet();
         Session session = new Session(id, request, listener, config.creditsPerSession(), execLoop::wake);
@@ -123,6 +130,39 @@ public final class Engine implements AutoCloseable {
         session.result().whenComplete((outcome, error) -> live.remove(session));
         requests.publish(seq);
         return session;
+    }
+
+    /**
+     * Runs prep alone on the calling thread (the same chat-template rendering and tokenization a
+     * submitted request gets) without generating: token counting ({@code count_tokens}). The
+     * preparer is thread-safe; the caller should not be an IO thread for long prompts.
+     *
+     * @throws RequestException as prep would fail the request
+     */
+    public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
+        return preparer.prepare(Objects.requireNonNull(request, "request"));
+    }
+
+    /**
+     * Ready when the engine is open and every stage thread runs. A stage survives any request's
+     * failure (each has an exception handler that fails only that request), so not ready means a
+     * failure outside every request, or shutdown.
+     */
+    public EngineHealth health() {
+        if (closed.get()) {
+            return EngineHealth.notReady("the engine is shutting down");
+        }
+        Throwable execFailure = execLoop.fatal();
+        if (execFailure != null || !execThread.isAlive()) {
+            return EngineHealth.notReady("the exec stage is not running"
+                    + (execFailure != null ? ": " + execFailure : ""));
+        }
+        for (Thread t : threads) {
+            if (!t.isAlive()) {
+                return EngineHealth.notReady("stage thread " + t.getName() + " is not running");
+            }
+        }
+        return EngineHealth.READY;
     }
 
     /** Sessions admitted by plan and not yet terminal. */

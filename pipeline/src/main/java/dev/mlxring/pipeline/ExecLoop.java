@@ -39,8 +39,12 @@ final class ExecLoop implements Runnable {
         return true;
     };
 
+    private static final System.Logger LOG = System.getLogger(ExecLoop.class.getName());
+
     private volatile boolean running = true;
     private volatile Thread thread;
+    /** Why the loop stopped on its own (a failure outside any session); null while healthy. */
+    private volatile Throwable fatal;
     private Session active;
     /** A token or terminal event that could not be published yet (token ring full). */
     private boolean pendingToken;
@@ -69,28 +73,49 @@ final class ExecLoop implements Runnable {
         wake();
     }
 
+    /** Why exec stopped by itself, or null while it runs (or after an orderly {@link #stop()}). */
+    Throwable fatal() {
+        return fatal;
+    }
+
     @Override
     public void run() {
         thread = Thread.currentThread();
+        Outcome drainAs = null;
         try {
             while (running) {
                 ringFull = false;
                 boolean worked = poll();
                 try {
                     worked |= step();
-                } catch (RuntimeException e) {
-                    // A bug in a stage must not kill the MLX thread: fail the active session only.
+                } catch (Throwable e) {
+                    // This thread's exception handler: whatever a session's work throws (a bug, a
+                    // stack overflow, an MLX allocation failure) fails that session only, and the
+                    // MLX thread goes on with the next one.
+                    LOG.log(System.Logger.Level.ERROR, "exec failed on a session; failing it and continuing", e);
                     if (active != null && pendingTerminal == null) {
-                        worked |= finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "exec loop: " + e, usage(active)));
+                        worked |= finish(Outcome.failed(Outcome.ErrorType.INTERNAL,
+                                StageExceptionHandler.describe("exec", e), usage(active)));
                     }
                 }
                 if (!worked) {
                     idle();
                 }
             }
-            drainOnShutdown();
+            drainAs = Outcome.cancelled("engine shut down", Usage.NONE);
+        } catch (Throwable e) {
+            // Outside any session (the request ring itself failed): exec cannot go on. Health
+            // reports it from now on and everything queued fails instead of waiting forever.
+            fatal = e;
+            LOG.log(System.Logger.Level.ERROR, "exec stage stopped", e);
+            drainAs = Outcome.failed(Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("exec stage", e),
+                    Usage.NONE);
         } finally {
-            executor.close();
+            try {
+                drain(drainAs);
+            } finally {
+                executor.close();
+            }
         }
     }
 
@@ -301,11 +326,18 @@ final class ExecLoop implements Runnable {
         System.arraycopy(from.topLogprobs, 0, to.topLogprobs, 0, from.topCount);
     }
 
-    /** On close: every queued or running session ends cancelled, so each still settles once. */
-    private void drainOnShutdown() {
-        poll();
+    /**
+     * On close (or after a fatal failure): every queued or running session ends with {@code as}
+     * (cancelled on close), so each still settles once.
+     */
+    private void drain(Outcome as) {
+        try {
+            poll();
+        } catch (RuntimeException e) {
+            // the ring is what failed: settle what we hold
+        }
         if (active != null && pendingTerminal == null) {
-            finish(Outcome.cancelled("engine shut down", usage(active)));
+            finish(new Outcome(as.state(), as.finishReason(), as.errorType(), as.message(), usage(active)));
         }
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (true) {
@@ -323,7 +355,7 @@ final class ExecLoop implements Runnable {
                 break;
             }
             active = next;
-            pendingTerminal = Outcome.cancelled("engine shut down", Usage.NONE);
+            pendingTerminal = as;
         }
     }
 }

@@ -19,6 +19,8 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     private final Runnable wakeExec;
     private final RingBuffer<TokenEvent> tokens;
     private Sequence sequence;
+    /** Plan thread only: an admission slot is taken and the plan not yet sealed. */
+    private boolean slotHeldWithoutPlan;
 
     PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, Runnable wakeExec,
             RingBuffer<TokenEvent> tokens) {
@@ -38,39 +40,76 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     public void onEvent(RequestEvent event, long sequence, boolean endOfBatch) {
         Session s = event.session;
         if (s.failure == null && !s.isCancelRequested()) {
-            try {
-                if (admitted.incrementAndGet() > maxQueued) {
-                    admitted.decrementAndGet();
-                    s.failure = Outcome.failed(Outcome.ErrorType.OVERLOADED,
-                            "the engine is at capacity (" + maxQueued + " requests admitted); retry later",
-                            Usage.NONE);
-                } else {
-                    s.plan = planner.plan(s.request(), s.prepared);
-                    s.advanceTo(Lifecycle.QUEUED);
-                }
-            } catch (RequestException e) {
-                admitted.decrementAndGet();
-                s.failure = Outcome.failed(e.type(), e.getMessage(), Usage.NONE);
-            } catch (RuntimeException e) {
-                admitted.decrementAndGet();
-                s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL, "planning failed: " + e, Usage.NONE);
-            }
+            admit(s);
         }
         if (s.failure != null) {
-            s.settledBeforeExec = true;
-            // Blocking claim: the sink drains independently of exec, so a slot frees up soon.
-            long seq = tokens.next();
-            TokenEvent t = tokens.get(seq);
-            t.session = s;
-            t.kind = TokenEvent.TERMINAL;
-            t.outcome = s.failure;
-            tokens.publish(seq);
+            settleEarly(s);
         }
         if (endOfBatch) {
             // Publish our progress before waking exec: its poller is gated on this sequence, and
             // the processor would only publish it after the batch (exec would find nothing and
             // park a full period). Safe: every event up to here is fully handled.
             this.sequence.set(sequence);
+            wakeExec.run();
+        }
+    }
+
+    /** Takes an admission slot and seals the plan, or sets the session's failure. */
+    private void admit(Session s) {
+        if (admitted.incrementAndGet() > maxQueued) {
+            admitted.decrementAndGet();
+            s.failure = Outcome.failed(Outcome.ErrorType.OVERLOADED,
+                    "the engine is at capacity (" + maxQueued + " requests admitted); retry later", Usage.NONE);
+            return;
+        }
+        slotHeldWithoutPlan = true;
+        try {
+            s.plan = planner.plan(s.request(), s.prepared);
+            slotHeldWithoutPlan = false;
+            s.advanceTo(Lifecycle.QUEUED);
+        } catch (RequestException e) {
+            releaseSlot();
+            s.failure = Outcome.failed(e.type(), e.getMessage(), Usage.NONE);
+        } catch (RuntimeException | StackOverflowError e) {
+            releaseSlot();
+            s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL, "planning failed: " + e, Usage.NONE);
+        }
+    }
+
+    private void releaseSlot() {
+        slotHeldWithoutPlan = false;
+        admitted.decrementAndGet();
+    }
+
+    /** A session that failed in prep or plan settles now, through the token ring. */
+    private void settleEarly(Session s) {
+        s.settledBeforeExec = true;
+        // Blocking claim: the sink drains independently of exec, so a slot frees up soon.
+        long seq = tokens.next();
+        TokenEvent t = tokens.get(seq);
+        t.session = s;
+        t.kind = TokenEvent.TERMINAL;
+        t.outcome = s.failure;
+        tokens.publish(seq);
+    }
+
+    /**
+     * The stage's {@link StageExceptionHandler} action: something escaped {@link #onEvent}. A
+     * session without a plan gives back its slot and settles as FAILED; a planned one already
+     * went on to exec. Exec is woken either way: the processor publishes this sequence after us.
+     */
+    void failEvent(RequestEvent event, Throwable ex) {
+        Session s = event.session;
+        try {
+            if (slotHeldWithoutPlan) {
+                releaseSlot();
+            }
+            if (s != null && s.plan == null && !s.settledBeforeExec) {
+                s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL,
+                        StageExceptionHandler.describe("planning", ex), Usage.NONE);
+                settleEarly(s);
+            }
+        } finally {
             wakeExec.run();
         }
     }

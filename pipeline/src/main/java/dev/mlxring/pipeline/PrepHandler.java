@@ -31,8 +31,18 @@ final class PrepHandler implements EventHandler<RequestEvent> {
             s.prepared = preparer.prepare(s.request());
         } catch (RequestException e) {
             s.failure = Outcome.failed(e.type(), e.getMessage(), Usage.NONE);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | StackOverflowError e) {
+            // A deeply nested template or message can overflow the stack: one request's problem.
             s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL, "prompt preparation failed: " + e, Usage.NONE);
+        }
+    }
+
+    /** The stage's {@link StageExceptionHandler} action: plan settles the failed session. */
+    static void failEvent(RequestEvent event, Throwable ex) {
+        Session s = event.session;
+        if (s != null && s.failure == null) {
+            s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL,
+                    StageExceptionHandler.describe("prompt preparation", ex), Usage.NONE);
         }
     }
 }

@@ -17,7 +17,9 @@ public sealed interface Prompt {
         public Chat {
             messages = List.copyOf(messages);
             tools = tools == null ? List.of() : List.copyOf(tools);
-            templateKwargs = templateKwargs == null ? Map.of() : Map.copyOf(templateKwargs);
+            // Not Map.copyOf: a kwarg may be JSON null (Python's None), which it would reject.
+            templateKwargs = templateKwargs == null ? Map.of()
+                    : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(templateKwargs));
         }
     }
 

@@ -45,6 +45,10 @@ public final class Session {
     long spanSequence;
     boolean sinkStopped;
     String listenerFailure;
+    /** Set when this session's text sink threw: the session ends FAILED with this message. */
+    String sinkFailure;
+    /** Whether the sink gave back this session's admission slot (exactly once). */
+    boolean admissionReleased;
     int deliveredTokens;
 
     Session(String id, GenerationRequest request, GenerationListener listener, int credits, Runnable wakeExec) {
@@ -65,6 +69,15 @@ public final class Session {
 
     GenerationListener listener() {
         return listener;
+    }
+
+    /**
+     * The prompt's token count once prep has run (0 before). Readable from the sink thread's
+     * callbacks: prep writes it before the request moves on through the rings.
+     */
+    public int promptTokens() {
+        PreparedPrompt p = prepared;
+        return p == null ? 0 : p.length();
     }
 
     public Lifecycle state() {

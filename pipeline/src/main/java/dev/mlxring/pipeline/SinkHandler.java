@@ -6,7 +6,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The sink stage (one thread): committed tokens become text through each session's
  * {@link TextSink} and reach its listener; the terminal event settles the session after its last
- * span. A listener that throws fails only its own session.
+ * span. A listener that throws cancels only its own session; a text sink that throws (or any
+ * other failure while handling a session's event) fails only that session: exec is asked to stop
+ * it and its terminal event settles it as FAILED. The sink thread itself never dies of a request.
  */
 final class SinkHandler implements EventHandler<TokenEvent> {
     private final TextSink.Factory sinks;
@@ -21,8 +23,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
 
     @Override
     public void onEvent(TokenEvent e, long sequence, boolean endOfBatch) {
+        // The session stays attached until the event is handled, so the stage's exception
+        // handler (failEvent) can still find it; the slot is not reused before we return.
         Session s = e.session;
-        e.session = null;
         if (e.kind == TokenEvent.TOKEN) {
             onToken(s, e);
         } else {
@@ -30,6 +33,36 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             e.outcome = null;
             onTerminal(s, outcome);
         }
+        e.session = null;
+    }
+
+    /**
+     * The sink's {@link StageExceptionHandler} action: something escaped the handling of this
+     * event. A token: the session fails (exec stops it, its terminal settles it). A terminal: the
+     * session settles as FAILED here, once.
+     */
+    void failEvent(TokenEvent e, Throwable ex) {
+        Session s = e.session;
+        e.session = null;
+        e.outcome = null;
+        if (s == null) {
+            return;
+        }
+        if (e.kind == TokenEvent.TOKEN) {
+            failSink(s, ex);
+        } else if (!s.state().isTerminal()) {
+            settle(s, Outcome.failed(Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("sink", ex),
+                    Usage.NONE));
+        }
+    }
+
+    /** The session's text sink failed: stop it; its terminal event reports the failure. */
+    private static void failSink(Session s, Throwable ex) {
+        if (s.sinkFailure == null) {
+            s.sinkFailure = StageExceptionHandler.describe("text sink", ex);
+        }
+        s.sinkStopped = true;
+        s.cancel(s.sinkFailure);
     }
 
     private void onToken(Session s, TokenEvent e) {
@@ -38,7 +71,13 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             return;
         }
         if (s.textSink == null) {
-            s.textSink = sinks.open(s.plan);
+            try {
+                s.textSink = sinks.open(s.plan);
+            } catch (RuntimeException | StackOverflowError ex) {
+                failSink(s, ex);
+                s.release(1);
+                return;
+            }
         }
         span.clear();
         span.sequence = s.spanSequence++;
@@ -48,25 +87,35 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         System.arraycopy(e.topIds, 0, span.topIds, 0, e.topCount);
         System.arraycopy(e.topLogprobs, 0, span.topLogprobs, 0, e.topCount);
         s.deliveredTokens++;
+        boolean delivered = false;
         try {
             if (s.textSink.onToken(e.token, span)) {
                 s.sinkStopped = true;
                 s.requestStop();
             }
+        } catch (RuntimeException | StackOverflowError ex) {
+            failSink(s, ex);
+            s.release(1);
+            return;
+        }
+        try {
             s.listener().onCommitted(s, span);
+            delivered = true;
         } catch (RuntimeException ex) {
             s.sinkStopped = true;
             s.listenerFailure = "listener failed: " + ex;
             s.cancel(s.listenerFailure);
-        } finally {
-            if (s.listener().autoRelease()) {
-                s.release(1);
-            }
+        }
+        if (!delivered || s.listener().autoRelease()) {
+            // A listener that threw will never release this span's credit.
+            s.release(1);
         }
     }
 
     private void onTerminal(Session s, Outcome outcome) {
-        if (s.listenerFailure != null) {
+        if (s.sinkFailure != null) {
+            outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, s.sinkFailure, outcome.usage());
+        } else if (s.listenerFailure != null) {
             // The consumer lost output: whatever exec finished with, the session did not complete.
             outcome = Outcome.cancelled(s.listenerFailure, outcome.usage());
         } else if (outcome.state() == Lifecycle.COMPLETED && s.isStopRequested()) {
@@ -82,13 +131,15 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             try {
                 String r = s.textSink.finish(reason, span);
                 reason = r != null ? r : reason;
-            } catch (RuntimeException ex) {
+            } catch (RuntimeException | StackOverflowError ex) {
                 sinkFailed = true;
-                outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, "text sink failed: " + ex, outcome.usage());
+                outcome = Outcome.failed(Outcome.ErrorType.INTERNAL,
+                        StageExceptionHandler.describe("text sink", ex), outcome.usage());
             }
             if (!sinkFailed) {
-                if (!reason.equals(outcome.finishReason())) {
-                    outcome = Outcome.completed(reason, outcome.usage());
+                String stop = s.textSink.matchedStop();
+                if (!reason.equals(outcome.finishReason()) || stop != null) {
+                    outcome = Outcome.completed(reason, outcome.usage(), stop);
                 }
                 if (span.text.length() > 0 || span.reasoning.length() > 0 || !span.toolCalls.isEmpty()) {
                     try {
@@ -99,8 +150,14 @@ final class SinkHandler implements EventHandler<TokenEvent> {
                 }
             }
         }
+        settle(s, outcome);
+    }
+
+    /** The single terminal transition: releases the admission slot once and tells the listener. */
+    private void settle(Session s, Outcome outcome) {
         s.advanceTo(Lifecycle.SETTLING);
-        if (s.plan != null) {
+        if (s.plan != null && !s.admissionReleased) {
+            s.admissionReleased = true;
             admitted.decrementAndGet();
         }
         s.settle(outcome);

@@ -33,6 +33,15 @@ public interface TextSink {
      */
     String finish(String finishReason, CommittedSpan span);
 
+    /**
+     * The request's stop string that ended the text (matched in the text or as its token
+     * sequence), or null when none did. Read after {@link #finish}; Anthropic's {@code
+     * stop_sequence} reports it.
+     */
+    default String matchedStop() {
+        return null;
+    }
+
     /** Opens one session's text state. */
     @FunctionalInterface
     interface Factory {

@@ -129,7 +129,7 @@ class EngineLifecycleTest {
         var r1 = new FakeStages.Recorder();
         Session first = engine.submit(text("first", 2), r1);   // sequence 0: shard 0, held in prep
         var r2 = new FakeStages.Recorder();
-        engine.submit(text("other", 2), r2);                   // sequence 1: shard 1
+        Session other = engine.submit(text("other", 2), r2);   // sequence 1: shard 1
         var r3 = new FakeStages.Recorder();
         Session queued = engine.submit(text("third", 2), r3);  // sequence 2: shard 0, behind "first"
         queued.cancel("changed my mind");
@@ -138,6 +138,8 @@ class EngineLifecycleTest {
         assertEquals(Lifecycle.CANCELLED, o.state());
         assertEquals("changed my mind", o.message());
         assertEquals(Lifecycle.COMPLETED, await(first, r1).state());
+        // Wait for "other" too: it runs on its own schedule and opens the second run.
+        assertEquals(Lifecycle.COMPLETED, await(other, r2).state());
         assertEquals(2, prepared.get(), "the cancelled request was never prepared");
         assertEquals(2, exec.openRuns.get(), "nor run");
     }
@@ -149,8 +151,9 @@ class EngineLifecycleTest {
         exec.stepSleepMs = 2;
         var r = new FakeStages.Recorder();
         Session s = engine.submit(text("a b", 5), r);
-        Thread.sleep(50);
-        assertEquals(Lifecycle.RUNNING, s.state());
+        while (s.state() != Lifecycle.RUNNING) {
+            Thread.onSpinWait();
+        }
         s.cancel("stop");
         Outcome o = await(s, r);
         assertEquals(Lifecycle.CANCELLED, o.state());

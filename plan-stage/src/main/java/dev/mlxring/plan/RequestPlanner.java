@@ -10,6 +10,7 @@ import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingSpec;
+import dev.mlxring.pipeline.Utf16;
 import java.util.List;
 import java.util.Map;
 
@@ -27,11 +28,22 @@ public final class RequestPlanner implements Planner {
      * @param maxContextTokens prompt plus completion may not exceed this (the model's context)
      * @param kvQuantization the KV-cache scheme of every plan ({@code --kv-bits} …); null = full
      *     precision. mlx_lm.server has no per-request KV settings, and neither do we.
+     * @param maxPromptTokens the operator's prompt limit ({@code --max-prompt-tokens}); 0 = the
+     *     context is the only limit
      */
     public record Defaults(int maxTokens, double temperature, double topP, int topK, double minP,
-            int maxContextTokens, KvQuantization kvQuantization) {
+            int maxContextTokens, KvQuantization kvQuantization, int maxPromptTokens) {
         public Defaults(int maxTokens, double temperature, double topP, int topK, double minP, int maxContextTokens) {
-            this(maxTokens, temperature, topP, topK, minP, maxContextTokens, null);
+            this(maxTokens, temperature, topP, topK, minP, maxContextTokens, null, 0);
+        }
+
+        public Defaults(int maxTokens, double temperature, double topP, int topK, double minP, int maxContextTokens,
+                KvQuantization kvQuantization) {
+            this(maxTokens, temperature, topP, topK, minP, maxContextTokens, kvQuantization, 0);
+        }
+
+        public Defaults withMaxPromptTokens(int n) {
+            return new Defaults(maxTokens, temperature, topP, topK, minP, maxContextTokens, kvQuantization, n);
         }
 
         public static Defaults mlxLm(int maxContextTokens) {
@@ -57,14 +69,8 @@ public final class RequestPlanner implements Planner {
 
     @Override
     public ExecutionPlan plan(GenerationRequest request, PreparedPrompt prompt) throws RequestException {
-        int maxTokens = request.maxTokens() != null ? request.maxTokens() : defaults.maxTokens();
-        if (maxTokens < 1) {
-            throw new RequestException(ErrorType.INVALID_REQUEST, "max_tokens must be at least 1");
-        }
-        if (prompt.length() >= defaults.maxContextTokens()) {
-            throw new RequestException(ErrorType.INVALID_REQUEST, "the prompt is " + prompt.length()
-                    + " tokens; this model's context is " + defaults.maxContextTokens() + " tokens");
-        }
+        checkStopStrings(request.stop());
+        int maxTokens = maxTokens(request, prompt.length());
         if (request.topLogprobs() > SamplingParams.MAX_TOP_LOGPROBS) {
             throw new RequestException(ErrorType.UNSUPPORTED, "top_logprobs must be at most "
                     + SamplingParams.MAX_TOP_LOGPROBS + " (mlx_lm.server's limit)");
@@ -78,6 +84,54 @@ public final class RequestPlanner implements Planner {
         List<Map<String, Object>> tools = request.prompt() instanceof Prompt.Chat chat ? chat.tools() : List.of();
         return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
                 request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization());
+    }
+
+    /**
+     * OpenAI's rule: the prompt plus an explicit {@code max_tokens} must fit the context, else
+     * 400 {@code context_length_exceeded} with the numbers. Without one, the server default is cut
+     * to what the context leaves, and generation ends with "length" at the context's end.
+     */
+    private int maxTokens(GenerationRequest request, int promptTokens) throws RequestException {
+        int context = defaults.maxContextTokens();
+        int promptLimit = defaults.maxPromptTokens() > 0 ? Math.min(defaults.maxPromptTokens(), context - 1)
+                : context - 1;
+        if (promptTokens > promptLimit) {
+            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, promptLimit < context - 1
+                    ? "The prompt is " + promptTokens + " tokens; this server accepts at most " + promptLimit
+                            + " prompt tokens (--max-prompt-tokens). Please reduce the length of the messages."
+                    : "This model's maximum context length is " + context + " tokens. However, your messages "
+                            + "resulted in " + promptTokens + " tokens, which leaves no room for a completion. "
+                            + "Please reduce the length of the messages.");
+        }
+        Integer requested = request.maxTokens();
+        if (requested == null) {
+            return Math.min(defaults.maxTokens(), context - promptTokens);
+        }
+        if (requested < 1) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, "max_tokens must be at least 1");
+        }
+        if ((long) promptTokens + requested > context) {
+            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, "This model's maximum context length is "
+                    + context + " tokens. However, you requested " + (promptTokens + (long) requested) + " tokens ("
+                    + promptTokens + " in the messages, " + requested + " in the completion). Please reduce the "
+                    + "length of the messages or completion.");
+        }
+        return requested;
+    }
+
+    /** A stop string that is not well-formed UTF-16 can never match decoded text: refuse it. */
+    private static void checkStopStrings(List<String> stops) throws RequestException {
+        for (int i = 0; i < stops.size(); i++) {
+            String stop = stops.get(i);
+            if (stop.isEmpty()) {
+                throw new RequestException(ErrorType.INVALID_REQUEST, "stop[" + i + "] must not be empty");
+            }
+            int bad = Utf16.firstUnpairedSurrogate(stop);
+            if (bad >= 0) {
+                throw new RequestException(ErrorType.INVALID_REQUEST, "stop[" + i
+                        + "] contains an unpaired UTF-16 surrogate at index " + bad);
+            }
+        }
     }
 
     private SamplingParams sampling(GenerationRequest request) {

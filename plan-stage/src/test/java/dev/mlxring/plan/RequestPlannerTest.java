@@ -32,7 +32,10 @@ class RequestPlannerTest {
     @Test
     void defaultsFillWhatTheRequestLeavesOut() throws Exception {
         ExecutionPlan p = planner.plan(req(null, null, 0), prompt);
-        assertEquals(512, p.maxTokens());
+        // The default 512 is cut to what the 64-token context leaves after the 3-token prompt.
+        assertEquals(61, p.maxTokens());
+        RequestPlanner roomy = new RequestPlanner(RequestPlanner.Defaults.mlxLm(8192), new int[] {2}, new int[0], 100);
+        assertEquals(512, roomy.plan(req(null, null, 0), prompt).maxTokens());
         assertArrayEquals(new int[] {2}, p.stopTokenIds());
         assertEquals(List.of("x"), p.stopStrings());
         SamplingParams s = (SamplingParams) p.sampling();
@@ -76,8 +79,8 @@ class RequestPlannerTest {
     void refusesWithAReasonNamingTheField() {
         RequestException tooLong = assertThrows(RequestException.class,
                 () -> planner.plan(req(null, 4, 0), new PreparedPrompt(new int[64], 64)));
-        assertEquals(ErrorType.INVALID_REQUEST, tooLong.type());
-        assertTrue(tooLong.getMessage().contains("context is 64"), tooLong.getMessage());
+        assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, tooLong.type());
+        assertTrue(tooLong.getMessage().contains("maximum context length is 64 tokens"), tooLong.getMessage());
 
         SamplingSpec badBias = new SamplingSpec(null, null, null, null, null, null, null, null, null, null,
                 Map.of(1000, 1.0), null);
@@ -90,5 +93,35 @@ class RequestPlannerTest {
 
         RequestException top = assertThrows(RequestException.class, () -> planner.plan(req(null, 4, 12), prompt));
         assertEquals(ErrorType.UNSUPPORTED, top.type());
+    }
+
+    @Test
+    void promptPlusMaxTokensMustFitTheContextAsOpenAiRequires() throws Exception {
+        assertEquals(61, planner.plan(req(null, 61, 0), prompt).maxTokens(), "exactly the context is fine");
+        RequestException over = assertThrows(RequestException.class, () -> planner.plan(req(null, 62, 0), prompt));
+        assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, over.type());
+        assertTrue(over.getMessage().contains("you requested 65 tokens (3 in the messages, 62 in the completion)"),
+                over.getMessage());
+    }
+
+    @Test
+    void operatorPromptLimitBindsBelowTheContext() throws Exception {
+        RequestPlanner limited = new RequestPlanner(RequestPlanner.Defaults.mlxLm(64).withMaxPromptTokens(2),
+                new int[] {2}, new int[0], 100);
+        RequestException e = assertThrows(RequestException.class, () -> limited.plan(req(null, 4, 0), prompt));
+        assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, e.type());
+        assertTrue(e.getMessage().contains("at most 2 prompt tokens (--max-prompt-tokens)"), e.getMessage());
+        assertEquals(4, limited.plan(req(null, 4, 0), new PreparedPrompt(new int[] {1, 2}, 2)).maxTokens());
+    }
+
+    @Test
+    void stopStringsThatCanNeverMatchAreRefused() {
+        for (String bad : new String[] {"\ud800", "a\udc00", ""}) {
+            GenerationRequest r = new GenerationRequest("r", "m", new Prompt.Tokens(new int[] {1}), null, 4,
+                    List.of("ok", bad), false, 0);
+            RequestException e = assertThrows(RequestException.class, () -> planner.plan(r, prompt));
+            assertEquals(ErrorType.INVALID_REQUEST, e.type());
+            assertTrue(e.getMessage().startsWith("stop[1]"), e.getMessage());
+        }
     }
 }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.pipeline.Utf16;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -78,11 +79,13 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     private final String eosToken;
     private final Boolean addBosToken;
     private final Object decoderConfig;
+    private final boolean hasNormalizer;
     private final boolean cleanUpTokenizationSpaces;
 
     private HfTokenizer(Path tokenizerFile, HuggingFaceTokenizer tokenizer, Map<String, Integer> tokenToId,
                         String[] idToToken, int[] eosTokenIds, String bosToken, String eosToken,
-                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces) {
+                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces,
+                        boolean hasNormalizer) {
         this.tokenizerFile = tokenizerFile;
         this.nativeTokenizer = tokenizer;
         this.tokenToId = tokenToId;
@@ -93,6 +96,7 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         this.addBosToken = addBosToken;
         this.decoderConfig = decoderConfig;
         this.cleanUpTokenizationSpaces = cleanUpTokenizationSpaces;
+        this.hasNormalizer = hasNormalizer;
     }
 
     /**
@@ -196,7 +200,8 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         }
         return new HfTokenizer(file, tokenizer, Map.copyOf(t2i), i2t,
                 eosIds.stream().mapToInt(Integer::intValue).toArray(), bos, eos,
-                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp);
+                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp,
+                root.hasNonNull("normalizer"));
     }
 
     /**
@@ -298,6 +303,14 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     @Override
     public Object decoderConfig() {
         return decoderConfig;
+    }
+
+    /**
+     * Whether tokenizer.json has a normalizer, which may change the text's length before it is
+     * split (byte-level BPE tokenizers such as SmolLM2's have none).
+     */
+    public boolean hasNormalizer() {
+        return hasNormalizer;
     }
 
     /** Number of distinct tokens including added tokens, as Python's {@code get_vocab_size(True)}. */
@@ -482,14 +495,10 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     }
 
     private static void checkWellFormed(String text) {
-        for (int i = 0, n = text.length(); i < n; i++) {
-            char c = text.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(text.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException("unpaired surrogate U+" + Integer.toHexString(c).toUpperCase()
-                        + " at index " + i);
-            }
+        int i = Utf16.firstUnpairedSurrogate(text);
+        if (i >= 0) {
+            throw new IllegalArgumentException("unpaired surrogate U+" + Integer.toHexString(text.charAt(i)).toUpperCase()
+                    + " at index " + i);
         }
     }
 

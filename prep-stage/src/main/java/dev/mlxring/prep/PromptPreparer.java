@@ -19,22 +19,55 @@ import java.util.Map;
  * them; token ids checked against the vocabulary. Thread-safe: the template and tokenizer are.
  */
 public final class PromptPreparer implements Preparer {
+    /**
+     * Headroom of the pre-tokenization length bound for tokenizers with a normalizer, which may
+     * shorten text before it is split (NFC composes "e" + U+0301 into one char): the bound then
+     * assumes up to 4× fewer chars. Without a normalizer the bound is exact.
+     */
+    private static final long NORMALIZATION_HEADROOM = 4;
+
     private final HfTokenizer tokenizer;
     private final ChatTemplate template;
     private final int vocabSize;
+    /**
+     * Texts longer than this cannot fit in the prompt limit, whatever their tokens: every token
+     * covers at most the longest vocabulary string's length in chars (byte-level vocabularies spell
+     * one char per byte, and a UTF-16 char is at least one UTF-8 byte). Checked before tokenizing, so
+     * a multi-megabyte prompt is refused at once instead of after seconds of tokenization.
+     */
+    private final long maxPromptChars;
+    private final int maxPromptTokens;
 
     /** @param template the model's chat template, or null when it has none */
     public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize) {
+        this(tokenizer, template, vocabSize, 0);
+    }
+
+    /**
+     * @param maxPromptTokens prompts that certainly exceed this many tokens are refused before
+     *     tokenization (plan checks the exact count); 0 = no bound
+     */
+    public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens) {
         this.tokenizer = tokenizer;
         this.template = template;
         this.vocabSize = vocabSize;
+        this.maxPromptTokens = maxPromptTokens;
+        int longest = 1;
+        for (int id = 0; id < tokenizer.vocabSize(); id++) {
+            String t = tokenizer.token(id);
+            if (t != null) {
+                longest = Math.max(longest, t.length());
+            }
+        }
+        long headroom = tokenizer.hasNormalizer() ? NORMALIZATION_HEADROOM : 1;
+        this.maxPromptChars = maxPromptTokens > 0 ? headroom * longest * maxPromptTokens : Long.MAX_VALUE;
     }
 
     @Override
     public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
         int[] ids = switch (request.prompt()) {
             case Prompt.Chat chat -> encodeChat(chat);
-            case Prompt.Text text -> tokenizer.encode(text.text(), true);
+            case Prompt.Text text -> encode(text.text(), true);
             case Prompt.Tokens tokens -> checked(tokens.ids());
         };
         if (ids.length == 0) {
@@ -67,7 +100,21 @@ public final class PromptPreparer implements Preparer {
         } catch (ChatTemplate.TemplateException | IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, "chat template: " + e.getMessage());
         }
-        return tokenizer.encode(text, false);
+        return encode(text, false);
+    }
+
+    private int[] encode(String text, boolean addSpecialTokens) throws RequestException {
+        if (text.length() > maxPromptChars) {
+            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, "The prompt is " + text.length()
+                    + " characters, more than " + maxPromptTokens + " tokens can hold (at most " + maxPromptChars
+                    + " characters for this tokenizer). Please reduce the length of the messages.");
+        }
+        try {
+            return tokenizer.encode(text, addSpecialTokens);
+        } catch (IllegalArgumentException e) {
+            // Not well-formed UTF-16 (a lone surrogate): ingress refuses it first; hosts may not.
+            throw new RequestException(ErrorType.INVALID_REQUEST, "the prompt cannot be tokenized: " + e.getMessage());
+        }
     }
 
     private int[] checked(int[] ids) throws RequestException {

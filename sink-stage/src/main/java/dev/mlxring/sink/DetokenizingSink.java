@@ -29,6 +29,8 @@ final class DetokenizingSink implements TextSink {
     private boolean finished;
     /** mlx_lm.server's {@code made_tool_call}: the output entered and left (or ended in) a tool call. */
     private boolean madeToolCall;
+    /** The stop string that ended the text, or null. */
+    private String matchedStop;
 
     /**
      * @param rules the compiled rules; a tool state needs {@code toolParser}
@@ -54,6 +56,7 @@ final class DetokenizingSink implements TextSink {
         segment.setLength(0);
         detokenizer.addToken(tokenId, segment);
         if (tokenStops != null && tokenStops.advance(tokenId)) {
+            matchedStop = tokenStops.matched();
             // mlx_lm.server: the response that finishes with "stop" contributes no text, and the
             // state machine's held-back text is discarded.
             text.discard();
@@ -61,6 +64,7 @@ final class DetokenizingSink implements TextSink {
             return true;
         }
         if (text.feed(segment, span)) {
+            matchedStop = text.matchedStop();
             stopped = true;
             return true;
         }
@@ -84,6 +88,7 @@ final class DetokenizingSink implements TextSink {
                 segment.setLength(0);
                 detokenizer.finalizeTo(segment);
                 if (text.feed(segment, span)) {
+                    matchedStop = text.matchedStop();
                     reason = "stop";
                 } else {
                     text.flush(span);
@@ -96,6 +101,11 @@ final class DetokenizingSink implements TextSink {
             text.toolText().setLength(0);
         }
         return "stop".equals(reason) && madeToolCall ? "tool_calls" : reason;
+    }
+
+    @Override
+    public String matchedStop() {
+        return matchedStop;
     }
 
     /** mlx_lm.server's {@code ToolCallFormatter}: a text that does not parse is dropped with a warning. */

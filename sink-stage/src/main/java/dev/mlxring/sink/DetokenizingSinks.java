@@ -124,7 +124,7 @@ public final class DetokenizingSinks implements TextSink.Factory {
                     for (String s : stops) {
                         seqs.add(encoder.apply(s));
                     }
-                    tokens = TokenStopRules.compile(seqs);
+                    tokens = TokenStopRules.compile(seqs, stops);
                 }
                 r = new Rules(TextRules.compile(think, toolParser == null ? null : toolParser.callStart(),
                         toolParser == null ? null : toolParser.callEnd(), structuralMarkers, stops), tokens);

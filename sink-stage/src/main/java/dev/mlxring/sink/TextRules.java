@@ -28,10 +28,13 @@ final class TextRules {
     /** Per state: the automaton of the strings acting in it (null: no such state), and each pattern's destination. */
     private final AhoCorasick[] automata;
     private final int[][] destinations;
+    /** Per state and pattern: the stop string it is, or null for markers. */
+    private final String[][] stopStrings;
 
-    private TextRules(AhoCorasick[] automata, int[][] destinations) {
+    private TextRules(AhoCorasick[] automata, int[][] destinations, String[][] stopStrings) {
         this.automata = automata;
         this.destinations = destinations;
+        this.stopStrings = stopStrings;
     }
 
     /** {@link #compile(ThinkMarkers, String, String, List, List)} without a tool state. */
@@ -61,6 +64,7 @@ final class TextRules {
         boolean tools = toolCallStart != null;
         AhoCorasick[] automata = new AhoCorasick[3];
         int[][] destinations = new int[3][];
+        String[][] stops = new String[3][];
         for (int s = NORMAL; s <= TOOL; s++) {
             if ((s == REASONING && think == null) || (s == TOOL && !tools)) {
                 continue;
@@ -68,6 +72,7 @@ final class TextRules {
             AhoCorasick.Builder b = new AhoCorasick.Builder();
             // The builder numbers patterns 0, 1, 2, ... in the order added.
             int[] dest = new int[4 + structuralMarkers.size() + stopStrings.size()];
+            String[] stop = new String[dest.length];
             switch (s) {
                 case NORMAL -> {
                     if (think != null) {
@@ -90,11 +95,16 @@ final class TextRules {
                     }
                 }
             }
-            stopStrings.forEach(w -> dest[b.add(w)] = STOP);
+            stopStrings.forEach(w -> {
+                int p = b.add(w);
+                dest[p] = STOP;
+                stop[p] = w;
+            });
             automata[s] = b.build();
             destinations[s] = dest;
+            stops[s] = stop;
         }
-        return new TextRules(automata, destinations);
+        return new TextRules(automata, destinations, stops);
     }
 
     boolean hasState(int state) {
@@ -129,6 +139,7 @@ final class TextRules {
         private final StringBuilder toolText = new StringBuilder();
         private final ToolCallEnd toolCallEnd;
         private boolean stopped;
+        private String matchedStop;
 
         private Cursor(int state, ToolCallEnd toolCallEnd) {
             this.state = state;
@@ -137,6 +148,11 @@ final class TextRules {
 
         int state() {
             return state;
+        }
+
+        /** The stop string that ended the text, or null. */
+        String matchedStop() {
+            return matchedStop;
         }
 
         /** The text collected in the tool state since the last tool-to-normal transition. */
@@ -177,6 +193,7 @@ final class TextRules {
                     int dest = destinations[state][p];
                     if (dest == STOP) {
                         stopped = true;
+                        matchedStop = stopStrings[state][p];
                         buf.setLength(0);
                         node = AhoCorasick.ROOT;
                         return true;

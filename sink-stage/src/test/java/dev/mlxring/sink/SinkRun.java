@@ -24,6 +24,8 @@ final class SinkRun {
     List<ToolCall> finishToolCalls = List.of();
     /** What finish() returned: the session's finish reason. */
     String finishReason;
+    /** The sink's {@code matchedStop()} after finish(). */
+    String matchedStop;
 
     /** Whether finish() reported a stop-string match found in the flushed text. */
     boolean stoppedAtFinish;
@@ -68,6 +70,7 @@ final class SinkRun {
                 r.stoppedAt = i;
                 span.clear();
                 r.finishReason = sink.finish("stop", span);
+                r.matchedStop = sink.matchedStop();
                 r.finishToolCalls = List.copyOf(span.toolCalls);
                 if (span.text.length() > 0 || span.reasoning.length() > 0) {
                     throw new AssertionError("finish() after a stop delivered text: " + span.text + span.reasoning);
@@ -77,6 +80,7 @@ final class SinkRun {
         }
         span.clear();
         r.finishReason = sink.finish(finishReason, span);
+        r.matchedStop = sink.matchedStop();
         // At the token limit only a stop string revealed by the flush changes the reason.
         r.stoppedAtFinish = "length".equals(finishReason) && !"length".equals(r.finishReason);
         r.finishText = span.text.toString();

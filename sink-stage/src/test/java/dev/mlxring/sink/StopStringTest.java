@@ -201,6 +201,29 @@ class StopStringTest {
     }
 
     @Test
+    void reportsWhichStopStringEndedTheText() {
+        // Text level: the match that ends first, whichever its place in the list.
+        assertEquals("bc", run(List.of("abcd", "bc"), "a", "b", "c", "d").matchedStop);
+        assertEquals("world", run(List.of("zzz", "world"), "hello wo", "r", "ld and more").matchedStop);
+        // Revealed only by the final flush at the token limit.
+        assertEquals("a ", run(List.of("a "), "xa", " ").matchedStop);
+        // No match: null, at the token limit and at EOS.
+        assertNull(run(List.of("world"), "hello wo", "rm", "s").matchedStop);
+        assertNull(SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("x"))), "stop", v.pieces("ab")).matchedStop);
+        // Token level: the stop string whose canonical sequence completed.
+        int nl = v.piece("\n");
+        DetokenizingSinks withTokens = DetokenizingSinks.builder(v).encoder(s -> switch (s) {
+            case "\n" -> new int[] {nl};
+            case "User:" -> v.pieces("User", ":");
+            default -> throw new IllegalArgumentException(s);
+        }).build();
+        assertEquals("User:", SinkRun.run(withTokens, new int[0], List.of("\n", "User:"), v.piece("Hi"),
+                v.piece("User"), v.piece(":")).matchedStop);
+        assertEquals("\n", SinkRun.run(withTokens, new int[0], List.of("User:", "\n"), v.piece("Hi"), nl)
+                .matchedStop);
+    }
+
+    @Test
     void tokenLevelStopsCanBeSwitchedOff() {
         int nl = v.piece("\n");
         DetokenizingSinks textLevel = DetokenizingSinks.builder(v).encoder(s -> new int[] {nl})

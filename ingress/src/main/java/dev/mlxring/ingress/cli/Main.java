@@ -10,7 +10,7 @@ public final class Main {
             usage: mlx-ring <command> [options]
 
             commands:
-              serve      serve a model over an OpenAI-compatible HTTP API
+              serve      serve a model over HTTP (OpenAI chat / responses, Anthropic messages)
               generate   generate text from a prompt with a model
               help       show this text
 

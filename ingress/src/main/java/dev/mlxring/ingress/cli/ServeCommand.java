@@ -26,6 +26,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * on the MLX thread), sink (detokenizer, stops, reasoning) and the HTTP surface.
  */
 final class ServeCommand {
+    /**
+     * Requests admitted and waiting at most (then 503): each runs after those ahead of it, so a
+     * longer queue only makes its last client wait minutes for a first token.
+     */
+    static final int DEFAULT_MAX_QUEUED = 32;
+
     private ServeCommand() {}
 
     /** Default of {@code --shutdown-grace-seconds}: how long running requests may finish on SIGTERM. */
@@ -54,7 +60,8 @@ final class ServeCommand {
         CliArgs a = CliArgs.parse(args, 1,
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
-                        "--kv-group-size", "--quantized-kv-start", "--shutdown-grace-seconds"),
+                        "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
+                        "--shutdown-grace-seconds"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -89,11 +96,14 @@ final class ServeCommand {
         int topK = a.intValue("--top-k", 0, 0);
         WaitMode waitMode = a.has("--wait-mode") ? waitMode(a.get("--wait-mode")) : WaitMode.BLOCKING;
         EngineConfig engineConfig = EngineConfig.defaults().withWaitMode(waitMode)
-                .withMaxQueued(a.intValue("--max-queued", EngineConfig.defaults().maxQueued(), 1));
+                .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1));
+        long maxBodyBytes = longFlag(a, "--max-body-bytes", HttpServer.DEFAULT_MAX_BODY_BYTES);
+        int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
 
         int maxContext = LocalEngine.contextLength(modelDir);
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
-                new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv),
+                new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
+                        .withMaxPromptTokens(maxPromptTokens),
                 prefillStep, engineConfig));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
@@ -102,17 +112,33 @@ final class ServeCommand {
             ServerMetrics metrics = new ServerMetrics(local.engine(), () -> Mlx.memory().activeBytes(),
                     Mlx.memory().activeBytes());
             server = new HttpServer(new HttpServer.Config(host, port, modelId, a.get("--api-key"),
-                    new ServerDefaults(maxTokens, maxContext),
-                    "mlx-ring-0.1.0-mlx-" + Mlx.version()),
+                    new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
+                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes),
                     local.engine(), id -> tokenizer.decode(new int[] {id}, false), metrics).start();
         } catch (RuntimeException e) {
             local.close();
             throw e;
         }
-        out.printf("mlx-ring serving %s on http://%s:%d (OpenAI-compatible: /v1/chat/completions, /v1/completions,"
-                + " /v1/models, /health, /metrics)%n", modelId, host, server.port());
+        out.printf("mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
+                + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%n", modelId, host,
+                server.port());
         out.flush();
         return new Running(server, local);
+    }
+
+    private static long longFlag(CliArgs a, String flag, long dflt) {
+        if (!a.has(flag)) {
+            return dflt;
+        }
+        try {
+            long v = Long.parseLong(a.get(flag));
+            if (v < 1) {
+                throw new NumberFormatException();
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new UsageException(flag + " must be a positive integer, got '" + a.get(flag) + "'");
+        }
     }
 
     private static double doubleFlag(CliArgs a, String flag, double dflt) {

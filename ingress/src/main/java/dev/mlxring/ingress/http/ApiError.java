@@ -2,12 +2,15 @@ package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.pipeline.Outcome;
 
 /**
- * An error answered in OpenAI's shape:
- * {@code {"error": {"message", "type", "param", "code"}}} with the matching HTTP status.
+ * An error answered with its HTTP status. The fields are OpenAI's ({@code message}, {@code type},
+ * {@code param}, {@code code}); {@link #body()} writes OpenAI's shape, and an {@link ErrorShape}
+ * writes another API's shape (Anthropic's) from the same error, so the three ingress codecs share
+ * one set of errors and each answers it in its own dialect.
  */
-final class ApiError extends RuntimeException {
+public final class ApiError extends RuntimeException {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     final int status;
@@ -15,7 +18,7 @@ final class ApiError extends RuntimeException {
     final String param;
     final String code;
 
-    ApiError(int status, String type, String message, String param, String code) {
+    public ApiError(int status, String type, String message, String param, String code) {
         super(message);
         this.status = status;
         this.type = type;
@@ -23,19 +26,53 @@ final class ApiError extends RuntimeException {
         this.code = code;
     }
 
-    static ApiError invalid(String param, String message) {
+    public static ApiError invalid(String param, String message) {
         return new ApiError(400, "invalid_request_error", message, param, null);
     }
 
-    static ApiError notFound(String message) {
+    public static ApiError notFound(String message) {
         return new ApiError(404, "invalid_request_error", message, null, "not_found");
     }
 
-    static ApiError overloaded(int status, String message) {
+    public static ApiError overloaded(int status, String message) {
         return new ApiError(status, status == 429 ? "rate_limit_error" : "server_overloaded", message, null, null);
     }
 
-    String body() {
+    /**
+     * The error of a session that failed: 400 for the request's fault, 503 for capacity, 500
+     * (naming the request id, which the log carries with the cause) otherwise.
+     */
+    public static ApiError of(Outcome outcome, String requestId) {
+        return switch (outcome.errorType()) {
+            case INVALID_REQUEST, UNSUPPORTED -> invalid(null, outcome.message());
+            case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
+                    "context_length_exceeded");
+            case OVERLOADED -> overloaded(503, outcome.message());
+            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId + "): "
+                    + outcome.message(), null, "internal_error");
+        };
+    }
+
+    public int status() {
+        return status;
+    }
+
+    /** OpenAI's error type ({@code invalid_request_error}, {@code rate_limit_error}, ...). */
+    public String type() {
+        return type;
+    }
+
+    /** The request field at fault, or null. */
+    public String param() {
+        return param;
+    }
+
+    public String code() {
+        return code;
+    }
+
+    /** OpenAI's shape: {@code {"error": {"message", "type", "param", "code"}}}. */
+    public String body() {
         ObjectNode error = JSON.createObjectNode();
         error.put("message", getMessage());
         error.put("type", type);

@@ -2,9 +2,9 @@ package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.ingress.http.anthropic.AnthropicCodec;
+import dev.mlxring.ingress.http.responses.ResponsesCodec;
 import dev.mlxring.pipeline.Engine;
-import dev.mlxring.pipeline.OverloadedException;
-import dev.mlxring.pipeline.Session;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
@@ -17,27 +17,46 @@ import java.security.MessageDigest;
 import java.util.function.IntFunction;
 
 /**
- * The OpenAI-compatible HTTP surface over an {@link Engine}: parse, validate, submit, and hand
- * the session to a {@link CompletionResponder}. Handlers never block: the body is received
+ * The HTTP surface over an {@link Engine}: OpenAI chat/completions (here), Anthropic messages
+ * ({@link AnthropicCodec}) and OpenAI responses ({@link ResponsesCodec}), three ingress codecs
+ * that parse, validate and submit through one {@link EngineGateway} and frame the same sink
+ * output in their own dialect; errors answer in the dialect of the route ({@link ErrorShape}). Handlers never block: the body is received
  * asynchronously, submission is a non-blocking ring claim (full ring → 429), and the response is
  * written from the sink thread as the engine commits tokens.
  */
 public final class HttpServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final long MAX_BODY_BYTES = 16L << 20;
+    /** {@code --max-body-bytes} default: far above any chat a model's context holds, far below the heap. */
+    public static final long DEFAULT_MAX_BODY_BYTES = 4L << 20;
 
     /**
      * @param modelId the served model's id ({@code /v1/models}); requests may also name
      *     {@code default_model}
-     * @param apiKey required as {@code Authorization: Bearer <key>} on every route but /health; null = open
+     * @param apiKey required as {@code Authorization: Bearer <key>} or {@code x-api-key: <key>} on every
+     *     route but /health; null = open
+     * @param maxBodyBytes larger request bodies are refused with 413 before they are read
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint) {}
+            String fingerprint, long maxBodyBytes) {
+        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
+                String fingerprint) {
+            this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
+        }
+
+        public Config {
+            if (maxBodyBytes < 1) {
+                throw new IllegalArgumentException("maxBodyBytes must be positive, got " + maxBodyBytes);
+            }
+        }
+    }
 
     private final Config config;
     private final Engine engine;
     private final IntFunction<String> tokenText;
     private final Undertow undertow;
+    private final EngineGateway gateway;
+    private final AnthropicCodec anthropic;
+    private final ResponsesCodec responses;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
     private final ServerMetrics metrics;
     private final InFlight inFlight = new InFlight();
@@ -54,9 +73,12 @@ public final class HttpServer implements AutoCloseable {
         this.engine = engine;
         this.tokenText = tokenText;
         this.metrics = metrics;
+        this.gateway = new EngineGateway(engine, config, metrics);
+        this.anthropic = new AnthropicCodec(gateway);
+        this.responses = new ResponsesCodec(gateway);
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
-                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, MAX_BODY_BYTES)
+                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
                 .setHandler(new ObservedHandler(this::route, metrics, inFlight))
                 .build();
     }
@@ -100,11 +122,12 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private void route(HttpServerExchange ex) {
+        String path = ex.getRequestPath();
+        ErrorShape shape = AnthropicCodec.serves(path) ? AnthropicCodec.ERRORS : ErrorShape.OPENAI;
         try {
-            String path = ex.getRequestPath();
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
-                json(ex, 200, "{\"status\":\"ok\"}");
+                health(ex);
                 return;
             }
             authorize(ex);
@@ -117,12 +140,34 @@ public final class HttpServer implements AutoCloseable {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
                 }
-                case "/v1/chat/completions" -> completion(ex, true);
-                case "/v1/completions" -> completion(ex, false);
-                default -> throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
+                case "/v1/chat/completions" -> post(ex, shape, (x, body) -> submit(x, body, true));
+                case "/v1/completions" -> post(ex, shape, (x, body) -> submit(x, body, false));
+                case "/v1/messages" -> post(ex, shape, anthropic::messages);
+                case "/v1/messages/count_tokens" -> post(ex, shape, anthropic::countTokens);
+                case "/v1/responses" -> post(ex, shape, responses::create);
+                default -> {
+                    if (!ResponsesCodec.servesStored(path)) {
+                        throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
+                    }
+                    requireMethod(ex, "GET", "DELETE");
+                    json(ex, 200, responses.stored(ex.getRequestMethod().toString(), path));
+                }
             }
         } catch (ApiError e) {
-            ObservedHandler.reject(ex, e);
+            ObservedHandler.reject(ex, e, shape);
+        }
+    }
+
+    /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
+    private void health(HttpServerExchange ex) {
+        var h = engine.health();
+        if (h.ready()) {
+            json(ex, 200, "{\"status\":\"ok\"}");
+        } else {
+            ObjectNode body = JSON.createObjectNode();
+            body.put("status", "unavailable");
+            body.put("reason", h.reason());
+            json(ex, 503, body.toString());
         }
     }
 
@@ -138,10 +183,10 @@ public final class HttpServer implements AutoCloseable {
         ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
-    private static void requireMethod(HttpServerExchange ex, String method) {
-        if (!ex.getRequestMethod().toString().equals(method)) {
-            throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts " + method + " only",
-                    null, "method_not_allowed");
+    private static void requireMethod(HttpServerExchange ex, String... methods) {
+        if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
+            throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts "
+                    + String.join(" or ", methods) + " only", null, "method_not_allowed");
         }
     }
 
@@ -149,12 +194,17 @@ public final class HttpServer implements AutoCloseable {
         if (config.apiKey() == null) {
             return;
         }
+        // OpenAI clients send "Authorization: Bearer KEY", Anthropic clients "x-api-key: KEY".
         String auth = ex.getRequestHeaders().getFirst(Headers.AUTHORIZATION);
-        String expected = "Bearer " + config.apiKey();
-        if (auth == null || !MessageDigest.isEqual(auth.getBytes(StandardCharsets.UTF_8),
-                expected.getBytes(StandardCharsets.UTF_8))) {
+        String xApiKey = ex.getRequestHeaders().getFirst("x-api-key");
+        if (!matches(auth, "Bearer " + config.apiKey()) && !matches(xApiKey, config.apiKey())) {
             throw new ApiError(401, "invalid_request_error", "missing or invalid API key", null, "invalid_api_key");
         }
+    }
+
+    private static boolean matches(String given, String expected) {
+        return given != null && MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8),
+                expected.getBytes(StandardCharsets.UTF_8));
     }
 
     private String models() {
@@ -168,49 +218,84 @@ public final class HttpServer implements AutoCloseable {
         return root.toString();
     }
 
-    private void completion(HttpServerExchange ex, boolean chat) {
+    /** What a route does with a received POST body; throws {@link ApiError} for a bad request. */
+    @FunctionalInterface
+    private interface BodyHandler {
+        void handle(HttpServerExchange ex, byte[] body);
+    }
+
+    /**
+     * Every POST route, whatever its API: draining, Content-Type and size checks, the body
+     * received asynchronously, then the route's codec; errors in the route's {@code shape}.
+     */
+    private void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         requireMethod(ex, "POST");
         if (draining) {
             throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
                     null, "shutting_down");
         }
+        requireJsonBody(ex);
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
-                        submit(exchange, body, chat);
+                        handler.handle(exchange, body);
                     } catch (ApiError e) {
-                        ObservedHandler.reject(exchange, e);
+                        ObservedHandler.reject(exchange, e, shape);
                     } catch (RuntimeException e) {
-                        ObservedHandler.internalError(exchange, e);
+                        ObservedHandler.internalError(exchange, e, shape);
                     }
                 },
-                (exchange, e) -> ObservedHandler.reject(exchange, ApiError.invalid(null,
-                        "could not read the request body: " + e.getMessage())));
+                (exchange, e) -> {
+                    if (e instanceof io.undertow.server.RequestTooBigException) {
+                        // A chunked body that grew past the limit while being read.
+                        tooLarge(exchange, shape);
+                    } else {
+                        ObservedHandler.reject(exchange, ApiError.invalid(null, "could not read the request body: "
+                                + e.getMessage()), shape);
+                    }
+                });
+    }
+
+    /**
+     * A JSON body within {@code maxBodyBytes}: a declared length beyond it is refused with 413
+     * before a byte of it is read; any Content-Type but JSON with 415. A missing Content-Type is
+     * taken as JSON, as the OpenAI clients always send one and curl users often forget it.
+     */
+    private void requireJsonBody(HttpServerExchange ex) {
+        String type = ex.getRequestHeaders().getFirst(Headers.CONTENT_TYPE);
+        if (type != null) {
+            String media = type.split(";", 2)[0].trim().toLowerCase(java.util.Locale.ROOT);
+            if (!media.equals("application/json") && !(media.startsWith("application/") && media.endsWith("+json"))) {
+                throw new ApiError(415, "invalid_request_error", "Content-Type must be application/json, got '"
+                        + type + "'", null, "unsupported_media_type");
+            }
+        }
+        long declared = ex.getRequestContentLength();
+        if (declared > config.maxBodyBytes()) {
+            ex.setPersistent(false);
+            throw tooLargeError(declared);
+        }
+    }
+
+    private ApiError tooLargeError(long declared) {
+        return new ApiError(413, "invalid_request_error", "the request body is "
+                + (declared >= 0 ? declared + " bytes" : "larger than the limit") + "; this server accepts at most "
+                + config.maxBodyBytes() + " bytes (--max-body-bytes)", null, "request_too_large");
+    }
+
+    private void tooLarge(HttpServerExchange ex, ErrorShape shape) {
+        // The rest of the body stays unread: the connection cannot carry another request.
+        ex.setPersistent(false);
+        ObservedHandler.reject(ex, tooLargeError(-1), shape);
     }
 
     private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        RequestRecord rec = RequestRecord.of(ex);
-        String id = (chat ? "chatcmpl-" : "cmpl-") + rec.id;
+        ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
+        String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
-        if (!req.model().equals(config.modelId()) && !req.model().equals("default_model")) {
-            throw new ApiError(404, "invalid_request_error", "model '" + req.model() + "' is not served here (serving '"
-                    + config.modelId() + "')", "model", "model_not_found");
-        }
-        CompletionResponder responder = new CompletionResponder(ex,
-                req, new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText), rec, metrics);
-        Session session;
-        try {
-            session = engine.submit(req.request(), responder);
-        } catch (OverloadedException e) {
-            throw ApiError.overloaded(429, e.getMessage());
-        } catch (IllegalStateException e) {
-            throw new ApiError(503, "server_overloaded", "the server is shutting down", null, "shutting_down");
-        }
-        responder.attach(session);
-        // A client that goes away cancels its session at the next safe point.
-        ex.getConnection().addCloseListener(c -> session.cancel("client disconnected"));
-        // Keep the exchange open when this call stack returns: the sink thread completes it.
-        ex.dispatch();
+        gateway.checkModel(req.model());
+        gateway.submit(ex, req.request(), new CompletionResponder(out, req,
+                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

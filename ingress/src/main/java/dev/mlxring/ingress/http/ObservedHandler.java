@@ -25,7 +25,7 @@ final class ObservedHandler implements HttpHandler {
     private static final Logger ACCESS = LoggerFactory.getLogger("mlxring.access");
     private static final Logger LOG = LoggerFactory.getLogger(ObservedHandler.class);
     private static final Set<String> ROUTES = Set.of("/v1/chat/completions", "/v1/completions", "/v1/models",
-            "/health", "/metrics");
+            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/health", "/metrics");
     /** Scraped and probed often: logged at debug so the access log stays about traffic. */
     private static final Set<String> QUIET_ROUTES = Set.of("/health", "/metrics");
 
@@ -67,6 +67,11 @@ final class ObservedHandler implements HttpHandler {
      * the exchange when the response has begun) and logs it with its stack trace.
      */
     static void internalError(HttpServerExchange ex, Throwable e) {
+        internalError(ex, e, ErrorShape.OPENAI);
+    }
+
+    /** {@link #internalError(HttpServerExchange, Throwable)} answered in a route's error shape. */
+    static void internalError(HttpServerExchange ex, Throwable e, ErrorShape shape) {
         RequestRecord rec = RequestRecord.of(ex);
         String id = rec == null ? "-" : rec.id;
         LOG.error("request {} failed with an internal error", id, e);
@@ -75,18 +80,23 @@ final class ObservedHandler implements HttpHandler {
             return;
         }
         reject(ex, new ApiError(500, "server_error", "internal error (request id " + id + "): " + e,
-                null, "internal_error"));
+                null, "internal_error"), shape);
     }
 
     /** Answers {@code e} with its status and JSON body and counts it as a rejection. */
     static void reject(HttpServerExchange ex, ApiError e) {
+        reject(ex, e, ErrorShape.OPENAI);
+    }
+
+    /** Answers {@code e} in a route's error shape (its status and body) and counts it as a rejection. */
+    static void reject(HttpServerExchange ex, ApiError e, ErrorShape shape) {
         RequestRecord rec = RequestRecord.of(ex);
         if (rec != null) {
             rec.rejectReason = reasonOf(e);
         }
-        ex.setStatusCode(e.status);
+        ex.setStatusCode(shape.status(e));
         ex.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
-        ex.getResponseSender().send(e.body(), StandardCharsets.UTF_8);
+        ex.getResponseSender().send(shape.body(e), StandardCharsets.UTF_8);
     }
 
     /** A bounded label value: the error's code (a constant of this server), else its type. */

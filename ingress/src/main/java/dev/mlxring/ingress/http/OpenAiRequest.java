@@ -1,7 +1,5 @@
 package dev.mlxring.ingress.http;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
@@ -24,24 +22,14 @@ import java.util.Set;
  * @param includeUsage {@code stream_options.include_usage}
  */
 record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
-    private static final ObjectMapper JSON =
-            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    private static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     static final int MAX_TOP_LOGPROBS = 20;
+    static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(body);
-        } catch (JsonProcessingException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getOriginalMessage());
-        } catch (java.io.IOException e) {
-            throw ApiError.invalid(null, "request body is not valid JSON: " + e.getMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw ApiError.invalid(null, "request body must be a JSON object");
-        }
-        Fields f = new Fields(root);
+        JsonNode root = RequestFields.parseObject(body);
+        RequestFields f = new RequestFields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;
         JsonNode so = root.get("stream_options");
@@ -49,45 +37,39 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!so.isObject()) {
                 throw ApiError.invalid("stream_options", "stream_options must be an object");
             }
-            includeUsage = new Fields(so).bool("include_usage", false);
+            if (!stream) {
+                throw ApiError.invalid("stream_options", "stream_options is only allowed when stream is true");
+            }
+            includeUsage = RequestFields.at(so, "stream_options").bool("include_usage", false);
         }
         String model = f.string("model", "default_model");
+        f.string("user", null);
         Integer n = f.integer("n", null);
         if (n != null && n != 1) {
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
-        Integer maxTokens = f.integer("max_completion_tokens", null);
-        String maxField = "max_completion_tokens";
-        if (maxTokens == null) {
-            maxTokens = f.integer("max_tokens", defaults.maxTokens());
-            maxField = "max_tokens";
-        }
-        if (maxTokens < 1) {
-            throw ApiError.invalid(maxField, maxField + " must be at least 1");
-        }
-        if (maxTokens > defaults.maxContextTokens()) {
-            throw ApiError.invalid(maxField, maxField + " must be at most " + defaults.maxContextTokens()
-                    + " (the model's context length)");
-        }
+        responseFormat(root.get("response_format"));
+        String maxField = f.get("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
+        Integer maxTokens = f.maxTokens(maxField, false, defaults);
         SamplingSpec sampling = new SamplingSpec(
-                f.number("temperature", 0, Double.MAX_VALUE),
+                f.number("temperature", 0, 2),
                 f.number("top_p", 0, 1),
                 f.intRange("top_k", 0, Integer.MAX_VALUE),
                 f.number("min_p", 0, 1),
                 f.number("xtc_probability", 0, 1),
                 f.number("xtc_threshold", 0, 1),
-                f.number("repetition_penalty", 0, Double.MAX_VALUE),
-                f.intRange("repetition_context_size", 0, Integer.MAX_VALUE),
-                f.number("presence_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                f.number("frequency_penalty", -Double.MAX_VALUE, Double.MAX_VALUE),
-                logitBias(root.get("logit_bias")),
-                f.longValue("seed"));
+                f.number("repetition_penalty", 0, 10),
+                f.intRange("repetition_context_size", 0, defaults.maxContextTokens()),
+                f.number("presence_penalty", -2, 2),
+                f.number("frequency_penalty", -2, 2),
+                logitBias(root.get("logit_bias"), defaults.vocabSize()),
+                f.longRange("seed", 0, Long.MAX_VALUE));
         boolean logprobs = f.bool("logprobs", false);
         Integer top = f.integer("top_logprobs", -1);
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
             throw ApiError.invalid("top_logprobs", "top_logprobs must be between 0 and " + MAX_TOP_LOGPROBS);
         }
-        List<String> stop = stop(root.get("stop"));
+        List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
                 logprobs || top > 0, Math.max(top, 0));
@@ -125,16 +107,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
                     role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
         }
-        List<Map<String, Object>> tools = new ArrayList<>();
-        JsonNode t = root.get("tools");
-        if (t != null && !t.isNull()) {
-            if (!t.isArray()) {
-                throw ApiError.invalid("tools", "tools must be an array");
-            }
-            for (JsonNode tool : t) {
-                tools.add(JSON.convertValue(tool, Map.class));
-            }
-        }
+        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"), JSON);
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
@@ -195,123 +168,53 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
     }
 
-    private static List<String> stop(JsonNode s) {
-        if (s == null || s.isNull()) {
-            return List.of();
+    /** Only plain text output exists: JSON modes would be ignored silently, so they are refused. */
+    private static void responseFormat(JsonNode rf) {
+        if (rf == null || rf.isNull()) {
+            return;
         }
-        if (s.isTextual()) {
-            return s.asText().isEmpty() ? List.of() : List.of(s.asText());
+        if (!rf.isObject() || !rf.path("type").isTextual()) {
+            throw ApiError.invalid("response_format", "response_format must be an object with a string 'type'");
         }
-        if (s.isArray()) {
-            List<String> out = new ArrayList<>();
-            for (JsonNode x : s) {
-                if (!x.isTextual()) {
-                    throw ApiError.invalid("stop", "stop must be a string or an array of strings");
-                }
-                if (!x.asText().isEmpty()) {
-                    out.add(x.asText());
-                }
-            }
-            return out;
+        String type = rf.get("type").textValue();
+        if (!type.equals("text")) {
+            throw ApiError.invalid("response_format", "response_format type '" + type
+                    + "' is not supported; only {\"type\": \"text\"} is (no constrained JSON output)");
         }
-        throw ApiError.invalid("stop", "stop must be a string or an array of strings");
     }
 
-    private static Map<Integer, Double> logitBias(JsonNode b) {
+    /** {@code logit_bias}: at most 1024 token ids (in the vocabulary when known) to biases in [-100, 100]. */
+    private static Map<Integer, Double> logitBias(JsonNode b, int vocabSize) {
         if (b == null || b.isNull()) {
             return null;
         }
         if (!b.isObject()) {
             throw ApiError.invalid("logit_bias", "logit_bias must be an object of token id to bias");
         }
+        if (b.size() > MAX_LOGIT_BIAS_ENTRIES) {
+            throw ApiError.invalid("logit_bias", "logit_bias may hold at most " + MAX_LOGIT_BIAS_ENTRIES
+                    + " token ids, got " + b.size());
+        }
         Map<Integer, Double> out = new HashMap<>();
         for (var e : b.properties()) {
+            int id;
             try {
-                if (!e.getValue().isNumber()) {
-                    throw new NumberFormatException();
-                }
-                out.put(Integer.parseInt(e.getKey()), e.getValue().doubleValue());
+                id = Integer.parseInt(e.getKey());
             } catch (NumberFormatException ex) {
-                throw ApiError.invalid("logit_bias", "logit_bias must map integer token ids to numbers");
+                throw ApiError.invalid("logit_bias", "logit_bias keys must be integer token ids, got '"
+                        + e.getKey() + "'");
             }
+            if (id < 0 || vocabSize > 0 && id >= vocabSize) {
+                throw ApiError.invalid("logit_bias", "logit_bias token id " + id + " is outside the vocabulary [0, "
+                        + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
+            }
+            JsonNode v = e.getValue();
+            if (!v.isNumber() || !(v.doubleValue() >= -100 && v.doubleValue() <= 100)) {
+                throw ApiError.invalid("logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 "
+                        + "and 100");
+            }
+            out.put(id, v.doubleValue());
         }
         return out;
-    }
-
-    /** Typed, range-checked field access; absent or null means "not given". */
-    private record Fields(JsonNode node) {
-        private JsonNode get(String name) {
-            JsonNode v = node.get(name);
-            return v == null || v.isNull() ? null : v;
-        }
-
-        boolean bool(String name, boolean dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isBoolean()) {
-                throw ApiError.invalid(name, name + " must be a boolean");
-            }
-            return v.booleanValue();
-        }
-
-        String string(String name, String dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isTextual()) {
-                throw ApiError.invalid(name, name + " must be a string");
-            }
-            return v.asText();
-        }
-
-        Integer integer(String name, Integer dflt) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return dflt;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-                throw ApiError.invalid(name, name + " must be an integer");
-            }
-            return v.intValue();
-        }
-
-        Integer intRange(String name, int min, int max) {
-            Integer v = integer(name, null);
-            if (v != null && (v < min || v > max)) {
-                throw ApiError.invalid(name, name + " must be " + (max == Integer.MAX_VALUE
-                        ? "at least " + min : "between " + min + " and " + max));
-            }
-            return v;
-        }
-
-        Long longValue(String name) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-                throw ApiError.invalid(name, name + " must be an integer");
-            }
-            return v.longValue();
-        }
-
-        Double number(String name, double min, double max) {
-            JsonNode v = get(name);
-            if (v == null) {
-                return null;
-            }
-            if (!v.isNumber()) {
-                throw ApiError.invalid(name, name + " must be a number");
-            }
-            double d = v.doubleValue();
-            if (Double.isNaN(d) || d < min || d > max) {
-                String range = max == Double.MAX_VALUE ? "at least " + min : "between " + min + " and " + max;
-                throw ApiError.invalid(name, name + " must be " + range);
-            }
-            return d;
-        }
     }
 }

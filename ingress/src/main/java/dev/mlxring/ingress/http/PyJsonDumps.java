@@ -14,14 +14,14 @@ import java.util.Map;
  * (Python floats, written as {@code float.__repr__}: shortest round-trip digits, exponent form
  * below 1e-4 and from 1e16, {@code NaN} / {@code Infinity} as Python writes them).
  */
-final class PyJsonDumps {
+public final class PyJsonDumps {
     private PyJsonDumps() {}
 
     /**
      * @throws IllegalArgumentException for a value Python's encoder rejects (TypeError): anything
      *     that is not JSON data, or a map key that is not a string, number, boolean or null
      */
-    static String dumps(Object value) {
+    public static String dumps(Object value) {
         StringBuilder out = new StringBuilder();
         write(value, out);
         return out.toString();

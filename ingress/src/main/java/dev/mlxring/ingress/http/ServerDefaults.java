@@ -4,9 +4,16 @@ package dev.mlxring.ingress.http;
  * What request parsing needs from the server's configuration.
  *
  * @param maxTokens the default {@code max_tokens} ({@code --max-tokens}; mlx_lm.server: 512)
- * @param maxContextTokens the model's context: larger {@code max_tokens} values are refused with 400
+ * @param maxContextTokens the model's context: a {@code max_tokens} that leaves no room for a
+ *     prompt is refused with 400 {@code context_length_exceeded}
+ * @param vocabSize the model's vocabulary size, for {@code logit_bias} ids; 0 = unknown (plan
+ *     checks them then)
  */
-public record ServerDefaults(int maxTokens, int maxContextTokens) {
+public record ServerDefaults(int maxTokens, int maxContextTokens, int vocabSize) {
+    public ServerDefaults(int maxTokens, int maxContextTokens) {
+        this(maxTokens, maxContextTokens, 0);
+    }
+
     public static ServerDefaults mlxLm() {
         return new ServerDefaults(512, 8192);
     }

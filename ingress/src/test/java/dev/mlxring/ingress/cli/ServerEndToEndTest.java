@@ -123,8 +123,25 @@ class ServerEndToEndTest {
     @Test
     void promptLongerThanTheContextIsRefusedAfterTokenization() throws Exception {
         String longText = "word ".repeat(9000);
-        assertError(post("/v1/completions", "{\"prompt\":\"" + longText + "\",\"max_tokens\":4}"), 400, null,
-                "context");
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"" + longText + "\",\"max_tokens\":4}");
+        assertError(r, 400, null, "maximum context length is 8192 tokens");
+        assertEquals("context_length_exceeded", JSON.readTree(r.body()).at("/error/code").asText());
+        HttpResponse<String> sum = post("/v1/completions", "{\"prompt\":\"" + "word ".repeat(100)
+                + "\",\"max_tokens\":8150}");
+        assertError(sum, 400, null, "in the messages, 8150 in the completion");
+    }
+
+    /** The hardening issue's finding: this request used to kill the sink thread for good. */
+    @Test
+    void loneSurrogateStopStringIs400AndGenerationGoesOn() throws Exception {
+        assertError(post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":1,\"stop\":[\"\\ud800\"]}"), 400,
+                "stop[0]", "unpaired UTF-16 surrogate");
+        HttpResponse<String> next = post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":2}");
+        assertEquals(200, next.statusCode(), next.body());
+        assertEquals(2, JSON.readTree(next.body()).at("/usage/completion_tokens").asInt(), next.body());
+        HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/health")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, health.statusCode(), health.body());
     }
 
     @Test

@@ -33,24 +33,7 @@ class HttpServerTest {
 
     @BeforeEach
     void start() {
-        engine = Engine.builder()
-                .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
-                        r.logprobs(), r.topLogprobs()))
-                .executor(COUNTING)
-                .sinks(plan -> new TextSink() {
-                    @Override
-                    public boolean onToken(int tokenId, CommittedSpan span) {
-                        span.text.append("t").append(tokenId).append(' ');
-                        return false;
-                    }
-
-                    @Override
-                    public String finish(String finishReason, CommittedSpan span) {
-                        return finishReason;
-                    }
-                })
-                .start();
+        engine = StageDoubles.engine(COUNTING).start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
                 "fp"), engine, id -> "t" + id).start();
     }

@@ -40,11 +40,7 @@ class MetricsHttpTest {
     @BeforeEach
     void start() {
         ScriptedExecutor counting = ScriptedExecutor.counting();
-        engine = Engine.builder()
-                .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[0], r.stop(),
-                        r.logprobs(), r.topLogprobs()))
-                .executor(new Executor() {
+        engine = StageDoubles.engine(new Executor() {
                     @Override
                     public ExecutionRun open(ExecutionPlan plan) {
                         if (plan.maxTokens() == BOOM) {
@@ -56,18 +52,7 @@ class MetricsHttpTest {
                     @Override
                     public void close() {}
                 })
-                .sinks(plan -> new TextSink() {
-                    @Override
-                    public boolean onToken(int tokenId, CommittedSpan span) {
-                        span.text.append("t").append(tokenId).append(' ');
-                        return false;
-                    }
-
-                    @Override
-                    public String finish(String finishReason, CommittedSpan span) {
-                        return finishReason;
-                    }
-                })
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
                 .start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
                 "fp"), engine, id -> "t" + id).start();

@@ -9,13 +9,20 @@ import java.util.function.Function;
 /**
  * exec's stage double for the HTTP tests (no model): per plan, emits the ids {@code script} gives
  * for it, each with logprob -0.5 and itself as the one top alternative; finishes with "length" at
- * the plan's max_tokens, else with "stop" (EOS) after the last id.
+ * the plan's max_tokens, else with "stop" (EOS) after the last id. With a step delay, each step
+ * sleeps that long first (on the exec thread), so requests stay running while a test acts.
  */
 final class ScriptedExecutor implements Executor {
     private final Function<ExecutionPlan, int[]> script;
+    private final long stepDelayMs;
 
     ScriptedExecutor(Function<ExecutionPlan, int[]> script) {
+        this(script, 0);
+    }
+
+    ScriptedExecutor(Function<ExecutionPlan, int[]> script, long stepDelayMs) {
         this.script = script;
+        this.stepDelayMs = stepDelayMs;
     }
 
     /** Ids 1..max_tokens: every run ends with "length". */
@@ -32,6 +39,13 @@ final class ScriptedExecutor implements Executor {
 
             @Override
             public StepResult advance() {
+                if (stepDelayMs > 0) {
+                    try {
+                        Thread.sleep(stepDelayMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 if (produced == plan.maxTokens()) {
                     return r.finished("length");
                 }

@@ -23,7 +23,6 @@ import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
@@ -62,42 +61,7 @@ class ToolCallHttpTest {
     private final List<List<Map<String, Object>>> toolsSeen = new CopyOnWriteArrayList<>();
     private volatile int[] script = SCRIPT;
 
-    private static final TokenDecoder DECODER = new TokenDecoder() {
-        @Override
-        public int vocabSize() {
-            return VOCAB.size();
-        }
-
-        @Override
-        public String tokenString(int id) {
-            return id >= 0 && id < VOCAB.size() ? VOCAB.get(id) : null;
-        }
-
-        @Override
-        public OptionalInt tokenId(String token) {
-            int i = VOCAB.indexOf(token);
-            return i < 0 ? OptionalInt.empty() : OptionalInt.of(i);
-        }
-
-        @Override
-        public String decode(int[] ids, int from, int to) {
-            StringBuilder b = new StringBuilder();
-            for (int i = from; i < to; i++) {
-                b.append(VOCAB.get(ids[i]));
-            }
-            return b.toString();
-        }
-
-        @Override
-        public boolean cleanUpTokenizationSpaces() {
-            return false;
-        }
-
-        @Override
-        public Object decoderConfig() {
-            return null;
-        }
-    };
+    private static final TokenDecoder DECODER = new ListDecoder(VOCAB);
 
     /** Emits the script, then EOS ("stop"); "length" at max_tokens. */
     private final Executor scripted = new ScriptedExecutor(plan -> script);

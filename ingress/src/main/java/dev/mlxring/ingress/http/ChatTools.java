@@ -1,0 +1,108 @@
+package dev.mlxring.ingress.http;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Tool definitions and calls in the form chat templates read (OpenAI's chat shape, which Hugging
+ * Face templates are written for), built from any codec's own shape, and the tool-choice rule
+ * the codecs share. Stateless.
+ *
+ * <p>Tool choice is validated as the chat route validates it ({@link OpenAiTools}) and, as in
+ * mlx_lm.server, does not constrain generation: the tools go to the chat template and the model
+ * decides. Tool names follow OpenAI's rule (1 to 64 letters, digits, '_' or '-', unique), at
+ * most {@value #MAX_TOOLS} tools, on every route.
+ */
+public final class ChatTools {
+    public static final int MAX_TOOLS = OpenAiTools.MAX_TOOLS;
+    private static final java.util.regex.Pattern NAME = java.util.regex.Pattern.compile("[a-zA-Z0-9_-]{1,64}");
+
+    private ChatTools() {}
+
+    /** How a request lets the model use its tools. */
+    public sealed interface Choice {
+        Choice AUTO = new Auto();
+        Choice NONE = new None();
+        Choice REQUIRED = new Required();
+
+        record Auto() implements Choice {}
+
+        record None() implements Choice {}
+
+        /** Anthropic's {@code any}, OpenAI's {@code required}: needs at least one tool. */
+        record Required() implements Choice {}
+
+        record Named(String name) implements Choice {}
+    }
+
+    /** Checks a tool's name (at {@code at}) and that no earlier tool has it. */
+    public static void checkName(String name, String at, java.util.Set<String> seen) {
+        if (name == null || !NAME.matcher(name).matches()) {
+            throw ApiError.invalid(at, at + " must be a string of 1 to 64 letters, digits, underscores or dashes");
+        }
+        if (!seen.add(name)) {
+            throw ApiError.invalid(at, at + " '" + name + "' is used by an earlier tool; tool names must be unique");
+        }
+    }
+
+    /** At most {@link #MAX_TOOLS} tools. */
+    public static void checkCount(com.fasterxml.jackson.databind.JsonNode tools, String field) {
+        if (tools != null && tools.size() > MAX_TOOLS) {
+            throw ApiError.invalid(field, field + " may hold at most " + MAX_TOOLS + " tools, got " + tools.size());
+        }
+    }
+
+    /** {@code {"type": "function", "function": {"name", "description"?, "parameters"}}}. */
+    public static Map<String, Object> function(String name, String description, Object parameters) {
+        Map<String, Object> fn = new LinkedHashMap<>();
+        fn.put("name", name);
+        if (description != null) {
+            fn.put("description", description);
+        }
+        fn.put("parameters", parameters == null ? Map.of("type", "object", "properties", Map.of()) : parameters);
+        Map<String, Object> tool = new LinkedHashMap<>();
+        tool.put("type", "function");
+        tool.put("function", fn);
+        return tool;
+    }
+
+    /**
+     * One entry of an assistant message's {@code tool_calls}: {@code {"id", "type": "function",
+     * "function": {"name", "arguments"}}} with the arguments as an object, as mlx_lm.server hands
+     * them to the template after {@code json.loads}.
+     */
+    public static Map<String, Object> call(String id, String name, Object arguments) {
+        Map<String, Object> fn = new LinkedHashMap<>();
+        fn.put("name", name);
+        fn.put("arguments", arguments);
+        Map<String, Object> call = new LinkedHashMap<>();
+        call.put("id", id);
+        call.put("type", "function");
+        call.put("function", fn);
+        return call;
+    }
+
+    /**
+     * Checks {@code choice} against the defined tools: a named tool must be one of them, and a
+     * required call needs at least one.
+     */
+    @SuppressWarnings("unchecked")
+    public static void checkChoice(List<Map<String, Object>> tools, Choice choice, String field) {
+        switch (choice) {
+            case Choice.Required r when tools.isEmpty() -> throw ApiError.invalid(field, field
+                    + " requires a tool call but tools is empty");
+            case Choice.Named named -> {
+                for (Map<String, Object> t : tools) {
+                    if (named.name().equals(((Map<String, Object>) t.get("function")).get("name"))) {
+                        return;
+                    }
+                }
+                throw ApiError.invalid(field, field + " names tool '" + named.name() + "', which is not in tools");
+            }
+            default -> {
+                // auto, none, or required with tools: the template gets every tool
+            }
+        }
+    }
+}

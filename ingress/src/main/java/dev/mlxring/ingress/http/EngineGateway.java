@@ -1,0 +1,80 @@
+package dev.mlxring.ingress.http;
+
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.GenerationListener;
+import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.OverloadedException;
+import dev.mlxring.pipeline.Session;
+import dev.mlxring.pipeline.RequestException;
+import io.undertow.server.HttpServerExchange;
+
+/**
+ * The one request path every ingress codec takes into the engine: the served-model check,
+ * submission with back-pressure (a full request ring answers 429, a closed engine 503),
+ * cancellation when the client disconnects, and prep-only token counting. Codecs differ only in
+ * how they parse requests and frame output. Thread-safe (the engine is).
+ */
+public final class EngineGateway {
+    private final Engine engine;
+    private final HttpServer.Config config;
+    private final ServerMetrics metrics;
+
+    EngineGateway(Engine engine, HttpServer.Config config, ServerMetrics metrics) {
+        this.engine = engine;
+        this.config = config;
+        this.metrics = metrics;
+    }
+
+    /** The exchange side of one session, answering errors in {@code shape}. */
+    public ExchangeWriter writer(HttpServerExchange ex, ErrorShape shape) {
+        return new ExchangeWriter(ex, shape, metrics);
+    }
+
+    public HttpServer.Config config() {
+        return config;
+    }
+
+    /** A request may name the served model or {@code default_model}; anything else is 404. */
+    public void checkModel(String model) {
+        if (!model.equals(config.modelId()) && !model.equals("default_model")) {
+            throw new ApiError(404, "invalid_request_error", "model '" + model + "' is not served here (serving '"
+                    + config.modelId() + "')", "model", "model_not_found");
+        }
+    }
+
+    /**
+     * Submits {@code request}; output goes to {@code listener} on the sink thread and is written
+     * through {@code out}. Keeps the exchange open for the sink thread to complete.
+     */
+    public Session submit(HttpServerExchange ex, GenerationRequest request, GenerationListener listener,
+            ExchangeWriter out) {
+        Session session;
+        try {
+            session = engine.submit(request, listener);
+        } catch (OverloadedException e) {
+            throw ApiError.overloaded(429, e.getMessage());
+        } catch (IllegalStateException e) {
+            // EngineUnavailableException: closing, or a stage thread is gone (health says which).
+            throw new ApiError(503, "server_overloaded", "the server cannot take requests: " + e.getMessage(), null,
+                    "shutting_down");
+        }
+        out.attach(session);
+        // A client that goes away cancels its session at the next safe point.
+        ex.getConnection().addCloseListener(c -> session.cancel("client disconnected"));
+        // Keep the exchange open when this call stack returns: the sink thread completes it.
+        ex.dispatch();
+        return session;
+    }
+
+    /**
+     * The prompt tokens {@code request} would have: prep's rendering and tokenization, no
+     * generation. Prep's refusals are 400s, as they would be for a submitted request.
+     */
+    public int promptTokens(GenerationRequest request) {
+        try {
+            return engine.prepare(request).length();
+        } catch (RequestException e) {
+            throw ApiError.invalid(null, e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,110 @@
+package dev.mlxring.ingress.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * OpenAI's {@code tools} and {@code tool_choice}, validated as OpenAI validates them: each tool
+ * {@code {"type": "function", "function": {"name", "description"?, "parameters"?}}} with a name
+ * of at most 64 letters, digits, '_' or '-', unique, and parameters a JSON-schema object; at most
+ * {@value #MAX_TOOLS} tools. {@code tool_choice} is "none", "auto", "required" or a named function
+ * that is among the tools. As with mlx_lm.server, tool_choice does not constrain generation: the
+ * tools go to the chat template and the model decides.
+ */
+final class OpenAiTools {
+    static final int MAX_TOOLS = 128;
+    private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9_-]{1,64}");
+    private static final Set<String> CHOICES = Set.of("none", "auto", "required");
+
+    private OpenAiTools() {}
+
+    /** The tools as plain maps for the chat template; empty when absent. */
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> parse(JsonNode tools, JsonNode toolChoice, ObjectMapper json) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        Set<String> names = new HashSet<>();
+        if (tools != null && !tools.isNull()) {
+            if (!tools.isArray()) {
+                throw ApiError.invalid("tools", "tools must be an array of function tools");
+            }
+            if (tools.size() > MAX_TOOLS) {
+                throw ApiError.invalid("tools", "tools may hold at most " + MAX_TOOLS + " tools, got " + tools.size());
+            }
+            for (int i = 0; i < tools.size(); i++) {
+                String at = "tools[" + i + "]";
+                String name = checkTool(tools.get(i), at);
+                if (!names.add(name)) {
+                    throw ApiError.invalid(at + ".function.name", at + ".function.name '" + name
+                            + "' is used by an earlier tool; tool names must be unique");
+                }
+                out.add(json.convertValue(tools.get(i), Map.class));
+            }
+        }
+        checkChoice(toolChoice, names);
+        return out;
+    }
+
+    private static String checkTool(JsonNode tool, String at) {
+        if (!tool.isObject()) {
+            throw ApiError.invalid(at, at + " must be an object {\"type\": \"function\", \"function\": {...}}");
+        }
+        JsonNode type = tool.get("type");
+        if (type == null || !type.isTextual() || !type.textValue().equals("function")) {
+            throw ApiError.invalid(at + ".type", at + ".type must be \"function\" (the only tool type supported)");
+        }
+        JsonNode fn = tool.get("function");
+        if (fn == null || !fn.isObject()) {
+            throw ApiError.invalid(at + ".function", at + ".function must be an object with a name");
+        }
+        JsonNode name = fn.get("name");
+        if (name == null || !name.isTextual() || !NAME.matcher(name.textValue()).matches()) {
+            throw ApiError.invalid(at + ".function.name", at + ".function.name must be a string of 1 to 64 "
+                    + "letters, digits, underscores or dashes");
+        }
+        JsonNode description = fn.get("description");
+        if (description != null && !description.isNull() && !description.isTextual()) {
+            throw ApiError.invalid(at + ".function.description", at + ".function.description must be a string");
+        }
+        JsonNode parameters = fn.get("parameters");
+        if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
+            throw ApiError.invalid(at + ".function.parameters", at + ".function.parameters must be a JSON Schema "
+                    + "object");
+        }
+        JsonNode strict = fn.get("strict");
+        if (strict != null && !strict.isNull() && !strict.isBoolean()) {
+            throw ApiError.invalid(at + ".function.strict", at + ".function.strict must be a boolean");
+        }
+        return name.textValue();
+    }
+
+    private static void checkChoice(JsonNode choice, Set<String> names) {
+        if (choice == null || choice.isNull()) {
+            return;
+        }
+        if (choice.isTextual()) {
+            if (!CHOICES.contains(choice.textValue())) {
+                throw ApiError.invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
+                        + "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"" + choice.textValue() + "\"");
+            }
+            if (choice.textValue().equals("required") && names.isEmpty()) {
+                throw ApiError.invalid("tool_choice", "tool_choice \"required\" needs at least one tool in tools");
+            }
+            return;
+        }
+        if (!choice.isObject() || !"function".equals(choice.path("type").textValue())
+                || !choice.path("function").path("name").isTextual()) {
+            throw ApiError.invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
+                    + "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        String name = choice.path("function").path("name").textValue();
+        if (!names.contains(name)) {
+            throw ApiError.invalid("tool_choice", "tool_choice names function '" + name + "', which is not in tools");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.plan.RequestPlanner;
+import dev.mlxring.prep.ChatTemplate;
+import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.prep.PromptPreparer;
+import dev.mlxring.sink.DetokenizingSinks;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A bounded HTTP fuzz of the running server: 3,000 seeded bodies (see {@link FuzzBodies}) to both
+ * completion routes, 8 in flight at a time, some with a wrong Content-Type. The server is the real
+ * one over the default model's real prep (chat template, tokenizer), plan and sink stages; only
+ * exec is a script (10 ids, no MLX), so the fuzz runs in seconds. Properties: every answer is a
+ * 200 or a 4xx with an OpenAI error body; /health answers 200 after every batch; afterwards no
+ * session is left admitted.
+ */
+class HttpFuzzTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private static HfTokenizer tokenizer;
+    private static Engine engine;
+    private static HttpServer server;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Path model = ProjectHome.get().resolve("models/smollm2-135m-instruct");
+        tokenizer = HfTokenizer.load(model);
+        ChatTemplate template = ChatTemplate.load(model);
+        int vocab = tokenizer.vocabSize();
+        int[] eos = tokenizer.eosTokenIds();
+        engine = Engine.builder()
+                .preparer(new PromptPreparer(tokenizer, template, vocab, 8191))
+                .planner(new RequestPlanner(RequestPlanner.Defaults.mlxLm(8192), eos, eos, vocab))
+                .executor(new ScriptedExecutor(plan -> new int[] {28, 1431, 3159, 30, 216, 1076, 314, 549, 2, 17}))
+                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false)).build())
+                .start();
+        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "smollm2", null,
+                new ServerDefaults(512, 8192, vocab), "fp", 256 * 1024), engine,
+                id -> tokenizer.decode(new int[] {id}, false)).start();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (server != null) {
+            server.close();
+        }
+        if (engine != null) {
+            engine.close();
+        }
+        if (tokenizer != null) {
+            tokenizer.close();
+        }
+    }
+
+    @Test
+    void everyAnswerIs200OrA4xxWithAnErrorBody() throws Exception {
+        FuzzBodies bodies = new FuzzBodies(424242L);
+        String base = "http://127.0.0.1:" + server.port();
+        TreeMap<Integer, Integer> statuses = new TreeMap<>();
+        List<String> violations = new ArrayList<>();
+        int n = 0;
+        for (int batch = 0; batch < 375; batch++) {
+            List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
+            List<String> sent = new ArrayList<>();
+            for (int i = 0; i < 8; i++, n++) {
+                boolean chat = n % 2 == 0;
+                byte[] body = bodies.next(chat);
+                String type = n % 50 == 0 ? "text/plain" : "application/json";
+                sent.add(new String(body, StandardCharsets.UTF_8));
+                inFlight.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(base
+                        + (chat ? "/v1/chat/completions" : "/v1/completions"))).timeout(Duration.ofSeconds(30))
+                        .header("Content-Type", type).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+                        HttpResponse.BodyHandlers.ofString()));
+            }
+            for (int i = 0; i < inFlight.size(); i++) {
+                HttpResponse<String> r = inFlight.get(i).join();
+                statuses.merge(r.statusCode(), 1, Integer::sum);
+                String problem = check(r);
+                if (problem != null && violations.size() < 10) {
+                    violations.add(problem + " for body " + abbreviate(sent.get(i)));
+                }
+            }
+            HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/health")).GET()
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode(), "after batch " + batch + ": " + health.body());
+        }
+        assertTrue(violations.isEmpty(), "statuses " + statuses + "; violations: " + violations);
+        assertTrue(statuses.getOrDefault(200, 0) > 300 && statuses.getOrDefault(400, 0) > 300,
+                "both valid and invalid bodies must be exercised: " + statuses);
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (engine.admittedCount() > 0 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertEquals(0, engine.admittedCount(), "no session is left running");
+    }
+
+    /** Null when the answer satisfies the property, else what is wrong with it. */
+    private static String check(HttpResponse<String> r) {
+        int status = r.statusCode();
+        if (status == 200) {
+            return null;
+        }
+        if (status < 400 || status >= 500) {
+            return "status " + status + " (" + abbreviate(r.body()) + ")";
+        }
+        try {
+            JsonNode error = JSON.readTree(r.body()).get("error");
+            if (error == null || !error.path("message").isTextual() || !error.path("type").isTextual()) {
+                return "status " + status + " without an error body: " + abbreviate(r.body());
+            }
+        } catch (Exception e) {
+            return "status " + status + " with a non-JSON body: " + abbreviate(r.body());
+        }
+        return null;
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() > 240 ? s.substring(0, 240) + "…" : s;
+    }
+}

@@ -1,0 +1,41 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Property of the request codec, over 30,000 seeded random bodies: parsing either yields a
+ * request or throws an {@link ApiError} with a 4xx status and a message; nothing else escapes.
+ */
+class OpenAiRequestFuzzTest {
+    @Test
+    void everyBodyParsesOrIsA4xxApiError() {
+        FuzzBodies bodies = new FuzzBodies(20261130L);
+        int accepted = 0;
+        int refused = 0;
+        for (int i = 0; i < 30_000; i++) {
+            boolean chat = i % 2 == 0;
+            byte[] body = bodies.next(chat);
+            try {
+                OpenAiRequest.parse(body, chat, ServerDefaults.mlxLm(), "fuzz-" + i);
+                accepted++;
+            } catch (ApiError e) {
+                assertTrue(e.status >= 400 && e.status < 500, e.status + " for " + text(body));
+                assertTrue(e.getMessage() != null && !e.getMessage().isBlank(), text(body));
+                refused++;
+            } catch (RuntimeException | StackOverflowError e) {
+                fail("body #" + i + " threw " + e + ": " + text(body), e);
+            }
+        }
+        // Both outcomes must be exercised, or the generator tests nothing.
+        assertTrue(accepted > 1000 && refused > 1000, "accepted " + accepted + ", refused " + refused);
+    }
+
+    private static String text(byte[] body) {
+        String s = new String(body, StandardCharsets.UTF_8);
+        return s.length() > 300 ? s.substring(0, 300) + "…" : s;
+    }
+}

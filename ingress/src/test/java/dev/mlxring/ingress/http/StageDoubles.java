@@ -1,0 +1,41 @@
+package dev.mlxring.ingress.http;
+
+import dev.mlxring.pipeline.CommittedSpan;
+import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.TextSink;
+
+/**
+ * Stage doubles for the HTTP tests (no model): every prompt prepares to the two ids 7 and 8; the
+ * plan takes the request's max_tokens (512 when absent) and stop strings; each token is rendered
+ * as {@code "t<id> "}. Tests set their own executor, and may override any stage on the builder.
+ */
+final class StageDoubles {
+    private StageDoubles() {}
+
+    static Engine.Builder engine(Executor executor) {
+        return Engine.builder()
+                .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 512 : r.maxTokens(),
+                        new int[0], r.stop(), r.logprobs(), r.topLogprobs()))
+                .executor(executor)
+                .sinks(StageDoubles::tokenText);
+    }
+
+    static TextSink tokenText(ExecutionPlan plan) {
+        return new TextSink() {
+            @Override
+            public boolean onToken(int tokenId, CommittedSpan span) {
+                span.text.append("t").append(tokenId).append(' ');
+                return false;
+            }
+
+            @Override
+            public String finish(String finishReason, CommittedSpan span) {
+                return finishReason;
+            }
+        };
+    }
+}
