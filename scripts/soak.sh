@@ -9,7 +9,8 @@
 #     JVM's direct buffers by at most 1 MiB from the warm-up;
 #   - a whole request still succeeds afterwards; the server then drains on SIGTERM and exits 0.
 #
-#   scripts/soak.sh                           # 1000 requests, 4 concurrent, 80% disconnected, max_tokens 2..16 (~1 h on a busy 2-core box)
+#   scripts/soak.sh                           # 1000 requests, 4 concurrent, 80% disconnected, max_tokens 2..16 (hours on a busy 2-core box;
+#                                             # MODEL=build/soak-model, the tiny llama SoakTest builds, takes minutes)
 #   scripts/soak.sh --requests 200 --concurrency 8    # any soak_client.py option
 #
 # Environment: MODEL (default models/smollm2-135m-instruct), SOAK_PORT (18190), OUT (build/soak).

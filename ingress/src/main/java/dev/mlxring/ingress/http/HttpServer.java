@@ -161,7 +161,10 @@ public final class HttpServer implements AutoCloseable {
     /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
     private void health(HttpServerExchange ex) {
         var h = engine.health();
-        if (h.ready()) {
+        if (draining) {
+            // Not ready for new work: load balancers stop routing here while running requests finish.
+            json(ex, 503, "{\"status\":\"unavailable\",\"reason\":\"shutting down\"}");
+        } else if (h.ready()) {
             json(ex, 200, "{\"status\":\"ok\"}");
         } else {
             ObjectNode body = JSON.createObjectNode();

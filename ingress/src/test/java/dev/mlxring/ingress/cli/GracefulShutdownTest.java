@@ -96,6 +96,10 @@ class GracefulShutdownTest {
                 assertEquals("shutting_down", error.get("code").asText());
                 assertTrue(error.get("message").asText().contains("shutting down"), refused.body());
                 refused503 = true;
+                HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(server.base + "/health"))
+                        .GET().build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(503, health.statusCode(), health.body());
+                assertEquals("shutting down", JSON.readTree(health.body()).get("reason").asText());
             } catch (ConnectException gone) {
                 assertFalse(server.process.isAlive(), "connection refused while the process still runs");
             }
