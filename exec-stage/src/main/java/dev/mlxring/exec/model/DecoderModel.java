@@ -1,7 +1,9 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
@@ -10,6 +12,7 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The decoder stack shared by llama, qwen2 and qwen3 ({@code LlamaModel} + {@code Model} in
@@ -19,13 +22,16 @@ import java.util.List;
 final class DecoderModel implements LanguageModel {
     /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
     record Block(RmsNorm inputLayernorm, SelfAttention selfAttn, RmsNorm postAttentionLayernorm, Mlp mlp) {
-        MlxArray forward(MlxArray x, boolean causal, KvCache cache) {
-            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), causal, cache);
+        MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
+            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
             r = mlp.forward(postAttentionLayernorm.forward(h));
             return Mlx.add(h, r);
         }
     }
+
+    /** Families whose mlx-lm Model has {@code make_cache}. */
+    private static final Set<String> MAKE_CACHE_FAMILIES = Set.of("llama", "mistral");
 
     private final String modelType;
     private final int headDim;
@@ -91,22 +97,34 @@ final class DecoderModel implements LanguageModel {
     @Override
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
         MlxArray h = embedTokens.forward(inputs);
-        // create_attention_mask: None for a single token, the "causal" mode otherwise.
-        boolean causal = h.dim(1) > 1;
+        // create_attention_mask(h, cache[0]): None for a single token, "causal" otherwise; a
+        // rotating cache (--max-kv-size) masks what its trimmed buffer no longer aligns.
+        AttentionMask mask = AttentionMask.create(h.dim(1), cache[0], null);
         for (int i = 0; i < layers.size(); i++) {
-            h = layers.get(i).forward(h, causal, cache[i]);
+            h = layers.get(i).forward(h, mask, cache[i]);
         }
         MlxArray out = norm.forward(h);
         return lmHead == null ? embedTokens.asLinear(out) : lmHead.forward(out);
     }
 
+    /**
+     * make_prompt_cache: mlx-lm's llama.py (also mistral's) defines {@code make_cache} (a KVCache
+     * per full-attention layer), so max_kv_size does not apply to it; qwen2 and qwen3 take the
+     * generic path: rotating caches of max_kv_size keeping 4 positions, else KVCache.
+     */
     @Override
-    public KvCache[] newCache() {
+    public KvCache[] newCache(int maxKvSize) {
+        boolean rotating = maxKvSize > 0 && !hasOwnCacheLayout();
         KvCache[] caches = new KvCache[layers.size()];
         for (int i = 0; i < caches.length; i++) {
-            caches[i] = new DenseKvCache();
+            caches[i] = rotating ? new RotatingKvCache(maxKvSize, LanguageModel.MAX_KV_SIZE_KEEP) : new DenseKvCache();
         }
         return caches;
+    }
+
+    @Override
+    public boolean hasOwnCacheLayout() {
+        return MAKE_CACHE_FAMILIES.contains(modelType);
     }
 
     @Override
