@@ -224,6 +224,11 @@ CELLS = {
     "gemma3-q8": ("gemma3_text", "q8", _gemma3(128, 256, 512, tie=True, head_dim=32, layers=2, pattern=2,
                                                window=24, query_pre_attn_scalar=32),
                   {"bits": 8, "group_size": 128}),
+    # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
+    # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
+    "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
+                                                  window=16, query_pre_attn_scalar=16),
+                     {"bits": 4, "group_size": 64}),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
