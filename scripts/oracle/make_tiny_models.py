@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3,gemma3_text}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -142,6 +142,30 @@ def _gemma3(hidden, inter, vocab, tie, head_dim, layers, pattern, window, query_
     return cfg
 
 
+def _phi3(hidden, inter, vocab, tie, partial_rotary_factor=1.0, rope_scaling=None):
+    # phi3: fused qkv_proj / gate_up_proj, head_dim = hidden // heads, a rope over
+    # head_dim * partial_rotary_factor dimensions.
+    cfg = {
+        "model_type": "phi3",
+        "architectures": ["Phi3ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-5,
+        "vocab_size": vocab,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": partial_rotary_factor,
+        "tie_word_embeddings": tie,
+    }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -224,6 +248,17 @@ CELLS = {
     "gemma3-q8": ("gemma3_text", "q8", _gemma3(128, 256, 512, tie=True, head_dim=32, layers=2, pattern=2,
                                                window=24, query_pre_attn_scalar=32),
                   {"bits": 8, "group_size": 128}),
+    # --- phi3 (fused projections, partial rotary) ---
+    # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
+    # sqrt(1 + ln 32 / ln 4096) = 1.19..
+    "phi3-bf16": ("phi3", "bf16", _phi3(64, 192, 512, tie=False, partial_rotary_factor=0.75, rope_scaling={
+        "type": "longrope",
+        "short_factor": [1.0, 1.02, 1.05, 1.1, 1.2, 1.3],
+        "long_factor": [1.0, 1.25, 1.6, 2.2, 3.0, 4.5]}), None),
+    "phi3-q4": ("phi3", "q4", _phi3(64, 192, 512, tie=True), {"bits": 4, "group_size": 64}),
+    # linear scaling (phi3 still requires long_factor and type) over half of the 32 head dims.
+    "phi3-q8": ("phi3", "q8", _phi3(128, 256, 512, tie=False, partial_rotary_factor=0.5, rope_scaling={
+        "type": "linear", "factor": 2.0, "long_factor": 1.0}), {"bits": 8, "group_size": 128}),
     # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
     # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,

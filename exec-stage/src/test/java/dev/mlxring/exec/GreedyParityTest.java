@@ -66,6 +66,9 @@ class GreedyParityTest {
         // gemma3_text: sliding windows of 16, 48 and 24 positions (RotatingKVCache) against the
         // 5-, 23- and 70-token prompts in chunks of 32 and 64 decode steps.
         names.addAll(List.of("gemma3-bf16", "gemma3-q4", "gemma3-q8"));
+        // phi3: fused projections; longrope over 3/4 of the head (bf16), plain rope (4-bit, tied),
+        // linear scaling over half the head (8-bit).
+        names.addAll(List.of("phi3-bf16", "phi3-q4", "phi3-q8"));
         names.add("default");
         return names.stream();
     }
@@ -112,11 +115,11 @@ class GreedyParityTest {
      * {@code --max-kv-size} cells (mlx-lm's {@code max_kv_size}): rotating caches keeping 4
      * positions. 24 is below the 70-token prompt (its second 32-token chunk trims the temporally
      * ordered buffer, later chunks and decode rotate in place) and below the 23-token prompt plus
-     * decode (the buffer grows by 2 to 24, then rotates). llama and gemma3_text ignore it, as
+     * decode (the buffer grows by 2 to 24, then rotates); phi3 takes it too. llama and gemma3_text ignore it, as
      * their mlx-lm Models have make_cache.
      */
     static Stream<String> maxKvSizeCells() {
-        return Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16");
+        return Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8");
     }
 
     private static final int MAX_KV_SIZE = 24;

@@ -118,6 +118,7 @@ class SamplingParityTest {
         // initial random draw) with every processor, and quantized untied with plain temperature.
         names.add("gemma3-bf16/everything");
         names.add("gemma3-q4/temp");
+        names.add("phi3-bf16/temp_top_p");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

@@ -15,13 +15,34 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The decoder stack shared by llama, qwen2 and qwen3 ({@code LlamaModel} + {@code Model} in
- * mlx-lm): embed, pre-norm blocks, final norm, tied or untied head. Families differ only in
- * their {@link DecoderArgs} (defaults, biases, q/k norms).
+ * The decoder stack shared by llama, qwen2, qwen3 and phi3 ({@code LlamaModel} + {@code Model}
+ * in mlx-lm): embed, pre-norm blocks, final norm, tied or untied head. llama, qwen2 and qwen3
+ * differ only in their {@link DecoderArgs} (defaults, biases, q/k norms); phi3 brings its own
+ * fused attention and MLP through a {@link LayerLoader}.
  */
 final class DecoderModel implements LanguageModel {
+    /** A block's attention: {@link SelfAttention}, or a family's own. */
+    interface Attention extends AutoCloseable {
+        MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache);
+
+        @Override
+        void close();
+    }
+
+    /** A block's MLP. */
+    interface FeedForward {
+        MlxArray forward(MlxArray x);
+    }
+
+    /** Builds one block's attention and MLP from the parameters under a path prefix. */
+    interface LayerLoader {
+        Attention attention(String path);
+
+        FeedForward mlp(String path);
+    }
+
     /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
-    record Block(RmsNorm inputLayernorm, SelfAttention selfAttn, RmsNorm postAttentionLayernorm, Mlp mlp) {
+    record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
@@ -46,6 +67,21 @@ final class DecoderModel implements LanguageModel {
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a) {
+        return build(config, params, a, new LayerLoader() {
+            @Override
+            public Attention attention(String path) {
+                return new SelfAttention(config, params, path, a);
+            }
+
+            @Override
+            public FeedForward mlp(String path) {
+                return Mlp.load(config, params, path, a.hiddenSize(), a.intermediateSize());
+            }
+        });
+    }
+
+    /** As {@link #build(ModelConfig, Parameters, DecoderArgs)} with the family's own attention and MLP. */
+    static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a, LayerLoader loader) {
         if (a.tieWordEmbeddings()) {
             params.discard("lm_head.weight");
         }
@@ -59,9 +95,9 @@ final class DecoderModel implements LanguageModel {
             String p = "model.layers." + i;
             layers.add(new Block(
                     RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
-                    new SelfAttention(config, params, p + ".self_attn", a),
+                    loader.attention(p + ".self_attn"),
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps()),
-                    Mlp.load(config, params, p + ".mlp", a.hiddenSize(), a.intermediateSize())));
+                    loader.mlp(p + ".mlp")));
         }
         DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,

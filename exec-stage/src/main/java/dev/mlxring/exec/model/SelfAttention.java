@@ -17,7 +17,7 @@ import dev.mlxring.mlx.MlxArray;
  * {@code Attention} of mlx-lm's llama.py, qwen2.py and qwen3.py (they differ only in biases,
  * which come with the weights, and qwen3's q_norm/k_norm, applied here when present).
  */
-final class SelfAttention implements AutoCloseable {
+final class SelfAttention implements DecoderModel.Attention {
     private final int nHeads;
     private final int nKvHeads;
     private final float scale;
@@ -50,7 +50,8 @@ final class SelfAttention implements AutoCloseable {
     }
 
     /** {@code mask} as {@code create_attention_mask} made it for this call. */
-    MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
+    @Override
+    public MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
         int b = x.dim(0);
         int l = x.dim(1);
         MlxArray queries = qProj.forward(x);

@@ -37,8 +37,8 @@ public final class Main {
               --kv-group-size G       its group size (32, 64, 128; default 64)
               --quantized-kv-start N  quantize once the cache holds more than N tokens (default 5000)
               --max-kv-size N         keep at most N positions per layer in rotating caches (N > 4), as
-                                      mlx_lm.generate; families with their own cache layout (llama,
-                                      gemma3_text) ignore it, as mlx-lm does; not with --kv-bits
+                                      mlx_lm.generate; qwen2, qwen3 and phi3 use it (llama and gemma3_text
+                                      keep their own cache layout, as in mlx-lm); not with --kv-bits
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)
