@@ -26,10 +26,7 @@ public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTo
         if (prefillStepSize < 1) {
             throw new IllegalArgumentException("prefillStepSize must be >= 1, got " + prefillStepSize);
         }
-        if (maxKvSize < 0) {
-            throw new IllegalArgumentException("--max-kv-size must be >= 1, got " + maxKvSize);
-        }
-        if (maxKvSize > 0 && maxKvSize <= LanguageModel.MAX_KV_SIZE_KEEP) {
+        if (maxKvSize < 0 || (maxKvSize > 0 && maxKvSize <= LanguageModel.MAX_KV_SIZE_KEEP)) {
             // mlx-lm's RotatingKVCache(max_kv_size, keep=4) would write over its kept positions.
             throw new IllegalArgumentException("--max-kv-size must be greater than "
                     + LanguageModel.MAX_KV_SIZE_KEEP + " (the positions it always keeps), got " + maxKvSize);
