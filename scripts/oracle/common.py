@@ -163,18 +163,22 @@ def cast_like_convert(model, dtype):
     mx.eval(model.parameters())
 
 
-def build_model_dir(out_dir: Path, family, config, seed, dtype, quant):
+def build_model_dir(out_dir: Path, family, config, seed, dtype, quant, prepare=None):
     """mlx_lm.models.<family>.Model(ModelArgs.from_dict(config)), re-initialised from `seed`, cast
     to `dtype` like `mlx_lm.convert --dtype`, then, when `quant` ({"bits", "group_size"}) is given,
     quantized exactly like `mlx_lm.convert -q --q-bits B --q-group-size G` (affine; embeddings
     included: quantize_model's default predicate); written with mlx_lm.utils.save_model +
     save_config (the layout mlx_lm.utils.load_model reads) into a sibling temporary directory that
-    then replaces `out_dir`. `config` itself is left as it is. Returns the model."""
+    then replaces `out_dir`. `config` itself is left as it is. `prepare(model)`, when given, runs
+    after the re-initialisation (e.g. dropping a module the checkpoint does not carry). Returns the
+    model."""
     config = copy.deepcopy(config)
     module = importlib.import_module(f"mlx_lm.models.{family}")
     mx.random.seed(seed)
     model = module.Model(module.ModelArgs.from_dict(config))
     reinit(model, seed)
+    if prepare is not None:
+        prepare(model)
     config["torch_dtype"] = dtype_name(dtype)
     cast_like_convert(model, dtype)
     if quant is not None:

@@ -5,6 +5,7 @@ Usage:
     greedy.py --model DIR --prompts FILE.json --max-tokens N \
               --prefill-step-size S [--out FILE.json]
               [--kv-bits B [--kv-group-size G] [--quantized-kv-start Q]]
+              [--max-kv-size M]
 
 FILE.json: {"prompts": [[token ids...], ...]}
 
@@ -14,6 +15,10 @@ For every prompt this runs mlx-lm's own
 with its default greedy sampler, its own generation_stream and a fresh prompt
 cache (generate_step builds one), on the model loaded with
 mlx_lm.utils.load_model(Path(DIR)).
+
+With --max-kv-size the call also gets max_kv_size=M: make_prompt_cache then gives a model
+without its own make_cache a RotatingKVCache(max_size=M, keep=4) per layer (a model with
+make_cache, gemma3_text for one, ignores it).
 
 With --kv-bits the call also gets kv_bits=B, kv_group_size=G (default 64) and
 quantized_kv_start=Q (default 5000, mlx-lm's defaults and mlx_lm.server's): generate_step
@@ -111,7 +116,7 @@ def prefill_chunks(n_prompt, step):
     return chunks, remaining
 
 
-def run_prompt(model, prompt, max_tokens, step, kv_kwargs):
+def run_prompt(model, prompt, max_tokens, step, kv_kwargs, cache_kwargs):
     chunks, last_len = prefill_chunks(len(prompt), step)
     rec = RecordingModel(model, capture_index=len(chunks))
 
@@ -120,7 +125,7 @@ def run_prompt(model, prompt, max_tokens, step, kv_kwargs):
     t0 = time.perf_counter()
     t_first = None
     for tok, logprobs in generate_step(
-        mx.array(prompt), rec, max_tokens=max_tokens, prefill_step_size=step, **kv_kwargs
+        mx.array(prompt), rec, max_tokens=max_tokens, prefill_step_size=step, **kv_kwargs, **cache_kwargs
     ):
         if t_first is None:
             t_first = time.perf_counter()
@@ -180,6 +185,7 @@ def main(argv=None):
     ap.add_argument("--kv-bits", type=int, default=None)
     ap.add_argument("--kv-group-size", type=int, default=None)
     ap.add_argument("--quantized-kv-start", type=int, default=None)
+    ap.add_argument("--max-kv-size", type=int, default=None)
     args = ap.parse_args(argv)
     kv_kwargs = {}
     if args.kv_bits is not None:
@@ -190,17 +196,20 @@ def main(argv=None):
             kv_kwargs["quantized_kv_start"] = args.quantized_kv_start
     elif args.kv_group_size is not None or args.quantized_kv_start is not None:
         ap.error("--kv-group-size and --quantized-kv-start need --kv-bits")
+    cache_kwargs = {} if args.max_kv_size is None else {"max_kv_size": args.max_kv_size}
 
     prompts = read_prompts(args.prompts)
     model, _config = load_model(Path(args.model))
 
-    results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size, kv_kwargs) for p in prompts]
+    results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size, kv_kwargs, cache_kwargs)
+               for p in prompts]
     write_json({
         **versions(),
         "model": args.model,
         "max_tokens": args.max_tokens,
         "prefill_step_size": args.prefill_step_size,
         **kv_settings(kv_kwargs),
+        **cache_kwargs,
         "results": results,
     }, args.out)
 

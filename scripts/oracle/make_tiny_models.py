@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -114,6 +114,58 @@ def _qwen3(hidden, inter, vocab, tie, head_dim, rope_theta=1000000.0, eps=1e-6, 
     return cfg
 
 
+def _gemma3(hidden, inter, vocab, tie, head_dim, layers, pattern, window, query_pre_attn_scalar, rope_scaling=None):
+    # gemma3_text: every `pattern`-th layer is global; the others slide over `window` positions
+    # in a RotatingKVCache. mlx-lm's Model always builds lm_head and sanitize pops it when the
+    # checkpoint has none (tied): tie_word_embeddings here only tells make_tiny_models to drop it.
+    cfg = {
+        "model_type": "gemma3_text",
+        "architectures": ["Gemma3ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": head_dim,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "max_position_embeddings": 32768,
+        "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0,
+        "query_pre_attn_scalar": query_pre_attn_scalar,
+        "sliding_window": window,
+        "sliding_window_pattern": pattern,
+        "tie_word_embeddings": tie,
+    }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
+def _phi3(hidden, inter, vocab, tie, partial_rotary_factor=1.0, rope_scaling=None):
+    # phi3: fused qkv_proj / gate_up_proj, head_dim = hidden // heads, a rope over
+    # head_dim * partial_rotary_factor dimensions.
+    cfg = {
+        "model_type": "phi3",
+        "architectures": ["Phi3ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": 2,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-5,
+        "vocab_size": vocab,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": partial_rotary_factor,
+        "tie_word_embeddings": tie,
+    }
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -182,6 +234,36 @@ CELLS = {
     "qwen3-yarn": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32, rope_scaling=DEEPSEEK_YARN_SCALING), None),
     "qwen2-dynamic": ("qwen2", "f32", _qwen2(64, 192, 512, tie=False, rope_scaling=DYNAMIC_SCALING, max_pos=48), None),
     "llama-longrope": ("llama", "bf16", _llama(64, 192, 512, tie=True, rope_scaling=LONGROPE_SCALING, max_pos=8192), None),
+    # --- gemma3_text (sliding-window layers over RotatingKVCache) ---
+    # window 16: the 23- and 70-token prompts and the 64-token decode all pass it (trim and
+    # rotation); layers sliding, global, sliding.
+    "gemma3-bf16": ("gemma3_text", "bf16", _gemma3(64, 192, 512, tie=True, head_dim=16, layers=3, pattern=2,
+                                                   window=16, query_pre_attn_scalar=24), None),
+    # window 48, above the 32-token prefill chunk: the first chunk is "causal", the second gets an
+    # array mask; layers sliding, sliding, global, sliding; linear rope scaling on the global layer.
+    "gemma3-q4": ("gemma3_text", "q4", _gemma3(64, 192, 512, tie=False, head_dim=16, layers=4, pattern=3,
+                                               window=48, query_pre_attn_scalar=16,
+                                               rope_scaling={"rope_type": "linear", "factor": 8.0}),
+                  {"bits": 4, "group_size": 64}),
+    "gemma3-q8": ("gemma3_text", "q8", _gemma3(128, 256, 512, tie=True, head_dim=32, layers=2, pattern=2,
+                                               window=24, query_pre_attn_scalar=32),
+                  {"bits": 8, "group_size": 128}),
+    # --- phi3 (fused projections, partial rotary) ---
+    # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
+    # sqrt(1 + ln 32 / ln 4096) = 1.19..
+    "phi3-bf16": ("phi3", "bf16", _phi3(64, 192, 512, tie=False, partial_rotary_factor=0.75, rope_scaling={
+        "type": "longrope",
+        "short_factor": [1.0, 1.02, 1.05, 1.1, 1.2, 1.3],
+        "long_factor": [1.0, 1.25, 1.6, 2.2, 3.0, 4.5]}), None),
+    "phi3-q4": ("phi3", "q4", _phi3(64, 192, 512, tie=True), {"bits": 4, "group_size": 64}),
+    # linear scaling (phi3 still requires long_factor and type) over half of the 32 head dims.
+    "phi3-q8": ("phi3", "q8", _phi3(128, 256, 512, tie=False, partial_rotary_factor=0.5, rope_scaling={
+        "type": "linear", "factor": 2.0, "long_factor": 1.0}), {"bits": 8, "group_size": 128}),
+    # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
+    # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
+    "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
+                                                  window=16, query_pre_attn_scalar=16),
+                     {"bits": 4, "group_size": 64}),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
@@ -196,8 +278,10 @@ def _features(family, config, quant):
         f.append("head_dim_decoupled")
     if family == "qwen2":
         f.append("qkv_bias")
-    if family == "qwen3":
+    if family in ("qwen3", "gemma3_text"):
         f.append("qk_norm")
+    if family == "gemma3_text":
+        f.append("sliding_window")
     rs = config.get("rope_scaling")
     if rs:
         f.append("rope_scaling_" + (rs.get("type") or rs.get("rope_type")))
@@ -244,10 +328,24 @@ def manifest_entry(name):
 # ---------------------------------------------------------------------------
 
 
+def _prepare_gemma3(model, tie):
+    """Gemma multiplies the embedding by sqrt(hidden_size) and normalizes what each branch adds,
+    so with reinit's embedding scale the token's own embedding dominates the residual and greedy
+    decoding echoes the last token: scale the embedding down to let the layers speak. A tied
+    Gemma 3 checkpoint has no lm_head (mlx-lm's sanitize then ties the head)."""
+    emb = model.model.embed_tokens
+    emb.weight = emb.weight * 0.15
+    if tie:
+        model.pop("lm_head")
+
+
 def build(name, out_dir: Path):
     family, dtype, config, quant = CELLS[name]
     target = mx.float32 if dtype == "f32" else mx.bfloat16
-    build_model_dir(out_dir, family, config, seed_for(name), target, quant)
+    prepare = None
+    if family == "gemma3_text":
+        prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
+    build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

@@ -11,6 +11,7 @@
 //    with mlxr_array_free exactly once; inputs are borrowed.
 //  * Dtype codes are MLX's Dtype::Val ordinals (see dtype_of/code_of).
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,33 @@ std::vector<mx::array> silu_impl(const std::vector<mx::array>& in) {
 std::vector<mx::array> swiglu_impl(const std::vector<mx::array>& in) {
   static auto silu = mx::compile(silu_impl, /*shapeless=*/true);
   return {mx::multiply(silu({in[0]})[0], in[1])};
+}
+
+// mlx.nn.gelu_approx, @mx.compile(shapeless=True):
+//   0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+// Python scalars become arrays of x's dtype on the array's side of the operator
+// (x.__rmul__(0.5) is multiply(x, 0.5)); the operand order is kept so the fused
+// kernel MLX generates is the one mlx-lm's trace produces.
+std::vector<mx::array> gelu_approx_impl(const std::vector<mx::array>& in) {
+  const mx::array& x = in[0];
+  auto c = [&](double v) { return mx::array(static_cast<float>(v), x.dtype()); };
+  mx::array half_x = mx::multiply(x, c(0.5));
+  mx::array cube = mx::power(x, c(3));
+  mx::array inner = mx::add(x, mx::multiply(cube, c(0.044715)));
+  mx::array t = mx::tanh(mx::multiply(inner, c(std::sqrt(2.0 / M_PI))));
+  return {mx::multiply(half_x, mx::add(t, c(1.0)))};
+}
+
+// mlx-lm gemma3_text.clip_residual, @mx.compile(shapeless=True): x + y, except
+// float16, which adds in float32 and clips to float16's range.
+std::vector<mx::array> clip_residual_impl(const std::vector<mx::array>& in) {
+  const mx::array& x = in[0];
+  const mx::array& y = in[1];
+  if (x.dtype() != mx::float16) return {mx::add(x, y)};
+  float bound = 65504.0f;  // mx.finfo(mx.float16).max
+  mx::array s = mx::add(mx::astype(x, mx::float32), mx::astype(y, mx::float32));
+  return {mx::astype(mx::clip(s, mx::array(-bound, mx::float32), mx::array(bound, mx::float32)),
+                     mx::float16)};
 }
 
 struct WeightMap {
@@ -395,6 +423,16 @@ mlxr_array mlxr_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
 mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x) {
   static auto swiglu = mx::compile(swiglu_impl, /*shapeless=*/true);
   return guard_array([&] { return swiglu({A(gate), A(x)})[0]; });
+}
+
+mlxr_array mlxr_gelu_approx(mlxr_array x) {
+  static auto gelu = mx::compile(gelu_approx_impl, /*shapeless=*/true);
+  return guard_array([&] { return gelu({A(x)})[0]; });
+}
+
+mlxr_array mlxr_clip_residual(mlxr_array x, mlxr_array y) {
+  static auto clip = mx::compile(clip_residual_impl, /*shapeless=*/true);
+  return guard_array([&] { return clip({A(x), A(y)})[0]; });
 }
 
 // ---- io ----------------------------------------------------------------------

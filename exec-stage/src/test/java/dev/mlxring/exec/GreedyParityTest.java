@@ -63,6 +63,12 @@ class GreedyParityTest {
         // input mscale, deepseek_yarn without, dynamic NTK with a base that grows past 48 positions,
         // longrope with per-frequency factors and an input scale.
         names.addAll(List.of("llama-yarn", "qwen3-yarn", "qwen2-dynamic", "llama-longrope"));
+        // gemma3_text: sliding windows of 16, 48 and 24 positions (RotatingKVCache) against the
+        // 5-, 23- and 70-token prompts in chunks of 32 and 64 decode steps.
+        names.addAll(List.of("gemma3-bf16", "gemma3-q4", "gemma3-q8"));
+        // phi3: fused projections; longrope over 3/4 of the head (bf16), plain rope (4-bit, tied),
+        // linear scaling over half the head (8-bit).
+        names.addAll(List.of("phi3-bf16", "phi3-q4", "phi3-q8"));
         names.add("default");
         return names.stream();
     }
@@ -105,16 +111,35 @@ class GreedyParityTest {
                 new KvCell("default", new KvQuantization(8, 64, 16), PREFILL_STEP, "40"));
     }
 
+    /**
+     * {@code --max-kv-size} cells (mlx-lm's {@code max_kv_size}): rotating caches keeping 4
+     * positions. 24 is below the 70-token prompt (its second 32-token chunk trims the temporally
+     * ordered buffer, later chunks and decode rotate in place) and below the 23-token prompt plus
+     * decode (the buffer grows by 2 to 24, then rotates); phi3 takes it too. llama and gemma3_text ignore it, as
+     * their mlx-lm Models have make_cache.
+     */
+    static Stream<String> maxKvSizeCells() {
+        return Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8");
+    }
+
+    private static final int MAX_KV_SIZE = 24;
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("cells")
     void greedyTokensAndFirstLogitsMatchMlxLm(String cell) throws Exception {
-        check(cell, cell, null, PREFILL_STEP, null);
+        check(cell, cell, null, PREFILL_STEP, null, 0);
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("kvCells")
     void quantizedKvCacheMatchesMlxLm(KvCell cell) throws Exception {
-        check(cell.name(), cell.model(), cell.kv(), cell.prefillStep(), cell.lengths());
+        check(cell.name(), cell.model(), cell.kv(), cell.prefillStep(), cell.lengths(), 0);
+    }
+
+    @ParameterizedTest(name = "{0}+maxkv24")
+    @MethodSource("maxKvSizeCells")
+    void rotatingKvCacheMatchesMlxLm(String model) throws Exception {
+        check(model + "+maxkv" + MAX_KV_SIZE, model, null, PREFILL_STEP, null, MAX_KV_SIZE);
     }
 
     /**
@@ -138,8 +163,32 @@ class GreedyParityTest {
         }
     }
 
-    private static void check(String cell, String modelName, KvQuantization kv, int prefillStep, String lengths)
-            throws Exception {
+    /**
+     * Rotating caches (gemma3's sliding layers; --max-kv-size on qwen3) free what they replace,
+     * including the first chunk's keys and values they take over, and themselves: a run leaves
+     * MLX's active memory as it found it.
+     */
+    @Test
+    void rotatingKvRunReleasesItsArrays() {
+        int[] prompt = IntStream.range(0, 300).map(i -> (i * 131) % 512).toArray();
+        for (String name : List.of("gemma3-bf16", "qwen3-bf16")) {
+            GenerationOptions options = new GenerationOptions(40, 50, new int[0], false, null, MAX_KV_SIZE);
+            try (LanguageModel model = Models.load(work.resolve("models/" + name))) {
+                GenerateStep.run(model, prompt, options, t -> true); // compiles and caches what it needs
+                Mlx.synchronize();
+                Mlx.clearCache();
+                long before = Mlx.memory().activeBytes();
+                GenerationResult r = GenerateStep.run(model, prompt, options, t -> true);
+                assertEquals(40, r.tokens().length);
+                Mlx.synchronize();
+                Mlx.clearCache();
+                assertEquals(before, Mlx.memory().activeBytes(), name + ": active bytes after a rotating-cache run");
+            }
+        }
+    }
+
+    private static void check(String cell, String modelName, KvQuantization kv, int prefillStep, String lengths,
+            int maxKvSize) throws Exception {
         boolean isDefault = modelName.equals("default");
         Path modelDir = isDefault
                 ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
@@ -163,6 +212,9 @@ class GreedyParityTest {
             oracleArgs.addAll(List.of("--kv-bits", String.valueOf(kv.bits()), "--kv-group-size",
                     String.valueOf(kv.groupSize()), "--quantized-kv-start", String.valueOf(kv.quantizedKvStart())));
         }
+        if (maxKvSize > 0) {
+            oracleArgs.addAll(List.of("--max-kv-size", String.valueOf(maxKvSize)));
+        }
         PythonScript.run("oracle/greedy.py", 900, oracleArgs);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
@@ -172,7 +224,7 @@ class GreedyParityTest {
                 int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
                 int[] tokens = JSON.convertValue(r.get("tokens"), int[].class);
                 GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(MAX_TOKENS, prefillStep, new int[0], true, kv), t -> true);
+                        new GenerationOptions(MAX_TOKENS, prefillStep, new int[0], true, kv, maxKvSize), t -> true);
                 String where = cell + " prompt " + i + " (" + prompt.length + " tokens"
                         + (kv == null ? "" : ", KV quantized from call " + r.get("kv_quantized_from_call")) + ")";
                 assertArrayEquals(tokens, got.tokens(), where + ": greedy tokens differ from mlx-lm");

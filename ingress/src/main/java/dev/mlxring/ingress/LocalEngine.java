@@ -3,6 +3,7 @@ package dev.mlxring.ingress;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
@@ -39,8 +40,13 @@ public final class LocalEngine implements AutoCloseable {
     /**
      * @param defaults server-wide request defaults (max tokens, sampling, context)
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
+     * @param maxKvSize {@code --max-kv-size} (mlx-lm's {@code max_kv_size}); 0 = none
      */
-    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize) {
+        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+            this(defaults, prefillStepSize, engine, 0);
+        }
+
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
             return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
@@ -91,6 +97,10 @@ public final class LocalEngine implements AutoCloseable {
         if (options.defaults().kvQuantization() != null) {
             try {
                 // Refused at start-up: every request would otherwise fail once its cache converts.
+                String refusal = GenerationRun.kvQuantizationRefusal(model, options.maxKvSize());
+                if (refusal != null) {
+                    throw new IllegalArgumentException(refusal);
+                }
                 options.defaults().kvQuantization().checkFits(model.headDim());
             } catch (IllegalArgumentException e) {
                 model.close();
@@ -109,7 +119,7 @@ public final class LocalEngine implements AutoCloseable {
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
-                .executor(new ModelExecutor(model, options.prefillStepSize()))
+                .executor(new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize()))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())

@@ -367,6 +367,16 @@ public final class Mlx {
         return own(Shim.swiglu(gate.handle(), x.handle()));
     }
 
+    /** {@code mlx.nn.gelu_approx}: compiled (shapeless) tanh approximation of GELU. */
+    public static MlxArray geluApprox(MlxArray x) {
+        return own(Shim.geluApprox(x.handle()));
+    }
+
+    /** mlx-lm gemma3_text's {@code clip_residual}: compiled {@code x + y} (float16 adds in float32 and clips). */
+    public static MlxArray clipResidual(MlxArray x, MlxArray y) {
+        return own(Shim.clipResidual(x.handle(), y.handle()));
+    }
+
     // ---- random, indexing and sampling (mlxr_sampling.cpp) ---------------------------
 
     /** {@code mx.random.key(seed)}: the key {@code mx.random.seed(seed)} installs ({@code seed} read as uint64). */

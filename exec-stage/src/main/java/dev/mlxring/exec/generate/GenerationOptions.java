@@ -1,6 +1,7 @@
 package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.model.LanguageModel;
 
 /**
  * Settings of one greedy generation, named as mlx-lm names them.
@@ -11,9 +12,11 @@ import dev.mlxring.exec.kv.KvQuantization;
  * @param captureFirstStep keep the first step's logits and logprobs bytes (parity checks)
  * @param kvQuantization {@code kv_bits}, {@code kv_group_size} and {@code quantized_kv_start};
  *     null = the full-precision cache throughout ({@code kv_bits=None})
+ * @param maxKvSize {@code max_kv_size}: rotating caches of this many positions for a model
+ *     without its own cache layout ({@code make_prompt_cache}); 0 = none
  */
 public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep,
-        KvQuantization kvQuantization) {
+        KvQuantization kvQuantization, int maxKvSize) {
     public static final int DEFAULT_PREFILL_STEP_SIZE = 2048;
 
     public GenerationOptions {
@@ -23,12 +26,23 @@ public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTo
         if (prefillStepSize < 1) {
             throw new IllegalArgumentException("prefillStepSize must be >= 1, got " + prefillStepSize);
         }
+        if (maxKvSize < 0 || (maxKvSize > 0 && maxKvSize <= LanguageModel.MAX_KV_SIZE_KEEP)) {
+            // mlx-lm's RotatingKVCache(max_kv_size, keep=4) would write over its kept positions.
+            throw new IllegalArgumentException("--max-kv-size must be greater than "
+                    + LanguageModel.MAX_KV_SIZE_KEEP + " (the positions it always keeps), got " + maxKvSize);
+        }
         stopTokenIds = stopTokenIds.clone();
+    }
+
+    /** Options without a KV size limit. */
+    public GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep,
+            KvQuantization kvQuantization) {
+        this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, kvQuantization, 0);
     }
 
     /** Options with the full-precision KV cache. */
     public GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep) {
-        this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, null);
+        this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, null, 0);
     }
 
     boolean isStop(int token) {

@@ -3,6 +3,7 @@ package dev.mlxring.exec.generate;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
@@ -127,13 +128,44 @@ public final class GenerationRun implements AutoCloseable {
         this.activeSampling = sampling.plainGreedy() ? null : sampling;
         KvCache[] c;
         try {
-            c = model.newCache();
+            c = newPromptCache(model, options);
         } catch (RuntimeException e) {
             sampling.close();
             throw e;
         }
         this.cache = c;
         Mlx.resetPeakMemory();
+    }
+
+    /**
+     * generate_step's {@code make_prompt_cache(model, max_kv_size)}. KV quantization of a rotating
+     * cache is refused here, before any work: mlx-lm's {@code RotatingKVCache.to_quantized} raises
+     * ("RotatingKVCache Quantization NYI") once the cache reaches {@code quantized_kv_start}.
+     *
+     * @throws IllegalArgumentException for {@code kv_bits} with a rotating cache
+     */
+    public static KvCache[] newPromptCache(LanguageModel model, GenerationOptions options) {
+        KvCache[] c = model.newCache(options.maxKvSize());
+        if (options.kvQuantization() != null && Arrays.stream(c).anyMatch(k -> k instanceof RotatingKvCache)) {
+            Arrays.stream(c).forEach(KvCache::close);
+            throw new IllegalArgumentException(rotatingQuantizationRefusal(model, options.maxKvSize()));
+        }
+        return c;
+    }
+
+    /** Why {@code --kv-bits} cannot run with this model and {@code --max-kv-size}, or null when it can. */
+    public static String kvQuantizationRefusal(LanguageModel model, int maxKvSize) {
+        KvCache[] c = model.newCache(maxKvSize);
+        boolean rotating = Arrays.stream(c).anyMatch(k -> k instanceof RotatingKvCache);
+        Arrays.stream(c).forEach(KvCache::close);
+        return rotating ? rotatingQuantizationRefusal(model, maxKvSize) : null;
+    }
+
+    private static String rotatingQuantizationRefusal(LanguageModel model, int maxKvSize) {
+        String why = maxKvSize > 0 && !model.hasOwnCacheLayout() ? "--max-kv-size " + maxKvSize + " makes rotating caches"
+                : "model_type '" + model.modelType() + "' keeps its sliding-window layers in rotating caches";
+        return "--kv-bits cannot be used here: " + why
+                + ", which mlx-lm cannot quantize (RotatingKVCache Quantization NYI)";
     }
 
     /** Installs a profiling hook, before the first {@link #advance()}. */

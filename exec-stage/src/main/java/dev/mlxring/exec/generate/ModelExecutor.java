@@ -20,11 +20,18 @@ import dev.mlxring.pipeline.StepResult;
 public final class ModelExecutor implements Executor {
     private final LanguageModel model;
     private final int prefillStepSize;
+    private final int maxKvSize;
     private final EngineRng engineRng = EngineRng.fromClock();
 
     public ModelExecutor(LanguageModel model, int prefillStepSize) {
+        this(model, prefillStepSize, 0);
+    }
+
+    /** @param maxKvSize {@code --max-kv-size} for every run; 0 = none */
+    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize) {
         this.model = model;
         this.prefillStepSize = prefillStepSize;
+        this.maxKvSize = maxKvSize;
     }
 
     @Override
@@ -33,7 +40,7 @@ public final class ModelExecutor implements Executor {
             throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
         }
         GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
-                false, kvQuantization(plan.kvScheme()));
+                false, kvQuantization(plan.kvScheme()), maxKvSize);
         try {
             return new Run(new GenerationRun(model, plan.prompt().tokenIds(), options, params, engineRng),
                     plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());

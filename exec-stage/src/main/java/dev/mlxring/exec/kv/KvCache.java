@@ -6,13 +6,16 @@ import dev.mlxring.mlx.MlxArray;
  * One layer's KV cache, as mlx-lm's {@code prompt_cache} entries: a full-precision
  * {@link DenseKvCache} ({@code KVCache}), which generate_step may replace by a
  * {@link QuantizedKvCache} ({@code QuantizedKVCache}, through {@link DenseKvCache#toQuantized})
- * once it holds {@code quantized_kv_start} tokens. Attention dispatches on the type, as
+ * once it holds {@code quantized_kv_start} tokens; or a {@link RotatingKvCache}
+ * ({@code RotatingKVCache}: sliding-window layers, {@code --max-kv-size}), which is never
+ * quantized. Attention dispatches on the type, as
  * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}.
  *
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
-public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache {
+public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache,
+        RotatingKvCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

@@ -1,7 +1,9 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
@@ -10,22 +12,47 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /**
- * The decoder stack shared by llama, qwen2 and qwen3 ({@code LlamaModel} + {@code Model} in
- * mlx-lm): embed, pre-norm blocks, final norm, tied or untied head. Families differ only in
- * their {@link DecoderArgs} (defaults, biases, q/k norms).
+ * The decoder stack shared by llama, qwen2, qwen3 and phi3 ({@code LlamaModel} + {@code Model}
+ * in mlx-lm): embed, pre-norm blocks, final norm, tied or untied head. llama, qwen2 and qwen3
+ * differ only in their {@link DecoderArgs} (defaults, biases, q/k norms); phi3 brings its own
+ * fused attention and MLP through a {@link LayerLoader}.
  */
 final class DecoderModel implements LanguageModel {
+    /** A block's attention: {@link SelfAttention}, or a family's own. */
+    interface Attention extends AutoCloseable {
+        MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache);
+
+        @Override
+        void close();
+    }
+
+    /** A block's MLP. */
+    interface FeedForward {
+        MlxArray forward(MlxArray x);
+    }
+
+    /** Builds one block's attention and MLP from the parameters under a path prefix. */
+    interface LayerLoader {
+        Attention attention(String path);
+
+        FeedForward mlp(String path);
+    }
+
     /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
-    record Block(RmsNorm inputLayernorm, SelfAttention selfAttn, RmsNorm postAttentionLayernorm, Mlp mlp) {
-        MlxArray forward(MlxArray x, boolean causal, KvCache cache) {
-            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), causal, cache);
+    record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp) {
+        MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
+            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
             r = mlp.forward(postAttentionLayernorm.forward(h));
             return Mlx.add(h, r);
         }
     }
+
+    /** Families whose mlx-lm Model has {@code make_cache}. */
+    private static final Set<String> MAKE_CACHE_FAMILIES = Set.of("llama", "mistral");
 
     private final String modelType;
     private final int headDim;
@@ -40,6 +67,21 @@ final class DecoderModel implements LanguageModel {
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a) {
+        return build(config, params, a, new LayerLoader() {
+            @Override
+            public Attention attention(String path) {
+                return new SelfAttention(config, params, path, a);
+            }
+
+            @Override
+            public FeedForward mlp(String path) {
+                return Mlp.load(config, params, path, a.hiddenSize(), a.intermediateSize());
+            }
+        });
+    }
+
+    /** As {@link #build(ModelConfig, Parameters, DecoderArgs)} with the family's own attention and MLP. */
+    static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a, LayerLoader loader) {
         if (a.tieWordEmbeddings()) {
             params.discard("lm_head.weight");
         }
@@ -53,9 +95,9 @@ final class DecoderModel implements LanguageModel {
             String p = "model.layers." + i;
             layers.add(new Block(
                     RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
-                    new SelfAttention(config, params, p + ".self_attn", a),
+                    loader.attention(p + ".self_attn"),
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps()),
-                    Mlp.load(config, params, p + ".mlp", a.hiddenSize(), a.intermediateSize())));
+                    loader.mlp(p + ".mlp")));
         }
         DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,
@@ -91,22 +133,34 @@ final class DecoderModel implements LanguageModel {
     @Override
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
         MlxArray h = embedTokens.forward(inputs);
-        // create_attention_mask: None for a single token, the "causal" mode otherwise.
-        boolean causal = h.dim(1) > 1;
+        // create_attention_mask(h, cache[0]): None for a single token, "causal" otherwise; a
+        // rotating cache (--max-kv-size) masks what its trimmed buffer no longer aligns.
+        AttentionMask mask = AttentionMask.create(h.dim(1), cache[0], null);
         for (int i = 0; i < layers.size(); i++) {
-            h = layers.get(i).forward(h, causal, cache[i]);
+            h = layers.get(i).forward(h, mask, cache[i]);
         }
         MlxArray out = norm.forward(h);
         return lmHead == null ? embedTokens.asLinear(out) : lmHead.forward(out);
     }
 
+    /**
+     * make_prompt_cache: mlx-lm's llama.py (also mistral's) defines {@code make_cache} (a KVCache
+     * per full-attention layer), so max_kv_size does not apply to it; qwen2 and qwen3 take the
+     * generic path: rotating caches of max_kv_size keeping 4 positions, else KVCache.
+     */
     @Override
-    public KvCache[] newCache() {
+    public KvCache[] newCache(int maxKvSize) {
+        boolean rotating = maxKvSize > 0 && !hasOwnCacheLayout();
         KvCache[] caches = new KvCache[layers.size()];
         for (int i = 0; i < caches.length; i++) {
-            caches[i] = new DenseKvCache();
+            caches[i] = rotating ? new RotatingKvCache(maxKvSize, LanguageModel.MAX_KV_SIZE_KEEP) : new DenseKvCache();
         }
         return caches;
+    }
+
+    @Override
+    public boolean hasOwnCacheLayout() {
+        return MAKE_CACHE_FAMILIES.contains(modelType);
     }
 
     @Override

@@ -11,8 +11,29 @@ import dev.mlxring.mlx.MlxArray;
 public interface LanguageModel extends AutoCloseable {
     MlxArray forward(MlxArray inputs, KvCache[] cache);
 
-    /** Fresh full-precision caches, one per layer ({@code make_prompt_cache}). */
-    KvCache[] newCache();
+    /** {@code keep} of the rotating caches {@code make_prompt_cache(model, max_kv_size)} makes. */
+    int MAX_KV_SIZE_KEEP = 4;
+
+    /** Fresh caches, one per layer ({@code make_prompt_cache(model)}). */
+    default KvCache[] newCache() {
+        return newCache(0);
+    }
+
+    /**
+     * Fresh caches, one per layer: mlx-lm's {@code make_prompt_cache(model, max_kv_size)}. A
+     * family with its own layout ({@code make_cache}, e.g. sliding-window layers) returns it and
+     * ignores {@code maxKvSize}, as mlx-lm does; the others return full-precision caches, or with
+     * {@code maxKvSize > 0} rotating caches of that size keeping the first
+     * {@value #MAX_KV_SIZE_KEEP} positions.
+     *
+     * @param maxKvSize 0 for none
+     */
+    KvCache[] newCache(int maxKvSize);
+
+    /** Whether the family lays out its own caches ({@code make_cache}), so {@code max_kv_size} does not apply. */
+    default boolean hasOwnCacheLayout() {
+        return false;
+    }
 
     String modelType();
 

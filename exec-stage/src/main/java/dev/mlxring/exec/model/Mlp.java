@@ -6,14 +6,15 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
 /** The gated MLP of llama/qwen: {@code down_proj(swiglu(gate_proj(x), up_proj(x)))}. */
-record Mlp(Linear gateProj, Linear downProj, Linear upProj) {
+record Mlp(Linear gateProj, Linear downProj, Linear upProj) implements DecoderModel.FeedForward {
     static Mlp load(ModelConfig config, Parameters params, String path, int dim, int hiddenDim) {
         return new Mlp(Linear.load(config, params, path + ".gate_proj", dim),
                 Linear.load(config, params, path + ".down_proj", hiddenDim),
                 Linear.load(config, params, path + ".up_proj", dim));
     }
 
-    MlxArray forward(MlxArray x) {
+    @Override
+    public MlxArray forward(MlxArray x) {
         return downProj.forward(Mlx.swiglu(gateProj.forward(x), upProj.forward(x)));
     }
 }

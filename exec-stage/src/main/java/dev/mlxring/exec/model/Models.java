@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -20,22 +21,28 @@ public final class Models {
             "qwen2", Qwen2::args,
             "qwen3", Qwen3::args);
 
+    /** Families whose graph is not the shared llama-style decoder: each builds itself from the parameters. */
+    private static final Map<String, BiFunction<ModelConfig, Parameters, LanguageModel>> OWN_GRAPHS = Map.of(
+            "gemma3_text", Gemma3Text::build,
+            "phi3", Phi3::build);
+
     public static List<String> supportedModelTypes() {
-        return FAMILIES.keySet().stream().sorted().toList();
+        return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream()).sorted().toList();
     }
 
     public static LanguageModel load(Path modelDir) {
         ModelConfig config = ModelConfig.read(modelDir);
         String type = config.modelType();
         Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
-        if (family == null) {
+        BiFunction<ModelConfig, Parameters, LanguageModel> ownGraph = OWN_GRAPHS.get(type);
+        if (family == null && ownGraph == null) {
             throw new ModelLoadException("model_type '" + type + "' in " + config.file()
                     + " is not supported (supported: " + String.join(", ", supportedModelTypes()) + ")");
         }
-        DecoderArgs args = family.apply(config);
+        DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir));
         try {
-            return DecoderModel.build(config, params, args);
+            return family == null ? ownGraph.apply(config, params) : DecoderModel.build(config, params, args);
         } catch (RuntimeException e) {
             params.close();
             throw e;

@@ -1,8 +1,10 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
@@ -15,7 +17,7 @@ import dev.mlxring.mlx.MlxArray;
  * {@code Attention} of mlx-lm's llama.py, qwen2.py and qwen3.py (they differ only in biases,
  * which come with the weights, and qwen3's q_norm/k_norm, applied here when present).
  */
-final class SelfAttention implements AutoCloseable {
+final class SelfAttention implements DecoderModel.Attention {
     private final int nHeads;
     private final int nKvHeads;
     private final float scale;
@@ -47,8 +49,9 @@ final class SelfAttention implements AutoCloseable {
                 a.maxPositionEmbeddings());
     }
 
-    /** {@code causal} is mlx-lm's "causal" mask mode; false is no mask (single-token steps). */
-    MlxArray forward(MlxArray x, boolean causal, KvCache cache) {
+    /** {@code mask} as {@code create_attention_mask} made it for this call. */
+    @Override
+    public MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
         int b = x.dim(0);
         int l = x.dim(1);
         MlxArray queries = qProj.forward(x);
@@ -68,22 +71,31 @@ final class SelfAttention implements AutoCloseable {
         int offset = cache == null ? 0 : cache.offset();
         queries = rope.forward(queries, offset);
         keys = rope.forward(keys, offset);
-        MlxArray output;
-        if (cache instanceof QuantizedKvCache q) {
-            MlxArray[] kv = q.updateAndFetch(keys, values);
-            output = quantizedSdpa(queries, kv, scale, causal, q.groupSize(), q.bits());
-        } else {
-            if (cache instanceof DenseKvCache d) {
-                MlxArray[] kv = d.updateAndFetch(keys, values);
-                keys = kv[0];
-                values = kv[1];
-            }
-            output = causal
-                    ? Mlx.sdpaCausal(queries, keys, values, scale)
-                    : Mlx.sdpa(queries, keys, values, scale, null);
-        }
+        MlxArray output = attend(queries, keys, values, cache, scale, mask);
         output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
         return oProj.forward(output);
+    }
+
+    /**
+     * {@code cache.update_and_fetch(keys, values)} then mlx-lm's
+     * {@code scaled_dot_product_attention}: the quantized path for a quantized cache, else
+     * {@code mx.fast.scaled_dot_product_attention} with the mask as given.
+     */
+    static MlxArray attend(MlxArray queries, MlxArray keys, MlxArray values, KvCache cache, float scale,
+            AttentionMask mask) {
+        if (cache instanceof QuantizedKvCache q) {
+            MlxArray[] kv = q.updateAndFetch(keys, values);
+            return quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
+        }
+        MlxArray[] kv = switch (cache) {
+            case DenseKvCache d -> d.updateAndFetch(keys, values);
+            case RotatingKvCache r -> r.updateAndFetch(keys, values);
+            case null -> new MlxArray[] {keys, values};
+            default -> throw new IllegalStateException("unexpected cache " + cache);
+        };
+        return mask.causal()
+                ? Mlx.sdpaCausal(queries, kv[0], kv[1], scale)
+                : Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
     }
 
     /**
@@ -97,7 +109,7 @@ final class SelfAttention implements AutoCloseable {
      *
      * @param kv {@code kw, ks, kb, vw, vs, vb} as {@link QuantizedKvCache#updateAndFetch} returns them
      */
-    static MlxArray quantizedSdpa(MlxArray queries, MlxArray[] kv, float scale, boolean causal, int groupSize,
+    static MlxArray quantizedSdpa(MlxArray queries, MlxArray[] kv, float scale, AttentionMask mask, int groupSize,
             int bits) {
         int b = queries.dim(0);
         int nQHeads = queries.dim(1);
@@ -118,14 +130,17 @@ final class SelfAttention implements AutoCloseable {
         }
 
         MlxArray scores = Mlx.quantizedMatmul(queries, q[0], q[1], q[2], true, groupSize, bits);
-        if (causal) {
+        MlxArray m = mask.array();
+        if (mask.causal()) {
             int qL = scores.dim(-2);
             int kL = scores.dim(-1);
             MlxArray qIndices = Mlx.arange(kL - qL, kL, 1, Dtype.INT32);
             MlxArray kIndices = Mlx.arange(0, kL, 1, Dtype.INT32);
-            MlxArray mask = Mlx.greaterEqual(Mlx.expandDims(qIndices, 1), Mlx.expandDims(kIndices, 0));
-            // mask.ndim is 2: no expand_dims for the repeats axis.
-            scores = Mlx.where(mask, scores, Mlx.scalar(finfoMin(scores.dtype()), scores.dtype()));
+            m = Mlx.greaterEqual(Mlx.expandDims(qIndices, 1), Mlx.expandDims(kIndices, 0));
+        }
+        if (m != null) {
+            // The masks made here are boolean and 2-d: no expand_dims for the repeats axis.
+            scores = Mlx.where(m, scores, Mlx.scalar(finfoMin(scores.dtype()), scores.dtype()));
         }
         scores = Mlx.softmax(scores, -1, true);
         MlxArray out = Mlx.quantizedMatmul(scores, q[3], q[4], q[5], false, groupSize, bits);

@@ -271,12 +271,21 @@ public interface Rope extends AutoCloseable {
             if (!cfg.containsKey("short_factor")) {
                 throw new ModelLoadException("rope_scaling.short_factor is missing (longrope)");
             }
-            double originalMax = number(cfg, "original_max_position_embeddings");
+            return of(dims, base, maxPositionEmbeddings, number(cfg, "original_max_position_embeddings"),
+                    cfg.get("long_factor"));
+        }
+
+        /**
+         * {@code SuScaledRoPE(dims, base, max_position_embeddings, original_max_position_embeddings,
+         * long_factor=...)} as a model builds it directly (phi3), without long_mscale.
+         */
+        public static SuScaled of(int dims, double base, int maxPositionEmbeddings, double originalMax,
+                Object longFactorValue) {
             double factor = maxPositionEmbeddings / originalMax;
-            // long_mscale is never passed by initialize_rope
+            // long_mscale is never passed (by initialize_rope nor by phi3)
             double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyFloat.log(factor) / PyFloat.log(originalMax));
             try (ArrayScope s = ArrayScope.open()) {
-                MlxArray longFactor = factorArray(cfg.get("long_factor"), dims);
+                MlxArray longFactor = factorArray(longFactorValue, dims);
                 return new SuScaled(dims, scale, keep(Mlx.multiply(longFactor, baseFreqs(dims, base))));
             }
         }

@@ -44,7 +44,7 @@ final class GenerateCommand {
                         "--temp", "--top-p", "--top-k", "--min-p", "--min-tokens-to-keep", "--xtc-probability",
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
-                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start"),
+                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -52,6 +52,7 @@ final class GenerateCommand {
         int maxTokens = a.intValue("--max-tokens", 256, 0);
         int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
         KvQuantization kv = KvFlags.parse(a);
+        int maxKvSize = KvFlags.maxKvSize(a);
         boolean json = a.has("--json");
         Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -62,6 +63,7 @@ final class GenerateCommand {
         // The model config first: its errors (malformed JSON, unsupported type) are the ones to report.
         ModelConfig.read(modelDir).modelType();
         try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir)) {
+            KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
             }
@@ -84,7 +86,7 @@ final class GenerateCommand {
                     : EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws());
             sampling = sampling.toBuilder().seed(null).build();
             GenerationResult r = GenerateStep.run(model, prompt,
-                    new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv), sampling, engineRng,
+                    new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize), sampling, engineRng,
                     (GenerateStep.TokenListener) token -> {
                         if (stream != null) {
                             stream.add(token);

@@ -1,17 +1,43 @@
 package dev.mlxring.ingress.cli;
 
+import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.model.LanguageModel;
 import java.util.List;
 
 /**
  * The KV-cache flags of {@code serve} and {@code generate}, named as mlx-lm's: {@code --kv-bits}
  * switches quantization on; {@code --kv-group-size} (default 64) and {@code --quantized-kv-start}
  * (default 5000) tune it and are refused without {@code --kv-bits} rather than ignored.
+ * {@code --max-kv-size N} is mlx_lm.generate's: rotating caches of N positions (see
+ * {@link #maxKvSize}).
  */
 final class KvFlags {
     static final List<String> NAMES = List.of("--kv-bits", "--kv-group-size", "--quantized-kv-start");
 
     private KvFlags() {}
+
+    /**
+     * {@code --max-kv-size}, or 0 without it. At least 5: mlx-lm's rotating cache always keeps the
+     * first 4 positions.
+     */
+    static int maxKvSize(CliArgs a) {
+        return a.intValue("--max-kv-size", 0, LanguageModel.MAX_KV_SIZE_KEEP + 1);
+    }
+
+    /**
+     * Refuses {@code --kv-bits} where this model with {@code --max-kv-size} keeps rotating caches
+     * (mlx-lm cannot quantize them), before any request runs.
+     */
+    static void checkQuantizable(KvQuantization kv, LanguageModel model, int maxKvSize) {
+        if (kv == null) {
+            return;
+        }
+        String refusal = GenerationRun.kvQuantizationRefusal(model, maxKvSize);
+        if (refusal != null) {
+            throw new UsageException(refusal);
+        }
+    }
 
     /** The quantization the flags ask for, or null for the full-precision cache. */
     static KvQuantization parse(CliArgs a) {

@@ -61,7 +61,7 @@ final class ServeCommand {
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds"),
+                        "--shutdown-grace-seconds", "--max-kv-size"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -80,6 +80,7 @@ final class ServeCommand {
 
     static Running start(CliArgs a, PrintStream out) {
         KvQuantization kv = KvFlags.parse(a);
+        int maxKvSize = KvFlags.maxKvSize(a);
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {

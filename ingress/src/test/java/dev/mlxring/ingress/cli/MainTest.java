@@ -68,6 +68,7 @@ class MainTest {
         assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "48").err()
                 .contains("--kv-group-size must be 32, 64 or 128"));
         assertTrue(run("serve", "--quantized-kv-start", "10").err().contains("--quantized-kv-start needs --kv-bits"));
+        assertTrue(run("generate", "--prompt", "x", "--max-kv-size", "4").err().contains("--max-kv-size must be >= 5"));
         // SmolLM2's head dimension is 64: group 128 cannot quantize it.
         assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "128").err()
                 .contains("--kv-group-size 128 does not divide this model's attention head dimension 64"));
@@ -122,7 +123,7 @@ class MainTest {
         Files.writeString(dir.resolve("config.json"), config);
         Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
         assertEquals(1, r.status());
-        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("llama, mistral, qwen2, qwen3"), r.err());
+        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("(supported: gemma3_text, llama, mistral, qwen2, qwen3)"), r.err());
     }
 
     @Test

@@ -1,0 +1,89 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A gemma3_text model through the whole server, side by side with {@code mlx_lm.server}: a tiny
+ * random-weight Gemma 3 (mlx-lm's own classes, 4-bit, SmolLM2's vocabulary, sliding window 16)
+ * paired with the default model's tokenizer, so chat prompts pass the window and every greedy
+ * answer runs over rotating caches. mlx_lm.server's prompt cache is off
+ * ({@code --prompt-cache-size 0}) so that both prefill every prompt from scratch. Also: the
+ * {@code --kv-bits} refusal for its rotating caches, from {@code generate} and {@code serve}.
+ */
+class Gemma3ServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final List<String> TOKENIZER_FILES =
+            List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
+
+    private static Path modelDir;
+
+    @BeforeAll
+    static void buildModel() throws Exception {
+        Path home = ProjectHome.get();
+        Path models = home.resolve("build/oracle/models");
+        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", "gemma3-serve"));
+        modelDir = home.resolve("build/oracle/serve/gemma3-serve");
+        Files.createDirectories(modelDir);
+        try (Stream<Path> files = Files.list(models.resolve("gemma3-serve"))) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        Path tokenizer = home.resolve(GenerateCommand.DEFAULT_MODEL);
+        for (String name : TOKENIZER_FILES) {
+            Files.copy(tokenizer.resolve(name), modelDir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+        }
+    }
+
+    @Test
+    void gemma3ServesWhatMlxLmServerServes() throws Exception {
+        String[] args = {"serve", "--port", "0", "--model", modelDir.toString()};
+        try (ServeCommand.Running server = ServeCommand.start(CliArgs.parse(args, 1, Set.of("--port", "--model"),
+                Set.of()), new PrintStream(new ByteArrayOutputStream()))) {
+            String out = PythonScript.run("e2e/openai_client_check.py", 900, List.of(
+                    "--base-url", "http://127.0.0.1:" + server.server().port() + "/v1",
+                    "--model-dir", modelDir.toString(), "--compare-mlx-lm", "--compare-only",
+                    "--mlx-lm-arg=--prompt-cache-size", "--mlx-lm-arg=0"));
+            JsonNode comparison = JSON.readTree(out).get("comparison");
+            assertTrue(comparison.size() >= 4, out);
+            for (JsonNode c : comparison) {
+                assertTrue(c.has("identical") && c.get("identical").asBoolean(),
+                        "gemma3_text greedy output differs from mlx_lm.server: " + c);
+            }
+        }
+    }
+
+    @Test
+    void kvBitsIsRefusedForRotatingCaches() {
+        String expected = "--kv-bits cannot be used here: model_type 'gemma3_text' keeps its sliding-window layers"
+                + " in rotating caches, which mlx-lm cannot quantize";
+        for (String[] args : List.of(
+                new String[] {"generate", "--model", modelDir.toString(), "--prompt-tokens", "1,2,3", "--kv-bits", "4",
+                    "--kv-group-size", "32"},
+                new String[] {"serve", "--model", modelDir.toString(), "--port", "0", "--kv-bits", "8",
+                    "--kv-group-size", "32"})) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int status = Main.run(args, new PrintStream(new ByteArrayOutputStream()),
+                    new PrintStream(err, true, StandardCharsets.UTF_8));
+            assertNotEquals(0, status, args[0]);
+            assertTrue(err.toString(StandardCharsets.UTF_8).contains(expected), args[0] + ": " + err);
+        }
+    }
+}
