@@ -189,13 +189,19 @@ class WorkerPool {
 
 enum class Act { F32, F16, BF16 };
 
-// One call's operands, every array made row-contiguous and the activations
-// and group parameters widened to float (exact for float16 and bfloat16).
+enum class Param { F32, F16, BF16 };
+
+// One call's operands, every array row-contiguous, the activations widened to
+// float. The group parameters stay in their stored dtype (the model's, often
+// float16) and are widened per tile inside the kernel: MLX's graph would
+// astype them to the activations' dtype on every call, a full pass over them,
+// and the widening is exact either way.
 struct Problem {
   const float* x;       // [M, K]
   const uint32_t* w;    // [N, K * bits / 32]
-  const float* scales;  // [N, K / group_size]
-  const float* biases;  // [N, K / group_size]
+  const void* scales;   // [N, K / group_size] of param
+  const void* biases;   // [N, K / group_size] of param
+  Param param;
   void* out;            // [M, N] of the activation dtype
   int M, N, K;
 };
@@ -317,14 +323,25 @@ MLXR_SIMD __m256i tile_rows(int n0, int N, int row_words, int base_row) {
 }
 
 // Group parameters of a tile, transposed to [group][lane].
-inline void tile_params(const Problem& p, int n0, int groups, float* sc, float* bi) {
+MLXR_SIMD float param_at(const void* base, Param param, size_t i) {
+  switch (param) {
+    case Param::F32: return static_cast<const float*>(base)[i];
+    case Param::F16: return _cvtsh_ss(static_cast<const uint16_t*>(base)[i]);
+    default: {
+      uint32_t u = uint32_t(static_cast<const uint16_t*>(base)[i]) << 16;
+      float f;
+      std::memcpy(&f, &u, sizeof f);
+      return f;
+    }
+  }
+}
+
+MLXR_SIMD void tile_params(const Problem& p, int n0, int groups, float* sc, float* bi) {
   for (int l = 0; l < 8; l++) {
-    int n = std::min(n0 + l, p.N - 1);
-    const float* s = p.scales + size_t(n) * groups;
-    const float* b = p.biases + size_t(n) * groups;
+    size_t row = size_t(std::min(n0 + l, p.N - 1)) * groups;
     for (int g = 0; g < groups; g++) {
-      sc[g * 8 + l] = s[g];
-      bi[g * 8 + l] = b[g];
+      sc[g * 8 + l] = param_at(p.scales, p.param, row + g);
+      bi[g * 8 + l] = param_at(p.biases, p.param, row + g);
     }
   }
 }
@@ -615,9 +632,19 @@ class NativeQuantizedMatmul : public mx::UnaryPrimitive {
       widen_any(x, xf);
       xp = xf.data();
     }
-    widen_any(scales, sf);
-    widen_any(biases, bf);
-    Problem p{xp, packed_words(w, wcopy), sf.data(), bf.data(), out.data<void>(),
+    const void* sp = scales.data<void>();
+    const void* bp = biases.data<void>();
+    Param param = scales.dtype() == mx::float32 ? Param::F32
+                  : scales.dtype() == mx::float16 ? Param::F16 : Param::BF16;
+    if (!scales.flags().row_contiguous || !biases.flags().row_contiguous ||
+        scales.dtype() != biases.dtype()) {
+      widen_any(scales, sf);
+      widen_any(biases, bf);
+      sp = sf.data();
+      bp = bf.data();
+      param = Param::F32;
+    }
+    Problem p{xp, packed_words(w, wcopy), sp, bp, param, out.data<void>(),
               int(x.size() / K), N, K};
     switch (out.dtype()) {
       case mx::float32: run_act<Act::F32>(p, bits, group_size); break;
@@ -667,9 +694,15 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
                    (ref.dtype() == mx::float32 || ref.dtype() == mx::float16 ||
                     ref.dtype() == mx::bfloat16);
     if (!covered) return ref;
+    // The group parameters as stored, not MLX's astype of them (see Problem);
+    // only when they are of a floating type (MLX promotes them to the output's).
+    mx::array sc = *static_cast<mx::array*>(scales);
+    auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
+    bool raw = floating(sc.dtype()) && floating(b->dtype());
+    std::vector<mx::array> inputs = {in[0], in[1], raw ? sc : in[2], raw ? *b : in[3]};
     return mx::array(ref.shape(), ref.dtype(),
                      std::make_shared<NativeQuantizedMatmul>(ref.primitive().stream(), group_size, bits),
-                     in);
+                     std::move(inputs));
   });
 }
 

@@ -7,6 +7,7 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
@@ -39,8 +40,15 @@ public final class LocalEngine implements AutoCloseable {
     /**
      * @param defaults server-wide request defaults (max tokens, sampling, context)
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
+     * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
      */
-    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine,
+            CpuKernels cpuKernels) {
+        /** With the default CPU kernels. */
+        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+            this(defaults, prefillStepSize, engine, CpuKernels.DEFAULT);
+        }
+
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
             return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
@@ -81,7 +89,7 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir);
+            model = Models.load(modelDir, options.cpuKernels());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;

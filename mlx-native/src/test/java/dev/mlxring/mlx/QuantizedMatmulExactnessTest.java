@@ -29,11 +29,16 @@ class QuantizedMatmulExactnessTest {
 
     enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST, STRIDED, BATCHED }
 
-    record Case(Dtype dtype, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
+    /** {@code params}: the dtype of scales and biases (MLX promotes x and them to a common type). */
+    record Case(Dtype dtype, Dtype params, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
+        Case(Dtype dtype, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
+            this(dtype, dtype, bits, groupSize, n, k, m, data, layout);
+        }
+
         @Override
         public String toString() {
-            return dtype.mlxName + " b" + bits + " g" + groupSize + " N" + n + " K" + k + " M" + m + " " + data
-                    + " " + layout;
+            return dtype.mlxName + (params != dtype ? " (params " + params.mlxName + ")" : "") + " b" + bits + " g"
+                    + groupSize + " N" + n + " K" + k + " M" + m + " " + data + " " + layout;
         }
     }
 
@@ -78,6 +83,13 @@ class QuantizedMatmulExactnessTest {
                 c.add(new Case(d, 4, 64, 200, 256, 6, Data.NORMAL, layout));
             }
         }
+        // Mixed dtypes, as models store them: SmolLM2 has float16 scales under float32 activations.
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 576, 576, 9, Data.SPECIAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.BFLOAT16, 4, 64, 576, 576, 4, Data.SUBNORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT16, Dtype.BFLOAT16, 4, 64, 200, 256, 3, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.BFLOAT16, Dtype.FLOAT32, 8, 128, 200, 256, 2, Data.NORMAL, Layout.CONTIGUOUS));
         return c.stream();
     }
 
@@ -99,9 +111,9 @@ class QuantizedMatmulExactnessTest {
                 case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 3000f : 1e30f;
             };
             MlxArray scales = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag, Data.NORMAL), c.n, groups),
-                    c.dtype);
+                    c.params);
             MlxArray biases = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag * 4, Data.NORMAL), c.n, groups),
-                    c.dtype);
+                    c.params);
             float xMag = switch (c.data) {
                 case NORMAL -> 1f;
                 case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 5e-3f : 1e-19f;
@@ -111,7 +123,7 @@ class QuantizedMatmulExactnessTest {
             MlxArray expected = Mlx.quantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
             MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
             assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
-            assertEquals(c.dtype, actual.dtype());
+            assertEquals(expected.dtype(), actual.dtype());
             assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
             compare(c, expected.toBytes(), actual.toBytes());
         }
@@ -154,7 +166,7 @@ class QuantizedMatmulExactnessTest {
 
     private static void compare(Case c, byte[] expected, byte[] actual) {
         assertEquals(expected.length, actual.length, "byte count of " + c);
-        int size = c.dtype.sizeInBytes;
+        int size = expected.length / (c.m * c.n * (c.layout == Layout.BATCHED ? 2 : 1));
         for (int i = 0; i < expected.length; i += size) {
             for (int b = 0; b < size; b++) {
                 if (expected[i + b] != actual[i + b]) {

@@ -18,11 +18,13 @@ public final class Main {
                            [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]]
+                           [--cpu-kernels native|mlx]
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
                               [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]]
+                              [--cpu-kernels native|mlx]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -36,6 +38,8 @@ public final class Main {
               --kv-bits B             quantize the KV cache to B bits (2, 3, 4, 5, 6, 8), as mlx-lm
               --kv-group-size G       its group size (32, 64, 128; default 64)
               --quantized-kv-start N  quantize once the cache holds more than N tokens (default 5000)
+              --cpu-kernels K         quantized matmuls on `native` (exact AVX2 kernels, the default)
+                                      or `mlx` (MLX's own); both give the same bytes
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

@@ -5,6 +5,7 @@ import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.ingress.LocalEngine;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
@@ -43,7 +44,7 @@ final class ServeCommand {
         CliArgs a = CliArgs.parse(args, 1,
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
-                        "--kv-group-size", "--quantized-kv-start"),
+                        "--kv-group-size", "--quantized-kv-start", CpuKernelsFlag.NAME),
                 Set.of());
         Running running = start(a, out);
         CountDownLatch stopped = new CountDownLatch(1);
@@ -61,6 +62,7 @@ final class ServeCommand {
 
     static Running start(CliArgs a, PrintStream out) {
         KvQuantization kv = KvFlags.parse(a);
+        CpuKernels kernels = CpuKernelsFlag.parse(a);
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -82,7 +84,7 @@ final class ServeCommand {
         int maxContext = LocalEngine.contextLength(modelDir);
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
                 new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv),
-                prefillStep, engineConfig));
+                prefillStep, engineConfig, kernels));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;
