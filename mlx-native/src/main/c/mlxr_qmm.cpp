@@ -58,7 +58,8 @@ namespace mlxr::qmm {
 // chunk count, so a late worker can never run a piece of a finished call.
 // Idle workers spin briefly (the next matmul of a forward pass follows within
 // microseconds) and then sleep on a condition variable, so an idle engine
-// costs no CPU. One call at a time: MLX runs one stream's tasks in order.
+// costs no CPU. One call at a time: a call that finds the pool busy (another
+// MLX stream's thread is in it) runs its chunks on its own thread.
 class WorkerPool {
  public:
   static WorkerPool& instance() {
@@ -71,7 +72,8 @@ class WorkerPool {
   }
 
   void run(int chunks, const std::function<void(int)>& body) {
-    if (workers_.empty() || chunks <= 1) {
+    std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
+    if (workers_.empty() || chunks <= 1 || !busy.owns_lock()) {
       for (int i = 0; i < chunks; i++) body(i);
       return;
     }
@@ -96,7 +98,7 @@ class WorkerPool {
   }
 
  private:
-  WorkerPool() {
+  WorkerPool() : spin_(spin_wanted()) {
     int n = threads_wanted();
     for (int i = 1; i < n; i++) workers_.emplace_back([this] { loop(); });
   }
@@ -125,6 +127,17 @@ class WorkerPool {
     if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
 #endif
     return std::clamp(n, 1, 16);
+  }
+
+  // How long an idle worker spins before it sleeps (MLXR_KERNEL_SPIN_US, read
+  // once; default 100 us): long enough to bridge the other ops between two
+  // matmuls of a forward pass, short enough not to hold a core once it ends.
+  static std::chrono::microseconds spin_wanted() {
+    if (const char* env = std::getenv("MLXR_KERNEL_SPIN_US")) {
+      int us = std::atoi(env);
+      if (us >= 0) return std::chrono::microseconds(std::min(us, 100000));
+    }
+    return std::chrono::microseconds(100);
   }
 
   static void pause() {
@@ -156,7 +169,7 @@ class WorkerPool {
       while (generation_.load() == seen) {
         pause();
         if ((++spins & 255) == 0 &&
-            std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
+            std::chrono::steady_clock::now() - start > spin_) {
           std::unique_lock<std::mutex> lock(mutex_);
           sleepers_.fetch_add(1);
           cv_.wait(lock, [&] { return generation_.load() != seen; });
@@ -172,6 +185,7 @@ class WorkerPool {
     }
   }
 
+  const std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> claim_{0};
   std::atomic<uint64_t> generation_{0};
@@ -182,6 +196,7 @@ class WorkerPool {
   const std::function<void(int)>* body_ = nullptr;
   unsigned mxcsr_ = 0;
   std::mutex mutex_;
+  std::mutex run_mutex_;
   std::condition_variable cv_;
 };
 

@@ -21,7 +21,9 @@ import java.util.SplittableRandom;
  * Random weights (the kernels' cost does not depend on the values). Each (kernels, M) cell times
  * {@code --reps} evaluations of every shape after one warm-up, alternating the kernel choices
  * shape by shape so drifts of a shared machine hit both alike; the forward-pass figure is
- * 30 × the layer's shapes + the head.
+ * 30 × the layer's shapes + the head. Besides wall time it reports the process's CPU time per
+ * call (all threads: the kernels' workers, MLX's stream thread, the JVM), which a machine shared
+ * with other work inflates far less than wall time.
  *
  * <pre>
  * QuantizedMatmulBenchmark [--rows 1,2,4,8] [--reps 5] [--cpu-kernels native,mlx] [--out FILE.md]
@@ -60,8 +62,9 @@ public final class QuantizedMatmulBenchmark {
             System.err.println("error: " + e.getMessage());
             System.exit(64);
         }
-        // [kernels][rows] -> ms per forward pass
+        // [kernels][rows] -> ms per forward pass, wall and process CPU
         double[][] ms = new double[kernels.size()][rows.length];
+        double[][] cpuMs = new double[kernels.size()][rows.length];
         try (ArrayScope scope = ArrayScope.open()) {
             SplittableRandom rnd = new SplittableRandom(7);
             for (Shape s : SHAPES) {
@@ -73,16 +76,27 @@ public final class QuantizedMatmulBenchmark {
                         time(kernels.get(ki), x, q, s, 1); // warm-up
                     }
                     for (int ki = 0; ki < kernels.size(); ki++) {
-                        double each = time(kernels.get(ki), x, q, s, reps);
-                        ms[ki][ri] += each * s.count();
-                        System.err.printf(Locale.ROOT, "[qmm] %-22s M=%-4d %-6s %9.3f ms%n", s.name(), rows[ri],
-                                kernels.get(ki).cliName(), each);
+                        double[] each = time(kernels.get(ki), x, q, s, reps);
+                        ms[ki][ri] += each[0] * s.count();
+                        cpuMs[ki][ri] += each[1] * s.count();
+                        System.err.printf(Locale.ROOT, "[qmm] %-22s M=%-4d %-6s %9.3f ms wall %9.3f ms CPU%n",
+                                s.name(), rows[ri], kernels.get(ki).cliName(), each[0], each[1]);
                     }
                 }
             }
         }
         StringBuilder sb = new StringBuilder();
-        sb.append("| kernels |");
+        table(sb, "wall", kernels, rows, ms);
+        sb.append('\n');
+        table(sb, "CPU", kernels, rows, cpuMs);
+        System.out.println(sb);
+        if (out != null) {
+            Files.writeString(out, sb.toString(), StandardCharsets.UTF_8);
+        }
+    }
+
+    private static void table(StringBuilder sb, String what, List<CpuKernels> kernels, int[] rows, double[][] ms) {
+        sb.append("| kernels (").append(what).append(" ms per forward pass) |");
         for (int m : rows) {
             sb.append(" M=").append(m).append(" ms |");
         }
@@ -100,15 +114,18 @@ public final class QuantizedMatmulBenchmark {
             }
             sb.append('\n');
         }
-        System.out.println(sb);
-        if (out != null) {
-            Files.writeString(out, sb.toString(), StandardCharsets.UTF_8);
-        }
     }
 
-    /** Median ms of {@code reps} evaluations of one fresh quantized_matmul graph. */
-    private static double time(CpuKernels k, MlxArray x, MlxArray[] q, Shape s, int reps) {
+    private static final com.sun.management.OperatingSystemMXBean OS =
+            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+
+    /**
+     * Median wall ms of {@code reps} evaluations of a fresh quantized_matmul graph, and the mean
+     * process-CPU ms over them (the OS counter is coarse, so CPU time is taken over all reps).
+     */
+    private static double[] time(CpuKernels k, MlxArray x, MlxArray[] q, Shape s, int reps) {
         double[] t = new double[reps];
+        long c0 = OS.getProcessCpuTime();
         for (int r = 0; r < reps; r++) {
             try (ArrayScope scope = ArrayScope.open()) {
                 long t0 = System.nanoTime();
@@ -117,7 +134,7 @@ public final class QuantizedMatmulBenchmark {
                 t[r] = (System.nanoTime() - t0) / 1e6;
             }
         }
-        return DecodeBenchmark.median(t);
+        return new double[] {DecodeBenchmark.median(t), (OS.getProcessCpuTime() - c0) / 1e6 / reps};
     }
 
     private static MlxArray[] weights(SplittableRandom rnd, Shape s) {
