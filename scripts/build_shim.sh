@@ -16,7 +16,7 @@ if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
 fi
 mkdir -p "$out_dir"
 echo "[setup] compiling the MLX shim (${#srcs[@]} files in $src_dir) against $mlx_dir"
-c++ -std=c++20 -O2 -fPIC -shared -Wall -Wno-unused-function \
+c++ -std=c++20 -O2 -ffp-contract=off -fPIC -shared -Wall -Wno-unused-function \
   -I"$mlx_dir/include" "${srcs[@]}" -L"$mlx_dir/lib" -lmlx \
   -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
 mv "$out.tmp" "$out"

@@ -8,6 +8,7 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
@@ -41,10 +42,13 @@ public final class LocalEngine implements AutoCloseable {
      * @param defaults server-wide request defaults (max tokens, sampling, context)
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
      * @param maxKvSize {@code --max-kv-size} (mlx-lm's {@code max_kv_size}); 0 = none
+     * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
      */
-    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize) {
+    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
+            CpuKernels cpuKernels) {
+        /** No rotating cache, the default CPU kernels. */
         public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
-            this(defaults, prefillStepSize, engine, 0);
+            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT);
         }
 
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
@@ -89,7 +93,7 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir);
+            model = Models.load(modelDir, options.cpuKernels());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;

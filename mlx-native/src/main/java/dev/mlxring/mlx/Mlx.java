@@ -239,6 +239,33 @@ public final class Mlx {
                 transpose, groupSize, bits, AFFINE));
     }
 
+    /**
+     * {@link #quantizedMatmul} evaluated by the shim's exact x86 kernel (AVX2/F16C, worker pool)
+     * when it covers the case — affine, {@code transpose=true}, 2/4/8 bits, group size 32/64/128,
+     * float32/float16/bfloat16, a 2-D weight, a CPU stream, a CPU with AVX2 and F16C — and by
+     * MLX's own op otherwise. Same validation, dtype promotion, output and output bytes as MLX.
+     */
+    public static MlxArray nativeQuantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
+            boolean transpose, int groupSize, int bits) {
+        return own(Shim.nativeQuantizedMatmul(x.handle(), w.handle(), scales.handle(),
+                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE));
+    }
+
+    /** Whether {@code a} is (unevaluated) output of the native quantized-matmul kernel. */
+    public static boolean isNativeQuantizedMatmul(MlxArray a) {
+        return Shim.isNativeQuantizedMatmul(a.handle());
+    }
+
+    /** Whether this CPU runs the native kernels (x86-64 with AVX2 and F16C). */
+    public static boolean nativeKernelsAvailable() {
+        return Shim.nativeKernelsAvailable();
+    }
+
+    /** Threads the native kernels split one call over (MLX's stream thread included). */
+    public static int nativeKernelsThreads() {
+        return Shim.nativeKernelsThreads();
+    }
+
     public static MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
         return own(Shim.dequantize(w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits,
                 AFFINE));

@@ -99,6 +99,10 @@ final class Shim {
     private static final MethodHandle LOGSUMEXP = NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle SOFTMAX = NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
+    private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
+    private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle NATIVE_KERNELS_AVAILABLE = NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
+    private static final MethodHandle NATIVE_KERNELS_THREADS = NativeLibrary.handle("mlxr_native_kernels_threads", FunctionDescriptor.of(INT));
     private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
     private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
     private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
@@ -600,6 +604,38 @@ final class Shim {
     static MemorySegment quantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode) {
         try {
             return (MemorySegment) QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeQuantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode) {
+        try {
+            return (MemorySegment) NATIVE_QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static boolean isNativeQuantizedMatmul(MemorySegment a) {
+        try {
+            return (int) IS_NATIVE_QUANTIZED_MATMUL.invokeExact(a) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static boolean nativeKernelsAvailable() {
+        try {
+            return (int) NATIVE_KERNELS_AVAILABLE.invokeExact() != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int nativeKernelsThreads() {
+        try {
+            return (int) NATIVE_KERNELS_THREADS.invokeExact();
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -7,6 +7,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import java.io.BufferedReader;
@@ -45,7 +46,11 @@ import java.util.concurrent.TimeUnit;
  * DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens 128] [--gen-tokens 64]
  *                 [--runs 5] [--warmup 1] [--seed 42] [--prefill-step-size 2048]
  *                 [--out FILE.md] [--command "how it was run"] [--quiet-cores 0.15] [--max-quiet-wait-s 60]
+ *                 [--cpu-kernels native,mlx]
  * </pre>
+ *
+ * <p>{@code --cpu-kernels} lists the kernel choices of ours to run (default {@code native}); with
+ * several, the model is loaded once per choice and each round runs every choice, then mlx-lm.
  *
  * <p>The machine may be shared: before every measured run the benchmark waits (up to
  * {@code --max-quiet-wait-s}) until other processes use less than {@code --quiet-cores} of CPU,
@@ -56,7 +61,8 @@ public final class DecodeBenchmark {
     private static final long PYTHON_TIMEOUT_S = 600;
 
     record Options(List<Path> models, int promptTokens, int genTokens, int runs, int warmup, long seed,
-            int prefillStepSize, Path out, String command, double quietCores, int maxQuietWaitS) {}
+            int prefillStepSize, Path out, String command, double quietCores, int maxQuietWaitS,
+            List<CpuKernels> kernels) {}
 
     /** One measured run; {@code foreignCores}: CPU the rest of the machine used meanwhile ({@link CpuMonitor}). */
     record Run(double promptTps, double genTps, double promptS, double genS, long peakBytes, int[] tokens,
@@ -66,8 +72,15 @@ public final class DecodeBenchmark {
         }
     }
 
-    record ModelResult(String name, Path dir, String modelType, int vocab, int[] prompt, List<Run> ours,
-            List<Run> theirs, List<String> mismatches, double oursLoadS, double theirsLoadS, int jitWarmups) {}
+    /** Our runs with one kernel choice. */
+    record Variant(CpuKernels kernels, List<Run> runs, double loadS, int jitWarmups) {
+        String label() {
+            return "ours " + kernels.cliName();
+        }
+    }
+
+    record ModelResult(String name, Path dir, String modelType, int vocab, int[] prompt, List<Variant> variants,
+            List<Run> theirs, List<String> mismatches, double theirsLoadS) {}
 
     private DecodeBenchmark() {}
 
@@ -109,22 +122,32 @@ public final class DecodeBenchmark {
 
     private static ModelResult benchModel(Options o, Path dir, String[] versions) throws Exception {
         String name = dir.getFileName().toString();
-        System.err.printf(Locale.ROOT, "[bench] %s: loading ours%n", name);
-        long l0 = System.nanoTime();
-        try (LanguageModel model = Models.load(dir)) {
-            double oursLoadS = (System.nanoTime() - l0) / 1e9;
-            int[] prompt = splitmix64Prompt(o.seed(), o.promptTokens(), model.vocabSize());
+        List<LanguageModel> models = new ArrayList<>();
+        try {
+            List<Double> loadS = new ArrayList<>();
+            for (CpuKernels k : o.kernels()) {
+                System.err.printf(Locale.ROOT, "[bench] %s: loading ours (%s kernels)%n", name, k.cliName());
+                long l0 = System.nanoTime();
+                models.add(Models.load(dir, k));
+                loadS.add((System.nanoTime() - l0) / 1e9);
+            }
+            LanguageModel first = models.get(0);
+            int[] prompt = splitmix64Prompt(o.seed(), o.promptTokens(), first.vocabSize());
             Path promptFile = ProjectHome.get().resolve("build/bench")
                     .resolve("prompt-" + name + "-" + o.promptTokens() + "-" + o.seed() + ".json");
             Files.createDirectories(promptFile.getParent());
             Files.writeString(promptFile, "{\"prompt\": " + Arrays.toString(prompt) + "}\n", StandardCharsets.UTF_8);
 
-            for (int w = 0; w < o.warmup(); w++) {
-                Run r = ours(model, prompt, o);
-                System.err.printf(Locale.ROOT, "[bench] %s: ours warm-up %d (JIT %d ms)%n", name, w + 1, r.jitMs());
+            List<Variant> variants = new ArrayList<>();
+            for (int v = 0; v < models.size(); v++) {
+                for (int w = 0; w < o.warmup(); w++) {
+                    Run r = ours(models.get(v), prompt, o);
+                    System.err.printf(Locale.ROOT, "[bench] %s: ours (%s) warm-up %d (JIT %d ms)%n", name,
+                            o.kernels().get(v).cliName(), w + 1, r.jitMs());
+                }
+                int jitWarmups = jitWarmup(models.get(v), prompt, o, name);
+                variants.add(new Variant(o.kernels().get(v), new ArrayList<>(), loadS.get(v), jitWarmups));
             }
-            int jitWarmups = jitWarmup(model, prompt, o, name);
-            List<Run> ours = new ArrayList<>();
             List<Run> theirs = new ArrayList<>();
             List<String> mismatches = new ArrayList<>();
             System.err.printf(Locale.ROOT, "[bench] %s: starting mlx-lm (load + %d warm-up)%n", name, o.warmup());
@@ -139,37 +162,51 @@ public final class DecodeBenchmark {
                 }
                 CpuMonitor cpu = new CpuMonitor(py.pid());
                 for (int i = 0; i < o.runs(); i++) {
-                    double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " ours");
+                    List<Run> round = new ArrayList<>();
+                    for (int v = 0; v < models.size(); v++) {
+                        Variant variant = variants.get(v);
+                        double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " " + variant.label());
+                        CpuMonitor.Sample s0 = cpu.sample();
+                        Run a = ours(models.get(v), prompt, o);
+                        a = a.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
+                        variant.runs().add(a);
+                        round.add(a);
+                    }
+                    double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " mlx-lm");
                     CpuMonitor.Sample s0 = cpu.sample();
-                    Run a = ours(model, prompt, o);
-                    a = a.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
-                    ours.add(a);
-                    waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " mlx-lm");
-                    s0 = cpu.sample();
                     Run b = py.run();
                     b = b.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
                     theirs.add(b);
-                    System.err.printf(Locale.ROOT,
-                            "[bench] %s run %d: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s (ours vs mlx-lm);"
-                                    + " foreign CPU %s / %s cores%n",
-                            name, i + 1, a.promptTps(), b.promptTps(), a.genTps(), b.genTps(),
-                            CpuMonitor.cores(a.foreignCores()), CpuMonitor.cores(b.foreignCores()));
-                    if (!Arrays.equals(a.tokens(), b.tokens())) {
-                        String m = "run " + (i + 1) + ": token ids differ at index " + firstDiff(a.tokens(), b.tokens())
-                                + " (ours " + a.tokens().length + " tokens, mlx-lm " + b.tokens().length + ")";
-                        mismatches.add(m);
-                        System.err.println("!!! TOKEN MISMATCH " + name + " " + m);
-                    }
-                    if (i > 0 && !Arrays.equals(a.tokens(), ours.get(0).tokens())) {
-                        mismatches.add("run " + (i + 1) + ": our tokens differ from our run 1");
-                    }
-                    if (a.tokens().length != o.genTokens() || b.tokens().length != o.genTokens()) {
-                        mismatches.add("run " + (i + 1) + ": expected " + o.genTokens() + " tokens, got ours "
-                                + a.tokens().length + ", mlx-lm " + b.tokens().length);
+                    for (int v = 0; v < round.size(); v++) {
+                        Run a = round.get(v);
+                        String label = variants.get(v).label();
+                        System.err.printf(Locale.ROOT,
+                                "[bench] %s run %d: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s (%s vs mlx-lm);"
+                                        + " foreign CPU %s / %s cores%n",
+                                name, i + 1, a.promptTps(), b.promptTps(), a.genTps(), b.genTps(), label,
+                                CpuMonitor.cores(a.foreignCores()), CpuMonitor.cores(b.foreignCores()));
+                        if (!Arrays.equals(a.tokens(), b.tokens())) {
+                            String m = label + " run " + (i + 1) + ": token ids differ at index "
+                                    + firstDiff(a.tokens(), b.tokens()) + " (ours " + a.tokens().length
+                                    + " tokens, mlx-lm " + b.tokens().length + ")";
+                            mismatches.add(m);
+                            System.err.println("!!! TOKEN MISMATCH " + name + " " + m);
+                        }
+                        if (i > 0 && !Arrays.equals(a.tokens(), variants.get(v).runs().get(0).tokens())) {
+                            mismatches.add(label + " run " + (i + 1) + ": our tokens differ from our run 1");
+                        }
+                        if (a.tokens().length != o.genTokens() || b.tokens().length != o.genTokens()) {
+                            mismatches.add(label + " run " + (i + 1) + ": expected " + o.genTokens()
+                                    + " tokens, got ours " + a.tokens().length + ", mlx-lm " + b.tokens().length);
+                        }
                     }
                 }
-                return new ModelResult(name, dir, model.modelType(), model.vocabSize(), prompt, ours, theirs,
-                        mismatches, oursLoadS, header.path("load_s").asDouble(), jitWarmups);
+                return new ModelResult(name, dir, first.modelType(), first.vocabSize(), prompt, variants, theirs,
+                        mismatches, header.path("load_s").asDouble());
+            }
+        } finally {
+            for (LanguageModel m : models) {
+                m.close();
             }
         }
     }
@@ -183,7 +220,7 @@ public final class DecodeBenchmark {
     private static int jitWarmup(LanguageModel model, int[] prompt, Options o, String name) {
         int[] shortPrompt = Arrays.copyOf(prompt, Math.min(prompt.length, 16));
         Options shortRun = new Options(o.models(), shortPrompt.length, Math.min(o.genTokens(), 32), 1, 0, o.seed(),
-                o.prefillStepSize(), null, null, 0, 0);
+                o.prefillStepSize(), null, null, 0, 0, o.kernels());
         for (int i = 1; i <= MAX_JIT_WARMUPS; i++) {
             Run r = ours(model, shortPrompt, shortRun);
             if (r.jitMs() >= 0 && r.jitMs() < JIT_QUIET_MS) {
@@ -456,7 +493,9 @@ public final class DecodeBenchmark {
                 .append(o.promptTokens()).append(" ids from splitmix64(seed ").append(o.seed())
                 .append(") mod vocab, identical on both sides. ").append(o.warmup())
                 .append(" warm-up run(s) per engine (plus, for ours, short JIT warm-ups until the JVM stops compiling), then ").append(o.runs())
-                .append(" measured runs each, alternating ours/mlx-lm run by run. "
+                .append(" measured runs each, alternating run by run: ours with each --cpu-kernels choice ")
+                .append(o.kernels().stream().map(CpuKernels::cliName).toList())
+                .append(", then mlx-lm. "
                         + "Prefill tok/s = prompt tokens / time to first token; decode tok/s = generated tokens / "
                         + "time from first to last token (mlx-lm `stream_generate` definitions). "
                         + "Medians over the runs; ratio = median ours / median mlx-lm (> 1: we are faster). "
@@ -465,23 +504,27 @@ public final class DecodeBenchmark {
                         + "our run. Foreign CPU = cores used by other processes during a run (/proc/stat); before each run the "
                         + "benchmark waited for it to drop below " + o.quietCores() + " cores (at most "
                         + o.maxQuietWaitS() + " s).\n\n");
-        sb.append("| model | prompt tok | gen tok | runs | prefill tok/s ours | prefill tok/s mlx-lm | prefill ratio "
+        sb.append("| model | ours | prompt tok | gen tok | runs | prefill tok/s ours | prefill tok/s mlx-lm | prefill ratio "
                 + "| decode tok/s ours | decode tok/s mlx-lm | decode ratio | peak MB ours | peak MB mlx-lm | tokens |\n");
-        sb.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        sb.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (ModelResult r : results) {
-            double po = median(r.ours(), Run::promptTps);
-            double pt = median(r.theirs(), Run::promptTps);
-            double go = median(r.ours(), Run::genTps);
-            double gt = median(r.theirs(), Run::genTps);
-            sb.append("| ").append(r.name()).append(" | ").append(o.promptTokens()).append(" | ")
-                    .append(o.genTokens()).append(" | ").append(r.ours().size()).append(" | ").append(f1(po))
-                    .append(" | ").append(f1(pt)).append(" | **").append(f3(po / pt)).append("** | ").append(f2(go))
-                    .append(" | ").append(f2(gt)).append(" | **").append(f3(go / gt)).append("** | ")
-                    .append(mb(maxPeak(r.ours()))).append(" | ").append(mb(maxPeak(r.theirs()))).append(" | ")
-                    .append(r.mismatches().isEmpty() ? "identical" : "**MISMATCH**").append(" |\n");
+            for (Variant variant : r.variants()) {
+                List<Run> ours = variant.runs();
+                double po = median(ours, Run::promptTps);
+                double pt = median(r.theirs(), Run::promptTps);
+                double go = median(ours, Run::genTps);
+                double gt = median(r.theirs(), Run::genTps);
+                sb.append("| ").append(r.name()).append(" | ").append(variant.kernels().cliName()).append(" | ")
+                        .append(o.promptTokens()).append(" | ")
+                        .append(o.genTokens()).append(" | ").append(ours.size()).append(" | ").append(f1(po))
+                        .append(" | ").append(f1(pt)).append(" | **").append(f3(po / pt)).append("** | ").append(f2(go))
+                        .append(" | ").append(f2(gt)).append(" | **").append(f3(go / gt)).append("** | ")
+                        .append(mb(maxPeak(ours))).append(" | ").append(mb(maxPeak(r.theirs()))).append(" | ")
+                        .append(r.mismatches().isEmpty() ? "identical" : "**MISMATCH**").append(" |\n");
+            }
         }
-        double worst = results.stream().flatMap(r -> java.util.stream.Stream.concat(r.ours().stream(),
-                r.theirs().stream())).mapToDouble(Run::foreignCores).filter(d -> !Double.isNaN(d)).max().orElse(Double.NaN);
+        double worst = results.stream().flatMap(r -> java.util.stream.Stream.concat(
+                r.variants().stream().flatMap(v -> v.runs().stream()), r.theirs().stream())).mapToDouble(Run::foreignCores).filter(d -> !Double.isNaN(d)).max().orElse(Double.NaN);
         if (!Double.isNaN(worst)) {
             sb.append("\nHighest foreign CPU during any run: ").append(CpuMonitor.cores(worst)).append(" cores")
                     .append(worst > 0.25 ? " -- **some runs shared the machine; see the raw runs**" : "").append(".\n");
@@ -497,43 +540,47 @@ public final class DecodeBenchmark {
         }
         sb.append("\n### Raw runs\n");
         for (ModelResult r : results) {
-            sb.append("\n`").append(r.name()).append("` (").append(r.modelType()).append(", vocab ").append(r.vocab())
-                    .append(", ").append(r.dir()).append("; load ours ").append(f2(r.oursLoadS()))
-                    .append(" s, mlx-lm ").append(f2(r.theirsLoadS())).append(" s; ours also ran ").append(r.jitWarmups())
-                    .append(" short JIT warm-up(s))\n\n");
-            sb.append("| run | prefill s ours | prefill s mlx-lm | prefill tok/s ours | prefill tok/s mlx-lm | ratio "
-                    + "| decode s ours | decode s mlx-lm | decode tok/s ours | decode tok/s mlx-lm | ratio "
-                    + "| peak MB ours | peak MB mlx-lm | foreign CPU ours | foreign CPU mlx-lm | JIT/GC ms ours |\n");
-            sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-            for (int i = 0; i < r.ours().size(); i++) {
-                Run a = r.ours().get(i);
-                Run b = r.theirs().get(i);
-                sb.append("| ").append(i + 1).append(" | ").append(f3(a.promptS())).append(" | ")
-                        .append(f3(b.promptS())).append(" | ").append(f1(a.promptTps())).append(" | ")
-                        .append(f1(b.promptTps())).append(" | ").append(f3(a.promptTps() / b.promptTps()))
-                        .append(" | ").append(f3(a.genS())).append(" | ").append(f3(b.genS())).append(" | ")
-                        .append(f2(a.genTps())).append(" | ").append(f2(b.genTps())).append(" | ")
-                        .append(f3(a.genTps() / b.genTps())).append(" | ").append(mb(a.peakBytes())).append(" | ")
-                        .append(mb(b.peakBytes())).append(" | ").append(CpuMonitor.cores(a.foreignCores()))
-                        .append(" | ").append(CpuMonitor.cores(b.foreignCores())).append(" | ").append(a.jitMs())
-                        .append(" / ").append(a.gcMs()).append(" |\n");
+            for (Variant variant : r.variants()) {
+                List<Run> ours = variant.runs();
+                sb.append("\n`").append(r.name()).append("`, ").append(variant.label()).append(" (").append(r.modelType())
+                        .append(", vocab ").append(r.vocab())
+                        .append(", ").append(r.dir()).append("; load ours ").append(f2(variant.loadS()))
+                        .append(" s, mlx-lm ").append(f2(r.theirsLoadS())).append(" s; ours also ran ")
+                        .append(variant.jitWarmups()).append(" short JIT warm-up(s))\n\n");
+                sb.append("| run | prefill s ours | prefill s mlx-lm | prefill tok/s ours | prefill tok/s mlx-lm | ratio "
+                        + "| decode s ours | decode s mlx-lm | decode tok/s ours | decode tok/s mlx-lm | ratio "
+                        + "| peak MB ours | peak MB mlx-lm | foreign CPU ours | foreign CPU mlx-lm | JIT/GC ms ours |\n");
+                sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                for (int i = 0; i < ours.size(); i++) {
+                    Run a = ours.get(i);
+                    Run b = r.theirs().get(i);
+                    sb.append("| ").append(i + 1).append(" | ").append(f3(a.promptS())).append(" | ")
+                            .append(f3(b.promptS())).append(" | ").append(f1(a.promptTps())).append(" | ")
+                            .append(f1(b.promptTps())).append(" | ").append(f3(a.promptTps() / b.promptTps()))
+                            .append(" | ").append(f3(a.genS())).append(" | ").append(f3(b.genS())).append(" | ")
+                            .append(f2(a.genTps())).append(" | ").append(f2(b.genTps())).append(" | ")
+                            .append(f3(a.genTps() / b.genTps())).append(" | ").append(mb(a.peakBytes())).append(" | ")
+                            .append(mb(b.peakBytes())).append(" | ").append(CpuMonitor.cores(a.foreignCores()))
+                            .append(" | ").append(CpuMonitor.cores(b.foreignCores())).append(" | ").append(a.jitMs())
+                            .append(" / ").append(a.gcMs()).append(" |\n");
+                }
+                double[] pr = new double[ours.size()];
+                double[] dr = new double[ours.size()];
+                for (int i = 0; i < pr.length; i++) {
+                    pr[i] = ours.get(i).promptTps() / r.theirs().get(i).promptTps();
+                    dr[i] = ours.get(i).genTps() / r.theirs().get(i).genTps();
+                }
+                sb.append("\nPer-run ratios ours/mlx-lm (each run against the mlx-lm run right after it): prefill median ")
+                        .append(f3(median(pr))).append(" (").append(f3(Arrays.stream(pr).min().orElse(0))).append("..")
+                        .append(f3(Arrays.stream(pr).max().orElse(0))).append("), decode median ").append(f3(median(dr)))
+                        .append(" (").append(f3(Arrays.stream(dr).min().orElse(0))).append("..")
+                        .append(f3(Arrays.stream(dr).max().orElse(0))).append(").\n");
+                int[] t = ours.get(0).tokens();
+                sb.append("\nGenerated ids (run 1, ").append(t.length).append("): `")
+                        .append(Arrays.toString(Arrays.copyOf(t, Math.min(t.length, 16))))
+                        .append(t.length > 16 ? " ..." : "").append("`, ").append(Arrays.stream(t).distinct().count())
+                        .append(" distinct.\n");
             }
-            double[] pr = new double[r.ours().size()];
-            double[] dr = new double[r.ours().size()];
-            for (int i = 0; i < pr.length; i++) {
-                pr[i] = r.ours().get(i).promptTps() / r.theirs().get(i).promptTps();
-                dr[i] = r.ours().get(i).genTps() / r.theirs().get(i).genTps();
-            }
-            sb.append("\nPer-run ratios ours/mlx-lm (each run against the mlx-lm run right after it): prefill median ")
-                    .append(f3(median(pr))).append(" (").append(f3(Arrays.stream(pr).min().orElse(0))).append("..")
-                    .append(f3(Arrays.stream(pr).max().orElse(0))).append("), decode median ").append(f3(median(dr)))
-                    .append(" (").append(f3(Arrays.stream(dr).min().orElse(0))).append("..")
-                    .append(f3(Arrays.stream(dr).max().orElse(0))).append(").\n");
-            int[] t = r.ours().get(0).tokens();
-            sb.append("\nGenerated ids (run 1, ").append(t.length).append("): `")
-                    .append(Arrays.toString(Arrays.copyOf(t, Math.min(t.length, 16))))
-                    .append(t.length > 16 ? " ..." : "").append("`, ").append(Arrays.stream(t).distinct().count())
-                    .append(" distinct.\n");
         }
         return sb.toString();
     }
@@ -555,7 +602,7 @@ public final class DecodeBenchmark {
 
     static final String USAGE = "DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens N] [--gen-tokens M]"
             + " [--runs K] [--warmup W] [--seed S] [--prefill-step-size P] [--out FILE.md] [--command TEXT]"
-            + " [--quiet-cores C] [--max-quiet-wait-s S]";
+            + " [--quiet-cores C] [--max-quiet-wait-s S] [--cpu-kernels native,mlx]";
 
     static Options parse(String[] argv) {
         List<Path> models = new ArrayList<>();
@@ -569,6 +616,7 @@ public final class DecodeBenchmark {
         String command = null;
         double quietCores = 0.15;
         int maxQuietWaitS = 60;
+        List<CpuKernels> kernels = List.of(CpuKernels.DEFAULT);
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -583,6 +631,8 @@ public final class DecodeBenchmark {
                 case "--command" -> command = f.value();
                 case "--quiet-cores" -> quietCores = Double.parseDouble(f.value());
                 case "--max-quiet-wait-s" -> maxQuietWaitS = f.integer();
+                case "--cpu-kernels" -> kernels = Arrays.stream(f.value().split(","))
+                        .map(v -> CpuKernels.parse("--cpu-kernels", v.trim())).distinct().toList();
                 default -> throw f.unknown();
             }
         }
@@ -601,6 +651,6 @@ public final class DecodeBenchmark {
             throw new IllegalArgumentException("--warmup must be >= 0");
         }
         return new Options(List.copyOf(models), promptTokens, genTokens, runs, warmup, seed, prefill, out, command,
-                quietCores, maxQuietWaitS);
+                quietCores, maxQuietWaitS, kernels);
     }
 }

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Weights;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,7 +31,13 @@ public final class Models {
         return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream()).sorted().toList();
     }
 
+    /** {@link #load(Path, CpuKernels)} with the default kernels ({@link CpuKernels#DEFAULT}). */
     public static LanguageModel load(Path modelDir) {
+        return load(modelDir, CpuKernels.DEFAULT);
+    }
+
+    /** Loads the model whose quantized matmuls run on {@code kernels}. */
+    public static LanguageModel load(Path modelDir, CpuKernels kernels) {
         ModelConfig config = ModelConfig.read(modelDir);
         String type = config.modelType();
         Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
@@ -40,7 +47,7 @@ public final class Models {
                     + " is not supported (supported: " + String.join(", ", supportedModelTypes()) + ")");
         }
         DecoderArgs args = family == null ? null : family.apply(config);
-        Parameters params = new Parameters(loadWeights(modelDir));
+        Parameters params = new Parameters(loadWeights(modelDir), kernels);
         try {
             return family == null ? ownGraph.apply(config, params) : DecoderModel.build(config, params, args);
         } catch (RuntimeException e) {

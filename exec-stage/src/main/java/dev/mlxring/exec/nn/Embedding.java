@@ -41,7 +41,7 @@ public interface Embedding {
 
         @Override
         public MlxArray asLinear(MlxArray x) {
-            return Mlx.quantizedMatmul(x, weight, scales, biases, true, spec.groupSize(), spec.bits());
+            return spec.matmul(x, weight, scales, biases);
         }
     }
 }

@@ -35,7 +35,7 @@ public interface Linear {
             implements Linear {
         @Override
         public MlxArray forward(MlxArray x) {
-            MlxArray y = Mlx.quantizedMatmul(x, weight, scales, biases, true, spec.groupSize(), spec.bits());
+            MlxArray y = spec.matmul(x, weight, scales, biases);
             return bias == null ? y : Mlx.add(y, bias);
         }
     }

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.nn;
 
 import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Weights;
@@ -11,15 +12,23 @@ import java.util.TreeSet;
 /**
  * A model's parameters: the loaded {@link Weights} (which own the arrays for the model's life)
  * plus a record of which names the model's modules took, so leftovers fail the load the way
- * mlx-lm's {@code load_weights(strict=True)} does.
+ * mlx-lm's {@code load_weights(strict=True)} does. It also carries the load's choice of CPU
+ * kernels, fixed for the model's life, so quantized modules bind it once.
  */
 public final class Parameters implements AutoCloseable {
     private final Weights weights;
+    private final CpuKernels kernels;
     private final Set<String> used = new HashSet<>();
     private int initRandomDraws;
 
-    public Parameters(Weights weights) {
+    public Parameters(Weights weights, CpuKernels kernels) {
         this.weights = weights;
+        this.kernels = kernels;
+    }
+
+    /** Which kernels the model's quantized matmuls use ({@code --cpu-kernels}). */
+    public CpuKernels kernels() {
+        return kernels;
     }
 
     public boolean has(String name) {

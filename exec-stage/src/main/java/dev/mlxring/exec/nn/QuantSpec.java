@@ -3,6 +3,7 @@ package dev.mlxring.exec.nn;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.MlxArray;
 
@@ -10,8 +11,14 @@ import dev.mlxring.mlx.MlxArray;
  * How one module's weight is packed: MLX affine quantization with {@code groupSize} and
  * {@code bits}. Resolved as mlx-lm's {@code load_model} does: a per-path entry in the config's
  * {@code quantization} wins, otherwise group size and bits are inferred from the packed shapes.
+ * {@code kernels} is the model's choice of CPU kernels for {@link #matmul}.
  */
-public record QuantSpec(int groupSize, int bits) {
+public record QuantSpec(int groupSize, int bits, CpuKernels kernels) {
+
+    /** {@code quantized_matmul(x, w, scales, biases, transpose=True)} with this spec's kernels. */
+    public MlxArray matmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases) {
+        return kernels.quantizedMatmul(x, w, scales, biases, true, groupSize, bits);
+    }
 
     /** The spec for module {@code path}, or null when its weight is not quantized. */
     public static QuantSpec resolve(ModelConfig config, Parameters params, String path, int inDims) {
@@ -27,7 +34,7 @@ public record QuantSpec(int groupSize, int bits) {
             }
             if (entry.isObject()) {
                 requireAffine(config, entry, path);
-                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt());
+                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt(), params.kernels());
             }
         }
         MlxArray scales = params.get(path + ".scales");
@@ -37,7 +44,7 @@ public record QuantSpec(int groupSize, int bits) {
         }
         int groupSize = inDims / scales.dim(-1);
         int bits = weight.dim(-1) * 32 / inDims;
-        return new QuantSpec(groupSize, bits);
+        return new QuantSpec(groupSize, bits, params.kernels());
     }
 
     private static void requireAffine(ModelConfig config, JsonNode entry, String path) {

@@ -10,6 +10,7 @@ import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -44,7 +45,8 @@ final class GenerateCommand {
                         "--temp", "--top-p", "--top-k", "--min-p", "--min-tokens-to-keep", "--xtc-probability",
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
-                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size"),
+                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
+                        CpuKernelsFlag.NAME),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -53,6 +55,7 @@ final class GenerateCommand {
         int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
+        CpuKernels kernels = CpuKernelsFlag.parse(a);
         boolean json = a.has("--json");
         Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -62,7 +65,7 @@ final class GenerateCommand {
 
         // The model config first: its errors (malformed JSON, unsupported type) are the ones to report.
         ModelConfig.read(modelDir).modelType();
-        try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir)) {
+        try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir, kernels)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());

@@ -18,12 +18,14 @@ public final class Main {
                            [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
+                           [--cpu-kernels native|mlx]
                            [--shutdown-grace-seconds 30]
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
                               [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
+                              [--cpu-kernels native|mlx]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -40,6 +42,8 @@ public final class Main {
               --max-kv-size N         keep at most N positions per layer in rotating caches (N > 4), as
                                       mlx_lm.generate; qwen2, qwen3 and phi3 use it (llama and gemma3_text
                                       keep their own cache layout, as in mlx-lm); not with --kv-bits
+              --cpu-kernels K         quantized matmuls on `native` (exact AVX2 kernels, the default)
+                                      or `mlx` (MLX's own); both give the same bytes
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

@@ -6,6 +6,7 @@ import dev.mlxring.ingress.LocalEngine;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
@@ -61,7 +62,8 @@ final class ServeCommand {
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds", "--max-kv-size"),
+                        "--shutdown-grace-seconds", "--max-kv-size",
+                        CpuKernelsFlag.NAME),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -81,6 +83,7 @@ final class ServeCommand {
     static Running start(CliArgs a, PrintStream out) {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
+        CpuKernels kernels = CpuKernelsFlag.parse(a);
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -105,7 +108,7 @@ final class ServeCommand {
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
                 new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                         .withMaxPromptTokens(maxPromptTokens),
-                prefillStep, engineConfig));
+                prefillStep, engineConfig, maxKvSize, kernels));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;

@@ -46,6 +46,22 @@ class MainTest {
     }
 
     @Test
+    void bothCpuKernelChoicesGenerateTheSameIds() throws Exception {
+        JsonNode[] ids = new JsonNode[2];
+        String[] kernels = {"native", "mlx"};
+        for (int i = 0; i < 2; i++) {
+            Run r = run("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json",
+                    "--cpu-kernels", kernels[i]);
+            assertEquals(0, r.status(), r.err());
+            ids[i] = JSON.readTree(r.out()).get("generated_tokens");
+        }
+        assertEquals(ids[1], ids[0]);
+        assertEquals(2, run("generate", "--prompt", "x", "--cpu-kernels", "fast").status());
+        assertTrue(run("generate", "--prompt", "x", "--cpu-kernels", "fast").err()
+                .contains("--cpu-kernels must be one of [mlx, native], got 'fast'"));
+    }
+
+    @Test
     void answersASimpleQuestionWithTheChatTemplate() {
         Run r = run("generate", "--prompt", "What is the capital of France?", "--max-tokens", "20");
         assertEquals(0, r.status(), r.err());

@@ -1,0 +1,41 @@
+package dev.mlxring.mlx;
+
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * Which CPU kernels evaluate {@code quantized_matmul(x, W, scales, biases, transpose=True)}:
+ * {@link #MLX} is MLX's own op; {@link #NATIVE} is the shim's exact x86 kernel, whose output
+ * bytes equal MLX's (cases it does not cover still take MLX's op). Chosen once when a model is
+ * loaded ({@code --cpu-kernels}); immutable and thread-safe.
+ */
+public enum CpuKernels {
+    MLX,
+    NATIVE;
+
+    /** The default: the native kernels (exact, and the faster choice on x86). */
+    public static final CpuKernels DEFAULT = NATIVE;
+
+    public MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
+            boolean transpose, int groupSize, int bits) {
+        return this == NATIVE
+                ? Mlx.nativeQuantizedMatmul(x, w, scales, biases, transpose, groupSize, bits)
+                : Mlx.quantizedMatmul(x, w, scales, biases, transpose, groupSize, bits);
+    }
+
+    /** The lower-case name the CLI takes ({@code mlx}, {@code native}). */
+    public String cliName() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /** Parses a CLI value; an unknown one throws naming {@code field} and the accepted values. */
+    public static CpuKernels parse(String field, String value) {
+        for (CpuKernels k : values()) {
+            if (k.cliName().equals(value)) {
+                return k;
+            }
+        }
+        throw new IllegalArgumentException(field + " must be one of "
+                + Arrays.stream(values()).map(CpuKernels::cliName).toList() + ", got '" + value + "'");
+    }
+}

@@ -1,0 +1,274 @@
+package dev.mlxring.mlx;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The native quantized-matmul kernel against MLX's own {@code quantized_matmul}, live, in one
+ * process on the same inputs: the output bytes must be identical. Cases cover the activation
+ * dtypes × bits × group sizes, shapes of real models (SmolLM2's 49152×576 head and 1536×576
+ * MLP, 576×1536), row counts of decode, batches and prefill, column counts that are not a
+ * multiple of the kernel's 32-column unit, non-contiguous and broadcast activations, and
+ * seeded random data that is ordinary, subnormal-heavy or full of NaN/Inf. MLX's scalar kernel
+ * is slow with half types, so the large shapes run with few rows.
+ */
+class QuantizedMatmulExactnessTest {
+
+    enum Data { NORMAL, SUBNORMAL, SPECIAL }
+
+    enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST, STRIDED, BATCHED }
+
+    /** {@code params}: the dtype of scales and biases (MLX promotes x and them to a common type). */
+    record Case(Dtype dtype, Dtype params, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
+        Case(Dtype dtype, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
+            this(dtype, dtype, bits, groupSize, n, k, m, data, layout);
+        }
+
+        @Override
+        public String toString() {
+            return dtype.mlxName + (params != dtype ? " (params " + params.mlxName + ")" : "") + " b" + bits + " g"
+                    + groupSize + " N" + n + " K" + k + " M" + m + " " + data + " " + layout;
+        }
+    }
+
+    @BeforeAll
+    static void requireKernels() {
+        assumeTrue(Mlx.nativeKernelsAvailable(), "this CPU has no AVX2/F16C: MLX's kernel is used, nothing to compare");
+    }
+
+    static Stream<Case> cases() {
+        List<Case> c = new ArrayList<>();
+        Dtype[] dtypes = {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16};
+        // Every dtype × bits × group size on a small shape whose N leaves a partial unit and tile.
+        for (Dtype d : dtypes) {
+            for (int bits : new int[] {2, 4, 8}) {
+                for (int g : new int[] {32, 64, 128}) {
+                    c.add(new Case(d, bits, g, 84, 384, 1, Data.NORMAL, Layout.CONTIGUOUS));
+                    c.add(new Case(d, bits, g, 84, 384, 3, Data.NORMAL, Layout.CONTIGUOUS));
+                }
+            }
+        }
+        for (Dtype d : dtypes) {
+            boolean half = d != Dtype.FLOAT32;
+            // The models' shapes: the tied 8-bit head, the 4-bit MLP and attention projections.
+            c.add(new Case(d, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 4, 64, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+            for (int m : half ? new int[] {1, 2, 5, 9} : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 127}) {
+                c.add(new Case(d, 4, 32, 1536, 576, m, Data.NORMAL, Layout.CONTIGUOUS));
+            }
+            c.add(new Case(d, 4, 32, 576, 1536, half ? 3 : 31, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 8, 64, 192, 576, half ? 31 : 127, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 4, 32, half ? 64 : 192, half ? 256 : 576, 512, Data.NORMAL, Layout.CONTIGUOUS));
+            // Subnormal-heavy and NaN/Inf data, one and several rows.
+            for (Data data : new Data[] {Data.SUBNORMAL, Data.SPECIAL}) {
+                for (int bits : new int[] {4, 8}) {
+                    c.add(new Case(d, bits, 32, 576, 576, 1, data, Layout.CONTIGUOUS));
+                    c.add(new Case(d, bits, 128, 200, 256, 7, data, Layout.CONTIGUOUS));
+                }
+            }
+            // Activations the graph can hand over as views.
+            for (Layout layout : new Layout[] {Layout.TRANSPOSED, Layout.BROADCAST, Layout.STRIDED, Layout.BATCHED}) {
+                c.add(new Case(d, 4, 32, 192, 576, 1, Data.NORMAL, layout));
+                c.add(new Case(d, 4, 64, 200, 256, 6, Data.NORMAL, layout));
+            }
+        }
+        // Mixed dtypes, as models store them: SmolLM2 has float16 scales under float32 activations.
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 576, 576, 9, Data.SPECIAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT32, Dtype.BFLOAT16, 4, 64, 576, 576, 4, Data.SUBNORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.FLOAT16, Dtype.BFLOAT16, 4, 64, 200, 256, 3, Data.NORMAL, Layout.CONTIGUOUS));
+        c.add(new Case(Dtype.BFLOAT16, Dtype.FLOAT32, 8, 128, 200, 256, 2, Data.NORMAL, Layout.CONTIGUOUS));
+        return c.stream();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void sameBytesAsMlx(Case c) {
+        SplittableRandom rnd = new SplittableRandom(c.toString().hashCode());
+        try (ArrayScope s = ArrayScope.open()) {
+            int words = c.k * c.bits / 32;
+            int[] w = new int[c.n * words];
+            for (int i = 0; i < w.length; i++) {
+                w[i] = rnd.nextInt();
+            }
+            MlxArray weight = Mlx.astype(Mlx.fromInts(w, c.n, words), Dtype.UINT32);
+            int groups = c.k / c.groupSize;
+            float scaleMag = switch (c.data) {
+                case NORMAL -> 0.02f;
+                case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 2e-4f : 1e-20f;
+                case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 3000f : 1e30f;
+            };
+            MlxArray scales = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag, Data.NORMAL), c.n, groups),
+                    c.params);
+            MlxArray biases = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag * 4, Data.NORMAL), c.n, groups),
+                    c.params);
+            float xMag = switch (c.data) {
+                case NORMAL -> 1f;
+                case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 5e-3f : 1e-19f;
+                case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 30f : 1e10f;
+            };
+            MlxArray x = activations(c, rnd, xMag);
+            MlxArray expected = Mlx.quantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
+            MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
+            assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
+            assertEquals(expected.dtype(), actual.dtype());
+            assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
+            compare(c, expected.toBytes(), actual.toBytes());
+        }
+    }
+
+    /** x of shape [M, K] (or [2, M, K]) as the layout asks, its values drawn for the data kind. */
+    private static MlxArray activations(Case c, SplittableRandom rnd, float mag) {
+        return switch (c.layout) {
+            case CONTIGUOUS -> Mlx.astype(Mlx.fromFloats(values(rnd, c.m * c.k, mag, c.data), c.m, c.k), c.dtype);
+            case TRANSPOSED -> Mlx.transposeAll(
+                    Mlx.astype(Mlx.fromFloats(values(rnd, c.m * c.k, mag, c.data), c.k, c.m), c.dtype));
+            case BROADCAST -> Mlx.broadcastTo(
+                    Mlx.astype(Mlx.fromFloats(values(rnd, c.k, mag, c.data), 1, c.k), c.dtype), c.m, c.k);
+            case STRIDED -> Mlx.slice(
+                    Mlx.astype(Mlx.fromFloats(values(rnd, c.m * 2 * c.k, mag, c.data), c.m, 2 * c.k), c.dtype),
+                    new int[] {0, 1}, new int[] {c.m, 2 * c.k}, new int[] {1, 2});
+            case BATCHED -> Mlx.astype(Mlx.fromFloats(values(rnd, 2 * c.m * c.k, mag, c.data), 2, c.m, c.k), c.dtype);
+        };
+    }
+
+    private static float[] values(SplittableRandom rnd, int n, float mag, Data data) {
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) (rnd.nextGaussian() * mag);
+            if (data == Data.SPECIAL) {
+                int r = rnd.nextInt(64);
+                if (r == 0) {
+                    v[i] = Float.NaN;
+                } else if (r == 1) {
+                    v[i] = Float.intBitsToFloat(0xffc00000); // NaN with the sign bit
+                } else if (r == 2) {
+                    v[i] = Float.POSITIVE_INFINITY;
+                } else if (r == 3) {
+                    v[i] = Float.NEGATIVE_INFINITY;
+                }
+            }
+        }
+        return v;
+    }
+
+    private static void compare(Case c, byte[] expected, byte[] actual) {
+        assertEquals(expected.length, actual.length, "byte count of " + c);
+        int size = expected.length / (c.m * c.n * (c.layout == Layout.BATCHED ? 2 : 1));
+        for (int i = 0; i < expected.length; i += size) {
+            for (int b = 0; b < size; b++) {
+                if (expected[i + b] != actual[i + b]) {
+                    fail(c + ": element " + i / size + " (row " + i / size / c.n + ", column " + i / size % c.n
+                            + ") differs: MLX " + hex(expected, i, size) + ", native " + hex(actual, i, size));
+                }
+            }
+        }
+    }
+
+    private static String hex(byte[] a, int at, int size) {
+        StringBuilder sb = new StringBuilder("0x");
+        for (int b = size - 1; b >= 0; b--) {
+            sb.append(String.format("%02x", a[at + b]));
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Which operand of a multiply or add comes first decides the sign of a NaN when both are
+     * NaN; MLX's order comes from its compiled code, not its source, and varies with the
+     * position in the group. Row j of x holds -NaN at 0 and +NaN at j (both reach the sum),
+     * so the rows probe the add's order at every position; a second call makes every weight
+     * -NaN (scale inf, q 0) under +NaN activations to probe the multiply's.
+     */
+    @ParameterizedTest(name = "{0} b{1} g{2}")
+    @MethodSource("nanProbes")
+    void nanOperandOrderAsMlx(Dtype dtype, int bits, int groupSize) {
+        try (ArrayScope s = ArrayScope.open()) {
+            int k = 2 * groupSize;
+            int n = 8;
+            int m = k - 1;
+            int words = k * bits / 32;
+            int one = 0;
+            for (int e = 0; e < 32 / bits; e++) {
+                one |= 1 << (bits * e);
+            }
+            int[] w = new int[n * words];
+            java.util.Arrays.fill(w, one);
+            float[] x = new float[m * k];
+            for (int j = 1; j < k; j++) {
+                x[(j - 1) * k] = Float.intBitsToFloat(0xffc00000);
+                x[(j - 1) * k + j] = Float.NaN;
+            }
+            float[] ones = new float[n * 2];
+            java.util.Arrays.fill(ones, 1f);
+            check(dtype, bits, groupSize, Mlx.fromFloats(x, m, k), w, ones, new float[n * 2], n, words, true);
+            float[] allNan = new float[2 * k];
+            java.util.Arrays.fill(allNan, Float.NaN);
+            float[] inf = new float[n * 2];
+            java.util.Arrays.fill(inf, Float.POSITIVE_INFINITY);
+            check(dtype, bits, groupSize, Mlx.fromFloats(allNan, 2, k), new int[n * words], inf, new float[n * 2], n,
+                    words, false);
+        }
+    }
+
+    private static void check(Dtype dtype, int bits, int groupSize, MlxArray x32, int[] w, float[] scales,
+            float[] biases, int n, int words, boolean mixedSigns) {
+        MlxArray x = Mlx.astype(x32, dtype);
+        MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
+        MlxArray sc = Mlx.astype(Mlx.fromFloats(scales, n, 2), dtype);
+        MlxArray bi = Mlx.astype(Mlx.fromFloats(biases, n, 2), dtype);
+        MlxArray expected = Mlx.quantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
+        MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
+        assertTrue(Mlx.isNativeQuantizedMatmul(actual));
+        byte[] e = expected.toBytes();
+        if (mixedSigns && dtype == Dtype.FLOAT32) {
+            // The probe discriminates only if MLX's answers differ in sign across positions.
+            java.util.Set<Integer> signs = new java.util.HashSet<>();
+            for (int i = 3; i < e.length; i += 4) {
+                signs.add(e[i] & 0x80);
+            }
+            if (bits != 8 && !(bits == 4 && groupSize != 32)) {
+                assertEquals(2, signs.size(), "MLX's NaN signs should vary with the position here");
+            }
+        }
+        compare(new Case(dtype, bits, groupSize, n, 2 * groupSize, x.dim(0), Data.SPECIAL, Layout.CONTIGUOUS), e,
+                actual.toBytes());
+    }
+
+    static Stream<org.junit.jupiter.params.provider.Arguments> nanProbes() {
+        List<org.junit.jupiter.params.provider.Arguments> a = new ArrayList<>();
+        for (Dtype d : new Dtype[] {Dtype.FLOAT32, Dtype.FLOAT16, Dtype.BFLOAT16}) {
+            for (int bits : new int[] {2, 4, 8}) {
+                for (int g : new int[] {32, 64, 128}) {
+                    a.add(org.junit.jupiter.params.provider.Arguments.of(d, bits, g));
+                }
+            }
+        }
+        return a.stream();
+    }
+
+    @Test
+    void uncoveredCasesTakeMlxsOp() {
+        try (ArrayScope s = ArrayScope.open()) {
+            MlxArray[] q = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 6);
+            MlxArray x = Mlx.fromFloats(new float[64], 1, 64);
+            assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q[0], q[1], q[2], true, 64, 6)),
+                    "6 bits is not covered");
+            MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 4);
+            assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
+                    "transpose=false is not covered");
+        }
+    }
+}
