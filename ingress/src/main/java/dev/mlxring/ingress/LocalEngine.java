@@ -7,6 +7,9 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
@@ -40,12 +43,30 @@ public final class LocalEngine implements AutoCloseable {
      * @param defaults server-wide request defaults (max tokens, sampling, context)
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
      */
-    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine,
+            PromptCache promptCache) {
+        /** Options without a prompt cache (every prompt is prefilled whole). */
+        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
+            this(defaults, prefillStepSize, engine, PromptCache.OFF);
+        }
+
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
             return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
                     GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, EngineConfig.defaults());
         }
+
+        public Options withPromptCache(PromptCache p) {
+            return new Options(defaults, prefillStepSize, engine, p);
+        }
+    }
+
+    /**
+     * The prefix cache's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes});
+     * {@code maxEntries} 0 = off.
+     */
+    public record PromptCache(int maxEntries, long maxBytes) {
+        public static final PromptCache OFF = new PromptCache(0, 0);
     }
 
     private final Engine engine;
@@ -53,8 +74,12 @@ public final class LocalEngine implements AutoCloseable {
     private final String modelId;
     private final int maxContextTokens;
     private final int vocabSize;
+    /** Null when off; closed after the engine (whose exec thread uses it) has stopped. */
+    private final RamPrefixCache prefixCache;
 
-    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize) {
+    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
+            RamPrefixCache prefixCache) {
+        this.prefixCache = prefixCache;
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.modelId = modelId;
@@ -105,16 +130,23 @@ public final class LocalEngine implements AutoCloseable {
         // mlx_lm.server: xtc_special_tokens = encode("\n") + eos ids.
         int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds)).toArray();
         int vocab = model.vocabSize();
+        RamPrefixCache prefixCache = null;
+        PrefixReuse reuse = null;
+        PromptCache pc = options.promptCache();
+        if (pc != null && pc.maxEntries() > 0) {
+            prefixCache = new RamPrefixCache(pc.maxEntries(), pc.maxBytes());
+            reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
+        }
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
-                .executor(new ModelExecutor(model, options.prefillStepSize()))
+                .executor(new ModelExecutor(model, options.prefillStepSize(), reuse))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())
                 .start();
-        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab);
+        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
     }
 
     /** The most prompt tokens plan accepts: the operator's limit, else the context less one. */
@@ -186,5 +218,13 @@ public final class LocalEngine implements AutoCloseable {
     public void close() {
         engine.close();
         tokenizer.close();
+        if (prefixCache != null) {
+            prefixCache.close();
+        }
+    }
+
+    /** The prefix cache's RAM tier, or null when it is off. */
+    public RamPrefixCache prefixCache() {
+        return prefixCache;
     }
 }

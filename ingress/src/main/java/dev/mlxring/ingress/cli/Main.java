@@ -19,6 +19,10 @@ public final class Main {
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]]
                            [--shutdown-grace-seconds 30]
+                           [--prompt-cache-size 10] [--prompt-cache-bytes B]
+              --prompt-cache-size N   prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server
+                                      (default 10; 0 = off)
+              --prompt-cache-bytes B  their byte cap, e.g. 2GB (default: none); least recently used out
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]

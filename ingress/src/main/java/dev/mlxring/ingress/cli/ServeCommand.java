@@ -61,7 +61,7 @@ final class ServeCommand {
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds"),
+                        "--shutdown-grace-seconds", "--prompt-cache-size", "--prompt-cache-bytes"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -104,7 +104,7 @@ final class ServeCommand {
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
                 new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                         .withMaxPromptTokens(maxPromptTokens),
-                prefillStep, engineConfig));
+                prefillStep, engineConfig).withPromptCache(PromptCacheFlags.parse(a)));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;
