@@ -10,6 +10,7 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.kvstore.TieredPrefixCache;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
@@ -62,11 +63,20 @@ public final class LocalEngine implements AutoCloseable {
     }
 
     /**
-     * The prefix cache's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes});
-     * {@code maxEntries} 0 = off.
+     * The prefix cache: the RAM tier's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes};
+     * 0 entries = no RAM tier) and the SSD tier ({@code --prompt-cache-dir}, null = none, and
+     * {@code --prompt-cache-disk-bytes}). Off when both tiers are.
      */
-    public record PromptCache(int maxEntries, long maxBytes) {
-        public static final PromptCache OFF = new PromptCache(0, 0);
+    public record PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes) {
+        public static final PromptCache OFF = new PromptCache(0, 0, null, 0);
+
+        public PromptCache(int maxEntries, long maxBytes) {
+            this(maxEntries, maxBytes, null, 0);
+        }
+
+        boolean on() {
+            return maxEntries > 0 || dir != null;
+        }
     }
 
     private final Engine engine;
@@ -75,10 +85,10 @@ public final class LocalEngine implements AutoCloseable {
     private final int maxContextTokens;
     private final int vocabSize;
     /** Null when off; closed after the engine (whose exec thread uses it) has stopped. */
-    private final RamPrefixCache prefixCache;
+    private final TieredPrefixCache prefixCache;
 
     private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
-            RamPrefixCache prefixCache) {
+            TieredPrefixCache prefixCache) {
         this.prefixCache = prefixCache;
         this.engine = engine;
         this.tokenizer = tokenizer;
@@ -130,11 +140,12 @@ public final class LocalEngine implements AutoCloseable {
         // mlx_lm.server: xtc_special_tokens = encode("\n") + eos ids.
         int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds)).toArray();
         int vocab = model.vocabSize();
-        RamPrefixCache prefixCache = null;
+        TieredPrefixCache prefixCache = null;
         PrefixReuse reuse = null;
         PromptCache pc = options.promptCache();
-        if (pc != null && pc.maxEntries() > 0) {
-            prefixCache = new RamPrefixCache(pc.maxEntries(), pc.maxBytes());
+        if (pc != null && pc.on()) {
+            prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
+                    pc.diskBytes());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         Engine engine = Engine.builder()
@@ -223,8 +234,8 @@ public final class LocalEngine implements AutoCloseable {
         }
     }
 
-    /** The prefix cache's RAM tier, or null when it is off. */
-    public RamPrefixCache prefixCache() {
+    /** The prefix cache, or null when it is off. */
+    public TieredPrefixCache prefixCache() {
         return prefixCache;
     }
 }

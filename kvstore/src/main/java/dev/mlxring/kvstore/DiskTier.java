@@ -33,8 +33,14 @@ import net.openhft.chronicle.map.ChronicleMap;
  */
 final class DiskTier implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.mlxring.kvstore");
-    /** Entries the map is sized for by default; with the byte cap it sets the average value size. */
-    static final int DEFAULT_MAP_ENTRIES = 1024;
+    /**
+     * Entries the map is sized for under a byte cap: one per 32 MB (8 to 1024). Chronicle Map
+     * bounds one value at a few thousand chunks of a size derived from the average, so a KV
+     * snapshot (megabytes to hundreds of megabytes) needs a large average rather than many slots.
+     */
+    static int mapEntriesFor(long maxBytes) {
+        return (int) Math.max(8, Math.min(1024, maxBytes / 32_000_000L));
+    }
 
     private record Spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {}
 

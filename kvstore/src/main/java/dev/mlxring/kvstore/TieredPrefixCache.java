@@ -23,7 +23,7 @@ public final class TieredPrefixCache implements PrefixCache {
      * @param diskBytes the SSD tier's byte cap
      */
     public TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes) {
-        this(ram, diskDir, diskBytes, DiskTier.DEFAULT_MAP_ENTRIES, 0);
+        this(ram, diskDir, diskBytes, DiskTier.mapEntriesFor(diskBytes), 0);
     }
 
     /**

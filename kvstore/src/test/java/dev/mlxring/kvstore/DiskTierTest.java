@@ -243,6 +243,27 @@ class DiskTierTest {
         return -1;
     }
 
+    /** A default-model-sized snapshot (30 layers of 2 x 98 KB, about 6 MB) under a 200 MB cap. */
+    @Test
+    void megabyteSnapshotsFitUnderTheDefaultSizing() {
+        KvSnapshot.Builder b = KvSnapshot.builder();
+        for (int l = 0; l < 30; l++) {
+            List<KvTensor> t = new java.util.ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                var seg = b.allocate(2L * 3 * 256 * 64);
+                seg.fill((byte) (l + i));
+                t.add(new KvTensor("bfloat16", new int[] {1, 3, 256, 64}, seg));
+            }
+            b.add(new LayerState(LayerState.Kind.DENSE, 200, 0, 0, t));
+        }
+        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 200_000_000L)) {
+            c.publish(NS, seq(0, 200), b.build());
+            c.flushSpills();
+            assertFalse(c.diskStats().stopped());
+            assertEquals(1, c.diskStats().entries());
+        }
+    }
+
     @Test
     void noDirMeansRamOnly() {
         try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), null, 0)) {

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
 class PromptCacheServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final Set<String> FLAGS = Set.of("--port", "--prompt-cache-size", "--prompt-cache-bytes");
+    private static final Set<String> FLAGS = Set.of("--port", "--prompt-cache-size", "--prompt-cache-bytes",
+            "--prompt-cache-dir", "--prompt-cache-disk-bytes");
 
     private static JsonNode chat(int port, String body) throws Exception {
         HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
@@ -64,7 +65,7 @@ class PromptCacheServerTest {
                     + "{\"role\":\"assistant\",\"content\":" + JSON.writeValueAsString(answer) + "},"
                     + "{\"role\":\"user\",\"content\":\"And another?\"}],\"max_tokens\":8}";
             warm = chat(port, second);
-            assertEquals(1, s.local().prefixCache().hits(), "the second turn hit the cache");
+            assertEquals(1, s.local().prefixCache().ram().hits(), "the second turn hit the cache");
         }
         int reused = cached(warm);
         int prompt = warm.get("usage").get("prompt_tokens").asInt();
@@ -80,6 +81,27 @@ class PromptCacheServerTest {
                 warm.get("choices").get(0).get("message").get("content").asText(), "reuse changes nothing in the answer");
     }
 
+    /** serve, ask, stop, serve, ask again: the second server restores the first one's KV from disk. */
+    @Test
+    void aPromptServedBeforeARestartRestoresFromDiskAfterIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String ask = "{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"max_tokens\":8}";
+        JsonNode before;
+        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+            before = chat(s.server().port(), ask);
+            assertEquals(0, cached(before));
+        } // closing drains the spill queue
+        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+            assertEquals(0, s.local().prefixCache().ram().size(), "a new process: nothing in RAM");
+            assertEquals(1, s.local().prefixCache().diskStats().entries(), "one entry on disk");
+            JsonNode after = chat(s.server().port(), ask);
+            int prompt = after.get("usage").get("prompt_tokens").asInt();
+            assertEquals(prompt - 1, cached(after), "all but the last prompt token restored from disk");
+            assertEquals(before.get("choices").get(0).get("message").get("content").asText(),
+                    after.get("choices").get(0).get("message").get("content").asText());
+        }
+    }
+
     @Test
     void badCacheFlagsNameTheFlag() {
         UsageException e = assertThrows(UsageException.class, () -> serve("--prompt-cache-bytes", "lots"));
@@ -87,6 +109,8 @@ class PromptCacheServerTest {
         assertEquals(2_000_000_000L, PromptCacheFlags.parseSize("2GB"));
         assertEquals(1_500_000L, PromptCacheFlags.parseSize("1.5M"));
         assertEquals(123L, PromptCacheFlags.parseSize("123"));
+        UsageException lone = assertThrows(UsageException.class, () -> serve("--prompt-cache-disk-bytes", "1GB"));
+        assertTrue(lone.getMessage().contains("--prompt-cache-dir"), lone.getMessage());
         RuntimeException neg = assertThrows(RuntimeException.class, () -> serve("--prompt-cache-size", "-1"));
         assertTrue(neg.getMessage().contains("--prompt-cache-size"), neg.getMessage());
     }
