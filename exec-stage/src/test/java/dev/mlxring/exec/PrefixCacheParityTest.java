@@ -15,7 +15,9 @@ import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.kvstore.TieredPrefixCache;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
@@ -36,7 +38,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * an entry), and we serve the same prompts through {@link PrefixedRun} over a
  * {@link RamPrefixCache}: the reused count, every token and every step's logprobs bytes must
  * match. Per model the dense requests run first and the {@code --kv-bits} ones then share the
- * same cache, so an entry leaking across KV schemes changes the kv cell's cached counts.
+ * same cache, so an entry leaking across KV schemes changes the kv cell's cached counts. On the
+ * tiny model the same requests then run again through the SSD tier alone (RAM tier of size 0,
+ * spills flushed after each request), so every hit is a restore from the Chronicle Map file.
  */
 class PrefixCacheParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -73,11 +77,21 @@ class PrefixCacheParityTest {
                 : work.resolve("models").resolve(cell.model());
         JsonNode dense = oracle(cell, modelDir, null);
         JsonNode quantized = oracle(cell, modelDir, cell.kv());
-        try (LanguageModel model = Models.load(modelDir);
-                RamPrefixCache cache = new RamPrefixCache(RamPrefixCache.DEFAULT_MAX_ENTRIES, Long.MAX_VALUE)) {
-            PrefixReuse reuse = new PrefixReuse(cache, ModelFingerprint.of(modelDir));
-            replay(cell + " dense", model, reuse, null, dense);
-            replay(cell + " kv", model, reuse, cell.kv(), quantized);
+        try (LanguageModel model = Models.load(modelDir)) {
+            try (RamPrefixCache cache = new RamPrefixCache(RamPrefixCache.DEFAULT_MAX_ENTRIES, Long.MAX_VALUE)) {
+                PrefixReuse reuse = new PrefixReuse(cache, ModelFingerprint.of(modelDir));
+                replay(cell + " dense", model, reuse, cache, null, dense);
+                replay(cell + " kv", model, reuse, cache, cell.kv(), quantized);
+            }
+            if (!cell.model().equals("default")) {
+                Path dir = java.nio.file.Files.createTempDirectory(work, "ssd-");
+                try (TieredPrefixCache cache = new TieredPrefixCache(new RamPrefixCache(0, 0), dir, 64_000_000L)) {
+                    PrefixReuse reuse = new PrefixReuse(cache, ModelFingerprint.of(modelDir));
+                    replay(cell + " dense via SSD", model, reuse, cache, null, dense);
+                    replay(cell + " kv via SSD", model, reuse, cache, cell.kv(), quantized);
+                    assertTrue(cache.diskStats().spilled() >= 8, "spills written: " + cache.diskStats());
+                }
+            }
         }
     }
 
@@ -94,8 +108,8 @@ class PrefixCacheParityTest {
         return JSON.readTree(out.toFile());
     }
 
-    private static void replay(String cell, LanguageModel model, PrefixReuse reuse, KvQuantization kv, JsonNode expected)
-            throws Exception {
+    private static void replay(String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, KvQuantization kv,
+            JsonNode expected) throws Exception {
         int i = 0;
         for (JsonNode r : expected.get("requests")) {
             String where = cell + " request " + i;
@@ -118,6 +132,9 @@ class PrefixCacheParityTest {
                     }
                 }
                 assertEquals(prompt.length, pr.promptTokens(), where + ": prompt tokens");
+            }
+            if (cache instanceof TieredPrefixCache t) {
+                t.flushSpills();
             }
             assertEquals(r.get("cached_tokens").asInt(), cached, where + ": cached tokens differ from mlx-lm's");
             assertArrayEquals(JSON.convertValue(r.get("tokens"), int[].class),
