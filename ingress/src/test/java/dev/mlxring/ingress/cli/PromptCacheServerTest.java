@@ -29,8 +29,11 @@ class PromptCacheServerTest {
             "--prompt-cache-dir", "--prompt-cache-disk-bytes");
 
     private static JsonNode chat(int port, String body) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
-                + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
+        return chat("http://127.0.0.1:" + port, body);
+    }
+
+    private static JsonNode chat(String base, String body) throws Exception {
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode(), r.body());
         return JSON.readTree(r.body());
@@ -99,6 +102,40 @@ class PromptCacheServerTest {
             assertEquals(prompt - 1, cached(after), "all but the last prompt token restored from disk");
             assertEquals(before.get("choices").get(0).get("message").get("content").asText(),
                     after.get("choices").get(0).get("message").get("content").asText());
+        }
+    }
+
+    /**
+     * SIGKILL right after the last answer, while its spill may be queued or half written: the
+     * restarted server comes up, and every prompt restores what survived (its own entry, a
+     * prefix shared with the other prompt's — the chat template's system turn — or nothing) with
+     * the same answer as before the kill. A half-written entry is never restored.
+     */
+    @Test
+    void aServerKilledDuringASpillRestoresOnlyWholeEntries(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String[] asks = {
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}],\"max_tokens\":4}",
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"Count to three.\"}],\"max_tokens\":4}"
+        };
+        String[] flags = {"--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB"};
+        JsonNode[] before = new JsonNode[asks.length];
+        try (ServerProcess p = ServerProcess.start(flags)) {
+            for (int i = 0; i < asks.length; i++) {
+                before[i] = chat(p.base, asks[i]);
+            }
+            p.process.destroyForcibly(); // SIGKILL: no shutdown hook, no drain
+            p.process.waitFor();
+        }
+        try (ServerProcess p = ServerProcess.start(flags)) {
+            for (int i = 0; i < asks.length; i++) {
+                JsonNode after = chat(p.base, asks[i]);
+                int prompt = after.get("usage").get("prompt_tokens").asInt();
+                int reused = cached(after);
+                assertTrue(reused >= 0 && reused < prompt, "prompt " + i + ": cached " + reused + " of " + prompt);
+                assertEquals(before[i].get("choices").get(0).get("message").get("content").asText(),
+                        after.get("choices").get(0).get("message").get("content").asText(), "prompt " + i);
+            }
         }
     }
 
