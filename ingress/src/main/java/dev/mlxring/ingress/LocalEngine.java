@@ -9,6 +9,10 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.kvstore.TieredPrefixCache;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
@@ -43,18 +47,40 @@ public final class LocalEngine implements AutoCloseable {
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
      * @param maxKvSize {@code --max-kv-size} (mlx-lm's {@code max_kv_size}); 0 = none
      * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
+     * @param promptCache the prefix cache's tiers and caps ({@code --prompt-cache-*})
      */
     public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-            CpuKernels cpuKernels) {
-        /** No rotating cache, the default CPU kernels. */
+            CpuKernels cpuKernels, PromptCache promptCache) {
+        /** No rotating cache, the default CPU kernels, no prompt cache (every prompt is prefilled whole). */
         public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
-            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT);
+            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT, PromptCache.OFF);
         }
 
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
             return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
                     GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, EngineConfig.defaults());
+        }
+
+        public Options withPromptCache(PromptCache p) {
+            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, p);
+        }
+    }
+
+    /**
+     * The prefix cache: the RAM tier's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes};
+     * 0 entries = no RAM tier) and the SSD tier ({@code --prompt-cache-dir}, null = none, and
+     * {@code --prompt-cache-disk-bytes}). Off when both tiers are.
+     */
+    public record PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes) {
+        public static final PromptCache OFF = new PromptCache(0, 0, null, 0);
+
+        public PromptCache(int maxEntries, long maxBytes) {
+            this(maxEntries, maxBytes, null, 0);
+        }
+
+        boolean on() {
+            return maxEntries > 0 || dir != null;
         }
     }
 
@@ -63,8 +89,12 @@ public final class LocalEngine implements AutoCloseable {
     private final String modelId;
     private final int maxContextTokens;
     private final int vocabSize;
+    /** Null when off; closed after the engine (whose exec thread uses it) has stopped. */
+    private final TieredPrefixCache prefixCache;
 
-    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize) {
+    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
+            TieredPrefixCache prefixCache) {
+        this.prefixCache = prefixCache;
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.modelId = modelId;
@@ -119,16 +149,24 @@ public final class LocalEngine implements AutoCloseable {
         // mlx_lm.server: xtc_special_tokens = encode("\n") + eos ids.
         int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds)).toArray();
         int vocab = model.vocabSize();
+        TieredPrefixCache prefixCache = null;
+        PrefixReuse reuse = null;
+        PromptCache pc = options.promptCache();
+        if (pc != null && pc.on()) {
+            prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
+                    pc.diskBytes());
+            reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
+        }
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
-                .executor(new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize()))
+                .executor(new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())
                 .start();
-        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab);
+        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
     }
 
     /** The most prompt tokens plan accepts: the operator's limit, else the context less one. */
@@ -200,5 +238,13 @@ public final class LocalEngine implements AutoCloseable {
     public void close() {
         engine.close();
         tokenizer.close();
+        if (prefixCache != null) {
+            prefixCache.close();
+        }
+    }
+
+    /** The prefix cache, or null when it is off. */
+    public TieredPrefixCache prefixCache() {
+        return prefixCache;
     }
 }

@@ -90,6 +90,18 @@ public final class MlxArray implements AutoCloseable {
         return Shim.nbytes(handle());
     }
 
+    /**
+     * Evaluates and copies the row-major bytes into {@code dst} (native memory of at least
+     * {@link #nbytes()} bytes), with no heap copy in between.
+     */
+    public void copyTo(MemorySegment dst) {
+        long n = nbytes();
+        if (dst.byteSize() < n) {
+            throw new IllegalArgumentException("destination holds " + dst.byteSize() + " bytes, the array " + n);
+        }
+        Shim.toBytes(handle(), dst, n);
+    }
+
     /** Evaluates and copies the row-major bytes out. */
     public byte[] toBytes() {
         long n = nbytes();

@@ -250,7 +250,7 @@ final class ExecLoop implements Runnable {
 
     private static Usage usage(Session s) {
         ExecutionRun run = s.run;
-        return run == null ? Usage.NONE : new Usage(run.promptTokens(), run.completionTokens(), 0);
+        return run == null ? Usage.NONE : new Usage(run.promptTokens(), run.completionTokens(), run.cachedTokens());
     }
 
     /** Releases the active run (device state first), then publishes its terminal event. */

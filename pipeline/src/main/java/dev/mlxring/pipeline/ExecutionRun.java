@@ -13,6 +13,11 @@ public interface ExecutionRun extends AutoCloseable {
 
     int completionTokens();
 
+    /** Prompt tokens whose KV came from the prefix cache ({@code usage.prompt_tokens_details.cached_tokens}). */
+    default int cachedTokens() {
+        return 0;
+    }
+
     @Override
     void close();
 }

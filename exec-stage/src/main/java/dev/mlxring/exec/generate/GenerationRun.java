@@ -99,6 +99,9 @@ public final class GenerationRun implements AutoCloseable {
     private byte[] firstLogprobs;
     private String logitsDtype;
     private Probe probe;
+    /** Decoded tokens fed back into the model (each read token: its successor step was built). */
+    private int[] fed;
+    private int fedCount;
 
     /**
      * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
@@ -106,6 +109,64 @@ public final class GenerationRun implements AutoCloseable {
      */
     public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng) {
+        this(model, prompt, options, params, engineRng, null);
+    }
+
+    /**
+     * A run that continues from {@code restored} layer caches (a prefix-cache hit), as
+     * {@code generate_step(prompt, prompt_cache=cache)}: {@code prompt} is only the part not in
+     * the cache. Takes ownership of {@code restored} (closed here if the run cannot start).
+     */
+    public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
+            EngineRng engineRng, KvCache[] restored) {
+        try {
+            checkPrompt(model, prompt);
+        } catch (RuntimeException e) {
+            closeAll(restored);
+            throw e;
+        }
+        if (!STREAM_READY.get()) {
+            Mlx.useNewDefaultStream();
+            STREAM_READY.set(true);
+        }
+        this.model = model;
+        this.prompt = prompt.clone();
+        this.options = options;
+        this.params = params;
+        SamplingRun s;
+        try {
+            s = SamplingRun.start(params, model.vocabSize(), engineRng);
+        } catch (RuntimeException e) {
+            closeAll(restored);
+            throw e;
+        }
+        this.sampling = s;
+        this.activeSampling = sampling.plainGreedy() ? null : sampling;
+        if (restored != null) {
+            this.cache = restored;
+        } else {
+            KvCache[] c;
+            try {
+                c = newPromptCache(model, options);
+            } catch (RuntimeException e) {
+                sampling.close();
+                throw e;
+            }
+            this.cache = c;
+        }
+        this.fed = new int[Math.max(16, options.maxTokens() + 1)];
+        Mlx.resetPeakMemory();
+    }
+
+    private static void closeAll(KvCache[] caches) {
+        if (caches != null) {
+            for (KvCache c : caches) {
+                c.close();
+            }
+        }
+    }
+
+    private static void checkPrompt(LanguageModel model, int[] prompt) {
         if (prompt.length == 0) {
             throw new IllegalArgumentException("prompt must hold at least one token");
         }
@@ -116,25 +177,6 @@ public final class GenerationRun implements AutoCloseable {
                         + " is outside the vocabulary [0, " + vocab + ")");
             }
         }
-        if (!STREAM_READY.get()) {
-            Mlx.useNewDefaultStream();
-            STREAM_READY.set(true);
-        }
-        this.model = model;
-        this.prompt = prompt.clone();
-        this.options = options;
-        this.params = params;
-        this.sampling = SamplingRun.start(params, vocab, engineRng);
-        this.activeSampling = sampling.plainGreedy() ? null : sampling;
-        KvCache[] c;
-        try {
-            c = newPromptCache(model, options);
-        } catch (RuntimeException e) {
-            sampling.close();
-            throw e;
-        }
-        this.cache = c;
-        Mlx.resetPeakMemory();
     }
 
     /**
@@ -153,12 +195,21 @@ public final class GenerationRun implements AutoCloseable {
         return c;
     }
 
-    /** Why {@code --kv-bits} cannot run with this model and {@code --max-kv-size}, or null when it can. */
-    public static String kvQuantizationRefusal(LanguageModel model, int maxKvSize) {
+    /**
+     * Whether this model with {@code --max-kv-size} keeps any layer in a {@link RotatingKvCache}:
+     * the prefix cache stores and restores dense and quantized layers only, so such models run
+     * without it.
+     */
+    public static boolean rotates(LanguageModel model, int maxKvSize) {
         KvCache[] c = model.newCache(maxKvSize);
         boolean rotating = Arrays.stream(c).anyMatch(k -> k instanceof RotatingKvCache);
         Arrays.stream(c).forEach(KvCache::close);
-        return rotating ? rotatingQuantizationRefusal(model, maxKvSize) : null;
+        return rotating;
+    }
+
+    /** Why {@code --kv-bits} cannot run with this model and {@code --max-kv-size}, or null when it can. */
+    public static String kvQuantizationRefusal(LanguageModel model, int maxKvSize) {
+        return rotates(model, maxKvSize) ? rotatingQuantizationRefusal(model, maxKvSize) : null;
     }
 
     private static String rotatingQuantizationRefusal(LanguageModel model, int maxKvSize) {
@@ -252,6 +303,11 @@ public final class GenerationRun implements AutoCloseable {
             }
         }
         n++;
+        // Step n+1 was built on this token above, so the cache now holds it (stop tokens too).
+        if (fedCount == fed.length) {
+            fed = Arrays.copyOf(fed, fed.length * 2);
+        }
+        fed[fedCount++] = t;
         if (options.isStop(t)) {
             return finish("stop");
         }
@@ -317,6 +373,26 @@ public final class GenerationRun implements AutoCloseable {
         finished = true;
         finishReason = reason;
         return Event.FINISHED;
+    }
+
+    /**
+     * The token ids whose KV the caches hold once the run has {@link Event#FINISHED}: this run's
+     * prompt then every decoded token (the stop token included: generate_step feeds each token
+     * before its caller sees it). Prefix-cache publishing keys the snapshot with them.
+     */
+    public int[] cachedSequence() {
+        int[] out = Arrays.copyOf(prompt, prompt.length + fedCount);
+        System.arraycopy(fed, 0, out, prompt.length, fedCount);
+        return out;
+    }
+
+    /** The layer caches (still owned by this run, valid until {@link #close()}), e.g. to snapshot them. */
+    public KvCache[] caches() {
+        return cache.clone();
+    }
+
+    public boolean isFinished() {
+        return finished;
     }
 
     /** The token the last {@link Event#TOKEN} committed. */

@@ -1,6 +1,8 @@
 package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
@@ -14,24 +16,33 @@ import dev.mlxring.pipeline.StepResult;
 
 /**
  * exec-stage's {@link Executor}: one resident model, runs opened per sealed plan. Unseeded
- * requests draw from one engine generator, as mlx-lm's process-wide key. Exec thread only; the
- * model (weights) is released by {@link #close()}, on that thread.
+ * requests draw from one engine generator, as mlx-lm's process-wide key. With a
+ * {@link PrefixReuse}, a run starts from the longest cached prefix of its prompt and publishes its
+ * caches when it finishes ({@link PrefixedRun}). Exec thread only; the model (weights) is released
+ * by {@link #close()}, on that thread.
  */
 public final class ModelExecutor implements Executor {
     private final LanguageModel model;
     private final int prefillStepSize;
     private final int maxKvSize;
     private final EngineRng engineRng = EngineRng.fromClock();
+    /** Null: no prefix cache, every prompt is prefilled whole. */
+    private final PrefixReuse prefixReuse;
 
     public ModelExecutor(LanguageModel model, int prefillStepSize) {
-        this(model, prefillStepSize, 0);
+        this(model, prefillStepSize, 0, null);
     }
 
-    /** @param maxKvSize {@code --max-kv-size} for every run; 0 = none */
-    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize) {
+    /**
+     * @param maxKvSize {@code --max-kv-size} for every run; 0 = none
+     * @param prefixReuse the prefix cache; null = none. Models whose layers rotate (sliding windows,
+     *     {@code --max-kv-size}) run without it: it holds dense and quantized layers only.
+     */
+    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse) {
         this.model = model;
         this.prefillStepSize = prefillStepSize;
         this.maxKvSize = maxKvSize;
+        this.prefixReuse = prefixReuse != null && GenerationRun.rotates(model, maxKvSize) ? null : prefixReuse;
     }
 
     @Override
@@ -42,7 +53,7 @@ public final class ModelExecutor implements Executor {
         GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
                 false, kvQuantization(plan.kvScheme()), maxKvSize);
         try {
-            return new Run(new GenerationRun(model, plan.prompt().tokenIds(), options, params, engineRng),
+            return new Run(PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng),
                     plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
@@ -72,13 +83,15 @@ public final class ModelExecutor implements Executor {
 
     /** Adapts a {@link GenerationRun} to the pipeline's step contract, reusing one result object. */
     private static final class Run implements ExecutionRun {
+        private final PrefixedRun prefixed;
         private final GenerationRun run;
         private final boolean logprobs;
         private final int topN;
         private final StepResult result;
 
-        Run(GenerationRun run, boolean logprobs, int topN) {
-            this.run = run;
+        Run(PrefixedRun prefixed, boolean logprobs, int topN) {
+            this.prefixed = prefixed;
+            this.run = prefixed.run();
             this.logprobs = logprobs;
             this.topN = topN;
             this.result = new StepResult(topN);
@@ -105,7 +118,12 @@ public final class ModelExecutor implements Executor {
 
         @Override
         public int promptTokens() {
-            return run.promptTokens();
+            return prefixed.promptTokens();
+        }
+
+        @Override
+        public int cachedTokens() {
+            return prefixed.cachedTokens();
         }
 
         @Override
@@ -115,7 +133,7 @@ public final class ModelExecutor implements Executor {
 
         @Override
         public void close() {
-            run.close();
+            prefixed.close();
         }
     }
 }

@@ -20,6 +20,25 @@ public final class DenseKvCache implements KvCache {
     private MlxArray values;
     private int offset;
 
+    /** An empty cache ({@code KVCache()}). */
+    public DenseKvCache() {}
+
+    /**
+     * A cache restored from a prefix-cache snapshot: {@code keys} and {@code values} are whole
+     * buffers (capacity included) and {@code offset} the positions to keep, at most the capacity
+     * (fewer = mlx-lm's {@code trim}). Takes ownership of both arrays.
+     */
+    public static DenseKvCache restored(MlxArray keys, MlxArray values, int offset) {
+        if (offset < 0 || offset > keys.dim(2)) {
+            throw new IllegalArgumentException("offset " + offset + " outside the buffer's " + keys.dim(2) + " positions");
+        }
+        DenseKvCache c = new DenseKvCache();
+        c.keys = keys.detach();
+        c.values = values.detach();
+        c.offset = offset;
+        return c;
+    }
+
     @Override
     public int offset() {
         return offset;

@@ -41,6 +41,21 @@ public final class QuantizedKvCache implements KvCache {
         this(groupSize, bits, 0, null, null);
     }
 
+    /**
+     * A cache restored from a prefix-cache snapshot: the keys' and the values' (weight, scales,
+     * biases) whole buffers and the positions to keep (fewer than filled = mlx-lm's {@code trim}).
+     * Takes ownership of the six arrays.
+     */
+    public static QuantizedKvCache restored(int groupSize, int bits, int offset, MlxArray[] keys, MlxArray[] values) {
+        if (keys.length != 3 || values.length != 3) {
+            throw new IllegalArgumentException("a quantized cache needs three key and three value arrays");
+        }
+        if (offset < 0 || offset > keys[0].dim(2)) {
+            throw new IllegalArgumentException("offset " + offset + " outside the buffer's " + keys[0].dim(2) + " positions");
+        }
+        return new QuantizedKvCache(groupSize, bits, offset, keys, values);
+    }
+
     public int groupSize() {
         return groupSize;
     }

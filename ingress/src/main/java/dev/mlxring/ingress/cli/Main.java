@@ -20,6 +20,13 @@ public final class Main {
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
                            [--cpu-kernels native|mlx]
                            [--shutdown-grace-seconds 30]
+                           [--prompt-cache-size 10] [--prompt-cache-bytes B]
+                           [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
+              --prompt-cache-size N   prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server
+                                      (default 10; 0 = off)
+              --prompt-cache-bytes B  their byte cap, e.g. 2GB (default: none); least recently used out
+              --prompt-cache-dir DIR  also keep them on disk (Chronicle Map): they survive a restart
+              --prompt-cache-disk-bytes B  the disk tier's cap, preallocated (default 2GB)
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]

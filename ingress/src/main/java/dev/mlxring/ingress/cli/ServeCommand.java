@@ -62,8 +62,8 @@ final class ServeCommand {
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds", "--max-kv-size",
-                        CpuKernelsFlag.NAME),
+                        "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, "--prompt-cache-size",
+                        "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -84,6 +84,7 @@ final class ServeCommand {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
+        LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -108,7 +109,7 @@ final class ServeCommand {
         LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
                 new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                         .withMaxPromptTokens(maxPromptTokens),
-                prefillStep, engineConfig, maxKvSize, kernels));
+                prefillStep, engineConfig, maxKvSize, kernels, promptCache));
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code serve --kv-bits 8 --quantized-kv-start 16} against {@code mlx_lm.server} with the same
  * flags, side by side on the default model: the plan carries the KV scheme to exec, and the
- * quantized cache gives the same greedy text as mlx-lm's. mlx_lm.server's prompt cache is off
+ * quantized cache gives the same greedy text as mlx-lm's. Both prompt caches are off
  * ({@code --prompt-cache-size 0}) so that both prefill every prompt from scratch (a reused prefix
  * would already be quantized there).
  */
@@ -25,9 +25,9 @@ class KvQuantizedServerTest {
     @Test
     void quantizedKvCacheServesWhatMlxLmServerServes() throws Exception {
         String[] flags = {"--kv-bits", "8", "--quantized-kv-start", "16"};
-        String[] args = {"serve", "--port", "0", flags[0], flags[1], flags[2], flags[3]};
+        String[] args = {"serve", "--port", "0", flags[0], flags[1], flags[2], flags[3], "--prompt-cache-size", "0"};
         try (ServeCommand.Running server = ServeCommand.start(CliArgs.parse(args, 1,
-                Set.of("--port", "--kv-bits", "--quantized-kv-start"), Set.of()),
+                Set.of("--port", "--kv-bits", "--quantized-kv-start", "--prompt-cache-size"), Set.of()),
                 new PrintStream(new ByteArrayOutputStream()))) {
             String out = PythonScript.run("e2e/openai_client_check.py", 900, List.of(
                     "--base-url", "http://127.0.0.1:" + server.server().port() + "/v1",

@@ -1,0 +1,71 @@
+package dev.mlxring.exec.prefix;
+
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.kvstore.CacheNamespace;
+import dev.mlxring.kvstore.KvSnapshot;
+import dev.mlxring.kvstore.PrefixCache;
+import dev.mlxring.kvstore.PrefixHit;
+import java.util.Arrays;
+
+/**
+ * exec's side of the prefix cache for one resident model: before a run, the longest reusable
+ * prefix restored into fresh layer caches; after a finished run, its caches published back
+ * (mlx_lm.server's {@code fetch_nearest_cache} then {@code insert_cache} around
+ * {@code stream_generate}). The cache decides what matches and which tier serves it.
+ *
+ * <p>Exec thread only. Does not own the {@link PrefixCache} (the composition root closes it).
+ */
+public final class PrefixReuse {
+    private final PrefixCache cache;
+    private final String modelFingerprint;
+
+    public PrefixReuse(PrefixCache cache, String modelFingerprint) {
+        this.cache = cache;
+        this.modelFingerprint = modelFingerprint;
+    }
+
+    /** A restored prefix: {@code caches} (the caller owns them) hold {@code cachedTokens} positions. */
+    public record Restored(KvCache[] caches, int cachedTokens) {}
+
+    /** The namespace of a run under {@code kv} (null = full precision). */
+    public CacheNamespace namespace(KvQuantization kv) {
+        String scheme = kv == null ? "dense"
+                : "kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart();
+        return new CacheNamespace(modelFingerprint, scheme, "");
+    }
+
+    /** The restored prefix of {@code prompt}, or null on a miss. */
+    public Restored restore(CacheNamespace ns, int[] prompt) {
+        try (PrefixHit hit = cache.lookup(ns, prompt)) {
+            if (hit == null) {
+                return null;
+            }
+            return new Restored(KvSnapshots.restore(hit.snapshot(), hit.cachedTokens()), hit.cachedTokens());
+        }
+    }
+
+    /**
+     * Publishes finished caches holding {@code prefix} (the tokens restored for the run, possibly
+     * none) followed by {@code runSequence} (what the run itself fed). Skipped when the caches'
+     * offset disagrees with the ids (nothing inconsistent is ever stored) or they cannot be captured.
+     *
+     * @return whether a snapshot was handed to the cache
+     */
+    public boolean publish(CacheNamespace ns, int[] prefix, int[] runSequence, KvCache[] caches) {
+        int total = prefix.length + runSequence.length;
+        for (KvCache c : caches) {
+            if (c.offset() != total) {
+                return false;
+            }
+        }
+        KvSnapshot s = KvSnapshots.capture(caches);
+        if (s == null) {
+            return false;
+        }
+        int[] tokens = Arrays.copyOf(prefix, total);
+        System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
+        cache.publish(ns, tokens, s);
+        return true;
+    }
+}

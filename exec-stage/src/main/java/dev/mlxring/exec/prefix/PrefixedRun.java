@@ -1,0 +1,79 @@
+package dev.mlxring.exec.prefix;
+
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.GenerationRun;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.kvstore.CacheNamespace;
+import java.util.Arrays;
+
+/**
+ * A {@link GenerationRun} around the prefix cache, as mlx_lm.server's serial path: look up the
+ * prompt ({@code fetch_nearest_cache}), run {@code generate_step} on the rest of the prompt with
+ * the restored caches, and when the run has finished publish its caches under the ids they hold
+ * ({@code insert_cache(prompt + generated)}). A cancelled or failed run publishes nothing; a
+ * failed publish is logged and never fails the request.
+ *
+ * <p>Owns the run; {@link #close()} publishes (if finished) then frees it. Exec thread only.
+ */
+public final class PrefixedRun implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("dev.mlxring.exec.prefix");
+
+    private final GenerationRun run;
+    private final PrefixReuse reuse;
+    private final CacheNamespace ns;
+    private final int[] prefix;
+
+    private PrefixedRun(GenerationRun run, PrefixReuse reuse, CacheNamespace ns, int[] prefix) {
+        this.run = run;
+        this.reuse = reuse;
+        this.ns = ns;
+        this.prefix = prefix;
+    }
+
+    /**
+     * Opens a run of {@code prompt}; {@code reuse} null = no prefix cache (the whole prompt runs).
+     *
+     * @throws IllegalArgumentException as {@link GenerationRun}'s constructor (restored caches are freed)
+     */
+    public static PrefixedRun open(PrefixReuse reuse, LanguageModel model, int[] prompt, GenerationOptions options,
+            SamplingParams params, EngineRng engineRng) {
+        if (reuse == null || prompt.length == 0) {
+            return new PrefixedRun(new GenerationRun(model, prompt, options, params, engineRng), null, null, new int[0]);
+        }
+        CacheNamespace ns = reuse.namespace(options.kvQuantization());
+        PrefixReuse.Restored restored = reuse.restore(ns, prompt);
+        int cached = restored == null ? 0 : restored.cachedTokens();
+        GenerationRun run = new GenerationRun(model, Arrays.copyOfRange(prompt, cached, prompt.length), options, params,
+                engineRng, restored == null ? null : restored.caches());
+        return new PrefixedRun(run, reuse, ns, Arrays.copyOf(prompt, cached));
+    }
+
+    public GenerationRun run() {
+        return run;
+    }
+
+    /** Prompt tokens restored from the cache (not computed). */
+    public int cachedTokens() {
+        return prefix.length;
+    }
+
+    /** The whole prompt's length, cached part included. */
+    public int promptTokens() {
+        return prefix.length + run.promptTokens();
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (reuse != null && run.isFinished()) {
+                reuse.publish(ns, prefix, run.cachedSequence(), run.caches());
+            }
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished run's KV state", e);
+        } finally {
+            run.close();
+        }
+    }
+}

@@ -1,0 +1,62 @@
+package dev.mlxring.ingress.cli;
+
+import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.kvstore.RamPrefixCache;
+import java.math.BigDecimal;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The prefix-cache flags of {@code serve}, named and defaulted as mlx_lm.server's:
+ * {@code --prompt-cache-size N} (entries, default 10; 0 turns the cache off) and
+ * {@code --prompt-cache-bytes B} (a byte cap, none by default; {@code M}/{@code G}/{@code MB}/{@code GB}
+ * suffixes are decimal, as mlx-lm's {@code _parse_size}); and the SSD tier, off unless
+ * {@code --prompt-cache-dir DIR} is given, capped by {@code --prompt-cache-disk-bytes} (default 2GB).
+ */
+final class PromptCacheFlags {
+    static final List<String> NAMES = List.of("--prompt-cache-size", "--prompt-cache-bytes", "--prompt-cache-dir",
+            "--prompt-cache-disk-bytes");
+
+    /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
+    static final long DEFAULT_DISK_BYTES = 2_000_000_000L;
+
+    private static final Map<String, Long> UNITS = Map.of("", 1L, "M", 1_000_000L, "MB", 1_000_000L,
+            "G", 1_000_000_000L, "GB", 1_000_000_000L);
+
+    private PromptCacheFlags() {}
+
+    static LocalEngine.PromptCache parse(CliArgs a) {
+        int size = a.intValue("--prompt-cache-size", RamPrefixCache.DEFAULT_MAX_ENTRIES, 0);
+        long bytes = a.has("--prompt-cache-bytes") ? parseSize("--prompt-cache-bytes", a.get("--prompt-cache-bytes"))
+                : Long.MAX_VALUE;
+        java.nio.file.Path dir = a.has("--prompt-cache-dir") ? java.nio.file.Path.of(a.get("--prompt-cache-dir")) : null;
+        if (a.has("--prompt-cache-disk-bytes") && dir == null) {
+            throw new UsageException("--prompt-cache-disk-bytes needs --prompt-cache-dir (without it nothing goes to disk)");
+        }
+        long disk = a.has("--prompt-cache-disk-bytes")
+                ? parseSize("--prompt-cache-disk-bytes", a.get("--prompt-cache-disk-bytes")) : DEFAULT_DISK_BYTES;
+        return new LocalEngine.PromptCache(size, bytes, dir, disk);
+    }
+
+    static long parseSize(String text) {
+        return parseSize("--prompt-cache-bytes", text);
+    }
+
+    static long parseSize(String flag, String text) {
+        String t = text.strip();
+        int split = 0;
+        while (split < t.length() && (Character.isDigit(t.charAt(split)) || t.charAt(split) == '.')) {
+            split++;
+        }
+        Long unit = UNITS.get(t.substring(split).strip().toUpperCase(java.util.Locale.ROOT));
+        try {
+            if (split == 0 || unit == null) {
+                throw new NumberFormatException();
+            }
+            return new BigDecimal(t.substring(0, split)).multiply(BigDecimal.valueOf(unit)).longValueExact();
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new UsageException(flag + " must be a byte count such as 500000000, 500MB or 2GB, got '"
+                    + text + "'");
+        }
+    }
+}

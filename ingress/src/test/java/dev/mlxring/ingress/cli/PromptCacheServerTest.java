@@ -1,0 +1,154 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code serve}'s prompt cache over HTTP on the default model: a conversation that continues
+ * reuses the previous turn's KV (reported in {@code usage.prompt_tokens_details.cached_tokens})
+ * and answers as a cold server does; {@code --prompt-cache-size 0} turns it off; bad sizes are
+ * refused naming the flag.
+ */
+class PromptCacheServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final Set<String> FLAGS = Set.of("--port", "--prompt-cache-size", "--prompt-cache-bytes",
+            "--prompt-cache-dir", "--prompt-cache-disk-bytes");
+
+    private static JsonNode chat(int port, String body) throws Exception {
+        return chat("http://127.0.0.1:" + port, body);
+    }
+
+    private static JsonNode chat(String base, String body) throws Exception {
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        return JSON.readTree(r.body());
+    }
+
+    private static ServeCommand.Running serve(String... extra) {
+        String[] args = new String[3 + extra.length];
+        args[0] = "serve";
+        args[1] = "--port";
+        args[2] = "0";
+        System.arraycopy(extra, 0, args, 3, extra.length);
+        return ServeCommand.start(CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
+    }
+
+    private static int cached(JsonNode r) {
+        return r.get("usage").get("prompt_tokens_details").get("cached_tokens").asInt();
+    }
+
+    @Test
+    void aContinuedConversationReusesThePreviousTurn() throws Exception {
+        String first = "{\"messages\":[{\"role\":\"user\",\"content\":\"Name a colour.\"}],\"max_tokens\":8}";
+        JsonNode cold;
+        JsonNode warm;
+        JsonNode warmFirst;
+        String second;
+        try (ServeCommand.Running s = serve()) {
+            int port = s.server().port();
+            warmFirst = chat(port, first);
+            assertEquals(0, cached(warmFirst), "nothing is cached before the first request");
+            String answer = warmFirst.get("choices").get(0).get("message").get("content").asText();
+            second = "{\"messages\":[{\"role\":\"user\",\"content\":\"Name a colour.\"},"
+                    + "{\"role\":\"assistant\",\"content\":" + JSON.writeValueAsString(answer) + "},"
+                    + "{\"role\":\"user\",\"content\":\"And another?\"}],\"max_tokens\":8}";
+            warm = chat(port, second);
+            assertEquals(1, s.local().prefixCache().ram().hits(), "the second turn hit the cache");
+        }
+        int reused = cached(warm);
+        int prompt = warm.get("usage").get("prompt_tokens").asInt();
+        assertTrue(reused > warmFirst.get("usage").get("prompt_tokens").asInt() / 2 && reused < prompt,
+                "cached " + reused + " of " + prompt + " prompt tokens");
+        try (ServeCommand.Running s = serve("--prompt-cache-size", "0")) {
+            chat(s.server().port(), first);
+            cold = chat(s.server().port(), second);
+            assertEquals(0, cached(cold), "the cache is off");
+            assertEquals(null, s.local().prefixCache());
+        }
+        assertEquals(cold.get("choices").get(0).get("message").get("content").asText(),
+                warm.get("choices").get(0).get("message").get("content").asText(), "reuse changes nothing in the answer");
+    }
+
+    /** serve, ask, stop, serve, ask again: the second server restores the first one's KV from disk. */
+    @Test
+    void aPromptServedBeforeARestartRestoresFromDiskAfterIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String ask = "{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"max_tokens\":8}";
+        JsonNode before;
+        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+            before = chat(s.server().port(), ask);
+            assertEquals(0, cached(before));
+        } // closing drains the spill queue
+        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+            assertEquals(0, s.local().prefixCache().ram().size(), "a new process: nothing in RAM");
+            assertEquals(1, s.local().prefixCache().diskStats().entries(), "one entry on disk");
+            JsonNode after = chat(s.server().port(), ask);
+            int prompt = after.get("usage").get("prompt_tokens").asInt();
+            assertEquals(prompt - 1, cached(after), "all but the last prompt token restored from disk");
+            assertEquals(before.get("choices").get(0).get("message").get("content").asText(),
+                    after.get("choices").get(0).get("message").get("content").asText());
+        }
+    }
+
+    /**
+     * SIGKILL right after the last answer, while its spill may be queued or half written: the
+     * restarted server comes up, and every prompt restores what survived (its own entry, a
+     * prefix shared with the other prompt's — the chat template's system turn — or nothing) with
+     * the same answer as before the kill. A half-written entry is never restored.
+     */
+    @Test
+    void aServerKilledDuringASpillRestoresOnlyWholeEntries(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String[] asks = {
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}],\"max_tokens\":4}",
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"Count to three.\"}],\"max_tokens\":4}"
+        };
+        String[] flags = {"--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB"};
+        JsonNode[] before = new JsonNode[asks.length];
+        try (ServerProcess p = ServerProcess.start(flags)) {
+            for (int i = 0; i < asks.length; i++) {
+                before[i] = chat(p.base, asks[i]);
+            }
+            p.process.destroyForcibly(); // SIGKILL: no shutdown hook, no drain
+            p.process.waitFor();
+        }
+        try (ServerProcess p = ServerProcess.start(flags)) {
+            for (int i = 0; i < asks.length; i++) {
+                JsonNode after = chat(p.base, asks[i]);
+                int prompt = after.get("usage").get("prompt_tokens").asInt();
+                int reused = cached(after);
+                assertTrue(reused >= 0 && reused < prompt, "prompt " + i + ": cached " + reused + " of " + prompt);
+                assertEquals(before[i].get("choices").get(0).get("message").get("content").asText(),
+                        after.get("choices").get(0).get("message").get("content").asText(), "prompt " + i);
+            }
+        }
+    }
+
+    @Test
+    void badCacheFlagsNameTheFlag() {
+        UsageException e = assertThrows(UsageException.class, () -> serve("--prompt-cache-bytes", "lots"));
+        assertTrue(e.getMessage().contains("--prompt-cache-bytes"), e.getMessage());
+        assertEquals(2_000_000_000L, PromptCacheFlags.parseSize("2GB"));
+        assertEquals(1_500_000L, PromptCacheFlags.parseSize("1.5M"));
+        assertEquals(123L, PromptCacheFlags.parseSize("123"));
+        UsageException lone = assertThrows(UsageException.class, () -> serve("--prompt-cache-disk-bytes", "1GB"));
+        assertTrue(lone.getMessage().contains("--prompt-cache-dir"), lone.getMessage());
+        RuntimeException neg = assertThrows(RuntimeException.class, () -> serve("--prompt-cache-size", "-1"));
+        assertTrue(neg.getMessage().contains("--prompt-cache-size"), neg.getMessage());
+    }
+}

@@ -1,0 +1,277 @@
+package dev.mlxring.kvstore;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.zip.CRC32C;
+
+/**
+ * The SSD tier's formats (little-endian), each ending in a CRC32C of everything before it.
+ *
+ * <ul>
+ *   <li><b>Key</b>: hex SHA-256 of the format version, namespace (model fingerprint, KV scheme,
+ *       adapter) and token ids — content-addressed, so a new format or another model never finds
+ *       an old entry.</li>
+ *   <li><b>Header</b> (index map): magic, format version, namespace, token ids, the value's
+ *       length and CRC32C.</li>
+ *   <li><b>Value</b> (data map): magic, format version, then per layer its kind, offset, group
+ *       size, bits and per tensor the dtype, shape, byte length, followed by every tensor's bytes
+ *       in order.</li>
+ * </ul>
+ * Any mismatch (magic, version, length, checksum, shape × dtype against the byte length)
+ * throws {@link Corrupt}: the caller quarantines the entry and recomputes.
+ */
+final class DiskRecord {
+    static final int MAGIC = 0x4D4C5243; // "MLRC"
+    static final int FORMAT_VERSION = 1;
+
+    /** An entry whose bytes cannot be trusted. */
+    static final class Corrupt extends Exception {
+        Corrupt(String message) {
+            super(message);
+        }
+    }
+
+    /** An index header: what the entry is for and how to check its value. */
+    record Header(CacheNamespace ns, int[] tokens, long valueLength, long valueCrc) {}
+
+    private DiskRecord() {}
+
+    static String key(CacheNamespace ns, int[] tokens) {
+        try {
+            MessageDigest d = MessageDigest.getInstance("SHA-256");
+            ByteBuffer b = ByteBuffer.allocate(4 + tokens.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+            b.putInt(FORMAT_VERSION);
+            for (int t : tokens) {
+                b.putInt(t);
+            }
+            for (String s : new String[] {ns.modelFingerprint(), ns.kvScheme(), ns.adapter()}) {
+                byte[] u = s.getBytes(StandardCharsets.UTF_8);
+                d.update(ByteBuffer.allocate(4).putInt(u.length).array());
+                d.update(u);
+            }
+            d.update(b.array());
+            return HexFormat.of().formatHex(d.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static byte[] encodeValue(KvSnapshot s) {
+        long size = 8 + 4;
+        for (LayerState l : s.layers()) {
+            size += 1 + 4 + 4 + 4 + 1;
+            for (KvTensor t : l.tensors()) {
+                size += 2 + t.dtype().length() + 1 + 4L * t.shape().length + 8 + t.data().byteSize();
+            }
+        }
+        size += 8;
+        if (size > Integer.MAX_VALUE - 16) {
+            throw new IllegalArgumentException("snapshot of " + size + " bytes is too large for one entry");
+        }
+        ByteBuffer b = ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(MAGIC).putInt(FORMAT_VERSION).putInt(s.layers().size());
+        for (LayerState l : s.layers()) {
+            b.put((byte) l.kind().ordinal()).putInt(l.offset()).putInt(l.groupSize()).putInt(l.bits())
+                    .put((byte) l.tensors().size());
+            for (KvTensor t : l.tensors()) {
+                putString(b, t.dtype());
+                b.put((byte) t.shape().length);
+                for (int d : t.shape()) {
+                    b.putInt(d);
+                }
+                b.putLong(t.data().byteSize());
+            }
+        }
+        for (LayerState l : s.layers()) {
+            for (KvTensor t : l.tensors()) {
+                b.put(t.data().asByteBuffer());
+            }
+        }
+        b.putLong(crc(b.array(), b.position()));
+        return b.array();
+    }
+
+    /** Parses a value into a new snapshot (the caller owns it). */
+    static KvSnapshot decodeValue(byte[] v) throws Corrupt {
+        checkCrc(v, "value");
+        ByteBuffer b = ByteBuffer.wrap(v, 0, v.length - 8).order(ByteOrder.LITTLE_ENDIAN);
+        KvSnapshot.Builder builder = KvSnapshot.builder();
+        try {
+            checkMagic(b);
+            int layers = b.getInt();
+            if (layers < 0 || layers > 100_000) {
+                throw new Corrupt("layer count " + layers);
+            }
+            record Spec(LayerState.Kind kind, int offset, int group, int bits, List<String> dtypes, List<int[]> shapes,
+                    List<Long> lengths) {}
+            List<Spec> specs = new ArrayList<>();
+            for (int i = 0; i < layers; i++) {
+                int k = b.get();
+                if (k < 0 || k >= LayerState.Kind.values().length) {
+                    throw new Corrupt("layer kind " + k);
+                }
+                Spec s = new Spec(LayerState.Kind.values()[k], b.getInt(), b.getInt(), b.getInt(), new ArrayList<>(),
+                        new ArrayList<>(), new ArrayList<>());
+                int n = b.get();
+                for (int j = 0; j < n; j++) {
+                    s.dtypes().add(getString(b));
+                    int ndim = b.get();
+                    int[] shape = new int[Math.max(ndim, 0)];
+                    long elems = 1;
+                    for (int d = 0; d < shape.length; d++) {
+                        shape[d] = b.getInt();
+                        elems *= shape[d];
+                    }
+                    long len = b.getLong();
+                    if (len != elems * itemSize(s.dtypes().getLast())) {
+                        throw new Corrupt("tensor of shape " + java.util.Arrays.toString(shape) + " "
+                                + s.dtypes().getLast() + " holds " + len + " bytes");
+                    }
+                    s.shapes().add(shape);
+                    s.lengths().add(len);
+                }
+                specs.add(s);
+            }
+            for (Spec s : specs) {
+                List<KvTensor> tensors = new ArrayList<>();
+                for (int j = 0; j < s.dtypes().size(); j++) {
+                    long len = s.lengths().get(j);
+                    if (len > b.remaining()) {
+                        throw new Corrupt("value truncated");
+                    }
+                    var seg = builder.allocate(len);
+                    seg.asByteBuffer().put(b.slice(b.position(), (int) len));
+                    b.position(b.position() + (int) len);
+                    tensors.add(new KvTensor(s.dtypes().get(j), s.shapes().get(j), seg));
+                }
+                builder.add(new LayerState(s.kind(), s.offset(), s.group(), s.bits(), tensors));
+            }
+            if (b.hasRemaining()) {
+                throw new Corrupt(b.remaining() + " trailing bytes");
+            }
+            return builder.build();
+        } catch (Corrupt e) {
+            builder.abandon();
+            throw e;
+        } catch (RuntimeException e) {
+            builder.abandon();
+            throw new Corrupt("unreadable value: " + e);
+        }
+    }
+
+    static byte[] encodeHeader(CacheNamespace ns, int[] tokens, byte[] value) {
+        byte[][] strings = {utf8(ns.modelFingerprint()), utf8(ns.kvScheme()), utf8(ns.adapter())};
+        int size = 8 + 3 * 4 + strings[0].length + strings[1].length + strings[2].length + 4 + 4 * tokens.length + 16 + 8;
+        ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(MAGIC).putInt(FORMAT_VERSION);
+        for (byte[] s : strings) {
+            b.putInt(s.length).put(s);
+        }
+        b.putInt(tokens.length);
+        for (int t : tokens) {
+            b.putInt(t);
+        }
+        b.putLong(value.length).putLong(crc(value, value.length - 8));
+        b.putLong(crc(b.array(), b.position()));
+        return b.array();
+    }
+
+    static Header decodeHeader(byte[] h) throws Corrupt {
+        checkCrc(h, "header");
+        try {
+            ByteBuffer b = ByteBuffer.wrap(h, 0, h.length - 8).order(ByteOrder.LITTLE_ENDIAN);
+            checkMagic(b);
+            String[] s = new String[3];
+            for (int i = 0; i < 3; i++) {
+                int n = b.getInt();
+                byte[] u = new byte[n];
+                b.get(u);
+                s[i] = new String(u, StandardCharsets.UTF_8);
+            }
+            int[] tokens = new int[b.getInt()];
+            for (int i = 0; i < tokens.length; i++) {
+                tokens[i] = b.getInt();
+            }
+            return new Header(new CacheNamespace(s[0], s[1], s[2]), tokens, b.getLong(), b.getLong());
+        } catch (RuntimeException e) {
+            throw new Corrupt("unreadable header: " + e);
+        }
+    }
+
+    /** A header this process just encoded. */
+    static Header decodeHeaderUnchecked(byte[] h) {
+        try {
+            return decodeHeader(h);
+        } catch (Corrupt e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Checks a value against its header before decoding it. */
+    static void checkAgainst(Header h, byte[] value) throws Corrupt {
+        if (value.length != h.valueLength()) {
+            throw new Corrupt("value holds " + value.length + " bytes, its header says " + h.valueLength());
+        }
+        if (value.length < 8 || crc(value, value.length - 8) != h.valueCrc()) {
+            throw new Corrupt("value checksum differs from its header's");
+        }
+    }
+
+    private static void checkMagic(ByteBuffer b) throws Corrupt {
+        int magic = b.getInt();
+        int version = b.getInt();
+        if (magic != MAGIC) {
+            throw new Corrupt("bad magic " + Integer.toHexString(magic));
+        }
+        if (version != FORMAT_VERSION) {
+            throw new Corrupt("format version " + version + ", this build reads " + FORMAT_VERSION);
+        }
+    }
+
+    private static void checkCrc(byte[] x, String what) throws Corrupt {
+        if (x.length < 16) {
+            throw new Corrupt(what + " truncated (" + x.length + " bytes)");
+        }
+        long stored = ByteBuffer.wrap(x, x.length - 8, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        if (stored != crc(x, x.length - 8)) {
+            throw new Corrupt(what + " checksum mismatch");
+        }
+    }
+
+    private static long crc(byte[] x, int length) {
+        CRC32C c = new CRC32C();
+        c.update(x, 0, length);
+        return c.getValue();
+    }
+
+    private static int itemSize(String dtype) throws Corrupt {
+        return switch (dtype) {
+            case "bool", "uint8", "int8" -> 1;
+            case "uint16", "int16", "float16", "bfloat16" -> 2;
+            case "uint32", "int32", "float32" -> 4;
+            case "uint64", "int64", "float64", "complex64" -> 8;
+            default -> throw new Corrupt("unknown dtype " + dtype);
+        };
+    }
+
+    private static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static void putString(ByteBuffer b, String s) {
+        byte[] u = utf8(s);
+        b.putShort((short) u.length).put(u);
+    }
+
+    private static String getString(ByteBuffer b) {
+        byte[] u = new byte[b.getShort()];
+        b.get(u);
+        return new String(u, StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,362 @@
+package dev.mlxring.kvstore;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import net.openhft.chronicle.map.ChronicleMap;
+
+/**
+ * The SSD tier: KV snapshots persisted in two Chronicle Maps under {@code --prompt-cache-dir} —
+ * {@code kv.cm} (content-addressed key → {@link DiskRecord} value: per-layer dtype, shape, offset
+ * and bytes) and {@code index.cm} (key → header: namespace, token ids, the value's length and
+ * checksum). A header is written only after its value, so an entry is visible only once
+ * complete; on start the index is read back into a {@link PromptIndex} (entries without a
+ * value, or whose header does not parse, are quarantined).
+ *
+ * <p>Spills go through a bounded queue to one daemon thread: {@link #spill} never blocks (a full
+ * queue drops the spill and counts it). A byte cap evicts least recently used entries. When the
+ * map refuses an entry (its fixed capacity is full) spilling stops with one warning; restores
+ * go on. A value that fails its checks on restore is quarantined (removed, counted, logged) and
+ * the prompt is recomputed. A map file whose size differs from the one recorded at creation
+ * (truncated) or that Chronicle cannot open is moved to {@code quarantine/} and a fresh one made.
+ *
+ * <p>Thread-safe. Owns its maps and spill thread ({@link #close()} drains, joins and closes).
+ */
+final class DiskTier implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("dev.mlxring.kvstore");
+    /**
+     * Entries the map is sized for under a byte cap: one per 32 MB (8 to 1024). Chronicle Map
+     * bounds one value at a few thousand chunks of a size derived from the average, so a KV
+     * snapshot (megabytes to hundreds of megabytes) needs a large average rather than many slots.
+     */
+    static int mapEntriesFor(long maxBytes) {
+        return (int) Math.max(8, Math.min(1024, maxBytes / 32_000_000L));
+    }
+
+    private record Spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {}
+
+    private final Path dir;
+    private final int mapEntries;
+    private final long maxBytes;
+    private final ChronicleMap<String, byte[]> data;
+    private final ChronicleMap<String, byte[]> index;
+    private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>();
+    private final BlockingQueue<Spill> queue;
+    private final Thread spiller;
+    private long bytes;
+    private volatile boolean spillingStopped;
+    private volatile boolean closing;
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong spilled = new AtomicLong();
+    private final AtomicLong quarantined = new AtomicLong();
+    private final AtomicLong pending = new AtomicLong();
+
+    /**
+     * @param maxBytes the byte cap (LRU eviction keeps the values under it); Chronicle Map
+     *     preallocates its file for {@code mapEntries} values averaging {@code maxBytes / mapEntries}
+     */
+    DiskTier(Path dir, long maxBytes, int queueCapacity, int mapEntries, long averageValue) {
+        this.dir = dir;
+        this.maxBytes = maxBytes;
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create --prompt-cache-dir " + dir, e);
+        }
+        this.mapEntries = mapEntries;
+        long avgValue = averageValue > 0 ? averageValue : Math.max(4096, maxBytes / mapEntries);
+        this.data = open("kv.cm", avgValue);
+        this.index = open("index.cm", 1024);
+        loadIndex();
+        this.queue = new ArrayBlockingQueue<>(Math.max(1, queueCapacity));
+        this.spiller = Thread.ofPlatform().daemon().name("mlxring-kv-spill").start(this::spillLoop);
+    }
+
+    /** Opens (or creates) one map, quarantining a file that is truncated or unreadable. */
+    private ChronicleMap<String, byte[]> open(String name, long avgValue) {
+        Path file = dir.resolve(name);
+        Path meta = dir.resolve(name + ".size");
+        if (Files.exists(file)) {
+            String why = null;
+            try {
+                Properties p = new Properties();
+                if (Files.exists(meta)) {
+                    try (var in = Files.newInputStream(meta)) {
+                        p.load(in);
+                    }
+                }
+                String recorded = p.getProperty("bytes");
+                if (recorded == null || Long.parseLong(recorded) != Files.size(file)
+                        || !String.valueOf(DiskRecord.FORMAT_VERSION).equals(p.getProperty("format"))) {
+                    why = "its size or format differs from the one recorded at creation (" + recorded + " vs "
+                            + Files.size(file) + " bytes)";
+                }
+            } catch (IOException | RuntimeException e) {
+                why = "its size record is unreadable: " + e;
+            }
+            if (why == null) {
+                try {
+                    return builder(avgValue).recoverPersistedTo(file.toFile(), true);
+                } catch (IOException | RuntimeException e) {
+                    why = "Chronicle Map cannot open it: " + e;
+                }
+            }
+            quarantineFile(file, why);
+        }
+        try {
+            ChronicleMap<String, byte[]> m = builder(avgValue).createPersistedTo(file.toFile());
+            Properties p = new Properties();
+            p.setProperty("bytes", String.valueOf(Files.size(file)));
+            p.setProperty("format", String.valueOf(DiskRecord.FORMAT_VERSION));
+            try (var out = Files.newOutputStream(meta)) {
+                p.store(out, "size of " + name + " at creation; a different size means the file was truncated");
+            }
+            return m;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the prompt cache map " + file, e);
+        }
+    }
+
+    /** No bloat factor: the file keeps the size it was created with (a different size means truncation). */
+    private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(long avgValue) {
+        return ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
+                .averageKeySize(64).averageValueSize(avgValue);
+    }
+
+    private void quarantineFile(Path file, String why) {
+        try {
+            Path q = dir.resolve("quarantine");
+            Files.createDirectories(q);
+            Path to = q.resolve(file.getFileName() + "." + System.currentTimeMillis());
+            Files.move(file, to, StandardCopyOption.REPLACE_EXISTING);
+            LOG.log(System.Logger.Level.WARNING, "prompt cache: {0} moved to {1}: {2}; starting empty", file, to, why);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot quarantine " + file, e);
+        }
+    }
+
+    private synchronized void loadIndex() {
+        List<String> bad = new ArrayList<>();
+        for (String key : new ArrayList<>(index.keySet())) {
+            try {
+                byte[] h = index.get(key);
+                DiskRecord.Header header = DiskRecord.decodeHeader(h == null ? new byte[0] : h);
+                if (!key.equals(DiskRecord.key(header.ns(), header.tokens())) || !data.containsKey(key)) {
+                    throw new DiskRecord.Corrupt("key, header and value disagree");
+                }
+                entries.put(header.ns(), header.tokens(), header, new ArrayList<>());
+                bytes += header.valueLength();
+            } catch (DiskRecord.Corrupt e) {
+                bad.add(key);
+                LOG.log(System.Logger.Level.WARNING, "prompt cache: entry {0} quarantined: {1}", key, e.getMessage());
+            }
+        }
+        for (String key : bad) {
+            quarantine(key);
+        }
+        // values whose header never landed (a spill cut short) are not entries
+        for (String key : new ArrayList<>(data.keySet())) {
+            if (!index.containsKey(key)) {
+                data.remove(key);
+            }
+        }
+    }
+
+    private void quarantine(String key) {
+        quarantined.incrementAndGet();
+        index.remove(key);
+        data.remove(key);
+    }
+
+    /** The positions of the best disk entry for {@code prompt} (0 = none). */
+    synchronized int peek(CacheNamespace ns, int[] prompt) {
+        PromptIndex.Match<DiskRecord.Header> m = entries.find(ns, prompt);
+        return m == null ? 0 : m.keep();
+    }
+
+    /** A loaded entry: its token ids and a new snapshot (the caller owns it) and the positions to keep. */
+    record Loaded(int[] tokens, KvSnapshot snapshot, int keep) {}
+
+    /** Reads and checks the best entry for {@code prompt}; null on a miss or a quarantined entry. */
+    synchronized Loaded load(CacheNamespace ns, int[] prompt) {
+        PromptIndex.Match<DiskRecord.Header> m = entries.find(ns, prompt);
+        if (m == null) {
+            return null;
+        }
+        DiskRecord.Header h = m.entry().value();
+        String key = DiskRecord.key(h.ns(), h.tokens());
+        try {
+            byte[] v = data.get(key);
+            if (v == null) {
+                throw new DiskRecord.Corrupt("value missing");
+            }
+            DiskRecord.checkAgainst(h, v);
+            KvSnapshot s = DiskRecord.decodeValue(v);
+            if (s.tokens() != h.tokens().length) {
+                s.release();
+                throw new DiskRecord.Corrupt("value holds " + s.tokens() + " positions for " + h.tokens().length + " ids");
+            }
+            return new Loaded(h.tokens(), s, m.keep());
+        } catch (DiskRecord.Corrupt | RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "prompt cache: entry {0} quarantined on restore, recomputing: {1}", key,
+                    e.getMessage());
+            entries.remove(m.entry());
+            bytes -= h.valueLength();
+            quarantine(key);
+            return null;
+        }
+    }
+
+    /** Queues {@code snapshot} (a reference the tier takes over) for writing; never blocks. */
+    void spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
+        if (spillingStopped || closing) {
+            snapshot.release();
+            dropped.incrementAndGet();
+            return;
+        }
+        pending.incrementAndGet();
+        if (!queue.offer(new Spill(ns, tokens.clone(), snapshot))) {
+            pending.decrementAndGet();
+            snapshot.release();
+            dropped.incrementAndGet();
+        }
+    }
+
+    private void spillLoop() {
+        while (true) {
+            Spill s;
+            try {
+                s = queue.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (s == null) {
+                if (closing) {
+                    return;
+                }
+                continue;
+            }
+            try {
+                write(s);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prompt cache: a spill failed", e);
+            } finally {
+                s.snapshot().release();
+                pending.decrementAndGet();
+            }
+        }
+    }
+
+    private void write(Spill s) {
+        if (spillingStopped) {
+            dropped.incrementAndGet();
+            return;
+        }
+        String key = DiskRecord.key(s.ns(), s.tokens());
+        byte[] value = DiskRecord.encodeValue(s.snapshot());
+        byte[] header = DiskRecord.encodeHeader(s.ns(), s.tokens(), value);
+        synchronized (this) {
+            if (value.length > maxBytes) {
+                dropped.incrementAndGet();
+                return;
+            }
+            while (bytes + value.length > maxBytes && entries.size() > 0) {
+                PromptIndex.Entry<DiskRecord.Header> e = entries.eldest();
+                entries.remove(e);
+                bytes -= e.value().valueLength();
+                String k = DiskRecord.key(e.value().ns(), e.value().tokens());
+                index.remove(k);
+                data.remove(k);
+            }
+        }
+        try {
+            data.put(key, value); // outside the lock: restores go on while a large value is written
+        } catch (RuntimeException e) {
+            spillingStopped = true;
+            dropped.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "prompt cache: the disk map is full ({0}); spilling stops, "
+                    + "serving goes on (entries on disk still restore)", e.toString());
+            return;
+        }
+        synchronized (this) {
+            index.put(key, header); // visible from here on
+            List<PromptIndex.Entry<DiskRecord.Header>> removed = new ArrayList<>();
+            entries.put(s.ns(), s.tokens(), DiskRecord.decodeHeaderUnchecked(header), removed);
+            bytes += value.length;
+            for (PromptIndex.Entry<DiskRecord.Header> e : removed) {
+                bytes -= e.value().valueLength();
+                String k = DiskRecord.key(e.value().ns(), e.value().tokens());
+                if (!k.equals(key)) {
+                    index.remove(k);
+                    data.remove(k);
+                }
+            }
+            spilled.incrementAndGet();
+        }
+    }
+
+    /** Waits until every queued spill is written (tests, shutdown). */
+    void flush() {
+        while (pending.get() > 0) {
+            Thread.onSpinWait();
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    synchronized int size() {
+        return entries.size();
+    }
+
+    synchronized long bytes() {
+        return bytes;
+    }
+
+    long dropped() {
+        return dropped.get();
+    }
+
+    long spilled() {
+        return spilled.get();
+    }
+
+    long quarantined() {
+        return quarantined.get();
+    }
+
+    boolean spillingStopped() {
+        return spillingStopped;
+    }
+
+    @Override
+    public void close() {
+        closing = true;
+        try {
+            spiller.join(60_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        Spill s;
+        while ((s = queue.poll()) != null) {
+            s.snapshot().release();
+            pending.decrementAndGet();
+        }
+        synchronized (this) {
+            index.close();
+            data.close();
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package dev.mlxring.kvstore;
+
+/**
+ * The prefix cache exec uses (seed §12.7: the cache owns prefix selection and tier placement;
+ * the scheduler never picks a tier). A serial run looks up before prefill and publishes after it
+ * finishes; a batched joiner does the same at admission and a finished row publishes back.
+ *
+ * <p>Reuse follows mlx_lm.server's {@code LRUPromptCache.fetch_nearest_cache}: an exact entry, the
+ * longest cached prefix of the prompt, or a longer cached entry sharing more of the prompt,
+ * trimmed to the shared part; and at least one prompt token is always left to compute.
+ *
+ * <p>Thread-safe. Implementations own the snapshots published to them.
+ */
+public interface PrefixCache extends AutoCloseable {
+    /**
+     * The best reusable entry for {@code prompt} in {@code ns}, or null. The caller closes the hit.
+     */
+    PrefixHit lookup(CacheNamespace ns, int[] prompt);
+
+    /**
+     * Stores the KV state of {@code tokens} (exactly {@code snapshot.tokens()} ids), taking over the
+     * caller's reference to {@code snapshot} whether or not it is kept.
+     */
+    void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot);
+
+    /** Entries held now. */
+    int size();
+
+    /** Snapshot bytes held now. */
+    long bytes();
+
+    @Override
+    void close();
+}

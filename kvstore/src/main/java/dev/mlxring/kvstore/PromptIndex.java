@@ -1,0 +1,182 @@
+package dev.mlxring.kvstore;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Token sequences per {@link CacheNamespace} in a trie, with mlx_lm.server's
+ * {@code PromptTrie.search} + {@code fetch_nearest_cache} selection and a least-recently-used
+ * order. Values are whatever a tier stores per entry (a snapshot in RAM, a disk record's key).
+ *
+ * <p>Selection: walking the prompt, the deepest entry on its path is the shorter prefix (used
+ * beyond one token, mlx-lm's {@code last_index > 0}); the shortest entry below the deepest shared
+ * node is the longer one, used when it shares more than the shorter prefix, trimmed to
+ * {@code min(len - 1, shared)}; an exact entry is trimmed by one token (at least one prompt token
+ * is always computed). Every value is assumed trimmable (dense and quantized KV are).
+ *
+ * <p>Not thread-safe: the owning tier locks.
+ */
+final class PromptIndex<V> {
+    private static final class Node<V> {
+        final Map<Integer, Node<V>> children = new HashMap<>(4);
+        Entry<V> entry;
+    }
+
+    record Key(CacheNamespace ns, List<Integer> tokens) {
+        static Key of(CacheNamespace ns, int[] tokens) {
+            return new Key(ns, Arrays.stream(tokens).boxed().toList());
+        }
+    }
+
+    /** An entry: its ids and value. */
+    record Entry<V>(Key key, int[] tokens, V value) {}
+
+    /** A selected entry and the positions of it to keep. */
+    record Match<V>(Entry<V> entry, int keep) {}
+
+    private final Map<CacheNamespace, Node<V>> roots = new HashMap<>();
+    /** Access order: the eldest is the least recently used. */
+    private final LinkedHashMap<Key, Entry<V>> lru = new LinkedHashMap<>(16, 0.75f, true);
+
+    Match<V> find(CacheNamespace ns, int[] prompt) {
+        Node<V> root = roots.get(ns);
+        if (root == null || prompt.length == 0) {
+            return null;
+        }
+        Node<V> cur = root;
+        Entry<V> deepest = null;
+        int deepestLen = 0;
+        int index = 0;
+        while (index < prompt.length) {
+            Node<V> next = cur.children.get(prompt[index]);
+            if (next == null) {
+                break;
+            }
+            cur = next;
+            index++;
+            if (cur.entry != null) {
+                deepest = cur.entry;
+                deepestLen = index;
+            }
+        }
+        Entry<V> chosen = null;
+        int keep = 0;
+        if (deepest != null && deepestLen == prompt.length) {
+            chosen = deepest;
+            keep = prompt.length - 1;
+        } else {
+            int shortLen = deepestLen > 1 ? deepestLen : 0;
+            Entry<V> longer = index > 0 ? shortestBelow(cur) : null;
+            if (longer != null && index > shortLen) {
+                chosen = longer;
+                keep = Math.min(prompt.length - 1, index);
+            } else if (shortLen > 0) {
+                chosen = deepest;
+                keep = shortLen;
+            }
+        }
+        if (chosen == null || keep <= 0) {
+            return null;
+        }
+        lru.get(chosen.key()); // a hit is a use
+        return new Match<>(chosen, keep);
+    }
+
+    /** The entry with the fewest tokens below {@code from} (itself included), breadth first. */
+    private static <V> Entry<V> shortestBelow(Node<V> from) {
+        List<Node<V>> level = List.of(from);
+        while (!level.isEmpty()) {
+            for (Node<V> n : level) {
+                if (n.entry != null) {
+                    return n.entry;
+                }
+            }
+            List<Node<V>> next = new ArrayList<>();
+            for (Node<V> n : level) {
+                next.addAll(n.children.values());
+            }
+            level = next;
+        }
+        return null;
+    }
+
+    /**
+     * Adds (or replaces) the entry for {@code tokens} as the most recently used.
+     *
+     * @param removed receives the replaced entry and every entry that is a proper prefix of
+     *     {@code tokens} (a trimmable cache makes them redundant: {@code pop_prefixes})
+     */
+    void put(CacheNamespace ns, int[] tokens, V value, List<Entry<V>> removed) {
+        Key key = Key.of(ns, tokens);
+        Node<V> cur = roots.computeIfAbsent(ns, k -> new Node<>());
+        List<Entry<V>> prefixes = new ArrayList<>();
+        for (int t : tokens) {
+            if (cur.entry != null) {
+                prefixes.add(cur.entry);
+            }
+            cur = cur.children.computeIfAbsent(t, k -> new Node<>());
+        }
+        Entry<V> prev = cur.entry;
+        Entry<V> entry = new Entry<>(key, tokens.clone(), value);
+        cur.entry = entry;
+        if (prev != null) {
+            lru.remove(prev.key());
+            removed.add(prev);
+        }
+        lru.put(key, entry);
+        for (Entry<V> p : prefixes) {
+            if (remove(p)) {
+                removed.add(p);
+            }
+        }
+    }
+
+    /** The least recently used entry, or null. */
+    Entry<V> eldest() {
+        return lru.isEmpty() ? null : lru.values().iterator().next();
+    }
+
+    /** Removes {@code e} if it is still held; prunes its trie path. */
+    boolean remove(Entry<V> e) {
+        if (lru.get(e.key()) != e) {
+            return false;
+        }
+        lru.remove(e.key());
+        Node<V> root = roots.get(e.key().ns());
+        List<Node<V>> path = new ArrayList<>(e.tokens().length + 1);
+        path.add(root);
+        for (int t : e.tokens()) {
+            path.add(path.getLast().children.get(t));
+        }
+        path.getLast().entry = null;
+        for (int i = e.tokens().length; i > 0; i--) {
+            Node<V> n = path.get(i);
+            if (n.entry != null || !n.children.isEmpty()) {
+                break;
+            }
+            path.get(i - 1).children.remove(e.tokens()[i - 1]);
+        }
+        if (root.entry == null && root.children.isEmpty()) {
+            roots.remove(e.key().ns());
+        }
+        return true;
+    }
+
+    int size() {
+        return lru.size();
+    }
+
+    /** Every entry, least recently used first. */
+    List<Entry<V>> entries() {
+        return new ArrayList<>(lru.values());
+    }
+
+    void clear() {
+        lru.clear();
+        roots.clear();
+    }
+}

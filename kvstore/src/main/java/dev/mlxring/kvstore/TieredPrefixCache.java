@@ -1,0 +1,115 @@
+package dev.mlxring.kvstore;
+
+import java.nio.file.Path;
+
+/**
+ * The prefix cache exec is given: the RAM tier, and with {@code --prompt-cache-dir} the SSD tier
+ * behind it. Lookup takes whichever tier reuses more of the prompt (RAM on a tie); an SSD entry
+ * that wins is read, checked, promoted into RAM and restored from there. Every publish goes to
+ * RAM and is queued for the disk (never waiting for it). Callers never see which tier served.
+ *
+ * <p>Thread-safe. Owns both tiers.
+ */
+public final class TieredPrefixCache implements PrefixCache {
+    /** Spills waiting at most before new ones are dropped (and counted). */
+    public static final int SPILL_QUEUE = 8;
+    private static final System.Logger LOG = System.getLogger("dev.mlxring.kvstore");
+
+    private final RamPrefixCache ram;
+    private final DiskTier disk;
+
+    /**
+     * @param diskDir null = RAM only
+     * @param diskBytes the SSD tier's byte cap
+     */
+    public TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes) {
+        this(ram, diskDir, diskBytes, DiskTier.mapEntriesFor(diskBytes), 0);
+    }
+
+    /**
+     * As above with the map sized for {@code mapEntries} values of {@code averageValue} bytes
+     * (0: the byte cap over the entries; tests fill a small map). When the
+     * disk tier cannot be opened (no space for the preallocated file, an unwritable directory)
+     * the cache runs in RAM only and says so once.
+     */
+    TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes, int mapEntries, long averageValue) {
+        this.ram = ram;
+        DiskTier d = null;
+        if (diskDir != null) {
+            try {
+                d = new DiskTier(diskDir, diskBytes, SPILL_QUEUE, mapEntries, averageValue);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prompt cache: the SSD tier in {0} is off ({1}); RAM only",
+                        diskDir, e.getMessage());
+            }
+        }
+        this.disk = d;
+    }
+
+    /** Whether the SSD tier is running. */
+    public boolean hasDisk() {
+        return disk != null;
+    }
+
+    @Override
+    public PrefixHit lookup(CacheNamespace ns, int[] prompt) {
+        if (disk != null && disk.peek(ns, prompt) > ram.peek(ns, prompt)) {
+            DiskTier.Loaded loaded = disk.load(ns, prompt);
+            if (loaded != null) {
+                KvSnapshot s = loaded.snapshot();
+                ram.publish(ns, loaded.tokens(), s.retain()); // promoted; our reference stays for the hit
+                return new PrefixHit(s, loaded.keep(), "ssd");
+            }
+        }
+        return ram.lookup(ns, prompt);
+    }
+
+    @Override
+    public void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
+        if (disk != null && tokens.length == snapshot.tokens()) {
+            disk.spill(ns, tokens, snapshot.retain());
+        }
+        ram.publish(ns, tokens, snapshot);
+    }
+
+    public RamPrefixCache ram() {
+        return ram;
+    }
+
+    /** Blocks until queued spills are on disk (tests and shutdown). */
+    public void flushSpills() {
+        if (disk != null) {
+            disk.flush();
+        }
+    }
+
+    /** SSD entries, bytes, spills written / dropped, entries quarantined; zeros without a disk tier. */
+    public record DiskStats(int entries, long bytes, long spilled, long dropped, long quarantined, boolean stopped) {}
+
+    public DiskStats diskStats() {
+        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false)
+                : new DiskStats(disk.size(), disk.bytes(), disk.spilled(), disk.dropped(), disk.quarantined(),
+                        disk.spillingStopped());
+    }
+
+    @Override
+    public int size() {
+        return ram.size();
+    }
+
+    @Override
+    public long bytes() {
+        return ram.bytes();
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (disk != null) {
+                disk.close();
+            }
+        } finally {
+            ram.close();
+        }
+    }
+}
