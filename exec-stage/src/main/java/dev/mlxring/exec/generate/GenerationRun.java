@@ -115,10 +115,7 @@ public final class GenerationRun implements AutoCloseable {
                         + " is outside the vocabulary [0, " + vocab + ")");
             }
         }
-        if (!STREAM_READY.get()) {
-            Mlx.useNewDefaultStream();
-            STREAM_READY.set(true);
-        }
+        useGenerationStream();
         this.model = model;
         this.prompt = prompt.clone();
         this.options = options;
@@ -134,6 +131,17 @@ public final class GenerationRun implements AutoCloseable {
         }
         this.cache = c;
         Mlx.resetPeakMemory();
+    }
+
+    /**
+     * Gives the calling thread its own default stream the first time it generates (mlx-lm's
+     * {@code generation_stream}); the batch generator calls it too, so both run on one stream.
+     */
+    public static void useGenerationStream() {
+        if (!STREAM_READY.get()) {
+            Mlx.useNewDefaultStream();
+            STREAM_READY.set(true);
+        }
     }
 
     /** Installs a profiling hook, before the first {@link #advance()}. */

@@ -7,12 +7,15 @@ import dev.mlxring.mlx.MlxArray;
  * {@link DenseKvCache} ({@code KVCache}), which generate_step may replace by a
  * {@link QuantizedKvCache} ({@code QuantizedKVCache}, through {@link DenseKvCache#toQuantized})
  * once it holds {@code quantized_kv_start} tokens. Attention dispatches on the type, as
- * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}.
+ * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}. Several rows
+ * decoding together share one {@link BatchKvCache} per layer ({@code BatchKVCache}: left padding,
+ * per-row offsets), built from solo caches by {@link BatchKvCache#merge} and giving one back by
+ * {@link BatchKvCache#extract}, as {@code KVCache.merge} and {@code BatchKVCache.extract} relate.
  *
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
-public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache {
+public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache, BatchKvCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.nn.Embedding;
@@ -19,8 +20,8 @@ import java.util.List;
 final class DecoderModel implements LanguageModel {
     /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
     record Block(RmsNorm inputLayernorm, SelfAttention selfAttn, RmsNorm postAttentionLayernorm, Mlp mlp) {
-        MlxArray forward(MlxArray x, boolean causal, KvCache cache) {
-            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), causal, cache);
+        MlxArray forward(MlxArray x, SelfAttention.Mask mask, KvCache cache) {
+            MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
             r = mlp.forward(postAttentionLayernorm.forward(h));
             return Mlx.add(h, r);
@@ -91,10 +92,13 @@ final class DecoderModel implements LanguageModel {
     @Override
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
         MlxArray h = embedTokens.forward(inputs);
-        // create_attention_mask: None for a single token, the "causal" mode otherwise.
-        boolean causal = h.dim(1) > 1;
+        // create_attention_mask: a batch cache makes its own (left padding, per-row offsets, read
+        // before any layer updates); otherwise None for a single token, the "causal" mode else.
+        SelfAttention.Mask mask = cache[0] instanceof BatchKvCache batch
+                ? SelfAttention.Mask.batch(batch.makeMask(h.dim(1)), batch.offsets())
+                : SelfAttention.Mask.solo(h.dim(1) > 1);
         for (int i = 0; i < layers.size(); i++) {
-            h = layers.get(i).forward(h, causal, cache[i]);
+            h = layers.get(i).forward(h, mask, cache[i]);
         }
         MlxArray out = norm.forward(h);
         return lmHead == null ? embedTokens.asLinear(out) : lmHead.forward(out);

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
@@ -16,6 +17,24 @@ import dev.mlxring.mlx.MlxArray;
  * which come with the weights, and qwen3's q_norm/k_norm, applied here when present).
  */
 final class SelfAttention implements AutoCloseable {
+    /**
+     * What {@code create_attention_mask} gives the layers of one forward: for solo caches the
+     * "causal" mode or none ({@code causal}); for a {@link BatchKvCache} the boolean
+     * {@code [B, 1, L, idx + L]} array and the per-row rope offsets (both in the forward's scope).
+     */
+    record Mask(boolean causal, MlxArray array, MlxArray offsets) {
+        private static final Mask CAUSAL = new Mask(true, null, null);
+        private static final Mask NONE = new Mask(false, null, null);
+
+        static Mask solo(boolean causal) {
+            return causal ? CAUSAL : NONE;
+        }
+
+        static Mask batch(MlxArray array, MlxArray offsets) {
+            return new Mask(false, array, offsets);
+        }
+    }
+
     private final int nHeads;
     private final int nKvHeads;
     private final float scale;
@@ -47,8 +66,9 @@ final class SelfAttention implements AutoCloseable {
                 a.maxPositionEmbeddings());
     }
 
-    /** {@code causal} is mlx-lm's "causal" mask mode; false is no mask (single-token steps). */
-    MlxArray forward(MlxArray x, boolean causal, KvCache cache) {
+    /** {@code mask}: mlx-lm's "causal" mode, no mask (single-token steps), or a batch's array mask. */
+    MlxArray forward(MlxArray x, Mask mask, KvCache cache) {
+        boolean causal = mask.causal();
         int b = x.dim(0);
         int l = x.dim(1);
         MlxArray queries = qProj.forward(x);
@@ -65,10 +85,19 @@ final class SelfAttention implements AutoCloseable {
         keys = Mlx.transpose(keys, 0, 2, 1, 3);
         values = Mlx.transpose(Mlx.reshape(values, b, l, nKvHeads, -1), 0, 2, 1, 3);
 
+        MlxArray output;
+        if (cache instanceof BatchKvCache batch) {
+            // llama.py: rope(x, offset=cache.offset) with the offset array, then the array mask.
+            queries = rope.forward(queries, mask.offsets());
+            keys = rope.forward(keys, mask.offsets());
+            MlxArray[] kv = batch.updateAndFetch(keys, values);
+            output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
+            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
+            return oProj.forward(output);
+        }
         int offset = cache == null ? 0 : cache.offset();
         queries = rope.forward(queries, offset);
         keys = rope.forward(keys, offset);
-        MlxArray output;
         if (cache instanceof QuantizedKvCache q) {
             MlxArray[] kv = q.updateAndFetch(keys, values);
             output = quantizedSdpa(queries, kv, scale, causal, q.groupSize(), q.bits());
