@@ -12,6 +12,8 @@ FILE.json:
     {"at": step,                 # inserted just before the step-th next() call (0-based)
      "prompt": [token ids], "max_tokens": N,
      "stop": [token ids],        # one-token stop sequences (default: none)
+     "remove_at": step,          # optional: gen.remove([uid]) just before that next() call
+                                 # (after that step's inserts): a cancelled row
      "sampling": {               # optional; absent or temp 0 = the shared greedy sampler
         "temp", "top_p", "min_p", "min_tokens_to_keep", "top_k",
         "seed",                  # the row's own key stream: mx.random.key(seed)
@@ -24,8 +26,9 @@ This builds mlx_lm.generate.BatchGenerator(model, prefill_step_size=S, prefill_b
 completion_batch_size=C) (its default greedy sampler) on the model loaded with
 mlx_lm.utils.load_model(Path(DIR)), and then, for step = 0, 1, ...: inserts the rows whose "at"
 is that step (one insert() call per row, in script order, with max_tokens, stop_sequences,
-samplers and logits_processors for that row), calls next() once and records every generation
-response; it stops when every row has finished.
+samplers and logits_processors for that row), removes the rows whose "remove_at" is that step
+(gen.remove([uid])), calls next() once and records every generation response; it stops when
+every row has finished or been removed.
 
 Per-row sampling: a row with temp > 0 gets mlx-lm's own make_sampler(...) wrapped so that it
 draws from its own key: mx.random.state[0] is set to the row's key (first key(seed)) before the
@@ -143,6 +146,10 @@ def main(argv=None):
                     logits_processors=[processors],
                     stop_sequences=[stop],
                 )
+        for i, row in enumerate(rows):
+            if row.get("remove_at") == step and uids[i] not in finished:
+                gen.remove([uids[i]])
+                finished.add(uids[i])
         if len(finished) == len(rows) and all(u is not None for u in uids):
             break
         if step > 100000:

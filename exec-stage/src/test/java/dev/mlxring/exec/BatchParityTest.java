@@ -47,8 +47,15 @@ class BatchParityTest {
         work = OracleFixtures.build().work();
     }
 
-    /** One scripted row: inserted before call {@code at}; {@code sampling} null = greedy. */
-    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling) {}
+    /**
+     * One scripted row: inserted before call {@code at}; {@code sampling} null = greedy;
+     * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts.
+     */
+    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt) {
+        ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling) {
+            this(at, prompt, maxTokens, stop, sampling, -1);
+        }
+    }
 
     /** A cell: a model, mlx-lm's three batch sizes and the rows. */
     record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
@@ -99,6 +106,14 @@ class BatchParityTest {
                         new ScriptRow(0, prompt(21, 18, 512), 16, new int[0], seededTopK),
                         new ScriptRow(2, prompt(33, 19, 512), 14, new int[0], penalties),
                         new ScriptRow(3, prompt(5, 20, 512), 12, new int[0], seededTopP))),
+                // Rows cancelled (BatchGenerator.remove) while queued behind the cap, while
+                // prefilling and while generating; the others continue unchanged.
+                new Cell("cancel", "llama-bf16", 16, 2, 3, List.of(
+                        new ScriptRow(0, prompt(10, 27, 512), 20, new int[0], null, 6),
+                        new ScriptRow(0, prompt(50, 28, 512), 20, new int[0], null, 2),
+                        greedy(0, 6, 29, 18),
+                        new ScriptRow(0, prompt(8, 30, 512), 10, new int[0], null, 1),
+                        greedy(3, 12, 31, 10))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
@@ -172,6 +187,9 @@ class BatchParityTest {
             if (r.sampling() != null) {
                 o.set("sampling", JSON.valueToTree(r.sampling()));
             }
+            if (r.removeAt() >= 0) {
+                o.put("remove_at", r.removeAt());
+            }
         }
         Path dir = work.resolve("batch");
         Files.createDirectories(dir);
@@ -200,13 +218,23 @@ class BatchParityTest {
         List<List<String>> steps = new ArrayList<>();
         int inserted = 0;
         int finished = 0;
+        int[] uids = new int[cell.rows().size()];
+        java.util.Set<Integer> done = new java.util.HashSet<>();
         try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
                 cell.completionBatch(), null)) {
             for (int step = 0; ; step++) {
-                for (ScriptRow r : cell.rows()) {
+                for (int i = 0; i < uids.length; i++) {
+                    ScriptRow r = cell.rows().get(i);
                     if (r.at() == step) {
-                        gen.insert(new BatchRequest(r.prompt(), r.maxTokens(), params(r.sampling()), r.stop()));
+                        uids[i] = gen.insert(new BatchRequest(r.prompt(), r.maxTokens(), params(r.sampling()), r.stop()));
                         inserted++;
+                    }
+                }
+                for (int i = 0; i < uids.length; i++) {
+                    if (cell.rows().get(i).removeAt() == step && !done.contains(uids[i])) {
+                        assertTrue(gen.remove(uids[i]), "row " + i + " is in flight when removed");
+                        done.add(uids[i]);
+                        finished++;
                     }
                 }
                 if (inserted == cell.rows().size() && finished == cell.rows().size()) {
@@ -219,6 +247,7 @@ class BatchParityTest {
                     s.add(t.uid() + ":" + t.token() + ":" + (t.finishReason() == null ? "-" : t.finishReason()) + ":"
                             + HexFormat.of().formatHex(sha.digest(t.logprobs().toBytes())));
                     if (t.finishReason() != null) {
+                        done.add(t.uid());
                         finished++;
                     }
                 }

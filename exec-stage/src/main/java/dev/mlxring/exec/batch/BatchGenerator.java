@@ -96,6 +96,61 @@ public final class BatchGenerator implements AutoCloseable {
         return uid;
     }
 
+    /**
+     * {@code remove([uid])}: the row leaves wherever it is — the queue, the prompt batch or the
+     * generation batch (filtered as when a row finishes) — and its sampling run closes; the other
+     * rows continue exactly as mlx-lm's do after the same removal. Between units only.
+     *
+     * @return false when no such row is in flight (already finished or never inserted)
+     */
+    public boolean remove(int uid) {
+        try (ArrayScope scope = ArrayScope.open()) {
+            for (var it = unprocessed.iterator(); it.hasNext(); ) {
+                Row r = it.next();
+                if (r.uid == uid) {
+                    it.remove();
+                    r.sampling.close();
+                    return true;
+                }
+            }
+            int i = indexOf(promptBatch.rows, uid);
+            if (i >= 0) {
+                Row r = promptBatch.rows.get(i);
+                promptBatch.filter(without(promptBatch.size(), i));
+                r.sampling.close();
+                return true;
+            }
+            i = indexOf(generationBatch.rows, uid);
+            if (i >= 0) {
+                Row r = generationBatch.rows.get(i);
+                generationBatch.filter(without(generationBatch.size(), i));
+                r.sampling.close();
+                return true;
+            }
+            return false;
+        }
+    }
+
+    private static int indexOf(List<Row> rows, int uid) {
+        for (int i = 0; i < rows.size(); i++) {
+            if (rows.get(i).uid == uid) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** {@code [0, n)} without {@code dropped}, ascending. */
+    private static int[] without(int n, int dropped) {
+        int[] keep = new int[n - 1];
+        for (int i = 0, k = 0; i < n; i++) {
+            if (i != dropped) {
+                keep[k++] = i;
+            }
+        }
+        return keep;
+    }
+
     /** True when nothing is queued, prefilling or generating. */
     public boolean idle() {
         return unprocessed.isEmpty() && promptBatch.size() == 0 && generationBatch.size() == 0;

@@ -73,6 +73,22 @@ final class PromptBatch implements AutoCloseable {
         return new Split(leaving, out);
     }
 
+    /** In-place {@code filter(keep)}: those rows stay; with none left the caches are dropped. */
+    void filter(int[] keep) {
+        List<Row> kept = new ArrayList<>(keep.length);
+        for (int k : keep) {
+            kept.add(rows.get(k));
+        }
+        rows.clear();
+        rows.addAll(kept);
+        if (keep.length == 0) {
+            caches.close();
+            caches = null;
+        } else {
+            caches.filter(keep);
+        }
+    }
+
     /**
      * {@code prompt(tokens)}: feeds each row its chunk (one forward, right-padded with 0 to the
      * longest), evaluates the caches and clears MLX's buffer cache; with padding, rolls it into
