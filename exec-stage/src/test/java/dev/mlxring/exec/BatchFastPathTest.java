@@ -81,6 +81,37 @@ class BatchFastPathTest {
         }
     }
 
+    /**
+     * A model whose rope cannot batch (dynamic NTK: its base follows one int offset) runs its rows
+     * one at a time through the generator, each a lone row equal to the serial path.
+     */
+    @Test
+    void aModelThatCannotBatchRunsItsRowsOneAtATime() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("qwen2-dynamic"))) {
+            assertFalse(model.batchable());
+            int[][] prompts = {BatchParityTest.prompt(30, 3, 512), BatchParityTest.prompt(9, 4, 512)};
+            List<List<Integer>> serial = new ArrayList<>();
+            for (int[] p : prompts) {
+                List<Integer> tokens = new ArrayList<>();
+                GenerateStep.run(model, p, new GenerationOptions(12, 16, new int[0], false), t -> tokens.add(t));
+                serial.add(tokens);
+            }
+            List<List<Integer>> batched = List.of(new ArrayList<>(), new ArrayList<>());
+            try (BatchGenerator gen = new BatchGenerator(model, 16, 8, 8, null)) {
+                for (int[] p : prompts) {
+                    gen.insert(new BatchRequest(p, 12, SamplingParams.GREEDY, new int[0]));
+                }
+                while (!gen.idle()) {
+                    assertTrue(gen.generating() + gen.prefilling() <= 1, "one row at a time");
+                    for (BatchToken t : gen.next()) {
+                        batched.get(t.uid()).add(t.token());
+                    }
+                }
+            }
+            assertEquals(serial, batched);
+        }
+    }
+
     /** The solo caches are merged when a second row joins, and not before. */
     @Test
     void soloCachesMergeOnlyWhenASecondRowJoins() {

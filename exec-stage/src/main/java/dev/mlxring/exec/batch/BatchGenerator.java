@@ -62,8 +62,10 @@ public final class BatchGenerator implements AutoCloseable {
         GenerationRun.useGenerationStream();
         this.model = model;
         this.prefillStepSize = prefillStepSize;
-        this.prefillBatchSize = prefillBatchSize;
-        this.completionBatchSize = Math.max(completionBatchSize, prefillBatchSize);
+        // A model that cannot batch (dynamic-NTK rope) runs its rows one at a time: every row is
+        // then a lone row on solo caches, the serial graph.
+        this.prefillBatchSize = model.batchable() ? prefillBatchSize : 1;
+        this.completionBatchSize = model.batchable() ? Math.max(completionBatchSize, prefillBatchSize) : 1;
         this.engineRng = engineRng;
         this.promptBatch = new PromptBatch(model);
         this.generationBatch = new GenerationBatch(model);

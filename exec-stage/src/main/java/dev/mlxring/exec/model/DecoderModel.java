@@ -114,6 +114,11 @@ final class DecoderModel implements LanguageModel {
     }
 
     @Override
+    public boolean batchable() {
+        return layers.stream().allMatch(b -> b.selfAttn().batchable());
+    }
+
+    @Override
     public String modelType() {
         return modelType;
     }

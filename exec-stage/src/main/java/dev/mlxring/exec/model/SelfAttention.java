@@ -175,6 +175,11 @@ final class SelfAttention implements AutoCloseable {
         };
     }
 
+    /** Whether this layer runs over a {@link BatchKvCache} (its rope takes per-row offsets). */
+    boolean batchable() {
+        return rope.batchable();
+    }
+
     @Override
     public void close() {
         rope.close();

@@ -29,6 +29,11 @@ public interface Rope extends AutoCloseable {
                 + " rope does not run in a batch (mlx-lm's version needs an int offset)");
     }
 
+    /** Whether {@link #forward(MlxArray, MlxArray)} exists: every type but dynamic NTK. */
+    default boolean batchable() {
+        return !(this instanceof DynamicNtk);
+    }
+
     @Override
     default void close() {}
 
