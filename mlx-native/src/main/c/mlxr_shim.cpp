@@ -340,6 +340,10 @@ mlxr_array mlxr_take(mlxr_array a, mlxr_array indices, int axis) {
   return guard_array([&] { return mx::take(A(a), A(indices), axis); });
 }
 
+mlxr_array mlxr_take_along_axis(mlxr_array a, mlxr_array indices, int axis) {
+  return guard_array([&] { return mx::take_along_axis(A(a), A(indices), axis); });
+}
+
 // ---- reductions --------------------------------------------------------
 
 mlxr_array mlxr_argmax(mlxr_array a, int axis, bool keepdims) {
@@ -405,6 +409,15 @@ mlxr_array mlxr_rope(mlxr_array x, int dims, bool traditional, bool has_base, fl
   return guard_array([&] {
     std::optional<float> b = has_base ? std::optional<float>(base) : std::nullopt;
     return mx::fast::rope(A(x), dims, traditional, b, scale, offset, opt(freqs));
+  });
+}
+
+// As mlxr_rope with one offset per batch row (an int32 array), as BatchKVCache passes it.
+mlxr_array mlxr_rope_offsets(mlxr_array x, int dims, bool traditional, bool has_base, float base,
+                             float scale, mlxr_array offsets, mlxr_array freqs) {
+  return guard_array([&] {
+    std::optional<float> b = has_base ? std::optional<float>(base) : std::nullopt;
+    return mx::fast::rope(A(x), dims, traditional, b, scale, A(offsets), opt(freqs));
   });
 }
 

@@ -336,6 +336,11 @@ public final class Mlx {
         return own(Shim.take(a.handle(), indices.handle(), axis));
     }
 
+    /** {@code mx.take_along_axis}. */
+    public static MlxArray takeAlongAxis(MlxArray a, MlxArray indices, int axis) {
+        return own(Shim.takeAlongAxis(a.handle(), indices.handle(), axis));
+    }
+
     // ---- reductions ------------------------------------------------------------
 
     public static MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
@@ -373,6 +378,16 @@ public final class Mlx {
     /** {@code mx.fast.rope} with explicit frequencies (base=None). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
         return own(Shim.rope(x.handle(), dims, traditional, false, 0f, scale, offset, freqs.handle()));
+    }
+
+    /** {@code mx.fast.rope} with a base and one offset per batch row ({@code offsets}: int32 {@code [B]}). */
+    public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, MlxArray offsets) {
+        return own(Shim.ropeOffsets(x.handle(), dims, traditional, true, base, scale, offsets.handle(), MemorySegment.NULL));
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row. */
+    public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
+        return own(Shim.ropeOffsets(x.handle(), dims, traditional, false, 0f, scale, offsets.handle(), freqs.handle()));
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with {@code mask="causal"}. */

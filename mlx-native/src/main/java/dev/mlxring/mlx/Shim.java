@@ -107,6 +107,8 @@ final class Shim {
     private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
     private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
     private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle TAKE_ALONG_AXIS = NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle("mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
     private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
@@ -572,6 +574,22 @@ final class Shim {
     static MemorySegment take(MemorySegment a, MemorySegment indices, int axis) {
         try {
             return (MemorySegment) TAKE.invokeExact(a, indices, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment takeAlongAxis(MemorySegment a, MemorySegment indices, int axis) {
+        try {
+            return (MemorySegment) TAKE_ALONG_AXIS.invokeExact(a, indices, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment ropeOffsets(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
+        try {
+            return (MemorySegment) ROPE_OFFSETS.invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }

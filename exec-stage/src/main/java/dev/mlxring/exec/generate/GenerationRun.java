@@ -125,10 +125,7 @@ public final class GenerationRun implements AutoCloseable {
             closeAll(restored);
             throw e;
         }
-        if (!STREAM_READY.get()) {
-            Mlx.useNewDefaultStream();
-            STREAM_READY.set(true);
-        }
+        useGenerationStream();
         this.model = model;
         this.prompt = prompt.clone();
         this.options = options;
@@ -217,6 +214,17 @@ public final class GenerationRun implements AutoCloseable {
                 : "model_type '" + model.modelType() + "' keeps its sliding-window layers in rotating caches";
         return "--kv-bits cannot be used here: " + why
                 + ", which mlx-lm cannot quantize (RotatingKVCache Quantization NYI)";
+    }
+
+    /**
+     * Gives the calling thread its own default stream the first time it generates (mlx-lm's
+     * {@code generation_stream}); the batch generator calls it too, so both run on one stream.
+     */
+    public static void useGenerationStream() {
+        if (!STREAM_READY.get()) {
+            Mlx.useNewDefaultStream();
+            STREAM_READY.set(true);
+        }
     }
 
     /** Installs a profiling hook, before the first {@link #advance()}. */

@@ -12,12 +12,17 @@ import dev.mlxring.mlx.MlxArray;
  *
  * <p>Ownership: the array (when present) belongs to the caller's {@link dev.mlxring.mlx.ArrayScope}.
  *
+ * <p>Several rows decoding together ({@link BatchKvCache}) get the batch form: the cache's own
+ * boolean {@code [B, 1, L, idx + L]} mask (left padding, per-row offsets) and the per-row rope
+ * offsets, both read before any layer updates the cache.
+ *
  * @param causal the "causal" mode (no array)
- * @param array the boolean mask, {@code [N, offset + N]}; null for the other two forms
+ * @param array the boolean mask, {@code [N, offset + N]} (or the batch's); null for the other two forms
+ * @param offsets a batch's per-row rope offsets; null for a single row
  */
-public record AttentionMask(boolean causal, MlxArray array) {
-    public static final AttentionMask NONE = new AttentionMask(false, null);
-    public static final AttentionMask CAUSAL = new AttentionMask(true, null);
+public record AttentionMask(boolean causal, MlxArray array, MlxArray offsets) {
+    public static final AttentionMask NONE = new AttentionMask(false, null, null);
+    public static final AttentionMask CAUSAL = new AttentionMask(true, null, null);
 
     /**
      * {@code create_attention_mask(h, cache, window_size)} for {@code n} new positions: the
@@ -27,6 +32,9 @@ public record AttentionMask(boolean causal, MlxArray array) {
      * @param windowSize null for none
      */
     public static AttentionMask create(int n, KvCache cache, Integer windowSize) {
+        if (cache instanceof BatchKvCache batch) {
+            return new AttentionMask(false, batch.makeMask(n), batch.offsets());
+        }
         if (cache instanceof RotatingKvCache r) {
             return r.makeMask(n, windowSize);
         }
@@ -37,7 +45,7 @@ public record AttentionMask(boolean causal, MlxArray array) {
     }
 
     static AttentionMask ofArray(MlxArray mask) {
-        return new AttentionMask(false, mask);
+        return new AttentionMask(false, mask, null);
     }
 
     /**

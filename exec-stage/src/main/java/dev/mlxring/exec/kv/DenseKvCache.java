@@ -39,6 +39,16 @@ public final class DenseKvCache implements KvCache {
         return c;
     }
 
+    /**
+     * A cache holding exactly {@code keys}/{@code values} ({@code [1, H, L, D]}, all filled), as
+     * {@code BatchKVCache.extract} builds one; takes ownership of both.
+     */
+    DenseKvCache(MlxArray keys, MlxArray values) {
+        this.keys = keys.detach();
+        this.values = values.detach();
+        this.offset = keys.dim(2);
+    }
+
     @Override
     public int offset() {
         return offset;

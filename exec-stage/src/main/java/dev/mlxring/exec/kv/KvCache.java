@@ -9,13 +9,16 @@ import dev.mlxring.mlx.MlxArray;
  * once it holds {@code quantized_kv_start} tokens; or a {@link RotatingKvCache}
  * ({@code RotatingKVCache}: sliding-window layers, {@code --max-kv-size}), which is never
  * quantized. Attention dispatches on the type, as
- * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}.
+ * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}. Several rows
+ * decoding together share one {@link BatchKvCache} per layer ({@code BatchKVCache}: left padding,
+ * per-row offsets), built from solo caches by {@link BatchKvCache#merge} and giving one back by
+ * {@link BatchKvCache#extract}, as {@code KVCache.merge} and {@code BatchKVCache.extract} relate.
  *
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
 public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache,
-        RotatingKvCache {
+        RotatingKvCache, BatchKvCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

@@ -25,6 +25,11 @@ final class DecoderModel implements LanguageModel {
     interface Attention extends AutoCloseable {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache);
 
+        /** Whether it runs over a {@link dev.mlxring.exec.kv.BatchKvCache} (rope with per-row offsets). */
+        default boolean batchable() {
+            return false;
+        }
+
         @Override
         void close();
     }
@@ -134,7 +139,8 @@ final class DecoderModel implements LanguageModel {
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
         MlxArray h = embedTokens.forward(inputs);
         // create_attention_mask(h, cache[0]): None for a single token, "causal" otherwise; a
-        // rotating cache (--max-kv-size) masks what its trimmed buffer no longer aligns.
+        // rotating cache (--max-kv-size) masks what its trimmed buffer no longer aligns; a batch
+        // cache makes its own (left padding, per-row offsets).
         AttentionMask mask = AttentionMask.create(h.dim(1), cache[0], null);
         for (int i = 0; i < layers.size(); i++) {
             h = layers.get(i).forward(h, mask, cache[i]);
@@ -161,6 +167,11 @@ final class DecoderModel implements LanguageModel {
     @Override
     public boolean hasOwnCacheLayout() {
         return MAKE_CACHE_FAMILIES.contains(modelType);
+    }
+
+    @Override
+    public boolean batchable() {
+        return layers.stream().allMatch(b -> b.selfAttn().batchable());
     }
 
     @Override

@@ -37,6 +37,15 @@ public interface LanguageModel extends AutoCloseable {
 
     String modelType();
 
+    /**
+     * Whether several rows can share one forward ({@code BatchKvCache}: per-row rope offsets and
+     * an array mask). False for dynamic-NTK rope, whose base depends on one int offset (mlx-lm's
+     * batch fails there too); such a model runs its rows one at a time.
+     */
+    default boolean batchable() {
+        return false;
+    }
+
     int vocabSize();
 
     /** The attention head dimension: the last axis of the KV cache, which KV quantization groups. */

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
@@ -68,6 +69,15 @@ final class SelfAttention implements DecoderModel.Attention {
         keys = Mlx.transpose(keys, 0, 2, 1, 3);
         values = Mlx.transpose(Mlx.reshape(values, b, l, nKvHeads, -1), 0, 2, 1, 3);
 
+        if (cache instanceof BatchKvCache batch) {
+            // llama.py: rope(x, offset=cache.offset) with the offset array, then the array mask.
+            queries = rope.forward(queries, mask.offsets());
+            keys = rope.forward(keys, mask.offsets());
+            MlxArray[] kv = batch.updateAndFetch(keys, values);
+            MlxArray output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
+            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
+            return oProj.forward(output);
+        }
         int offset = cache == null ? 0 : cache.offset();
         queries = rope.forward(queries, offset);
         keys = rope.forward(keys, offset);
@@ -159,6 +169,12 @@ final class SelfAttention implements DecoderModel.Attention {
             case BFLOAT16 -> -Float.intBitsToFloat(0x7F7F0000);
             default -> throw new IllegalArgumentException("finfo of " + dtype.mlxName);
         };
+    }
+
+    /** Whether this layer runs over a {@link BatchKvCache} (its rope takes per-row offsets). */
+    @Override
+    public boolean batchable() {
+        return rope.batchable();
     }
 
     @Override

@@ -18,6 +18,22 @@ import java.util.Map;
 public interface Rope extends AutoCloseable {
     MlxArray forward(MlxArray x, int offset);
 
+    /**
+     * The same rotation with one offset per batch row ({@code offsets}: int32 {@code [B]}), as
+     * mlx-lm calls it with a {@code BatchKVCache}'s {@code offset} array.
+     *
+     * @throws UnsupportedOperationException for a rope type mlx-lm cannot batch either
+     */
+    default MlxArray forward(MlxArray x, MlxArray offsets) {
+        throw new UnsupportedOperationException(getClass().getSimpleName()
+                + " rope does not run in a batch (mlx-lm's version needs an int offset)");
+    }
+
+    /** Whether {@link #forward(MlxArray, MlxArray)} exists: every type but dynamic NTK. */
+    default boolean batchable() {
+        return !(this instanceof DynamicNtk);
+    }
+
     @Override
     default void close() {}
 
@@ -115,6 +131,11 @@ public interface Rope extends AutoCloseable {
         public MlxArray forward(MlxArray x, int offset) {
             return Mlx.rope(x, dims, traditional, base, scale, offset);
         }
+
+        @Override
+        public MlxArray forward(MlxArray x, MlxArray offsets) {
+            return Mlx.rope(x, dims, traditional, base, scale, offsets);
+        }
     }
 
     /** {@code Llama3RoPE}: precomputed frequencies, {@code base=None}. Owns its freqs array. */
@@ -156,6 +177,11 @@ public interface Rope extends AutoCloseable {
         @Override
         public MlxArray forward(MlxArray x, int offset) {
             return Mlx.rope(x, dims, traditional, 1.0f, offset, freqs);
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, MlxArray offsets) {
+            return Mlx.rope(x, dims, traditional, 1.0f, offsets, freqs);
         }
 
         @Override
@@ -247,6 +273,14 @@ public interface Rope extends AutoCloseable {
         }
 
         @Override
+        public MlxArray forward(MlxArray x, MlxArray offsets) {
+            if (mscale != 1.0) {
+                x = multiplyLeading(x, dims, mscale);
+            }
+            return Mlx.rope(x, dims, traditional, 1.0f, offsets, freqs);
+        }
+
+        @Override
         public void close() {
             freqs.close();
         }
@@ -315,6 +349,11 @@ public interface Rope extends AutoCloseable {
         @Override
         public MlxArray forward(MlxArray x, int offset) {
             return Mlx.rope(multiplyLeading(x, dims, scale), dims, false, 1.0f, offset, freqs);
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, MlxArray offsets) {
+            return Mlx.rope(multiplyLeading(x, dims, scale), dims, false, 1.0f, offsets, freqs);
         }
 
         @Override

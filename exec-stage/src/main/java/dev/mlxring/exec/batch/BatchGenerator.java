@@ -1,0 +1,252 @@
+package dev.mlxring.exec.batch;
+
+import dev.mlxring.exec.generate.GenerationRun;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingRun;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Continuous batching, mechanics only: mlx-lm's {@code BatchGenerator} step for step, so every
+ * row's tokens and logprobs are bit-equal to it for the same arrival script. {@link #insert}
+ * queues a row; each {@link #next()} is one bounded unit: one decode step over every generating
+ * row, then admission of queued rows into the prompt batch (at most {@code prefillBatchSize}
+ * prefilling, {@code completionBatchSize} generating or prefilling in all), rows whose prompt is
+ * down to its last token split off into their own first step and joined to the generation batch,
+ * then one prefill chunk ({@code prefillStepSize} tokens at most) of every prefilling row. So a
+ * long prompt joins in chunks between decode steps of the running rows, whose stall per step is
+ * one chunk's forward.
+ *
+ * <p>A row that is alone from the start keeps the model's solo caches and runs the serial graph
+ * (bit-equal to {@link GenerationRun}); its caches are merged into batch caches only when a second
+ * row joins its group (see {@link RowCaches}).
+ *
+ * <p>Scheduling policy (who is inserted when, fairness, caps chosen per server) is the caller's;
+ * this class decides nothing beyond mlx-lm's mechanics. Owns its rows' caches, sampling runs and
+ * pending arrays; {@link #close()} frees them. Exec thread only.
+ */
+public final class BatchGenerator implements AutoCloseable {
+    private final LanguageModel model;
+    private final int prefillStepSize;
+    private final int prefillBatchSize;
+    private final int completionBatchSize;
+    private final EngineRng engineRng;
+    private final ArrayDeque<Row> unprocessed = new ArrayDeque<>();
+    private final PromptBatch promptBatch;
+    private GenerationBatch generationBatch;
+    private int uidCount;
+    private long generationSteps;
+
+    /**
+     * @param prefillStepSize the most prompt tokens of one row per prefill chunk
+     * @param prefillBatchSize the most rows prefilling at once (mlx-lm's {@code prefill_batch_size})
+     * @param completionBatchSize the most rows in flight (mlx-lm raises it to at least {@code prefillBatchSize})
+     * @param engineRng where rows without a seed draw their key (may be null when every row is greedy or seeded)
+     */
+    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
+            EngineRng engineRng) {
+        if (prefillStepSize <= 0) {
+            throw new IllegalArgumentException("prefillStepSize must be > 0, got " + prefillStepSize);
+        }
+        if (prefillBatchSize <= 0) {
+            throw new IllegalArgumentException("prefillBatchSize must be > 0, got " + prefillBatchSize);
+        }
+        if (completionBatchSize <= 0) {
+            throw new IllegalArgumentException("completionBatchSize must be > 0, got " + completionBatchSize);
+        }
+        GenerationRun.useGenerationStream();
+        this.model = model;
+        this.prefillStepSize = prefillStepSize;
+        // A model that cannot batch (dynamic-NTK rope) runs its rows one at a time: every row is
+        // then a lone row on solo caches, the serial graph.
+        this.prefillBatchSize = model.batchable() ? prefillBatchSize : 1;
+        this.completionBatchSize = model.batchable() ? Math.max(completionBatchSize, prefillBatchSize) : 1;
+        this.engineRng = engineRng;
+        this.promptBatch = new PromptBatch(model);
+        this.generationBatch = new GenerationBatch(model);
+    }
+
+    /**
+     * Queues one row; returns its uid (0, 1, … in insertion order, as mlx-lm's).
+     *
+     * @throws IllegalArgumentException for an empty prompt, ids outside the vocabulary,
+     *     {@code maxTokens <= 0} or sampling settings the model cannot run
+     */
+    public int insert(BatchRequest request) {
+        int[] prompt = request.prompt();
+        if (prompt.length == 0) {
+            throw new IllegalArgumentException("prompt must hold at least one token");
+        }
+        int vocab = model.vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
+                        + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+        if (request.maxTokens() <= 0) {
+            throw new IllegalArgumentException("max_tokens must be > 0, got " + request.maxTokens());
+        }
+        SamplingRun sampling = SamplingRun.start(request.sampling(), vocab, engineRng);
+        int uid = uidCount++;
+        unprocessed.add(new Row(uid, prompt, request.maxTokens(), request.stopTokenIds(), sampling));
+        return uid;
+    }
+
+    /**
+     * {@code remove([uid])}: the row leaves wherever it is — the queue, the prompt batch or the
+     * generation batch (filtered as when a row finishes) — and its sampling run closes; the other
+     * rows continue exactly as mlx-lm's do after the same removal. Between units only.
+     *
+     * @return false when no such row is in flight (already finished or never inserted)
+     */
+    public boolean remove(int uid) {
+        try (ArrayScope scope = ArrayScope.open()) {
+            for (var it = unprocessed.iterator(); it.hasNext(); ) {
+                Row r = it.next();
+                if (r.uid == uid) {
+                    it.remove();
+                    r.sampling.close();
+                    return true;
+                }
+            }
+            int i = indexOf(promptBatch.rows, uid);
+            if (i >= 0) {
+                Row r = promptBatch.rows.get(i);
+                promptBatch.filter(without(promptBatch.size(), i));
+                r.sampling.close();
+                return true;
+            }
+            i = indexOf(generationBatch.rows, uid);
+            if (i >= 0) {
+                Row r = generationBatch.rows.get(i);
+                generationBatch.filter(without(generationBatch.size(), i));
+                r.sampling.close();
+                return true;
+            }
+            return false;
+        }
+    }
+
+    private static int indexOf(List<Row> rows, int uid) {
+        for (int i = 0; i < rows.size(); i++) {
+            if (rows.get(i).uid == uid) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** {@code [0, n)} without {@code dropped}, ascending. */
+    private static int[] without(int n, int dropped) {
+        int[] keep = new int[n - 1];
+        for (int i = 0, k = 0; i < n; i++) {
+            if (i != dropped) {
+                keep[k++] = i;
+            }
+        }
+        return keep;
+    }
+
+    /** True when nothing is queued, prefilling or generating. */
+    public boolean idle() {
+        return unprocessed.isEmpty() && promptBatch.size() == 0 && generationBatch.size() == 0;
+    }
+
+    /** Rows generating now. */
+    public int generating() {
+        return generationBatch.size();
+    }
+
+    /**
+     * True while the generating rows run on solo caches: the B=1 fast path (one row that has not
+     * shared its batch since it was inserted; the serial graph). For tests and diagnostics.
+     */
+    public boolean soloGeneration() {
+        return generationBatch.solo();
+    }
+
+    /** Rows prefilling now. */
+    public int prefilling() {
+        return promptBatch.size();
+    }
+
+    /**
+     * One unit of work ({@code BatchGenerator._next}); returns the tokens the generating rows
+     * produced in it (empty while only prefill ran). Their logprobs stay valid until the next call.
+     */
+    public List<BatchToken> next() {
+        // Cache merges, filters and extends build small graphs outside the step's own scopes;
+        // their handles are freed when the unit ends (the caches keep what they detached).
+        try (ArrayScope scope = ArrayScope.open()) {
+            return nextUnit();
+        }
+    }
+
+    private List<BatchToken> nextUnit() {
+        List<BatchToken> tokens = List.of();
+        if (generationBatch.size() > 0) {
+            tokens = generationBatch.next();
+            generationSteps++;
+            if (generationSteps % 512 == 0) {
+                Mlx.clearCache();
+            }
+        }
+        if (generationBatch.size() >= completionBatchSize) {
+            return tokens;
+        }
+        int n = Math.min(Math.min(prefillBatchSize - promptBatch.size(), completionBatchSize - generationBatch.size()),
+                unprocessed.size());
+        if (n > 0) {
+            List<Row> joining = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                joining.add(unprocessed.poll());
+            }
+            promptBatch.extend(joining);
+        }
+        int[] split = new int[promptBatch.size()];
+        int s = 0;
+        for (int i = 0; i < promptBatch.size(); i++) {
+            if (promptBatch.rows.get(i).remainingPrefill() == 0) {
+                split[s++] = i;
+            }
+        }
+        if (s > 0) {
+            PromptBatch.Split leaving = promptBatch.split(Arrays.copyOf(split, s));
+            int[] last = new int[s];
+            for (int i = 0; i < s; i++) {
+                Row r = leaving.rows().get(i);
+                last[i] = r.prompt[r.prompt.length - 1];
+            }
+            generationBatch.extend(new GenerationBatch(model, leaving.rows(), leaving.caches(), last));
+        }
+        List<int[]> chunks = new ArrayList<>(promptBatch.size());
+        for (Row r : promptBatch.rows) {
+            int count = Math.min(r.remainingPrefill(), prefillStepSize);
+            chunks.add(Arrays.copyOfRange(r.prompt, r.prefilled, r.prefilled + count));
+        }
+        promptBatch.prompt(chunks);
+        return tokens;
+    }
+
+    @Override
+    public void close() {
+        for (Row r : unprocessed) {
+            r.sampling.close();
+        }
+        unprocessed.clear();
+        for (Row r : promptBatch.rows) {
+            r.sampling.close();
+        }
+        for (Row r : generationBatch.rows) {
+            r.sampling.close();
+        }
+        promptBatch.close();
+        generationBatch.close();
+    }
+}

@@ -1,0 +1,248 @@
+package dev.mlxring.exec.batch;
+
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * mlx-lm's {@code GenerationBatch}: the rows that are generating, one forward over all of them per
+ * step, pipelined as generate_step is — each step builds and {@code async_eval}s step n+1 before
+ * reading step n's tokens. Per row: its logits processors on its own {@code [1, V]} slice (only
+ * when some row has processors), then {@code logits - logsumexp(logits, axis=-1)} over the batch,
+ * then one batched argmax when every row is greedy, else each row's own sampler on its slice
+ * (its own key). Rows leave by {@link #filter} after the step that finished them, and a batch of
+ * newly prefilled rows joins by {@link #extend} (after its own first step, run on its rows alone).
+ *
+ * <p>Owns its caches and pending arrays (tokens, per-row logprobs); the rows' sampling runs
+ * belong to the generator. Exec thread only.
+ */
+final class GenerationBatch implements AutoCloseable {
+    private final LanguageModel model;
+    final List<Row> rows;
+    private RowCaches caches;
+    private MlxArray currentTokens;
+    private List<MlxArray> currentLogprobs = new ArrayList<>();
+    private MlxArray nextTokens;
+    private List<MlxArray> nextLogprobs = new ArrayList<>();
+
+    /** An empty batch. */
+    GenerationBatch(LanguageModel model) {
+        this.model = model;
+        this.rows = new ArrayList<>();
+    }
+
+    /** Rows whose prompts are prefilled but for {@code lastTokens}; runs their first step. */
+    GenerationBatch(LanguageModel model, List<Row> rows, RowCaches caches, int[] lastTokens) {
+        this.model = model;
+        this.rows = new ArrayList<>(rows);
+        this.caches = caches;
+        try (ArrayScope scope = ArrayScope.open()) {
+            nextTokens = Mlx.fromInts(lastTokens, lastTokens.length).detach();
+        }
+        step();
+    }
+
+    int size() {
+        return rows.size();
+    }
+
+    /** True when the batch holds rows on solo caches (one row, never merged). */
+    boolean solo() {
+        return caches != null && caches.solo();
+    }
+
+    /** Generates one token per row ({@code next()}); rows that finished are filtered out after it. */
+    List<BatchToken> next() {
+        List<BatchToken> out = new ArrayList<>(rows.size());
+        if (rows.isEmpty()) {
+            return out;
+        }
+        int[] tokens = step();
+        int[] keep = new int[rows.size()];
+        int kept = 0;
+        for (int i = 0; i < rows.size(); i++) {
+            Row row = rows.get(i);
+            String reason = null;
+            row.generated++;
+            if (row.generated >= row.maxTokens) {
+                reason = "length";
+            }
+            if (row.isStop(tokens[i])) {
+                reason = "stop";
+            }
+            out.add(new BatchToken(row.uid, tokens[i], currentLogprobs.get(i), reason));
+            if (reason == null) {
+                keep[kept++] = i;
+            } else {
+                // The row leaves: its sampling run closes (an unseeded row hands its key back).
+                row.sampling.close();
+            }
+        }
+        if (kept < rows.size()) {
+            filter(java.util.Arrays.copyOf(keep, kept));
+        }
+        return out;
+    }
+
+    /** {@code _step()}: returns the current step's tokens; the next step is already submitted. */
+    private int[] step() {
+        closeCurrent();
+        currentTokens = nextTokens;
+        currentLogprobs = nextLogprobs;
+        nextTokens = null;
+        nextLogprobs = new ArrayList<>(rows.size());
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray inputs = currentTokens;
+            int b = rows.size();
+            MlxArray logits = model.forward(Mlx.expandDims(inputs, 1), caches.layers());
+            int length = logits.dim(1);
+            int vocab = logits.dim(2);
+            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {b, length, vocab},
+                    new int[] {1, 1, 1}), 1);
+            boolean anyProcessors = false;
+            boolean allGreedy = true;
+            for (Row r : rows) {
+                anyProcessors |= r.sampling.hasProcessors();
+                allGreedy &= r.sampling.params().greedy();
+            }
+            if (anyProcessors) {
+                MlxArray[] processed = new MlxArray[b];
+                for (int e = 0; e < b; e++) {
+                    MlxArray rowLogits = rowSlice(logits, e);
+                    Row row = rows.get(e);
+                    if (row.sampling.hasProcessors()) {
+                        MlxArray input = Mlx.slice(inputs, new int[] {e}, new int[] {e + 1}, new int[] {1});
+                        rowLogits = row.sampling.process(input, 1, rowLogits);
+                    }
+                    processed[e] = rowLogits;
+                }
+                logits = Mlx.concatenate(0, processed);
+            }
+            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, -1, true));
+            MlxArray sampled;
+            if (allGreedy) {
+                sampled = Mlx.argmax(logprobs, -1, false);
+            } else {
+                MlxArray[] each = new MlxArray[b];
+                for (int e = 0; e < b; e++) {
+                    each[e] = rows.get(e).sampling.sample(rowSlice(logprobs, e));
+                }
+                sampled = Mlx.concatenate(0, each);
+            }
+            nextTokens = sampled.detach();
+            MlxArray[] submit = new MlxArray[b + 1];
+            submit[0] = nextTokens;
+            for (int e = 0; e < b; e++) {
+                MlxArray row = Mlx.squeeze(rowSlice(logprobs, e), 0).detach();
+                nextLogprobs.add(row);
+                submit[e + 1] = row;
+            }
+            Mlx.asyncEval(submit);
+            MlxArray[] now = new MlxArray[currentLogprobs.size() + 1];
+            now[0] = inputs;
+            for (int e = 0; e < currentLogprobs.size(); e++) {
+                now[e + 1] = currentLogprobs.get(e);
+            }
+            Mlx.eval(now);
+            return inputs.toIntArray();
+        }
+    }
+
+    private static MlxArray rowSlice(MlxArray x, int row) {
+        return Mlx.slice(x, new int[] {row, 0}, new int[] {row + 1, x.dim(1)}, new int[] {1, 1});
+    }
+
+    /** In-place {@code filter(keep)}: rows, caches, pending tokens and logprobs. */
+    void filter(int[] keep) {
+        List<Row> kept = new ArrayList<>(keep.length);
+        List<MlxArray> keptLogprobs = new ArrayList<>(keep.length);
+        boolean[] stays = new boolean[rows.size()];
+        for (int k : keep) {
+            kept.add(rows.get(k));
+            keptLogprobs.add(nextLogprobs.get(k));
+            stays[k] = true;
+        }
+        for (int i = 0; i < stays.length; i++) {
+            if (!stays[i]) {
+                nextLogprobs.get(i).close();
+            }
+        }
+        rows.clear();
+        rows.addAll(kept);
+        nextLogprobs = keptLogprobs;
+        if (keep.length == 0) {
+            caches.close();
+            caches = null;
+            nextTokens.close();
+            nextTokens = null;
+            return;
+        }
+        caches.filter(keep);
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray old = nextTokens;
+            nextTokens = Mlx.take(old, Mlx.fromInts(keep, keep.length), 0).detach();
+            old.close();
+        }
+    }
+
+    /**
+     * {@code extend(batch)}: {@code other}'s rows appended (caches merged as mlx-lm's
+     * {@code _extend_cache}: an empty batch adopts the other's caches as they are).
+     */
+    void extend(GenerationBatch other) {
+        rows.addAll(other.rows);
+        if (caches == null) {
+            caches = other.caches;
+        } else if (other.caches != null) {
+            caches.extend(other.caches);
+            other.caches.close();
+        }
+        other.caches = null;
+        if (nextTokens == null) {
+            nextTokens = other.nextTokens;
+        } else if (other.nextTokens != null) {
+            try (ArrayScope scope = ArrayScope.open()) {
+                MlxArray a = nextTokens;
+                nextTokens = Mlx.concatenate(0, a, other.nextTokens).detach();
+                a.close();
+                other.nextTokens.close();
+            }
+        }
+        other.nextTokens = null;
+        nextLogprobs.addAll(other.nextLogprobs);
+        other.nextLogprobs = new ArrayList<>();
+        other.rows.clear();
+        other.close();
+    }
+
+    private void closeCurrent() {
+        if (currentTokens != null) {
+            currentTokens.close();
+            currentTokens = null;
+        }
+        for (MlxArray a : currentLogprobs) {
+            a.close();
+        }
+        currentLogprobs = new ArrayList<>();
+    }
+
+    @Override
+    public void close() {
+        closeCurrent();
+        if (nextTokens != null) {
+            nextTokens.close();
+            nextTokens = null;
+        }
+        for (MlxArray a : nextLogprobs) {
+            a.close();
+        }
+        nextLogprobs = new ArrayList<>();
+        if (caches != null) {
+            caches.close();
+            caches = null;
+        }
+    }
+}

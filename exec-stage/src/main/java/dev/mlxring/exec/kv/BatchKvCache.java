@@ -1,0 +1,391 @@
+package dev.mlxring.exec.kv;
+
+import dev.mlxring.mlx.Dtype;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.Arrays;
+
+/**
+ * mlx-lm's {@code BatchKVCache}: one layer's keys and values for {@code B} rows decoding together,
+ * buffers of shape {@code [B, kvHeads, capacity, headDim]} that grow in steps of {@link #STEP}
+ * positions as {@code KVCache}'s do. Rows are <em>left</em>-padded: row {@code i}'s positions are
+ * {@code [leftPadding[i], idx)}, so every row writes its next token at the shared index
+ * {@code idx}, and its rope offset is {@code idx - leftPadding[i]} (mlx-lm's {@code offset}
+ * array). Attention masks the padding ({@link #makeMask}, {@code create_causal_mask} with
+ * {@code left_padding}).
+ *
+ * <p>The batch operations are mlx-lm's, step for step, so the key length {@code idx} and the
+ * paddings — everything attention's arithmetic depends on — are equal to the oracle's at every
+ * step: {@link #merge} (solo caches into one, right-aligned), {@link #extend} (another batch
+ * appended, both right-justified to the larger index), {@link #filter} (rows kept, then the
+ * common left padding trimmed), {@link #extract} (one row back as a solo {@link DenseKvCache}),
+ * and right padding during a prefill chunk of unequal rows ({@link #prepareRightPadding}) rolled
+ * into left padding afterwards ({@link #finalizePadding}, {@code dynamic_roll}).
+ *
+ * <p>Unlike mlx-lm, the paddings live on the Java side as ints (the values are the same); the
+ * offset and padding arrays are built per call in the caller's scope.
+ *
+ * <p>Ownership: the cache owns its two buffers (detached) and frees superseded ones as it
+ * replaces them; {@link #extend} takes over (and empties) the other cache; {@link #close()} frees
+ * the rest. Views it returns belong to the caller's scope. Single-threaded (the exec thread).
+ */
+public final class BatchKvCache implements KvCache {
+    public static final int STEP = 256;
+
+    private MlxArray keys;
+    private MlxArray values;
+    private int[] leftPadding;
+    private int idx;
+    /** Set by {@link #prepareRightPadding} for one prefill call, consumed by {@link #finalizePadding}. */
+    private int[] rightPadding;
+
+    /** An empty cache for rows with the given left padding ({@code BatchKVCache(left_padding)}). */
+    public BatchKvCache(int[] leftPadding) {
+        this.leftPadding = leftPadding.clone();
+    }
+
+    public int batchSize() {
+        return leftPadding.length;
+    }
+
+    /** The shared write index (mlx-lm's {@code _idx}): the key length attention sees. */
+    @Override
+    public int offset() {
+        return idx;
+    }
+
+    public int[] leftPadding() {
+        return leftPadding.clone();
+    }
+
+    /** mlx-lm's {@code offset} array: each row's rope position, {@code idx - leftPadding[i]} (int32). */
+    public MlxArray offsets() {
+        int[] o = new int[leftPadding.length];
+        for (int i = 0; i < o.length; i++) {
+            o[i] = idx - leftPadding[i];
+        }
+        return Mlx.fromInts(o, o.length);
+    }
+
+    /**
+     * {@code make_mask(N)} = {@code create_causal_mask(N, offset=idx, left_padding)}: boolean
+     * {@code [B, 1, N, idx + N]}, position {@code k} visible to query {@code q} when
+     * {@code idx + q >= k} and {@code k >= leftPadding[row]}. Built before the layers update.
+     */
+    public MlxArray makeMask(int n) {
+        MlxArray rinds = Mlx.arange(0, idx + n, 1, Dtype.INT32);
+        MlxArray linds = idx != 0 ? Mlx.arange(idx, idx + n, 1, Dtype.INT32) : rinds;
+        MlxArray causal = Mlx.greaterEqual(Mlx.expandDims(linds, 1), Mlx.expandDims(rinds, 0));
+        MlxArray pad = Mlx.fromInts(leftPadding, leftPadding.length, 1, 1, 1);
+        return Mlx.logicalAnd(causal, Mlx.greaterEqual(Mlx.expandDims(rinds, 0), pad));
+    }
+
+    /** Appends {@code [B, H, L, D]} keys and values at {@code idx}; returns views of {@code [..., :idx, :]}. */
+    public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
+        int prev = idx;
+        int length = newKeys.dim(2);
+        if (keys == null || prev + length > keys.dim(2)) {
+            int b = newKeys.dim(0);
+            int heads = newKeys.dim(1);
+            int nSteps = (STEP + length - 1) / STEP;
+            MlxArray newK = Mlx.zeros(new int[] {b, heads, nSteps * STEP, newKeys.dim(3)}, newKeys.dtype());
+            MlxArray newV = Mlx.zeros(new int[] {b, heads, nSteps * STEP, newValues.dim(3)}, newValues.dtype());
+            if (keys != null) {
+                MlxArray k = keys;
+                MlxArray v = values;
+                if (prev % STEP != 0) {
+                    k = positions(keys, 0, prev);
+                    v = positions(values, 0, prev);
+                }
+                replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
+            } else {
+                replace(newK, newV);
+            }
+        }
+        idx += length;
+        int[] strides = {1, 1, 1, 1};
+        replace(Mlx.sliceUpdate(keys, newKeys, new int[] {0, 0, prev, 0},
+                        new int[] {keys.dim(0), keys.dim(1), idx, keys.dim(3)}, strides),
+                Mlx.sliceUpdate(values, newValues, new int[] {0, 0, prev, 0},
+                        new int[] {values.dim(0), values.dim(1), idx, values.dim(3)}, strides));
+        return keysAndValues();
+    }
+
+    /** {@code keys_and_values()}: always the {@code [..., :idx, :]} views. */
+    public MlxArray[] keysAndValues() {
+        return new MlxArray[] {positions(keys, 0, idx), positions(values, 0, idx)};
+    }
+
+    /**
+     * {@code prepare(right_padding=...)}: the next prefill call feeds rows right-padded by these
+     * amounts (padding tokens after the real ones, which the causal mask keeps out of their view).
+     */
+    public void prepareRightPadding(int[] padding) {
+        if (padding.length != leftPadding.length) {
+            throw new IllegalArgumentException("right padding for " + padding.length + " rows, batch has "
+                    + leftPadding.length);
+        }
+        if (Arrays.stream(padding).max().orElse(0) > 0) {
+            rightPadding = padding.clone();
+        }
+    }
+
+    /**
+     * {@code finalize()}: rolls each row right by its right padding ({@code dynamic_roll} over the
+     * whole buffer, {@code take_along_axis} with {@code (arange(n) - shift) % n}), so the padding
+     * becomes left padding.
+     */
+    public void finalizePadding() {
+        if (rightPadding == null) {
+            return;
+        }
+        int b = leftPadding.length;
+        int n = keys.dim(2);
+        int[] index = new int[b * n];
+        for (int r = 0; r < b; r++) {
+            for (int j = 0; j < n; j++) {
+                index[r * n + j] = Math.floorMod(j - rightPadding[r], n);
+            }
+        }
+        MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
+        replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+        for (int r = 0; r < b; r++) {
+            leftPadding[r] += rightPadding[r];
+        }
+        rightPadding = null;
+    }
+
+    /** In-place {@code filter(batch_indices)}: keeps those rows, then trims the common left padding. */
+    public void filter(int[] keep) {
+        if (keep.length == 0) {
+            throw new IllegalArgumentException("filter keeps no row (the batch drops the cache instead)");
+        }
+        if (keys != null) {
+            MlxArray index = Mlx.fromInts(keep, keep.length);
+            replace(Mlx.take(keys, index, 0), Mlx.take(values, index, 0));
+        }
+        int[] lp = new int[keep.length];
+        for (int i = 0; i < keep.length; i++) {
+            lp[i] = leftPadding[keep[i]];
+        }
+        leftPadding = lp;
+        if (rightPadding != null) {
+            int[] rp = new int[keep.length];
+            for (int i = 0; i < keep.length; i++) {
+                rp[i] = rightPadding[keep[i]];
+            }
+            rightPadding = rp;
+        }
+        int minPad = Arrays.stream(leftPadding).min().orElse(0);
+        if (minPad > 0) {
+            if (keys != null) {
+                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
+            }
+            idx -= minPad;
+            for (int i = 0; i < leftPadding.length; i++) {
+                leftPadding[i] -= minPad;
+            }
+        }
+    }
+
+    /**
+     * A copy of this cache holding only {@code rows}, filtered as {@link #filter} does
+     * ({@code copy.deepcopy} then {@code filter}, as {@code PromptProcessingBatch.split} does).
+     */
+    public BatchKvCache select(int[] rows) {
+        BatchKvCache copy = new BatchKvCache(leftPadding);
+        copy.idx = idx;
+        copy.rightPadding = rightPadding == null ? null : rightPadding.clone();
+        if (keys != null) {
+            // The first filter step gathers new arrays, so the copy can start from shared views.
+            copy.keys = positions(keys, 0, keys.dim(2)).detach();
+            copy.values = positions(values, 0, values.dim(2)).detach();
+        }
+        copy.filter(rows);
+        return copy;
+    }
+
+    /**
+     * In-place {@code extend(other)}: {@code other}'s rows appended after this cache's. Both are
+     * padded (zeros) so their filled positions end at the larger index and their buffers have the
+     * larger capacity; each row's left padding grows by what its side was shifted. Takes over
+     * {@code other}'s arrays and leaves it empty.
+     */
+    public void extend(BatchKvCache other) {
+        if (keys == null && other.keys == null) {
+            leftPadding = concat(leftPadding, other.leftPadding);
+            other.close();
+            return;
+        }
+        int maxIdx = Math.max(idx, other.idx);
+        MlxArray ref = keys != null ? keys : other.keys;
+        MlxArray refV = keys != null ? values : other.values;
+        int heads = ref.dim(1);
+        int d = ref.dim(3);
+        int m = refV.dim(3);
+        int maxSize = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
+        Dtype dtype = ref.dtype();
+        MlxArray[] a = justified(this, maxIdx, maxSize, heads, d, m, dtype);
+        MlxArray[] b = justified(other, maxIdx, maxSize, heads, d, m, dtype);
+        int[] lpA = shifted(leftPadding, maxIdx - idx);
+        int[] lpB = shifted(other.leftPadding, maxIdx - other.idx);
+        replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
+        leftPadding = concat(lpA, lpB);
+        idx = maxIdx;
+        other.close();
+    }
+
+    /** {@code extend}'s {@code pad(c)}: c's buffers shifted right by {@code maxIdx - c.idx} and sized {@code maxSize}. */
+    private static MlxArray[] justified(BatchKvCache c, int maxIdx, int maxSize, int heads, int d, int m,
+            Dtype dtype) {
+        MlxArray k = c.keys;
+        MlxArray v = c.values;
+        int rows = c.leftPadding.length;
+        if (k == null) {
+            k = Mlx.zeros(new int[] {rows, heads, 0, d}, dtype);
+            v = Mlx.zeros(new int[] {rows, heads, 0, m}, dtype);
+        }
+        int left = maxIdx - c.idx;
+        int right = maxSize - k.dim(2) - left;
+        if (right < 0) {
+            k = positions(k, 0, k.dim(2) + right);
+            v = positions(v, 0, v.dim(2) + right);
+            right = 0;
+        }
+        if (left != 0 || right != 0) {
+            // mx.pad with zeros: the same values as zeros concatenated on both sides.
+            k = padPositions(k, left, right);
+            v = padPositions(v, left, right);
+        }
+        return new MlxArray[] {k, v};
+    }
+
+    private static MlxArray padPositions(MlxArray x, int left, int right) {
+        MlxArray l = Mlx.zeros(new int[] {x.dim(0), x.dim(1), left, x.dim(3)}, x.dtype());
+        MlxArray r = Mlx.zeros(new int[] {x.dim(0), x.dim(1), right, x.dim(3)}, x.dtype());
+        return Mlx.concatenate(2, l, x, r);
+    }
+
+    /**
+     * {@code extract(idx)}: row {@code row}'s filled positions as a solo cache
+     * ({@code contiguous(keys[row:row+1, :, padding:idx])}); this cache is unchanged.
+     */
+    public DenseKvCache extract(int row) {
+        int pad = leftPadding[row];
+        MlxArray k = Mlx.contiguous(Mlx.slice(keys, new int[] {row, 0, pad, 0},
+                new int[] {row + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {1, 1, 1, 1}));
+        MlxArray v = Mlx.contiguous(Mlx.slice(values, new int[] {row, 0, pad, 0},
+                new int[] {row + 1, values.dim(1), idx, values.dim(3)}, new int[] {1, 1, 1, 1}));
+        return new DenseKvCache(k, v);
+    }
+
+    /**
+     * {@code BatchKVCache.merge(caches)} ({@code KVCache.merge}): solo caches into one batch, each
+     * right-aligned to the longest (left padding {@code max - offset}); an all-empty list gives an
+     * empty batch. The solo caches are unchanged (the caller closes them).
+     */
+    public static BatchKvCache merge(DenseKvCache... caches) {
+        int b = caches.length;
+        int maxLength = 0;
+        DenseKvCache ref = null;
+        for (DenseKvCache c : caches) {
+            maxLength = Math.max(maxLength, c.offset());
+            if (ref == null && !c.isEmpty()) {
+                ref = c;
+            }
+        }
+        if (maxLength == 0) {
+            return new BatchKvCache(new int[b]);
+        }
+        int[] padding = new int[b];
+        int heads = 0;
+        int dk = 0;
+        int dv = 0;
+        for (int i = 0; i < b; i++) {
+            padding[i] = maxLength - caches[i].offset();
+            if (!caches[i].isEmpty()) {
+                MlxArray[] s = caches[i].state();
+                heads = Math.max(heads, s[0].dim(1));
+                dk = Math.max(dk, s[0].dim(3));
+                dv = Math.max(dv, s[1].dim(3));
+            }
+        }
+        Dtype dt = ref.state()[0].dtype();
+        MlxArray keys = Mlx.zeros(new int[] {b, heads, maxLength, dk}, dt);
+        MlxArray values = Mlx.zeros(new int[] {b, heads, maxLength, dv}, dt);
+        int[] strides = {1, 1, 1, 1};
+        for (int i = 0; i < b; i++) {
+            DenseKvCache c = caches[i];
+            if (c.isEmpty()) {
+                continue;
+            }
+            MlxArray[] kv = c.keysAndValues();
+            int p = padding[i];
+            keys = Mlx.sliceUpdate(keys, kv[0], new int[] {i, 0, p, 0},
+                    new int[] {i + 1, heads, p + c.offset(), dk}, strides);
+            values = Mlx.sliceUpdate(values, kv[1], new int[] {i, 0, p, 0},
+                    new int[] {i + 1, heads, p + c.offset(), dv}, strides);
+        }
+        BatchKvCache cache = new BatchKvCache(padding);
+        cache.replace(keys, values);
+        cache.idx = maxLength;
+        return cache;
+    }
+
+    /** The buffers (for evaluating the cache after a prefill chunk); empty while nothing is stored. */
+    @Override
+    public MlxArray[] state() {
+        return keys == null ? new MlxArray[0] : new MlxArray[] {keys, values};
+    }
+
+    @Override
+    public boolean isEmpty() {
+        return keys == null;
+    }
+
+    private static MlxArray positions(MlxArray a, int from, int to) {
+        return Mlx.slice(a, new int[] {0, 0, from, 0}, new int[] {a.dim(0), a.dim(1), to, a.dim(3)},
+                new int[] {1, 1, 1, 1});
+    }
+
+    private static int[] shifted(int[] padding, int by) {
+        int[] out = padding.clone();
+        for (int i = 0; i < out.length; i++) {
+            out[i] += by;
+        }
+        return out;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    private void replace(MlxArray k, MlxArray v) {
+        MlxArray oldK = keys;
+        MlxArray oldV = values;
+        keys = k.detach();
+        values = v.detach();
+        // MLX's graph holds its own references, so dropping ours after building on them is safe.
+        if (oldK != null && oldK != k) {
+            oldK.close();
+        }
+        if (oldV != null && oldV != v) {
+            oldV.close();
+        }
+    }
+
+    @Override
+    public void close() {
+        if (keys != null) {
+            keys.close();
+            values.close();
+            keys = null;
+            values = null;
+        }
+        idx = 0;
+        leftPadding = new int[0];
+        rightPadding = null;
+    }
+}

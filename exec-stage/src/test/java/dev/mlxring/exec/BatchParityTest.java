@@ -1,0 +1,293 @@
+package dev.mlxring.exec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.exec.batch.BatchGenerator;
+import dev.mlxring.exec.batch.BatchRequest;
+import dev.mlxring.exec.batch.BatchToken;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Live parity of continuous batching with mlx-lm's {@code BatchGenerator}: a scripted arrival
+ * schedule (rows inserted just before given {@code next()} calls) runs through
+ * {@code scripts/oracle/batch.py} and through our {@link BatchGenerator}; every call must yield
+ * the same rows with the same tokens, the same finish reasons and the same logprobs bytes (sha256
+ * of each row's {@code [V]} vector), so joins, prefill interleaving, padding, merges and filters
+ * happen at the same steps with the same numerics on both sides.
+ */
+class BatchParityTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static Path work;
+
+    @BeforeAll
+    static void buildOracleModels() throws Exception {
+        work = OracleFixtures.build().work();
+    }
+
+    /**
+     * One scripted row: inserted before call {@code at}; {@code sampling} null = greedy;
+     * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts.
+     */
+    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt) {
+        ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling) {
+            this(at, prompt, maxTokens, stop, sampling, -1);
+        }
+    }
+
+    /** A cell: a model, mlx-lm's three batch sizes and the rows. */
+    record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
+            List<ScriptRow> rows) {
+        @Override
+        public String toString() {
+            return name;
+        }
+    }
+
+    static int[] prompt(int length, int seed, int vocab) {
+        return IntStream.range(0, length).map(i -> (int) ((i * 131L + seed * 977L + (long) i * i * 7) % vocab)).toArray();
+    }
+
+    static ScriptRow greedy(int at, int length, int seed, int maxTokens) {
+        return new ScriptRow(at, prompt(length, seed, 512), maxTokens, new int[0], null);
+    }
+
+    static Stream<Cell> cells() {
+        Map<String, Object> seededTopK = new LinkedHashMap<>(Map.of("temp", 0.8, "top_k", 20, "seed", 3));
+        Map<String, Object> seededTopP = new LinkedHashMap<>(Map.of("temp", 1.1, "top_p", 0.9, "min_p", 0.05, "seed", 11));
+        Map<String, Object> penalties = new LinkedHashMap<>(Map.of("repetition_penalty", 1.3,
+                "logit_bias", Map.of("7", 2.5, "100", -1.5), "presence_penalty", 0.4));
+        return Stream.of(
+                // Four rows at once, prompts 3..70 tokens in chunks of 16: right padding rolled
+                // into left padding, rows leaving the prompt batch at different calls.
+                new Cell("all-at-once", "llama-bf16", 16, 8, 32, List.of(
+                        greedy(0, 3, 1, 20), greedy(0, 10, 2, 20), greedy(0, 37, 3, 20), greedy(0, 70, 4, 20))),
+                // Rows joining a running batch one by one (extend of a decoding batch).
+                new Cell("staggered", "qwen3-f32", 16, 8, 32, List.of(
+                        greedy(0, 12, 1, 24), greedy(2, 5, 2, 20), greedy(5, 30, 3, 16), greedy(9, 2, 4, 12))),
+                // Rows finishing early while others continue (filter, padding trimmed), then a
+                // late joiner into the filtered batch.
+                new Cell("early-finish", "llama-bf16", 16, 8, 32, List.of(
+                        greedy(0, 20, 5, 3), greedy(0, 6, 6, 25), greedy(1, 40, 7, 5), greedy(12, 9, 8, 10))),
+                // A 150-token prompt joining two decoding rows: prefilled in chunks of 32 between
+                // their decode steps; quantized weights.
+                new Cell("long-joiner", "qwen2-q4", 32, 8, 32, List.of(
+                        greedy(0, 8, 9, 30), greedy(0, 14, 10, 30), greedy(4, 150, 11, 8))),
+                // Admission caps: at most 2 prefilling and 3 in flight, 5 rows waiting at once.
+                new Cell("capped", "qwen3-bf16", 16, 2, 3, List.of(
+                        greedy(0, 18, 12, 6), greedy(0, 4, 13, 9), greedy(0, 25, 14, 7), greedy(0, 7, 15, 5),
+                        greedy(0, 11, 16, 8))),
+                // Mixed sampling per row: greedy, seeded top-k, penalties and logit bias (greedy),
+                // seeded top-p + min-p; staggered.
+                new Cell("mixed-sampling", "llama-bf16", 16, 8, 32, List.of(
+                        greedy(0, 9, 17, 16),
+                        new ScriptRow(0, prompt(21, 18, 512), 16, new int[0], seededTopK),
+                        new ScriptRow(2, prompt(33, 19, 512), 14, new int[0], penalties),
+                        new ScriptRow(3, prompt(5, 20, 512), 12, new int[0], seededTopP))),
+                // Rows cancelled (BatchGenerator.remove) while queued behind the cap, while
+                // prefilling and while generating; the others continue unchanged.
+                new Cell("cancel", "llama-bf16", 16, 2, 3, List.of(
+                        new ScriptRow(0, prompt(10, 27, 512), 20, new int[0], null, 6),
+                        new ScriptRow(0, prompt(50, 28, 512), 20, new int[0], null, 2),
+                        greedy(0, 6, 29, 18),
+                        new ScriptRow(0, prompt(8, 30, 512), 10, new int[0], null, 1),
+                        greedy(3, 12, 31, 10))),
+                // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
+                new Cell("default", "default", 8, 8, 32, List.of(
+                        new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
+                        new ScriptRow(1, prompt(7, 22, 49152), 6, new int[0], null),
+                        new ScriptRow(2, prompt(12, 23, 49152), 4, new int[0], null))));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cells")
+    void everyStepMatchesBatchGenerator(Cell cell) throws Exception {
+        Path modelDir = modelDir(cell.model());
+        List<List<String>> expected = oracle(cell, modelDir);
+        List<List<String>> got;
+        try (LanguageModel model = Models.load(modelDir)) {
+            got = run(model, cell);
+        }
+        assertTrue(expected.stream().mapToInt(List::size).sum() > 0, "the oracle generated nothing");
+        for (int i = 0; i < Math.min(expected.size(), got.size()); i++) {
+            assertEquals(expected.get(i), got.get(i), cell + ": call " + i + " (uid:token:finish:logprobs sha256)");
+        }
+        assertEquals(expected.size(), got.size(), cell + ": number of next() calls until every row finished");
+    }
+
+    /** A stop token ends its row with "stop" (the token still reported), the others continue. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("stopCells")
+    void stopTokenMatchesBatchGenerator(String modelName) throws Exception {
+        // The stop token is one the oracle's own unstopped run produces third in row 1.
+        Cell plain = new Cell("stop-probe", modelName, 16, 8, 32, List.of(
+                greedy(0, 13, 24, 20), greedy(0, 8, 25, 20), greedy(2, 17, 26, 12)));
+        Path modelDir = modelDir(modelName);
+        List<List<String>> probe = oracle(plain, modelDir);
+        int stopToken = probe.stream().flatMap(List::stream).filter(s -> s.startsWith("1:")).skip(2)
+                .map(s -> Integer.parseInt(s.split(":")[1])).findFirst().orElseThrow();
+        List<ScriptRow> rows = new ArrayList<>(plain.rows());
+        ScriptRow r1 = rows.get(1);
+        rows.set(1, new ScriptRow(r1.at(), r1.prompt(), r1.maxTokens(), new int[] {stopToken}, null));
+        Cell cell = new Cell("stop", modelName, 16, 8, 32, rows);
+        List<List<String>> expected = oracle(cell, modelDir);
+        assertTrue(expected.stream().flatMap(List::stream).anyMatch(s -> s.startsWith("1:") && s.contains(":stop:")),
+                "the oracle's row 1 must end on its stop token");
+        try (LanguageModel model = Models.load(modelDir)) {
+            assertEquals(expected, run(model, cell), "stop cell on " + modelName);
+        }
+    }
+
+    static Stream<String> stopCells() {
+        return Stream.of("qwen2-bf16");
+    }
+
+    static Path modelDir(String name) {
+        Path dir = name.equals("default") ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
+                : work.resolve("models").resolve(name);
+        assertTrue(Files.isRegularFile(dir.resolve("config.json")), "model " + dir + " is missing");
+        return dir;
+    }
+
+    /** Runs batch.py on the cell's script; returns its steps as {@code uid:token:finish:sha}. */
+    static List<List<String>> oracle(Cell cell, Path modelDir) throws Exception {
+        ObjectNode script = JSON.createObjectNode();
+        script.put("prefill_step_size", cell.prefillStep());
+        script.put("prefill_batch_size", cell.prefillBatch());
+        script.put("completion_batch_size", cell.completionBatch());
+        ArrayNode rows = script.putArray("rows");
+        for (ScriptRow r : cell.rows()) {
+            ObjectNode o = rows.addObject();
+            o.put("at", r.at());
+            o.set("prompt", JSON.valueToTree(r.prompt()));
+            o.put("max_tokens", r.maxTokens());
+            o.set("stop", JSON.valueToTree(r.stop()));
+            if (r.sampling() != null) {
+                o.set("sampling", JSON.valueToTree(r.sampling()));
+            }
+            if (r.removeAt() >= 0) {
+                o.put("remove_at", r.removeAt());
+            }
+        }
+        Path dir = work.resolve("batch");
+        Files.createDirectories(dir);
+        Path scriptFile = dir.resolve("script-" + cell.name() + "-" + cell.model() + ".json");
+        Path out = dir.resolve("expected-" + cell.name() + "-" + cell.model() + ".json");
+        JSON.writeValue(scriptFile.toFile(), script);
+        PythonScript.run("oracle/batch.py", 900,
+                List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
+        JsonNode doc = JSON.readTree(out.toFile());
+        List<List<String>> steps = new ArrayList<>();
+        for (JsonNode step : doc.get("steps")) {
+            List<String> s = new ArrayList<>();
+            for (JsonNode t : step) {
+                s.add(t.get("uid").asInt() + ":" + t.get("token").asInt() + ":"
+                        + (t.get("finish").isNull() ? "-" : t.get("finish").asText()) + ":"
+                        + t.get("logprobs_sha256").asText());
+            }
+            steps.add(s);
+        }
+        return steps;
+    }
+
+    /** The same script through our generator. */
+    static List<List<String>> run(LanguageModel model, Cell cell) throws Exception {
+        MessageDigest sha = MessageDigest.getInstance("SHA-256");
+        List<List<String>> steps = new ArrayList<>();
+        int inserted = 0;
+        int finished = 0;
+        int[] uids = new int[cell.rows().size()];
+        java.util.Set<Integer> done = new java.util.HashSet<>();
+        try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
+                cell.completionBatch(), null)) {
+            for (int step = 0; ; step++) {
+                for (int i = 0; i < uids.length; i++) {
+                    ScriptRow r = cell.rows().get(i);
+                    if (r.at() == step) {
+                        uids[i] = gen.insert(new BatchRequest(r.prompt(), r.maxTokens(), params(r.sampling()), r.stop()));
+                        inserted++;
+                    }
+                }
+                for (int i = 0; i < uids.length; i++) {
+                    if (cell.rows().get(i).removeAt() == step && !done.contains(uids[i])) {
+                        assertTrue(gen.remove(uids[i]), "row " + i + " is in flight when removed");
+                        done.add(uids[i]);
+                        finished++;
+                    }
+                }
+                if (inserted == cell.rows().size() && finished == cell.rows().size()) {
+                    assertTrue(gen.idle(), "every row finished but the generator is not idle");
+                    return steps;
+                }
+                assertFalse(step > 10_000, "the script does not finish");
+                List<String> s = new ArrayList<>();
+                for (BatchToken t : gen.next()) {
+                    s.add(t.uid() + ":" + t.token() + ":" + (t.finishReason() == null ? "-" : t.finishReason()) + ":"
+                            + HexFormat.of().formatHex(sha.digest(t.logprobs().toBytes())));
+                    if (t.finishReason() != null) {
+                        done.add(t.uid());
+                        finished++;
+                    }
+                }
+                steps.add(s);
+            }
+        }
+    }
+
+    static SamplingParams params(Map<String, Object> s) {
+        if (s == null) {
+            return SamplingParams.GREEDY;
+        }
+        SamplingParams.Builder b = SamplingParams.builder();
+        if (s.containsKey("temp")) {
+            b.temperature(((Number) s.get("temp")).doubleValue());
+        }
+        if (s.containsKey("top_k")) {
+            b.topK(((Number) s.get("top_k")).intValue());
+        }
+        if (s.containsKey("top_p")) {
+            b.topP(((Number) s.get("top_p")).doubleValue());
+        }
+        if (s.containsKey("min_p")) {
+            b.minP(((Number) s.get("min_p")).doubleValue());
+        }
+        if (s.containsKey("seed")) {
+            b.seed(((Number) s.get("seed")).longValue());
+        }
+        if (s.containsKey("repetition_penalty")) {
+            b.repetitionPenalty(((Number) s.get("repetition_penalty")).doubleValue());
+        }
+        if (s.containsKey("presence_penalty")) {
+            b.presencePenalty(((Number) s.get("presence_penalty")).doubleValue());
+        }
+        if (s.containsKey("logit_bias")) {
+            Map<Integer, Double> bias = new LinkedHashMap<>();
+            ((Map<?, ?>) s.get("logit_bias")).forEach((k, v) -> bias.put(Integer.parseInt((String) k),
+                    ((Number) v).doubleValue()));
+            b.logitBias(bias);
+        }
+        return b.build();
+    }
+}

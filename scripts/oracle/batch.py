@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Live mlx-lm continuous-batching oracle: mlx_lm.generate.BatchGenerator under a scripted
+arrival schedule.
+
+Usage:
+    batch.py --model DIR --script FILE.json [--out FILE.json]
+
+FILE.json:
+{
+  "prefill_step_size": S, "prefill_batch_size": P, "completion_batch_size": C,
+  "rows": [
+    {"at": step,                 # inserted just before the step-th next() call (0-based)
+     "prompt": [token ids], "max_tokens": N,
+     "stop": [token ids],        # one-token stop sequences (default: none)
+     "remove_at": step,          # optional: gen.remove([uid]) just before that next() call
+                                 # (after that step's inserts): a cancelled row
+     "sampling": {               # optional; absent or temp 0 = the shared greedy sampler
+        "temp", "top_p", "min_p", "min_tokens_to_keep", "top_k",
+        "seed",                  # the row's own key stream: mx.random.key(seed)
+        "logit_bias": {"id": bias}, "repetition_penalty", "repetition_context_size",
+        "presence_penalty", "frequency_penalty"}}
+  ]
+}
+
+This builds mlx_lm.generate.BatchGenerator(model, prefill_step_size=S, prefill_batch_size=P,
+completion_batch_size=C) (its default greedy sampler) on the model loaded with
+mlx_lm.utils.load_model(Path(DIR)), and then, for step = 0, 1, ...: inserts the rows whose "at"
+is that step (one insert() call per row, in script order, with max_tokens, stop_sequences,
+samplers and logits_processors for that row), removes the rows whose "remove_at" is that step
+(gen.remove([uid])), calls next() once and records every generation response; it stops when
+every row has finished or been removed.
+
+Per-row sampling: a row with temp > 0 gets mlx-lm's own make_sampler(...) wrapped so that it
+draws from its own key: mx.random.state[0] is set to the row's key (first key(seed)) before the
+call and the key it leaves is kept for the row's next call (the per-row key stream mlx-ring gives a seeded row; the
+sampler's arithmetic is mlx-lm's). Processors are mlx-lm's make_logits_processors(...).
+
+Output (to --out, or stdout):
+{
+  "mlx_version", "mlx_lm_version", "model",
+  "uids": [uid of row i],
+  "steps": [[{"uid", "token", "finish": null|"length"|"stop",
+              "logprobs_sha256": hex, "dtype": str}, ...], ...]   # one list per next() call
+}
+logprobs_sha256 is the sha256 of the response's logprobs vector's raw little-endian bytes.
+"""
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import mlx.core as mx
+from mlx_lm.generate import BatchGenerator, StopSequences
+from mlx_lm.sample_utils import make_logits_processors, make_sampler
+from mlx_lm.utils import load_model
+
+from common import dtype_name, raw_bytes, versions, write_json
+
+
+def _as_seed(key):
+    """The int whose mx.random.seed() installs exactly this key (key(s) = [s >> 32, s & 0xffffffff])."""
+    hi, lo = (int(w) for w in key.tolist())
+    return (hi << 32) | lo
+
+
+def keyed_sampler(sampler, seed):
+    """mlx-lm's sampler, drawing from the row's own key instead of the shared global one:
+    mx.random.state cannot be assigned, so the row's key is installed with mx.random.seed (which
+    sets state[0] = key(s)) and the process key is put back the same way afterwards."""
+    holder = {"seed": seed}
+
+    def call(logprobs):
+        saved = _as_seed(mx.random.state[0])
+        mx.random.seed(holder["seed"])
+        try:
+            y = sampler(logprobs)
+            holder["seed"] = _as_seed(mx.random.state[0])
+        finally:
+            mx.random.seed(saved)
+        return y
+
+    return call
+
+
+def row_sampling(spec):
+    """(sampler or None, processors) for one row's "sampling" object."""
+    spec = spec or {}
+    sampler = None
+    if spec.get("temp", 0.0) > 0:
+        if "seed" not in spec:
+            raise ValueError("a sampling row needs a seed (its own key stream)")
+        sampler = keyed_sampler(
+            make_sampler(
+                spec["temp"],
+                spec.get("top_p", 1.0),
+                spec.get("min_p", 0.0),
+                spec.get("min_tokens_to_keep", 1),
+                top_k=spec.get("top_k", 0),
+            ),
+            spec["seed"],
+        )
+    bias = spec.get("logit_bias")
+    processors = make_logits_processors(
+        {int(k): float(v) for k, v in bias.items()} if bias else None,
+        spec.get("repetition_penalty"),
+        spec.get("repetition_context_size", 20),
+        spec.get("presence_penalty"),
+        20,
+        spec.get("frequency_penalty"),
+        20,
+    )
+    return sampler, processors
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--script", required=True)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+
+    with open(args.script) as f:
+        script = json.load(f)
+    model, _ = load_model(Path(args.model))
+    gen = BatchGenerator(
+        model,
+        prefill_step_size=script["prefill_step_size"],
+        prefill_batch_size=script["prefill_batch_size"],
+        completion_batch_size=script["completion_batch_size"],
+    )
+    rows = script["rows"]
+    uids = [None] * len(rows)
+    finished = set()
+    steps = []
+    step = 0
+    while True:
+        for i, row in enumerate(rows):
+            if row["at"] == step:
+                sampler, processors = row_sampling(row.get("sampling"))
+                stop = StopSequences([(t,) for t in row.get("stop", [])] or None)
+                (uids[i],) = gen.insert(
+                    [row["prompt"]],
+                    max_tokens=[row["max_tokens"]],
+                    samplers=[sampler],
+                    logits_processors=[processors],
+                    stop_sequences=[stop],
+                )
+        for i, row in enumerate(rows):
+            if row.get("remove_at") == step and uids[i] not in finished:
+                gen.remove([uids[i]])
+                finished.add(uids[i])
+        if len(finished) == len(rows) and all(u is not None for u in uids):
+            break
+        if step > 100000:
+            raise RuntimeError("the script does not finish")
+        _, responses = gen.next()
+        out = []
+        for r in responses:
+            out.append({
+                "uid": r.uid,
+                "token": int(r.token),
+                "finish": r.finish_reason,
+                "logprobs_sha256": hashlib.sha256(raw_bytes(r.logprobs)).hexdigest(),
+                "dtype": dtype_name(r.logprobs.dtype),
+            })
+            if r.finish_reason is not None:
+                finished.add(r.uid)
+        steps.append(out)
+        step += 1
+    gen.close()
+    write_json({**versions(), "model": args.model, "uids": uids, "steps": steps}, args.out)
+
+
+if __name__ == "__main__":
+    main()
