@@ -291,9 +291,16 @@ class CodecsHttpTest {
         assertOpenAiError(send(server, "GET", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "DELETE", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "PUT", resp + "/resp_nope", "{}"), 405, null, "GET or DELETE");
-        String big = "{\"input\":\"" + "x".repeat((int) HttpServer.DEFAULT_MAX_BODY_BYTES) + "\"}";
-        assertOpenAiError(post(resp, big), 413, null, "accepts at most");
-        assertAnthropicError(post(msg, big), 413, "request_too_large", "accepts at most");
+        long big = HttpServer.DEFAULT_MAX_BODY_BYTES + 1;
+        String tooBig = DeclaredBody.post(server.port(), resp, big);
+        assertTrue(tooBig.startsWith("HTTP/1.1 413"), tooBig);
+        assertTrue(JSON.readTree(DeclaredBody.body(tooBig)).at("/error/message").asText().contains("accepts at most"),
+                tooBig);
+        tooBig = DeclaredBody.post(server.port(), msg, big);
+        assertTrue(tooBig.startsWith("HTTP/1.1 413"), tooBig);
+        JsonNode anthropic = JSON.readTree(DeclaredBody.body(tooBig));
+        assertEquals("error", anthropic.get("type").asText(), tooBig);
+        assertEquals("request_too_large", anthropic.at("/error/type").asText(), tooBig);
         assertAnthropicError(send(server, "POST", msg, "{}", "Content-Type", "text/plain"), 415,
                 "invalid_request_error", "Content-Type");
         assertEquals(0, engine.admittedCount(), "nothing left running");
