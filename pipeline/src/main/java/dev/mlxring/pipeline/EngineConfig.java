@@ -10,9 +10,20 @@ package dev.mlxring.pipeline;
  * @param creditsPerSession undelivered spans a session may hold before its row pauses
  * @param idleConsumerTimeoutNs a paused row is cancelled after this long without credits
  * @param maxTopLogprobs the largest top_logprobs a request may ask for
+ * @param decodeConcurrency the most sessions exec runs at once as rows of one batch
+ *     ({@code --decode-concurrency}); 1 = strictly one after another, whatever the executor offers
+ * @param promptConcurrency the most of those rows reading their prompts at once ({@code --prompt-concurrency})
  */
 public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
-        int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode) {
+        int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
+        int decodeConcurrency, int promptConcurrency) {
+
+    /** A serial configuration (decode and prompt concurrency 1). */
+    public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued, int creditsPerSession,
+            long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode) {
+        this(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
+                maxTopLogprobs, waitMode, 1, 1);
+    }
 
     public static EngineConfig defaults() {
         return new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 20, WaitMode.BLOCKING);
@@ -22,7 +33,7 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
         requirePowerOfTwo("requestRingSize", requestRingSize);
         requirePowerOfTwo("tokenRingSize", tokenRingSize);
         if (prepShards < 1 || maxQueued < 1 || creditsPerSession < 1 || idleConsumerTimeoutNs <= 0
-                || maxTopLogprobs < 0) {
+                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1) {
             throw new IllegalArgumentException("invalid engine config: " + this);
         }
     }
@@ -35,21 +46,30 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
 
     public EngineConfig withWaitMode(WaitMode mode) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, mode);
+                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency);
     }
 
     public EngineConfig withMaxQueued(int n) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, n, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode);
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
     }
 
     public EngineConfig withCredits(int credits, long idleTimeoutNs) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, credits, idleTimeoutNs,
-                maxTopLogprobs, waitMode);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
     }
 
     public EngineConfig withRequestRingSize(int n) {
         return new EngineConfig(n, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
+    }
+
+    /**
+     * Up to {@code decode} sessions run at once as rows of one batch, {@code prompt} of them
+     * reading their prompts ({@code prompt} is capped at {@code decode}).
+     */
+    public EngineConfig withConcurrency(int decode, int prompt) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode));
     }
 }

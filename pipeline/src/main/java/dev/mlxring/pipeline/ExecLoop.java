@@ -1,7 +1,6 @@
 package dev.mlxring.pipeline;
 
 import com.lmax.disruptor.EventPoller;
-import com.lmax.disruptor.InsufficientCapacityException;
 import com.lmax.disruptor.RingBuffer;
 import java.util.ArrayDeque;
 import java.util.concurrent.locks.LockSupport;
@@ -13,11 +12,14 @@ import java.util.concurrent.locks.LockSupport;
  * non-blocking try-publish. Between work units — the safe points — it checks cancellation,
  * stop-string requests, consumer credits and new arrivals.
  *
- * <p>Concurrency today is B=1: sessions run one after another in admission order (continuous
- * batching is a later stage of the same loop). A session whose consumer holds no credits is
- * paused with its state kept, and cancelled after the idle deadline; a full token ring pauses
- * the loop until the sink catches up. Nothing is buffered without bound. A session cancelled
- * while queued is settled at the next safe point, not when its turn comes.
+ * <p>Concurrency is the batch size: when the executor offers batching and
+ * {@link EngineConfig#decodeConcurrency()} is above 1, sessions run as rows of one batch, admitted
+ * and settled by the {@link BatchScheduler} (one unit over every row per iteration). Otherwise, and
+ * for a session the batch cannot run, sessions run alone, one after another in admission order:
+ * one {@link ExecutionRun#advance()} per iteration. A session whose consumer holds no credits is
+ * paused with its state kept, and cancelled after the idle deadline; a full token ring pauses the
+ * loop until the sink catches up. Nothing is buffered without bound. A session cancelled while
+ * queued is settled at the next safe point, not when its turn comes.
  */
 final class ExecLoop implements Runnable {
     /**
@@ -27,7 +29,7 @@ final class ExecLoop implements Runnable {
     private static final long RING_FULL_PARK_NS = 100_000L;
 
     private final EventPoller<RequestEvent> poller;
-    private final RingBuffer<TokenEvent> tokens;
+    private final TokenPublisher out;
     private final Executor executor;
     private final EngineConfig config;
     private final ArrayDeque<Session> queue = new ArrayDeque<>();
@@ -49,13 +51,13 @@ final class ExecLoop implements Runnable {
     /** A token or terminal event that could not be published yet (token ring full). */
     private boolean pendingToken;
     private Outcome pendingTerminal;
-    /** A try-publish found the token ring full during this iteration. */
-    private boolean ringFull;
     private final StepResult pending;
+    /** The batch policy, or null when sessions run one at a time only. Opened on the exec thread. */
+    private BatchScheduler batched;
 
     ExecLoop(EventPoller<RequestEvent> poller, RingBuffer<TokenEvent> tokens, Executor executor, EngineConfig config) {
         this.poller = poller;
-        this.tokens = tokens;
+        this.out = new TokenPublisher(tokens);
         this.executor = executor;
         this.config = config;
         this.pending = new StepResult(config.maxTopLogprobs());
@@ -83,8 +85,9 @@ final class ExecLoop implements Runnable {
         thread = Thread.currentThread();
         Outcome drainAs = null;
         try {
+            batched = openBatch();
             while (running) {
-                ringFull = false;
+                out.resetRingFull();
                 boolean worked = poll();
                 try {
                     worked |= step();
@@ -119,6 +122,15 @@ final class ExecLoop implements Runnable {
         }
     }
 
+    private BatchScheduler openBatch() {
+        try {
+            return BatchScheduler.open(executor, out, config);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "could not open a batch; running sessions one at a time", e);
+            return null;
+        }
+    }
+
     private boolean poll() {
         try {
             return poller.poll(enqueue) == EventPoller.PollState.PROCESSING;
@@ -142,8 +154,12 @@ final class ExecLoop implements Runnable {
      * returns at once and the next iteration sees the change.
      */
     private void park() {
-        if (ringFull) {
+        long batchDeadlineNs = batched == null ? 0 : batched.wakeDeadlineNs();
+        if (out.ringFull()) {
             LockSupport.parkNanos(this, RING_FULL_PARK_NS);
+        } else if (batchDeadlineNs != 0) {
+            // A row waits for credits: release() and cancel() wake us; its deadline bounds the sleep.
+            LockSupport.parkNanos(this, Math.max(batchDeadlineNs - System.nanoTime(), 1L));
         } else if (active != null) {
             // Paused for want of credits: release() and cancel() wake us; the idle-consumer
             // deadline is the longest we may sleep.
@@ -161,13 +177,23 @@ final class ExecLoop implements Runnable {
             return retryTerminal();
         }
         settleCancelledWhileQueued();
+        if (active == null && batched != null && batched.available()) {
+            boolean worked = batched.admit(queue);
+            if (batched.size() > 0) {
+                return batched.step() | worked;
+            }
+            if (worked) {
+                return true;
+            }
+            // The batch is empty: a session it cannot run (now at the head) runs alone below.
+        }
         if (active == null) {
             // startNext may settle a failed or cancelled session right away (active back to null).
             return startNext();
         }
         Session s = active;
         if (pendingToken) {
-            if (!publishToken(s, pending)) {
+            if (!out.publishToken(s, pending)) {
                 return false;
             }
             pendingToken = false;
@@ -201,7 +227,7 @@ final class ExecLoop implements Runnable {
             }
             case TOKEN -> {
                 s.takeCredit();
-                if (!publishToken(s, r)) {
+                if (!out.publishToken(s, r)) {
                     copy(r, pending);
                     pendingToken = true;
                 }
@@ -242,7 +268,7 @@ final class ExecLoop implements Runnable {
         var it = queue.iterator();
         while (it.hasNext()) {
             Session q = it.next();
-            if (q.isCancelRequested() && publishTerminal(q, Outcome.cancelled(q.cancelReason(), Usage.NONE))) {
+            if (q.isCancelRequested() && out.publishTerminal(q, Outcome.cancelled(q.cancelReason(), Usage.NONE))) {
                 it.remove();
             }
         }
@@ -269,51 +295,11 @@ final class ExecLoop implements Runnable {
     }
 
     private boolean retryTerminal() {
-        if (!publishTerminal(active, pendingTerminal)) {
+        if (!out.publishTerminal(active, pendingTerminal)) {
             return false;
         }
         pendingTerminal = null;
         active = null;
-        return true;
-    }
-
-    /** Claims a token-ring slot without blocking; -1 when the ring is full. */
-    private long tryClaim() {
-        try {
-            return tokens.tryNext();
-        } catch (InsufficientCapacityException e) {
-            ringFull = true;
-            return -1;
-        }
-    }
-
-    private boolean publishTerminal(Session s, Outcome outcome) {
-        long seq = tryClaim();
-        if (seq < 0) {
-            return false;
-        }
-        TokenEvent e = tokens.get(seq);
-        e.session = s;
-        e.kind = TokenEvent.TERMINAL;
-        e.outcome = outcome;
-        tokens.publish(seq);
-        return true;
-    }
-
-    private boolean publishToken(Session s, StepResult r) {
-        long seq = tryClaim();
-        if (seq < 0) {
-            return false;
-        }
-        TokenEvent e = tokens.get(seq);
-        e.session = s;
-        e.kind = TokenEvent.TOKEN;
-        e.token = r.token;
-        e.logprob = r.logprob;
-        e.topCount = r.topCount;
-        System.arraycopy(r.topIds, 0, e.topIds, 0, r.topCount);
-        System.arraycopy(r.topLogprobs, 0, e.topLogprobs, 0, r.topCount);
-        tokens.publish(seq);
         return true;
     }
 
@@ -336,10 +322,13 @@ final class ExecLoop implements Runnable {
         } catch (RuntimeException e) {
             // the ring is what failed: settle what we hold
         }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        if (batched != null) {
+            batched.drain(as, deadline);
+        }
         if (active != null && pendingTerminal == null) {
             finish(new Outcome(as.state(), as.finishReason(), as.errorType(), as.message(), usage(active)));
         }
-        long deadline = System.nanoTime() + 5_000_000_000L;
         while (true) {
             if (pendingTerminal != null) {
                 if (!retryTerminal()) {

@@ -7,6 +7,18 @@ package dev.mlxring.pipeline;
 public interface Executor extends AutoCloseable {
     ExecutionRun open(ExecutionPlan plan) throws RequestException;
 
+    /**
+     * Continuous-batching mechanics for this executor's model, or null when it runs requests one
+     * at a time only (the exec loop then stays serial). Called once, on the exec thread; the loop
+     * owns and closes the batch.
+     *
+     * @param maxRows the most rows in flight at once ({@code --decode-concurrency})
+     * @param maxPrefillRows the most rows reading their prompts at once ({@code --prompt-concurrency})
+     */
+    default ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+        return null;
+    }
+
     @Override
     void close();
 }

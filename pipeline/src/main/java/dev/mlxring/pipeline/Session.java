@@ -38,6 +38,8 @@ public final class Session {
 
     // Exec thread only.
     ExecutionRun run;
+    /** This session's row in the running batch, -1 when it is not a row. */
+    int batchRow = -1;
     long pausedSinceNs;
 
     // Sink thread only.

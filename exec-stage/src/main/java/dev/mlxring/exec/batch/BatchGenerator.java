@@ -1,6 +1,7 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.generate.GenerationRun;
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingRun;
@@ -31,6 +32,17 @@ import java.util.List;
  * pending arrays; {@link #close()} frees them. Exec thread only.
  */
 public final class BatchGenerator implements AutoCloseable {
+    /** Told about every row that finishes (EOS or length) with the caches it leaves behind. */
+    @FunctionalInterface
+    public interface FinishedRows {
+        /**
+         * @param cachedSequence the ids whose KV {@code caches} hold (the row's prompt, then every
+         *     generated token, the last one included)
+         * @param caches the row's caches, valid during the call only (do not keep or close them)
+         */
+        void finished(int uid, int[] cachedSequence, KvCache[] caches);
+    }
+
     private final LanguageModel model;
     private final int prefillStepSize;
     private final int prefillBatchSize;
@@ -40,6 +52,7 @@ public final class BatchGenerator implements AutoCloseable {
     private final PromptBatch promptBatch;
     private GenerationBatch generationBatch;
     private int uidCount;
+    private FinishedRows finishedRows;
     private long generationSteps;
 
     /**
@@ -78,6 +91,37 @@ public final class BatchGenerator implements AutoCloseable {
      *     {@code maxTokens <= 0} or sampling settings the model cannot run
      */
     public int insert(BatchRequest request) {
+        return insert(request, null);
+    }
+
+    /**
+     * Queues one row that continues from {@code history}: solo caches that already hold the
+     * positions before {@code request.prompt()} (a restored prefix; mlx-lm's {@code insert(...,
+     * caches=[cache])}). The generator owns them from here on, also when this throws.
+     */
+    public int insert(BatchRequest request, KvCache[] history) {
+        try {
+            return insertRow(request, history);
+        } catch (RuntimeException e) {
+            if (history != null) {
+                for (KvCache c : history) {
+                    c.close();
+                }
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Reports every row that finishes from now on to {@code listener} (e.g. to publish its caches
+     * to the prefix cache), on the exec thread inside {@link #next()}. Call before inserting rows.
+     */
+    public void onFinished(FinishedRows listener) {
+        this.finishedRows = listener;
+        generationBatch.finished = listener;
+    }
+
+    private int insertRow(BatchRequest request, KvCache[] history) {
         int[] prompt = request.prompt();
         if (prompt.length == 0) {
             throw new IllegalArgumentException("prompt must hold at least one token");
@@ -94,7 +138,8 @@ public final class BatchGenerator implements AutoCloseable {
         }
         SamplingRun sampling = SamplingRun.start(request.sampling(), vocab, engineRng);
         int uid = uidCount++;
-        unprocessed.add(new Row(uid, prompt, request.maxTokens(), request.stopTokenIds(), sampling));
+        unprocessed.add(new Row(uid, prompt, request.maxTokens(), request.stopTokenIds(), sampling, history,
+                finishedRows != null));
         return uid;
     }
 
@@ -112,6 +157,7 @@ public final class BatchGenerator implements AutoCloseable {
                 if (r.uid == uid) {
                     it.remove();
                     r.sampling.close();
+                    r.closeHistory();
                     return true;
                 }
             }
@@ -238,6 +284,7 @@ public final class BatchGenerator implements AutoCloseable {
     public void close() {
         for (Row r : unprocessed) {
             r.sampling.close();
+            r.closeHistory();
         }
         unprocessed.clear();
         for (Row r : promptBatch.rows) {

@@ -27,6 +27,8 @@ final class GenerationBatch implements AutoCloseable {
     private List<MlxArray> currentLogprobs = new ArrayList<>();
     private MlxArray nextTokens;
     private List<MlxArray> nextLogprobs = new ArrayList<>();
+    /** Told about each row that finishes, with its caches, before the row is filtered out; may be null. */
+    BatchGenerator.FinishedRows finished;
 
     /** An empty batch. */
     GenerationBatch(LanguageModel model) {
@@ -66,7 +68,7 @@ final class GenerationBatch implements AutoCloseable {
         for (int i = 0; i < rows.size(); i++) {
             Row row = rows.get(i);
             String reason = null;
-            row.generated++;
+            row.generated(tokens[i]);
             if (row.generated >= row.maxTokens) {
                 reason = "length";
             }
@@ -77,6 +79,9 @@ final class GenerationBatch implements AutoCloseable {
             if (reason == null) {
                 keep[kept++] = i;
             } else {
+                if (finished != null) {
+                    caches.withRow(i, c -> finished.finished(row.uid, row.cachedSequence(), c));
+                }
                 // The row leaves: its sampling run closes (an unseeded row hands its key back).
                 row.sampling.close();
             }

@@ -32,9 +32,16 @@ final class PromptBatch implements AutoCloseable {
         return rows.size();
     }
 
-    /** {@code extend(_make_batch(n))}: new rows with empty caches appended. */
+    /**
+     * {@code extend(_make_batch(n))}: new rows appended, with empty caches or, when some arrive
+     * with a restored prefix, their histories merged.
+     */
     void extend(List<Row> joining) {
-        RowCaches fresh = RowCaches.fresh(model, joining.size());
+        boolean histories = false;
+        for (Row r : joining) {
+            histories |= r.history != null;
+        }
+        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining) : RowCaches.fresh(model, joining.size());
         if (caches == null) {
             caches = fresh;
         } else {

@@ -1,6 +1,8 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.sample.SamplingRun;
+import java.util.Arrays;
 
 /**
  * One sequence's bookkeeping in a {@link BatchGenerator}: its prompt split as mlx-lm's
@@ -15,16 +17,54 @@ final class Row {
     final int maxTokens;
     final int[] stopTokenIds;
     final SamplingRun sampling;
+    /**
+     * Solo caches already holding the positions before {@code prompt} (a restored prefix), owned
+     * by the row until its prompt batch merges them; null when the row starts empty.
+     */
+    KvCache[] history;
     /** Prompt tokens already fed to the model (of the first segment, {@code prompt[:-1]}). */
     int prefilled;
     int generated;
+    /** The generated ids, kept only when the generator reports finished rows' caches. */
+    private int[] generatedIds;
 
-    Row(int uid, int[] prompt, int maxTokens, int[] stopTokenIds, SamplingRun sampling) {
+    Row(int uid, int[] prompt, int maxTokens, int[] stopTokenIds, SamplingRun sampling, KvCache[] history,
+            boolean keepIds) {
         this.uid = uid;
         this.prompt = prompt;
         this.maxTokens = maxTokens;
         this.stopTokenIds = stopTokenIds;
         this.sampling = sampling;
+        this.history = history;
+        this.generatedIds = keepIds ? new int[Math.min(maxTokens, 256)] : null;
+    }
+
+    /** Counts one generated token (kept when ids are tracked). */
+    void generated(int token) {
+        if (generatedIds != null) {
+            if (generated == generatedIds.length) {
+                generatedIds = Arrays.copyOf(generatedIds, Math.min(maxTokens, 2 * generated));
+            }
+            generatedIds[generated] = token;
+        }
+        generated++;
+    }
+
+    /** The ids whose KV the row's caches hold after its last step: its prompt, then every generated token. */
+    int[] cachedSequence() {
+        int[] out = Arrays.copyOf(prompt, prompt.length + generated);
+        System.arraycopy(generatedIds, 0, out, prompt.length, generated);
+        return out;
+    }
+
+    /** Frees what the row still owns besides its sampling run (a history never merged). */
+    void closeHistory() {
+        if (history != null) {
+            for (KvCache c : history) {
+                c.close();
+            }
+            history = null;
+        }
     }
 
     /** Tokens of the first segment still to prefill; 0 when only the last prompt token remains. */

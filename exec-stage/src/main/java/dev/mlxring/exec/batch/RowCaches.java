@@ -40,6 +40,63 @@ final class RowCaches implements AutoCloseable {
         return new RowCaches(solo, rows);
     }
 
+    /**
+     * The caches of rows that arrive with histories (a restored prefix): one row adopts its solo
+     * caches as they are; several are merged as {@code _merge_caches} does ({@code KVCache.merge}:
+     * right-aligned, an empty row padded whole). The rows' histories are consumed.
+     */
+    static RowCaches fromHistories(LanguageModel model, List<Row> joining) {
+        int n = joining.size();
+        KvCache[][] solo = new KvCache[n][];
+        for (int r = 0; r < n; r++) {
+            Row row = joining.get(r);
+            solo[r] = row.history != null ? row.history : model.newCache();
+            row.history = null;
+        }
+        if (n == 1) {
+            return new RowCaches(solo[0], 1);
+        }
+        int layers = solo[0].length;
+        KvCache[] merged = new KvCache[layers];
+        for (int l = 0; l < layers; l++) {
+            DenseKvCache[] each = new DenseKvCache[n];
+            for (int r = 0; r < n; r++) {
+                each[r] = (DenseKvCache) solo[r][l];
+            }
+            merged[l] = BatchKvCache.merge(each);
+        }
+        for (KvCache[] row : solo) {
+            for (KvCache c : row) {
+                c.close();
+            }
+        }
+        return new RowCaches(merged, n);
+    }
+
+    /**
+     * Runs {@code use} on row {@code row}'s caches: a solo group's own caches (not to be kept or
+     * closed), or each batch layer's {@code extract(row)}, freed when {@code use} returns.
+     */
+    void withRow(int row, java.util.function.Consumer<KvCache[]> use) {
+        if (solo()) {
+            use.accept(layers.clone());
+            return;
+        }
+        KvCache[] extracted = new KvCache[layers.length];
+        try {
+            for (int i = 0; i < layers.length; i++) {
+                extracted[i] = ((BatchKvCache) layers[i]).extract(row);
+            }
+            use.accept(extracted);
+        } finally {
+            for (KvCache c : extracted) {
+                if (c != null) {
+                    c.close();
+                }
+            }
+        }
+    }
+
     int rows() {
         return rows;
     }

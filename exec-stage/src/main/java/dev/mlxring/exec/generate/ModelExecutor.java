@@ -1,5 +1,6 @@
 package dev.mlxring.exec.generate;
 
+import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
@@ -7,6 +8,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
@@ -58,6 +60,19 @@ public final class ModelExecutor implements Executor {
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
+    }
+
+    /**
+     * Continuous batching over this model ({@link ContinuousBatch}), with the prefix cache. Null
+     * (serial only) when the model's layers rotate: mlx-lm batches sliding windows with its
+     * {@code BatchRotatingKVCache}, which is not built here yet.
+     */
+    @Override
+    public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+        if (GenerationRun.rotates(model, maxKvSize)) {
+            return null;
+        }
+        return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse);
     }
 
     @Override

@@ -63,7 +63,8 @@ final class ServeCommand {
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, "--prompt-cache-size",
-                        "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes"),
+                        "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
+                        "--decode-concurrency", "--batch", "--prompt-concurrency"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -100,8 +101,8 @@ final class ServeCommand {
         double minP = doubleFlag(a, "--min-p", 0.0);
         int topK = a.intValue("--top-k", 0, 0);
         WaitMode waitMode = a.has("--wait-mode") ? waitMode(a.get("--wait-mode")) : WaitMode.BLOCKING;
-        EngineConfig engineConfig = EngineConfig.defaults().withWaitMode(waitMode)
-                .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1));
+        EngineConfig engineConfig = ConcurrencyFlags.apply(a, EngineConfig.defaults().withWaitMode(waitMode)
+                .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1)));
         long maxBodyBytes = longFlag(a, "--max-body-bytes", HttpServer.DEFAULT_MAX_BODY_BYTES);
         int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
 

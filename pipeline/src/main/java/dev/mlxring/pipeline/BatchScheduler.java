@@ -1,0 +1,279 @@
+package dev.mlxring.pipeline;
+
+import java.util.ArrayDeque;
+import org.agrona.collections.Int2ObjectHashMap;
+
+/**
+ * Continuous-batching policy on the exec thread: which queued sessions become rows of the
+ * running batch and when, and what happens to a row between units. It imports no cache, tensor
+ * or MLX class; the mechanics are behind {@link ExecutionBatch}.
+ *
+ * <p>Policy, in order, at every safe point (between two {@link ExecutionBatch#step} units):
+ * <ol>
+ *   <li>Rows whose session was cancelled or matched a stop string leave the batch now
+ *       ({@code remove}); the others go on unchanged.</li>
+ *   <li>Admission is first come, first served: queued sessions join while fewer than
+ *       {@code decodeConcurrency} rows are in flight. A session the batch cannot run
+ *       ({@link ExecutionBatch#accepts} false) stops admission until the batch is empty; the loop
+ *       then runs it alone (mlx_lm.server's drain), so nothing overtakes it.</li>
+ *   <li>A row whose consumer holds no credits holds the whole batch (a batch steps all its rows
+ *       or none), for at most the idle-consumer timeout, after which that row is cancelled and
+ *       the others go on. So nothing is buffered without bound and a stalled client costs the
+ *       others at most that timeout once.</li>
+ *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
+ *       a terminal event per row), so committed tokens are never held back inside exec.</li>
+ * </ol>
+ * A unit that fails fails every row in it (their device state is shared) and the batch is
+ * replaced; a row that fails to start (its plan refused) fails alone.
+ *
+ * <p>Exec thread only. Per token it allocates nothing: rows live in a fixed array and a
+ * primitive-keyed map, and the step's entries in one reused {@link BatchStep}.
+ */
+final class BatchScheduler {
+    private static final System.Logger LOG = System.getLogger(BatchScheduler.class.getName());
+
+    private final Executor executor;
+    private final TokenPublisher out;
+    private final EngineConfig config;
+    private final Session[] rows;
+    private int count;
+    private final Int2ObjectHashMap<Session> byRow;
+    private final BatchStep unit;
+    private ExecutionBatch batch;
+
+    /** Opens the executor's batch; null when it offers none (the loop stays serial). */
+    static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config) {
+        if (config.decodeConcurrency() <= 1) {
+            return null;
+        }
+        ExecutionBatch batch = executor.openBatch(config.decodeConcurrency(), config.promptConcurrency());
+        return batch == null ? null : new BatchScheduler(executor, batch, out, config);
+    }
+
+    private BatchScheduler(Executor executor, ExecutionBatch batch, TokenPublisher out, EngineConfig config) {
+        this.executor = executor;
+        this.batch = batch;
+        this.out = out;
+        this.config = config;
+        this.rows = new Session[config.decodeConcurrency()];
+        this.byRow = new Int2ObjectHashMap<>(2 * rows.length, 0.65f);
+        this.unit = new BatchStep(rows.length, config.maxTopLogprobs());
+    }
+
+    /** Rows in flight. */
+    int size() {
+        return count;
+    }
+
+    /** False once a failed batch could not be replaced: the loop then runs every session alone. */
+    boolean available() {
+        return batch != null;
+    }
+
+    /**
+     * Admits queued sessions in order while there is room; stops at the first one the batch cannot
+     * run (it waits at the head of the queue for the batch to empty). Returns whether anything happened.
+     */
+    boolean admit(ArrayDeque<Session> queue) {
+        boolean worked = false;
+        while (count < rows.length && batch != null) {
+            Session s = queue.peek();
+            if (s == null || !s.isCancelRequested() && !batch.accepts(s.plan)) {
+                return worked;
+            }
+            if (!out.hasRoom(1)) {
+                // Room for the terminal event a refused or cancelled session would need.
+                return worked;
+            }
+            queue.poll();
+            worked = true;
+            if (s.isCancelRequested()) {
+                out.publishTerminal(s, Outcome.cancelled(s.cancelReason(), Usage.NONE));
+                continue;
+            }
+            s.advanceTo(Lifecycle.RUNNING);
+            int row;
+            try {
+                row = batch.insert(s.plan);
+            } catch (RequestException e) {
+                out.publishTerminal(s, Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
+                continue;
+            } catch (RuntimeException e) {
+                out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL,
+                        "could not start generation: " + e, Usage.NONE));
+                continue;
+            }
+            s.batchRow = row;
+            s.pausedSinceNs = 0;
+            rows[count++] = s;
+            byRow.put(row, s);
+        }
+        return worked;
+    }
+
+    /** One safe point and, when every row may go on, one unit; returns whether anything happened. */
+    boolean step() {
+        boolean worked = settleRequests();
+        if (count == 0) {
+            return worked;
+        }
+        int before = count;
+        boolean hold = holdForCredits();
+        worked |= count != before;
+        if (hold || count == 0) {
+            return worked;
+        }
+        if (!out.hasRoom(2 * count)) {
+            return worked;
+        }
+        try {
+            batch.step(unit);
+        } catch (Throwable e) {
+            LOG.log(System.Logger.Level.ERROR, "a batch unit failed; failing its " + count + " rows", e);
+            failAll(StageExceptionHandler.describe("exec", e));
+            return true;
+        }
+        for (int i = 0; i < unit.count; i++) {
+            Session s = byRow.get(unit.rows[i]);
+            StepResult r = unit.results[i];
+            if (r.kind == StepResult.Kind.TOKEN) {
+                s.takeCredit();
+                out.publishToken(s, r);
+            } else if (r.kind == StepResult.Kind.FINISHED) {
+                leave(s);
+                out.publishTerminal(s, Outcome.completed(r.finishReason, unit.usages[i]));
+            }
+        }
+        return true;
+    }
+
+    /** The latest time exec may sleep while a row waits for credits; 0 when none waits. */
+    long wakeDeadlineNs() {
+        long deadline = 0;
+        for (int i = 0; i < count; i++) {
+            long since = rows[i].pausedSinceNs;
+            if (since != 0) {
+                long d = since + config.idleConsumerTimeoutNs();
+                deadline = deadline == 0 ? d : Math.min(deadline, d);
+            }
+        }
+        return deadline;
+    }
+
+    /** Rows cancelled or asked to stop leave now (each needs one terminal slot). */
+    private boolean settleRequests() {
+        boolean worked = false;
+        for (int i = count - 1; i >= 0; i--) {
+            Session s = rows[i];
+            boolean cancel = s.isCancelRequested();
+            if (!cancel && !s.isStopRequested()) {
+                continue;
+            }
+            if (!out.hasRoom(1)) {
+                return worked;
+            }
+            Usage usage = batch.remove(s.batchRow);
+            leave(s);
+            out.publishTerminal(s, cancel ? Outcome.cancelled(s.cancelReason(), usage)
+                    : Outcome.completed("stop", usage));
+            worked = true;
+        }
+        return worked;
+    }
+
+    /**
+     * Whether a row without credits holds the batch this time. Rows stalled past the idle-consumer
+     * timeout are cancelled instead (then the rest may go on).
+     */
+    private boolean holdForCredits() {
+        boolean hold = false;
+        long now = 0;
+        for (int i = count - 1; i >= 0; i--) {
+            Session s = rows[i];
+            if (s.credits() > 0) {
+                s.pausedSinceNs = 0;
+                continue;
+            }
+            if (now == 0) {
+                now = System.nanoTime();
+            }
+            if (s.pausedSinceNs == 0) {
+                s.pausedSinceNs = now;
+                hold = true;
+            } else if (now - s.pausedSinceNs > config.idleConsumerTimeoutNs() && out.hasRoom(1)) {
+                Usage usage = batch.remove(s.batchRow);
+                leave(s);
+                out.publishTerminal(s, Outcome.cancelled("consumer did not read for "
+                        + config.idleConsumerTimeoutNs() / 1_000_000 + " ms", usage));
+            } else {
+                hold = true;
+            }
+        }
+        return hold;
+    }
+
+    /** The row is no longer in the batch (finished or removed). */
+    private void leave(Session s) {
+        byRow.remove(s.batchRow);
+        for (int i = 0; i < count; i++) {
+            if (rows[i] == s) {
+                // Keep admission order: rows are few, and order makes the pause scan deterministic.
+                System.arraycopy(rows, i + 1, rows, i, count - i - 1);
+                rows[--count] = null;
+                break;
+            }
+        }
+        s.batchRow = -1;
+    }
+
+    /** A unit failed: every row fails (room was checked), and a fresh batch replaces this one. */
+    private void failAll(String message) {
+        while (count > 0) {
+            Session s = rows[0];
+            leave(s);
+            out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL, message, Usage.NONE));
+        }
+        try {
+            batch.close();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "closing a failed batch failed", e);
+        }
+        batch = null;
+        try {
+            batch = executor.openBatch(config.decodeConcurrency(), config.promptConcurrency());
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
+        }
+    }
+
+    /**
+     * On shutdown or a fatal failure: every row ends with {@code as} (its usage so far), trying to
+     * publish until {@code deadlineNs}; then the batch is closed.
+     */
+    void drain(Outcome as, long deadlineNs) {
+        while (count > 0) {
+            Session s = rows[count - 1];
+            Usage usage = Usage.NONE;
+            try {
+                if (batch != null) {
+                    usage = batch.remove(s.batchRow);
+                }
+            } catch (RuntimeException e) {
+                // the batch is what failed: settle the row without its usage
+            }
+            leave(s);
+            Outcome o = new Outcome(as.state(), as.finishReason(), as.errorType(), as.message(), usage);
+            while (!out.publishTerminal(s, o) && System.nanoTime() < deadlineNs) {
+                Thread.onSpinWait();
+            }
+        }
+        close();
+    }
+
+    void close() {
+        if (batch != null) {
+            batch.close();
+            batch = null;
+        }
+    }
+}

@@ -1,0 +1,46 @@
+package dev.mlxring.pipeline;
+
+/**
+ * exec-stage's continuous-batching mechanics, driven by the exec loop's scheduling policy: rows
+ * join ({@link #insert}) and leave ({@link #remove}) between units, and each {@link #step} runs
+ * one bounded unit over all of them (one decode step of every generating row in one forward,
+ * then at most one prefill chunk of the rows still reading their prompts). The policy decides
+ * who is inserted when and how many rows run; this side decides nothing beyond the mechanics.
+ *
+ * <p>Owns every row's device state (KV caches, sampler state, pending arrays); a removed or
+ * finished row's state is released when it leaves, and {@link #close()} releases the rest.
+ * Every method is called on the one exec thread.
+ */
+public interface ExecutionBatch extends AutoCloseable {
+    /**
+     * Whether {@code plan} can run as a batch row. A plan that cannot (a quantized KV scheme,
+     * which cannot be merged) runs alone through {@link Executor#open} once the batch is empty,
+     * as mlx_lm.server serves such requests.
+     */
+    boolean accepts(ExecutionPlan plan);
+
+    /**
+     * Queues {@code plan} as a new row; it starts at the next {@link #step}.
+     *
+     * @return the row's id, unique among the rows in flight
+     * @throws RequestException when the plan cannot run (the request fails alone)
+     */
+    int insert(ExecutionPlan plan) throws RequestException;
+
+    /** Takes a row out wherever it is (queued, prefilling, generating) and frees its state; returns its usage. */
+    Usage remove(int row);
+
+    /**
+     * One unit of work. {@code out} is cleared, then receives what the rows committed in this unit:
+     * each generating row's token, and for a row that ended its {@code FINISHED} entry (after its
+     * last token) with its usage; such a row has left the batch. Throws when the unit itself failed
+     * (every row's state is then undefined: the caller fails all of them and closes the batch).
+     */
+    void step(BatchStep out);
+
+    /** Rows in flight: inserted and neither finished nor removed. */
+    int rows();
+
+    @Override
+    void close();
+}
