@@ -14,6 +14,10 @@ FILE.json:
      "stop": [token ids],        # one-token stop sequences (default: none)
      "remove_at": step,          # optional: gen.remove([uid]) just before that next() call
                                  # (after that step's inserts): a cancelled row
+     "history": H,               # optional: the first H prompt tokens are already in the row's
+                                 # cache (a restored prefix, as mlx_lm.server inserts one): one
+                                 # model call over them into make_prompt_cache(model), then
+                                 # insert(prompt[H:], caches=[cache], all_tokens=[prompt[:H]])
      "sampling": {               # optional; absent or temp 0 = the shared greedy sampler
         "temp", "top_p", "min_p", "min_tokens_to_keep", "top_k",
         "seed",                  # the row's own key stream: mx.random.key(seed)
@@ -52,6 +56,7 @@ from pathlib import Path
 
 import mlx.core as mx
 from mlx_lm.generate import BatchGenerator, StopSequences
+from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
@@ -139,9 +144,17 @@ def main(argv=None):
             if row["at"] == step:
                 sampler, processors = row_sampling(row.get("sampling"))
                 stop = StopSequences([(t,) for t in row.get("stop", [])] or None)
+                h = row.get("history", 0)
+                cache = None
+                if h:
+                    cache = make_prompt_cache(model)
+                    model(mx.array(row["prompt"][:h])[None], cache=cache)
+                    mx.eval([c.state for c in cache])
                 (uids[i],) = gen.insert(
-                    [row["prompt"]],
+                    [row["prompt"][h:]],
                     max_tokens=[row["max_tokens"]],
+                    caches=[cache],
+                    all_tokens=[row["prompt"][:h]],
                     samplers=[sampler],
                     logits_processors=[processors],
                     stop_sequences=[stop],

@@ -11,15 +11,20 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.exec.batch.BatchGenerator;
 import dev.mlxring.exec.batch.BatchRequest;
 import dev.mlxring.exec.batch.BatchToken;
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -51,10 +56,20 @@ class BatchParityTest {
      * One scripted row: inserted before call {@code at}; {@code sampling} null = greedy;
      * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts.
      */
-    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt) {
+    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt,
+            int history) {
         ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling) {
             this(at, prompt, maxTokens, stop, sampling, -1);
         }
+
+        ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt) {
+            this(at, prompt, maxTokens, stop, sampling, removeAt, 0);
+        }
+    }
+
+    /** A greedy or {@code sampling} row whose first {@code history} prompt tokens arrive already cached. */
+    static ScriptRow restored(int at, int length, int seed, int maxTokens, int history, Map<String, Object> sampling) {
+        return new ScriptRow(at, prompt(length, seed, 512), maxTokens, new int[0], sampling, -1, history);
     }
 
     /** A cell: a model, mlx-lm's three batch sizes and the rows. */
@@ -114,6 +129,12 @@ class BatchParityTest {
                         greedy(0, 6, 29, 18),
                         new ScriptRow(0, prompt(8, 30, 512), 10, new int[0], null, 1),
                         greedy(3, 12, 31, 10))),
+                // Rows arriving with restored prefixes (mlx_lm.server's prompt-cache hits): two
+                // merged at admission with a fresh row, a lone one joining the decoding batch,
+                // one with penalties whose context starts with the cached ids (all_tokens).
+                new Cell("restored-prefix", "llama-bf16", 16, 8, 32, List.of(
+                        restored(0, 30, 32, 12, 20, null), restored(0, 12, 33, 10, 5, null), greedy(0, 9, 34, 10),
+                        restored(3, 40, 35, 8, 37, null), restored(5, 26, 36, 9, 18, penalties))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
@@ -190,6 +211,9 @@ class BatchParityTest {
             if (r.removeAt() >= 0) {
                 o.put("remove_at", r.removeAt());
             }
+            if (r.history() > 0) {
+                o.put("history", r.history());
+            }
         }
         Path dir = work.resolve("batch");
         Files.createDirectories(dir);
@@ -226,7 +250,10 @@ class BatchParityTest {
                 for (int i = 0; i < uids.length; i++) {
                     ScriptRow r = cell.rows().get(i);
                     if (r.at() == step) {
-                        uids[i] = gen.insert(new BatchRequest(r.prompt(), r.maxTokens(), params(r.sampling()), r.stop()));
+                        int h = r.history();
+                        uids[i] = gen.insert(new BatchRequest(Arrays.copyOfRange(r.prompt(), h, r.prompt().length),
+                                r.maxTokens(), params(r.sampling()), r.stop()), h == 0 ? null : history(model, r.prompt(), h),
+                                Arrays.copyOf(r.prompt(), h));
                         inserted++;
                     }
                 }
@@ -254,6 +281,20 @@ class BatchParityTest {
                 steps.add(s);
             }
         }
+    }
+
+    /** The oracle's history: one model call over the first {@code h} ids into fresh caches. */
+    static KvCache[] history(LanguageModel model, int[] prompt, int h) {
+        KvCache[] caches = model.newCache();
+        try (ArrayScope scope = ArrayScope.open()) {
+            model.forward(Mlx.fromInts(Arrays.copyOf(prompt, h), 1, h), caches);
+            List<MlxArray> state = new ArrayList<>();
+            for (KvCache c : caches) {
+                state.addAll(List.of(c.state()));
+            }
+            Mlx.eval(state.toArray(new MlxArray[0]));
+        }
+        return caches;
     }
 
     static SamplingParams params(Map<String, Object> s) {

@@ -91,17 +91,19 @@ public final class BatchGenerator implements AutoCloseable {
      *     {@code maxTokens <= 0} or sampling settings the model cannot run
      */
     public int insert(BatchRequest request) {
-        return insert(request, null);
+        return insert(request, null, new int[0]);
     }
 
     /**
      * Queues one row that continues from {@code history}: solo caches that already hold the
-     * positions before {@code request.prompt()} (a restored prefix; mlx-lm's {@code insert(...,
-     * caches=[cache])}). The generator owns them from here on, also when this throws.
+     * positions of {@code historyTokens}, the ids before {@code request.prompt()} (a restored
+     * prefix; mlx-lm's {@code insert(..., caches=[cache], all_tokens=[ids])}: the ids are the
+     * row's logits processors' context too). The generator owns the caches from here on, also
+     * when this throws.
      */
-    public int insert(BatchRequest request, KvCache[] history) {
+    public int insert(BatchRequest request, KvCache[] history, int[] historyTokens) {
         try {
-            return insertRow(request, history);
+            return insertRow(request, history, historyTokens);
         } catch (RuntimeException e) {
             if (history != null) {
                 for (KvCache c : history) {
@@ -121,7 +123,7 @@ public final class BatchGenerator implements AutoCloseable {
         generationBatch.finished = listener;
     }
 
-    private int insertRow(BatchRequest request, KvCache[] history) {
+    private int insertRow(BatchRequest request, KvCache[] history, int[] historyTokens) {
         int[] prompt = request.prompt();
         if (prompt.length == 0) {
             throw new IllegalArgumentException("prompt must hold at least one token");
@@ -137,6 +139,11 @@ public final class BatchGenerator implements AutoCloseable {
             throw new IllegalArgumentException("max_tokens must be > 0, got " + request.maxTokens());
         }
         SamplingRun sampling = SamplingRun.start(request.sampling(), vocab, engineRng);
+        if (historyTokens.length > 0 && sampling.hasProcessors()) {
+            try (ArrayScope scope = ArrayScope.open()) {
+                sampling.observe(Mlx.fromInts(historyTokens, historyTokens.length), historyTokens.length);
+            }
+        }
         int uid = uidCount++;
         unprocessed.add(new Row(uid, prompt, request.maxTokens(), request.stopTokenIds(), sampling, history,
                 finishedRows != null));

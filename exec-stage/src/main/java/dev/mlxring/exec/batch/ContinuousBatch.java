@@ -90,7 +90,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         int uid;
         try {
             uid = generator.insert(new BatchRequest(Arrays.copyOfRange(prompt, cached, prompt.length), plan.maxTokens(),
-                    params, plan.stopTokenIds()), restored == null ? null : restored.caches());
+                    params, plan.stopTokenIds()), restored == null ? null : restored.caches(), Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
