@@ -226,13 +226,11 @@ final class BatchScheduler {
         s.batchRow = -1;
     }
 
-    /** A unit failed: every row fails (room was checked), and a fresh batch replaces this one. */
+    /**
+     * A unit failed: a fresh batch replaces this one, then every row fails (room was checked), so
+     * a client that sees its failure finds the engine ready again.
+     */
     private void failAll(String message) {
-        while (count > 0) {
-            Session s = rows[0];
-            leave(s);
-            out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL, message, Usage.NONE));
-        }
         try {
             batch.close();
         } catch (RuntimeException e) {
@@ -243,6 +241,11 @@ final class BatchScheduler {
             batch = executor.openBatch(config.decodeConcurrency(), config.promptConcurrency());
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
+        }
+        while (count > 0) {
+            Session s = rows[0];
+            leave(s);
+            out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL, message, Usage.NONE));
         }
     }
 

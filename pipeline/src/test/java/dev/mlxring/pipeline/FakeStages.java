@@ -37,11 +37,29 @@ final class FakeStages {
         volatile CountDownLatch decodeGate;
         volatile Thread thread;
         volatile boolean closed;
+        /** Whether {@link #openBatch} offers a {@link Batch}; off = the serial loop. */
+        volatile boolean batching;
+        final AtomicInteger batchesOpened = new AtomicInteger();
+        volatile Batch batch;
+        /** Exec-thread events in order: "open:id", "close:id" (serial runs) and the batch's own. */
+        final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
+
+        @Override
+        public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+            if (!batching) {
+                return null;
+            }
+            batchesOpened.incrementAndGet();
+            Batch b = new Batch(this, maxRows);
+            batch = b;
+            return b;
+        }
 
         @Override
         public ExecutionRun open(ExecutionPlan plan) {
             thread = Thread.currentThread();
             openRuns.incrementAndGet();
+            events.add("open:" + plan.requestId());
             int chunks = prefillChunks;
             return new ExecutionRun() {
                 final StepResult r = new StepResult(0);
@@ -82,6 +100,7 @@ final class FakeStages {
                 @Override
                 public void close() {
                     closedRuns.incrementAndGet();
+                    events.add("close:" + plan.requestId());
                 }
             };
         }
@@ -99,6 +118,106 @@ final class FakeStages {
         @Override
         public void close() {
             closed = true;
+        }
+    }
+
+    /**
+     * A batch double with {@link Exec}'s row semantics: each row runs {@code prefillChunks} units
+     * of prefill, then one token per unit (1, 2, 3, ...) up to its max tokens. Plans with a KV
+     * scheme are not accepted; max_tokens 13 is refused at insert. Records the most rows it held
+     * at once and its events ("insert:id", "remove:id", "finish:id") in the executor's log.
+     */
+    static final class Batch implements ExecutionBatch {
+        private final Exec exec;
+        private final int maxRows;
+        private final java.util.LinkedHashMap<Integer, int[]> rows = new java.util.LinkedHashMap<>();
+        private final java.util.Map<Integer, ExecutionPlan> plans = new java.util.HashMap<>();
+        private int nextRow;
+        final AtomicInteger mostRows = new AtomicInteger();
+        final AtomicInteger units = new AtomicInteger();
+        /** A unit run while this many rows are in flight throws. 0 = never. */
+        volatile int failWhenRows;
+        /** Each unit waits on it while set. */
+        volatile CountDownLatch unitGate;
+        volatile boolean closed;
+
+        Batch(Exec exec, int maxRows) {
+            this.exec = exec;
+            this.maxRows = maxRows;
+        }
+
+        @Override
+        public boolean accepts(ExecutionPlan plan) {
+            return plan.kvScheme() == null;
+        }
+
+        @Override
+        public int insert(ExecutionPlan plan) throws RequestException {
+            if (plan.maxTokens() == 13) {
+                throw new RequestException(Outcome.ErrorType.INVALID_REQUEST, "max_tokens 13 is refused");
+            }
+            if (rows.size() == maxRows) {
+                throw new IllegalStateException("more rows than the cap " + maxRows);
+            }
+            int row = nextRow++;
+            rows.put(row, new int[] {exec.prefillChunks, 0});
+            plans.put(row, plan);
+            mostRows.accumulateAndGet(rows.size(), Math::max);
+            exec.events.add("insert:" + plan.requestId());
+            return row;
+        }
+
+        @Override
+        public Usage remove(int row) {
+            int[] st = rows.remove(row);
+            ExecutionPlan plan = plans.remove(row);
+            exec.events.add("remove:" + plan.requestId());
+            return new Usage(plan.prompt().length(), st[1], 0);
+        }
+
+        @Override
+        public void step(BatchStep out) {
+            out.clear();
+            CountDownLatch gate = unitGate;
+            if (gate != null) {
+                try {
+                    gate.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            units.incrementAndGet();
+            if (failWhenRows > 0 && rows.size() == failWhenRows) {
+                throw new IllegalStateException("unit failed");
+            }
+            for (var it = rows.entrySet().iterator(); it.hasNext(); ) {
+                var e = it.next();
+                int[] st = e.getValue();
+                ExecutionPlan plan = plans.get(e.getKey());
+                if (st[0] > 0) {
+                    st[0]--;
+                    continue;
+                }
+                out.add(e.getKey()).token(++st[1]);
+                if (st[1] == plan.maxTokens()) {
+                    out.finish(e.getKey(), "length", new Usage(plan.prompt().length(), st[1], 0));
+                    exec.events.add("finish:" + plan.requestId());
+                    it.remove();
+                    plans.remove(e.getKey());
+                }
+            }
+        }
+
+        @Override
+        public int rows() {
+            return rows.size();
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            rows.clear();
+            plans.clear();
         }
     }
 

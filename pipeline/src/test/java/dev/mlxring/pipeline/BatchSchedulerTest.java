@@ -1,0 +1,274 @@
+package dev.mlxring.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The continuous-batching policy ({@link BatchScheduler}) through the whole engine, over the
+ * {@link FakeStages.Batch} double: admission order and cap, rows leaving alone (cancel, stop
+ * string, refusal, a stalled reader), a failed unit, a session the batch cannot run, shutdown.
+ * Every session ends in exactly one outcome. Waits are on conditions, never on a sleep.
+ */
+class BatchSchedulerTest {
+    private FakeStages.Exec exec;
+    private Engine engine;
+
+    private Engine start(EngineConfig config) {
+        exec = new FakeStages.Exec();
+        exec.batching = true;
+        // "kv ..." prompts carry a quantized KV scheme: the batch does not accept them.
+        Planner planner = (r, p) -> {
+            ExecutionPlan plain = FakeStages.plan(r, p);
+            boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
+            return new ExecutionPlan(plain.requestId(), plain.prompt(), null, plain.maxTokens(), plain.stopTokenIds(),
+                    plain.stopStrings(), false, 0, List.of(), kv ? "kv8" : null);
+        };
+        engine = Engine.builder().config(config).preparer(FakeStages::prepare).planner(planner).executor(exec)
+                .sinks(FakeStages::textSink).start();
+        return engine;
+    }
+
+    private static EngineConfig batched(int rows) {
+        return EngineConfig.defaults().withConcurrency(rows, rows);
+    }
+
+    @AfterEach
+    void close() {
+        if (engine != null) {
+            engine.close();
+        }
+    }
+
+    private static GenerationRequest text(String id, String prompt, int maxTokens, String... stops) {
+        return new GenerationRequest(id, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
+    }
+
+    private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
+        Outcome o = s.result().get(10, TimeUnit.SECONDS);
+        assertTrue(r.done.await(10, TimeUnit.SECONDS));
+        assertEquals(1, r.outcomeList().size(), "exactly one onComplete");
+        assertSame(o, r.outcomeList().get(0));
+        return o;
+    }
+
+    private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for " + what);
+            Thread.sleep(1);
+        }
+    }
+
+    private static String tokens(int n) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 1; i <= n; i++) {
+            b.append(i).append(' ');
+        }
+        return b.toString();
+    }
+
+    /** Holds the batch's first unit until {@code sessions} are all queued for exec. */
+    private void holdFirstUnitUntilQueued(List<Session> sessions, CountDownLatch gate) throws InterruptedException {
+        waitFor(() -> sessions.stream().allMatch(s -> s.state().ordinal() >= Lifecycle.QUEUED.ordinal()),
+                "every session planned");
+        gate.countDown();
+    }
+
+    @Test
+    void rowsJoinInArrivalOrderUpToTheCap() throws Exception {
+        start(batched(3));
+        CountDownLatch gate = new CountDownLatch(1);
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        exec.prefillChunks = 1;
+        Session first = engine.submit(text("r0", "a", 6), recs.add(new FakeStages.Recorder()) ? recs.get(0) : null);
+        sessions.add(first);
+        waitFor(() -> exec.batch != null, "the batch");
+        exec.batch.unitGate = gate;
+        for (int i = 1; i < 7; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("r" + i, "a b", 6), r));
+        }
+        holdFirstUnitUntilQueued(sessions, gate);
+        for (int i = 0; i < 7; i++) {
+            Outcome o = await(sessions.get(i), recs.get(i));
+            assertEquals(Lifecycle.COMPLETED, o.state());
+            assertEquals(tokens(6), recs.get(i).text.toString());
+            assertEquals(6, o.usage().completionTokens());
+        }
+        assertEquals(3, exec.batch.mostRows.get(), "rows ran together, never more than the cap");
+        List<String> inserts = exec.events.stream().filter(e -> e.startsWith("insert:")).toList();
+        assertEquals(List.of("insert:r0", "insert:r1", "insert:r2", "insert:r3", "insert:r4", "insert:r5", "insert:r6"),
+                inserts, "first come, first served");
+        assertTrue(exec.batch.units.get() < 7 * 7, "the rows shared units: " + exec.batch.units.get());
+        assertEquals(0, exec.openRuns.get(), "nothing ran alone");
+        assertEquals(0, engine.admittedCount());
+    }
+
+    @Test
+    void aCancelledRowLeavesAloneAndTheOthersGoOn() throws Exception {
+        start(batched(4));
+        exec.stepSleepMs = 0;
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("c" + i, "a", 1_000_000), r));
+        }
+        waitFor(() -> recs.stream().allMatch(r -> r.spans.get() >= 3), "every row streaming");
+        sessions.get(1).cancel("client went away");
+        Outcome cancelled = await(sessions.get(1), recs.get(1));
+        assertEquals(Lifecycle.CANCELLED, cancelled.state());
+        assertEquals("client went away", cancelled.message());
+        assertTrue(cancelled.usage().completionTokens() >= 3, "usage so far: " + cancelled.usage());
+        int[] before = {recs.get(0).spans.get(), recs.get(2).spans.get()};
+        waitFor(() -> recs.get(0).spans.get() > before[0] + 10 && recs.get(2).spans.get() > before[1] + 10,
+                "the other rows to go on");
+        assertTrue(exec.events.contains("remove:c1"));
+        sessions.get(0).cancel("done");
+        sessions.get(2).cancel("done");
+        for (int i : new int[] {0, 2}) {
+            assertEquals(Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
+            String text = recs.get(i).text.toString();
+            assertEquals(tokens(text.split(" ").length), text, "row " + i + " streamed every token in order");
+        }
+        waitFor(() -> exec.batch.rows() == 0, "every row gone");
+    }
+
+    @Test
+    void aStopStringEndsOnlyItsRow() throws Exception {
+        start(batched(4));
+        var stopped = new FakeStages.Recorder();
+        var other = new FakeStages.Recorder();
+        Session s1 = engine.submit(text("s1", "a", 10, "4 "), stopped);
+        Session s2 = engine.submit(text("s2", "a", 10), other);
+        Outcome o1 = await(s1, stopped);
+        assertEquals(Lifecycle.COMPLETED, o1.state());
+        assertEquals("stop", o1.finishReason());
+        assertEquals("1 2 3 ", stopped.text.toString());
+        Outcome o2 = await(s2, other);
+        assertEquals("length", o2.finishReason());
+        assertEquals(tokens(10), other.text.toString());
+    }
+
+    @Test
+    void aRefusedRowFailsAlone() throws Exception {
+        start(batched(4));
+        var bad = new FakeStages.Recorder();
+        var good = new FakeStages.Recorder();
+        Session b = engine.submit(text("bad", "a", 13), bad);
+        Session g = engine.submit(text("good", "a", 5), good);
+        Outcome ob = await(b, bad);
+        assertEquals(Lifecycle.FAILED, ob.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, ob.errorType());
+        assertEquals("max_tokens 13 is refused", ob.message());
+        assertEquals(Lifecycle.COMPLETED, await(g, good).state());
+        assertEquals(tokens(5), good.text.toString());
+    }
+
+    @Test
+    void aFailedUnitFailsItsRowsAndAFreshBatchServesTheNext() throws Exception {
+        start(batched(4));
+        waitFor(() -> exec.batch != null, "the batch");
+        exec.batch.failWhenRows = 2;
+        var r1 = new FakeStages.Recorder();
+        var r2 = new FakeStages.Recorder();
+        Session s1 = engine.submit(text("f1", "a", 1_000_000), r1);
+        waitFor(() -> r1.spans.get() > 0, "the first row streaming");
+        Session s2 = engine.submit(text("f2", "a", 1_000_000), r2);
+        for (Outcome o : new Outcome[] {await(s1, r1), await(s2, r2)}) {
+            assertEquals(Lifecycle.FAILED, o.state());
+            assertEquals(Outcome.ErrorType.INTERNAL, o.errorType());
+            assertTrue(o.message().contains("unit failed"), o.message());
+        }
+        assertTrue(exec.batch != null && exec.batchesOpened.get() == 2, "a fresh batch replaced the failed one");
+        var r3 = new FakeStages.Recorder();
+        Session s3 = engine.submit(text("f3", "a", 4), r3);
+        assertEquals(Lifecycle.COMPLETED, await(s3, r3).state());
+        assertEquals(tokens(4), r3.text.toString());
+        assertTrue(engine.health().ready());
+    }
+
+    @Test
+    void aSessionTheBatchCannotRunWaitsForItToEmptyAndNothingOvertakesIt() throws Exception {
+        start(batched(4));
+        waitFor(() -> exec.batch != null, "the batch");
+        CountDownLatch gate = new CountDownLatch(1);
+        exec.batch.unitGate = gate;
+        var ra = new FakeStages.Recorder();
+        var rk = new FakeStages.Recorder();
+        var rb = new FakeStages.Recorder();
+        Session a = engine.submit(text("A", "a", 20), ra);
+        Session k = engine.submit(text("K", "kv a", 3), rk);
+        Session b = engine.submit(text("B", "a", 3), rb);
+        holdFirstUnitUntilQueued(List.of(a, k, b), gate);
+        for (var p : List.of(List.of(a, ra), List.of(k, rk), List.of(b, rb))) {
+            assertEquals(Lifecycle.COMPLETED, await((Session) p.get(0), (FakeStages.Recorder) p.get(1)).state());
+        }
+        List<String> events = List.copyOf(exec.events);
+        assertTrue(events.indexOf("open:K") > events.indexOf("finish:A"), "K ran alone after A: " + events);
+        assertTrue(events.indexOf("insert:B") > events.indexOf("close:K"), "B did not overtake K: " + events);
+        assertEquals(tokens(3), rk.text.toString());
+        assertEquals(1, exec.openRuns.get());
+    }
+
+    @Test
+    void aStalledReaderHoldsTheBatchUntilItsDeadlineThenLeaves() throws Exception {
+        start(batched(4).withCredits(4, 200_000_000L));
+        var stalled = new FakeStages.Recorder(false); // never releases credits
+        var reader = new FakeStages.Recorder();
+        Session s = engine.submit(text("slow", "a", 1000), stalled);
+        Session r = engine.submit(text("fast", "a", 30), reader);
+        Outcome os = await(s, stalled);
+        assertEquals(Lifecycle.CANCELLED, os.state());
+        assertTrue(os.message().contains("did not read"), os.message());
+        assertEquals(4, stalled.spans.get(), "the stalled row stopped at its 4 credits");
+        Outcome or = await(r, reader);
+        assertEquals(Lifecycle.COMPLETED, or.state());
+        assertEquals(tokens(30), reader.text.toString());
+    }
+
+    @Test
+    void shutdownEndsEveryRowOnceAndClosesTheBatch() throws Exception {
+        start(batched(4));
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("d" + i, "a", 1_000_000), r));
+        }
+        waitFor(() -> recs.stream().allMatch(r -> r.spans.get() > 0), "every row streaming");
+        FakeStages.Batch batch = exec.batch;
+        engine.close();
+        for (int i = 0; i < 3; i++) {
+            assertEquals(Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
+        }
+        assertTrue(batch.closed, "the batch was closed");
+        assertEquals(0, batch.rows());
+        engine = null;
+    }
+
+    @Test
+    void decodeConcurrencyOneNeverOpensABatch() throws Exception {
+        start(EngineConfig.defaults());
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("solo", "a", 3), r);
+        assertEquals(Lifecycle.COMPLETED, await(s, r).state());
+        assertEquals(0, exec.batchesOpened.get());
+        assertNull(exec.batch);
+        assertEquals(1, exec.openRuns.get());
+    }
+}
