@@ -1,0 +1,177 @@
+package dev.mlxring.exec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.exec.generate.ModelExecutor;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.pipeline.BatchStep;
+import dev.mlxring.pipeline.ExecutionBatch;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.Usage;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The pipeline's batch contract over the real mechanics ({@code ContinuousBatch}): a lone row
+ * equals the serial executor bit for bit (tokens, logprobs, top logprobs, usage), also when it
+ * starts from a prefix-cache hit; removing one row mid-generation leaves the other rows' tokens
+ * and logprobs exactly as in the run where nobody left.
+ */
+class ContinuousBatchTest {
+    private static final int PREFILL_STEP = 16;
+    private static Path models;
+
+    @BeforeAll
+    static void buildOracleModels() throws Exception {
+        models = OracleFixtures.build().work().resolve("models");
+    }
+
+    private static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
+        return new ExecutionPlan(id, new PreparedPrompt(prompt, prompt.length), params, maxTokens, new int[0],
+                List.of(), true, 3);
+    }
+
+    private static String describe(StepResult r) {
+        StringBuilder b = new StringBuilder().append(r.token).append(':').append(Float.floatToRawIntBits(r.logprob));
+        for (int i = 0; i < r.topCount; i++) {
+            b.append(':').append(r.topIds[i]).append('=').append(Float.floatToRawIntBits(r.topLogprobs[i]));
+        }
+        return b.toString();
+    }
+
+    /** One run through the serial executor: its token entries and usage. */
+    private static List<String> serial(ModelExecutor executor, ExecutionPlan plan, Usage[] usage) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (ExecutionRun run = executor.open(plan)) {
+            while (true) {
+                StepResult r = run.advance();
+                if (r.kind == StepResult.Kind.TOKEN) {
+                    out.add(describe(r));
+                } else if (r.kind == StepResult.Kind.FINISHED) {
+                    out.add("end:" + r.finishReason);
+                    break;
+                }
+            }
+            usage[0] = new Usage(run.promptTokens(), run.completionTokens(), run.cachedTokens());
+        }
+        return out;
+    }
+
+    /**
+     * Inserts {@code plans} at once and steps until every row ended; {@code removeAfter} maps a
+     * plan index to the unit after which that row is removed. Returns each plan's entries.
+     */
+    private static Map<Integer, List<String>> batched(ExecutionBatch batch, List<ExecutionPlan> plans,
+            Map<Integer, Integer> removeAfter, Map<Integer, Usage> usages) throws Exception {
+        Map<Integer, Integer> planOfRow = new HashMap<>();
+        Map<Integer, List<String>> out = new HashMap<>();
+        for (int i = 0; i < plans.size(); i++) {
+            planOfRow.put(batch.insert(plans.get(i)), i);
+            out.put(i, new ArrayList<>());
+        }
+        BatchStep step = new BatchStep(8, 3);
+        for (int unit = 0; batch.rows() > 0; unit++) {
+            assertTrue(unit < 10_000, "the rows do not finish");
+            batch.step(step);
+            for (int e = 0; e < step.count; e++) {
+                int p = planOfRow.get(step.rows[e]);
+                StepResult r = step.results[e];
+                if (r.kind == StepResult.Kind.TOKEN) {
+                    out.get(p).add(describe(r));
+                } else {
+                    out.get(p).add("end:" + r.finishReason);
+                    usages.put(p, step.usages[e]);
+                }
+            }
+            for (var rm : removeAfter.entrySet()) {
+                if (rm.getValue() == unit) {
+                    int row = planOfRow.entrySet().stream().filter(x -> x.getValue().equals(rm.getKey())).findFirst()
+                            .orElseThrow().getKey();
+                    usages.put(rm.getKey(), batch.remove(row));
+                    out.get(rm.getKey()).add("removed");
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void aLoneRowEqualsTheSerialExecutorAlsoFromAPrefixHit() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        SamplingParams sampled = SamplingParams.builder().temperature(0.8).topK(30).seed(9L).build();
+        int[] first = BatchParityTest.prompt(40, 41, 512);
+        // Shares the first 30 ids with `first`: a prefix hit once `first` has finished.
+        int[] second = Arrays.copyOf(first, 45);
+        System.arraycopy(BatchParityTest.prompt(15, 42, 512), 0, second, 30, 15);
+        try (LanguageModel model = Models.load(dir);
+                RamPrefixCache serialCache = new RamPrefixCache(10, Long.MAX_VALUE);
+                RamPrefixCache batchCache = new RamPrefixCache(10, Long.MAX_VALUE)) {
+            ModelExecutor serial = new ModelExecutor(model, PREFILL_STEP, 0,
+                    new PrefixReuse(serialCache, ModelFingerprint.of(dir)));
+            ModelExecutor batching = new ModelExecutor(model, PREFILL_STEP, 0,
+                    new PrefixReuse(batchCache, ModelFingerprint.of(dir)));
+            try (ExecutionBatch batch = batching.openBatch(8, 8)) {
+                assertNotNull(batch, "a dense model batches");
+                for (SamplingParams params : List.of(SamplingParams.GREEDY, sampled)) {
+                    for (int[] prompt : List.of(first, second)) {
+                        ExecutionPlan p = plan("lone", prompt, 12, params);
+                        Usage[] serialUsage = new Usage[1];
+                        List<String> expected = serial(serial, p, serialUsage);
+                        Map<Integer, Usage> usages = new HashMap<>();
+                        List<String> got = batched(batch, List.of(p), Map.of(), usages).get(0);
+                        assertEquals(expected, got, "lone row vs serial, prompt " + prompt.length + ", " + params);
+                        assertEquals(serialUsage[0], usages.get(0), "usage");
+                    }
+                }
+            }
+            // The second prompt found the first one's 30 shared ids on both paths.
+            assertTrue(serialCache.hits() > 0 && batchCache.hits() == serialCache.hits(),
+                    "prefix hits: serial " + serialCache.hits() + ", batch " + batchCache.hits());
+        }
+    }
+
+    @Test
+    void removingOneRowLeavesTheOtherRowsUnchanged() throws Exception {
+        Path dir = models.resolve("qwen3-bf16");
+        SamplingParams sampled = SamplingParams.builder().temperature(0.9).topP(0.9).seed(4L).build();
+        List<ExecutionPlan> plans = List.of(
+                plan("a", BatchParityTest.prompt(9, 51, 512), 20, SamplingParams.GREEDY),
+                plan("b", BatchParityTest.prompt(33, 52, 512), 20, SamplingParams.GREEDY),
+                plan("c", BatchParityTest.prompt(17, 53, 512), 20, sampled));
+        try (LanguageModel model = Models.load(dir)) {
+            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, null);
+            Map<Integer, List<String>> whole;
+            Map<Integer, List<String>> cut;
+            Map<Integer, Usage> usages = new HashMap<>();
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                whole = batched(batch, plans, Map.of(), new HashMap<>());
+            }
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                cut = batched(batch, plans, Map.of(1, 6), usages);
+            }
+            assertEquals(whole.get(0), cut.get(0), "row a");
+            assertEquals(whole.get(2), cut.get(2), "row c (sampled, own key)");
+            assertEquals("removed", cut.get(1).get(cut.get(1).size() - 1));
+            List<String> bTokens = cut.get(1).subList(0, cut.get(1).size() - 1);
+            assertEquals(whole.get(1).subList(0, bTokens.size()), bTokens, "row b up to its removal");
+            assertEquals(new Usage(33, bTokens.size(), 0), usages.get(1));
+            assertEquals(21, whole.get(0).size(), "20 tokens and the end");
+        }
+    }
+}
