@@ -147,6 +147,24 @@ class ContinuousBatchTest {
     }
 
     @Test
+    void theKvProjectionIsTheModelsKvBytesPerPositionPaddedAndStepped() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        var config = new com.fasterxml.jackson.databind.ObjectMapper().readTree(dir.resolve("config.json").toFile());
+        int layers = config.get("num_hidden_layers").asInt();
+        int heads = config.get("num_attention_heads").asInt();
+        int kvHeads = config.path("num_key_value_heads").asInt(heads);
+        int headDim = config.path("head_dim").asInt(config.get("hidden_size").asInt() / heads);
+        long perPosition = (long) layers * kvHeads * headDim * 2 /* keys and values */ * 2 /* bfloat16 */;
+        try (LanguageModel model = Models.load(dir)) {
+            try (ExecutionBatch batch = new ModelExecutor(model, PREFILL_STEP, 0, null).openBatch(8, 8)) {
+                assertEquals(3 * 256 * perPosition, batch.projectedKvBytes(3, 1));
+                assertEquals(3 * 256 * perPosition, batch.projectedKvBytes(3, 256));
+                assertEquals(2 * 512 * perPosition, batch.projectedKvBytes(2, 257));
+            }
+        }
+    }
+
+    @Test
     void removingOneRowLeavesTheOtherRowsUnchanged() throws Exception {
         Path dir = models.resolve("qwen3-bf16");
         SamplingParams sampled = SamplingParams.builder().temperature(0.9).topP(0.9).seed(4L).build();

@@ -51,7 +51,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <pre>
  * LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4] [--requests 16]
  *             [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300] [--out FILE.md] [--raw FILE.tsv]
- *             [--command "how it was run"]
+ *             [--phases FILE.tsv] [--stagger-ms 0] [--command "how it was run"]
  * </pre>
  */
 public final class LoadHarness {
@@ -71,7 +71,7 @@ public final class LoadHarness {
     record Target(String name, URI base) {}
 
     record Options(List<Target> targets, int[] concurrency, int requests, int maxTokens, int rounds, int warmup,
-            int timeoutS, Path out, Path raw, String command) {}
+            int timeoutS, Path out, Path raw, Path phases, int staggerMs, String command) {}
 
     /** One streamed request. Times in ns relative to the request's send. */
     record Result(String target, int concurrency, int round, int index, int prompt, int status, long startNs, long ttftNs,
@@ -146,18 +146,35 @@ public final class LoadHarness {
             Files.writeString(o.raw(), raw(phases));
             log("raw per-request rows written to %s", o.raw());
         }
+        if (o.phases() != null) {
+            Files.createDirectories(o.phases().toAbsolutePath().getParent());
+            Files.writeString(o.phases(), phaseRows(phases));
+            log("per-phase rows written to %s", o.phases());
+        }
         boolean anyFailed = phases.stream().flatMap(p -> p.results().stream()).anyMatch(r -> !r.ok());
         System.exit(anyFailed ? 2 : 0);
     }
 
-    /** {@code requests} requests by {@code concurrency} clients, prompts in order (round-robin). */
+    /**
+     * {@code requests} requests by {@code concurrency} clients, prompts in order (round-robin);
+     * with {@code --stagger-ms}, client i sends its first request i × stagger after the phase starts.
+     */
     static Phase phase(HttpClient client, Target t, Options o, int concurrency, int round) throws InterruptedException {
         AtomicInteger next = new AtomicInteger();
         Result[] results = new Result[o.requests()];
         Thread[] clients = new Thread[concurrency];
         long t0 = System.nanoTime();
         for (int i = 0; i < concurrency; i++) {
+            long delayMs = (long) i * o.staggerMs();
             clients[i] = Thread.ofPlatform().name("load-client-" + i).start(() -> {
+                if (delayMs > 0) {
+                    try {
+                        Thread.sleep(delayMs); // the arrival schedule, not a synchronisation
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
                 int k;
                 while ((k = next.getAndIncrement()) < o.requests()) {
                     results[k] = stream(client, t, o, concurrency, round, k);
@@ -334,8 +351,10 @@ public final class LoadHarness {
                         + " (content events − 1) / (last − first content event) per request, median. Throughput counts"
                         + " content events, not usage tokens: mlx_lm.server's usage counts the EOS token of a request that"
                         + " ends with \"stop\", mlx-ring's does not (tokens/request is usage, events/token = events / usage)."
-                        + " p99 of TTFT over %d requests per cell is close to the maximum.%n%n",
-                PROMPTS.size(), o.maxTokens(), o.requests(), o.rounds(), o.warmup(), o.requests() * o.rounds()));
+                        + " p99 of TTFT over %d requests per cell is close to the maximum.%s%n%n",
+                PROMPTS.size(), o.maxTokens(), o.requests(), o.rounds(), o.warmup(), o.requests() * o.rounds(),
+                o.staggerMs() == 0 ? "" : String.format(Locale.ROOT, " Arrivals staggered: client i starts %d × i ms"
+                        + " into its phase (wall time includes the stagger).", o.staggerMs())));
         md.append("| target | N | requests (failed) | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | ITL samples"
                 + " | aggregate tok/s (median) | per round | stream tok/s p50 | tokens/request | events/token"
                 + " | prompt tok | cached tok |\n");
@@ -418,6 +437,19 @@ public final class LoadHarness {
         return md.toString();
     }
 
+    /** One row per phase: what the throughput plot reads. */
+    static String phaseRows(List<Phase> phases) {
+        StringBuilder s = new StringBuilder("target\tN\tround\twall_s\tcontent_events\taggregate_tps\tttft_p50_ms"
+                + "\tttft_p99_ms\tfailed\n");
+        for (Phase p : phases) {
+            double[] ttft = p.results().stream().filter(Result::ok).mapToDouble(r -> r.ttftNs() / 1e6).toArray();
+            s.append(String.format(Locale.ROOT, "%s\t%d\t%d\t%.3f\t%d\t%.3f\t%.1f\t%.1f\t%d%n", p.target(),
+                    p.concurrency(), p.round(), p.wallNs() / 1e9, p.tokens(), p.tps(), percentile(ttft, 50),
+                    percentile(ttft, 99), p.results().stream().filter(r -> !r.ok()).count()));
+        }
+        return s.toString();
+    }
+
     static String raw(List<Phase> phases) {
         StringBuilder s = new StringBuilder(
                 "target\tN\tround\tindex\tprompt\tstatus\tttft_ms\ttotal_ms\tevents\tcompletion_tokens\tprompt_tokens\tcached_tokens"
@@ -439,7 +471,7 @@ public final class LoadHarness {
 
     static final String USAGE = "LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4]"
             + " [--requests 16] [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300]"
-            + " [--out FILE.md] [--raw FILE.tsv] [--command TEXT]";
+            + " [--out FILE.md] [--raw FILE.tsv] [--phases FILE.tsv] [--stagger-ms 0] [--command TEXT]";
 
     static Options parse(String[] argv) {
         List<Target> targets = new ArrayList<>();
@@ -451,6 +483,8 @@ public final class LoadHarness {
         int timeoutS = 300;
         Path out = null;
         Path raw = null;
+        Path phasesOut = null;
+        int staggerMs = 0;
         String command = "LoadHarness " + String.join(" ", argv);
         Flags f = new Flags(argv);
         while (f.next()) {
@@ -465,6 +499,8 @@ public final class LoadHarness {
                 case "--timeout-s" -> timeoutS = f.positive();
                 case "--out" -> out = Path.of(f.value());
                 case "--raw" -> raw = Path.of(f.value());
+                case "--phases" -> phasesOut = Path.of(f.value());
+                case "--stagger-ms" -> staggerMs = f.nonNegative();
                 case "--command" -> command = f.value();
                 default -> throw f.unknown();
             }
@@ -475,7 +511,8 @@ public final class LoadHarness {
         if (requests > 1000) {
             throw new IllegalArgumentException("--requests is bounded to 1000 per phase");
         }
-        return new Options(targets, concurrency, requests, maxTokens, rounds, warmup, timeoutS, out, raw, command);
+        return new Options(targets, concurrency, requests, maxTokens, rounds, warmup, timeoutS, out, raw, phasesOut,
+                staggerMs, command);
     }
 
     private static Target target(String v) {

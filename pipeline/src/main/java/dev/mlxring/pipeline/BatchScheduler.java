@@ -13,7 +13,10 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>Rows whose session was cancelled or matched a stop string leave the batch now
  *       ({@code remove}); the others go on unchanged.</li>
  *   <li>Admission is first come, first served: queued sessions join while fewer than
- *       {@code decodeConcurrency} rows are in flight. A session the batch cannot run
+ *       {@code decodeConcurrency} rows are in flight and, with {@code --kv-budget}, while the
+ *       batch's projected KV bytes (every row at its longest, prompt + max tokens) stay within the
+ *       budget; a session that alone would exceed it fails with a message naming the limit. A
+ *       session the batch cannot run
  *       ({@link ExecutionBatch#accepts} false) stops admission until the batch is empty; the loop
  *       then runs it alone (mlx_lm.server's drain), so nothing overtakes it.</li>
  *   <li>A row whose consumer holds no credits holds the whole batch (a batch steps all its rows
@@ -36,6 +39,8 @@ final class BatchScheduler {
     private final TokenPublisher out;
     private final EngineConfig config;
     private final Session[] rows;
+    /** Each row's longest length, prompt + max tokens (parallel to {@link #rows}): what --kv-budget projects. */
+    private final int[] positions;
     private int count;
     private final Int2ObjectHashMap<Session> byRow;
     private final BatchStep unit;
@@ -56,6 +61,7 @@ final class BatchScheduler {
         this.out = out;
         this.config = config;
         this.rows = new Session[config.decodeConcurrency()];
+        this.positions = new int[rows.length];
         this.byRow = new Int2ObjectHashMap<>(2 * rows.length, 0.65f);
         this.unit = new BatchStep(rows.length, config.maxTopLogprobs());
     }
@@ -85,10 +91,23 @@ final class BatchScheduler {
                 // Room for the terminal event a refused or cancelled session would need.
                 return worked;
             }
+            int longest = s.isCancelRequested() ? 0 : s.plan.prompt().length() + s.plan.maxTokens();
+            long budget = config.kvBudgetBytes();
+            long projected = budget == 0 || longest == 0 ? 0 : batch.projectedKvBytes(count + 1, Math.max(longest, longestInFlight()));
+            if (projected > budget && count > 0) {
+                return worked; // held back until rows leave; nothing overtakes it
+            }
             queue.poll();
             worked = true;
             if (s.isCancelRequested()) {
                 out.publishTerminal(s, Outcome.cancelled(s.cancelReason(), Usage.NONE));
+                continue;
+            }
+            if (projected > budget) {
+                out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INVALID_REQUEST, "this request needs up to "
+                        + projected + " bytes of KV cache (prompt " + s.plan.prompt().length() + " + max_tokens "
+                        + s.plan.maxTokens() + " positions), more than the server's --kv-budget of " + budget
+                        + " bytes; lower max_tokens or shorten the prompt", Usage.NONE));
                 continue;
             }
             s.advanceTo(Lifecycle.RUNNING);
@@ -105,6 +124,7 @@ final class BatchScheduler {
             }
             s.batchRow = row;
             s.pausedSinceNs = 0;
+            positions[count] = longest;
             rows[count++] = s;
             byRow.put(row, s);
         }
@@ -145,6 +165,14 @@ final class BatchScheduler {
             }
         }
         return true;
+    }
+
+    private int longestInFlight() {
+        int longest = 0;
+        for (int i = 0; i < count; i++) {
+            longest = Math.max(longest, positions[i]);
+        }
+        return longest;
     }
 
     /** The latest time exec may sleep while a row waits for credits; 0 when none waits. */
@@ -219,6 +247,7 @@ final class BatchScheduler {
             if (rows[i] == s) {
                 // Keep admission order: rows are few, and order makes the pause scan deterministic.
                 System.arraycopy(rows, i + 1, rows, i, count - i - 1);
+                System.arraycopy(positions, i + 1, positions, i, count - i - 1);
                 rows[--count] = null;
                 break;
             }

@@ -13,16 +13,18 @@ package dev.mlxring.pipeline;
  * @param decodeConcurrency the most sessions exec runs at once as rows of one batch
  *     ({@code --decode-concurrency}); 1 = strictly one after another, whatever the executor offers
  * @param promptConcurrency the most of those rows reading their prompts at once ({@code --prompt-concurrency})
+ * @param kvBudgetBytes the most KV-cache bytes the batch's rows may be projected to hold
+ *     ({@code --kv-budget}); 0 = no limit
  */
 public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
         int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
-        int decodeConcurrency, int promptConcurrency) {
+        int decodeConcurrency, int promptConcurrency, long kvBudgetBytes) {
 
     /** A serial configuration (decode and prompt concurrency 1). */
     public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued, int creditsPerSession,
             long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode) {
         this(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, 1, 1);
+                maxTopLogprobs, waitMode, 1, 1, 0);
     }
 
     public static EngineConfig defaults() {
@@ -33,7 +35,7 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
         requirePowerOfTwo("requestRingSize", requestRingSize);
         requirePowerOfTwo("tokenRingSize", tokenRingSize);
         if (prepShards < 1 || maxQueued < 1 || creditsPerSession < 1 || idleConsumerTimeoutNs <= 0
-                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1) {
+                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1 || kvBudgetBytes < 0) {
             throw new IllegalArgumentException("invalid engine config: " + this);
         }
     }
@@ -46,30 +48,36 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
 
     public EngineConfig withWaitMode(WaitMode mode) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency);
+                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
     }
 
     public EngineConfig withMaxQueued(int n) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, n, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
     }
 
     public EngineConfig withCredits(int credits, long idleTimeoutNs) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, credits, idleTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
     }
 
     public EngineConfig withRequestRingSize(int n) {
         return new EngineConfig(n, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
     }
 
     /**
      * Up to {@code decode} sessions run at once as rows of one batch, {@code prompt} of them
      * reading their prompts ({@code prompt} is capped at {@code decode}).
      */
+    /** Admission holds rows back while the batch's projected KV bytes would exceed {@code bytes} (0 = no limit). */
+    public EngineConfig withKvBudget(long bytes) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, bytes);
+    }
+
     public EngineConfig withConcurrency(int decode, int prompt) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode));
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode), kvBudgetBytes);
     }
 }

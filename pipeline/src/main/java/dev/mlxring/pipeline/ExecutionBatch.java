@@ -38,6 +38,13 @@ public interface ExecutionBatch extends AutoCloseable {
      */
     void step(BatchStep out);
 
+    /**
+     * The KV-cache bytes a batch of {@code rows} rows would hold at most once its longest row
+     * holds {@code positions} positions (rows are padded to the longest; buffers grow in steps).
+     * What {@code --kv-budget} admission compares with its limit.
+     */
+    long projectedKvBytes(int rows, int positions);
+
     /** Rows in flight: inserted and neither finished nor removed. */
     int rows();
 

@@ -226,7 +226,9 @@ class BatchSchedulerTest {
 
     @Test
     void aStalledReaderHoldsTheBatchUntilItsDeadlineThenLeaves() throws Exception {
-        start(batched(4).withCredits(4, 200_000_000L));
+        // A second of idle deadline: the reader that does read must never look stalled, even when a busy
+        // machine starves the sink thread for a moment.
+        start(batched(4).withCredits(4, 1_000_000_000L));
         var stalled = new FakeStages.Recorder(false); // never releases credits
         var reader = new FakeStages.Recorder();
         Session s = engine.submit(text("slow", "a", 1000), stalled);
@@ -236,7 +238,7 @@ class BatchSchedulerTest {
         assertTrue(os.message().contains("did not read"), os.message());
         assertEquals(4, stalled.spans.get(), "the stalled row stopped at its 4 credits");
         Outcome or = await(r, reader);
-        assertEquals(Lifecycle.COMPLETED, or.state());
+        assertEquals(Lifecycle.COMPLETED, or.state(), or.toString());
         assertEquals(tokens(30), reader.text.toString());
     }
 
@@ -259,6 +261,35 @@ class BatchSchedulerTest {
         assertTrue(batch.closed, "the batch was closed");
         assertEquals(0, batch.rows());
         engine = null;
+    }
+
+    @Test
+    void theKvBudgetHoldsRowsBackAndRefusesARequestThatAloneExceedsIt() throws Exception {
+        // The double projects one byte per position per row: a budget of 30 fits two rows of
+        // 1 + 10 positions (22), not three (33).
+        start(batched(4).withKvBudget(30));
+        waitFor(() -> exec.batch != null, "the batch");
+        CountDownLatch gate = new CountDownLatch(1);
+        exec.batch.unitGate = gate;
+        List<Session> sessions = new ArrayList<>();
+        List<FakeStages.Recorder> recs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            var r = new FakeStages.Recorder();
+            recs.add(r);
+            sessions.add(engine.submit(text("k" + i, "a", 10), r));
+        }
+        var tooBig = new FakeStages.Recorder();
+        Session big = engine.submit(text("big", "a", 40), tooBig);
+        holdFirstUnitUntilQueued(List.of(sessions.get(0), sessions.get(1), sessions.get(2), sessions.get(3), big), gate);
+        for (int i = 0; i < 4; i++) {
+            assertEquals(Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals(tokens(10), recs.get(i).text.toString());
+        }
+        Outcome o = await(big, tooBig);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertTrue(o.message().contains("--kv-budget of 30 bytes") && o.message().contains("max_tokens 40"), o.message());
+        assertEquals(2, exec.batch.mostRows.get(), "the budget, not the cap of 4, bounded the batch");
     }
 
     @Test

@@ -208,6 +208,12 @@ final class FakeStages {
             }
         }
 
+        /** One byte per position per row: budgets in tests read as positions. */
+        @Override
+        public long projectedKvBytes(int rowCount, int positions) {
+            return (long) rowCount * positions;
+        }
+
         @Override
         public int rows() {
             return rows.size();

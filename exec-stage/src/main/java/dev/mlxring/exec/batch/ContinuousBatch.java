@@ -1,11 +1,16 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.kvstore.CacheNamespace;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
@@ -51,7 +56,10 @@ public final class ContinuousBatch implements ExecutionBatch {
         }
     }
 
+    private final LanguageModel model;
     private final BatchGenerator generator;
+    /** KV bytes one row holds per position over all layers; measured on first use. */
+    private long bytesPerPosition;
     private final PrefixReuse prefixReuse;
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
@@ -61,6 +69,7 @@ public final class ContinuousBatch implements ExecutionBatch {
      */
     public ContinuousBatch(LanguageModel model, int prefillStepSize, int maxRows, int maxPrefillRows,
             EngineRng engineRng, PrefixReuse prefixReuse) {
+        this.model = model;
         this.generator = new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng);
         this.prefixReuse = prefixReuse;
         this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
@@ -132,13 +141,46 @@ public final class ContinuousBatch implements ExecutionBatch {
         }
     }
 
+    /** {@code rows} rows padded to the longest, each buffer grown in mlx-lm's 256-position steps. */
+    @Override
+    public long projectedKvBytes(int rows, int positions) {
+        long step = BatchKvCache.STEP;
+        long capacity = (positions + step - 1) / step * step;
+        return rows * capacity * bytesPerPosition();
+    }
+
+    /**
+     * The layers' KV bytes per position of one row: the shapes and dtypes a one-token forward
+     * gives its fresh caches (built, never evaluated, so nothing is computed or kept).
+     */
+    private long bytesPerPosition() {
+        if (bytesPerPosition == 0) {
+            KvCache[] probe = model.newCache();
+            try (ArrayScope scope = ArrayScope.open()) {
+                model.forward(Mlx.fromInts(new int[] {0}, 1, 1), probe);
+                long bytes = 0;
+                for (KvCache c : probe) {
+                    for (MlxArray a : c.state()) {
+                        bytes += a.nbytes() / a.dim(2);
+                    }
+                }
+                bytesPerPosition = bytes;
+            } finally {
+                for (KvCache c : probe) {
+                    c.close();
+                }
+            }
+        }
+        return bytesPerPosition;
+    }
+
     @Override
     public int rows() {
         return rows.size();
     }
 
     /** A finished row's caches go to the prefix cache; a failure there never fails the request. */
-    private void publish(int uid, int[] cachedSequence, dev.mlxring.exec.kv.KvCache[] caches) {
+    private void publish(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
         if (info == null) {
             return;

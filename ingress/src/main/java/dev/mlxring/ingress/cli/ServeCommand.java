@@ -64,7 +64,7 @@ final class ServeCommand {
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
-                        "--decode-concurrency", "--batch", "--prompt-concurrency"),
+                        "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
