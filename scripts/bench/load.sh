@@ -13,6 +13,8 @@
 # mlx_lm.server with --prompt-cache-size 0 on THEIRS_PORT+10, to separate prompt caching from prefill
 # speed), MLX_KERNELS=1 (a target: mlx-ring with --cpu-kernels mlx on OURS_PORT+10), SERIAL=1 (a
 # target: mlx-ring with --decode-concurrency 1 on OURS_PORT+11: the B=1 scheduler/serial ratio),
+# STALL=1 (afterwards, scripts/bench/join_stall.py on mlx-ring and mlx-lm: how long a running
+# stream stalls while a long prompt joins; appended to the report; STALL_WORDS, default 200),
 # OUT (report path, default build/bench/load.md), PLOT=1 (also draw throughput against concurrency
 # to ${OUT%.md}.png; installs requirements-bench.txt into the venv).
 #
@@ -111,8 +113,16 @@ java @"$root/jvm.args" -Dmlxring.home="$root" \
   dev.mlxring.perf.LoadHarness \
   "${targets[@]}" --concurrency 1,4 --requests 4 --rounds 2 --warmup 2 \
   --out "$report" --raw "${report%.md}-raw.tsv" --phases "${report%.md}-phases.tsv" \
-  --command "MODEL=$model DECODE_CONCURRENCY=$rows MLX_KERNELS=${MLX_KERNELS:-0} SERIAL=${SERIAL:-0} MLXLM_NOCACHE=${MLXLM_NOCACHE:-0} scripts/bench/load.sh $*" "$@" || rc=$?
+  --command "MODEL=$model DECODE_CONCURRENCY=$rows MLX_KERNELS=${MLX_KERNELS:-0} SERIAL=${SERIAL:-0} STALL=${STALL:-0} MLXLM_NOCACHE=${MLXLM_NOCACHE:-0} scripts/bench/load.sh $*" "$@" || rc=$?
 
+if [[ "${STALL:-0}" == 1 ]]; then
+  stall_targets=()
+  for i in 0 1; do
+    stall_targets+=(--target "${names[$i]}=${targets[$((2 * i + 1))]#*=}")
+  done
+  .venv/bin/python scripts/bench/join_stall.py "${stall_targets[@]}" --prompt-words "${STALL_WORDS:-200}" \
+    --runs 1 --out "$report" >&2 || rc=$?
+fi
 {
   echo
   echo "Peak resident memory (VmHWM) of each server process over the whole run:"
