@@ -54,11 +54,7 @@ class BatchSchedulerTest {
     }
 
     private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
-        Outcome o = s.result().get(10, TimeUnit.SECONDS);
-        assertTrue(r.done.await(10, TimeUnit.SECONDS));
-        assertEquals(1, r.outcomeList().size(), "exactly one onComplete");
-        assertSame(o, r.outcomeList().get(0));
-        return o;
+        return r.await(s);
     }
 
     private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {

@@ -37,12 +37,7 @@ class EngineLifecycleTest {
     }
 
     private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
-        Outcome o = s.result().get(10, TimeUnit.SECONDS);
-        assertTrue(r.done.await(10, TimeUnit.SECONDS));
-        assertEquals(1, r.outcomeList().size(), "exactly one onComplete");
-        assertSame(o, r.outcomeList().get(0));
-        assertTrue(s.state().isTerminal());
-        return o;
+        return r.await(s);
     }
 
     @Test

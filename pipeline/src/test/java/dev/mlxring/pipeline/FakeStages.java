@@ -287,5 +287,15 @@ final class FakeStages {
         List<Outcome> outcomeList() {
             return List.copyOf(outcomes);
         }
+
+        /** Waits for {@code s}'s outcome and checks that this listener saw it exactly once. */
+        Outcome await(Session s) throws Exception {
+            Outcome o = s.result().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            org.junit.jupiter.api.Assertions.assertTrue(done.await(10, java.util.concurrent.TimeUnit.SECONDS));
+            org.junit.jupiter.api.Assertions.assertEquals(1, outcomeList().size(), "exactly one onComplete");
+            org.junit.jupiter.api.Assertions.assertSame(o, outcomeList().get(0));
+            org.junit.jupiter.api.Assertions.assertTrue(s.state().isTerminal());
+            return o;
+        }
     }
 }
