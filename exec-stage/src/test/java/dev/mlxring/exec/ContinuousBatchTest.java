@@ -11,6 +11,7 @@ import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.mlx.Mlx;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
@@ -178,7 +179,9 @@ class ContinuousBatchTest {
             Map<Integer, List<String>> cut;
             Map<Integer, Usage> usages = new HashMap<>();
             try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                long idle = Mlx.memory().activeBytes();
                 whole = batched(batch, plans, Map.of(), new HashMap<>());
+                assertEquals(idle, Mlx.memory().activeBytes(), "an idle batch holds no arrays");
             }
             try (ExecutionBatch batch = executor.openBatch(8, 8)) {
                 cut = batched(batch, plans, Map.of(1, 6), usages);

@@ -287,6 +287,14 @@ public final class BatchGenerator implements AutoCloseable {
         return tokens;
     }
 
+    /**
+     * Frees the last {@link #next()}'s outputs (tokens, per-row logprobs) now rather than at the
+     * next call, for a caller that has read them: an idle generator then holds no arrays.
+     */
+    public void releaseLastStep() {
+        generationBatch.closeCurrent();
+    }
+
     @Override
     public void close() {
         for (Row r : unprocessed) {

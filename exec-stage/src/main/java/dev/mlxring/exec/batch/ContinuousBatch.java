@@ -139,6 +139,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                 out.finish(t.uid(), reason, info.usage());
             }
         }
+        // Everything is read: an idle batch then holds no arrays (no last logprobs kept alive).
+        generator.releaseLastStep();
     }
 
     /** {@code rows} rows padded to the longest, each buffer grown in mlx-lm's 256-position steps. */

@@ -223,7 +223,8 @@ final class GenerationBatch implements AutoCloseable {
         other.close();
     }
 
-    private void closeCurrent() {
+    /** Frees the current step's outputs (read by the caller); the pending step is untouched. */
+    void closeCurrent() {
         if (currentTokens != null) {
             currentTokens.close();
             currentTokens = null;
