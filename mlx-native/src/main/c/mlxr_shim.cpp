@@ -256,6 +256,7 @@ MLXR_BINARY(greater_equal)
 MLXR_BINARY(less)
 MLXR_BINARY(equal)
 MLXR_BINARY(logical_and)
+MLXR_BINARY(floor_divide)
 MLXR_BINARY(matmul)
 #undef MLXR_BINARY
 
@@ -362,6 +363,40 @@ mlxr_array mlxr_softmax(mlxr_array a, const int32_t* axes, int n, bool precise) 
   return guard_array([&] {
     if (axes == nullptr) return mx::softmax(A(a), precise);
     return mx::softmax(A(a), std::vector<int>(axes, axes + n), precise);
+  });
+}
+
+// axes == NULL reduces over every axis (mlx.core's axis=None).
+mlxr_array mlxr_sum(mlxr_array a, const int32_t* axes, int n, bool keepdims) {
+  return guard_array([&] {
+    if (axes == nullptr) return mx::sum(A(a), keepdims);
+    return mx::sum(A(a), std::vector<int>(axes, axes + n), keepdims);
+  });
+}
+
+mlxr_array mlxr_argsort(mlxr_array a, int axis) {
+  return guard_array([&] { return mx::argsort(A(a), axis); });
+}
+
+// ---- gathered matmuls (mixture-of-experts layers) -------------------------------
+
+// mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices); NULL indices are None.
+mlxr_array mlxr_gather_mm(mlxr_array a, mlxr_array b, mlxr_array lhs_indices,
+                          mlxr_array rhs_indices, bool sorted_indices) {
+  return guard_array([&] {
+    return mx::gather_mm(A(a), A(b), opt(lhs_indices), opt(rhs_indices), sorted_indices);
+  });
+}
+
+// mx.gather_qmm(x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size,
+// bits, mode, global_scale=None, sorted_indices).
+mlxr_array mlxr_gather_qmm(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
+                           mlxr_array lhs_indices, mlxr_array rhs_indices, bool transpose,
+                           int group_size, int bits, const char* mode, bool sorted_indices) {
+  return guard_array([&] {
+    return mx::gather_qmm(A(x), A(w), A(scales), opt(biases), opt(lhs_indices),
+                          opt(rhs_indices), transpose, group_size, bits, mode, std::nullopt,
+                          sorted_indices);
   });
 }
 

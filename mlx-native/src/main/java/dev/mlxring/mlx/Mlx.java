@@ -165,6 +165,11 @@ public final class Mlx {
         return own(Shim.minimum(a.handle(), b.handle()));
     }
 
+    /** {@code a // b} ({@code mx.floor_divide}). */
+    public static MlxArray floorDivide(MlxArray a, MlxArray b) {
+        return own(Shim.floorDivide(a.handle(), b.handle()));
+    }
+
     public static MlxArray greater(MlxArray a, MlxArray b) {
         return own(Shim.greater(a.handle(), b.handle()));
     }
@@ -282,6 +287,27 @@ public final class Mlx {
         return r;
     }
 
+    /**
+     * {@code mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices)}: matmuls of {@code a}'s
+     * and {@code b}'s matrices picked by the indices (null = None). MLX's CPU kernel runs float32 only.
+     */
+    public static MlxArray gatherMm(MlxArray a, MlxArray b, MlxArray lhsIndices, MlxArray rhsIndices,
+            boolean sortedIndices) {
+        return own(Shim.gatherMm(a.handle(), b.handle(), MlxArray.handleOrNull(lhsIndices),
+                MlxArray.handleOrNull(rhsIndices), sortedIndices));
+    }
+
+    /**
+     * {@code mx.gather_qmm(x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size,
+     * bits, mode="affine", sorted_indices)}: {@link #gatherMm} over affine-quantized matrices.
+     */
+    public static MlxArray gatherQmm(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray lhsIndices,
+            MlxArray rhsIndices, boolean transpose, int groupSize, int bits, boolean sortedIndices) {
+        return own(Shim.gatherQmm(x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases),
+                MlxArray.handleOrNull(lhsIndices), MlxArray.handleOrNull(rhsIndices), transpose, groupSize, bits,
+                AFFINE, sortedIndices));
+    }
+
     // ---- shape -------------------------------------------------------------------
 
     public static MlxArray reshape(MlxArray a, int... shape) {
@@ -354,6 +380,16 @@ public final class Mlx {
 
     public static MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
         return own(Shim.logsumexp(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+    }
+
+    /** {@code mx.sum(a, axis, keepdims)}. */
+    public static MlxArray sum(MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.sum(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+    }
+
+    /** {@code mx.argsort(a, axis)} (uint32 indices of a stable ascending sort). */
+    public static MlxArray argsort(MlxArray a, int axis) {
+        return own(Shim.argsort(a.handle(), axis));
     }
 
     public static MlxArray softmax(MlxArray a, int axis, boolean precise) {
