@@ -306,6 +306,9 @@ CELLS = {
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
                                                   window=16, query_pre_attn_scalar=16),
                      {"bits": 4, "group_size": 64}),
+    # The same for qwen3_moe (ingress FamilyServerTest): 4-bit experts, 8-bit router.
+    "qwen3_moe-serve": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 49152, tie=True, experts=4, top_k=2),
+                        {"bits": 4, "group_size": 64}),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
