@@ -118,6 +118,9 @@ class GreedyParityTest {
                 new KvCell("qwen3-q8", new KvQuantization(8, 32, 0), PREFILL_STEP, null),
                 // f32; only the 70-token prompt reaches 100, during decode (step 30).
                 new KvCell("qwen3-f32", new KvQuantization(4, 32, 100), PREFILL_STEP, null),
+                // a mixture of experts (head_dim 32) over a 4-bit cache, converting inside the
+                // 70-token prompt's prefill.
+                new KvCell("qwen3_moe-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
                 // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
                 // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
                 new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
