@@ -25,6 +25,7 @@ A manifest.json describing all cells (not only the ones built) is (re)written
 to DIR on every run.
 """
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -298,6 +299,9 @@ CELLS = {
                      {"bits": 4, "group_size": 64}),
     "qwen3_moe-q8": ("qwen3_moe", "q8", _qwen3_moe(128, 256, 128, 512, tie=False, experts=6, top_k=3),
                      {"bits": 8, "group_size": 128}),
+    # The original Hugging Face layout, one weight per expert (mlp.experts.E.up_proj.weight ...),
+    # which mlx-lm's sanitize stacks at load.
+    "qwen3_moe-experts": ("qwen3_moe", "f32", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2), None),
     # Unquantized bfloat16 experts: mlx-lm fails on this CPU ([GatherMM::eval] float32 only) and
     # mlx-ring refuses it at load; no generation check.
     "qwen3_moe-bf16": ("qwen3_moe", "bf16", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2), None),
@@ -389,6 +393,25 @@ def _prepare_gemma3(model, tie):
         model.pop("lm_head")
 
 
+def _unstack_experts(model_dir: Path):
+    """Rewrites a model's stacked SwitchGLU weights (mlp.switch_mlp.P.weight [E, out, in]) as the
+    per-expert weights of a Hugging Face checkpoint (mlp.experts.e.P.weight)."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    out = {}
+    for k, v in weights.items():
+        if ".mlp.switch_mlp." in k:
+            for e in range(v.shape[0]):
+                out[k.replace(".switch_mlp.", f".experts.{e}.")] = v[e]
+        else:
+            out[k] = v
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
 def build(name, out_dir: Path):
     family, dtype, config, quant = CELLS[name]
     target = mx.float32 if dtype == "f32" else mx.bfloat16
@@ -396,6 +419,8 @@ def build(name, out_dir: Path):
     if family == "gemma3_text":
         prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
+    if name.endswith("-experts"):
+        _unstack_experts(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

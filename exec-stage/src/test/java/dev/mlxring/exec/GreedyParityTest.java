@@ -75,7 +75,8 @@ class GreedyParityTest {
         // 8-bit); the 70-token prompt's 32-token chunks take mlx-lm's sorted path (64 routed
         // pairs with top-2, 96 with top-3 in q8), the 5- and 23-token prompts and decode the
         // unsorted one.
-        names.addAll(List.of("qwen3_moe-f32", "qwen3_moe-q4", "qwen3_moe-q8"));
+        // qwen3_moe-experts: per-expert weights (the Hugging Face layout) stacked at load.
+        names.addAll(List.of("qwen3_moe-f32", "qwen3_moe-q4", "qwen3_moe-q8", "qwen3_moe-experts"));
         names.add("default");
         return only(names.stream());
     }

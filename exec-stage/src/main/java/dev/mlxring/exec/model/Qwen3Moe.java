@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.SwitchLinear;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
 import java.util.HashSet;
 import java.util.Set;
 
@@ -13,7 +16,7 @@ import java.util.Set;
  * Attention ignores {@code rope_scaling}) whose MLP is, on every {@code decoder_sparse_step}-th
  * layer not listed in {@code mlp_only_layers}, a {@link Qwen3MoeSparseBlock} of
  * {@code num_experts} SwitchGLU experts with top-{@code num_experts_per_tok} routing, and a dense
- * {@link Mlp} elsewhere. Every ModelArgs field is required, as in mlx-lm. The Model has no
+ * {@link Mlp} elsewhere. Per-expert checkpoints are stacked as {@code sanitize} does. Every ModelArgs field is required, as in mlx-lm. The Model has no
  * {@code make_cache}, so {@code max_kv_size} gives it rotating caches.
  */
 final class Qwen3Moe {
@@ -39,6 +42,7 @@ final class Qwen3Moe {
             throw new ModelLoadException(c.file() + ": field 'num_experts_per_tok' must be in [1, num_experts="
                     + numExperts + "], got " + topK);
         }
+        stackExperts(params, a.numHiddenLayers(), numExperts);
         return DecoderModel.build(c, params, a, new DecoderModel.LayerLoader() {
             @Override
             public DecoderModel.Attention attention(String path) {
@@ -58,6 +62,44 @@ final class Qwen3Moe {
                         topK, normTopkProb);
             }
         });
+    }
+
+    /**
+     * Model.sanitize: a checkpoint in the Hugging Face layout holds one weight per expert
+     * ({@code mlp.experts.E.up_proj.weight}); they are stacked, in expert order, into
+     * {@code mlp.switch_mlp.up_proj.weight} {@code [experts, out, in]} (likewise down and gate).
+     */
+    private static void stackExperts(Parameters params, int layers, int numExperts) {
+        for (int l = 0; l < layers; l++) {
+            String prefix = "model.layers." + l + ".mlp";
+            if (!params.has(prefix + ".experts.0.up_proj.weight")) {
+                continue;
+            }
+            for (String n : new String[] {"up_proj", "down_proj", "gate_proj"}) {
+                MlxArray[] parts = new MlxArray[numExperts];
+                try (ArrayScope scope = ArrayScope.open()) {
+                    MlxArray[] expanded = new MlxArray[numExperts];
+                    for (int e = 0; e < numExperts; e++) {
+                        String name = prefix + ".experts." + e + "." + n + ".weight";
+                        parts[e] = params.remove(name);
+                        if (parts[e] == null) {
+                            throw new ModelLoadException("weights are missing parameter '" + name + "'");
+                        }
+                        expanded[e] = Mlx.expandDims(parts[e], 0);
+                    }
+                    // mx.stack(to_join): each expanded on a new leading axis, concatenated.
+                    MlxArray stacked = Mlx.concatenate(0, expanded);
+                    Mlx.eval(stacked);
+                    params.put(prefix + ".switch_mlp." + n + ".weight", stacked.detach());
+                } finally {
+                    for (MlxArray p : parts) {
+                        if (p != null) {
+                            p.close();
+                        }
+                    }
+                }
+            }
+        }
     }
 
     private static boolean requiredBool(ModelConfig c, String field) {
