@@ -125,7 +125,7 @@ def reinit(model, seed):
       dominate the token's own embedding in the residual stream -- otherwise
       greedy decoding of a random model (tied embeddings above all) echoes the
       last token forever
-    - biases: N(0,1) * 0.2
+    - biases: N(0,1) * 0.2; attention sinks (gpt_oss): N(0,1)
     """
     key = mx.random.key(seed)
     flat = sorted(tree_flatten(model.parameters()), key=lambda kv: kv[0])
@@ -137,6 +137,8 @@ def reinit(model, seed):
             v = 1.0 + 0.1 * noise
         elif path.endswith("embed_tokens.weight"):
             v = 0.5 * noise
+        elif path.endswith(".sinks"):  # gpt_oss's per-head attention sink logits
+            v = noise
         elif path.endswith(".bias"):
             v = 0.2 * noise
         elif path.endswith(("o_proj.weight", "down_proj.weight")):

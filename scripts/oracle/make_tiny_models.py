@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -194,6 +194,34 @@ def _qwen3_moe(hidden, inter, moe_inter, vocab, tie, experts, top_k, norm_topk_p
     }
 
 
+def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types=None, rope_scaling=None):
+    # gpt_oss: biased attention with per-head sinks, sliding/full layers (layer_types, default
+    # alternating from sliding), every layer a biased SwitchGLU MoE with the clamped swiglu_oai;
+    # the head is never tied.
+    cfg = {
+        "model_type": "gpt_oss",
+        "architectures": ["GptOssForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "num_local_experts": experts,
+        "num_experts_per_tok": top_k,
+        "sliding_window": window,
+        "rms_norm_eps": 1e-5,
+        "vocab_size": vocab,
+        "rope_theta": 150000,
+        "tie_word_embeddings": False,
+    }
+    if layer_types is not None:
+        cfg["layer_types"] = layer_types
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -305,6 +333,18 @@ CELLS = {
     # Unquantized bfloat16 experts: mlx-lm fails on this CPU ([GatherMM::eval] float32 only) and
     # mlx-ring refuses it at load; no generation check.
     "qwen3_moe-bf16": ("qwen3_moe", "bf16", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2), None),
+    # --- gpt_oss (sinks, sliding/full layers, biased experts with swiglu_oai) ---
+    # window 16: the 23- and 70-token prompts and decode pass it; layers sliding, full.
+    "gpt_oss-f32": ("gpt_oss", "f32", _gpt_oss(64, 64, 512, experts=4, top_k=2, window=16), None),
+    # layers full, sliding, sliding; window 48 (the 70-token prompt's second chunk gets an array
+    # mask); yarn on every layer (gpt-oss's own rope scaling); 8-bit router, 4-bit experts.
+    "gpt_oss-q4": ("gpt_oss", "q4", _gpt_oss(64, 128, 512, experts=8, top_k=4, window=48, layers=3,
+                                             layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+                                             rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                                           "beta_slow": 1.0, "original_max_position_embeddings": 4096}),
+                   {"bits": 4, "group_size": 64}),
+    "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
+                   {"bits": 8, "group_size": 128}),
     # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
     # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
@@ -313,6 +353,8 @@ CELLS = {
     # The same for qwen3_moe (ingress FamilyServerTest): 4-bit experts, 8-bit router.
     "qwen3_moe-serve": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 49152, tie=True, experts=4, top_k=2),
                         {"bits": 4, "group_size": 64}),
+    "gpt_oss-serve": ("gpt_oss", "q4", _gpt_oss(64, 64, 49152, experts=4, top_k=2, window=16),
+                      {"bits": 4, "group_size": 64}),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
@@ -334,8 +376,11 @@ def _features(family, config, quant):
         f.append("qk_norm")
     if family == "gemma3_text":
         f.append("sliding_window")
-    if family == "qwen3_moe":
+    if family in ("qwen3_moe", "gpt_oss"):
         f.append("mixture_of_experts")
+    if family == "gpt_oss":
+        f.append("attention_sinks")
+        f.append("sliding_window")
     rs = config.get("rope_scaling")
     if rs:
         f.append("rope_scaling_" + (rs.get("type") or rs.get("rope_type")))
@@ -412,12 +457,23 @@ def _unstack_experts(model_dir: Path):
     index.write_text(json.dumps(doc, indent=4))
 
 
+def _prepare_gpt_oss(model):
+    """Scale the experts' gate and up projections by 4 so that their outputs (about N(0, 16))
+    cross swiglu_oai's clamp at 7 in a few percent of the entries: otherwise the clamp is never
+    exercised."""
+    for layer in model.model.layers:
+        for proj in (layer.mlp.experts.gate_proj, layer.mlp.experts.up_proj):
+            proj.weight = proj.weight * 4.0
+
+
 def build(name, out_dir: Path):
     family, dtype, config, quant = CELLS[name]
     target = mx.float32 if dtype == "f32" else mx.bfloat16
     prepare = None
     if family == "gemma3_text":
         prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
+    elif family == "gpt_oss":
+        prepare = _prepare_gpt_oss
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
     if name.endswith("-experts"):
         _unstack_experts(out_dir)

@@ -103,6 +103,21 @@ std::vector<mx::array> gelu_approx_impl(const std::vector<mx::array>& in) {
   return {mx::multiply(half_x, mx::add(t, c(1.0)))};
 }
 
+// mlx-lm activations.swiglu_oai (GPT-OSS), @mx.compile(shapeless=True) with SwigluOAI's
+// defaults alpha=1.702, limit=7.0 (Python floats: constants of the arrays' dtype):
+//   gate = mx.minimum(gate, limit); x = mx.clip(x, -limit, limit)
+//   return (x + 1.0) * (gate * mx.sigmoid(alpha * gate))
+std::vector<mx::array> swiglu_oai_impl(const std::vector<mx::array>& in) {
+  const float alpha = 1.702f;
+  const float limit = 7.0f;
+  mx::array gate = in[0];
+  mx::array x = in[1];
+  gate = mx::minimum(gate, mx::array(limit, gate.dtype()));
+  x = mx::clip(x, mx::array(-limit, x.dtype()), mx::array(limit, x.dtype()));
+  mx::array glu = mx::multiply(gate, mx::sigmoid(mx::multiply(gate, mx::array(alpha, gate.dtype()))));
+  return {mx::multiply(mx::add(x, mx::array(1.0f, x.dtype())), glu)};
+}
+
 // mlx-lm gemma3_text.clip_residual, @mx.compile(shapeless=True): x + y, except
 // float16, which adds in float32 and clips to float16's range.
 std::vector<mx::array> clip_residual_impl(const std::vector<mx::array>& in) {
@@ -471,6 +486,11 @@ mlxr_array mlxr_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
 mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x) {
   static auto swiglu = mx::compile(swiglu_impl, /*shapeless=*/true);
   return guard_array([&] { return swiglu({A(gate), A(x)})[0]; });
+}
+
+mlxr_array mlxr_swiglu_oai(mlxr_array gate, mlxr_array x) {
+  static auto swiglu_oai = mx::compile(swiglu_oai_impl, /*shapeless=*/true);
+  return guard_array([&] { return swiglu_oai({A(gate), A(x)})[0]; });
 }
 
 mlxr_array mlxr_gelu_approx(mlxr_array x) {

@@ -77,6 +77,9 @@ class GreedyParityTest {
         // unsorted one.
         // qwen3_moe-experts: per-expert weights (the Hugging Face layout) stacked at load.
         names.addAll(List.of("qwen3_moe-f32", "qwen3_moe-q4", "qwen3_moe-q8", "qwen3_moe-experts"));
+        // gpt_oss: attention sinks, sliding/full layers (windows 16, 48 and 24), biased experts with
+        // the clamped swiglu_oai (f32 gather_mm, 4-bit top-4 of 8 with yarn, 8-bit).
+        names.addAll(List.of("gpt_oss-f32", "gpt_oss-q4", "gpt_oss-q8"));
         names.add("default");
         return only(names.stream());
     }
@@ -137,11 +140,11 @@ class GreedyParityTest {
      * {@code --max-kv-size} cells (mlx-lm's {@code max_kv_size}): rotating caches keeping 4
      * positions. 24 is below the 70-token prompt (its second 32-token chunk trims the temporally
      * ordered buffer, later chunks and decode rotate in place) and below the 23-token prompt plus
-     * decode (the buffer grows by 2 to 24, then rotates); phi3 and qwen3_moe take it too. llama and gemma3_text ignore it, as
+     * decode (the buffer grows by 2 to 24, then rotates); phi3 and qwen3_moe take it too. llama, gemma3_text and gpt_oss ignore it, as
      * their mlx-lm Models have make_cache.
      */
     static Stream<String> maxKvSizeCells() {
-        return only(Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8", "qwen3_moe-q4"));
+        return only(Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8", "qwen3_moe-q4", "gpt_oss-f32"));
     }
 
     private static final int MAX_KV_SIZE = 24;
@@ -199,14 +202,14 @@ class GreedyParityTest {
     }
 
     /**
-     * Rotating caches (gemma3's sliding layers; --max-kv-size on qwen3) free what they replace,
+     * Rotating caches (gemma3's and gpt_oss's sliding layers; --max-kv-size on qwen3 and qwen3_moe) free what they replace,
      * including the first chunk's keys and values they take over, and themselves: a run leaves
      * MLX's active memory as it found it.
      */
     @Test
     void rotatingKvRunReleasesItsArrays() {
         int[] prompt = IntStream.range(0, 300).map(i -> (i * 131) % 512).toArray();
-        for (String name : List.of("gemma3-bf16", "qwen3-bf16")) {
+        for (String name : List.of("gemma3-bf16", "qwen3-bf16", "gpt_oss-f32", "qwen3_moe-q4")) {
             GenerationOptions options = new GenerationOptions(40, 50, new int[0], false, null, MAX_KV_SIZE);
             try (LanguageModel model = Models.load(work.resolve("models/" + name))) {
                 GenerateStep.run(model, prompt, options, t -> true); // compiles and caches what it needs

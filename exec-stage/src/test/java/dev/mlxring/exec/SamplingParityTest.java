@@ -123,6 +123,9 @@ class SamplingParityTest {
         // SwitchLinear's and (4-bit) each QuantizedSwitchLinear's and the 8-bit router's.
         names.add("qwen3_moe-q4/temp");
         names.add("qwen3_moe-f32/top_k");
+        // gpt_oss: biased router and projections (two draws each), zero-initialised expert biases
+        // and sinks (none); over its rotating sliding-window caches.
+        names.add("gpt_oss-q4/temp_top_p");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

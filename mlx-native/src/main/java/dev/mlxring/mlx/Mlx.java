@@ -438,11 +438,32 @@ public final class Mlx {
                 MemorySegment.NULL));
     }
 
+    /** {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)}. */
+    public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray sinks) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
+                MlxArray.handleOrNull(sinks)));
+    }
+
+    /** {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)}; {@code mask} null for None. */
+    public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask, MlxArray sinks) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
+                MlxArray.handleOrNull(sinks)));
+    }
+
     // ---- compiled (where mlx-lm compiles) ------------------------------------------
 
     /** mlx-lm's {@code activations.swiglu}: compiled {@code silu(gate) * x}. */
     public static MlxArray swiglu(MlxArray gate, MlxArray x) {
         return own(Shim.swiglu(gate.handle(), x.handle()));
+    }
+
+    /**
+     * mlx-lm's {@code activations.swiglu_oai(gate, x)} (GPT-OSS) with SwigluOAI's defaults
+     * (alpha 1.702, limit 7.0): compiled {@code (clip(x, -7, 7) + 1) * g * sigmoid(1.702 * g)},
+     * {@code g = minimum(gate, 7)}.
+     */
+    public static MlxArray swigluOai(MlxArray gate, MlxArray x) {
+        return own(Shim.swigluOai(gate.handle(), x.handle()));
     }
 
     /** {@code mlx.nn.gelu_approx}: compiled (shapeless) tanh approximation of GELU. */

@@ -117,6 +117,7 @@ final class Shim {
     private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle CLIP_RESIDUAL = NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle WEIGHTS_FREE = NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
@@ -755,6 +756,14 @@ final class Shim {
     static MemorySegment swiglu(MemorySegment gate, MemorySegment x) {
         try {
             return (MemorySegment) SWIGLU.invokeExact(gate, x);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment swigluOai(MemorySegment gate, MemorySegment x) {
+        try {
+            return (MemorySegment) SWIGLU_OAI.invokeExact(gate, x);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -58,7 +58,7 @@ final class Qwen3Moe {
                 return new Qwen3MoeSparseBlock(Linear.load(c, params, path + ".gate", hidden),
                         new SwitchGlu(SwitchLinear.load(c, params, sw + ".gate_proj", hidden),
                                 SwitchLinear.load(c, params, sw + ".up_proj", hidden),
-                                SwitchLinear.load(c, params, sw + ".down_proj", moeIntermediate)),
+                                SwitchLinear.load(c, params, sw + ".down_proj", moeIntermediate), SwitchGlu.SWIGLU),
                         topK, normTopkProb);
             }
         });

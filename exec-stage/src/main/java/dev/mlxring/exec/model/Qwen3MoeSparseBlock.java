@@ -3,7 +3,6 @@ package dev.mlxring.exec.model;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
-import java.util.Arrays;
 
 /**
  * mlx-lm qwen3_moe.py's {@code Qwen3MoeSparseMoeBlock}: a linear router ({@code gate}), a
@@ -16,16 +15,7 @@ record Qwen3MoeSparseBlock(Linear gate, SwitchGlu switchMlp, int topK, boolean n
     @Override
     public MlxArray forward(MlxArray x) {
         MlxArray gates = Mlx.softmax(gate.forward(x), -1, true);
-        int k = topK;
-        // mx.argpartition(gates, kth=-k, axis=-1)[..., -k:]
-        MlxArray part = Mlx.argpartition(gates, -k, -1);
-        int n = part.ndim();
-        int[] start = new int[n];
-        int[] stop = part.shape();
-        int[] strides = new int[n];
-        Arrays.fill(strides, 1);
-        start[n - 1] = stop[n - 1] - k;
-        MlxArray inds = Mlx.slice(part, start, stop, strides);
+        MlxArray inds = TopK.indices(gates, topK);
         MlxArray scores = Mlx.takeAlongAxis(gates, inds, -1);
         if (normTopkProb) {
             scores = Mlx.divide(scores, Mlx.sum(scores, -1, true));

@@ -5,13 +5,24 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
 /**
- * mlx-lm's {@code switch_layers.SwitchGLU} with its default {@code SwiGLU} activation: each
- * token's gated MLP run once per selected expert, {@code down(swiglu(gate(x), up(x)))} through
+ * mlx-lm's {@code switch_layers.SwitchGLU}: each token's gated MLP run once per selected expert,
+ * {@code down(activation(up(x), gate(x)))} through
  * {@link SwitchLinear}. With 64 or more (token, expert) pairs the rows are first sorted by expert
  * ({@code _gather_sort}) and put back afterwards ({@code _scatter_unsort}), as mlx-lm does, so
  * that the gathered matmuls read each expert's weights in order. Immutable.
  */
-record SwitchGlu(SwitchLinear gateProj, SwitchLinear upProj, SwitchLinear downProj) {
+record SwitchGlu(SwitchLinear gateProj, SwitchLinear upProj, SwitchLinear downProj, Activation activation) {
+    /** SwitchGLU's {@code activation(x_up, x_gate)}. */
+    interface Activation {
+        MlxArray apply(MlxArray xUp, MlxArray xGate);
+    }
+
+    /** The default, {@code SwiGLU}: {@code swiglu(gate, x)}. */
+    static final Activation SWIGLU = (x, gate) -> Mlx.swiglu(gate, x);
+
+    /** GPT-OSS's {@code SwigluOAI()}: {@code swiglu_oai(gate, x)}, clamped. */
+    static final Activation SWIGLU_OAI = (x, gate) -> Mlx.swigluOai(gate, x);
+
     /** mlx-lm's threshold on {@code indices.size} for the sorted path. */
     static final int SORT_THRESHOLD = 64;
 
@@ -38,7 +49,7 @@ record SwitchGlu(SwitchLinear gateProj, SwitchLinear upProj, SwitchLinear downPr
         }
         MlxArray xUp = upProj.forward(x, idx, doSort);
         MlxArray xGate = gateProj.forward(x, idx, doSort);
-        MlxArray y = downProj.forward(Mlx.swiglu(xGate, xUp), idx, doSort);
+        MlxArray y = downProj.forward(activation.apply(xUp, xGate), idx, doSort);
         if (doSort) {
             // _scatter_unsort: y[inv_order], unflattened back to indices.shape.
             y = Mlx.take(y, invOrder, 0);

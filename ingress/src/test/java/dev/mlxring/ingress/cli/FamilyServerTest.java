@@ -26,7 +26,8 @@ import org.junit.jupiter.params.provider.FieldSource;
  * {@code mlx_lm.server}: tiny random-weight models (mlx-lm's own classes, 4-bit, SmolLM2's
  * vocabulary) paired with the default model's tokenizer. gemma3_text (sliding window 16): chat
  * prompts pass the window and every greedy answer runs over rotating caches; qwen3_moe (4 experts,
- * top-2): chat prompts route through the sorted path in prefill and the unsorted one in decode.
+ * top-2): chat prompts route through the sorted path in prefill and the unsorted one in decode;
+ * gpt_oss (window 16, sinks, 4 experts): its sliding layers rotate like gemma3's.
  * mlx_lm.server's prompt cache is off ({@code --prompt-cache-size 0}) so that both prefill every
  * prompt from scratch. Also: the {@code --kv-bits} refusal for gemma3's rotating caches, from
  * {@code generate} and {@code serve}.
@@ -36,7 +37,7 @@ class FamilyServerTest {
     private static final List<String> TOKENIZER_FILES =
             List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
 
-    private static final List<String> CELLS = List.of("gemma3-serve", "qwen3_moe-serve");
+    private static final List<String> CELLS = List.of("gemma3-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
     @BeforeAll
     static void buildModels() throws Exception {
