@@ -120,12 +120,12 @@ def reinit(model, seed):
 
     - RMSNorm weights (any *norm.weight): 1 + 0.1 * N(0,1)
     - embeddings: N(0,1) * 0.5   (so hidden states are O(1) after the norm)
-    - linear weights: N(0,1) / sqrt(fan_in); the residual-writing projections
+    - linear weights (and SwitchLinear's stacked expert weights): N(0,1) / sqrt(fan_in); the residual-writing projections
       (o_proj, down_proj) get an extra gain of RESID_GAIN so that the layers
       dominate the token's own embedding in the residual stream -- otherwise
       greedy decoding of a random model (tied embeddings above all) echoes the
       last token forever
-    - biases: N(0,1) * 0.2
+    - biases: N(0,1) * 0.2; attention sinks (gpt_oss): N(0,1)
     """
     key = mx.random.key(seed)
     flat = sorted(tree_flatten(model.parameters()), key=lambda kv: kv[0])
@@ -137,11 +137,13 @@ def reinit(model, seed):
             v = 1.0 + 0.1 * noise
         elif path.endswith("embed_tokens.weight"):
             v = 0.5 * noise
+        elif path.endswith(".sinks"):  # gpt_oss's per-head attention sink logits
+            v = noise
         elif path.endswith(".bias"):
             v = 0.2 * noise
         elif path.endswith(("o_proj.weight", "down_proj.weight")):
             v = RESID_GAIN * noise / (p.shape[-1] ** 0.5)
-        elif path.endswith(".weight") and p.ndim == 2:
+        elif path.endswith(".weight") and p.ndim in (2, 3):  # 3: stacked experts [E, out, in]
             v = noise / (p.shape[-1] ** 0.5)
         else:
             raise ValueError(f"unexpected parameter {path} {p.shape}")

@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -25,6 +25,7 @@ A manifest.json describing all cells (not only the ones built) is (re)written
 to DIR on every run.
 """
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -166,6 +167,61 @@ def _phi3(hidden, inter, vocab, tie, partial_rotary_factor=1.0, rope_scaling=Non
     return cfg
 
 
+def _qwen3_moe(hidden, inter, moe_inter, vocab, tie, experts, top_k, norm_topk_prob=True, layers=2,
+               sparse_step=1, mlp_only=()):
+    # qwen3_moe: qwen3's attention; every decoder_sparse_step-th layer not in mlp_only_layers routes
+    # each token to num_experts_per_tok of num_experts SwitchGLU experts, the others a dense MLP.
+    return {
+        "model_type": "qwen3_moe",
+        "architectures": ["Qwen3MoeForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "decoder_sparse_step": sparse_step,
+        "mlp_only_layers": list(mlp_only),
+        "moe_intermediate_size": moe_inter,
+        "norm_topk_prob": norm_topk_prob,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "max_position_embeddings": 40960,
+        "rope_theta": 1000000.0,
+        "tie_word_embeddings": tie,
+    }
+
+
+def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types=None, rope_scaling=None):
+    # gpt_oss: biased attention with per-head sinks, sliding/full layers (layer_types, default
+    # alternating from sliding), every layer a biased SwitchGLU MoE with the clamped swiglu_oai;
+    # the head is never tied.
+    cfg = {
+        "model_type": "gpt_oss",
+        "architectures": ["GptOssForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "num_local_experts": experts,
+        "num_experts_per_tok": top_k,
+        "sliding_window": window,
+        "rms_norm_eps": 1e-5,
+        "vocab_size": vocab,
+        "rope_theta": 150000,
+        "tie_word_embeddings": False,
+    }
+    if layer_types is not None:
+        cfg["layer_types"] = layer_types
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -259,14 +315,52 @@ CELLS = {
     # linear scaling (phi3 still requires long_factor and type) over half of the 32 head dims.
     "phi3-q8": ("phi3", "q8", _phi3(128, 256, 512, tie=False, partial_rotary_factor=0.5, rope_scaling={
         "type": "linear", "factor": 2.0, "long_factor": 1.0}), {"bits": 8, "group_size": 128}),
+    # --- qwen3_moe (router + SwitchGLU experts through gather_mm / gather_qmm) ---
+    # gather_mm runs float32 only on the CPU, so the unquantized cell is f32. top-2 routing: the
+    # 32-token prefill chunks route 64 (token, expert) pairs, mlx-lm's threshold for the sorted
+    # path; the 5- and 23-token prompts and decode take the unsorted one.
+    "qwen3_moe-f32": ("qwen3_moe", "f32", _qwen3_moe(64, 128, 64, 512, tie=False, experts=8, top_k=2), None),
+    # 3 layers, the middle one a dense MLP (mlp_only_layers); no norm_topk_prob; the router is
+    # 8-bit group 64 (qwen3_moe's quant_predicate), the experts 4-bit.
+    "qwen3_moe-q4": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2,
+                                                   norm_topk_prob=False, layers=3, mlp_only=(1,)),
+                     {"bits": 4, "group_size": 64}),
+    "qwen3_moe-q8": ("qwen3_moe", "q8", _qwen3_moe(128, 256, 128, 512, tie=False, experts=6, top_k=3),
+                     {"bits": 8, "group_size": 128}),
+    # The original Hugging Face layout, one weight per expert (mlp.experts.E.up_proj.weight ...),
+    # which mlx-lm's sanitize stacks at load.
+    "qwen3_moe-experts": ("qwen3_moe", "f32", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2), None),
+    # Unquantized bfloat16 experts: mlx-lm fails on this CPU ([GatherMM::eval] float32 only) and
+    # mlx-ring refuses it at load; no generation check.
+    "qwen3_moe-bf16": ("qwen3_moe", "bf16", _qwen3_moe(64, 128, 64, 512, tie=True, experts=4, top_k=2), None),
+    # --- gpt_oss (sinks, sliding/full layers, biased experts with swiglu_oai) ---
+    # window 16: the 23- and 70-token prompts and decode pass it; layers sliding, full.
+    "gpt_oss-f32": ("gpt_oss", "f32", _gpt_oss(64, 64, 512, experts=4, top_k=2, window=16), None),
+    # layers full, sliding, sliding; window 48 (the 70-token prompt's second chunk gets an array
+    # mask); yarn on every layer (gpt-oss's own rope scaling); 8-bit router, 4-bit experts.
+    "gpt_oss-q4": ("gpt_oss", "q4", _gpt_oss(64, 128, 512, experts=8, top_k=4, window=48, layers=3,
+                                             layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+                                             rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                                           "beta_slow": 1.0, "original_max_position_embeddings": 4096}),
+                   {"bits": 4, "group_size": 64}),
+    "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
+                   {"bits": 8, "group_size": 128}),
     # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
     # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
                                                   window=16, query_pre_attn_scalar=16),
                      {"bits": 4, "group_size": 64}),
+    # The same for qwen3_moe (ingress FamilyServerTest): 4-bit experts, 8-bit router.
+    "qwen3_moe-serve": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 49152, tie=True, experts=4, top_k=2),
+                        {"bits": 4, "group_size": 64}),
+    "gpt_oss-serve": ("gpt_oss", "q4", _gpt_oss(64, 64, 49152, experts=4, top_k=2, window=16),
+                      {"bits": 4, "group_size": 64}),
 }
 
 QUANT_SOURCE_DTYPE = "bfloat16"
+
+# Cells mlx-lm cannot run on this CPU (built to test the refusal).
+NO_CHECK = {"qwen3_moe-bf16"}
 
 
 def _features(family, config, quant):
@@ -278,9 +372,14 @@ def _features(family, config, quant):
         f.append("head_dim_decoupled")
     if family == "qwen2":
         f.append("qkv_bias")
-    if family in ("qwen3", "gemma3_text"):
+    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
         f.append("qk_norm")
     if family == "gemma3_text":
+        f.append("sliding_window")
+    if family in ("qwen3_moe", "gpt_oss"):
+        f.append("mixture_of_experts")
+    if family == "gpt_oss":
+        f.append("attention_sinks")
         f.append("sliding_window")
     rs = config.get("rope_scaling")
     if rs:
@@ -339,13 +438,45 @@ def _prepare_gemma3(model, tie):
         model.pop("lm_head")
 
 
+def _unstack_experts(model_dir: Path):
+    """Rewrites a model's stacked SwitchGLU weights (mlp.switch_mlp.P.weight [E, out, in]) as the
+    per-expert weights of a Hugging Face checkpoint (mlp.experts.e.P.weight)."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    out = {}
+    for k, v in weights.items():
+        if ".mlp.switch_mlp." in k:
+            for e in range(v.shape[0]):
+                out[k.replace(".switch_mlp.", f".experts.{e}.")] = v[e]
+        else:
+            out[k] = v
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
+def _prepare_gpt_oss(model):
+    """Scale the experts' gate and up projections by 4 so that their outputs (about N(0, 16))
+    cross swiglu_oai's clamp at 7 in a few percent of the entries: otherwise the clamp is never
+    exercised."""
+    for layer in model.model.layers:
+        for proj in (layer.mlp.experts.gate_proj, layer.mlp.experts.up_proj):
+            proj.weight = proj.weight * 4.0
+
+
 def build(name, out_dir: Path):
     family, dtype, config, quant = CELLS[name]
     target = mx.float32 if dtype == "f32" else mx.bfloat16
     prepare = None
     if family == "gemma3_text":
         prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
+    elif family == "gpt_oss":
+        prepare = _prepare_gpt_oss
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
+    if name.endswith("-experts"):
+        _unstack_experts(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):
@@ -368,7 +499,7 @@ def main(argv=None):
         build(name, d)
         t1 = time.perf_counter()
         check = {}
-        if not args.no_check:
+        if not args.no_check and name not in NO_CHECK:
             toks = check_generation(d, CELLS[name][2]["vocab_size"])
             distinct = len(set(toks))
             if distinct < 2:
@@ -377,7 +508,7 @@ def main(argv=None):
         write_marker(d, RECIPE_VERSION, name, **check)
         print(
             f"[built] {name}: {t1 - t0:.2f}s build, {time.perf_counter() - t1:.2f}s check"
-            + (f", {check['check_distinct_tokens_64']} distinct of 64 greedy tokens" if not args.no_check else ""),
+            + (f", {check['check_distinct_tokens_64']} distinct of 64 greedy tokens" if check else ""),
             file=sys.stderr,
         )
 

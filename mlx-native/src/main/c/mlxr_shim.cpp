@@ -103,6 +103,21 @@ std::vector<mx::array> gelu_approx_impl(const std::vector<mx::array>& in) {
   return {mx::multiply(half_x, mx::add(t, c(1.0)))};
 }
 
+// mlx-lm activations.swiglu_oai (GPT-OSS), @mx.compile(shapeless=True) with SwigluOAI's
+// defaults alpha=1.702, limit=7.0 (Python floats: constants of the arrays' dtype):
+//   gate = mx.minimum(gate, limit); x = mx.clip(x, -limit, limit)
+//   return (x + 1.0) * (gate * mx.sigmoid(alpha * gate))
+std::vector<mx::array> swiglu_oai_impl(const std::vector<mx::array>& in) {
+  const float alpha = 1.702f;
+  const float limit = 7.0f;
+  mx::array gate = in[0];
+  mx::array x = in[1];
+  gate = mx::minimum(gate, mx::array(limit, gate.dtype()));
+  x = mx::clip(x, mx::array(-limit, x.dtype()), mx::array(limit, x.dtype()));
+  mx::array glu = mx::multiply(gate, mx::sigmoid(mx::multiply(gate, mx::array(alpha, gate.dtype()))));
+  return {mx::multiply(mx::add(x, mx::array(1.0f, x.dtype())), glu)};
+}
+
 // mlx-lm gemma3_text.clip_residual, @mx.compile(shapeless=True): x + y, except
 // float16, which adds in float32 and clips to float16's range.
 std::vector<mx::array> clip_residual_impl(const std::vector<mx::array>& in) {
@@ -256,6 +271,7 @@ MLXR_BINARY(greater_equal)
 MLXR_BINARY(less)
 MLXR_BINARY(equal)
 MLXR_BINARY(logical_and)
+MLXR_BINARY(floor_divide)
 MLXR_BINARY(matmul)
 #undef MLXR_BINARY
 
@@ -365,6 +381,40 @@ mlxr_array mlxr_softmax(mlxr_array a, const int32_t* axes, int n, bool precise) 
   });
 }
 
+// axes == NULL reduces over every axis (mlx.core's axis=None).
+mlxr_array mlxr_sum(mlxr_array a, const int32_t* axes, int n, bool keepdims) {
+  return guard_array([&] {
+    if (axes == nullptr) return mx::sum(A(a), keepdims);
+    return mx::sum(A(a), std::vector<int>(axes, axes + n), keepdims);
+  });
+}
+
+mlxr_array mlxr_argsort(mlxr_array a, int axis) {
+  return guard_array([&] { return mx::argsort(A(a), axis); });
+}
+
+// ---- gathered matmuls (mixture-of-experts layers) -------------------------------
+
+// mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices); NULL indices are None.
+mlxr_array mlxr_gather_mm(mlxr_array a, mlxr_array b, mlxr_array lhs_indices,
+                          mlxr_array rhs_indices, bool sorted_indices) {
+  return guard_array([&] {
+    return mx::gather_mm(A(a), A(b), opt(lhs_indices), opt(rhs_indices), sorted_indices);
+  });
+}
+
+// mx.gather_qmm(x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size,
+// bits, mode, global_scale=None, sorted_indices).
+mlxr_array mlxr_gather_qmm(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
+                           mlxr_array lhs_indices, mlxr_array rhs_indices, bool transpose,
+                           int group_size, int bits, const char* mode, bool sorted_indices) {
+  return guard_array([&] {
+    return mx::gather_qmm(A(x), A(w), A(scales), opt(biases), opt(lhs_indices),
+                          opt(rhs_indices), transpose, group_size, bits, mode, std::nullopt,
+                          sorted_indices);
+  });
+}
+
 // ---- quantization ----------------------------------------------------------
 
 mlxr_array mlxr_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array scales,
@@ -436,6 +486,11 @@ mlxr_array mlxr_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
 mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x) {
   static auto swiglu = mx::compile(swiglu_impl, /*shapeless=*/true);
   return guard_array([&] { return swiglu({A(gate), A(x)})[0]; });
+}
+
+mlxr_array mlxr_swiglu_oai(mlxr_array gate, mlxr_array x) {
+  static auto swiglu_oai = mx::compile(swiglu_oai_impl, /*shapeless=*/true);
+  return guard_array([&] { return swiglu_oai({A(gate), A(x)})[0]; });
 }
 
 mlxr_array mlxr_gelu_approx(mlxr_array x) {

@@ -119,6 +119,13 @@ class SamplingParityTest {
         names.add("gemma3-bf16/everything");
         names.add("gemma3-q4/temp");
         names.add("phi3-bf16/temp_top_p");
+        // qwen3_moe: the seeded key starts after mlx-lm's construction draws, which include each
+        // SwitchLinear's and (4-bit) each QuantizedSwitchLinear's and the 8-bit router's.
+        names.add("qwen3_moe-q4/temp");
+        names.add("qwen3_moe-f32/top_k");
+        // gpt_oss: biased router and projections (two draws each), zero-initialised expert biases
+        // and sinks (none); over its rotating sliding-window caches.
+        names.add("gpt_oss-q4/temp_top_p");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

@@ -165,6 +165,11 @@ public final class Mlx {
         return own(Shim.minimum(a.handle(), b.handle()));
     }
 
+    /** {@code a // b} ({@code mx.floor_divide}). */
+    public static MlxArray floorDivide(MlxArray a, MlxArray b) {
+        return own(Shim.floorDivide(a.handle(), b.handle()));
+    }
+
     public static MlxArray greater(MlxArray a, MlxArray b) {
         return own(Shim.greater(a.handle(), b.handle()));
     }
@@ -282,6 +287,27 @@ public final class Mlx {
         return r;
     }
 
+    /**
+     * {@code mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices)}: matmuls of {@code a}'s
+     * and {@code b}'s matrices picked by the indices (null = None). MLX's CPU kernel runs float32 only.
+     */
+    public static MlxArray gatherMm(MlxArray a, MlxArray b, MlxArray lhsIndices, MlxArray rhsIndices,
+            boolean sortedIndices) {
+        return own(Shim.gatherMm(a.handle(), b.handle(), MlxArray.handleOrNull(lhsIndices),
+                MlxArray.handleOrNull(rhsIndices), sortedIndices));
+    }
+
+    /**
+     * {@code mx.gather_qmm(x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size,
+     * bits, mode="affine", sorted_indices)}: {@link #gatherMm} over affine-quantized matrices.
+     */
+    public static MlxArray gatherQmm(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray lhsIndices,
+            MlxArray rhsIndices, boolean transpose, int groupSize, int bits, boolean sortedIndices) {
+        return own(Shim.gatherQmm(x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases),
+                MlxArray.handleOrNull(lhsIndices), MlxArray.handleOrNull(rhsIndices), transpose, groupSize, bits,
+                AFFINE, sortedIndices));
+    }
+
     // ---- shape -------------------------------------------------------------------
 
     public static MlxArray reshape(MlxArray a, int... shape) {
@@ -356,6 +382,16 @@ public final class Mlx {
         return own(Shim.logsumexp(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
     }
 
+    /** {@code mx.sum(a, axis, keepdims)}. */
+    public static MlxArray sum(MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.sum(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+    }
+
+    /** {@code mx.argsort(a, axis)} (uint32 indices of a stable ascending sort). */
+    public static MlxArray argsort(MlxArray a, int axis) {
+        return own(Shim.argsort(a.handle(), axis));
+    }
+
     public static MlxArray softmax(MlxArray a, int axis, boolean precise) {
         return own(Shim.softmax(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, precise));
     }
@@ -402,11 +438,32 @@ public final class Mlx {
                 MemorySegment.NULL));
     }
 
+    /** {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)}. */
+    public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray sinks) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
+                MlxArray.handleOrNull(sinks)));
+    }
+
+    /** {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)}; {@code mask} null for None. */
+    public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask, MlxArray sinks) {
+        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
+                MlxArray.handleOrNull(sinks)));
+    }
+
     // ---- compiled (where mlx-lm compiles) ------------------------------------------
 
     /** mlx-lm's {@code activations.swiglu}: compiled {@code silu(gate) * x}. */
     public static MlxArray swiglu(MlxArray gate, MlxArray x) {
         return own(Shim.swiglu(gate.handle(), x.handle()));
+    }
+
+    /**
+     * mlx-lm's {@code activations.swiglu_oai(gate, x)} (GPT-OSS) with SwigluOAI's defaults
+     * (alpha 1.702, limit 7.0): compiled {@code (clip(x, -7, 7) + 1) * g * sigmoid(1.702 * g)},
+     * {@code g = minimum(gate, 7)}.
+     */
+    public static MlxArray swigluOai(MlxArray gate, MlxArray x) {
+        return own(Shim.swigluOai(gate.handle(), x.handle()));
     }
 
     /** {@code mlx.nn.gelu_approx}: compiled (shapeless) tanh approximation of GELU. */

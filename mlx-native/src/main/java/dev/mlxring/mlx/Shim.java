@@ -75,6 +75,11 @@ final class Shim {
     private static final MethodHandle LESS = NativeLibrary.handle("mlxr_less", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle EQUAL = NativeLibrary.handle("mlxr_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle LOGICAL_AND = NativeLibrary.handle("mlxr_logical_and", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle FLOOR_DIVIDE = NativeLibrary.handle("mlxr_floor_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SUM = NativeLibrary.handle("mlxr_sum", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle ARGSORT = NativeLibrary.handle("mlxr_argsort", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle GATHER_MM = NativeLibrary.handle("mlxr_gather_mm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL));
+    private static final MethodHandle GATHER_QMM = NativeLibrary.handle("mlxr_gather_qmm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, BOOL));
     private static final MethodHandle MATMUL = NativeLibrary.handle("mlxr_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SIGMOID = NativeLibrary.handle("mlxr_sigmoid", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle EXP = NativeLibrary.handle("mlxr_exp", FunctionDescriptor.of(ADDR, ADDR));
@@ -112,6 +117,7 @@ final class Shim {
     private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle CLIP_RESIDUAL = NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle WEIGHTS_FREE = NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
@@ -611,6 +617,46 @@ final class Shim {
         }
     }
 
+    static MemorySegment floorDivide(MemorySegment a, MemorySegment b) {
+        try {
+            return (MemorySegment) FLOOR_DIVIDE.invokeExact(a, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment sum(MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
+        try {
+            return (MemorySegment) SUM.invokeExact(a, axes, n, keepdims);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment argsort(MemorySegment a, int axis) {
+        try {
+            return (MemorySegment) ARGSORT.invokeExact(a, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment gatherMm(MemorySegment a, MemorySegment b, MemorySegment lhsIndices, MemorySegment rhsIndices, boolean sortedIndices) {
+        try {
+            return (MemorySegment) GATHER_MM.invokeExact(a, b, lhsIndices, rhsIndices, sortedIndices);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment gatherQmm(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, MemorySegment lhsIndices, MemorySegment rhsIndices, boolean transpose, int groupSize, int bits, MemorySegment mode, boolean sortedIndices) {
+        try {
+            return (MemorySegment) GATHER_QMM.invokeExact(x, w, scales, biases, lhsIndices, rhsIndices, transpose, groupSize, bits, mode, sortedIndices);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     static MemorySegment softmax(MemorySegment a, MemorySegment axes, int n, boolean precise) {
         try {
             return (MemorySegment) SOFTMAX.invokeExact(a, axes, n, precise);
@@ -710,6 +756,14 @@ final class Shim {
     static MemorySegment swiglu(MemorySegment gate, MemorySegment x) {
         try {
             return (MemorySegment) SWIGLU.invokeExact(gate, x);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment swigluOai(MemorySegment gate, MemorySegment x) {
+        try {
+            return (MemorySegment) SWIGLU_OAI.invokeExact(gate, x);
         } catch (Throwable t) {
             throw rethrow(t);
         }

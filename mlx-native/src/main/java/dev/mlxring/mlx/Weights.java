@@ -74,6 +74,13 @@ public final class Weights implements AutoCloseable {
         metadata.putAll(other.metadata);
     }
 
+    /** Adds an array under a new name; this object becomes its owner (it must be detached from any scope). */
+    public void put(String name, MlxArray array) {
+        if (arrays.putIfAbsent(name, array) != null) {
+            throw new MlxException("weight " + name + " already exists");
+        }
+    }
+
     public boolean contains(String name) {
         return arrays.containsKey(name);
     }

@@ -15,10 +15,11 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * The decoder stack shared by llama, qwen2, qwen3 and phi3 ({@code LlamaModel} + {@code Model}
+ * The decoder stack shared by llama, qwen2, qwen3, qwen3_moe and phi3 ({@code LlamaModel} + {@code Model}
  * in mlx-lm): embed, pre-norm blocks, final norm, tied or untied head. llama, qwen2 and qwen3
  * differ only in their {@link DecoderArgs} (defaults, biases, q/k norms); phi3 brings its own
- * fused attention and MLP through a {@link LayerLoader}.
+ * fused attention and MLP through a {@link LayerLoader}, qwen3_moe its mixture-of-experts
+ * blocks.
  */
 final class DecoderModel implements LanguageModel {
     /** A block's attention: {@link SelfAttention}, or a family's own. */
@@ -43,7 +44,8 @@ final class DecoderModel implements LanguageModel {
     interface LayerLoader {
         Attention attention(String path);
 
-        FeedForward mlp(String path);
+        /** Block {@code layer}'s MLP (a family may vary it by layer, e.g. dense or mixture of experts). */
+        FeedForward mlp(int layer, String path);
     }
 
     /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
@@ -79,7 +81,7 @@ final class DecoderModel implements LanguageModel {
             }
 
             @Override
-            public FeedForward mlp(String path) {
+            public FeedForward mlp(int layer, String path) {
                 return Mlp.load(config, params, path, a.hiddenSize(), a.intermediateSize());
             }
         });
@@ -102,7 +104,7 @@ final class DecoderModel implements LanguageModel {
                     RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
                     loader.attention(p + ".self_attn"),
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps()),
-                    loader.mlp(p + ".mlp")));
+                    loader.mlp(i, p + ".mlp")));
         }
         DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,

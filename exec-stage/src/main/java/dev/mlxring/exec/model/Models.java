@@ -25,7 +25,9 @@ public final class Models {
     /** Families whose graph is not the shared llama-style decoder: each builds itself from the parameters. */
     private static final Map<String, BiFunction<ModelConfig, Parameters, LanguageModel>> OWN_GRAPHS = Map.of(
             "gemma3_text", Gemma3Text::build,
-            "phi3", Phi3::build);
+            "phi3", Phi3::build,
+            "qwen3_moe", Qwen3Moe::build,
+            "gpt_oss", GptOss::build);
 
     public static List<String> supportedModelTypes() {
         return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream()).sorted().toList();

@@ -47,7 +47,7 @@ final class Phi3 {
             }
 
             @Override
-            public DecoderModel.FeedForward mlp(String path) {
+            public DecoderModel.FeedForward mlp(int layer, String path) {
                 return new Mlp(Linear.load(c, params, path + ".gate_up_proj", hidden),
                         Linear.load(c, params, path + ".down_proj", a.intermediateSize()));
             }

@@ -56,6 +56,16 @@ public final class Parameters implements AutoCloseable {
         }
     }
 
+    /** Adds a parameter the model's {@code sanitize} derives (e.g. stacked experts); it takes ownership. */
+    public void put(String name, MlxArray array) {
+        weights.put(name, array);
+    }
+
+    /** Removes a parameter for {@code sanitize} to rebuild; the caller owns it. Null if absent. */
+    public MlxArray remove(String name) {
+        return weights.remove(name);
+    }
+
     public Set<String> names() {
         return weights.arrays().keySet();
     }

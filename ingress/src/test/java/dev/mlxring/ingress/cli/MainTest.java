@@ -139,7 +139,7 @@ class MainTest {
         Files.writeString(dir.resolve("config.json"), config);
         Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
         assertEquals(1, r.status());
-        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("(supported: gemma3_text, llama, mistral, phi3, qwen2, qwen3)"), r.err());
+        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("(supported: gemma3_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_moe)"), r.err());
     }
 
     @Test

@@ -18,42 +18,56 @@ import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.FieldSource;
 
 /**
- * A gemma3_text model through the whole server, side by side with {@code mlx_lm.server}: a tiny
- * random-weight Gemma 3 (mlx-lm's own classes, 4-bit, SmolLM2's vocabulary, sliding window 16)
- * paired with the default model's tokenizer, so chat prompts pass the window and every greedy
- * answer runs over rotating caches. mlx_lm.server's prompt cache is off
- * ({@code --prompt-cache-size 0}) so that both prefill every prompt from scratch. Also: the
- * {@code --kv-bits} refusal for its rotating caches, from {@code generate} and {@code serve}.
+ * The families beyond the default model through the whole server, side by side with
+ * {@code mlx_lm.server}: tiny random-weight models (mlx-lm's own classes, 4-bit, SmolLM2's
+ * vocabulary) paired with the default model's tokenizer. gemma3_text (sliding window 16): chat
+ * prompts pass the window and every greedy answer runs over rotating caches; qwen3_moe (4 experts,
+ * top-2): chat prompts route through the sorted path in prefill and the unsorted one in decode;
+ * gpt_oss (window 16, sinks, 4 experts): its sliding layers rotate like gemma3's.
+ * mlx_lm.server's prompt cache is off ({@code --prompt-cache-size 0}) so that both prefill every
+ * prompt from scratch. Also: the {@code --kv-bits} refusal for gemma3's rotating caches, from
+ * {@code generate} and {@code serve}.
  */
-class Gemma3ServerTest {
+class FamilyServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final List<String> TOKENIZER_FILES =
             List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
 
-    private static Path modelDir;
+    private static final List<String> CELLS = List.of("gemma3-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
     @BeforeAll
-    static void buildModel() throws Exception {
+    static void buildModels() throws Exception {
         Path home = ProjectHome.get();
         Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", "gemma3-serve"));
-        modelDir = home.resolve("build/oracle/serve/gemma3-serve");
-        Files.createDirectories(modelDir);
-        try (Stream<Path> files = Files.list(models.resolve("gemma3-serve"))) {
-            for (Path f : files.filter(Files::isRegularFile).toList()) {
-                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+        PythonScript.run("oracle/make_tiny_models.py", 600,
+                List.of("--out", models.toString(), "--only", String.join(",", CELLS)));
+        for (String cell : CELLS) {
+            Path modelDir = modelDir(cell);
+            Files.createDirectories(modelDir);
+            try (Stream<Path> files = Files.list(models.resolve(cell))) {
+                for (Path f : files.filter(Files::isRegularFile).toList()) {
+                    Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+                }
             }
-        }
-        Path tokenizer = home.resolve(GenerateCommand.DEFAULT_MODEL);
-        for (String name : TOKENIZER_FILES) {
-            Files.copy(tokenizer.resolve(name), modelDir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+            Path tokenizer = home.resolve(GenerateCommand.DEFAULT_MODEL);
+            for (String name : TOKENIZER_FILES) {
+                Files.copy(tokenizer.resolve(name), modelDir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+            }
         }
     }
 
-    @Test
-    void gemma3ServesWhatMlxLmServerServes() throws Exception {
+    private static Path modelDir(String cell) {
+        return ProjectHome.get().resolve("build/oracle/serve").resolve(cell);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @FieldSource("CELLS")
+    void servesWhatMlxLmServerServes(String cell) throws Exception {
+        Path modelDir = modelDir(cell);
         String[] args = {"serve", "--port", "0", "--model", modelDir.toString()};
         try (ServeCommand.Running server = ServeCommand.start(CliArgs.parse(args, 1, Set.of("--port", "--model"),
                 Set.of()), new PrintStream(new ByteArrayOutputStream()))) {
@@ -65,13 +79,14 @@ class Gemma3ServerTest {
             assertTrue(comparison.size() >= 4, out);
             for (JsonNode c : comparison) {
                 assertTrue(c.has("identical") && c.get("identical").asBoolean(),
-                        "gemma3_text greedy output differs from mlx_lm.server: " + c);
+                        cell + ": greedy output differs from mlx_lm.server: " + c);
             }
         }
     }
 
     @Test
     void kvBitsIsRefusedForRotatingCaches() {
+        Path modelDir = modelDir("gemma3-serve");
         String expected = "--kv-bits cannot be used here: model_type 'gemma3_text' keeps its sliding-window layers"
                 + " in rotating caches, which mlx-lm cannot quantize";
         for (String[] args : List.of(
