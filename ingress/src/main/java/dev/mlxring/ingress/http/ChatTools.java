@@ -46,6 +46,35 @@ public final class ChatTools {
         }
     }
 
+    /** Reads one tool definition of a codec's shape into the chat form ({@link #function}). */
+    @FunctionalInterface
+    public interface ToolReader {
+        /**
+         * @param f the tool object's fields
+         * @param at its path in the request ({@code tools[i]}), for error messages
+         * @param names the names of the tools before it (for {@link #checkName})
+         */
+        Map<String, Object> read(RequestFields f, String at, java.util.Set<String> names);
+    }
+
+    /** A codec's {@code tools} array (absent: none), each entry an object read by {@code reader}. */
+    public static List<Map<String, Object>> readTools(com.fasterxml.jackson.databind.JsonNode tools, ToolReader reader) {
+        List<Map<String, Object>> out = new java.util.ArrayList<>();
+        if (tools == null) {
+            return out;
+        }
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (int i = 0; i < tools.size(); i++) {
+            com.fasterxml.jackson.databind.JsonNode t = tools.get(i);
+            String at = "tools[" + i + "]";
+            if (!t.isObject()) {
+                throw ApiError.invalid(at, at + " must be an object");
+            }
+            out.add(reader.read(RequestFields.at(t, at), at, names));
+        }
+        return out;
+    }
+
     /** At most {@link #MAX_TOOLS} tools. */
     public static void checkCount(com.fasterxml.jackson.databind.JsonNode tools, String field) {
         if (tools != null && tools.size() > MAX_TOOLS) {

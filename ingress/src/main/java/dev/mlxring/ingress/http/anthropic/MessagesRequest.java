@@ -221,18 +221,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
     }
 
     private static List<Map<String, Object>> tools(JsonNode tools) {
-        List<Map<String, Object>> out = new ArrayList<>();
-        if (tools == null) {
-            return out;
-        }
-        java.util.Set<String> names = new java.util.HashSet<>();
-        for (int i = 0; i < tools.size(); i++) {
-            JsonNode t = tools.get(i);
-            String at = "tools[" + i + "]";
-            if (!t.isObject()) {
-                throw ApiError.invalid(at, at + " must be an object");
-            }
-            RequestFields f = RequestFields.at(t, at);
+        return ChatTools.readTools(tools, (f, at, names) -> {
             String type = f.string("type", "custom");
             if (!type.equals("custom")) {
                 throw ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported: only client tools"
@@ -244,9 +233,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
             if (schema == null) {
                 throw ApiError.invalid(at + ".input_schema", at + ".input_schema is required");
             }
-            out.add(ChatTools.function(name, f.string("description", null), JSON.convertValue(schema, Map.class)));
-        }
-        return out;
+            return ChatTools.function(name, f.string("description", null), JSON.convertValue(schema, Map.class));
+        });
     }
 
     private static ChatTools.Choice toolChoice(JsonNode c) {

@@ -270,18 +270,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
     }
 
     private static List<Map<String, Object>> tools(JsonNode tools) {
-        List<Map<String, Object>> out = new ArrayList<>();
-        if (tools == null) {
-            return out;
-        }
-        java.util.Set<String> names = new java.util.HashSet<>();
-        for (int i = 0; i < tools.size(); i++) {
-            JsonNode t = tools.get(i);
-            String at = "tools[" + i + "]";
-            if (!t.isObject()) {
-                throw ApiError.invalid(at, at + " must be an object");
-            }
-            RequestFields f = RequestFields.at(t, at);
+        return ChatTools.readTools(tools, (f, at, names) -> {
             String type = f.string("type", null);
             if (!"function".equals(type)) {
                 throw ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported: only function"
@@ -291,10 +280,9 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
             ChatTools.checkName(name, at + ".name", names);
             JsonNode params = f.object("parameters");
             f.bool("strict", false);
-            out.add(ChatTools.function(name, f.string("description", null),
-                    params == null ? null : JSON.convertValue(params, Map.class)));
-        }
-        return out;
+            return ChatTools.function(name, f.string("description", null),
+                    params == null ? null : JSON.convertValue(params, Map.class));
+        });
     }
 
     private static ChatTools.Choice toolChoice(JsonNode c) {
