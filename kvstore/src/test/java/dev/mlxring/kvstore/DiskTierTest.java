@@ -170,6 +170,24 @@ class DiskTierTest {
     void aFullMapStopsSpillingWithOneWarningAndServingGoesOn() {
         // a map sized for 2 values of ~64 KiB under a 1 GiB byte cap: the cap never evicts, the map fills
         long one = DiskRecord.encodeValue(snapshot(40, 1)).length;
+        // System.Logger goes to java.util.logging here (no other LoggerFinder on this class path)
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.mlxring.kvstore");
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        jul.addHandler(handler);
         try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(100, Long.MAX_VALUE), dir, 1L << 30, 2, one)) {
             int i = 0;
             for (; i < 200 && !c.diskStats().stopped(); i++) {
@@ -185,6 +203,14 @@ class DiskTierTest {
             try (PrefixHit hit = c.lookup(NS, seq(900_000, 900_045))) {
                 assertEquals("ram", hit.tier());
             }
+            for (int k = 0; k < 3; k++) {
+                c.publish(NS, seq(800_000 + 1000 * k, 800_040 + 1000 * k), snapshot(40, k));
+            }
+            c.flushSpills();
+            assertEquals(1, warnings.stream().filter(w -> w.contains("full")).count(),
+                    "one warning however many spills are dropped: " + warnings);
+        } finally {
+            jul.removeHandler(handler);
         }
     }
 
