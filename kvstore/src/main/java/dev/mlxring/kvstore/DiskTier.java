@@ -2,6 +2,7 @@ package dev.mlxring.kvstore;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -12,7 +13,10 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import net.openhft.chronicle.hash.Data;
 import net.openhft.chronicle.map.ChronicleMap;
+import net.openhft.chronicle.map.ExternalMapQueryContext;
+import net.openhft.chronicle.map.MapEntry;
 
 /**
  * The SSD tier: KV snapshots persisted in two Chronicle Maps under {@code --prompt-cache-dir} —
@@ -59,6 +63,7 @@ final class DiskTier implements AutoCloseable {
     private final AtomicLong spilled = new AtomicLong();
     private final AtomicLong quarantined = new AtomicLong();
     private final AtomicLong pending = new AtomicLong();
+    private final AtomicLong heapReads = new AtomicLong();
 
     /**
      * @param maxBytes the byte cap (LRU eviction keeps the values under it); Chronicle Map
@@ -195,12 +200,7 @@ final class DiskTier implements AutoCloseable {
         DiskRecord.Header h = m.entry().value();
         String key = DiskRecord.key(h.ns(), h.tokens());
         try {
-            byte[] v = data.get(key);
-            if (v == null) {
-                throw new DiskRecord.Corrupt("value missing");
-            }
-            DiskRecord.checkAgainst(h, v);
-            KvSnapshot s = DiskRecord.decodeValue(v);
+            KvSnapshot s = readValue(key, h);
             if (s.tokens() != h.tokens().length) {
                 s.release();
                 throw new DiskRecord.Corrupt("value holds " + s.tokens() + " positions for " + h.tokens().length + " ids");
@@ -212,6 +212,40 @@ final class DiskTier implements AutoCloseable {
             entries.remove(m.entry());
             bytes -= h.valueLength();
             quarantine(key);
+            return null;
+        }
+    }
+
+    /**
+     * Checks and decodes the value of {@code key} in place: under the map segment's read lock the
+     * value's bytes are read where the map file is mapped (checksummed, then each tensor copied
+     * once into the new snapshot's native memory), with no heap copy of the value. A value whose
+     * bytes are not addressable (not expected for a file-backed map) falls back to a heap copy.
+     */
+    private KvSnapshot readValue(String key, DiskRecord.Header h) throws DiskRecord.Corrupt {
+        try (ExternalMapQueryContext<String, byte[], ?> c = data.queryContext(key)) {
+            c.readLock().lock();
+            MapEntry<String, byte[]> e = c.entry();
+            if (e == null) {
+                throw new DiskRecord.Corrupt("value missing");
+            }
+            Data<byte[]> v = e.value();
+            MemorySegment bytes = mapped(v);
+            if (bytes == null) {
+                heapReads.incrementAndGet();
+                bytes = MemorySegment.ofArray(v.get());
+            }
+            DiskRecord.checkAgainst(h, bytes);
+            return DiskRecord.decodeValue(bytes);
+        }
+    }
+
+    /** The value's bytes where they lie in the mapped file; null when they have no address. */
+    private static MemorySegment mapped(Data<byte[]> v) {
+        try {
+            long address = v.bytes().addressForRead(v.offset());
+            return address == 0 ? null : MemorySegment.ofAddress(address).reinterpret(v.size());
+        } catch (UnsupportedOperationException | IllegalStateException | java.nio.BufferUnderflowException e) {
             return null;
         }
     }
@@ -335,6 +369,11 @@ final class DiskTier implements AutoCloseable {
 
     long quarantined() {
         return quarantined.get();
+    }
+
+    /** Restores that had to copy the value to the heap (0 while mapped reads work). */
+    long heapReads() {
+        return heapReads.get();
     }
 
     boolean spillingStopped() {

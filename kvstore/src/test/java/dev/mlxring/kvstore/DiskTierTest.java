@@ -96,6 +96,7 @@ class DiskTierTest {
                 assertEquals("ssd", hit.tier());
                 assertEquals(40, hit.cachedTokens());
                 assertSameBytes(reference, hit.snapshot());
+                assertEquals(0, c.diskStats().heapReads(), "read in place from the mapped file");
             }
             try (PrefixHit again = c.lookup(NS, seq(0, 45))) {
                 assertEquals("ram", again.tier(), "promoted into RAM");
