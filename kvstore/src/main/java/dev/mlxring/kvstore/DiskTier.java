@@ -46,6 +46,14 @@ final class DiskTier implements AutoCloseable {
         return (int) Math.max(8, Math.min(1024, maxBytes / 32_000_000L));
     }
 
+    /**
+     * The index map's average header: 4 bytes per token id plus the namespace, sized for 16k-token
+     * entries. Chronicle Map adds a tier (and grows the file) for headers beyond what the
+     * preallocated chunks hold, up to its bloat limit; a header it still refuses fails that spill
+     * alone (logged), and the value written before it is removed on the next start.
+     */
+    static final long INDEX_VALUE_BYTES = 4L * 16_384 + 512;
+
     private record Spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {}
 
     private final Path dir;
@@ -80,7 +88,7 @@ final class DiskTier implements AutoCloseable {
         this.mapEntries = mapEntries;
         long avgValue = averageValue > 0 ? averageValue : Math.max(4096, maxBytes / mapEntries);
         this.data = open("kv.cm", avgValue);
-        this.index = open("index.cm", 1024);
+        this.index = open("index.cm", INDEX_VALUE_BYTES);
         loadIndex();
         this.queue = new ArrayBlockingQueue<>(Math.max(1, queueCapacity));
         this.spiller = Thread.ofPlatform().daemon().name("mlxring-kv-spill").start(this::spillLoop);
@@ -100,9 +108,11 @@ final class DiskTier implements AutoCloseable {
                     }
                 }
                 String recorded = p.getProperty("bytes");
-                if (recorded == null || Long.parseLong(recorded) != Files.size(file)
+                // Smaller than recorded = truncated. Larger is Chronicle's own growth (an extra
+                // tier) that a SIGKILL kept us from recording; the file is recorded again below.
+                if (recorded == null || Long.parseLong(recorded) > Files.size(file)
                         || !String.valueOf(DiskRecord.FORMAT_VERSION).equals(p.getProperty("format"))) {
-                    why = "its size or format differs from the one recorded at creation (" + recorded + " vs "
+                    why = "its size or format differs from the one recorded (" + recorded + " vs "
                             + Files.size(file) + " bytes)";
                 }
             } catch (IOException | RuntimeException e) {
@@ -110,7 +120,9 @@ final class DiskTier implements AutoCloseable {
             }
             if (why == null) {
                 try {
-                    return builder(avgValue).recoverPersistedTo(file.toFile(), true);
+                    ChronicleMap<String, byte[]> m = builder(name, avgValue).recoverPersistedTo(file.toFile(), true);
+                    recordSize(name);
+                    return m;
                 } catch (IOException | RuntimeException e) {
                     why = "Chronicle Map cannot open it: " + e;
                 }
@@ -118,23 +130,64 @@ final class DiskTier implements AutoCloseable {
             quarantineFile(file, why);
         }
         try {
-            ChronicleMap<String, byte[]> m = builder(avgValue).createPersistedTo(file.toFile());
-            Properties p = new Properties();
-            p.setProperty("bytes", String.valueOf(Files.size(file)));
-            p.setProperty("format", String.valueOf(DiskRecord.FORMAT_VERSION));
-            try (var out = Files.newOutputStream(meta)) {
-                p.store(out, "size of " + name + " at creation; a different size means the file was truncated");
-            }
+            ChronicleMap<String, byte[]> m = builder(name, avgValue).createPersistedTo(file.toFile());
+            recordSize(name);
             return m;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the prompt cache map " + file, e);
         }
     }
 
-    /** No bloat factor: the file keeps the size it was created with (a different size means truncation). */
-    private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(long avgValue) {
-        return ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
+    /**
+     * Records a map file's size (and the format) in {@code NAME.size}, written to a temporary
+     * file and moved into place, so a reader never sees half a record. Called at creation, on
+     * open and after every spill that grew the file.
+     */
+    private void recordSize(String name) {
+        Path file = dir.resolve(name);
+        Path meta = dir.resolve(name + ".size");
+        try {
+            Properties p = new Properties();
+            p.setProperty("bytes", String.valueOf(Files.size(file)));
+            p.setProperty("format", String.valueOf(DiskRecord.FORMAT_VERSION));
+            Path tmp = dir.resolve(name + ".size.tmp");
+            try (var out = Files.newOutputStream(tmp)) {
+                p.store(out, "size of " + name + "; a smaller file was truncated");
+            }
+            Files.move(tmp, meta, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            // the next open then finds no record and starts this map afresh
+            LOG.log(System.Logger.Level.WARNING, "prompt cache: cannot record the size of {0}: {1}", file, e);
+        }
+    }
+
+    /** Re-records the map files whose size Chronicle grew (spill thread). */
+    private void recordGrowth() {
+        for (String name : new String[] {"kv.cm", "index.cm"}) {
+            try {
+                Path meta = dir.resolve(name + ".size");
+                Properties p = new Properties();
+                try (var in = Files.newInputStream(meta)) {
+                    p.load(in);
+                }
+                if (Long.parseLong(p.getProperty("bytes", "0")) != Files.size(dir.resolve(name))) {
+                    recordSize(name);
+                }
+            } catch (IOException | RuntimeException e) {
+                recordSize(name);
+            }
+        }
+    }
+
+    /**
+     * The index may grow (Chronicle adds tiers, growing the file, up to 16 times its preallocated
+     * size): its headers' size follows the prompts' lengths. The value map keeps the default
+     * bloat limit; its size is what the byte cap preallocates. Growth is recorded after each spill.
+     */
+    private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(String name, long avgValue) {
+        var b = ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
                 .averageKeySize(64).averageValueSize(avgValue);
+        return name.equals("index.cm") ? b.maxBloatFactor(16) : b;
     }
 
     private void quarantineFile(Path file, String why) {
@@ -281,6 +334,7 @@ final class DiskTier implements AutoCloseable {
             }
             try {
                 write(s);
+                recordGrowth();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prompt cache: a spill failed", e);
             } finally {

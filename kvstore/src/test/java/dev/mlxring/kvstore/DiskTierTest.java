@@ -152,6 +152,39 @@ class DiskTierTest {
         }
     }
 
+    /**
+     * A header holds 4 bytes per token id, so long prompts outgrow the index map's preallocated
+     * chunks and Chronicle Map adds a tier: the file grows. Growth is recorded after the spill,
+     * and a growth a SIGKILL kept from being recorded (a record smaller than the file) is not
+     * taken for truncation either: the entries restore after the restart.
+     */
+    @Test
+    void longPromptsSurviveARestartThoughChronicleGrowsTheIndexFile() throws Exception {
+        int n = 90_000;
+        long created;
+        try (TieredPrefixCache c = open()) {
+            created = Files.size(dir.resolve("index.cm"));
+            for (int i = 0; i < 3; i++) {
+                c.publish(NS, seq(1_000_000 * i, 1_000_000 * i + n), snapshot(n, i));
+                c.flushSpills();
+            }
+            assertEquals(3, c.diskStats().entries(), "every long entry spilled: " + c.diskStats());
+        }
+        assertTrue(Files.size(dir.resolve("index.cm")) > created, "this test needs the index to have grown");
+        try (TieredPrefixCache c = open()) {
+            assertEquals(3, c.diskStats().entries(), "nothing quarantined: " + c.diskStats());
+        }
+        Path meta = dir.resolve("index.cm.size");
+        Files.writeString(meta, Files.readString(meta).replaceAll("bytes=\\d+", "bytes=" + created));
+        try (TieredPrefixCache c = open()) {
+            assertEquals(3, c.diskStats().entries(), "an unrecorded growth is no truncation");
+            try (PrefixHit hit = c.lookup(NS, seq(2_000_000, 2_000_000 + n + 1))) {
+                assertEquals("ssd", hit.tier());
+                assertEquals(n, hit.cachedTokens());
+            }
+        }
+    }
+
     @Test
     void anotherFormatVersionIsNotRead() throws Exception {
         try (TieredPrefixCache c = open()) {
