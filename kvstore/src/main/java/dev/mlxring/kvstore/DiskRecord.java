@@ -1,5 +1,6 @@
 package dev.mlxring.kvstore;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -99,8 +100,17 @@ final class DiskRecord {
 
     /** Parses a value into a new snapshot (the caller owns it). */
     static KvSnapshot decodeValue(byte[] v) throws Corrupt {
+        return decodeValue(MemorySegment.ofArray(v));
+    }
+
+    /**
+     * Parses a value held anywhere — a heap array, or the map file's mapped bytes in place (read
+     * under the map's read lock) — into a new snapshot (the caller owns it). Each tensor's bytes
+     * are copied once, straight from {@code v} into the snapshot's native memory.
+     */
+    static KvSnapshot decodeValue(MemorySegment v) throws Corrupt {
         checkCrc(v, "value");
-        ByteBuffer b = ByteBuffer.wrap(v, 0, v.length - 8).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = v.asSlice(0, v.byteSize() - 8).asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
         KvSnapshot.Builder builder = KvSnapshot.builder();
         try {
             checkMagic(b);
@@ -146,7 +156,7 @@ final class DiskRecord {
                         throw new Corrupt("value truncated");
                     }
                     var seg = builder.allocate(len);
-                    seg.asByteBuffer().put(b.slice(b.position(), (int) len));
+                    MemorySegment.copy(v, b.position(), seg, 0, len);
                     b.position(b.position() + (int) len);
                     tensors.add(new KvTensor(s.dtypes().get(j), s.shapes().get(j), seg));
                 }
@@ -215,13 +225,26 @@ final class DiskRecord {
 
     /** Checks a value against its header before decoding it. */
     static void checkAgainst(Header h, byte[] value) throws Corrupt {
-        if (value.length != h.valueLength()) {
-            throw new Corrupt("value holds " + value.length + " bytes, its header says " + h.valueLength());
+        checkAgainst(h, MemorySegment.ofArray(value));
+    }
+
+    /**
+     * As above for a value anywhere. Compares the value's stored checksum with the header's
+     * without reading the bytes: {@link #decodeValue(MemorySegment)} then checks the bytes
+     * against that stored checksum (one pass over the value, not two).
+     */
+    static void checkAgainst(Header h, MemorySegment value) throws Corrupt {
+        long n = value.byteSize();
+        if (n != h.valueLength()) {
+            throw new Corrupt("value holds " + n + " bytes, its header says " + h.valueLength());
         }
-        if (value.length < 8 || crc(value, value.length - 8) != h.valueCrc()) {
+        if (n < 16 || value.get(LONG_LE, n - 8) != h.valueCrc()) {
             throw new Corrupt("value checksum differs from its header's");
         }
     }
+
+    private static final java.lang.foreign.ValueLayout.OfLong LONG_LE =
+            java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private static void checkMagic(ByteBuffer b) throws Corrupt {
         int magic = b.getInt();
@@ -240,6 +263,21 @@ final class DiskRecord {
         }
         long stored = ByteBuffer.wrap(x, x.length - 8, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
         if (stored != crc(x, x.length - 8)) {
+            throw new Corrupt(what + " checksum mismatch");
+        }
+    }
+
+    private static void checkCrc(MemorySegment x, String what) throws Corrupt {
+        long n = x.byteSize();
+        if (n < 16) {
+            throw new Corrupt(what + " truncated (" + n + " bytes)");
+        }
+        if (n - 8 > Integer.MAX_VALUE) {
+            throw new Corrupt(what + " of " + n + " bytes is larger than any entry this build writes");
+        }
+        CRC32C c = new CRC32C();
+        c.update(x.asSlice(0, n - 8).asByteBuffer()); // direct over mapped bytes: no copy
+        if (x.get(LONG_LE, n - 8) != c.getValue()) {
             throw new Corrupt(what + " checksum mismatch");
         }
     }

@@ -2,6 +2,7 @@ package dev.mlxring.kvstore;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -12,7 +13,10 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import net.openhft.chronicle.hash.Data;
 import net.openhft.chronicle.map.ChronicleMap;
+import net.openhft.chronicle.map.ExternalMapQueryContext;
+import net.openhft.chronicle.map.MapEntry;
 
 /**
  * The SSD tier: KV snapshots persisted in two Chronicle Maps under {@code --prompt-cache-dir} —
@@ -42,6 +46,14 @@ final class DiskTier implements AutoCloseable {
         return (int) Math.max(8, Math.min(1024, maxBytes / 32_000_000L));
     }
 
+    /**
+     * The index map's average header: 4 bytes per token id plus the namespace, sized for 16k-token
+     * entries. Chronicle Map adds a tier (and grows the file) for headers beyond what the
+     * preallocated chunks hold, up to its bloat limit; a header it still refuses fails that spill
+     * alone (logged), and the value written before it is removed on the next start.
+     */
+    static final long INDEX_VALUE_BYTES = 4L * 16_384 + 512;
+
     private record Spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {}
 
     private final Path dir;
@@ -59,6 +71,7 @@ final class DiskTier implements AutoCloseable {
     private final AtomicLong spilled = new AtomicLong();
     private final AtomicLong quarantined = new AtomicLong();
     private final AtomicLong pending = new AtomicLong();
+    private final AtomicLong heapReads = new AtomicLong();
 
     /**
      * @param maxBytes the byte cap (LRU eviction keeps the values under it); Chronicle Map
@@ -75,7 +88,7 @@ final class DiskTier implements AutoCloseable {
         this.mapEntries = mapEntries;
         long avgValue = averageValue > 0 ? averageValue : Math.max(4096, maxBytes / mapEntries);
         this.data = open("kv.cm", avgValue);
-        this.index = open("index.cm", 1024);
+        this.index = open("index.cm", INDEX_VALUE_BYTES);
         loadIndex();
         this.queue = new ArrayBlockingQueue<>(Math.max(1, queueCapacity));
         this.spiller = Thread.ofPlatform().daemon().name("mlxring-kv-spill").start(this::spillLoop);
@@ -95,9 +108,11 @@ final class DiskTier implements AutoCloseable {
                     }
                 }
                 String recorded = p.getProperty("bytes");
-                if (recorded == null || Long.parseLong(recorded) != Files.size(file)
+                // Smaller than recorded = truncated. Larger is Chronicle's own growth (an extra
+                // tier) that a SIGKILL kept us from recording; the file is recorded again below.
+                if (recorded == null || Long.parseLong(recorded) > Files.size(file)
                         || !String.valueOf(DiskRecord.FORMAT_VERSION).equals(p.getProperty("format"))) {
-                    why = "its size or format differs from the one recorded at creation (" + recorded + " vs "
+                    why = "its size or format differs from the one recorded (" + recorded + " vs "
                             + Files.size(file) + " bytes)";
                 }
             } catch (IOException | RuntimeException e) {
@@ -105,7 +120,9 @@ final class DiskTier implements AutoCloseable {
             }
             if (why == null) {
                 try {
-                    return builder(avgValue).recoverPersistedTo(file.toFile(), true);
+                    ChronicleMap<String, byte[]> m = builder(name, avgValue).recoverPersistedTo(file.toFile(), true);
+                    recordSize(name);
+                    return m;
                 } catch (IOException | RuntimeException e) {
                     why = "Chronicle Map cannot open it: " + e;
                 }
@@ -113,23 +130,64 @@ final class DiskTier implements AutoCloseable {
             quarantineFile(file, why);
         }
         try {
-            ChronicleMap<String, byte[]> m = builder(avgValue).createPersistedTo(file.toFile());
-            Properties p = new Properties();
-            p.setProperty("bytes", String.valueOf(Files.size(file)));
-            p.setProperty("format", String.valueOf(DiskRecord.FORMAT_VERSION));
-            try (var out = Files.newOutputStream(meta)) {
-                p.store(out, "size of " + name + " at creation; a different size means the file was truncated");
-            }
+            ChronicleMap<String, byte[]> m = builder(name, avgValue).createPersistedTo(file.toFile());
+            recordSize(name);
             return m;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the prompt cache map " + file, e);
         }
     }
 
-    /** No bloat factor: the file keeps the size it was created with (a different size means truncation). */
-    private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(long avgValue) {
-        return ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
+    /**
+     * Records a map file's size (and the format) in {@code NAME.size}, written to a temporary
+     * file and moved into place, so a reader never sees half a record. Called at creation, on
+     * open and after every spill that grew the file.
+     */
+    private void recordSize(String name) {
+        Path file = dir.resolve(name);
+        Path meta = dir.resolve(name + ".size");
+        try {
+            Properties p = new Properties();
+            p.setProperty("bytes", String.valueOf(Files.size(file)));
+            p.setProperty("format", String.valueOf(DiskRecord.FORMAT_VERSION));
+            Path tmp = dir.resolve(name + ".size.tmp");
+            try (var out = Files.newOutputStream(tmp)) {
+                p.store(out, "size of " + name + "; a smaller file was truncated");
+            }
+            Files.move(tmp, meta, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            // the next open then finds no record and starts this map afresh
+            LOG.log(System.Logger.Level.WARNING, "prompt cache: cannot record the size of {0}: {1}", file, e);
+        }
+    }
+
+    /** Re-records the map files whose size Chronicle grew (spill thread). */
+    private void recordGrowth() {
+        for (String name : new String[] {"kv.cm", "index.cm"}) {
+            try {
+                Path meta = dir.resolve(name + ".size");
+                Properties p = new Properties();
+                try (var in = Files.newInputStream(meta)) {
+                    p.load(in);
+                }
+                if (Long.parseLong(p.getProperty("bytes", "0")) != Files.size(dir.resolve(name))) {
+                    recordSize(name);
+                }
+            } catch (IOException | RuntimeException e) {
+                recordSize(name);
+            }
+        }
+    }
+
+    /**
+     * The index may grow (Chronicle adds tiers, growing the file, up to 16 times its preallocated
+     * size): its headers' size follows the prompts' lengths. The value map keeps the default
+     * bloat limit; its size is what the byte cap preallocates. Growth is recorded after each spill.
+     */
+    private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(String name, long avgValue) {
+        var b = ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
                 .averageKeySize(64).averageValueSize(avgValue);
+        return name.equals("index.cm") ? b.maxBloatFactor(16) : b;
     }
 
     private void quarantineFile(Path file, String why) {
@@ -195,12 +253,7 @@ final class DiskTier implements AutoCloseable {
         DiskRecord.Header h = m.entry().value();
         String key = DiskRecord.key(h.ns(), h.tokens());
         try {
-            byte[] v = data.get(key);
-            if (v == null) {
-                throw new DiskRecord.Corrupt("value missing");
-            }
-            DiskRecord.checkAgainst(h, v);
-            KvSnapshot s = DiskRecord.decodeValue(v);
+            KvSnapshot s = readValue(key, h);
             if (s.tokens() != h.tokens().length) {
                 s.release();
                 throw new DiskRecord.Corrupt("value holds " + s.tokens() + " positions for " + h.tokens().length + " ids");
@@ -212,6 +265,40 @@ final class DiskTier implements AutoCloseable {
             entries.remove(m.entry());
             bytes -= h.valueLength();
             quarantine(key);
+            return null;
+        }
+    }
+
+    /**
+     * Checks and decodes the value of {@code key} in place: under the map segment's read lock the
+     * value's bytes are read where the map file is mapped (checksummed, then each tensor copied
+     * once into the new snapshot's native memory), with no heap copy of the value. A value whose
+     * bytes are not addressable (not expected for a file-backed map) falls back to a heap copy.
+     */
+    private KvSnapshot readValue(String key, DiskRecord.Header h) throws DiskRecord.Corrupt {
+        try (ExternalMapQueryContext<String, byte[], ?> c = data.queryContext(key)) {
+            c.readLock().lock();
+            MapEntry<String, byte[]> e = c.entry();
+            if (e == null) {
+                throw new DiskRecord.Corrupt("value missing");
+            }
+            Data<byte[]> v = e.value();
+            MemorySegment bytes = mapped(v);
+            if (bytes == null) {
+                heapReads.incrementAndGet();
+                bytes = MemorySegment.ofArray(v.get());
+            }
+            DiskRecord.checkAgainst(h, bytes);
+            return DiskRecord.decodeValue(bytes);
+        }
+    }
+
+    /** The value's bytes where they lie in the mapped file; null when they have no address. */
+    private static MemorySegment mapped(Data<byte[]> v) {
+        try {
+            long address = v.bytes().addressForRead(v.offset());
+            return address == 0 ? null : MemorySegment.ofAddress(address).reinterpret(v.size());
+        } catch (UnsupportedOperationException | IllegalStateException | java.nio.BufferUnderflowException e) {
             return null;
         }
     }
@@ -247,6 +334,7 @@ final class DiskTier implements AutoCloseable {
             }
             try {
                 write(s);
+                recordGrowth();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prompt cache: a spill failed", e);
             } finally {
@@ -335,6 +423,11 @@ final class DiskTier implements AutoCloseable {
 
     long quarantined() {
         return quarantined.get();
+    }
+
+    /** Restores that had to copy the value to the heap (0 while mapped reads work). */
+    long heapReads() {
+        return heapReads.get();
     }
 
     boolean spillingStopped() {

@@ -83,13 +83,18 @@ public final class TieredPrefixCache implements PrefixCache {
         }
     }
 
-    /** SSD entries, bytes, spills written / dropped, entries quarantined; zeros without a disk tier. */
-    public record DiskStats(int entries, long bytes, long spilled, long dropped, long quarantined, boolean stopped) {}
+    /**
+     * SSD entries, bytes, spills written / dropped, entries quarantined, whether spilling stopped,
+     * restores that read the value through a heap copy instead of the mapped bytes; zeros without
+     * a disk tier.
+     */
+    public record DiskStats(int entries, long bytes, long spilled, long dropped, long quarantined, boolean stopped,
+            long heapReads) {}
 
     public DiskStats diskStats() {
-        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false)
+        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false, 0)
                 : new DiskStats(disk.size(), disk.bytes(), disk.spilled(), disk.dropped(), disk.quarantined(),
-                        disk.spillingStopped());
+                        disk.spillingStopped(), disk.heapReads());
     }
 
     @Override

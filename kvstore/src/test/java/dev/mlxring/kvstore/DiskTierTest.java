@@ -96,6 +96,7 @@ class DiskTierTest {
                 assertEquals("ssd", hit.tier());
                 assertEquals(40, hit.cachedTokens());
                 assertSameBytes(reference, hit.snapshot());
+                assertEquals(0, c.diskStats().heapReads(), "read in place from the mapped file");
             }
             try (PrefixHit again = c.lookup(NS, seq(0, 45))) {
                 assertEquals("ram", again.tier(), "promoted into RAM");
@@ -151,6 +152,39 @@ class DiskTierTest {
         }
     }
 
+    /**
+     * A header holds 4 bytes per token id, so long prompts outgrow the index map's preallocated
+     * chunks and Chronicle Map adds a tier: the file grows. Growth is recorded after the spill,
+     * and a growth a SIGKILL kept from being recorded (a record smaller than the file) is not
+     * taken for truncation either: the entries restore after the restart.
+     */
+    @Test
+    void longPromptsSurviveARestartThoughChronicleGrowsTheIndexFile() throws Exception {
+        int n = 90_000;
+        long created;
+        try (TieredPrefixCache c = open()) {
+            created = Files.size(dir.resolve("index.cm"));
+            for (int i = 0; i < 3; i++) {
+                c.publish(NS, seq(1_000_000 * i, 1_000_000 * i + n), snapshot(n, i));
+                c.flushSpills();
+            }
+            assertEquals(3, c.diskStats().entries(), "every long entry spilled: " + c.diskStats());
+        }
+        assertTrue(Files.size(dir.resolve("index.cm")) > created, "this test needs the index to have grown");
+        try (TieredPrefixCache c = open()) {
+            assertEquals(3, c.diskStats().entries(), "nothing quarantined: " + c.diskStats());
+        }
+        Path meta = dir.resolve("index.cm.size");
+        Files.writeString(meta, Files.readString(meta).replaceAll("bytes=\\d+", "bytes=" + created));
+        try (TieredPrefixCache c = open()) {
+            assertEquals(3, c.diskStats().entries(), "an unrecorded growth is no truncation");
+            try (PrefixHit hit = c.lookup(NS, seq(2_000_000, 2_000_000 + n + 1))) {
+                assertEquals("ssd", hit.tier());
+                assertEquals(n, hit.cachedTokens());
+            }
+        }
+    }
+
     @Test
     void anotherFormatVersionIsNotRead() throws Exception {
         try (TieredPrefixCache c = open()) {
@@ -170,6 +204,24 @@ class DiskTierTest {
     void aFullMapStopsSpillingWithOneWarningAndServingGoesOn() {
         // a map sized for 2 values of ~64 KiB under a 1 GiB byte cap: the cap never evicts, the map fills
         long one = DiskRecord.encodeValue(snapshot(40, 1)).length;
+        // System.Logger goes to java.util.logging here (no other LoggerFinder on this class path)
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.mlxring.kvstore");
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        jul.addHandler(handler);
         try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(100, Long.MAX_VALUE), dir, 1L << 30, 2, one)) {
             int i = 0;
             for (; i < 200 && !c.diskStats().stopped(); i++) {
@@ -185,6 +237,14 @@ class DiskTierTest {
             try (PrefixHit hit = c.lookup(NS, seq(900_000, 900_045))) {
                 assertEquals("ram", hit.tier());
             }
+            for (int k = 0; k < 3; k++) {
+                c.publish(NS, seq(800_000 + 1000 * k, 800_040 + 1000 * k), snapshot(40, k));
+            }
+            c.flushSpills();
+            assertEquals(1, warnings.stream().filter(w -> w.contains("full")).count(),
+                    "one warning however many spills are dropped: " + warnings);
+        } finally {
+            jul.removeHandler(handler);
         }
     }
 
