@@ -561,10 +561,28 @@ MLXR_SIMD_FN void unit_many_rows(const Problem& p, int unit) {
   float* wd = scratch.data();
   float* sc = wd + size_t(kTiles) * p.K * 8;
   float* bi = sc + size_t(groups) * 8;
+  // The tile's packed words as [word][lane], read as in unit_single_row (eight
+  // contiguous words of each row transposed in registers, a short tail gathered).
+  thread_local std::vector<uint32_t> words_scratch;
+  words_scratch.resize(size_t(row_words) * 8);
+  uint32_t* tw = words_scratch.data();
   int tiles = std::min(kTiles, (p.N - n_base + 7) / 8);
   for (int t = 0; t < tiles; t++) {
     int n0 = n_base + t * 8;
     __m256i rows = tile_rows(n0, p.N, row_words, n_base);
+    const uint32_t* rowp[8];
+    for (int l = 0; l < 8; l++) rowp[l] = base + size_t(std::min(n0 + l, p.N - 1) - n_base) * row_words;
+    int w0 = 0;
+    for (; w0 + 8 <= row_words; w0 += 8) {
+      __m256i r[8];
+      for (int l = 0; l < 8; l++) r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0));
+      transpose8(r);
+      for (int j = 0; j < 8; j++) _mm256_storeu_si256(reinterpret_cast<__m256i*>(tw + size_t(w0 + j) * 8), r[j]);
+    }
+    for (; w0 < row_words; w0++) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tw + size_t(w0) * 8),
+                          _mm256_i32gather_epi32(reinterpret_cast<const int*>(base) + w0, rows, 4));
+    }
     tile_params(p, n0, groups, sc, bi);
     float* wt = wd + size_t(t) * p.K * 8;
     for (int g = 0; g < groups; g++) {
@@ -576,9 +594,9 @@ MLXR_SIMD_FN void unit_many_rows(const Problem& p, int unit) {
       constexpr int per_word = 32 / bits;
       constexpr int words = group_size / per_word;
       const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
-      const int* wp = reinterpret_cast<const int*>(base) + g * words;
+      const uint32_t* wp = tw + size_t(g) * words * 8;
       for (int j = 0; j < words; j++) {
-        __m256i v = _mm256_i32gather_epi32(wp + j, rows, 4);
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + j * 8));
 #pragma GCC unroll 16
         for (int e = 0; e < per_word; e++) {
           __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(v, mask));
