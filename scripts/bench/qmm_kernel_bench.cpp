@@ -1,7 +1,9 @@
-// Single-thread cost of the shim's M = 1 quantized_matmul kernel (mlxr_qmm.cpp's
-// unit_single_row), without MLX's graph or the worker pool: CPU time per weight, for
-// SmolLM2's shapes, with the weights hot in cache (one matrix re-run) and cold (every call
-// reads the next of enough matrices to exceed the last-level cache, as a decode step does).
+// Single-thread cost of the shim's quantized_matmul kernels (mlxr_qmm.cpp's unit_single_row for
+// M = 1, unit_many_rows for M > 1), without MLX's graph or the worker pool: thread CPU time per
+// call and per weight, for SmolLM2's shapes, with the weights hot in cache (one matrix re-run)
+// and cold (every call reads the next of enough matrices to exceed the last-level cache, as a
+// decode step does), and the cost of M = 2, 4, 8 rows against one. Thread CPU time, so other
+// processes on a shared machine inflate it far less than wall time.
 // A developer's tool for comparing kernel variants; QuantizedMatmulExactnessTest is what
 // checks their bytes.
 //
@@ -29,7 +31,7 @@ struct Case {
 };
 
 template <int bits>
-void run_case(const Case& c, bool cold, double seconds) {
+double run_case(const Case& c, bool cold, double seconds, int M) {
   using namespace mlxr::qmm;
   const int gs = 32, groups = c.k / gs, row_words = c.k * bits / 32;
   size_t words = size_t(c.n) * row_words;
@@ -44,23 +46,27 @@ void run_case(const Case& c, bool cold, double seconds) {
     for (auto& v : sc[i]) v = 0x2000 | (rng() & 0x3ff);
     for (auto& v : bi[i]) v = 0xa000 | (rng() & 0x3ff);
   }
-  std::vector<float> x(c.k), out(c.n);
+  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
   int units = (c.n + kUnitCols - 1) / kUnitCols;
   long calls = 0;
   double t0 = cpu_seconds(), t;
   do {
     int i = int(calls % copies);
-    Problem p{x.data(), w[i].data(), sc[i].data(), bi[i].data(), Param::F16, out.data(), 1, c.n, c.k};
-    for (int u = 0; u < units; u++) unit_single_row<Act::F32, bits, 32>(p, u, 0);
+    Problem p{x.data(), w[i].data(), sc[i].data(), bi[i].data(), Param::F16, out.data(), M, c.n, c.k};
+    for (int u = 0; u < units; u++) {
+      if (M == 1) unit_single_row<Act::F32, bits, 32>(p, u, 0);
+      else unit_many_rows<Act::F32, bits, 32>(p, u);
+    }
     calls++;
     t = cpu_seconds() - t0;
   } while (t < seconds);
   double per_call = t / calls;
   double weights = double(c.n) * c.k;
   double bytes = weights * bits / 8 + double(c.n) * groups * 4;
-  std::printf("%-24s %-4s %8.3f ms/call  %6.3f ns/weight  %6.2f GB/s  (%ld calls)\n", c.name,
+  std::printf("%-24s M=%d %-4s %8.3f ms/call  %6.3f ns/weight  %6.2f GB/s  (%ld calls)\n", c.name, M,
               cold ? "cold" : "hot", per_call * 1e3, per_call * 1e9 / weights, bytes / per_call / 1e9, calls);
+  return per_call;
 }
 
 }  // namespace
@@ -71,10 +77,19 @@ int main(int argc, char** argv) {
                         {"gate_proj 1536x576 q4", 1536, 576, 4},
                         {"down_proj 576x1536 q4", 576, 1536, 4},
                         {"lm_head 49152x576 q8", 49152, 576, 8}};
+  // Per forward pass of SmolLM2: 60 x q/o, 60 x k/v (as q/o's cost x 1/3), 60 x gate/up, 30 x down, 1 x head.
+  const double count[] = {60 + 60.0 / 3, 60, 30, 1};
   for (bool cold : {false, true}) {
-    for (const Case& c : cases) {
-      if (c.bits == 4) run_case<4>(c, cold, seconds);
-      else run_case<8>(c, cold, seconds);
+    double pass1 = 0;
+    for (int M : {1, 2, 4, 8}) {
+      double pass = 0;
+      for (int i = 0; i < 4; i++) {
+        const Case& c = cases[i];
+        pass += count[i] * (c.bits == 4 ? run_case<4>(c, cold, seconds, M) : run_case<8>(c, cold, seconds, M));
+      }
+      if (M == 1) pass1 = pass;
+      std::printf("== %s, M=%d: %.2f ms of one thread's CPU per forward pass, %.2fx M=1\n", cold ? "cold" : "hot", M,
+                  pass * 1e3, pass / pass1);
     }
   }
   return 0;
