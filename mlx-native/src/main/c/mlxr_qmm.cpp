@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mlx/allocator.h"
@@ -365,55 +366,181 @@ constexpr int kTiles = 4;        // 8-column tiles interleaved per unit (indepen
 constexpr int kUnitCols = 8 * kTiles;
 constexpr int kRows = 4;         // activation rows per pass of the M > 1 kernel
 
-// M == 1 (decode): one unit of kTiles tiles, weights decoded and consumed at once.
+// One k-step of one tile in the M == 1 kernel: the next `bits` of each lane's
+// packed word are that lane's weight at this position of K.
+template <Act A, int bits, bool sum_goes_first>
+MLXR_SIMD void single_row_step(__m256i& v, __m256& acc, __m256i mask, const float* s,
+                               const float* b, __m256 xk) {
+  __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(v, mask));
+  v = _mm256_srli_epi32(v, bits);
+  __m256 wq = dequantized<A>(_mm256_load_ps(s), q, _mm256_load_ps(b));
+  __m256 tk = round_to<A>(times_x<A>(xk, wq));
+  acc = round_to<A>(plus_sum(acc, tk, sum_goes_first));
+}
+
+// The kTiles (= 4) tiles' k-steps for the `per_word` positions held by one
+// packed word of each lane, positions unrolled so each one's operand order
+// (sum_first) is a compile-time constant.
+template <Act A, int bits, int group_size, int e0, int... e>
+MLXR_SIMD void single_row_word(__m256i& v0, __m256i& v1, __m256i& v2, __m256i& v3,
+                               __m256& a0, __m256& a1, __m256& a2, __m256& a3, __m256i mask,
+                               const float* s, const float* b, const float* xw, int j,
+                               std::integer_sequence<int, e0, e...>) {
+  constexpr int per_word = 32 / bits;
+  // The position in the group decides the operand order; words are the
+  // group's j-th, so p = j * per_word + e and only e varies at compile time.
+  // Every sum_first pattern has a period dividing per_word except 4-bit g32's
+  // (p < 2), which only the first word of a group can hit.
+  const __m256 xk = _mm256_set1_ps(xw[e0]);
+  if (j == 0) {
+    constexpr bool sf = sum_first<A, bits, group_size>(e0);
+    single_row_step<A, bits, sf>(v0, a0, mask, s, b, xk);
+    single_row_step<A, bits, sf>(v1, a1, mask, s + 8, b + 8, xk);
+    single_row_step<A, bits, sf>(v2, a2, mask, s + 16, b + 16, xk);
+    single_row_step<A, bits, sf>(v3, a3, mask, s + 24, b + 24, xk);
+  } else {
+    constexpr bool sf = sum_first<A, bits, group_size>(per_word + e0);
+    single_row_step<A, bits, sf>(v0, a0, mask, s, b, xk);
+    single_row_step<A, bits, sf>(v1, a1, mask, s + 8, b + 8, xk);
+    single_row_step<A, bits, sf>(v2, a2, mask, s + 16, b + 16, xk);
+    single_row_step<A, bits, sf>(v3, a3, mask, s + 24, b + 24, xk);
+  }
+  if constexpr (sizeof...(e) > 0) {
+    single_row_word<A, bits, group_size>(v0, v1, v2, v3, a0, a1, a2, a3, mask, s, b, xw, j,
+                                         std::integer_sequence<int, e...>());
+  }
+}
+
+// 8x8 transpose of 32-bit elements: r[i] holds row i's eight words on entry,
+// r[j] holds word j of the eight rows on return.
+MLXR_SIMD void transpose8(__m256i* r) {
+  __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+  __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+  __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
+// Eight consecutive group parameters of one weight row, widened exactly to float.
+MLXR_SIMD __m256i params8(const void* base, Param param, size_t i) {
+  switch (param) {
+    case Param::F32:
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const float*>(base) + i));
+    case Param::F16:
+      return _mm256_castps_si256(_mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i))));
+    default:
+      return _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + i))), 16);
+  }
+}
+
+// A unit's group parameters as [group][tile][lane] floats (one group's are 256
+// adjacent bytes): eight groups of eight rows at a time through transpose8,
+// the rest one by one. Rows past N repeat the last row.
+MLXR_SIMD void unit_params(const Problem& p, int n_base, int groups, float* sc, float* bi) {
+  for (int t = 0; t < kTiles; t++) {
+    size_t row[8];
+    for (int l = 0; l < 8; l++) row[l] = size_t(std::min(n_base + t * 8 + l, p.N - 1)) * groups;
+    int g = 0;
+    for (; g + 8 <= groups; g += 8) {
+      __m256i vs[8], vb[8];
+      for (int l = 0; l < 8; l++) {
+        vs[l] = params8(p.scales, p.param, row[l] + g);
+        vb[l] = params8(p.biases, p.param, row[l] + g);
+      }
+      transpose8(vs);
+      transpose8(vb);
+      for (int k = 0; k < 8; k++) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(sc + ((g + k) * kTiles + t) * 8), vs[k]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(bi + ((g + k) * kTiles + t) * 8), vb[k]);
+      }
+    }
+    for (; g < groups; g++) {
+      for (int l = 0; l < 8; l++) {
+        sc[(g * kTiles + t) * 8 + l] = param_at(p.scales, p.param, row[l] + g);
+        bi[(g * kTiles + t) * 8 + l] = param_at(p.biases, p.param, row[l] + g);
+      }
+    }
+  }
+}
+
+// Word `wi` (0-based along the packed row) of all four tiles, taken from v[t].
+template <Act A, int bits, int group_size>
+MLXR_SIMD void single_row_words(__m256i v0, __m256i v1, __m256i v2, __m256i v3, __m256& a0,
+                                __m256& a1, __m256& a2, __m256& a3, __m256i mask, const float* sc,
+                                const float* bi, const float* xr, int wi) {
+  constexpr int per_word = 32 / bits;
+  constexpr int words = group_size / per_word;
+  const int g = wi / words;
+  single_row_word<A, bits, group_size>(v0, v1, v2, v3, a0, a1, a2, a3, mask, sc + size_t(g) * kTiles * 8,
+                                       bi + size_t(g) * kTiles * 8, xr + size_t(wi) * per_word, wi % words,
+                                       std::make_integer_sequence<int, per_word>());
+}
+
+// M == 1 (decode): one unit of kTiles tiles, weights decoded and consumed at
+// once. Weights are read as 32 contiguous bytes of each of a tile's eight rows
+// and transposed in registers (transpose8) into one word per lane: on the
+// machines measured, AVX2 gathers cost more than all the arithmetic. A row's
+// last words that do not fill eight are gathered. The four tiles' sum chains
+// are independent and interleave per position to hide the add latency.
 template <Act A, int bits, int group_size>
 MLXR_SIMD_FN void unit_single_row(const Problem& p, int unit, int m) {
+  static_assert(kTiles == 4, "single_row_word names four tiles");
   const int groups = p.K / group_size;
   const int row_words = p.K * bits / 32;
   const int n_base = unit * kUnitCols;
   const uint32_t* base = p.w + size_t(n_base) * row_words;
   thread_local std::vector<float> params;
-  params.resize(size_t(2) * kTiles * groups * 8);
-  float* sc = params.data();
+  params.resize(size_t(2) * kTiles * groups * 8 + 16);
+  float* sc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(params.data()) + 31) & ~uintptr_t(31));
   float* bi = sc + size_t(kTiles) * groups * 8;
-  __m256i rows[kTiles];
-  __m256 acc[kTiles];
-  for (int t = 0; t < kTiles; t++) {
-    int n0 = n_base + t * 8;
-    rows[t] = tile_rows(std::min(n0, p.N - 1), p.N, row_words, n_base);
-    tile_params(p, n0, groups, sc + size_t(t) * groups * 8, bi + size_t(t) * groups * 8);
-    acc[t] = _mm256_setzero_ps();
-  }
+  unit_params(p, n_base, groups, sc, bi);
+  const uint32_t* rowp[kUnitCols];
+  for (int r = 0; r < kUnitCols; r++) rowp[r] = base + size_t(std::min(n_base + r, p.N - 1) - n_base) * row_words;
+  const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   const float* xr = p.x + size_t(m) * p.K;
-  for (int g = 0; g < groups; g++) {
-    const float* xg = xr + g * group_size;
-    // One tile at a time per group would serialize on its sum; the tiles'
-    // chains are independent, so they interleave per word.
-    constexpr int per_word = 32 / bits;
-    constexpr int words = group_size / per_word;
-    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
-    __m256 s[kTiles], b[kTiles];
+  alignas(32) __m256i tw[kTiles][8];
+  int w0 = 0;
+  for (; w0 + 8 <= row_words; w0 += 8) {
     for (int t = 0; t < kTiles; t++) {
-      s[t] = _mm256_loadu_ps(sc + (size_t(t) * groups + g) * 8);
-      b[t] = _mm256_loadu_ps(bi + (size_t(t) * groups + g) * 8);
-    }
-    const int* wp = reinterpret_cast<const int*>(base) + g * words;
-    for (int j = 0; j < words; j++) {
-      __m256i v[kTiles];
-      for (int t = 0; t < kTiles; t++) v[t] = _mm256_i32gather_epi32(wp + j, rows[t], 4);
-#pragma GCC unroll 16
-      for (int e = 0; e < per_word; e++) {
-        __m256 xk = _mm256_set1_ps(xg[j * per_word + e]);
-        for (int t = 0; t < kTiles; t++) {
-          __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(v[t], mask));
-          v[t] = _mm256_srli_epi32(v[t], bits);
-          __m256 wq = dequantized<A>(s[t], q, b[t]);
-          __m256 tk = round_to<A>(times_x<A>(xk, wq));
-          acc[t] = round_to<A>(plus_sum(acc[t], tk, sum_first<A, bits, group_size>(j * per_word + e)));
-        }
+      for (int l = 0; l < 8; l++) {
+        tw[t][l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[t * 8 + l] + w0));
       }
+      transpose8(tw[t]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+      single_row_words<A, bits, group_size>(tw[0][j], tw[1][j], tw[2][j], tw[3][j], a0, a1, a2, a3, mask,
+                                            sc, bi, xr, w0 + j);
     }
   }
+  if (w0 < row_words) {
+    __m256i r0 = tile_rows(std::min(n_base, p.N - 1), p.N, row_words, n_base);
+    __m256i r1 = tile_rows(std::min(n_base + 8, p.N - 1), p.N, row_words, n_base);
+    __m256i r2 = tile_rows(std::min(n_base + 16, p.N - 1), p.N, row_words, n_base);
+    __m256i r3 = tile_rows(std::min(n_base + 24, p.N - 1), p.N, row_words, n_base);
+    const int* wp = reinterpret_cast<const int*>(base);
+    for (; w0 < row_words; w0++) {
+      single_row_words<A, bits, group_size>(
+          _mm256_i32gather_epi32(wp + w0, r0, 4), _mm256_i32gather_epi32(wp + w0, r1, 4),
+          _mm256_i32gather_epi32(wp + w0, r2, 4), _mm256_i32gather_epi32(wp + w0, r3, 4), a0, a1, a2, a3,
+          mask, sc, bi, xr, w0);
+    }
+  }
+  __m256 acc[kTiles] = {a0, a1, a2, a3};
   for (int t = 0; t < kTiles; t++) {
     int n0 = n_base + t * 8;
     if (n0 >= p.N) break;
@@ -434,10 +561,28 @@ MLXR_SIMD_FN void unit_many_rows(const Problem& p, int unit) {
   float* wd = scratch.data();
   float* sc = wd + size_t(kTiles) * p.K * 8;
   float* bi = sc + size_t(groups) * 8;
+  // The tile's packed words as [word][lane], read as in unit_single_row (eight
+  // contiguous words of each row transposed in registers, a short tail gathered).
+  thread_local std::vector<uint32_t> words_scratch;
+  words_scratch.resize(size_t(row_words) * 8);
+  uint32_t* tw = words_scratch.data();
   int tiles = std::min(kTiles, (p.N - n_base + 7) / 8);
   for (int t = 0; t < tiles; t++) {
     int n0 = n_base + t * 8;
     __m256i rows = tile_rows(n0, p.N, row_words, n_base);
+    const uint32_t* rowp[8];
+    for (int l = 0; l < 8; l++) rowp[l] = base + size_t(std::min(n0 + l, p.N - 1) - n_base) * row_words;
+    int w0 = 0;
+    for (; w0 + 8 <= row_words; w0 += 8) {
+      __m256i r[8];
+      for (int l = 0; l < 8; l++) r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0));
+      transpose8(r);
+      for (int j = 0; j < 8; j++) _mm256_storeu_si256(reinterpret_cast<__m256i*>(tw + size_t(w0 + j) * 8), r[j]);
+    }
+    for (; w0 < row_words; w0++) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tw + size_t(w0) * 8),
+                          _mm256_i32gather_epi32(reinterpret_cast<const int*>(base) + w0, rows, 4));
+    }
     tile_params(p, n0, groups, sc, bi);
     float* wt = wd + size_t(t) * p.K * 8;
     for (int g = 0; g < groups; g++) {
@@ -449,9 +594,9 @@ MLXR_SIMD_FN void unit_many_rows(const Problem& p, int unit) {
       constexpr int per_word = 32 / bits;
       constexpr int words = group_size / per_word;
       const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
-      const int* wp = reinterpret_cast<const int*>(base) + g * words;
+      const uint32_t* wp = tw + size_t(g) * words * 8;
       for (int j = 0; j < words; j++) {
-        __m256i v = _mm256_i32gather_epi32(wp + j, rows, 4);
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + j * 8));
 #pragma GCC unroll 16
         for (int e = 0; e < per_word; e++) {
           __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(v, mask));

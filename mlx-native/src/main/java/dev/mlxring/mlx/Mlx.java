@@ -73,6 +73,28 @@ public final class Mlx {
         Shim.check(Shim.eval(handles(arrays), arrays.length));
     }
 
+    /**
+     * Profiling only: evaluates the graph behind {@code arrays} one primitive at a time in dependency
+     * order, each with its own eval, and returns one line per primitive: name, output shape, input
+     * shapes and wall ns, tab-separated. Serializes what {@link #eval} pipelines and adds one eval's
+     * dispatch per primitive; the engine never calls it.
+     */
+    public static String profileEval(MlxArray... arrays) {
+        MemorySegment ptrs = handles(arrays);
+        long cap = 8 << 20;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(cap);
+            long need = Shim.profileEval(ptrs, arrays.length, out, cap);
+            if (need < 0) {
+                Shim.check(-1);
+            }
+            if (need >= cap) {
+                throw new IllegalStateException("profile report of " + need + " bytes exceeds " + cap);
+            }
+            return out.getString(0);
+        }
+    }
+
     public static void asyncEval(MlxArray... arrays) {
         Shim.check(Shim.asyncEval(handles(arrays), arrays.length));
     }

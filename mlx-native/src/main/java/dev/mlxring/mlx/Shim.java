@@ -241,6 +241,20 @@ final class Shim {
         }
     }
 
+    /** Bound on first use: profiling only, so a shim built before it existed still loads. */
+    private static final class ProfileEval {
+        static final MethodHandle HANDLE = NativeLibrary.handle("mlxr_profile_eval",
+                FunctionDescriptor.of(LONG, ADDR, INT, ADDR, LONG));
+    }
+
+    static long profileEval(MemorySegment arrays, int n, MemorySegment out, long cap) {
+        try {
+            return (long) ProfileEval.HANDLE.invokeExact(arrays, n, out, cap);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     static int asyncEval(MemorySegment arrays, int n) {
         try {
             return (int) ASYNC_EVAL.invokeExact(arrays, n);

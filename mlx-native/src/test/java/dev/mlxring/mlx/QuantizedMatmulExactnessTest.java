@@ -83,6 +83,22 @@ class QuantizedMatmulExactnessTest {
                 c.add(new Case(d, 4, 64, 200, 256, 6, Data.NORMAL, layout));
             }
         }
+        // Both kernels read rows eight words at a time (transposed in registers) and gathers a
+        // row's last words when they do not fill eight; it widens group parameters eight groups at a
+        // time and the rest one by one. Rows whose packed length leaves such tails (4-bit K 160:
+        // 20 words; 2-bit K 576: 36 words; 2-bit K 192: 12 words), groups that are not a multiple
+        // of eight, and N leaving a partial unit, for every activation dtype and each parameter dtype.
+        for (Dtype d : dtypes) {
+            for (Dtype params : dtypes) {
+                c.add(new Case(d, params, 4, 32, 84, 160, 1, Data.NORMAL, Layout.CONTIGUOUS));
+                c.add(new Case(d, params, 2, 32, 84, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+                c.add(new Case(d, params, 2, 64, 36, 192, 1, Data.SPECIAL, Layout.CONTIGUOUS));
+                c.add(new Case(d, params, 8, 32, 100, 1152, 1, Data.SUBNORMAL, Layout.CONTIGUOUS));
+            }
+            // The M > 1 kernel decodes its weights through the same reads.
+            c.add(new Case(d, 4, 32, 84, 160, 3, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 2, 32, 84, 576, 5, Data.SPECIAL, Layout.CONTIGUOUS));
+        }
         // Mixed dtypes, as models store them: SmolLM2 has float16 scales under float32 activations.
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));

@@ -12,6 +12,9 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 
 /**
@@ -30,11 +33,14 @@ import java.util.Locale;
  *       compute do not overlap ({@code compute} = eval time).
  * </ul>
  *
- * Plus a micro-benchmark of the bare per-op cost: {@code add} of two 1-element arrays, graph only
+ * {@code --ops RUNS} instead (RUNS times) evaluates each decode step one primitive at a time ({@code Mlx.profileEval})
+ * and prints the per-token time of each kind of primitive (quantized matmuls by shape).
+ *
+ * <p>Plus a micro-benchmark of the bare per-op cost: {@code add} of two 1-element arrays, graph only
  * (no eval), created and freed in a scope.
  *
  * <pre>
- * DecodeProfile --model DIR [--prompt-tokens 128] [--gen-tokens 64] [--runs 3] [--seed 42] [--build-loop-s S]
+ * DecodeProfile --model DIR [--prompt-tokens 128] [--gen-tokens 64] [--runs 3] [--seed 42] [--build-loop-s S] [--ops RUNS]
  * </pre>
  */
 public final class DecodeProfile {
@@ -106,6 +112,61 @@ public final class DecodeProfile {
         return stepsAndNs[1] / 1e6 / stepsAndNs[0];
     }
 
+    /**
+     * One eval's dispatch, the cost {@link Mlx#profileEval} adds per primitive: a chain of 1-element
+     * adds evaluated one at a time, ns per add.
+     */
+    private static double profileDispatchNs(int n) {
+        try (ArrayScope s = ArrayScope.open()) {
+            MlxArray one = Mlx.fromInts(new int[] {1}, 1);
+            MlxArray a = one;
+            for (int i = 0; i < n; i++) {
+                a = Mlx.add(a, one);
+            }
+            long total = 0;
+            for (String line : Mlx.profileEval(a).split("\n")) {
+                total += Long.parseLong(line.substring(line.lastIndexOf('\t') + 1));
+            }
+            return total / (double) n;
+        }
+    }
+
+    /**
+     * Per-token time by primitive over the reported steps: quantized matmuls by their N×K, every
+     * other primitive by name, largest first, then the sum and the dispatch share in it.
+     */
+    private static void printOps(String model, int run, List<String> steps) {
+        double dispatch = profileDispatchNs(2000);
+        Map<String, long[]> byKey = new HashMap<>();
+        long total = 0;
+        int ops = 0;
+        for (String step : steps) {
+            for (String line : step.split("\n")) {
+                String[] f = line.split("\t");
+                long ns = Long.parseLong(f[3]);
+                String key = f[0];
+                if (key.contains("QuantizedMatmul")) {
+                    String[] ins = f[2].substring(1, f[2].length() - 1).split("\\]\\[");
+                    String[] x = ins[0].split("x");
+                    key += " N=" + f[1].substring(f[1].lastIndexOf('x') + 1, f[1].length() - 1) + " K=" + x[x.length - 1];
+                }
+                long[] acc = byKey.computeIfAbsent(key, k -> new long[2]);
+                acc[0]++;
+                acc[1] += ns;
+                total += ns;
+                ops++;
+            }
+        }
+        int n = steps.size();
+        System.out.printf(Locale.ROOT, "%s run %d: per token, one primitive at a time (%d steps, %.0f primitives/step,"
+                + " %.1f us eval dispatch per primitive included):%n", model, run, n, ops / (double) n, dispatch / 1e3);
+        byKey.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1])).forEach(e ->
+                System.out.printf(Locale.ROOT, "  %-52s %6.1f /token %8.3f ms/token%n", e.getKey(),
+                        e.getValue()[0] / (double) n, e.getValue()[1] / 1e6 / n));
+        System.out.printf(Locale.ROOT, "  %-52s %6.1f /token %8.3f ms/token (of which dispatch ~%.3f ms)%n", "total",
+                ops / (double) n, total / 1e6 / n, ops / (double) n * dispatch / 1e6);
+    }
+
     /** ns per {@code itemInt()} of an already evaluated 1-element int32 array ({@code .item()}). */
     private static double itemOverhead(int n) {
         try (ArrayScope outer = ArrayScope.open()) {
@@ -131,6 +192,7 @@ public final class DecodeProfile {
         int runs = 3;
         long seed = 42;
         double buildLoopS = 0;
+        int opsRuns = 0;
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -140,6 +202,7 @@ public final class DecodeProfile {
                 case "--runs" -> runs = f.integer();
                 case "--seed" -> seed = Long.parseLong(f.value());
                 case "--build-loop-s" -> buildLoopS = Double.parseDouble(f.value());
+                case "--ops" -> opsRuns = f.positive();
                 default -> throw f.unknown();
             }
         }
@@ -163,6 +226,13 @@ public final class DecodeProfile {
                 return;
             }
             int[] prompt = DecodeBenchmark.splitmix64Prompt(seed, promptTokens, model.vocabSize());
+            if (opsRuns > 0) {
+                DecodeTiming.pipelined(model, prompt, genTokens); // warm-up (JIT)
+                for (int r = 0; r < opsRuns; r++) {
+                    printOps(dir.getFileName().toString(), r + 1, DecodeTiming.perOp(model, prompt, genTokens));
+                }
+                return;
+            }
             int[] tokens = DecodeTiming.pipelined(model, prompt, genTokens).tokens(); // warm-up (JIT)
             DecodeTiming.synchronous(model, prompt, genTokens);
             for (int r = 0; r < runs; r++) {

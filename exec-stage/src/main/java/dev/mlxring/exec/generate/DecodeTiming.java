@@ -26,6 +26,17 @@ public final class DecodeTiming {
     /** Per token, ns: graph build, then its synchronous evaluation ({@code eval} and {@code item()}). */
     public record Synchronous(double buildNs, double computeNs, int arrays) {}
 
+    /**
+     * The same run with each step evaluated one primitive at a time ({@link Mlx#profileEval}): the
+     * per-primitive reports of decode iterations 1 .. maxTokens-1, one string per step.
+     */
+    public static java.util.List<String> perOp(LanguageModel model, int[] prompt, int maxTokens) {
+        Clock clock = new Clock(true);
+        clock.ops = new java.util.ArrayList<>();
+        run(model, prompt, maxTokens, clock);
+        return clock.ops;
+    }
+
     /** The engine's pipelined decode of {@code maxTokens} (>= 2) tokens after {@code prompt}. */
     public static Pipelined pipelined(LanguageModel model, int[] prompt, int maxTokens) {
         Clock clock = new Clock(false);
@@ -118,6 +129,8 @@ public final class DecodeTiming {
         long firstRead;
         long lastRead;
         int arrays;
+        /** When set: each step is evaluated by {@link Mlx#profileEval}, reports kept from step 3 on. */
+        java.util.List<String> ops;
 
         Clock(boolean synchronous) {
             this.synchronous = synchronous;
@@ -136,7 +149,13 @@ public final class DecodeTiming {
         @Override
         public void submit(MlxArray y, MlxArray logprobs) {
             long t1 = System.nanoTime();
-            if (synchronous) {
+            if (ops != null) {
+                String report = Mlx.profileEval(y, logprobs);
+                if (steps >= 2) {
+                    ops.add(report);
+                }
+                y.itemInt();
+            } else if (synchronous) {
                 Mlx.eval(y, logprobs);
                 y.itemInt();
             } else {

@@ -1,0 +1,96 @@
+// Single-thread cost of the shim's quantized_matmul kernels (mlxr_qmm.cpp's unit_single_row for
+// M = 1, unit_many_rows for M > 1), without MLX's graph or the worker pool: thread CPU time per
+// call and per weight, for SmolLM2's shapes, with the weights hot in cache (one matrix re-run)
+// and cold (every call reads the next of enough matrices to exceed the last-level cache, as a
+// decode step does), and the cost of M = 2, 4, 8 rows against one. Thread CPU time, so other
+// processes on a shared machine inflate it far less than wall time.
+// A developer's tool for comparing kernel variants; QuantizedMatmulExactnessTest is what
+// checks their bytes.
+//
+//   scripts/bench/qmm_kernel_bench.sh [seconds per case, default 1]
+#include "../../mlx-native/src/main/c/mlxr_qmm.cpp"
+
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+// The shim's error slot lives in mlxr_shim.cpp, which this tool does not link.
+void mlxr_set_last_error(const char*) {}
+
+namespace {
+
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+struct Case {
+  const char* name;
+  int n, k, bits;
+};
+
+template <int bits>
+double run_case(const Case& c, bool cold, double seconds, int M) {
+  using namespace mlxr::qmm;
+  const int gs = 32, groups = c.k / gs, row_words = c.k * bits / 32;
+  size_t words = size_t(c.n) * row_words;
+  // Cold: enough copies to pass ~160 MB, so each call misses the caches.
+  int copies = cold ? std::max<int>(1, int(160e6 / (words * 4 + size_t(c.n) * groups * 4))) : 1;
+  std::mt19937 rng(7);
+  std::vector<std::vector<uint32_t>> w(copies, std::vector<uint32_t>(words));
+  std::vector<std::vector<uint16_t>> sc(copies, std::vector<uint16_t>(size_t(c.n) * groups));
+  std::vector<std::vector<uint16_t>> bi(copies, std::vector<uint16_t>(size_t(c.n) * groups));
+  for (int i = 0; i < copies; i++) {
+    for (auto& v : w[i]) v = rng();
+    for (auto& v : sc[i]) v = 0x2000 | (rng() & 0x3ff);
+    for (auto& v : bi[i]) v = 0xa000 | (rng() & 0x3ff);
+  }
+  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  int units = (c.n + kUnitCols - 1) / kUnitCols;
+  long calls = 0;
+  double t0 = cpu_seconds(), t;
+  do {
+    int i = int(calls % copies);
+    Problem p{x.data(), w[i].data(), sc[i].data(), bi[i].data(), Param::F16, out.data(), M, c.n, c.k};
+    for (int u = 0; u < units; u++) {
+      if (M == 1) unit_single_row<Act::F32, bits, 32>(p, u, 0);
+      else unit_many_rows<Act::F32, bits, 32>(p, u);
+    }
+    calls++;
+    t = cpu_seconds() - t0;
+  } while (t < seconds);
+  double per_call = t / calls;
+  double weights = double(c.n) * c.k;
+  double bytes = weights * bits / 8 + double(c.n) * groups * 4;
+  std::printf("%-24s M=%d %-4s %8.3f ms/call  %6.3f ns/weight  %6.2f GB/s  (%ld calls)\n", c.name, M,
+              cold ? "cold" : "hot", per_call * 1e3, per_call * 1e9 / weights, bytes / per_call / 1e9, calls);
+  return per_call;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
+  const Case cases[] = {{"q_proj 576x576 q4", 576, 576, 4},
+                        {"gate_proj 1536x576 q4", 1536, 576, 4},
+                        {"down_proj 576x1536 q4", 576, 1536, 4},
+                        {"lm_head 49152x576 q8", 49152, 576, 8}};
+  // Per forward pass of SmolLM2: 60 x q/o, 60 x k/v (as q/o's cost x 1/3), 60 x gate/up, 30 x down, 1 x head.
+  const double count[] = {60 + 60.0 / 3, 60, 30, 1};
+  for (bool cold : {false, true}) {
+    double pass1 = 0;
+    for (int M : {1, 2, 4, 8}) {
+      double pass = 0;
+      for (int i = 0; i < 4; i++) {
+        const Case& c = cases[i];
+        pass += count[i] * (c.bits == 4 ? run_case<4>(c, cold, seconds, M) : run_case<8>(c, cold, seconds, M));
+      }
+      if (M == 1) pass1 = pass;
+      std::printf("== %s, M=%d: %.2f ms of one thread's CPU per forward pass, %.2fx M=1\n", cold ? "cold" : "hot", M,
+                  pass * 1e3, pass / pass1);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds and runs scripts/bench/qmm_kernel_bench.cpp (see there): single-thread cost per weight of
+# the shim's M = 1 quantized_matmul kernel, hot and cold.   qmm_kernel_bench.sh [seconds per case]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"   # $root, cd "$root"
+mlx_dir="$(.venv/bin/python -c 'import mlx, os; print(list(mlx.__path__)[0])')"
+mkdir -p build/bench
+c++ -std=c++20 -O2 -ffp-contract=off -Wall -Wno-unused-function -I"$mlx_dir/include" \
+  scripts/bench/qmm_kernel_bench.cpp -L"$mlx_dir/lib" -lmlx -Wl,-rpath,"$mlx_dir/lib" \
+  -o build/bench/qmm_kernel_bench
+exec build/bench/qmm_kernel_bench "$@"
