@@ -146,6 +146,18 @@ class BatchParityTest {
                 // steps 2 per row unsorted; rows join and leave (left padding routed too).
                 new Cell("moe", "qwen3_moe-q4", 16, 8, 32, List.of(
                         greedy(0, 30, 32, 12), greedy(0, 7, 33, 16), greedy(0, 45, 34, 6), greedy(5, 20, 35, 10))),
+                // gemma3_text's sliding layers (window 16) over BatchRotatingKVCache, its global
+                // layer over BatchKVCache: prompts longer than the window (trimmed concat), decode
+                // past it (in-place rotation), rows joining a rotated batch at a different index
+                // (temporal order in extend) and leaving early (filter, no padding trim).
+                new Cell("gemma3-sliding", "gemma3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 23, 41, 30), greedy(0, 5, 42, 24), greedy(3, 40, 43, 12), greedy(8, 10, 44, 20),
+                        greedy(30, 3, 45, 8))),
+                // Window 48 above the 32-token chunk, unequal prompts at once: right padding rolled
+                // by lengths in prepare/finalize and in a later chunk's concat; linear rope on the
+                // global layer; 4-bit weights; a capped prompt batch so rows wait.
+                new Cell("gemma3-chunks", "gemma3-q4", 32, 2, 3, List.of(
+                        greedy(0, 70, 46, 20), greedy(0, 100, 47, 16), greedy(0, 9, 48, 60), greedy(2, 55, 49, 10))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),

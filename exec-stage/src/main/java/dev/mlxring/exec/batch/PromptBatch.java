@@ -128,7 +128,7 @@ final class PromptBatch implements AutoCloseable {
                 }
             }
             if (maxPadding > 0) {
-                caches.prepareRightPadding(padding);
+                caches.prepareRightPadding(lengths, padding);
             }
             MlxArray tokens = Mlx.fromInts(flat, b, maxLength);
             // The forward's activations are released before the caches are evaluated, as Python

@@ -2,6 +2,7 @@ package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
@@ -100,6 +101,8 @@ final class SelfAttention implements DecoderModel.Attention {
         MlxArray[] kv = switch (cache) {
             case DenseKvCache d -> d.updateAndFetch(keys, values);
             case RotatingKvCache r -> r.updateAndFetch(keys, values);
+            case BatchKvCache bk -> bk.updateAndFetch(keys, values);
+            case BatchRotatingKvCache br -> br.updateAndFetch(keys, values);
             case null -> new MlxArray[] {keys, values};
             default -> throw new IllegalStateException("unexpected cache " + cache);
         };
