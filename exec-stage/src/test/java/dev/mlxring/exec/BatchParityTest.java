@@ -158,6 +158,10 @@ class BatchParityTest {
                 // global layer; 4-bit weights; a capped prompt batch so rows wait.
                 new Cell("gemma3-chunks", "gemma3-q4", 32, 2, 3, List.of(
                         greedy(0, 70, 46, 20), greedy(0, 100, 47, 16), greedy(0, 9, 48, 60), greedy(2, 55, 49, 10))),
+                // gpt_oss (sinks, alternating sliding / full layers, window 16, f32 experts):
+                // rows joining and leaving over rotated sliding caches.
+                new Cell("gpt_oss-sliding", "gpt_oss-f32", 16, 8, 32, List.of(
+                        greedy(0, 30, 50, 24), greedy(0, 6, 51, 20), greedy(4, 21, 52, 10), greedy(9, 3, 53, 14))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
