@@ -74,7 +74,11 @@ class BatchParityTest {
 
     /** A cell: a model, mlx-lm's three batch sizes and the rows. */
     record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
-            List<ScriptRow> rows) {
+            List<ScriptRow> rows, int maxKvSize) {
+        Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows) {
+            this(name, model, prefillStep, prefillBatch, completionBatch, rows, 0);
+        }
+
         @Override
         public String toString() {
             return name;
@@ -162,6 +166,11 @@ class BatchParityTest {
                 // rows joining and leaving over rotated sliding caches.
                 new Cell("gpt_oss-sliding", "gpt_oss-f32", 16, 8, 32, List.of(
                         greedy(0, 30, 50, 24), greedy(0, 6, 51, 20), greedy(4, 21, 52, 10), greedy(9, 3, 53, 14))),
+                // BatchGenerator(max_kv_size=24) on qwen3: every layer a BatchRotatingKVCache (no
+                // kept prefix; a lone row too), prompts and decodes past 24 positions, rows joining
+                // and leaving.
+                new Cell("max-kv-size", "qwen3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 30, 54, 20), greedy(0, 7, 55, 30), greedy(3, 40, 56, 8), greedy(12, 4, 57, 12)), 24),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
@@ -225,6 +234,9 @@ class BatchParityTest {
         script.put("prefill_step_size", cell.prefillStep());
         script.put("prefill_batch_size", cell.prefillBatch());
         script.put("completion_batch_size", cell.completionBatch());
+        if (cell.maxKvSize() > 0) {
+            script.put("max_kv_size", cell.maxKvSize());
+        }
         ArrayNode rows = script.putArray("rows");
         for (ScriptRow r : cell.rows()) {
             ObjectNode o = rows.addObject();
@@ -272,7 +284,7 @@ class BatchParityTest {
         int[] uids = new int[cell.rows().size()];
         java.util.Set<Integer> done = new java.util.HashSet<>();
         try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
-                cell.completionBatch(), null)) {
+                cell.completionBatch(), null, cell.maxKvSize())) {
             for (int step = 0; ; step++) {
                 for (int i = 0; i < uids.length; i++) {
                     ScriptRow r = cell.rows().get(i);

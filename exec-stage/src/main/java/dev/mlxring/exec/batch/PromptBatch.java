@@ -23,9 +23,12 @@ final class PromptBatch implements AutoCloseable {
     private final LanguageModel model;
     final List<Row> rows = new ArrayList<>();
     private RowCaches caches;
+    /** {@code max_kv_size} of every row's fresh caches; 0 = none. */
+    private final int maxKvSize;
 
-    PromptBatch(LanguageModel model) {
+    PromptBatch(LanguageModel model, int maxKvSize) {
         this.model = model;
+        this.maxKvSize = maxKvSize;
     }
 
     int size() {
@@ -41,7 +44,8 @@ final class PromptBatch implements AutoCloseable {
         for (Row r : joining) {
             histories |= r.history != null;
         }
-        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining) : RowCaches.fresh(model, joining.size());
+        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining, maxKvSize)
+                : RowCaches.fresh(model, joining.size(), maxKvSize);
         if (caches == null) {
             caches = fresh;
         } else {

@@ -36,10 +36,10 @@ final class RowCaches implements AutoCloseable {
      * empty solo caches ({@code BatchKVCache([0] * rows)}, or
      * {@code BatchRotatingKVCache(max_size, [0] * rows)} for a rotating layer).
      */
-    static RowCaches fresh(LanguageModel model, int rows) {
-        KvCache[] solo = model.newCache();
+    static RowCaches fresh(LanguageModel model, int rows, int maxKvSize) {
+        KvCache[] solo = model.newCache(maxKvSize);
         if (rows == 1) {
-            return new RowCaches(solo, 1);
+            return lone(solo);
         }
         for (int i = 0; i < solo.length; i++) {
             KvCache c = solo[i];
@@ -58,16 +58,16 @@ final class RowCaches implements AutoCloseable {
      * caches as they are; several are merged as {@code _merge_caches} does ({@code KVCache.merge}:
      * right-aligned, an empty row padded whole). The rows' histories are consumed.
      */
-    static RowCaches fromHistories(LanguageModel model, List<Row> joining) {
+    static RowCaches fromHistories(LanguageModel model, List<Row> joining, int maxKvSize) {
         int n = joining.size();
         KvCache[][] solo = new KvCache[n][];
         for (int r = 0; r < n; r++) {
             Row row = joining.get(r);
-            solo[r] = row.history != null ? row.history : model.newCache();
+            solo[r] = row.history != null ? row.history : model.newCache(maxKvSize);
             row.history = null;
         }
         if (n == 1) {
-            return new RowCaches(solo[0], 1);
+            return lone(solo[0]);
         }
         int layers = solo[0].length;
         KvCache[] merged = new KvCache[layers];
@@ -84,6 +84,23 @@ final class RowCaches implements AutoCloseable {
             }
         }
         return new RowCaches(merged, n);
+    }
+
+    /**
+     * One row's caches: kept solo (the serial graph), unless a layer is a rotating cache that
+     * keeps a prefix ({@code --max-kv-size}: keep 4), which mlx-lm's batch cache does not have;
+     * then the row runs as mlx-lm's one-row batch from the start, so it is the same row whether
+     * it stays alone or not.
+     */
+    private static RowCaches lone(KvCache[] solo) {
+        RowCaches caches = new RowCaches(solo, 1);
+        for (KvCache c : solo) {
+            if (c instanceof RotatingKvCache r && r.keep() != 0) {
+                caches.batch();
+                break;
+            }
+        }
+        return caches;
     }
 
     /**

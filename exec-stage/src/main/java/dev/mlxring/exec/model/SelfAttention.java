@@ -70,11 +70,12 @@ final class SelfAttention implements DecoderModel.Attention {
         keys = Mlx.transpose(keys, 0, 2, 1, 3);
         values = Mlx.transpose(Mlx.reshape(values, b, l, nKvHeads, -1), 0, 2, 1, 3);
 
-        if (cache instanceof BatchKvCache batch) {
+        if (cache instanceof BatchKvCache || cache instanceof BatchRotatingKvCache) {
             // llama.py: rope(x, offset=cache.offset) with the offset array, then the array mask.
             queries = rope.forward(queries, mask.offsets());
             keys = rope.forward(keys, mask.offsets());
-            MlxArray[] kv = batch.updateAndFetch(keys, values);
+            MlxArray[] kv = cache instanceof BatchKvCache batch ? batch.updateAndFetch(keys, values)
+                    : ((BatchRotatingKvCache) cache).updateAndFetch(keys, values);
             MlxArray output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
             output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
             return oProj.forward(output);
