@@ -157,6 +157,10 @@ class BatchParityTest {
                 new Cell("gemma3-sliding", "gemma3-bf16", 16, 8, 32, List.of(
                         greedy(0, 23, 41, 30), greedy(0, 5, 42, 24), greedy(3, 40, 43, 12), greedy(8, 10, 44, 20),
                         greedy(30, 3, 45, 8))),
+                // A lone row (the fast path: solo rotating caches, the serial graph) decoding past
+                // its window, then a joiner: the rotated solo caches merged (RotatingKVCache.merge).
+                new Cell("gemma3-lone-then-join", "gemma3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 40, 58, 30), greedy(20, 12, 59, 10))),
                 // Window 48 above the 32-token chunk, unequal prompts at once: right padding rolled
                 // by lengths in prepare/finalize and in a later chunk's concat; linear rope on the
                 // global layer; 4-bit weights; a capped prompt batch so rows wait.
