@@ -8,6 +8,8 @@ Usage:
 FILE.json:
 {
   "prefill_step_size": S, "prefill_batch_size": P, "completion_batch_size": C,
+  "max_kv_size": M,             # optional: BatchGenerator(max_kv_size=M), every row's caches
+                                 # make_prompt_cache(model, M)
   "rows": [
     {"at": step,                 # inserted just before the step-th next() call (0-based)
      "prompt": [token ids], "max_tokens": N,
@@ -27,7 +29,8 @@ FILE.json:
 }
 
 This builds mlx_lm.generate.BatchGenerator(model, prefill_step_size=S, prefill_batch_size=P,
-completion_batch_size=C) (its default greedy sampler) on the model loaded with
+completion_batch_size=C, max_kv_size=M) (its default greedy sampler; M from the script's optional
+"max_kv_size", else None) on the model loaded with
 mlx_lm.utils.load_model(Path(DIR)), and then, for step = 0, 1, ...: inserts the rows whose "at"
 is that step (one insert() call per row, in script order, with max_tokens, stop_sequences,
 samplers and logits_processors for that row), removes the rows whose "remove_at" is that step
@@ -133,6 +136,7 @@ def main(argv=None):
         prefill_step_size=script["prefill_step_size"],
         prefill_batch_size=script["prefill_batch_size"],
         completion_batch_size=script["completion_batch_size"],
+        max_kv_size=script.get("max_kv_size"),
     )
     rows = script["rows"]
     uids = [None] * len(rows)

@@ -74,7 +74,11 @@ class BatchParityTest {
 
     /** A cell: a model, mlx-lm's three batch sizes and the rows. */
     record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
-            List<ScriptRow> rows) {
+            List<ScriptRow> rows, int maxKvSize) {
+        Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows) {
+            this(name, model, prefillStep, prefillBatch, completionBatch, rows, 0);
+        }
+
         @Override
         public String toString() {
             return name;
@@ -146,6 +150,31 @@ class BatchParityTest {
                 // steps 2 per row unsorted; rows join and leave (left padding routed too).
                 new Cell("moe", "qwen3_moe-q4", 16, 8, 32, List.of(
                         greedy(0, 30, 32, 12), greedy(0, 7, 33, 16), greedy(0, 45, 34, 6), greedy(5, 20, 35, 10))),
+                // gemma3_text's sliding layers (window 16) over BatchRotatingKVCache, its global
+                // layer over BatchKVCache: prompts longer than the window (trimmed concat), decode
+                // past it (in-place rotation), rows joining a rotated batch at a different index
+                // (temporal order in extend) and leaving early (filter, no padding trim).
+                new Cell("gemma3-sliding", "gemma3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 23, 41, 30), greedy(0, 5, 42, 24), greedy(3, 40, 43, 12), greedy(8, 10, 44, 20),
+                        greedy(30, 3, 45, 8))),
+                // A lone row (the fast path: solo rotating caches, the serial graph) decoding past
+                // its window, then a joiner: the rotated solo caches merged (RotatingKVCache.merge).
+                new Cell("gemma3-lone-then-join", "gemma3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 40, 58, 30), greedy(20, 12, 59, 10))),
+                // Window 48 above the 32-token chunk, unequal prompts at once: right padding rolled
+                // by lengths in prepare/finalize and in a later chunk's concat; linear rope on the
+                // global layer; 4-bit weights; a capped prompt batch so rows wait.
+                new Cell("gemma3-chunks", "gemma3-q4", 32, 2, 3, List.of(
+                        greedy(0, 70, 46, 20), greedy(0, 100, 47, 16), greedy(0, 9, 48, 60), greedy(2, 55, 49, 10))),
+                // gpt_oss (sinks, alternating sliding / full layers, window 16, f32 experts):
+                // rows joining and leaving over rotated sliding caches.
+                new Cell("gpt_oss-sliding", "gpt_oss-f32", 16, 8, 32, List.of(
+                        greedy(0, 30, 50, 24), greedy(0, 6, 51, 20), greedy(4, 21, 52, 10), greedy(9, 3, 53, 14))),
+                // BatchGenerator(max_kv_size=24) on qwen3: every layer a BatchRotatingKVCache (no
+                // kept prefix; a lone row too), prompts and decodes past 24 positions, rows joining
+                // and leaving.
+                new Cell("max-kv-size", "qwen3-bf16", 16, 8, 32, List.of(
+                        greedy(0, 30, 54, 20), greedy(0, 7, 55, 30), greedy(3, 40, 56, 8), greedy(12, 4, 57, 12)), 24),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
@@ -209,6 +238,9 @@ class BatchParityTest {
         script.put("prefill_step_size", cell.prefillStep());
         script.put("prefill_batch_size", cell.prefillBatch());
         script.put("completion_batch_size", cell.completionBatch());
+        if (cell.maxKvSize() > 0) {
+            script.put("max_kv_size", cell.maxKvSize());
+        }
         ArrayNode rows = script.putArray("rows");
         for (ScriptRow r : cell.rows()) {
             ObjectNode o = rows.addObject();
@@ -256,7 +288,7 @@ class BatchParityTest {
         int[] uids = new int[cell.rows().size()];
         java.util.Set<Integer> done = new java.util.HashSet<>();
         try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
-                cell.completionBatch(), null)) {
+                cell.completionBatch(), null, cell.maxKvSize())) {
             for (int step = 0; ; step++) {
                 for (int i = 0; i < uids.length; i++) {
                     ScriptRow r = cell.rows().get(i);

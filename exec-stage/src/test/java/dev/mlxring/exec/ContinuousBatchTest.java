@@ -2,6 +2,7 @@ package dev.mlxring.exec;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.exec.generate.ModelExecutor;
@@ -162,6 +163,25 @@ class ContinuousBatchTest {
                 assertEquals(3 * 256 * perPosition, batch.projectedKvBytes(3, 256));
                 assertEquals(2 * 512 * perPosition, batch.projectedKvBytes(2, 257));
             }
+        }
+    }
+
+    /**
+     * Sliding windows (keep 0) batch; a {@code --max-kv-size} cache (keep 4, which mlx-lm's batch
+     * cache drops) is served serially; a family that ignores {@code --max-kv-size} still batches.
+     */
+    @Test
+    void slidingWindowsBatchAndMaxKvSizeStaysSerial() throws Exception {
+        try (LanguageModel gemma = Models.load(models.resolve("gemma3-bf16"));
+                LanguageModel qwen = Models.load(models.resolve("qwen3-bf16"))) {
+            try (ExecutionBatch batch = new ModelExecutor(gemma, PREFILL_STEP, 24, null).openBatch(8, 8)) {
+                assertNotNull(batch, "gemma3_text (sliding windows; ignores --max-kv-size) batches");
+            }
+            try (ExecutionBatch batch = new ModelExecutor(qwen, PREFILL_STEP, 0, null).openBatch(8, 8)) {
+                assertNotNull(batch, "qwen3 batches");
+            }
+            assertNull(new ModelExecutor(qwen, PREFILL_STEP, 24, null).openBatch(8, 8),
+                    "qwen3 with --max-kv-size runs serially");
         }
     }
 

@@ -63,6 +63,22 @@ public final class BatchGenerator implements AutoCloseable {
      */
     public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
             EngineRng engineRng) {
+        this(model, prefillStepSize, prefillBatchSize, completionBatchSize, engineRng, 0);
+    }
+
+    /**
+     * As mlx-lm's {@code BatchGenerator(..., max_kv_size=N)}: every row's caches are
+     * {@code make_prompt_cache(model, max_kv_size)}, so a model without its own cache layout
+     * rotates every layer over {@code maxKvSize} positions (batched as mlx-lm's
+     * {@code BatchRotatingKVCache}, which has no kept prefix).
+     *
+     * @param maxKvSize 0 for none
+     */
+    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
+            EngineRng engineRng, int maxKvSize) {
+        if (maxKvSize < 0) {
+            throw new IllegalArgumentException("maxKvSize must be >= 0, got " + maxKvSize);
+        }
         if (prefillStepSize <= 0) {
             throw new IllegalArgumentException("prefillStepSize must be > 0, got " + prefillStepSize);
         }
@@ -80,7 +96,7 @@ public final class BatchGenerator implements AutoCloseable {
         this.prefillBatchSize = model.batchable() ? prefillBatchSize : 1;
         this.completionBatchSize = model.batchable() ? Math.max(completionBatchSize, prefillBatchSize) : 1;
         this.engineRng = engineRng;
-        this.promptBatch = new PromptBatch(model);
+        this.promptBatch = new PromptBatch(model, maxKvSize);
         this.generationBatch = new GenerationBatch(model);
     }
 

@@ -23,9 +23,12 @@ final class PromptBatch implements AutoCloseable {
     private final LanguageModel model;
     final List<Row> rows = new ArrayList<>();
     private RowCaches caches;
+    /** {@code max_kv_size} of every row's fresh caches; 0 = none. */
+    private final int maxKvSize;
 
-    PromptBatch(LanguageModel model) {
+    PromptBatch(LanguageModel model, int maxKvSize) {
         this.model = model;
+        this.maxKvSize = maxKvSize;
     }
 
     int size() {
@@ -41,7 +44,8 @@ final class PromptBatch implements AutoCloseable {
         for (Row r : joining) {
             histories |= r.history != null;
         }
-        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining) : RowCaches.fresh(model, joining.size());
+        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining, maxKvSize)
+                : RowCaches.fresh(model, joining.size(), maxKvSize);
         if (caches == null) {
             caches = fresh;
         } else {
@@ -128,7 +132,7 @@ final class PromptBatch implements AutoCloseable {
                 }
             }
             if (maxPadding > 0) {
-                caches.prepareRightPadding(padding);
+                caches.prepareRightPadding(lengths, padding);
             }
             MlxArray tokens = Mlx.fromInts(flat, b, maxLength);
             // The forward's activations are released before the caches are evaluated, as Python

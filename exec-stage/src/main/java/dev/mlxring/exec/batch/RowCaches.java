@@ -1,8 +1,10 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -10,11 +12,13 @@ import java.util.List;
 
 /**
  * The per-layer KV state of one group of rows (a prompt batch or the generation batch). A group
- * of one row that never shared keeps the model's plain solo caches ({@link DenseKvCache}, the
- * serial path's caches, so its forward is the serial graph); the first time a second row joins,
- * {@link #batch()} merges them into {@link BatchKvCache}s (mlx-lm's {@code KVCache.merge}), after
- * which every operation is mlx-lm's batch operation. The two are numerically interchangeable for
- * one unpadded row (mlx-lm's {@code BatchKVCache} of one row gives the serial bits).
+ * of one row that never shared keeps the model's plain solo caches ({@link DenseKvCache}s, and
+ * {@link RotatingKvCache}s for sliding-window layers: the serial path's caches, so its forward is
+ * the serial graph); the first time a second row joins, {@link #batch()} merges each layer with
+ * its own kind ({@code KVCache.merge} into a {@link BatchKvCache}, {@code RotatingKVCache.merge}
+ * into a {@link BatchRotatingKvCache}), after which every operation is mlx-lm's batch operation.
+ * The two are numerically interchangeable for one unpadded row (mlx-lm's one-row batch caches
+ * give the serial bits).
  *
  * <p>Owns its caches; {@link #close()} frees them. Exec thread only.
  */
@@ -27,15 +31,24 @@ final class RowCaches implements AutoCloseable {
         this.rows = rows;
     }
 
-    /** Empty caches for {@code rows} new rows: solo caches for one, else {@code BatchKVCache([0] * rows)}. */
-    static RowCaches fresh(LanguageModel model, int rows) {
-        KvCache[] solo = model.newCache();
+    /**
+     * Empty caches for {@code rows} new rows: solo caches for one, else each layer's merge of
+     * empty solo caches ({@code BatchKVCache([0] * rows)}, or
+     * {@code BatchRotatingKVCache(max_size, [0] * rows)} for a rotating layer).
+     */
+    static RowCaches fresh(LanguageModel model, int rows, int maxKvSize) {
+        KvCache[] solo = model.newCache(maxKvSize);
         if (rows == 1) {
-            return new RowCaches(solo, 1);
+            return lone(solo);
         }
         for (int i = 0; i < solo.length; i++) {
-            solo[i].close();
-            solo[i] = new BatchKvCache(new int[rows]);
+            KvCache c = solo[i];
+            solo[i] = switch (c) {
+                case DenseKvCache d -> new BatchKvCache(new int[rows]);
+                case RotatingKvCache r -> new BatchRotatingKvCache(r.maxSize(), new int[rows]);
+                default -> throw new IllegalStateException("a batch cannot hold " + c);
+            };
+            c.close();
         }
         return new RowCaches(solo, rows);
     }
@@ -45,25 +58,25 @@ final class RowCaches implements AutoCloseable {
      * caches as they are; several are merged as {@code _merge_caches} does ({@code KVCache.merge}:
      * right-aligned, an empty row padded whole). The rows' histories are consumed.
      */
-    static RowCaches fromHistories(LanguageModel model, List<Row> joining) {
+    static RowCaches fromHistories(LanguageModel model, List<Row> joining, int maxKvSize) {
         int n = joining.size();
         KvCache[][] solo = new KvCache[n][];
         for (int r = 0; r < n; r++) {
             Row row = joining.get(r);
-            solo[r] = row.history != null ? row.history : model.newCache();
+            solo[r] = row.history != null ? row.history : model.newCache(maxKvSize);
             row.history = null;
         }
         if (n == 1) {
-            return new RowCaches(solo[0], 1);
+            return lone(solo[0]);
         }
         int layers = solo[0].length;
         KvCache[] merged = new KvCache[layers];
         for (int l = 0; l < layers; l++) {
-            DenseKvCache[] each = new DenseKvCache[n];
+            KvCache[] each = new KvCache[n];
             for (int r = 0; r < n; r++) {
-                each[r] = (DenseKvCache) solo[r][l];
+                each[r] = solo[r][l];
             }
-            merged[l] = BatchKvCache.merge(each);
+            merged[l] = merge(each);
         }
         for (KvCache[] row : solo) {
             for (KvCache c : row) {
@@ -71,6 +84,23 @@ final class RowCaches implements AutoCloseable {
             }
         }
         return new RowCaches(merged, n);
+    }
+
+    /**
+     * One row's caches: kept solo (the serial graph), unless a layer is a rotating cache that
+     * keeps a prefix ({@code --max-kv-size}: keep 4), which mlx-lm's batch cache does not have;
+     * then the row runs as mlx-lm's one-row batch from the start, so it is the same row whether
+     * it stays alone or not.
+     */
+    private static RowCaches lone(KvCache[] solo) {
+        RowCaches caches = new RowCaches(solo, 1);
+        for (KvCache c : solo) {
+            if (c instanceof RotatingKvCache r && r.keep() != 0) {
+                caches.batch();
+                break;
+            }
+        }
+        return caches;
     }
 
     /**
@@ -85,7 +115,11 @@ final class RowCaches implements AutoCloseable {
         KvCache[] extracted = new KvCache[layers.length];
         try {
             for (int i = 0; i < layers.length; i++) {
-                extracted[i] = ((BatchKvCache) layers[i]).extract(row);
+                extracted[i] = switch (layers[i]) {
+                    case BatchKvCache b -> b.extract(row);
+                    case BatchRotatingKvCache b -> b.extract(row);
+                    default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
+                };
             }
             use.accept(extracted);
         } finally {
@@ -106,19 +140,29 @@ final class RowCaches implements AutoCloseable {
     }
 
     boolean solo() {
-        return layers[0] instanceof DenseKvCache;
+        return !(layers[0] instanceof BatchKvCache || layers[0] instanceof BatchRotatingKvCache);
     }
 
-    /** Solo caches become a batch of one ({@code BatchKVCache.merge([cache])}); a batch stays as it is. */
+    /** Solo caches become a batch of one (each layer's {@code merge([cache])}); a batch stays as it is. */
     void batch() {
         if (!solo()) {
             return;
         }
         for (int i = 0; i < layers.length; i++) {
-            DenseKvCache d = (DenseKvCache) layers[i];
-            layers[i] = BatchKvCache.merge(d);
-            d.close();
+            KvCache c = layers[i];
+            layers[i] = merge(c);
+            c.close();
         }
+    }
+
+    /** {@code cache[l].merge(caches)}: a layer's solo caches (all of one kind) into its batch kind. */
+    private static KvCache merge(KvCache... solo) {
+        return switch (solo[0]) {
+            case DenseKvCache d -> BatchKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, DenseKvCache[].class));
+            case RotatingKvCache r ->
+                    BatchRotatingKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, RotatingKvCache[].class));
+            default -> throw new IllegalStateException(solo[0] + " does not support batching");
+        };
     }
 
     /** {@code _extend_cache}: {@code other}'s rows appended (both batched first); {@code other} is emptied. */
@@ -126,7 +170,11 @@ final class RowCaches implements AutoCloseable {
         batch();
         other.batch();
         for (int i = 0; i < layers.length; i++) {
-            ((BatchKvCache) layers[i]).extend((BatchKvCache) other.layers[i]);
+            switch (layers[i]) {
+                case BatchKvCache b -> b.extend((BatchKvCache) other.layers[i]);
+                case BatchRotatingKvCache b -> b.extend((BatchRotatingKvCache) other.layers[i]);
+                default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
+            }
         }
         rows += other.rows;
         other.rows = 0;
@@ -141,7 +189,11 @@ final class RowCaches implements AutoCloseable {
             return;
         }
         for (KvCache c : layers) {
-            ((BatchKvCache) c).filter(keep);
+            switch (c) {
+                case BatchKvCache b -> b.filter(keep);
+                case BatchRotatingKvCache b -> b.filter(keep);
+                default -> throw new IllegalStateException("not a batch cache: " + c);
+            }
         }
         rows = keep.length;
     }
@@ -150,20 +202,33 @@ final class RowCaches implements AutoCloseable {
     RowCaches select(int[] keep) {
         KvCache[] out = new KvCache[layers.length];
         for (int i = 0; i < layers.length; i++) {
-            out[i] = ((BatchKvCache) layers[i]).select(keep);
+            out[i] = switch (layers[i]) {
+                case BatchKvCache b -> b.select(keep);
+                case BatchRotatingKvCache b -> b.select(keep);
+                default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
+            };
         }
         return new RowCaches(out, keep.length);
     }
 
-    void prepareRightPadding(int[] padding) {
+    /** {@code prepare(lengths=lengths, right_padding=padding)} of every layer. */
+    void prepareRightPadding(int[] lengths, int[] padding) {
         for (KvCache c : layers) {
-            ((BatchKvCache) c).prepareRightPadding(padding);
+            switch (c) {
+                case BatchKvCache b -> b.prepareRightPadding(padding);
+                case BatchRotatingKvCache b -> b.prepareRightPadding(lengths, padding);
+                default -> throw new IllegalStateException("not a batch cache: " + c);
+            }
         }
     }
 
     void finalizePadding() {
         for (KvCache c : layers) {
-            ((BatchKvCache) c).finalizePadding();
+            switch (c) {
+                case BatchKvCache b -> b.finalizePadding();
+                case BatchRotatingKvCache b -> b.finalizePadding();
+                default -> throw new IllegalStateException("not a batch cache: " + c);
+            }
         }
     }
 

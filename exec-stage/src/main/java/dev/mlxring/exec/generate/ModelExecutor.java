@@ -1,7 +1,9 @@
 package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.batch.ContinuousBatch;
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.model.LanguageModel;
@@ -15,6 +17,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
+import java.util.Arrays;
 
 /**
  * exec-stage's {@link Executor}: one resident model, runs opened per sealed plan. Unseeded
@@ -67,9 +70,35 @@ public final class ModelExecutor implements Executor {
      * (serial only) when the model's layers rotate: mlx-lm batches sliding windows with its
      * {@code BatchRotatingKVCache}, which is not built here yet.
      */
+    /**
+     * Whether this model's caches can run in a batch as mlx-lm's {@code BatchGenerator} runs
+     * them: caches that never rotate always can; sliding-window layers (keep 0) batch over
+     * {@code BatchRotatingKvCache} when the model's attention takes per-row offsets (gemma3_text);
+     * a {@code --max-kv-size} cache does not (its solo form keeps the first 4 positions, which
+     * mlx-lm's batch cache drops, so a lone row would differ from a batched one), nor a rotating
+     * model whose attention has no batch form yet (gpt_oss). Those are served serially.
+     */
+    static boolean batchesRotation(LanguageModel model, int maxKvSize) {
+        KvCache[] caches = model.newCache(maxKvSize);
+        try {
+            boolean rotating = false;
+            for (KvCache c : caches) {
+                if (c instanceof RotatingKvCache r) {
+                    if (r.keep() != 0) {
+                        return false;
+                    }
+                    rotating = true;
+                }
+            }
+            return !rotating || model.batchable();
+        } finally {
+            Arrays.stream(caches).forEach(KvCache::close);
+        }
+    }
+
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
-        if (GenerationRun.rotates(model, maxKvSize)) {
+        if (!batchesRotation(model, maxKvSize)) {
             return null;
         }
         return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse);

@@ -12,13 +12,14 @@ import dev.mlxring.mlx.MlxArray;
  * {@code scaled_dot_product_attention} does on {@code hasattr(cache, "bits")}. Several rows
  * decoding together share one {@link BatchKvCache} per layer ({@code BatchKVCache}: left padding,
  * per-row offsets), built from solo caches by {@link BatchKvCache#merge} and giving one back by
- * {@link BatchKvCache#extract}, as {@code KVCache.merge} and {@code BatchKVCache.extract} relate.
+ * {@link BatchKvCache#extract}, as {@code KVCache.merge} and {@code BatchKVCache.extract} relate;
+ * rotating layers share one {@link BatchRotatingKvCache} ({@code BatchRotatingKVCache}) the same way.
  *
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
 public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache,
-        RotatingKvCache, BatchKvCache {
+        RotatingKvCache, BatchKvCache, BatchRotatingKvCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

@@ -60,6 +60,28 @@ public final class RotatingKvCache implements KvCache {
         return offset;
     }
 
+    /** mlx-lm's {@code size()}: the positions held, {@code min(offset, max_size)}. */
+    public int size() {
+        return Math.min(offset, maxSize);
+    }
+
+    /**
+     * A cache (keep 0) over {@code keys} / {@code values} already in temporal order, as
+     * {@code BatchRotatingKVCache.extract} builds one; it takes ownership of both arrays.
+     */
+    static RotatingKvCache restored(int maxSize, MlxArray keys, MlxArray values, int offset) {
+        RotatingKvCache c = new RotatingKvCache(maxSize, 0);
+        c.replace(keys, values);
+        c.offset = offset;
+        c.idx = keys.dim(2);
+        return c;
+    }
+
+    /** {@code _temporal_order} of both buffers (views in the caller's scope; this cache is unchanged). */
+    MlxArray[] temporallyOrdered() {
+        return new MlxArray[] {temporalOrder(keys), temporalOrder(values)};
+    }
+
     /** {@code update_and_fetch}: in place for one token, by concatenation for several. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
         if (newKeys.dim(2) == 1) {

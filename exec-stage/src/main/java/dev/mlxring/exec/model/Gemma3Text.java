@@ -107,9 +107,16 @@ final class Gemma3Text implements LanguageModel {
             MlxArray values = Mlx.transpose(Mlx.reshape(vProj.forward(x), b, l, nKvHeads, -1), 0, 2, 1, 3);
             queries = qNorm.forward(queries);
             keys = kNorm.forward(keys);
-            int offset = cache == null ? 0 : cache.offset();
-            queries = rope.forward(queries, offset);
-            keys = rope.forward(keys, offset);
+            if (mask.offsets() != null) {
+                // A batch: rope(x, offset=cache.offset) with the rows' offset array (read before
+                // any layer updated its cache; every cache of this layer's kind holds the same).
+                queries = rope.forward(queries, mask.offsets());
+                keys = rope.forward(keys, mask.offsets());
+            } else {
+                int offset = cache == null ? 0 : cache.offset();
+                queries = rope.forward(queries, offset);
+                keys = rope.forward(keys, offset);
+            }
             MlxArray output = SelfAttention.attend(queries, keys, values, cache, scale, mask);
             output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
             return oProj.forward(output);
@@ -192,6 +199,16 @@ final class Gemma3Text implements LanguageModel {
         }
         MlxArray out = norm.forward(h);
         return lmHead == null ? embedTokens.asLinear(out) : lmHead.forward(out);
+    }
+
+    /**
+     * Batchable when every layer's rope takes an offset array: global layers batch over
+     * {@link dev.mlxring.exec.kv.BatchKvCache}, sliding ones over
+     * {@link dev.mlxring.exec.kv.BatchRotatingKvCache} (mlx-lm's {@code BatchGenerator} does the same).
+     */
+    @Override
+    public boolean batchable() {
+        return layers.stream().allMatch(b -> b.selfAttn().rope().batchable());
     }
 
     /** {@code make_cache}: global layers keep everything, sliding layers their window; max_kv_size does not apply. */

@@ -2,6 +2,8 @@ package dev.mlxring.exec.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
@@ -96,12 +98,21 @@ final class GptOss implements LanguageModel {
             MlxArray q = Mlx.transpose(Mlx.reshape(qProj.forward(x), b, l, -1, headDim), 0, 2, 1, 3);
             MlxArray k = Mlx.transpose(Mlx.reshape(kProj.forward(x), b, l, -1, headDim), 0, 2, 1, 3);
             MlxArray v = Mlx.transpose(Mlx.reshape(vProj.forward(x), b, l, -1, headDim), 0, 2, 1, 3);
-            int offset = cache == null ? 0 : cache.offset();
-            q = rope.forward(q, offset);
-            k = rope.forward(k, offset);
+            if (mask.offsets() != null) {
+                // A batch: rope(x, offset=cache.offset) with the rows' offset array (read before
+                // any layer updated its cache; every cache of this layer's kind holds the same).
+                q = rope.forward(q, mask.offsets());
+                k = rope.forward(k, mask.offsets());
+            } else {
+                int offset = cache == null ? 0 : cache.offset();
+                q = rope.forward(q, offset);
+                k = rope.forward(k, offset);
+            }
             MlxArray[] kv = switch (cache) {
                 case DenseKvCache d -> d.updateAndFetch(k, v);
                 case RotatingKvCache r -> r.updateAndFetch(k, v);
+                case BatchKvCache bk -> bk.updateAndFetch(k, v);
+                case BatchRotatingKvCache br -> br.updateAndFetch(k, v);
                 case null -> new MlxArray[] {k, v};
                 // mlx-lm: "Quantized SDPA does not support attention sinks."; --kv-bits is refused
                 // before a run because the sliding layers rotate.
@@ -209,6 +220,16 @@ final class GptOss implements LanguageModel {
     }
 
     /** {@code make_cache}: full layers keep everything, sliding layers their window; max_kv_size does not apply. */
+    /**
+     * Batchable when the rope takes an offset array: full layers batch over
+     * {@link BatchKvCache}, sliding ones over {@link BatchRotatingKvCache}, as mlx-lm's
+     * {@code BatchGenerator} runs them.
+     */
+    @Override
+    public boolean batchable() {
+        return layers.stream().allMatch(b -> b.selfAttn().rope().batchable());
+    }
+
     @Override
     public KvCache[] newCache(int maxKvSize) {
         KvCache[] caches = new KvCache[layers.size()];

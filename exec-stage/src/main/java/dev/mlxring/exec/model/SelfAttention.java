@@ -2,6 +2,7 @@ package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
@@ -69,11 +70,12 @@ final class SelfAttention implements DecoderModel.Attention {
         keys = Mlx.transpose(keys, 0, 2, 1, 3);
         values = Mlx.transpose(Mlx.reshape(values, b, l, nKvHeads, -1), 0, 2, 1, 3);
 
-        if (cache instanceof BatchKvCache batch) {
+        if (cache instanceof BatchKvCache || cache instanceof BatchRotatingKvCache) {
             // llama.py: rope(x, offset=cache.offset) with the offset array, then the array mask.
             queries = rope.forward(queries, mask.offsets());
             keys = rope.forward(keys, mask.offsets());
-            MlxArray[] kv = batch.updateAndFetch(keys, values);
+            MlxArray[] kv = cache instanceof BatchKvCache batch ? batch.updateAndFetch(keys, values)
+                    : ((BatchRotatingKvCache) cache).updateAndFetch(keys, values);
             MlxArray output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
             output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
             return oProj.forward(output);
@@ -100,6 +102,8 @@ final class SelfAttention implements DecoderModel.Attention {
         MlxArray[] kv = switch (cache) {
             case DenseKvCache d -> d.updateAndFetch(keys, values);
             case RotatingKvCache r -> r.updateAndFetch(keys, values);
+            case BatchKvCache bk -> bk.updateAndFetch(keys, values);
+            case BatchRotatingKvCache br -> br.updateAndFetch(keys, values);
             case null -> new MlxArray[] {keys, values};
             default -> throw new IllegalStateException("unexpected cache " + cache);
         };
