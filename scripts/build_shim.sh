@@ -1,24 +1,43 @@
 #!/usr/bin/env bash
-# Builds build/native/libmlxr.so against the MLX headers and libmlx.so that the
-# project venv's mlx-cpu wheel carries, so the shim and mlx-lm share one libmlx.
+# Builds build/native/libmlxr.so against the MLX headers and libmlx.so that the project venv's
+# MLX backend wheel carries (mlx-cpu, or mlx-cuda-13 after `./mlx-ring setup --backend cuda`),
+# so the shim and mlx-lm share one libmlx.
+#
+#   scripts/build_shim.sh                               # against the venv's mlx package
+#   scripts/build_shim.sh --mlx-dir DIR --out FILE      # against an unpacked wheel's mlx/ folder
+#                                                       # (scripts/gpu/pack.sh: the mlx-cuda-13 wheel)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-py="$root/.venv/bin/python"
-mlx_dir="$("$py" -c 'import mlx, os; print(os.path.dirname(mlx.__file__) if getattr(mlx, "__file__", None) else list(mlx.__path__)[0])')"
+mlx_dir=""
+out="$root/build/native/libmlxr.so"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --mlx-dir) mlx_dir="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "build_shim.sh: unknown option $1 (takes --mlx-dir DIR, --out FILE)" >&2; exit 2 ;;
+  esac
+done
+if [[ -z "$mlx_dir" ]]; then
+  py="$root/.venv/bin/python"
+  mlx_dir="$("$py" -c 'import mlx, os; print(os.path.dirname(mlx.__file__) if getattr(mlx, "__file__", None) else list(mlx.__path__)[0])')"
+fi
+[[ -f "$mlx_dir/lib/libmlx.so" && -d "$mlx_dir/include" ]] || { echo "build_shim.sh: no lib/libmlx.so + include/ under $mlx_dir" >&2; exit 1; }
+mlx_dir="$(cd "$mlx_dir" && pwd)"
 src_dir="$root/mlx-native/src/main/c"
 srcs=("$src_dir"/*.cpp)
-out_dir="$root/build/native"
-out="$out_dir/libmlxr.so"
-stamp="$out_dir/libmlxr.stamp"
-want="$(cat "${srcs[@]}" "$src_dir"/*.h 2>/dev/null | sha256sum | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so")"
+out_dir="$(dirname "$out")"
+stamp="${out%.so}.stamp"
+want="$(cat "${srcs[@]}" "$src_dir"/*.h 2>/dev/null | sha256sum | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so") $mlx_dir"
 if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 mkdir -p "$out_dir"
 echo "[setup] compiling the MLX shim (${#srcs[@]} files in $src_dir) against $mlx_dir"
+# A shared library may leave its dependencies' dependencies unresolved at link time: mlx-cuda's
+# libmlx needs the CUDA libraries, which a build machine without a GPU need not have.
 c++ -std=c++20 -O2 -ffp-contract=off -fPIC -shared -Wall -Wno-unused-function \
   -I"$mlx_dir/include" "${srcs[@]}" -L"$mlx_dir/lib" -lmlx \
-  -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
+  -Wl,--allow-shlib-undefined -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$want" > "$stamp"
 echo "[setup] built $out"

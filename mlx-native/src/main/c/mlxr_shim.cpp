@@ -232,6 +232,17 @@ int mlxr_use_new_default_stream() {
   });
 }
 
+// 1 when MLX's default device is a GPU (the mlx-cuda or Metal build with a
+// device present), 0 for the CPU: the device every op without an explicit
+// stream runs on, ours and mlx-lm's alike.
+int mlxr_default_device_is_gpu() {
+  try {
+    return mx::default_device().type == mx::Device::DeviceType::gpu ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
 int mlxr_synchronize() {
   return guard_int([&] { mx::synchronize(); });
 }

@@ -23,6 +23,15 @@ public enum CpuKernels {
                 : Mlx.quantizedMatmul(x, w, scales, biases, transpose, groupSize, bits);
     }
 
+    /**
+     * The choice that applies on MLX's default device: {@link #NATIVE} is a CPU kernel (its
+     * primitive has no GPU evaluation, and the shim only builds it on a CPU stream), so on a GPU
+     * every choice is {@link #MLX}, MLX's own GPU kernels, whose bytes are mlx-lm's on that GPU.
+     */
+    public CpuKernels onDefaultDevice() {
+        return this == NATIVE && Mlx.defaultDeviceIsGpu() ? MLX : this;
+    }
+
     /** The lower-case name the CLI takes ({@code mlx}, {@code native}). */
     public String cliName() {
         return name().toLowerCase(Locale.ROOT);

@@ -288,6 +288,14 @@ public final class Mlx {
         return Shim.nativeKernelsAvailable();
     }
 
+    /**
+     * Whether MLX's default device is a GPU (a venv set up with {@code --backend cuda} on a machine
+     * with an NVIDIA GPU): every op then runs on it, and the native CPU kernels never apply.
+     */
+    public static boolean defaultDeviceIsGpu() {
+        return Shim.defaultDeviceIsGpu();
+    }
+
     /** Threads the native kernels split one call over (MLX's stream thread included). */
     public static int nativeKernelsThreads() {
         return Shim.nativeKernelsThreads();

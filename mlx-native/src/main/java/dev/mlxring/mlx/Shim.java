@@ -107,6 +107,7 @@ final class Shim {
     private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
     private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle NATIVE_KERNELS_AVAILABLE = NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
+    private static final MethodHandle DEFAULT_DEVICE_IS_GPU = NativeLibrary.handle("mlxr_default_device_is_gpu", FunctionDescriptor.of(INT));
     private static final MethodHandle NATIVE_KERNELS_THREADS = NativeLibrary.handle("mlxr_native_kernels_threads", FunctionDescriptor.of(INT));
     private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
     private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
@@ -706,6 +707,14 @@ final class Shim {
     static boolean nativeKernelsAvailable() {
         try {
             return (int) NATIVE_KERNELS_AVAILABLE.invokeExact() != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static boolean defaultDeviceIsGpu() {
+        try {
+            return (int) DEFAULT_DEVICE_IS_GPU.invokeExact() != 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }

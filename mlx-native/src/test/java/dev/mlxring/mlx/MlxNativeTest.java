@@ -18,6 +18,17 @@ class MlxNativeTest {
         assertTrue(Mlx.version().startsWith("0."), Mlx.version());
     }
 
+    /**
+     * The native CPU kernels apply only where MLX's default device is the CPU (mlx-cpu, this
+     * suite's backend); with mlx-cuda on a GPU every choice resolves to MLX's own kernels.
+     */
+    @Test
+    void nativeKernelsResolveByDefaultDevice() {
+        boolean gpu = Mlx.defaultDeviceIsGpu();
+        assertEquals(gpu ? CpuKernels.MLX : CpuKernels.NATIVE, CpuKernels.NATIVE.onDefaultDevice());
+        assertEquals(CpuKernels.MLX, CpuKernels.MLX.onDefaultDevice());
+    }
+
     @Test
     void arithmeticAndMatmul() {
         try (ArrayScope s = ArrayScope.open()) {

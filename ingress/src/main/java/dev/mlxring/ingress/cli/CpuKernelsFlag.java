@@ -12,14 +12,27 @@ final class CpuKernelsFlag {
 
     private CpuKernelsFlag() {}
 
+    /**
+     * The flag's choice as it applies on MLX's default device: on a GPU (a {@code --backend cuda}
+     * set-up) the native CPU kernels cannot run, so {@code native} becomes {@code mlx}, said once
+     * on stderr.
+     */
     static CpuKernels parse(CliArgs a) {
+        CpuKernels asked;
         if (!a.has(NAME)) {
-            return CpuKernels.DEFAULT;
+            asked = CpuKernels.DEFAULT;
+        } else {
+            try {
+                asked = CpuKernels.parse(NAME, a.get(NAME));
+            } catch (IllegalArgumentException e) {
+                throw new UsageException(e.getMessage());
+            }
         }
-        try {
-            return CpuKernels.parse(NAME, a.get(NAME));
-        } catch (IllegalArgumentException e) {
-            throw new UsageException(e.getMessage());
+        CpuKernels used = asked.onDefaultDevice();
+        if (used != asked) {
+            System.err.println("mlx-ring: MLX's default device is the GPU: quantized matmuls use MLX's GPU kernels ("
+                    + NAME + " " + asked.cliName() + " applies to the CPU backend only)");
         }
+        return used;
     }
 }
