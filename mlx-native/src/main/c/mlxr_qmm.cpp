@@ -365,6 +365,7 @@ MLXR_SIMD void tile_params(const Problem& p, int n0, int groups, float* sc, floa
 constexpr int kTiles = 4;        // 8-column tiles interleaved per unit (independent sum chains)
 constexpr int kUnitCols = 8 * kTiles;
 constexpr int kRows = 4;         // activation rows per pass of the M > 1 kernel
+constexpr int kSingleRowMaxM = 8;  // up to this many rows, the M == 1 kernel runs once per row
 
 // One k-step of one tile in the M == 1 kernel: the next `bits` of each lane's
 // packed word are that lane's weight at this position of K.
@@ -646,8 +647,16 @@ void run_typed(const Problem& p) {
     int lo = int(int64_t(units) * c / chunks), hi = int(int64_t(units) * (c + 1) / chunks);
     for (int u = lo; u < hi; u++) unit_fn(u);
   };
-  if (p.M == 1) {
-    pool.run(chunks, [&](int c) { span(c, [&](int u) { unit_single_row<A, bits, group_size>(p, u, 0); }); });
+  if (p.M <= kSingleRowMaxM) {
+    // Few rows (decode of a small batch): the M == 1 kernel once per row. A unit's weights
+    // (kUnitCols rows of K) stay in L1 between rows, so memory is read once; this beats
+    // decoding them into the M > 1 scratch, which costs more than the rows it serves until
+    // about eight of them. Each output element's arithmetic is the same in both paths.
+    pool.run(chunks, [&](int c) {
+      span(c, [&](int u) {
+        for (int m = 0; m < p.M; m++) unit_single_row<A, bits, group_size>(p, u, m);
+      });
+    });
   } else {
     pool.run(chunks, [&](int c) { span(c, [&](int u) { unit_many_rows<A, bits, group_size>(p, u); }); });
   }
