@@ -29,11 +29,9 @@ import java.util.Arrays;
  * replaces them; {@link #extend} takes over (and empties) the other cache; {@link #close()} frees
  * the rest. Views it returns belong to the caller's scope. Single-threaded (the exec thread).
  */
-public final class BatchKvCache implements KvCache {
+public final class BatchKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
-    private MlxArray keys;
-    private MlxArray values;
     private int[] leftPadding;
     private int idx;
     /** Set by {@link #prepareRightPadding} for one prefill call, consumed by {@link #finalizePadding}. */
@@ -85,22 +83,8 @@ public final class BatchKvCache implements KvCache {
         int prev = idx;
         int length = newKeys.dim(2);
         if (keys == null || prev + length > keys.dim(2)) {
-            int b = newKeys.dim(0);
-            int heads = newKeys.dim(1);
             int nSteps = (STEP + length - 1) / STEP;
-            MlxArray newK = Mlx.zeros(new int[] {b, heads, nSteps * STEP, newKeys.dim(3)}, newKeys.dtype());
-            MlxArray newV = Mlx.zeros(new int[] {b, heads, nSteps * STEP, newValues.dim(3)}, newValues.dtype());
-            if (keys != null) {
-                MlxArray k = keys;
-                MlxArray v = values;
-                if (prev % STEP != 0) {
-                    k = positions(keys, 0, prev);
-                    v = positions(values, 0, prev);
-                }
-                replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
-            } else {
-                replace(newK, newV);
-            }
+            grow(newKeys, newValues, nSteps * STEP, prev % STEP != 0 ? prev : -1);
         }
         idx += length;
         int[] strides = {1, 1, 1, 1};
@@ -164,17 +148,9 @@ public final class BatchKvCache implements KvCache {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             replace(Mlx.take(keys, index, 0), Mlx.take(values, index, 0));
         }
-        int[] lp = new int[keep.length];
-        for (int i = 0; i < keep.length; i++) {
-            lp[i] = leftPadding[keep[i]];
-        }
-        leftPadding = lp;
+        leftPadding = Paddings.gather(leftPadding, keep);
         if (rightPadding != null) {
-            int[] rp = new int[keep.length];
-            for (int i = 0; i < keep.length; i++) {
-                rp[i] = rightPadding[keep[i]];
-            }
-            rightPadding = rp;
+            rightPadding = Paddings.gather(rightPadding, keep);
         }
         int minPad = Arrays.stream(leftPadding).min().orElse(0);
         if (minPad > 0) {
@@ -196,11 +172,8 @@ public final class BatchKvCache implements KvCache {
         BatchKvCache copy = new BatchKvCache(leftPadding);
         copy.idx = idx;
         copy.rightPadding = rightPadding == null ? null : rightPadding.clone();
-        if (keys != null) {
-            // The first filter step gathers new arrays, so the copy can start from shared views.
-            copy.keys = positions(keys, 0, keys.dim(2)).detach();
-            copy.values = positions(values, 0, values.dim(2)).detach();
-        }
+        // The first filter step gathers new arrays, so the copy can start from shared views.
+        copy.viewsOf(this);
         copy.filter(rows);
         return copy;
     }
@@ -213,7 +186,7 @@ public final class BatchKvCache implements KvCache {
      */
     public void extend(BatchKvCache other) {
         if (keys == null && other.keys == null) {
-            leftPadding = concat(leftPadding, other.leftPadding);
+            leftPadding = Paddings.concat(leftPadding, other.leftPadding);
             other.close();
             return;
         }
@@ -225,45 +198,14 @@ public final class BatchKvCache implements KvCache {
         int m = refV.dim(3);
         int maxSize = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
         Dtype dtype = ref.dtype();
-        MlxArray[] a = justified(this, maxIdx, maxSize, heads, d, m, dtype);
-        MlxArray[] b = justified(other, maxIdx, maxSize, heads, d, m, dtype);
-        int[] lpA = shifted(leftPadding, maxIdx - idx);
-        int[] lpB = shifted(other.leftPadding, maxIdx - other.idx);
+        MlxArray[] a = justified(this, leftPadding.length, maxIdx - idx, maxSize, heads, d, m, dtype);
+        MlxArray[] b = justified(other, other.leftPadding.length, maxIdx - other.idx, maxSize, heads, d, m, dtype);
+        int[] lpA = Paddings.shifted(leftPadding, maxIdx - idx);
+        int[] lpB = Paddings.shifted(other.leftPadding, maxIdx - other.idx);
         replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
-        leftPadding = concat(lpA, lpB);
+        leftPadding = Paddings.concat(lpA, lpB);
         idx = maxIdx;
         other.close();
-    }
-
-    /** {@code extend}'s {@code pad(c)}: c's buffers shifted right by {@code maxIdx - c.idx} and sized {@code maxSize}. */
-    private static MlxArray[] justified(BatchKvCache c, int maxIdx, int maxSize, int heads, int d, int m,
-            Dtype dtype) {
-        MlxArray k = c.keys;
-        MlxArray v = c.values;
-        int rows = c.leftPadding.length;
-        if (k == null) {
-            k = Mlx.zeros(new int[] {rows, heads, 0, d}, dtype);
-            v = Mlx.zeros(new int[] {rows, heads, 0, m}, dtype);
-        }
-        int left = maxIdx - c.idx;
-        int right = maxSize - k.dim(2) - left;
-        if (right < 0) {
-            k = positions(k, 0, k.dim(2) + right);
-            v = positions(v, 0, v.dim(2) + right);
-            right = 0;
-        }
-        if (left != 0 || right != 0) {
-            // mx.pad with zeros: the same values as zeros concatenated on both sides.
-            k = padPositions(k, left, right);
-            v = padPositions(v, left, right);
-        }
-        return new MlxArray[] {k, v};
-    }
-
-    private static MlxArray padPositions(MlxArray x, int left, int right) {
-        MlxArray l = Mlx.zeros(new int[] {x.dim(0), x.dim(1), left, x.dim(3)}, x.dtype());
-        MlxArray r = Mlx.zeros(new int[] {x.dim(0), x.dim(1), right, x.dim(3)}, x.dtype());
-        return Mlx.concatenate(2, l, x, r);
     }
 
     /**
@@ -332,58 +274,9 @@ public final class BatchKvCache implements KvCache {
         return cache;
     }
 
-    /** The buffers (for evaluating the cache after a prefill chunk); empty while nothing is stored. */
-    @Override
-    public MlxArray[] state() {
-        return keys == null ? new MlxArray[0] : new MlxArray[] {keys, values};
-    }
-
-    @Override
-    public boolean isEmpty() {
-        return keys == null;
-    }
-
-    private static MlxArray positions(MlxArray a, int from, int to) {
-        return Mlx.slice(a, new int[] {0, 0, from, 0}, new int[] {a.dim(0), a.dim(1), to, a.dim(3)},
-                new int[] {1, 1, 1, 1});
-    }
-
-    private static int[] shifted(int[] padding, int by) {
-        int[] out = padding.clone();
-        for (int i = 0; i < out.length; i++) {
-            out[i] += by;
-        }
-        return out;
-    }
-
-    private static int[] concat(int[] a, int[] b) {
-        int[] out = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
-    }
-
-    private void replace(MlxArray k, MlxArray v) {
-        MlxArray oldK = keys;
-        MlxArray oldV = values;
-        keys = k.detach();
-        values = v.detach();
-        // MLX's graph holds its own references, so dropping ours after building on them is safe.
-        if (oldK != null && oldK != k) {
-            oldK.close();
-        }
-        if (oldV != null && oldV != v) {
-            oldV.close();
-        }
-    }
-
     @Override
     public void close() {
-        if (keys != null) {
-            keys.close();
-            values.close();
-            keys = null;
-            values = null;
-        }
+        closeBuffers();
         idx = 0;
         leftPadding = new int[0];
         rightPadding = null;

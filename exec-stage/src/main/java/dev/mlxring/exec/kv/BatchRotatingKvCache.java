@@ -32,12 +32,10 @@ import java.util.Arrays;
  * cache; {@link #close()} frees the rest. Views and masks it returns belong to the caller's scope.
  * Single-threaded (the exec thread). Not quantizable (mlx-lm raises too).
  */
-public final class BatchRotatingKvCache implements KvCache {
+public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
     private final int maxSize;
-    private MlxArray keys;
-    private MlxArray values;
     private int[] leftPadding;
     private int[] offsets;
     private int idx;
@@ -110,7 +108,7 @@ public final class BatchRotatingKvCache implements KvCache {
         } else {
             temporalOrder();
             if (keys.dim(2) > idx) {
-                replace(axis2(keys, 0, idx), axis2(values, 0, idx));
+                replace(positions(keys, 0, idx), positions(values, 0, idx));
             }
             // Right-padded rows are rolled first, so their padding never evicts real positions.
             if (lengths != null) {
@@ -138,19 +136,10 @@ public final class BatchRotatingKvCache implements KvCache {
         if (lengths != null) {
             throw new IllegalStateException("finalizePadding() must run before decoding with a BatchRotatingKvCache");
         }
-        int b = newKeys.dim(0);
-        int heads = newKeys.dim(1);
         int s = newKeys.dim(2);
         int prev = offset;
         if (keys == null || (prev >= keys.dim(2) && keys.dim(2) < maxSize)) {
-            int newSize = Math.min(STEP, maxSize - prev);
-            MlxArray newK = Mlx.zeros(new int[] {b, heads, newSize, newKeys.dim(3)}, newKeys.dtype());
-            MlxArray newV = Mlx.zeros(new int[] {b, heads, newSize, newValues.dim(3)}, newValues.dtype());
-            if (keys != null) {
-                replace(Mlx.concatenate(2, keys, newK), Mlx.concatenate(2, values, newV));
-            } else {
-                replace(newK, newV);
-            }
+            grow(newKeys, newValues, Math.min(STEP, maxSize - prev), -1);
             idx = prev;
         }
         int trimSize = keys.dim(2) - maxSize;
@@ -186,7 +175,7 @@ public final class BatchRotatingKvCache implements KvCache {
     /** {@code keys_and_values()}: the first {@code _offset} positions until the buffer is full. */
     public MlxArray[] keysAndValues() {
         if (offset < keys.dim(2)) {
-            return new MlxArray[] {axis2(keys, 0, offset), axis2(values, 0, offset)};
+            return new MlxArray[] {positions(keys, 0, offset), positions(values, 0, offset)};
         }
         return new MlxArray[] {keys, values};
     }
@@ -285,10 +274,10 @@ public final class BatchRotatingKvCache implements KvCache {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             replace(Mlx.take(keys, index, 0), Mlx.take(values, index, 0));
         }
-        offsets = gather(offsets, keep);
-        leftPadding = gather(leftPadding, keep);
+        offsets = Paddings.gather(offsets, keep);
+        leftPadding = Paddings.gather(leftPadding, keep);
         if (lengths != null) {
-            lengths = gather(lengths, keep);
+            lengths = Paddings.gather(lengths, keep);
         }
     }
 
@@ -300,11 +289,8 @@ public final class BatchRotatingKvCache implements KvCache {
         copy.offset = offset;
         copy.rotated = rotated;
         copy.lengths = lengths == null ? null : lengths.clone();
-        if (keys != null) {
-            // The first filter step gathers new arrays, so the copy can start from shared views.
-            copy.keys = axis2(keys, 0, keys.dim(2)).detach();
-            copy.values = axis2(values, 0, values.dim(2)).detach();
-        }
+        // The first filter step gathers new arrays, so the copy can start from shared views.
+        copy.viewsOf(this);
         copy.filter(rows);
         return copy;
     }
@@ -320,8 +306,8 @@ public final class BatchRotatingKvCache implements KvCache {
                     + " with one of " + other.maxSize);
         }
         if (keys == null && other.keys == null) {
-            leftPadding = concat(leftPadding, other.leftPadding);
-            offsets = concat(offsets, other.offsets);
+            leftPadding = Paddings.concat(leftPadding, other.leftPadding);
+            offsets = Paddings.concat(offsets, other.offsets);
             other.close();
             return;
         }
@@ -337,40 +323,16 @@ public final class BatchRotatingKvCache implements KvCache {
         int m = refV.dim(3);
         int maxLen = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
         Dtype dtype = (keys != null ? keys : other.keys).dtype();
-        MlxArray[] a = padded(this, maxIdx, maxLen, heads, d, m, dtype);
-        MlxArray[] b = padded(other, maxIdx, maxLen, heads, d, m, dtype);
-        int[] lpA = shifted(leftPadding, maxIdx - idx);
-        int[] lpB = shifted(other.leftPadding, maxIdx - other.idx);
+        MlxArray[] a = justified(this, offsets.length, maxIdx - idx, maxLen, heads, d, m, dtype);
+        MlxArray[] b = justified(other, other.offsets.length, maxIdx - other.idx, maxLen, heads, d, m, dtype);
+        int[] lpA = Paddings.shifted(leftPadding, maxIdx - idx);
+        int[] lpB = Paddings.shifted(other.leftPadding, maxIdx - other.idx);
         replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
-        offsets = concat(offsets, other.offsets);
-        leftPadding = concat(lpA, lpB);
+        offsets = Paddings.concat(offsets, other.offsets);
+        leftPadding = Paddings.concat(lpA, lpB);
         idx = maxIdx;
         offset = Math.max(offset, other.offset);
         other.close();
-    }
-
-    /** {@code extend}'s {@code pad(c)}. */
-    private static MlxArray[] padded(BatchRotatingKvCache c, int maxIdx, int maxLen, int heads, int d, int m,
-            Dtype dtype) {
-        int left = maxIdx - c.idx;
-        MlxArray k = c.keys;
-        MlxArray v = c.values;
-        if (k == null) {
-            int rows = c.offsets.length;
-            k = Mlx.zeros(new int[] {rows, heads, 0, d}, dtype);
-            v = Mlx.zeros(new int[] {rows, heads, 0, m}, dtype);
-        }
-        int right = maxLen - k.dim(2) - left;
-        if (right < 0) {
-            k = axis2(k, 0, k.dim(2) + right);
-            v = axis2(v, 0, v.dim(2) + right);
-            right = 0;
-        }
-        if (left != 0 || right != 0) {
-            k = padPositions(k, left, right);
-            v = padPositions(v, left, right);
-        }
-        return new MlxArray[] {k, v};
     }
 
     /**
@@ -389,8 +351,8 @@ public final class BatchRotatingKvCache implements KvCache {
             v = roll(v, -idx);
             end = maxSize;
         }
-        k = Mlx.contiguous(axis2(k, padding, end));
-        v = Mlx.contiguous(axis2(v, padding, end));
+        k = Mlx.contiguous(positions(k, padding, end));
+        v = Mlx.contiguous(positions(v, padding, end));
         return RotatingKvCache.restored(maxSize, k, v, offsets[row]);
     }
 
@@ -448,8 +410,8 @@ public final class BatchRotatingKvCache implements KvCache {
             MlxArray[] ordered = c.temporallyOrdered();
             int l = lengths[i];
             int p = padding[i];
-            MlxArray k = axis2(ordered[0], ordered[0].dim(2) - l, ordered[0].dim(2));
-            MlxArray v = axis2(ordered[1], ordered[1].dim(2) - l, ordered[1].dim(2));
+            MlxArray k = positions(ordered[0], ordered[0].dim(2) - l, ordered[0].dim(2));
+            MlxArray v = positions(ordered[1], ordered[1].dim(2) - l, ordered[1].dim(2));
             keys = Mlx.sliceUpdate(keys, k, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dk}, strides);
             values = Mlx.sliceUpdate(values, v, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dv}, strides);
         }
@@ -461,20 +423,10 @@ public final class BatchRotatingKvCache implements KvCache {
         return cache;
     }
 
-    @Override
-    public MlxArray[] state() {
-        return keys == null ? new MlxArray[0] : new MlxArray[] {keys, values};
-    }
-
-    @Override
-    public boolean isEmpty() {
-        return keys == null;
-    }
-
     /** {@code _trim}: drops the first {@code trimSize} positions, then appends. */
     private static MlxArray trim(int trimSize, MlxArray v, MlxArray append) {
         if (trimSize > 0) {
-            v = axis2(v, trimSize, v.dim(2));
+            v = positions(v, trimSize, v.dim(2));
         }
         return append == null ? v : Mlx.concatenate(2, v, append);
     }
@@ -501,65 +453,9 @@ public final class BatchRotatingKvCache implements KvCache {
         return Mlx.concatenate(axis, Mlx.slice(x, tailStart, stop, strides), Mlx.slice(x, start, headStop, strides));
     }
 
-    /** {@code v[..., start:stop, :]}, bounds clamped as Python slices are. */
-    private static MlxArray axis2(MlxArray v, int start, int stop) {
-        int len = v.dim(2);
-        start = Math.max(0, Math.min(start, len));
-        stop = Math.max(start, Math.min(stop, len));
-        return Mlx.slice(v, new int[] {0, 0, start, 0}, new int[] {v.dim(0), v.dim(1), stop, v.dim(3)},
-                new int[] {1, 1, 1, 1});
-    }
-
-    private static MlxArray padPositions(MlxArray x, int left, int right) {
-        MlxArray l = Mlx.zeros(new int[] {x.dim(0), x.dim(1), left, x.dim(3)}, x.dtype());
-        MlxArray r = Mlx.zeros(new int[] {x.dim(0), x.dim(1), right, x.dim(3)}, x.dtype());
-        return Mlx.concatenate(2, l, x, r);
-    }
-
-    private static int[] gather(int[] a, int[] keep) {
-        int[] out = new int[keep.length];
-        for (int i = 0; i < keep.length; i++) {
-            out[i] = a[keep[i]];
-        }
-        return out;
-    }
-
-    private static int[] shifted(int[] padding, int by) {
-        int[] out = padding.clone();
-        for (int i = 0; i < out.length; i++) {
-            out[i] += by;
-        }
-        return out;
-    }
-
-    private static int[] concat(int[] a, int[] b) {
-        int[] out = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
-    }
-
-    private void replace(MlxArray k, MlxArray v) {
-        MlxArray oldK = keys;
-        MlxArray oldV = values;
-        keys = k.detach();
-        values = v.detach();
-        // MLX's graph holds its own references, so dropping ours after building on them is safe.
-        if (oldK != null && oldK != k) {
-            oldK.close();
-        }
-        if (oldV != null && oldV != v) {
-            oldV.close();
-        }
-    }
-
     @Override
     public void close() {
-        if (keys != null) {
-            keys.close();
-            values.close();
-            keys = null;
-            values = null;
-        }
+        closeBuffers();
         idx = 0;
         offset = 0;
         leftPadding = new int[0];

@@ -13,11 +13,9 @@ import dev.mlxring.mlx.MlxArray;
  * superseded ones as it replaces them; {@link #close()} frees the rest. Views it returns from
  * {@link #updateAndFetch} belong to the caller's scope. Single-threaded (the exec thread).
  */
-public final class DenseKvCache implements KvCache {
+public final class DenseKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
-    private MlxArray keys;
-    private MlxArray values;
     private int offset;
 
     /** An empty cache ({@code KVCache()}). */
@@ -59,24 +57,8 @@ public final class DenseKvCache implements KvCache {
         int prev = offset;
         int length = newKeys.dim(2);
         if (keys == null || prev + length > keys.dim(2)) {
-            int b = newKeys.dim(0);
-            int heads = newKeys.dim(1);
-            int kHeadDim = newKeys.dim(3);
-            int vHeadDim = newValues.dim(3);
             int nSteps = (STEP + length - 1) / STEP;
-            MlxArray newK = Mlx.zeros(new int[] {b, heads, nSteps * STEP, kHeadDim}, newKeys.dtype());
-            MlxArray newV = Mlx.zeros(new int[] {b, heads, nSteps * STEP, vHeadDim}, newValues.dtype());
-            if (keys != null) {
-                MlxArray k = keys;
-                MlxArray v = values;
-                if (prev % STEP != 0) {
-                    k = prefix(keys, prev);
-                    v = prefix(values, prev);
-                }
-                replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
-            } else {
-                replace(newK, newV);
-            }
+            grow(newKeys, newValues, nSteps * STEP, prev % STEP != 0 ? prev : -1);
         }
         offset += length;
         int[] start = {0, 0, prev, 0};
@@ -91,20 +73,9 @@ public final class DenseKvCache implements KvCache {
     /** Views of the filled positions ({@code keys[..., :offset, :]}), or the buffers when full. */
     public MlxArray[] keysAndValues() {
         if (offset < keys.dim(2)) {
-            return new MlxArray[] {prefix(keys, offset), prefix(values, offset)};
+            return new MlxArray[] {positions(keys, 0, offset), positions(values, 0, offset)};
         }
         return new MlxArray[] {keys, values};
-    }
-
-    /** The buffers, for evaluating the cache state after a prefill chunk. */
-    @Override
-    public MlxArray[] state() {
-        return new MlxArray[] {keys, values};
-    }
-
-    @Override
-    public boolean isEmpty() {
-        return keys == null;
     }
 
     /**
@@ -131,33 +102,9 @@ public final class DenseKvCache implements KvCache {
         return new QuantizedKvCache(groupSize, bits, offset, k, v);
     }
 
-    private static MlxArray prefix(MlxArray a, int length) {
-        return Mlx.slice(a, new int[] {0, 0, 0, 0}, new int[] {a.dim(0), a.dim(1), length, a.dim(3)},
-                new int[] {1, 1, 1, 1});
-    }
-
-    private void replace(MlxArray k, MlxArray v) {
-        MlxArray oldK = keys;
-        MlxArray oldV = values;
-        keys = k.detach();
-        values = v.detach();
-        // MLX's graph holds its own references, so dropping ours after building on them is safe.
-        if (oldK != null && oldK != k) {
-            oldK.close();
-        }
-        if (oldV != null && oldV != v) {
-            oldV.close();
-        }
-    }
-
     @Override
     public void close() {
-        if (keys != null) {
-            keys.close();
-            values.close();
-            keys = null;
-            values = null;
-        }
+        closeBuffers();
         offset = 0;
     }
 }

@@ -25,13 +25,11 @@ import java.util.List;
  * keeps the very arrays. Views it returns belong to the caller's scope. Single-threaded (the
  * exec thread). Not quantizable: mlx-lm's {@code to_quantized} raises for it.
  */
-public final class RotatingKvCache implements KvCache {
+public final class RotatingKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
     private final int maxSize;
     private final int keep;
-    private MlxArray keys;
-    private MlxArray values;
     private int offset;
     private int idx;
 
@@ -107,19 +105,10 @@ public final class RotatingKvCache implements KvCache {
     }
 
     private MlxArray[] updateInPlace(MlxArray newKeys, MlxArray newValues) {
-        int b = newKeys.dim(0);
-        int heads = newKeys.dim(1);
         int s = newKeys.dim(2);
         int prev = offset;
         if (keys == null || (prev >= keys.dim(2) && keys.dim(2) < maxSize)) {
-            int newSize = Math.min(STEP, maxSize - prev);
-            MlxArray newK = Mlx.zeros(new int[] {b, heads, newSize, newKeys.dim(3)}, newKeys.dtype());
-            MlxArray newV = Mlx.zeros(new int[] {b, heads, newSize, newValues.dim(3)}, newValues.dtype());
-            if (keys != null) {
-                replace(Mlx.concatenate(2, keys, newK), Mlx.concatenate(2, values, newV));
-            } else {
-                replace(newK, newV);
-            }
+            grow(newKeys, newValues, Math.min(STEP, maxSize - prev), -1);
             idx = prev;
         }
         int trimSize = keys.dim(2) - maxSize;
@@ -138,7 +127,7 @@ public final class RotatingKvCache implements KvCache {
         offset += s;
         idx += s;
         if (offset < keys.dim(2)) {
-            return new MlxArray[] {axis2(keys, 0, offset), axis2(values, 0, offset)};
+            return new MlxArray[] {positions(keys, 0, offset), positions(values, 0, offset)};
         }
         return new MlxArray[] {keys, values};
     }
@@ -147,8 +136,8 @@ public final class RotatingKvCache implements KvCache {
     private MlxArray trim(int trimSize, MlxArray v, MlxArray append) {
         List<MlxArray> parts = new ArrayList<>(3);
         if (trimSize > 0) {
-            parts.add(axis2(v, 0, keep));
-            parts.add(axis2(v, trimSize + keep, v.dim(2)));
+            parts.add(positions(v, 0, keep));
+            parts.add(positions(v, trimSize + keep, v.dim(2)));
         } else {
             parts.add(v);
         }
@@ -164,9 +153,9 @@ public final class RotatingKvCache implements KvCache {
             return v;
         }
         if (idx < offset) {
-            return Mlx.concatenate(2, axis2(v, 0, keep), axis2(v, idx, v.dim(2)), axis2(v, keep, idx));
+            return Mlx.concatenate(2, positions(v, 0, keep), positions(v, idx, v.dim(2)), positions(v, keep, idx));
         }
-        return axis2(v, 0, idx);
+        return positions(v, 0, idx);
     }
 
     /**
@@ -196,47 +185,9 @@ public final class RotatingKvCache implements KvCache {
         return AttentionMask.NONE;
     }
 
-    /** {@code v[..., start:stop, :]}, bounds clamped as Python slices are. */
-    private static MlxArray axis2(MlxArray v, int start, int stop) {
-        int len = v.dim(2);
-        start = Math.max(0, Math.min(start, len));
-        stop = Math.max(start, Math.min(stop, len));
-        return Mlx.slice(v, new int[] {0, 0, start, 0}, new int[] {v.dim(0), v.dim(1), stop, v.dim(3)},
-                new int[] {1, 1, 1, 1});
-    }
-
-    @Override
-    public MlxArray[] state() {
-        return new MlxArray[] {keys, values};
-    }
-
-    @Override
-    public boolean isEmpty() {
-        return keys == null;
-    }
-
-    private void replace(MlxArray k, MlxArray v) {
-        MlxArray oldK = keys;
-        MlxArray oldV = values;
-        keys = k.detach();
-        values = v.detach();
-        // MLX's graph holds its own references, so dropping ours after building on them is safe.
-        if (oldK != null && oldK != k) {
-            oldK.close();
-        }
-        if (oldV != null && oldV != v) {
-            oldV.close();
-        }
-    }
-
     @Override
     public void close() {
-        if (keys != null) {
-            keys.close();
-            values.close();
-            keys = null;
-            values = null;
-        }
+        closeBuffers();
         offset = 0;
         idx = 0;
     }

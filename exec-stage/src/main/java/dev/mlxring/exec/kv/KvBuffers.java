@@ -1,0 +1,125 @@
+package dev.mlxring.exec.kv;
+
+import dev.mlxring.mlx.Dtype;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+
+/**
+ * The key and value buffers of a full-precision cache layer ({@code [B, kvHeads, positions,
+ * headDim]}, null while empty) and the one way they are replaced, shared by the four cache
+ * classes that hold them as mlx-lm's {@code self.keys} / {@code self.values}.
+ *
+ * <p>Ownership: the buffers are detached from any scope and owned here; {@link #replace} frees
+ * the superseded pair, {@link #closeBuffers} the current one. Single-threaded (the exec thread).
+ */
+abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCache, BatchRotatingKvCache {
+    MlxArray keys;
+    MlxArray values;
+
+    /** The buffers (for evaluating the cache after a prefill chunk); empty while nothing is stored. */
+    public MlxArray[] state() {
+        return keys == null ? new MlxArray[0] : new MlxArray[] {keys, values};
+    }
+
+    /** mlx-lm's {@code empty()}: nothing stored yet. */
+    public boolean isEmpty() {
+        return keys == null;
+    }
+
+    /** Takes ownership of {@code k} and {@code v} and frees the pair they supersede. */
+    final void replace(MlxArray k, MlxArray v) {
+        MlxArray oldK = keys;
+        MlxArray oldV = values;
+        keys = k.detach();
+        values = v.detach();
+        // MLX's graph holds its own references, so dropping ours after building on them is safe.
+        if (oldK != null && oldK != k) {
+            oldK.close();
+        }
+        if (oldV != null && oldV != v) {
+            oldV.close();
+        }
+    }
+
+    /** Starts this (empty) cache's buffers as views of {@code other}'s whole buffers. */
+    final void viewsOf(KvBuffers other) {
+        if (other.keys != null) {
+            keys = positions(other.keys, 0, other.keys.dim(2)).detach();
+            values = positions(other.values, 0, other.values.dim(2)).detach();
+        }
+    }
+
+    final void closeBuffers() {
+        if (keys != null) {
+            keys.close();
+            values.close();
+            keys = null;
+            values = null;
+        }
+    }
+
+    /**
+     * Grows the buffers by {@code size} zero positions (the new keys' and values' batch, heads,
+     * head dims and dtype), as each mlx-lm cache's update does before writing: the current
+     * buffers, first cut to {@code cutTo} positions unless it is negative, then the zeros; or the
+     * zeros alone while empty.
+     */
+    final void grow(MlxArray newKeys, MlxArray newValues, int size, int cutTo) {
+        int b = newKeys.dim(0);
+        int heads = newKeys.dim(1);
+        MlxArray newK = Mlx.zeros(new int[] {b, heads, size, newKeys.dim(3)}, newKeys.dtype());
+        MlxArray newV = Mlx.zeros(new int[] {b, heads, size, newValues.dim(3)}, newValues.dtype());
+        if (keys == null) {
+            replace(newK, newV);
+            return;
+        }
+        MlxArray k = keys;
+        MlxArray v = values;
+        if (cutTo >= 0) {
+            k = positions(keys, 0, cutTo);
+            v = positions(values, 0, cutTo);
+        }
+        replace(Mlx.concatenate(2, k, newK), Mlx.concatenate(2, v, newV));
+    }
+
+    /** {@code v[..., start:stop, :]}, bounds clamped as Python slices are. */
+    static MlxArray positions(MlxArray v, int start, int stop) {
+        int len = v.dim(2);
+        start = Math.max(0, Math.min(start, len));
+        stop = Math.max(start, Math.min(stop, len));
+        return Mlx.slice(v, new int[] {0, 0, start, 0}, new int[] {v.dim(0), v.dim(1), stop, v.dim(3)},
+                new int[] {1, 1, 1, 1});
+    }
+
+    /** {@code x} with {@code left} zero positions before and {@code right} after (axis 2). */
+    static MlxArray padPositions(MlxArray x, int left, int right) {
+        MlxArray l = Mlx.zeros(new int[] {x.dim(0), x.dim(1), left, x.dim(3)}, x.dtype());
+        MlxArray r = Mlx.zeros(new int[] {x.dim(0), x.dim(1), right, x.dim(3)}, x.dtype());
+        return Mlx.concatenate(2, l, x, r);
+    }
+    /**
+     * {@code extend}'s {@code pad(c)} of the batch caches: {@code c}'s buffers ({@code rows} rows,
+     * none yet counting as zero positions) shifted right by {@code left} positions, then cut or
+     * zero-padded on the right to {@code size} positions.
+     */
+    static MlxArray[] justified(KvBuffers c, int rows, int left, int size, int heads, int d, int m, Dtype dtype) {
+        MlxArray k = c.keys;
+        MlxArray v = c.values;
+        if (k == null) {
+            k = Mlx.zeros(new int[] {rows, heads, 0, d}, dtype);
+            v = Mlx.zeros(new int[] {rows, heads, 0, m}, dtype);
+        }
+        int right = size - k.dim(2) - left;
+        if (right < 0) {
+            k = positions(k, 0, k.dim(2) + right);
+            v = positions(v, 0, v.dim(2) + right);
+            right = 0;
+        }
+        if (left != 0 || right != 0) {
+            // mx.pad with zeros: the same values as zeros concatenated on both sides.
+            k = padPositions(k, left, right);
+            v = padPositions(v, left, right);
+        }
+        return new MlxArray[] {k, v};
+    }
+}
