@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Weights;
 import java.io.IOException;
@@ -8,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -40,6 +42,24 @@ public final class Models {
 
     /** Loads the model whose quantized matmuls run on {@code kernels}. */
     public static LanguageModel load(Path modelDir, CpuKernels kernels) {
+        return load(modelDir, kernels, null);
+    }
+
+    /**
+     * Families that can be loaded as one rank's part of a tensor-parallel model: those whose
+     * mlx-lm 0.32.2 model file has {@code shard(group)} and whose sharding is built here.
+     */
+    public static final Set<String> SHARDED_FAMILIES = Set.of("llama", "mistral", "qwen2", "qwen3");
+
+    /** Families mlx-lm 0.32.2 shards that mlx-ring loads only whole so far. */
+    private static final Set<String> SHARDED_BY_MLX_LM_ONLY = Set.of("qwen3_moe", "gpt_oss");
+
+    /**
+     * Loads the model whose quantized matmuls run on {@code kernels}; with a {@code shard}, only
+     * this rank's part of it (mlx-lm's {@code sharded_load}: {@code load_model} then
+     * {@code model.shard(group)}). A family that cannot be sharded is refused by name.
+     */
+    public static LanguageModel load(Path modelDir, CpuKernels kernels, TensorShard shard) {
         ModelConfig config = ModelConfig.read(modelDir);
         String type = config.modelType();
         Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
@@ -48,14 +68,31 @@ public final class Models {
             throw new ModelLoadException("model_type '" + type + "' in " + config.file()
                     + " is not supported (supported: " + String.join(", ", supportedModelTypes()) + ")");
         }
+        if (shard != null) {
+            checkShardable(config);
+        }
         DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir), kernels);
         try {
-            return family == null ? ownGraph.apply(config, params) : DecoderModel.build(config, params, args);
+            return family == null ? ownGraph.apply(config, params) : DecoderModel.build(config, params, args, shard);
         } catch (RuntimeException e) {
             params.close();
             throw e;
         }
+    }
+
+    /** Refuses, by name, a family the tensor-parallel path cannot run. */
+    private static void checkShardable(ModelConfig config) {
+        String type = config.modelType();
+        if (SHARDED_FAMILIES.contains(type)) {
+            return;
+        }
+        String why = SHARDED_BY_MLX_LM_ONLY.contains(type)
+                ? "mlx-lm 0.32.2 shards it, but mlx-ring's sharding of this family is not built yet"
+                : "mlx-lm 0.32.2 has no shard() for this family";
+        throw new ModelLoadException("model_type '" + type + "' in " + config.file()
+                + " cannot run tensor-parallel across ranks: " + why + " (sharded families: "
+                + String.join(", ", SHARDED_FAMILIES.stream().sorted().toList()) + ")");
     }
 
     private static Weights loadWeights(Path modelDir) {
