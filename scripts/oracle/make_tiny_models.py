@@ -348,6 +348,9 @@ CELLS = {
                    {"bits": 4, "group_size": 64}),
     "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
                    {"bits": 8, "group_size": 128}),
+    # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
+    # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
+    "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),
     # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
     # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,

@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Engine implements AutoCloseable {
     private final EngineConfig config;
     private final Preparer preparer;
+    private final Executor executor;
     private final RingBuffer<RequestEvent> requests;
     private final RingBuffer<TokenEvent> tokens;
     private final List<BatchEventProcessor<?>> processors = new ArrayList<>();
@@ -49,6 +50,7 @@ public final class Engine implements AutoCloseable {
             TextSink.Factory sinks) {
         this.config = config;
         this.preparer = preparer;
+        this.executor = executor;
         this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
                 config.waitMode().strategy());
         // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
@@ -161,6 +163,10 @@ public final class Engine implements AutoCloseable {
             if (!t.isAlive()) {
                 return EngineHealth.notReady("stage thread " + t.getName() + " is not running");
             }
+        }
+        String executorDown = executor.unavailableReason();
+        if (executorDown != null) {
+            return EngineHealth.notReady(executorDown);
         }
         return EngineHealth.READY;
     }

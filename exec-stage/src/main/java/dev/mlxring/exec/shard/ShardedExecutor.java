@@ -1,0 +1,234 @@
+package dev.mlxring.exec.shard;
+
+import dev.mlxring.pipeline.BatchStep;
+import dev.mlxring.pipeline.ExecutionBatch;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.Usage;
+
+/**
+ * Rank 0's {@link Executor} of a tensor-parallel group: the local executor over this rank's part
+ * of the model, with every call that changes device state sent to the other ranks first
+ * ({@link LeaderChannel}), so each rank runs the same batch op for op: rows inserted and removed,
+ * each unit stepped, each serial run opened, advanced and closed, in rank 0's order. The other
+ * ranks replay the calls ({@link FollowerLoop}) and meet rank 0 in the collectives of every
+ * forward. Calls that only read ({@code accepts}, {@code projectedKvBytes}, {@code rows}) stay local.
+ *
+ * <p>A call that does no collective (open, insert, remove, close) runs locally first and is sent
+ * only when it succeeded, so a refused request costs the other ranks nothing; a call that does
+ * (advance, step) is sent first. Any failure once a call has been sent leaves the ranks out of
+ * step, so it fails the group: the call throws {@link ShardGroupException} with the reason (the
+ * rows in flight fail with it) and {@link #unavailableReason()} reports it from then on.
+ *
+ * <p>Exec thread only, except {@link #unavailableReason()} (any thread).
+ */
+public final class ShardedExecutor implements Executor {
+    private final Executor local;
+    private final LeaderChannel channel;
+    private int nextRunId;
+    private int nextBatchId;
+
+    public ShardedExecutor(Executor local, LeaderChannel channel) {
+        this.local = local;
+        this.channel = channel;
+    }
+
+    @Override
+    public ExecutionRun open(ExecutionPlan plan) throws RequestException {
+        checkUp();
+        ExecutionRun run = local.open(plan);
+        int id = nextRunId++;
+        try {
+            channel.send(Frame.of(Frame.OPEN_RUN, o -> {
+                o.writeInt(id);
+                PlanCodec.write(o, plan);
+            }));
+        } catch (RuntimeException e) {
+            run.close();
+            throw e;
+        }
+        return new Run(id, run);
+    }
+
+    @Override
+    public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+        checkUp();
+        ExecutionBatch batch = local.openBatch(maxRows, maxPrefillRows);
+        if (batch == null) {
+            return null;
+        }
+        int id = nextBatchId++;
+        try {
+            channel.send(Frame.of(Frame.OPEN_BATCH, o -> {
+                o.writeInt(id);
+                o.writeInt(maxRows);
+                o.writeInt(maxPrefillRows);
+            }));
+        } catch (RuntimeException e) {
+            batch.close();
+            throw e;
+        }
+        return new Batch(id, batch);
+    }
+
+    /** Why the group cannot run, or null while every rank answers. Any thread. */
+    @Override
+    public String unavailableReason() {
+        String why = channel.failure();
+        return why == null ? null : new ShardGroupException(why).getMessage();
+    }
+
+    /** Closes the local executor and tells the other ranks to close theirs. Exec thread. */
+    @Override
+    public void close() {
+        try {
+            channel.close();
+        } finally {
+            local.close();
+        }
+    }
+
+    private void checkUp() {
+        String why = channel.failure();
+        if (why != null) {
+            throw new ShardGroupException(why);
+        }
+    }
+
+    /** A failure after the call was sent: the ranks are out of step, so the group fails. */
+    private ShardGroupException groupFailure(RuntimeException e) {
+        if (e instanceof ShardGroupException g) {
+            return g;
+        }
+        channel.fail("rank 0's forward failed: " + e.getMessage());
+        return new ShardGroupException(channel.failure() != null ? channel.failure() : e.getMessage());
+    }
+
+    /** Sends a closing call if the group is still up; a closed or failed group needs none. */
+    private void sendQuietly(Frame f) {
+        if (channel.failure() == null) {
+            try {
+                channel.send(f);
+            } catch (ShardGroupException e) {
+                // the group failed meanwhile; the other ranks are gone
+            }
+        }
+    }
+
+    private static Frame idFrame(byte type, int id) {
+        return Frame.of(type, o -> o.writeInt(id));
+    }
+
+    private final class Run implements ExecutionRun {
+        private final int id;
+        private final ExecutionRun run;
+
+        Run(int id, ExecutionRun run) {
+            this.id = id;
+            this.run = run;
+        }
+
+        @Override
+        public StepResult advance() {
+            channel.send(idFrame(Frame.ADVANCE, id));
+            try {
+                return run.advance();
+            } catch (RuntimeException e) {
+                throw groupFailure(e);
+            }
+        }
+
+        @Override
+        public int promptTokens() {
+            return run.promptTokens();
+        }
+
+        @Override
+        public int completionTokens() {
+            return run.completionTokens();
+        }
+
+        @Override
+        public int cachedTokens() {
+            return run.cachedTokens();
+        }
+
+        @Override
+        public void close() {
+            try {
+                run.close();
+            } finally {
+                sendQuietly(idFrame(Frame.CLOSE_RUN, id));
+            }
+        }
+    }
+
+    private final class Batch implements ExecutionBatch {
+        private final int id;
+        private final ExecutionBatch batch;
+
+        Batch(int id, ExecutionBatch batch) {
+            this.id = id;
+            this.batch = batch;
+        }
+
+        @Override
+        public boolean accepts(ExecutionPlan plan) {
+            return batch.accepts(plan);
+        }
+
+        @Override
+        public int insert(ExecutionPlan plan) throws RequestException {
+            checkUp();
+            int row = batch.insert(plan);
+            channel.send(Frame.of(Frame.INSERT, o -> {
+                o.writeInt(id);
+                o.writeInt(row);
+                PlanCodec.write(o, plan);
+            }));
+            return row;
+        }
+
+        @Override
+        public Usage remove(int row) {
+            Usage usage = batch.remove(row);
+            sendQuietly(Frame.of(Frame.REMOVE, o -> {
+                o.writeInt(id);
+                o.writeInt(row);
+            }));
+            return usage;
+        }
+
+        @Override
+        public void step(BatchStep out) {
+            channel.send(idFrame(Frame.STEP, id));
+            try {
+                batch.step(out);
+            } catch (RuntimeException e) {
+                throw groupFailure(e);
+            }
+        }
+
+        @Override
+        public long projectedKvBytes(int rows, int positions) {
+            return batch.projectedKvBytes(rows, positions);
+        }
+
+        @Override
+        public int rows() {
+            return batch.rows();
+        }
+
+        @Override
+        public void close() {
+            try {
+                batch.close();
+            } finally {
+                sendQuietly(idFrame(Frame.CLOSE_BATCH, id));
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.MlxLaunch;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.io.BufferedReader;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code mlx-ring serve} as a tensor-parallel group of two ranks over the ring backend on
+ * loopback. Under {@code mlx.launch -n 2} (as a user starts it): every answer equals mlx-lm's
+ * {@code sharded_load} + {@code generate_step} under the same launch (tokens, and the first
+ * token's logprob to the bit), concurrent requests batch across both ranks, and SIGTERM to rank 0
+ * shuts the whole group down cleanly; {@code generate} under the same launch prints mlx-lm's
+ * tokens from rank 0 alone. Started as two processes with the launcher's environment:
+ * a rank that is killed, or that stops answering (SIGSTOP), fails the streaming request in flight
+ * with an error naming it, and {@code /health} then answers 503 with the reason, instead of
+ * anything hanging.
+ */
+class ShardedServeTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String CELL = "llama-serve";
+    private static final int MAX_TOKENS = 12;
+    private static final List<List<Integer>> PROMPTS = List.of(List.of(1, 2, 3, 4, 5),
+            List.of(900, 31, 7, 4242, 18000, 5, 77, 12345, 3, 9, 41000), List.of(17));
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+
+    private static Path modelDir;
+    private static JsonNode oracle;
+
+    @BeforeAll
+    static void buildModelAndOracle() throws Exception {
+        Path home = ProjectHome.get();
+        Path models = home.resolve("build/oracle/models");
+        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
+        modelDir = home.resolve("build/oracle/serve").resolve(CELL);
+        Files.createDirectories(modelDir);
+        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
+            Files.copy(home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name), modelDir.resolve(name),
+                    StandardCopyOption.REPLACE_EXISTING);
+        }
+        Path prompts = Files.createTempFile("sharded-prompts", ".json");
+        Path out = Files.createTempFile("sharded-serve-oracle", ".json");
+        try {
+            JSON.writeValue(prompts.toFile(), JSON.createObjectNode().set("prompts", JSON.valueToTree(PROMPTS)));
+            // mlx_lm.server's default prefill step (2048) is the server's too.
+            MlxLaunch.run(2, List.of(ProjectHome.python().toString(),
+                    home.resolve("scripts/oracle/sharded_greedy.py").toString(), "--cell", CELL + "=" + modelDir,
+                    "--prompts", prompts.toString(), "--max-tokens", Integer.toString(MAX_TOKENS),
+                    "--prefill-step-size", "2048", "--out", out.toString()), 300);
+            oracle = JSON.readTree(out.toFile()).get("cells").get(CELL);
+        } finally {
+            Files.deleteIfExists(prompts);
+            Files.deleteIfExists(out);
+        }
+    }
+
+    private static HttpResponse<String> complete(String base, List<Integer> prompt, int maxTokens) throws Exception {
+        String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", maxTokens).put("logprobs", true)
+                .set("prompt", JSON.valueToTree(prompt)));
+        return HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static List<Integer> tokens(JsonNode response) {
+        List<Integer> ids = new ArrayList<>();
+        response.get("choices").get(0).get("logprobs").get("content").forEach(t -> ids.add(t.get("id").asInt()));
+        return ids;
+    }
+
+    /** The oracle's first-step logprob of {@code token}: logprobs0 holds the whole bf16 vector. */
+    private static float oracleLogprob(JsonNode result, int token) {
+        byte[] raw = Base64.getDecoder().decode(result.get("logprobs0").get("b64").asText());
+        assertEquals("bfloat16", result.get("logprobs0").get("dtype").asText());
+        short bits = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).getShort(2 * token);
+        return Float.intBitsToFloat((bits & 0xffff) << 16);
+    }
+
+    @Test
+    void underMlxLaunchTwoRanksServeWhatMlxLmShardedLoadGenerates() throws Exception {
+        try (ShardedRanks ranks = ShardedRanks.launch(List.of("--model", modelDir.toString()))) {
+            for (int p = 0; p < PROMPTS.size(); p++) {
+                HttpResponse<String> r = complete(ranks.base, PROMPTS.get(p), MAX_TOKENS);
+                assertEquals(200, r.statusCode(), r.body());
+                JsonNode doc = JSON.readTree(r.body());
+                List<Integer> got = tokens(doc);
+                List<Integer> want = new ArrayList<>();
+                oracle.get(p).get("tokens").forEach(t -> want.add(t.asInt()));
+                assertEquals(want, got, "prompt " + p + ": tokens");
+                float first = (float) doc.get("choices").get(0).get("logprobs").get("content").get(0).get("logprob")
+                        .asDouble();
+                assertEquals(oracleLogprob(oracle.get(p), want.get(0)), first, 0f, "prompt " + p + ": first logprob");
+            }
+            // Three at once: rows of one batch on both ranks (their tokens are BatchGenerator's for
+            // whatever composition the arrivals made, so only completeness is checked here).
+            List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
+            for (List<Integer> prompt : PROMPTS) {
+                inFlight.add(CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return complete(ranks.base, prompt, MAX_TOKENS);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }));
+            }
+            for (CompletableFuture<HttpResponse<String>> f : inFlight) {
+                HttpResponse<String> r = f.get();
+                assertEquals(200, r.statusCode(), r.body());
+                assertEquals(MAX_TOKENS, tokens(JSON.readTree(r.body())).size());
+            }
+            // SIGTERM to rank 0: it drains, tells rank 1 to shut down, and the launch ends with 0.
+            ShardedRanks.signal(ranks.rank(0), "TERM");
+            List<Integer> codes = ranks.awaitExit(60);
+            assertNotNull(codes, "the launch did not end after SIGTERM to rank 0:\n" + ranks.logText());
+            assertEquals(List.of(0), codes, ranks.logText());
+            assertTrue(ranks.logText().contains("rank 0 shut the group down"), ranks.logText());
+        }
+    }
+
+    @Test
+    void generateUnderMlxLaunchPrintsWhatMlxLmShardedLoadGenerates() throws Exception {
+        List<String> ids = PROMPTS.get(1).stream().map(String::valueOf).toList();
+        String out = MlxLaunch.run(2, MlxLaunch.javaCommand("dev.mlxring.ingress.cli.Main", List.of("generate",
+                "--model", modelDir.toString(), "--prompt-tokens", String.join(",", ids), "--max-tokens",
+                Integer.toString(MAX_TOKENS), "--json")), 300);
+        List<String> docs = out.lines().filter(l -> l.startsWith("{")).toList();
+        assertEquals(1, docs.size(), "only rank 0 prints:\n" + out);
+        assertEquals(oracle.get(1).get("tokens"), JSON.readTree(docs.get(0)).get("generated_tokens"), out);
+    }
+
+    @Test
+    void aKilledRankFailsTheRequestInFlightAndHealthSaysWhy() throws Exception {
+        assertRankLossFails("KILL", "rank 1 closed its control connection");
+    }
+
+    @Test
+    void aRankThatStopsAnsweringFailsTheRequestInFlightAndHealthSaysWhy() throws Exception {
+        assertRankLossFails("STOP", "rank 1 stopped answering");
+    }
+
+    private static void assertRankLossFails(String signal, String reason) throws Exception {
+        try (ShardedRanks ranks = ShardedRanks.direct(List.of("--model", modelDir.toString(),
+                "--rank-timeout-seconds", "2"))) {
+            String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 4000).put("stream", true)
+                    .set("prompt", JSON.valueToTree(PROMPTS.get(0))));
+            HttpResponse<InputStream> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
+                    .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, r.statusCode());
+            StringBuilder events = new StringBuilder();
+            long[] lostAtNs = new long[1];
+            CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> {
+                try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+                    String line;
+                    int tokens = 0;
+                    while ((line = in.readLine()) != null) {
+                        synchronized (events) {
+                            events.append(line).append('\n');
+                        }
+                        if (line.startsWith("data: {") && !line.contains("\"error\"") && ++tokens == 3) {
+                            // Tokens are flowing over both ranks: now take rank 1 away.
+                            ShardedRanks.signal(ranks.rank(1), signal);
+                            lostAtNs[0] = System.nanoTime();
+                        }
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            try {
+                // Bounded: the rank timeout is 2 s; a stream still open after a minute is the hang
+                // this test exists to rule out.
+                reading.get(60, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                synchronized (events) {
+                    throw new AssertionError("the stream did not end within 60 s of losing rank 1 (" + signal + "):\n"
+                            + events + ranks.logText());
+                }
+            }
+            long started = lostAtNs[0];
+            String text = events.toString();
+            assertTrue(started != 0, "no tokens streamed before the stream ended:\n" + text + ranks.logText());
+            assertTrue(text.contains("\"error\"") && text.contains("tensor-parallel group is down") && text.contains(reason),
+                    "the stream must end with an error naming the lost rank:\n" + text);
+            assertTrue(text.contains("data: [DONE]"), text);
+            HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/health")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, health.statusCode(), health.body());
+            assertTrue(health.body().contains(reason), health.body());
+            HttpResponse<String> after = complete(ranks.base, PROMPTS.get(2), 4);
+            assertEquals(503, after.statusCode(), "a request after the loss must be refused: " + after.body());
+        }
+    }
+}
