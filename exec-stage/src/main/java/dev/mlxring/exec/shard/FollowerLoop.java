@@ -18,7 +18,8 @@ import java.util.Map;
  * same batch as rank 0's, whose tokens it never reports.
  *
  * <p>A call that fails here, or that gives another result than rank 0's (an insert that is not
- * given the row id rank 0 got), means this rank left the group's step: it tells rank 0
+ * given the row id rank 0 got, a unit whose committed tokens differ from rank 0's digest of the
+ * same unit), means this rank left the group's step: it tells rank 0
  * ({@code FAILED}) and {@link #run} throws {@link ShardGroupException}. Runs on the follower's
  * one MLX thread; owns the runs and batches it opens and closes them on every exit.
  */
@@ -28,6 +29,9 @@ public final class FollowerLoop {
     private final Map<Integer, ExecutionRun> runs = new HashMap<>();
     private final Map<Integer, ExecutionBatch> batches = new HashMap<>();
     private final Map<Integer, BatchStep> steps = new HashMap<>();
+    /** What this rank's previous unit of each run / batch committed ({@link StepDigest}). */
+    private final Map<Integer, Long> runDigests = new HashMap<>();
+    private final Map<Integer, Long> batchDigests = new HashMap<>();
     private long calls;
 
     public FollowerLoop(Executor local, FollowerChannel channel) {
@@ -73,9 +77,16 @@ public final class FollowerLoop {
                 int id = in.readInt();
                 runs.put(id, local.open(PlanCodec.read(in)));
             }
-            case Frame.ADVANCE -> run(in.readInt()).advance();
+            case Frame.ADVANCE -> {
+                int id = in.readInt();
+                ExecutionRun r = run(id);
+                check(in.readLong(), runDigests.getOrDefault(id, 0L), "run " + id);
+                runDigests.put(id, StepDigest.of(r.advance()));
+            }
             case Frame.CLOSE_RUN -> {
-                ExecutionRun r = runs.remove(in.readInt());
+                int id = in.readInt();
+                runDigests.remove(id);
+                ExecutionRun r = runs.remove(id);
                 if (r != null) {
                     r.close();
                 }
@@ -105,17 +116,30 @@ public final class FollowerLoop {
             }
             case Frame.STEP -> {
                 int id = in.readInt();
-                batch(id).step(steps.get(id));
+                ExecutionBatch b = batch(id);
+                check(in.readLong(), batchDigests.getOrDefault(id, 0L), "batch " + id);
+                BatchStep out = steps.get(id);
+                b.step(out);
+                batchDigests.put(id, StepDigest.of(out));
             }
             case Frame.CLOSE_BATCH -> {
                 int id = in.readInt();
                 ExecutionBatch b = batches.remove(id);
                 steps.remove(id);
+                batchDigests.remove(id);
                 if (b != null) {
                     b.close();
                 }
             }
             default -> throw new IllegalStateException("unknown control frame type " + f.type());
+        }
+    }
+
+    /** Rank 0's digest of the previous unit against this rank's: they differ once the ranks diverged. */
+    private void check(long rank0, long mine, String what) {
+        if (rank0 != mine) {
+            throw new IllegalStateException("diverged: " + what + "'s previous unit committed other tokens here than"
+                    + " on rank 0 (digest " + Long.toHexString(mine) + " vs " + Long.toHexString(rank0) + ")");
         }
     }
 

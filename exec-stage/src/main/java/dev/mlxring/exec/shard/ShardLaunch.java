@@ -73,6 +73,26 @@ public record ShardLaunch(Map<String, String> env, String backend, String contro
                 + env.get(RANK_VARIABLE) + "): are all ranks started, and can they reach each other?");
     }
 
+    /**
+     * The backend this launch runs: the one asked for, or for {@code any} the one the launch's
+     * environment is for (what MLX's init then picks), for messages.
+     */
+    public String backendName() {
+        if (!backend.equals("any")) {
+            return backend;
+        }
+        if (env.containsKey("MLX_HOSTFILE")) {
+            return "ring";
+        }
+        if (env.containsKey("NCCL_HOST_IP")) {
+            return "nccl";
+        }
+        if (env.containsKey("OMPI_COMM_WORLD_SIZE") || env.containsKey("PMI_SIZE")) {
+            return "mpi";
+        }
+        return "any";
+    }
+
     /** The ring hostfile's {@code ip:port} entries, rank by rank; empty when there is none. */
     public List<List<String>> ringNodes() {
         String file = env.get("MLX_HOSTFILE");

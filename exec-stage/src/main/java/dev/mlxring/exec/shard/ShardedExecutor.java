@@ -17,6 +17,11 @@ import dev.mlxring.pipeline.Usage;
  * ranks replay the calls ({@link FollowerLoop}) and meet rank 0 in the collectives of every
  * forward. Calls that only read ({@code accepts}, {@code projectedKvBytes}, {@code rows}) stay local.
  *
+ * <p>Each advance and step also carries a digest of what the previous one committed here
+ * ({@link StepDigest}: rows, kinds, tokens), which every other rank compares with its own: a rank
+ * whose tokens went another way (a kernel that is not deterministic on its device) is caught one
+ * unit later instead of feeding the group wrong hidden states.
+ *
  * <p>A call that does no collective (open, insert, remove, close) runs locally first and is sent
  * only when it succeeded, so a refused request costs the other ranks nothing; a call that does
  * (advance, step) is sent first. Any failure once a call has been sent leaves the ranks out of
@@ -131,14 +136,24 @@ public final class ShardedExecutor implements Executor {
             this.run = run;
         }
 
+        /** What the previous advance committed, for the other ranks to check theirs against. */
+        private long digest;
+
         @Override
         public StepResult advance() {
-            channel.send(idFrame(Frame.ADVANCE, id));
+            long previous = digest;
+            channel.send(Frame.of(Frame.ADVANCE, o -> {
+                o.writeInt(id);
+                o.writeLong(previous);
+            }));
+            StepResult r;
             try {
-                return run.advance();
+                r = run.advance();
             } catch (RuntimeException e) {
                 throw groupFailure(e);
             }
+            digest = StepDigest.of(r);
+            return r;
         }
 
         @Override
@@ -202,14 +217,22 @@ public final class ShardedExecutor implements Executor {
             return usage;
         }
 
+        /** What the previous unit committed, for the other ranks to check theirs against. */
+        private long digest;
+
         @Override
         public void step(BatchStep out) {
-            channel.send(idFrame(Frame.STEP, id));
+            long previous = digest;
+            channel.send(Frame.of(Frame.STEP, o -> {
+                o.writeInt(id);
+                o.writeLong(previous);
+            }));
             try {
                 batch.step(out);
             } catch (RuntimeException e) {
                 throw groupFailure(e);
             }
+            digest = StepDigest.of(out);
         }
 
         @Override

@@ -170,7 +170,7 @@ final class ServeCommand {
         out.printf("mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
                 + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%s%n", modelId, host,
                 server.port(), leader == null ? "" : "; tensor-parallel over " + group.size() + " ranks ("
-                        + group.backend() + "), this is rank 0");
+                        + launch.backendName() + "), this is rank 0");
         out.flush();
         return new Running(server, local);
     }
