@@ -32,21 +32,11 @@ final class DistributedShim {
     private static final MethodHandle RING_ABORT_SOCKETS = NativeLibrary.handle("mlxr_ring_abort_sockets",
             FunctionDescriptor.of(INT, ADDR));
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            return r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new MlxException("native call failed: " + t);
-    }
-
     static int isAvailable(MemorySegment backend) {
         try {
             return (int) IS_AVAILABLE.invokeExact(backend);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -54,7 +44,7 @@ final class DistributedShim {
         try {
             return (MemorySegment) INIT.invokeExact(backend, strict);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -62,7 +52,7 @@ final class DistributedShim {
         try {
             GROUP_FREE.invokeExact(g);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -70,7 +60,7 @@ final class DistributedShim {
         try {
             return (int) GROUP_RANK.invokeExact(g);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -78,7 +68,7 @@ final class DistributedShim {
         try {
             return (int) GROUP_SIZE.invokeExact(g);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -86,7 +76,7 @@ final class DistributedShim {
         try {
             return (MemorySegment) ALL_SUM.invokeExact(x, g);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -94,7 +84,7 @@ final class DistributedShim {
         try {
             return (MemorySegment) ALL_GATHER.invokeExact(x, g);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 
@@ -102,7 +92,7 @@ final class DistributedShim {
         try {
             return (int) RING_ABORT_SOCKETS.invokeExact(endpoints);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Shim.rethrow(t);
         }
     }
 }

@@ -35,7 +35,8 @@ public final class MlxLaunch {
      * Runs {@code rankCommand} on {@code ranks} local ranks and waits at most {@code timeoutSeconds};
      * returns the ranks' stdout and stderr as the launcher relays them.
      *
-     * @throws IllegalStateException when it times out or any rank exits non-zero, with the output's tail
+     * @throws IllegalStateException when it times out or any rank exits non-zero (which the launcher
+     *     reports on stderr, exiting 0 itself), with the output's tail
      */
     public static String run(int ranks, List<String> rankCommand, long timeoutSeconds) {
         List<String> cmd = command(ranks, freePorts(ranks), rankCommand);
@@ -53,9 +54,12 @@ public final class MlxLaunch {
                     p.destroyForcibly();
                 }
                 String out = Files.readString(log, StandardCharsets.UTF_8);
-                if (!done || p.exitValue() != 0) {
-                    throw new IllegalStateException((done ? "exit " + p.exitValue() : "timed out after " + timeoutSeconds
-                            + " s") + ": " + String.join(" ", cmd) + "\n--- output (tail) ---\n"
+                // mlx.launch itself exits 0 when a rank fails; it says so on stderr instead.
+                boolean rankFailed = out.contains("] Node with rank ") && (out.contains(" exited with code ")
+                        || out.contains(" was killed"));
+                if (!done || p.exitValue() != 0 || rankFailed) {
+                    throw new IllegalStateException((!done ? "timed out after " + timeoutSeconds + " s"
+                            : rankFailed ? "a rank failed" : "exit " + p.exitValue()) + ": " + String.join(" ", cmd) + "\n--- output (tail) ---\n"
                             + out.substring(Math.max(0, out.length() - 6000)));
                 }
                 return out;

@@ -25,6 +25,9 @@ import dev.mlxring.mlx.MlxArray;
  * are evaluated and kept. Immutable; the group is shared by every layer of the model.
  */
 public final class TensorShard {
+    /** Marks mlx's {@code _all_to_sharded} axis rule, {@code max(ndim - 2, 0)}. */
+    private static final int OUTPUT_AXIS = Integer.MIN_VALUE;
+
     private final Group group;
 
     public TensorShard(Group group) {
@@ -58,17 +61,8 @@ public final class TensorShard {
     /** {@code shard_linear(module, "all-to-sharded", group)} of the linear at {@code path}. */
     public Linear allToSharded(ModelConfig config, Parameters params, String path, int inDims) {
         boolean quantized = params.has(path + ".scales");
-        keepBlock(params, path + ".weight", 0);
-        if (quantized) {
-            keepBlock(params, path + ".scales", 0);
-            if (params.has(path + ".biases")) {
-                keepBlock(params, path + ".biases", 0);
-            }
-        }
         boolean bias = params.has(path + ".bias");
-        if (bias) {
-            keepBlock(params, path + ".bias", -1);
-        }
+        splitOutputs(params, path);
         // AllToShardedLinear's constructor draws a uniform weight (and bias); the quantized one
         // draws its weight only (its bias starts as zeros).
         params.countInitRandomDraws(1 + (bias && !quantized ? 1 : 0));
@@ -78,13 +72,7 @@ public final class TensorShard {
     /** {@code shard_linear(module, "sharded-to-all", group)} of the linear at {@code path}. */
     public Linear shardedToAll(ModelConfig config, Parameters params, String path, int inDims) {
         boolean quantized = params.has(path + ".scales");
-        keepBlock(params, path + ".weight", -1);
-        if (quantized) {
-            keepBlock(params, path + ".scales", -1);
-            if (params.has(path + ".biases")) {
-                keepBlock(params, path + ".biases", -1);
-            }
-        }
+        splitInputs(params, path);
         // The bias stays whole and is added after the sum: load the matmul without it.
         MlxArray bias = params.remove(path + ".bias");
         params.countInitRandomDraws(1 + (bias != null ? 1 : 0) + (bias != null && !quantized ? 1 : 0));
@@ -96,17 +84,70 @@ public final class TensorShard {
         return new ShardedToAllLinear(partial, params.get(path + ".bias"), group);
     }
 
-    /** Replaces parameter {@code name} by this rank's block of it along {@code axis}. */
-    private void keepBlock(Parameters params, String name, int axis) {
+    /**
+     * {@code shard_inplace(module, "all-to-sharded")} of the module at {@code path}: its weight,
+     * quantized scales and biases keep this rank's block of the output axis (axis
+     * {@code max(ndim - 2, 0)}: 0 for a linear, 1 for stacked experts {@code [E, out, in]}), its
+     * bias the block of axis -1. The module's forward is unchanged.
+     */
+    public void splitOutputs(Parameters params, String path) {
+        for (String p : new String[] {".weight", ".scales", ".biases"}) {
+            if (p.equals(".weight") || params.has(path + p)) {
+                keepBlock(params, path + p, OUTPUT_AXIS);
+            }
+        }
+        if (params.has(path + ".bias")) {
+            keepBlock(params, path + ".bias", -1);
+        }
+    }
+
+    /**
+     * {@code shard_inplace(module, "sharded-to-all")} of the module at {@code path}: weight,
+     * scales and biases keep this rank's block of the input axis (-1); the bias stays whole (the
+     * module's owner sums the ranks' outputs and must add the bias once).
+     */
+    public void splitInputs(Parameters params, String path) {
+        for (String p : new String[] {".weight", ".scales", ".biases"}) {
+            if (p.equals(".weight") || params.has(path + p)) {
+                keepBlock(params, path + p, -1);
+            }
+        }
+    }
+
+    /**
+     * {@code module.bias /= N} (gpt_oss's experts' down projection): a bias every rank adds before
+     * the sum comes out once after it. {@code mx.divide} by the group size as a scalar of the
+     * bias's dtype, as Python's {@code /=} with an int makes it.
+     */
+    public void divideBias(Parameters params, String path) {
+        MlxArray bias = params.remove(path + ".bias");
+        if (bias == null) {
+            return;
+        }
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray divided = Mlx.divide(bias, Mlx.scalar(size(), bias.dtype()));
+            Mlx.eval(divided);
+            params.put(path + ".bias", divided.detach());
+        } finally {
+            bias.close();
+        }
+    }
+
+    /**
+     * Replaces parameter {@code name} by this rank's block of it along {@code axis}
+     * ({@code mx.contiguous(mx.split(p, N, axis)[rank])}; for a 1-d parameter, mlx-lm's
+     * {@code p[n * rank : n * (rank + 1)]} with {@code n = len(p) / N}, e.g. gpt_oss's sinks).
+     */
+    public void keepBlock(Parameters params, String name, int axis) {
         MlxArray full = params.remove(name);
         if (full == null) {
             throw new ModelLoadException("weights are missing parameter '" + name + "'");
         }
         try {
-            int ax = axis < 0 ? full.ndim() + axis : axis;
+            int ax = axis == OUTPUT_AXIS ? Math.max(full.ndim() - 2, 0) : axis < 0 ? full.ndim() + axis : axis;
             int length = full.dim(ax);
             if (length % size() != 0) {
-                throw new ModelLoadException("cannot shard '" + name + "' across " + size() + " ranks: its axis " + axis
+                throw new ModelLoadException("cannot shard '" + name + "' across " + size() + " ranks: its axis " + ax
                         + " has " + length + " entries"
                         + (name.endsWith(".scales") || name.endsWith(".biases") ? " (quantization groups)" : ""));
             }

@@ -22,11 +22,14 @@ import org.junit.jupiter.api.Test;
  * step's logits and logprobs bytes must be equal. Cells: llama (bf16, llama3 rope), llama with
  * every projection biased (o_proj and down_proj: the bias added once after the sum), qwen2 (4-bit
  * group 32 with q/k/v biases: quantized scales and biases split), qwen3 (f32, q/k norms,
- * head_dim * heads != hidden).
+ * head_dim * heads != hidden), qwen3_moe (f32, 8 experts top-2: the experts split in place, the
+ * block's output summed) and gpt_oss (f32: sinks per rank, sliding window 16 passed by the
+ * prompts, the experts' down bias divided by the group size).
  */
 class ShardedParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final List<String> CELLS = List.of("llama-bf16", "llama-bias", "qwen2-q4", "qwen3-f32");
+    static final List<String> CELLS = List.of("llama-bf16", "llama-bias", "qwen2-q4", "qwen3-f32", "qwen3_moe-f32",
+            "gpt_oss-f32");
     private static final int MAX_TOKENS = 32;
     private static final int PREFILL_STEP = 32;
 
