@@ -253,14 +253,19 @@ public final class LeaderChannel implements AutoCloseable {
     /** Tells every rank to shut down (best effort) and closes the connections. */
     @Override
     public void close() {
-        if (failure == null) {
+        boolean up;
+        synchronized (this) {
+            up = failure == null;
+            // First: a rank that closes its end on SHUTDOWN is then no failure.
+            closing = true;
+        }
+        if (up) {
             try {
                 send(Frame.empty(Frame.SHUTDOWN));
             } catch (ShardGroupException e) {
                 // a rank is gone already: nothing to tell it
             }
         }
-        closing = true;
         heartbeat.interrupt();
         for (Peer p : peers) {
             closeQuietly(p.socket);

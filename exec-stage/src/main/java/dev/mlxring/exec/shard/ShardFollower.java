@@ -41,7 +41,7 @@ public final class ShardFollower {
             throw new UncheckedIOException(e);
         }
         Welcome w = channel.welcome();
-        try (channel) {
+        try {
             LanguageModel model = Models.load(modelDir, w.cpuKernels(), new TensorShard(group));
             err.println(prefix + "holds its part of " + modelDir + " (" + group.size() + " ranks); following rank 0");
             err.flush();
@@ -55,8 +55,11 @@ public final class ShardFollower {
             err.println(prefix + e.getMessage());
             return 1;
         } catch (RuntimeException e) {
+            // Before the connection closes, so rank 0 reports why (e.g. the model did not load here).
             channel.reportFailure("rank " + group.rank() + ": " + e.getMessage());
             throw e;
+        } finally {
+            channel.close();
         }
     }
 }

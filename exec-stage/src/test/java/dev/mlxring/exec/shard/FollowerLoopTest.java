@@ -46,7 +46,32 @@ class FollowerLoopTest {
 
         @Override
         public ExecutionRun open(ExecutionPlan plan) {
-            throw new UnsupportedOperationException();
+            calls.add("open " + plan.requestId());
+            return new ExecutionRun() {
+                int steps;
+                final StepResult result = new StepResult(0);
+
+                @Override
+                public StepResult advance() {
+                    calls.add("advance");
+                    return result.token(tokens.applyAsInt(steps++));
+                }
+
+                @Override
+                public int promptTokens() {
+                    return plan.prompt().length();
+                }
+
+                @Override
+                public int completionTokens() {
+                    return steps;
+                }
+
+                @Override
+                public void close() {
+                    calls.add("closeRun");
+                }
+            };
         }
 
         @Override
@@ -163,6 +188,21 @@ class FollowerLoopTest {
         List<String> leaderCalls = new ArrayList<>(p.leaderLocal().calls);
         leaderCalls.remove("close"); // the follower's own executor is closed by its owner, not the loop
         assertEquals(leaderCalls, p.followerLocal().calls, "the follower's executor saw rank 0's calls");
+    }
+
+    @Test
+    void aSerialRunIsReplayedAndItsDivergenceCaughtToo() throws Exception {
+        Pair p = pair(n -> 100 + n, n -> n == 2 ? 5 : 100 + n);
+        ExecutionRun run = p.leader().open(plan("s"));
+        run.advance();
+        run.advance();
+        run.advance(); // the follower commits 5 here
+        assertEquals(103, run.advance().token, "rank 0 goes on with its own tokens; the digest it sends now is of 102");
+        Throwable e = assertThrows(ExecutionException.class, () -> p.follower().get(10, TimeUnit.SECONDS),
+                "the follower must stop").getCause();
+        assertTrue(e instanceof ShardGroupException && e.getMessage().contains("diverged: run 0"), String.valueOf(e));
+        assertEquals(List.of("open s", "advance", "advance", "advance"), p.followerLocal().calls.subList(0, 4));
+        p.leader().close();
     }
 
     @Test

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -40,7 +41,8 @@ import org.junit.jupiter.api.Test;
  * token's logprob to the bit), concurrent requests batch across both ranks, and SIGTERM to rank 0
  * shuts the whole group down cleanly; {@code generate} under the same launch prints mlx-lm's
  * tokens from rank 0 alone. Started as two processes with the launcher's environment:
- * a rank that is killed, or that stops answering (SIGSTOP), fails the streaming request in flight
+ * a rank that is killed (serving serially), or that stops answering (SIGSTOP; serving batched),
+ * fails the streaming request in flight
  * with an error naming it, and {@code /health} then answers 503 with the reason, instead of
  * anything hanging.
  */
@@ -147,6 +149,8 @@ class ShardedServeTest {
             assertNotNull(codes, "the launch did not end after SIGTERM to rank 0:\n" + ranks.logText());
             assertEquals(List.of(0), codes, ranks.logText());
             assertTrue(ranks.logText().contains("rank 0 shut the group down"), ranks.logText());
+            assertFalse(ranks.logText().contains("tensor-parallel group failed"),
+                    "an orderly shutdown is no group failure:\n" + ranks.logText());
         }
     }
 
@@ -161,19 +165,21 @@ class ShardedServeTest {
         assertEquals(oracle.get(1).get("tokens"), JSON.readTree(docs.get(0)).get("generated_tokens"), out);
     }
 
+    /** Serially served ({@code --decode-concurrency 1}: the serial run's calls cross the channel). */
     @Test
     void aKilledRankFailsTheRequestInFlightAndHealthSaysWhy() throws Exception {
-        assertRankLossFails("KILL", "rank 1 closed its control connection");
+        assertRankLossFails("KILL", "rank 1 closed its control connection", "1");
     }
 
+    /** Batched (the default). */
     @Test
     void aRankThatStopsAnsweringFailsTheRequestInFlightAndHealthSaysWhy() throws Exception {
-        assertRankLossFails("STOP", "rank 1 stopped answering");
+        assertRankLossFails("STOP", "rank 1 stopped answering", "8");
     }
 
-    private static void assertRankLossFails(String signal, String reason) throws Exception {
+    private static void assertRankLossFails(String signal, String reason, String concurrency) throws Exception {
         try (ShardedRanks ranks = ShardedRanks.direct(List.of("--model", modelDir.toString(),
-                "--rank-timeout-seconds", "2"))) {
+                "--rank-timeout-seconds", "2", "--decode-concurrency", concurrency))) {
             String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 4000).put("stream", true)
                     .set("prompt", JSON.valueToTree(PROMPTS.get(0))));
             HttpResponse<InputStream> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
