@@ -11,6 +11,7 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.shard.ShardLeader;
+import dev.mlxring.exec.shard.ShardedExecutor;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
@@ -169,16 +170,21 @@ public final class LocalEngine implements AutoCloseable {
                     pc.diskBytes());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
+        ShardedExecutor sharded = leader == null ? null : leader.executor(model);
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
-                .executor(leader != null ? leader.executor(model)
+                .executor(sharded != null ? sharded
                         : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())
                 .start();
+        if (sharded != null) {
+            // A collective MLX cannot abort must not leave the requests in flight hanging.
+            sharded.onWedged(engine::abandonInFlight, ShardedExecutor.WEDGE_GRACE_NS);
+        }
         return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
     }
 

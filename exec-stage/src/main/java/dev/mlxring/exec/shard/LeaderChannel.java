@@ -11,6 +11,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -58,6 +59,8 @@ public final class LeaderChannel implements AutoCloseable {
     private final Runnable abort;
     private final Thread heartbeat;
     private volatile String failure;
+    /** Completes with the reason when the group fails. */
+    private final CompletableFuture<String> failed = new CompletableFuture<>();
     private volatile boolean closing;
 
     private LeaderChannel(List<Peer> peers, long timeoutNs, Runnable abort) {
@@ -174,6 +177,11 @@ public final class LeaderChannel implements AutoCloseable {
         }
     }
 
+    /** Completes with the reason once the group fails (never after an orderly close). */
+    CompletableFuture<String> failedFuture() {
+        return failed;
+    }
+
     /** Why the group failed, or null while every rank answers. Any thread. */
     public String failure() {
         return failure;
@@ -187,6 +195,7 @@ public final class LeaderChannel implements AutoCloseable {
             }
             failure = reason;
         }
+        failed.complete(reason);
         LOG.log(System.Logger.Level.ERROR, "tensor-parallel group failed: " + reason
                 + "; failing the requests in flight, the server reports unhealthy");
         try {

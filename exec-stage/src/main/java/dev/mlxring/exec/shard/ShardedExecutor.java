@@ -8,6 +8,9 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * Rank 0's {@link Executor} of a tensor-parallel group: the local executor over this rank's part
@@ -28,13 +31,21 @@ import dev.mlxring.pipeline.Usage;
  * step, so it fails the group: the call throws {@link ShardGroupException} with the reason (the
  * rows in flight fail with it) and {@link #unavailableReason()} reports it from then on.
  *
- * <p>Exec thread only, except {@link #unavailableReason()} (any thread).
+ * <p>A collective that never returns (MLX cannot abort every one) would leave the requests in
+ * flight hanging; {@link #onWedged} lets the engine fail them instead.
+ *
+ * <p>Exec thread only, except {@link #unavailableReason()} and {@link #onWedged} (any thread).
  */
 public final class ShardedExecutor implements Executor {
+    /** How long after the group failed the exec thread may stay inside a call before it counts as blocked. */
+    public static final long WEDGE_GRACE_NS = TimeUnit.SECONDS.toNanos(2);
+
     private final Executor local;
     private final LeaderChannel channel;
     private int nextRunId;
     private int nextBatchId;
+    /** When the exec thread entered the local executor's current call; 0 between calls. */
+    private volatile long inCallSinceNs;
 
     public ShardedExecutor(Executor local, LeaderChannel channel) {
         this.local = local;
@@ -44,7 +55,13 @@ public final class ShardedExecutor implements Executor {
     @Override
     public ExecutionRun open(ExecutionPlan plan) throws RequestException {
         checkUp();
-        ExecutionRun run = local.open(plan);
+        ExecutionRun run;
+        enter();
+        try {
+            run = local.open(plan);
+        } finally {
+            exit();
+        }
         int id = nextRunId++;
         try {
             channel.send(Frame.of(Frame.OPEN_RUN, o -> {
@@ -61,7 +78,13 @@ public final class ShardedExecutor implements Executor {
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
         checkUp();
-        ExecutionBatch batch = local.openBatch(maxRows, maxPrefillRows);
+        ExecutionBatch batch;
+        enter();
+        try {
+            batch = local.openBatch(maxRows, maxPrefillRows);
+        } finally {
+            exit();
+        }
         if (batch == null) {
             return null;
         }
@@ -79,6 +102,32 @@ public final class ShardedExecutor implements Executor {
         return new Batch(id, batch);
     }
 
+    /**
+     * Runs {@code action} (with the failure's message) if, {@code graceNs} after the group
+     * failed, the exec thread is still inside a call of the local executor: blocked in a
+     * collective that MLX cannot abort (a collective already queued when the ring's sockets
+     * died waits for ever; NCCL and MPI give no abort at all). The composition root passes
+     * {@code Engine::abandonInFlight}, so the requests in flight fail instead of hanging. Once;
+     * on a daemon thread.
+     */
+    public void onWedged(Consumer<String> action, long graceNs) {
+        Thread watch = new Thread(() -> {
+            String reason;
+            try {
+                reason = channel.failedFuture().get();
+                Thread.sleep(TimeUnit.NANOSECONDS.toMillis(graceNs));
+            } catch (InterruptedException | ExecutionException e) {
+                return;
+            }
+            if (inCallSinceNs != 0) {
+                action.accept(new ShardGroupException(reason + "; rank 0's exec thread is blocked in a collective")
+                        .getMessage());
+            }
+        }, "mlxring-shard-wedge-watch");
+        watch.setDaemon(true);
+        watch.start();
+    }
+
     /** Why the group cannot run, or null while every rank answers. Any thread. */
     @Override
     public String unavailableReason() {
@@ -94,6 +143,14 @@ public final class ShardedExecutor implements Executor {
         } finally {
             local.close();
         }
+    }
+
+    private void enter() {
+        inCallSinceNs = Math.max(1, System.nanoTime());
+    }
+
+    private void exit() {
+        inCallSinceNs = 0;
     }
 
     private void checkUp() {
@@ -147,10 +204,13 @@ public final class ShardedExecutor implements Executor {
                 o.writeLong(previous);
             }));
             StepResult r;
+            enter();
             try {
                 r = run.advance();
             } catch (RuntimeException e) {
                 throw groupFailure(e);
+            } finally {
+                exit();
             }
             digest = StepDigest.of(r);
             return r;
@@ -173,9 +233,11 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public void close() {
+            enter();
             try {
                 run.close();
             } finally {
+                exit();
                 sendQuietly(idFrame(Frame.CLOSE_RUN, id));
             }
         }
@@ -198,7 +260,13 @@ public final class ShardedExecutor implements Executor {
         @Override
         public int insert(ExecutionPlan plan) throws RequestException {
             checkUp();
-            int row = batch.insert(plan);
+            int row;
+            enter();
+            try {
+                row = batch.insert(plan);
+            } finally {
+                exit();
+            }
             channel.send(Frame.of(Frame.INSERT, o -> {
                 o.writeInt(id);
                 o.writeInt(row);
@@ -209,7 +277,13 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public Usage remove(int row) {
-            Usage usage = batch.remove(row);
+            Usage usage;
+            enter();
+            try {
+                usage = batch.remove(row);
+            } finally {
+                exit();
+            }
             sendQuietly(Frame.of(Frame.REMOVE, o -> {
                 o.writeInt(id);
                 o.writeInt(row);
@@ -227,10 +301,13 @@ public final class ShardedExecutor implements Executor {
                 o.writeInt(id);
                 o.writeLong(previous);
             }));
+            enter();
             try {
                 batch.step(out);
             } catch (RuntimeException e) {
                 throw groupFailure(e);
+            } finally {
+                exit();
             }
             digest = StepDigest.of(out);
         }
@@ -247,9 +324,11 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public void close() {
+            enter();
             try {
                 batch.close();
             } finally {
+                exit();
                 sendQuietly(idFrame(Frame.CLOSE_BATCH, id));
             }
         }

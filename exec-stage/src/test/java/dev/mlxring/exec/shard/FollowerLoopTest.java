@@ -21,6 +21,7 @@ import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntUnaryOperator;
@@ -148,7 +149,7 @@ class FollowerLoopTest {
             at = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
         }
         Welcome w = new Welcome(1, 16, 0, CpuKernels.MLX);
-        CompletableFuture<LeaderChannel> channel = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<LeaderChannel> channel = onOwnThread(() -> {
             try {
                 return LeaderChannel.accept(at, 2, "fp", w, 10 * SECOND_NS, 5 * SECOND_NS, () -> { });
             } catch (IOException e) {
@@ -157,7 +158,7 @@ class FollowerLoopTest {
         });
         FollowerChannel fc = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, r -> { });
         FakeExecutor followerLocal = new FakeExecutor(followerTokens);
-        CompletableFuture<Long> follower = CompletableFuture.supplyAsync(() -> {
+        CompletableFuture<Long> follower = onOwnThread(() -> {
             try (fc) {
                 return new FollowerLoop(followerLocal, fc).run();
             } catch (InterruptedException e) {
@@ -188,6 +189,52 @@ class FollowerLoopTest {
         List<String> leaderCalls = new ArrayList<>(p.leaderLocal().calls);
         leaderCalls.remove("close"); // the follower's own executor is closed by its owner, not the loop
         assertEquals(leaderCalls, p.followerLocal().calls, "the follower's executor saw rank 0's calls");
+    }
+
+    @Test
+    void anExecThreadBlockedPastTheGraceIsReportedWedged() throws Exception {
+        CountDownLatch collective = new CountDownLatch(1);
+        CountDownLatch inside = new CountDownLatch(1);
+        // rank 0's third unit never returns (a collective waiting on a rank that left)
+        Pair p = pair(n -> {
+            if (n == 2) {
+                inside.countDown();
+                try {
+                    collective.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return 100 + n;
+        }, n -> 100 + n);
+        CompletableFuture<String> wedged = new CompletableFuture<>();
+        p.leader().onWedged(wedged::complete, TimeUnit.MILLISECONDS.toNanos(200));
+        ExecutionBatch b = p.leader().openBatch(4, 2);
+        BatchStep out = new BatchStep(4, 0);
+        b.insert(plan("a"));
+        b.step(out);
+        b.step(out);
+        CompletableFuture<Void> stuckStep = onOwnThreadRun(() -> b.step(out));
+        assertTrue(inside.await(10, TimeUnit.SECONDS), "the third unit started");
+        p.channel().fail("rank 1 stopped answering (test)");
+        String reason = wedged.get(10, TimeUnit.SECONDS);
+        assertTrue(reason.contains("rank 1 stopped answering (test)") && reason.contains("blocked in a collective"), reason);
+        collective.countDown();
+        stuckStep.get(10, TimeUnit.SECONDS);
+        p.leader().close();
+    }
+
+    @Test
+    void aGroupFailureOutsideACallIsNoWedge() throws Exception {
+        Pair p = pair(n -> 100 + n, n -> 100 + n);
+        CompletableFuture<String> wedged = new CompletableFuture<>();
+        p.leader().onWedged(wedged::complete, TimeUnit.MILLISECONDS.toNanos(100));
+        ExecutionBatch b = p.leader().openBatch(4, 2);
+        b.insert(plan("a"));
+        p.channel().fail("rank 1 closed its control connection (test)");
+        // The watch decides once, grace after the failure; exec was between calls then.
+        assertThrows(java.util.concurrent.TimeoutException.class, () -> wedged.get(1, TimeUnit.SECONDS));
+        p.leader().close();
     }
 
     @Test
@@ -226,5 +273,30 @@ class FollowerLoopTest {
         assertTrue(p.leader().unavailableReason().contains("diverged"), p.leader().unavailableReason());
         assertThrows(ShardGroupException.class, () -> b.step(out));
         p.leader().close();
+    }
+
+    /**
+     * Runs a blocking task on a thread of its own (not the common pool: on a 2-core machine its
+     * one worker would queue the next test's task behind a blocked one).
+     */
+    static <T> CompletableFuture<T> onOwnThread(java.util.function.Supplier<T> task) {
+        CompletableFuture<T> f = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                f.complete(task.get());
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        }, "test-async");
+        t.setDaemon(true);
+        t.start();
+        return f;
+    }
+
+    static CompletableFuture<Void> onOwnThreadRun(Runnable task) {
+        return onOwnThread(() -> {
+            task.run();
+            return null;
+        });
     }
 }

@@ -38,7 +38,9 @@ import org.junit.jupiter.api.Test;
  * {@code mlx-ring serve} as a tensor-parallel group of two ranks over the ring backend on
  * loopback. Under {@code mlx.launch -n 2} (as a user starts it): every answer equals mlx-lm's
  * {@code sharded_load} + {@code generate_step} under the same launch (tokens, and the first
- * token's logprob to the bit), concurrent requests batch across both ranks, and SIGTERM to rank 0
+ * token's logprob to the bit), concurrent requests batch across both ranks, sampled requests
+ * (seeded, unseeded, penalties, logit bias) draw alike on both (the digest would stop the group
+ * otherwise), and SIGTERM to rank 0
  * shuts the whole group down cleanly; {@code generate} under the same launch prints mlx-lm's
  * tokens from rank 0 alone. Started as two processes with the launcher's environment:
  * a rank that is killed (serving serially), or that stops answering (SIGSTOP; serving batched),
@@ -143,6 +145,22 @@ class ShardedServeTest {
                 assertEquals(200, r.statusCode(), r.body());
                 assertEquals(MAX_TOKENS, tokens(JSON.readTree(r.body())).size());
             }
+            // Sampled rows, seeded and unseeded, with penalties and a logit bias: every rank must
+            // draw the same tokens (rank 0's plan and engine seed), or the next step's digest
+            // stops the group and these requests fail.
+            for (String sampling : List.of("{\"temperature\": 0.9, \"top_p\": 0.8, \"seed\": 7}",
+                    "{\"temperature\": 1.2, \"top_k\": 40, \"presence_penalty\": 0.5, \"logit_bias\": {\"17\": 3.0}}")) {
+                var body = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(sampling);
+                body.put("max_tokens", MAX_TOKENS).set("prompt", JSON.valueToTree(PROMPTS.get(1)));
+                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
+                        .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
+                        .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, r.statusCode(), r.body());
+                assertEquals(MAX_TOKENS, JSON.readTree(r.body()).get("usage").get("completion_tokens").asInt(), r.body());
+            }
+            assertEquals(200, HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/health")).build(),
+                    HttpResponse.BodyHandlers.ofString()).statusCode(), "the group is still up");
             // SIGTERM to rank 0: it drains, tells rank 1 to shut down, and the launch ends with 0.
             ShardedRanks.signal(ranks.rank(0), "TERM");
             List<Integer> codes = ranks.awaitExit(60);
