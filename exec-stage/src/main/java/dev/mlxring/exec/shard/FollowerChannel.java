@@ -112,6 +112,11 @@ public final class FollowerChannel implements AutoCloseable {
         return inbox.take();
     }
 
+    /** The next frame within {@code timeoutMs}, or null. */
+    Frame poll(long timeoutMs) throws InterruptedException {
+        return inbox.poll(Math.max(0, timeoutMs), TimeUnit.MILLISECONDS);
+    }
+
     /** Tells rank 0 this rank cannot go on (best effort), so it fails the group at once. */
     void reportFailure(String reason) {
         try {

@@ -12,6 +12,7 @@ import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.exec.shard.ShardLaunch;
+import dev.mlxring.exec.shard.ShardWatch;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Group;
@@ -52,7 +53,8 @@ final class GenerateCommand {
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
                         "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
-                        CpuKernelsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds"),
+                        CpuKernelsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
+                        "--control-port"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -79,7 +81,19 @@ final class GenerateCommand {
         if (sharded && group.rank() > 0) {
             out = new PrintStream(OutputStream.nullOutputStream());
         }
-        try (HfTokenizer tokenizer = HfTokenizer.load(modelDir);
+        // Liveness: a rank that dies or stops answering ends every rank with the reason instead
+        // of leaving it blocked in a collective.
+        ShardWatch watch = !sharded ? null : ShardWatch.start(launch, group, modelDir, ShardFlags.STARTUP_NS,
+                ShardFlags.rankTimeoutNs(a), reason -> {
+                    System.err.println("mlx-ring: the tensor-parallel group is down: " + reason);
+                    System.err.flush();
+                    Runtime.getRuntime().halt(1);
+                });
+        if (sharded && group.rank() == 0) {
+            System.err.println("mlx-ring: tensor-parallel generate over " + group.size() + " ranks ("
+                    + launch.backendName() + "), this is rank 0");
+        }
+        try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
                 LanguageModel model = Models.load(modelDir, kernels, sharded ? new TensorShard(group) : null)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {

@@ -32,8 +32,8 @@ public final class Main {
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
               --distributed-backend B the group's backend: any (default, MLX picks), ring, mpi, nccl, jaccl
               --rank-timeout-seconds S  a rank silent this long fails the group (default 10)
-              --control-host H, --control-port P  rank 0's control channel (serve; default: derived
-                                      from the ring hostfile or NCCL_HOST_IP / NCCL_PORT)
+              --control-host H, --control-port P  rank 0's control channel (default: derived from
+                                      the ring hostfile or NCCL_HOST_IP / NCCL_PORT)
 
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]

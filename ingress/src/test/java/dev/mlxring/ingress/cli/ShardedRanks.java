@@ -2,9 +2,7 @@ package dev.mlxring.ingress.cli;
 
 import dev.mlxring.mlx.MlxLaunch;
 import dev.mlxring.mlx.ProjectHome;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,21 +47,43 @@ final class ShardedRanks implements AutoCloseable {
         return new ShardedRanks(List.of(p), log, awaitBanner(List.of(p), log));
     }
 
-    /** The two ranks as two processes with mlx.launch's environment, each logging to one file. */
+    /** {@code serve} on two ranks as two processes with mlx.launch's environment, logging to one file. */
     static ShardedRanks direct(List<String> args) throws IOException, InterruptedException {
+        ShardedRanks started = directCommand(serve(args));
+        return new ShardedRanks(started.processes, started.log, awaitBanner(started.processes, started.log));
+    }
+
+    /** {@code command} on two ranks as two processes with mlx.launch's environment (no banner awaited). */
+    static ShardedRanks directCommand(List<String> command) throws IOException {
         Path log = Files.createTempFile("mlxring-sharded-", ".log");
         Path hostfile = Files.createTempFile("mlxring-hostfile-", ".json");
         int port = MlxLaunch.freePorts(2);
         Files.writeString(hostfile, "[[\"127.0.0.1:" + port + "\"], [\"127.0.0.1:" + (port + 1) + "\"]]");
         List<Process> ps = new ArrayList<>();
         for (int rank = 0; rank < 2; rank++) {
-            ProcessBuilder pb = new ProcessBuilder(serve(args)).directory(ProjectHome.get().toFile())
+            ProcessBuilder pb = new ProcessBuilder(command).directory(ProjectHome.get().toFile())
                     .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             pb.environment().put("MLX_RANK", Integer.toString(rank));
             pb.environment().put("MLX_HOSTFILE", hostfile.toString());
             ps.add(pb.start());
         }
-        return new ShardedRanks(ps, log, awaitBanner(ps, log));
+        return new ShardedRanks(ps, log, null);
+    }
+
+    /** Waits (at most {@code seconds}) until the log holds {@code text}. */
+    void awaitLog(String text, int seconds) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (!logText().contains(text)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no '" + text + "' in the log within " + seconds + " s:\n" + logText());
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** The process started for rank {@code rank} by {@link #directCommand}. */
+    Process process(int rank) {
+        return processes.get(rank);
     }
 
     private static String awaitBanner(List<Process> ps, Path log) throws IOException, InterruptedException {

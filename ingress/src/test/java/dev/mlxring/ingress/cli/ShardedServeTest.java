@@ -183,6 +183,21 @@ class ShardedServeTest {
         assertEquals(oracle.get(1).get("tokens"), JSON.readTree(docs.get(0)).get("generated_tokens"), out);
     }
 
+    /** {@code generate} has no executor calls to share, but the same heartbeat: it ends, it does not hang. */
+    @Test
+    void generateEndsWithTheReasonWhenARankStopsAnswering() throws Exception {
+        try (ShardedRanks ranks = ShardedRanks.directCommand(MlxLaunch.javaCommand("dev.mlxring.ingress.cli.Main",
+                List.of("generate", "--model", modelDir.toString(), "--prompt-tokens", "1,2,3", "--max-tokens", "3000",
+                        "--rank-timeout-seconds", "2")))) {
+            ranks.awaitLog("tensor-parallel generate over 2 ranks", 240);
+            ShardedRanks.signal(ranks.process(1).toHandle(), "STOP");
+            assertTrue(ranks.process(0).waitFor(60, TimeUnit.SECONDS), "rank 0 must end:\n" + ranks.logText());
+            assertEquals(1, ranks.process(0).exitValue(), ranks.logText());
+            assertTrue(ranks.logText().contains("the tensor-parallel group is down: rank 1 stopped answering"),
+                    ranks.logText());
+        }
+    }
+
     /** Serially served ({@code --decode-concurrency 1}: the serial run's calls cross the channel). */
     @Test
     void aKilledRankFailsTheRequestInFlightAndHealthSaysWhy() throws Exception {
