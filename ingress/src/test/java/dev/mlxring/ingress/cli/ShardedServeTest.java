@@ -91,12 +91,16 @@ class ShardedServeTest {
         }
     }
 
-    private static HttpResponse<String> complete(String base, List<Integer> prompt, int maxTokens) throws Exception {
+    private static HttpRequest completion(String base, List<Integer> prompt, int maxTokens) throws Exception {
         String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", maxTokens).put("logprobs", true)
                 .set("prompt", JSON.valueToTree(prompt)));
-        return HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+        return HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
                 .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+    }
+
+    private static HttpResponse<String> complete(String base, List<Integer> prompt, int maxTokens) throws Exception {
+        return HTTP.send(completion(base, prompt, maxTokens), HttpResponse.BodyHandlers.ofString());
     }
 
     private static List<Integer> tokens(JsonNode response) {
@@ -132,13 +136,8 @@ class ShardedServeTest {
             // whatever composition the arrivals made, so only completeness is checked here).
             List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
             for (List<Integer> prompt : PROMPTS) {
-                inFlight.add(CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return complete(ranks.base, prompt, MAX_TOKENS);
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                }));
+                inFlight.add(HTTP.sendAsync(completion(ranks.base, prompt, MAX_TOKENS),
+                        HttpResponse.BodyHandlers.ofString()));
             }
             for (CompletableFuture<HttpResponse<String>> f : inFlight) {
                 HttpResponse<String> r = f.get();
@@ -221,7 +220,8 @@ class ShardedServeTest {
             assertEquals(200, r.statusCode());
             StringBuilder events = new StringBuilder();
             long[] lostAtNs = new long[1];
-            CompletableFuture<Void> reading = CompletableFuture.runAsync(() -> {
+            CompletableFuture<Void> reading = new CompletableFuture<>();
+            Thread reader = new Thread(() -> {
                 try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
                     String line;
                     int tokens = 0;
@@ -235,10 +235,13 @@ class ShardedServeTest {
                             lostAtNs[0] = System.nanoTime();
                         }
                     }
+                    reading.complete(null);
                 } catch (Exception e) {
-                    throw new IllegalStateException(e);
+                    reading.completeExceptionally(e);
                 }
-            });
+            }, "stream-reader");
+            reader.setDaemon(true);
+            reader.start();
             try {
                 // Bounded: the rank timeout is 2 s; a stream still open after a minute is the hang
                 // this test exists to rule out.
