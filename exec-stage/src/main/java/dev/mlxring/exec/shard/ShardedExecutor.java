@@ -14,7 +14,7 @@ import java.util.function.Consumer;
 
 /**
  * Rank 0's {@link Executor} of a tensor-parallel group: the local executor over this rank's part
- * of the model, with every call that changes device state sent to the other ranks first
+ * of the model, with every call that changes device state also sent to the other ranks
  * ({@link LeaderChannel}), so each rank runs the same batch op for op: rows inserted and removed,
  * each unit stepped, each serial run opened, advanced and closed, in rank 0's order. The other
  * ranks replay the calls ({@link FollowerLoop}) and meet rank 0 in the collectives of every
@@ -55,13 +55,7 @@ public final class ShardedExecutor implements Executor {
     @Override
     public ExecutionRun open(ExecutionPlan plan) throws RequestException {
         checkUp();
-        ExecutionRun run;
-        enter();
-        try {
-            run = local.open(plan);
-        } finally {
-            exit();
-        }
+        ExecutionRun run = inCall(() -> local.open(plan));
         int id = nextRunId++;
         try {
             channel.send(Frame.of(Frame.OPEN_RUN, o -> {
@@ -78,13 +72,7 @@ public final class ShardedExecutor implements Executor {
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
         checkUp();
-        ExecutionBatch batch;
-        enter();
-        try {
-            batch = local.openBatch(maxRows, maxPrefillRows);
-        } finally {
-            exit();
-        }
+        ExecutionBatch batch = inCall(() -> local.openBatch(maxRows, maxPrefillRows));
         if (batch == null) {
             return null;
         }
@@ -145,12 +133,19 @@ public final class ShardedExecutor implements Executor {
         }
     }
 
-    private void enter() {
-        inCallSinceNs = Math.max(1, System.nanoTime());
+    /** One call into the local executor (which may block in a collective). */
+    private interface LocalCall<T, E extends Exception> {
+        T run() throws E;
     }
 
-    private void exit() {
-        inCallSinceNs = 0;
+    /** Runs {@code call} with the exec thread marked as inside the local executor (for {@link #onWedged}). */
+    private <T, E extends Exception> T inCall(LocalCall<T, E> call) throws E {
+        inCallSinceNs = Math.max(1, System.nanoTime());
+        try {
+            return call.run();
+        } finally {
+            inCallSinceNs = 0;
+        }
     }
 
     private void checkUp() {
@@ -187,14 +182,13 @@ public final class ShardedExecutor implements Executor {
     private final class Run implements ExecutionRun {
         private final int id;
         private final ExecutionRun run;
+        /** What the previous advance committed, for the other ranks to check theirs against. */
+        private long digest;
 
         Run(int id, ExecutionRun run) {
             this.id = id;
             this.run = run;
         }
-
-        /** What the previous advance committed, for the other ranks to check theirs against. */
-        private long digest;
 
         @Override
         public StepResult advance() {
@@ -204,13 +198,10 @@ public final class ShardedExecutor implements Executor {
                 o.writeLong(previous);
             }));
             StepResult r;
-            enter();
             try {
-                r = run.advance();
+                r = inCall(run::advance);
             } catch (RuntimeException e) {
                 throw groupFailure(e);
-            } finally {
-                exit();
             }
             digest = StepDigest.of(r);
             return r;
@@ -233,11 +224,12 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public void close() {
-            enter();
             try {
-                run.close();
+                inCall(() -> {
+                    run.close();
+                    return null;
+                });
             } finally {
-                exit();
                 sendQuietly(idFrame(Frame.CLOSE_RUN, id));
             }
         }
@@ -246,6 +238,8 @@ public final class ShardedExecutor implements Executor {
     private final class Batch implements ExecutionBatch {
         private final int id;
         private final ExecutionBatch batch;
+        /** What the previous unit committed, for the other ranks to check theirs against. */
+        private long digest;
 
         Batch(int id, ExecutionBatch batch) {
             this.id = id;
@@ -260,13 +254,7 @@ public final class ShardedExecutor implements Executor {
         @Override
         public int insert(ExecutionPlan plan) throws RequestException {
             checkUp();
-            int row;
-            enter();
-            try {
-                row = batch.insert(plan);
-            } finally {
-                exit();
-            }
+            int row = inCall(() -> batch.insert(plan));
             channel.send(Frame.of(Frame.INSERT, o -> {
                 o.writeInt(id);
                 o.writeInt(row);
@@ -277,22 +265,13 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public Usage remove(int row) {
-            Usage usage;
-            enter();
-            try {
-                usage = batch.remove(row);
-            } finally {
-                exit();
-            }
+            Usage usage = inCall(() -> batch.remove(row));
             sendQuietly(Frame.of(Frame.REMOVE, o -> {
                 o.writeInt(id);
                 o.writeInt(row);
             }));
             return usage;
         }
-
-        /** What the previous unit committed, for the other ranks to check theirs against. */
-        private long digest;
 
         @Override
         public void step(BatchStep out) {
@@ -301,13 +280,13 @@ public final class ShardedExecutor implements Executor {
                 o.writeInt(id);
                 o.writeLong(previous);
             }));
-            enter();
             try {
-                batch.step(out);
+                inCall(() -> {
+                    batch.step(out);
+                    return null;
+                });
             } catch (RuntimeException e) {
                 throw groupFailure(e);
-            } finally {
-                exit();
             }
             digest = StepDigest.of(out);
         }
@@ -324,11 +303,12 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public void close() {
-            enter();
             try {
-                batch.close();
+                inCall(() -> {
+                    batch.close();
+                    return null;
+                });
             } finally {
-                exit();
                 sendQuietly(idFrame(Frame.CLOSE_BATCH, id));
             }
         }
