@@ -163,14 +163,24 @@ public final class LocalEngine implements AutoCloseable {
         TieredPrefixCache prefixCache = null;
         PrefixReuse reuse = null;
         PromptCache pc = options.promptCache();
-        if (pc != null && pc.on() && leader != null) {
-            LOG.log(System.Logger.Level.INFO, "prefix cache: off under tensor-parallel sharding (not built for ranks yet)");
+        if (leader != null) {
+            // Every rank keeps the same RAM tier (its size went to them in the Welcome); the SSD
+            // tier's background spills would not be alike on every rank, so it is left out.
+            if (pc != null && pc.dir() != null) {
+                LOG.log(System.Logger.Level.INFO, "prefix cache: the SSD tier (--prompt-cache-dir) is off under"
+                        + " tensor-parallel sharding; the RAM tier stays");
+            }
+            if (leader.settings().promptCacheEntries() > 0) {
+                prefixCache = new TieredPrefixCache(new RamPrefixCache(leader.settings().promptCacheEntries(),
+                        leader.settings().promptCacheBytes()), null, 0);
+                reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
+            }
         } else if (pc != null && pc.on()) {
             prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
                     pc.diskBytes());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
-        ShardedExecutor sharded = leader == null ? null : leader.executor(model);
+        ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))

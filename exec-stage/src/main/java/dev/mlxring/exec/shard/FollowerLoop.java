@@ -75,7 +75,10 @@ public final class FollowerLoop {
         switch (f.type()) {
             case Frame.OPEN_RUN -> {
                 int id = in.readInt();
-                runs.put(id, local.open(PlanCodec.read(in)));
+                int cached = in.readInt();
+                ExecutionRun r = local.open(PlanCodec.read(in));
+                runs.put(id, r);
+                checkReuse(cached, r.cachedTokens(), "run " + id);
             }
             case Frame.ADVANCE -> {
                 int id = in.readInt();
@@ -105,10 +108,13 @@ public final class FollowerLoop {
             case Frame.INSERT -> {
                 int id = in.readInt();
                 int row = in.readInt();
-                int mine = batch(id).insert(PlanCodec.read(in));
+                int cached = in.readInt();
+                ExecutionBatch b = batch(id);
+                int mine = b.insert(PlanCodec.read(in));
                 if (mine != row) {
                     throw new IllegalStateException("diverged: rank 0 inserted row " + row + ", this rank got " + mine);
                 }
+                checkReuse(cached, b.cachedTokens(mine), "row " + row);
             }
             case Frame.REMOVE -> {
                 int id = in.readInt();
@@ -140,6 +146,17 @@ public final class FollowerLoop {
         if (rank0 != mine) {
             throw new IllegalStateException("diverged: " + what + "'s previous unit committed other tokens here than"
                     + " on rank 0 (digest " + Long.toHexString(mine) + " vs " + Long.toHexString(rank0) + ")");
+        }
+    }
+
+    /**
+     * The prefix cache must have reused as many prompt tokens here as on rank 0: otherwise the
+     * ranks would feed different lengths into the same collectives (which need not even fail).
+     */
+    private static void checkReuse(int rank0, int mine, String what) {
+        if (rank0 != mine) {
+            throw new IllegalStateException("diverged: " + what + " reused " + mine
+                    + " cached prompt tokens here and " + rank0 + " on rank 0");
         }
     }
 

@@ -5,7 +5,10 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.RamPrefixCache;
+import dev.mlxring.kvstore.TieredPrefixCache;
 import dev.mlxring.mlx.Group;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -45,7 +48,11 @@ public final class ShardFollower {
             LanguageModel model = Models.load(modelDir, w.cpuKernels(), new TensorShard(group));
             err.println(prefix + "holds its part of " + modelDir + " (" + group.size() + " ranks); following rank 0");
             err.flush();
-            try (ModelExecutor executor = new ModelExecutor(model, w.prefillStepSize(), w.maxKvSize(), null,
+            // The same RAM prefix cache as rank 0's, over this rank's slice of the KV state.
+            TieredPrefixCache cache = w.promptCacheEntries() == 0 ? null
+                    : new TieredPrefixCache(new RamPrefixCache(w.promptCacheEntries(), w.promptCacheBytes()), null, 0);
+            PrefixReuse reuse = cache == null ? null : new PrefixReuse(cache, ModelFingerprint.of(modelDir));
+            try (cache; ModelExecutor executor = new ModelExecutor(model, w.prefillStepSize(), w.maxKvSize(), reuse,
                     EngineRng.seeded(w.engineSeed()))) {
                 long calls = new FollowerLoop(executor, channel).run();
                 err.println(prefix + "rank 0 shut the group down after " + calls + " calls");

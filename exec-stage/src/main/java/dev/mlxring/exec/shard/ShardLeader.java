@@ -3,6 +3,7 @@ package dev.mlxring.exec.shard;
 import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.mlx.CpuKernels;
@@ -31,10 +32,14 @@ public final class ShardLeader {
     /**
      * Waits (at most {@code startupNs}) for every other rank to connect to the control channel
      * with the same model, then tells them the settings.
+     *
+     * @param promptCacheEntries the RAM prefix cache's entries every rank keeps (0 = none)
+     * @param promptCacheBytes its byte cap, as {@code RamPrefixCache} takes it
      */
     public static ShardLeader start(ShardLaunch launch, Group group, Path modelDir, int prefillStepSize, int maxKvSize,
-            CpuKernels kernels, long startupNs, long timeoutNs) {
-        Welcome welcome = new Welcome(System.currentTimeMillis(), prefillStepSize, maxKvSize, kernels);
+            CpuKernels kernels, int promptCacheEntries, long promptCacheBytes, long startupNs, long timeoutNs) {
+        Welcome welcome = new Welcome(System.currentTimeMillis(), prefillStepSize, maxKvSize, kernels,
+                promptCacheEntries, promptCacheBytes);
         try {
             LeaderChannel channel = LeaderChannel.accept(launch.controlAddress(), group.size(),
                     ModelFingerprint.of(modelDir), welcome, startupNs, timeoutNs, launch.abort());
@@ -55,13 +60,20 @@ public final class ShardLeader {
     }
 
     /**
-     * The sharded executor over {@code model} (this rank's part): no prefix cache (each rank
-     * would have to make the same reuse decisions over its own slice of the KV state, which is
-     * not built yet), and the engine generator every rank seeds alike.
+     * The sharded executor over {@code model} (this rank's part), with the engine generator every
+     * rank seeds alike and {@code reuse} over a RAM prefix cache of the size the other ranks were
+     * told (null when {@link Welcome#promptCacheEntries()} is 0): every rank keeps its own slice of
+     * each entry and, given the same calls in the same order, makes the same reuse decisions,
+     * which each checks against rank 0's at every insert.
      */
-    public ShardedExecutor executor(LanguageModel model) {
-        return new ShardedExecutor(new ModelExecutor(model, welcome.prefillStepSize(), welcome.maxKvSize(), null,
+    public ShardedExecutor executor(LanguageModel model, PrefixReuse reuse) {
+        return new ShardedExecutor(new ModelExecutor(model, welcome.prefillStepSize(), welcome.maxKvSize(), reuse,
                 EngineRng.seeded(welcome.engineSeed())), channel);
+    }
+
+    /** The RAM prefix cache's entries and byte cap every rank keeps (entries 0 = none). */
+    public Welcome settings() {
+        return welcome;
     }
 
     /** Closes the channel if the engine never started (a failed load). */

@@ -37,7 +37,7 @@ public final class ShardWatch implements AutoCloseable {
         try {
             if (group.rank() == 0) {
                 LeaderChannel channel = LeaderChannel.accept(launch.controlAddress(), group.size(), fingerprint,
-                        new Welcome(0, 0, 0, CpuKernels.MLX), startupNs, timeoutNs, abort);
+                        new Welcome(0, 0, 0, CpuKernels.MLX, 0, 0), startupNs, timeoutNs, abort);
                 channel.failedFuture().thenAccept(onLost);
                 return new ShardWatch(channel, null, timeoutNs);
             }

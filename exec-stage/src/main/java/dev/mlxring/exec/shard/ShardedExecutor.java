@@ -57,9 +57,11 @@ public final class ShardedExecutor implements Executor {
         checkUp();
         ExecutionRun run = inCall(() -> local.open(plan));
         int id = nextRunId++;
+        int cached = run.cachedTokens();
         try {
             channel.send(Frame.of(Frame.OPEN_RUN, o -> {
                 o.writeInt(id);
+                o.writeInt(cached);
                 PlanCodec.write(o, plan);
             }));
         } catch (RuntimeException e) {
@@ -255,9 +257,11 @@ public final class ShardedExecutor implements Executor {
         public int insert(ExecutionPlan plan) throws RequestException {
             checkUp();
             int row = inCall(() -> batch.insert(plan));
+            int cached = batch.cachedTokens(row);
             channel.send(Frame.of(Frame.INSERT, o -> {
                 o.writeInt(id);
                 o.writeInt(row);
+                o.writeInt(cached);
                 PlanCodec.write(o, plan);
             }));
             return row;
@@ -299,6 +303,11 @@ public final class ShardedExecutor implements Executor {
         @Override
         public int rows() {
             return batch.rows();
+        }
+
+        @Override
+        public int cachedTokens(int row) {
+            return batch.cachedTokens(row);
         }
 
         @Override

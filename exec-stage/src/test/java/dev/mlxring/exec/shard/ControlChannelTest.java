@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  */
 class ControlChannelTest {
     private static final long SECOND_NS = TimeUnit.SECONDS.toNanos(1);
-    private static final Welcome WELCOME = new Welcome(1234567L, 512, 0, CpuKernels.MLX);
+    private static final Welcome WELCOME = new Welcome(1234567L, 512, 0, CpuKernels.MLX, 10, 1L << 30);
 
     private static InetSocketAddress loopback() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {

@@ -40,6 +40,8 @@ class FollowerLoopTest {
     static final class FakeExecutor implements Executor {
         final List<String> calls = new ArrayList<>();
         final IntUnaryOperator tokens;
+        /** What every row reports it reused from the prefix cache. */
+        volatile int cached;
 
         FakeExecutor(IntUnaryOperator tokens) {
             this.tokens = tokens;
@@ -123,6 +125,11 @@ class FollowerLoopTest {
                 }
 
                 @Override
+                public int cachedTokens(int row) {
+                    return cached;
+                }
+
+                @Override
                 public void close() {
                     calls.add("closeBatch");
                 }
@@ -148,7 +155,7 @@ class FollowerLoopTest {
         try (ServerSocket s = new ServerSocket(0)) {
             at = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
         }
-        Welcome w = new Welcome(1, 16, 0, CpuKernels.MLX);
+        Welcome w = new Welcome(1, 16, 0, CpuKernels.MLX, 0, 0);
         CompletableFuture<LeaderChannel> channel = onOwnThread(() -> {
             try {
                 return LeaderChannel.accept(at, 2, "fp", w, 10 * SECOND_NS, 5 * SECOND_NS, () -> { });
@@ -234,6 +241,22 @@ class FollowerLoopTest {
         p.channel().fail("rank 1 closed its control connection (test)");
         // The watch decides once, grace after the failure; exec was between calls then.
         assertThrows(java.util.concurrent.TimeoutException.class, () -> wedged.get(1, TimeUnit.SECONDS));
+        p.leader().close();
+    }
+
+    @Test
+    void aRowThatReusesAnotherPrefixThanOnRankZeroStopsTheGroupBeforeItRuns() throws Exception {
+        Pair p = pair(n -> 100 + n, n -> 100 + n);
+        p.leaderLocal().cached = 20;
+        p.followerLocal().cached = 12;
+        ExecutionBatch b = p.leader().openBatch(4, 2);
+        b.insert(plan("a"));
+        Throwable e = assertThrows(ExecutionException.class, () -> p.follower().get(10, TimeUnit.SECONDS),
+                "the follower must stop").getCause();
+        assertTrue(e instanceof ShardGroupException && e.getMessage().contains("row 0 reused 12 cached prompt tokens here"
+                + " and 20 on rank 0"), String.valueOf(e));
+        assertEquals(List.of("openBatch 4/2", "insert a 3 tokens", "closeBatch"), p.followerLocal().calls,
+                "no step ran; the follower closed what it held");
         p.leader().close();
     }
 

@@ -140,7 +140,8 @@ final class ServeCommand {
 
         int maxContext = LocalEngine.contextLength(modelDir);
         ShardLeader leader = launch == null ? null : ShardLeader.start(launch, group, modelDir, prefillStep, maxKvSize,
-                kernels, ShardFlags.STARTUP_NS, ShardFlags.rankTimeoutNs(a));
+                kernels, promptCache.maxEntries(), promptCache.maxBytes(), ShardFlags.STARTUP_NS,
+                ShardFlags.rankTimeoutNs(a));
         LocalEngine local;
         try {
             local = LocalEngine.open(modelDir, new LocalEngine.Options(

@@ -38,7 +38,8 @@ import org.junit.jupiter.api.Test;
  * {@code mlx-ring serve} as a tensor-parallel group of two ranks over the ring backend on
  * loopback. Under {@code mlx.launch -n 2} (as a user starts it): every answer equals mlx-lm's
  * {@code sharded_load} + {@code generate_step} under the same launch (tokens, and the first
- * token's logprob to the bit), concurrent requests batch across both ranks, sampled requests
+ * token's logprob to the bit), a continuing conversation restores its prefix on both ranks,
+ * concurrent requests batch across both ranks, sampled requests
  * (seeded, unseeded, penalties, logit bias) draw alike on both (the digest would stop the group
  * otherwise), and SIGTERM to rank 0
  * shuts the whole group down cleanly; {@code generate} under the same launch prints mlx-lm's
@@ -132,6 +133,15 @@ class ShardedServeTest {
                         .asDouble();
                 assertEquals(oracleLogprob(oracle.get(p), want.get(0)), first, 0f, "prompt " + p + ": first logprob");
             }
+            // A conversation going on: the prompt continues request 0 and its answer, so every
+            // rank restores the same entry from its own prefix cache (the ranks check they agree).
+            List<Integer> continued = new ArrayList<>(PROMPTS.get(0));
+            oracle.get(0).get("tokens").forEach(t -> continued.add(t.asInt()));
+            continued.addAll(List.of(7, 8, 9));
+            HttpResponse<String> hit = complete(ranks.base, continued, MAX_TOKENS);
+            assertEquals(200, hit.statusCode(), hit.body());
+            int cached = JSON.readTree(hit.body()).get("usage").get("prompt_tokens_details").get("cached_tokens").asInt();
+            assertTrue(cached >= PROMPTS.get(0).size(), "the continuation reuses request 0's KV state: " + hit.body());
             // Three at once: rows of one batch on both ranks (their tokens are BatchGenerator's for
             // whatever composition the arrivals made, so only completeness is checked here).
             List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
