@@ -77,7 +77,7 @@ class ControlChannelTest {
     @Test
     void callsArriveInOrderAndShutdownEndsTheFollower() throws Exception {
         InetSocketAddress at = loopback();
-        CompletableFuture<LeaderChannel> leader = onOwnThread(() -> accept(at, "fp", () -> { }));
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp", () -> { }));
         AtomicReference<String> lost = new AtomicReference<>();
         try (FollowerChannel follower = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, lost::set)) {
             assertEquals(WELCOME, follower.welcome());
@@ -102,7 +102,7 @@ class ControlChannelTest {
     void aFollowerThatStopsAnsweringFailsTheGroupWithinTheTimeout() throws Exception {
         InetSocketAddress at = loopback();
         CompletableFuture<Void> aborted = new CompletableFuture<>();
-        CompletableFuture<LeaderChannel> leader = onOwnThread(
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(
                 () -> accept(at, "fp", () -> aborted.complete(null)));
         // A rank that says hello and then never reads or answers again (a stopped process).
         try (Socket silent = connectWhenListening(at)) {
@@ -127,7 +127,7 @@ class ControlChannelTest {
     void aFollowerThatGoesAwayFailsTheGroupAtOnce() throws Exception {
         InetSocketAddress at = loopback();
         CompletableFuture<Void> aborted = new CompletableFuture<>();
-        CompletableFuture<LeaderChannel> leader = onOwnThread(
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(
                 () -> accept(at, "fp", () -> aborted.complete(null)));
         FollowerChannel follower = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 60 * SECOND_NS, r -> { });
         LeaderChannel l = leader.get(10, TimeUnit.SECONDS);
@@ -139,7 +139,7 @@ class ControlChannelTest {
     @Test
     void aSilentLeaderIsLostByTheFollower() throws Exception {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            CompletableFuture<Socket> accepted = onOwnThread(() -> {
+            CompletableFuture<Socket> accepted = OwnThread.supply(() -> {
                 try {
                     Socket s = server.accept();
                     DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
@@ -167,7 +167,7 @@ class ControlChannelTest {
     @Test
     void aRankWithAnotherModelIsRefusedAtConnect() throws Exception {
         InetSocketAddress at = loopback();
-        CompletableFuture<LeaderChannel> leader = onOwnThread(() -> accept(at, "fp-a", () -> { }));
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp-a", () -> { }));
         IllegalStateException onFollower = assertThrows(IllegalStateException.class,
                 () -> FollowerChannel.connect(at, 1, "fp-b", 10 * SECOND_NS, SECOND_NS, r -> { }));
         assertTrue(onFollower.getMessage().contains("another model"), onFollower.getMessage());
@@ -196,30 +196,5 @@ class ControlChannelTest {
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    /**
-     * Runs a blocking task on a thread of its own (not the common pool: on a 2-core machine its
-     * one worker would queue the next test's task behind a blocked one).
-     */
-    static <T> CompletableFuture<T> onOwnThread(java.util.function.Supplier<T> task) {
-        CompletableFuture<T> f = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                f.complete(task.get());
-            } catch (Throwable e) {
-                f.completeExceptionally(e);
-            }
-        }, "test-async");
-        t.setDaemon(true);
-        t.start();
-        return f;
-    }
-
-    static CompletableFuture<Void> onOwnThreadRun(Runnable task) {
-        return onOwnThread(() -> {
-            task.run();
-            return null;
-        });
     }
 }

@@ -156,7 +156,7 @@ class FollowerLoopTest {
             at = new InetSocketAddress(InetAddress.getLoopbackAddress(), s.getLocalPort());
         }
         Welcome w = new Welcome(1, 16, 0, CpuKernels.MLX, 0, 0);
-        CompletableFuture<LeaderChannel> channel = onOwnThread(() -> {
+        CompletableFuture<LeaderChannel> channel = OwnThread.supply(() -> {
             try {
                 return LeaderChannel.accept(at, 2, "fp", w, 10 * SECOND_NS, 5 * SECOND_NS, () -> { });
             } catch (IOException e) {
@@ -165,7 +165,7 @@ class FollowerLoopTest {
         });
         FollowerChannel fc = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, r -> { });
         FakeExecutor followerLocal = new FakeExecutor(followerTokens);
-        CompletableFuture<Long> follower = onOwnThread(() -> {
+        CompletableFuture<Long> follower = OwnThread.supply(() -> {
             try (fc) {
                 return new FollowerLoop(followerLocal, fc).run();
             } catch (InterruptedException e) {
@@ -221,7 +221,7 @@ class FollowerLoopTest {
         b.insert(plan("a"));
         b.step(out);
         b.step(out);
-        CompletableFuture<Void> stuckStep = onOwnThreadRun(() -> b.step(out));
+        CompletableFuture<Void> stuckStep = OwnThread.run(() -> b.step(out));
         assertTrue(inside.await(10, TimeUnit.SECONDS), "the third unit started");
         p.channel().fail("rank 1 stopped answering (test)");
         String reason = wedged.get(10, TimeUnit.SECONDS);
@@ -296,30 +296,5 @@ class FollowerLoopTest {
         assertTrue(p.leader().unavailableReason().contains("diverged"), p.leader().unavailableReason());
         assertThrows(ShardGroupException.class, () -> b.step(out));
         p.leader().close();
-    }
-
-    /**
-     * Runs a blocking task on a thread of its own (not the common pool: on a 2-core machine its
-     * one worker would queue the next test's task behind a blocked one).
-     */
-    static <T> CompletableFuture<T> onOwnThread(java.util.function.Supplier<T> task) {
-        CompletableFuture<T> f = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                f.complete(task.get());
-            } catch (Throwable e) {
-                f.completeExceptionally(e);
-            }
-        }, "test-async");
-        t.setDaemon(true);
-        t.start();
-        return f;
-    }
-
-    static CompletableFuture<Void> onOwnThreadRun(Runnable task) {
-        return onOwnThread(() -> {
-            task.run();
-            return null;
-        });
     }
 }
