@@ -3,7 +3,10 @@
 arrival schedule.
 
 Usage:
-    batch.py --model DIR --script FILE.json [--out FILE.json]
+    batch.py --model DIR --script FILE.json [--out FILE.json] [--sharded]
+
+With --sharded (run under `mlx.launch -n N`) the model is this rank's part, loaded by mlx-lm's
+sharded_load (common.sharded_model); every rank runs the schedule, rank 0 writes the document.
 
 FILE.json:
 {
@@ -63,7 +66,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
-from common import dtype_name, raw_bytes, versions, write_json
+from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
 
 
 def _as_seed(key):
@@ -126,11 +129,12 @@ def main(argv=None):
     ap.add_argument("--model", required=True)
     ap.add_argument("--script", required=True)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--sharded", action="store_true")
     args = ap.parse_args(argv)
 
     with open(args.script) as f:
         script = json.load(f)
-    model, _ = load_model(Path(args.model))
+    model = sharded_model(args.model) if args.sharded else load_model(Path(args.model))[0]
     gen = BatchGenerator(
         model,
         prefill_step_size=script["prefill_step_size"],
@@ -186,6 +190,8 @@ def main(argv=None):
         steps.append(out)
         step += 1
     gen.close()
+    if not writes_output(args.sharded):
+        return
     write_json({**versions(), "model": args.model, "uids": uids, "steps": steps}, args.out)
 
 

@@ -102,6 +102,34 @@ def read_prompts(path):
         return [[int(t) for t in p] for p in json.load(f)["prompts"]]
 
 
+def sharded_model(path):
+    """This rank's part of the model at `path`, loaded by mlx-lm's own
+    mlx_lm.utils.sharded_load(path) (load_model(lazy=True), model.shard(group) over
+    mx.distributed.init(), eval of the parameters, the closing all_sum), as mlx_lm.server loads
+    a model when it runs under mlx.launch. Run the script with `mlx.launch -n N`.
+
+    sharded_load also loads a tokenizer; the oracles work on token ids and the tiny models have
+    none, so that one step (mlx_lm.utils.load_tokenizer) is skipped; nothing else is touched."""
+    import mlx_lm.utils as utils
+
+    group = mx.distributed.init()
+    if group.size() < 2:
+        raise SystemExit("--sharded needs a distributed group of >= 2 ranks (run under mlx.launch -n 2)")
+    real = utils.load_tokenizer
+    utils.load_tokenizer = lambda *args, **kwargs: None
+    try:
+        model, _ = utils.sharded_load(str(path))
+    finally:
+        utils.load_tokenizer = real
+    return model
+
+
+def writes_output(sharded):
+    """Whether this process writes the document: always, except the ranks other than 0 of a
+    sharded run (every rank computes the same tokens; one answers)."""
+    return not sharded or mx.distributed.init().rank() == 0
+
+
 # ---------------------------------------------------------------------------
 # Random-weight models
 # ---------------------------------------------------------------------------

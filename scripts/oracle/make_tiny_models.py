@@ -48,7 +48,7 @@ RECIPE_VERSION = 1
 #          by 128, needed for group_size 128)
 
 
-def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps=1e-5, max_pos=4096):
+def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps=1e-5, max_pos=4096, bias=False):
     cfg = {
         "model_type": "llama",
         "architectures": ["LlamaForCausalLM"],
@@ -63,8 +63,8 @@ def _llama(hidden, inter, vocab, tie, rope_scaling=None, rope_theta=10000.0, eps
         "max_position_embeddings": max_pos,
         "rope_theta": rope_theta,
         "rope_traditional": False,
-        "attention_bias": False,
-        "mlp_bias": False,
+        "attention_bias": bias,
+        "mlp_bias": bias,
         "tie_word_embeddings": tie,
     }
     if rope_scaling is not None:
@@ -274,6 +274,9 @@ CELLS = {
     "llama-f32": ("llama", "f32", _llama(64, 192, 512, tie=True, rope_scaling=LINEAR_SCALING, rope_theta=500000.0), None),
     "llama-q4": ("llama", "q4", _llama(64, 192, 1024, tie=False), {"bits": 4, "group_size": 64}),
     "llama-q8": ("llama", "q8", _llama(128, 256, 512, tie=True, rope_scaling=LLAMA3_SCALING), {"bits": 8, "group_size": 128}),
+    # attention_bias and mlp_bias: every projection biased, o_proj and down_proj too (the bias
+    # a tensor-parallel sharded-to-all layer adds once, after the all_sum).
+    "llama-bias": ("llama", "bf16", _llama(64, 192, 512, tie=True, bias=True), None),
     # --- qwen2 (q/k/v bias always) ---
     "qwen2-bf16": ("qwen2", "bf16", _qwen2(64, 192, 512, tie=True), None),
     "qwen2-f32": ("qwen2", "f32", _qwen2(64, 192, 1024, tie=False), None),
@@ -345,6 +348,9 @@ CELLS = {
                    {"bits": 4, "group_size": 64}),
     "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
                    {"bits": 8, "group_size": 128}),
+    # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
+    # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
+    "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),
     # SmolLM2's vocabulary, so that a server test can pair it with the default model's tokenizer
     # (ingress Gemma3ServerTest); 4-bit keeps the 49152-row embedding at ~2 MB.
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,

@@ -4,7 +4,11 @@
 Usage:
     prompt_cache.py --model DIR --vocab V --seed S --base-length N --max-tokens M
                     --prefill-step-size P [--out FILE.json]
-                    [--kv-bits B [--kv-group-size G] [--quantized-kv-start Q]]
+                    [--kv-bits B [--kv-group-size G] [--quantized-kv-start Q]] [--sharded]
+
+With --sharded (run under `mlx.launch -n N`) the model is this rank's part, loaded by mlx-lm's
+sharded_load (common.sharded_model); every rank serves the requests over its own cache (of its
+slice of the KV state), rank 0 writes the document.
 
 One mlx_lm.models.cache.LRUPromptCache (mlx_lm.server's default size 10) serves four requests
 in order, exactly as ResponseGenerator._serve_single does:
@@ -41,7 +45,7 @@ from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import LRUPromptCache, make_prompt_cache
 from mlx_lm.utils import load_model
 
-from common import dtype_name, raw_bytes, versions, write_json
+from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
 
 
 def main(argv=None):
@@ -56,6 +60,7 @@ def main(argv=None):
     ap.add_argument("--kv-group-size", type=int, default=64)
     ap.add_argument("--quantized-kv-start", type=int, default=5000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--sharded", action="store_true")
     args = ap.parse_args(argv)
 
     kv = {}
@@ -63,7 +68,7 @@ def main(argv=None):
         kv = {"kv_bits": args.kv_bits, "kv_group_size": args.kv_group_size,
               "quantized_kv_start": args.quantized_kv_start}
 
-    model, _ = load_model(Path(args.model))
+    model = sharded_model(args.model) if args.sharded else load_model(Path(args.model))[0]
     rng = random.Random(args.seed)
 
     def fresh(n):
@@ -98,6 +103,8 @@ def main(argv=None):
     gen2 = serve(p2)
     serve((p2 + gen2)[:-3])
 
+    if not writes_output(args.sharded):
+        return
     write_json({**versions(), "model": args.model, "max_tokens": args.max_tokens,
                 "prefill_step_size": args.prefill_step_size, "kv_bits": args.kv_bits,
                 "kv_group_size": args.kv_group_size if kv else None,

@@ -234,6 +234,15 @@ class BatchParityTest {
 
     /** Runs batch.py on the cell's script; returns its steps as {@code uid:token:finish:sha}. */
     static List<List<String>> oracle(Cell cell, Path modelDir) throws Exception {
+        Path scriptFile = writeScript(cell);
+        Path out = scriptFile.resolveSibling("expected-" + cell.name() + "-" + cell.model() + ".json");
+        PythonScript.run("oracle/batch.py", 900,
+                List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
+        return steps(JSON.readTree(out.toFile()));
+    }
+
+    /** The cell's schedule as batch.py reads it, written under build/oracle/batch. */
+    static Path writeScript(Cell cell) throws Exception {
         ObjectNode script = JSON.createObjectNode();
         script.put("prefill_step_size", cell.prefillStep());
         script.put("prefill_batch_size", cell.prefillBatch());
@@ -261,11 +270,12 @@ class BatchParityTest {
         Path dir = work.resolve("batch");
         Files.createDirectories(dir);
         Path scriptFile = dir.resolve("script-" + cell.name() + "-" + cell.model() + ".json");
-        Path out = dir.resolve("expected-" + cell.name() + "-" + cell.model() + ".json");
         JSON.writeValue(scriptFile.toFile(), script);
-        PythonScript.run("oracle/batch.py", 900,
-                List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
-        JsonNode doc = JSON.readTree(out.toFile());
+        return scriptFile;
+    }
+
+    /** batch.py's document as steps of {@code uid:token:finish:sha}. */
+    static List<List<String>> steps(JsonNode doc) {
         List<List<String>> steps = new ArrayList<>();
         for (JsonNode step : doc.get("steps")) {
             List<String> s = new ArrayList<>();
@@ -277,6 +287,16 @@ class BatchParityTest {
             steps.add(s);
         }
         return steps;
+    }
+
+    /** The cell named {@code name} among {@link #allCells()}. */
+    static Cell cell(String name) {
+        return allCells().filter(c -> c.name().equals(name)).findFirst().orElseThrow();
+    }
+
+    /** Where the oracle models live, for a helper that runs outside this class's set-up. */
+    static void useWork(Path dir) {
+        work = dir;
     }
 
     /** The same script through our generator. */

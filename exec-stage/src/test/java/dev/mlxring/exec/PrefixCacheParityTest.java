@@ -44,8 +44,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class PrefixCacheParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final int MAX_TOKENS = 6;
-    private static final int PREFILL_STEP = 32;
+    static final int MAX_TOKENS = 6;
+    static final int PREFILL_STEP = 32;
 
     private static Path work;
 
@@ -108,7 +108,7 @@ class PrefixCacheParityTest {
         return JSON.readTree(out.toFile());
     }
 
-    private static void replay(String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, KvQuantization kv,
+    static void replay(String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, KvQuantization kv,
             JsonNode expected) throws Exception {
         int i = 0;
         for (JsonNode r : expected.get("requests")) {

@@ -10,6 +10,8 @@ import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.exec.shard.ShardLeader;
+import dev.mlxring.exec.shard.ShardedExecutor;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
@@ -109,6 +111,15 @@ public final class LocalEngine implements AutoCloseable {
 
     /** Loads the model and starts the stage threads. */
     public static LocalEngine open(Path modelDir, Options options) {
+        return open(modelDir, options, null);
+    }
+
+    /**
+     * As {@link #open(Path, Options)}; with {@code leader}, as rank 0 of a tensor-parallel group:
+     * this rank's part of the model, and an executor that has every other rank run the same
+     * batch ({@link ShardLeader#executor}). The prefix cache is off then.
+     */
+    public static LocalEngine open(Path modelDir, Options options, ShardLeader leader) {
         if (!Files.isDirectory(modelDir)) {
             throw new IllegalArgumentException("model directory " + modelDir + " does not exist");
         }
@@ -123,7 +134,7 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir, options.cpuKernels());
+            model = Models.load(modelDir, options.cpuKernels(), leader == null ? null : leader.tensorShard());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;
@@ -152,20 +163,38 @@ public final class LocalEngine implements AutoCloseable {
         TieredPrefixCache prefixCache = null;
         PrefixReuse reuse = null;
         PromptCache pc = options.promptCache();
-        if (pc != null && pc.on()) {
+        if (leader != null) {
+            // Every rank keeps the same RAM tier (its size went to them in the Welcome); the SSD
+            // tier's background spills would not be alike on every rank, so it is left out.
+            if (pc != null && pc.dir() != null) {
+                LOG.log(System.Logger.Level.INFO, "prefix cache: the SSD tier (--prompt-cache-dir) is off under"
+                        + " tensor-parallel sharding; the RAM tier stays");
+            }
+            if (leader.settings().promptCacheEntries() > 0) {
+                prefixCache = new TieredPrefixCache(new RamPrefixCache(leader.settings().promptCacheEntries(),
+                        leader.settings().promptCacheBytes()), null, 0);
+                reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
+            }
+        } else if (pc != null && pc.on()) {
             prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
                     pc.diskBytes());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
+        ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
-                .executor(new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
+                .executor(sharded != null ? sharded
+                        : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                         .toolParser(toolParser(modelDir, template, tokenizer))
                         .build())
                 .start();
+        if (sharded != null) {
+            // A collective MLX cannot abort must not leave the requests in flight hanging.
+            sharded.onWedged(engine::abandonInFlight, ShardedExecutor.WEDGE_GRACE_NS);
+        }
         return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
     }
 

@@ -20,7 +20,8 @@ import java.lang.invoke.MethodHandle;
 final class Shim {
     private Shim() {}
 
-    private static RuntimeException rethrow(Throwable t) {
+    /** A downcall's throwable as the exception to throw (errors pass through). Also {@link DistributedShim}'s. */
+    static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
         }

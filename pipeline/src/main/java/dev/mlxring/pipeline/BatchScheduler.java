@@ -84,6 +84,11 @@ final class BatchScheduler {
         boolean worked = false;
         while (count < rows.length && batch != null) {
             Session s = queue.peek();
+            if (s != null && s.state().isTerminal()) {
+                queue.poll(); // settled while queued (Engine.abandonInFlight): nothing to run
+                worked = true;
+                continue;
+            }
             if (s == null || !s.isCancelRequested() && !batch.accepts(s.plan)) {
                 return worked;
             }

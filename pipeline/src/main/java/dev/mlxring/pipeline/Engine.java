@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Engine implements AutoCloseable {
     private final EngineConfig config;
     private final Preparer preparer;
+    private final Executor executor;
     private final RingBuffer<RequestEvent> requests;
     private final RingBuffer<TokenEvent> tokens;
     private final List<BatchEventProcessor<?>> processors = new ArrayList<>();
@@ -42,6 +43,8 @@ public final class Engine implements AutoCloseable {
     private final AtomicInteger admitted = new AtomicInteger();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Why {@link #abandonInFlight} gave up on the exec thread; null while it runs. */
+    private volatile String abandoned;
     /** Accepted sessions not yet terminal: what operators and leak checks count (see {@link #liveSessions}). */
     private final Set<Session> live = ConcurrentHashMap.newKeySet();
 
@@ -49,6 +52,7 @@ public final class Engine implements AutoCloseable {
             TextSink.Factory sinks) {
         this.config = config;
         this.preparer = preparer;
+        this.executor = executor;
         this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
                 config.waitMode().strategy());
         // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
@@ -152,6 +156,10 @@ public final class Engine implements AutoCloseable {
         if (closed.get()) {
             return EngineHealth.notReady("the engine is shutting down");
         }
+        String gaveUp = abandoned;
+        if (gaveUp != null) {
+            return EngineHealth.notReady("the exec stage is blocked: " + gaveUp);
+        }
         Throwable execFailure = execLoop.fatal();
         if (execFailure != null || !execThread.isAlive()) {
             return EngineHealth.notReady("the exec stage is not running"
@@ -162,7 +170,51 @@ public final class Engine implements AutoCloseable {
                 return EngineHealth.notReady("stage thread " + t.getName() + " is not running");
             }
         }
+        String executorDown = executor.unavailableReason();
+        if (executorDown != null) {
+            return EngineHealth.notReady(executorDown);
+        }
         return EngineHealth.READY;
+    }
+
+    /**
+     * Fails every accepted session that has not settled yet, from any thread: for an exec thread
+     * blocked in native code it cannot return from (a collective waiting on a lost rank of a
+     * tensor-parallel group). Each session's terminal event goes through the token ring as exec's
+     * would, so it still settles once, on the sink thread, after the spans already published;
+     * anything exec publishes for it later is dropped there. Health reports {@code reason} from
+     * then on, so no new work is accepted. Idempotent (the first reason stays).
+     */
+    public void abandonInFlight(String reason) {
+        synchronized (this) {
+            if (abandoned != null) {
+                return;
+            }
+            abandoned = reason;
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        for (Session s : List.copyOf(live)) {
+            if (s.state().isTerminal()) {
+                continue;
+            }
+            Outcome outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, reason, Usage.NONE);
+            while (true) {
+                try {
+                    long seq = tokens.tryNext();
+                    TokenEvent e = tokens.get(seq);
+                    e.session = s;
+                    e.kind = TokenEvent.TERMINAL;
+                    e.outcome = outcome;
+                    tokens.publish(seq);
+                    break;
+                } catch (InsufficientCapacityException full) {
+                    if (System.nanoTime() > deadline) {
+                        return;
+                    }
+                    Thread.onSpinWait();
+                }
+            }
+        }
     }
 
     /** Sessions admitted by plan and not yet terminal. */

@@ -245,6 +245,9 @@ final class ExecLoop implements Runnable {
         if (s == null) {
             return false;
         }
+        if (s.state().isTerminal()) {
+            return true; // settled while queued (Engine.abandonInFlight): nothing to run
+        }
         active = s;
         if (s.isCancelRequested()) {
             return finish(Outcome.cancelled(s.cancelReason(), Usage.NONE));

@@ -45,6 +45,15 @@ public interface ExecutionBatch extends AutoCloseable {
      */
     long projectedKvBytes(int rows, int positions);
 
+    /**
+     * How many of row {@code row}'s prompt tokens came from the prefix cache at insert (0 when
+     * none, or the row is unknown): what a tensor-parallel group checks every rank agrees on
+     * before any of them computes the row.
+     */
+    default int cachedTokens(int row) {
+        return 0;
+    }
+
     /** Rows in flight: inserted and neither finished nor removed. */
     int rows();
 

@@ -19,6 +19,15 @@ public interface Executor extends AutoCloseable {
         return null;
     }
 
+    /**
+     * Why this executor cannot run work at all now (e.g. a tensor-parallel group that lost a
+     * rank), or null while it can. {@link Engine#health()} reports it, so the server answers
+     * 503 instead of accepting requests that would fail. Any thread.
+     */
+    default String unavailableReason() {
+        return null;
+    }
+
     @Override
     void close();
 }

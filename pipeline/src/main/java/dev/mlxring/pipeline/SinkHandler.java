@@ -26,6 +26,12 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         // The session stays attached until the event is handled, so the stage's exception
         // handler (failEvent) can still find it; the slot is not reused before we return.
         Session s = e.session;
+        if (s.state().isTerminal()) {
+            // Settled already (Engine.abandonInFlight gave up on exec): late events are dropped.
+            e.session = null;
+            e.outcome = null;
+            return;
+        }
         if (e.kind == TokenEvent.TOKEN) {
             onToken(s, e);
         } else {

@@ -181,6 +181,12 @@ public final class ContinuousBatch implements ExecutionBatch {
         return rows.size();
     }
 
+    @Override
+    public int cachedTokens(int row) {
+        RowInfo info = rows.get(row);
+        return info == null ? 0 : info.prefix.length;
+    }
+
     /** A finished row's caches go to the prefix cache; a failure there never fails the request. */
     private void publish(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);

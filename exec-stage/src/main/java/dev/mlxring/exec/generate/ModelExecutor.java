@@ -30,7 +30,7 @@ public final class ModelExecutor implements Executor {
     private final LanguageModel model;
     private final int prefillStepSize;
     private final int maxKvSize;
-    private final EngineRng engineRng = EngineRng.fromClock();
+    private final EngineRng engineRng;
     /** Null: no prefix cache, every prompt is prefilled whole. */
     private final PrefixReuse prefixReuse;
 
@@ -44,6 +44,16 @@ public final class ModelExecutor implements Executor {
      *     {@code --max-kv-size}) run without it: it holds dense and quantized layers only.
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse) {
+        this(model, prefillStepSize, maxKvSize, prefixReuse, EngineRng.fromClock());
+    }
+
+    /**
+     * As above, unseeded requests drawing from {@code engineRng}: the ranks of a tensor-parallel
+     * group each build their executor on a generator seeded alike, so they sample the same tokens.
+     */
+    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
+            EngineRng engineRng) {
+        this.engineRng = engineRng;
         this.model = model;
         this.prefillStepSize = prefillStepSize;
         this.maxKvSize = maxKvSize;

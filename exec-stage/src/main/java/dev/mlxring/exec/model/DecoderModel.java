@@ -8,6 +8,7 @@ import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -74,15 +75,24 @@ final class DecoderModel implements LanguageModel {
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a) {
+        return build(config, params, a, (TensorShard) null);
+    }
+
+    /**
+     * As {@link #build(ModelConfig, Parameters, DecoderArgs)}, this rank's part of the model when
+     * {@code shard} is not null (mlx-lm's {@code Model.shard(group)} after {@code load_model}):
+     * every block's attention and MLP sharded, the embedding, norms and head whole on every rank.
+     */
+    static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a, TensorShard shard) {
         return build(config, params, a, new LayerLoader() {
             @Override
             public Attention attention(String path) {
-                return new SelfAttention(config, params, path, a);
+                return new SelfAttention(config, params, path, a, shard);
             }
 
             @Override
             public FeedForward mlp(int layer, String path) {
-                return Mlp.load(config, params, path, a.hiddenSize(), a.intermediateSize());
+                return Mlp.load(config, params, path, a.hiddenSize(), a.intermediateSize(), shard);
             }
         });
     }

@@ -13,6 +13,8 @@ import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.exec.nn.SwitchLinear;
+import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -82,14 +84,31 @@ final class GptOss implements LanguageModel {
     /** {@code AttentionBlock}: biased projections, rope, attention with the layer's sinks. */
     record Attention(int headDim, float smScale, MlxArray sinks, Linear qProj, Linear kProj, Linear vProj,
             Linear oProj, Rope rope) {
-        static Attention load(ModelConfig config, Parameters params, String path, Args a) {
+        /**
+         * With a {@code shard}, this rank's part as mlx-lm's {@code shard()}: q/k/v all-to-sharded,
+         * o sharded-to-all, the head counts divided and the sinks of this rank's heads
+         * ({@code sinks[heads * rank : heads * (rank + 1)]}).
+         */
+        static Attention load(ModelConfig config, Parameters params, String path, Args a, TensorShard shard) {
             int dim = a.hiddenSize();
-            return new Attention(a.headDim(), (float) (1 / Math.sqrt(a.headDim())), params.get(path + ".sinks"),
-                    Linear.load(config, params, path + ".q_proj", dim),
-                    Linear.load(config, params, path + ".k_proj", dim),
-                    Linear.load(config, params, path + ".v_proj", dim),
-                    Linear.load(config, params, path + ".o_proj", a.numAttentionHeads() * a.headDim()),
-                    Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null));
+            int oInDims = a.numAttentionHeads() * a.headDim();
+            Rope rope = Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null);
+            float scale = (float) (1 / Math.sqrt(a.headDim()));
+            if (shard == null) {
+                return new Attention(a.headDim(), scale, params.get(path + ".sinks"),
+                        Linear.load(config, params, path + ".q_proj", dim),
+                        Linear.load(config, params, path + ".k_proj", dim),
+                        Linear.load(config, params, path + ".v_proj", dim),
+                        Linear.load(config, params, path + ".o_proj", oInDims), rope);
+            }
+            shard.divide("num_attention_heads", a.numAttentionHeads());
+            shard.divide("num_key_value_heads", a.numKeyValueHeads());
+            Linear q = shard.allToSharded(config, params, path + ".q_proj", dim);
+            Linear k = shard.allToSharded(config, params, path + ".k_proj", dim);
+            Linear v = shard.allToSharded(config, params, path + ".v_proj", dim);
+            Linear o = shard.shardedToAll(config, params, path + ".o_proj", oInDims);
+            shard.keepBlock(params, path + ".sinks", 0);
+            return new Attention(a.headDim(), scale, params.get(path + ".sinks"), q, k, v, o, rope);
         }
 
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
@@ -125,16 +144,33 @@ final class GptOss implements LanguageModel {
         }
     }
 
-    /** {@code MLPBlock}: the router's top-k logits, softmaxed, weigh the selected experts. */
-    record MlpBlock(Linear router, SwitchGlu experts, int numExpertsPerTok) {
-        static MlpBlock load(ModelConfig config, Parameters params, String path, Args a) {
+    /**
+     * {@code MLPBlock}: the router's top-k logits, softmaxed, weigh the selected experts.
+     *
+     * @param shardingGroup mlx-lm's {@code sharding_group}: the block's output is summed over it; null when whole
+     */
+    record MlpBlock(Linear router, SwitchGlu experts, int numExpertsPerTok, Group shardingGroup) {
+        /**
+         * With a {@code shard}, this rank's part as mlx-lm's {@code shard()}: the experts' gate and
+         * up projections split by output rows (biases too), down by input columns in place, down's
+         * bias divided by the group size (every rank adds it before the sum), the router whole.
+         */
+        static MlpBlock load(ModelConfig config, Parameters params, String path, Args a, TensorShard shard) {
             String e = path + ".experts";
+            int downInDims = a.intermediateSize();
+            if (shard != null) {
+                shard.splitOutputs(params, e + ".gate_proj");
+                shard.splitInputs(params, e + ".down_proj");
+                shard.divideBias(params, e + ".down_proj");
+                shard.splitOutputs(params, e + ".up_proj");
+                downInDims = shard.divide(e + ".down_proj input features", downInDims);
+            }
             return new MlpBlock(Linear.load(config, params, path + ".router", a.hiddenSize()),
                     new SwitchGlu(SwitchLinear.load(config, params, e + ".gate_proj", a.hiddenSize()),
                             SwitchLinear.load(config, params, e + ".up_proj", a.hiddenSize()),
-                            SwitchLinear.load(config, params, e + ".down_proj", a.intermediateSize()),
+                            SwitchLinear.load(config, params, e + ".down_proj", downInDims),
                             SwitchGlu.SWIGLU_OAI),
-                    a.numExpertsPerTok());
+                    a.numExpertsPerTok(), shard == null ? null : shard.group());
         }
 
         MlxArray forward(MlxArray x) {
@@ -145,7 +181,8 @@ final class GptOss implements LanguageModel {
             MlxArray expertWeights = Mlx.softmax(expertLogits, -1, true);
             MlxArray y = experts.forward(x, indices);
             y = Mlx.multiply(y, Mlx.expandDims(expertWeights, -1));
-            return Mlx.sum(y, -2, false);
+            MlxArray out = Mlx.sum(y, -2, false);
+            return shardingGroup == null ? out : shardingGroup.allSum(out);
         }
     }
 
@@ -168,8 +205,11 @@ final class GptOss implements LanguageModel {
     private final int gaIdx;
     private final int initRandomDraws;
 
-    /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model. */
-    static GptOss build(ModelConfig config, Parameters params) {
+    /**
+     * Builds the model from {@code params} (which it then owns), as mlx-lm's load_model; with a
+     * {@code shard}, this rank's part, as its {@code shard(group)} leaves it.
+     */
+    static GptOss build(ModelConfig config, Parameters params, TensorShard shard) {
         Args a = Args.of(config);
         if (!params.has("model.layers.0.mlp.experts.gate_proj.weight")
                 && params.names().stream().anyMatch(n -> n.contains("gate_up_proj"))) {
@@ -180,8 +220,8 @@ final class GptOss implements LanguageModel {
         List<Block> layers = new ArrayList<>();
         for (int i = 0; i < a.numHiddenLayers(); i++) {
             String p = "model.layers." + i;
-            layers.add(new Block(Attention.load(config, params, p + ".self_attn", a),
-                    MlpBlock.load(config, params, p + ".mlp", a),
+            layers.add(new Block(Attention.load(config, params, p + ".self_attn", a, shard),
+                    MlpBlock.load(config, params, p + ".mlp", a, shard),
                     RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps())));
         }

@@ -2,6 +2,7 @@ package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -11,6 +12,18 @@ record Mlp(Linear gateProj, Linear downProj, Linear upProj) implements DecoderMo
         return new Mlp(Linear.load(config, params, path + ".gate_proj", dim),
                 Linear.load(config, params, path + ".down_proj", hiddenDim),
                 Linear.load(config, params, path + ".up_proj", dim));
+    }
+
+    /** This rank's part, as mlx-lm's {@code shard}: gate and up all-to-sharded, down sharded-to-all. */
+    static Mlp load(ModelConfig config, Parameters params, String path, int dim, int hiddenDim, TensorShard shard) {
+        if (shard == null) {
+            return load(config, params, path, dim, hiddenDim);
+        }
+        // shard() converts gate, down, up in that order (the order of their random draws).
+        Linear gate = shard.allToSharded(config, params, path + ".gate_proj", dim);
+        Linear down = shard.shardedToAll(config, params, path + ".down_proj", hiddenDim);
+        Linear up = shard.allToSharded(config, params, path + ".up_proj", dim);
+        return new Mlp(gate, down, up);
     }
 
     @Override

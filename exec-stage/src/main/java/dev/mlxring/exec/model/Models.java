@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Weights;
 import java.io.IOException;
@@ -8,7 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BiFunction;
+import java.util.Set;
 import java.util.function.Function;
 import java.util.stream.Stream;
 
@@ -22,10 +23,15 @@ public final class Models {
             "qwen2", Qwen2::args,
             "qwen3", Qwen3::args);
 
+    /** Builds a family's own graph from the parameters; with a shard (only where sharding is built), this rank's part. */
+    private interface OwnGraph {
+        LanguageModel build(ModelConfig config, Parameters params, TensorShard shard);
+    }
+
     /** Families whose graph is not the shared llama-style decoder: each builds itself from the parameters. */
-    private static final Map<String, BiFunction<ModelConfig, Parameters, LanguageModel>> OWN_GRAPHS = Map.of(
-            "gemma3_text", Gemma3Text::build,
-            "phi3", Phi3::build,
+    private static final Map<String, OwnGraph> OWN_GRAPHS = Map.of(
+            "gemma3_text", (c, p, s) -> Gemma3Text.build(c, p),
+            "phi3", (c, p, s) -> Phi3.build(c, p),
             "qwen3_moe", Qwen3Moe::build,
             "gpt_oss", GptOss::build);
 
@@ -40,21 +46,50 @@ public final class Models {
 
     /** Loads the model whose quantized matmuls run on {@code kernels}. */
     public static LanguageModel load(Path modelDir, CpuKernels kernels) {
+        return load(modelDir, kernels, null);
+    }
+
+    /**
+     * Families that can be loaded as one rank's part of a tensor-parallel model: those whose
+     * mlx-lm 0.32.2 model file has {@code shard(group)} and whose sharding is built here.
+     */
+    public static final Set<String> SHARDED_FAMILIES = Set.of("llama", "mistral", "qwen2", "qwen3", "qwen3_moe",
+            "gpt_oss");
+
+    /**
+     * Loads the model whose quantized matmuls run on {@code kernels}; with a {@code shard}, only
+     * this rank's part of it (mlx-lm's {@code sharded_load}: {@code load_model} then
+     * {@code model.shard(group)}). A family that cannot be sharded is refused by name.
+     */
+    public static LanguageModel load(Path modelDir, CpuKernels kernels, TensorShard shard) {
         ModelConfig config = ModelConfig.read(modelDir);
         String type = config.modelType();
         Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
-        BiFunction<ModelConfig, Parameters, LanguageModel> ownGraph = OWN_GRAPHS.get(type);
+        OwnGraph ownGraph = OWN_GRAPHS.get(type);
         if (family == null && ownGraph == null) {
             throw new ModelLoadException("model_type '" + type + "' in " + config.file()
                     + " is not supported (supported: " + String.join(", ", supportedModelTypes()) + ")");
         }
+        if (shard != null) {
+            checkShardable(config);
+        }
         DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir), kernels);
         try {
-            return family == null ? ownGraph.apply(config, params) : DecoderModel.build(config, params, args);
+            return family == null ? ownGraph.build(config, params, shard) : DecoderModel.build(config, params, args, shard);
         } catch (RuntimeException e) {
             params.close();
             throw e;
+        }
+    }
+
+    /** Refuses, by name, a family the tensor-parallel path cannot run. */
+    private static void checkShardable(ModelConfig config) {
+        String type = config.modelType();
+        if (!SHARDED_FAMILIES.contains(type)) {
+            throw new ModelLoadException("model_type '" + type + "' in " + config.file()
+                    + " cannot run tensor-parallel across ranks: mlx-lm 0.32.2 has no shard() for this family"
+                    + " (sharded families: " + String.join(", ", SHARDED_FAMILIES.stream().sorted().toList()) + ")");
         }
     }
 

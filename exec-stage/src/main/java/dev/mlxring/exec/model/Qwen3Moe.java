@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.SwitchLinear;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -22,8 +23,14 @@ import java.util.Set;
 final class Qwen3Moe {
     private Qwen3Moe() {}
 
-    /** Builds the model from {@code params} (which it then owns). */
-    static LanguageModel build(ModelConfig c, Parameters params) {
+    /**
+     * Builds the model from {@code params} (which it then owns); with a {@code shard}, this rank's
+     * part as mlx-lm's {@code shard()}: qwen3's attention sharding, dense MLPs as llama's, and in
+     * each mixture-of-experts block the experts' gate and up projections split by output rows, down
+     * by input columns, in place ({@code shard_inplace}), the router whole, and the block's output
+     * summed over the group.
+     */
+    static LanguageModel build(ModelConfig c, Parameters params, TensorShard shard) {
         int hidden = c.intField("hidden_size");
         DecoderArgs a = new DecoderArgs(hidden, c.intField("num_hidden_layers"), c.intField("intermediate_size"),
                 c.intField("num_attention_heads"), c.intField("num_key_value_heads"), c.intField("head_dim"),
@@ -46,20 +53,27 @@ final class Qwen3Moe {
         return DecoderModel.build(c, params, a, new DecoderModel.LayerLoader() {
             @Override
             public DecoderModel.Attention attention(String path) {
-                return new SelfAttention(c, params, path, a);
+                return new SelfAttention(c, params, path, a, shard);
             }
 
             @Override
             public DecoderModel.FeedForward mlp(int layer, String path) {
                 if (mlpOnly.contains(layer) || numExperts <= 0 || (layer + 1) % sparseStep != 0) {
-                    return Mlp.load(c, params, path, hidden, a.intermediateSize());
+                    return Mlp.load(c, params, path, hidden, a.intermediateSize(), shard);
                 }
                 String sw = path + ".switch_mlp";
+                int downInDims = moeIntermediate;
+                if (shard != null) {
+                    shard.splitOutputs(params, sw + ".gate_proj");
+                    shard.splitInputs(params, sw + ".down_proj");
+                    shard.splitOutputs(params, sw + ".up_proj");
+                    downInDims = shard.divide(sw + ".down_proj input features", moeIntermediate);
+                }
                 return new Qwen3MoeSparseBlock(Linear.load(c, params, path + ".gate", hidden),
                         new SwitchGlu(SwitchLinear.load(c, params, sw + ".gate_proj", hidden),
                                 SwitchLinear.load(c, params, sw + ".up_proj", hidden),
-                                SwitchLinear.load(c, params, sw + ".down_proj", moeIntermediate), SwitchGlu.SWIGLU),
-                        topK, normTopkProb);
+                                SwitchLinear.load(c, params, sw + ".down_proj", downInDims), SwitchGlu.SWIGLU),
+                        topK, normTopkProb, shard == null ? null : shard.group());
             }
         });
     }

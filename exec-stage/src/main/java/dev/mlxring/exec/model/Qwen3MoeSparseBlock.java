@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Linear;
+import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -9,8 +10,11 @@ import dev.mlxring.mlx.MlxArray;
  * precise softmax over the experts, the top {@code k} by {@code argpartition}, their
  * probabilities (renormalized to sum to 1 with {@code norm_topk_prob}), the selected experts'
  * {@link SwitchGlu} outputs and their probability-weighted sum. Immutable.
+ *
+ * @param shardingGroup mlx-lm's {@code sharding_group}: with the experts sharded, the block's
+ *     output is {@code all_sum}med over it (each rank holds part of every expert); null otherwise
  */
-record Qwen3MoeSparseBlock(Linear gate, SwitchGlu switchMlp, int topK, boolean normTopkProb)
+record Qwen3MoeSparseBlock(Linear gate, SwitchGlu switchMlp, int topK, boolean normTopkProb, Group shardingGroup)
         implements DecoderModel.FeedForward {
     @Override
     public MlxArray forward(MlxArray x) {
@@ -23,6 +27,7 @@ record Qwen3MoeSparseBlock(Linear gate, SwitchGlu switchMlp, int topK, boolean n
         MlxArray y = switchMlp.forward(x, inds);
         // (y * scores[..., None]).sum(axis=-2).astype(y.dtype)
         MlxArray weighted = Mlx.sum(Mlx.multiply(y, Mlx.expandDims(scores, -1)), -2, false);
-        return Mlx.astype(weighted, y.dtype());
+        MlxArray out = Mlx.astype(weighted, y.dtype());
+        return shardingGroup == null ? out : shardingGroup.allSum(out);
     }
 }

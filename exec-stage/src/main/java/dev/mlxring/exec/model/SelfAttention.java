@@ -11,6 +11,7 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -32,19 +33,36 @@ final class SelfAttention implements DecoderModel.Attention {
     private final Rope rope;
 
     SelfAttention(ModelConfig config, Parameters params, String path, DecoderArgs a) {
+        this(config, params, path, a, null);
+    }
+
+    /**
+     * @param shard this rank's part of a tensor-parallel group, or null for the whole layer. As
+     *     mlx-lm's {@code shard}: q/k/v all-to-sharded, o sharded-to-all, and the head counts
+     *     divided by the group size.
+     */
+    SelfAttention(ModelConfig config, Parameters params, String path, DecoderArgs a, TensorShard shard) {
         int dim = a.hiddenSize();
-        this.nHeads = a.numAttentionHeads();
-        this.nKvHeads = a.numKeyValueHeads();
+        this.nHeads = shard == null ? a.numAttentionHeads() : shard.divide("num_attention_heads", a.numAttentionHeads());
+        this.nKvHeads = shard == null ? a.numKeyValueHeads() : shard.divide("num_key_value_heads", a.numKeyValueHeads());
         this.scale = (float) Math.pow(a.headDim(), -0.5);
         if (a.qkvBias()) {
             for (String proj : new String[] {".q_proj", ".k_proj", ".v_proj"}) {
                 params.get(path + proj + ".bias");
             }
         }
-        this.qProj = Linear.load(config, params, path + ".q_proj", dim);
-        this.kProj = Linear.load(config, params, path + ".k_proj", dim);
-        this.vProj = Linear.load(config, params, path + ".v_proj", dim);
-        this.oProj = Linear.load(config, params, path + ".o_proj", nHeads * a.headDim());
+        int oInDims = a.numAttentionHeads() * a.headDim();
+        if (shard == null) {
+            this.qProj = Linear.load(config, params, path + ".q_proj", dim);
+            this.kProj = Linear.load(config, params, path + ".k_proj", dim);
+            this.vProj = Linear.load(config, params, path + ".v_proj", dim);
+            this.oProj = Linear.load(config, params, path + ".o_proj", oInDims);
+        } else {
+            this.qProj = shard.allToSharded(config, params, path + ".q_proj", dim);
+            this.kProj = shard.allToSharded(config, params, path + ".k_proj", dim);
+            this.vProj = shard.allToSharded(config, params, path + ".v_proj", dim);
+            this.oProj = shard.shardedToAll(config, params, path + ".o_proj", oInDims);
+        }
         this.qNorm = a.qkNorm() ? RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()) : null;
         this.kNorm = a.qkNorm() ? RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()) : null;
         this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling(),

@@ -10,7 +10,13 @@ import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.exec.shard.ShardLaunch;
+import dev.mlxring.exec.shard.ShardWatch;
+import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Group;
+import dev.mlxring.mlx.Mlx;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -18,6 +24,7 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -46,7 +53,8 @@ final class GenerateCommand {
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
                         "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
-                        CpuKernelsFlag.NAME),
+                        CpuKernelsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
+                        "--control-port"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -65,7 +73,28 @@ final class GenerateCommand {
 
         // The model config first: its errors (malformed JSON, unsupported type) are the ones to report.
         ModelConfig.read(modelDir).modelType();
-        try (HfTokenizer tokenizer = HfTokenizer.load(modelDir); LanguageModel model = Models.load(modelDir, kernels)) {
+        // Under mlx.launch every rank runs this same command over its part of the model: the same
+        // prompt, the same greedy or seeded steps, so the collectives pair up; rank 0 prints.
+        ShardLaunch launch = ShardFlags.launch(a);
+        Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
+        boolean sharded = group != null && group.size() > 1;
+        if (sharded && group.rank() > 0) {
+            out = new PrintStream(OutputStream.nullOutputStream());
+        }
+        // Liveness: a rank that dies or stops answering ends every rank with the reason instead
+        // of leaving it blocked in a collective.
+        ShardWatch watch = !sharded ? null : ShardWatch.start(launch, group, modelDir, ShardFlags.STARTUP_NS,
+                ShardFlags.rankTimeoutNs(a), reason -> {
+                    System.err.println("mlx-ring: the tensor-parallel group is down: " + reason);
+                    System.err.flush();
+                    Runtime.getRuntime().halt(1);
+                });
+        if (sharded && group.rank() == 0) {
+            System.err.println("mlx-ring: tensor-parallel generate over " + group.size() + " ranks ("
+                    + launch.backendName() + "), this is rank 0");
+        }
+        try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
+                LanguageModel model = Models.load(modelDir, kernels, sharded ? new TensorShard(group) : null)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
@@ -85,8 +114,9 @@ final class GenerateCommand {
             // mlx_lm.generate seeds the global key before it loads the model, and building the model
             // draws initial weights from it: --seed S therefore starts sampling where mx.random.seed(S)
             // plus those draws leaves the key. Without --seed: a clock-seeded generator, as MLX's.
-            EngineRng engineRng = sampling.seed() == null ? EngineRng.fromClock()
-                    : EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws());
+            // Sharded, every rank must draw the same keys: rank 0's clock is the seed of all.
+            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws())
+                    : sharded ? EngineRng.seeded(rankZeroClock(group)) : EngineRng.fromClock();
             sampling = sampling.toBuilder().seed(null).build();
             GenerationResult r = GenerateStep.run(model, prompt,
                     new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize), sampling, engineRng,
@@ -111,6 +141,15 @@ final class GenerateCommand {
             return 0;
         } catch (IOException e) {
             throw new IllegalArgumentException("cannot read the tokenizer of " + modelDir + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Rank 0's wall clock in milliseconds on every rank: one {@code all_sum} of it and zeros. */
+    private static long rankZeroClock(Group group) {
+        long now = group.rank() == 0 ? System.currentTimeMillis() : 0;
+        try (ArrayScope scope = ArrayScope.open()) {
+            int[] words = group.allSum(Mlx.fromInts(new int[] {(int) (now >>> 32), (int) now}, 2)).toIntArray();
+            return ((long) words[0] << 32) | (words[1] & 0xffffffffL);
         }
     }
 

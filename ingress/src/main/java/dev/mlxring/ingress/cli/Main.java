@@ -28,6 +28,13 @@ public final class Main {
               --prompt-cache-dir DIR  also keep them on disk (Chronicle Map): they survive a restart
               --prompt-cache-disk-bytes B  the disk tier's cap, preallocated (default 2GB)
 
+            tensor-parallel, under MLX's launcher (docs/distributed.md), serve and generate:
+              .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
+              --distributed-backend B the group's backend: any (default, MLX picks), ring, mpi, nccl, jaccl
+              --rank-timeout-seconds S  a rank silent this long fails the group (default 10)
+              --control-host H, --control-port P  rank 0's control channel (default: derived from
+                                      the ring hostfile or NCCL_HOST_IP / NCCL_PORT)
+
             mlx-ring generate [--model DIR] (--prompt TEXT | --prompt-tokens 1,2,3)
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]

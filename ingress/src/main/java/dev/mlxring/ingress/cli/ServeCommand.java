@@ -2,11 +2,15 @@ package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.exec.shard.ShardFollower;
+import dev.mlxring.exec.shard.ShardLaunch;
+import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.ingress.LocalEngine;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
@@ -64,11 +68,24 @@ final class ServeCommand {
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
-                        "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget"),
+                        "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
+                        "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
                 Set.of());
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
-        Running running = start(a, out);
+        // Under mlx.launch every rank runs this command: rank 0 serves, the others follow it.
+        ShardLaunch launch = ShardFlags.launch(a);
+        Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
+        if (group != null && group.size() > 1 && group.rank() > 0) {
+            try {
+                return ShardFollower.run(launch, group, modelDir(a), ShardFlags.STARTUP_NS, ShardFlags.rankTimeoutNs(a),
+                        System.err);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 1;
+            }
+        }
+        Running running = start(a, out, group != null && group.size() > 1 ? launch : null, group);
         // SIGTERM / SIGINT drain gracefully (below); any other exit still closes cleanly.
         Runtime.getRuntime().addShutdownHook(new Thread(running::close, "mlxring-shutdown"));
         shutdown.onSignals();
@@ -82,16 +99,31 @@ final class ServeCommand {
     }
 
     static Running start(CliArgs a, PrintStream out) {
-        KvQuantization kv = KvFlags.parse(a);
-        int maxKvSize = KvFlags.maxKvSize(a);
-        CpuKernels kernels = CpuKernelsFlag.parse(a);
-        LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
+        return start(a, out, null, null);
+    }
+
+    /** The model directory of {@code --model}, else the default model; it must exist. */
+    static Path modelDir(CliArgs a) {
         Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
                 : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
             throw new IllegalArgumentException("model directory " + modelDir + " does not exist"
                     + (a.has("--model") ? "" : " (run ./mlx-ring setup to prepare the default model)"));
         }
+        return modelDir;
+    }
+
+    /**
+     * Starts the server; with {@code launch} and {@code group} (a group of two or more ranks),
+     * as rank 0: it waits for the other ranks on the control channel, then serves with its part
+     * of the model while they follow.
+     */
+    static Running start(CliArgs a, PrintStream out, ShardLaunch launch, Group group) {
+        KvQuantization kv = KvFlags.parse(a);
+        int maxKvSize = KvFlags.maxKvSize(a);
+        CpuKernels kernels = CpuKernelsFlag.parse(a);
+        LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
+        Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : "127.0.0.1";
         int port = a.intValue("--port", 8080, 0);
         int maxTokens = a.intValue("--max-tokens", 512, 1);
@@ -107,10 +139,21 @@ final class ServeCommand {
         int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
 
         int maxContext = LocalEngine.contextLength(modelDir);
-        LocalEngine local = LocalEngine.open(modelDir, new LocalEngine.Options(
-                new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
-                        .withMaxPromptTokens(maxPromptTokens),
-                prefillStep, engineConfig, maxKvSize, kernels, promptCache));
+        ShardLeader leader = launch == null ? null : ShardLeader.start(launch, group, modelDir, prefillStep, maxKvSize,
+                kernels, promptCache.maxEntries(), promptCache.maxBytes(), ShardFlags.STARTUP_NS,
+                ShardFlags.rankTimeoutNs(a));
+        LocalEngine local;
+        try {
+            local = LocalEngine.open(modelDir, new LocalEngine.Options(
+                    new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
+                            .withMaxPromptTokens(maxPromptTokens),
+                    prefillStep, engineConfig, maxKvSize, kernels, promptCache), leader);
+        } catch (RuntimeException e) {
+            if (leader != null) {
+                leader.abandon();
+            }
+            throw e;
+        }
         HfTokenizer tokenizer = local.tokenizer();
         String modelId = modelDir.getFileName().toString();
         HttpServer server;
@@ -126,8 +169,9 @@ final class ServeCommand {
             throw e;
         }
         out.printf("mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
-                + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%n", modelId, host,
-                server.port());
+                + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%s%n", modelId, host,
+                server.port(), leader == null ? "" : "; tensor-parallel over " + group.size() + " ranks ("
+                        + launch.backendName() + "), this is rank 0");
         out.flush();
         return new Running(server, local);
     }

@@ -1,0 +1,63 @@
+package dev.mlxring.pipeline;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link Engine#abandonInFlight}: with the exec thread blocked inside a unit (as in a collective
+ * waiting on a lost rank), every session still in flight, running or queued, settles once as
+ * FAILED with the reason, health says why, and what exec publishes for them once it comes back is
+ * dropped by the sink.
+ */
+class EngineAbandonTest {
+    private static GenerationRequest text(String prompt, int maxTokens) {
+        return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(), false, 0);
+    }
+
+    @Test
+    void aBlockedExecFailsEverySessionInFlightOnceAndHealthSaysWhy() throws Exception {
+        FakeStages.Exec exec = new FakeStages.Exec();
+        CountDownLatch stuck = new CountDownLatch(1);
+        exec.decodeGate = stuck;
+        try (Engine engine = Engine.builder().config(EngineConfig.defaults())
+                .preparer(FakeStages::prepare).planner(FakeStages::plan).executor(exec).sinks(FakeStages::textSink)
+                .start()) {
+            var running = new FakeStages.Recorder();
+            var queued = new FakeStages.Recorder();
+            Session a = engine.submit(text("a b", 4), running);
+            Session b = engine.submit(text("c d", 4), queued);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (a.state() != Lifecycle.RUNNING && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(Lifecycle.RUNNING, a.state(), "the first session runs (and blocks in its decode)");
+
+            engine.abandonInFlight("rank 1 stopped answering");
+            Outcome oa = running.await(a);
+            Outcome ob = queued.await(b);
+            for (Outcome o : List.of(oa, ob)) {
+                assertEquals(Lifecycle.FAILED, o.state());
+                assertEquals("rank 1 stopped answering", o.message());
+            }
+            EngineHealth h = engine.health();
+            assertFalse(h.ready());
+            assertTrue(h.reason().contains("blocked: rank 1 stopped answering"), h.reason());
+
+            // Exec comes back and finishes the run it was in: its tokens and terminal are dropped.
+            stuck.countDown();
+            while (exec.closedRuns.get() < 1 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertEquals(1, exec.closedRuns.get(), "exec finished the blocked run");
+            assertEquals(1, exec.openRuns.get(), "and did not start the queued session that had settled");
+            assertEquals(1, running.outcomeList().size(), "exactly one outcome, the abandon's");
+            assertEquals("", running.text.toString(), "no token after the session settled");
+        }
+    }
+}
