@@ -157,14 +157,17 @@ public final class LocalEngine implements AutoCloseable {
                     pc.diskBytes());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
+        DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
+                .toolParser(toolParser(modelDir, template, tokenizer))
+                .build();
+        // mlx_lm.server's _tokenize starts a chat prompt's tail segment at the thinking marker.
+        int[] thinkStart = sinks.thinkMarkers() == null ? null : sinks.thinkMarkers().startIds();
         Engine engine = Engine.builder()
                 .config(options.engine())
-                .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
+                .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
                 .executor(new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
-                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
-                        .toolParser(toolParser(modelDir, template, tokenizer))
-                        .build())
+                .sinks(sinks)
                 .start();
         return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
     }

@@ -61,7 +61,8 @@ final class DiskTier implements AutoCloseable {
     private final long maxBytes;
     private final ChronicleMap<String, byte[]> data;
     private final ChronicleMap<String, byte[]> index;
-    private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>();
+    /** A restore is a use: the byte cap evicts the least recently used entries (our own policy; mlx-lm has no disk). */
+    private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>(true);
     private final BlockingQueue<Spill> queue;
     private final Thread spiller;
     private long bytes;

@@ -1,12 +1,16 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment;
 import java.nio.file.Path;
 
 /**
  * The prefix cache exec is given: the RAM tier, and with {@code --prompt-cache-dir} the SSD tier
  * behind it. Lookup takes whichever tier reuses more of the prompt (RAM on a tie); an SSD entry
  * that wins is read, checked, promoted into RAM and restored from there. Every publish goes to
- * RAM and is queued for the disk (never waiting for it). Callers never see which tier served.
+ * RAM and is queued for the disk (never waiting for it); a segment end's snapshot goes to RAM
+ * only: the same request's finished snapshot extends it and, on disk, replaces it (a disk entry
+ * restores any prefix of itself), so spilling it would write the prompt's bytes twice. Callers
+ * never see which tier served.
  *
  * <p>Thread-safe. Owns both tiers.
  */
@@ -70,6 +74,11 @@ public final class TieredPrefixCache implements PrefixCache {
             disk.spill(ns, tokens, snapshot.retain());
         }
         ram.publish(ns, tokens, snapshot);
+    }
+
+    @Override
+    public void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, PromptSegment.Kind kind) {
+        ram.publishSegment(ns, tokens, snapshot, kind);
     }
 
     public RamPrefixCache ram() {

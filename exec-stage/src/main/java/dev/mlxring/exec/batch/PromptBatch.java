@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * mlx-lm's {@code PromptProcessingBatch}: the rows whose prompts are being prefilled, one chunk of
- * each per {@link BatchGenerator#next()}, in one forward over all of them (rows shorter than the
+ * each (within its current segment) per {@link BatchGenerator#next()}, in one forward over all of them (rows shorter than the
  * longest chunk right-padded, the padding rolled into left padding afterwards). A row whose prompt
  * is down to its last token is split off into a {@link GenerationBatch}.
  *
@@ -151,8 +151,13 @@ final class PromptBatch implements AutoCloseable {
             Mlx.clearCache();
         }
         for (int i = 0; i < b; i++) {
-            rows.get(i).prefilled += lengths[i];
+            rows.get(i).fed(lengths[i]);
         }
+    }
+
+    /** Runs {@code use} on row {@code i}'s caches ({@link RowCaches#withRow}). */
+    void withRow(int i, java.util.function.Consumer<dev.mlxring.exec.kv.KvCache[]> use) {
+        caches.withRow(i, use);
     }
 
     @Override
