@@ -118,7 +118,9 @@ public final class ContinuousBatch implements ExecutionBatch {
         PrefixReuse.Restored restored = prefixReuse == null || prompt.length == 0 ? null
                 : prefixReuse.restore(namespace, prompt);
         int cached = restored == null ? 0 : restored.cachedTokens();
-        List<PromptSegment> rest = afterPrefix(plan.prompt().segments(), cached);
+        // mlx_lm.server serves a seeded request alone (_serve_single), which neither segments nor
+        // snapshots before the end; its row here (own key stream) does the same.
+        List<PromptSegment> rest = params.seed() != null ? List.of() : afterPrefix(plan.prompt().segments(), cached);
         int[] lengths = new int[rest.size()];
         PromptSegment.Kind[] types = new PromptSegment.Kind[rest.size()];
         for (int i = 0; i < lengths.length; i++) {
