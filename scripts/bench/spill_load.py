@@ -28,8 +28,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,33 +36,24 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prefix_cache import ROOT, Text, post  # noqa: E402
+from prefix_cache import ROOT, Ours, Text, post  # noqa: E402
 
 # SmolLM2's tokenizer (the default model and the bench models): <|endoftext|> and <|im_end|>.
 EOS_BAN = {"0": -100, "2": -100}
 
 
-class Server:
+class Server(Ours):
+    """Ours with a RAM tier of 4 entries; stop() also reads the spill totals the server logged."""
+
     def __init__(self, model, cache_dir, log):
-        self.model, self.cache_dir, self.log = model, cache_dir, log
+        super().__init__(model, cache_dir, log, ["--prompt-cache-size", "4"])
 
     def start(self):
-        cmd = [str(ROOT / "mlx-ring"), "serve", "--model", str(self.model), "--port", "0",
-               "--prompt-cache-size", "4"]
-        if self.cache_dir is not None:
-            cmd += ["--prompt-cache-dir", str(self.cache_dir)]
         self.log_start = self.log.stat().st_size if self.log.exists() else 0
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.log, "a"), text=True, cwd=ROOT)
-        for line in self.proc.stdout:
-            m = re.search(r"on http://([^ ]+):(\d+) ", line)
-            if m:
-                self.base = f"http://{m.group(1)}:{m.group(2)}"
-                return
-        raise RuntimeError(f"serve exited before serving; see {self.log}")
+        super().start()
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=600)
+        super().stop()
         with open(self.log) as f:
             f.seek(self.log_start)
             text = f.read()
