@@ -14,14 +14,15 @@ import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 import org.agrona.collections.Int2ObjectHashMap;
 
 /**
@@ -32,9 +33,11 @@ import org.agrona.collections.Int2ObjectHashMap;
  * prompt, conversation, thinking tail: prep's split, as {@code _tokenize}'s) publishes its caches
  * there with the segment's cache type, and a row that finishes publishes its caches back
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
- * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each unit maps the generator's tokens to the pipeline's step entries: a
- * token for every row that produced one (not the EOS token, which ends the row unreported, as
- * the serial path does), then the row's end with its usage.
+ * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
+ * is a copy of the row's KV made on the exec thread, inside the unit. Each unit maps the
+ * generator's tokens to the pipeline's step entries: a token for every row that produced one
+ * (not the EOS token, which ends the row unreported, as the serial path does), then the row's
+ * end with its usage.
  *
  * <p>Owns the generator; {@link #close()} frees it (not the model). Exec thread only.
  */
@@ -73,7 +76,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
-    private java.util.function.Consumer<List<BatchToken>> unitTap;
+    private Consumer<List<BatchToken>> unitTap;
     /** Finished rows' snapshots of this unit, published after its segment snapshots. */
     private final List<PrefixReuse.Captured> finishedSnapshots = new ArrayList<>();
 
@@ -96,7 +99,7 @@ public final class ContinuousBatch implements ExecutionBatch {
      * only) to {@code tap}, after the unit's snapshots are published: parity tests compare the
      * logprobs bytes with mlx-lm's. Exec thread only.
      */
-    public void onUnit(java.util.function.Consumer<List<BatchToken>> tap) {
+    public void onUnit(Consumer<List<BatchToken>> tap) {
         this.unitTap = tap;
     }
 
