@@ -6,7 +6,7 @@ Usage (scripts/bench/prefix_cache.sh --spill wraps it):
     spill_load.py --model DIR [--prompt-tokens 2048] [--streams 4] [--stream-tokens 160]
                   [--runs 2] [--out build/bench/spill_load]
 
-One `./mlx-ring serve` per measurement (RAM tier of 4 entries; with or without
+One `./mlx-ring serve` per measurement (RAM tier of 8 entries; with or without
 --prompt-cache-dir), modes alternating off, on, on, off, ... (--runs pairs). Per server:
   1. warm-up, then a long prompt P (~--prompt-tokens) once (cold; now in the RAM tier);
   2. --streams decode streams start at once: streamed /v1/completions of short distinct
@@ -43,10 +43,13 @@ EOS_BAN = {"0": -100, "2": -100}
 
 
 class Server(Ours):
-    """Ours with a RAM tier of 4 entries; stop() also reads the spill totals the server logged."""
+    """Ours with a RAM tier of 8 entries; stop() also reads the spill totals the server logged.
+
+    8: P's entry must survive the streams' own snapshots (one per stream at admission), or a
+    spill request finds nothing and prefills P cold (its `cached` then reads 0)."""
 
     def __init__(self, model, cache_dir, log):
-        super().__init__(model, cache_dir, log, ["--prompt-cache-size", "4"])
+        super().__init__(model, cache_dir, log, ["--prompt-cache-size", "8"])
 
     def start(self):
         self.log_start = self.log.stat().st_size if self.log.exists() else 0

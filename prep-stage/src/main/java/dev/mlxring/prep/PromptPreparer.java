@@ -79,14 +79,15 @@ public final class PromptPreparer implements Preparer {
 
     @Override
     public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
-        if (request.prompt() instanceof Prompt.Chat chat) {
-            return encodeChat(chat);
-        }
-        int[] ids = switch (request.prompt()) {
-            case Prompt.Text text -> encode(text.text(), true);
-            case Prompt.Tokens tokens -> checked(tokens.ids());
-            case Prompt.Chat chat -> throw new IllegalStateException("handled above");
+        return switch (request.prompt()) {
+            case Prompt.Chat chat -> encodeChat(chat);
+            case Prompt.Text text -> unsplit(encode(text.text(), true));
+            case Prompt.Tokens tokens -> unsplit(checked(tokens.ids()));
         };
+    }
+
+    /** A prompt that is not a chat: one segment, as {@code _tokenize} returns it. */
+    private static PreparedPrompt unsplit(int[] ids) throws RequestException {
         return new PreparedPrompt(nonEmpty(ids), ids.length, false);
     }
 
@@ -131,7 +132,8 @@ public final class PromptPreparer implements Preparer {
     /**
      * {@code _tokenize}'s system rendering: the leading system messages and an empty user message,
      * without the generation prompt; null without system messages. A template that refuses this
-     * conversation (the full one rendered) gives no system segment rather than failing the request.
+     * shortened conversation (the full one did render) gives no system segment rather than
+     * failing the request (mlx-lm's _tokenize would raise there).
      */
     private int[] systemTokens(List<Map<String, Object>> messages, Map<String, Object> extra) {
         int system = 0;
