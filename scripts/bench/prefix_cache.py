@@ -93,13 +93,16 @@ class Text:
 class Ours:
     name = "ours"
 
-    def __init__(self, model, cache_dir, log):
-        self.model, self.cache_dir, self.log = model, cache_dir, log
+    def __init__(self, model, cache_dir, log, extra=()):
+        """cache_dir None: the RAM tier only; extra: more serve flags."""
+        self.model, self.cache_dir, self.log, self.extra = model, cache_dir, log, list(extra)
         self.proc = None
 
     def start(self):
-        cmd = [str(ROOT / "mlx-ring"), "serve", "--model", str(self.model), "--port", "0",
-               "--prompt-cache-dir", str(self.cache_dir), "--max-tokens", "8"]
+        cmd = [str(ROOT / "mlx-ring"), "serve", "--model", str(self.model), "--port", "0", "--max-tokens", "8"]
+        if self.cache_dir is not None:
+            cmd += ["--prompt-cache-dir", str(self.cache_dir)]
+        cmd += self.extra
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.log, "a"), text=True, cwd=ROOT)
         for line in self.proc.stdout:
             m = re.search(r"on http://([^ ]+):(\d+) ", line)

@@ -179,10 +179,16 @@ mlxr_array mlxr_array_from_bytes(const void* data, int64_t length_in_bytes,
           "array_from_bytes: " + std::to_string(length_in_bytes) +
           " bytes given, shape and dtype need " + std::to_string(expected));
     }
-    void* copy = std::malloc(std::max<int64_t>(length_in_bytes, 1));
-    if (copy == nullptr) throw std::bad_alloc();
-    std::memcpy(copy, data, length_in_bytes);
-    return mx::array(copy, shp, dt, [](void* p) { std::free(p); });
+    // One copy, straight into a buffer from MLX's own allocator: what MLX's raw-pointer
+    // constructor does itself when the allocator cannot wrap foreign memory (the CPU allocator
+    // never can: Allocator::make_buffer returns null there), without a staging copy of our own
+    // before it. The array never aliases `data`, on any backend, so the caller may free or
+    // reuse `data` at once, and MLX may write the buffer in place (a donated KV cache).
+    auto buffer = mx::allocator::malloc(static_cast<size_t>(length_in_bytes));
+    void* dst = buffer.buffer().raw_ptr();
+    if (dst == nullptr) throw std::bad_alloc();
+    if (length_in_bytes > 0) std::memcpy(dst, data, length_in_bytes);
+    return mx::array(std::move(buffer), shp, dt);
   });
 }
 

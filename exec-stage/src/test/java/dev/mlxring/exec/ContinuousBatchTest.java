@@ -216,4 +216,41 @@ class ContinuousBatchTest {
             assertEquals(21, whole.get(0).size(), "20 tokens and the end");
         }
     }
+    /**
+     * A greedy chat row snapshots at its segment ends while it prefills (the system snapshot, then
+     * the conversation's, which replaces it); a seeded one does not, as mlx_lm.server serves seeded
+     * requests through {@code _serve_single}: only its finished snapshot is published.
+     */
+    @Test
+    void aSeededRowTakesNoSegmentSnapshots() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        int[] prompt = BatchParityTest.prompt(40, 61, 512);
+        List<dev.mlxring.pipeline.PromptSegment> segments = List.of(
+                new dev.mlxring.pipeline.PromptSegment(12, dev.mlxring.pipeline.PromptSegment.Kind.SYSTEM),
+                new dev.mlxring.pipeline.PromptSegment(28, dev.mlxring.pipeline.PromptSegment.Kind.USER));
+        SamplingParams seeded = SamplingParams.builder().temperature(0.8).seed(3L).build();
+        for (SamplingParams params : List.of(SamplingParams.GREEDY, seeded)) {
+            try (LanguageModel model = Models.load(dir); RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE);
+                    ExecutionBatch batch = new ModelExecutor(model, PREFILL_STEP, 0,
+                            new PrefixReuse(cache, ModelFingerprint.of(dir))).openBatch(8, 8)) {
+                batch.insert(new ExecutionPlan("s", new PreparedPrompt(prompt, prompt.length, true, segments), params,
+                        4, new int[0], List.of(), false, 0));
+                BatchStep step = new BatchStep(8, 0);
+                List<String> seen = new ArrayList<>();
+                while (batch.rows() > 0) {
+                    batch.step(step);
+                    List<int[]> entries = cache.entries();
+                    for (int i = 0; i < entries.size(); i++) {
+                        String e = cache.entryKinds().get(i).mlxName() + " " + entries.get(i).length;
+                        if (seen.isEmpty() || !seen.getLast().equals(e)) {
+                            seen.add(e);
+                        }
+                    }
+                }
+                List<String> want = params == seeded ? List.of("assistant 44")
+                        : List.of("system 12", "user 39", "assistant 44");
+                assertEquals(want, seen, "entries in the cache while the row ran, " + params);
+            }
+        }
+    }
 }

@@ -181,15 +181,18 @@ public final class LocalEngine implements AutoCloseable {
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
+        DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
+                .toolParser(toolParser(modelDir, template, tokenizer))
+                .build();
+        // mlx_lm.server's _tokenize starts a chat prompt's tail segment at the thinking marker.
+        int[] thinkStart = sinks.thinkMarkers() == null ? null : sinks.thinkMarkers().startIds();
         Engine engine = Engine.builder()
                 .config(options.engine())
-                .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults())))
+                .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
                 .executor(sharded != null ? sharded
                         : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
-                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
-                        .toolParser(toolParser(modelDir, template, tokenizer))
-                        .build())
+                .sinks(sinks)
                 .start();
         if (sharded != null) {
             // A collective MLX cannot abort must not leave the requests in flight hanging.

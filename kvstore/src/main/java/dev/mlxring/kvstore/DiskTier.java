@@ -61,7 +61,8 @@ final class DiskTier implements AutoCloseable {
     private final long maxBytes;
     private final ChronicleMap<String, byte[]> data;
     private final ChronicleMap<String, byte[]> index;
-    private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>();
+    /** A restore is a use: the byte cap evicts the least recently used entries (our own policy; mlx-lm has no disk). */
+    private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>(true);
     private final BlockingQueue<Spill> queue;
     private final Thread spiller;
     private long bytes;
@@ -72,6 +73,9 @@ final class DiskTier implements AutoCloseable {
     private final AtomicLong quarantined = new AtomicLong();
     private final AtomicLong pending = new AtomicLong();
     private final AtomicLong heapReads = new AtomicLong();
+    /** Value bytes of the spills written, and the spill thread's time writing them (encode, checksum, both puts). */
+    private final AtomicLong spilledBytes = new AtomicLong();
+    private final AtomicLong spillNanos = new AtomicLong();
 
     /**
      * @param maxBytes the byte cap (LRU eviction keeps the values under it); Chronicle Map
@@ -333,7 +337,9 @@ final class DiskTier implements AutoCloseable {
                 continue;
             }
             try {
+                long t0 = System.nanoTime();
                 write(s);
+                spillNanos.addAndGet(System.nanoTime() - t0);
                 recordGrowth();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prompt cache: a spill failed", e);
@@ -380,6 +386,7 @@ final class DiskTier implements AutoCloseable {
             List<PromptIndex.Entry<DiskRecord.Header>> removed = new ArrayList<>();
             entries.put(s.ns(), s.tokens(), DiskRecord.decodeHeaderUnchecked(header), removed);
             bytes += value.length;
+            spilledBytes.addAndGet(value.length);
             for (PromptIndex.Entry<DiskRecord.Header> e : removed) {
                 bytes -= e.value().valueLength();
                 String k = DiskRecord.key(e.value().ns(), e.value().tokens());
@@ -432,6 +439,16 @@ final class DiskTier implements AutoCloseable {
 
     boolean spillingStopped() {
         return spillingStopped;
+    }
+
+    /** Value bytes written by spills so far. */
+    long spilledBytes() {
+        return spilledBytes.get();
+    }
+
+    /** Time the spill thread spent writing them (the spill path's own cost: its MB/s is bytes over this). */
+    long spillNanos() {
+        return spillNanos.get();
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment;
+
 /**
  * The prefix cache exec uses (seed §12.7: the cache owns prefix selection and tier placement;
  * the scheduler never picks a tier). A serial run looks up before prefill and publishes after it
@@ -18,10 +20,19 @@ public interface PrefixCache extends AutoCloseable {
     PrefixHit lookup(CacheNamespace ns, int[] prompt);
 
     /**
-     * Stores the KV state of {@code tokens} (exactly {@code snapshot.tokens()} ids), taking over the
+     * Stores the KV state of a finished request, {@code tokens} (exactly {@code snapshot.tokens()}
+     * ids; mlx_lm.server's {@code insert_cache(..., cache_type="assistant")}), taking over the
      * caller's reference to {@code snapshot} whether or not it is kept.
      */
     void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot);
+
+    /**
+     * Stores the KV state at the end of a prompt segment, taken while the request is still
+     * prefilling (mlx_lm.server's {@code insert_cache(..., cache_type=segment_type)}); the entry
+     * has that cache type. The request's own later snapshots supersede it (they extend it), so
+     * the cache may keep it in RAM only. Takes over the caller's reference as {@link #publish}.
+     */
+    void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, PromptSegment.Kind kind);
 
     /** Entries held now. */
     int size();

@@ -1,5 +1,6 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment.Kind;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -10,7 +11,8 @@ import java.util.Map;
 /**
  * Token sequences per {@link CacheNamespace} in a trie, with mlx_lm.server's
  * {@code PromptTrie.search} + {@code fetch_nearest_cache} selection and a least-recently-used
- * order. Values are whatever a tier stores per entry (a snapshot in RAM, a disk record's key).
+ * order (or insertion order, as mlx-lm's). Values are whatever a tier stores per entry (a snapshot in RAM, a disk record's key);
+ * each entry has a cache type ({@link Kind}, mlx-lm's {@code cache_type}) that eviction may use.
  *
  * <p>Selection: walking the prompt, the deepest entry on its path is the shorter prefix (used
  * beyond one token, mlx-lm's {@code last_index > 0}); the shortest entry below the deepest shared
@@ -32,15 +34,22 @@ final class PromptIndex<V> {
         }
     }
 
-    /** An entry: its ids and value. */
-    record Entry<V>(Key key, int[] tokens, V value) {}
+    /** An entry: its ids, value and cache type. */
+    record Entry<V>(Key key, int[] tokens, V value, Kind kind) {}
 
     /** A selected entry and the positions of it to keep. */
     record Match<V>(Entry<V> entry, int keep) {}
 
     private final Map<CacheNamespace, Node<V>> roots = new HashMap<>();
-    /** Access order: the eldest is the least recently used. */
+    /** Use order: the eldest is the least recently used (put, and with {@link #hitsAreUses} found). */
     private final LinkedHashMap<Key, Entry<V>> lru = new LinkedHashMap<>(16, 0.75f, true);
+    /** Whether a lookup's match counts as a use; false orders by insertion only (mlx-lm's deques). */
+    private final boolean hitsAreUses;
+
+    /** @param hitsAreUses whether {@link #find} moves the entry it matches to the most recent */
+    PromptIndex(boolean hitsAreUses) {
+        this.hitsAreUses = hitsAreUses;
+    }
 
     Match<V> find(CacheNamespace ns, int[] prompt) {
         Node<V> root = roots.get(ns);
@@ -82,7 +91,9 @@ final class PromptIndex<V> {
         if (chosen == null || keep <= 0) {
             return null;
         }
-        lru.get(chosen.key()); // a hit is a use
+        if (hitsAreUses) {
+            lru.get(chosen.key());
+        }
         return new Match<>(chosen, keep);
     }
 
@@ -111,6 +122,11 @@ final class PromptIndex<V> {
      *     {@code tokens} (a trimmable cache makes them redundant: {@code pop_prefixes})
      */
     void put(CacheNamespace ns, int[] tokens, V value, List<Entry<V>> removed) {
+        put(ns, tokens, value, Kind.ASSISTANT, removed);
+    }
+
+    /** As above, the entry of cache type {@code kind}. */
+    void put(CacheNamespace ns, int[] tokens, V value, Kind kind, List<Entry<V>> removed) {
         Key key = Key.of(ns, tokens);
         Node<V> cur = roots.computeIfAbsent(ns, k -> new Node<>());
         List<Entry<V>> prefixes = new ArrayList<>();
@@ -121,7 +137,7 @@ final class PromptIndex<V> {
             cur = cur.children.computeIfAbsent(t, k -> new Node<>());
         }
         Entry<V> prev = cur.entry;
-        Entry<V> entry = new Entry<>(key, tokens.clone(), value);
+        Entry<V> entry = new Entry<>(key, tokens.clone(), value, kind);
         cur.entry = entry;
         if (prev != null) {
             lru.remove(prev.key());
@@ -138,6 +154,27 @@ final class PromptIndex<V> {
     /** The least recently used entry, or null. */
     Entry<V> eldest() {
         return lru.isEmpty() ? null : lru.values().iterator().next();
+    }
+
+    /** The least recently used entry of cache type {@code kind}, or null. */
+    Entry<V> eldest(Kind kind) {
+        for (Entry<V> e : lru.values()) {
+            if (e.kind() == kind) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    /** Entries of cache type {@code kind}. */
+    int count(Kind kind) {
+        int n = 0;
+        for (Entry<V> e : lru.values()) {
+            if (e.kind() == kind) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Removes {@code e} if it is still held; prunes its trie path. */

@@ -1,5 +1,6 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment.Kind;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -10,6 +11,14 @@ import java.util.List;
  * with the same tokens and drops the entries that are prefixes of it ({@code pop_prefixes}).
  * Hits and publishes both count as use (mlx-lm orders by insertion only).
  *
+ * <p>Eviction is by cache type as {@code LRUPromptCache.CacheOrder.pop}: entries keep the type
+ * they were published with (a finished request's snapshot is {@code assistant}; a segment end's
+ * is its segment's), and the next entry out is the oldest {@code assistant} entry when there
+ * are at least as many of those as {@code user} entries, else the oldest {@code user} entry when
+ * there are at least as many of those as {@code system} entries, else the oldest {@code system}
+ * entry. So system prompts, shared by many conversations, stay
+ * longest.
+ *
  * <p>Thread-safe (one lock; lookups are short walks). Owns one reference to each held snapshot.
  */
 public final class RamPrefixCache implements PrefixCache {
@@ -18,7 +27,8 @@ public final class RamPrefixCache implements PrefixCache {
 
     private final int maxEntries;
     private final long maxBytes;
-    private final PromptIndex<KvSnapshot> index = new PromptIndex<>();
+    /** Insertion order, as mlx-lm's: a hit does not make an entry more recent. */
+    private final PromptIndex<KvSnapshot> index = new PromptIndex<>(false);
     private long bytes;
     private long hits;
     private long misses;
@@ -57,7 +67,12 @@ public final class RamPrefixCache implements PrefixCache {
     }
 
     @Override
-    public synchronized void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
+    public void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
+        publishSegment(ns, tokens, snapshot, Kind.ASSISTANT);
+    }
+
+    @Override
+    public synchronized void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, Kind kind) {
         if (tokens.length != snapshot.tokens()) {
             snapshot.release();
             throw new IllegalArgumentException("snapshot holds " + snapshot.tokens() + " positions but "
@@ -68,16 +83,28 @@ public final class RamPrefixCache implements PrefixCache {
             return;
         }
         List<PromptIndex.Entry<KvSnapshot>> removed = new ArrayList<>();
-        index.put(ns, tokens, snapshot, removed);
+        index.put(ns, tokens, snapshot, kind, removed);
         bytes += snapshot.nbytes();
         for (PromptIndex.Entry<KvSnapshot> e : removed) {
             drop(e);
         }
         while (index.size() > maxEntries || bytes > maxBytes) {
-            PromptIndex.Entry<KvSnapshot> e = index.eldest();
+            PromptIndex.Entry<KvSnapshot> e = nextOut();
             index.remove(e);
             drop(e);
         }
+    }
+
+    /** {@code CacheOrder.pop} over the types in mlx-lm's order: assistant, user, system. */
+    private PromptIndex.Entry<KvSnapshot> nextOut() {
+        Kind[] order = {Kind.ASSISTANT, Kind.USER, Kind.SYSTEM};
+        for (int i = 0; i + 1 < order.length; i++) {
+            int here = index.count(order[i]);
+            if (here > 0 && here >= index.count(order[i + 1])) {
+                return index.eldest(order[i]);
+            }
+        }
+        return index.eldest(order[order.length - 1]);
     }
 
     private void drop(PromptIndex.Entry<KvSnapshot> e) {
@@ -103,11 +130,20 @@ public final class RamPrefixCache implements PrefixCache {
         return misses;
     }
 
-    /** The token ids of every entry, least recently used first (tests, logs). */
+    /** The token ids of every entry, oldest first (tests, logs). */
     public synchronized List<int[]> entries() {
         List<int[]> out = new ArrayList<>();
         for (PromptIndex.Entry<KvSnapshot> e : index.entries()) {
             out.add(e.tokens().clone());
+        }
+        return out;
+    }
+
+    /** The cache type of every entry, in the order of {@link #entries()}. */
+    public synchronized List<Kind> entryKinds() {
+        List<Kind> out = new ArrayList<>();
+        for (PromptIndex.Entry<KvSnapshot> e : index.entries()) {
+            out.add(e.kind());
         }
         return out;
     }

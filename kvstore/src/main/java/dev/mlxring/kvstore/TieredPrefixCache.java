@@ -1,12 +1,16 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment;
 import java.nio.file.Path;
 
 /**
  * The prefix cache exec is given: the RAM tier, and with {@code --prompt-cache-dir} the SSD tier
  * behind it. Lookup takes whichever tier reuses more of the prompt (RAM on a tie); an SSD entry
  * that wins is read, checked, promoted into RAM and restored from there. Every publish goes to
- * RAM and is queued for the disk (never waiting for it). Callers never see which tier served.
+ * RAM and is queued for the disk (never waiting for it); a segment end's snapshot goes to RAM
+ * only: the same request's finished snapshot extends it and, on disk, replaces it (a disk entry
+ * restores any prefix of itself), so spilling it would write the prompt's bytes twice. Callers
+ * never see which tier served.
  *
  * <p>Thread-safe. Owns both tiers.
  */
@@ -72,6 +76,11 @@ public final class TieredPrefixCache implements PrefixCache {
         ram.publish(ns, tokens, snapshot);
     }
 
+    @Override
+    public void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, PromptSegment.Kind kind) {
+        ram.publishSegment(ns, tokens, snapshot, kind);
+    }
+
     public RamPrefixCache ram() {
         return ram;
     }
@@ -85,16 +94,21 @@ public final class TieredPrefixCache implements PrefixCache {
 
     /**
      * SSD entries, bytes, spills written / dropped, entries quarantined, whether spilling stopped,
-     * restores that read the value through a heap copy instead of the mapped bytes; zeros without
-     * a disk tier.
+     * restores that read the value through a heap copy instead of the mapped bytes, the value
+     * bytes spills wrote and the spill thread's time writing them; zeros without a disk tier.
      */
     public record DiskStats(int entries, long bytes, long spilled, long dropped, long quarantined, boolean stopped,
-            long heapReads) {}
+            long heapReads, long spilledBytes, long spillNanos) {
+        /** The spill path's throughput: value bytes written per second of spill-thread time (0 before any). */
+        public double spillMegabytesPerSecond() {
+            return spillNanos == 0 ? 0 : spilledBytes / 1e6 / (spillNanos / 1e9);
+        }
+    }
 
     public DiskStats diskStats() {
-        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false, 0)
+        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false, 0, 0, 0)
                 : new DiskStats(disk.size(), disk.bytes(), disk.spilled(), disk.dropped(), disk.quarantined(),
-                        disk.spillingStopped(), disk.heapReads());
+                        disk.spillingStopped(), disk.heapReads(), disk.spilledBytes(), disk.spillNanos());
     }
 
     @Override
@@ -112,6 +126,14 @@ public final class TieredPrefixCache implements PrefixCache {
         try {
             if (disk != null) {
                 disk.close();
+                DiskStats d = diskStats();
+                if (d.spilled() == 0 && d.dropped() == 0) {
+                    return;
+                }
+                LOG.log(System.Logger.Level.INFO, String.format(java.util.Locale.ROOT,
+                        "prompt cache: %d spills written (%.1f MB in %.2f s of spill-thread time, %.1f MB/s), "
+                                + "%d dropped", d.spilled(), d.spilledBytes() / 1e6, d.spillNanos() / 1e9,
+                        d.spillMegabytesPerSecond(), d.dropped()));
             }
         } finally {
             ram.close();

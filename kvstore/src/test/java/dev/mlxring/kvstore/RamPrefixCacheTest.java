@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.PromptSegment.Kind;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.stream.IntStream;
@@ -155,16 +156,55 @@ class RamPrefixCacheTest {
     }
 
     @Test
-    void entryCapEvictsTheLeastRecentlyUsed() {
+    void entryCapEvictsTheOldestAsMlxLmDoes() {
         try (RamPrefixCache c = new RamPrefixCache(2, Long.MAX_VALUE)) {
             KvSnapshot a = publish(c, NS, seq(0, 10));
             KvSnapshot b = publish(c, NS, seq(100, 110));
-            c.lookup(NS, seq(0, 11)).close(); // a is now the most recent
+            c.lookup(NS, seq(0, 11)).close(); // a hit is no use: mlx-lm's deques order by insertion
             publish(c, NS, seq(200, 210));
-            assertTrue(a.alive());
-            assertFalse(b.alive(), "b was least recently used");
+            assertFalse(a.alive(), "a was published first");
+            assertTrue(b.alive());
             assertEquals(2, c.size());
+            publish(c, NS, seq(100, 110)); // republishing makes b the newest
+            publish(c, NS, seq(300, 310));
+            assertEquals(List.of(100, 300), c.entries().stream().map(t -> t[0]).toList());
         }
+    }
+
+    /**
+     * {@code CacheOrder.pop}: the oldest assistant entry while there are at least as many of them
+     * as user entries, else the oldest user entry while there are at least as many of those as
+     * system entries, else the oldest system entry — never simply the oldest entry.
+     */
+    @Test
+    void evictionFollowsTheCacheTypesAsMlxLms() {
+        try (RamPrefixCache c = new RamPrefixCache(3, Long.MAX_VALUE)) {
+            KvSnapshot sys = segment(c, seq(0, 10), Kind.SYSTEM);
+            KvSnapshot a1 = publish(c, NS, seq(100, 110));
+            KvSnapshot a2 = publish(c, NS, seq(200, 210));
+            segment(c, seq(300, 310), Kind.USER); // 4 entries: 2 assistant >= 1 user, so a1 goes
+            assertTrue(sys.alive(), "the oldest entry is a system prompt: kept");
+            assertFalse(a1.alive());
+            assertTrue(a2.alive());
+            assertEquals(List.of(Kind.SYSTEM, Kind.ASSISTANT, Kind.USER), c.entryKinds());
+            KvSnapshot u2 = segment(c, seq(400, 410), Kind.USER); // 1 assistant < 2 users: the oldest user goes
+            assertTrue(a2.alive());
+            assertEquals(List.of(Kind.SYSTEM, Kind.ASSISTANT, Kind.USER), c.entryKinds());
+            assertEquals(List.of(0, 200, 400), c.entries().stream().map(t -> t[0]).toList());
+            segment(c, seq(500, 510), Kind.SYSTEM); // 1 assistant >= 1 user: the assistant goes
+            assertFalse(a2.alive());
+            assertTrue(sys.alive());
+            segment(c, seq(600, 610), Kind.SYSTEM); // no assistant, 1 user < 3 systems: the oldest system goes
+            assertFalse(sys.alive());
+            assertTrue(u2.alive());
+            assertEquals(List.of(Kind.USER, Kind.SYSTEM, Kind.SYSTEM), c.entryKinds());
+        }
+    }
+
+    private static KvSnapshot segment(RamPrefixCache c, int[] tokens, Kind kind) {
+        KvSnapshot s = snapshot(tokens.length, 16);
+        c.publishSegment(NS, tokens, s, kind);
+        return s;
     }
 
     @Test

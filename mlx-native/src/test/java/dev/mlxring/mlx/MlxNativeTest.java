@@ -43,6 +43,29 @@ class MlxNativeTest {
         }
     }
 
+    /**
+     * {@code fromBytes} copies once into MLX's own buffer and never aliases its source: the
+     * source may be freed or rewritten at once (a kvstore snapshot, the mapped file), and MLX may
+     * write the array's buffer in place (a donated KV cache) without touching the source.
+     */
+    @Test
+    void fromBytesCopiesAndNeverAliasesItsSource() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined(); ArrayScope s = ArrayScope.open()) {
+            java.lang.foreign.MemorySegment src = arena.allocate(16, 64);
+            for (int i = 0; i < 4; i++) {
+                src.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, i + 1);
+            }
+            MlxArray a = Mlx.fromBytes(src, new int[] {4}, Dtype.FLOAT32);
+            src.fill((byte) 0);
+            assertArrayEquals(new float[] {1, 2, 3, 4}, a.toFloatArray(), "the array kept its own copy");
+            MlxArray b = Mlx.add(a, a);
+            assertArrayEquals(new float[] {2, 4, 6, 8}, b.toFloatArray());
+            assertEquals(0f, src.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0));
+            assertThrows(RuntimeException.class, () -> Mlx.fromBytes(src.asSlice(0, 12), new int[] {4}, Dtype.FLOAT32),
+                    "a length that disagrees with the shape is refused");
+        }
+    }
+
     @Test
     void mlxErrorsSurfaceWithMlxMessage() {
         try (ArrayScope s = ArrayScope.open()) {

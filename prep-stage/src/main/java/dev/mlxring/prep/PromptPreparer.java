@@ -6,6 +6,7 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Preparer;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -16,7 +17,9 @@ import java.util.Map;
 /**
  * prep-stage: chat messages through the model's template then encoded without special tokens
  * (as mlx_lm.server's {@code apply_chat_template(..., tokenize=True)}); plain text encoded with
- * them; token ids checked against the vocabulary. Thread-safe: the template and tokenizer are.
+ * them; token ids checked against the vocabulary. A chat prompt is split into segments as
+ * mlx_lm.server's {@code _tokenize} splits it ({@link ChatSegments}): system prompt, conversation,
+ * thinking tail. Thread-safe: the template and tokenizer are.
  */
 public final class PromptPreparer implements Preparer {
     /**
@@ -37,17 +40,28 @@ public final class PromptPreparer implements Preparer {
      */
     private final long maxPromptChars;
     private final int maxPromptTokens;
+    /** The thinking start marker's ids (the chat tail segment starts there); null when none. */
+    private final int[] thinkStartIds;
 
     /** @param template the model's chat template, or null when it has none */
     public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize) {
-        this(tokenizer, template, vocabSize, 0);
+        this(tokenizer, template, vocabSize, 0, null);
+    }
+
+    /** As below, for a model without a thinking marker. */
+    public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens) {
+        this(tokenizer, template, vocabSize, maxPromptTokens, null);
     }
 
     /**
      * @param maxPromptTokens prompts that certainly exceed this many tokens are refused before
      *     tokenization (plan checks the exact count); 0 = no bound
+     * @param thinkStartIds the model's thinking start marker as ids (the sink's think markers),
+     *     or null when it has none: a chat prompt's tail segment starts at that marker
      */
-    public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens) {
+    public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens,
+            int[] thinkStartIds) {
+        this.thinkStartIds = thinkStartIds == null || thinkStartIds.length == 0 ? null : thinkStartIds.clone();
         this.tokenizer = tokenizer;
         this.template = template;
         this.vocabSize = vocabSize;
@@ -65,18 +79,26 @@ public final class PromptPreparer implements Preparer {
 
     @Override
     public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
-        int[] ids = switch (request.prompt()) {
+        return switch (request.prompt()) {
             case Prompt.Chat chat -> encodeChat(chat);
-            case Prompt.Text text -> encode(text.text(), true);
-            case Prompt.Tokens tokens -> checked(tokens.ids());
+            case Prompt.Text text -> unsplit(encode(text.text(), true));
+            case Prompt.Tokens tokens -> unsplit(checked(tokens.ids()));
         };
+    }
+
+    /** A prompt that is not a chat: one segment, as {@code _tokenize} returns it. */
+    private static PreparedPrompt unsplit(int[] ids) throws RequestException {
+        return new PreparedPrompt(nonEmpty(ids), ids.length, false);
+    }
+
+    private static int[] nonEmpty(int[] ids) throws RequestException {
         if (ids.length == 0) {
             throw new RequestException(ErrorType.INVALID_REQUEST, "the prompt is empty after tokenization");
         }
-        return new PreparedPrompt(ids, ids.length, request.prompt() instanceof Prompt.Chat);
+        return ids;
     }
 
-    private int[] encodeChat(Prompt.Chat chat) throws RequestException {
+    private PreparedPrompt encodeChat(Prompt.Chat chat) throws RequestException {
         if (template == null) {
             throw new RequestException(ErrorType.UNSUPPORTED,
                     "this model has no chat template; use /v1/completions with a plain prompt");
@@ -100,7 +122,37 @@ public final class PromptPreparer implements Preparer {
         } catch (ChatTemplate.TemplateException | IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, "chat template: " + e.getMessage());
         }
-        return encode(text, false);
+        int[] ids = nonEmpty(encode(text, false));
+        boolean lastIsUser = "user".equals(chat.messages().getLast().role());
+        List<PromptSegment> segments = ChatSegments.split(ids, lastIsUser,
+                lastIsUser ? systemTokens(messages, extra) : null, thinkStartIds);
+        return new PreparedPrompt(ids, ids.length, true, segments);
+    }
+
+    /**
+     * {@code _tokenize}'s system rendering: the leading system messages and an empty user message,
+     * without the generation prompt; null without system messages. A template that refuses this
+     * shortened conversation (the full one did render) gives no system segment rather than
+     * failing the request (mlx-lm's _tokenize would raise there).
+     */
+    private int[] systemTokens(List<Map<String, Object>> messages, Map<String, Object> extra) {
+        int system = 0;
+        while (system < messages.size() && "system".equals(messages.get(system).get("role"))) {
+            system++;
+        }
+        if (system == 0) {
+            return null;
+        }
+        List<Map<String, Object>> head = new ArrayList<>(messages.subList(0, system));
+        Map<String, Object> emptyUser = new LinkedHashMap<>();
+        emptyUser.put("role", "user");
+        emptyUser.put("content", "");
+        head.add(emptyUser);
+        try {
+            return tokenizer.encode(template.render(head, false, extra), false);
+        } catch (ChatTemplate.TemplateException | IllegalArgumentException e) {
+            return null;
+        }
     }
 
     private int[] encode(String text, boolean addSpecialTokens) throws RequestException {

@@ -19,9 +19,11 @@ import java.util.List;
  * row, then admission of queued rows into the prompt batch (at most {@code prefillBatchSize}
  * prefilling, {@code completionBatchSize} generating or prefilling in all), rows whose prompt is
  * down to its last token split off into their own first step and joined to the generation batch,
- * then one prefill chunk ({@code prefillStepSize} tokens at most) of every prefilling row. So a
- * long prompt joins in chunks between decode steps of the running rows, whose stall per step is
- * one chunk's forward.
+ * then one prefill chunk ({@code prefillStepSize} tokens at most, never crossing one of the row's
+ * segment boundaries: {@code insert_segments}) of every prefilling row. So a long prompt joins in
+ * chunks between decode steps of the running rows, whose stall per step is one chunk's forward.
+ * Rows whose chunk ended a segment are reported ({@link #segmentsEnded()}) for the caller to
+ * snapshot their caches there, as mlx_lm.server does.
  *
  * <p>A row that is alone from the start keeps the model's solo caches and runs the serial graph
  * (bit-equal to {@link GenerationRun}); its caches are merged into batch caches only when a second
@@ -43,8 +45,20 @@ public final class BatchGenerator implements AutoCloseable {
         void finished(int uid, int[] cachedSequence, KvCache[] caches);
     }
 
+    /** Gets a prefilling row's caches at a segment end ({@link #withSegmentCaches}). */
+    @FunctionalInterface
+    public interface SegmentCaches {
+        /**
+         * @param fed the prompt ids the row has fed so far (the caches hold its history, then these)
+         * @param caches the row's caches, valid during the call only (do not keep or close them)
+         */
+        void accept(int[] fed, KvCache[] caches);
+    }
+
     private final LanguageModel model;
     private final int prefillStepSize;
+    /** Rows whose last chunk ended a segment, in the last {@link #next()} ({@code end_of_segment}). */
+    private final List<Integer> segmentsEnded = new ArrayList<>();
     private final int prefillBatchSize;
     private final int completionBatchSize;
     private final EngineRng engineRng;
@@ -161,8 +175,8 @@ public final class BatchGenerator implements AutoCloseable {
             }
         }
         int uid = uidCount++;
-        unprocessed.add(new Row(uid, prompt, request.maxTokens(), request.stopTokenIds(), sampling, history,
-                finishedRows != null));
+        unprocessed.add(new Row(uid, prompt, request.segmentLengths(), request.maxTokens(), request.stopTokenIds(),
+                sampling, history, finishedRows != null));
         return uid;
     }
 
@@ -250,11 +264,41 @@ public final class BatchGenerator implements AutoCloseable {
      * produced in it (empty while only prefill ran). Their logprobs stay valid until the next call.
      */
     public List<BatchToken> next() {
+        segmentsEnded.clear();
         // Cache merges, filters and extends build small graphs outside the step's own scopes;
         // their handles are freed when the unit ends (the caches keep what they detached).
         try (ArrayScope scope = ArrayScope.open()) {
             return nextUnit();
         }
+    }
+
+    /**
+     * The rows (uids) whose prefill chunk in the last {@link #next()} ended one of their prompt
+     * segments: mlx-lm's prompt responses with {@code end_of_segment} (never the last prompt
+     * token, which is its own segment and goes to the first generation step). They are still
+     * prefilling, so {@link #withSegmentCaches} reaches their caches until the next call.
+     */
+    public List<Integer> segmentsEnded() {
+        return List.copyOf(segmentsEnded);
+    }
+
+    /**
+     * {@code extract_cache([uid])} of a prefilling row: runs {@code use} on its caches (a solo
+     * row's own, or each batch layer's {@code extract(row)}, freed afterwards).
+     *
+     * @return false when the row is not prefilling
+     */
+    public boolean withSegmentCaches(int uid, SegmentCaches use) {
+        int i = indexOf(promptBatch.rows, uid);
+        if (i < 0) {
+            return false;
+        }
+        Row r = promptBatch.rows.get(i);
+        int[] fed = Arrays.copyOf(r.prompt, r.prefilled);
+        try (ArrayScope scope = ArrayScope.open()) {
+            promptBatch.withRow(i, c -> use.accept(fed, c));
+        }
+        return true;
     }
 
     private List<BatchToken> nextUnit() {
@@ -296,10 +340,15 @@ public final class BatchGenerator implements AutoCloseable {
         }
         List<int[]> chunks = new ArrayList<>(promptBatch.size());
         for (Row r : promptBatch.rows) {
-            int count = Math.min(r.remainingPrefill(), prefillStepSize);
+            int count = r.nextChunk(prefillStepSize);
             chunks.add(Arrays.copyOfRange(r.prompt, r.prefilled, r.prefilled + count));
         }
         promptBatch.prompt(chunks);
+        for (Row r : promptBatch.rows) {
+            if (r.segmentEnded) {
+                segmentsEnded.add(r.uid);
+            }
+        }
         return tokens;
     }
 

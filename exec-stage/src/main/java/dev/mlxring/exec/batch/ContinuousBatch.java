@@ -15,21 +15,29 @@ import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 import org.agrona.collections.Int2ObjectHashMap;
 
 /**
  * The pipeline's {@link ExecutionBatch} over a {@link BatchGenerator}, as mlx_lm.server drives
  * its generator: a plan becomes a row ({@code insert}), its prompt first looked up in the prefix
  * cache ({@code fetch_nearest_cache}; the row then starts from the restored caches and feeds
- * only the rest), and a row that finishes publishes its caches back ({@code insert_cache} of
- * prompt + generated). Each unit maps the generator's tokens to the pipeline's step entries: a
- * token for every row that produced one (not the EOS token, which ends the row unreported, as
- * the serial path does), then the row's end with its usage.
+ * only the rest), a row whose prefill reaches the end of one of its prompt's segments (system
+ * prompt, conversation, thinking tail: prep's split, as {@code _tokenize}'s) publishes its caches
+ * there with the segment's cache type, and a row that finishes publishes its caches back
+ * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
+ * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
+ * is a copy of the row's KV made on the exec thread, inside the unit. Each unit maps the
+ * generator's tokens to the pipeline's step entries: a token for every row that produced one
+ * (not the EOS token, which ends the row unreported, as the serial path does), then the row's
+ * end with its usage.
  *
  * <p>Owns the generator; {@link #close()} frees it (not the model). Exec thread only.
  */
@@ -42,13 +50,17 @@ public final class ContinuousBatch implements ExecutionBatch {
         final int promptTokens;
         final boolean logprobs;
         final int topN;
+        /** The cache types of the row's segments after the restored prefix ({@code segment_types}). */
+        final PromptSegment.Kind[] segmentTypes;
+        int nextSegmentType;
         int completionTokens;
 
-        RowInfo(int[] prefix, int promptTokens, boolean logprobs, int topN) {
+        RowInfo(int[] prefix, int promptTokens, boolean logprobs, int topN, PromptSegment.Kind[] segmentTypes) {
             this.prefix = prefix;
             this.promptTokens = promptTokens;
             this.logprobs = logprobs;
             this.topN = topN;
+            this.segmentTypes = segmentTypes;
         }
 
         Usage usage() {
@@ -63,6 +75,10 @@ public final class ContinuousBatch implements ExecutionBatch {
     private final PrefixReuse prefixReuse;
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
+    /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
+    private Consumer<List<BatchToken>> unitTap;
+    /** Finished rows' snapshots of this unit, published after its segment snapshots. */
+    private final List<PrefixReuse.Captured> finishedSnapshots = new ArrayList<>();
 
     /**
      * @param prefixReuse the prefix cache, or null for none
@@ -74,8 +90,17 @@ public final class ContinuousBatch implements ExecutionBatch {
         this.prefixReuse = prefixReuse;
         this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
         if (prefixReuse != null) {
-            generator.onFinished(this::publish);
+            generator.onFinished(this::captureFinished);
         }
+    }
+
+    /**
+     * Shows every unit's generator tokens (with their {@code [V]} logprobs, valid during the call
+     * only) to {@code tap}, after the unit's snapshots are published: parity tests compare the
+     * logprobs bytes with mlx-lm's. Exec thread only.
+     */
+    public void onUnit(Consumer<List<BatchToken>> tap) {
+        this.unitTap = tap;
     }
 
     /** Full-precision KV only: mlx-lm cannot merge quantized caches (mlx_lm.server runs --kv-bits alone). */
@@ -96,16 +121,45 @@ public final class ContinuousBatch implements ExecutionBatch {
         PrefixReuse.Restored restored = prefixReuse == null || prompt.length == 0 ? null
                 : prefixReuse.restore(namespace, prompt);
         int cached = restored == null ? 0 : restored.cachedTokens();
+        // mlx_lm.server serves a seeded request alone (_serve_single), which neither segments nor
+        // snapshots before the end; its row here (own key stream) does the same.
+        List<PromptSegment> rest = params.seed() != null ? List.of() : afterPrefix(plan.prompt().segments(), cached);
+        int[] lengths = new int[rest.size()];
+        PromptSegment.Kind[] types = new PromptSegment.Kind[rest.size()];
+        for (int i = 0; i < lengths.length; i++) {
+            lengths[i] = rest.get(i).length();
+            types[i] = rest.get(i).kind();
+        }
         int uid;
         try {
-            uid = generator.insert(new BatchRequest(Arrays.copyOfRange(prompt, cached, prompt.length), plan.maxTokens(),
-                    params, plan.stopTokenIds()), restored == null ? null : restored.caches(), Arrays.copyOf(prompt, cached));
+            uid = generator.insert(new BatchRequest(Arrays.copyOfRange(prompt, cached, prompt.length),
+                    lengths.length == 0 ? null : lengths, plan.maxTokens(), params, plan.stopTokenIds()),
+                    restored == null ? null : restored.caches(), Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
         rows.put(uid, new RowInfo(Arrays.copyOf(prompt, cached), prompt.length,
-                plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs()));
+                plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs(), types));
         return uid;
+    }
+
+    /**
+     * The segments left once the first {@code cached} tokens come from the prefix cache: those it
+     * covers whole are dropped (with their types), the one it ends in is shortened (mlx_lm.server's
+     * loop over {@code segments} after {@code fetch_nearest_cache}).
+     */
+    static List<PromptSegment> afterPrefix(List<PromptSegment> segments, int cached) {
+        List<PromptSegment> out = new ArrayList<>(segments.size());
+        int n = cached;
+        for (PromptSegment s : segments) {
+            if (n >= s.length()) {
+                n -= s.length();
+            } else {
+                out.add(n == 0 ? s : new PromptSegment(s.length() - n, s.kind()));
+                n = 0;
+            }
+        }
+        return out;
     }
 
     @Override
@@ -118,7 +172,16 @@ public final class ContinuousBatch implements ExecutionBatch {
     @Override
     public void step(BatchStep out) {
         out.clear();
-        List<BatchToken> tokens = generator.next();
+        List<BatchToken> tokens;
+        try {
+            tokens = generator.next();
+            publishSnapshots();
+            if (unitTap != null) {
+                unitTap.accept(tokens);
+            }
+        } finally {
+            discardFinishedSnapshots();
+        }
         for (int i = 0; i < tokens.size(); i++) {
             BatchToken t = tokens.get(i);
             RowInfo info = rows.get(t.uid());
@@ -187,21 +250,70 @@ public final class ContinuousBatch implements ExecutionBatch {
         return info == null ? 0 : info.prefix.length;
     }
 
-    /** A finished row's caches go to the prefix cache; a failure there never fails the request. */
-    private void publish(int uid, int[] cachedSequence, KvCache[] caches) {
+    /**
+     * A finished row's caches are copied now (the row leaves the batch within the unit) and go to
+     * the prefix cache after the unit's segment snapshots; a failure never fails the request.
+     */
+    private void captureFinished(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
         if (info == null) {
             return;
         }
         try {
-            prefixReuse.publish(namespace, info.prefix, cachedSequence, caches);
+            PrefixReuse.Captured c = prefixReuse.capture(info.prefix, cachedSequence, caches);
+            if (c != null) {
+                finishedSnapshots.add(c);
+            }
         } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
+            LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
+        }
+    }
+
+    /**
+     * The unit's snapshots, in mlx_lm.server's order: each row whose prefill ended a segment
+     * (while the row has segment types left; the type is the segment's), then the finished rows.
+     */
+    private void publishSnapshots() {
+        if (prefixReuse == null) {
+            return;
+        }
+        for (int uid : generator.segmentsEnded()) {
+            RowInfo info = rows.get(uid);
+            if (info == null || info.nextSegmentType >= info.segmentTypes.length) {
+                continue;
+            }
+            PromptSegment.Kind kind = info.segmentTypes[info.nextSegmentType++];
+            try {
+                generator.withSegmentCaches(uid, (fed, caches) -> {
+                    PrefixReuse.Captured c = prefixReuse.capture(info.prefix, fed, caches);
+                    if (c != null) {
+                        prefixReuse.publishSegment(namespace, c, kind);
+                    }
+                });
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a segment's KV state", e);
+            }
+        }
+        while (!finishedSnapshots.isEmpty()) {
+            PrefixReuse.Captured c = finishedSnapshots.removeFirst();
+            try {
+                prefixReuse.publish(namespace, c);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
+            }
+        }
+    }
+
+    /** Snapshots a failed unit left unpublished. */
+    private void discardFinishedSnapshots() {
+        while (!finishedSnapshots.isEmpty()) {
+            finishedSnapshots.removeFirst().discard();
         }
     }
 
     @Override
     public void close() {
+        discardFinishedSnapshots();
         rows.clear();
         generator.close();
     }

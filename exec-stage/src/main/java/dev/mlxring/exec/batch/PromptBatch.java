@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
@@ -7,11 +8,13 @@ import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * mlx-lm's {@code PromptProcessingBatch}: the rows whose prompts are being prefilled, one chunk of
- * each per {@link BatchGenerator#next()}, in one forward over all of them (rows shorter than the
- * longest chunk right-padded, the padding rolled into left padding afterwards). A row whose prompt
+ * each (within its current segment) per {@link BatchGenerator#next()}, in one forward over all of
+ * them (rows shorter than the longest chunk right-padded, the padding rolled into left padding
+ * afterwards). A row whose prompt
  * is down to its last token is split off into a {@link GenerationBatch}.
  *
  * <p>Owns its caches; the rows' sampling runs belong to the generator. Exec thread only.
@@ -151,8 +154,13 @@ final class PromptBatch implements AutoCloseable {
             Mlx.clearCache();
         }
         for (int i = 0; i < b; i++) {
-            rows.get(i).prefilled += lengths[i];
+            rows.get(i).fed(lengths[i]);
         }
+    }
+
+    /** Runs {@code use} on row {@code i}'s caches ({@link RowCaches#withRow}). */
+    void withRow(int i, Consumer<KvCache[]> use) {
+        caches.withRow(i, use);
     }
 
     @Override

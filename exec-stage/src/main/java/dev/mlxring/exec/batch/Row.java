@@ -6,8 +6,8 @@ import java.util.Arrays;
 
 /**
  * One sequence's bookkeeping in a {@link BatchGenerator}: its prompt split as mlx-lm's
- * {@code insert} splits it ({@code prompt[:-1]} prefilled in chunks, the last token fed to the
- * first generation step), its sampling run (sampler, processors, key, history), its limits and
+ * {@code insert_segments} splits it ({@code prompt[:-1]} prefilled in chunks that never cross a
+ * segment boundary, the last token fed to the first generation step), its sampling run (sampler, processors, key, history), its limits and
  * its count of generated tokens. Exec thread only; the generator closes the sampling run when the
  * row leaves.
  */
@@ -22,16 +22,31 @@ final class Row {
      * by the row until its prompt batch merges them; null when the row starts empty.
      */
     KvCache[] history;
-    /** Prompt tokens already fed to the model (of the first segment, {@code prompt[:-1]}). */
+    /** Prompt tokens already fed to the model (of {@code prompt[:-1]}). */
     int prefilled;
+    /**
+     * Where the prefill segments end in {@code prompt}, ascending: every segment's end before the
+     * last token, then {@code prompt.length - 1} (the last token is its own segment, as
+     * {@code insert_segments} splits it off). Empty for a one-token prompt.
+     */
+    private final int[] prefillEnds;
+    /** The prefill segment being fed (an index into {@link #prefillEnds}). */
+    private int segment;
+    /** Whether the last chunk fed ended a segment ({@code end_of_segment}). */
+    boolean segmentEnded;
     int generated;
     /** The generated ids, kept only when the generator reports finished rows' caches. */
     private int[] generatedIds;
 
-    Row(int uid, int[] prompt, int maxTokens, int[] stopTokenIds, SamplingRun sampling, KvCache[] history,
-            boolean keepIds) {
+    /**
+     * @param segmentLengths the prompt's segments (positive lengths summing to its length), or
+     *     null for one segment
+     */
+    Row(int uid, int[] prompt, int[] segmentLengths, int maxTokens, int[] stopTokenIds, SamplingRun sampling,
+            KvCache[] history, boolean keepIds) {
         this.uid = uid;
         this.prompt = prompt;
+        this.prefillEnds = prefillEnds(prompt.length, segmentLengths);
         this.maxTokens = maxTokens;
         this.stopTokenIds = stopTokenIds;
         this.sampling = sampling;
@@ -67,9 +82,41 @@ final class Row {
         }
     }
 
-    /** Tokens of the first segment still to prefill; 0 when only the last prompt token remains. */
+    private static int[] prefillEnds(int length, int[] segmentLengths) {
+        if (length <= 1) {
+            return new int[0];
+        }
+        int[] lengths = segmentLengths == null ? new int[] {length} : segmentLengths;
+        int[] ends = new int[lengths.length];
+        int n = 0;
+        int end = 0;
+        for (int l : lengths) {
+            end += l;
+            if (end < length - 1) {
+                ends[n++] = end;
+            }
+        }
+        ends[n++] = length - 1;
+        return Arrays.copyOf(ends, n);
+    }
+
+    /** Tokens of {@code prompt[:-1]} still to prefill; 0 when only the last prompt token remains. */
     int remainingPrefill() {
         return prompt.length - 1 - prefilled;
+    }
+
+    /** The next chunk's length: at most {@code step}, never past the current segment's end. */
+    int nextChunk(int step) {
+        return Math.min(prefillEnds[segment] - prefilled, step);
+    }
+
+    /** Counts {@code n} more tokens fed; notes whether they ended the current segment. */
+    void fed(int n) {
+        prefilled += n;
+        segmentEnded = prefilled == prefillEnds[segment];
+        if (segmentEnded) {
+            segment++;
+        }
     }
 
     boolean isStop(int token) {

@@ -6,13 +6,14 @@ import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.PrefixHit;
+import dev.mlxring.pipeline.PromptSegment;
 import java.util.Arrays;
 
 /**
  * exec's side of the prefix cache for one resident model: before a run, the longest reusable
  * prefix restored into fresh layer caches; after a finished run, its caches published back
  * (mlx_lm.server's {@code fetch_nearest_cache} then {@code insert_cache} around
- * {@code stream_generate}). The cache decides what matches and which tier serves it.
+ * {@code stream_generate}); a batched row's caches also at each prompt segment's end. The cache decides what matches and which tier serves it.
  *
  * <p>Exec thread only. Does not own the {@link PrefixCache} (the composition root closes it).
  */
@@ -46,26 +47,58 @@ public final class PrefixReuse {
     }
 
     /**
-     * Publishes finished caches holding {@code prefix} (the tokens restored for the run, possibly
-     * none) followed by {@code runSequence} (what the run itself fed). Skipped when the caches'
-     * offset disagrees with the ids (nothing inconsistent is ever stored) or they cannot be captured.
-     *
-     * @return whether a snapshot was handed to the cache
+     * A snapshot of caches and the ids they hold, not yet handed to the cache: the caller owns
+     * it until {@link #publish(CacheNamespace, Captured)} or {@link #publishSegment} takes it, or
+     * it {@link #discard()}s it.
      */
-    public boolean publish(CacheNamespace ns, int[] prefix, int[] runSequence, KvCache[] caches) {
+    public record Captured(int[] tokens, KvSnapshot snapshot) {
+        public void discard() {
+            snapshot.release();
+        }
+    }
+
+    /**
+     * Copies caches holding {@code prefix} (the tokens restored for the run, possibly none)
+     * followed by {@code runSequence} (what the run itself fed). Null when the caches' offset
+     * disagrees with the ids (nothing inconsistent is ever stored) or they cannot be captured.
+     */
+    public Captured capture(int[] prefix, int[] runSequence, KvCache[] caches) {
         int total = prefix.length + runSequence.length;
         for (KvCache c : caches) {
             if (c.offset() != total) {
-                return false;
+                return null;
             }
         }
         KvSnapshot s = KvSnapshots.capture(caches);
         if (s == null) {
-            return false;
+            return null;
         }
         int[] tokens = Arrays.copyOf(prefix, total);
         System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
-        cache.publish(ns, tokens, s);
+        return new Captured(tokens, s);
+    }
+
+    /** Hands a finished request's snapshot to the cache ({@code insert_cache}, type assistant). */
+    public void publish(CacheNamespace ns, Captured c) {
+        cache.publish(ns, c.tokens(), c.snapshot());
+    }
+
+    /** Hands a segment end's snapshot to the cache ({@code insert_cache(cache_type=kind)}). */
+    public void publishSegment(CacheNamespace ns, Captured c, PromptSegment.Kind kind) {
+        cache.publishSegment(ns, c.tokens(), c.snapshot(), kind);
+    }
+
+    /**
+     * {@link #capture} then {@link #publish(CacheNamespace, Captured)}: a finished run's caches.
+     *
+     * @return whether a snapshot was handed to the cache
+     */
+    public boolean publish(CacheNamespace ns, int[] prefix, int[] runSequence, KvCache[] caches) {
+        Captured c = capture(prefix, runSequence, caches);
+        if (c == null) {
+            return false;
+        }
+        publish(ns, c);
         return true;
     }
 }

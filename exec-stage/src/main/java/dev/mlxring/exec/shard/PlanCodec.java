@@ -4,16 +4,18 @@ import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.PromptSegment;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * An {@link ExecutionPlan} as the other ranks need it: everything the executor reads (prompt
- * ids, the resolved {@link SamplingParams} bit for bit, max tokens, stop ids, logprobs, the KV
+ * ids and segments, the resolved {@link SamplingParams} bit for bit, max tokens, stop ids, logprobs, the KV
  * scheme). Stop strings and tools are the sink's, which runs on rank 0 only, so they do not
  * travel. Doubles go as their raw bits, so a follower samples with exactly rank 0's settings.
  */
@@ -25,6 +27,14 @@ final class PlanCodec {
         writeInts(out, plan.prompt().tokenIds());
         out.writeInt(plan.prompt().stablePrefixLength());
         out.writeBoolean(plan.prompt().chatTemplated());
+        // The segments decide where a batched row's chunks stop and its snapshots are taken, so
+        // every rank's prefix cache makes the same reuse decisions only if they travel too.
+        List<PromptSegment> segments = plan.prompt().segments();
+        out.writeInt(segments.size());
+        for (PromptSegment seg : segments) {
+            out.writeInt(seg.length());
+            out.writeByte(seg.kind().ordinal());
+        }
         out.writeInt(plan.maxTokens());
         writeInts(out, plan.stopTokenIds());
         out.writeBoolean(plan.logprobs());
@@ -50,13 +60,14 @@ final class PlanCodec {
         int[] ids = readInts(in);
         int stable = in.readInt();
         boolean templated = in.readBoolean();
+        List<PromptSegment> segments = readSegments(in);
         int maxTokens = in.readInt();
         int[] stops = readInts(in);
         boolean logprobs = in.readBoolean();
         int top = in.readInt();
         KvQuantization kv = in.readBoolean() ? new KvQuantization(in.readInt(), in.readInt(), in.readInt()) : null;
         SamplingParams sampling = readSampling(in);
-        return new ExecutionPlan(id, new PreparedPrompt(ids, stable, templated), sampling, maxTokens, stops, List.of(),
+        return new ExecutionPlan(id, new PreparedPrompt(ids, stable, templated, segments), sampling, maxTokens, stops, List.of(),
                 logprobs, top, List.of(), kv);
     }
 
@@ -101,6 +112,24 @@ final class PlanCodec {
         boolean seeded = in.readBoolean();
         long seed = in.readLong();
         return b.seed(seeded ? seed : null).logprobs(in.readBoolean()).topLogprobs(in.readInt()).build();
+    }
+
+    private static List<PromptSegment> readSegments(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > Frame.MAX_PAYLOAD_BYTES / 5) {
+            throw new IOException("a segment list of " + n + " entries");
+        }
+        PromptSegment.Kind[] kinds = PromptSegment.Kind.values();
+        List<PromptSegment> segments = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int length = in.readInt();
+            int kind = in.readUnsignedByte();
+            if (kind >= kinds.length) {
+                throw new IOException("a segment of unknown kind " + kind);
+            }
+            segments.add(new PromptSegment(length, kinds[kind]));
+        }
+        return segments;
     }
 
     private static void writeInts(DataOutputStream out, int[] values) throws IOException {

@@ -12,6 +12,7 @@ import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.PromptSegment;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -53,7 +54,10 @@ class ControlChannelTest {
                 .topK(40).xtcProbability(0.3).xtcThreshold(0.2).xtcSpecialTokens(1, 2).logitBias(bias)
                 .repetitionPenalty(1.1).repetitionContextSize(0).presencePenalty(-0.4).presenceContextSize(5)
                 .frequencyPenalty(0.3).frequencyContextSize(9).seed(42L).logprobs(true).topLogprobs(3).build();
-        ExecutionPlan plan = new ExecutionPlan("req-1", new PreparedPrompt(new int[] {5, 6, 7}, 2, true), sampling, 99,
+        List<PromptSegment> segments = List.of(new PromptSegment(1, PromptSegment.Kind.SYSTEM),
+                new PromptSegment(2, PromptSegment.Kind.USER));
+        ExecutionPlan plan = new ExecutionPlan("req-1", new PreparedPrompt(new int[] {5, 6, 7}, 2, true, segments),
+                sampling, 99,
                 new int[] {2}, List.of("STOP"), true, 3, List.of(), new KvQuantization(4, 32, 100));
         Frame f = Frame.of(Frame.OPEN_RUN, o -> PlanCodec.write(o, plan));
         ExecutionPlan back = PlanCodec.read(f.body());
@@ -62,6 +66,7 @@ class ControlChannelTest {
                 "logit_bias order");
         assertArrayEquals(plan.prompt().tokenIds(), back.prompt().tokenIds());
         assertEquals(2, back.prompt().stablePrefixLength());
+        assertEquals(segments, back.prompt().segments(), "segments decide every rank's chunks and snapshots");
         assertEquals(99, back.maxTokens());
         assertArrayEquals(new int[] {2}, back.stopTokenIds());
         assertEquals(new KvQuantization(4, 32, 100), back.kvScheme());

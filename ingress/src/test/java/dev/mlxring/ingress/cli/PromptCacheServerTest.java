@@ -6,21 +6,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
  * {@code serve}'s prompt cache over HTTP on the default model: a conversation that continues
  * reuses the previous turn's KV (reported in {@code usage.prompt_tokens_details.cached_tokens})
- * and answers as a cold server does; {@code --prompt-cache-size 0} turns it off; bad sizes are
- * refused naming the flag.
+ * and answers as a cold server does; a new conversation with the same system prompt reuses the
+ * system prompt's snapshot while the first conversation still runs; {@code --prompt-cache-size 0}
+ * turns it off; bad sizes are refused naming the flag.
  */
 class PromptCacheServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -82,6 +90,46 @@ class PromptCacheServerTest {
         }
         assertEquals(cold.get("choices").get(0).get("message").get("content").asText(),
                 warm.get("choices").get(0).get("message").get("content").asText(), "reuse changes nothing in the answer");
+    }
+
+    /**
+     * mlx_lm.server's batched loop snapshots a chat prompt where its system prompt ends (and where
+     * the conversation ends, before the last token): a second conversation with the same system
+     * prompt, sent while the first is still generating (nothing finished yet, so only those
+     * snapshots can serve it), reports the system prompt as cached — as many tokens as mlx-lm's
+     * own {@code _tokenize} puts in the system segment (live: {@code prompt_segments.py}).
+     */
+    @Test
+    void aNewConversationWithTheSameSystemPromptReusesIt(@org.junit.jupiter.api.io.TempDir Path work)
+            throws Exception {
+        String system = "{\"role\":\"system\",\"content\":\"You are the ring's assistant. Answer briefly.\"}";
+        String second = "[" + system + ",{\"role\":\"user\",\"content\":\"Name one sequencer.\"}]";
+        Path cases = work.resolve("cases.json");
+        Files.writeString(cases, "[{\"messages\":" + second + "}]");
+        JsonNode segments = JSON.readTree(PythonScript.run("oracle/prompt_segments.py", 300, List.of("--model",
+                ProjectHome.get().resolve("models/smollm2-135m-instruct").toString(), "--tokenize", cases.toString())))
+                .get("cases").get(0).get("segments");
+        assertEquals("system", segments.get(0).get(1).asText(), "mlx-lm splits off the system prompt");
+        int systemTokens = segments.get(0).get(0).asInt();
+        try (ServeCommand.Running s = serve()) {
+            String base = "http://127.0.0.1:" + s.server().port();
+            // The first conversation cannot end early (EOS ids banned) and outlasts the second.
+            HttpResponse<Stream<String>> first = HTTP.send(HttpRequest.newBuilder(URI.create(base
+                    + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"messages\":[" + system
+                            + ",{\"role\":\"user\",\"content\":\"What does a ring buffer do?\"}],\"max_tokens\":400,"
+                            + "\"stream\":true,\"logit_bias\":{\"0\":-100,\"2\":-100}}"))
+                    .build(), HttpResponse.BodyHandlers.ofLines());
+            assertEquals(200, first.statusCode());
+            try (Stream<String> lines = first.body()) {
+                Iterator<String> it = lines.iterator();
+                while (it.hasNext() && !it.next().contains("\"content\"")) {
+                    // until the first token: its prompt is prefilled, its snapshots published
+                }
+                JsonNode r = chat(base, "{\"messages\":" + second + ",\"max_tokens\":1}");
+                assertEquals(systemTokens, cached(r), "the system prompt's tokens came from the running conversation");
+            }
+        }
     }
 
     /** serve, ask, stop, serve, ask again: the second server restores the first one's KV from disk. */
