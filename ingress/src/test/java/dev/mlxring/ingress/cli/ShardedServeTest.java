@@ -142,6 +142,23 @@ class ShardedServeTest {
             assertEquals(200, hit.statusCode(), hit.body());
             int cached = JSON.readTree(hit.body()).get("usage").get("prompt_tokens_details").get("cached_tokens").asInt();
             assertTrue(cached >= PROMPTS.get(0).size(), "the continuation reuses request 0's KV state: " + hit.body());
+            // Two chat conversations with one system prompt: rank 0 snapshots the system segment
+            // (mlx_lm.server's _tokenize split), and so must every rank, or the second
+            // conversation's reuse differs between ranks and stops the group.
+            int systemReused = -1;
+            for (String user : List.of("Name a colour.", "Name a fruit.")) {
+                String chat = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 4)
+                        .set("messages", JSON.valueToTree(List.of(
+                                java.util.Map.of("role", "system", "content", "You are terse. Answer in one word."),
+                                java.util.Map.of("role", "user", "content", user)))));
+                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/chat/completions"))
+                        .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
+                        .POST(HttpRequest.BodyPublishers.ofString(chat)).build(), HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, r.statusCode(), r.body() + "\n" + ranks.logText());
+                systemReused = JSON.readTree(r.body()).get("usage").get("prompt_tokens_details").get("cached_tokens")
+                        .asInt();
+            }
+            assertTrue(systemReused > 0, "the second conversation reuses the system segment on every rank");
             // Three at once: rows of one batch on both ranks (their tokens are BatchGenerator's for
             // whatever composition the arrivals made, so only completeness is checked here).
             List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
