@@ -21,7 +21,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * MLP, 576×1536), row counts of decode, batches and prefill, column counts that are not a
  * multiple of the kernel's 32-column unit, non-contiguous and broadcast activations, and
  * seeded random data that is ordinary, subnormal-heavy or full of NaN/Inf. MLX's scalar kernel
- * is slow with half types, so the large shapes run with few rows.
+ * is slow with half types, so the large shapes run with few rows. Every case runs the kernels of
+ * each instruction set this CPU has (AVX2, and AVX-512 where present) against the one MLX result.
  */
 class QuantizedMatmulExactnessTest {
 
@@ -42,20 +43,28 @@ class QuantizedMatmulExactnessTest {
         }
     }
 
+    /** The instruction sets this CPU runs the kernels with (AVX2 first). */
+    private static List<KernelIsa> isas;
+
     @BeforeAll
     static void requireKernels() {
         assumeTrue(Mlx.nativeKernelsAvailable(), "this CPU has no AVX2/F16C: MLX's kernel is used, nothing to compare");
+        isas = java.util.Arrays.stream(KernelIsa.values()).filter(KernelIsa::onThisCpu).toList();
+        assertTrue(isas.contains(KernelIsa.AVX2));
     }
 
     static Stream<Case> cases() {
         List<Case> c = new ArrayList<>();
         Dtype[] dtypes = {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16};
-        // Every dtype × bits × group size on a small shape whose N leaves a partial unit and tile.
+        // Every dtype × bits × group size × M from 1 to 9 (passes of 1, 2, 4 and 8 rows sharing each
+        // decoded weight, 3 and 7 with a repeated row, 5, 6 and 9 as two passes) on a small shape whose
+        // N leaves a partial unit, block and tile.
         for (Dtype d : dtypes) {
             for (int bits : new int[] {2, 4, 8}) {
                 for (int g : new int[] {32, 64, 128}) {
-                    c.add(new Case(d, bits, g, 84, 384, 1, Data.NORMAL, Layout.CONTIGUOUS));
-                    c.add(new Case(d, bits, g, 84, 384, 3, Data.NORMAL, Layout.CONTIGUOUS));
+                    for (int m = 1; m <= 9; m++) {
+                        c.add(new Case(d, bits, g, 84, 384, m, Data.NORMAL, Layout.CONTIGUOUS));
+                    }
                 }
             }
         }
@@ -137,11 +146,14 @@ class QuantizedMatmulExactnessTest {
             };
             MlxArray x = activations(c, rnd, xMag);
             MlxArray expected = Mlx.quantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
-            MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
-            assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
-            assertEquals(expected.dtype(), actual.dtype());
-            assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
-            compare(c, expected.toBytes(), actual.toBytes());
+            byte[] expectedBytes = expected.toBytes();
+            for (KernelIsa isa : isas) {
+                MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits, isa);
+                assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
+                assertEquals(expected.dtype(), actual.dtype());
+                assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
+                compare(isa + " " + c, c, expectedBytes, actual.toBytes());
+            }
         }
     }
 
@@ -180,13 +192,13 @@ class QuantizedMatmulExactnessTest {
         return v;
     }
 
-    private static void compare(Case c, byte[] expected, byte[] actual) {
-        assertEquals(expected.length, actual.length, "byte count of " + c);
+    private static void compare(String what, Case c, byte[] expected, byte[] actual) {
+        assertEquals(expected.length, actual.length, "byte count of " + what);
         int size = expected.length / (c.m * c.n * (c.layout == Layout.BATCHED ? 2 : 1));
         for (int i = 0; i < expected.length; i += size) {
             for (int b = 0; b < size; b++) {
                 if (expected[i + b] != actual[i + b]) {
-                    fail(c + ": element " + i / size + " (row " + i / size / c.n + ", column " + i / size % c.n
+                    fail(what + ": element " + i / size + " (row " + i / size / c.n + ", column " + i / size % c.n
                             + ") differs: MLX " + hex(expected, i, size) + ", native " + hex(actual, i, size));
                 }
             }
@@ -246,8 +258,6 @@ class QuantizedMatmulExactnessTest {
         MlxArray sc = Mlx.astype(Mlx.fromFloats(scales, n, 2), dtype);
         MlxArray bi = Mlx.astype(Mlx.fromFloats(biases, n, 2), dtype);
         MlxArray expected = Mlx.quantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
-        MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
-        assertTrue(Mlx.isNativeQuantizedMatmul(actual));
         byte[] e = expected.toBytes();
         if (mixedSigns && dtype == Dtype.FLOAT32) {
             // The probe discriminates only if MLX's answers differ in sign across positions.
@@ -259,8 +269,12 @@ class QuantizedMatmulExactnessTest {
                 assertEquals(2, signs.size(), "MLX's NaN signs should vary with the position here");
             }
         }
-        compare(new Case(dtype, bits, groupSize, n, 2 * groupSize, x.dim(0), Data.SPECIAL, Layout.CONTIGUOUS), e,
-                actual.toBytes());
+        Case c = new Case(dtype, bits, groupSize, n, 2 * groupSize, x.dim(0), Data.SPECIAL, Layout.CONTIGUOUS);
+        for (KernelIsa isa : isas) {
+            MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, sc, bi, true, groupSize, bits, isa);
+            assertTrue(Mlx.isNativeQuantizedMatmul(actual));
+            compare(isa + " " + c, c, e, actual.toBytes());
+        }
     }
 
     static Stream<org.junit.jupiter.params.provider.Arguments> nanProbes() {
