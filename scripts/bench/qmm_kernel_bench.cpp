@@ -9,6 +9,7 @@
 // checks their bytes.
 //
 //   scripts/bench/qmm_kernel_bench.sh [seconds per case, default 1] [avx2|avx512 ...]
+//   QMM_ACT=bf16|f16 scripts/bench/qmm_kernel_bench.sh ...   (activation dtype, default f32)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,8 +36,15 @@ struct Case {
   int n, k, bits;
 };
 
+mlxr::qmm::Act act_wanted() {
+  const char* a = std::getenv("QMM_ACT");
+  std::string s = a ? a : "f32";
+  return s == "bf16" ? mlxr::qmm::Act::BF16 : s == "f16" ? mlxr::qmm::Act::F16 : mlxr::qmm::Act::F32;
+}
+
 double run_case(const std::string& isa, const Case& c, bool cold, double seconds, int M) {
   using namespace mlxr::qmm;
+  const Act act = act_wanted();
   const int gs = 32, groups = c.k / gs, row_words = c.k * c.bits / 32;
   size_t words = size_t(c.n) * row_words;
   // Cold: enough copies to pass ~160 MB, so each call misses the caches.
@@ -50,15 +58,15 @@ double run_case(const std::string& isa, const Case& c, bool cold, double seconds
     for (auto& v : sc[i]) v = 0x2000 | (rng() & 0x3ff);
     for (auto& v : bi[i]) v = 0xa000 | (rng() & 0x3ff);
   }
-  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);
+  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);  // out: room for any dtype
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
   long calls = 0;
   double t0 = cpu_seconds(), t;
   do {
     int i = int(calls % copies);
     Problem p{x.data(), w[i].data(), sc[i].data(), bi[i].data(), Param::F16, out.data(), M, c.n, c.k};
-    if (isa == "avx512") run_avx512(p, Act::F32, c.bits, gs);
-    else run_avx2(p, Act::F32, c.bits, gs);
+    if (isa == "avx512") run_avx512(p, act, c.bits, gs);
+    else run_avx2(p, act, c.bits, gs);
     calls++;
     t = cpu_seconds() - t0;
   } while (t < seconds);

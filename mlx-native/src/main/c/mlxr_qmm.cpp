@@ -463,7 +463,10 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
     // only when they are of a floating type (MLX promotes them to the output's).
     mx::array sc = *static_cast<mx::array*>(scales);
     auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
-    bool raw = floating(sc.dtype()) && floating(b->dtype());
+    // With bfloat16 outputs they must be bfloat16 too (else MLX's astype of them is used): the
+    // bfloat16 kernels rely on every NaN they meet having a bfloat16 encoding (see round_to).
+    bool raw = floating(sc.dtype()) && floating(b->dtype()) &&
+               (ref.dtype() != mx::bfloat16 || (sc.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
     std::vector<mx::array> inputs = {in[0], in[1], raw ? sc : in[2], raw ? *b : in[3]};
     return mx::array(ref.shape(), ref.dtype(),
                      std::make_shared<NativeQuantizedMatmul>(ref.primitive().stream(), group_size, bits, isa),

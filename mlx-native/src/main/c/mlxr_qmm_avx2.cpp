@@ -61,7 +61,14 @@ MLXR_INLINE vf mul_first(vf a, vf b) {
 // T(v) for the activation type: identity for float32; float16 through F16C
 // (round to nearest even, equal to MLX's software conversion for every
 // non-NaN value; NaN stays NaN with its sign); bfloat16 as MLX's integer
-// round-to-nearest-even, NaN -> 0x7FC0.
+// round-to-nearest-even. MLX also turns a NaN into 0x7FC0 at every bfloat16
+// rounding; here NaNs are left as they are and made 0x7FC0 only when stored
+// (store_lanes), which gives the same bytes: a NaN operand makes every later
+// result of its chain NaN whatever its sign or payload, and every NaN that
+// reaches this rounding has a bfloat16 encoding (inputs are bfloat16 — the
+// entry point sees to it — and x86 propagates an operand NaN's bits or
+// writes 0xFFC00000), whose low half is zero, so the integer rounding keeps
+// it a NaN (a NaN with low bits set could carry into the sign).
 template <Act A>
 MLXR_INLINE vf round_to(vf v) {
   if constexpr (A == Act::F32) {
@@ -72,9 +79,7 @@ MLXR_INLINE vf round_to(vf v) {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, lsb), _mm256_set1_epi32(0x7fff));
-    r = _mm256_and_si256(r, _mm256_set1_epi32(int(0xffff0000u)));
-    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)), nan);
+    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(int(0xffff0000u))));
   }
 }
 
@@ -101,7 +106,9 @@ MLXR_INLINE void store_lanes(void* out, size_t index, vf v, int lanes) {
         if (nan & (1 << l)) h[l] = uint16_t((h[l] & 0x8000) | 0x7d00);
       }
     } else {
-      // v is already bfloat16-exact: its upper halves are the encoding.
+      // v is already bfloat16-exact: its upper halves are the encoding; MLX writes every NaN as 0x7FC0.
+      __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+      v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)), nan);
       __m256i u = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
       __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
       _mm_store_si128(reinterpret_cast<__m128i*>(h), packed);

@@ -63,9 +63,10 @@ MLXR_INLINE vf mul_first(vf a, vf b) {
   return r;
 }
 
-// T(v), as the AVX2 file's: float16 by the same conversion instructions
-// (EVEX forms), bfloat16 by MLX's integer round-to-nearest-even with NaN ->
-// 0x7FC0 (not VCVTNEPS2BF16, which flushes subnormals).
+// T(v), as the AVX2 file's (see there, also for why NaNs are left to
+// store_lanes): float16 by the same conversion instructions (EVEX forms),
+// bfloat16 by MLX's integer round-to-nearest-even (not VCVTNEPS2BF16, which
+// flushes subnormals).
 template <Act A>
 MLXR_INLINE vf round_to(vf v) {
   if constexpr (A == Act::F32) {
@@ -76,9 +77,7 @@ MLXR_INLINE vf round_to(vf v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, lsb), _mm512_set1_epi32(0x7fff));
-    r = _mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000u)));
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc00000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000u))));
   }
 }
 
@@ -98,8 +97,10 @@ MLXR_INLINE void store_lanes(void* out, size_t index, vf v, int lanes) {
                                         _mm256_set1_epi16(0x7d00));
       h = _mm256_mask_mov_epi16(h, nan, mlx_nan);
     } else {
-      // v is already bfloat16-exact: its upper halves are the encoding.
-      h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+      // v is already bfloat16-exact: its upper halves are the encoding; MLX writes every NaN as 0x7FC0.
+      __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      __m512i u = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7fc00000));
+      h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
     }
     _mm256_mask_storeu_epi16(static_cast<uint16_t*>(out) + index, keep, h);
   }

@@ -289,6 +289,46 @@ class QuantizedMatmulExactnessTest {
         return a.stream();
     }
 
+    /**
+     * A NaN made by an invalid operation (Inf + -Inf) is x86's 0xFFC00000, negative; MLX rounds
+     * every bfloat16 NaN to 0x7FC0, which the kernels do when they store (they carry NaNs through
+     * their bfloat16 roundings as they are): every output here must be 0x7FC0, as MLX's, for
+     * single rows and for passes of several.
+     */
+    @Test
+    void bfloat16NanOfAnInvalidOperationIsStoredAsMlx() {
+        try (ArrayScope s = ArrayScope.open()) {
+            int k = 64;
+            int n = 40;
+            int m = 8;
+            float[] x = new float[m * k];
+            for (int r = 0; r < m; r++) {
+                x[r * k + r] = Float.POSITIVE_INFINITY;
+                x[r * k + r + 1] = Float.NEGATIVE_INFINITY;
+            }
+            int[] w = new int[n * k * 4 / 32];
+            java.util.Arrays.fill(w, 0x11111111); // every weight q = 1
+            float[] ones = new float[n];
+            java.util.Arrays.fill(ones, 1f);
+            MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, k * 4 / 32), Dtype.UINT32);
+            MlxArray sc = Mlx.astype(Mlx.fromFloats(ones, n, 1), Dtype.BFLOAT16);
+            MlxArray bi = Mlx.astype(Mlx.fromFloats(new float[n], n, 1), Dtype.BFLOAT16);
+            for (int rows : new int[] {1, 8}) {
+                MlxArray xs = Mlx.astype(Mlx.fromFloats(java.util.Arrays.copyOf(x, rows * k), rows, k), Dtype.BFLOAT16);
+                byte[] e = Mlx.quantizedMatmul(xs, weight, sc, bi, true, 64, 4).toBytes();
+                for (int i = 0; i < e.length; i += 2) {
+                    assertEquals(0x7fc0, (e[i] & 0xff) | (e[i + 1] & 0xff) << 8, "MLX's bfloat16 NaN");
+                }
+                Case c = new Case(Dtype.BFLOAT16, 4, 64, n, k, rows, Data.SPECIAL, Layout.CONTIGUOUS);
+                for (KernelIsa isa : isas) {
+                    MlxArray actual = Mlx.nativeQuantizedMatmul(xs, weight, sc, bi, true, 64, 4, isa);
+                    assertTrue(Mlx.isNativeQuantizedMatmul(actual));
+                    compare(isa + " " + c, c, e, actual.toBytes());
+                }
+            }
+        }
+    }
+
     @Test
     void uncoveredCasesTakeMlxsOp() {
         try (ArrayScope s = ArrayScope.open()) {
