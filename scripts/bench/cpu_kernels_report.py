@@ -13,6 +13,7 @@ Reads what the suite left in DIR:
   qmm-rows.md, qmm-rows-avx2.md   QuantizedMatmulBenchmark tables (M rows vs one)
   batch.txt              BatchDecodeBenchmark's lines
   isa-ab-*.txt           "isa tok/s" lines of the AVX2 / AVX-512 decode A/B, per model
+  kernel-f32.txt, kernel-bf16.txt   qmm_kernel_bench's "== isa hot|cold, M=m: X ms" lines
   load.txt               the load average before each step
 and writes the B=1 table (each decode figure also as a share of the memory-bandwidth limit:
 weight bytes per token / measured read bandwidth), the rows tables, and a bar plot of prefill and
@@ -68,6 +69,16 @@ def llama(path: Path):
     return out
 
 
+def kernel_bench(path: Path):
+    """{(isa, hot|cold): {M: ms}} from qmm_kernel_bench's summary lines."""
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"== (\S+) (hot|cold), M=(\d+): ([\d.]+) ms", line)
+        if m:
+            out.setdefault((m.group(1), m.group(2)), {})[int(m.group(3))] = float(m.group(4))
+    return out
+
+
 def isa_ab(path: Path):
     """{isa: [tok/s, ...]} from "isa tok/s" lines."""
     out = {}
@@ -99,7 +110,9 @@ def main():
     plot_groups = []  # (model label, {engine: (prefill, decode)})
     foreign_notes = []
     llama_runs = llama(d / "llama.jsonl")
-    for report in sorted(d.glob("decode-*.md")):
+    limits = {}
+    # The default model first, then the bfloat16 one.
+    for report in sorted(d.glob("decode-*.md"), key=lambda p: "smollm2" not in p.name):
         rows, foreign = decode_table(report)
         if not rows:
             continue
@@ -107,6 +120,7 @@ def main():
         wbytes = weight_bytes(model_dir)
         limit = gbps * 1e9 / wbytes
         model = rows[0][0]
+        limits[model] = limit
         engines = {}
         mlxlm_p, mlxlm_d = rows[0][3], rows[0][5]
         for (_, kernels, po, pt, go, gt, tokens) in rows:
@@ -128,12 +142,12 @@ def main():
                 tg = llama_runs[(0, g_)][0]
                 md.append(f"| {model} (GGUF Q4_1, {gguf.stat().st_size / 1e6:.1f} MB) | llama.cpp `-p {p_} -n {g_}` "
                           f"| {pp:.1f} | {tg:.1f} | {pp / mlxlm_p:.2f}× | {tg / mlxlm_d:.2f}× | {glimit:.0f} | "
-                          f"{100 * tg / glimit:.1f}% | (own tokenizer path) |")
+                          f"{100 * tg / glimit:.1f}% | — |")
                 if p_ == min(prompts):
                     engines["llama.cpp"] = (pp, tg)
-        plot_groups.append((f"{model}\n({wbytes / 1e6:.0f} MB of weights)", engines))
+        plot_groups.append((f"{model}\n({wbytes / 1e6:.0f} MB of weights)", engines, limit))
         foreign_notes.append(f"{model}: highest foreign CPU during any run {foreign} cores")
-        md.append("")
+    md.append("")
     md += ["Decode limit = read bandwidth / bytes of weights a token reads (the model's safetensors, "
            "or the GGUF file for llama.cpp). " + "; ".join(foreign_notes) + ".", ""]
 
@@ -149,7 +163,24 @@ def main():
                         ("qmm-rows-avx2.md", "the same with MLXR_KERNEL_ISA=avx2")):
         p = d / name
         if p.exists():
-            md += [f"### {title}", "", p.read_text().strip(), ""]
+            # Only the wall-time table: the process CPU counter ticks in 10 ms, coarser than a call.
+            wall = p.read_text().strip().split("\n\n")[0]
+            md += [f"### {title}", "", wall, ""]
+    for name, act in (("kernel-f32.txt", "float32"), ("kernel-bf16.txt", "bfloat16")):
+        p = d / name
+        if not p.exists():
+            continue
+        kb = kernel_bench(p)
+        ms = sorted({m for v in kb.values() for m in v})
+        md += [f"### Kernel alone, one thread, {act} activations (`qmm_kernel_bench`, thread CPU ms per "
+               "SmolLM2 forward pass of quantized matmuls)", "",
+               "| ISA, weights | " + " | ".join(f"M={m}" for m in ms) + " | "
+               + " | ".join(f"M={m} / M=1" for m in ms if m > 1) + " |",
+               "|---|" + "---:|" * (2 * len(ms) - 1)]
+        for (isa, temp), v in kb.items():
+            md.append(f"| {isa}, {temp} | " + " | ".join(f"{v[m]:.1f}" for m in ms) + " | "
+                      + " | ".join(f"{v[m] / v[1]:.2f}×" for m in ms if m > 1) + " |")
+        md.append("")
     if (d / "batch.txt").exists():
         md += ["### In-process batched decode (`BatchDecodeBenchmark`)", "", "```", (d / "batch.txt").read_text().strip(),
                "```", ""]
@@ -166,7 +197,10 @@ def main():
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, which, title in ((axes[0], 1, "decode tok/s (B=1)"), (axes[1], 0, "prefill tok/s (B=1)")):
         width = 0.2
-        for gi, (label, engines) in enumerate(plot_groups):
+        for gi, (label, engines, limit) in enumerate(plot_groups):
+            if which == 1:
+                ax.hlines(limit, gi - 0.45, gi + 0.45, colors="grey", linestyles="dashed",
+                          label="bandwidth limit" if gi == 0 else None)
             present = [e for e in order if e in engines]
             for ei, e in enumerate(present):
                 v = engines[e][which]
@@ -183,9 +217,9 @@ def main():
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
-    axes[0].legend(handles, labels, fontsize=8, loc="upper right")
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))
     fig.suptitle("mlx-ring CPU kernels (exact, same tokens as mlx-lm) vs mlx-lm and llama.cpp, 2-core x86", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     a.plot.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(a.plot, dpi=110)
 

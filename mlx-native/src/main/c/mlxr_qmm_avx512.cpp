@@ -24,7 +24,6 @@ namespace {
 #include "mlxr_qmm_x86.h"
 
 constexpr int kLanes = 16;
-constexpr int kUnitCols = 64;
 
 // Lane-wide tiles per block for R rows, within 32 zmm registers: R * T
 // accumulators, T packed words, the mask, R broadcast activations, scratch.
@@ -49,19 +48,6 @@ template <int s>
 MLXR_INLINE vi vshr(vi a) { return _mm512_srli_epi32(a, s); }
 MLXR_INLINE vf vcvt(vi a) { return _mm512_cvtepi32_ps(a); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-
-// a + b and a * b with `a` as the first source operand (see the AVX2 file).
-MLXR_INLINE vf add_first(vf a, vf b) {
-  vf r;
-  asm("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-  return r;
-}
-
-MLXR_INLINE vf mul_first(vf a, vf b) {
-  vf r;
-  asm("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
-  return r;
-}
 
 // T(v), as the AVX2 file's (see there, also for why NaNs are left to
 // store_lanes): float16 by the same conversion instructions (EVEX forms),
@@ -120,7 +106,10 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
   return _mm512_i32gather_epi32(_mm512_loadu_si512(offsets), reinterpret_cast<const int*>(base) + w, 4);
 }
 
+// Register constraint of the kernels' inline assembly (add_first, mul_first).
+#define MLXR_VREG "v"
 #include "mlxr_qmm_kernels.h"
+#undef MLXR_VREG
 
 }  // namespace
 

@@ -1,10 +1,9 @@
 // The quantized-matmul kernels, written once over a vector type: included by
 // mlxr_qmm_avx2.cpp (8 float lanes) and mlxr_qmm_avx512.cpp (16 lanes) inside
 // their anonymous namespace, after each has defined, for its instruction set:
-//   kLanes, kUnitCols (columns per unit of work), tiles_for<R>() (lane-wide
-//   column tiles per block for R rows), types vf / vi, and vzero, vset1, vload,
-//   vseti, vand, vshr<bits>, vcvt, vmul, add_first, mul_first, round_to<A>,
-//   store_lanes<A>, load_words8, gather_word.
+//   kLanes, tiles_for<R>() (lane-wide column tiles per block for R rows), types vf / vi, and vzero, vset1, vload,
+//   vseti, vand, vshr<bits>, vcvt, vmul, round_to<A>, store_lanes<A>,
+//   load_words8, gather_word; and MLXR_VREG, the asm constraint of a vf.
 //
 // MLX's _qmm_t computes each output element, in order over K, as
 //     w   = T(T(scale * T(q)) + bias)
@@ -45,6 +44,21 @@ constexpr int sum_first_mask(bool first_block) {
   int mask = 0;
   for (int d = 0; d < 4; d++) mask |= sum_first<A, bits, group_size>(first_block ? d : 4 + d) << d;
   return mask;
+}
+
+// a + b and a * b with `a` as the first source operand, which x86 returns
+// when both are NaN. Inline assembly because GCC treats vector + and * as
+// commutative and may swap the operands of _mm256_add_ps / _mm512_add_ps.
+MLXR_INLINE vf add_first(vf a, vf b) {
+  vf r;
+  asm("vaddps %2, %1, %0" : "=" MLXR_VREG(r) : MLXR_VREG(a), MLXR_VREG(b));
+  return r;
+}
+
+MLXR_INLINE vf mul_first(vf a, vf b) {
+  vf r;
+  asm("vmulps %2, %1, %0" : "=" MLXR_VREG(r) : MLXR_VREG(a), MLXR_VREG(b));
+  return r;
 }
 
 template <Act A>
@@ -193,17 +207,38 @@ void rows_over_unit(const Problem& p, int n_begin, int n_end, int m0, int rows) 
   for (int n0 = n_begin; n0 < n_end; n0 += T * kLanes) block_rows<A, bits, group_size, R, T>(p, n0, m0, rows);
 }
 
-// One unit of kUnitCols columns for every row: passes of 8, 4, 2 or 1 rows
-// over its weights (which stay in L1/L2 between passes). 7 or 3 rows left
-// take the next size up with a repeated row: one more row of arithmetic
-// costs less than another pass that decodes every weight again.
+// Rows of the next pass when `left` rows remain: 8, 4, 2 or 1; 7 or 3 take
+// the next size up with a repeated row (one more row of arithmetic costs
+// less than another pass that decodes every weight again).
+MLXR_INLINE int pass_rows(int left) {
+  return left >= 7 ? 8 : left >= 3 ? 4 : left;
+}
+
+constexpr int block_cols(int R) {
+  return R == 8 ? tiles_for<8>() * kLanes : R == 4 ? tiles_for<4>() * kLanes
+         : R == 2 ? tiles_for<2>() * kLanes : tiles_for<1>() * kLanes;
+}
+
+// Columns per unit of work for M rows: the widest block its passes use, so
+// each pass covers the unit in whole blocks, and no wider (units are what the
+// threads share out, and the cache holds one between passes).
+inline int unit_cols(int M) {
+  int cols = 0;
+  for (int m0 = 0; m0 < M;) {
+    int R = pass_rows(M - m0);
+    cols = cols > block_cols(R) ? cols : block_cols(R);
+    m0 += R;
+  }
+  return cols;
+}
+
+// One unit of columns for every row: passes of pass_rows() rows over its
+// weights, which stay in L1/L2 between passes.
 template <Act A, int bits, int group_size>
-void run_unit(const Problem& p, int unit) {
-  const int n_begin = unit * kUnitCols;
-  const int n_end = imin(n_begin + kUnitCols, p.N);
+void run_unit(const Problem& p, int n_begin, int n_end) {
   for (int m0 = 0; m0 < p.M;) {
     int left = p.M - m0;
-    int R = left >= 7 ? 8 : left >= 3 ? 4 : left;
+    int R = pass_rows(left);
     int rows = imin(R, left);
     switch (R) {
       case 8: rows_over_unit<A, bits, group_size, 8>(p, n_begin, n_end, m0, rows); break;
@@ -219,15 +254,16 @@ template <Act A, int bits, int group_size>
 void run_typed(const Problem& p) {
   struct Work {
     const Problem* p;
-    int units, chunks;
+    int cols, units, chunks;
   };
-  int units = (p.N + kUnitCols - 1) / kUnitCols;
+  const int cols = unit_cols(p.M);
+  const int units = (p.N + cols - 1) / cols;
   // A few chunks per thread so a descheduled thread's share is picked up by the others.
-  Work work{&p, units, imin(units, parallel_threads() * 4)};
+  Work work{&p, cols, units, imin(units, parallel_threads() * 4)};
   parallel_chunks(work.chunks, [](void* ctx, int chunk) {
     const Work& w = *static_cast<const Work*>(ctx);
     int lo = int(int64_t(w.units) * chunk / w.chunks), hi = int(int64_t(w.units) * (chunk + 1) / w.chunks);
-    for (int u = lo; u < hi; u++) run_unit<A, bits, group_size>(*w.p, u);
+    for (int u = lo; u < hi; u++) run_unit<A, bits, group_size>(*w.p, u * w.cols, imin((u + 1) * w.cols, w.p->N));
   }, &work);
 }
 
