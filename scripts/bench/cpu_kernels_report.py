@@ -39,13 +39,14 @@ def bandwidth(path: Path):
 
 def decode_table(path: Path):
     """DecodeBenchmark's summary rows: [(model, kernels, prefill ours, prefill mlx-lm, decode ours,
-    decode mlx-lm, tokens)], and the highest foreign CPU line."""
+    decode mlx-lm, tokens, prefill ratio, decode ratio)] (its ratios, of the unrounded medians), and
+    the highest foreign CPU line."""
     rows, foreign = [], None
     for line in path.read_text().splitlines():
         cells = [c.strip().strip("*") for c in line.strip().strip("|").split("|")]
         if len(cells) == 14 and cells[1] in ("native", "mlx"):
             rows.append((cells[0], cells[1], float(cells[5]), float(cells[6]), float(cells[8]), float(cells[9]),
-                         cells[13]))
+                         cells[13], float(cells[7]), float(cells[10])))
         m = re.match(r"Highest foreign CPU during any run: ([\d.]+) cores", line)
         if m:
             foreign = float(m.group(1))
@@ -123,10 +124,10 @@ def main():
         limits[model] = limit
         engines = {}
         mlxlm_p, mlxlm_d = rows[0][3], rows[0][5]
-        for (_, kernels, po, pt, go, gt, tokens) in rows:
+        for (_, kernels, po, pt, go, gt, tokens, pr, gr) in rows:
             engines[f"ours {kernels}"] = (po, go)
-            md.append(f"| {model} | ours `--cpu-kernels {kernels}` | {po:.1f} | {go:.2f} | {po / pt:.2f}× | "
-                      f"{go / gt:.2f}× | {limit:.0f} | {100 * go / limit:.1f}% | {tokens} |")
+            md.append(f"| {model} | ours `--cpu-kernels {kernels}` | {po:.1f} | {go:.2f} | {pr:.2f}× | "
+                      f"{gr:.2f}× | {limit:.0f} | {100 * go / limit:.1f}% | {tokens} |")
         engines["mlx-lm"] = (mlxlm_p, mlxlm_d)
         md.append(f"| {model} | mlx-lm 0.32.2 | {mlxlm_p:.2f} | {mlxlm_d:.2f} | 1 | 1 | {limit:.0f} | "
                   f"{100 * mlxlm_d / limit:.1f}% | — |")
