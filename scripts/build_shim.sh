@@ -35,8 +35,14 @@ mkdir -p "$out_dir"
 echo "[setup] compiling the MLX shim (${#srcs[@]} files in $src_dir) against $mlx_dir"
 # A shared library may leave its dependencies' dependencies unresolved at link time: mlx-cuda's
 # libmlx needs the CUDA libraries, which a build machine without a GPU need not have.
-c++ -std=c++20 -O2 -ffp-contract=off -fPIC -shared -Wall -Wno-unused-function \
-  -I"$mlx_dir/include" "${srcs[@]}" -L"$mlx_dir/lib" -lmlx \
+# One compiler per source file, as many at once as there are CPUs (the kernel files are slow to
+# compile), then one link.
+obj_dir="$out_dir/obj"
+rm -rf "$obj_dir"; mkdir -p "$obj_dir"
+printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+  'c++ -std=c++20 -O2 -ffp-contract=off -fPIC -Wall -Wno-unused-function -I"$1/include" -c "$2" -o "$3/$(basename "$2" .cpp).o"' \
+  sh "$mlx_dir" {} "$obj_dir"
+c++ -shared "$obj_dir"/*.o -L"$mlx_dir/lib" -lmlx \
   -Wl,--allow-shlib-undefined -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "$want" > "$stamp"

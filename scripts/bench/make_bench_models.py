@@ -4,7 +4,7 @@
 Usage:
     make_bench_models.py --out DIR [--only NAME,...] [--force]
 
-Two models, built with mlx-lm's own classes
+Three models, built with mlx-lm's own classes
 (mlx_lm.models.qwen3.Model(ModelArgs.from_dict(config))), re-initialised from a
 fixed seed, cast to bfloat16 the way `mlx_lm.convert --dtype bfloat16` casts,
 quantized (the 4-bit one) with `mlx_lm.utils.quantize_model` (affine, group 64,
@@ -17,6 +17,12 @@ layout `mlx_lm.utils.load_model` (and our `Models.load`) reads back:
     DIR/qwen3-bench-q4     hidden 256, 4 layers, MLP 768, 4 q / 2 kv heads,
                            head_dim 64, vocab 8192, tied embeddings (~5 M params),
                            4-bit, group 64, quantized from bfloat16
+    DIR/qwen3-bench-q4-135m  SmolLM2-135M's shape (hidden 576, 30 layers, MLP 1536,
+                           9 q / 3 kv heads, head_dim 64, vocab 49152, tied) as qwen3,
+                           4-bit, group 64, quantized from bfloat16: bfloat16 scales
+                           and norms, so bfloat16 activations, the layout of most
+                           mlx-community 4-bit checkpoints (~135 M params; MLX's
+                           CPU kernel takes about a second per token on it)
 
 They are sized so that one run of the benchmark (128-token prompt + 64 greedy
 decode tokens) takes a few seconds on a 2-core x86 CPU with MLX's CPU backend,
@@ -67,6 +73,7 @@ def _qwen3(hidden, layers, inter, heads, kv_heads, head_dim, vocab):
 MODELS = {
     "qwen3-bench-bf16": (_qwen3(768, 6, 2304, 12, 4, 64, 16384), None),
     "qwen3-bench-q4": (_qwen3(256, 4, 768, 4, 2, 64, 8192), {"bits": 4, "group_size": 64}),
+    "qwen3-bench-q4-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), {"bits": 4, "group_size": 64}),
 }
 
 

@@ -1,18 +1,24 @@
-// Single-thread cost of the shim's quantized_matmul kernels (mlxr_qmm.cpp's unit_single_row for
-// M = 1, unit_many_rows for M > 1), without MLX's graph or the worker pool: thread CPU time per
-// call and per weight, for SmolLM2's shapes, with the weights hot in cache (one matrix re-run)
-// and cold (every call reads the next of enough matrices to exceed the last-level cache, as a
-// decode step does), and the cost of M = 2, 4, 8 rows against one. Thread CPU time, so other
+// Single-thread cost of the shim's quantized_matmul kernels (mlxr_qmm_kernels.h, for each
+// instruction set this CPU has), without MLX's graph: thread CPU time per call and per weight,
+// for SmolLM2's shapes, with the weights hot in cache (one matrix re-run) and cold (every call
+// reads the next of enough matrices to exceed the last-level cache, as a decode step does), and
+// the cost of M = 2, 4, 8 rows against one. The worker pool is held to one thread
+// (MLXR_KERNEL_THREADS=1), so the kernels run on the calling thread. Thread CPU time, so other
 // processes on a shared machine inflate it far less than wall time.
 // A developer's tool for comparing kernel variants; QuantizedMatmulExactnessTest is what
 // checks their bytes.
 //
-//   scripts/bench/qmm_kernel_bench.sh [seconds per case, default 1]
-#include "../../mlx-native/src/main/c/mlxr_qmm.cpp"
-
+//   scripts/bench/qmm_kernel_bench.sh [seconds per case, default 1] [avx2|avx512 ...]
+//   QMM_ACT=bf16|f16 scripts/bench/qmm_kernel_bench.sh ...   (activation dtype, default f32)
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <random>
+#include <string>
+#include <vector>
+
+#include "../../mlx-native/src/main/c/mlxr_qmm.h"
 
 // The shim's error slot lives in mlxr_shim.cpp, which this tool does not link.
 void mlxr_set_last_error(const char*) {}
@@ -30,10 +36,16 @@ struct Case {
   int n, k, bits;
 };
 
-template <int bits>
-double run_case(const Case& c, bool cold, double seconds, int M) {
+mlxr::qmm::Act act_wanted() {
+  const char* a = std::getenv("QMM_ACT");
+  std::string s = a ? a : "f32";
+  return s == "bf16" ? mlxr::qmm::Act::BF16 : s == "f16" ? mlxr::qmm::Act::F16 : mlxr::qmm::Act::F32;
+}
+
+double run_case(const std::string& isa, const Case& c, bool cold, double seconds, int M) {
   using namespace mlxr::qmm;
-  const int gs = 32, groups = c.k / gs, row_words = c.k * bits / 32;
+  const Act act = act_wanted();
+  const int gs = 32, groups = c.k / gs, row_words = c.k * c.bits / 32;
   size_t words = size_t(c.n) * row_words;
   // Cold: enough copies to pass ~160 MB, so each call misses the caches.
   int copies = cold ? std::max<int>(1, int(160e6 / (words * 4 + size_t(c.n) * groups * 4))) : 1;
@@ -46,50 +58,55 @@ double run_case(const Case& c, bool cold, double seconds, int M) {
     for (auto& v : sc[i]) v = 0x2000 | (rng() & 0x3ff);
     for (auto& v : bi[i]) v = 0xa000 | (rng() & 0x3ff);
   }
-  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);
+  std::vector<float> x(size_t(c.k) * M), out(size_t(c.n) * M);  // out: room for any dtype
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  int units = (c.n + kUnitCols - 1) / kUnitCols;
   long calls = 0;
   double t0 = cpu_seconds(), t;
   do {
     int i = int(calls % copies);
     Problem p{x.data(), w[i].data(), sc[i].data(), bi[i].data(), Param::F16, out.data(), M, c.n, c.k};
-    for (int u = 0; u < units; u++) {
-      if (M == 1) unit_single_row<Act::F32, bits, 32>(p, u, 0);
-      else unit_many_rows<Act::F32, bits, 32>(p, u);
-    }
+    if (isa == "avx512") run_avx512(p, act, c.bits, gs);
+    else run_avx2(p, act, c.bits, gs);
     calls++;
     t = cpu_seconds() - t0;
   } while (t < seconds);
   double per_call = t / calls;
   double weights = double(c.n) * c.k;
-  double bytes = weights * bits / 8 + double(c.n) * groups * 4;
-  std::printf("%-24s M=%d %-4s %8.3f ms/call  %6.3f ns/weight  %6.2f GB/s  (%ld calls)\n", c.name, M,
-              cold ? "cold" : "hot", per_call * 1e3, per_call * 1e9 / weights, bytes / per_call / 1e9, calls);
+  double bytes = weights * c.bits / 8 + double(c.n) * groups * 4;
+  std::printf("%-6s %-24s M=%d %-4s %8.3f ms/call  %6.3f ns/weight  %6.2f GB/s  (%ld calls)\n", isa.c_str(), c.name,
+              M, cold ? "cold" : "hot", per_call * 1e3, per_call * 1e9 / weights, bytes / per_call / 1e9, calls);
   return per_call;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  setenv("MLXR_KERNEL_THREADS", "1", 1);
   double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
+  std::vector<std::string> isas;
+  for (int i = 2; i < argc; i++) isas.push_back(argv[i]);
+  if (isas.empty()) {
+    isas.push_back("avx2");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+      isas.push_back("avx512");
+    }
+  }
   const Case cases[] = {{"q_proj 576x576 q4", 576, 576, 4},
                         {"gate_proj 1536x576 q4", 1536, 576, 4},
                         {"down_proj 576x1536 q4", 576, 1536, 4},
                         {"lm_head 49152x576 q8", 49152, 576, 8}};
   // Per forward pass of SmolLM2: 60 x q/o, 60 x k/v (as q/o's cost x 1/3), 60 x gate/up, 30 x down, 1 x head.
   const double count[] = {60 + 60.0 / 3, 60, 30, 1};
-  for (bool cold : {false, true}) {
-    double pass1 = 0;
-    for (int M : {1, 2, 4, 8}) {
-      double pass = 0;
-      for (int i = 0; i < 4; i++) {
-        const Case& c = cases[i];
-        pass += count[i] * (c.bits == 4 ? run_case<4>(c, cold, seconds, M) : run_case<8>(c, cold, seconds, M));
+  for (const std::string& isa : isas) {
+    for (bool cold : {false, true}) {
+      double pass1 = 0;
+      for (int M : {1, 2, 4, 8}) {
+        double pass = 0;
+        for (int i = 0; i < 4; i++) pass += count[i] * run_case(isa, cases[i], cold, seconds, M);
+        if (M == 1) pass1 = pass;
+        std::printf("== %s %s, M=%d: %.2f ms of one thread's CPU per forward pass, %.2fx M=1\n", isa.c_str(),
+                    cold ? "cold" : "hot", M, pass * 1e3, pass / pass1);
       }
-      if (M == 1) pass1 = pass;
-      std::printf("== %s, M=%d: %.2f ms of one thread's CPU per forward pass, %.2fx M=1\n", cold ? "cold" : "hot", M,
-                  pass * 1e3, pass / pass1);
     }
   }
   return 0;

@@ -267,7 +267,7 @@ public final class Mlx {
     }
 
     /**
-     * {@link #quantizedMatmul} evaluated by the shim's exact x86 kernel (AVX2/F16C, worker pool)
+     * {@link #quantizedMatmul} evaluated by the shim's exact x86 kernel (AVX-512 or AVX2/F16C, worker pool)
      * when it covers the case — affine, {@code transpose=true}, 2/4/8 bits, group size 32/64/128,
      * float32/float16/bfloat16, a 2-D weight, a CPU stream, a CPU with AVX2 and F16C — and by
      * MLX's own op otherwise. Same validation, dtype promotion, output and output bytes as MLX.
@@ -275,7 +275,18 @@ public final class Mlx {
     public static MlxArray nativeQuantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
             boolean transpose, int groupSize, int bits) {
         return own(Shim.nativeQuantizedMatmul(x.handle(), w.handle(), scales.handle(),
-                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE));
+                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE, 0));
+    }
+
+    /**
+     * {@link #nativeQuantizedMatmul} by the kernels of instruction set {@code isa} rather than the
+     * {@linkplain KernelIsa#selected() selected} one (tests compare each with MLX); an {@code isa}
+     * this CPU lacks is an error.
+     */
+    public static MlxArray nativeQuantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
+            boolean transpose, int groupSize, int bits, KernelIsa isa) {
+        return own(Shim.nativeQuantizedMatmul(x.handle(), w.handle(), scales.handle(),
+                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE, isa.code));
     }
 
     /** Whether {@code a} is (unevaluated) output of the native quantized-matmul kernel. */

