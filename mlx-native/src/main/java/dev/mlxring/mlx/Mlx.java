@@ -278,6 +278,14 @@ public final class Mlx {
                 MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE));
     }
 
+    /**
+     * Whether {@code a} is (unevaluated) output of one of the native primitives that replace
+     * the CPU fallbacks of MLX's {@code fast::} ops (rms_norm, rope, attention).
+     */
+    public static boolean isNativeFastOp(MlxArray a) {
+        return Shim.isNativeFastOp(a.handle());
+    }
+
     /** Whether {@code a} is (unevaluated) output of the native quantized-matmul kernel. */
     public static boolean isNativeQuantizedMatmul(MlxArray a) {
         return Shim.isNativeQuantizedMatmul(a.handle());
@@ -429,7 +437,12 @@ public final class Mlx {
     // ---- fast ------------------------------------------------------------------
 
     public static MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
-        return own(Shim.rmsNorm(x.handle(), MlxArray.handleOrNull(weight), eps));
+        return rmsNorm(CpuKernels.MLX, x, weight, eps);
+    }
+
+    /** {@code mx.fast.rms_norm} evaluated by {@code kernels} (see {@link CpuKernels#NATIVE}). */
+    public static MlxArray rmsNorm(CpuKernels kernels, MlxArray x, MlxArray weight, float eps) {
+        return own(Shim.rmsNorm(kernels == CpuKernels.NATIVE, x.handle(), MlxArray.handleOrNull(weight), eps));
     }
 
     public static MlxArray layerNorm(MlxArray x, MlxArray weight, MlxArray bias, float eps) {

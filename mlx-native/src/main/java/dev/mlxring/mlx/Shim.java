@@ -112,6 +112,8 @@ final class Shim {
     private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
     private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
     private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle NATIVE_RMS_NORM = NativeLibrary.handle("mlxr_native_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle IS_NATIVE_FAST_OP = NativeLibrary.handle("mlxr_is_native_fast_op", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
     private static final MethodHandle TAKE_ALONG_AXIS = NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle("mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
@@ -696,6 +698,14 @@ final class Shim {
         }
     }
 
+    static boolean isNativeFastOp(MemorySegment a) {
+        try {
+            return (int) IS_NATIVE_FAST_OP.invokeExact(a) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     static boolean isNativeQuantizedMatmul(MemorySegment a) {
         try {
             return (int) IS_NATIVE_QUANTIZED_MATMUL.invokeExact(a) != 0;
@@ -744,9 +754,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment rmsNorm(MemorySegment x, MemorySegment weight, float eps) {
+    static MemorySegment rmsNorm(boolean nativeKernels, MemorySegment x, MemorySegment weight, float eps) {
         try {
-            return (MemorySegment) RMS_NORM.invokeExact(x, weight, eps);
+            return (MemorySegment) (nativeKernels ? NATIVE_RMS_NORM : RMS_NORM).invokeExact(x, weight, eps);
         } catch (Throwable t) {
             throw rethrow(t);
         }

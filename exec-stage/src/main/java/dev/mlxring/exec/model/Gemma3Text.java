@@ -8,6 +8,7 @@ import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -58,13 +59,13 @@ final class Gemma3Text implements LanguageModel {
     }
 
     /** gemma3_text's {@code RMSNorm}: {@code mx.fast.rms_norm(x, 1.0 + weight, eps)}. */
-    record RmsNorm(MlxArray weight, float eps) {
+    record RmsNorm(MlxArray weight, float eps, CpuKernels kernels) {
         static RmsNorm load(Parameters params, String path, double eps) {
-            return new RmsNorm(params.get(path + ".weight"), (float) eps);
+            return new RmsNorm(params.get(path + ".weight"), (float) eps, params.kernels());
         }
 
         MlxArray forward(MlxArray x) {
-            return Mlx.rmsNorm(x, Mlx.add(weight, Mlx.scalar(1.0, weight.dtype())), eps);
+            return Mlx.rmsNorm(kernels, x, Mlx.add(weight, Mlx.scalar(1.0, weight.dtype())), eps);
         }
     }
 
