@@ -36,6 +36,7 @@
 #include "mlx/backend/cpu/simd/simd.h"
 
 #include "mlx/allocator.h"
+#include "mlx/backend/common/utils.h"
 #include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
 
@@ -59,15 +60,15 @@ inline bool is_float(mx::Dtype d) {
   return d == mx::float32 || d == mx::float16 || d == mx::bfloat16;
 }
 
-// Element offset (in elements) of row-major index i of a possibly strided array.
+// Element offset of row-major index i of a possibly strided array (MLX's own
+// elem_to_loc, which takes an int: the entry points cover arrays of fewer than
+// 2^31 elements only).
 inline int64_t element_offset(const mx::array& a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a.ndim() - 1; d >= 0 && i > 0; d--) {
-    int64_t dim = a.shape(d);
-    off += (i % dim) * a.strides()[d];
-    i /= dim;
-  }
-  return off;
+  return mx::elem_to_loc(static_cast<int>(i), a);
+}
+
+inline bool indexable(const mx::array& a) {
+  return a.size() < (size_t(1) << 31);
 }
 
 // Calls f(T{}) with T the C++ type of a float32/float16/bfloat16 dtype.

@@ -97,7 +97,7 @@ mlxr_array mlxr_native_rms_norm(mlxr_array x, mlxr_array weight, float eps) {
     std::optional<mx::array> w;
     if (weight != nullptr) w = *static_cast<mx::array*>(weight);
     auto stream = mx::default_stream(mx::default_device());
-    bool covered = w.has_value() && on_cpu(stream) && xa.ndim() >= 1 && w->ndim() == 1 &&
+    bool covered = w.has_value() && on_cpu(stream) && xa.ndim() >= 1 && indexable(xa) && w->ndim() == 1 &&
                    w->size() == size_t(xa.shape(-1)) && is_float(xa.dtype()) &&
                    is_float(w->dtype());
     if (!covered) return mx::fast::rms_norm(xa, w, eps);

@@ -451,46 +451,90 @@ public final class Mlx {
 
     /** {@code mx.fast.rope} with a base (freqs=None). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, int offset) {
-        return own(Shim.rope(x.handle(), dims, traditional, true, base, scale, offset, MemorySegment.NULL));
+        return rope(CpuKernels.MLX, x, dims, traditional, base, scale, offset);
+    }
+
+    /** {@code mx.fast.rope} with a base (freqs=None), evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
+            int offset) {
+        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale, offset,
+                MemorySegment.NULL));
     }
 
     /** {@code mx.fast.rope} with explicit frequencies (base=None). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
-        return own(Shim.rope(x.handle(), dims, traditional, false, 0f, scale, offset, freqs.handle()));
+        return rope(CpuKernels.MLX, x, dims, traditional, scale, offset, freqs);
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies (base=None), evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale, int offset,
+            MlxArray freqs) {
+        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale, offset,
+                freqs.handle()));
     }
 
     /** {@code mx.fast.rope} with a base and one offset per batch row ({@code offsets}: int32 {@code [B]}). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, MlxArray offsets) {
-        return own(Shim.ropeOffsets(x.handle(), dims, traditional, true, base, scale, offsets.handle(), MemorySegment.NULL));
+        return rope(CpuKernels.MLX, x, dims, traditional, base, scale, offsets);
+    }
+
+    /** {@code mx.fast.rope} with a base and one offset per batch row, evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
+            MlxArray offsets) {
+        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale,
+                offsets.handle(), MemorySegment.NULL));
     }
 
     /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row. */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
-        return own(Shim.ropeOffsets(x.handle(), dims, traditional, false, 0f, scale, offsets.handle(), freqs.handle()));
+        return rope(CpuKernels.MLX, x, dims, traditional, scale, offsets, freqs);
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row, evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale,
+            MlxArray offsets, MlxArray freqs) {
+        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale,
+                offsets.handle(), freqs.handle()));
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with {@code mask="causal"}. */
     public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
-                MemorySegment.NULL));
+        return sdpaCausal(CpuKernels.MLX, q, k, v, scale, null);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with an array mask, or none when {@code mask} is null. */
     public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
-                MemorySegment.NULL));
+        return sdpa(CpuKernels.MLX, q, k, v, scale, mask, null);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)}. */
     public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray sinks) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
-                MlxArray.handleOrNull(sinks)));
+        return sdpaCausal(CpuKernels.MLX, q, k, v, scale, sinks);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)}; {@code mask} null for None. */
     public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask, MlxArray sinks) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
-                MlxArray.handleOrNull(sinks)));
+        return sdpa(CpuKernels.MLX, q, k, v, scale, mask, sinks);
+    }
+
+    /**
+     * {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)} evaluated by
+     * {@code kernels}; {@code sinks} null for None.
+     */
+    public static MlxArray sdpaCausal(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
+            MlxArray sinks) {
+        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, CAUSAL,
+                MemorySegment.NULL, MlxArray.handleOrNull(sinks)));
+    }
+
+    /**
+     * {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)} evaluated by
+     * {@code kernels}; {@code mask} and {@code sinks} null for None.
+     */
+    public static MlxArray sdpa(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask,
+            MlxArray sinks) {
+        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, NO_MASK,
+                MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
     }
 
     // ---- compiled (where mlx-lm compiles) ------------------------------------------

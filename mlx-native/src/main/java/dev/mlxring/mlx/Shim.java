@@ -117,8 +117,11 @@ final class Shim {
     private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
     private static final MethodHandle TAKE_ALONG_AXIS = NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle("mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle("mlxr_native_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
     private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
+    private static final MethodHandle NATIVE_ROPE = NativeLibrary.handle("mlxr_native_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA = NativeLibrary.handle("mlxr_native_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
@@ -610,9 +613,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment ropeOffsets(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
+    static MemorySegment ropeOffsets(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
         try {
-            return (MemorySegment) ROPE_OFFSETS.invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE_OFFSETS : ROPE_OFFSETS).invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -770,17 +773,17 @@ final class Shim {
         }
     }
 
-    static MemorySegment rope(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
+    static MemorySegment rope(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
         try {
-            return (MemorySegment) ROPE.invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE : ROPE).invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    static MemorySegment sdpa(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+    static MemorySegment sdpa(boolean nativeKernels, MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
         try {
-            return (MemorySegment) SDPA.invokeExact(q, k, v, scale, maskMode, mask, sinks);
+            return (MemorySegment) (nativeKernels ? NATIVE_SDPA : SDPA).invokeExact(q, k, v, scale, maskMode, mask, sinks);
         } catch (Throwable t) {
             throw rethrow(t);
         }

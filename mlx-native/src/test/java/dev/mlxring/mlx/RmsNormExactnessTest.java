@@ -60,9 +60,9 @@ class RmsNormExactnessTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
     void sameBytesAsMlx(Case c) {
-        SplittableRandom rnd = new SplittableRandom(c.toString().hashCode());
+        SplittableRandom rnd = SameBytes.seeded(c);
         try (ArrayScope s = ArrayScope.open()) {
-            float mag = c.data == Data.SUBNORMAL ? SameBytes.subnormalMagnitude(c.x) : 1f;
+            float mag = SameBytes.magnitude(c.data, c.x);
             MlxArray x = input(c, rnd, mag);
             int d = c.shape[c.shape.length - 1];
             MlxArray w = SameBytes.array(rnd, c.weight, 1f, Data.NORMAL, d);

@@ -27,9 +27,17 @@ final class SameBytes {
         SPECIAL
     }
 
-    /** The smallest normal magnitude's neighbourhood of each dtype, for {@link Data#SUBNORMAL}. */
-    static float subnormalMagnitude(Dtype d) {
-        return d == Dtype.FLOAT16 ? 3e-5f : 1e-38f;
+    /**
+     * The magnitude of a case's activations: 1, or for {@link Data#SUBNORMAL} the neighbourhood of
+     * the smallest normal value of {@code d} (float32 and bfloat16 share their exponent range).
+     */
+    static float magnitude(Data data, Dtype d) {
+        return data != Data.SUBNORMAL ? 1f : d == Dtype.FLOAT16 ? 3e-5f : 1e-38f;
+    }
+
+    /** A generator seeded by the case's description, so a failing case replays alone. */
+    static SplittableRandom seeded(Object testCase) {
+        return new SplittableRandom(testCase.toString().hashCode());
     }
 
     static float[] values(SplittableRandom rnd, int n, float mag, Data data) {

@@ -13,6 +13,7 @@ import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.exec.nn.SwitchLinear;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -81,7 +82,7 @@ final class GptOss implements LanguageModel {
 
     /** {@code AttentionBlock}: biased projections, rope, attention with the layer's sinks. */
     record Attention(int headDim, float smScale, MlxArray sinks, Linear qProj, Linear kProj, Linear vProj,
-            Linear oProj, Rope rope) {
+            Linear oProj, Rope rope, CpuKernels kernels) {
         static Attention load(ModelConfig config, Parameters params, String path, Args a) {
             int dim = a.hiddenSize();
             return new Attention(a.headDim(), (float) (1 / Math.sqrt(a.headDim())), params.get(path + ".sinks"),
@@ -89,7 +90,8 @@ final class GptOss implements LanguageModel {
                     Linear.load(config, params, path + ".k_proj", dim),
                     Linear.load(config, params, path + ".v_proj", dim),
                     Linear.load(config, params, path + ".o_proj", a.numAttentionHeads() * a.headDim()),
-                    Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null));
+                    Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null, params.kernels()),
+                    params.kernels());
         }
 
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
@@ -119,8 +121,8 @@ final class GptOss implements LanguageModel {
                 default -> throw new IllegalStateException("gpt_oss attention cannot run over " + cache);
             };
             MlxArray vHat = mask.causal()
-                    ? Mlx.sdpaCausal(q, kv[0], kv[1], smScale, sinks)
-                    : Mlx.sdpa(q, kv[0], kv[1], smScale, mask.array(), sinks);
+                    ? Mlx.sdpaCausal(kernels, q, kv[0], kv[1], smScale, sinks)
+                    : Mlx.sdpa(kernels, q, kv[0], kv[1], smScale, mask.array(), sinks);
             return oProj.forward(Mlx.reshape(Mlx.transpose(vHat, 0, 2, 1, 3), b, l, -1));
         }
     }

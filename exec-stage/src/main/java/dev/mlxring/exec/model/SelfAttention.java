@@ -11,6 +11,7 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -30,6 +31,7 @@ final class SelfAttention implements DecoderModel.Attention {
     private final RmsNorm qNorm;
     private final RmsNorm kNorm;
     private final Rope rope;
+    private final CpuKernels kernels;
 
     SelfAttention(ModelConfig config, Parameters params, String path, DecoderArgs a) {
         int dim = a.hiddenSize();
@@ -48,7 +50,8 @@ final class SelfAttention implements DecoderModel.Attention {
         this.qNorm = a.qkNorm() ? RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()) : null;
         this.kNorm = a.qkNorm() ? RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()) : null;
         this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling(),
-                a.maxPositionEmbeddings());
+                a.maxPositionEmbeddings(), params.kernels());
+        this.kernels = params.kernels();
     }
 
     /** {@code mask} as {@code create_attention_mask} made it for this call. */
@@ -76,14 +79,14 @@ final class SelfAttention implements DecoderModel.Attention {
             keys = rope.forward(keys, mask.offsets());
             MlxArray[] kv = cache instanceof BatchKvCache batch ? batch.updateAndFetch(keys, values)
                     : ((BatchRotatingKvCache) cache).updateAndFetch(keys, values);
-            MlxArray output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
+            MlxArray output = Mlx.sdpa(kernels, queries, kv[0], kv[1], scale, mask.array(), null);
             output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
             return oProj.forward(output);
         }
         int offset = cache == null ? 0 : cache.offset();
         queries = rope.forward(queries, offset);
         keys = rope.forward(keys, offset);
-        MlxArray output = attend(queries, keys, values, cache, scale, mask);
+        MlxArray output = attend(kernels, queries, keys, values, cache, scale, mask);
         output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
         return oProj.forward(output);
     }
@@ -93,8 +96,8 @@ final class SelfAttention implements DecoderModel.Attention {
      * {@code scaled_dot_product_attention}: the quantized path for a quantized cache, else
      * {@code mx.fast.scaled_dot_product_attention} with the mask as given.
      */
-    static MlxArray attend(MlxArray queries, MlxArray keys, MlxArray values, KvCache cache, float scale,
-            AttentionMask mask) {
+    static MlxArray attend(CpuKernels kernels, MlxArray queries, MlxArray keys, MlxArray values, KvCache cache,
+            float scale, AttentionMask mask) {
         if (cache instanceof QuantizedKvCache q) {
             MlxArray[] kv = q.updateAndFetch(keys, values);
             return quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
@@ -108,8 +111,8 @@ final class SelfAttention implements DecoderModel.Attention {
             default -> throw new IllegalStateException("unexpected cache " + cache);
         };
         return mask.causal()
-                ? Mlx.sdpaCausal(queries, kv[0], kv[1], scale)
-                : Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
+                ? Mlx.sdpaCausal(kernels, queries, kv[0], kv[1], scale, null)
+                : Mlx.sdpa(kernels, queries, kv[0], kv[1], scale, mask.array(), null);
     }
 
     /**
