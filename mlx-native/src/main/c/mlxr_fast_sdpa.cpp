@@ -104,6 +104,35 @@ __attribute__((target("avx2"))) void weighted_rows(const float* a, const float* 
   }
 }
 
+// c[e] = (src[0][e], src[1][e], ..., src[7][e]) for e < 8: eight rows of eight
+// floats at stride ld transposed in registers.
+__attribute__((target("avx2"))) inline void transpose8(const float* src, int64_t ld, __m256* c) {
+  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
+  __m256 r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
 // kt[d][s] = k[s][d] for s < S, d < D; k rows at stride ldk, kt rows at ldt.
 // Eight-by-eight blocks transposed in registers, the edges one by one.
 __attribute__((target("avx2"))) void transpose(const float* k, int64_t ldk, int S, int D, float* kt,
@@ -112,38 +141,47 @@ __attribute__((target("avx2"))) void transpose(const float* k, int64_t ldk, int 
   for (; s0 + 8 <= S; s0 += 8) {
     int d0 = 0;
     for (; d0 + 8 <= D; d0 += 8) {
-      const float* src = k + s0 * ldk + d0;
-      __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ldk);
-      __m256 r2 = _mm256_loadu_ps(src + 2 * ldk), r3 = _mm256_loadu_ps(src + 3 * ldk);
-      __m256 r4 = _mm256_loadu_ps(src + 4 * ldk), r5 = _mm256_loadu_ps(src + 5 * ldk);
-      __m256 r6 = _mm256_loadu_ps(src + 6 * ldk), r7 = _mm256_loadu_ps(src + 7 * ldk);
-      __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-      __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-      __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-      __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-      __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-      __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-      __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-      __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-      __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-      __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-      __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-      __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-      float* dst = kt + int64_t(d0) * ldt + s0;
-      _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
-      _mm256_storeu_ps(dst + ldt, _mm256_permute2f128_ps(u1, u5, 0x20));
-      _mm256_storeu_ps(dst + 2 * ldt, _mm256_permute2f128_ps(u2, u6, 0x20));
-      _mm256_storeu_ps(dst + 3 * ldt, _mm256_permute2f128_ps(u3, u7, 0x20));
-      _mm256_storeu_ps(dst + 4 * ldt, _mm256_permute2f128_ps(u0, u4, 0x31));
-      _mm256_storeu_ps(dst + 5 * ldt, _mm256_permute2f128_ps(u1, u5, 0x31));
-      _mm256_storeu_ps(dst + 6 * ldt, _mm256_permute2f128_ps(u2, u6, 0x31));
-      _mm256_storeu_ps(dst + 7 * ldt, _mm256_permute2f128_ps(u3, u7, 0x31));
+      __m256 c[8];
+      transpose8(k + s0 * ldk + d0, ldk, c);
+      for (int e = 0; e < 8; e++) _mm256_storeu_ps(kt + int64_t(d0 + e) * ldt + s0, c[e]);
     }
     for (; d0 < D; d0++)
       for (int s = s0; s < s0 + 8; s++) kt[int64_t(d0) * ldt + s] = k[s * ldk + d0];
   }
   for (int d = 0; d < D; d++)
     for (int s = s0; s < S; s++) kt[int64_t(d) * ldt + s] = k[s * ldk + d];
+}
+
+// out[r][s] = sum_d q[r][d] * k[s][d], summed from zero in order over d, for
+// r < R <= 8 query rows (q rows of D, out rows of S) and s < S keys (rows at
+// stride ldk); D a multiple of 8. For a few queries (decode) the keys are
+// transposed eight by eight in registers and used at once by every row, not
+// stored transposed first.
+__attribute__((target("avx2"))) void scores_few_rows(const float* q, int R, const float* k, int64_t ldk,
+                                                     int S, int D, float* out) {
+  int s0 = 0;
+  for (; s0 + 8 <= S; s0 += 8) {
+    __m256 acc[8];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int d0 = 0; d0 < D; d0 += 8) {
+      __m256 c[8];
+      transpose8(k + s0 * ldk + d0, ldk, c);
+      for (int r = 0; r < R; r++) {
+        const float* qr = q + int64_t(r) * D + d0;
+        __m256 a = acc[r];
+        for (int e = 0; e < 8; e++) a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(qr[e]), c[e]));
+        acc[r] = a;
+      }
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(out + int64_t(r) * S + s0, acc[r]);
+  }
+  for (int s = s0; s < S; s++) {
+    for (int r = 0; r < R; r++) {
+      float a = 0.0f;
+      for (int d = 0; d < D; d++) a = a + q[int64_t(r) * D + d] * k[s * ldk + d];
+      out[int64_t(r) * S + s] = a;
+    }
+  }
 }
 
 // y[i] = simd::exp(x[i]) for i < n, eight at a time, with MLX's operations
@@ -214,28 +252,53 @@ void exp_lanes(const float*, int, float*) {}
 
 void weighted_rows(const float*, const float*, int, int64_t, int, float*) {}
 void transpose(const float*, int64_t, int, int, float*, int64_t) {}
+void scores_few_rows(const float*, int, const float*, int64_t, int, int, float*) {}
 
 #endif  // MLXR_SDPA_X86
 
-// softmax(precise) of one row of n values of T in place (MLX's CPU softmax
-// with simd::max_size 1: the three passes below, in this order).
+// MLX's simd::maximum(a, b) for float: a if a is NaN, else the larger (b on ties).
+inline float mlx_maximum(float a, float b) {
+  return a != a ? a : (a > b ? a : b);
+}
+
+// softmax(precise) in place of four rows of n values of T (MLX's CPU softmax with
+// simd::max_size 1, per row: the maximum in float in order, e = exp(x - max),
+// the normalizer summed in order from 0, then T(e * (1 / normalizer))). The
+// four rows' sequential folds run interleaved so their dependency chains
+// overlap; a block of fewer rows repeats its last row. e holds 8 * n floats.
 template <typename T>
-void softmax_row(T* x, int n, std::vector<float>& e) {
-  simd::Simd<float, 1> vmax(-std::numeric_limits<float>::infinity());
-  for (int i = 0; i < n; i++) vmax = simd::maximum(simd::Simd<float, 1>(static_cast<float>(x[i])), vmax);
-  const float m = vmax.value;
-  e.resize(2 * size_t(n));
-  float* d = e.data() + n;
-  for (int i = 0; i < n; i++) d[i] = static_cast<float>(x[i]) - m;
-  if (cpu_has_fma()) {
-    exp_lanes(d, n, e.data());
-  } else {
-    for (int i = 0; i < n; i++) e[i] = simd::exp(simd::Simd<float, 1>(d[i])).value;
+void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
+  e.resize(8 * size_t(n));
+  float m[4];
+  for (int j = 0; j < 4; j++) m[j] = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; i++) {
+    m[0] = mlx_maximum(static_cast<float>(x[0][i]), m[0]);
+    m[1] = mlx_maximum(static_cast<float>(x[1][i]), m[1]);
+    m[2] = mlx_maximum(static_cast<float>(x[2][i]), m[2]);
+    m[3] = mlx_maximum(static_cast<float>(x[3][i]), m[3]);
   }
-  float norm = 0.0f;
-  for (int i = 0; i < n; i++) norm = norm + e[i];
-  norm = 1 / norm;
-  for (int i = 0; i < n; i++) x[i] = static_cast<T>(e[i] * norm);
+  float* ex[4];
+  for (int j = 0; j < 4; j++) {
+    ex[j] = e.data() + size_t(j) * n;
+    float* d = e.data() + size_t(4 + j) * n;
+    for (int i = 0; i < n; i++) d[i] = static_cast<float>(x[j][i]) - m[j];
+    if (cpu_has_fma()) {
+      exp_lanes(d, n, ex[j]);
+    } else {
+      for (int i = 0; i < n; i++) ex[j][i] = simd::exp(simd::Simd<float, 1>(d[i])).value;
+    }
+  }
+  float norm[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < n; i++) {
+    norm[0] = norm[0] + ex[0][i];
+    norm[1] = norm[1] + ex[1][i];
+    norm[2] = norm[2] + ex[2][i];
+    norm[3] = norm[3] + ex[3][i];
+  }
+  for (int j = 0; j < 4; j++) {
+    const float inv = 1 / norm[j];
+    for (int i = 0; i < n; i++) x[j][i] = static_cast<T>(ex[j][i] * inv);
+  }
 }
 
 // A [rows][cols] matrix of T at strides (row_step, col_step) as float rows:
@@ -275,31 +338,50 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
   const MaskView mv = mask ? MaskView::of(*mask) : MaskView{};
   const int cols = S + (p.sinks ? 1 : 0);
 
-  std::vector<float> kt(size_t(D) * S), kf, vf, qrow(D), acc(S), orow(Dv), e;
-  std::vector<T> row(cols);
+  // A group's query rows (rep heads x L positions) score together when they
+  // are few (decode); otherwise each row scores against keys transposed once.
+  const int rows = rep * L;
+  const bool few = rows <= 8 && D % 8 == 0;
+  std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
+      scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
+  std::vector<T> block(4 * size_t(cols));
   const T* qp = q.data<T>();
   const T* kp = k.data<T>();
   const T* vp = v.data<T>();
   T* op = out.data<T>();
   for (int b = 0; b < B; b++) {
     for (int g = 0; g < Hkv; g++) {
-      // k as float [D][S] (keys in lanes), v as float rows of Dv at stride v_ld.
       const T* kb = kp + b * ks[0] + g * ks[1];
       const T* vb = vp + b * vs[0] + g * vs[1];
       int64_t k_ld, v_ld;
       const float* k_rows = float_rows(kb, S, D, ks[2], ks[3], kf, k_ld);
-      transpose(k_rows, k_ld, S, D, kt.data(), S);
       const float* v_rows = float_rows(vb, S, Dv, vs[2], vs[3], vf, v_ld);
-      for (int r = 0; r < rep; r++) {
-        const int h = g * rep + r;
-        for (int l = 0; l < L; l++) {
-          const T* qr = qp + b * qs[0] + h * qs[1] + l * qs[2];
-          for (int d = 0; d < D; d++) qrow[d] = static_cast<float>(static_cast<T>(scale_t * qr[d * qs[3]]));
-          weighted_rows(qrow.data(), kt.data(), D, S, S, acc.data());
-          T* sc = row.data();
+      // q' = T(scale) * q, widened: row i is head g * rep + i / L, position i % L.
+      auto scaled_query = [&](int i, float* dst) {
+        const T* qr = qp + b * qs[0] + (g * rep + i / L) * qs[1] + (i % L) * qs[2];
+        for (int d = 0; d < D; d++) dst[d] = static_cast<float>(static_cast<T>(scale_t * qr[d * qs[3]]));
+      };
+      if (few) {
+        for (int i = 0; i < rows; i++) scaled_query(i, qrows.data() + size_t(i) * D);
+        scores_few_rows(qrows.data(), rows, k_rows, k_ld, S, D, scores.data());
+      } else {
+        transpose(k_rows, k_ld, S, D, kt.data(), S);
+      }
+      for (int i0 = 0; i0 < rows; i0 += 4) {
+        const int nb = std::min(4, rows - i0);
+        for (int j = 0; j < nb; j++) {
+          const int i = i0 + j;
+          const int h = g * rep + i / L;
+          const int l = i % L;
+          const float* sc_f = scores.data() + (few ? size_t(i) * S : 0);
+          if (!few) {
+            scaled_query(i, qrows.data());
+            weighted_rows(qrows.data(), kt.data(), D, S, S, scores.data());
+          }
+          T* sc = block.data() + size_t(j) * cols;
           if (sinks) *sc++ = static_cast<T>(sinks->data<T>()[h * sinks->strides()[0]]);
           for (int s = 0; s < S; s++) {
-            T x = static_cast<T>(acc[s]);
+            T x = static_cast<T>(sc_f[s]);
             switch (p.mask) {
               case MaskKind::Causal:
                 if (!(l + S - L >= s)) x = floor_value;
@@ -317,12 +399,19 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
             }
             sc[s] = x;
           }
-          softmax_row(row.data(), cols, e);
-          const T* prob = row.data() + (p.sinks ? 1 : 0);
+        }
+        T* rows4[4];
+        for (int j = 0; j < 4; j++) rows4[j] = block.data() + size_t(std::min(j, nb - 1)) * cols;
+        softmax_rows4(rows4, cols, e);
+        for (int j = 0; j < nb; j++) {
+          const int i = i0 + j;
+          const int h = g * rep + i / L;
+          const int l = i % L;
+          const T* prob = rows4[j] + (p.sinks ? 1 : 0);
           for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
           weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
           T* dst = op + ((size_t(b) * Hq + h) * L + l) * Dv;
-          for (int j = 0; j < Dv; j++) dst[j] = static_cast<T>(orow[j]);
+          for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
         }
       }
     }
