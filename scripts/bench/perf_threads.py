@@ -23,11 +23,15 @@ def kind(sym, dso):
     if sym.startswith("mlxr::qmm::"):
         return "native quantized matmul"
     if sym.startswith("mlxr::fast::"):
-        if "sdpa" in sym or "weighted_rows" in sym or "exp_lanes" in sym or "transpose" in sym:
+        low = sym.lower()  # the tasks' lambdas carry the primitives' names (NativeSdpa, ...)
+        if "sdpa" in low or "weighted_rows" in low or "exp_lanes" in low or "transpose" in low \
+                or "scores_few_rows" in low or "softmax" in low:
             return "native attention"
-        if "rope" in sym or "rotation" in sym:
+        if "rope" in low or "rotation" in low:
             return "native rope"
-        return "native rms_norm / other fast"
+        if "rms" in low:
+            return "native rms_norm"
+        return "native fast ops, shared"
     if "sgemm" in sym:
         return "MLX attention matmuls (sgemm_)"
     if dso.startswith("libmlx"):

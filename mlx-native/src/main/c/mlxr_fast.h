@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -69,6 +70,12 @@ inline int64_t element_offset(const mx::array& a, int64_t i) {
 
 inline bool indexable(const mx::array& a) {
   return a.size() < (size_t(1) << 31);
+}
+
+// An optional array argument of the C ABI (NULL for none).
+inline std::optional<mx::array> optional_array(void* a) {
+  if (a == nullptr) return std::nullopt;
+  return *static_cast<mx::array*>(a);
 }
 
 // Calls f(T{}) with T the C++ type of a float32/float16/bfloat16 dtype.

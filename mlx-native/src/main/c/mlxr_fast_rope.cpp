@@ -33,6 +33,10 @@ struct RopeParams {
   bool has_freqs;
   float base;
   float scale;
+  // 0: x is the rope's input as given. H > 0: x is a row-contiguous [B, L, H * D]
+  // (a projection's output) and the rope's input is its view
+  // transpose(reshape(x, [B, L, H, D]), [0, 2, 1, 3]); the output is [B, H, L, D].
+  int heads;
 };
 
 // cos and sin of theta for every (offset row, position, frequency), in T.
@@ -80,19 +84,26 @@ template <typename T>
 void rope_rows(const RopeParams& p, const std::vector<mx::array>& in, mx::array& out) {
   const mx::array& x = in[0];
   const mx::array& offsets = in[1];
-  const int D = x.shape(-1);
-  const int T_len = x.ndim() == 3 ? x.shape(1) : x.shape(-2);
+  const int H = p.heads;
+  const int D = H > 0 ? x.shape(-1) / H : x.shape(-1);
+  const int T_len = H > 0 ? x.shape(1) : x.ndim() == 3 ? x.shape(1) : x.shape(-2);
   const int64_t rows = D == 0 ? 0 : int64_t(x.size()) / D;
   const int64_t rows_per_batch = int64_t(x.size()) / std::max(1, x.shape(0)) / std::max(1, D);
+  // Output row r = (b, n, t) reads row (b, t, n) of the [B, L, H, D] view.
+  auto input_row = [&](int64_t r) -> int64_t {
+    if (H == 0) return element_offset(x, r * D);
+    const int64_t b = r / rows_per_batch, n = (r / T_len) % H, t = r % T_len;
+    return ((b * T_len + t) * H + n) * D;
+  };
   std::vector<T> cos_t, sin_t;
   rotation_table<T>(p, offsets, in.size() > 2 ? &in[2] : nullptr, T_len, cos_t, sin_t);
   const bool per_row = offsets.size() > 1;
   const int half = p.dims / 2;
-  const int64_t xs = x.strides().back();
+  const int64_t xs = H > 0 ? 1 : x.strides().back();
   const T* xp = x.data<T>();
   T* op = out.data<T>();
   for (int64_t r = 0; r < rows; r++) {
-    const T* xr = xp + element_offset(x, r * D);
+    const T* xr = xp + input_row(r);
     T* o = op + r * D;
     const int64_t b = r / rows_per_batch;
     const int t = int(r % T_len);
@@ -123,7 +134,8 @@ class NativeRope : public CpuTaskPrimitive {
   bool is_equivalent(const mx::Primitive& other) const override {
     auto* o = dynamic_cast<const NativeRope*>(&other);
     return o != nullptr && o->p_.dims == p_.dims && o->p_.traditional == p_.traditional &&
-           o->p_.has_freqs == p_.has_freqs && o->p_.base == p_.base && o->p_.scale == p_.scale;
+           o->p_.has_freqs == p_.has_freqs && o->p_.base == p_.base && o->p_.scale == p_.scale &&
+           o->p_.heads == p_.heads;
   }
 
  protected:
@@ -139,12 +151,16 @@ class NativeRope : public CpuTaskPrimitive {
 
 // The cases NativeRope takes: MLX's own checks pass (rope() below lets MLX's
 // op report every invalid argument) and the types are the ones it implements.
-bool rope_covered(const mx::array& x, int dims, const mx::array& offsets,
+// For an input of `shape` and `dtype` (x itself, or the view rope_heads stands for).
+bool rope_covered(const mx::Shape& shape, mx::Dtype dtype, int dims, const mx::array& offsets,
                   const std::optional<mx::array>& freqs, const mx::Stream& stream) {
-  if (!on_cpu(stream) || x.ndim() < 3 || !is_float(x.dtype()) || !indexable(x)) return false;
-  if (dims <= 0 || dims % 2 != 0 || dims > x.shape(-1)) return false;
+  size_t size = 1;
+  for (int d : shape) size *= size_t(d);
+  if (!on_cpu(stream) || shape.size() < 3 || !is_float(dtype) || size >= (size_t(1) << 31))
+    return false;
+  if (dims <= 0 || dims % 2 != 0 || dims > shape.back()) return false;
   if (offsets.dtype() != mx::int32 || offsets.ndim() > 1) return false;
-  if (offsets.size() != 1 && offsets.size() != size_t(x.shape(0))) return false;
+  if (offsets.size() != 1 && offsets.size() != size_t(shape[0])) return false;
   if (freqs && (freqs->ndim() != 1 || freqs->shape(0) != dims / 2 || !is_float(freqs->dtype())))
     return false;
   return true;
@@ -154,19 +170,39 @@ mx::array rope(const mx::array& x, int dims, bool traditional, bool has_base, fl
                float scale, const mx::array& offsets, const std::optional<mx::array>& freqs) {
   auto stream = mx::default_stream(mx::default_device());
   // base and freqs are exclusive (MLX's op reports both or neither).
-  if (has_base == freqs.has_value() || !rope_covered(x, dims, offsets, freqs, stream)) {
+  if (has_base == freqs.has_value() || !rope_covered(x.shape(), x.dtype(), dims, offsets, freqs, stream)) {
     std::optional<float> b = has_base ? std::optional<float>(base) : std::nullopt;
     return mx::fast::rope(x, dims, traditional, b, scale, offsets, freqs);
   }
   std::vector<mx::array> inputs = {x, offsets};
   if (freqs) inputs.push_back(*freqs);
-  RopeParams p{dims, traditional, freqs.has_value(), has_base ? base : 1.0f, scale};
+  RopeParams p{dims, traditional, freqs.has_value(), has_base ? base : 1.0f, scale, 0};
   return mx::array(x.shape(), x.dtype(), std::make_shared<NativeRope>(stream, p), std::move(inputs));
 }
 
-std::optional<mx::array> optional_array(mlxr_array a) {
-  if (a == nullptr) return std::nullopt;
-  return *static_cast<mx::array*>(a);
+// rope(transpose(reshape(x, [B, L, heads, D]), [0, 2, 1, 3]), ...) for a [B, L, heads * D]
+// x: one NativeRope reading x in place where it covers the case (x row-contiguous; the
+// values are those of the three ops, only the view is not materialized), else the three.
+mx::array rope_heads(const mx::array& x, int heads, int dims, bool traditional, bool has_base,
+                     float base, float scale, const mx::array& offsets,
+                     const std::optional<mx::array>& freqs) {
+  auto stream = mx::default_stream(mx::default_device());
+  if (x.ndim() != 3 || heads <= 0 || x.shape(2) % heads != 0) {
+    throw std::invalid_argument("[rope_heads] x must be [B, L, heads * D], got " +
+                                std::to_string(x.ndim()) + " dims");
+  }
+  const int D = x.shape(2) / heads;
+  mx::Shape view_shape = {x.shape(0), heads, x.shape(1), D};
+  if (has_base == freqs.has_value() || !x.flags().row_contiguous ||
+      !rope_covered(view_shape, x.dtype(), dims, offsets, freqs, stream)) {
+    mx::array view =
+        mx::transpose(mx::reshape(x, {x.shape(0), x.shape(1), heads, D}), {0, 2, 1, 3});
+    return rope(view, dims, traditional, has_base, base, scale, offsets, freqs);
+  }
+  std::vector<mx::array> inputs = {x, offsets};
+  if (freqs) inputs.push_back(*freqs);
+  RopeParams p{dims, traditional, freqs.has_value(), has_base ? base : 1.0f, scale, heads};
+  return mx::array(view_shape, x.dtype(), std::make_shared<NativeRope>(stream, p), std::move(inputs));
 }
 
 }  // namespace
@@ -183,6 +219,21 @@ mlxr_array mlxr_native_rope(mlxr_array x, int dims, bool traditional, bool has_b
     return mlxr::fast::rope(*static_cast<mlx::core::array*>(x), dims, traditional, has_base, base,
                             scale, mlx::core::array(offset, mlx::core::int32),
                             mlxr::fast::optional_array(freqs));
+  });
+}
+
+// mlxr_native_rope of transpose(reshape(x, [B, L, heads, D]), [0, 2, 1, 3]) for a
+// [B, L, heads * D] x (a projection's output), without the view's two ops where the
+// native primitive covers the case. offsets: an int32 array of one offset per batch
+// row, or NULL for the int offset.
+mlxr_array mlxr_native_rope_heads(mlxr_array x, int heads, int dims, bool traditional,
+                                  bool has_base, float base, float scale, int offset,
+                                  mlxr_array offsets, mlxr_array freqs) {
+  return mlxr::guard_array([&] {
+    mlx::core::array off = offsets != nullptr ? *static_cast<mlx::core::array*>(offsets)
+                                              : mlx::core::array(offset, mlx::core::int32);
+    return mlxr::fast::rope_heads(*static_cast<mlx::core::array*>(x), heads, dims, traditional,
+                                  has_base, base, scale, off, mlxr::fast::optional_array(freqs));
   });
 }
 

@@ -50,6 +50,9 @@ struct SdpaParams {
   float scale;
   MaskKind mask;
   bool sinks;
+  // false: the output is [B, Hq, L, Dv]; true: it is
+  // reshape(transpose(out, [0, 2, 1, 3]), [B, L, Hq * Dv]), written in that layout.
+  bool merge_heads;
 };
 
 // Element strides of a [B, H, L, S]-broadcastable mask, 0 on broadcast axes.
@@ -410,7 +413,7 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
           const T* prob = rows4[j] + (p.sinks ? 1 : 0);
           for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
           weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
-          T* dst = op + ((size_t(b) * Hq + h) * L + l) * Dv;
+          T* dst = op + (p.merge_heads ? (size_t(b) * L + l) * Hq + h : (size_t(b) * Hq + h) * L + l) * Dv;
           for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
         }
       }
@@ -428,7 +431,8 @@ class NativeSdpa : public CpuTaskPrimitive {
 
   bool is_equivalent(const mx::Primitive& other) const override {
     auto* o = dynamic_cast<const NativeSdpa*>(&other);
-    return o != nullptr && o->p_.scale == p_.scale && o->p_.mask == p_.mask && o->p_.sinks == p_.sinks;
+    return o != nullptr && o->p_.scale == p_.scale && o->p_.mask == p_.mask && o->p_.sinks == p_.sinks &&
+           o->p_.merge_heads == p_.merge_heads;
   }
 
  protected:
@@ -451,68 +455,84 @@ bool broadcastable(const mx::array& m, const mx::Shape& target) {
   return true;
 }
 
+// mx::fast::scaled_dot_product_attention, evaluated by NativeSdpa where it covers
+// the case (q, k, v rank 4 of one float type; no mask, "causal", or a bool /
+// same-type mask; optional sinks; a CPU default stream on a CPU with AVX2);
+// otherwise MLX's op as is (which also reports invalid arguments). With
+// merge_heads the result is reshape(transpose(out, [0, 2, 1, 3]), [B, L, -1]),
+// which NativeSdpa writes directly.
+mx::array sdpa_array(const mx::array& qa, const mx::array& ka, const mx::array& va, float scale,
+                     const std::string& mode, const std::optional<mx::array>& m,
+                     const std::optional<mx::array>& sk, bool merge_heads) {
+  auto stream = mx::default_stream(mx::default_device());
+  auto mlx_op = [&] {
+    mx::array out = mx::fast::scaled_dot_product_attention(qa, ka, va, scale, mode, m, sk);
+    if (!merge_heads) return out;
+    return mx::reshape(mx::transpose(out, {0, 2, 1, 3}), {out.shape(0), out.shape(2), -1});
+  };
+  if (!on_cpu(stream) || !cpu_has_avx2()) return mlx_op();
+  if (qa.ndim() != 4 || ka.ndim() != 4 || va.ndim() != 4) return mlx_op();
+  if (!indexable(qa) || !indexable(ka) || !indexable(va)) return mlx_op();
+  const mx::Dtype t = qa.dtype();
+  if (!is_float(t) || ka.dtype() != t || va.dtype() != t) return mlx_op();
+  if (ka.shape(0) != qa.shape(0) || va.shape(0) != qa.shape(0) || ka.shape(3) != qa.shape(3) ||
+      ka.shape(1) != va.shape(1) || ka.shape(2) != va.shape(2) || ka.shape(1) == 0 ||
+      qa.shape(1) % ka.shape(1) != 0 || qa.shape(2) == 0 || ka.shape(2) == 0 || qa.shape(3) == 0)
+    return mlx_op();
+  MaskKind kind = MaskKind::None;
+  if (mode == "causal") {
+    if (m) return mlx_op();
+    kind = MaskKind::Causal;
+  } else if (!mode.empty()) {
+    return mlx_op();
+  } else if (m) {
+    mx::Shape target = {qa.shape(0), qa.shape(1), qa.shape(2), ka.shape(2)};
+    if (!broadcastable(*m, target)) return mlx_op();
+    if (m->dtype() == mx::bool_) {
+      kind = MaskKind::Bool;
+    } else if (m->dtype() == t) {
+      kind = MaskKind::Additive;
+    } else {
+      return mlx_op();
+    }
+  }
+  if (sk && (sk->ndim() != 1 || sk->shape(0) != qa.shape(1) || sk->dtype() != t)) return mlx_op();
+  std::vector<mx::array> inputs = {qa, ka, va, mx::array(mx::finfo(t).min, t)};
+  if (m) inputs.push_back(*m);
+  if (sk) inputs.push_back(*sk);
+  SdpaParams p{scale, kind, sk.has_value(), merge_heads};
+  mx::Shape shape = merge_heads ? mx::Shape{qa.shape(0), qa.shape(2), qa.shape(1) * va.shape(3)}
+                                : mx::Shape{qa.shape(0), qa.shape(1), qa.shape(2), va.shape(3)};
+  return mx::array(std::move(shape), t, std::make_shared<NativeSdpa>(stream, p), std::move(inputs));
+}
+
+// The C entry points' handles: q, k, v, and mask and sinks (NULL for none).
+mlxr_array sdpa_entry(mlxr_array q, mlxr_array k, mlxr_array v, float scale, const char* mask_mode,
+                      mlxr_array mask, mlxr_array sinks, bool merge_heads) {
+  return mlxr::guard_array([&] {
+    return sdpa_array(*static_cast<mx::array*>(q), *static_cast<mx::array*>(k),
+                      *static_cast<mx::array*>(v), scale, mask_mode, optional_array(mask),
+                      optional_array(sinks), merge_heads);
+  });
+}
+
 }  // namespace
 
 }  // namespace mlxr::fast
 
 extern "C" {
 
-// mx::fast::scaled_dot_product_attention, evaluated by NativeSdpa where it
-// covers the case (q, k, v rank 4 of one float type; no mask, "causal", or a
-// bool / same-type mask; optional sinks; a CPU default stream on a CPU with
-// AVX2); otherwise MLX's op as is (which also reports invalid arguments).
-// mask_mode: "" (none or mask array given), "causal".
+// mask_mode: "" (none or mask array given), "causal"; mask and sinks may be NULL.
 mlxr_array mlxr_native_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
                             const char* mask_mode, mlxr_array mask, mlxr_array sinks) {
-  namespace mx = mlx::core;
-  using namespace mlxr::fast;
-  return mlxr::guard_array([&]() -> mx::array {
-    const auto& qa = *static_cast<mx::array*>(q);
-    const auto& ka = *static_cast<mx::array*>(k);
-    const auto& va = *static_cast<mx::array*>(v);
-    std::optional<mx::array> m;
-    if (mask != nullptr) m = *static_cast<mx::array*>(mask);
-    std::optional<mx::array> sk;
-    if (sinks != nullptr) sk = *static_cast<mx::array*>(sinks);
-    const std::string mode(mask_mode);
-    auto stream = mx::default_stream(mx::default_device());
-    auto mlx_op = [&] {
-      return mx::fast::scaled_dot_product_attention(qa, ka, va, scale, mode, m, sk);
-    };
-    if (!on_cpu(stream) || !cpu_has_avx2()) return mlx_op();
-    if (qa.ndim() != 4 || ka.ndim() != 4 || va.ndim() != 4) return mlx_op();
-    if (!indexable(qa) || !indexable(ka) || !indexable(va)) return mlx_op();
-    const mx::Dtype t = qa.dtype();
-    if (!is_float(t) || ka.dtype() != t || va.dtype() != t) return mlx_op();
-    if (ka.shape(0) != qa.shape(0) || va.shape(0) != qa.shape(0) || ka.shape(3) != qa.shape(3) ||
-        ka.shape(1) != va.shape(1) || ka.shape(2) != va.shape(2) || ka.shape(1) == 0 ||
-        qa.shape(1) % ka.shape(1) != 0 || qa.shape(2) == 0 || ka.shape(2) == 0 || qa.shape(3) == 0)
-      return mlx_op();
-    MaskKind kind = MaskKind::None;
-    if (mode == "causal") {
-      if (m) return mlx_op();
-      kind = MaskKind::Causal;
-    } else if (!mode.empty()) {
-      return mlx_op();
-    } else if (m) {
-      mx::Shape target = {qa.shape(0), qa.shape(1), qa.shape(2), ka.shape(2)};
-      if (!broadcastable(*m, target)) return mlx_op();
-      if (m->dtype() == mx::bool_) {
-        kind = MaskKind::Bool;
-      } else if (m->dtype() == t) {
-        kind = MaskKind::Additive;
-      } else {
-        return mlx_op();
-      }
-    }
-    if (sk && (sk->ndim() != 1 || sk->shape(0) != qa.shape(1) || sk->dtype() != t)) return mlx_op();
-    std::vector<mx::array> inputs = {qa, ka, va, mx::array(mx::finfo(t).min, t)};
-    if (m) inputs.push_back(*m);
-    if (sk) inputs.push_back(*sk);
-    SdpaParams p{scale, kind, sk.has_value()};
-    return mx::array({qa.shape(0), qa.shape(1), qa.shape(2), va.shape(3)}, t,
-                     std::make_shared<NativeSdpa>(stream, p), std::move(inputs));
-  });
+  return mlxr::fast::sdpa_entry(q, k, v, scale, mask_mode, mask, sinks, false);
+}
+
+// As mlxr_native_sdpa, the heads merged: [B, L, Hq * Dv], as the attention modules
+// pass it to o_proj (mlx-lm: output.transpose(0, 2, 1, 3).reshape(B, L, -1)).
+mlxr_array mlxr_native_sdpa_merged(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
+                                   const char* mask_mode, mlxr_array mask, mlxr_array sinks) {
+  return mlxr::fast::sdpa_entry(q, k, v, scale, mask_mode, mask, sinks, true);
 }
 
 }  // extern "C"

@@ -537,6 +537,35 @@ public final class Mlx {
                 MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
     }
 
+    /**
+     * {@code sdpa(...).transpose(0, 2, 1, 3).reshape(B, L, -1)}: attention with its heads merged
+     * as the attention modules hand it to {@code o_proj}; {@code causal} selects the "causal" mode
+     * ({@code mask} then null), {@code mask} and {@code sinks} null for None. With
+     * {@link CpuKernels#NATIVE} one primitive writes the merged layout where it covers the case;
+     * with {@link CpuKernels#MLX} it is MLX's op and the two view ops, as mlx-lm builds them.
+     */
+    public static MlxArray sdpaMergedHeads(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
+            boolean causal, MlxArray mask, MlxArray sinks) {
+        if (kernels == CpuKernels.NATIVE) {
+            return own(Shim.nativeSdpaMerged(q.handle(), k.handle(), v.handle(), scale, causal ? CAUSAL : NO_MASK,
+                    MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
+        }
+        MlxArray out = causal ? sdpaCausal(kernels, q, k, v, scale, sinks) : sdpa(kernels, q, k, v, scale, mask, sinks);
+        return reshape(transpose(out, 0, 2, 1, 3), q.dim(0), q.dim(2), -1);
+    }
+
+    /**
+     * The native rope of {@code transpose(reshape(x, B, L, heads, -1), 0, 2, 1, 3)} for a
+     * projection's output {@code x} {@code [B, L, heads * D]}: one primitive that reads the heads'
+     * view in place where it covers the case (else the view's ops and the native rope). A base or
+     * {@code freqs} (base null); {@code offsets} (int32 {@code [B]}) or, when null, {@code offset}.
+     */
+    public static MlxArray nativeRopeHeads(MlxArray x, int heads, int dims, boolean traditional, Float base,
+            float scale, int offset, MlxArray offsets, MlxArray freqs) {
+        return own(Shim.nativeRopeHeads(x.handle(), heads, dims, traditional, base != null,
+                base == null ? 0f : base, scale, offset, MlxArray.handleOrNull(offsets), MlxArray.handleOrNull(freqs)));
+    }
+
     // ---- compiled (where mlx-lm compiles) ------------------------------------------
 
     /** mlx-lm's {@code activations.swiglu}: compiled {@code silu(gate) * x}. */

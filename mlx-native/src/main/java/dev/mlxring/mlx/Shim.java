@@ -122,6 +122,8 @@ final class Shim {
     private static final MethodHandle NATIVE_ROPE = NativeLibrary.handle("mlxr_native_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle NATIVE_SDPA = NativeLibrary.handle("mlxr_native_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA_MERGED = NativeLibrary.handle("mlxr_native_sdpa_merged", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_HEADS = NativeLibrary.handle("mlxr_native_rope_heads", FunctionDescriptor.of(ADDR, ADDR, INT, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
@@ -784,6 +786,22 @@ final class Shim {
     static MemorySegment sdpa(boolean nativeKernels, MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
         try {
             return (MemorySegment) (nativeKernels ? NATIVE_SDPA : SDPA).invokeExact(q, k, v, scale, maskMode, mask, sinks);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeSdpaMerged(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+        try {
+            return (MemorySegment) NATIVE_SDPA_MERGED.invokeExact(q, k, v, scale, maskMode, mask, sinks);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeRopeHeads(MemorySegment x, int heads, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment offsets, MemorySegment freqs) {
+        try {
+            return (MemorySegment) NATIVE_ROPE_HEADS.invokeExact(x, heads, dims, traditional, hasBase, base, scale, offset, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }

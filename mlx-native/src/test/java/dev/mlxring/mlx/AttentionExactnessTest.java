@@ -97,6 +97,10 @@ class AttentionExactnessTest {
                 actual = Mlx.sdpa(CpuKernels.NATIVE, q, k, v, c.scale, mask, sinks);
             }
             SameBytes.assertSame(c.toString(), expected, actual);
+            // the heads merged as o_proj takes them: MLX's op and two view ops, or one primitive
+            SameBytes.assertSame(c + " (heads merged)",
+                    Mlx.sdpaMergedHeads(CpuKernels.MLX, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks),
+                    Mlx.sdpaMergedHeads(CpuKernels.NATIVE, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks));
         }
     }
 

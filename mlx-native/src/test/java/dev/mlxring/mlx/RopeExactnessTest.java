@@ -110,6 +110,39 @@ class RopeExactnessTest {
         }
     }
 
+    static Stream<Case> headsCases() {
+        return cases().filter(c -> c.layout == Layout.HEADS_TRANSPOSED);
+    }
+
+    /**
+     * The rope of the heads' view of a projection's output {@code [B, L, H * D]}, read in place by
+     * one native primitive, against MLX's reshape, transpose and rope.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("headsCases")
+    void headsViewSameBytesAsMlx(Case c) {
+        SplittableRandom rnd = SameBytes.seeded(c);
+        try (ArrayScope s = ArrayScope.open()) {
+            MlxArray flat = SameBytes.array(rnd, c.dtype, SameBytes.magnitude(c.data, c.dtype), c.data, c.b, c.l,
+                    c.h * c.d);
+            MlxArray view = Mlx.transpose(Mlx.reshape(flat, c.b, c.l, c.h, c.d), 0, 2, 1, 3);
+            MlxArray freqs = c.freqs ? frequencies(c.dims / 2, rnd) : null;
+            MlxArray offsets = c.offsets.length > 1 ? Mlx.fromInts(c.offsets, c.offsets.length) : null;
+            int o = c.offsets[0];
+            MlxArray expected;
+            if (offsets == null) {
+                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
+                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, o);
+            } else {
+                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
+                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, offsets);
+            }
+            MlxArray actual = Mlx.nativeRopeHeads(flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale,
+                    o, offsets, freqs);
+            SameBytes.assertSame(c + " (heads view)", expected, actual);
+        }
+    }
+
     /** Positive frequencies spread over decades as llama3 / yarn produce them (float32). */
     private static MlxArray frequencies(int n, SplittableRandom rnd) {
         float[] f = new float[n];
@@ -121,7 +154,8 @@ class RopeExactnessTest {
 
     private static MlxArray input(Case c, SplittableRandom rnd, float mag) {
         return switch (c.layout) {
-            case HEADS_TRANSPOSED -> Mlx.transpose(SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.h, c.d),
+            case HEADS_TRANSPOSED -> Mlx.transpose(
+                    Mlx.reshape(SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.h * c.d), c.b, c.l, c.h, c.d),
                     0, 2, 1, 3);
             case CONTIGUOUS -> SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.h, c.l, c.d);
             case RANK3 -> SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.d);

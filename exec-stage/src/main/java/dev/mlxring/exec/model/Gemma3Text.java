@@ -119,9 +119,7 @@ final class Gemma3Text implements LanguageModel {
                 queries = rope.forward(queries, offset);
                 keys = rope.forward(keys, offset);
             }
-            MlxArray output = SelfAttention.attend(kernels, queries, keys, values, cache, scale, mask);
-            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
-            return oProj.forward(output);
+            return oProj.forward(SelfAttention.attend(kernels, queries, keys, values, cache, scale, mask));
         }
     }
 

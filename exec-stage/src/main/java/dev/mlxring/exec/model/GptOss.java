@@ -120,10 +120,8 @@ final class GptOss implements LanguageModel {
                 // before a run because the sliding layers rotate.
                 default -> throw new IllegalStateException("gpt_oss attention cannot run over " + cache);
             };
-            MlxArray vHat = mask.causal()
-                    ? Mlx.sdpaCausal(kernels, q, kv[0], kv[1], smScale, sinks)
-                    : Mlx.sdpa(kernels, q, kv[0], kv[1], smScale, mask.array(), sinks);
-            return oProj.forward(Mlx.reshape(Mlx.transpose(vHat, 0, 2, 1, 3), b, l, -1));
+            return oProj.forward(Mlx.sdpaMergedHeads(kernels, q, kv[0], kv[1], smScale, mask.causal(),
+                    mask.causal() ? null : mask.array(), sinks));
         }
     }
 

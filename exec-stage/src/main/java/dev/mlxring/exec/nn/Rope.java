@@ -31,6 +31,25 @@ public interface Rope extends AutoCloseable {
                 + " rope does not run in a batch (mlx-lm's version needs an int offset)");
     }
 
+    /**
+     * {@code forward(x.reshape(B, L, heads, -1).transpose(0, 2, 1, 3), offset)} for a projection's
+     * output {@code x} {@code [B, L, heads * D]}, as the attention modules rotate queries and keys.
+     * A rope whose kernels are native may read the heads' view in place (same values, two ops fewer).
+     */
+    default MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+        return forward(headsView(x, heads), offset);
+    }
+
+    /** {@link #forwardHeads(MlxArray, int, int)} with one offset per batch row. */
+    default MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+        return forward(headsView(x, heads), offsets);
+    }
+
+    /** {@code x.reshape(B, L, heads, -1).transpose(0, 2, 1, 3)}. */
+    static MlxArray headsView(MlxArray x, int heads) {
+        return Mlx.transpose(Mlx.reshape(x, x.dim(0), x.dim(1), heads, -1), 0, 2, 1, 3);
+    }
+
     /** Whether {@link #forward(MlxArray, MlxArray)} exists: every type but dynamic NTK. */
     default boolean batchable() {
         return !(this instanceof DynamicNtk);
@@ -145,6 +164,20 @@ public interface Rope extends AutoCloseable {
         public MlxArray forward(MlxArray x, MlxArray offsets) {
             return Mlx.rope(kernels, x, dims, traditional, base, scale, offsets);
         }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, base, scale, offset, null, null)
+                    : Rope.super.forwardHeads(x, heads, offset);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, base, scale, 0, offsets, null)
+                    : Rope.super.forwardHeads(x, heads, offsets);
+        }
     }
 
     /** {@code Llama3RoPE}: precomputed frequencies, {@code base=None}. Owns its freqs array. */
@@ -193,6 +226,20 @@ public interface Rope extends AutoCloseable {
         @Override
         public MlxArray forward(MlxArray x, MlxArray offsets) {
             return Mlx.rope(kernels, x, dims, traditional, 1.0f, offsets, freqs);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, null, 1.0f, offset, null, freqs)
+                    : Rope.super.forwardHeads(x, heads, offset);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, null, 1.0f, 0, offsets, freqs)
+                    : Rope.super.forwardHeads(x, heads, offsets);
         }
 
         @Override
