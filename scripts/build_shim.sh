@@ -6,6 +6,9 @@
 #   scripts/build_shim.sh                               # against the venv's mlx package
 #   scripts/build_shim.sh --mlx-dir DIR --out FILE      # against an unpacked wheel's mlx/ folder
 #                                                       # (scripts/gpu/pack.sh: the mlx-cuda-13 wheel)
+#   MLXR_CXXFLAGS=-DMLXR_FAST_OPS_OFF scripts/build_shim.sh --out /tmp/a.so
+#                                                       # extra compiler flags (an A/B build whose
+#                                                       # native fast:: entry points take MLX's ops)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mlx_dir=""
@@ -27,7 +30,8 @@ src_dir="$root/mlx-native/src/main/c"
 srcs=("$src_dir"/*.cpp)
 out_dir="$(dirname "$out")"
 stamp="${out%.so}.stamp"
-want="$(cat "${srcs[@]}" "$src_dir"/*.h 2>/dev/null | sha256sum | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so") $mlx_dir"
+extra_flags="${MLXR_CXXFLAGS:-}"
+want="$(cat "${srcs[@]}" "$src_dir"/*.h 2>/dev/null | sha256sum | cut -c1-16) $(stat -c %s "$mlx_dir/lib/libmlx.so") $mlx_dir $extra_flags"
 if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
@@ -36,12 +40,12 @@ echo "[setup] compiling the MLX shim (${#srcs[@]} files in $src_dir) against $ml
 # A shared library may leave its dependencies' dependencies unresolved at link time: mlx-cuda's
 # libmlx needs the CUDA libraries, which a build machine without a GPU need not have.
 # One compiler per source file, as many at once as there are CPUs (the kernel files are slow to
-# compile), then one link.
-obj_dir="$out_dir/obj"
+# compile), then one link. $extra_flags is a list of flags, split on purpose.
+obj_dir="${out%.so}.obj"  # per output, so two builds into one folder cannot mix objects
 rm -rf "$obj_dir"; mkdir -p "$obj_dir"
 printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c \
-  'c++ -std=c++20 -O2 -ffp-contract=off -fPIC -Wall -Wno-unused-function -I"$1/include" -c "$2" -o "$3/$(basename "$2" .cpp).o"' \
-  sh "$mlx_dir" {} "$obj_dir"
+  'c++ -std=c++20 -O2 -ffp-contract=off -fPIC -Wall -Wno-unused-function $4 -I"$1/include" -c "$2" -o "$3/$(basename "$2" .cpp).o"' \
+  sh "$mlx_dir" {} "$obj_dir" "$extra_flags"
 c++ -shared "$obj_dir"/*.o -L"$mlx_dir/lib" -lmlx \
   -Wl,--allow-shlib-undefined -Wl,-rpath,"$mlx_dir/lib" -o "$out.tmp"
 mv "$out.tmp" "$out"

@@ -4,10 +4,12 @@ import java.util.Arrays;
 import java.util.Locale;
 
 /**
- * Which CPU kernels evaluate {@code quantized_matmul(x, W, scales, biases, transpose=True)}:
- * {@link #MLX} is MLX's own op; {@link #NATIVE} is the shim's exact x86 kernel, whose output
- * bytes equal MLX's (cases it does not cover still take MLX's op). Chosen once when a model is
- * loaded ({@code --cpu-kernels}); immutable and thread-safe.
+ * Which CPU kernels evaluate {@code quantized_matmul(x, W, scales, biases, transpose=True)} and
+ * MLX's {@code fast::} ops ({@code rms_norm}, {@code rope}, {@code scaled_dot_product_attention},
+ * which have no CPU kernel in MLX and evaluate their fallback graphs there): {@link #MLX} is
+ * MLX's own op; {@link #NATIVE} is the shim's exact x86 kernel or primitive, whose output bytes
+ * equal MLX's (cases it does not cover still take MLX's op). Chosen once when a model is loaded
+ * ({@code --cpu-kernels}); immutable and thread-safe.
  */
 public enum CpuKernels {
     MLX,

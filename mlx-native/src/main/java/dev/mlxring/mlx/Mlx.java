@@ -289,6 +289,14 @@ public final class Mlx {
                 MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE, isa.code));
     }
 
+    /**
+     * Whether {@code a} is (unevaluated) output of one of the native primitives that replace
+     * the CPU fallbacks of MLX's {@code fast::} ops (rms_norm, rope, attention).
+     */
+    public static boolean isNativeFastOp(MlxArray a) {
+        return Shim.isNativeFastOp(a.handle());
+    }
+
     /** Whether {@code a} is (unevaluated) output of the native quantized-matmul kernel. */
     public static boolean isNativeQuantizedMatmul(MlxArray a) {
         return Shim.isNativeQuantizedMatmul(a.handle());
@@ -440,7 +448,12 @@ public final class Mlx {
     // ---- fast ------------------------------------------------------------------
 
     public static MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
-        return own(Shim.rmsNorm(x.handle(), MlxArray.handleOrNull(weight), eps));
+        return rmsNorm(CpuKernels.MLX, x, weight, eps);
+    }
+
+    /** {@code mx.fast.rms_norm} evaluated by {@code kernels} (see {@link CpuKernels#NATIVE}). */
+    public static MlxArray rmsNorm(CpuKernels kernels, MlxArray x, MlxArray weight, float eps) {
+        return own(Shim.rmsNorm(kernels == CpuKernels.NATIVE, x.handle(), MlxArray.handleOrNull(weight), eps));
     }
 
     public static MlxArray layerNorm(MlxArray x, MlxArray weight, MlxArray bias, float eps) {
@@ -449,46 +462,119 @@ public final class Mlx {
 
     /** {@code mx.fast.rope} with a base (freqs=None). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, int offset) {
-        return own(Shim.rope(x.handle(), dims, traditional, true, base, scale, offset, MemorySegment.NULL));
+        return rope(CpuKernels.MLX, x, dims, traditional, base, scale, offset);
+    }
+
+    /** {@code mx.fast.rope} with a base (freqs=None), evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
+            int offset) {
+        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale, offset,
+                MemorySegment.NULL));
     }
 
     /** {@code mx.fast.rope} with explicit frequencies (base=None). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
-        return own(Shim.rope(x.handle(), dims, traditional, false, 0f, scale, offset, freqs.handle()));
+        return rope(CpuKernels.MLX, x, dims, traditional, scale, offset, freqs);
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies (base=None), evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale, int offset,
+            MlxArray freqs) {
+        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale, offset,
+                freqs.handle()));
     }
 
     /** {@code mx.fast.rope} with a base and one offset per batch row ({@code offsets}: int32 {@code [B]}). */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float base, float scale, MlxArray offsets) {
-        return own(Shim.ropeOffsets(x.handle(), dims, traditional, true, base, scale, offsets.handle(), MemorySegment.NULL));
+        return rope(CpuKernels.MLX, x, dims, traditional, base, scale, offsets);
+    }
+
+    /** {@code mx.fast.rope} with a base and one offset per batch row, evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
+            MlxArray offsets) {
+        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale,
+                offsets.handle(), MemorySegment.NULL));
     }
 
     /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row. */
     public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
-        return own(Shim.ropeOffsets(x.handle(), dims, traditional, false, 0f, scale, offsets.handle(), freqs.handle()));
+        return rope(CpuKernels.MLX, x, dims, traditional, scale, offsets, freqs);
+    }
+
+    /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row, evaluated by {@code kernels}. */
+    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale,
+            MlxArray offsets, MlxArray freqs) {
+        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale,
+                offsets.handle(), freqs.handle()));
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with {@code mask="causal"}. */
     public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
-                MemorySegment.NULL));
+        return sdpaCausal(CpuKernels.MLX, q, k, v, scale, null);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with an array mask, or none when {@code mask} is null. */
     public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
-                MemorySegment.NULL));
+        return sdpa(CpuKernels.MLX, q, k, v, scale, mask, null);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)}. */
     public static MlxArray sdpaCausal(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray sinks) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, CAUSAL, MemorySegment.NULL,
-                MlxArray.handleOrNull(sinks)));
+        return sdpaCausal(CpuKernels.MLX, q, k, v, scale, sinks);
     }
 
     /** {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)}; {@code mask} null for None. */
     public static MlxArray sdpa(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask, MlxArray sinks) {
-        return own(Shim.sdpa(q.handle(), k.handle(), v.handle(), scale, NO_MASK, MlxArray.handleOrNull(mask),
-                MlxArray.handleOrNull(sinks)));
+        return sdpa(CpuKernels.MLX, q, k, v, scale, mask, sinks);
+    }
+
+    /**
+     * {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)} evaluated by
+     * {@code kernels}; {@code sinks} null for None.
+     */
+    public static MlxArray sdpaCausal(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
+            MlxArray sinks) {
+        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, CAUSAL,
+                MemorySegment.NULL, MlxArray.handleOrNull(sinks)));
+    }
+
+    /**
+     * {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)} evaluated by
+     * {@code kernels}; {@code mask} and {@code sinks} null for None.
+     */
+    public static MlxArray sdpa(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask,
+            MlxArray sinks) {
+        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, NO_MASK,
+                MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
+    }
+
+    /**
+     * {@code sdpa(...).transpose(0, 2, 1, 3).reshape(B, L, -1)}: attention with its heads merged
+     * as the attention modules hand it to {@code o_proj}; {@code causal} selects the "causal" mode
+     * ({@code mask} then null), {@code mask} and {@code sinks} null for None. With
+     * {@link CpuKernels#NATIVE} one primitive writes the merged layout where it covers the case;
+     * with {@link CpuKernels#MLX} it is MLX's op and the two view ops, as mlx-lm builds them.
+     */
+    public static MlxArray sdpaMergedHeads(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
+            boolean causal, MlxArray mask, MlxArray sinks) {
+        if (kernels == CpuKernels.NATIVE) {
+            return own(Shim.nativeSdpaMerged(q.handle(), k.handle(), v.handle(), scale, causal ? CAUSAL : NO_MASK,
+                    MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
+        }
+        MlxArray out = causal ? sdpaCausal(kernels, q, k, v, scale, sinks) : sdpa(kernels, q, k, v, scale, mask, sinks);
+        return reshape(transpose(out, 0, 2, 1, 3), q.dim(0), q.dim(2), -1);
+    }
+
+    /**
+     * The native rope of {@code transpose(reshape(x, B, L, heads, -1), 0, 2, 1, 3)} for a
+     * projection's output {@code x} {@code [B, L, heads * D]}: one primitive that reads the heads'
+     * view in place where it covers the case (else the view's ops and the native rope). A base or
+     * {@code freqs} (base null); {@code offsets} (int32 {@code [B]}) or, when null, {@code offset}.
+     */
+    public static MlxArray nativeRopeHeads(MlxArray x, int heads, int dims, boolean traditional, Float base,
+            float scale, int offset, MlxArray offsets, MlxArray freqs) {
+        return own(Shim.nativeRopeHeads(x.handle(), heads, dims, traditional, base != null,
+                base == null ? 0f : base, scale, offset, MlxArray.handleOrNull(offsets), MlxArray.handleOrNull(freqs)));
     }
 
     // ---- compiled (where mlx-lm compiles) ------------------------------------------

@@ -115,11 +115,18 @@ final class Shim {
     private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
     private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
     private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle NATIVE_RMS_NORM = NativeLibrary.handle("mlxr_native_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle IS_NATIVE_FAST_OP = NativeLibrary.handle("mlxr_is_native_fast_op", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
     private static final MethodHandle TAKE_ALONG_AXIS = NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle("mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle("mlxr_native_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
     private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
+    private static final MethodHandle NATIVE_ROPE = NativeLibrary.handle("mlxr_native_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
     private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA = NativeLibrary.handle("mlxr_native_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA_MERGED = NativeLibrary.handle("mlxr_native_sdpa_merged", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_HEADS = NativeLibrary.handle("mlxr_native_rope_heads", FunctionDescriptor.of(ADDR, ADDR, INT, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
@@ -611,9 +618,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment ropeOffsets(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
+    static MemorySegment ropeOffsets(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
         try {
-            return (MemorySegment) ROPE_OFFSETS.invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE_OFFSETS : ROPE_OFFSETS).invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -699,6 +706,14 @@ final class Shim {
         }
     }
 
+    static boolean isNativeFastOp(MemorySegment a) {
+        try {
+            return (int) IS_NATIVE_FAST_OP.invokeExact(a) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     static boolean isNativeQuantizedMatmul(MemorySegment a) {
         try {
             return (int) IS_NATIVE_QUANTIZED_MATMUL.invokeExact(a) != 0;
@@ -763,9 +778,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment rmsNorm(MemorySegment x, MemorySegment weight, float eps) {
+    static MemorySegment rmsNorm(boolean nativeKernels, MemorySegment x, MemorySegment weight, float eps) {
         try {
-            return (MemorySegment) RMS_NORM.invokeExact(x, weight, eps);
+            return (MemorySegment) (nativeKernels ? NATIVE_RMS_NORM : RMS_NORM).invokeExact(x, weight, eps);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -779,17 +794,33 @@ final class Shim {
         }
     }
 
-    static MemorySegment rope(MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
+    static MemorySegment rope(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
         try {
-            return (MemorySegment) ROPE.invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE : ROPE).invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    static MemorySegment sdpa(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+    static MemorySegment sdpa(boolean nativeKernels, MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
         try {
-            return (MemorySegment) SDPA.invokeExact(q, k, v, scale, maskMode, mask, sinks);
+            return (MemorySegment) (nativeKernels ? NATIVE_SDPA : SDPA).invokeExact(q, k, v, scale, maskMode, mask, sinks);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeSdpaMerged(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+        try {
+            return (MemorySegment) NATIVE_SDPA_MERGED.invokeExact(q, k, v, scale, maskMode, mask, sinks);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeRopeHeads(MemorySegment x, int heads, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment offsets, MemorySegment freqs) {
+        try {
+            return (MemorySegment) NATIVE_ROPE_HEADS.invokeExact(x, heads, dims, traditional, hasBase, base, scale, offset, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -8,6 +8,7 @@ import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -58,13 +59,13 @@ final class Gemma3Text implements LanguageModel {
     }
 
     /** gemma3_text's {@code RMSNorm}: {@code mx.fast.rms_norm(x, 1.0 + weight, eps)}. */
-    record RmsNorm(MlxArray weight, float eps) {
+    record RmsNorm(MlxArray weight, float eps, CpuKernels kernels) {
         static RmsNorm load(Parameters params, String path, double eps) {
-            return new RmsNorm(params.get(path + ".weight"), (float) eps);
+            return new RmsNorm(params.get(path + ".weight"), (float) eps, params.kernels());
         }
 
         MlxArray forward(MlxArray x) {
-            return Mlx.rmsNorm(x, Mlx.add(weight, Mlx.scalar(1.0, weight.dtype())), eps);
+            return Mlx.rmsNorm(kernels, x, Mlx.add(weight, Mlx.scalar(1.0, weight.dtype())), eps);
         }
     }
 
@@ -83,12 +84,13 @@ final class Gemma3Text implements LanguageModel {
 
     /** {@code Attention}: its own rope per layer kind; q/k norms on {@code [B, H, L, D]}. */
     record Attention(int nHeads, int nKvHeads, float scale, Linear qProj, Linear kProj, Linear vProj, Linear oProj,
-            RmsNorm qNorm, RmsNorm kNorm, Rope rope) {
+            RmsNorm qNorm, RmsNorm kNorm, Rope rope, CpuKernels kernels) {
         static Attention load(ModelConfig config, Parameters params, String path, Args a, int layer) {
             int dim = a.hiddenSize();
             Rope rope = a.isGlobal(layer)
-                    ? Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), a.maxPositionEmbeddings())
-                    : Rope.initialize(a.headDim(), a.ropeLocalBaseFreq(), false, null, null);
+                    ? Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), a.maxPositionEmbeddings(),
+                            params.kernels())
+                    : Rope.initialize(a.headDim(), a.ropeLocalBaseFreq(), false, null, null, params.kernels());
             return new Attention(a.numAttentionHeads(), a.numKeyValueHeads(),
                     (float) Math.pow(a.queryPreAttnScalar(), -0.5),
                     Linear.load(config, params, path + ".q_proj", dim),
@@ -96,7 +98,7 @@ final class Gemma3Text implements LanguageModel {
                     Linear.load(config, params, path + ".v_proj", dim),
                     Linear.load(config, params, path + ".o_proj", a.numAttentionHeads() * a.headDim()),
                     RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()),
-                    RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()), rope);
+                    RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()), rope, params.kernels());
         }
 
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
@@ -117,9 +119,7 @@ final class Gemma3Text implements LanguageModel {
                 queries = rope.forward(queries, offset);
                 keys = rope.forward(keys, offset);
             }
-            MlxArray output = SelfAttention.attend(queries, keys, values, cache, scale, mask);
-            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
-            return oProj.forward(output);
+            return oProj.forward(SelfAttention.attend(kernels, queries, keys, values, cache, scale, mask));
         }
     }
 

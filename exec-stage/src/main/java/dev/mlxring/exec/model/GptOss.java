@@ -14,6 +14,7 @@ import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.exec.nn.SwitchLinear;
 import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -83,7 +84,7 @@ final class GptOss implements LanguageModel {
 
     /** {@code AttentionBlock}: biased projections, rope, attention with the layer's sinks. */
     record Attention(int headDim, float smScale, MlxArray sinks, Linear qProj, Linear kProj, Linear vProj,
-            Linear oProj, Rope rope) {
+            Linear oProj, Rope rope, CpuKernels kernels) {
         /**
          * With a {@code shard}, this rank's part as mlx-lm's {@code shard()}: q/k/v all-to-sharded,
          * o sharded-to-all, the head counts divided and the sinks of this rank's heads
@@ -92,14 +93,14 @@ final class GptOss implements LanguageModel {
         static Attention load(ModelConfig config, Parameters params, String path, Args a, TensorShard shard) {
             int dim = a.hiddenSize();
             int oInDims = a.numAttentionHeads() * a.headDim();
-            Rope rope = Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null);
+            Rope rope = Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null, params.kernels());
             float scale = (float) (1 / Math.sqrt(a.headDim()));
             if (shard == null) {
                 return new Attention(a.headDim(), scale, params.get(path + ".sinks"),
                         Linear.load(config, params, path + ".q_proj", dim),
                         Linear.load(config, params, path + ".k_proj", dim),
                         Linear.load(config, params, path + ".v_proj", dim),
-                        Linear.load(config, params, path + ".o_proj", oInDims), rope);
+                        Linear.load(config, params, path + ".o_proj", oInDims), rope, params.kernels());
             }
             shard.divide("num_attention_heads", a.numAttentionHeads());
             shard.divide("num_key_value_heads", a.numKeyValueHeads());
@@ -108,7 +109,7 @@ final class GptOss implements LanguageModel {
             Linear v = shard.allToSharded(config, params, path + ".v_proj", dim);
             Linear o = shard.shardedToAll(config, params, path + ".o_proj", oInDims);
             shard.keepBlock(params, path + ".sinks", 0);
-            return new Attention(a.headDim(), scale, params.get(path + ".sinks"), q, k, v, o, rope);
+            return new Attention(a.headDim(), scale, params.get(path + ".sinks"), q, k, v, o, rope, params.kernels());
         }
 
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
@@ -137,10 +138,8 @@ final class GptOss implements LanguageModel {
                 // before a run because the sliding layers rotate.
                 default -> throw new IllegalStateException("gpt_oss attention cannot run over " + cache);
             };
-            MlxArray vHat = mask.causal()
-                    ? Mlx.sdpaCausal(q, kv[0], kv[1], smScale, sinks)
-                    : Mlx.sdpa(q, kv[0], kv[1], smScale, mask.array(), sinks);
-            return oProj.forward(Mlx.reshape(Mlx.transpose(vHat, 0, 2, 1, 3), b, l, -1));
+            return oProj.forward(Mlx.sdpaMergedHeads(kernels, q, kv[0], kv[1], smScale, mask.causal(),
+                    mask.causal() ? null : mask.array(), sinks));
         }
     }
 

@@ -5,6 +5,7 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.List;
@@ -43,7 +44,7 @@ final class Phi3 {
                         (float) Math.pow(headDim, -0.5),
                         Linear.load(c, params, path + ".qkv_proj", hidden),
                         Linear.load(c, params, path + ".o_proj", heads * headDim),
-                        rope(a, ropeDim, originalMax));
+                        rope(a, ropeDim, originalMax, params.kernels()), params.kernels());
             }
 
             @Override
@@ -75,13 +76,13 @@ final class Phi3 {
         return s;
     }
 
-    private static Rope rope(DecoderArgs a, int ropeDim, int originalMax) {
+    private static Rope rope(DecoderArgs a, int ropeDim, int originalMax, CpuKernels kernels) {
         Map<String, Object> s = a.ropeScaling();
         if (s != null && (s.get("type").equals("longrope") || s.get("type").equals("su"))) {
             if (!s.containsKey("short_factor")) {
                 throw new ModelLoadException("rope_scaling.short_factor is missing (" + s.get("type") + ")");
             }
-            return Rope.SuScaled.of(ropeDim, a.ropeTheta(), a.maxPositionEmbeddings(), originalMax, s.get("long_factor"));
+            return Rope.SuScaled.of(ropeDim, a.ropeTheta(), a.maxPositionEmbeddings(), originalMax, s.get("long_factor"), kernels);
         }
         double scale = 1.0;
         if (s != null) {
@@ -91,12 +92,12 @@ final class Phi3 {
             }
             scale = 1 / factor;
         }
-        return new Rope.Standard(ropeDim, a.ropeTraditional(), (float) a.ropeTheta(), (float) scale);
+        return new Rope.Standard(ropeDim, a.ropeTraditional(), (float) a.ropeTheta(), (float) scale, kernels);
     }
 
     /** {@code Attention}: one projection for q, k and v, split at the head boundaries. */
-    record Attention(int nHeads, int nKvHeads, int headDim, float scale, Linear qkvProj, Linear oProj, Rope rope)
-            implements DecoderModel.Attention {
+    record Attention(int nHeads, int nKvHeads, int headDim, float scale, Linear qkvProj, Linear oProj, Rope rope,
+            CpuKernels kernels) implements DecoderModel.Attention {
         @Override
         public MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             int b = x.dim(0);
@@ -110,9 +111,7 @@ final class Phi3 {
             int offset = cache == null ? 0 : cache.offset();
             queries = rope.forward(queries, offset);
             keys = rope.forward(keys, offset);
-            MlxArray output = SelfAttention.attend(queries, keys, values, cache, scale, mask);
-            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
-            return oProj.forward(output);
+            return oProj.forward(SelfAttention.attend(kernels, queries, keys, values, cache, scale, mask));
         }
 
         @Override

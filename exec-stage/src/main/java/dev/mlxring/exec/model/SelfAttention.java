@@ -12,6 +12,7 @@ import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -31,6 +32,7 @@ final class SelfAttention implements DecoderModel.Attention {
     private final RmsNorm qNorm;
     private final RmsNorm kNorm;
     private final Rope rope;
+    private final CpuKernels kernels;
 
     SelfAttention(ModelConfig config, Parameters params, String path, DecoderArgs a) {
         this(config, params, path, a, null);
@@ -66,7 +68,8 @@ final class SelfAttention implements DecoderModel.Attention {
         this.qNorm = a.qkNorm() ? RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()) : null;
         this.kNorm = a.qkNorm() ? RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()) : null;
         this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling(),
-                a.maxPositionEmbeddings());
+                a.maxPositionEmbeddings(), params.kernels());
+        this.kernels = params.kernels();
     }
 
     /** {@code mask} as {@code create_attention_mask} made it for this call. */
@@ -76,46 +79,44 @@ final class SelfAttention implements DecoderModel.Attention {
         int l = x.dim(1);
         MlxArray queries = qProj.forward(x);
         MlxArray keys = kProj.forward(x);
-        MlxArray values = vProj.forward(x);
-
-        queries = Mlx.reshape(queries, b, l, nHeads, -1);
-        keys = Mlx.reshape(keys, b, l, nKvHeads, -1);
+        MlxArray values = Mlx.transpose(Mlx.reshape(vProj.forward(x), b, l, nKvHeads, -1), 0, 2, 1, 3);
+        // llama.py: rope(x, offset=cache.offset), the offset array of a batch cache
+        boolean batch = cache instanceof BatchKvCache || cache instanceof BatchRotatingKvCache;
+        int offset = cache == null || batch ? 0 : cache.offset();
         if (qNorm != null) {
-            queries = qNorm.forward(queries);
-            keys = kNorm.forward(keys);
+            // qwen3: the norms run on [B, L, H, D], before the transpose
+            queries = Mlx.transpose(qNorm.forward(Mlx.reshape(queries, b, l, nHeads, -1)), 0, 2, 1, 3);
+            keys = Mlx.transpose(kNorm.forward(Mlx.reshape(keys, b, l, nKvHeads, -1)), 0, 2, 1, 3);
+            queries = batch ? rope.forward(queries, mask.offsets()) : rope.forward(queries, offset);
+            keys = batch ? rope.forward(keys, mask.offsets()) : rope.forward(keys, offset);
+        } else {
+            // the rope over each projection's [B, H, L, D] view
+            queries = batch ? rope.forwardHeads(queries, nHeads, mask.offsets())
+                    : rope.forwardHeads(queries, nHeads, offset);
+            keys = batch ? rope.forwardHeads(keys, nKvHeads, mask.offsets()) : rope.forwardHeads(keys, nKvHeads, offset);
         }
-        queries = Mlx.transpose(queries, 0, 2, 1, 3);
-        keys = Mlx.transpose(keys, 0, 2, 1, 3);
-        values = Mlx.transpose(Mlx.reshape(values, b, l, nKvHeads, -1), 0, 2, 1, 3);
-
-        if (cache instanceof BatchKvCache || cache instanceof BatchRotatingKvCache) {
-            // llama.py: rope(x, offset=cache.offset) with the offset array, then the array mask.
-            queries = rope.forward(queries, mask.offsets());
-            keys = rope.forward(keys, mask.offsets());
-            MlxArray[] kv = cache instanceof BatchKvCache batch ? batch.updateAndFetch(keys, values)
+        if (batch) {
+            // then the array mask
+            MlxArray[] kv = cache instanceof BatchKvCache bk ? bk.updateAndFetch(keys, values)
                     : ((BatchRotatingKvCache) cache).updateAndFetch(keys, values);
-            MlxArray output = Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
-            output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
-            return oProj.forward(output);
+            return oProj.forward(
+                    Mlx.sdpaMergedHeads(kernels, queries, kv[0], kv[1], scale, false, mask.array(), null));
         }
-        int offset = cache == null ? 0 : cache.offset();
-        queries = rope.forward(queries, offset);
-        keys = rope.forward(keys, offset);
-        MlxArray output = attend(queries, keys, values, cache, scale, mask);
-        output = Mlx.reshape(Mlx.transpose(output, 0, 2, 1, 3), b, l, -1);
-        return oProj.forward(output);
+        return oProj.forward(attend(kernels, queries, keys, values, cache, scale, mask));
     }
 
     /**
      * {@code cache.update_and_fetch(keys, values)} then mlx-lm's
      * {@code scaled_dot_product_attention}: the quantized path for a quantized cache, else
-     * {@code mx.fast.scaled_dot_product_attention} with the mask as given.
+     * {@code mx.fast.scaled_dot_product_attention} with the mask as given; the result with its
+     * heads merged, {@code output.transpose(0, 2, 1, 3).reshape(B, L, -1)}, as o_proj takes it.
      */
-    static MlxArray attend(MlxArray queries, MlxArray keys, MlxArray values, KvCache cache, float scale,
-            AttentionMask mask) {
+    static MlxArray attend(CpuKernels kernels, MlxArray queries, MlxArray keys, MlxArray values, KvCache cache,
+            float scale, AttentionMask mask) {
         if (cache instanceof QuantizedKvCache q) {
             MlxArray[] kv = q.updateAndFetch(keys, values);
-            return quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
+            MlxArray out = quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
+            return Mlx.reshape(Mlx.transpose(out, 0, 2, 1, 3), queries.dim(0), queries.dim(2), -1);
         }
         MlxArray[] kv = switch (cache) {
             case DenseKvCache d -> d.updateAndFetch(keys, values);
@@ -125,9 +126,8 @@ final class SelfAttention implements DecoderModel.Attention {
             case null -> new MlxArray[] {keys, values};
             default -> throw new IllegalStateException("unexpected cache " + cache);
         };
-        return mask.causal()
-                ? Mlx.sdpaCausal(queries, kv[0], kv[1], scale)
-                : Mlx.sdpa(queries, kv[0], kv[1], scale, mask.array());
+        return Mlx.sdpaMergedHeads(kernels, queries, kv[0], kv[1], scale, mask.causal(),
+                mask.causal() ? null : mask.array(), null);
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.mlxring.exec.nn;
 
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -14,6 +15,7 @@ import java.util.Map;
  * class reproduces its Python counterpart's MLX op graph op for op: Python scalars meeting an
  * array become arrays of that array's dtype ({@code to_arrays}), Python float arithmetic stays in
  * doubles (with libm's {@code log}/{@code pow}, see {@link PyFloat}) until MLX rounds it to float.
+ * Each evaluates {@code mx.fast.rope} with the model's {@link CpuKernels}.
  */
 public interface Rope extends AutoCloseable {
     MlxArray forward(MlxArray x, int offset);
@@ -29,6 +31,25 @@ public interface Rope extends AutoCloseable {
                 + " rope does not run in a batch (mlx-lm's version needs an int offset)");
     }
 
+    /**
+     * {@code forward(x.reshape(B, L, heads, -1).transpose(0, 2, 1, 3), offset)} for a projection's
+     * output {@code x} {@code [B, L, heads * D]}, as the attention modules rotate queries and keys.
+     * A rope whose kernels are native may read the heads' view in place (same values, two ops fewer).
+     */
+    default MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+        return forward(headsView(x, heads), offset);
+    }
+
+    /** {@link #forwardHeads(MlxArray, int, int)} with one offset per batch row. */
+    default MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+        return forward(headsView(x, heads), offsets);
+    }
+
+    /** {@code x.reshape(B, L, heads, -1).transpose(0, 2, 1, 3)}. */
+    static MlxArray headsView(MlxArray x, int heads) {
+        return Mlx.transpose(Mlx.reshape(x, x.dim(0), x.dim(1), heads, -1), 0, 2, 1, 3);
+    }
+
     /** Whether {@link #forward(MlxArray, MlxArray)} exists: every type but dynamic NTK. */
     default boolean batchable() {
         return !(this instanceof DynamicNtk);
@@ -40,9 +61,15 @@ public interface Rope extends AutoCloseable {
     /** The rope types this engine reproduces; anything else is refused at load. */
     String SUPPORTED = "default, linear, dynamic, llama3, yarn (also deepseek_yarn, telechat3-yarn), longrope";
 
-    /** As {@link #initialize(int, double, boolean, Map, Integer)} without max_position_embeddings. */
+    /** As {@link #initialize(int, double, boolean, Map, Integer, CpuKernels)} without max_position_embeddings. */
     static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling) {
         return initialize(dims, base, traditional, scaling, null);
+    }
+
+    /** As {@link #initialize(int, double, boolean, Map, Integer, CpuKernels)} with the default kernels. */
+    static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling,
+            Integer maxPositionEmbeddings) {
+        return initialize(dims, base, traditional, scaling, maxPositionEmbeddings, CpuKernels.DEFAULT);
     }
 
     /**
@@ -50,7 +77,7 @@ public interface Rope extends AutoCloseable {
      * {@code maxPositionEmbeddings} is null where the model's ModelArgs leaves it None (llama).
      */
     static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling,
-            Integer maxPositionEmbeddings) {
+            Integer maxPositionEmbeddings, CpuKernels kernels) {
         String type = "default";
         if (scaling != null) {
             // scaling_config.get("type") or scaling_config.get("rope_type", "default")
@@ -61,13 +88,14 @@ public interface Rope extends AutoCloseable {
             type = String.valueOf(t);
         }
         return switch (type) {
-            case "default" -> new Standard(dims, traditional, (float) base, 1.0f);
-            case "linear" -> new Standard(dims, traditional, (float) base, (float) (1.0 / number(scaling, "factor")));
+            case "default" -> new Standard(dims, traditional, (float) base, 1.0f, kernels);
+            case "linear" -> new Standard(dims, traditional, (float) base, (float) (1.0 / number(scaling, "factor")),
+                    kernels);
             case "dynamic" -> new DynamicNtk(dims, required(maxPositionEmbeddings, type), traditional, base,
-                    number(scaling, "factor"));
-            case "llama3" -> Llama3.create(dims, traditional, base, scaling);
-            case "yarn", "deepseek_yarn", "telechat3-yarn" -> Yarn.create(dims, traditional, base, scaling);
-            case "longrope" -> SuScaled.create(dims, base, required(maxPositionEmbeddings, type), scaling);
+                    number(scaling, "factor"), kernels);
+            case "llama3" -> Llama3.create(dims, traditional, base, scaling, kernels);
+            case "yarn", "deepseek_yarn", "telechat3-yarn" -> Yarn.create(dims, traditional, base, scaling, kernels);
+            case "longrope" -> SuScaled.create(dims, base, required(maxPositionEmbeddings, type), scaling, kernels);
             default -> throw new ModelLoadException(
                     "rope_scaling type '" + type + "' is not supported (supported: " + SUPPORTED + ")");
         };
@@ -126,15 +154,29 @@ public interface Rope extends AutoCloseable {
     }
 
     /** {@code nn.RoPE}: {@code mx.fast.rope(x, dims, traditional, base, scale, offset)}. */
-    record Standard(int dims, boolean traditional, float base, float scale) implements Rope {
+    record Standard(int dims, boolean traditional, float base, float scale, CpuKernels kernels) implements Rope {
         @Override
         public MlxArray forward(MlxArray x, int offset) {
-            return Mlx.rope(x, dims, traditional, base, scale, offset);
+            return Mlx.rope(kernels, x, dims, traditional, base, scale, offset);
         }
 
         @Override
         public MlxArray forward(MlxArray x, MlxArray offsets) {
-            return Mlx.rope(x, dims, traditional, base, scale, offsets);
+            return Mlx.rope(kernels, x, dims, traditional, base, scale, offsets);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, base, scale, offset, null, null)
+                    : Rope.super.forwardHeads(x, heads, offset);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, base, scale, 0, offsets, null)
+                    : Rope.super.forwardHeads(x, heads, offsets);
         }
     }
 
@@ -143,15 +185,17 @@ public interface Rope extends AutoCloseable {
         private final int dims;
         private final boolean traditional;
         private final MlxArray freqs;
+        private final CpuKernels kernels;
 
-        private Llama3(int dims, boolean traditional, MlxArray freqs) {
+        private Llama3(int dims, boolean traditional, MlxArray freqs, CpuKernels kernels) {
             this.dims = dims;
             this.traditional = traditional;
             this.freqs = freqs;
+            this.kernels = kernels;
         }
 
         /** Builds the frequency graph op for op as Llama3RoPE.__init__ (Python scalars become float32). */
-        static Llama3 create(int dims, boolean traditional, double base, Map<String, Object> cfg) {
+        static Llama3 create(int dims, boolean traditional, double base, Map<String, Object> cfg, CpuKernels kernels) {
             double factor = number(cfg, "factor");
             double lowFreqFactor = number(cfg, "low_freq_factor", 1.0);
             double highFreqFactor = number(cfg, "high_freq_factor", 4.0);
@@ -170,18 +214,32 @@ public interface Rope extends AutoCloseable {
                         f32(highFreqFactor - lowFreqFactor));
                 MlxArray smoothFreqs = Mlx.divide(freqs,
                         Mlx.add(Mlx.divide(Mlx.subtract(f32(1), smoothFactors), f32(factor)), smoothFactors));
-                return new Llama3(dims, traditional, keep(Mlx.where(isMediumFreq, smoothFreqs, freqs)));
+                return new Llama3(dims, traditional, keep(Mlx.where(isMediumFreq, smoothFreqs, freqs)), kernels);
             }
         }
 
         @Override
         public MlxArray forward(MlxArray x, int offset) {
-            return Mlx.rope(x, dims, traditional, 1.0f, offset, freqs);
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offset, freqs);
         }
 
         @Override
         public MlxArray forward(MlxArray x, MlxArray offsets) {
-            return Mlx.rope(x, dims, traditional, 1.0f, offsets, freqs);
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offsets, freqs);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, int offset) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, null, 1.0f, offset, null, freqs)
+                    : Rope.super.forwardHeads(x, heads, offset);
+        }
+
+        @Override
+        public MlxArray forwardHeads(MlxArray x, int heads, MlxArray offsets) {
+            return kernels == CpuKernels.NATIVE
+                    ? Mlx.nativeRopeHeads(x, heads, dims, traditional, null, 1.0f, 0, offsets, freqs)
+                    : Rope.super.forwardHeads(x, heads, offsets);
         }
 
         @Override
@@ -194,15 +252,15 @@ public interface Rope extends AutoCloseable {
      * {@code DynamicNTKScalingRoPE}: {@code mx.fast.rope} with a base that grows with
      * {@code max(seq_len + offset, max_position_embeddings)} at each call.
      */
-    record DynamicNtk(int dims, int maxPositionEmbeddings, boolean traditional, double base, double factor)
-            implements Rope {
+    record DynamicNtk(int dims, int maxPositionEmbeddings, boolean traditional, double base, double factor,
+            CpuKernels kernels) implements Rope {
         @Override
         public MlxArray forward(MlxArray x, int offset) {
             // x.shape: [batch, num_heads, seq_len, head_dim]
             int seqLen = Math.max(x.dim(x.ndim() - 2) + offset, maxPositionEmbeddings);
             double b = base * PyFloat.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1),
                     (double) dims / (dims - 2));
-            return Mlx.rope(x, dims, traditional, (float) b, 1.0f, offset);
+            return Mlx.rope(kernels, x, dims, traditional, (float) b, 1.0f, offset);
         }
     }
 
@@ -212,15 +270,17 @@ public interface Rope extends AutoCloseable {
         private final boolean traditional;
         private final double mscale;
         private final MlxArray freqs;
+        private final CpuKernels kernels;
 
-        private Yarn(int dims, boolean traditional, double mscale, MlxArray freqs) {
+        private Yarn(int dims, boolean traditional, double mscale, MlxArray freqs, CpuKernels kernels) {
             this.dims = dims;
             this.traditional = traditional;
             this.mscale = mscale;
             this.freqs = freqs;
+            this.kernels = kernels;
         }
 
-        static Yarn create(int dims, boolean traditional, double base, Map<String, Object> cfg) {
+        static Yarn create(int dims, boolean traditional, double base, Map<String, Object> cfg, CpuKernels kernels) {
             double scalingFactor = number(cfg, "factor");
             double originalMax = number(cfg, "original_max_position_embeddings", 4096);
             double betaFast = number(cfg, "beta_fast", 32);
@@ -239,7 +299,7 @@ public interface Rope extends AutoCloseable {
                 MlxArray num = Mlx.multiply(freqInter, freqExtra);
                 MlxArray den = Mlx.add(Mlx.multiply(freqInter, freqMask),
                         Mlx.multiply(freqExtra, Mlx.subtract(f32(1), freqMask)));
-                return new Yarn(dims, traditional, mscale, keep(Mlx.divide(num, den)));
+                return new Yarn(dims, traditional, mscale, keep(Mlx.divide(num, den)), kernels);
             }
         }
 
@@ -269,7 +329,7 @@ public interface Rope extends AutoCloseable {
             if (mscale != 1.0) {
                 x = multiplyLeading(x, dims, mscale);
             }
-            return Mlx.rope(x, dims, traditional, 1.0f, offset, freqs);
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offset, freqs);
         }
 
         @Override
@@ -277,7 +337,7 @@ public interface Rope extends AutoCloseable {
             if (mscale != 1.0) {
                 x = multiplyLeading(x, dims, mscale);
             }
-            return Mlx.rope(x, dims, traditional, 1.0f, offsets, freqs);
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offsets, freqs);
         }
 
         @Override
@@ -294,19 +354,22 @@ public interface Rope extends AutoCloseable {
         private final int dims;
         private final double scale;
         private final MlxArray freqs;
+        private final CpuKernels kernels;
 
-        private SuScaled(int dims, double scale, MlxArray freqs) {
+        private SuScaled(int dims, double scale, MlxArray freqs, CpuKernels kernels) {
             this.dims = dims;
             this.scale = scale;
             this.freqs = freqs;
+            this.kernels = kernels;
         }
 
-        static SuScaled create(int dims, double base, int maxPositionEmbeddings, Map<String, Object> cfg) {
+        static SuScaled create(int dims, double base, int maxPositionEmbeddings, Map<String, Object> cfg,
+                CpuKernels kernels) {
             if (!cfg.containsKey("short_factor")) {
                 throw new ModelLoadException("rope_scaling.short_factor is missing (longrope)");
             }
             return of(dims, base, maxPositionEmbeddings, number(cfg, "original_max_position_embeddings"),
-                    cfg.get("long_factor"));
+                    cfg.get("long_factor"), kernels);
         }
 
         /**
@@ -314,13 +377,13 @@ public interface Rope extends AutoCloseable {
          * long_factor=...)} as a model builds it directly (phi3), without long_mscale.
          */
         public static SuScaled of(int dims, double base, int maxPositionEmbeddings, double originalMax,
-                Object longFactorValue) {
+                Object longFactorValue, CpuKernels kernels) {
             double factor = maxPositionEmbeddings / originalMax;
             // long_mscale is never passed (by initialize_rope nor by phi3)
             double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyFloat.log(factor) / PyFloat.log(originalMax));
             try (ArrayScope s = ArrayScope.open()) {
                 MlxArray longFactor = factorArray(longFactorValue, dims);
-                return new SuScaled(dims, scale, keep(Mlx.multiply(longFactor, baseFreqs(dims, base))));
+                return new SuScaled(dims, scale, keep(Mlx.multiply(longFactor, baseFreqs(dims, base))), kernels);
             }
         }
 
@@ -348,12 +411,12 @@ public interface Rope extends AutoCloseable {
 
         @Override
         public MlxArray forward(MlxArray x, int offset) {
-            return Mlx.rope(multiplyLeading(x, dims, scale), dims, false, 1.0f, offset, freqs);
+            return Mlx.rope(kernels, multiplyLeading(x, dims, scale), dims, false, 1.0f, offset, freqs);
         }
 
         @Override
         public MlxArray forward(MlxArray x, MlxArray offsets) {
-            return Mlx.rope(multiplyLeading(x, dims, scale), dims, false, 1.0f, offsets, freqs);
+            return Mlx.rope(kernels, multiplyLeading(x, dims, scale), dims, false, 1.0f, offsets, freqs);
         }
 
         @Override

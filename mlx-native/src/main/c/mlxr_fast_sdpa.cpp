@@ -1,0 +1,538 @@
+// fast::scaled_dot_product_attention on the CPU as one primitive, with the
+// bytes of MLX 0.32.4's fallback graph. For q [B, Hq, L, D], k [B, Hkv, S, D],
+// v [B, Hkv, S, Dv] of one floating type T (query head h reads kv head
+// h / (Hq / Hkv), as the fallback's unflatten / expand_dims arrange it):
+//
+//     q'     = T(scale) * q                                   (in T)
+//     scores = q' @ k^T                                       (MLX's CPU matmul)
+//     scores = where(mask, scores, finfo(T).min) | scores + mask | scores
+//     scores = concatenate([sinks[h], scores], -1)            (with sinks)
+//     p      = softmax(scores, -1, precise=True)[..., sinks ? 1 : 0 :]
+//     out    = p @ v                                          (MLX's CPU matmul)
+//
+// MLX's CPU matmul computes every output element as one dot product summed in
+// float from zero, in order over the contraction index, one multiply and one
+// add per term: reference BLAS sgemm (alpha 1, beta 0) for float32, and for
+// float16/bfloat16 its simd_gemm over values widened to float, rounded to T
+// once at the end. The native primitive keeps that per-element arithmetic and
+// runs eight outputs per AVX2 register (keys for q' @ k^T, value columns for
+// p @ v), without FMA. The causal mask keeps key s for query l when
+// l + S - L >= s. softmax(precise) is MLX's CPU softmax: the maximum in float,
+// e = simd::exp(x - max), the normalizer summed in order from 0, then
+// e * (1 / normalizer) (float32), or T(exp(x - max) * (1 / normalizer)).
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "mlx/mlx.h"
+#include "mlxr_fast.h"
+#include "mlxr_guard.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MLXR_SDPA_X86 1
+#include <immintrin.h>
+#else
+#define MLXR_SDPA_X86 0
+#endif
+
+namespace mlxr::fast {
+
+namespace {
+
+namespace simd = mx::simd;
+
+enum class MaskKind { None, Causal, Bool, Additive };
+
+struct SdpaParams {
+  float scale;
+  MaskKind mask;
+  bool sinks;
+  // false: the output is [B, Hq, L, Dv]; true: it is
+  // reshape(transpose(out, [0, 2, 1, 3]), [B, L, Hq * Dv]), written in that layout.
+  bool merge_heads;
+};
+
+// Element strides of a [B, H, L, S]-broadcastable mask, 0 on broadcast axes.
+struct MaskView {
+  int64_t b = 0, h = 0, l = 0, s = 0;
+
+  static MaskView of(const mx::array& m) {
+    MaskView v;
+    int64_t* dst[4] = {&v.b, &v.h, &v.l, &v.s};
+    for (int i = 0; i < 4; i++) {
+      int axis = m.ndim() - 4 + i;
+      if (axis >= 0 && m.shape(axis) != 1) *dst[i] = m.strides()[axis];
+    }
+    return v;
+  }
+};
+
+#if MLXR_SDPA_X86
+
+// out[j] = sum_r a[r] * m[r][j], summed from zero in order over r < R, for
+// j < n; m's rows are at stride ld. Both matmuls of the fallback are this:
+// scores[s] = sum_d q'[d] * kt[d][s] and out[j] = sum_s p[s] * v[s][j]. Eight
+// outputs per register, four registers in flight, the last n % 8 in masked
+// lanes (lanes past n load zeros and are not stored).
+__attribute__((target("avx2"))) void weighted_rows(const float* a, const float* m, int R, int64_t ld,
+                                                   int n, float* out) {
+  int j = 0;
+  for (; j + 32 <= n; j += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float* mr = m + j;
+    for (int r = 0; r < R; r++, mr += ld) {
+      __m256 ar = _mm256_set1_ps(a[r]);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(ar, _mm256_loadu_ps(mr)));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(ar, _mm256_loadu_ps(mr + 8)));
+      a2 = _mm256_add_ps(a2, _mm256_mul_ps(ar, _mm256_loadu_ps(mr + 16)));
+      a3 = _mm256_add_ps(a3, _mm256_mul_ps(ar, _mm256_loadu_ps(mr + 24)));
+    }
+    _mm256_storeu_ps(out + j, a0);
+    _mm256_storeu_ps(out + j + 8, a1);
+    _mm256_storeu_ps(out + j + 16, a2);
+    _mm256_storeu_ps(out + j + 24, a3);
+  }
+  for (; j < n; j += 8) {
+    const int lanes = std::min(8, n - j);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 a0 = _mm256_setzero_ps();
+    const float* mr = m + j;
+    for (int r = 0; r < R; r++, mr += ld) {
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(a[r]), _mm256_maskload_ps(mr, mask)));
+    }
+    _mm256_maskstore_ps(out + j, mask, a0);
+  }
+}
+
+// c[e] = (src[0][e], src[1][e], ..., src[7][e]) for e < 8: eight rows of eight
+// floats at stride ld transposed in registers.
+__attribute__((target("avx2"))) inline void transpose8(const float* src, int64_t ld, __m256* c) {
+  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
+  __m256 r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// kt[d][s] = k[s][d] for s < S, d < D; k rows at stride ldk, kt rows at ldt.
+// Eight-by-eight blocks transposed in registers, the edges one by one.
+__attribute__((target("avx2"))) void transpose(const float* k, int64_t ldk, int S, int D, float* kt,
+                                               int64_t ldt) {
+  int s0 = 0;
+  for (; s0 + 8 <= S; s0 += 8) {
+    int d0 = 0;
+    for (; d0 + 8 <= D; d0 += 8) {
+      __m256 c[8];
+      transpose8(k + s0 * ldk + d0, ldk, c);
+      for (int e = 0; e < 8; e++) _mm256_storeu_ps(kt + int64_t(d0 + e) * ldt + s0, c[e]);
+    }
+    for (; d0 < D; d0++)
+      for (int s = s0; s < s0 + 8; s++) kt[int64_t(d0) * ldt + s] = k[s * ldk + d0];
+  }
+  for (int d = 0; d < D; d++)
+    for (int s = s0; s < S; s++) kt[int64_t(d) * ldt + s] = k[s * ldk + d];
+}
+
+// out[r][s] = sum_d q[r][d] * k[s][d], summed from zero in order over d, for
+// r < R <= 8 query rows (q rows of D, out rows of S) and s < S keys (rows at
+// stride ldk); D a multiple of 8. For a few queries (decode) the keys are
+// transposed eight by eight in registers and used at once by every row, not
+// stored transposed first.
+__attribute__((target("avx2"))) void scores_few_rows(const float* q, int R, const float* k, int64_t ldk,
+                                                     int S, int D, float* out) {
+  int s0 = 0;
+  for (; s0 + 8 <= S; s0 += 8) {
+    __m256 acc[8];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int d0 = 0; d0 < D; d0 += 8) {
+      __m256 c[8];
+      transpose8(k + s0 * ldk + d0, ldk, c);
+      for (int r = 0; r < R; r++) {
+        const float* qr = q + int64_t(r) * D + d0;
+        __m256 a = acc[r];
+        for (int e = 0; e < 8; e++) a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(qr[e]), c[e]));
+        acc[r] = a;
+      }
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(out + int64_t(r) * S + s0, acc[r]);
+  }
+  for (int s = s0; s < S; s++) {
+    for (int r = 0; r < R; r++) {
+      float a = 0.0f;
+      for (int d = 0; d < D; d++) a = a + q[int64_t(r) * D + d] * k[s * ldk + d];
+      out[int64_t(r) * S + s] = a;
+    }
+  }
+}
+
+// y[i] = simd::exp(x[i]) for i < n, eight at a time, with MLX's operations
+// (simd/math.h) in its order: the polynomial's std::fma calls are fused
+// multiply-adds, so vfmadd gives their bits; floor(x + 0.5) (in double there)
+// is floor(x) + (x - floor(x) >= 0.5), exact for every float; float to int
+// truncates as static_cast does (NaN and overflow give INT_MIN either way, and
+// those lanes are replaced by the selects). The last n % 8 take MLX's function.
+__attribute__((target("avx2,fma"))) void exp_lanes(const float* x, int n, float* y) {
+  const __m256 log2e = _mm256_set1_ps(1.442695f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  const __m256 c0 = _mm256_set1_ps(1.535336188319500e-4f), c1 = _mm256_set1_ps(1.339887440266574e-3f);
+  const __m256 c2 = _mm256_set1_ps(9.618437357674640e-3f), c3 = _mm256_set1_ps(5.550332471162809e-2f);
+  const __m256 c4 = _mm256_set1_ps(2.402264791363012e-1f), c5 = _mm256_set1_ps(6.931472028550421e-1f);
+  const __m256 c6 = _mm256_set1_ps(1.000000000000000f);
+  const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-88.0f);
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity()), zero = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x_init = _mm256_loadu_ps(x + i);
+    __m256 t = _mm256_mul_ps(x_init, log2e);
+    __m256 fl = _mm256_floor_ps(t);
+    __m256 up = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(t, fl), half, _CMP_GE_OQ), one);
+    __m256 ipart = _mm256_add_ps(fl, up);
+    __m256 fpart = _mm256_sub_ps(t, ipart);
+    __m256 p = _mm256_fmadd_ps(c0, fpart, c1);
+    p = _mm256_fmadd_ps(p, fpart, c2);
+    p = _mm256_fmadd_ps(p, fpart, c3);
+    p = _mm256_fmadd_ps(p, fpart, c4);
+    p = _mm256_fmadd_ps(p, fpart, c5);
+    p = _mm256_fmadd_ps(p, fpart, c6);
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(ipart), _mm256_set1_epi32(127)), 23);
+    __m256 r = _mm256_mul_ps(_mm256_castsi256_ps(e), p);
+    r = _mm256_blendv_ps(r, x_init, _mm256_cmp_ps(x_init, x_init, _CMP_UNORD_Q));
+    r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(x_init, hi, _CMP_GT_OQ));
+    r = _mm256_blendv_ps(r, zero, _mm256_cmp_ps(x_init, lo, _CMP_LT_OQ));
+    _mm256_storeu_ps(y + i, r);
+  }
+  for (; i < n; i++) y[i] = simd::exp(simd::Simd<float, 1>(x[i])).value;
+}
+
+bool cpu_has_avx2() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+  }();
+  return ok;
+}
+
+bool cpu_has_fma() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma");
+  }();
+  return ok;
+}
+
+#else
+
+bool cpu_has_avx2() {
+  return false;
+}
+
+bool cpu_has_fma() {
+  return false;
+}
+
+void exp_lanes(const float*, int, float*) {}
+
+void weighted_rows(const float*, const float*, int, int64_t, int, float*) {}
+void transpose(const float*, int64_t, int, int, float*, int64_t) {}
+void scores_few_rows(const float*, int, const float*, int64_t, int, int, float*) {}
+
+#endif  // MLXR_SDPA_X86
+
+// MLX's simd::maximum(a, b) for float: a if a is NaN, else the larger (b on ties).
+inline float mlx_maximum(float a, float b) {
+  return a != a ? a : (a > b ? a : b);
+}
+
+// softmax(precise) in place of four rows of n values of T (MLX's CPU softmax with
+// simd::max_size 1, per row: the maximum in float in order, e = exp(x - max),
+// the normalizer summed in order from 0, then T(e * (1 / normalizer))). The
+// four rows' sequential folds run interleaved so their dependency chains
+// overlap; a block of fewer rows repeats its last row. e holds 8 * n floats.
+template <typename T>
+void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
+  e.resize(8 * size_t(n));
+  float m[4];
+  for (int j = 0; j < 4; j++) m[j] = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; i++) {
+    m[0] = mlx_maximum(static_cast<float>(x[0][i]), m[0]);
+    m[1] = mlx_maximum(static_cast<float>(x[1][i]), m[1]);
+    m[2] = mlx_maximum(static_cast<float>(x[2][i]), m[2]);
+    m[3] = mlx_maximum(static_cast<float>(x[3][i]), m[3]);
+  }
+  float* ex[4];
+  for (int j = 0; j < 4; j++) {
+    ex[j] = e.data() + size_t(j) * n;
+    float* d = e.data() + size_t(4 + j) * n;
+    for (int i = 0; i < n; i++) d[i] = static_cast<float>(x[j][i]) - m[j];
+    if (cpu_has_fma()) {
+      exp_lanes(d, n, ex[j]);
+    } else {
+      for (int i = 0; i < n; i++) ex[j][i] = simd::exp(simd::Simd<float, 1>(d[i])).value;
+    }
+  }
+  float norm[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < n; i++) {
+    norm[0] = norm[0] + ex[0][i];
+    norm[1] = norm[1] + ex[1][i];
+    norm[2] = norm[2] + ex[2][i];
+    norm[3] = norm[3] + ex[3][i];
+  }
+  for (int j = 0; j < 4; j++) {
+    const float inv = 1 / norm[j];
+    for (int i = 0; i < n; i++) x[j][i] = static_cast<T>(ex[j][i] * inv);
+  }
+}
+
+// A [rows][cols] matrix of T at strides (row_step, col_step) as float rows:
+// the data itself when it already is (float, unit col_step), else widened into
+// buf. ld receives the row stride of the result.
+template <typename T>
+const float* float_rows(const T* m, int rows, int cols, int64_t row_step, int64_t col_step,
+                        std::vector<float>& buf, int64_t& ld) {
+  if (std::is_same_v<T, float> && col_step == 1) {
+    ld = row_step;
+    return reinterpret_cast<const float*>(m);
+  }
+  buf.resize(size_t(rows) * cols);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) buf[size_t(r) * cols + c] = static_cast<float>(m[r * row_step + c * col_step]);
+  ld = cols;
+  return buf.data();
+}
+
+template <typename T>
+void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out) {
+  const mx::array& q = in[0];
+  const mx::array& k = in[1];
+  const mx::array& v = in[2];
+  const T floor_value = in[3].data<T>()[0];  // finfo(T).min as MLX builds it
+  size_t next = 4;
+  const mx::array* mask = (p.mask == MaskKind::Bool || p.mask == MaskKind::Additive) ? &in[next++] : nullptr;
+  const mx::array* sinks = p.sinks ? &in[next++] : nullptr;
+
+  const int B = q.shape(0), Hq = q.shape(1), L = q.shape(2), D = q.shape(3);
+  const int Hkv = k.shape(1), S = k.shape(2), Dv = v.shape(3);
+  const int rep = Hq / Hkv;
+  const auto& qs = q.strides();
+  const auto& ks = k.strides();
+  const auto& vs = v.strides();
+  const T scale_t = static_cast<T>(p.scale);
+  const MaskView mv = mask ? MaskView::of(*mask) : MaskView{};
+  const int cols = S + (p.sinks ? 1 : 0);
+
+  // A group's query rows (rep heads x L positions) score together when they
+  // are few (decode); otherwise each row scores against keys transposed once.
+  const int rows = rep * L;
+  const bool few = rows <= 8 && D % 8 == 0;
+  std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
+      scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
+  std::vector<T> block(4 * size_t(cols));
+  const T* qp = q.data<T>();
+  const T* kp = k.data<T>();
+  const T* vp = v.data<T>();
+  T* op = out.data<T>();
+  for (int b = 0; b < B; b++) {
+    for (int g = 0; g < Hkv; g++) {
+      const T* kb = kp + b * ks[0] + g * ks[1];
+      const T* vb = vp + b * vs[0] + g * vs[1];
+      int64_t k_ld, v_ld;
+      const float* k_rows = float_rows(kb, S, D, ks[2], ks[3], kf, k_ld);
+      const float* v_rows = float_rows(vb, S, Dv, vs[2], vs[3], vf, v_ld);
+      // q' = T(scale) * q, widened: row i is head g * rep + i / L, position i % L.
+      auto scaled_query = [&](int i, float* dst) {
+        const T* qr = qp + b * qs[0] + (g * rep + i / L) * qs[1] + (i % L) * qs[2];
+        for (int d = 0; d < D; d++) dst[d] = static_cast<float>(static_cast<T>(scale_t * qr[d * qs[3]]));
+      };
+      if (few) {
+        for (int i = 0; i < rows; i++) scaled_query(i, qrows.data() + size_t(i) * D);
+        scores_few_rows(qrows.data(), rows, k_rows, k_ld, S, D, scores.data());
+      } else {
+        transpose(k_rows, k_ld, S, D, kt.data(), S);
+      }
+      for (int i0 = 0; i0 < rows; i0 += 4) {
+        const int nb = std::min(4, rows - i0);
+        for (int j = 0; j < nb; j++) {
+          const int i = i0 + j;
+          const int h = g * rep + i / L;
+          const int l = i % L;
+          const float* sc_f = scores.data() + (few ? size_t(i) * S : 0);
+          if (!few) {
+            scaled_query(i, qrows.data());
+            weighted_rows(qrows.data(), kt.data(), D, S, S, scores.data());
+          }
+          T* sc = block.data() + size_t(j) * cols;
+          if (sinks) *sc++ = static_cast<T>(sinks->data<T>()[h * sinks->strides()[0]]);
+          for (int s = 0; s < S; s++) {
+            T x = static_cast<T>(sc_f[s]);
+            switch (p.mask) {
+              case MaskKind::Causal:
+                if (!(l + S - L >= s)) x = floor_value;
+                break;
+              case MaskKind::Bool: {
+                const bool* m = mask->data<bool>();
+                if (!m[b * mv.b + h * mv.h + l * mv.l + s * mv.s]) x = floor_value;
+                break;
+              }
+              case MaskKind::Additive:
+                x = x + mask->data<T>()[b * mv.b + h * mv.h + l * mv.l + s * mv.s];
+                break;
+              case MaskKind::None:
+                break;
+            }
+            sc[s] = x;
+          }
+        }
+        T* rows4[4];
+        for (int j = 0; j < 4; j++) rows4[j] = block.data() + size_t(std::min(j, nb - 1)) * cols;
+        softmax_rows4(rows4, cols, e);
+        for (int j = 0; j < nb; j++) {
+          const int i = i0 + j;
+          const int h = g * rep + i / L;
+          const int l = i % L;
+          const T* prob = rows4[j] + (p.sinks ? 1 : 0);
+          for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
+          weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
+          T* dst = op + (p.merge_heads ? (size_t(b) * L + l) * Hq + h : (size_t(b) * Hq + h) * L + l) * Dv;
+          for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
+        }
+      }
+    }
+  }
+}
+
+class NativeSdpa : public CpuTaskPrimitive {
+ public:
+  NativeSdpa(mx::Stream s, SdpaParams p) : CpuTaskPrimitive(s), p_(p) {}
+
+  const char* name() const override {
+    return "NativeSdpa";
+  }
+
+  bool is_equivalent(const mx::Primitive& other) const override {
+    auto* o = dynamic_cast<const NativeSdpa*>(&other);
+    return o != nullptr && o->p_.scale == p_.scale && o->p_.mask == p_.mask && o->p_.sinks == p_.sinks &&
+           o->p_.merge_heads == p_.merge_heads;
+  }
+
+ protected:
+  Task task() const override {
+    return [p = p_](const std::vector<mx::array>& in, mx::array& out) {
+      with_float_type(out.dtype(), [&](auto t) { sdpa<decltype(t)>(p, in, out); });
+    };
+  }
+
+ private:
+  SdpaParams p_;
+};
+
+bool broadcastable(const mx::array& m, const mx::Shape& target) {
+  if (m.ndim() > int(target.size())) return false;
+  for (int i = 0; i < m.ndim(); i++) {
+    int d = m.shape(m.ndim() - 1 - i);
+    if (d != 1 && d != target[target.size() - 1 - i]) return false;
+  }
+  return true;
+}
+
+// mx::fast::scaled_dot_product_attention, evaluated by NativeSdpa where it covers
+// the case (q, k, v rank 4 of one float type; no mask, "causal", or a bool /
+// same-type mask; optional sinks; a CPU default stream on a CPU with AVX2);
+// otherwise MLX's op as is (which also reports invalid arguments). With
+// merge_heads the result is reshape(transpose(out, [0, 2, 1, 3]), [B, L, -1]),
+// which NativeSdpa writes directly.
+mx::array sdpa_array(const mx::array& qa, const mx::array& ka, const mx::array& va, float scale,
+                     const std::string& mode, const std::optional<mx::array>& m,
+                     const std::optional<mx::array>& sk, bool merge_heads) {
+  auto stream = mx::default_stream(mx::default_device());
+  auto mlx_op = [&] {
+    mx::array out = mx::fast::scaled_dot_product_attention(qa, ka, va, scale, mode, m, sk);
+    if (!merge_heads) return out;
+    return mx::reshape(mx::transpose(out, {0, 2, 1, 3}), {out.shape(0), out.shape(2), -1});
+  };
+  if (!on_cpu(stream) || !cpu_has_avx2()) return mlx_op();
+  if (qa.ndim() != 4 || ka.ndim() != 4 || va.ndim() != 4) return mlx_op();
+  if (!indexable(qa) || !indexable(ka) || !indexable(va)) return mlx_op();
+  const mx::Dtype t = qa.dtype();
+  if (!is_float(t) || ka.dtype() != t || va.dtype() != t) return mlx_op();
+  if (ka.shape(0) != qa.shape(0) || va.shape(0) != qa.shape(0) || ka.shape(3) != qa.shape(3) ||
+      ka.shape(1) != va.shape(1) || ka.shape(2) != va.shape(2) || ka.shape(1) == 0 ||
+      qa.shape(1) % ka.shape(1) != 0 || qa.shape(2) == 0 || ka.shape(2) == 0 || qa.shape(3) == 0)
+    return mlx_op();
+  MaskKind kind = MaskKind::None;
+  if (mode == "causal") {
+    if (m) return mlx_op();
+    kind = MaskKind::Causal;
+  } else if (!mode.empty()) {
+    return mlx_op();
+  } else if (m) {
+    mx::Shape target = {qa.shape(0), qa.shape(1), qa.shape(2), ka.shape(2)};
+    if (!broadcastable(*m, target)) return mlx_op();
+    if (m->dtype() == mx::bool_) {
+      kind = MaskKind::Bool;
+    } else if (m->dtype() == t) {
+      kind = MaskKind::Additive;
+    } else {
+      return mlx_op();
+    }
+  }
+  if (sk && (sk->ndim() != 1 || sk->shape(0) != qa.shape(1) || sk->dtype() != t)) return mlx_op();
+  std::vector<mx::array> inputs = {qa, ka, va, mx::array(mx::finfo(t).min, t)};
+  if (m) inputs.push_back(*m);
+  if (sk) inputs.push_back(*sk);
+  SdpaParams p{scale, kind, sk.has_value(), merge_heads};
+  mx::Shape shape = merge_heads ? mx::Shape{qa.shape(0), qa.shape(2), qa.shape(1) * va.shape(3)}
+                                : mx::Shape{qa.shape(0), qa.shape(1), qa.shape(2), va.shape(3)};
+  return mx::array(std::move(shape), t, std::make_shared<NativeSdpa>(stream, p), std::move(inputs));
+}
+
+// The C entry points' handles: q, k, v, and mask and sinks (NULL for none).
+mlxr_array sdpa_entry(mlxr_array q, mlxr_array k, mlxr_array v, float scale, const char* mask_mode,
+                      mlxr_array mask, mlxr_array sinks, bool merge_heads) {
+  return mlxr::guard_array([&] {
+    return sdpa_array(*static_cast<mx::array*>(q), *static_cast<mx::array*>(k),
+                      *static_cast<mx::array*>(v), scale, mask_mode, optional_array(mask),
+                      optional_array(sinks), merge_heads);
+  });
+}
+
+}  // namespace
+
+}  // namespace mlxr::fast
+
+extern "C" {
+
+// mask_mode: "" (none or mask array given), "causal"; mask and sinks may be NULL.
+mlxr_array mlxr_native_sdpa(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
+                            const char* mask_mode, mlxr_array mask, mlxr_array sinks) {
+  return mlxr::fast::sdpa_entry(q, k, v, scale, mask_mode, mask, sinks, false);
+}
+
+// As mlxr_native_sdpa, the heads merged: [B, L, Hq * Dv], as the attention modules
+// pass it to o_proj (mlx-lm: output.transpose(0, 2, 1, 3).reshape(B, L, -1)).
+mlxr_array mlxr_native_sdpa_merged(mlxr_array q, mlxr_array k, mlxr_array v, float scale,
+                                   const char* mask_mode, mlxr_array mask, mlxr_array sinks) {
+  return mlxr::fast::sdpa_entry(q, k, v, scale, mask_mode, mask, sinks, true);
+}
+
+}  // extern "C"
