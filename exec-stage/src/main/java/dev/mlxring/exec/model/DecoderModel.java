@@ -22,7 +22,7 @@ import java.util.Set;
  * fused attention and MLP through a {@link LayerLoader}, qwen3_moe its mixture-of-experts
  * blocks.
  */
-final class DecoderModel implements LanguageModel {
+final class DecoderModel extends LoadedModel {
     /** A block's attention: {@link SelfAttention}, or a family's own. */
     interface Attention extends AutoCloseable {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache);
@@ -62,16 +62,10 @@ final class DecoderModel implements LanguageModel {
     /** Families whose mlx-lm Model has {@code make_cache}. */
     private static final Set<String> MAKE_CACHE_FAMILIES = Set.of("llama", "mistral");
 
-    private final String modelType;
-    private final int headDim;
-    private final int vocabSize;
-    private final int[] eosTokenIds;
-    private final Parameters params;
     private final Embedding embedTokens;
     private final List<Block> layers;
     private final RmsNorm norm;
     private final Linear lmHead;
-    private final int initRandomDraws;
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static DecoderModel build(ModelConfig config, Parameters params, DecoderArgs a) {
@@ -130,22 +124,13 @@ final class DecoderModel implements LanguageModel {
 
     private DecoderModel(ModelConfig config, Parameters params, int headDim, Embedding embedTokens,
             List<Block> layers, RmsNorm norm, Linear lmHead) {
-        this.modelType = config.modelType();
-        this.headDim = headDim;
-        this.vocabSize = config.intField("vocab_size");
-        this.eosTokenIds = config.eosTokenIds();
-        this.params = params;
+        super(config.modelType(), headDim, config.intField("vocab_size"), config, params);
         this.embedTokens = embedTokens;
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
-        this.initRandomDraws = params.initRandomDraws();
     }
 
-    @Override
-    public int initRandomDraws() {
-        return initRandomDraws;
-    }
 
     @Override
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
@@ -178,7 +163,7 @@ final class DecoderModel implements LanguageModel {
 
     @Override
     public boolean hasOwnCacheLayout() {
-        return MAKE_CACHE_FAMILIES.contains(modelType);
+        return MAKE_CACHE_FAMILIES.contains(modelType());
     }
 
     @Override
@@ -186,31 +171,14 @@ final class DecoderModel implements LanguageModel {
         return layers.stream().allMatch(b -> b.selfAttn().batchable());
     }
 
-    @Override
-    public String modelType() {
-        return modelType;
-    }
+
+
+
 
     @Override
-    public int headDim() {
-        return headDim;
-    }
-
-    @Override
-    public int vocabSize() {
-        return vocabSize;
-    }
-
-    @Override
-    public int[] eosTokenIds() {
-        return eosTokenIds.clone();
-    }
-
-    @Override
-    public void close() {
+    void closeLayers() {
         for (Block b : layers) {
             b.selfAttn().close();
         }
-        params.close();
     }
 }

@@ -27,7 +27,7 @@ import java.util.Map;
  *
  * <p>Owns its parameters; single-threaded (the exec thread).
  */
-final class Gemma3Text implements LanguageModel {
+final class Gemma3Text extends LoadedModel {
     /** The resolved {@code ModelArgs}, with gemma3_text's defaults. */
     record Args(int hiddenSize, int numHiddenLayers, int intermediateSize, int numAttentionHeads, int headDim,
             double rmsNormEps, int vocabSize, int numKeyValueHeads, double ropeTheta, double ropeLocalBaseFreq,
@@ -135,13 +135,10 @@ final class Gemma3Text implements LanguageModel {
     }
 
     private final Args args;
-    private final int[] eosTokenIds;
-    private final Parameters params;
     private final Embedding embedTokens;
     private final List<Block> layers;
     private final RmsNorm norm;
     private final Linear lmHead;
-    private final int initRandomDraws;
 
     /** Builds the model from {@code params} (which it then owns), as mlx-lm's load_model + sanitize. */
     static Gemma3Text build(ModelConfig config, Parameters params) {
@@ -175,14 +172,12 @@ final class Gemma3Text implements LanguageModel {
 
     private Gemma3Text(ModelConfig config, Args args, Parameters params, Embedding embedTokens, List<Block> layers,
             RmsNorm norm, Linear lmHead) {
+        super("gemma3_text", args.headDim(), args.vocabSize(), config, params);
         this.args = args;
-        this.eosTokenIds = config.eosTokenIds();
-        this.params = params;
         this.embedTokens = embedTokens;
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
-        this.initRandomDraws = params.initRandomDraws();
     }
 
     @Override
@@ -226,36 +221,15 @@ final class Gemma3Text implements LanguageModel {
         return true;
     }
 
-    @Override
-    public int initRandomDraws() {
-        return initRandomDraws;
-    }
+
+
+
+
 
     @Override
-    public String modelType() {
-        return "gemma3_text";
-    }
-
-    @Override
-    public int headDim() {
-        return args.headDim();
-    }
-
-    @Override
-    public int vocabSize() {
-        return args.vocabSize();
-    }
-
-    @Override
-    public int[] eosTokenIds() {
-        return eosTokenIds.clone();
-    }
-
-    @Override
-    public void close() {
+    void closeLayers() {
         for (Block b : layers) {
             b.selfAttn().rope().close();
         }
-        params.close();
     }
 }

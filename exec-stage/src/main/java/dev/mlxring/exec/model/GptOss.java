@@ -32,7 +32,7 @@ import java.util.Map;
  *
  * <p>Owns its parameters; single-threaded (the exec thread).
  */
-final class GptOss implements LanguageModel {
+final class GptOss extends LoadedModel {
     /** The resolved {@code ModelArgs}, with gpt_oss's defaults. */
     record Args(int numHiddenLayers, int numLocalExperts, int numExpertsPerTok, int vocabSize, double rmsNormEps,
             int hiddenSize, int intermediateSize, int headDim, int numAttentionHeads, int numKeyValueHeads,
@@ -194,15 +194,12 @@ final class GptOss implements LanguageModel {
     }
 
     private final Args args;
-    private final int[] eosTokenIds;
-    private final Parameters params;
     private final Embedding embedTokens;
     private final List<Block> layers;
     private final RmsNorm norm;
     private final Linear lmHead;
     private final int swaIdx;
     private final int gaIdx;
-    private final int initRandomDraws;
 
     /**
      * Builds the model from {@code params} (which it then owns), as mlx-lm's load_model; with a
@@ -234,16 +231,14 @@ final class GptOss implements LanguageModel {
 
     private GptOss(ModelConfig config, Args args, Parameters params, Embedding embedTokens, List<Block> layers,
             RmsNorm norm, Linear lmHead) {
+        super("gpt_oss", args.headDim(), args.vocabSize(), config, params);
         this.args = args;
-        this.eosTokenIds = config.eosTokenIds();
-        this.params = params;
         this.embedTokens = embedTokens;
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
         this.swaIdx = args.fullAttention().indexOf(false);
         this.gaIdx = args.fullAttention().indexOf(true);
-        this.initRandomDraws = params.initRandomDraws();
     }
 
     @Override
@@ -283,36 +278,15 @@ final class GptOss implements LanguageModel {
         return true;
     }
 
-    @Override
-    public int initRandomDraws() {
-        return initRandomDraws;
-    }
+
+
+
+
 
     @Override
-    public String modelType() {
-        return "gpt_oss";
-    }
-
-    @Override
-    public int headDim() {
-        return args.headDim();
-    }
-
-    @Override
-    public int vocabSize() {
-        return args.vocabSize();
-    }
-
-    @Override
-    public int[] eosTokenIds() {
-        return eosTokenIds.clone();
-    }
-
-    @Override
-    public void close() {
+    void closeLayers() {
         for (Block b : layers) {
             b.selfAttn().rope().close();
         }
-        params.close();
     }
 }
