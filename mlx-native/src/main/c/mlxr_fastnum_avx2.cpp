@@ -45,12 +45,15 @@ MLXR_INLINE float hsum(vf v) {
 
 MLXR_INLINE void decode4(const uint8_t* p, vf& lo, vf& hi) {
   __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(15)));
-  hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+  const __m256i eight = _mm256_set1_epi32(8);
+  lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, _mm256_set1_epi32(15)), eight));
+  hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight));
 }
 
+// q - 128: the byte with its top bit flipped, read as signed.
 MLXR_INLINE vf decode8(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  __m128i b = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(char(0x80)));
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
 }
 
 MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i) {

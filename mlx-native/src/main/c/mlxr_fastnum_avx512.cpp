@@ -40,12 +40,15 @@ MLXR_INLINE float hsum(vf v) { return _mm512_reduce_add_ps(v); }
 
 MLXR_INLINE void decode4(const uint8_t* p, vf& lo, vf& hi) {
   __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)));
-  hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+  const __m512i eight = _mm512_set1_epi32(8);
+  lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(v, _mm512_set1_epi32(15)), eight));
+  hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(v, 4), eight));
 }
 
+// q - 128: the byte with its top bit flipped, read as signed.
 MLXR_INLINE vf decode8(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(char(0x80)));
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
 MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i) {

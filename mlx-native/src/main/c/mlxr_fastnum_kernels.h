@@ -4,13 +4,21 @@
 //   kL                      float lanes of vf
 //   vf vzero(), vset1(float), vload(const float*), vfma(a, b, c) = a * b + c
 //   void vstore(float*, vf);  float hsum(vf)
-//   void decode4(const uint8_t* p, vf& lo, vf& hi)  kL packed bytes: low, high nibbles
-//   vf decode8(const uint8_t* p)                     kL packed bytes
+//   void decode4(const uint8_t* p, vf& lo, vf& hi)  kL packed bytes: low, high nibbles, minus 8
+//   vf decode8(const uint8_t* p)                     kL packed bytes, minus 128
 //   vf widen_params(const void* base, Dt, size_t i)  kL group parameters as floats
 //   float param_at(const void* base, Dt, size_t i)
 //   void store_out(void* out, Dt, size_t i, float v)
 //   kMaxRows                rows of activations one pass over a weight row serves
 // and the pool of mlxr_qmm.h (parallel_chunks, parallel_threads, thread_scratch).
+//
+// Centred weights: the kernels sum x (q - c) with c = 2^(bits-1) and use the
+// bias b' = b + c s (one correctly rounded FMA per group), the same value
+// s (q - c) + b'. Quantization sets b near -c s, so with q itself the two
+// group terms s D and b X are each up to c times the result and cancel, and
+// their roundings with them (measured: the factored form then strays further
+// from a float64 rendering of the model than MLX's own float32 order does);
+// with q - c both terms are of the result's size.
 //
 // Schedule: N is cut into chunks of rows_per_chunk weight rows spread over the
 // pool. A chunk widens its rows' group parameters once, then for each tile of
@@ -108,12 +116,16 @@ void run_chunk(void* ctx, int chunk) {
   const int G = p.K / p.group_size;
   const int gs = int(p.g_stride);
   const size_t row_bytes = size_t(p.K) * BITS / 8;
-  float* sc = thread_scratch(size_t(n1 - n0) * (G + gs));
-  float* bi = sc + size_t(n1 - n0) * G;
+  // kL floats past the scales: the last row's centring reads a vector past its G.
+  float* sc = thread_scratch(size_t(n1 - n0) * (G + gs) + kL);
+  float* bi = sc + size_t(n1 - n0) * G + kL;
+  const vf centre = vset1(float(1 << (BITS - 1)));
   for (int n = n0; n < n1; n++) {
+    const float* s = sc + size_t(n - n0) * G;
     widen_row(p.scales, p.param, size_t(n) * G, G, sc + size_t(n - n0) * G);
     float* b = bi + size_t(n - n0) * gs;
     widen_row(p.biases, p.param, size_t(n) * G, G, b);
+    for (int g = 0; g < G; g += kL) vstore(b + g, vfma(centre, vload(s + g), vload(b + g)));
     for (int g = G; g < gs; g++) b[g] = 0.0f;
   }
   const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
