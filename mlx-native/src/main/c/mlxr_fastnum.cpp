@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,45 @@ Dt dt_of(mx::Dtype d) {
   return d == mx::float32 ? Dt::F32 : d == mx::float16 ? Dt::F16 : Dt::BF16;
 }
 
+// a's elements in row-major order as Dst: a's own buffer when it is already
+// row-contiguous Dst, else `copy`, filled by walking a's strides (views the
+// graph hands over: transposes, broadcasts, slices).
+template <typename Dst, typename Src>
+const Dst* row_major(const mx::array& a, std::vector<Dst>& copy) {
+  const Src* src = a.data<Src>();
+  if constexpr (std::is_same_v<Dst, Src>) {
+    if (a.flags().row_contiguous) return src;
+  }
+  copy.resize(a.size());
+  const int nd = a.ndim();
+  std::vector<int> at(nd, 0);
+  int64_t off = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    copy[i] = static_cast<Dst>(src[off]);
+    for (int d = nd - 1; d >= 0; d--) {  // next index, last axis fastest
+      off += a.strides()[d];
+      if (++at[d] < a.shape(d)) break;
+      off -= a.strides()[d] * a.shape(d);
+      at[d] = 0;
+    }
+  }
+  return copy.data();
+}
+
+const float* floats(const mx::array& a, std::vector<float>& copy) {
+  switch (a.dtype()) {
+    case mx::float32: return row_major<float, float>(a, copy);
+    case mx::float16: return row_major<float, mx::float16_t>(a, copy);
+    default: return row_major<float, mx::bfloat16_t>(a, copy);
+  }
+}
+
+// Group parameters keep their dtype (widened in the kernels); only their layout is fixed here.
+const void* params(const mx::array& a, std::vector<uint16_t>& halves, std::vector<float>& singles) {
+  if (a.dtype() == mx::float32) return row_major<float, float>(a, singles);
+  return row_major<uint16_t, uint16_t>(a, halves);
+}
+
 // The activations as the kernels read them (mlxr_fastnum.h, Problem::xp/xg),
 // from row-contiguous float rows x[M, K].
 struct Prepared {
@@ -110,8 +150,10 @@ Prepared prepare(const float* x, int M, int K, int bits, int group_size, int lan
 }
 
 // quantized_matmul(x, w, scales, biases, transpose=True) by the fast kernels
-// of one instruction set. Its inputs are made row-contiguous (x as float32)
-// by the graph that builds it, so eval reads them in place.
+// of one instruction set, over MLX's own (validated, dtype-promoted) operands;
+// views are copied to row-major order at eval, as the exact primitive does,
+// rather than by extra graph nodes (each one more task per matmul on MLX's
+// stream thread).
 class FastQuantizedMatmul : public mx::UnaryPrimitive {
  public:
   FastQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
@@ -152,14 +194,18 @@ class FastQuantizedMatmul : public mx::UnaryPrimitive {
     }
     const int M = int(x.size() / K);
     const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
-    Prepared acts = prepare(x.data<float>(), M, K, bits, group_size, lanes);
-    Problem p{acts.xp.empty() ? x.data<float>() : acts.xp.data(),
+    std::vector<float> xcopy, s32, b32;
+    std::vector<uint32_t> wcopy;
+    std::vector<uint16_t> s16, b16;
+    const float* xf = floats(x, xcopy);
+    Prepared acts = prepare(xf, M, K, bits, group_size, lanes);
+    Problem p{acts.xp.empty() ? xf : acts.xp.data(),
               acts.xg.data(),
               size_t(K),
               acts.g_stride,
-              w.data<uint32_t>(),
-              scales.data<void>(),
-              biases.data<void>(),
+              row_major<uint32_t, uint32_t>(w, wcopy),
+              params(scales, s16, s32),
+              params(biases, b16, b32),
               dt_of(scales.dtype()),
               out.data<void>(),
               dt_of(out.dtype()),
@@ -224,15 +270,15 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
     auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
     bool ok = isa != Isa::None && b.has_value() && mlxr::fastnum::covered(bits, group_size) && wa.ndim() == 2 &&
               ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && floating(ref.dtype()) &&
-              floating(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0;
+              floating(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
+              ref.inputs().size() == 4;
     if (!ok) return ref;
-    auto s = ref.primitive().stream();
-    std::vector<mx::array> inputs = {mx::contiguous(mx::astype(xa, mx::float32, s), false, s),
-                                     mx::contiguous(wa, false, s), mx::contiguous(sa, false, s),
-                                     mx::contiguous(*b, false, s)};
+    // x, w as MLX's op has them; the group parameters as stored (MLX's graph would astype
+    // them to the output's dtype on every call, a full pass; the kernels widen them exactly).
+    const auto& in = ref.inputs();
     return mx::array(ref.shape(), ref.dtype(),
-                     std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(s, group_size, bits, isa),
-                     std::move(inputs));
+                     std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(ref.primitive().stream(), group_size, bits, isa),
+                     {in[0], in[1], sa, *b});
   });
 }
 

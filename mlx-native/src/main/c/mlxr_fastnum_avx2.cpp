@@ -27,6 +27,7 @@ using mlxr::qmm::thread_scratch;
 
 constexpr int kL = kLanesAvx2;
 constexpr int kMaxRows = 4;
+constexpr int kScaledRows = 3;
 
 using vf = __m256;
 
@@ -34,6 +35,7 @@ MLXR_INLINE vf vzero() { return _mm256_setzero_ps(); }
 MLXR_INLINE vf vset1(float f) { return _mm256_set1_ps(f); }
 MLXR_INLINE vf vload(const float* p) { return _mm256_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
+MLXR_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 MLXR_INLINE vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 
 MLXR_INLINE float hsum(vf v) {

@@ -28,6 +28,7 @@ using mlxr::qmm::thread_scratch;
 
 constexpr int kL = kLanesAvx512;
 constexpr int kMaxRows = 8;
+constexpr int kScaledRows = 4;
 
 using vf = __m512;
 
@@ -35,6 +36,7 @@ MLXR_INLINE vf vzero() { return _mm512_setzero_ps(); }
 MLXR_INLINE vf vset1(float f) { return _mm512_set1_ps(f); }
 MLXR_INLINE vf vload(const float* p) { return _mm512_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 MLXR_INLINE vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 MLXR_INLINE float hsum(vf v) { return _mm512_reduce_add_ps(v); }
 
