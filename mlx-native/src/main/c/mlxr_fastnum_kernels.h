@@ -42,8 +42,8 @@ struct Job {
 };
 
 // res[j * R + r] = out[m0 + r, n + j] for r < R, j < NB, from the NB weight
-// rows at wrow (row_bytes apart) with their widened scales sc (G per row) and
-// centred biases bi (g_stride per row, zero past G).
+// rows at wrow (row_bytes apart) with their widened scales sc and centred
+// biases bi (g_stride per row each, zero past G).
 //
 // Few rows (R < kScaledRows, NB = 1): per group, D = sum x (q - c) in one
 // vector per row, then acc += s D (one FMA per row and group). Many rows: the
@@ -69,7 +69,7 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
     for (int g = 0; g < G; g++) {
       const float* xg = x + size_t(g) * GS;
       vf s[NB];
-      MLXR_UNROLL for (int j = 0; j < NB; j++) s[j] = vset1(sc[size_t(j) * G + g]);
+      MLXR_UNROLL for (int j = 0; j < NB; j++) s[j] = vset1(sc[j * gs + g]);
       MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
         if constexpr (BITS == 4) {
           vf lo[NB], hi[NB];
@@ -166,10 +166,15 @@ inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, s
 }
 
 // Row `n`'s `count` group parameters from element `i`, widened to floats.
+// dst holds `count` rounded up to whole vectors, zero past count.
 inline void widen_row(const void* base, Dt dt, size_t i, int count, float* dst) {
   int g = 0;
   for (; g + kL <= count; g += kL) vstore(dst + g, widen_params(base, dt, i + g));
-  for (; g < count; g++) dst[g] = param_at(base, dt, i + g);
+  if (g < count) {
+    float tail[kL] = {};
+    for (int t = 0; g + t < count; t++) tail[t] = param_at(base, dt, i + g + t);
+    vstore(dst + g, vload(tail));
+  }
 }
 
 template <int BITS, int GS>
@@ -181,17 +186,17 @@ void run_chunk(void* ctx, int chunk) {
   const int G = p.K / p.group_size;
   const int gs = int(p.g_stride);
   const size_t row_bytes = size_t(p.K) * BITS / 8;
-  // kL floats past the scales: the last row's centring reads a vector past its G.
-  float* sc = thread_scratch(size_t(n1 - n0) * (G + gs) + kL);
-  float* bi = sc + size_t(n1 - n0) * G + kL;
+  // Per weight row, gs (G rounded up to whole vectors, zero past G) widened
+  // scales, then as many centred biases.
+  float* sc = thread_scratch(size_t(n1 - n0) * 2 * gs);
+  float* bi = sc + size_t(n1 - n0) * gs;
   const vf centre = vset1(float(1 << (BITS - 1)));
   for (int n = n0; n < n1; n++) {
-    const float* s = sc + size_t(n - n0) * G;
-    widen_row(p.scales, p.param, size_t(n) * G, G, sc + size_t(n - n0) * G);
+    float* s = sc + size_t(n - n0) * gs;
     float* b = bi + size_t(n - n0) * gs;
+    widen_row(p.scales, p.param, size_t(n) * G, G, s);
     widen_row(p.biases, p.param, size_t(n) * G, G, b);
-    for (int g = 0; g < G; g += kL) vstore(b + g, vfma(centre, vload(s + g), vload(b + g)));
-    for (int g = G; g < gs; g++) b[g] = 0.0f;
+    for (int g = 0; g < gs; g += kL) vstore(b + g, vfma(centre, vload(s + g), vload(b + g)));
   }
   const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
   float res[2 * kMaxRows];
@@ -199,7 +204,7 @@ void run_chunk(void* ctx, int chunk) {
     const int rows = fimin(kMaxRows, p.M - m0);
     for (int n = n0; n < n1;) {
       const int nb = rows >= kScaledRows && n + 1 < n1 ? 2 : 1;
-      tile_rows<BITS, GS>(p, rows, nb, w + size_t(n) * row_bytes, row_bytes, sc + size_t(n - n0) * G,
+      tile_rows<BITS, GS>(p, rows, nb, w + size_t(n) * row_bytes, row_bytes, sc + size_t(n - n0) * gs,
                           bi + size_t(n - n0) * gs, m0, res);
       for (int j = 0; j < nb; j++) {
         for (int r = 0; r < rows; r++) store_out(p.out, p.out_dt, size_t(m0 + r) * p.N + n + j, res[j * rows + r]);
