@@ -8,13 +8,13 @@
 // pragma may be the one the linker keeps for the whole shim).
 //
 // What it computes, for an affine weight w[n, k] = s[n, g] q[n, k] + b[n, g]
-// (g = k / group_size):
-//     out[m, n] = sum_g ( s[n, g] * D[m, n, g] + b[n, g] * X[m, g] ),
-//     D[m, n, g] = sum_{k in g} x[m, k] q[n, k],   X[m, g] = sum_{k in g} x[m, k],
+// (g = k / group_size) and c = 2^(bits-1):
+//     out[m, n] = sum_g ( s[n, g] * D[m, n, g] + (b[n, g] + c s[n, g]) * X[m, g] ),
+//     D[m, n, g] = sum_{k in g} x[m, k] (q[n, k] - c),   X[m, g] = sum_{k in g} x[m, k],
 // in float32 with fused multiply-adds, D by vector lanes over K (each lane a
 // strided partial sum), X once per row of activations for all N outputs. Not
 // MLX's bytes (MLX rounds s q + b, then x w, then the running sum, in order
-// over K); its oracle is a float32 rendering of the model (docs/architecture.md).
+// over K); its oracle is a float64 rendering of the model (docs/architecture.md).
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@ import java.util.Optional;
  * The fast numerics tier's quantized matmul ({@link Numerics#FAST}; {@code mlxr_fastnum.cpp}):
  * per group, {@code s * sum(x q) + b * sum(x)} in float32 with fused multiply-adds over the
  * decoded 4- or 8-bit weights, vector lanes over K, each decoded weight shared by up to 8 rows
- * of activations. Not MLX's bytes; its oracle is a float32 rendering of the model
+ * of activations. Not MLX's bytes; its oracle is a float64 rendering of the model
  * (FastNumericsOracleTest). The instruction set is chosen as for the exact kernels
  * ({@link KernelIsa}, {@code MLXR_KERNEL_ISA}), but needs FMA as well. Stateless; thread-safe.
  */

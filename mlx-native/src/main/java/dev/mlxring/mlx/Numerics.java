@@ -8,7 +8,7 @@ import java.util.Locale;
  * own (seed §3): {@link #EXACT} reproduces mlx-lm's bytes (MLX's arithmetic, on whichever
  * {@link CpuKernels}); {@link #FAST} changes bits — per group {@code s * sum(x q) + b * sum(x)}
  * with float32 fused multiply-adds ({@link FastKernels}) for affine 4- and 8-bit weights, every
- * other width or group size still exact — and answers to its own oracle, a float32 rendering of
+ * other width or group size still exact — and answers to its own oracle, a float64 rendering of
  * the same model (docs/architecture.md, "The fast numerics tier"). Chosen once when a model is
  * loaded; immutable and thread-safe.
  */

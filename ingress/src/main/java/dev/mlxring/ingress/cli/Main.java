@@ -60,7 +60,7 @@ public final class Main {
                                       or `mlx` (MLX's own); both give the same bytes
               --numerics N            `exact` (mlx-lm's bytes, the default) or `fast`: 4/8-bit
                                       matmuls by float32 FMA kernels, not mlx-lm's bytes (held to a
-                                      float32 reference); needs --cpu-kernels native and AVX2/FMA
+                                      float64 rendering); needs --cpu-kernels native and AVX2/FMA
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

@@ -6,7 +6,7 @@ import dev.mlxring.mlx.Numerics;
 /**
  * {@code --numerics exact|fast} of {@code serve} and {@code generate}: the numeric tier of the
  * model's quantized matmuls, resolved once at start-up. {@code exact} (the default) keeps
- * mlx-lm's bytes; {@code fast} changes them (float32 FMA kernels, held to a float32 rendering of
+ * mlx-lm's bytes; {@code fast} changes them (float32 FMA kernels, held to a float64 rendering of
  * the model; docs/architecture.md, "The fast numerics tier"), needs {@code --cpu-kernels native}
  * and an AVX2/FMA CPU, and is refused otherwise; it is not offered across tensor-parallel ranks.
  */
@@ -37,7 +37,7 @@ final class NumericsFlag {
     static String notice(Numerics n) {
         return n == Numerics.FAST
                 ? "mlx-ring: --numerics fast: quantized matmuls by float32 FMA kernels; outputs are not"
-                        + " mlx-lm's bytes (held to a float32 reference instead)"
+                        + " mlx-lm's bytes (held to a float64 rendering of the model instead)"
                 : null;
     }
 }
