@@ -32,36 +32,39 @@ namespace mlxr::fastnum {
 // Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
 enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
 
-bool cpu_has(Isa isa) {
+}  // namespace mlxr::fastnum
+
+// The exact kernels' choice of instruction set (mlxr_qmm.cpp's C entry points:
+// the widest the CPU has, or MLXR_KERNEL_ISA's), which the fast kernels follow.
+extern "C" int mlxr_native_kernels_cpu_has(int isa);
+extern "C" int mlxr_native_kernels_isa();
+extern "C" const char* mlxr_last_error();
+
+namespace mlxr::fastnum {
+
+bool has_fma() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool avx2 = [] {
+  static const bool fma = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("fma") != 0;
   }();
-  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl");
-  return isa == Isa::Avx2 ? avx2 : isa == Isa::Avx512 ? avx512 : false;
+  return fma;
 #else
-  (void)isa;
   return false;
 #endif
 }
 
-// The widest set this CPU has, unless MLXR_KERNEL_ISA (read once) names one;
-// an unknown value, or one naming a set this CPU lacks, is an error of every call.
+// The set and FMA (every AVX2 CPU made has FMA, but the kernels use it).
+bool cpu_has(Isa isa) {
+  return isa != Isa::None && has_fma() && mlxr_native_kernels_cpu_has(static_cast<int>(isa)) == 1;
+}
+
+// The exact kernels' set when the CPU has FMA, else none; an invalid
+// MLXR_KERNEL_ISA is an error of every call, as there.
 Isa default_isa() {
-  static const std::pair<Isa, std::string> chosen = []() -> std::pair<Isa, std::string> {
-    Isa widest = cpu_has(Isa::Avx512) ? Isa::Avx512 : cpu_has(Isa::Avx2) ? Isa::Avx2 : Isa::None;
-    const char* env = std::getenv("MLXR_KERNEL_ISA");
-    if (env == nullptr || *env == '\0') return {widest, ""};
-    std::string want(env);
-    Isa isa = want == "avx2" ? Isa::Avx2 : want == "avx512" ? Isa::Avx512 : Isa::None;
-    if (isa == Isa::None) return {Isa::None, "MLXR_KERNEL_ISA must be avx2 or avx512, got '" + want + "'"};
-    if (!cpu_has(isa)) return {Isa::None, "MLXR_KERNEL_ISA=" + want + ": this CPU does not have that instruction set (with FMA)"};
-    return {isa, ""};
-  }();
-  if (!chosen.second.empty()) throw std::invalid_argument(chosen.second);
-  return chosen.first;
+  int code = mlxr_native_kernels_isa();
+  if (code < 0) throw std::invalid_argument(mlxr_last_error());
+  return has_fma() ? static_cast<Isa>(code) : Isa::None;
 }
 
 bool covered(int bits, int group_size) {
