@@ -122,8 +122,8 @@ struct Prepared {
   size_t g_stride;
 };
 
-Prepared prepare(const float* x, int M, int K, int bits, int group_size, int lanes) {
-  Prepared out;
+// Into `out`, whose buffers keep their capacity from call to call (see compute).
+void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, Prepared& out) {
   const int G = K / group_size;
   out.g_stride = size_t((G + lanes - 1) / lanes) * lanes;
   out.xg.assign(size_t(M) * out.g_stride, 0.0f);
@@ -135,6 +135,7 @@ Prepared prepare(const float* x, int M, int K, int bits, int group_size, int lan
       out.xg[size_t(m) * out.g_stride + g] = float(s);
     }
   }
+  out.xp.clear();
   if (bits == 4) {
     out.xp.resize(size_t(M) * K);
     const int block = 2 * lanes;
@@ -149,7 +150,6 @@ Prepared prepare(const float* x, int M, int K, int bits, int group_size, int lan
       }
     }
   }
-  return out;
 }
 
 // quantized_matmul(x, w, scales, biases, transpose=True) by the fast kernels
@@ -201,7 +201,10 @@ class FastQuantizedMatmul : public mx::UnaryPrimitive {
     std::vector<uint32_t> wcopy;
     std::vector<uint16_t> s16, b16;
     const float* xf = floats(x, xcopy);
-    Prepared acts = prepare(xf, M, K, bits, group_size, lanes);
+    // Per stream thread, reused: a decode step makes ~200 of these calls, which then
+    // allocate nothing once the buffers have grown.
+    thread_local Prepared acts;
+    prepare(xf, M, K, bits, group_size, lanes, acts);
     Problem p{acts.xp.empty() ? xf : acts.xp.data(),
               acts.xg.data(),
               size_t(K),
