@@ -22,6 +22,8 @@ def kind(sym, dso):
         return "qmm pool: waiting / spinning"
     if sym.startswith("mlxr::qmm::"):
         return "native quantized matmul"
+    if sym.startswith("mlxr::fastnum::"):
+        return "fast-tier quantized matmul (--numerics fast)"
     if sym.startswith("mlxr::fast::"):
         low = sym.lower()  # the tasks' lambdas carry the primitives' names (NativeSdpa, ...)
         if "sdpa" in low or "weighted_rows" in low or "exp_lanes" in low or "transpose" in low \

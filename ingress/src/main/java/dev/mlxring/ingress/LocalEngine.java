@@ -9,6 +9,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.exec.shard.ShardedExecutor;
@@ -49,13 +50,14 @@ public final class LocalEngine implements AutoCloseable {
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
      * @param maxKvSize {@code --max-kv-size} (mlx-lm's {@code max_kv_size}); 0 = none
      * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
+     * @param numerics their numeric tier ({@code --numerics}; {@link Numerics#FAST} is not mlx-lm's bytes)
      * @param promptCache the prefix cache's tiers and caps ({@code --prompt-cache-*})
      */
     public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-            CpuKernels cpuKernels, PromptCache promptCache) {
+            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache) {
         /** No rotating cache, the default CPU kernels, no prompt cache (every prompt is prefilled whole). */
         public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
-            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT, PromptCache.OFF);
+            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT, Numerics.DEFAULT, PromptCache.OFF);
         }
 
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
@@ -65,7 +67,7 @@ public final class LocalEngine implements AutoCloseable {
         }
 
         public Options withPromptCache(PromptCache p) {
-            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, p);
+            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p);
         }
     }
 
@@ -134,7 +136,8 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir, options.cpuKernels(), leader == null ? null : leader.tensorShard());
+            model = Models.load(modelDir, options.cpuKernels(), options.numerics(),
+                    leader == null ? null : leader.tensorShard());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;

@@ -3,6 +3,7 @@ package dev.mlxring.exec.model;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Weights;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -62,6 +63,14 @@ public final class Models {
      * {@code model.shard(group)}). A family that cannot be sharded is refused by name.
      */
     public static LanguageModel load(Path modelDir, CpuKernels kernels, TensorShard shard) {
+        return load(modelDir, kernels, Numerics.EXACT, shard);
+    }
+
+    /**
+     * As {@link #load(Path, CpuKernels, TensorShard)} with the quantized matmuls in numeric tier
+     * {@code numerics} ({@code --numerics}; {@link Numerics#FAST} changes bits and is opt-in).
+     */
+    public static LanguageModel load(Path modelDir, CpuKernels kernels, Numerics numerics, TensorShard shard) {
         ModelConfig config = ModelConfig.read(modelDir);
         String type = config.modelType();
         Function<ModelConfig, DecoderArgs> family = FAMILIES.get(type);
@@ -74,7 +83,7 @@ public final class Models {
             checkShardable(config);
         }
         DecoderArgs args = family == null ? null : family.apply(config);
-        Parameters params = new Parameters(loadWeights(modelDir), kernels);
+        Parameters params = new Parameters(loadWeights(modelDir), kernels, numerics);
         try {
             return family == null ? ownGraph.build(config, params, shard) : DecoderModel.build(config, params, args, shard);
         } catch (RuntimeException e) {

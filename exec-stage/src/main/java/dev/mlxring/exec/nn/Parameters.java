@@ -4,6 +4,7 @@ import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Weights;
 import java.util.HashSet;
 import java.util.Set;
@@ -13,22 +14,29 @@ import java.util.TreeSet;
  * A model's parameters: the loaded {@link Weights} (which own the arrays for the model's life)
  * plus a record of which names the model's modules took, so leftovers fail the load the way
  * mlx-lm's {@code load_weights(strict=True)} does. It also carries the load's choice of CPU
- * kernels, fixed for the model's life, so quantized modules bind it once.
+ * kernels and numeric tier, fixed for the model's life, so quantized modules bind them once.
  */
 public final class Parameters implements AutoCloseable {
     private final Weights weights;
     private final CpuKernels kernels;
+    private final Numerics numerics;
     private final Set<String> used = new HashSet<>();
     private int initRandomDraws;
 
-    public Parameters(Weights weights, CpuKernels kernels) {
+    public Parameters(Weights weights, CpuKernels kernels, Numerics numerics) {
         this.weights = weights;
         this.kernels = kernels;
+        this.numerics = numerics;
     }
 
     /** Which kernels the model's quantized matmuls use ({@code --cpu-kernels}). */
     public CpuKernels kernels() {
         return kernels;
+    }
+
+    /** The numeric tier of the model's quantized matmuls ({@code --numerics}). */
+    public Numerics numerics() {
+        return numerics;
     }
 
     public boolean has(String name) {

@@ -6,18 +6,20 @@ import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
 
 /**
  * How one module's weight is packed: MLX affine quantization with {@code groupSize} and
  * {@code bits}. Resolved as mlx-lm's {@code load_model} does: a per-path entry in the config's
  * {@code quantization} wins, otherwise group size and bits are inferred from the packed shapes.
- * {@code kernels} is the model's choice of CPU kernels for {@link #matmul}.
+ * {@code kernels} and {@code numerics} are the model's choice of CPU kernels and numeric tier for
+ * {@link #matmul}.
  */
-public record QuantSpec(int groupSize, int bits, CpuKernels kernels) {
+public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics numerics) {
 
-    /** {@code quantized_matmul(x, w, scales, biases, transpose=True)} with this spec's kernels. */
+    /** {@code quantized_matmul(x, w, scales, biases, transpose=True)} with this spec's kernels and tier. */
     public MlxArray matmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases) {
-        return kernels.quantizedMatmul(x, w, scales, biases, true, groupSize, bits);
+        return numerics.quantizedMatmul(kernels, x, w, scales, biases, groupSize, bits);
     }
 
     /** The spec for module {@code path}, or null when its weight is not quantized. */
@@ -34,7 +36,8 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels) {
             }
             if (entry.isObject()) {
                 requireAffine(config, entry, path);
-                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt(), params.kernels());
+                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt(), params.kernels(),
+                        params.numerics());
             }
         }
         MlxArray scales = params.get(path + ".scales");
@@ -44,7 +47,7 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels) {
         }
         int groupSize = inDims / scales.dim(-1);
         int bits = weight.dim(-1) * 32 / inDims;
-        return new QuantSpec(groupSize, bits, params.kernels());
+        return new QuantSpec(groupSize, bits, params.kernels(), params.numerics());
     }
 
     private static void requireAffine(ModelConfig config, JsonNode entry, String path) {

@@ -15,6 +15,7 @@ import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardWatch;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.exec.sample.EngineRng;
@@ -53,7 +54,7 @@ final class GenerateCommand {
                         "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
                         "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
-                        CpuKernelsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
+                        CpuKernelsFlag.NAME, NumericsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
                         "--control-port"),
                 Set.of("--json", "--ignore-chat-template"));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
@@ -78,6 +79,10 @@ final class GenerateCommand {
         ShardLaunch launch = ShardFlags.launch(a);
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         boolean sharded = group != null && group.size() > 1;
+        Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
+        if (NumericsFlag.notice(numerics) != null) {
+            System.err.println(NumericsFlag.notice(numerics));
+        }
         if (sharded && group.rank() > 0) {
             out = new PrintStream(OutputStream.nullOutputStream());
         }
@@ -94,7 +99,7 @@ final class GenerateCommand {
                     + launch.backendName() + "), this is rank 0");
         }
         try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
-                LanguageModel model = Models.load(modelDir, kernels, sharded ? new TensorShard(group) : null)) {
+                LanguageModel model = Models.load(modelDir, kernels, numerics, sharded ? new TensorShard(group) : null)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());

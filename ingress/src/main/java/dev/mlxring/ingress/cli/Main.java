@@ -18,7 +18,7 @@ public final class Main {
                            [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
-                           [--cpu-kernels native|mlx]
+                           [--cpu-kernels native|mlx] [--numerics exact|fast]
                            [--shutdown-grace-seconds 30]
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
                            [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
@@ -39,7 +39,7 @@ public final class Main {
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
                               [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
-                              [--cpu-kernels native|mlx]
+                              [--cpu-kernels native|mlx] [--numerics exact|fast]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -58,6 +58,9 @@ public final class Main {
                                       keep their own cache layout, as in mlx-lm); not with --kv-bits
               --cpu-kernels K         quantized matmuls on `native` (exact AVX2 kernels, the default)
                                       or `mlx` (MLX's own); both give the same bytes
+              --numerics N            `exact` (mlx-lm's bytes, the default) or `fast`: 4/8-bit
+                                      matmuls by float32 FMA kernels, not mlx-lm's bytes (held to a
+                                      float64 rendering); needs --cpu-kernels native and AVX2/FMA
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

@@ -10,6 +10,7 @@ import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
@@ -66,7 +67,7 @@ final class ServeCommand {
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
                         "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, "--prompt-cache-size",
+                        "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
                         "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
@@ -122,6 +123,7 @@ final class ServeCommand {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
+        Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : "127.0.0.1";
@@ -147,7 +149,7 @@ final class ServeCommand {
             local = LocalEngine.open(modelDir, new LocalEngine.Options(
                     new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                             .withMaxPromptTokens(maxPromptTokens),
-                    prefillStep, engineConfig, maxKvSize, kernels, promptCache), leader);
+                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache), leader);
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();
@@ -172,6 +174,9 @@ final class ServeCommand {
                 + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%s%n", modelId, host,
                 server.port(), leader == null ? "" : "; tensor-parallel over " + group.size() + " ranks ("
                         + launch.backendName() + "), this is rank 0");
+        if (NumericsFlag.notice(numerics) != null) {
+            out.println(NumericsFlag.notice(numerics));
+        }
         out.flush();
         return new Running(server, local);
     }

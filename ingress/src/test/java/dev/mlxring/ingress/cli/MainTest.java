@@ -61,6 +61,21 @@ class MainTest {
                 .contains("--cpu-kernels must be one of [mlx, native], got 'fast'"));
     }
 
+    /** --numerics fast runs; it is refused with MLX's kernels and by an unknown name. */
+    @Test
+    void numericsFastIsOptInAndChecked() throws Exception {
+        Run r = run("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json",
+                "--numerics", "fast");
+        assertEquals(0, r.status(), r.err());
+        assertEquals(4, JSON.readTree(r.out()).get("generated_tokens").size());
+        Run mlx = run("generate", "--prompt", "x", "--numerics", "fast", "--cpu-kernels", "mlx");
+        assertEquals(2, mlx.status());
+        assertTrue(mlx.err().contains("--numerics fast needs --cpu-kernels native"), mlx.err());
+        Run bad = run("generate", "--prompt", "x", "--numerics", "quick");
+        assertEquals(2, bad.status());
+        assertTrue(bad.err().contains("--numerics must be one of [exact, fast], got 'quick'"), bad.err());
+    }
+
     @Test
     void answersASimpleQuestionWithTheChatTemplate() {
         Run r = run("generate", "--prompt", "What is the capital of France?", "--max-tokens", "20");

@@ -1,0 +1,43 @@
+package dev.mlxring.ingress.cli;
+
+import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
+
+/**
+ * {@code --numerics exact|fast} of {@code serve} and {@code generate}: the numeric tier of the
+ * model's quantized matmuls, resolved once at start-up. {@code exact} (the default) keeps
+ * mlx-lm's bytes; {@code fast} changes them (float32 FMA kernels, held to a float64 rendering of
+ * the model; docs/architecture.md, "The fast numerics tier"), needs {@code --cpu-kernels native}
+ * and an AVX2/FMA CPU, and is refused otherwise; it is not offered across tensor-parallel ranks.
+ */
+final class NumericsFlag {
+    static final String NAME = "--numerics";
+
+    private NumericsFlag() {}
+
+    /** The flag's tier, checked against {@code kernels} (as resolved for the default device) and {@code sharded}. */
+    static Numerics parse(CliArgs a, CpuKernels kernels, boolean sharded) {
+        if (!a.has(NAME)) {
+            return Numerics.DEFAULT;
+        }
+        try {
+            Numerics n = Numerics.parse(NAME, a.get(NAME));
+            n.requireRunnable(NAME, kernels);
+            if (n == Numerics.FAST && sharded) {
+                throw new IllegalArgumentException(NAME + " fast is not supported across tensor-parallel ranks"
+                        + " (the ranks run the exact tier)");
+            }
+            return n;
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+    }
+
+    /** The line a start-up prints when {@code n} is not mlx-lm's bytes; null for the exact tier. */
+    static String notice(Numerics n) {
+        return n == Numerics.FAST
+                ? "mlx-ring: --numerics fast: quantized matmuls by float32 FMA kernels; outputs are not"
+                        + " mlx-lm's bytes (held to a float64 rendering of the model instead)"
+                : null;
+    }
+}

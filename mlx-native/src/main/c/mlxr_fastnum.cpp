@@ -1,0 +1,298 @@
+// The fast numerics tier (--numerics fast): an MLX primitive that evaluates
+// affine quantized_matmul(x, w, scales, biases, transpose=True) for 4- and
+// 8-bit weights, groups of 32/64/128, by the float32 fused-multiply-add
+// kernels of mlxr_fastnum_kernels.h (see mlxr_fastnum.h for the arithmetic).
+// Its bytes are not MLX's; FastNumericsOracleTest holds it to a float32
+// rendering of the model instead. This file is compiled for baseline x86-64
+// and prepares the activations (widened, permuted for the 4-bit decode, group
+// sums); the kernel files run only where __builtin_cpu_supports finds their
+// instruction set (AVX-512 F/BW/VL + FMA, else AVX2 + FMA + F16C;
+// MLXR_KERNEL_ISA=avx2 forces the latter, as for the exact kernels). Cases it
+// does not cover get MLX's own op (exact bytes) from mlxr_fastnum_quantized_matmul;
+// the Java side sends other widths and group sizes to the exact kernels.
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/primitives.h"
+#include "mlxr_fastnum.h"
+#include "mlxr_guard.h"
+
+namespace mx = mlx::core;
+
+namespace mlxr::fastnum {
+
+// Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
+enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
+
+}  // namespace mlxr::fastnum
+
+// The exact kernels' choice of instruction set (mlxr_qmm.cpp's C entry points:
+// the widest the CPU has, or MLXR_KERNEL_ISA's), which the fast kernels follow.
+extern "C" int mlxr_native_kernels_cpu_has(int isa);
+extern "C" int mlxr_native_kernels_isa();
+extern "C" const char* mlxr_last_error();
+
+namespace mlxr::fastnum {
+
+bool has_fma() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool fma = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") != 0;
+  }();
+  return fma;
+#else
+  return false;
+#endif
+}
+
+// The set and FMA (every AVX2 CPU made has FMA, but the kernels use it).
+bool cpu_has(Isa isa) {
+  return isa != Isa::None && has_fma() && mlxr_native_kernels_cpu_has(static_cast<int>(isa)) == 1;
+}
+
+// The exact kernels' set when the CPU has FMA, else none; an invalid
+// MLXR_KERNEL_ISA is an error of every call, as there.
+Isa default_isa() {
+  int code = mlxr_native_kernels_isa();
+  if (code < 0) throw std::invalid_argument(mlxr_last_error());
+  return has_fma() ? static_cast<Isa>(code) : Isa::None;
+}
+
+bool covered(int bits, int group_size) {
+  return (bits == 4 || bits == 8) && (group_size == 32 || group_size == 64 || group_size == 128);
+}
+
+Dt dt_of(mx::Dtype d) {
+  return d == mx::float32 ? Dt::F32 : d == mx::float16 ? Dt::F16 : Dt::BF16;
+}
+
+// a's elements in row-major order as Dst: a's own buffer when it is already
+// row-contiguous Dst, else `copy`, filled by walking a's strides (views the
+// graph hands over: transposes, broadcasts, slices).
+template <typename Dst, typename Src>
+const Dst* row_major(const mx::array& a, std::vector<Dst>& copy) {
+  const Src* src = a.data<Src>();
+  if constexpr (std::is_same_v<Dst, Src>) {
+    if (a.flags().row_contiguous) return src;
+  }
+  copy.resize(a.size());
+  const int nd = a.ndim();
+  std::vector<int> at(nd, 0);
+  int64_t off = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    copy[i] = static_cast<Dst>(src[off]);
+    for (int d = nd - 1; d >= 0; d--) {  // next index, last axis fastest
+      off += a.strides()[d];
+      if (++at[d] < a.shape(d)) break;
+      off -= a.strides()[d] * a.shape(d);
+      at[d] = 0;
+    }
+  }
+  return copy.data();
+}
+
+const float* floats(const mx::array& a, std::vector<float>& copy) {
+  switch (a.dtype()) {
+    case mx::float32: return row_major<float, float>(a, copy);
+    case mx::float16: return row_major<float, mx::float16_t>(a, copy);
+    default: return row_major<float, mx::bfloat16_t>(a, copy);
+  }
+}
+
+// Group parameters keep their dtype (widened in the kernels); only their layout is fixed here.
+const void* params(const mx::array& a, std::vector<uint16_t>& halves, std::vector<float>& singles) {
+  if (a.dtype() == mx::float32) return row_major<float, float>(a, singles);
+  return row_major<uint16_t, uint16_t>(a, halves);
+}
+
+// The activations as the kernels read them (mlxr_fastnum.h, Problem::xp/xg),
+// from row-contiguous float rows x[M, K].
+struct Prepared {
+  std::vector<float> xp;  // empty when x itself is in kernel order (8 bits)
+  std::vector<float> xg;
+  size_t g_stride;
+};
+
+// Into `out`, whose buffers keep their capacity from call to call (see compute).
+void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, Prepared& out) {
+  const int G = K / group_size;
+  out.g_stride = size_t((G + lanes - 1) / lanes) * lanes;
+  out.xg.assign(size_t(M) * out.g_stride, 0.0f);
+  for (int m = 0; m < M; m++) {
+    const float* row = x + size_t(m) * K;
+    for (int g = 0; g < G; g++) {
+      double s = 0;  // in double: X multiplies the bias, which nearly cancels the scale term
+      for (int k = 0; k < group_size; k++) s += row[size_t(g) * group_size + k];
+      out.xg[size_t(m) * out.g_stride + g] = float(s);
+    }
+  }
+  out.xp.clear();
+  if (bits == 4) {
+    out.xp.resize(size_t(M) * K);
+    const int block = 2 * lanes;
+    for (int m = 0; m < M; m++) {
+      const float* row = x + size_t(m) * K;
+      float* dst = out.xp.data() + size_t(m) * K;
+      for (int b = 0; b < K; b += block) {
+        for (int i = 0; i < lanes; i++) {
+          dst[b + i] = row[b + 2 * i];
+          dst[b + lanes + i] = row[b + 2 * i + 1];
+        }
+      }
+    }
+  }
+}
+
+// quantized_matmul(x, w, scales, biases, transpose=True) by the fast kernels
+// of one instruction set, over MLX's own (validated, dtype-promoted) operands;
+// views are copied to row-major order at eval, as the exact primitive does,
+// rather than by extra graph nodes (each one more task per matmul on MLX's
+// stream thread).
+class FastQuantizedMatmul : public mx::UnaryPrimitive {
+ public:
+  FastQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
+      : mx::UnaryPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
+
+  void eval_cpu(const std::vector<mx::array>& inputs, mx::array& out) override {
+    auto& encoder = mx::cpu::get_command_encoder(stream());
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    for (auto& in : inputs) encoder.set_input_array(in);
+    encoder.set_output_array(out);
+    encoder.dispatch([out = mx::array::unsafe_weak_copy(out), x = mx::array::unsafe_weak_copy(inputs[0]),
+                      w = mx::array::unsafe_weak_copy(inputs[1]), scales = mx::array::unsafe_weak_copy(inputs[2]),
+                      biases = mx::array::unsafe_weak_copy(inputs[3]), group_size = group_size_, bits = bits_,
+                      isa = isa_]() mutable { compute(out, x, w, scales, biases, group_size, bits, isa); });
+  }
+
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error("[FastQuantizedMatmul] has no GPU implementation");
+  }
+
+  const char* name() const override {
+    return "FastQuantizedMatmul";
+  }
+
+  bool is_equivalent(const mx::Primitive& other) const override {
+    auto* o = dynamic_cast<const FastQuantizedMatmul*>(&other);
+    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ && o->isa_ == isa_;
+  }
+
+ private:
+  static void compute(mx::array& out, const mx::array& x, const mx::array& w, const mx::array& scales,
+                      const mx::array& biases, int group_size, int bits, Isa isa) {
+    const int K = x.shape(-1);
+    const int N = out.shape(-1);
+    if (K == 0 || N == 0 || x.size() == 0) {
+      if (out.nbytes() > 0) std::memset(out.data<void>(), 0, out.nbytes());
+      return;
+    }
+    const int M = int(x.size() / K);
+    const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
+    std::vector<float> xcopy, s32, b32;
+    std::vector<uint32_t> wcopy;
+    std::vector<uint16_t> s16, b16;
+    const float* xf = floats(x, xcopy);
+    // Per stream thread, reused: a decode step makes ~200 of these calls, which then
+    // allocate nothing once the buffers have grown.
+    thread_local Prepared acts;
+    prepare(xf, M, K, bits, group_size, lanes, acts);
+    Problem p{acts.xp.empty() ? xf : acts.xp.data(),
+              acts.xg.data(),
+              size_t(K),
+              acts.g_stride,
+              row_major<uint32_t, uint32_t>(w, wcopy),
+              params(scales, s16, s32),
+              params(biases, b16, b32),
+              dt_of(scales.dtype()),
+              out.data<void>(),
+              dt_of(out.dtype()),
+              M,
+              N,
+              K,
+              bits,
+              group_size};
+    bool ran = isa == Isa::Avx512 ? run_avx512(p) : isa == Isa::Avx2 ? run_avx2(p) : false;
+    if (!ran) throw std::logic_error("[FastQuantizedMatmul] built for a case its kernels do not cover");
+  }
+
+  int group_size_;
+  int bits_;
+  Isa isa_;
+};
+
+}  // namespace mlxr::fastnum
+
+extern "C" {
+
+// 1 when this CPU has instruction set `isa` with FMA (1 = AVX2 + FMA + F16C,
+// 2 = AVX-512 F/BW/VL + FMA).
+int mlxr_fastnum_cpu_has(int isa) {
+  return isa >= 1 && isa <= 2 && mlxr::fastnum::cpu_has(static_cast<mlxr::fastnum::Isa>(isa)) ? 1 : 0;
+}
+
+// The instruction set fast calls use: 0 none, 1 AVX2, 2 AVX-512; -1 with the
+// error message set when MLXR_KERNEL_ISA is invalid.
+int mlxr_fastnum_isa() {
+  int isa = 0;
+  if (mlxr::guard_int([&] { isa = static_cast<int>(mlxr::fastnum::default_isa()); }) != 0) return -1;
+  return isa;
+}
+
+// 1 when (bits, group_size) is one the fast kernels compute.
+int mlxr_fastnum_covers(int bits, int group_size) {
+  return mlxr::fastnum::covered(bits, group_size) ? 1 : 0;
+}
+
+// mx::quantized_matmul(x, w, scales, biases, transpose=True, group_size, bits,
+// "affine") with MLX's validation, dtype promotion and output shape, evaluated
+// by the fast kernels when they cover the case (a 2-D weight, floating group
+// parameters, a CPU stream, a CPU with the set); else MLX's op as is.
+// isa: 0 = the default set (mlxr_fastnum_isa), 1 = AVX2, 2 = AVX-512.
+mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
+                                         int group_size, int bits, int isa_code) {
+  return mlxr::guard_array([&]() -> mx::array {
+    using mlxr::fastnum::Isa;
+    if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
+    Isa isa = isa_code == 0 ? mlxr::fastnum::default_isa() : static_cast<Isa>(isa_code);
+    if (isa_code != 0 && !mlxr::fastnum::cpu_has(isa)) {
+      throw std::invalid_argument(std::string("isa: this CPU does not have ") +
+                                  (isa == Isa::Avx512 ? "AVX-512 with FMA" : "AVX2/FMA/F16C"));
+    }
+    auto& xa = *static_cast<mx::array*>(x);
+    auto& wa = *static_cast<mx::array*>(w);
+    auto& sa = *static_cast<mx::array*>(scales);
+    std::optional<mx::array> b;
+    if (biases != nullptr) b = *static_cast<mx::array*>(biases);
+    mx::array ref = mx::quantized_matmul(xa, wa, sa, b, true, group_size, bits, "affine");
+    auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
+    bool ok = isa != Isa::None && b.has_value() && mlxr::fastnum::covered(bits, group_size) && wa.ndim() == 2 &&
+              ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && floating(ref.dtype()) &&
+              floating(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
+              ref.inputs().size() == 4;
+    if (!ok) return ref;
+    // x, w as MLX's op has them; the group parameters as stored (MLX's graph would astype
+    // them to the output's dtype on every call, a full pass; the kernels widen them exactly).
+    const auto& in = ref.inputs();
+    return mx::array(ref.shape(), ref.dtype(),
+                     std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(ref.primitive().stream(), group_size, bits, isa),
+                     {in[0], in[1], sa, *b});
+  });
+}
+
+// 1 when the array is the output of the fast kernels (tests check that a
+// covered case did not silently take another op).
+int mlxr_is_fastnum_quantized_matmul(mlxr_array a) {
+  auto& arr = *static_cast<mx::array*>(a);
+  return arr.has_primitive() && dynamic_cast<mlxr::fastnum::FastQuantizedMatmul*>(&arr.primitive()) != nullptr;
+}
+
+}  // extern "C"

@@ -1,0 +1,58 @@
+// The fast numerics tier's quantized matmul (--numerics fast), shared by
+// mlxr_fastnum.cpp (the MLX primitive, the activations' preparation, the
+// choice of instruction set; baseline x86-64) and the kernel files
+// mlxr_fastnum_avx2.cpp (AVX2 + FMA) and mlxr_fastnum_avx512.cpp (AVX-512),
+// each compiled for its instruction set by a file-wide pragma and both
+// including mlxr_fastnum_kernels.h. As in mlxr_qmm.h: no standard-library
+// templates in the kernel files (a weak symbol instantiated under an ISA
+// pragma may be the one the linker keeps for the whole shim).
+//
+// What it computes, for an affine weight w[n, k] = s[n, g] q[n, k] + b[n, g]
+// (g = k / group_size) and c = 2^(bits-1):
+//     out[m, n] = sum_g ( s[n, g] * D[m, n, g] + (b[n, g] + c s[n, g]) * X[m, g] ),
+//     D[m, n, g] = sum_{k in g} x[m, k] (q[n, k] - c),   X[m, g] = sum_{k in g} x[m, k],
+// in float32 with fused multiply-adds, D by vector lanes over K (each lane a
+// strided partial sum), X once per row of activations for all N outputs. Not
+// MLX's bytes (MLX rounds s q + b, then x w, then the running sum, in order
+// over K); its oracle is a float64 rendering of the model (docs/architecture.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mlxr::fastnum {
+
+// Dtypes of the group parameters and of the output.
+enum class Dt { F32 = 0, F16 = 1, BF16 = 2 };
+
+// One call's operands. The activations arrive prepared by mlxr_fastnum.cpp:
+//   xp[m * k_stride + k']: row m's K activations as floats, for 4-bit weights
+//     permuted within each block of 2 * lanes elements so that a kernel's
+//     decode of `lanes` packed bytes (low nibbles, then high nibbles) meets
+//     its activations in order: position p < lanes holds element 2p, position
+//     lanes + p element 2p + 1 (8-bit weights: element order);
+//   xg[m * g_stride + g]: X[m, g], the g_stride - G lanes past the groups zero.
+struct Problem {
+  const float* xp;
+  const float* xg;
+  size_t k_stride, g_stride;  // in floats
+  const uint32_t* w;          // [N, K * bits / 32], row-contiguous
+  const void* scales;         // [N, G] of param, row-contiguous
+  const void* biases;         // [N, G] of param, row-contiguous
+  Dt param;
+  void* out;                  // [M, N] of out_dt
+  Dt out_dt;
+  int M, N, K, bits, group_size;
+};
+
+// Float lanes of each instruction set's vectors (the activations' permutation
+// block is twice this).
+constexpr int kLanesAvx2 = 8;
+constexpr int kLanesAvx512 = 16;
+
+// Every row, all N columns, spread over mlxr::qmm's worker pool; false when
+// (bits, group_size) is not covered (4 or 8 bits, group 32, 64 or 128).
+bool run_avx2(const Problem& p);
+bool run_avx512(const Problem& p);
+
+}  // namespace mlxr::fastnum

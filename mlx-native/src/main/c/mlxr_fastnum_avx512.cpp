@@ -1,0 +1,89 @@
+// The fast tier's kernels (mlxr_fastnum_kernels.h) for AVX-512 F/BW/VL + FMA
+// + F16C: sixteen float lanes, up to eight activation rows per pass over a
+// weight row (8 accumulators + 8 group sums + 2 decoded vectors of 32
+// registers). Compiled for that instruction set by the pragma below and run
+// only when the CPU has it (mlxr_fastnum.cpp checks).
+#include "mlxr_fastnum.h"
+#include "mlxr_qmm.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace mlxr::fastnum {
+namespace {
+
+using mlxr::qmm::parallel_chunks;
+using mlxr::qmm::parallel_threads;
+using mlxr::qmm::thread_scratch;
+
+#define MLXR_INLINE __attribute__((always_inline)) inline
+#include "mlxr_fastnum_x86.h"
+
+constexpr int kL = kLanesAvx512;
+constexpr int kMaxRows = 8;
+constexpr int kScaledRows = 4;
+
+using vf = __m512;
+
+MLXR_INLINE vf vzero() { return _mm512_setzero_ps(); }
+MLXR_INLINE vf vset1(float f) { return _mm512_set1_ps(f); }
+MLXR_INLINE vf vload(const float* p) { return _mm512_loadu_ps(p); }
+MLXR_INLINE void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+MLXR_INLINE vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+MLXR_INLINE float hsum(vf v) { return _mm512_reduce_add_ps(v); }
+
+MLXR_INLINE void decode4(const uint8_t* p, vf& lo, vf& hi) {
+  __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i eight = _mm512_set1_epi32(8);
+  lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(v, _mm512_set1_epi32(15)), eight));
+  hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(v, 4), eight));
+}
+
+// q - 128: the byte with its top bit flipped, read as signed.
+MLXR_INLINE vf decode8(const uint8_t* p) {
+  __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(char(0x80)));
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+
+MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i) {
+  switch (dt) {
+    case Dt::F32: return _mm512_loadu_ps(static_cast<const float*>(base) + i);
+    case Dt::F16:
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+    default:
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i))), 16));
+  }
+}
+
+#include "mlxr_fastnum_kernels.h"
+
+}  // namespace
+
+bool run_avx512(const Problem& p) {
+  return run_any(p);
+}
+
+}  // namespace mlxr::fastnum
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
+
+#else
+
+namespace mlxr::fastnum {
+bool run_avx512(const Problem&) {
+  return false;
+}
+}  // namespace mlxr::fastnum
+
+#endif

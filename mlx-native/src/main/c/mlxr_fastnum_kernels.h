@@ -1,0 +1,238 @@
+// The fast tier's kernels (mlxr_fastnum.h), included by mlxr_fastnum_avx2.cpp
+// and mlxr_fastnum_avx512.cpp inside an anonymous namespace after their target
+// pragma and their vector helpers:
+//   kL                      float lanes of vf
+//   vf vzero(), vset1(float), vload(const float*), vmul(a, b), vfma(a, b, c) = a * b + c
+//   void vstore(float*, vf);  float hsum(vf)
+//   void decode4(const uint8_t* p, vf& lo, vf& hi)  kL packed bytes: low, high nibbles, minus 8
+//   vf decode8(const uint8_t* p)                     kL packed bytes, minus 128
+//   vf widen_params(const void* base, Dt, size_t i)  kL group parameters as floats
+//   float param_at(const void* base, Dt, size_t i)
+//   void store_out(void* out, Dt, size_t i, float v)
+//   kMaxRows                rows of activations one pass over a weight row serves
+//   kScaledRows             from how many rows a pass scales the decoded weights (below)
+// and the pool of mlxr_qmm.h (parallel_chunks, parallel_threads, thread_scratch).
+//
+// Centred weights: the kernels sum x (q - c) with c = 2^(bits-1) and use the
+// bias b' = b + c s (one correctly rounded FMA per group), the same value
+// s (q - c) + b'. Quantization sets b near -c s, so with q itself the two
+// group terms s D and b X are each up to c times the result and cancel, and
+// their roundings with them (measured: the factored form then strays further
+// from a float64 rendering of the model than MLX's own float32 order does);
+// with q - c both terms are of the result's size.
+//
+// Schedule: N is cut into chunks of rows_per_chunk weight rows spread over the
+// pool. A chunk widens its rows' group parameters once, then for each tile of
+// up to kMaxRows activation rows walks its weight rows: each packed group is
+// decoded once into vectors and fused-multiply-added into every row's group
+// sum D (lanes over K), which one more FMA scales into the row's accumulator;
+// the bias term b . X joins the same accumulator, and one horizontal sum per
+// (row, column) ends it. The tile's activations (kMaxRows * K floats) and the
+// chunk's weights stay in L1/L2 across the tile.
+
+#define MLXR_UNROLL _Pragma("GCC unroll 16")
+
+MLXR_INLINE int fimin(int a, int b) {
+  return a < b ? a : b;
+}
+
+struct Job {
+  const Problem* p;
+  int rows_per_chunk;
+};
+
+// res[j * R + r] = out[m0 + r, n + j] for r < R, j < NB, from the NB weight
+// rows at wrow (row_bytes apart) with their widened scales sc and centred
+// biases bi (g_stride per row each, zero past G).
+//
+// Few rows (R < kScaledRows, NB = 1): per group, D = sum x (q - c) in one
+// vector per row, then acc += s D (one FMA per row and group). Many rows: the
+// decoded weights are scaled once (s (q - c), one multiply per vector shared
+// by the R rows) and FMA'd straight into each row's accumulator, and NB = 2
+// weight rows share each activation load (an FMA's other operand comes from
+// memory; with one weight row per pass the loads, not the FMAs, were the
+// bound). Every loop over rows, weight rows and a group's vectors has a
+// constant trip count and is unrolled, so the accumulators stay in registers.
+template <int R, int NB, int BITS, int GS>
+MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, const float* sc, const float* bi,
+                      int m0, float* res) {
+  const int G = p.K / GS;
+  const size_t gs = p.g_stride;
+  constexpr int gbytes = GS * BITS / 8;
+  const size_t ks = p.k_stride;
+  const float* x = p.xp + size_t(m0) * ks;
+  vf acc[NB][R];
+  MLXR_UNROLL for (int j = 0; j < NB; j++) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) acc[j][r] = vzero();
+  }
+  if constexpr (R >= kScaledRows) {
+    for (int g = 0; g < G; g++) {
+      const float* xg = x + size_t(g) * GS;
+      vf s[NB];
+      MLXR_UNROLL for (int j = 0; j < NB; j++) s[j] = vset1(sc[j * gs + g]);
+      MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
+        if constexpr (BITS == 4) {
+          vf lo[NB], hi[NB];
+          MLXR_UNROLL for (int j = 0; j < NB; j++) {
+            decode4(wrow + j * row_bytes + size_t(g) * gbytes + c, lo[j], hi[j]);
+            lo[j] = vmul(lo[j], s[j]);
+            hi[j] = vmul(hi[j], s[j]);
+          }
+          MLXR_UNROLL for (int r = 0; r < R; r++) {
+            const vf xl = vload(xg + r * ks + 2 * c);
+            const vf xh = vload(xg + r * ks + 2 * c + kL);
+            MLXR_UNROLL for (int j = 0; j < NB; j++) {
+              acc[j][r] = vfma(lo[j], xl, acc[j][r]);
+              acc[j][r] = vfma(hi[j], xh, acc[j][r]);
+            }
+          }
+        } else {
+          vf w[NB];
+          MLXR_UNROLL for (int j = 0; j < NB; j++) {
+            w[j] = vmul(decode8(wrow + j * row_bytes + size_t(g) * gbytes + c), s[j]);
+          }
+          MLXR_UNROLL for (int r = 0; r < R; r++) {
+            const vf xv = vload(xg + r * ks + c);
+            MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(w[j], xv, acc[j][r]);
+          }
+        }
+      }
+    }
+  } else {
+    static_assert(NB == 1, "the few-rows pass takes one weight row");
+    for (int g = 0; g < G; g++) {
+      vf dot[R];
+      MLXR_UNROLL for (int r = 0; r < R; r++) dot[r] = vzero();
+      const uint8_t* wg = wrow + size_t(g) * gbytes;
+      const float* xg = x + size_t(g) * GS;
+      MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
+        if constexpr (BITS == 4) {
+          vf lo, hi;
+          decode4(wg + c, lo, hi);
+          MLXR_UNROLL for (int r = 0; r < R; r++) {
+            dot[r] = vfma(lo, vload(xg + r * ks + 2 * c), dot[r]);
+            dot[r] = vfma(hi, vload(xg + r * ks + 2 * c + kL), dot[r]);
+          }
+        } else {
+          vf w = decode8(wg + c);
+          MLXR_UNROLL for (int r = 0; r < R; r++) dot[r] = vfma(w, vload(xg + r * ks + c), dot[r]);
+        }
+      }
+      vf s = vset1(sc[g]);
+      MLXR_UNROLL for (int r = 0; r < R; r++) acc[0][r] = vfma(s, dot[r], acc[0][r]);
+    }
+  }
+  const float* X = p.xg + size_t(m0) * gs;
+  for (size_t g = 0; g < gs; g += kL) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) {
+      const vf xr = vload(X + r * gs + g);
+      MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
+    }
+  }
+  MLXR_UNROLL for (int j = 0; j < NB; j++) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
+  }
+}
+
+// One tile of `rows` (1..kMaxRows) activation rows against `nb` weight rows
+// (2 only when rows >= kScaledRows).
+template <int BITS, int GS>
+inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, size_t row_bytes, const float* sc,
+                      const float* bi, int m0, float* res) {
+  switch (rows) {
+#define MLXR_FASTNUM_TILE(R)                                                                 \
+  case R:                                                                                    \
+    if constexpr (R <= kMaxRows) {                                                           \
+      if constexpr (R >= kScaledRows) {                                                      \
+        if (nb == 2) {                                                                       \
+          tile<R, 2, BITS, GS>(p, wrow, row_bytes, sc, bi, m0, res);                         \
+          break;                                                                             \
+        }                                                                                    \
+      }                                                                                      \
+      tile<R, 1, BITS, GS>(p, wrow, row_bytes, sc, bi, m0, res);                             \
+    }                                                                                        \
+    break;
+    MLXR_FASTNUM_TILE(1)
+    MLXR_FASTNUM_TILE(2)
+    MLXR_FASTNUM_TILE(3)
+    MLXR_FASTNUM_TILE(4)
+    MLXR_FASTNUM_TILE(5)
+    MLXR_FASTNUM_TILE(6)
+    MLXR_FASTNUM_TILE(7)
+    MLXR_FASTNUM_TILE(8)
+#undef MLXR_FASTNUM_TILE
+    default: break;
+  }
+}
+
+// Row `n`'s `count` group parameters from element `i`, widened to floats.
+// dst holds `count` rounded up to whole vectors, zero past count.
+inline void widen_row(const void* base, Dt dt, size_t i, int count, float* dst) {
+  int g = 0;
+  for (; g + kL <= count; g += kL) vstore(dst + g, widen_params(base, dt, i + g));
+  if (g < count) {
+    float tail[kL] = {};
+    for (int t = 0; g + t < count; t++) tail[t] = param_at(base, dt, i + g + t);
+    vstore(dst + g, vload(tail));
+  }
+}
+
+template <int BITS, int GS>
+void run_chunk(void* ctx, int chunk) {
+  const Job& job = *static_cast<const Job*>(ctx);
+  const Problem& p = *job.p;
+  const int n0 = chunk * job.rows_per_chunk;
+  const int n1 = fimin(p.N, n0 + job.rows_per_chunk);
+  const int G = p.K / p.group_size;
+  const int gs = int(p.g_stride);
+  const size_t row_bytes = size_t(p.K) * BITS / 8;
+  // Per weight row, gs (G rounded up to whole vectors, zero past G) widened
+  // scales, then as many centred biases.
+  float* sc = thread_scratch(size_t(n1 - n0) * 2 * gs);
+  float* bi = sc + size_t(n1 - n0) * gs;
+  const vf centre = vset1(float(1 << (BITS - 1)));
+  for (int n = n0; n < n1; n++) {
+    float* s = sc + size_t(n - n0) * gs;
+    float* b = bi + size_t(n - n0) * gs;
+    widen_row(p.scales, p.param, size_t(n) * G, G, s);
+    widen_row(p.biases, p.param, size_t(n) * G, G, b);
+    for (int g = 0; g < gs; g += kL) vstore(b + g, vfma(centre, vload(s + g), vload(b + g)));
+  }
+  const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
+  float res[2 * kMaxRows];
+  for (int m0 = 0; m0 < p.M; m0 += kMaxRows) {
+    const int rows = fimin(kMaxRows, p.M - m0);
+    for (int n = n0; n < n1;) {
+      const int nb = rows >= kScaledRows && n + 1 < n1 ? 2 : 1;
+      tile_rows<BITS, GS>(p, rows, nb, w + size_t(n) * row_bytes, row_bytes, sc + size_t(n - n0) * gs,
+                          bi + size_t(n - n0) * gs, m0, res);
+      for (int j = 0; j < nb; j++) {
+        for (int r = 0; r < rows; r++) store_out(p.out, p.out_dt, size_t(m0 + r) * p.N + n + j, res[j * rows + r]);
+      }
+      n += nb;
+    }
+  }
+}
+
+// Weight rows per chunk: about eight chunks per thread, so a late or
+// preempted worker's share is small, but at most 64 rows (the chunk's widened
+// parameters stay small) and at least 4 (claiming a chunk costs an atomic).
+inline int rows_per_chunk(int N, int threads) {
+  int want = (N + threads * 8 - 1) / (threads * 8);
+  return want < 4 ? 4 : want > 64 ? 64 : want;
+}
+
+inline bool run_any(const Problem& p) {
+  const bool groups_ok = p.group_size == 32 || p.group_size == 64 || p.group_size == 128;
+  if (!groups_ok || (p.bits != 4 && p.bits != 8) || p.K % p.group_size != 0) return false;
+  Job job{&p, rows_per_chunk(p.N, parallel_threads())};
+  const int chunks = (p.N + job.rows_per_chunk - 1) / job.rows_per_chunk;
+  void (*body)(void*, int) = p.bits == 4 ? (p.group_size == 32   ? run_chunk<4, 32>
+                                            : p.group_size == 64 ? run_chunk<4, 64>
+                                                                 : run_chunk<4, 128>)
+                                         : (p.group_size == 32   ? run_chunk<8, 32>
+                                            : p.group_size == 64 ? run_chunk<8, 64>
+                                                                 : run_chunk<8, 128>);
+  parallel_chunks(chunks, body, &job);
+  return true;
+}
