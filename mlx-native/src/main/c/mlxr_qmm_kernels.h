@@ -265,6 +265,22 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
   }
 }
 
+// The shifting decode for a block whose scales cannot be pre-shifted (rare:
+// float32 or bfloat16 scales below 2^-98), one row at a time in one-row
+// blocks: each output's arithmetic does not depend on the pass, so the bytes
+// are the same, and only one pass size is compiled for this path.
+template <Act A, int bits, int group_size>
+__attribute__((noinline)) void block_rows_shifting(const Problem& p, int n0, int cols, int m0, int rows) {
+  constexpr int T1 = tiles_for<1>(), cols1 = T1 * kLanes;
+  const int groups = p.K / group_size;
+  float* sc = thread_scratch(size_t(2) * cols1 * groups);
+  float* bi = sc + size_t(cols1) * groups;
+  for (int c = 0; c < cols && n0 + c < p.N; c += cols1) {
+    block_params(p, n0 + c, cols1, groups, sc, bi);
+    for (int i = 0; i < rows; i++) block_compute<A, bits, group_size, 1, T1, false>(p, n0 + c, m0 + i, 1, sc, bi);
+  }
+}
+
 template <Act A, int bits, int group_size, int R, int T>
 void block_rows(const Problem& p, int n0, int m0, int rows) {
   constexpr int cols = T * kLanes;
@@ -275,7 +291,7 @@ void block_rows(const Problem& p, int n0, int m0, int rows) {
   if (scales_shift_exactly(p, sc, size_t(cols) * groups)) {
     block_compute<A, bits, group_size, R, T, true>(p, n0, m0, rows, sc, bi);
   } else {
-    block_compute<A, bits, group_size, R, T, false>(p, n0, m0, rows, sc, bi);
+    block_rows_shifting<A, bits, group_size>(p, n0, cols, m0, rows);
   }
 }
 
