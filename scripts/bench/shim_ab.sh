@@ -9,7 +9,8 @@
 #
 # --max-quiet-wait-s S: before each run wait (at most S seconds) until the machine's other processes
 # use less than 0.15 cores (busy time in /proc/stat over one second); each line then reports the
-# foreign cores measured just before the run.
+# foreign cores measured just before the run, and each line also gives the foreign cores during each
+# run (the machine's busy time less the run's own CPU time): a pair with either well above 0 was contended.
 #
 # Build the two .so files first, e.g. `git stash; scripts/build_shim.sh; cp build/native/libmlxr.so
 # /tmp/a.so; git stash pop; scripts/build_shim.sh; cp build/native/libmlxr.so /tmp/b.so`.
@@ -28,11 +29,24 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
+# One run: prints "ms-per-token tok/s foreign-cores-during-run". The foreign cores are the machine's
+# busy time over the run (/proc/stat) less this run's own CPU time (/usr/bin/time), per second of wall.
 one() {
-  MLXRING_SHIM="$1" java @"$root/jvm.args" -Dmlxring.home="$root" \
+  local s1 s2 t
+  read -r -a s1 < /proc/stat
+  t="$(mktemp)"
+  local r
+  r="$(MLXRING_SHIM="$1" /usr/bin/time -f "%e %U %S" -o "$t" java @"$root/jvm.args" -Dmlxring.home="$root" \
     -cp "perf/target/perf-0.1.0-SNAPSHOT.jar:perf/target/lib/*" dev.mlxring.perf.DecodeProfile \
     --model "$model" --prompt-tokens "$prompt" --gen-tokens "$gen" --runs 1 2>&1 \
-    | sed -n 's/.*total \([0-9.]*\) ms (\([0-9.]*\) tok\/s).*/\1 \2/p'
+    | sed -n 's/.*total \([0-9.]*\) ms (\([0-9.]*\) tok\/s).*/\1 \2/p')"
+  read -r -a s2 < /proc/stat
+  local foreign
+  foreign="$(awk -v hz="$(getconf CLK_TCK)" -v u1="${s1[1]}" -v n1="${s1[2]}" -v y1="${s1[3]}" -v q1="${s1[6]}" -v r1="${s1[7]}" \
+      -v u2="${s2[1]}" -v n2="${s2[2]}" -v y2="${s2[3]}" -v q2="${s2[6]}" -v r2="${s2[7]}" \
+      '{ busy = ((u2-u1)+(n2-n1)+(y2-y1)+(q2-q1)+(r2-r1)) / hz; f = (busy - $2 - $3) / $1; printf "%.2f", f < 0 ? 0 : f }' "$t")"
+  rm -f "$t"
+  echo "$r $foreign"
 }
 # Cores busy over one second, from /proc/stat (nothing of ours runs while it is measured).
 busy_cores() {
@@ -55,8 +69,9 @@ for ((i = 1; i <= pairs; i++)); do
   load="$(cut -d' ' -f1 /proc/loadavg)"
   fa="$(wait_quiet)"; ra="$(one "$a")"
   fb="$(wait_quiet)"; rb="$(one "$b")"
-  echo "pair $i (load $load, foreign cores before A $fa, before B $fb): A ${ra#* } tok/s, B ${rb#* } tok/s"
-  out_a+=("${ra#* }"); out_b+=("${rb#* }")
+  read -r _ ta da <<< "$ra"; read -r _ tb db <<< "$rb"
+  echo "pair $i (load $load, foreign cores before A $fa, before B $fb; during A $da, during B $db): A $ta tok/s, B $tb tok/s"
+  out_a+=("$ta"); out_b+=("$tb")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 ma="$(median "${out_a[@]}")"; mb="$(median "${out_b[@]}")"

@@ -12,7 +12,7 @@
 // float32; the emulated float16 / bfloat16 conversions otherwise), no FMA.
 // The kernels keep exactly that per-element arithmetic and change only the
 // schedule: one output column per vector lane, columns split across a small
-// worker pool, and each decoded weight used by up to eight rows at once.
+// worker pool, and each decoded weight used by up to eight rows at once (std::this_thread::yield is sched_yield there).
 // So the output bytes equal MLX's (tested by QuantizedMatmulExactnessTest,
 // for each instruction set this CPU has).
 //
@@ -174,7 +174,14 @@ class WorkerPool {
       int spins = 0;
       while (generation_.load() == seen) {
         pause();
-        if ((++spins & 255) == 0 &&
+        // Every 64 pauses (~1 us) the spin gives the core to any other
+        // runnable thread of this core: the JVM thread that builds and
+        // submits the next step's graph shares the second core with this
+        // worker, and a spinning worker otherwise holds it off for a whole
+        // scheduler slice. With nothing else runnable sched_yield returns
+        // at once (std::this_thread::yield is sched_yield there).
+        if ((++spins & 63) == 0) std::this_thread::yield();
+        if ((spins & 255) == 0 &&
             std::chrono::steady_clock::now() - start > spin_) {
           std::unique_lock<std::mutex> lock(mutex_);
           sleepers_.fetch_add(1);

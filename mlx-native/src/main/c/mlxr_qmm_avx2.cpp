@@ -12,6 +12,9 @@
 #pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
 #else
 #pragma GCC target("avx2,f16c")
+// block_compute's pre-shifted scales (sp) are written at every group's first
+// word, which word 0 always is; GCC cannot see that and warns spuriously.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 namespace mlxr::qmm {
@@ -35,6 +38,7 @@ using vi = __m256i;
 MLXR_INLINE vf vzero() { return _mm256_setzero_ps(); }
 MLXR_INLINE vf vset1(float f) { return _mm256_set1_ps(f); }
 MLXR_INLINE vf vload(const float* p) { return _mm256_loadu_ps(p); }
+MLXR_INLINE void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
 MLXR_INLINE vi vseti(int i) { return _mm256_set1_epi32(i); }
 MLXR_INLINE vi vand(vi a, vi b) { return _mm256_and_si256(a, b); }
 template <int s>

@@ -26,7 +26,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class QuantizedMatmulExactnessTest {
 
-    enum Data { NORMAL, SUBNORMAL, SPECIAL }
+    /**
+     * {@code TINY_SCALES}: ordinary activations, scales and biases near 1e-33 (below 2^-98, where the
+     * kernels' pre-shifted decode would underflow, so their blocks must take the shifting decode).
+     */
+    enum Data { NORMAL, SUBNORMAL, SPECIAL, TINY_SCALES }
 
     enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST, STRIDED, BATCHED }
 
@@ -108,6 +112,16 @@ class QuantizedMatmulExactnessTest {
             c.add(new Case(d, 4, 32, 84, 160, 3, Data.NORMAL, Layout.CONTIGUOUS));
             c.add(new Case(d, 2, 32, 84, 576, 5, Data.SPECIAL, Layout.CONTIGUOUS));
         }
+        // Scales too small to pre-shift exactly (float32 and bfloat16 parameters; float16's smallest is
+        // 2^-24): every bit width, one and several rows.
+        for (Dtype d : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16}) {
+            for (Dtype params : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16}) {
+                for (int bits : new int[] {2, 4, 8}) {
+                    c.add(new Case(d, params, bits, 32, 84, 384, 1, Data.TINY_SCALES, Layout.CONTIGUOUS));
+                }
+                c.add(new Case(d, params, 4, 64, 84, 384, 3, Data.TINY_SCALES, Layout.CONTIGUOUS));
+            }
+        }
         // Mixed dtypes, as models store them: SmolLM2 has float16 scales under float32 activations.
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
@@ -134,6 +148,7 @@ class QuantizedMatmulExactnessTest {
                 case NORMAL -> 0.02f;
                 case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 2e-4f : 1e-20f;
                 case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 3000f : 1e30f;
+                case TINY_SCALES -> 1e-33f;
             };
             MlxArray scales = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag, Data.NORMAL), c.n, groups),
                     c.params);
@@ -143,6 +158,7 @@ class QuantizedMatmulExactnessTest {
                 case NORMAL -> 1f;
                 case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 5e-3f : 1e-19f;
                 case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 30f : 1e10f;
+                case TINY_SCALES -> 1f;
             };
             MlxArray x = activations(c, rnd, xMag);
             MlxArray expected = Mlx.quantizedMatmul(x, weight, scales, biases, true, c.groupSize, c.bits);
