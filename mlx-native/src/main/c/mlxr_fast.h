@@ -40,6 +40,7 @@
 #include "mlx/backend/common/utils.h"
 #include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
+#include "mlxr_cpu_task.h"
 
 namespace mlxr::fast {
 
@@ -89,36 +90,11 @@ void with_float_type(mx::Dtype d, F&& f) {
   }
 }
 
-// A one-output CPU primitive whose work runs as one task on the stream's
-// encoder, over weak copies of its inputs and output (MLX keeps their buffers
-// alive until the task has run). The task is a closure over the primitive's
-// parameters by value: the primitive itself may be gone when the task runs.
-using Task = std::function<void(const std::vector<mx::array>& inputs, mx::array& out)>;
-
-class CpuTaskPrimitive : public mx::UnaryPrimitive {
+// The native fast:: ops' primitives, told apart from the shim's other CPU
+// primitives by mlxr_is_native_fast_op.
+class FastOpPrimitive : public CpuTaskPrimitive {
  public:
-  explicit CpuTaskPrimitive(mx::Stream stream) : mx::UnaryPrimitive(stream) {}
-
-  void eval_cpu(const std::vector<mx::array>& inputs, mx::array& out) override {
-    auto& encoder = mx::cpu::get_command_encoder(stream());
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    std::vector<mx::array> ins;
-    ins.reserve(inputs.size());
-    for (auto& in : inputs) {
-      encoder.set_input_array(in);
-      ins.push_back(mx::array::unsafe_weak_copy(in));
-    }
-    encoder.set_output_array(out);
-    encoder.dispatch([task = task(), ins = std::move(ins),
-                      out = mx::array::unsafe_weak_copy(out)]() mutable { task(ins, out); });
-  }
-
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation");
-  }
-
- protected:
-  virtual Task task() const = 0;
+  using CpuTaskPrimitive::CpuTaskPrimitive;
 };
 
 }  // namespace mlxr::fast

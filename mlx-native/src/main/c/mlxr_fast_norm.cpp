@@ -50,9 +50,9 @@ void rms_norm_rows(const mx::array& x, const mx::array& w, mx::array& out, float
   }
 }
 
-class NativeRmsNorm : public CpuTaskPrimitive {
+class NativeRmsNorm : public FastOpPrimitive {
  public:
-  NativeRmsNorm(mx::Stream s, float eps) : CpuTaskPrimitive(s), eps_(eps) {}
+  NativeRmsNorm(mx::Stream s, float eps) : FastOpPrimitive(s), eps_(eps) {}
 
   const char* name() const override {
     return "NativeRmsNorm";
@@ -111,7 +111,7 @@ mlxr_array mlxr_native_rms_norm(mlxr_array x, mlxr_array weight, float eps) {
 int mlxr_is_native_fast_op(mlxr_array a) {
   auto& arr = *static_cast<mlx::core::array*>(a);
   return arr.has_primitive() &&
-                 dynamic_cast<mlxr::fast::CpuTaskPrimitive*>(&arr.primitive()) != nullptr
+                 dynamic_cast<mlxr::fast::FastOpPrimitive*>(&arr.primitive()) != nullptr
              ? 1
              : 0;
 }

@@ -123,9 +123,9 @@ void rope_rows(const RopeParams& p, const std::vector<mx::array>& in, mx::array&
   }
 }
 
-class NativeRope : public CpuTaskPrimitive {
+class NativeRope : public FastOpPrimitive {
  public:
-  NativeRope(mx::Stream s, RopeParams p) : CpuTaskPrimitive(s), p_(p) {}
+  NativeRope(mx::Stream s, RopeParams p) : FastOpPrimitive(s), p_(p) {}
 
   const char* name() const override {
     return "NativeRope";

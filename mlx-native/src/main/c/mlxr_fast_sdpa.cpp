@@ -421,9 +421,9 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
   }
 }
 
-class NativeSdpa : public CpuTaskPrimitive {
+class NativeSdpa : public FastOpPrimitive {
  public:
-  NativeSdpa(mx::Stream s, SdpaParams p) : CpuTaskPrimitive(s), p_(p) {}
+  NativeSdpa(mx::Stream s, SdpaParams p) : FastOpPrimitive(s), p_(p) {}
 
   const char* name() const override {
     return "NativeSdpa";

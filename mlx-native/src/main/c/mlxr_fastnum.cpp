@@ -19,26 +19,13 @@
 #include <utility>
 #include <vector>
 
-#include "mlx/allocator.h"
-#include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
+#include "mlxr_cpu_task.h"
 #include "mlxr_fastnum.h"
 #include "mlxr_guard.h"
+#include "mlxr_isa.h"
 
 namespace mx = mlx::core;
-
-namespace mlxr::fastnum {
-
-// Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
-enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
-
-}  // namespace mlxr::fastnum
-
-// The exact kernels' choice of instruction set (mlxr_qmm.cpp's C entry points:
-// the widest the CPU has, or MLXR_KERNEL_ISA's), which the fast kernels follow.
-extern "C" int mlxr_native_kernels_cpu_has(int isa);
-extern "C" int mlxr_native_kernels_isa();
-extern "C" const char* mlxr_last_error();
 
 namespace mlxr::fastnum {
 
@@ -56,15 +43,14 @@ bool has_fma() {
 
 // The set and FMA (every AVX2 CPU made has FMA, but the kernels use it).
 bool cpu_has(Isa isa) {
-  return isa != Isa::None && has_fma() && mlxr_native_kernels_cpu_has(static_cast<int>(isa)) == 1;
+  return has_fma() && mlxr::cpu_has(isa);
 }
 
 // The exact kernels' set when the CPU has FMA, else none; an invalid
 // MLXR_KERNEL_ISA is an error of every call, as there.
 Isa default_isa() {
-  int code = mlxr_native_kernels_isa();
-  if (code < 0) throw std::invalid_argument(mlxr_last_error());
-  return has_fma() ? static_cast<Isa>(code) : Isa::None;
+  Isa isa = mlxr::default_isa();
+  return has_fma() ? isa : Isa::None;
 }
 
 bool covered(int bits, int group_size) {
@@ -157,25 +143,10 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
 // views are copied to row-major order at eval, as the exact primitive does,
 // rather than by extra graph nodes (each one more task per matmul on MLX's
 // stream thread).
-class FastQuantizedMatmul : public mx::UnaryPrimitive {
+class FastQuantizedMatmul : public CpuTaskPrimitive {
  public:
   FastQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
-      : mx::UnaryPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
-
-  void eval_cpu(const std::vector<mx::array>& inputs, mx::array& out) override {
-    auto& encoder = mx::cpu::get_command_encoder(stream());
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    for (auto& in : inputs) encoder.set_input_array(in);
-    encoder.set_output_array(out);
-    encoder.dispatch([out = mx::array::unsafe_weak_copy(out), x = mx::array::unsafe_weak_copy(inputs[0]),
-                      w = mx::array::unsafe_weak_copy(inputs[1]), scales = mx::array::unsafe_weak_copy(inputs[2]),
-                      biases = mx::array::unsafe_weak_copy(inputs[3]), group_size = group_size_, bits = bits_,
-                      isa = isa_]() mutable { compute(out, x, w, scales, biases, group_size, bits, isa); });
-  }
-
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("[FastQuantizedMatmul] has no GPU implementation");
-  }
+      : CpuTaskPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
 
   const char* name() const override {
     return "FastQuantizedMatmul";
@@ -184,6 +155,13 @@ class FastQuantizedMatmul : public mx::UnaryPrimitive {
   bool is_equivalent(const mx::Primitive& other) const override {
     auto* o = dynamic_cast<const FastQuantizedMatmul*>(&other);
     return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ && o->isa_ == isa_;
+  }
+
+ protected:
+  Task task() const override {
+    return [group_size = group_size_, bits = bits_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
+      compute(out, in[0], in[1], in[2], in[3], group_size, bits, isa);
+    };
   }
 
  private:
@@ -236,7 +214,7 @@ extern "C" {
 // 1 when this CPU has instruction set `isa` with FMA (1 = AVX2 + FMA + F16C,
 // 2 = AVX-512 F/BW/VL + FMA).
 int mlxr_fastnum_cpu_has(int isa) {
-  return isa >= 1 && isa <= 2 && mlxr::fastnum::cpu_has(static_cast<mlxr::fastnum::Isa>(isa)) ? 1 : 0;
+  return isa >= 1 && isa <= 2 && mlxr::fastnum::cpu_has(static_cast<mlxr::Isa>(isa)) ? 1 : 0;
 }
 
 // The instruction set fast calls use: 0 none, 1 AVX2, 2 AVX-512; -1 with the
@@ -260,7 +238,7 @@ int mlxr_fastnum_covers(int bits, int group_size) {
 mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
                                          int group_size, int bits, int isa_code) {
   return mlxr::guard_array([&]() -> mx::array {
-    using mlxr::fastnum::Isa;
+    using mlxr::Isa;
     if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
     Isa isa = isa_code == 0 ? mlxr::fastnum::default_isa() : static_cast<Isa>(isa_code);
     if (isa_code != 0 && !mlxr::fastnum::cpu_has(isa)) {

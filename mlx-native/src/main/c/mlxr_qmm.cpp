@@ -1,5 +1,5 @@
 // Exact x86 kernels for MLX's affine quantized_matmul(transpose=True): the
-// MLX primitive, its worker pool and the choice of instruction set. The
+// MLX primitive and its worker pool (mlxr_isa.cpp chooses the instruction set). The
 // kernels themselves are in mlxr_qmm_kernels.h, compiled for AVX2 + F16C by
 // mlxr_qmm_avx2.cpp and for AVX-512 by mlxr_qmm_avx512.cpp.
 //
@@ -41,7 +41,9 @@
 #include "mlx/allocator.h"
 #include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
+#include "mlxr_cpu_task.h"
 #include "mlxr_guard.h"
+#include "mlxr_isa.h"
 #include "mlxr_qmm.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -229,49 +231,7 @@ float* thread_scratch(size_t floats) {
   return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
 }
 
-// ---- instruction sets --------------------------------------------------------
-
-// Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
-enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
-
-bool cpu_has(Isa isa) {
-#if MLXR_QMM_X86
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  }();
-  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl");
-  switch (isa) {
-    case Isa::Avx2: return avx2;
-    case Isa::Avx512: return avx512;
-    default: return false;
-  }
-#else
-  (void)isa;
-  return false;
-#endif
-}
-
-// The instruction set the kernels use: the widest this CPU has, unless
-// MLXR_KERNEL_ISA (read once, at the first call) names one — `avx2` forces the
-// AVX2 kernels on an AVX-512 CPU (A/B runs, the path CPUs without AVX-512
-// take). A value that is unknown, or names a set this CPU lacks, is an error
-// of every native quantized_matmul call, naming the variable.
-Isa default_isa() {
-  static const std::pair<Isa, std::string> chosen = []() -> std::pair<Isa, std::string> {
-    Isa widest = cpu_has(Isa::Avx512) ? Isa::Avx512 : cpu_has(Isa::Avx2) ? Isa::Avx2 : Isa::None;
-    const char* env = std::getenv("MLXR_KERNEL_ISA");
-    if (env == nullptr || *env == '\0') return {widest, ""};
-    std::string want(env);
-    Isa isa = want == "avx2" ? Isa::Avx2 : want == "avx512" ? Isa::Avx512 : Isa::None;
-    if (isa == Isa::None) return {Isa::None, "MLXR_KERNEL_ISA must be avx2 or avx512, got '" + want + "'"};
-    if (!cpu_has(isa)) return {Isa::None, "MLXR_KERNEL_ISA=" + want + ": this CPU does not have that instruction set"};
-    return {isa, ""};
-  }();
-  if (!chosen.second.empty()) throw std::invalid_argument(chosen.second);
-  return chosen.first;
-}
+// ---- the kernels of one instruction set (mlxr_isa.h chooses) ------------------
 
 bool run_isa(Isa isa, const Problem& p, Act act, int bits, int group_size) {
   switch (isa) {
@@ -331,29 +291,10 @@ const uint32_t* packed_words(const mx::array& w, std::vector<uint32_t>& copy) {
 // quantized_matmul(x, w, scales, biases, transpose=True) over MLX's own
 // validated, dtype-promoted inputs, by the kernels of one instruction set;
 // created only for the cases they cover, on a CPU stream of a CPU that has it.
-class NativeQuantizedMatmul : public mx::UnaryPrimitive {
+class NativeQuantizedMatmul : public CpuTaskPrimitive {
  public:
   NativeQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
-      : mx::UnaryPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
-
-  void eval_cpu(const std::vector<mx::array>& inputs, mx::array& out) override {
-    auto& encoder = mx::cpu::get_command_encoder(stream());
-    out.set_data(mx::allocator::malloc(out.nbytes()));
-    for (auto& in : inputs) encoder.set_input_array(in);
-    encoder.set_output_array(out);
-    encoder.dispatch([out = mx::array::unsafe_weak_copy(out),
-                      x = mx::array::unsafe_weak_copy(inputs[0]),
-                      w = mx::array::unsafe_weak_copy(inputs[1]),
-                      scales = mx::array::unsafe_weak_copy(inputs[2]),
-                      biases = mx::array::unsafe_weak_copy(inputs[3]),
-                      group_size = group_size_, bits = bits_, isa = isa_]() mutable {
-      compute(out, x, w, scales, biases, group_size, bits, isa);
-    });
-  }
-
-  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
-    throw std::runtime_error("[NativeQuantizedMatmul] has no GPU implementation");
-  }
+      : CpuTaskPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
 
   const char* name() const override {
     return "NativeQuantizedMatmul";
@@ -362,6 +303,13 @@ class NativeQuantizedMatmul : public mx::UnaryPrimitive {
   bool is_equivalent(const mx::Primitive& other) const override {
     auto* o = dynamic_cast<const NativeQuantizedMatmul*>(&other);
     return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ && o->isa_ == isa_;
+  }
+
+ protected:
+  Task task() const override {
+    return [group_size = group_size_, bits = bits_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
+      compute(out, in[0], in[1], in[2], in[3], group_size, bits, isa);
+    };
   }
 
  private:
@@ -416,12 +364,12 @@ extern "C" {
 
 // 1 when this CPU runs the native kernels (x86-64 with AVX2 and F16C).
 int mlxr_native_kernels_available() {
-  return mlxr::qmm::cpu_has(mlxr::qmm::Isa::Avx2) ? 1 : 0;
+  return mlxr::cpu_has(mlxr::Isa::Avx2) ? 1 : 0;
 }
 
 // 1 when this CPU has instruction set `isa` (1 = AVX2 + F16C, 2 = AVX-512 F/BW/VL).
 int mlxr_native_kernels_cpu_has(int isa) {
-  return isa >= 1 && isa <= 2 && mlxr::qmm::cpu_has(static_cast<mlxr::qmm::Isa>(isa)) ? 1 : 0;
+  return isa >= 1 && isa <= 2 && mlxr::cpu_has(static_cast<mlxr::Isa>(isa)) ? 1 : 0;
 }
 
 // The instruction set native quantized_matmul calls use (see default_isa):
@@ -429,7 +377,7 @@ int mlxr_native_kernels_cpu_has(int isa) {
 // MLXR_KERNEL_ISA is invalid.
 int mlxr_native_kernels_isa() {
   int isa = 0;
-  if (mlxr::guard_int([&] { isa = static_cast<int>(mlxr::qmm::default_isa()); }) != 0) return -1;
+  if (mlxr::guard_int([&] { isa = static_cast<int>(mlxr::default_isa()); }) != 0) return -1;
   return isa;
 }
 
@@ -446,10 +394,10 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
                                         mlxr_array biases, bool transpose, int group_size,
                                         int bits, const char* mode, int isa_code) {
   return mlxr::guard_array([&]() -> mx::array {
-    using mlxr::qmm::Isa;
+    using mlxr::Isa;
     if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
-    Isa isa = isa_code == 0 ? mlxr::qmm::default_isa() : static_cast<Isa>(isa_code);
-    if (isa_code != 0 && !mlxr::qmm::cpu_has(isa)) {
+    Isa isa = isa_code == 0 ? mlxr::default_isa() : static_cast<Isa>(isa_code);
+    if (isa_code != 0 && !mlxr::cpu_has(isa)) {
       throw std::invalid_argument(std::string("isa: this CPU does not have ") + (isa == Isa::Avx512 ? "AVX-512" : "AVX2/F16C"));
     }
     auto& xa = *static_cast<mx::array*>(x);

@@ -1,0 +1,52 @@
+// The base of the shim's CPU primitives (the exact quantized matmul, the fast
+// numerics tier, the native fast:: ops): one output, evaluated as one task on
+// the stream's command encoder.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/primitives.h"
+
+namespace mlxr {
+
+namespace mx = mlx::core;
+
+// The task runs over weak copies of the inputs and output (the encoder keeps
+// their buffers alive until it has run). It is a closure over the primitive's
+// parameters by value: the primitive itself may be gone when the task runs
+// (MLX detaches an evaluated graph as soon as its tasks are queued).
+using Task = std::function<void(const std::vector<mx::array>& inputs, mx::array& out)>;
+
+class CpuTaskPrimitive : public mx::UnaryPrimitive {
+ public:
+  explicit CpuTaskPrimitive(mx::Stream stream) : mx::UnaryPrimitive(stream) {}
+
+  void eval_cpu(const std::vector<mx::array>& inputs, mx::array& out) override {
+    auto& encoder = mx::cpu::get_command_encoder(stream());
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+    std::vector<mx::array> ins;
+    ins.reserve(inputs.size());
+    for (auto& in : inputs) {
+      encoder.set_input_array(in);
+      ins.push_back(mx::array::unsafe_weak_copy(in));
+    }
+    encoder.set_output_array(out);
+    encoder.dispatch([task = task(), ins = std::move(ins),
+                      out = mx::array::unsafe_weak_copy(out)]() mutable { task(ins, out); });
+  }
+
+  void eval_gpu(const std::vector<mx::array>&, mx::array&) override {
+    throw std::runtime_error(std::string("[") + name() + "] has no GPU implementation");
+  }
+
+ protected:
+  virtual Task task() const = 0;
+};
+
+}  // namespace mlxr
