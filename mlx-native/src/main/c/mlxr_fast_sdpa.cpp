@@ -21,7 +21,9 @@
 // e = simd::exp(x - max), the normalizer summed in order from 0, then
 // e * (1 / normalizer) (float32), or T(exp(x - max) * (1 / normalizer)).
 
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -30,6 +32,7 @@
 #include "mlx/mlx.h"
 #include "mlxr_fast.h"
 #include "mlxr_guard.h"
+#include "mlxr_qmm.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLXR_SDPA_X86 1
@@ -342,83 +345,118 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
   const int cols = S + (p.sinks ? 1 : 0);
 
   // A group's query rows (rep heads x L positions) score together when they
-  // are few (decode); otherwise each row scores against keys transposed once.
+  // are few (decode); otherwise each row scores against keys transposed once
+  // per piece of rows.
   const int rows = rep * L;
   const bool few = rows <= 8 && D % 8 == 0;
-  std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
-      scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
-  std::vector<T> block(4 * size_t(cols));
   const T* qp = q.data<T>();
   const T* kp = k.data<T>();
   const T* vp = v.data<T>();
   T* op = out.data<T>();
-  for (int b = 0; b < B; b++) {
-    for (int g = 0; g < Hkv; g++) {
-      const T* kb = kp + b * ks[0] + g * ks[1];
-      const T* vb = vp + b * vs[0] + g * vs[1];
-      int64_t k_ld, v_ld;
-      const float* k_rows = float_rows(kb, S, D, ks[2], ks[3], kf, k_ld);
-      const float* v_rows = float_rows(vb, S, Dv, vs[2], vs[3], vf, v_ld);
-      // q' = T(scale) * q, widened: row i is head g * rep + i / L, position i % L.
-      auto scaled_query = [&](int i, float* dst) {
-        const T* qr = qp + b * qs[0] + (g * rep + i / L) * qs[1] + (i % L) * qs[2];
-        for (int d = 0; d < D; d++) dst[d] = static_cast<float>(static_cast<T>(scale_t * qr[d * qs[3]]));
-      };
-      if (few) {
-        for (int i = 0; i < rows; i++) scaled_query(i, qrows.data() + size_t(i) * D);
-        scores_few_rows(qrows.data(), rows, k_rows, k_ld, S, D, scores.data());
-      } else {
-        transpose(k_rows, k_ld, S, D, kt.data(), S);
-      }
-      for (int i0 = 0; i0 < rows; i0 += 4) {
-        const int nb = std::min(4, rows - i0);
-        for (int j = 0; j < nb; j++) {
-          const int i = i0 + j;
-          const int h = g * rep + i / L;
-          const int l = i % L;
-          const float* sc_f = scores.data() + (few ? size_t(i) * S : 0);
-          if (!few) {
-            scaled_query(i, qrows.data());
-            weighted_rows(qrows.data(), kt.data(), D, S, S, scores.data());
-          }
-          T* sc = block.data() + size_t(j) * cols;
-          if (sinks) *sc++ = static_cast<T>(sinks->data<T>()[h * sinks->strides()[0]]);
-          for (int s = 0; s < S; s++) {
-            T x = static_cast<T>(sc_f[s]);
-            switch (p.mask) {
-              case MaskKind::Causal:
-                if (!(l + S - L >= s)) x = floor_value;
-                break;
-              case MaskKind::Bool: {
-                const bool* m = mask->data<bool>();
-                if (!m[b * mv.b + h * mv.h + l * mv.l + s * mv.s]) x = floor_value;
-                break;
-              }
-              case MaskKind::Additive:
-                x = x + mask->data<T>()[b * mv.b + h * mv.h + l * mv.l + s * mv.s];
-                break;
-              case MaskKind::None:
-                break;
+
+  // Rows [r_begin, r_end) of kv group g of batch b: every output row depends
+  // only on its own query row and the group's keys and values, so pieces run
+  // on any thread in any order with the bytes of one loop over them.
+  auto run_piece = [&](int b, int g, int r_begin, int r_end) {
+    std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
+        scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
+    std::vector<T> block(4 * size_t(cols));
+    const T* kb = kp + b * ks[0] + g * ks[1];
+    const T* vb = vp + b * vs[0] + g * vs[1];
+    int64_t k_ld, v_ld;
+    const float* k_rows = float_rows(kb, S, D, ks[2], ks[3], kf, k_ld);
+    const float* v_rows = float_rows(vb, S, Dv, vs[2], vs[3], vf, v_ld);
+    // q' = T(scale) * q, widened: row i is head g * rep + i / L, position i % L.
+    auto scaled_query = [&](int i, float* dst) {
+      const T* qr = qp + b * qs[0] + (g * rep + i / L) * qs[1] + (i % L) * qs[2];
+      for (int d = 0; d < D; d++) dst[d] = static_cast<float>(static_cast<T>(scale_t * qr[d * qs[3]]));
+    };
+    if (few) {
+      for (int i = 0; i < rows; i++) scaled_query(i, qrows.data() + size_t(i) * D);
+      scores_few_rows(qrows.data(), rows, k_rows, k_ld, S, D, scores.data());
+    } else {
+      transpose(k_rows, k_ld, S, D, kt.data(), S);
+    }
+    for (int i0 = r_begin; i0 < r_end; i0 += 4) {
+      const int nb = std::min(4, r_end - i0);
+      for (int j = 0; j < nb; j++) {
+        const int i = i0 + j;
+        const int h = g * rep + i / L;
+        const int l = i % L;
+        const float* sc_f = scores.data() + (few ? size_t(i) * S : 0);
+        if (!few) {
+          scaled_query(i, qrows.data());
+          weighted_rows(qrows.data(), kt.data(), D, S, S, scores.data());
+        }
+        T* sc = block.data() + size_t(j) * cols;
+        if (sinks) *sc++ = static_cast<T>(sinks->data<T>()[h * sinks->strides()[0]]);
+        for (int s = 0; s < S; s++) {
+          T x = static_cast<T>(sc_f[s]);
+          switch (p.mask) {
+            case MaskKind::Causal:
+              if (!(l + S - L >= s)) x = floor_value;
+              break;
+            case MaskKind::Bool: {
+              const bool* m = mask->data<bool>();
+              if (!m[b * mv.b + h * mv.h + l * mv.l + s * mv.s]) x = floor_value;
+              break;
             }
-            sc[s] = x;
+            case MaskKind::Additive:
+              x = x + mask->data<T>()[b * mv.b + h * mv.h + l * mv.l + s * mv.s];
+              break;
+            case MaskKind::None:
+              break;
           }
+          sc[s] = x;
         }
-        T* rows4[4];
-        for (int j = 0; j < 4; j++) rows4[j] = block.data() + size_t(std::min(j, nb - 1)) * cols;
-        softmax_rows4(rows4, cols, e);
-        for (int j = 0; j < nb; j++) {
-          const int i = i0 + j;
-          const int h = g * rep + i / L;
-          const int l = i % L;
-          const T* prob = rows4[j] + (p.sinks ? 1 : 0);
-          for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
-          weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
-          T* dst = op + (p.merge_heads ? (size_t(b) * L + l) * Hq + h : (size_t(b) * Hq + h) * L + l) * Dv;
-          for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
-        }
+      }
+      T* rows4[4];
+      for (int j = 0; j < 4; j++) rows4[j] = block.data() + size_t(std::min(j, nb - 1)) * cols;
+      softmax_rows4(rows4, cols, e);
+      for (int j = 0; j < nb; j++) {
+        const int i = i0 + j;
+        const int h = g * rep + i / L;
+        const int l = i % L;
+        const T* prob = rows4[j] + (p.sinks ? 1 : 0);
+        for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
+        weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
+        T* dst = op + (p.merge_heads ? (size_t(b) * L + l) * Hq + h : (size_t(b) * Hq + h) * L + l) * Dv;
+        for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
       }
     }
-  }
+  };
+
+  // Pieces over the kernel pool of mlxr_qmm.h (idle between a step's matmuls):
+  // one per kv group and batch row in decode, and a group's rows cut in up to
+  // 8 pieces of whole 4-row blocks otherwise (each piece re-transposes the
+  // group's keys: S * D moves against its rows * S * D multiply-adds).
+  const int per_group = few ? 1 : std::min(8, (rows + 3) / 4);
+  const int piece_rows = few ? rows : ((rows + 3) / 4 + per_group - 1) / per_group * 4;
+  const int64_t units = int64_t(B) * Hkv * per_group;
+  struct Pieces {
+    const decltype(run_piece)* run;
+    int64_t units;
+    int chunks, per_group, piece_rows, rows, Hkv;
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
+  } job{&run_piece, units, int(std::min<int64_t>(units, 4096)), per_group, piece_rows, rows, Hkv, nullptr};
+  mlxr::qmm::parallel_chunks(job.chunks, [](void* ctx, int chunk) {
+    auto& j = *static_cast<Pieces*>(ctx);
+    // A throw must not leave a worker's chunk (the pool's threads do not
+    // catch); the first is rethrown on the stream thread once all have run.
+    try {
+      for (int64_t u = chunk; u < j.units && !j.failed.load(std::memory_order_relaxed); u += j.chunks) {
+        const int piece = int(u % j.per_group);
+        const int g = int((u / j.per_group) % j.Hkv);
+        const int b = int(u / (int64_t(j.per_group) * j.Hkv));
+        const int r_begin = piece * j.piece_rows;
+        if (r_begin < j.rows) (*j.run)(b, g, r_begin, std::min(j.rows, r_begin + j.piece_rows));
+      }
+    } catch (...) {
+      if (!j.failed.exchange(true)) j.error = std::current_exception();
+    }
+  }, &job);
+  if (job.error) std::rethrow_exception(job.error);
 }
 
 class NativeSdpa : public FastOpPrimitive {

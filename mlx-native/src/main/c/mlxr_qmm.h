@@ -36,7 +36,8 @@ struct Problem {
 };
 
 // Runs body(ctx, 0 .. chunks-1) across the worker pool (the caller included),
-// returning when all have run.
+// returning when all have run; chunks < 65536. body must not throw. Also used
+// by the native attention (mlxr_fast_sdpa.cpp) between a step's matmuls.
 void parallel_chunks(int chunks, void (*body)(void* ctx, int chunk), void* ctx);
 
 // Threads parallel_chunks spreads over.
