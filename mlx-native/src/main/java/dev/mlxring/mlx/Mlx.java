@@ -424,11 +424,26 @@ public final class Mlx {
 
     /** Log-sum-exp over every axis ({@code axis=None}). */
     public static MlxArray logsumexp(MlxArray a, boolean keepdims) {
-        return own(Shim.logsumexp(a.handle(), MemorySegment.NULL, 0, keepdims));
+        return logsumexp(CpuKernels.MLX, a, keepdims);
+    }
+
+    /**
+     * Log-sum-exp over every axis, evaluated by {@code kernels}: with {@link CpuKernels#NATIVE} a
+     * last-axis reduction kept as MLX's {@code LogSumExp} computes it, eight exponentials at a time
+     * (same bytes; {@code LogSumExpExactnessTest}).
+     */
+    public static MlxArray logsumexp(CpuKernels kernels, MlxArray a, boolean keepdims) {
+        return own(Shim.logsumexp(kernels == CpuKernels.NATIVE, a.handle(), MemorySegment.NULL, 0, keepdims));
     }
 
     public static MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
-        return own(Shim.logsumexp(a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+        return logsumexp(CpuKernels.MLX, a, axis, keepdims);
+    }
+
+    /** Log-sum-exp over {@code axis}, evaluated by {@code kernels} (see the all-axes overload). */
+    public static MlxArray logsumexp(CpuKernels kernels, MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.logsumexp(kernels == CpuKernels.NATIVE, a.handle(),
+                ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
     }
 
     /** {@code mx.sum(a, axis, keepdims)}. */

@@ -103,6 +103,7 @@ final class Shim {
     private static final MethodHandle TAKE = NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ARGMAX = NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
     private static final MethodHandle LOGSUMEXP = NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle NATIVE_LOGSUMEXP = NativeLibrary.handle("mlxr_native_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle SOFTMAX = NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
     private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, INT));
@@ -634,9 +635,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment logsumexp(MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
+    static MemorySegment logsumexp(boolean nativeKernels, MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
         try {
-            return (MemorySegment) LOGSUMEXP.invokeExact(a, axes, n, keepdims);
+            return (MemorySegment) (nativeKernels ? NATIVE_LOGSUMEXP : LOGSUMEXP).invokeExact(a, axes, n, keepdims);
         } catch (Throwable t) {
             throw rethrow(t);
         }

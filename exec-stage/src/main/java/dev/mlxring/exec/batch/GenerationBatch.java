@@ -126,7 +126,7 @@ final class GenerationBatch implements AutoCloseable {
                 }
                 logits = Mlx.concatenate(0, processed);
             }
-            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, -1, true));
+            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
             MlxArray sampled;
             if (allGreedy) {
                 sampled = Mlx.argmax(logprobs, -1, false);

@@ -340,7 +340,7 @@ public final class GenerationRun implements AutoCloseable {
                 logits = activeSampling.process(inputTokens, inputLength, logits);
             }
             maybeQuantizeKvCache();
-            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(logits, true));
+            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, true));
             MlxArray sampled = activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
             if (probe != null) {
                 probe.stepBuilt(scope.ownedCount());

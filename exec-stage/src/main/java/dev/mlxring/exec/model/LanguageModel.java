@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.MlxArray;
 
 /**
@@ -47,6 +48,14 @@ public interface LanguageModel extends AutoCloseable {
     }
 
     int vocabSize();
+
+    /**
+     * The kernels the model was loaded with ({@code --cpu-kernels}); the sampling step evaluates
+     * its logsumexp with them too.
+     */
+    default CpuKernels cpuKernels() {
+        return CpuKernels.MLX;
+    }
 
     /** The attention head dimension: the last axis of the KV cache, which KV quantization groups. */
     int headDim();

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.mlx.CpuKernels;
 
 /**
  * What every family file shares once its weights are loaded: the facts {@link LanguageModel}
@@ -47,6 +48,11 @@ abstract class LoadedModel implements LanguageModel {
     @Override
     public final int[] eosTokenIds() {
         return eosTokenIds.clone();
+    }
+
+    @Override
+    public final CpuKernels cpuKernels() {
+        return params.kernels();
     }
 
     @Override
