@@ -596,7 +596,16 @@ public final class Mlx {
 
     /** mlx-lm's {@code activations.swiglu}: compiled {@code silu(gate) * x}. */
     public static MlxArray swiglu(MlxArray gate, MlxArray x) {
-        return own(Shim.swiglu(gate.handle(), x.handle()));
+        return swiglu(CpuKernels.MLX, gate, x);
+    }
+
+    /**
+     * {@link #swiglu(MlxArray, MlxArray)} evaluated by {@code kernels}: with {@link CpuKernels#NATIVE}
+     * float32 operands of one shape take one native primitive with the compiled kernel's bytes
+     * ({@code SwigluExactnessTest}).
+     */
+    public static MlxArray swiglu(CpuKernels kernels, MlxArray gate, MlxArray x) {
+        return own(Shim.swiglu(kernels == CpuKernels.NATIVE, gate.handle(), x.handle()));
     }
 
     /**

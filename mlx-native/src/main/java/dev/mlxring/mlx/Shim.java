@@ -129,6 +129,7 @@ final class Shim {
     private static final MethodHandle NATIVE_SDPA_MERGED = NativeLibrary.handle("mlxr_native_sdpa_merged", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
     private static final MethodHandle NATIVE_ROPE_HEADS = NativeLibrary.handle("mlxr_native_rope_heads", FunctionDescriptor.of(ADDR, ADDR, INT, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR, ADDR));
     private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SWIGLU = NativeLibrary.handle("mlxr_native_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle CLIP_RESIDUAL = NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
@@ -827,9 +828,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment swiglu(MemorySegment gate, MemorySegment x) {
+    static MemorySegment swiglu(boolean nativeKernels, MemorySegment gate, MemorySegment x) {
         try {
-            return (MemorySegment) SWIGLU.invokeExact(gate, x);
+            return (MemorySegment) (nativeKernels ? NATIVE_SWIGLU : SWIGLU).invokeExact(gate, x);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -1,0 +1,128 @@
+// mlx-lm's activations.swiglu(gate, x) = silu(gate) * x, for float32, on the
+// CPU as one primitive with the bytes of the kernel MLX compiles for it
+// (@mx.compile(shapeless=True), nested as mlxr_shim.cpp's swiglu_impl: MLX's
+// CPU JIT writes one C++ loop over the fused tape, g++ -O3 for baseline
+// x86-64, each element in float):
+//
+//     s   = Sigmoid(g)  = g < 0 ? y : 1 - y,  y = 1 / (1 + simd::exp(|g|))
+//     t   = g * s                                        (silu)
+//     out = t * x
+//
+// simd::exp is MLX's polynomial (exp_lanes, eight lanes; its std::fma calls
+// are fused there and here), every other step one IEEE operation, so eight
+// lanes at a time give the same bits. float16/bfloat16 (whose intermediates
+// the compiled kernel rounds at each step) keep MLX's compiled kernel.
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "mlx/mlx.h"
+#include "mlxr_fast.h"
+#include "mlxr_fast_exp.h"
+#include "mlxr_guard.h"
+
+namespace mlxr::fast {
+
+namespace {
+
+namespace simd = mx::simd;
+
+float sigmoid_times(float g, float x) {
+  float y = 1.0f / (1.0f + simd::exp(simd::Simd<float, 1>(std::abs(g))).value);
+  float s = g < 0 ? y : 1.0f - y;
+  return (g * s) * x;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// out[i] for i < n, given e[i] = simd::exp(|g[i]|).
+__attribute__((target("avx2"))) void finish_lanes(const float* g, const float* x, const float* e, int64_t n,
+                                                  float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 gv = _mm256_loadu_ps(g + i);
+    __m256 y = _mm256_div_ps(one, _mm256_add_ps(one, _mm256_loadu_ps(e + i)));
+    __m256 s = _mm256_blendv_ps(_mm256_sub_ps(one, y), y, _mm256_cmp_ps(gv, zero, _CMP_LT_OQ));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(gv, s), _mm256_loadu_ps(x + i)));
+  }
+  for (; i < n; i++) out[i] = sigmoid_times(g[i], x[i]);
+}
+#endif
+
+// The array's floats in row-major order: its own buffer when row-contiguous,
+// else gathered into buf.
+const float* rows_of(const mx::array& a, std::vector<float>& buf) {
+  if (a.flags().row_contiguous) return a.data<float>();
+  buf.resize(a.size());
+  const float* src = a.data<float>();
+  for (size_t i = 0; i < buf.size(); i++) buf[i] = src[element_offset(a, int64_t(i))];
+  return buf.data();
+}
+
+void swiglu_f32(const mx::array& gate, const mx::array& x, mx::array& out) {
+  const int64_t n = int64_t(out.size());
+  std::vector<float> gbuf, xbuf;
+  const float* g = rows_of(gate, gbuf);
+  const float* xv = rows_of(x, xbuf);
+  float* o = out.data<float>();
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // In blocks, so |g| and its exponentials stay in L1 between the two passes.
+  constexpr int64_t kBlock = 2048;
+  thread_local std::vector<float> e(kBlock);
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    for (int64_t i = 0; i < len; i++) e[i] = std::abs(g[b + i]);
+    exp_lanes(e.data(), int(len), e.data());
+    finish_lanes(g + b, xv + b, e.data(), len, o + b);
+  }
+#else
+  for (int64_t i = 0; i < n; i++) o[i] = sigmoid_times(g[i], xv[i]);
+#endif
+}
+
+class NativeSwiglu : public FastOpPrimitive {
+ public:
+  explicit NativeSwiglu(mx::Stream s) : FastOpPrimitive(s) {}
+
+  const char* name() const override {
+    return "NativeSwiglu";
+  }
+
+  bool is_equivalent(const mx::Primitive& other) const override {
+    return dynamic_cast<const NativeSwiglu*>(&other) != nullptr;
+  }
+
+ protected:
+  Task task() const override {
+    return [](const std::vector<mx::array>& in, mx::array& out) { swiglu_f32(in[0], in[1], out); };
+  }
+};
+
+}  // namespace
+
+}  // namespace mlxr::fast
+
+extern "C" {
+
+// mlx-lm's compiled swiglu (mlxr_swiglu), evaluated by NativeSwiglu where it
+// covers the case (float32 gate and x of one shape, a CPU default stream, a
+// CPU with AVX2 and FMA); otherwise the compiled kernel as mlxr_swiglu builds it.
+mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x);
+
+mlxr_array mlxr_native_swiglu(mlxr_array gate, mlxr_array x) {
+  namespace mx = mlx::core;
+  using namespace mlxr::fast;
+  const auto& g = *static_cast<mx::array*>(gate);
+  const auto& xa = *static_cast<mx::array*>(x);
+  auto stream = mx::default_stream(mx::default_device());
+  bool covered = on_cpu(stream) && cpu_has_avx2() && cpu_has_fma() && g.dtype() == mx::float32 &&
+                 xa.dtype() == mx::float32 && g.shape() == xa.shape() && indexable(g);
+  if (!covered) return mlxr_swiglu(gate, x);
+  return mlxr::guard_array([&]() -> mx::array {
+    return mx::array(g.shape(), mx::float32, std::make_shared<NativeSwiglu>(stream), {g, xa});
+  });
+}
+
+}  // extern "C"
