@@ -47,8 +47,11 @@ MLXR_INLINE vf vload(const float* p) { return _mm512_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
 MLXR_INLINE vi vseti(int i) { return _mm512_set1_epi32(i); }
 MLXR_INLINE vi vand(vi a, vi b) { return _mm512_and_si512(a, b); }
+MLXR_INLINE vi vor(vi a, vi b) { return _mm512_or_si512(a, b); }
 template <int s>
 MLXR_INLINE vi vshr(vi a) { return _mm512_srli_epi32(a, s); }
+template <int s>
+MLXR_INLINE vi vshl(vi a) { return _mm512_slli_epi32(a, s); }
 MLXR_INLINE vf vcvt(vi a) { return _mm512_cvtepi32_ps(a); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 
