@@ -17,6 +17,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "mlxr_transpose8.h"
+
 namespace mlxr::qmm {
 namespace {
 
