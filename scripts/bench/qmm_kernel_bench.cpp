@@ -10,6 +10,10 @@
 //
 //   scripts/bench/qmm_kernel_bench.sh [seconds per case, default 1] [avx2|avx512 ...]
 //   QMM_ACT=bf16|f16 scripts/bench/qmm_kernel_bench.sh ...   (activation dtype, default f32)
+//   QMM_WIDTHS=1 scripts/bench/qmm_kernel_bench.sh [seconds]   (per bit width 3, 4, 5, 6, 8 on
+//       gate_proj's 1536x576, group 64, M = 1 and 8, hot: ns/weight of each instruction set's kernel
+//       on one thread and of MLX's own quantized_matmul (its single-threaded CPU kernel, process
+//       CPU time, its group parameters pre-cast to the activation dtype))
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,21 +23,19 @@
 #include <vector>
 
 #include "../../mlx-native/src/main/c/mlxr_qmm.h"
-
-// The shim's error slot lives in mlxr_shim.cpp, which this tool does not link.
-void mlxr_set_last_error(const char*) {}
+#include "mlx/mlx.h"
 
 namespace {
 
-double cpu_seconds() {
+double cpu_seconds(clockid_t clock = CLOCK_THREAD_CPUTIME_ID) {
   timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 struct Case {
   const char* name;
-  int n, k, bits;
+  int n, k, bits, gs = 32;
 };
 
 mlxr::qmm::Act act_wanted() {
@@ -45,7 +47,7 @@ mlxr::qmm::Act act_wanted() {
 double run_case(const std::string& isa, const Case& c, bool cold, double seconds, int M) {
   using namespace mlxr::qmm;
   const Act act = act_wanted();
-  const int gs = 32, groups = c.k / gs, row_words = c.k * c.bits / 32;
+  const int gs = c.gs, groups = c.k / gs, row_words = c.k * c.bits / 32;
   size_t words = size_t(c.n) * row_words;
   // Cold: enough copies to pass ~160 MB, so each call misses the caches.
   int copies = cold ? std::max<int>(1, int(160e6 / (words * 4 + size_t(c.n) * groups * 4))) : 1;
@@ -78,6 +80,51 @@ double run_case(const std::string& isa, const Case& c, bool cold, double seconds
   return per_call;
 }
 
+// MLX's own quantized_matmul on the same kind of operands (hot), ns/weight by process CPU time:
+// its CPU kernel runs on MLX's stream thread while this one waits.
+double run_mlx(const Case& c, double seconds, int M) {
+  namespace mx = mlx::core;
+  const mlxr::qmm::Act act = act_wanted();
+  const mx::Dtype dt = act == mlxr::qmm::Act::BF16 ? mx::bfloat16 : act == mlxr::qmm::Act::F16 ? mx::float16 : mx::float32;
+  const int groups = c.k / c.gs, row_words = c.k * c.bits / 32;
+  std::mt19937 rng(7);
+  std::vector<uint32_t> w(size_t(c.n) * row_words);
+  for (auto& v : w) v = rng();
+  std::vector<float> sc(size_t(c.n) * groups), bi(sc.size()), x(size_t(M) * c.k);
+  for (auto& v : sc) v = float(rng() % 1000 + 1) * 1e-5f;
+  for (auto& v : bi) v = -float(rng() % 1000) * 1e-4f;
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  mx::array wa(reinterpret_cast<const uint32_t*>(w.data()), {c.n, row_words}, mx::uint32);
+  mx::array sa = mx::astype(mx::array(sc.data(), {c.n, groups}, mx::float32), dt);
+  mx::array ba = mx::astype(mx::array(bi.data(), {c.n, groups}, mx::float32), dt);
+  mx::array xa = mx::astype(mx::array(x.data(), {M, c.k}, mx::float32), dt);
+  mx::eval({wa, sa, ba, xa});
+  long calls = 0;
+  double t0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID), t;
+  do {
+    mx::array y = mx::quantized_matmul(xa, wa, sa, ba, true, c.gs, c.bits, "affine", mx::Device::cpu);
+    mx::eval(y);
+    calls++;
+    t = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0;
+  } while (t < seconds);
+  double per_call = t / calls;
+  std::printf("mlx    %-24s M=%d hot  %8.3f ms/call  %6.3f ns/weight  (%ld calls)\n", c.name, M, per_call * 1e3,
+              per_call * 1e9 / (double(c.n) * c.k), calls);
+  return per_call;
+}
+
+void widths(const std::vector<std::string>& isas, double seconds) {
+  const Case cases[] = {{"gate_proj 1536x576 q3", 1536, 576, 3, 64}, {"gate_proj 1536x576 q4", 1536, 576, 4, 64},
+                        {"gate_proj 1536x576 q5", 1536, 576, 5, 64}, {"gate_proj 1536x576 q6", 1536, 576, 6, 64},
+                        {"gate_proj 1536x576 q8", 1536, 576, 8, 64}};
+  for (int M : {1, 8}) {
+    for (const Case& c : cases) {
+      for (const std::string& isa : isas) run_case(isa, c, false, seconds, M);
+      run_mlx(c, seconds, M);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +137,10 @@ int main(int argc, char** argv) {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
       isas.push_back("avx512");
     }
+  }
+  if (const char* w = std::getenv("QMM_WIDTHS"); w != nullptr && std::string(w) == "1") {
+    widths(isas, seconds);
+    return 0;
   }
   const Case cases[] = {{"q_proj 576x576 q4", 576, 576, 4},
                         {"gate_proj 1536x576 q4", 1536, 576, 4},

@@ -288,6 +288,11 @@ CELLS = {
     "qwen3-f32": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32), None),
     "qwen3-q4": ("qwen3", "q4", _qwen3(64, 192, 1024, tie=False, head_dim=16), {"bits": 4, "group_size": 64}),
     "qwen3-q8": ("qwen3", "q8", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 8, "group_size": 128}),
+    # 3 and 6 bits, whose values straddle 32-bit words: rows of 12 to 24 words (3-bit g64:
+    # down_proj's 256 inputs are one eight-pack read of 24 words; 6-bit g32: every 128-input
+    # projection is), an untied 3-bit head and a tied 6-bit one (quantized embedding).
+    "llama-q3": ("llama", "q3", _llama(128, 256, 512, tie=False), {"bits": 3, "group_size": 64}),
+    "qwen3-q6": ("qwen3", "q6", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 6, "group_size": 32}),
     # --- rope scaling types beyond default / linear / llama3 ---
     "llama-yarn": ("llama", "bf16", _llama(64, 192, 512, tie=False, rope_scaling=YARN_SCALING), None),
     "qwen3-yarn": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32, rope_scaling=DEEPSEEK_YARN_SCALING), None),

@@ -38,6 +38,11 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLXR_SDPA_X86 1
 #include <immintrin.h>
+// The shared transpose, compiled for AVX2 (the functions here that use it are).
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#include "mlxr_transpose8.h"
+#pragma GCC pop_options
 #else
 #define MLXR_SDPA_X86 0
 #endif
@@ -114,30 +119,10 @@ __attribute__((target("avx2"))) void weighted_rows(const float* a, const float* 
 // c[e] = (src[0][e], src[1][e], ..., src[7][e]) for e < 8: eight rows of eight
 // floats at stride ld transposed in registers.
 __attribute__((target("avx2"))) inline void transpose8(const float* src, int64_t ld, __m256* c) {
-  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
-  __m256 r2 = _mm256_loadu_ps(src + 2 * ld), r3 = _mm256_loadu_ps(src + 3 * ld);
-  __m256 r4 = _mm256_loadu_ps(src + 4 * ld), r5 = _mm256_loadu_ps(src + 5 * ld);
-  __m256 r6 = _mm256_loadu_ps(src + 6 * ld), r7 = _mm256_loadu_ps(src + 7 * ld);
-  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-  __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  c[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-  c[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-  c[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-  c[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-  c[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-  c[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-  c[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-  c[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+  __m256i r[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_castps_si256(_mm256_loadu_ps(src + i * ld));
+  x86::transpose8(r);
+  for (int i = 0; i < 8; i++) c[i] = _mm256_castsi256_ps(r[i]);
 }
 
 // kt[d][s] = k[s][d] for s < S, d < D; k rows at stride ldk, kt rows at ldt.

@@ -244,7 +244,7 @@ bool run_isa(Isa isa, const Problem& p, Act act, int bits, int group_size) {
 // ---- the primitive ---------------------------------------------------------
 
 bool shape_supported(int bits, int group_size) {
-  return (bits == 2 || bits == 4 || bits == 8) &&
+  return ((bits >= 2 && bits <= 6) || bits == 8) &&
          (group_size == 32 || group_size == 64 || group_size == 128);
 }
 

@@ -17,6 +17,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "mlxr_transpose8.h"
+
 namespace mlxr::qmm {
 namespace {
 
@@ -41,8 +43,11 @@ MLXR_INLINE vf vload(const float* p) { return _mm256_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
 MLXR_INLINE vi vseti(int i) { return _mm256_set1_epi32(i); }
 MLXR_INLINE vi vand(vi a, vi b) { return _mm256_and_si256(a, b); }
+MLXR_INLINE vi vor(vi a, vi b) { return _mm256_or_si256(a, b); }
 template <int s>
 MLXR_INLINE vi vshr(vi a) { return _mm256_srli_epi32(a, s); }
+template <int s>
+MLXR_INLINE vi vshl(vi a) { return _mm256_slli_epi32(a, s); }
 MLXR_INLINE vf vcvt(vi a) { return _mm256_cvtepi32_ps(a); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 

@@ -20,6 +20,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#define MLXR_TRANSPOSE8_AVX512 1
+#include "mlxr_transpose8.h"
+
 namespace mlxr::qmm {
 namespace {
 
@@ -47,8 +50,11 @@ MLXR_INLINE vf vload(const float* p) { return _mm512_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
 MLXR_INLINE vi vseti(int i) { return _mm512_set1_epi32(i); }
 MLXR_INLINE vi vand(vi a, vi b) { return _mm512_and_si512(a, b); }
+MLXR_INLINE vi vor(vi a, vi b) { return _mm512_or_si512(a, b); }
 template <int s>
 MLXR_INLINE vi vshr(vi a) { return _mm512_srli_epi32(a, s); }
+template <int s>
+MLXR_INLINE vi vshl(vi a) { return _mm512_slli_epi32(a, s); }
 MLXR_INLINE vf vcvt(vi a) { return _mm512_cvtepi32_ps(a); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 
@@ -96,34 +102,16 @@ MLXR_INLINE void store_lanes(void* out, size_t index, vf v, int lanes) {
 }
 
 // out[j] = word w0 + j of each lane's row, j < 8: rows l and l + 8 loaded
-// into the halves of one register, then one 8x8 transpose of 32-bit words
-// in each half at once (the last step's 128-bit moves as qword permutes),
-// all in registers (two 256-bit transposes and inserts went through the
-// stack and cost a fifth of the M = 1 kernel's time).
+// into the halves of one register, then one 8x8 transpose of 32-bit words in
+// each half at once (x86::transpose8 on __m512i), all in registers (two
+// 256-bit transposes and inserts went through the stack and cost a fifth of
+// the M = 1 kernel's time).
 MLXR_INLINE void load_words8(const uint32_t* const* rowp, int w0, vi* out) {
-  __m512i r[8];
   for (int l = 0; l < 8; l++) {
-    r[l] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0))),
-                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l + 8] + w0)), 1);
+    out[l] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0))),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l + 8] + w0)), 1);
   }
-  __m512i t0 = _mm512_unpacklo_epi32(r[0], r[1]), t1 = _mm512_unpackhi_epi32(r[0], r[1]);
-  __m512i t2 = _mm512_unpacklo_epi32(r[2], r[3]), t3 = _mm512_unpackhi_epi32(r[2], r[3]);
-  __m512i t4 = _mm512_unpacklo_epi32(r[4], r[5]), t5 = _mm512_unpackhi_epi32(r[4], r[5]);
-  __m512i t6 = _mm512_unpacklo_epi32(r[6], r[7]), t7 = _mm512_unpackhi_epi32(r[6], r[7]);
-  __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
-  __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
-  __m512i u4 = _mm512_unpacklo_epi64(t4, t6), u5 = _mm512_unpackhi_epi64(t4, t6);
-  __m512i u6 = _mm512_unpacklo_epi64(t5, t7), u7 = _mm512_unpackhi_epi64(t5, t7);
-  // Per 256-bit half: (a.lo128, b.lo128) and (a.hi128, b.hi128), as qword indices.
-  const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-  out[0] = _mm512_permutex2var_epi64(u0, lo, u4);
-  out[1] = _mm512_permutex2var_epi64(u1, lo, u5);
-  out[2] = _mm512_permutex2var_epi64(u2, lo, u6);
-  out[3] = _mm512_permutex2var_epi64(u3, lo, u7);
-  out[4] = _mm512_permutex2var_epi64(u0, hi, u4);
-  out[5] = _mm512_permutex2var_epi64(u1, hi, u5);
-  out[6] = _mm512_permutex2var_epi64(u2, hi, u6);
-  out[7] = _mm512_permutex2var_epi64(u3, hi, u7);
+  x86::transpose8(out);
 }
 
 // Word w of each lane's row, the rows at `offsets` words from base.

@@ -2,7 +2,7 @@
 // mlxr_qmm_avx2.cpp (8 float lanes) and mlxr_qmm_avx512.cpp (16 lanes) inside
 // their anonymous namespace, after each has defined, for its instruction set:
 //   kLanes, tiles_for<R>() (lane-wide column tiles per block for R rows), types vf / vi, and vzero, vset1, vload, vstore,
-//   vseti, vand, vshr<bits>, vcvt, vmul, round_to<A>, store_lanes<A>,
+//   vseti, vand, vor, vshr<bits>, vshl<bits>, vcvt, vmul, round_to<A>, store_lanes<A>,
 //   load_words8, gather_word; and MLXR_VREG, the asm constraint of a vf.
 //
 // MLX's _qmm_t computes each output element, in order over K, as
@@ -23,10 +23,16 @@
 // float16 computes x * w and t + sum everywhere; float32 computes w * x, and
 // sum + t or t + sum depending on the position p in the group as below.
 // bfloat16 rounds every NaN to the one encoding 0x7FC0, so its order is moot.
+// For 3 and 5 bits (MLX unrolls its loop over a pack of 8 values) the pattern
+// is (p & 7) < 2, for 6 bits (packs of 4) (p & 3) < 2, at every group size.
 template <Act A, int bits, int group_size>
 constexpr bool sum_first(int p) {
   if constexpr (A != Act::F32) {
     return false;
+  } else if constexpr (bits == 3 || bits == 5) {
+    return (p & 7) < 2;
+  } else if constexpr (bits == 6) {
+    return (p & 3) < 2;
   } else if constexpr (bits == 8 || (bits == 4 && group_size != 32)) {
     return true;
   } else if constexpr (group_size == 32) {
@@ -173,6 +179,84 @@ MLXR_INLINE void word_step(vi (&v)[T], vf (&acc)[R][T], vi mask, const float* sc
   positions_from<A, bits, R, T, later, 0, pre>(v, acc, mask, s, b, sp, xr, k);
 }
 
+// ---- widths whose values straddle words: 3, 5 and 6 bits --------------------
+//
+// MLX packs these as one little-endian bit stream per weight row (value i in
+// bits [bits*i, bits*i + bits) of the row's words, which is what its byte-wise
+// extract_bits reads: 8 values per 3 or 5 bytes, 4 per 3 bytes). A pack of
+// pack_words() 32-bit words holds pack_values() whole values (3 words: 32
+// 3-bit or 16 6-bit values; 5 words: 32 5-bit values), and a group is a whole
+// number of packs at group sizes 32, 64 and 128. A value that straddles two
+// words is assembled from both as an exact integer before the conversion, so
+// each element's arithmetic is the other widths': w = T(T(scale * T(q)) +
+// bias), t = T(x * w), sum = T(sum + t). These widths use the shifting decode
+// only (no pre-shifted scales), so no scale is too small for them.
+template <int bits>
+constexpr bool straddles() {
+  return bits == 3 || bits == 5 || bits == 6;
+}
+
+template <int bits>
+constexpr int pack_words() {
+  return bits == 6 ? 3 : straddles<bits>() ? bits : 1;
+}
+
+template <int bits>
+constexpr int pack_values() {
+  return pack_words<bits>() * 32 / bits;
+}
+
+// Value i of a pack (v: its words, one lane per weight row) as an integer.
+template <int bits, int i>
+MLXR_INLINE vi pack_value(const vi* v) {
+  constexpr int at = bits * i, w = at / 32, s = at % 32, mask = (1 << bits) - 1;
+  if constexpr (s + bits > 32) {
+    return vor(vshr<s>(v[w]), vand(vshl<32 - s>(v[w + 1]), vseti(mask)));
+  } else if constexpr (s + bits == 32) {
+    return vshr<s>(v[w]);
+  } else if constexpr (s == 0) {
+    return vand(v[w], vseti(mask));
+  } else {
+    return vand(vshr<s>(v[w]), vseti(mask));
+  }
+}
+
+// Values i .. pack_values() - 1 of one pack for R rows x T tiles, in MLX's
+// order over K (k: the pack's first position), each decoded weight used at
+// once by every row, as block4 does.
+template <Act A, int bits, int group_size, int R, int T, int i>
+MLXR_INLINE void pack_from(const vi* const (&v)[T], vf (&acc)[R][T], const float* s, const float* b,
+                           const float* const (&xr)[R], int k) {
+  if constexpr (i < pack_values<bits>()) {
+    // The position in the group, which sum_first reads modulo 8, is i modulo 8.
+    static_assert(pack_values<bits>() % 8 == 0 || bits == 6, "sum_first's period divides a pack");
+    vf xk[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) xk[r] = vset1(xr[r][k + i]);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+      vf w = dequantized<A>(vload(s + t * kLanes), vcvt(pack_value<bits, i>(v[t])), vload(b + t * kLanes));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        vf tk = round_to<A>(times_x<A>(xk[r], w));
+        acc[r][t] = round_to<A>(sum_first<A, bits, group_size>(i) ? add_first(acc[r][t], tk) : add_first(tk, acc[r][t]));
+      }
+    }
+    pack_from<A, bits, group_size, R, T, i + 1>(v, acc, s, b, xr, k);
+  }
+}
+
+// Pack number `pack` of each lane's row (v[t]: tile t's pack_words() words).
+template <Act A, int bits, int group_size, int R, int T>
+MLXR_INLINE void pack_step(const vi* const (&v)[T], vf (&acc)[R][T], const float* sc, const float* bi,
+                           const float* const (&xr)[R], int pack) {
+  constexpr int packs_per_group = group_size / pack_values<bits>();
+  static_assert(group_size % pack_values<bits>() == 0, "a group is a whole number of packs");
+  const size_t g = size_t(pack / packs_per_group);
+  pack_from<A, bits, group_size, R, T, 0>(v, acc, sc + g * (T * kLanes), bi + g * (T * kLanes), xr,
+                                          pack * pack_values<bits>());
+}
+
 // Whether every scale of the block (the widened [group][column] floats) can be
 // scaled by 2^-(32 - 2*bits) exactly (see block4): zero, Inf, NaN or at least
 // 2^-98 in magnitude. Float16 scales always can (their smallest is 2^-24).
@@ -232,27 +316,60 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
       __builtin_prefetch(static_cast<const char*>(p.biases) + at + o, 0, 3);
     }
   }
-  int w0 = 0;
-  for (; w0 + 8 <= row_words; w0 += 8) {
-    for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
-      __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
-    }
-    vi tw[T][8];
+  const uint32_t* base = p.w + size_t(n0) * row_words;
+  if constexpr (straddles<bits>()) {
+    // Eight packs at a time, read as pack_words() eight-word loads (whole
+    // packs in whole loads); a row's last packs that do not fill eight are gathered.
+    constexpr int P = pack_words<bits>(), chunk = 8 * P;
+    int w0 = 0;
+    for (; w0 + chunk <= row_words; w0 += chunk) {
+      vi tw[T][chunk];
+      for (int c = 0; c < chunk; c += 8) {
+        for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
+          __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
+        }
 #pragma GCC unroll 4
-    for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0, tw[t]);
-    for (int j = 0; j < 8; j++) {
+        for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0 + c, tw[t] + c);
+      }
+      for (int j = 0; j < 8; j++) {
+        const vi* v[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) v[t] = tw[t] + j * P;
+        pack_step<A, bits, group_size, R, T>(v, acc, sc, bi, xr, w0 / P + j);
+      }
+    }
+    for (; w0 < row_words; w0 += P) {
+      vi tv[T][P];
+      const vi* v[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) {
+        for (int q = 0; q < P; q++) tv[t][q] = gather_word(base, offsets + t * kLanes, w0 + q);
+        v[t] = tv[t];
+      }
+      pack_step<A, bits, group_size, R, T>(v, acc, sc, bi, xr, w0 / P);
+    }
+  } else {
+    int w0 = 0;
+    for (; w0 + 8 <= row_words; w0 += 8) {
+      for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
+        __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
+      }
+      vi tw[T][8];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0, tw[t]);
+      for (int j = 0; j < 8; j++) {
+        vi v[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) v[t] = tw[t][j];
+        word_step<A, bits, group_size, R, T, pre>(v, acc, mask, sc, bi, sp, xr, w0 + j);
+      }
+    }
+    for (; w0 < row_words; w0++) {
       vi v[T];
 #pragma GCC unroll 4
-      for (int t = 0; t < T; t++) v[t] = tw[t][j];
-      word_step<A, bits, group_size, R, T, pre>(v, acc, mask, sc, bi, sp, xr, w0 + j);
+      for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0);
+      word_step<A, bits, group_size, R, T, pre>(v, acc, mask, sc, bi, sp, xr, w0);
     }
-  }
-  const uint32_t* base = p.w + size_t(n0) * row_words;
-  for (; w0 < row_words; w0++) {
-    vi v[T];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0);
-    word_step<A, bits, group_size, R, T, pre>(v, acc, mask, sc, bi, sp, xr, w0);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < T; t++) {
@@ -288,7 +405,9 @@ void block_rows(const Problem& p, int n0, int m0, int rows) {
   float* sc = thread_scratch(size_t(2) * cols * groups);
   float* bi = sc + size_t(cols) * groups;
   block_params(p, n0, cols, groups, sc, bi);
-  if (scales_shift_exactly(p, sc, size_t(cols) * groups)) {
+  if constexpr (straddles<bits>()) {
+    block_compute<A, bits, group_size, R, T, false>(p, n0, m0, rows, sc, bi);
+  } else if (scales_shift_exactly(p, sc, size_t(cols) * groups)) {
     block_compute<A, bits, group_size, R, T, true>(p, n0, m0, rows, sc, bi);
   } else {
     block_rows_shifting<A, bits, group_size>(p, n0, cols, m0, rows);
@@ -375,7 +494,10 @@ template <Act A>
 bool run_act(const Problem& p, int bits, int group_size) {
   switch (bits) {
     case 2: return run_bits<A, 2>(p, group_size);
+    case 3: return run_bits<A, 3>(p, group_size);
     case 4: return run_bits<A, 4>(p, group_size);
+    case 5: return run_bits<A, 5>(p, group_size);
+    case 6: return run_bits<A, 6>(p, group_size);
     case 8: return run_bits<A, 8>(p, group_size);
     default: return false;
   }

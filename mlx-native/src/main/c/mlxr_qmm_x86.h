@@ -9,32 +9,11 @@ MLXR_INLINE int imin(int a, int b) {
   return a < b ? a : b;
 }
 
-// 8x8 transpose of 32-bit elements: r[i] holds row i's eight words on entry,
-// r[j] holds word j of the eight rows on return.
-MLXR_INLINE void transpose8(__m256i* r) {
-  __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-  __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-  __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-  __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-  __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-  __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-  __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-  __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
-  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
-  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
-  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
-  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
-  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
-  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
-  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
-}
-
-// Eight contiguous words of each of eight rows, transposed: out[j] holds word
+// Eight contiguous words of each of eight rows, transposed (mlxr_transpose8.h): out[j] holds word
 // w0 + j of rows rowp[0..7].
 MLXR_INLINE void words8x8(const uint32_t* const* rowp, int w0, __m256i* out) {
   for (int l = 0; l < 8; l++) out[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0));
-  transpose8(out);
+  x86::transpose8(out);
 }
 
 // One group parameter widened exactly to float.
@@ -80,8 +59,8 @@ inline void block_params(const Problem& p, int n0, int cols, int groups, float* 
         vs[l] = params8(p.scales, p.param, row[l] + g);
         vb[l] = params8(p.biases, p.param, row[l] + g);
       }
-      transpose8(vs);
-      transpose8(vb);
+      x86::transpose8(vs);
+      x86::transpose8(vb);
       for (int k = 0; k < 8; k++) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc + size_t(g + k) * cols + c8), vs[k]);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(bi + size_t(g + k) * cols + c8), vb[k]);

@@ -61,6 +61,8 @@ class GreedyParityTest {
                 names.add(family + "-" + dtype);
             }
         }
+        // 3 and 6 bits (values straddling 32-bit words; the native kernels' pack decode).
+        names.addAll(List.of("llama-q3", "qwen3-q6"));
         // rope_scaling types beyond default / linear / llama3 (see make_tiny_models.py): yarn with an
         // input mscale, deepseek_yarn without, dynamic NTK with a base that grows past 48 positions,
         // longrope with per-frequency factors and an input scale.

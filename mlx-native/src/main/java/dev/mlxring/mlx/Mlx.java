@@ -268,7 +268,7 @@ public final class Mlx {
 
     /**
      * {@link #quantizedMatmul} evaluated by the shim's exact x86 kernel (AVX-512 or AVX2/F16C, worker pool)
-     * when it covers the case — affine, {@code transpose=true}, 2/4/8 bits, group size 32/64/128,
+     * when it covers the case — affine, {@code transpose=true}, 2 to 6 or 8 bits, group size 32/64/128,
      * float32/float16/bfloat16, a 2-D weight, a CPU stream, a CPU with AVX2 and F16C — and by
      * MLX's own op otherwise. Same validation, dtype promotion, output and output bytes as MLX.
      */

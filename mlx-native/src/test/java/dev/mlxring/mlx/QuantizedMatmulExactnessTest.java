@@ -17,7 +17,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The native quantized-matmul kernel against MLX's own {@code quantized_matmul}, live, in one
  * process on the same inputs: the output bytes must be identical. Cases cover the activation
- * dtypes × bits × group sizes, shapes of real models (SmolLM2's 49152×576 head and 1536×576
+ * dtypes × bits (2 to 6 and 8) × group sizes, shapes of real models (SmolLM2's 49152×576 head and 1536×576
  * MLP, 576×1536), row counts of decode, batches and prefill, column counts that are not a
  * multiple of the kernel's 32-column unit, non-contiguous and broadcast activations, and
  * seeded random data that is ordinary, subnormal-heavy or full of NaN/Inf. MLX's scalar kernel
@@ -122,6 +122,7 @@ class QuantizedMatmulExactnessTest {
                 c.add(new Case(d, params, 4, 64, 84, 384, 3, Data.TINY_SCALES, Layout.CONTIGUOUS));
             }
         }
+        straddlingWidths(c, dtypes);
         // Mixed dtypes, as models store them: SmolLM2 has float16 scales under float32 activations.
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
@@ -130,6 +131,56 @@ class QuantizedMatmulExactnessTest {
         c.add(new Case(Dtype.FLOAT16, Dtype.BFLOAT16, 4, 64, 200, 256, 3, Data.NORMAL, Layout.CONTIGUOUS));
         c.add(new Case(Dtype.BFLOAT16, Dtype.FLOAT32, 8, 128, 200, 256, 2, Data.NORMAL, Layout.CONTIGUOUS));
         return c.stream();
+    }
+
+    /**
+     * 3, 5 and 6 bits, whose values straddle 32-bit words (MLX packs them as one bit stream per
+     * row; the kernels read them eight packs of 3 or 5 words at a time and gather a row's last
+     * packs): every dtype × width × group size × M from 1 to 9 on the small shape (K 384: 3-bit
+     * rows of 36 words end in four gathered packs, 5-bit of 60 words in four, 6-bit of 72 in
+     * none), the MLP/attention/head shapes of 3- and 6-bit checkpoints, rows too short for one
+     * eight-pack read, subnormal-heavy, NaN/Inf and tiny-scale data, views, and mixed parameter
+     * dtypes.
+     */
+    private static void straddlingWidths(List<Case> c, Dtype[] dtypes) {
+        for (Dtype d : dtypes) {
+            boolean half = d != Dtype.FLOAT32;
+            for (int bits : new int[] {3, 5, 6}) {
+                for (int g : new int[] {32, 64, 128}) {
+                    for (int m = 1; m <= 9; m++) {
+                        c.add(new Case(d, bits, g, 84, 384, m, Data.NORMAL, Layout.CONTIGUOUS));
+                    }
+                }
+                // Rows shorter than eight packs (3-bit K 160: 15 words; 5-bit K 96: 15; 6-bit K 160: 30).
+                c.add(new Case(d, bits, 32, 84, bits == 5 ? 96 : 160, 1, Data.NORMAL, Layout.CONTIGUOUS));
+                c.add(new Case(d, bits, 32, 84, bits == 5 ? 96 : 160, 3, Data.NORMAL, Layout.CONTIGUOUS));
+                for (Data data : new Data[] {Data.SUBNORMAL, Data.SPECIAL, Data.TINY_SCALES}) {
+                    if (data == Data.TINY_SCALES && d == Dtype.FLOAT16) {
+                        continue; // float16 cannot hold such scales
+                    }
+                    c.add(new Case(d, bits, 32, 576, 576, 1, data, Layout.CONTIGUOUS));
+                    c.add(new Case(d, bits, 128, 200, 256, 7, data, Layout.CONTIGUOUS));
+                }
+            }
+            for (int bits : new int[] {3, 6}) {
+                c.add(new Case(d, bits, 64, 49152, 576, 1, Data.NORMAL, Layout.CONTIGUOUS));
+                for (int m : half ? new int[] {1, 2, 9} : new int[] {1, 2, 5, 9, 31, 127}) {
+                    c.add(new Case(d, bits, 64, 1536, 576, m, Data.NORMAL, Layout.CONTIGUOUS));
+                }
+                c.add(new Case(d, bits, 64, 576, 1536, half ? 3 : 31, Data.NORMAL, Layout.CONTIGUOUS));
+                c.add(new Case(d, bits, 32, 192, 576, half ? 31 : 127, Data.NORMAL, Layout.CONTIGUOUS));
+                for (Layout layout : new Layout[] {Layout.TRANSPOSED, Layout.BROADCAST, Layout.STRIDED, Layout.BATCHED}) {
+                    c.add(new Case(d, bits, 32, 192, 576, 1, Data.NORMAL, layout));
+                    c.add(new Case(d, bits, 64, 200, 256, 6, Data.NORMAL, layout));
+                }
+            }
+            for (Dtype params : dtypes) {
+                if (params != d) {
+                    c.add(new Case(d, params, 3, 64, 84, 384, 2, Data.NORMAL, Layout.CONTIGUOUS));
+                    c.add(new Case(d, params, 6, 32, 84, 384, 1, Data.SUBNORMAL, Layout.CONTIGUOUS));
+                }
+            }
+        }
     }
 
     @ParameterizedTest(name = "{0}")
@@ -244,12 +295,14 @@ class QuantizedMatmulExactnessTest {
             int n = 8;
             int m = k - 1;
             int words = k * bits / 32;
-            int one = 0;
-            for (int e = 0; e < 32 / bits; e++) {
-                one |= 1 << (bits * e);
-            }
+            // Every weight q = 1: the values' bit stream (which straddles words at 3, 5 and 6 bits).
             int[] w = new int[n * words];
-            java.util.Arrays.fill(w, one);
+            for (int r = 0; r < n; r++) {
+                for (int e = 0; e < k; e++) {
+                    long at = (long) r * words * 32 + (long) bits * e;
+                    w[(int) (at / 32)] |= 1 << (at % 32);
+                }
+            }
             float[] x = new float[m * k];
             for (int j = 1; j < k; j++) {
                 x[(j - 1) * k] = Float.intBitsToFloat(0xffc00000);
@@ -296,7 +349,7 @@ class QuantizedMatmulExactnessTest {
     static Stream<org.junit.jupiter.params.provider.Arguments> nanProbes() {
         List<org.junit.jupiter.params.provider.Arguments> a = new ArrayList<>();
         for (Dtype d : new Dtype[] {Dtype.FLOAT32, Dtype.FLOAT16, Dtype.BFLOAT16}) {
-            for (int bits : new int[] {2, 4, 8}) {
+            for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
                 for (int g : new int[] {32, 64, 128}) {
                     a.add(org.junit.jupiter.params.provider.Arguments.of(d, bits, g));
                 }
@@ -348,10 +401,7 @@ class QuantizedMatmulExactnessTest {
     @Test
     void uncoveredCasesTakeMlxsOp() {
         try (ArrayScope s = ArrayScope.open()) {
-            MlxArray[] q = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 6);
             MlxArray x = Mlx.fromFloats(new float[64], 1, 64);
-            assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q[0], q[1], q[2], true, 64, 6)),
-                    "6 bits is not covered");
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 4);
             assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
                     "transpose=false is not covered");
