@@ -43,6 +43,7 @@
 #include "mlx/primitives.h"
 #include "mlxr_guard.h"
 #include "mlxr_qmm.h"
+#include "mlxr_widen.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLXR_QMM_X86 1
@@ -230,9 +231,6 @@ float* thread_scratch(size_t floats) {
 }
 
 // ---- instruction sets --------------------------------------------------------
-
-// Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
-enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
 
 bool cpu_has(Isa isa) {
 #if MLXR_QMM_X86

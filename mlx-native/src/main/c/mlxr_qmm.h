@@ -46,6 +46,17 @@ int parallel_threads();
 // thread, valid until that thread's next call.
 float* thread_scratch(size_t floats);
 
+// Numbered as the Java side's KernelIsa (0 = none, the kernels do not run).
+enum class Isa : int { None = 0, Avx2 = 1, Avx512 = 2 };
+
+// Whether this CPU has the instruction set (defined in mlxr_qmm.cpp).
+bool cpu_has(Isa isa);
+
+// The instruction set native calls use: the widest this CPU has, unless
+// MLXR_KERNEL_ISA names one; throws std::invalid_argument naming the variable
+// when it is invalid (defined in mlxr_qmm.cpp).
+Isa default_isa();
+
 // The kernels for one instruction set: false when (bits, group_size) is not
 // covered. The caller checks that the CPU has the instruction set.
 bool run_avx2(const Problem& p, Act act, int bits, int group_size);
