@@ -4,10 +4,10 @@
 Usage:
     make_bench_models.py --out DIR [--only NAME,...] [--force]
 
-Three models, built with mlx-lm's own classes
+Four models, built with mlx-lm's own classes
 (mlx_lm.models.qwen3.Model(ModelArgs.from_dict(config))), re-initialised from a
 fixed seed, cast to bfloat16 the way `mlx_lm.convert --dtype bfloat16` casts,
-quantized (the 4-bit one) with `mlx_lm.utils.quantize_model` (affine, group 64,
+quantized (the 4-bit ones) with `mlx_lm.utils.quantize_model` (affine, group 64,
 embeddings included: its default predicate, like `mlx_lm.convert -q`), and
 written with `mlx_lm.utils.save_model` + `mlx_lm.utils.save_config`, i.e. the
 layout `mlx_lm.utils.load_model` (and our `Models.load`) reads back:
@@ -23,6 +23,8 @@ layout `mlx_lm.utils.load_model` (and our `Models.load`) reads back:
                            and norms, so bfloat16 activations, the layout of most
                            mlx-community 4-bit checkpoints (~135 M params; MLX's
                            CPU kernel takes about a second per token on it)
+    DIR/qwen3-bench-bf16-135m  the same shape unquantized, bfloat16 (~135 M params):
+                           the dense matmuls of an unquantized SmolLM2-sized model
 
 They are sized so that one run of the benchmark (128-token prompt + 64 greedy
 decode tokens) takes a few seconds on a 2-core x86 CPU with MLX's CPU backend,
@@ -74,6 +76,7 @@ MODELS = {
     "qwen3-bench-bf16": (_qwen3(768, 6, 2304, 12, 4, 64, 16384), None),
     "qwen3-bench-q4": (_qwen3(256, 4, 768, 4, 2, 64, 8192), {"bits": 4, "group_size": 64}),
     "qwen3-bench-q4-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), {"bits": 4, "group_size": 64}),
+    "qwen3-bench-bf16-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), None),
 }
 
 

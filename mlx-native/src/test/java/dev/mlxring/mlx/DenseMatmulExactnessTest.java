@@ -3,7 +3,6 @@ package dev.mlxring.mlx;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.mlxring.mlx.SameBytes.Data;
@@ -112,7 +111,7 @@ class DenseMatmulExactnessTest {
                 assertTrue(Mlx.isNativeLinear(actual), "the native kernel did not take " + c);
                 assertEquals(expected.dtype(), actual.dtype());
                 assertEquals(Arrays.toString(expected.shape()), Arrays.toString(actual.shape()));
-                compare(isa + " " + c, c.n, e, actual.toBytes(), expected.dtype().sizeInBytes);
+                SameBytes.assertIdentical(isa + " " + c, c.n, e, actual.toBytes(), expected.dtype().sizeInBytes);
             }
         }
     }
@@ -127,26 +126,6 @@ class DenseMatmulExactnessTest {
                     new int[] {0, 1}, new int[] {c.m, 2 * c.k}, new int[] {1, 2});
             case BATCHED -> SameBytes.array(rnd, c.dtype, mag, c.data, 2, c.m, c.k);
         };
-    }
-
-    private static void compare(String what, int n, byte[] expected, byte[] actual, int size) {
-        assertEquals(expected.length, actual.length, "byte count of " + what);
-        for (int i = 0; i < expected.length; i += size) {
-            for (int b = 0; b < size; b++) {
-                if (expected[i + b] != actual[i + b]) {
-                    fail(what + ": element " + i / size + " (row " + i / size / n + ", column " + i / size % n
-                            + ") differs: MLX " + hex(expected, i, size) + ", native " + hex(actual, i, size));
-                }
-            }
-        }
-    }
-
-    private static String hex(byte[] a, int at, int size) {
-        StringBuilder sb = new StringBuilder("0x");
-        for (int b = size - 1; b >= 0; b--) {
-            sb.append(String.format("%02x", a[at + b]));
-        }
-        return sb.toString();
     }
 
     /**
@@ -190,7 +169,8 @@ class DenseMatmulExactnessTest {
         for (KernelIsa isa : isas) {
             MlxArray actual = Mlx.nativeLinear(xa, wa, isa);
             assertTrue(Mlx.isNativeLinear(actual));
-            compare(isa + " " + dtype.mlxName + " NaN probe K" + k, n, e, actual.toBytes(), dtype.sizeInBytes);
+            SameBytes.assertIdentical(isa + " " + dtype.mlxName + " NaN probe K" + k, n, e, actual.toBytes(),
+                    dtype.sizeInBytes);
         }
     }
 
