@@ -44,29 +44,49 @@ constexpr int dense_tiles() {
   if constexpr (kLanes == 8) {
     return R <= 2 ? 4 : R == 4 ? 2 : 1;
   } else {
-    return R <= 4 ? 4 : 2;
+    return R == 4 ? 4 : 2;
   }
 }
 
-// out[j] = w[row l][k + j] as float in lane l, j < 8, for the kLanes rows at
-// rowp: eight values of each row, transposed in registers (float16 widened
-// by F16C, exact; bfloat16 shifted).
 // Eight values from k of each of the rows, widened to float and transposed
 // to one row per lane (float16 by F16C, exact; bfloat16 shifted). A template
 // over the vector type so that each file compiles only its own branch.
+// AVX2: each row's eight values widened, then transpose8. AVX-512: rows l
+// and l + 8 in the halves of one ymm register, an 8x8 transpose of 16-bit
+// values within each half, then each column widened to sixteen floats (half
+// the shuffles of widening first, and no trip through memory).
 template <Param P, typename V>
 MLXR_INLINE void widened8(const void* const* rowp, int k, V* t) {
   if constexpr (sizeof(V) == 32) {
     for (int l = 0; l < 8; l++) t[l] = params8(rowp[l], P, size_t(k));
     transpose8(t);
   } else {
-    alignas(64) uint32_t wide[16][8];
-    const uint32_t* rows[16];
-    for (int l = 0; l < 16; l++) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(wide[l]), params8(rowp[l], P, size_t(k)));
-      rows[l] = wide[l];
+    auto row = [&](int l) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(rowp[l]) + k));
+    };
+    __m256i r[8];
+    for (int l = 0; l < 8; l++) r[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(row(l)), row(l + 8), 1);
+    __m256i a[8], b[8];
+    for (int l = 0; l < 8; l += 2) {
+      a[l] = _mm256_unpacklo_epi16(r[l], r[l + 1]);
+      a[l + 1] = _mm256_unpackhi_epi16(r[l], r[l + 1]);
     }
-    load_words8(rows, 0, t);
+    for (int h = 0; h < 8; h += 4) {
+      b[h] = _mm256_unpacklo_epi32(a[h], a[h + 2]);
+      b[h + 1] = _mm256_unpackhi_epi32(a[h], a[h + 2]);
+      b[h + 2] = _mm256_unpacklo_epi32(a[h + 1], a[h + 3]);
+      b[h + 3] = _mm256_unpackhi_epi32(a[h + 1], a[h + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+      __m256i lo = _mm256_unpacklo_epi64(b[j], b[j + 4]), hi = _mm256_unpackhi_epi64(b[j], b[j + 4]);
+      if constexpr (P == Param::F16) {
+        t[2 * j] = _mm512_castps_si512(_mm512_cvtph_ps(lo));
+        t[2 * j + 1] = _mm512_castps_si512(_mm512_cvtph_ps(hi));
+      } else {
+        t[2 * j] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(lo), 16);
+        t[2 * j + 1] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16);
+      }
+    }
   }
 }
 
