@@ -4,10 +4,10 @@
 Usage:
     make_bench_models.py --out DIR [--only NAME,...] [--force]
 
-Five models, built with mlx-lm's own classes
+Six models, built with mlx-lm's own classes
 (mlx_lm.models.qwen3.Model(ModelArgs.from_dict(config))), re-initialised from a
 fixed seed, cast to bfloat16 the way `mlx_lm.convert --dtype bfloat16` casts,
-quantized (all but the bf16 one) with `mlx_lm.utils.quantize_model` (affine, group 64,
+quantized (all but the two bf16 ones) with `mlx_lm.utils.quantize_model` (affine, group 64,
 embeddings included: its default predicate, like `mlx_lm.convert -q`), and
 written with `mlx_lm.utils.save_model` + `mlx_lm.utils.save_config`, i.e. the
 layout `mlx_lm.utils.load_model` (and our `Models.load`) reads back:
@@ -26,6 +26,8 @@ layout `mlx_lm.utils.load_model` (and our `Models.load`) reads back:
     DIR/qwen3-bench-q3-135m, DIR/qwen3-bench-q6-135m
                            the same shape at 3 and 6 bits, group 64 (values that
                            straddle 32-bit words; mlx-community ships both widths)
+    DIR/qwen3-bench-bf16-135m  the same shape unquantized, bfloat16 (~135 M params):
+                           the dense matmuls of an unquantized SmolLM2-sized model
 
 They are sized so that one run of the benchmark (128-token prompt + 64 greedy
 decode tokens) takes a few seconds on a 2-core x86 CPU with MLX's CPU backend,
@@ -79,6 +81,7 @@ MODELS = {
     "qwen3-bench-q4-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), {"bits": 4, "group_size": 64}),
     "qwen3-bench-q3-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), {"bits": 3, "group_size": 64}),
     "qwen3-bench-q6-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), {"bits": 6, "group_size": 64}),
+    "qwen3-bench-bf16-135m": (_qwen3(576, 30, 1536, 9, 3, 64, 49152), None),
 }
 
 

@@ -45,6 +45,7 @@
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
 #include "mlxr_qmm.h"
+#include "mlxr_widen.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLXR_QMM_X86 1

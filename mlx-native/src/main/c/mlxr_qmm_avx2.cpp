@@ -3,7 +3,7 @@
 // only when the CPU has it (mlxr_qmm.cpp checks), so the shim stays one binary
 // for any x86-64. FMA is deliberately not enabled (and the shim builds with
 // -ffp-contract=off): a fused multiply-add rounds once where MLX rounds twice.
-#include "mlxr_qmm.h"
+#include "mlxr_dense.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -124,12 +124,17 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
 // Register constraint of the kernels' inline assembly (add_first, mul_first).
 #define MLXR_VREG "x"
 #include "mlxr_qmm_kernels.h"
+#include "mlxr_dense_kernels.h"
 #undef MLXR_VREG
 
 }  // namespace
 
 bool run_avx2(const Problem& p, Act act, int bits, int group_size) {
   return run_any(p, act, bits, group_size);
+}
+
+void run_dense_avx2(const DenseProblem& p, Act act) {
+  run_dense_any(p, act);
 }
 
 }  // namespace mlxr::qmm
@@ -144,6 +149,7 @@ namespace mlxr::qmm {
 bool run_avx2(const Problem&, Act, int, int) {
   return false;
 }
+void run_dense_avx2(const DenseProblem&, Act) {}
 }  // namespace mlxr::qmm
 
 #endif

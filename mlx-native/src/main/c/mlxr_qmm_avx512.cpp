@@ -4,7 +4,7 @@
 // (mlxr_qmm.cpp checks; MLXR_KERNEL_ISA=avx2 forces the AVX2 file instead).
 // The arithmetic per lane is the AVX2 file's: the same operations in the same
 // order, no FMA (not enabled here, and the shim builds with -ffp-contract=off).
-#include "mlxr_qmm.h"
+#include "mlxr_dense.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -122,12 +122,17 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
 // Register constraint of the kernels' inline assembly (add_first, mul_first).
 #define MLXR_VREG "v"
 #include "mlxr_qmm_kernels.h"
+#include "mlxr_dense_kernels.h"
 #undef MLXR_VREG
 
 }  // namespace
 
 bool run_avx512(const Problem& p, Act act, int bits, int group_size) {
   return run_any(p, act, bits, group_size);
+}
+
+void run_dense_avx512(const DenseProblem& p, Act act) {
+  run_dense_any(p, act);
 }
 
 }  // namespace mlxr::qmm
@@ -142,6 +147,7 @@ namespace mlxr::qmm {
 bool run_avx512(const Problem&, Act, int, int) {
   return false;
 }
+void run_dense_avx512(const DenseProblem&, Act) {}
 }  // namespace mlxr::qmm
 
 #endif

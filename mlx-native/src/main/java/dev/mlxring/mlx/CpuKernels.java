@@ -4,7 +4,8 @@ import java.util.Arrays;
 import java.util.Locale;
 
 /**
- * Which CPU kernels evaluate {@code quantized_matmul(x, W, scales, biases, transpose=True)} and
+ * Which CPU kernels evaluate {@code quantized_matmul(x, W, scales, biases, transpose=True)}, the
+ * dense {@code x @ W.T} of unquantized {@code Linear} layers and tied heads, and
  * MLX's {@code fast::} ops ({@code rms_norm}, {@code rope}, {@code scaled_dot_product_attention},
  * which have no CPU kernel in MLX and evaluate their fallback graphs there): {@link #MLX} is
  * MLX's own op; {@link #NATIVE} is the shim's exact x86 kernel or primitive, whose output bytes
@@ -23,6 +24,14 @@ public enum CpuKernels {
         return this == NATIVE
                 ? Mlx.nativeQuantizedMatmul(x, w, scales, biases, transpose, groupSize, bits)
                 : Mlx.quantizedMatmul(x, w, scales, biases, transpose, groupSize, bits);
+    }
+
+    /**
+     * {@code x @ W.T}, an unquantized {@code nn.Linear} without a bias (and an unquantized tied
+     * head): {@link #NATIVE} is the shim's exact dense kernel where it covers the case.
+     */
+    public MlxArray linear(MlxArray x, MlxArray w) {
+        return this == NATIVE ? Mlx.nativeLinear(x, w) : Mlx.matmul(x, Mlx.transposeAll(w));
     }
 
     /**

@@ -302,6 +302,31 @@ public final class Mlx {
         return Shim.isNativeQuantizedMatmul(a.handle());
     }
 
+    /**
+     * {@code x @ W.T} ({@code matmul(x, transposeAll(w))}, mlx.nn.Linear without a bias) evaluated
+     * by the shim's exact x86 dense kernel when it covers the case — x of rank &ge; 2 and a 2-D
+     * {@code w} of one dtype (float32, float16 or bfloat16), {@code w} evaluated and row-contiguous,
+     * a CPU stream, a CPU with AVX2 and F16C — and by MLX's own op otherwise. Same validation,
+     * output and output bytes as MLX.
+     */
+    public static MlxArray nativeLinear(MlxArray x, MlxArray w) {
+        return own(Shim.nativeLinear(x.handle(), w.handle(), 0));
+    }
+
+    /**
+     * {@link #nativeLinear} by the kernels of instruction set {@code isa} rather than the
+     * {@linkplain KernelIsa#selected() selected} one (tests compare each with MLX); an {@code isa}
+     * this CPU lacks is an error.
+     */
+    public static MlxArray nativeLinear(MlxArray x, MlxArray w, KernelIsa isa) {
+        return own(Shim.nativeLinear(x.handle(), w.handle(), isa.code));
+    }
+
+    /** Whether {@code a} is (unevaluated) output of the native dense-matmul kernel. */
+    public static boolean isNativeLinear(MlxArray a) {
+        return Shim.isNativeLinear(a.handle());
+    }
+
     /** Whether this CPU runs the native kernels (x86-64 with AVX2 and F16C). */
     public static boolean nativeKernelsAvailable() {
         return Shim.nativeKernelsAvailable();

@@ -108,6 +108,8 @@ final class Shim {
     private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
     private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, INT));
     private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle NATIVE_LINEAR = NativeLibrary.handle("mlxr_native_linear", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle IS_NATIVE_LINEAR = NativeLibrary.handle("mlxr_is_native_linear", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle NATIVE_KERNELS_AVAILABLE = NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
     private static final MethodHandle NATIVE_KERNELS_CPU_HAS = NativeLibrary.handle("mlxr_native_kernels_cpu_has", FunctionDescriptor.of(INT, INT));
     private static final MethodHandle NATIVE_KERNELS_ISA = NativeLibrary.handle("mlxr_native_kernels_isa", FunctionDescriptor.of(INT));
@@ -719,6 +721,22 @@ final class Shim {
     static boolean isNativeQuantizedMatmul(MemorySegment a) {
         try {
             return (int) IS_NATIVE_QUANTIZED_MATMUL.invokeExact(a) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment nativeLinear(MemorySegment x, MemorySegment w, int isa) {
+        try {
+            return (MemorySegment) NATIVE_LINEAR.invokeExact(x, w, isa);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static boolean isNativeLinear(MemorySegment a) {
+        try {
+            return (int) IS_NATIVE_LINEAR.invokeExact(a) != 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }

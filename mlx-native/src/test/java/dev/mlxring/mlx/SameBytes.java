@@ -85,6 +85,20 @@ final class SameBytes {
         }
     }
 
+    /**
+     * Asserts that two outputs of {@code columns} columns and {@code size}-byte elements are
+     * identical byte for byte, NaN signs included, naming the first differing element's row and column.
+     */
+    static void assertIdentical(String label, int columns, byte[] expected, byte[] actual, int size) {
+        assertEquals(expected.length, actual.length, "byte count of " + label);
+        for (int i = 0; i < expected.length; i += size) {
+            if (bits(expected, i, size) != bits(actual, i, size)) {
+                fail(label + ": element " + i / size + " (row " + i / size / columns + ", column " + i / size % columns
+                        + ") differs: MLX " + hex(expected, i, size) + ", native " + hex(actual, i, size));
+            }
+        }
+    }
+
     private static long bits(byte[] a, int at, int size) {
         long v = 0;
         for (int b = size - 1; b >= 0; b--) {

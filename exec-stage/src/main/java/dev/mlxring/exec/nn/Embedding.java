@@ -1,6 +1,7 @@
 package dev.mlxring.exec.nn;
 
 import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -14,13 +15,14 @@ public interface Embedding {
         QuantSpec q = QuantSpec.resolve(config, params, path, dims);
         params.countInitRandomDraws(q != null ? 2 : 1);
         if (q == null) {
-            return new Dense(params.get(path + ".weight"));
+            return new Dense(params.get(path + ".weight"), params.kernels());
         }
         return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
                 params.optional(path + ".biases"), q);
     }
 
-    record Dense(MlxArray weight) implements Embedding {
+    /** {@code as_linear} ({@code x @ W.T}) through {@code kernels}: the native dense kernel or MLX's matmul. */
+    record Dense(MlxArray weight, CpuKernels kernels) implements Embedding {
         @Override
         public MlxArray forward(MlxArray ids) {
             return Mlx.take(weight, ids, 0);
@@ -28,7 +30,7 @@ public interface Embedding {
 
         @Override
         public MlxArray asLinear(MlxArray x) {
-            return Mlx.matmul(x, Mlx.transposeAll(weight));
+            return kernels.linear(x, weight);
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.nn;
 
 import dev.mlxring.exec.model.ModelConfig;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -13,20 +14,24 @@ public interface Linear {
         MlxArray bias = params.optional(path + ".bias");
         params.countInitRandomDraws(1 + (bias != null ? 1 : 0) + (q != null ? 1 : 0));
         if (q == null) {
-            return new Dense(params.get(path + ".weight"), bias);
+            return new Dense(params.get(path + ".weight"), bias, params.kernels());
         }
         return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
                 params.optional(path + ".biases"), bias, q);
     }
 
-    /** {@code addmm(bias, x, W.T)} with a bias, {@code x @ W.T} without: mlx.nn.Linear's graph. */
-    record Dense(MlxArray weight, MlxArray bias) implements Linear {
+    /**
+     * {@code addmm(bias, x, W.T)} with a bias, {@code x @ W.T} without: mlx.nn.Linear's graph. The
+     * latter through {@code kernels} (the native dense kernel or MLX's matmul, same bytes); addmm
+     * is always MLX's.
+     */
+    record Dense(MlxArray weight, MlxArray bias, CpuKernels kernels) implements Linear {
         @Override
         public MlxArray forward(MlxArray x) {
             if (bias != null) {
                 return Mlx.addmm(bias, x, Mlx.transposeAll(weight), 1f, 1f);
             }
-            return Mlx.matmul(x, Mlx.transposeAll(weight));
+            return kernels.linear(x, weight);
         }
     }
 
