@@ -103,11 +103,7 @@ extern "C" {
 mlxr_array mlxr_native_linear(mlxr_array x, mlxr_array w, int isa_code) {
   return mlxr::guard_array([&]() -> mx::array {
     using mlxr::Isa;
-    if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
-    Isa isa = isa_code == 0 ? mlxr::default_isa() : static_cast<Isa>(isa_code);
-    if (isa_code != 0 && !mlxr::cpu_has(isa)) {
-      throw std::invalid_argument(std::string("isa: this CPU does not have ") + (isa == Isa::Avx512 ? "AVX-512" : "AVX2/F16C"));
-    }
+    Isa isa = mlxr::isa_of_call(isa_code);
     auto& xa = *static_cast<mx::array*>(x);
     auto& wa = *static_cast<mx::array*>(w);
     mx::array ref = mx::matmul(xa, mx::transpose(wa));

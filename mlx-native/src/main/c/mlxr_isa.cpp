@@ -43,4 +43,14 @@ Isa default_isa() {
   return chosen.first;
 }
 
+Isa isa_of_call(int isa_code) {
+  if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
+  if (isa_code == 0) return default_isa();
+  Isa isa = static_cast<Isa>(isa_code);
+  if (!cpu_has(isa)) {
+    throw std::invalid_argument(std::string("isa: this CPU does not have ") + (isa == Isa::Avx512 ? "AVX-512" : "AVX2/F16C"));
+  }
+  return isa;
+}
+
 }  // namespace mlxr

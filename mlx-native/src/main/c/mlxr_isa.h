@@ -20,4 +20,9 @@ bool cpu_has(Isa isa);
 // std::invalid_argument naming the variable, at every call.
 Isa default_isa();
 
+// The set an entry point's `isa` argument names: 0 = default_isa(), 1 = AVX2,
+// 2 = AVX-512 (tests run each). Another code, or a set this CPU lacks, throws
+// std::invalid_argument naming the argument.
+Isa isa_of_call(int isa_code);
+
 }  // namespace mlxr

@@ -396,11 +396,7 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
                                         int bits, const char* mode, int isa_code) {
   return mlxr::guard_array([&]() -> mx::array {
     using mlxr::Isa;
-    if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
-    Isa isa = isa_code == 0 ? mlxr::default_isa() : static_cast<Isa>(isa_code);
-    if (isa_code != 0 && !mlxr::cpu_has(isa)) {
-      throw std::invalid_argument(std::string("isa: this CPU does not have ") + (isa == Isa::Avx512 ? "AVX-512" : "AVX2/F16C"));
-    }
+    Isa isa = mlxr::isa_of_call(isa_code);
     auto& xa = *static_cast<mx::array*>(x);
     std::optional<mx::array> b;
     if (biases != nullptr) b = *static_cast<mx::array*>(biases);
