@@ -98,6 +98,21 @@ class NativeSwiglu : public FastOpPrimitive {
   Task task() const override {
     return [](const std::vector<mx::array>& in, mx::array& out) { swiglu_f32(in[0], in[1], out); };
   }
+
+  // MLX's compiled kernel writes into the first donatable input (gate, then x)
+  // when one is row-contiguous and the output's size: without that, a prefill
+  // holds one more [L, intermediate] buffer per layer than mlx-lm
+  // (PrefillMemoryTest). In place is safe: element i is read before it is
+  // written, in both passes.
+  void allocate(const std::vector<mx::array>& inputs, mx::array& out) override {
+    for (const auto& in : inputs) {
+      if (in.is_donatable() && in.flags().row_contiguous && in.dtype() == out.dtype() && in.size() == out.size()) {
+        out.copy_shared_buffer(in);
+        return;
+      }
+    }
+    out.set_data(mx::allocator::malloc(out.nbytes()));
+  }
 };
 
 }  // namespace
