@@ -88,6 +88,12 @@ public final class DecodeBenchmark {
         Run withContention(double foreign, double waited) {
             return new Run(promptTps, genTps, promptS, genS, peakBytes, tokens, foreign, waited, jitMs, gcMs);
         }
+
+        /** This run with {@code bytes} that other variants held resident taken out of its peak. */
+        Run lessResident(long bytes) {
+            return new Run(promptTps, genTps, promptS, genS, peakBytes - bytes, tokens, foreignCores, waitedS, jitMs,
+                    gcMs);
+        }
     }
 
     /** Our runs with one kernel choice and numeric tier. */
@@ -151,13 +157,22 @@ public final class DecodeBenchmark {
         List<LanguageModel> models = new ArrayList<>();
         try {
             List<Double> loadS = new ArrayList<>();
+            // Every variant's weights stay resident through all runs (the runs alternate), so MLX's
+            // peak during one variant's run counts the others' weights too: each run's figure has
+            // those subtracted, as measured here (active memory across each load).
+            List<Long> residentBytes = new ArrayList<>();
             List<Variant> planned = o.variants();
             for (Variant p : planned) {
                 System.err.printf(Locale.ROOT, "[bench] %s: loading ours (%s)%n", name, p.choice());
                 long l0 = System.nanoTime();
+                long active0 = Mlx.memory().activeBytes();
                 models.add(Models.load(dir, p.kernels(), p.numerics(), null));
+                residentBytes.add(Mlx.memory().activeBytes() - active0);
                 loadS.add((System.nanoTime() - l0) / 1e9);
+                System.err.printf(Locale.ROOT, "[bench] %s: loaded ours (%s) in %.2f s, %.1f MB resident%n", name,
+                        p.choice(), loadS.getLast(), residentBytes.getLast() / 1e6);
             }
+            long allResident = residentBytes.stream().mapToLong(Long::longValue).sum();
             LanguageModel first = models.get(0);
             int[] prompt = splitmix64Prompt(o.seed(), o.promptTokens(), first.vocabSize());
             Path promptFile = ProjectHome.get().resolve("build/bench")
@@ -194,7 +209,8 @@ public final class DecodeBenchmark {
                         Variant variant = variants.get(v);
                         double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " " + variant.label());
                         CpuMonitor.Sample s0 = cpu.sample();
-                        Run a = ours(models.get(v), prompt, o);
+                        Run a = ours(models.get(v), prompt, o)
+                                .lessResident(allResident - residentBytes.get(v));
                         a = a.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
                         variant.runs().add(a);
                         round.add(a);
@@ -537,7 +553,8 @@ public final class DecodeBenchmark {
                         + "Prefill tok/s = prompt tokens / time to first token; decode tok/s = generated tokens / "
                         + "time from first to last token (mlx-lm `stream_generate` definitions). "
                         + "Medians over the runs; ratio = median ours / median mlx-lm (> 1: we are faster). "
-                        + "Peak memory = MLX peak allocator memory during a run (max over runs, MB = 10^6 bytes). "
+                        + "Peak memory = MLX peak allocator memory during a run (max over runs, MB = 10^6 bytes; "
+                        + "ours less the weights of our other variants, which stay loaded between the alternating runs). "
                         + "JIT/GC ms = time the JVM spent compiling (background threads) and collecting during "
                         + "our run. Foreign CPU = cores used by other processes during a run (/proc/stat); before each run the "
                         + "benchmark waited for it to drop below " + o.quietCores() + " cores (at most "
