@@ -24,7 +24,7 @@
 #include "mlxr_dense.h"
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
-#include "mlxr_widen.h"
+#include "mlxr_row_major.h"
 
 namespace mx = mlx::core;
 
@@ -63,13 +63,7 @@ class NativeDenseMatmul : public CpuTaskPrimitive {
       return;
     }
     std::vector<float> xf;
-    const float* xp;
-    if (x.dtype() == mx::float32 && x.flags().row_contiguous) {
-      xp = x.data<float>();
-    } else {
-      widen_any(x, xf);
-      xp = xf.data();
-    }
+    const float* xp = row_major_floats(x, xf);
     DenseProblem p{xp, w.data<void>(), out.data<void>(), M, N, K};
     Act act = out.dtype() == mx::float32 ? Act::F32 : out.dtype() == mx::float16 ? Act::F16 : Act::BF16;
     if (isa == Isa::Avx512) {

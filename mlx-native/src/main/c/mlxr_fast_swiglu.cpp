@@ -22,6 +22,7 @@
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
 #include "mlxr_guard.h"
+#include "mlxr_row_major.h"
 
 namespace mlxr::fast {
 
@@ -51,21 +52,11 @@ __attribute__((target("avx2"))) void finish_lanes(const float* g, const float* x
 }
 #endif
 
-// The array's floats in row-major order: its own buffer when row-contiguous,
-// else gathered into buf.
-const float* rows_of(const mx::array& a, std::vector<float>& buf) {
-  if (a.flags().row_contiguous) return a.data<float>();
-  buf.resize(a.size());
-  const float* src = a.data<float>();
-  for (size_t i = 0; i < buf.size(); i++) buf[i] = src[element_offset(a, int64_t(i))];
-  return buf.data();
-}
-
 void swiglu_f32(const mx::array& gate, const mx::array& x, mx::array& out) {
   const int64_t n = int64_t(out.size());
   std::vector<float> gbuf, xbuf;
-  const float* g = rows_of(gate, gbuf);
-  const float* xv = rows_of(x, xbuf);
+  const float* g = row_major<float, float>(gate, gbuf);
+  const float* xv = row_major<float, float>(x, xbuf);
   float* o = out.data<float>();
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   // In blocks, so |g| and its exponentials stay in L1 between the two passes.

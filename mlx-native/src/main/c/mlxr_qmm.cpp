@@ -45,7 +45,8 @@
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
 #include "mlxr_qmm.h"
-#include "mlxr_widen.h"
+#include "mlxr_qmm_primitive.h"
+#include "mlxr_row_major.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define MLXR_QMM_X86 1
@@ -249,71 +250,12 @@ bool shape_supported(int bits, int group_size) {
          (group_size == 32 || group_size == 64 || group_size == 128);
 }
 
-// Element (row-major index i) of a possibly strided array, as an offset.
-inline int64_t element_offset(const mx::array& a, int64_t i) {
-  int64_t off = 0;
-  for (int d = a.ndim() - 1; d >= 0 && i > 0; d--) {
-    int64_t dim = a.shape(d);
-    off += (i % dim) * a.strides()[d];
-    i /= dim;
-  }
-  return off;
-}
-
-// The array's elements in row-major order as float (T widened exactly).
-template <typename T>
-void widen(const mx::array& a, std::vector<float>& out) {
-  size_t n = a.size();
-  out.resize(n);
-  const T* src = a.data<T>();
-  if (a.flags().row_contiguous) {
-    for (size_t i = 0; i < n; i++) out[i] = static_cast<float>(src[i]);
-  } else {
-    for (size_t i = 0; i < n; i++) out[i] = static_cast<float>(src[element_offset(a, int64_t(i))]);
-  }
-}
-
-void widen_any(const mx::array& a, std::vector<float>& out) {
-  switch (a.dtype()) {
-    case mx::float32: widen<float>(a, out); break;
-    case mx::float16: widen<mx::float16_t>(a, out); break;
-    default: widen<mx::bfloat16_t>(a, out); break;
-  }
-}
-
-const uint32_t* packed_words(const mx::array& w, std::vector<uint32_t>& copy) {
-  if (w.flags().row_contiguous) return w.data<uint32_t>();
-  copy.resize(w.size());
-  const uint32_t* src = w.data<uint32_t>();
-  for (size_t i = 0; i < copy.size(); i++) copy[i] = src[element_offset(w, int64_t(i))];
-  return copy.data();
-}
-
 // quantized_matmul(x, w, scales, biases, transpose=True) over MLX's own
 // validated, dtype-promoted inputs, by the kernels of one instruction set;
 // created only for the cases they cover, on a CPU stream of a CPU that has it.
-class NativeQuantizedMatmul : public CpuTaskPrimitive {
- public:
-  NativeQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
-      : CpuTaskPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
+struct ExactKernels {
+  static constexpr const char* kName = "NativeQuantizedMatmul";
 
-  const char* name() const override {
-    return "NativeQuantizedMatmul";
-  }
-
-  bool is_equivalent(const mx::Primitive& other) const override {
-    auto* o = dynamic_cast<const NativeQuantizedMatmul*>(&other);
-    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ && o->isa_ == isa_;
-  }
-
- protected:
-  Task task() const override {
-    return [group_size = group_size_, bits = bits_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
-      compute(out, in[0], in[1], in[2], in[3], group_size, bits, isa);
-    };
-  }
-
- private:
   static void compute(mx::array& out, const mx::array& x, const mx::array& w,
                       const mx::array& scales, const mx::array& biases, int group_size,
                       int bits, Isa isa) {
@@ -325,37 +267,27 @@ class NativeQuantizedMatmul : public CpuTaskPrimitive {
     }
     std::vector<float> xf, sf, bf;
     std::vector<uint32_t> wcopy;
-    const float* xp;
-    if (x.dtype() == mx::float32 && x.flags().row_contiguous) {
-      xp = x.data<float>();
-    } else {
-      widen_any(x, xf);
-      xp = xf.data();
-    }
+    const float* xp = row_major_floats(x, xf);
     const void* sp = scales.data<void>();
     const void* bp = biases.data<void>();
     Param param = scales.dtype() == mx::float32 ? Param::F32
                   : scales.dtype() == mx::float16 ? Param::F16 : Param::BF16;
     if (!scales.flags().row_contiguous || !biases.flags().row_contiguous ||
         scales.dtype() != biases.dtype()) {
-      widen_any(scales, sf);
-      widen_any(biases, bf);
-      sp = sf.data();
-      bp = bf.data();
+      sp = row_major_floats(scales, sf);
+      bp = row_major_floats(biases, bf);
       param = Param::F32;
     }
-    Problem p{xp, packed_words(w, wcopy), sp, bp, param, out.data<void>(),
+    Problem p{xp, row_major<uint32_t, uint32_t>(w, wcopy), sp, bp, param, out.data<void>(),
               int(x.size() / K), N, K};
     Act act = out.dtype() == mx::float32 ? Act::F32 : out.dtype() == mx::float16 ? Act::F16 : Act::BF16;
     if (!run_isa(isa, p, act, bits, group_size)) {
       throw std::logic_error("[NativeQuantizedMatmul] built for a case its kernels do not cover");
     }
   }
-
-  int group_size_;
-  int bits_;
-  Isa isa_;
 };
+
+using NativeQuantizedMatmul = QuantizedMatmulPrimitive<ExactKernels>;
 
 }  // namespace mlxr::qmm
 
@@ -430,7 +362,7 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
 // covered case did not silently take MLX's op).
 int mlxr_is_native_quantized_matmul(mlxr_array a) {
   auto& arr = *static_cast<mx::array*>(a);
-  return arr.has_primitive() && dynamic_cast<NativeQuantizedMatmul*>(&arr.primitive()) != nullptr;
+  return NativeQuantizedMatmul::computes(arr) ? 1 : 0;
 }
 
 }  // extern "C"
