@@ -24,6 +24,8 @@
 #include "mlxr_fastnum.h"
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
+#include "mlxr_qmm_primitive.h"
+#include "mlxr_row_major.h"
 
 namespace mx = mlx::core;
 
@@ -61,39 +63,6 @@ Dt dt_of(mx::Dtype d) {
   return d == mx::float32 ? Dt::F32 : d == mx::float16 ? Dt::F16 : Dt::BF16;
 }
 
-// a's elements in row-major order as Dst: a's own buffer when it is already
-// row-contiguous Dst, else `copy`, filled by walking a's strides (views the
-// graph hands over: transposes, broadcasts, slices).
-template <typename Dst, typename Src>
-const Dst* row_major(const mx::array& a, std::vector<Dst>& copy) {
-  const Src* src = a.data<Src>();
-  if constexpr (std::is_same_v<Dst, Src>) {
-    if (a.flags().row_contiguous) return src;
-  }
-  copy.resize(a.size());
-  const int nd = a.ndim();
-  std::vector<int> at(nd, 0);
-  int64_t off = 0;
-  for (size_t i = 0; i < a.size(); i++) {
-    copy[i] = static_cast<Dst>(src[off]);
-    for (int d = nd - 1; d >= 0; d--) {  // next index, last axis fastest
-      off += a.strides()[d];
-      if (++at[d] < a.shape(d)) break;
-      off -= a.strides()[d] * a.shape(d);
-      at[d] = 0;
-    }
-  }
-  return copy.data();
-}
-
-const float* floats(const mx::array& a, std::vector<float>& copy) {
-  switch (a.dtype()) {
-    case mx::float32: return row_major<float, float>(a, copy);
-    case mx::float16: return row_major<float, mx::float16_t>(a, copy);
-    default: return row_major<float, mx::bfloat16_t>(a, copy);
-  }
-}
-
 // Group parameters keep their dtype (widened in the kernels); only their layout is fixed here.
 const void* params(const mx::array& a, std::vector<uint16_t>& halves, std::vector<float>& singles) {
   if (a.dtype() == mx::float32) return row_major<float, float>(a, singles);
@@ -105,11 +74,11 @@ const void* params(const mx::array& a, std::vector<uint16_t>& halves, std::vecto
 struct Prepared {
   std::vector<float> xp;  // empty when x itself is in kernel order (8 bits)
   std::vector<float> xg;
-  size_t g_stride;
+  size_t k_stride, g_stride;
 };
 
 // Into `out`, whose buffers keep their capacity from call to call (see compute).
-void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, Prepared& out) {
+void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, bool word_lanes, Prepared& out) {
   const int G = K / group_size;
   out.g_stride = size_t((G + lanes - 1) / lanes) * lanes;
   out.xg.assign(size_t(M) * out.g_stride, 0.0f);
@@ -122,7 +91,20 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
     }
   }
   out.xp.clear();
-  if (bits == 4) {
+  out.k_stride = size_t(K);
+  if (word_lanes) {
+    const int per_word = 32 / bits, block = per_word * lanes;
+    out.k_stride = size_t((K + block - 1) / block) * block;
+    out.xp.assign(size_t(M) * out.k_stride, 0.0f);
+    for (int m = 0; m < M; m++) {
+      const float* row = x + size_t(m) * K;
+      float* dst = out.xp.data() + size_t(m) * out.k_stride;
+      for (int k = 0; k < K; k++) {
+        const int b = k / block, i = k % block / per_word, v = k % per_word;
+        dst[size_t(b) * block + v * lanes + i] = row[k];
+      }
+    }
+  } else if (bits == 4) {
     out.xp.resize(size_t(M) * K);
     const int block = 2 * lanes;
     for (int m = 0; m < M; m++) {
@@ -143,28 +125,9 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
 // views are copied to row-major order at eval, as the exact primitive does,
 // rather than by extra graph nodes (each one more task per matmul on MLX's
 // stream thread).
-class FastQuantizedMatmul : public CpuTaskPrimitive {
- public:
-  FastQuantizedMatmul(mx::Stream stream, int group_size, int bits, Isa isa)
-      : CpuTaskPrimitive(stream), group_size_(group_size), bits_(bits), isa_(isa) {}
+struct FastKernels {
+  static constexpr const char* kName = "FastQuantizedMatmul";
 
-  const char* name() const override {
-    return "FastQuantizedMatmul";
-  }
-
-  bool is_equivalent(const mx::Primitive& other) const override {
-    auto* o = dynamic_cast<const FastQuantizedMatmul*>(&other);
-    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ && o->isa_ == isa_;
-  }
-
- protected:
-  Task task() const override {
-    return [group_size = group_size_, bits = bits_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
-      compute(out, in[0], in[1], in[2], in[3], group_size, bits, isa);
-    };
-  }
-
- private:
   static void compute(mx::array& out, const mx::array& x, const mx::array& w, const mx::array& scales,
                       const mx::array& biases, int group_size, int bits, Isa isa) {
     const int K = x.shape(-1);
@@ -178,15 +141,17 @@ class FastQuantizedMatmul : public CpuTaskPrimitive {
     std::vector<float> xcopy, s32, b32;
     std::vector<uint32_t> wcopy;
     std::vector<uint16_t> s16, b16;
-    const float* xf = floats(x, xcopy);
+    const float* xf = row_major_floats(x, xcopy);
     // Per stream thread, reused: a decode step makes ~200 of these calls, which then
     // allocate nothing once the buffers have grown.
     thread_local Prepared acts;
-    prepare(xf, M, K, bits, group_size, lanes, acts);
+    const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
+    prepare(xf, M, K, bits, group_size, lanes, word_lanes, acts);
     Problem p{acts.xp.empty() ? xf : acts.xp.data(),
               acts.xg.data(),
-              size_t(K),
+              acts.k_stride,
               acts.g_stride,
+              word_lanes,
               row_major<uint32_t, uint32_t>(w, wcopy),
               params(scales, s16, s32),
               params(biases, b16, b32),
@@ -201,11 +166,9 @@ class FastQuantizedMatmul : public CpuTaskPrimitive {
     bool ran = isa == Isa::Avx512 ? run_avx512(p) : isa == Isa::Avx2 ? run_avx2(p) : false;
     if (!ran) throw std::logic_error("[FastQuantizedMatmul] built for a case its kernels do not cover");
   }
-
-  int group_size_;
-  int bits_;
-  Isa isa_;
 };
+
+using FastQuantizedMatmul = QuantizedMatmulPrimitive<FastKernels>;
 
 }  // namespace mlxr::fastnum
 
@@ -270,7 +233,7 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
 // covered case did not silently take another op).
 int mlxr_is_fastnum_quantized_matmul(mlxr_array a) {
   auto& arr = *static_cast<mx::array*>(a);
-  return arr.has_primitive() && dynamic_cast<mlxr::fastnum::FastQuantizedMatmul*>(&arr.primitive()) != nullptr;
+  return mlxr::fastnum::FastQuantizedMatmul::computes(arr) ? 1 : 0;
 }
 
 }  // extern "C"

@@ -31,11 +31,17 @@ enum class Dt { F32 = 0, F16 = 1, BF16 = 2 };
 //     decode of `lanes` packed bytes (low nibbles, then high nibbles) meets
 //     its activations in order: position p < lanes holds element 2p, position
 //     lanes + p element 2p + 1 (8-bit weights: element order);
+//     With word_lanes (AVX-512, fewer than kWordLaneRows rows; see tile_words
+//     in mlxr_fastnum_kernels.h) instead, for PW = 32 / bits values per
+//     packed word: per block of PW * lanes elements, position v * lanes + i
+//     holds element PW i + v (lane i reads packed word i of the block, whose
+//     value v that is), K padded with zeros to whole blocks (k_stride);
 //   xg[m * g_stride + g]: X[m, g], the g_stride - G lanes past the groups zero.
 struct Problem {
   const float* xp;
   const float* xg;
   size_t k_stride, g_stride;  // in floats
+  bool word_lanes;
   const uint32_t* w;          // [N, K * bits / 32], row-contiguous
   const void* scales;         // [N, G] of param, row-contiguous
   const void* biases;         // [N, G] of param, row-contiguous
@@ -49,6 +55,10 @@ struct Problem {
 // block is twice this).
 constexpr int kLanesAvx2 = 8;
 constexpr int kLanesAvx512 = 16;
+
+// Calls with fewer rows than this take the word-lane layout on AVX-512:
+// the AVX-512 kernels' rows below which a pass does not pre-scale the weights.
+constexpr int kWordLaneRows = 4;
 
 // Every row, all N columns, spread over mlxr::qmm's worker pool; false when
 // (bits, group_size) is not covered (4 or 8 bits, group 32, 64 or 128).

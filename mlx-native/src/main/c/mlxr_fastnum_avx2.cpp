@@ -36,6 +36,7 @@ MLXR_INLINE vf vset1(float f) { return _mm256_set1_ps(f); }
 MLXR_INLINE vf vload(const float* p) { return _mm256_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+MLXR_INLINE vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 MLXR_INLINE vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 
 MLXR_INLINE float hsum(vf v) {
@@ -58,7 +59,14 @@ MLXR_INLINE vf decode8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
 }
 
-MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i) {
+// n (<= 8) group parameters from element i as floats, zero past them (fewer
+// than eight through a copy: AVX2 has no masked 16-bit loads).
+MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i, int n) {
+  if (n < kL) {
+    alignas(32) float tail[kL] = {};
+    for (int t = 0; t < n; t++) tail[t] = param_at(base, dt, i + t);
+    return _mm256_load_ps(tail);
+  }
   switch (dt) {
     case Dt::F32: return _mm256_loadu_ps(static_cast<const float*>(base) + i);
     case Dt::F16:

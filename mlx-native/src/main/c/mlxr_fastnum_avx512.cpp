@@ -28,7 +28,7 @@ using mlxr::qmm::thread_scratch;
 
 constexpr int kL = kLanesAvx512;
 constexpr int kMaxRows = 8;
-constexpr int kScaledRows = 4;
+constexpr int kScaledRows = kWordLaneRows;  // fewer rows take tile_words
 
 using vf = __m512;
 
@@ -37,6 +37,7 @@ MLXR_INLINE vf vset1(float f) { return _mm512_set1_ps(f); }
 MLXR_INLINE vf vload(const float* p) { return _mm512_loadu_ps(p); }
 MLXR_INLINE void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
 MLXR_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+MLXR_INLINE vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 MLXR_INLINE vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 MLXR_INLINE float hsum(vf v) { return _mm512_reduce_add_ps(v); }
 
@@ -53,17 +54,59 @@ MLXR_INLINE vf decode8(const uint8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
-MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i) {
+// n (<= 16) group parameters from element i as floats, zero past them.
+MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i, int n) {
+  const __mmask16 m = __mmask16((1u << n) - 1);
   switch (dt) {
-    case Dt::F32: return _mm512_loadu_ps(static_cast<const float*>(base) + i);
-    case Dt::F16:
-      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i)));
+    case Dt::F32: return _mm512_maskz_loadu_ps(m, static_cast<const float*>(base) + i);
+    case Dt::F16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + i));
     default:
-      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + i))), 16));
+      return _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + i)), 16));
   }
 }
 
+using vi = __m512i;
+
+// For tile_words (mlxr_fastnum_kernels.h).
+
+MLXR_INLINE vi load_words(const uint8_t* p, int count) {
+  return _mm512_maskz_loadu_epi32(__mmask16((1u << count) - 1), p);
+}
+
+// 8 bits: q - 128 is the byte with its top bit flipped, read as signed.
+template <int BITS>
+MLXR_INLINE vi word_prep(vi words) {
+  return BITS == 8 ? _mm512_xor_si512(words, _mm512_set1_epi32(int(0x80808080u))) : words;
+}
+
+template <int BITS>
+MLXR_INLINE vf word_value(vi words, int v, vf table) {
+  if constexpr (BITS == 4) {
+    return _mm512_permutexvar_ps(v == 0 ? words : _mm512_srli_epi32(words, 4 * v), table);
+  } else {
+    const vi top = v == 3 ? words : _mm512_slli_epi32(words, 24 - 8 * v);  // byte v to the top
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(top, 24));
+  }
+}
+
+MLXR_INLINE vf centred_table() {
+  return _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
+template <int PW, int GS>
+MLXR_INLINE vf lane_scales(const float* s, int count) {
+  if constexpr (GS >= PW * kL) {
+    (void)count;
+    return vset1(s[0]);
+  } else {
+    const vi lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const vi group = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(PW)), __builtin_ctz(GS));
+    return _mm512_permutexvar_ps(group, _mm512_maskz_loadu_ps(__mmask16((1u << count) - 1), s));
+  }
+}
+
+#define MLXR_FASTNUM_WORD_LANES 1
 #include "mlxr_fastnum_kernels.h"
 
 }  // namespace

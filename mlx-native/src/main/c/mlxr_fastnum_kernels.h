@@ -2,12 +2,11 @@
 // and mlxr_fastnum_avx512.cpp inside an anonymous namespace after their target
 // pragma and their vector helpers:
 //   kL                      float lanes of vf
-//   vf vzero(), vset1(float), vload(const float*), vmul(a, b), vfma(a, b, c) = a * b + c
+//   vf vzero(), vset1(float), vload(const float*), vmul(a, b), vadd(a, b), vfma(a, b, c) = a * b + c
 //   void vstore(float*, vf);  float hsum(vf)
 //   void decode4(const uint8_t* p, vf& lo, vf& hi)  kL packed bytes: low, high nibbles, minus 8
 //   vf decode8(const uint8_t* p)                     kL packed bytes, minus 128
-//   vf widen_params(const void* base, Dt, size_t i)  kL group parameters as floats
-//   float param_at(const void* base, Dt, size_t i)
+//   vf widen_params(const void* base, Dt, size_t i, int n)  n (<= kL) group parameters as floats, zero past n
 //   void store_out(void* out, Dt, size_t i, float v)
 //   kMaxRows                rows of activations one pass over a weight row serves
 //   kScaledRows             from how many rows a pass scales the decoded weights (below)
@@ -51,7 +50,7 @@ struct Job {
 // by the R rows) and FMA'd straight into each row's accumulator, and NB = 2
 // weight rows share each activation load (an FMA's other operand comes from
 // memory; with one weight row per pass the loads, not the FMAs, were the
-// bound). Every loop over rows, weight rows and a group's vectors has a
+// bound). Two weight rows per pass measured slower for few rows (8 bits). Every loop over rows, weight rows and a group's vectors has a
 // constant trip count and is unrolled, so the accumulators stay in registers.
 template <int R, int NB, int BITS, int GS>
 MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, const float* sc, const float* bi,
@@ -105,6 +104,10 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
       MLXR_UNROLL for (int r = 0; r < R; r++) dot[r] = vzero();
       const uint8_t* wg = wrow + size_t(g) * gbytes;
       const float* xg = x + size_t(g) * GS;
+      // Four weight rows ahead, each line once (rows are contiguous).
+      MLXR_UNROLL for (int c = 0; c < gbytes; c += 64) {
+        if (gbytes >= 64 || (size_t(g) * gbytes + c) % 64 == 0) __builtin_prefetch(wg + 4 * row_bytes + c, 0, 3);
+      }
       MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
         if constexpr (BITS == 4) {
           vf lo, hi;
@@ -134,11 +137,116 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
   }
 }
 
+#ifdef MLXR_FASTNUM_WORD_LANES
+// Few rows in the word-lane layout (Problem::word_lanes), where the kernel
+// file provides
+//   vi load_words(const uint8_t* p, int count)     count (<= kL) packed words, zero past them
+//   vi word_prep<BITS>(vi words)                   once per load (8 bits: flips each byte's top bit)
+//   vf word_value<BITS>(vi words, int v, vf table) each lane's value v, minus 2^(BITS-1), as float
+//   vf centred_table()                             q - 8 for q = 0 .. 15 (the 4-bit lookup)
+//   vf lane_scales<PW, GS>(const float* s, int n)  lane i: s[PW i / GS], of the n given
+// Lane i of a block holds packed word i (32 / BITS consecutive weights, low
+// bits first) of kL consecutive words, so value v of every lane is one or two
+// shifts (4 bits: a shift and a table lookup, the permute reading only the low
+// four bits of each lane's index) and one FMA into the activations prepared in
+// the same order, where the byte-wise decode above widens, masks, centres and
+// converts every vector. Each row's sums run in C independent chains and NB = 2
+// weight rows share each activation load: a single chain was bound by the FMA's
+// latency, and one weight row per pass by the per-row work (parameters, the
+// horizontal sum). A lane's partial sum stays within one group, and is scaled
+// by that group's scale once per block.
+template <int R, int NB, int BITS, int GS>
+MLXR_INLINE void tile_words(const Problem& p, const uint8_t* wrow, size_t row_bytes, const float* sc,
+                            const float* bi, int m0, float* res) {
+  constexpr int per_word = 32 / BITS;
+  constexpr int block = per_word * kL;
+  static_assert(GS % per_word == 0 && (block % GS == 0 || GS % block == 0), "a lane's values share one group");
+  constexpr int groups_per_block = block >= GS ? block / GS : 1;
+  constexpr int C = R == 1 ? 4 : R == 2 ? 2 : 1;
+  static_assert(per_word % C == 0, "every chain gets the same number of values");
+  const int G = p.K / GS;
+  const int words = p.K / per_word;
+  const size_t ks = p.k_stride, gs = p.g_stride;
+  const float* x = p.xp + size_t(m0) * ks;
+  const vf table = centred_table();
+  vf acc[NB][R];
+  MLXR_UNROLL for (int j = 0; j < NB; j++) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) acc[j][r] = vzero();
+  }
+  for (int b = 0; b * kL < words; b++) {
+    const int count = fimin(kL, words - b * kL);
+    // Four weight rows ahead (rows are contiguous): one line per row and block, as read.
+    MLXR_UNROLL for (int j = 0; j < NB; j++) {
+      __builtin_prefetch(wrow + (j + 4) * row_bytes + size_t(b) * kL * 4, 0, 3);
+    }
+    vi wv[NB];
+    MLXR_UNROLL for (int j = 0; j < NB; j++) {
+      wv[j] = word_prep<BITS>(load_words(wrow + j * row_bytes + size_t(b) * kL * 4, count));
+    }
+    const float* xb = x + size_t(b) * block;
+    vf dot[NB][R][C];
+    MLXR_UNROLL for (int j = 0; j < NB; j++) {
+      MLXR_UNROLL for (int r = 0; r < R; r++) {
+        MLXR_UNROLL for (int c = 0; c < C; c++) dot[j][r][c] = vzero();
+      }
+    }
+    MLXR_UNROLL for (int v = 0; v < per_word; v++) {
+      vf q[NB];
+      MLXR_UNROLL for (int j = 0; j < NB; j++) q[j] = word_value<BITS>(wv[j], v, table);
+      MLXR_UNROLL for (int r = 0; r < R; r++) {
+        const vf xv = vload(xb + r * ks + v * kL);
+        MLXR_UNROLL for (int j = 0; j < NB; j++) dot[j][r][v % C] = vfma(q[j], xv, dot[j][r][v % C]);
+      }
+    }
+    const int g0 = b * block / GS;
+    const int ng = fimin(groups_per_block, G - g0);
+    MLXR_UNROLL for (int j = 0; j < NB; j++) {
+      const vf s = lane_scales<per_word, GS>(sc + j * gs + g0, ng);
+      MLXR_UNROLL for (int r = 0; r < R; r++) {
+        vf d = dot[j][r][0];
+        MLXR_UNROLL for (int c = 1; c < C; c++) d = vadd(d, dot[j][r][c]);
+        acc[j][r] = vfma(s, d, acc[j][r]);
+      }
+    }
+  }
+  const float* X = p.xg + size_t(m0) * gs;
+  for (size_t g = 0; g < gs; g += kL) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) {
+      const vf xr = vload(X + r * gs + g);
+      MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
+    }
+  }
+  MLXR_UNROLL for (int j = 0; j < NB; j++) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
+  }
+}
+#endif
+
 // One tile of `rows` (1..kMaxRows) activation rows against `nb` weight rows
-// (2 only when rows >= kScaledRows).
+// (2 only when rows >= kScaledRows or in the word-lane layout).
 template <int BITS, int GS>
 inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, size_t row_bytes, const float* sc,
                       const float* bi, int m0, float* res) {
+#ifdef MLXR_FASTNUM_WORD_LANES
+  if (p.word_lanes) {
+#define MLXR_FASTNUM_WORDS(R)                                                        \
+  case R:                                                                            \
+    if (nb == 2) {                                                                   \
+      tile_words<R, 2, BITS, GS>(p, wrow, row_bytes, sc, bi, m0, res);               \
+    } else {                                                                         \
+      tile_words<R, 1, BITS, GS>(p, wrow, row_bytes, sc, bi, m0, res);               \
+    }                                                                                \
+    return;
+    static_assert(kWordLaneRows == 4, "the cases below cover every row count of a word-lane call");
+    switch (rows) {
+      MLXR_FASTNUM_WORDS(1)
+      MLXR_FASTNUM_WORDS(2)
+      MLXR_FASTNUM_WORDS(3)
+      default: break;
+    }
+#undef MLXR_FASTNUM_WORDS
+  }
+#endif
   switch (rows) {
 #define MLXR_FASTNUM_TILE(R)                                                                 \
   case R:                                                                                    \
@@ -165,18 +273,6 @@ inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, s
   }
 }
 
-// Row `n`'s `count` group parameters from element `i`, widened to floats.
-// dst holds `count` rounded up to whole vectors, zero past count.
-inline void widen_row(const void* base, Dt dt, size_t i, int count, float* dst) {
-  int g = 0;
-  for (; g + kL <= count; g += kL) vstore(dst + g, widen_params(base, dt, i + g));
-  if (g < count) {
-    float tail[kL] = {};
-    for (int t = 0; g + t < count; t++) tail[t] = param_at(base, dt, i + g + t);
-    vstore(dst + g, vload(tail));
-  }
-}
-
 template <int BITS, int GS>
 void run_chunk(void* ctx, int chunk) {
   const Job& job = *static_cast<const Job*>(ctx);
@@ -194,16 +290,19 @@ void run_chunk(void* ctx, int chunk) {
   for (int n = n0; n < n1; n++) {
     float* s = sc + size_t(n - n0) * gs;
     float* b = bi + size_t(n - n0) * gs;
-    widen_row(p.scales, p.param, size_t(n) * G, G, s);
-    widen_row(p.biases, p.param, size_t(n) * G, G, b);
-    for (int g = 0; g < gs; g += kL) vstore(b + g, vfma(centre, vload(s + g), vload(b + g)));
+    for (int g = 0; g < gs; g += kL) {
+      const int count = fimin(kL, G - g);
+      const vf sv = widen_params(p.scales, p.param, size_t(n) * G + g, count);
+      vstore(s + g, sv);
+      vstore(b + g, vfma(centre, sv, widen_params(p.biases, p.param, size_t(n) * G + g, count)));
+    }
   }
   const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
   float res[2 * kMaxRows];
   for (int m0 = 0; m0 < p.M; m0 += kMaxRows) {
     const int rows = fimin(kMaxRows, p.M - m0);
     for (int n = n0; n < n1;) {
-      const int nb = rows >= kScaledRows && n + 1 < n1 ? 2 : 1;
+      const int nb = (rows >= kScaledRows || p.word_lanes) && n + 1 < n1 ? 2 : 1;
       tile_rows<BITS, GS>(p, rows, nb, w + size_t(n) * row_bytes, row_bytes, sc + size_t(n - n0) * gs,
                           bi + size_t(n - n0) * gs, m0, res);
       for (int j = 0; j < nb; j++) {

@@ -25,7 +25,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * half an ulp of the output dtype's rounding. Cases: 4 and 8 bits × groups 32/64/128, rows 1 to
  * 9 and 17 (tiles of 1..8 rows and a tail), the default model's shapes (its 49152×576 8-bit
  * head, 1536×576, 576×1536), float16/bfloat16/float32 parameters and activations, and views
- * as activations, each on every instruction set this CPU runs.
+ * as activations, K that is no whole number of 128-weight blocks, each on every instruction set
+ * this CPU runs.
  */
 class FastKernelsTest {
 
@@ -56,6 +57,13 @@ class FastKernelsTest {
                     c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, bits, g, 84, 384, m, false));
                 }
             }
+        }
+        // K not a whole number of the AVX-512 one-to-three-row kernel's 128-weight blocks (its
+        // last block masked), and K below one block.
+        for (int m : new int[] {1, 2, 3}) {
+            c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 40, 352, m, false));
+            c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 64, 40, 320, m, false));
+            c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 24, 64, m, false));
         }
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 8, 32, 49152, 576, 1, false));
         c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 1536, 576, 1, false));
