@@ -40,6 +40,23 @@ struct Job {
   int rows_per_chunk;
 };
 
+// The end of a tile: the bias term b' . X joins each accumulator, then one
+// horizontal sum per (row, weight row) into res[j * R + r].
+template <int R, int NB>
+MLXR_INLINE void finish(const Problem& p, const float* bi, int m0, vf (&acc)[NB][R], float* res) {
+  const size_t gs = p.g_stride;
+  const float* X = p.xg + size_t(m0) * gs;
+  for (size_t g = 0; g < gs; g += kL) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) {
+      const vf xr = vload(X + r * gs + g);
+      MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
+    }
+  }
+  MLXR_UNROLL for (int j = 0; j < NB; j++) {
+    MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
+  }
+}
+
 // res[j * R + r] = out[m0 + r, n + j] for r < R, j < NB, from the NB weight
 // rows at wrow (row_bytes apart) with their widened scales sc and centred
 // biases bi (g_stride per row each, zero past G).
@@ -125,16 +142,7 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
       MLXR_UNROLL for (int r = 0; r < R; r++) acc[0][r] = vfma(s, dot[r], acc[0][r]);
     }
   }
-  const float* X = p.xg + size_t(m0) * gs;
-  for (size_t g = 0; g < gs; g += kL) {
-    MLXR_UNROLL for (int r = 0; r < R; r++) {
-      const vf xr = vload(X + r * gs + g);
-      MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
-    }
-  }
-  MLXR_UNROLL for (int j = 0; j < NB; j++) {
-    MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
-  }
+  finish<R, NB>(p, bi, m0, acc, res);
 }
 
 #ifdef MLXR_FASTNUM_WORD_LANES
@@ -209,16 +217,7 @@ MLXR_INLINE void tile_words(const Problem& p, const uint8_t* wrow, size_t row_by
       }
     }
   }
-  const float* X = p.xg + size_t(m0) * gs;
-  for (size_t g = 0; g < gs; g += kL) {
-    MLXR_UNROLL for (int r = 0; r < R; r++) {
-      const vf xr = vload(X + r * gs + g);
-      MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
-    }
-  }
-  MLXR_UNROLL for (int j = 0; j < NB; j++) {
-    MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
-  }
+  finish<R, NB>(p, bi, m0, acc, res);
 }
 #endif
 
