@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.ArrayScope;
@@ -33,8 +34,10 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The fast numerics tier ({@link Numerics#FAST}) against its own oracle: a float32 rendering of
  * the same quantized model (every quantized weight dequantized to {@code s q + b} in float32, the
  * whole graph in float32), run live by mlx-lm ({@code scripts/oracle/float32_reference.py}).
- * Teacher-forced over a set of prompts (one forward each, logits of every position), our exact
- * tier (mlx-lm's bytes) and our fast tier are both compared with it:
+ * Teacher-forced over a set of prompts (one forward each, logits of every position), and again
+ * fed one token per forward through the KV cache as decode steps are (the kernels' one-row
+ * passes differ from a whole prompt's), our exact tier (mlx-lm's bytes) and our fast tier are
+ * both compared with it, in each of the two modes:
  * <ul>
  *   <li>the fast tier's logits must be at least as close to the reference as the exact tier's,
  *       in RMS difference and in mean KL(reference || ours) of the softmaxes;
@@ -112,9 +115,17 @@ class FastNumericsOracleTest {
         Reference f64 = reference(modelDir, promptFlag, promptFile, "float64");
         Reference f32 = reference(modelDir, promptFlag, promptFile, "float32");
         List<int[]> prompts = f64.prompts();
+        Logits exact = logits(modelDir, Numerics.EXACT, prompts);
+        Logits fast = logits(modelDir, Numerics.FAST, prompts);
+        compare(name + ", teacher-forced", exact.forced(), fast.forced(), f64, f32, float32Activations);
+        // The decode step runs other kernel passes than a whole prompt (one activation row).
+        compare(name + ", one token at a time", exact.stepwise(), fast.stepwise(), f64, f32, float32Activations);
+    }
+
+    private static void compare(String what, List<float[]> exact, List<float[]> fast, Reference f64, Reference f32,
+            boolean float32Activations) {
+        List<int[]> prompts = f64.prompts();
         int vocab = f64.vocab();
-        List<float[]> exact = logits(modelDir, Numerics.EXACT, prompts);
-        List<float[]> fast = logits(modelDir, Numerics.FAST, prompts);
         Distance de = distance(exact, f64.logits(), vocab);
         Distance df = distance(fast, f64.logits(), vocab);
         Distance de32 = distance(exact, f32.logits(), vocab);
@@ -139,17 +150,17 @@ class FastNumericsOracleTest {
                 + "  vs the float64 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
                 + "  vs the float32 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
                 + "  argmax fast = exact at %d/%d (%.2f%%); = float64 argmax: exact %d, fast %d%n",
-                name, prompts.size(), positions, vocab, de.rms, de.kl, df.rms, df.kl, de32.rms, de32.kl, df32.rms,
+                what, prompts.size(), positions, vocab, de.rms, de.kl, df.rms, df.kl, de32.rms, de32.kl, df32.rms,
                 df32.kl, agree, positions, 100 * agreement, exactRef, fastRef);
-        assertTrue(df.rms <= de.rms, name + ": the fast tier's RMS distance to the float64 rendering " + df.rms
+        assertTrue(df.rms <= de.rms, what + ": the fast tier's RMS distance to the float64 rendering " + df.rms
                 + " exceeds the exact tier's " + de.rms);
-        assertTrue(df.kl <= de.kl, name + ": the fast tier's KL to the float64 rendering " + df.kl
+        assertTrue(df.kl <= de.kl, what + ": the fast tier's KL to the float64 rendering " + df.kl
                 + " exceeds the exact tier's " + de.kl);
         if (float32Activations) {
-            assertTrue(agreement >= MIN_ARGMAX_AGREEMENT, name + ": fast and exact argmax agree at " + agree + " of "
+            assertTrue(agreement >= MIN_ARGMAX_AGREEMENT, what + ": fast and exact argmax agree at " + agree + " of "
                     + positions + " positions, below " + MIN_ARGMAX_AGREEMENT);
         } else {
-            assertTrue(fastRef >= exactRef, name + ": the fast tier's argmax equals the reference's at " + fastRef
+            assertTrue(fastRef >= exactRef, what + ": the fast tier's argmax equals the reference's at " + fastRef
                     + " positions, the exact tier's at " + exactRef);
         }
     }
@@ -182,19 +193,52 @@ class FastNumericsOracleTest {
         return new Reference(prompts, logits, vocab);
     }
 
-    /** Every position's logits, teacher-forced: one forward of the whole prompt into fresh caches. */
-    private static List<float[]> logits(Path modelDir, Numerics numerics, List<int[]> prompts) {
-        List<float[]> out = new ArrayList<>();
+    /** Every position's logits of each prompt, teacher-forced and one token at a time. */
+    record Logits(List<float[]> forced, List<float[]> stepwise) {}
+
+    /**
+     * Teacher-forced: one forward of the whole prompt into fresh caches. Stepwise: the prompt fed
+     * one token per forward through one cache, as decode steps are, each step's logits in turn.
+     */
+    private static Logits logits(Path modelDir, Numerics numerics, List<int[]> prompts) {
+        List<float[]> forced = new ArrayList<>();
+        List<float[]> stepwise = new ArrayList<>();
         try (LanguageModel model = Models.load(modelDir, CpuKernels.NATIVE, numerics, null)) {
             for (int[] prompt : prompts) {
+                KvCache[] cache = model.newCache();
                 try (ArrayScope s = ArrayScope.open()) {
-                    MlxArray l = model.forward(Mlx.fromInts(prompt, 1, prompt.length), model.newCache());
+                    MlxArray l = model.forward(Mlx.fromInts(prompt, 1, prompt.length), cache);
                     assertEquals(3, l.shape().length);
-                    out.add(Mlx.astype(l, Dtype.FLOAT32).toFloatArray());
+                    forced.add(Mlx.astype(l, Dtype.FLOAT32).toFloatArray());
+                } finally {
+                    close(cache);
                 }
+                cache = model.newCache();
+                float[] steps = null;
+                try {
+                    for (int i = 0; i < prompt.length; i++) {
+                        try (ArrayScope s = ArrayScope.open()) {
+                            MlxArray l = model.forward(Mlx.fromInts(new int[] {prompt[i]}, 1, 1), cache);
+                            float[] row = Mlx.astype(l, Dtype.FLOAT32).toFloatArray();
+                            if (steps == null) {
+                                steps = new float[prompt.length * row.length];
+                            }
+                            System.arraycopy(row, 0, steps, i * row.length, row.length);
+                        }
+                    }
+                } finally {
+                    close(cache);
+                }
+                stepwise.add(steps);
             }
         }
-        return out;
+        return new Logits(forced, stepwise);
+    }
+
+    private static void close(KvCache[] caches) {
+        for (KvCache c : caches) {
+            c.close();
+        }
     }
 
     record Distance(double rms, double kl) {}
