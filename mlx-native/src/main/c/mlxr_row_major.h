@@ -22,6 +22,10 @@ const Dst* row_major(const mlx::core::array& a, std::vector<Dst>& copy) {
     if (a.flags().row_contiguous) return src;
   }
   copy.resize(a.size());
+  if (a.flags().row_contiguous) {
+    for (size_t i = 0; i < a.size(); i++) copy[i] = static_cast<Dst>(src[i]);
+    return copy.data();
+  }
   const int nd = a.ndim();
   std::vector<int> at(nd, 0);
   int64_t off = 0;
