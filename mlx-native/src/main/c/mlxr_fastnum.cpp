@@ -216,21 +216,32 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
     auto& xa = *static_cast<mx::array*>(x);
     auto& wa = *static_cast<mx::array*>(w);
     auto& sa = *static_cast<mx::array*>(scales);
+    auto* ba = static_cast<mx::array*>(biases);
+    auto build = [&](const mx::Shape& shape, mx::Stream stream, const mx::array& xin) {
+      // x (as MLX's op has it), w, and the group parameters as stored (MLX's graph would
+      // astype them to the output's dtype on every call, a full pass; the kernels widen them
+      // exactly).
+      return mx::array(shape, xin.dtype(),
+                       std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(stream, group_size, bits, isa),
+                       {xin, wa, sa, *ba});
+    };
+    bool kernel = isa != Isa::None && mlxr::fastnum::covered(bits, group_size);
+    if (kernel) {
+      // The common case without MLX's op (see direct_quantized_matmul).
+      if (auto d = mlxr::direct_quantized_matmul(xa, wa, sa, ba, group_size, bits);
+          d && d->stream.device.type == mx::Device::DeviceType::cpu) {
+        return build(d->out_shape, d->stream, xa);
+      }
+    }
     std::optional<mx::array> b;
-    if (biases != nullptr) b = *static_cast<mx::array*>(biases);
+    if (ba != nullptr) b = *ba;
     mx::array ref = mx::quantized_matmul(xa, wa, sa, b, true, group_size, bits, "affine");
-    auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
-    bool ok = isa != Isa::None && b.has_value() && mlxr::fastnum::covered(bits, group_size) && wa.ndim() == 2 &&
-              ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && floating(ref.dtype()) &&
-              floating(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
+    bool ok = kernel && b.has_value() && wa.ndim() == 2 &&
+              ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && mlxr::floating_dtype(ref.dtype()) &&
+              mlxr::floating_dtype(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
               ref.inputs().size() == 4;
     if (!ok) return ref;
-    // x, w as MLX's op has them; the group parameters as stored (MLX's graph would astype
-    // them to the output's dtype on every call, a full pass; the kernels widen them exactly).
-    const auto& in = ref.inputs();
-    return mx::array(ref.shape(), ref.dtype(),
-                     std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(ref.primitive().stream(), group_size, bits, isa),
-                     {in[0], in[1], sa, *b});
+    return build(ref.shape(), ref.primitive().stream(), ref.inputs()[0]);
   });
 }
 

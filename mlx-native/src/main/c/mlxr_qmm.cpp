@@ -330,31 +330,39 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
     using mlxr::Isa;
     Isa isa = mlxr::isa_of_call(isa_code);
     auto& xa = *static_cast<mx::array*>(x);
+    auto& wa = *static_cast<mx::array*>(w);
+    auto& sa = *static_cast<mx::array*>(scales);
+    auto* ba = static_cast<mx::array*>(biases);
+    auto build = [&](const mx::Shape& shape, mx::Stream stream, std::vector<mx::array> inputs) {
+      mx::Dtype dtype = inputs[0].dtype();  // before `inputs` is moved from
+      return mx::array(shape, dtype,
+                       std::make_shared<NativeQuantizedMatmul>(stream, group_size, bits, isa), std::move(inputs));
+    };
+    bool kernel = isa != Isa::None && transpose && std::string(mode) == "affine" &&
+                  mlxr::qmm::shape_supported(bits, group_size);
+    if (kernel) {
+      // The common case without MLX's op (see direct_quantized_matmul): x and the
+      // group parameters are then of one dtype family the kernels take as stored.
+      if (auto d = mlxr::direct_quantized_matmul(xa, wa, sa, ba, group_size, bits);
+          d && d->stream.device.type == mx::Device::DeviceType::cpu) {
+        return build(d->out_shape, d->stream, {xa, wa, sa, *ba});
+      }
+    }
     std::optional<mx::array> b;
-    if (biases != nullptr) b = *static_cast<mx::array*>(biases);
-    mx::array ref = mx::quantized_matmul(xa, *static_cast<mx::array*>(w),
-                                         *static_cast<mx::array*>(scales), b, transpose,
-                                         group_size, bits, mode);
+    if (ba != nullptr) b = *ba;
+    mx::array ref = mx::quantized_matmul(xa, wa, sa, b, transpose, group_size, bits, mode);
     const auto& in = ref.inputs();
-    bool covered = isa != Isa::None && transpose && b.has_value() &&
-                   std::string(mode) == "affine" && mlxr::qmm::shape_supported(bits, group_size) &&
-                   in.size() == 4 && in[1].ndim() == 2 &&
+    bool covered = kernel && b.has_value() && in.size() == 4 && in[1].ndim() == 2 &&
                    ref.primitive().stream().device.type == mx::Device::DeviceType::cpu &&
-                   (ref.dtype() == mx::float32 || ref.dtype() == mx::float16 ||
-                    ref.dtype() == mx::bfloat16);
+                   mlxr::floating_dtype(ref.dtype());
     if (!covered) return ref;
     // The group parameters as stored, not MLX's astype of them (see Problem);
     // only when they are of a floating type (MLX promotes them to the output's).
-    mx::array sc = *static_cast<mx::array*>(scales);
-    auto floating = [](mx::Dtype d) { return d == mx::float32 || d == mx::float16 || d == mx::bfloat16; };
     // With bfloat16 outputs they must be bfloat16 too (else MLX's astype of them is used): the
     // bfloat16 kernels rely on every NaN they meet having a bfloat16 encoding (see round_to).
-    bool raw = floating(sc.dtype()) && floating(b->dtype()) &&
-               (ref.dtype() != mx::bfloat16 || (sc.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
-    std::vector<mx::array> inputs = {in[0], in[1], raw ? sc : in[2], raw ? *b : in[3]};
-    return mx::array(ref.shape(), ref.dtype(),
-                     std::make_shared<NativeQuantizedMatmul>(ref.primitive().stream(), group_size, bits, isa),
-                     std::move(inputs));
+    bool raw = mlxr::floating_dtype(sa.dtype()) && mlxr::floating_dtype(b->dtype()) &&
+               (ref.dtype() != mx::bfloat16 || (sa.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
+    return build(ref.shape(), ref.primitive().stream(), {in[0], in[1], raw ? sa : in[2], raw ? *b : in[3]});
   });
 }
 

@@ -1,6 +1,7 @@
 package dev.mlxring.mlx;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -405,6 +406,27 @@ class QuantizedMatmulExactnessTest {
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 4);
             assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
                     "transpose=false is not covered");
+        }
+    }
+
+    /**
+     * The entry builds its primitive directly only for operands MLX's op accepts unchanged; any
+     * other (here a K that does not match the weight's, and scales without biases' shape) still
+     * gets MLX's validation and its message.
+     */
+    @Test
+    void invalidOperandsGetMlxsError() {
+        try (ArrayScope s = ArrayScope.open()) {
+            MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 128], 64, 128), 64, 4);
+            MlxArray wrongK = Mlx.fromFloats(new float[64], 1, 64);
+            MlxException e = assertThrows(MlxException.class,
+                    () -> Mlx.nativeQuantizedMatmul(wrongK, q4[0], q4[1], q4[2], true, 64, 4));
+            assertTrue(e.getMessage().contains("[quantized_matmul] Last dimension of first input"), e.getMessage());
+            MlxArray x = Mlx.fromFloats(new float[128], 1, 128);
+            MlxArray oneGroup = Mlx.fromFloats(new float[64], 64, 1);
+            e = assertThrows(MlxException.class,
+                    () -> Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], oneGroup, true, 64, 4));
+            assertTrue(e.getMessage().contains("Scales and biases should have the same shape"), e.getMessage());
         }
     }
 }
