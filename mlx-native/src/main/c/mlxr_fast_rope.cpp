@@ -89,17 +89,19 @@ void rope_rows(const RopeParams& p, const std::vector<mx::array>& in, mx::array&
   const int T_len = H > 0 ? x.shape(1) : x.ndim() == 3 ? x.shape(1) : x.shape(-2);
   const int64_t rows = D == 0 ? 0 : int64_t(x.size()) / D;
   const int64_t rows_per_batch = int64_t(x.size()) / std::max(1, x.shape(0)) / std::max(1, D);
-  // Output row r = (b, n, t) reads row (b, t, n) of the [B, L, H, D] view.
+  // Output row r = (b, n, t) reads row (b, t, n) of the [B, L, H, D] view, through
+  // x's strides: x [B, L, H * D] may be any view (a slice of a fused projection), and
+  // its layout is known only now that it is evaluated.
   auto input_row = [&](int64_t r) -> int64_t {
     if (H == 0) return element_offset(x, r * D);
     const int64_t b = r / rows_per_batch, n = (r / T_len) % H, t = r % T_len;
-    return ((b * T_len + t) * H + n) * D;
+    return b * x.strides()[0] + t * x.strides()[1] + n * D * x.strides()[2];
   };
   std::vector<T> cos_t, sin_t;
   rotation_table<T>(p, offsets, in.size() > 2 ? &in[2] : nullptr, T_len, cos_t, sin_t);
   const bool per_row = offsets.size() > 1;
   const int half = p.dims / 2;
-  const int64_t xs = H > 0 ? 1 : x.strides().back();
+  const int64_t xs = x.strides().back();
   const T* xp = x.data<T>();
   T* op = out.data<T>();
   for (int64_t r = 0; r < rows; r++) {
@@ -181,8 +183,10 @@ mx::array rope(const mx::array& x, int dims, bool traditional, bool has_base, fl
 }
 
 // rope(transpose(reshape(x, [B, L, heads, D]), [0, 2, 1, 3]), ...) for a [B, L, heads * D]
-// x: one NativeRope reading x in place where it covers the case (x row-contiguous; the
-// values are those of the three ops, only the view is not materialized), else the three.
+// x: one NativeRope reading x in place where it covers the case (the values are those of
+// the three ops, only the view is not materialized), else the three. x's layout is not
+// known here (its flags mean nothing until it is evaluated), so the primitive reads it
+// through its strides, whatever they turn out to be.
 mx::array rope_heads(const mx::array& x, int heads, int dims, bool traditional, bool has_base,
                      float base, float scale, const mx::array& offsets,
                      const std::optional<mx::array>& freqs) {
@@ -193,8 +197,7 @@ mx::array rope_heads(const mx::array& x, int heads, int dims, bool traditional, 
   }
   const int D = x.shape(2) / heads;
   mx::Shape view_shape = {x.shape(0), heads, x.shape(1), D};
-  if (has_base == freqs.has_value() || !x.flags().row_contiguous ||
-      !rope_covered(view_shape, x.dtype(), dims, offsets, freqs, stream)) {
+  if (has_base == freqs.has_value() || !rope_covered(view_shape, x.dtype(), dims, offsets, freqs, stream)) {
     mx::array view =
         mx::transpose(mx::reshape(x, {x.shape(0), x.shape(1), heads, D}), {0, 2, 1, 3});
     return rope(view, dims, traditional, has_base, base, scale, offsets, freqs);
