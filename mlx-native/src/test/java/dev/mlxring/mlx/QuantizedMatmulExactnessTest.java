@@ -12,6 +12,7 @@ import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -410,23 +411,30 @@ class QuantizedMatmulExactnessTest {
     }
 
     /**
-     * The entry builds its primitive directly only for operands MLX's op accepts unchanged; any
-     * other (here a K that does not match the weight's, and scales without biases' shape) still
-     * gets MLX's validation and its message.
+     * The entries (the exact kernels' and the fast tier's) build their primitives directly only for
+     * operands MLX's op accepts unchanged; any other (here a K that does not match the weight's, and
+     * scales without biases' shape) still gets MLX's validation and its message.
      */
     @Test
     void invalidOperandsGetMlxsError() {
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 128], 64, 128), 64, 4);
             MlxArray wrongK = Mlx.fromFloats(new float[64], 1, 64);
-            MlxException e = assertThrows(MlxException.class,
-                    () -> Mlx.nativeQuantizedMatmul(wrongK, q4[0], q4[1], q4[2], true, 64, 4));
-            assertTrue(e.getMessage().contains("[quantized_matmul] Last dimension of first input"), e.getMessage());
+            assertMlxError("[quantized_matmul] Last dimension of first input",
+                    () -> Mlx.nativeQuantizedMatmul(wrongK, q4[0], q4[1], q4[2], true, 64, 4),
+                    () -> FastKernels.quantizedMatmul(wrongK, q4[0], q4[1], q4[2], 64, 4));
             MlxArray x = Mlx.fromFloats(new float[128], 1, 128);
             MlxArray oneGroup = Mlx.fromFloats(new float[64], 64, 1);
-            e = assertThrows(MlxException.class,
-                    () -> Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], oneGroup, true, 64, 4));
-            assertTrue(e.getMessage().contains("Scales and biases should have the same shape"), e.getMessage());
+            assertMlxError("Scales and biases should have the same shape",
+                    () -> Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], oneGroup, true, 64, 4),
+                    () -> FastKernels.quantizedMatmul(x, q4[0], q4[1], oneGroup, 64, 4));
+        }
+    }
+
+    private static void assertMlxError(String fragment, Executable... calls) {
+        for (Executable call : calls) {
+            MlxException e = assertThrows(MlxException.class, call);
+            assertTrue(e.getMessage().contains(fragment), e.getMessage());
         }
     }
 }

@@ -125,22 +125,27 @@ class RopeExactnessTest {
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray flat = SameBytes.array(rnd, c.dtype, SameBytes.magnitude(c.data, c.dtype), c.data, c.b, c.l,
                     c.h * c.d);
-            MlxArray view = Mlx.transpose(Mlx.reshape(flat, c.b, c.l, c.h, c.d), 0, 2, 1, 3);
-            MlxArray freqs = c.freqs ? frequencies(c.dims / 2, rnd) : null;
-            MlxArray offsets = c.offsets.length > 1 ? Mlx.fromInts(c.offsets, c.offsets.length) : null;
-            int o = c.offsets[0];
-            MlxArray expected;
-            if (offsets == null) {
-                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
-                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, o);
-            } else {
-                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
-                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, offsets);
-            }
-            MlxArray actual = Mlx.nativeRopeHeads(flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale,
-                    o, offsets, freqs);
-            SameBytes.assertSame(c + " (heads view)", expected, actual);
+            assertHeadsSameBytes(c, rnd, flat, " (heads view)");
         }
+    }
+
+    /** MLX's reshape, transpose and rope of {@code flat} [B, L, H * D] against the native heads rope. */
+    private static void assertHeadsSameBytes(Case c, SplittableRandom rnd, MlxArray flat, String label) {
+        MlxArray view = Mlx.transpose(Mlx.reshape(flat, c.b, c.l, c.h, c.d), 0, 2, 1, 3);
+        MlxArray freqs = c.freqs ? frequencies(c.dims / 2, rnd) : null;
+        MlxArray offsets = c.offsets.length > 1 ? Mlx.fromInts(c.offsets, c.offsets.length) : null;
+        int o = c.offsets[0];
+        MlxArray expected;
+        if (offsets == null) {
+            expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
+                    : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, o);
+        } else {
+            expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
+                    : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, offsets);
+        }
+        MlxArray actual = Mlx.nativeRopeHeads(flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale,
+                o, offsets, freqs);
+        SameBytes.assertSame(c + label, expected, actual);
     }
 
     /**
@@ -160,21 +165,7 @@ class RopeExactnessTest {
             MlxArray wide = Mlx.concatenate(2, SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, 8),
                     SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, width + 16));
             MlxArray flat = Mlx.slice(wide, new int[] {0, 0, 8}, new int[] {c.b, c.l, 8 + width}, new int[] {1, 1, 1});
-            MlxArray view = Mlx.transpose(Mlx.reshape(flat, c.b, c.l, c.h, c.d), 0, 2, 1, 3);
-            MlxArray freqs = c.freqs ? frequencies(c.dims / 2, rnd) : null;
-            MlxArray offsets = c.offsets.length > 1 ? Mlx.fromInts(c.offsets, c.offsets.length) : null;
-            int o = c.offsets[0];
-            MlxArray expected;
-            if (offsets == null) {
-                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
-                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, o);
-            } else {
-                expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
-                        : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, offsets);
-            }
-            MlxArray actual = Mlx.nativeRopeHeads(flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale,
-                    o, offsets, freqs);
-            SameBytes.assertSame(c + " (heads view of a lazy slice)", expected, actual);
+            assertHeadsSameBytes(c, rnd, flat, " (heads view of a lazy slice)");
         }
     }
 
