@@ -17,6 +17,11 @@ namespace mlxr {
 
 namespace mx = mlx::core;
 
+// The floating types the shim's CPU primitives compute in.
+inline bool is_float(mx::Dtype d) {
+  return d == mx::float32 || d == mx::float16 || d == mx::bfloat16;
+}
+
 // The task runs over weak copies of the inputs and output (the encoder keeps
 // their buffers alive until it has run). It is a closure over the primitive's
 // parameters by value: the primitive itself may be gone when the task runs

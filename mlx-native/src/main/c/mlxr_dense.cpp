@@ -76,10 +76,6 @@ class NativeDenseMatmul : public CpuTaskPrimitive {
   Isa isa_;
 };
 
-bool floating(mx::Dtype d) {
-  return d == mx::float32 || d == mx::float16 || d == mx::bfloat16;
-}
-
 }  // namespace
 }  // namespace mlxr::qmm
 
@@ -102,7 +98,7 @@ mlxr_array mlxr_native_linear(mlxr_array x, mlxr_array w, int isa_code) {
     auto& wa = *static_cast<mx::array*>(w);
     mx::array ref = mx::matmul(xa, mx::transpose(wa));
     bool covered = isa != Isa::None && xa.ndim() >= 2 && wa.ndim() == 2 && xa.dtype() == wa.dtype() &&
-                   mlxr::qmm::floating(xa.dtype()) && wa.is_available() && wa.flags().row_contiguous &&
+                   mlxr::is_float(xa.dtype()) && wa.is_available() && wa.flags().row_contiguous &&
                    ref.has_primitive() && ref.primitive().stream().device.type == mx::Device::DeviceType::cpu;
     if (!covered) return ref;
     mx::Stream stream = ref.primitive().stream();

@@ -58,9 +58,7 @@ inline bool on_cpu(const mx::Stream& s) {
 #endif
 }
 
-inline bool is_float(mx::Dtype d) {
-  return d == mx::float32 || d == mx::float16 || d == mx::bfloat16;
-}
+using mlxr::is_float;
 
 // Element offset of row-major index i of a possibly strided array (MLX's own
 // elem_to_loc, which takes an int: the entry points cover arrays of fewer than

@@ -237,8 +237,8 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
     if (ba != nullptr) b = *ba;
     mx::array ref = mx::quantized_matmul(xa, wa, sa, b, true, group_size, bits, "affine");
     bool ok = kernel && b.has_value() && wa.ndim() == 2 &&
-              ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && mlxr::floating_dtype(ref.dtype()) &&
-              mlxr::floating_dtype(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
+              ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && mlxr::is_float(ref.dtype()) &&
+              mlxr::is_float(sa.dtype()) && sa.dtype() == b->dtype() && xa.shape(-1) % group_size == 0 &&
               ref.inputs().size() == 4;
     if (!ok) return ref;
     return build(ref.shape(), ref.primitive().stream(), ref.inputs()[0]);

@@ -354,13 +354,13 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
     const auto& in = ref.inputs();
     bool covered = kernel && b.has_value() && in.size() == 4 && in[1].ndim() == 2 &&
                    ref.primitive().stream().device.type == mx::Device::DeviceType::cpu &&
-                   mlxr::floating_dtype(ref.dtype());
+                   mlxr::is_float(ref.dtype());
     if (!covered) return ref;
     // The group parameters as stored, not MLX's astype of them (see Problem);
     // only when they are of a floating type (MLX promotes them to the output's).
     // With bfloat16 outputs they must be bfloat16 too (else MLX's astype of them is used): the
     // bfloat16 kernels rely on every NaN they meet having a bfloat16 encoding (see round_to).
-    bool raw = mlxr::floating_dtype(sa.dtype()) && mlxr::floating_dtype(b->dtype()) &&
+    bool raw = mlxr::is_float(sa.dtype()) && mlxr::is_float(b->dtype()) &&
                (ref.dtype() != mx::bfloat16 || (sa.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
     return build(ref.shape(), ref.primitive().stream(), {in[0], in[1], raw ? sa : in[2], raw ? *b : in[3]});
   });

@@ -49,10 +49,6 @@ class QuantizedMatmulPrimitive final : public CpuTaskPrimitive {
   Isa isa_;
 };
 
-inline bool floating_dtype(mx::Dtype d) {
-  return d == mx::float32 || d == mx::float16 || d == mx::bfloat16;
-}
-
 // The output shape and stream of mx::quantized_matmul(x, w, scales, biases,
 // transpose=True, group_size, bits, "affine") in the case every decode step
 // makes: x already of the promoted dtype (so MLX's astype of it is x itself),
@@ -73,7 +69,7 @@ inline std::optional<DirectOperands> direct_quantized_matmul(const mx::array& x,
                                                              const mx::array& scales, const mx::array* biases,
                                                              int group_size, int bits) {
   if (biases == nullptr || bits <= 0 || group_size <= 0) return std::nullopt;
-  if (!floating_dtype(scales.dtype()) || biases->dtype() != scales.dtype() || !floating_dtype(x.dtype()) ||
+  if (!is_float(scales.dtype()) || biases->dtype() != scales.dtype() || !is_float(x.dtype()) ||
       mx::promote_types(x.dtype(), scales.dtype()) != x.dtype())
     return std::nullopt;
   if (w.dtype() != mx::uint32 || w.ndim() != 2 || scales.ndim() != 2 || biases->shape() != scales.shape() ||
