@@ -39,6 +39,19 @@ public final class MlxLaunch {
      *     reports on stderr, exiting 0 itself), with the output's tail
      */
     public static String run(int ranks, List<String> rankCommand, long timeoutSeconds) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return runOnce(ranks, rankCommand, timeoutSeconds);
+            } catch (IllegalStateException e) {
+                // A port freePorts found free was taken before a rank bound it: launch on others.
+                if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("Address already in use")) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static String runOnce(int ranks, List<String> rankCommand, long timeoutSeconds) {
         List<String> cmd = command(ranks, freePorts(ranks), rankCommand);
         try {
             Path log = Files.createTempFile("mlxring-launch", ".log");
@@ -75,23 +88,21 @@ public final class MlxLaunch {
     }
 
     /**
-     * A base port with {@code n} consecutive ports free right now (the ring listens on
-     * base + rank). Another process may take one before the launch; the launch then fails loudly.
+     * A base port with the {@code n} ports from it, and the one below it, free right now: the ring
+     * listens on base + rank and rank 0's control channel on base - 1
+     * ({@code ShardLaunch.controlAddress}). Drawn below the kernel's ephemeral range, where no
+     * outgoing connection takes a port between this check and the ranks' binds (picked inside it, the
+     * port below an ephemeral one was sometimes another connection's, and rank 0 failed with "Address
+     * already in use"). Another process may still bind one first; {@link #run} then launches again.
      */
     public static int freePorts(int n) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int base;
-            try (ServerSocket s = new ServerSocket(0)) {
-                base = s.getLocalPort();
-            } catch (IOException e) {
-                throw new IllegalStateException("no free port: " + e.getMessage(), e);
-            }
-            if (base + n > 65535) {
-                continue;
-            }
+        int below = ephemeralLow() - 1;
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int base = 10_001 + rnd.nextInt(Math.max(1, below - n - 10_001));
             boolean free = true;
-            for (int i = 1; i < n && free; i++) {
-                try (ServerSocket s = new ServerSocket(base + i)) {
+            for (int port = base - 1; port < base + n && free; port++) {
+                try (ServerSocket s = new ServerSocket(port)) {
                     free = true;
                 } catch (IOException e) {
                     free = false;
@@ -101,7 +112,18 @@ public final class MlxLaunch {
                 return base;
             }
         }
-        throw new IllegalStateException("no " + n + " consecutive free ports found");
+        throw new IllegalStateException("no " + (n + 1) + " consecutive free ports found below " + below);
+    }
+
+    /** The low end of Linux's ephemeral port range (32768 where it cannot be read). */
+    private static int ephemeralLow() {
+        try {
+            String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+            int low = Integer.parseInt(range.split("\\s+")[0]);
+            return low > 12_000 ? low : 32_768;
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
+        }
     }
 
     /**
