@@ -21,6 +21,7 @@ logprobs, which every rank holds whole: the head is not sharded).
 import argparse
 
 import mlx.core as mx
+from mlx_lm.generate import generation_stream
 
 from common import read_prompts, sharded_model, versions, write_json
 from greedy import run_prompt
@@ -41,6 +42,9 @@ def main(argv=None):
         model = sharded_model(path)
         cells[name] = [run_prompt(model, p, args.max_tokens, args.prefill_step_size, {}, {}) for p in prompts]
         del model
+    # generate_step leaves the step it evaluated ahead of the last token queued, collectives
+    # and all; MLX's stream threads outlive exit(), so the process finishes it first.
+    mx.synchronize(generation_stream)
     group = mx.distributed.init()
     if group.rank() == 0:
         write_json({**versions(), "ranks": group.size(), "max_tokens": args.max_tokens,

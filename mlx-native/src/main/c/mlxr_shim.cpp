@@ -253,6 +253,24 @@ int mlxr_synchronize() {
   return guard_int([&] { mx::synchronize(); });
 }
 
+// Waits for the work queued on every stream MLX has made (each thread's default
+// stream among them), callable from any thread: what the process must do before
+// exit(). MLX leaks its scheduler on purpose, so its stream threads outlive the
+// static destructors; a task still queued then (the step generate_step evaluates
+// ahead and never reads, a collective's send) runs against a destroyed allocator
+// cache, ring group or kernel pool and corrupts the heap. Returns how many
+// streams could not be waited for (an earlier error on the stream, or a device
+// stream this thread cannot reach); mlxr_last_error holds the first reason.
+int mlxr_synchronize_all() {
+  int failed = 0;
+  for (const mx::Stream& s : mx::get_streams()) {
+    if (guard_int([&] { mx::synchronize(s); }) != 0) {
+      if (failed++ == 0) g_last_error = "stream " + std::to_string(s.index) + ": " + g_last_error;
+    }
+  }
+  return failed;
+}
+
 int64_t mlxr_active_memory() { return mx::get_active_memory(); }
 int64_t mlxr_peak_memory() { return mx::get_peak_memory(); }
 int64_t mlxr_cache_memory() { return mx::get_cache_memory(); }

@@ -13,7 +13,8 @@ import java.nio.file.Path;
 /**
  * Loads {@code libmlxr.so} (the shim built by {@code scripts/build_shim.sh}) once and hands out
  * downcall handles. The library stays mapped for the life of the JVM (global arena): MLX keeps
- * process-wide state (allocator, streams, compile cache) that must never be unloaded.
+ * process-wide state (allocator, streams, compile cache) that must never be unloaded, and whose
+ * queued work must end before the process does ({@link ExitDrain}).
  */
 final class NativeLibrary {
     static final Linker LINKER = Linker.nativeLinker();
@@ -42,7 +43,9 @@ final class NativeLibrary {
             throw new MlxException("MLX shim not found at " + lib
                     + " (run ./mlx-ring setup to build it, or set -Dmlxring.shim)");
         }
-        return SymbolLookup.libraryLookup(lib, Arena.global());
+        SymbolLookup lookup = SymbolLookup.libraryLookup(lib, Arena.global());
+        ExitDrain.install(lookup);
+        return lookup;
     }
 
     static MethodHandle handle(String name, FunctionDescriptor descriptor) {

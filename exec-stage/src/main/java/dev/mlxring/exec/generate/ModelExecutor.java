@@ -10,6 +10,8 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxException;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
@@ -114,9 +116,20 @@ public final class ModelExecutor implements Executor {
         return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse);
     }
 
+    /**
+     * Waits for what this (the exec) thread's stream still has queued, such as the step a run
+     * evaluated ahead and never read, then frees the model: a closed engine has no MLX work left
+     * running, so a process may exit right after it (see ExitDrain in mlx-native).
+     */
     @Override
     public void close() {
-        model.close();
+        try {
+            Mlx.synchronize();
+        } catch (MlxException e) {
+            // The stream failed earlier; that error reached its request, and the queue was waited for.
+        } finally {
+            model.close();
+        }
     }
 
     /** The plan's KV scheme: null (full precision) or a {@link KvQuantization}; nothing else runs here. */
