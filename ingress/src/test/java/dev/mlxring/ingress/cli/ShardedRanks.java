@@ -41,16 +41,40 @@ final class ShardedRanks implements AutoCloseable {
 
     /** {@code mlx.launch -n 2 -- java ... serve --port 0 ARGS}. */
     static ShardedRanks launch(List<String> args) throws IOException, InterruptedException {
-        Path log = Files.createTempFile("mlxring-sharded-", ".log");
-        Process p = new ProcessBuilder(MlxLaunch.command(2, MlxLaunch.freePorts(2), serve(args)))
-                .directory(ProjectHome.get().toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        return new ShardedRanks(List.of(p), log, awaitBanner(List.of(p), log));
+        return serving(() -> {
+            Path log = Files.createTempFile("mlxring-sharded-", ".log");
+            Process p = new ProcessBuilder(MlxLaunch.command(2, MlxLaunch.freePorts(2), serve(args)))
+                    .directory(ProjectHome.get().toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            return new ShardedRanks(List.of(p), log, null);
+        });
     }
 
     /** {@code serve} on two ranks as two processes with mlx.launch's environment, logging to one file. */
     static ShardedRanks direct(List<String> args) throws IOException, InterruptedException {
-        ShardedRanks started = directCommand(serve(args));
-        return new ShardedRanks(started.processes, started.log, awaitBanner(started.processes, started.log));
+        return serving(() -> directCommand(serve(args)));
+    }
+
+    private interface Start {
+        ShardedRanks start() throws IOException;
+    }
+
+    /**
+     * Starts the ranks until they serve: a port {@link MlxLaunch#freePorts} found free may be
+     * bound by another process before a rank binds it, and the ranks then stop with "Address
+     * already in use"; up to three starts, each on ports drawn anew.
+     */
+    private static ShardedRanks serving(Start start) throws IOException, InterruptedException {
+        for (int attempt = 1; ; attempt++) {
+            ShardedRanks started = start.start();
+            try {
+                return new ShardedRanks(started.processes, started.log, awaitBanner(started.processes, started.log));
+            } catch (IOException e) {
+                Files.deleteIfExists(started.log);
+                if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("Address already in use")) {
+                    throw e;
+                }
+            }
+        }
     }
 
     /** {@code command} on two ranks as two processes with mlx.launch's environment (no banner awaited). */
