@@ -28,10 +28,7 @@ final class ExitDrain {
 
     static void install(SymbolLookup lookup) {
         // Resolved now: a shutdown hook should not be the first to initialize a class.
-        MethodHandle synchronizeAll = NativeLibrary.LINKER.downcallHandle(
-                lookup.find("mlxr_synchronize_all").orElseThrow(
-                        () -> new MlxException("symbol mlxr_synchronize_all missing from the shim (stale shim? rerun ./mlx-ring setup)")),
-                FunctionDescriptor.of(NativeLibrary.INT));
+        MethodHandle synchronizeAll = NativeLibrary.handle(lookup, "mlxr_synchronize_all", FunctionDescriptor.of(NativeLibrary.INT));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> drain(synchronizeAll), "mlxring-exit-drain"));
     }
 
@@ -40,7 +37,7 @@ final class ExitDrain {
             try {
                 // The count of streams that had failed before is ignored: their queues were still
                 // waited for, and each error reached its caller when it happened.
-                int failed = (int) synchronizeAll.invokeExact();
+                int ignored = (int) synchronizeAll.invokeExact();
             } catch (Throwable t) {
                 System.err.println("mlx-ring: at exit, waiting for MLX's streams failed: " + t);
             }

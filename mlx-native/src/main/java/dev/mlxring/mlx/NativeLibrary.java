@@ -49,7 +49,12 @@ final class NativeLibrary {
     }
 
     static MethodHandle handle(String name, FunctionDescriptor descriptor) {
-        MemorySegment symbol = LOOKUP.find(name)
+        return handle(LOOKUP, name, descriptor);
+    }
+
+    /** As {@link #handle(String, FunctionDescriptor)} while the library is still being loaded. */
+    static MethodHandle handle(SymbolLookup lookup, String name, FunctionDescriptor descriptor) {
+        MemorySegment symbol = lookup.find(name)
                 .orElseThrow(() -> new MlxException("symbol " + name + " missing from " + libraryPath()
                         + " (stale shim? rerun ./mlx-ring setup)"));
         return LINKER.downcallHandle(symbol, descriptor);
