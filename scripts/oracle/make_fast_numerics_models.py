@@ -18,7 +18,7 @@ from pathlib import Path
 import mlx.core as mx
 
 from common import build_model_dir, model_args, models_to_build, seed_for, write_marker
-from make_tiny_models import _llama, _qwen3
+from make_tiny_models import _llama, _qwen2, _qwen3
 
 RECIPE_VERSION = 1
 
@@ -32,6 +32,13 @@ CELLS = {
                         {"bits": 8, "group_size": 64}),
     # bfloat16 activations (mlx-community's usual checkpoint), 4-bit groups of 128.
     "llama-bf16-q4g128": ("llama", mx.bfloat16, _llama(128, 256, 512, tie=False), {"bits": 4, "group_size": 128}),
+    # float32 activations, q/k/v biases (qwen2), 4-bit groups of 64.
+    "qwen2-f32-q4g64": ("qwen2", mx.float32, _qwen2(128, 256, 512, tie=True), {"bits": 4, "group_size": 64}),
+    # The head sizes the fused block's attention has kernels for (64, 128; the cells above: 32),
+    # with float16 and bfloat16 activations (FastBlockTest).
+    "llama-f16-q4g32-hd64": ("llama", mx.float16, _llama(256, 512, 512, tie=True), {"bits": 4, "group_size": 32}),
+    "qwen3-bf16-q8g64-hd128": ("qwen3", mx.bfloat16, _qwen3(128, 256, 512, tie=False, head_dim=128),
+                               {"bits": 8, "group_size": 64}),
 }
 
 

@@ -125,6 +125,34 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
   }
 }
 
+void matmul(const float* x, int M, int K, const uint32_t* w, const void* scales, const void* biases, Dt param,
+            void* out, Dt out_dt, int N, int bits, int group_size, Isa isa) {
+  const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
+  // Per calling thread (MLX's stream thread), reused: a decode step makes ~200 of these
+  // calls, which then allocate nothing once the buffers have grown.
+  thread_local Prepared acts;
+  const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
+  prepare(x, M, K, bits, group_size, lanes, word_lanes, acts);
+  Problem p{acts.xp.empty() ? x : acts.xp.data(),
+            acts.xg.data(),
+            acts.k_stride,
+            acts.g_stride,
+            word_lanes,
+            w,
+            scales,
+            biases,
+            param,
+            out,
+            out_dt,
+            M,
+            N,
+            K,
+            bits,
+            group_size};
+  bool ran = isa == Isa::Avx512 ? run_avx512(p) : isa == Isa::Avx2 ? run_avx2(p) : false;
+  if (!ran) throw std::logic_error("[fastnum] called for a case its kernels do not cover");
+}
+
 // quantized_matmul(x, w, scales, biases, transpose=True) by the fast kernels
 // of one instruction set, over MLX's own (validated, dtype-promoted) operands;
 // views are copied to row-major order at eval, as the exact primitive does,
@@ -141,35 +169,12 @@ struct FastKernels {
       if (out.nbytes() > 0) std::memset(out.data<void>(), 0, out.nbytes());
       return;
     }
-    const int M = int(x.size() / K);
-    const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
     std::vector<float> xcopy, s32, b32;
     std::vector<uint32_t> wcopy;
     std::vector<uint16_t> s16, b16;
-    const float* xf = row_major_floats(x, xcopy);
-    // Per stream thread, reused: a decode step makes ~200 of these calls, which then
-    // allocate nothing once the buffers have grown.
-    thread_local Prepared acts;
-    const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
-    prepare(xf, M, K, bits, group_size, lanes, word_lanes, acts);
-    Problem p{acts.xp.empty() ? xf : acts.xp.data(),
-              acts.xg.data(),
-              acts.k_stride,
-              acts.g_stride,
-              word_lanes,
-              row_major<uint32_t, uint32_t>(w, wcopy),
-              params(scales, s16, s32),
-              params(biases, b16, b32),
-              dt_of(scales.dtype()),
-              out.data<void>(),
-              dt_of(out.dtype()),
-              M,
-              N,
-              K,
-              bits,
-              group_size};
-    bool ran = isa == Isa::Avx512 ? run_avx512(p) : isa == Isa::Avx2 ? run_avx2(p) : false;
-    if (!ran) throw std::logic_error("[FastQuantizedMatmul] built for a case its kernels do not cover");
+    matmul(row_major_floats(x, xcopy), int(x.size() / K), K, row_major<uint32_t, uint32_t>(w, wcopy),
+           params(scales, s16, s32), params(biases, b16, b32), dt_of(scales.dtype()), out.data<void>(),
+           dt_of(out.dtype()), N, bits, group_size, isa);
   }
 };
 

@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mlxr_isa.h"
+
 namespace mlxr::fastnum {
 
 // Dtypes of the group parameters and of the output.
@@ -64,5 +66,17 @@ constexpr int kWordLaneRows = 4;
 // (bits, group_size) is not covered (4 or 8 bits, group 32, 64 or 128).
 bool run_avx2(const Problem& p);
 bool run_avx512(const Problem& p);
+
+// Defined in mlxr_fastnum.cpp (baseline x86-64) for the tier's fused decoder
+// block (mlxr_fast_block.cpp):
+// The exact kernels' instruction set when the CPU has FMA, else Isa::None.
+Isa default_isa();
+// Whether the kernels compute (bits, group_size).
+bool covered(int bits, int group_size);
+// out[M, N] (out_dt) = x[M, K] (row-contiguous floats) times the affine weight
+// w [N, K * bits / 32] with row-contiguous group parameters, by isa's kernels
+// over the worker pool; throws std::logic_error when the case is not covered.
+void matmul(const float* x, int M, int K, const uint32_t* w, const void* scales, const void* biases, Dt param,
+            void* out, Dt out_dt, int N, int bits, int group_size, Isa isa);
 
 }  // namespace mlxr::fastnum

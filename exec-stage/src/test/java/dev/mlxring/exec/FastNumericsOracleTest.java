@@ -70,7 +70,7 @@ class FastNumericsOracleTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "llama-bf16-q4g128"})
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "llama-bf16-q4g128", "qwen2-f32-q4g64"})
     void tinyModel(String name) throws Exception {
         SplittableRandom rnd = new SplittableRandom(name.hashCode());
         StringBuilder prompts = new StringBuilder("{\"prompts\": [");

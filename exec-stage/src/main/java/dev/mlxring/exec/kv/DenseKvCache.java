@@ -54,6 +54,12 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
 
     /** Appends {@code [B, H, L, D]} keys and values; returns views over all filled positions. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
+        update(newKeys, newValues);
+        return keysAndValues();
+    }
+
+    /** {@link #updateAndFetch} without the views (for a caller that reads the buffers itself). */
+    public void update(MlxArray newKeys, MlxArray newValues) {
         int prev = offset;
         int length = newKeys.dim(2);
         if (keys == null || prev + length > keys.dim(2)) {
@@ -67,7 +73,6 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
         int[] strides = {1, 1, 1, 1};
         replace(Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
                 Mlx.sliceUpdate(values, newValues, start, vStop, strides));
-        return keysAndValues();
     }
 
     /** Views of the filled positions ({@code keys[..., :offset, :]}), or the buffers when full. */

@@ -49,9 +49,17 @@ final class DecoderModel extends LoadedModel {
         FeedForward mlp(int layer, String path);
     }
 
-    /** {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP. */
-    record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp) {
+    /**
+     * {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP; with
+     * {@code --numerics fast}, the same block fused into one primitive where {@code fast} (null
+     * otherwise) covers the call.
+     */
+    record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp,
+            FastBlock fast) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
+            if (fast != null && FastBlock.applies(mask, cache)) {
+                return fast.forward(x, (DenseKvCache) cache);
+            }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
             r = mlp.forward(postAttentionLayernorm.forward(h));
@@ -104,11 +112,12 @@ final class DecoderModel extends LoadedModel {
         List<Block> layers = new ArrayList<>();
         for (int i = 0; i < a.numHiddenLayers(); i++) {
             String p = "model.layers." + i;
-            layers.add(new Block(
-                    RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
-                    loader.attention(p + ".self_attn"),
-                    RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps()),
-                    loader.mlp(i, p + ".mlp")));
+            RmsNorm inputNorm = RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps());
+            Attention attention = loader.attention(p + ".self_attn");
+            RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps());
+            FeedForward mlp = loader.mlp(i, p + ".mlp");
+            layers.add(new Block(inputNorm, attention, postNorm, mlp,
+                    FastBlock.of(params, inputNorm, attention, postNorm, mlp, a.headDim())));
         }
         DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,
@@ -179,6 +188,9 @@ final class DecoderModel extends LoadedModel {
     void closeLayers() {
         for (Block b : layers) {
             b.selfAttn().close();
+            if (b.fast() != null) {
+                b.fast().close();
+            }
         }
     }
 }

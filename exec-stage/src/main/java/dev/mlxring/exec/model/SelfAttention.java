@@ -199,6 +199,14 @@ final class SelfAttention implements DecoderModel.Attention {
         return rope.batchable();
     }
 
+    /**
+     * This attention as the fast tier's fused block reads it: its projections (q, k, v, o), head
+     * counts, scale, rope and q/k norms (nulls where absent).
+     */
+    FastBlock.AttentionParts fastParts() {
+        return new FastBlock.AttentionParts(qProj, kProj, vProj, oProj, nHeads, nKvHeads, scale, rope, qNorm, kNorm);
+    }
+
     @Override
     public void close() {
         rope.close();

@@ -1,0 +1,124 @@
+package dev.mlxring.exec.model;
+
+import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.DenseKvCache;
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.nn.Linear;
+import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.exec.nn.RmsNorm;
+import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.FastDecoderBlock;
+import dev.mlxring.mlx.FastKernels;
+import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code --numerics fast}: a {@link DecoderModel.Block} of the llama / qwen2 / qwen3 kind as one
+ * fused native primitive ({@link FastDecoderBlock}) instead of mlx-lm's ~28-op graph, whose
+ * per-op cost (graph build, scheduling, one task each on MLX's stream thread) rivals the
+ * arithmetic at small model sizes. The tier already changes bits and answers to its own oracle
+ * (FastNumericsOracleTest); the fused block keeps everything between its projections in
+ * float32.
+ *
+ * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
+ * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and the
+ * graph for everything else (batches, rotating or quantized caches, sliding windows). The new
+ * keys and values go into the cache through {@link DenseKvCache#update}, the same slice updates
+ * and growth as the graph's, so prefix snapshots and restores see the same buffers.
+ *
+ * <p>{@code -Dmlxring.fastBlock=false} keeps the graph (A/B runs). Owned by its model; closed
+ * with it.
+ */
+final class FastBlock implements AutoCloseable {
+    /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
+    record AttentionParts(Linear q, Linear k, Linear v, Linear o, int heads, int kvHeads, float scale, Rope rope,
+            RmsNorm qNorm, RmsNorm kNorm) {}
+
+    private final FastDecoderBlock block;
+
+    private FastBlock(FastDecoderBlock block) {
+        this.block = block;
+    }
+
+    /**
+     * The fused form of a block, or null where it does not cover it: the fast tier on a CPU with
+     * its kernels; mlx-lm's own attention ({@link SelfAttention}, unsharded) with a default or
+     * linear rope over an even number of dims and a head size in multiples of 8; the gated MLP
+     * ({@link Mlp}); all seven projections affine-quantized with widths and groups the fast
+     * kernels cover, biases only on q, k and v (all three or none); one norm epsilon; one dtype
+     * for every norm weight and one for every projection's group parameters.
+     */
+    static FastBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
+            DecoderModel.FeedForward mlp, int headDim) {
+        // read per load, so a test can build both forms in one JVM
+        if ("false".equals(System.getProperty("mlxring.fastBlock")) || params.numerics() != Numerics.FAST || FastKernels.selected().isEmpty()
+                || !(attention instanceof SelfAttention sa) || !(mlp instanceof Mlp m)
+                || !(sa.fastParts().rope() instanceof Rope.Standard rope)) {
+            return null;
+        }
+        AttentionParts a = sa.fastParts();
+        if (headDim % 8 != 0 || rope.dims() % 2 != 0 || rope.dims() > headDim || a.heads() % a.kvHeads() != 0) {
+            return null;
+        }
+        Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
+        List<FastDecoderBlock.Projection> projections = new ArrayList<>(7);
+        MlxArray[] qkvBias = new MlxArray[3];
+        int biased = 0;
+        for (int i = 0; i < linears.length; i++) {
+            if (!(linears[i] instanceof Linear.Quantized q) || q.biases() == null
+                    || !FastKernels.covers(q.spec().bits(), q.spec().groupSize())
+                    || q.scales().dtype() != ((Linear.Quantized) linears[0]).scales().dtype()
+                    || q.biases().dtype() != q.scales().dtype()) {
+                return null;
+            }
+            if (q.bias() != null) {
+                if (i > 2) {
+                    return null;
+                }
+                qkvBias[i] = q.bias();
+                biased++;
+            }
+            projections.add(new FastDecoderBlock.Projection(q.weight(), q.scales(), q.biases(), q.spec().bits(),
+                    q.spec().groupSize()));
+        }
+        if (biased != 0 && biased != 3) {
+            return null;
+        }
+        List<RmsNorm> norms = new ArrayList<>(List.of(inputNorm, postNorm));
+        if (a.qNorm() != null) {
+            norms.add(a.qNorm());
+            norms.add(a.kNorm());
+        }
+        for (RmsNorm n : norms) {
+            if (n.eps() != inputNorm.eps() || n.weight().dtype() != inputNorm.weight().dtype()) {
+                return null;
+            }
+        }
+        FastDecoderBlock.Layout layout = new FastDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, rope.dims(),
+                rope.traditional(), rope.base(), rope.scale(), inputNorm.eps(), a.scale());
+        return new FastBlock(new FastDecoderBlock(layout, inputNorm.weight(), postNorm.weight(), projections,
+                a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
+                biased == 3 ? qkvBias : null));
+    }
+
+    /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */
+    static boolean applies(AttentionMask mask, KvCache cache) {
+        return cache instanceof DenseKvCache && mask.array() == null && mask.offsets() == null;
+    }
+
+    /** The block over {@code x} {@code [B, L, D]}; the new keys and values written into {@code cache}. */
+    MlxArray forward(MlxArray x, DenseKvCache cache) {
+        MlxArray[] buffers = cache.state();
+        MlxArray[] r = block.forward(x, buffers.length == 0 ? null : buffers[0], buffers.length == 0 ? null : buffers[1],
+                cache.offset());
+        cache.update(r[1], r[2]);
+        return r[0];
+    }
+
+    @Override
+    public void close() {
+        block.close();
+    }
+}

@@ -1,0 +1,166 @@
+package dev.mlxring.exec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Dtype;
+import dev.mlxring.mlx.FastKernels;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The fast tier's fused decoder block (one primitive per block, {@code FastBlock}) against the
+ * fast tier's graph of the same blocks ({@code -Dmlxring.fastBlock=false}: the fast-kernel
+ * projections with mlx-lm's ops between them), on the tiny fast-numerics models (llama with
+ * float32, float16 and bfloat16 activations, qwen3's q/k norms, qwen2's q/k/v biases; head sizes
+ * 32, 64 and 128, which take different attention kernels; grouped-query attention in all). Both run the same schedule over one cache: a prompt in chunks of 13 (the
+ * second chunk L > 1 at offset > 0: causal attention over cached and new positions), then one
+ * token per step. The two differ only in rounding (the fused block keeps float32 between its
+ * projections; the graph rounds at each op, to bfloat16 where the activations are), so every
+ * position's logits must agree to a relative RMS bound and almost every argmax must match. The
+ * tier's own oracle, closeness to a float64 rendering, is FastNumericsOracleTest's, which runs
+ * the fused block too.
+ */
+class FastBlockTest {
+    private static Path models;
+
+    @BeforeAll
+    static void build() throws Exception {
+        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+        Path work = ProjectHome.get().resolve("build/oracle/fastnum");
+        Files.createDirectories(work);
+        models = work.resolve("models");
+        PythonScript.run("oracle/make_fast_numerics_models.py", 300, List.of("--out", models.toString()));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "llama-bf16-q4g128", "qwen2-f32-q4g64",
+        "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
+    void fusedBlockMatchesTheGraph(String name) {
+        boolean half = name.contains("-bf16-") || name.contains("-f16-");
+        SplittableRandom rnd = new SplittableRandom(name.hashCode());
+        int[] tokens = new int[40];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = rnd.nextInt(512);
+        }
+        float[][] graph = logits(models.resolve(name), false, tokens);
+        float[][] fused = logits(models.resolve(name), true, tokens);
+        double worst = 0;
+        int agree = 0;
+        for (int p = 0; p < tokens.length; p++) {
+            double diff = 0;
+            double norm = 0;
+            for (int v = 0; v < graph[p].length; v++) {
+                double d = fused[p][v] - graph[p][v];
+                diff += d * d;
+                norm += (double) graph[p][v] * graph[p][v];
+            }
+            worst = Math.max(worst, Math.sqrt(diff / norm));
+            agree += argmax(fused[p]) == argmax(graph[p]) ? 1 : 0;
+        }
+        System.out.printf(Locale.ROOT, "FastBlockTest %s: worst relative RMS %.3g, argmax equal at %d/%d%n", name,
+                worst, agree, tokens.length);
+        // float32: the two orders of float32 arithmetic; half types: the graph's per-op roundings
+        double bound = half ? 0.05 : 1e-4;
+        assertTrue(worst < bound, name + ": fused and graph logits differ by relative RMS " + worst + " (bound "
+                + bound + ")");
+        assertTrue(agree >= (half ? 36 : 40), name + ": argmax equal at only " + agree + " of 40 positions");
+    }
+
+    /** One step's graph holds one FastDecoderBlock per block with a full-precision cache, none otherwise. */
+    @Test
+    void aStepIsOnePrimitivePerBlock() {
+        Path dir = models.resolve("qwen3-f32-q8g64");
+        assertEquals(2, fusedBlocksInAStep(dir, true, 0), "fast tier, full-precision cache");
+        assertEquals(0, fusedBlocksInAStep(dir, false, 0), "-Dmlxring.fastBlock=false");
+        // qwen3 takes --max-kv-size as a rotating cache: the graph, which handles its masks
+        assertEquals(0, fusedBlocksInAStep(dir, true, 16), "rotating cache");
+    }
+
+    private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, int maxKvSize) {
+        try (LanguageModel model = load(dir, fusedBlock, Numerics.FAST)) {
+            KvCache[] cache = model.newCache(maxKvSize);
+            try (ArrayScope s = ArrayScope.open()) {
+                Mlx.eval(model.forward(Mlx.fromInts(new int[] {1, 2, 3}, 1, 3), cache));
+                MlxArray step = model.forward(Mlx.fromInts(new int[] {4}, 1, 1), cache);
+                return (int) Arrays.stream(Mlx.profileEval(step).split("\n"))
+                        .filter(line -> line.startsWith("FastDecoderBlock\t")).count();
+            } finally {
+                for (KvCache c : cache) {
+                    c.close();
+                }
+            }
+        }
+    }
+
+    private static LanguageModel load(Path dir, boolean fusedBlock, Numerics numerics) {
+        String was = System.getProperty("mlxring.fastBlock");
+        System.setProperty("mlxring.fastBlock", Boolean.toString(fusedBlock));
+        try {
+            return Models.load(dir, CpuKernels.NATIVE, numerics, null);
+        } finally {
+            if (was == null) {
+                System.clearProperty("mlxring.fastBlock");
+            } else {
+                System.setProperty("mlxring.fastBlock", was);
+            }
+        }
+    }
+
+    /** Every position's logits: chunks [0, 13) and [13, 26), then one token per forward. */
+    private static float[][] logits(Path dir, boolean fusedBlock, int[] tokens) {
+        float[][] out = new float[tokens.length][];
+        try (LanguageModel model = load(dir, fusedBlock, Numerics.FAST)) {
+            KvCache[] cache = model.newCache();
+            try {
+                int at = 0;
+                while (at < tokens.length) {
+                    int len = at < 26 ? 13 : 1;
+                    try (ArrayScope s = ArrayScope.open()) {
+                        MlxArray l = model.forward(Mlx.fromInts(Arrays.copyOfRange(tokens, at, at + len), 1, len), cache);
+                        float[] all = Mlx.astype(l, Dtype.FLOAT32).toFloatArray();
+                        int vocab = all.length / len;
+                        for (int i = 0; i < len; i++) {
+                            out[at + i] = Arrays.copyOfRange(all, i * vocab, (i + 1) * vocab);
+                        }
+                    }
+                    at += len;
+                }
+            } finally {
+                for (KvCache c : cache) {
+                    c.close();
+                }
+            }
+        }
+        return out;
+    }
+
+    private static int argmax(float[] l) {
+        int best = 0;
+        for (int v = 1; v < l.length; v++) {
+            if (l[v] > l[best]) {
+                best = v;
+            }
+        }
+        return best;
+    }
+}

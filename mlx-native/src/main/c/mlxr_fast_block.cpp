@@ -1,0 +1,611 @@
+// The fast numerics tier's decoder block (--numerics fast): one MLX primitive
+// for a whole pre-norm transformer block of the llama / qwen2 / qwen3 shape,
+//
+//     r = attention(rms_norm(x, w_in)),  h = x + o_proj(r)
+//     out = h + down_proj(silu(gate_proj(n)) * up_proj(n)),  n = rms_norm(h, w_post)
+//
+// with the seven projections affine 4/8-bit weights evaluated by the tier's
+// kernels (mlxr_fastnum.h), rope of the default kind (base, scale) at
+// positions offset .. offset + L - 1, causal attention over a full-precision
+// cache's first `offset` positions and the block's own new keys and values,
+// qwen3's per-head q/k norms and qwen2's projection biases where present.
+//
+// Why one primitive: a decode step of the block as mlx-lm's graph is ~28 MLX
+// primitives, each a task on MLX's stream thread and a node the calling thread
+// builds, schedules and allocates for; at SmolLM2's size that overhead is as
+// large as the arithmetic. The tier changes bits anyway (its oracle is a
+// float64 rendering of the model, FastNumericsOracleTest), so everything
+// between the projections runs in float32 here and only the block's outputs are
+// rounded to the activations' dtype.
+//
+// Outputs: the block's output h [B, L, D], and the new keys and values
+// [B, kv_heads, L, head_dim] (roped keys), which the caller writes into its
+// cache exactly as mlx-lm's KVCache.update_and_fetch would (slice updates
+// with the same growth): the cache buffers are inputs only, read for
+// positions < offset, so a snapshot or another holder of them never sees a
+// write.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mlx/mlx.h"
+#include "mlxr_fast.h"
+#include "mlxr_fast_exp.h"
+#include "mlxr_fastnum.h"
+#include "mlxr_guard.h"
+#include "mlxr_qmm.h"
+#include "mlxr_row_major.h"
+
+// x86-64 only (AVX2 intrinsics throughout); elsewhere the entry point is an error, and the Java
+// side never calls it (the fast tier needs an x86-64 CPU).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+namespace mlxr::fastnum {
+
+namespace {
+
+namespace mx = mlx::core;
+
+// The projections, in the order of the entry point's weight arguments.
+enum Proj { kQ, kK, kV, kO, kGate, kUp, kDown, kProjections };
+
+// Input positions: x, the two cache buffers, the two norms' weights, then
+// (weight, scales, biases) per projection, then the optional inputs.
+constexpr int kX = 0, kKeys = 1, kValues = 2, kInNorm = 3, kPostNorm = 4, kFirstProj = 5;
+constexpr int kQkNorm = kFirstProj + 3 * kProjections;  // q_norm, k_norm when present
+
+struct BlockSpec {
+  int heads, kv_heads, head_dim;
+  float norm_eps, attn_scale;
+  int rope_dims;
+  bool rope_traditional;
+  float rope_base, rope_scale;
+  bool qk_norm, qkv_bias;
+  int bits[kProjections], group_size[kProjections];
+  Isa isa;
+
+  int qkv_bias_input() const {
+    return kQkNorm + (qk_norm ? 2 : 0);
+  }
+};
+
+Dt dt_of(mx::Dtype d) {
+  return d == mx::float32 ? Dt::F32 : d == mx::float16 ? Dt::F16 : Dt::BF16;
+}
+
+// Scratch of the calling thread (MLX's stream thread runs every block).
+float* scratch(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Eight elements of a float32 / float16 / bfloat16 row as floats.
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const void* p, Dt dt, size_t i) {
+  switch (dt) {
+    case Dt::F32: return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+    case Dt::F16:
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+    default: {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// sum_i q[i] k[i] over n (a multiple of 8) elements.
+__attribute__((target("avx2,fma,f16c"))) float dot(const float* q, const void* k, Dt dt, int n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, dt, i), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(k, dt, i + 8), a1);
+  }
+  if (i < n) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k, dt, i), a0);
+  return hsum(_mm256_add_ps(a0, a1));
+}
+
+// acc[i] += p v[i] over n (a multiple of 8) elements.
+__attribute__((target("avx2,fma,f16c"))) void axpy(float p, const void* v, Dt dt, float* acc, int n) {
+  const __m256 pv = _mm256_set1_ps(p);
+  for (int i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pv, load8(v, dt, i), _mm256_loadu_ps(acc + i)));
+  }
+}
+
+// a[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u.
+__attribute__((target("avx2,fma"))) void silu_times(const float* g, const float* u, float* a, int n, float* e) {
+  for (int i = 0; i < n; i++) e[i] = -g[i];
+  mlxr::fast::exp_lanes(e, n, e);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 d = _mm256_add_ps(one, _mm256_loadu_ps(e + i));
+    _mm256_storeu_ps(a + i, _mm256_mul_ps(_mm256_div_ps(_mm256_loadu_ps(g + i), d), _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; i++) a[i] = g[i] / (1.0f + e[i]) * u[i];
+}
+
+// The attention row kernels for a head size of 8 NV floats, the key/value dtype fixed: the
+// query (pre-scaled) and the value sums stay in registers, four keys are scored at once.
+template <Dt DT>
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8t(const char* row, int i) {
+  return load8(row, DT, size_t(i));
+}
+
+template <Dt DT, int NV>
+__attribute__((target("avx2,fma,f16c"))) void scores_t(const __m256* qv, const char* k, size_t row_bytes, int count,
+                                                        float* p) {
+  int j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const char* k0 = k + size_t(j) * row_bytes;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+#pragma GCC unroll 16
+    for (int i = 0; i < NV; i++) {
+      a0 = _mm256_fmadd_ps(qv[i], load8t<DT>(k0, 8 * i), a0);
+      a1 = _mm256_fmadd_ps(qv[i], load8t<DT>(k0 + row_bytes, 8 * i), a1);
+      a2 = _mm256_fmadd_ps(qv[i], load8t<DT>(k0 + 2 * row_bytes, 8 * i), a2);
+      a3 = _mm256_fmadd_ps(qv[i], load8t<DT>(k0 + 3 * row_bytes, 8 * i), a3);
+    }
+    // [a0 a1 a2 a3] totals: two rounds of pairwise sums, then the two 128-bit halves
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_storeu_ps(p + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+  for (; j < count; j++) {
+    const char* kj = k + size_t(j) * row_bytes;
+    __m256 a = _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int i = 0; i < NV; i++) a = _mm256_fmadd_ps(qv[i], load8t<DT>(kj, 8 * i), a);
+    p[j] = hsum(a);
+  }
+}
+
+template <Dt DT, int NV>
+__attribute__((target("avx2,fma,f16c"))) void weigh_t(const float* p, const char* v, size_t row_bytes, int count,
+                                                       __m256* acc) {
+  for (int j = 0; j < count; j++) {
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    const char* vj = v + size_t(j) * row_bytes;
+#pragma GCC unroll 16
+    for (int i = 0; i < NV; i++) acc[i] = _mm256_fmadd_ps(pj, load8t<DT>(vj, 8 * i), acc[i]);
+  }
+}
+
+// One query row: softmax(scale q . k_j) over the cached rows (kc/vc, crow bytes apart, nc of
+// them) then the new ones (kn/vn, nn), weighted sum of the values into out.
+template <Dt DT, int NV>
+__attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float scale, const char* kc,
+                                                            const char* vc, size_t crow, int nc, const char* kn,
+                                                            const char* vn, size_t nrow, int nn, float* p,
+                                                            float* out) {
+  __m256 qv[NV];
+  const __m256 sv = _mm256_set1_ps(scale);
+#pragma GCC unroll 16
+  for (int i = 0; i < NV; i++) qv[i] = _mm256_mul_ps(_mm256_loadu_ps(q + 8 * i), sv);
+  scores_t<DT, NV>(qv, kc, crow, nc, p);
+  scores_t<DT, NV>(qv, kn, nrow, nn, p + nc);
+  const int n = nc + nn;
+  float m = -INFINITY;
+  for (int j = 0; j < n; j++) m = std::max(m, p[j]);
+  for (int j = 0; j < n; j++) p[j] -= m;
+  mlxr::fast::exp_lanes(p, n, p);
+  float sum = 0;
+  for (int j = 0; j < n; j++) sum += p[j];
+  __m256 acc[NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < NV; i++) acc[i] = _mm256_setzero_ps();
+  weigh_t<DT, NV>(p, vc, crow, nc, acc);
+  weigh_t<DT, NV>(p + nc, vn, nrow, nn, acc);
+  const __m256 inv = _mm256_set1_ps(1.0f / sum);
+#pragma GCC unroll 16
+  for (int i = 0; i < NV; i++) _mm256_storeu_ps(out + 8 * i, _mm256_mul_ps(acc[i], inv));
+}
+
+using AttendRow = void (*)(const float*, float, const char*, const char*, size_t, int, const char*, const char*,
+                           size_t, int, float*, float*);
+
+// The row kernel for head size D and dtype dt, or null (the generic loop).
+AttendRow attend_row_for(int D, Dt dt) {
+  switch (D) {
+    case 64: return dt == Dt::F32 ? attend_row_t<Dt::F32, 8> : dt == Dt::F16 ? attend_row_t<Dt::F16, 8>
+                                                                               : attend_row_t<Dt::BF16, 8>;
+    case 128: return dt == Dt::F32 ? attend_row_t<Dt::F32, 16> : dt == Dt::F16 ? attend_row_t<Dt::F16, 16>
+                                                                                : attend_row_t<Dt::BF16, 16>;
+    default: return nullptr;
+  }
+}
+
+// y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w for `rows` rows of n.
+void rms_norm(const float* x, const float* w, float eps, int rows, int n, float* y) {
+  for (int r = 0; r < rows; r++) {
+    const float* xr = x + size_t(r) * n;
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += double(xr[i]) * xr[i];
+    const float inv = float(1.0 / std::sqrt(ss / n + eps));
+    float* yr = y + size_t(r) * n;
+    for (int i = 0; i < n; i++) yr[i] = xr[i] * inv * w[i];
+  }
+}
+
+// Rotates the first `dims` elements of every head of rows [B * L, heads * D]
+// by the angles of positions offset + l (cos/sin tables [L, dims / 2]).
+void rope(float* x, int B, int L, int heads, int D, const BlockSpec& s, const float* cos_t, const float* sin_t) {
+  const int half = s.rope_dims / 2;
+  for (int b = 0; b < B; b++) {
+    for (int l = 0; l < L; l++) {
+      const float* c = cos_t + size_t(l) * half;
+      const float* sn = sin_t + size_t(l) * half;
+      for (int h = 0; h < heads; h++) {
+        float* v = x + (size_t(b) * L + l) * heads * D + size_t(h) * D;
+        for (int i = 0; i < half; i++) {
+          const int i1 = s.rope_traditional ? 2 * i : i;
+          const int i2 = s.rope_traditional ? 2 * i + 1 : i + half;
+          const float x1 = v[i1], x2 = v[i2];
+          v[i1] = x1 * c[i] - x2 * sn[i];
+          v[i2] = x1 * sn[i] + x2 * c[i];
+        }
+      }
+    }
+  }
+}
+
+// Widens n floats of dtype dt.
+void widen(const void* src, Dt dt, float* dst, size_t n) {
+  switch (dt) {
+    case Dt::F32: std::memcpy(dst, src, n * sizeof(float)); break;
+    case Dt::F16:
+      for (size_t i = 0; i < n; i++) dst[i] = static_cast<float>(static_cast<const mx::float16_t*>(src)[i]);
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) dst[i] = static_cast<float>(static_cast<const mx::bfloat16_t*>(src)[i]);
+  }
+}
+
+// Rounds n floats to dtype dt (round to nearest even, as MLX's casts).
+void narrow(const float* src, Dt dt, void* dst, size_t n) {
+  switch (dt) {
+    case Dt::F32: std::memcpy(dst, src, n * sizeof(float)); break;
+    case Dt::F16:
+      for (size_t i = 0; i < n; i++) static_cast<mx::float16_t*>(dst)[i] = static_cast<mx::float16_t>(src[i]);
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) static_cast<mx::bfloat16_t*>(dst)[i] = static_cast<mx::bfloat16_t>(src[i]);
+  }
+}
+
+size_t dt_size(Dt dt) {
+  return dt == Dt::F32 ? 4 : 2;
+}
+
+// One block evaluation's operands, as the attention's worker chunks read them.
+struct Attention {
+  const BlockSpec* spec;
+  int B, L, offset;
+  const float* q;        // [B * L, heads * D], roped
+  const void* keys;      // cache [B, kv_heads, capacity, D] of dt (positions < offset), by strides:
+  const void* values;
+  int64_t kv_strides[3];  // elements per step of axes 0-2 (axis 3 is unit-stride)
+  const void* new_keys;  // [B, kv_heads, L, D] of dt
+  const void* new_values;
+  Dt dt;
+  float* out;            // [B * L, heads * D]
+};
+
+// Chunk = (b, head): every query row of that head, causal over offset + l + 1 positions.
+void attend_chunk(void* ctx, int chunk) {
+  const Attention& a = *static_cast<const Attention*>(ctx);
+  const BlockSpec& s = *a.spec;
+  const int D = s.head_dim, H = s.heads;
+  const int b = chunk / H, h = chunk % H;
+  const int kvh = h / (H / s.kv_heads);
+  const size_t es = dt_size(a.dt);
+  const int64_t at = b * a.kv_strides[0] + kvh * a.kv_strides[1];
+  const char* kc = static_cast<const char*>(a.keys) + at * es;
+  const char* vc = static_cast<const char*>(a.values) + at * es;
+  const size_t row = size_t(a.kv_strides[2]) * es;
+  const char* kn = static_cast<const char*>(a.new_keys) + ((size_t(b) * s.kv_heads + kvh) * a.L) * D * es;
+  const char* vn = static_cast<const char*>(a.new_values) + ((size_t(b) * s.kv_heads + kvh) * a.L) * D * es;
+  const int n_max = a.offset + a.L;
+  float* p = mlxr::qmm::thread_scratch(size_t(n_max) + D);
+  float* acc = p + n_max;
+  const AttendRow row_kernel = attend_row_for(D, a.dt);
+  for (int l = 0; l < a.L; l++) {
+    const float* q = a.q + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
+    float* o = a.out + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
+    if (row_kernel != nullptr) {
+      row_kernel(q, s.attn_scale, kc, vc, row, a.offset, kn, vn, size_t(D) * es, l + 1, p, o);
+      continue;
+    }
+    const int n = a.offset + l + 1;
+    float m = -INFINITY;
+    for (int j = 0; j < n; j++) {
+      const void* k = j < a.offset ? kc + j * row : kn + size_t(j - a.offset) * D * es;
+      p[j] = dot(q, k, a.dt, D) * s.attn_scale;
+      m = std::max(m, p[j]);
+    }
+    for (int j = 0; j < n; j++) p[j] -= m;
+    mlxr::fast::exp_lanes(p, n, p);
+    float sum = 0;
+    for (int j = 0; j < n; j++) sum += p[j];
+    std::fill(acc, acc + D, 0.0f);
+    for (int j = 0; j < n; j++) {
+      const void* v = j < a.offset ? vc + j * row : vn + size_t(j - a.offset) * D * es;
+      axpy(p[j], v, a.dt, acc, D);
+    }
+    const float inv = 1.0f / sum;
+    for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
+  }
+}
+
+// A row-contiguous copy of a 2-byte or 4-byte array's elements.
+const void* dense_copy(const mx::array& a, std::vector<uint8_t>& buf) {
+  buf.resize(a.nbytes());
+  if (a.itemsize() == 4) {
+    std::vector<uint32_t> c;
+    const uint32_t* p = mlxr::row_major<uint32_t, uint32_t>(a, c);
+    std::memcpy(buf.data(), p, a.nbytes());
+  } else {
+    std::vector<uint16_t> c;
+    const uint16_t* p = mlxr::row_major<uint16_t, uint16_t>(a, c);
+    std::memcpy(buf.data(), p, a.nbytes());
+  }
+  return buf.data();
+}
+
+struct Projection {
+  const uint32_t* w;
+  const void* scales;
+  const void* biases;
+  Dt param;
+  int N, K, bits, group_size;
+};
+
+void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+  const mx::array& x = in[kX];
+  const int B = x.shape(0), L = x.shape(1), Dm = x.shape(2);
+  const int M = B * L, H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
+  const int inter = in[kFirstProj + 3 * kGate].shape(0);
+  const Dt act = dt_of(out[0].dtype());
+  // Reused by every block of every step: a decode step then allocates nothing here.
+  thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, cs, ws;
+  std::vector<float> xcopy;
+  // Everything but the weights is read as row-contiguous floats.
+  const float* X = row_major_floats(x, xcopy);
+  auto norm_weight = [&](int input, std::vector<float>& buf) { return row_major_floats(in[input], buf); };
+  auto projection = [&](int p) {
+    const mx::array& w = in[kFirstProj + 3 * p];
+    const mx::array& sc = in[kFirstProj + 3 * p + 1];
+    const mx::array& bi = in[kFirstProj + 3 * p + 2];
+    if (!w.flags().row_contiguous || !sc.flags().row_contiguous || !bi.flags().row_contiguous) {
+      throw std::logic_error("[FastDecoderBlock] weights must be row-contiguous");
+    }
+    return Projection{w.data<uint32_t>(), sc.data<void>(), bi.data<void>(), dt_of(sc.dtype()), w.shape(0),
+                      w.shape(1) * 32 / s.bits[p], s.bits[p], s.group_size[p]};
+  };
+  auto mm = [&](int p, const float* xin, float* y) {
+    Projection pr = projection(p);
+    matmul(xin, M, pr.K, pr.w, pr.scales, pr.biases, pr.param, y, Dt::F32, pr.N, pr.bits, pr.group_size, s.isa);
+    if (s.qkv_bias && p <= kV) {
+      std::vector<float> bias;
+      const float* bv = row_major_floats(in[s.qkv_bias_input() + p], bias);
+      for (int r = 0; r < M; r++)
+        for (int n = 0; n < pr.N; n++) y[size_t(r) * pr.N + n] += bv[n];
+    }
+  };
+
+  // attention
+  std::vector<float> wbuf;
+  float* xn = scratch(ns, size_t(M) * Dm);
+  rms_norm(X, norm_weight(kInNorm, wbuf), s.norm_eps, M, Dm, xn);
+  float* q = scratch(qs, size_t(M) * H * Dh);
+  float* k = scratch(ks, size_t(M) * Hkv * Dh);
+  float* v = scratch(vs, size_t(M) * Hkv * Dh);
+  mm(kQ, xn, q);
+  mm(kK, xn, k);
+  mm(kV, xn, v);
+  if (s.qk_norm) {
+    std::vector<float> qn, kn;
+    rms_norm(q, norm_weight(kQkNorm, qn), s.norm_eps, M * H, Dh, q);
+    rms_norm(k, norm_weight(kQkNorm + 1, kn), s.norm_eps, M * Hkv, Dh, k);
+  }
+  const int half = s.rope_dims / 2;
+  float* cos_t = scratch(cs, size_t(2) * L * half);
+  float* sin_t = cos_t + size_t(L) * half;
+  for (int l = 0; l < L; l++) {
+    const double pos = double(float(offset + l) * s.rope_scale);
+    for (int i = 0; i < half; i++) {
+      const double inv_freq = std::pow(double(s.rope_base), -double(i) / half);
+      cos_t[size_t(l) * half + i] = float(std::cos(pos * inv_freq));
+      sin_t[size_t(l) * half + i] = float(std::sin(pos * inv_freq));
+    }
+  }
+  rope(q, B, L, H, Dh, s, cos_t, sin_t);
+  rope(k, B, L, Hkv, Dh, s, cos_t, sin_t);
+  // the new keys and values, [B, L, Hkv, D] -> [B, Hkv, L, D], in the cache's dtype
+  const size_t es = dt_size(act);
+  for (int b = 0; b < B; b++)
+    for (int l = 0; l < L; l++)
+      for (int h = 0; h < Hkv; h++) {
+        const size_t src = (size_t(b) * L + l) * Hkv * Dh + size_t(h) * Dh;
+        const size_t dst = ((size_t(b) * Hkv + h) * L + l) * Dh;
+        narrow(k + src, act, out[1].data<char>() + dst * es, Dh);
+        narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
+      }
+  float* attn = scratch(as, size_t(M) * H * Dh);
+  // The cache buffers as views may come (a batch row, a restored snapshot): read by strides, both
+  // alike; a last axis that is not unit-stride is copied first.
+  std::vector<uint8_t> kcopy, vcopy;
+  const void* keys = in[kKeys].data<void>();
+  const void* values = in[kValues].data<void>();
+  int64_t kv_strides[3] = {0, 0, 0};
+  if (offset > 0) {
+    const mx::array& ka = in[kKeys];
+    const mx::array& va = in[kValues];
+    if (ka.strides() == va.strides() && ka.strides()[3] == 1) {
+      for (int i = 0; i < 3; i++) kv_strides[i] = ka.strides()[i];
+    } else {
+      keys = dense_copy(ka, kcopy);
+      values = dense_copy(va, vcopy);
+      kv_strides[2] = Dh;
+      kv_strides[1] = int64_t(ka.shape(2)) * Dh;
+      kv_strides[0] = kv_strides[1] * Hkv;
+    }
+  }
+  Attention a{&s, B, L, offset, q, keys, values, {kv_strides[0], kv_strides[1], kv_strides[2]},
+              out[1].data<void>(), out[2].data<void>(), act, attn};
+  mlxr::qmm::parallel_chunks(B * H, attend_chunk, &a);
+  float* h = scratch(hs, size_t(M) * Dm);
+  mm(kO, attn, h);
+  for (size_t i = 0; i < size_t(M) * Dm; i++) h[i] += X[i];
+
+  // MLP
+  rms_norm(h, norm_weight(kPostNorm, wbuf), s.norm_eps, M, Dm, xn);
+  float* g = scratch(gs, size_t(M) * inter);
+  float* u = scratch(us, size_t(M) * inter);
+  mm(kGate, xn, g);
+  mm(kUp, xn, u);
+  silu_times(g, u, g, M * inter, scratch(ex, size_t(M) * inter));
+  float* d = scratch(ws, size_t(M) * Dm);
+  mm(kDown, g, d);
+  for (size_t i = 0; i < size_t(M) * Dm; i++) d[i] += h[i];
+  narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
+}
+
+class FastDecoderBlock : public mx::Primitive {
+ public:
+  FastDecoderBlock(mx::Stream stream, BlockSpec spec, int offset)
+      : mx::Primitive(stream), spec_(spec), offset_(offset) {}
+
+  void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
+    auto& encoder = mx::cpu::get_command_encoder(stream());
+    for (auto& o : outputs) o.set_data(mx::allocator::malloc(o.nbytes()));
+    std::vector<mx::array> ins, outs;
+    for (auto& in : inputs) {
+      encoder.set_input_array(in);
+      ins.push_back(mx::array::unsafe_weak_copy(in));
+    }
+    for (auto& o : outputs) {
+      encoder.set_output_array(o);
+      outs.push_back(mx::array::unsafe_weak_copy(o));
+    }
+    // By value: MLX may drop the primitive once its task is queued (see mlxr_cpu_task.h).
+    encoder.dispatch([spec = spec_, offset = offset_, ins = std::move(ins), outs = std::move(outs)]() mutable {
+      run_block(spec, offset, ins, outs);
+    });
+  }
+
+  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
+    throw std::runtime_error("[FastDecoderBlock] has no GPU implementation");
+  }
+
+  const char* name() const override {
+    return "FastDecoderBlock";
+  }
+
+ private:
+  BlockSpec spec_;
+  int offset_;
+};
+
+}  // namespace
+
+}  // namespace mlxr::fastnum
+
+#endif
+
+extern "C" {
+
+// The fast tier's fused block (above). weights: input_layernorm.weight,
+// post_attention_layernorm.weight, then weight, scales, biases of q, k, v, o,
+// gate, up, down (21 arrays), then q_norm, k_norm weights when qk_norm, then
+// the q, k, v biases when qkv_bias. ints: heads, kv_heads, head_dim,
+// rope_dims, rope_traditional, qk_norm, qkv_bias, offset, then bits and group
+// size per projection (14). floats: norm_eps, attn_scale, rope_base,
+// rope_scale. keys / values: the cache buffers [B, kv_heads, capacity,
+// head_dim] (capacity >= offset), NULL when offset is 0. out: h, new keys, new
+// values. Every case it does not cover is an error naming what: the Java side
+// (FastBlock) only builds it where it applies.
+int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                            int n_weights, const int* ints, const float* floats, mlxr_array* out) {
+#if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
+  return mlxr::guard_int([] { throw std::invalid_argument("fast block: x86-64 only"); });
+#else
+  namespace mx = mlx::core;
+  using namespace mlxr::fastnum;
+  return mlxr::guard_int([&] {
+    BlockSpec s{};
+    s.heads = ints[0];
+    s.kv_heads = ints[1];
+    s.head_dim = ints[2];
+    s.rope_dims = ints[3];
+    s.rope_traditional = ints[4] != 0;
+    s.qk_norm = ints[5] != 0;
+    s.qkv_bias = ints[6] != 0;
+    const int offset = ints[7];
+    for (int p = 0; p < kProjections; p++) {
+      s.bits[p] = ints[8 + 2 * p];
+      s.group_size[p] = ints[9 + 2 * p];
+      if (!covered(s.bits[p], s.group_size[p]))
+        throw std::invalid_argument("fast block: projection " + std::to_string(p) + " has " +
+                                    std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
+    }
+    s.norm_eps = floats[0];
+    s.attn_scale = floats[1];
+    s.rope_base = floats[2];
+    s.rope_scale = floats[3];
+    s.isa = default_isa();
+    const int want = 2 + 3 * kProjections + (s.qk_norm ? 2 : 0) + (s.qkv_bias ? 3 : 0);
+    if (n_weights != want)
+      throw std::invalid_argument("fast block: " + std::to_string(n_weights) + " weights, expected " +
+                                  std::to_string(want));
+    auto stream = mx::default_stream(mx::default_device());
+    if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
+        !mlxr::fast::cpu_has_fma())
+      throw std::invalid_argument("fast block: needs a CPU stream and a CPU with AVX2 and FMA");
+    const auto& xa = *static_cast<mx::array*>(x);
+    if (xa.ndim() != 3 || !mlxr::is_float(xa.dtype()))
+      throw std::invalid_argument("fast block: x must be a float [B, L, D] array");
+    if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.head_dim % 8 != 0 ||
+        s.rope_dims <= 0 || s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || offset < 0)
+      throw std::invalid_argument("fast block: unsupported head layout");
+    std::vector<mx::array> inputs{xa};
+    if (offset > 0) {
+      if (keys == nullptr || values == nullptr) throw std::invalid_argument("fast block: offset > 0 without a cache");
+      const auto& ka = *static_cast<mx::array*>(keys);
+      const auto& va = *static_cast<mx::array*>(values);
+      if (ka.ndim() != 4 || ka.shape(0) != xa.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
+          ka.shape(2) < offset || va.shape() != ka.shape())
+        throw std::invalid_argument("fast block: cache buffers do not match the block");
+      inputs.push_back(ka);
+      inputs.push_back(va);
+    } else {
+      // Nothing cached yet: never read (offset 0); x stands in for the two buffers.
+      inputs.push_back(xa);
+      inputs.push_back(xa);
+    }
+    for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
+    mx::Dtype act = mx::promote_types(xa.dtype(), inputs[kInNorm].dtype());
+    act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
+    if (offset > 0 && inputs[kKeys].dtype() != act)
+      throw std::invalid_argument("fast block: cache dtype differs from the activations'");
+    const int B = xa.shape(0), L = xa.shape(1);
+    auto outputs = mx::array::make_arrays(
+        {xa.shape(), {B, s.kv_heads, L, s.head_dim}, {B, s.kv_heads, L, s.head_dim}}, {act, act, act},
+        std::make_shared<FastDecoderBlock>(stream, s, offset), inputs);
+    for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
+  });
+#endif
+}
+
+}  // extern "C"

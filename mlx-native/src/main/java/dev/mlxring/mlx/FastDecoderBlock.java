@@ -1,0 +1,121 @@
+package dev.mlxring.mlx;
+
+import static dev.mlxring.mlx.NativeLibrary.ADDR;
+import static dev.mlxring.mlx.NativeLibrary.INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.List;
+
+/**
+ * The fast numerics tier's fused decoder block ({@code mlxr_fast_block.cpp}): a whole pre-norm
+ * llama / qwen2 / qwen3 block — norm, the q/k/v projections (with qwen2's biases or qwen3's
+ * per-head norms), rope of the default kind, causal attention over a full-precision cache, the
+ * o projection and residual, norm, gated MLP and residual — as one MLX primitive, everything
+ * between the seven fast-kernel projections in float32. It returns the block's output and the
+ * new (roped) keys and values, which the caller writes into its cache as mlx-lm's
+ * {@code update_and_fetch} does; the cache buffers are only read.
+ *
+ * <p>One per block of a loaded model. It holds the native argument lists (weight handles,
+ * shape) in an arena it owns, freed by {@link #close()}; the weights stay the model's. Calls
+ * come from the thread that drives MLX; {@link #close()} from any thread once calls have stopped.
+ */
+public final class FastDecoderBlock implements AutoCloseable {
+    private static final MethodHandle BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block",
+            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR));
+
+    /** Index of the offset in the int arguments (the one that changes per call). */
+    private static final int OFFSET_INT = 7;
+
+    /**
+     * The block's attention layout and constants.
+     *
+     * @param ropeDims leading elements of each head the rope rotates (even, at most {@code headDim})
+     * @param ropeScale the positions' scale (1 for the default rope, 1/factor for linear scaling)
+     */
+    public record Layout(int heads, int kvHeads, int headDim, int ropeDims, boolean ropeTraditional, float ropeBase,
+            float ropeScale, float normEps, float attnScale) {}
+
+    /** One projection's affine-quantized weight. */
+    public record Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize) {}
+
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment weights;
+    private final int weightCount;
+    private final MemorySegment ints;
+    private final MemorySegment floats;
+    private final MemorySegment out;
+
+    /**
+     * @param projections q, k, v, o, gate, up, down, each with {@link FastKernels#covers covered}
+     *     bits and group size
+     * @param qkNorm qwen3's q_norm and k_norm weights, or null
+     * @param qkvBias qwen2's q, k and v biases, or null
+     */
+    public FastDecoderBlock(Layout layout, MlxArray inputNorm, MlxArray postNorm, List<Projection> projections,
+            MlxArray[] qkNorm, MlxArray[] qkvBias) {
+        if (projections.size() != 7) {
+            throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
+        }
+        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0);
+        weights = arena.allocate(ValueLayout.ADDRESS, weightCount);
+        int w = 0;
+        weights.setAtIndex(ValueLayout.ADDRESS, w++, inputNorm.handle());
+        weights.setAtIndex(ValueLayout.ADDRESS, w++, postNorm.handle());
+        for (Projection p : projections) {
+            weights.setAtIndex(ValueLayout.ADDRESS, w++, p.weight().handle());
+            weights.setAtIndex(ValueLayout.ADDRESS, w++, p.scales().handle());
+            weights.setAtIndex(ValueLayout.ADDRESS, w++, p.biases().handle());
+        }
+        for (MlxArray[] extra : new MlxArray[][] {qkNorm, qkvBias}) {
+            if (extra != null) {
+                for (MlxArray a : extra) {
+                    weights.setAtIndex(ValueLayout.ADDRESS, w++, a.handle());
+                }
+            }
+        }
+        // ints: heads, kv_heads, head_dim, rope_dims, rope_traditional, qk_norm, qkv_bias, offset,
+        // then (bits, group_size) per projection; floats: norm_eps, attn_scale, rope_base, rope_scale
+        ints = arena.allocate(ValueLayout.JAVA_INT, 8 + 2 * 7);
+        int[] head = {layout.heads(), layout.kvHeads(), layout.headDim(), layout.ropeDims(),
+            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0};
+        MemorySegment.copy(head, 0, ints, ValueLayout.JAVA_INT, 0, head.length);
+        for (int p = 0; p < 7; p++) {
+            ints.setAtIndex(ValueLayout.JAVA_INT, 8 + 2 * p, projections.get(p).bits());
+            ints.setAtIndex(ValueLayout.JAVA_INT, 9 + 2 * p, projections.get(p).groupSize());
+        }
+        floats = arena.allocate(ValueLayout.JAVA_FLOAT, 4);
+        float[] f = {layout.normEps(), layout.attnScale(), layout.ropeBase(), layout.ropeScale()};
+        MemorySegment.copy(f, 0, floats, ValueLayout.JAVA_FLOAT, 0, f.length);
+        out = arena.allocate(ValueLayout.ADDRESS, 3);
+    }
+
+    /**
+     * The block over {@code x} {@code [B, L, D]} at positions {@code offset ..}: {@code {h, newKeys,
+     * newValues}}, the latter two {@code [B, kvHeads, L, headDim]}, all in the current scope.
+     *
+     * @param keys the cache's key buffer {@code [B, kvHeads, capacity >= offset, headDim]}, null when
+     *     {@code offset} is 0; {@code values} likewise
+     */
+    public MlxArray[] forward(MlxArray x, MlxArray keys, MlxArray values, int offset) {
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        int rc;
+        try {
+            rc = (int) BLOCK.invokeExact(x.handle(), MlxArray.handleOrNull(keys), MlxArray.handleOrNull(values),
+                    weights, weightCount, ints, floats, out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        Shim.check(rc);
+        return new MlxArray[] {MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)), MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))};
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}
