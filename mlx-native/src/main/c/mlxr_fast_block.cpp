@@ -18,12 +18,13 @@
 // between the projections runs in float32 here and only the block's outputs are
 // rounded to the activations' dtype.
 //
-// Outputs: the block's output h [B, L, D], and the new keys and values
-// [B, kv_heads, L, head_dim] (roped keys), which the caller writes into its
-// cache exactly as mlx-lm's KVCache.update_and_fetch would (slice updates
-// with the same growth): the cache buffers are inputs only, read for
-// positions < offset, so a snapshot or another holder of them never sees a
-// write.
+// Outputs: the block's output h [B, L, D], and the cache's key and value
+// buffers [B, kv_heads, capacity, head_dim] with the new (roped) keys and the
+// values written at positions offset .. offset + L - 1: what mlx-lm's
+// KVCache.update_and_fetch makes of them with its two slice updates, the
+// caller having grown the buffers as it does (DenseKvCache.reserve). As MLX's
+// SliceUpdate, an output takes its input's buffer only when nothing else holds
+// it, so a snapshot or a view of the old buffers never sees a write.
 
 #include <algorithm>
 #include <cmath>
@@ -182,20 +183,17 @@ __attribute__((target("avx2,fma,f16c"))) void weigh_t(const float* p, const char
   }
 }
 
-// One query row: softmax(scale q . k_j) over the cached rows (kc/vc, crow bytes apart, nc of
-// them) then the new ones (kn/vn, nn), weighted sum of the values into out.
+// One query row: softmax(scale q . k_j) over n key rows (row_bytes apart), the weighted sum of
+// the value rows into out.
 template <Dt DT, int NV>
-__attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float scale, const char* kc,
-                                                            const char* vc, size_t crow, int nc, const char* kn,
-                                                            const char* vn, size_t nrow, int nn, float* p,
+__attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float scale, const char* k,
+                                                            const char* v, size_t row_bytes, int n, float* p,
                                                             float* out) {
   __m256 qv[NV];
   const __m256 sv = _mm256_set1_ps(scale);
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) qv[i] = _mm256_mul_ps(_mm256_loadu_ps(q + 8 * i), sv);
-  scores_t<DT, NV>(qv, kc, crow, nc, p);
-  scores_t<DT, NV>(qv, kn, nrow, nn, p + nc);
-  const int n = nc + nn;
+  scores_t<DT, NV>(qv, k, row_bytes, n, p);
   float m = -INFINITY;
   for (int j = 0; j < n; j++) m = std::max(m, p[j]);
   for (int j = 0; j < n; j++) p[j] -= m;
@@ -205,15 +203,13 @@ __attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float
   __m256 acc[NV];
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) acc[i] = _mm256_setzero_ps();
-  weigh_t<DT, NV>(p, vc, crow, nc, acc);
-  weigh_t<DT, NV>(p + nc, vn, nrow, nn, acc);
+  weigh_t<DT, NV>(p, v, row_bytes, n, acc);
   const __m256 inv = _mm256_set1_ps(1.0f / sum);
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) _mm256_storeu_ps(out + 8 * i, _mm256_mul_ps(acc[i], inv));
 }
 
-using AttendRow = void (*)(const float*, float, const char*, const char*, size_t, int, const char*, const char*,
-                           size_t, int, float*, float*);
+using AttendRow = void (*)(const float*, float, const char*, const char*, size_t, int, float*, float*);
 
 // The row kernel for head size D and dtype dt, or null (the generic loop).
 AttendRow attend_row_for(int D, Dt dt) {
@@ -291,15 +287,12 @@ size_t dt_size(Dt dt) {
 // One block evaluation's operands, as the attention's worker chunks read them.
 struct Attention {
   const BlockSpec* spec;
-  int B, L, offset;
-  const float* q;        // [B * L, heads * D], roped
-  const void* keys;      // cache [B, kv_heads, capacity, D] of dt (positions < offset), by strides:
-  const void* values;
-  int64_t kv_strides[3];  // elements per step of axes 0-2 (axis 3 is unit-stride)
-  const void* new_keys;  // [B, kv_heads, L, D] of dt
-  const void* new_values;
+  int B, L, offset, capacity;
+  const float* q;      // [B * L, heads * D], roped
+  const void* keys;    // the cache [B, kv_heads, capacity, D] of dt, row-contiguous, positions
+  const void* values;  // < offset + L written
   Dt dt;
-  float* out;            // [B * L, heads * D]
+  float* out;          // [B * L, heads * D]
 };
 
 // Chunk = (b, head): every query row of that head, causal over offset + l + 1 positions.
@@ -310,12 +303,10 @@ void attend_chunk(void* ctx, int chunk) {
   const int b = chunk / H, h = chunk % H;
   const int kvh = h / (H / s.kv_heads);
   const size_t es = dt_size(a.dt);
-  const int64_t at = b * a.kv_strides[0] + kvh * a.kv_strides[1];
-  const char* kc = static_cast<const char*>(a.keys) + at * es;
-  const char* vc = static_cast<const char*>(a.values) + at * es;
-  const size_t row = size_t(a.kv_strides[2]) * es;
-  const char* kn = static_cast<const char*>(a.new_keys) + ((size_t(b) * s.kv_heads + kvh) * a.L) * D * es;
-  const char* vn = static_cast<const char*>(a.new_values) + ((size_t(b) * s.kv_heads + kvh) * a.L) * D * es;
+  const size_t row = size_t(D) * es;
+  const size_t at = (size_t(b) * s.kv_heads + kvh) * a.capacity * row;
+  const char* kc = static_cast<const char*>(a.keys) + at;
+  const char* vc = static_cast<const char*>(a.values) + at;
   const int n_max = a.offset + a.L;
   float* p = mlxr::qmm::thread_scratch(size_t(n_max) + D);
   float* acc = p + n_max;
@@ -324,13 +315,13 @@ void attend_chunk(void* ctx, int chunk) {
     const float* q = a.q + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
     float* o = a.out + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
     if (row_kernel != nullptr) {
-      row_kernel(q, s.attn_scale, kc, vc, row, a.offset, kn, vn, size_t(D) * es, l + 1, p, o);
+      row_kernel(q, s.attn_scale, kc, vc, row, a.offset + l + 1, p, o);
       continue;
     }
     const int n = a.offset + l + 1;
     float m = -INFINITY;
     for (int j = 0; j < n; j++) {
-      const void* k = j < a.offset ? kc + j * row : kn + size_t(j - a.offset) * D * es;
+      const void* k = kc + j * row;
       p[j] = dot(q, k, a.dt, D) * s.attn_scale;
       m = std::max(m, p[j]);
     }
@@ -340,7 +331,7 @@ void attend_chunk(void* ctx, int chunk) {
     for (int j = 0; j < n; j++) sum += p[j];
     std::fill(acc, acc + D, 0.0f);
     for (int j = 0; j < n; j++) {
-      const void* v = j < a.offset ? vc + j * row : vn + size_t(j - a.offset) * D * es;
+      const void* v = vc + j * row;
       axpy(p[j], v, a.dt, acc, D);
     }
     const float inv = 1.0f / sum;
@@ -348,19 +339,15 @@ void attend_chunk(void* ctx, int chunk) {
   }
 }
 
-// A row-contiguous copy of a 2-byte or 4-byte array's elements.
-const void* dense_copy(const mx::array& a, std::vector<uint8_t>& buf) {
-  buf.resize(a.nbytes());
+// a's elements (2 or 4 bytes each) in row-major order into dst.
+void copy_into(const mx::array& a, void* dst) {
   if (a.itemsize() == 4) {
     std::vector<uint32_t> c;
-    const uint32_t* p = mlxr::row_major<uint32_t, uint32_t>(a, c);
-    std::memcpy(buf.data(), p, a.nbytes());
+    std::memcpy(dst, mlxr::row_major<uint32_t, uint32_t>(a, c), a.nbytes());
   } else {
     std::vector<uint16_t> c;
-    const uint16_t* p = mlxr::row_major<uint16_t, uint16_t>(a, c);
-    std::memcpy(buf.data(), p, a.nbytes());
+    std::memcpy(dst, mlxr::row_major<uint16_t, uint16_t>(a, c), a.nbytes());
   }
-  return buf.data();
 }
 
 struct Projection {
@@ -371,12 +358,18 @@ struct Projection {
   int N, K, bits, group_size;
 };
 
-void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+// copy_keys / copy_values: that cache output did not take its input's buffer (see eval_cpu), so
+// it starts as a copy of it.
+void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values, const std::vector<mx::array>& in,
+               std::vector<mx::array>& out) {
   const mx::array& x = in[kX];
   const int B = x.shape(0), L = x.shape(1), Dm = x.shape(2);
   const int M = B * L, H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
   const int inter = in[kFirstProj + 3 * kGate].shape(0);
   const Dt act = dt_of(out[0].dtype());
+  const int capacity = out[1].shape(2);
+  if (copy_keys) copy_into(in[kKeys], out[1].data<void>());
+  if (copy_values) copy_into(in[kValues], out[2].data<void>());
   // Reused by every block of every step: a decode step then allocates nothing here.
   thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, cs, ws;
   std::vector<float> xcopy;
@@ -432,38 +425,18 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   }
   rope(q, B, L, H, Dh, s, cos_t, sin_t);
   rope(k, B, L, Hkv, Dh, s, cos_t, sin_t);
-  // the new keys and values, [B, L, Hkv, D] -> [B, Hkv, L, D], in the cache's dtype
+  // the new keys and values, [B, L, Hkv, D] -> the cache's [B, Hkv, offset + l, D], in its dtype
   const size_t es = dt_size(act);
   for (int b = 0; b < B; b++)
     for (int l = 0; l < L; l++)
       for (int h = 0; h < Hkv; h++) {
         const size_t src = (size_t(b) * L + l) * Hkv * Dh + size_t(h) * Dh;
-        const size_t dst = ((size_t(b) * Hkv + h) * L + l) * Dh;
+        const size_t dst = ((size_t(b) * Hkv + h) * capacity + offset + l) * Dh;
         narrow(k + src, act, out[1].data<char>() + dst * es, Dh);
         narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
       }
   float* attn = scratch(as, size_t(M) * H * Dh);
-  // The cache buffers as views may come (a batch row, a restored snapshot): read by strides, both
-  // alike; a last axis that is not unit-stride is copied first.
-  std::vector<uint8_t> kcopy, vcopy;
-  const void* keys = in[kKeys].data<void>();
-  const void* values = in[kValues].data<void>();
-  int64_t kv_strides[3] = {0, 0, 0};
-  if (offset > 0) {
-    const mx::array& ka = in[kKeys];
-    const mx::array& va = in[kValues];
-    if (ka.strides() == va.strides() && ka.strides()[3] == 1) {
-      for (int i = 0; i < 3; i++) kv_strides[i] = ka.strides()[i];
-    } else {
-      keys = dense_copy(ka, kcopy);
-      values = dense_copy(va, vcopy);
-      kv_strides[2] = Dh;
-      kv_strides[1] = int64_t(ka.shape(2)) * Dh;
-      kv_strides[0] = kv_strides[1] * Hkv;
-    }
-  }
-  Attention a{&s, B, L, offset, q, keys, values, {kv_strides[0], kv_strides[1], kv_strides[2]},
-              out[1].data<void>(), out[2].data<void>(), act, attn};
+  Attention a{&s, B, L, offset, capacity, q, out[1].data<void>(), out[2].data<void>(), act, attn};
   mlxr::qmm::parallel_chunks(B * H, attend_chunk, &a);
   float* h = scratch(hs, size_t(M) * Dm);
   mm(kO, attn, h);
@@ -482,6 +455,29 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
 }
 
+// mlx::core::array keeps its descriptor private, and is_donatable() asks for a single owner of
+// it, which an input of a multi-output primitive never has: make_arrays gives each output its
+// own copy of the inputs. desc_owners reads the descriptor's owner count instead; naming the
+// private member is allowed only as the template argument of an explicit instantiation, which
+// is how it is named here.
+long desc_owners(const mx::array& a);
+
+template <auto Desc>
+struct DescOwners {
+  friend long desc_owners(const mx::array& a) {
+    return (a.*Desc).use_count();
+  }
+};
+
+template struct DescOwners<&mx::array::array_desc_>;
+
+// MLX's is_donatable() for an input of a primitive with `outputs` outputs: nothing holds the
+// input but those outputs' input lists, and nothing but the input holds its buffer.
+bool donatable_input(const mx::array& in, size_t outputs) {
+  return desc_owners(in) == long(outputs) && in.data_shared_ptr().use_count() == 1 &&
+         in.data_shared_ptr()->is_owned();
+}
+
 class FastDecoderBlock : public mx::Primitive {
  public:
   FastDecoderBlock(mx::Stream stream, BlockSpec spec, int offset)
@@ -489,7 +485,20 @@ class FastDecoderBlock : public mx::Primitive {
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
-    for (auto& o : outputs) o.set_data(mx::allocator::malloc(o.nbytes()));
+    outputs[0].set_data(mx::allocator::malloc(outputs[0].nbytes()));
+    // The cache outputs take the input buffers when nothing else holds them (as MLX's
+    // SliceUpdate does), so a step writes its new rows in place; otherwise (a snapshot or a
+    // view still reads the old buffers) they start as copies, made by the task.
+    bool copy[3] = {false, false, false};
+    for (int i : {kKeys, kValues}) {
+      const mx::array& in = inputs[i];
+      if (donatable_input(in, outputs.size()) && in.flags().row_contiguous && in.data_size() == in.size()) {
+        outputs[i].copy_shared_buffer(in);
+      } else {
+        outputs[i].set_data(mx::allocator::malloc(outputs[i].nbytes()));
+        copy[i] = true;
+      }
+    }
     std::vector<mx::array> ins, outs;
     for (auto& in : inputs) {
       encoder.set_input_array(in);
@@ -500,8 +509,9 @@ class FastDecoderBlock : public mx::Primitive {
       outs.push_back(mx::array::unsafe_weak_copy(o));
     }
     // By value: MLX may drop the primitive once its task is queued (see mlxr_cpu_task.h).
-    encoder.dispatch([spec = spec_, offset = offset_, ins = std::move(ins), outs = std::move(outs)]() mutable {
-      run_block(spec, offset, ins, outs);
+    encoder.dispatch([spec = spec_, offset = offset_, copy_keys = copy[kKeys], copy_values = copy[kValues],
+                      ins = std::move(ins), outs = std::move(outs)]() mutable {
+      run_block(spec, offset, copy_keys, copy_values, ins, outs);
     });
   }
 
@@ -533,9 +543,11 @@ extern "C" {
 // rope_dims, rope_traditional, qk_norm, qkv_bias, offset, then bits and group
 // size per projection (14). floats: norm_eps, attn_scale, rope_base,
 // rope_scale. keys / values: the cache buffers [B, kv_heads, capacity,
-// head_dim] (capacity >= offset), NULL when offset is 0. out: h, new keys, new
-// values. Every case it does not cover is an error naming what: the Java side
-// (FastBlock) only builds it where it applies.
+// head_dim], capacity >= offset + L, of the activations' dtype. out: h, and the
+// cache buffers with positions offset .. offset + L - 1 written (the inputs'
+// own buffers where nothing else holds them). Every case it does not cover is
+// an error naming what: the Java side (FastBlock) only builds it where it
+// applies.
 int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                             int n_weights, const int* ints, const float* floats, mlxr_array* out) {
 #if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
@@ -579,29 +591,19 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
     if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.head_dim % 8 != 0 ||
         s.rope_dims <= 0 || s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || offset < 0)
       throw std::invalid_argument("fast block: unsupported head layout");
-    std::vector<mx::array> inputs{xa};
-    if (offset > 0) {
-      if (keys == nullptr || values == nullptr) throw std::invalid_argument("fast block: offset > 0 without a cache");
-      const auto& ka = *static_cast<mx::array*>(keys);
-      const auto& va = *static_cast<mx::array*>(values);
-      if (ka.ndim() != 4 || ka.shape(0) != xa.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
-          ka.shape(2) < offset || va.shape() != ka.shape())
-        throw std::invalid_argument("fast block: cache buffers do not match the block");
-      inputs.push_back(ka);
-      inputs.push_back(va);
-    } else {
-      // Nothing cached yet: never read (offset 0); x stands in for the two buffers.
-      inputs.push_back(xa);
-      inputs.push_back(xa);
-    }
+    if (keys == nullptr || values == nullptr) throw std::invalid_argument("fast block: no cache buffers");
+    const auto& ka = *static_cast<mx::array*>(keys);
+    const auto& va = *static_cast<mx::array*>(values);
+    if (ka.ndim() != 4 || ka.shape(0) != xa.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
+        ka.shape(2) < offset + xa.shape(1) || va.shape() != ka.shape() || va.dtype() != ka.dtype())
+      throw std::invalid_argument("fast block: cache buffers do not match the block (or hold fewer than offset + L)");
+    std::vector<mx::array> inputs{xa, ka, va};
     for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
     mx::Dtype act = mx::promote_types(xa.dtype(), inputs[kInNorm].dtype());
     act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
-    if (offset > 0 && inputs[kKeys].dtype() != act)
-      throw std::invalid_argument("fast block: cache dtype differs from the activations'");
-    const int B = xa.shape(0), L = xa.shape(1);
+    if (ka.dtype() != act) throw std::invalid_argument("fast block: cache dtype differs from the activations'");
     auto outputs = mx::array::make_arrays(
-        {xa.shape(), {B, s.kv_heads, L, s.head_dim}, {B, s.kv_heads, L, s.head_dim}}, {act, act, act},
+        {xa.shape(), ka.shape(), va.shape()}, {act, act, act},
         std::make_shared<FastDecoderBlock>(stream, s, offset), inputs);
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
   });

@@ -58,7 +58,7 @@ class FastBlockTest {
     void fusedBlockMatchesTheGraph(String name) {
         boolean half = name.contains("-bf16-") || name.contains("-f16-");
         SplittableRandom rnd = new SplittableRandom(name.hashCode());
-        int[] tokens = new int[40];
+        int[] tokens = new int[262];
         for (int i = 0; i < tokens.length; i++) {
             tokens[i] = rnd.nextInt(512);
         }
@@ -77,13 +77,15 @@ class FastBlockTest {
             worst = Math.max(worst, Math.sqrt(diff / norm));
             agree += argmax(fused[p]) == argmax(graph[p]) ? 1 : 0;
         }
+        int positions = tokens.length;
         System.out.printf(Locale.ROOT, "FastBlockTest %s: worst relative RMS %.3g, argmax equal at %d/%d%n", name,
                 worst, agree, tokens.length);
         // float32: the two orders of float32 arithmetic; half types: the graph's per-op roundings
         double bound = half ? 0.05 : 1e-4;
         assertTrue(worst < bound, name + ": fused and graph logits differ by relative RMS " + worst + " (bound "
                 + bound + ")");
-        assertTrue(agree >= (half ? 36 : 40), name + ": argmax equal at only " + agree + " of 40 positions");
+        assertTrue(agree >= (half ? 0.9 * positions : positions), name + ": argmax equal at only " + agree + " of "
+                + positions + " positions");
     }
 
     /** One step's graph holds one FastDecoderBlock per block with a full-precision cache, none otherwise. */
@@ -94,6 +96,35 @@ class FastBlockTest {
         assertEquals(0, fusedBlocksInAStep(dir, false, 0), "-Dmlxring.fastBlock=false");
         // qwen3 takes --max-kv-size as a rotating cache: the graph, which handles its masks
         assertEquals(0, fusedBlocksInAStep(dir, true, 16), "rotating cache");
+    }
+
+    /**
+     * A step writes its new rows into the cache buffers in place only when nothing else holds them:
+     * with another reference to the buffers alive (as a view or an unevaluated snapshot holds one),
+     * the step's cache is a copy and the held buffers keep their bytes.
+     */
+    @Test
+    void aHeldCacheBufferIsNotWrittenInPlace() {
+        try (LanguageModel model = load(models.resolve("llama-f32-q4g32"), true, Numerics.FAST)) {
+            KvCache[] cache = model.newCache();
+            try (ArrayScope s = ArrayScope.open()) {
+                Mlx.eval(model.forward(Mlx.fromInts(new int[] {5, 6, 7, 8}, 1, 4), cache));
+                MlxArray keys = ((dev.mlxring.exec.kv.DenseKvCache) cache[0]).state()[0];
+                MlxArray held = Mlx.reshape(keys, keys.shape());
+                int rowBytes = keys.dim(3) * 4;
+                byte[] before = held.toBytes();
+                Mlx.eval(model.forward(Mlx.fromInts(new int[] {9}, 1, 1), cache));
+                byte[] after = ((dev.mlxring.exec.kv.DenseKvCache) cache[0]).state()[0].toBytes();
+                assertTrue(Arrays.equals(before, held.toBytes()), "the held buffer was written");
+                assertTrue(!Arrays.equals(before, after), "the step wrote no new key row");
+                // position 4 of kv head 0 changed, positions 0-3 are the same
+                assertTrue(Arrays.equals(Arrays.copyOf(before, 4 * rowBytes), Arrays.copyOf(after, 4 * rowBytes)));
+            } finally {
+                for (KvCache c : cache) {
+                    c.close();
+                }
+            }
+        }
     }
 
     private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, int maxKvSize) {
@@ -126,7 +157,10 @@ class FastBlockTest {
         }
     }
 
-    /** Every position's logits: chunks [0, 13) and [13, 26), then one token per forward. */
+    /**
+     * Every position's logits: chunks [0, 13) and [13, 26), one token per forward to 40, a chunk to
+     * 254, then one token per forward across the cache's growth at 256 positions.
+     */
     private static float[][] logits(Path dir, boolean fusedBlock, int[] tokens) {
         float[][] out = new float[tokens.length][];
         try (LanguageModel model = load(dir, fusedBlock, Numerics.FAST)) {
@@ -134,7 +168,7 @@ class FastBlockTest {
             try {
                 int at = 0;
                 while (at < tokens.length) {
-                    int len = at < 26 ? 13 : 1;
+                    int len = at < 26 ? 13 : at == 40 ? 214 : 1;
                     try (ArrayScope s = ArrayScope.open()) {
                         MlxArray l = model.forward(Mlx.fromInts(Arrays.copyOfRange(tokens, at, at + len), 1, len), cache);
                         float[] all = Mlx.astype(l, Dtype.FLOAT32).toFloatArray();

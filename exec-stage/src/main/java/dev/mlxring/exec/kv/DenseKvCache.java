@@ -1,5 +1,6 @@
 package dev.mlxring.exec.kv;
 
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
@@ -54,18 +55,9 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
 
     /** Appends {@code [B, H, L, D]} keys and values; returns views over all filled positions. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
-        update(newKeys, newValues);
-        return keysAndValues();
-    }
-
-    /** {@link #updateAndFetch} without the views (for a caller that reads the buffers itself). */
-    public void update(MlxArray newKeys, MlxArray newValues) {
         int prev = offset;
         int length = newKeys.dim(2);
-        if (keys == null || prev + length > keys.dim(2)) {
-            int nSteps = (STEP + length - 1) / STEP;
-            grow(newKeys, newValues, nSteps * STEP, prev % STEP != 0 ? prev : -1);
-        }
+        reserve(newKeys.dim(0), newKeys.dim(1), newKeys.dim(3), newValues.dim(3), newKeys.dtype(), length);
         offset += length;
         int[] start = {0, 0, prev, 0};
         int[] stop = {keys.dim(0), keys.dim(1), offset, keys.dim(3)};
@@ -73,6 +65,34 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
         int[] strides = {1, 1, 1, 1};
         replace(Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
                 Mlx.sliceUpdate(values, newValues, start, vStop, strides));
+        return keysAndValues();
+    }
+
+    /**
+     * The buffers, grown as {@link #updateAndFetch} grows them for {@code length} new positions of
+     * that batch, heads, head dims and dtype, for a caller that writes the positions itself (the
+     * fast tier's fused block); {@link #written} then hands over the buffers it wrote.
+     */
+    public MlxArray[] reserve(int batch, int heads, int keyDim, int valueDim, Dtype dtype, int length) {
+        if (keys == null || offset + length > keys.dim(2)) {
+            int nSteps = (STEP + length - 1) / STEP;
+            grow(batch, heads, keyDim, valueDim, dtype, nSteps * STEP, offset % STEP != 0 ? offset : -1);
+        }
+        return new MlxArray[] {keys, values};
+    }
+
+    /**
+     * Takes ownership of {@code k} and {@code v}: the {@link #reserve reserved} buffers with
+     * {@code length} more positions written after the old offset (the slice updates of
+     * {@link #updateAndFetch}, done by the caller's primitive).
+     */
+    public void written(MlxArray k, MlxArray v, int length) {
+        if (k.dim(2) != keys.dim(2) || offset + length > k.dim(2)) {
+            throw new IllegalArgumentException("written buffers of " + k.dim(2) + " positions for offset " + offset
+                    + " + " + length + " in a buffer of " + keys.dim(2));
+        }
+        replace(k, v);
+        offset += length;
     }
 
     /** Views of the filled positions ({@code keys[..., :offset, :]}), or the buffers when full. */

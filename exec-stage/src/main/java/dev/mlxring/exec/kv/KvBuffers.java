@@ -65,10 +65,13 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
      * zeros alone while empty.
      */
     final void grow(MlxArray newKeys, MlxArray newValues, int size, int cutTo) {
-        int b = newKeys.dim(0);
-        int heads = newKeys.dim(1);
-        MlxArray newK = Mlx.zeros(new int[] {b, heads, size, newKeys.dim(3)}, newKeys.dtype());
-        MlxArray newV = Mlx.zeros(new int[] {b, heads, size, newValues.dim(3)}, newValues.dtype());
+        grow(newKeys.dim(0), newKeys.dim(1), newKeys.dim(3), newValues.dim(3), newKeys.dtype(), size, cutTo);
+    }
+
+    /** {@link #grow(MlxArray, MlxArray, int, int)} given the new rows' batch, heads, head dims and dtype. */
+    final void grow(int b, int heads, int keyDim, int valueDim, Dtype dtype, int size, int cutTo) {
+        MlxArray newK = Mlx.zeros(new int[] {b, heads, size, keyDim}, dtype);
+        MlxArray newV = Mlx.zeros(new int[] {b, heads, size, valueDim}, dtype);
         if (keys == null) {
             replace(newK, newV);
             return;

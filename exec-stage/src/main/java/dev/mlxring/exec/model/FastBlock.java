@@ -7,6 +7,7 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.FastDecoderBlock;
 import dev.mlxring.mlx.FastKernels;
 import dev.mlxring.mlx.MlxArray;
@@ -24,9 +25,10 @@ import java.util.List;
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
  * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and the
- * graph for everything else (batches, rotating or quantized caches, sliding windows). The new
- * keys and values go into the cache through {@link DenseKvCache#update}, the same slice updates
- * and growth as the graph's, so prefix snapshots and restores see the same buffers.
+ * graph for everything else (batches, rotating or quantized caches, sliding windows). The cache
+ * grows as the graph's ({@link DenseKvCache#reserve}) and the primitive writes the new keys and
+ * values into its buffers as the graph's two slice updates would (in place only where nothing
+ * else holds them), so prefix snapshots and restores see the same buffers.
  *
  * <p>{@code -Dmlxring.fastBlock=false} keeps the graph (A/B runs). Owned by its model; closed
  * with it.
@@ -37,9 +39,18 @@ final class FastBlock implements AutoCloseable {
             RmsNorm qNorm, RmsNorm kNorm) {}
 
     private final FastDecoderBlock block;
+    private final int kvHeads;
+    private final int headDim;
+    /** The norm weights' and the group parameters' dtypes, which with x's make the activations'. */
+    private final Dtype normDtype;
+    private final Dtype paramDtype;
 
-    private FastBlock(FastDecoderBlock block) {
+    private FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype) {
         this.block = block;
+        this.kvHeads = kvHeads;
+        this.headDim = headDim;
+        this.normDtype = normDtype;
+        this.paramDtype = paramDtype;
     }
 
     /**
@@ -100,7 +111,8 @@ final class FastBlock implements AutoCloseable {
                 rope.traditional(), rope.base(), rope.scale(), inputNorm.eps(), a.scale());
         return new FastBlock(new FastDecoderBlock(layout, inputNorm.weight(), postNorm.weight(), projections,
                 a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
-                biased == 3 ? qkvBias : null));
+                biased == 3 ? qkvBias : null), a.kvHeads(), headDim, inputNorm.weight().dtype(),
+                projections.get(0).scales().dtype());
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */
@@ -108,13 +120,20 @@ final class FastBlock implements AutoCloseable {
         return cache instanceof DenseKvCache && mask.array() == null && mask.offsets() == null;
     }
 
-    /** The block over {@code x} {@code [B, L, D]}; the new keys and values written into {@code cache}. */
+    /** The block over {@code x} {@code [B, L, D]}; its new keys and values written into {@code cache}. */
     MlxArray forward(MlxArray x, DenseKvCache cache) {
-        MlxArray[] buffers = cache.state();
-        MlxArray[] r = block.forward(x, buffers.length == 0 ? null : buffers[0], buffers.length == 0 ? null : buffers[1],
-                cache.offset());
-        cache.update(r[1], r[2]);
+        int length = x.dim(1);
+        // the graph's keys: k_proj(rms_norm(x, w)), of MLX's promotion of the three dtypes
+        Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
+        MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
+        MlxArray[] r = block.forward(x, buffers[0], buffers[1], cache.offset());
+        cache.written(r[1], r[2], length);
         return r[0];
+    }
+
+    /** MLX's promotion of two of the fast tier's float dtypes (float16 with bfloat16 is float32). */
+    private static Dtype promote(Dtype a, Dtype b) {
+        return a == b ? a : a == Dtype.FLOAT64 || b == Dtype.FLOAT64 ? Dtype.FLOAT64 : Dtype.FLOAT32;
     }
 
     @Override
