@@ -8,6 +8,8 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.nio.file.Path;
@@ -41,6 +43,7 @@ import java.util.Locale;
  *
  * <pre>
  * DecodeProfile --model DIR [--prompt-tokens 128] [--gen-tokens 64] [--runs 3] [--seed 42] [--build-loop-s S] [--ops RUNS]
+ *               [--numerics exact|fast]
  * </pre>
  */
 public final class DecodeProfile {
@@ -193,6 +196,7 @@ public final class DecodeProfile {
         long seed = 42;
         double buildLoopS = 0;
         int opsRuns = 0;
+        Numerics numerics = Numerics.DEFAULT;
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -203,6 +207,7 @@ public final class DecodeProfile {
                 case "--seed" -> seed = Long.parseLong(f.value());
                 case "--build-loop-s" -> buildLoopS = Double.parseDouble(f.value());
                 case "--ops" -> opsRuns = f.positive();
+                case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
                 default -> throw f.unknown();
             }
         }
@@ -218,7 +223,7 @@ public final class DecodeProfile {
             itemOverhead(100_000);
         }
         System.out.printf(Locale.ROOT, "item overhead (itemInt of an evaluated array): %.0f ns%n", itemOverhead(200_000));
-        try (LanguageModel model = Models.load(dir)) {
+        try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, null)) {
             if (buildLoopS > 0) {
                 buildLoop(model, Math.min(2, buildLoopS)); // JIT
                 System.out.printf(Locale.ROOT, "graph build only (fresh cache, never evaluated): %.3f ms/step%n",
