@@ -69,8 +69,8 @@ double per_call(const std::string& isa, const Shape& s, int M, double seconds, b
     const int i = int(calls % copies);
     Problem p{xp.data(), xg.data(), k_stride, g_stride, word_lanes, w[i].data(), sc[i].data(), bi[i].data(),
               Dt::F16, out.data(), Dt::F32, M, s.n, s.k, s.bits, gs};
-    if (isa == "avx512") run_avx512(p);
-    else run_avx2(p);
+    if (isa == "avx512") run_avx512(&p, 1);
+    else run_avx2(&p, 1);
     calls++;
     t = thread_cpu_seconds() - t0;
   } while (t < seconds);

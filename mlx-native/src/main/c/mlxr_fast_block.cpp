@@ -350,14 +350,6 @@ void copy_into(const mx::array& a, void* dst) {
   }
 }
 
-struct Projection {
-  const uint32_t* w;
-  const void* scales;
-  const void* biases;
-  Dt param;
-  int N, K, bits, group_size;
-};
-
 // copy_keys / copy_values: that cache output did not take its input's buffer (see eval_cpu), so
 // it starts as a copy of it.
 void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values, const std::vector<mx::array>& in,
@@ -376,24 +368,29 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
   // Everything but the weights is read as row-contiguous floats.
   const float* X = row_major_floats(x, xcopy);
   auto norm_weight = [&](int input, std::vector<float>& buf) { return row_major_floats(in[input], buf); };
-  auto projection = [&](int p) {
+  auto weight = [&](int p, float* y) {
     const mx::array& w = in[kFirstProj + 3 * p];
     const mx::array& sc = in[kFirstProj + 3 * p + 1];
     const mx::array& bi = in[kFirstProj + 3 * p + 2];
     if (!w.flags().row_contiguous || !sc.flags().row_contiguous || !bi.flags().row_contiguous) {
       throw std::logic_error("[FastDecoderBlock] weights must be row-contiguous");
     }
-    return Projection{w.data<uint32_t>(), sc.data<void>(), bi.data<void>(), dt_of(sc.dtype()), w.shape(0),
-                      w.shape(1) * 32 / s.bits[p], s.bits[p], s.group_size[p]};
+    return Weight{w.data<uint32_t>(), sc.data<void>(), bi.data<void>(), dt_of(sc.dtype()), w.shape(0), s.bits[p],
+                  s.group_size[p], y, Dt::F32};
   };
-  auto mm = [&](int p, const float* xin, float* y) {
-    Projection pr = projection(p);
-    matmul(xin, M, pr.K, pr.w, pr.scales, pr.biases, pr.param, y, Dt::F32, pr.N, pr.bits, pr.group_size, s.isa);
-    if (s.qkv_bias && p <= kV) {
+  // y_i = xin times projection first + i, for the n projections from first on (one pass over the
+  // pool where their widths match: q/k/v, gate/up).
+  auto mm = [&](int first, int n, const float* xin, int K, float* const* ys) {
+    Weight ws[3];
+    for (int i = 0; i < n; i++) ws[i] = weight(first + i, ys[i]);
+    matmul(xin, M, K, ws, n, s.isa);
+    for (int i = 0; i < n; i++) {
+      const int p = first + i;
+      if (!s.qkv_bias || p > kV) continue;
       std::vector<float> bias;
       const float* bv = row_major_floats(in[s.qkv_bias_input() + p], bias);
       for (int r = 0; r < M; r++)
-        for (int n = 0; n < pr.N; n++) y[size_t(r) * pr.N + n] += bv[n];
+        for (int c = 0; c < ws[i].N; c++) ys[i][size_t(r) * ws[i].N + c] += bv[c];
     }
   };
 
@@ -404,9 +401,10 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
   float* q = scratch(qs, size_t(M) * H * Dh);
   float* k = scratch(ks, size_t(M) * Hkv * Dh);
   float* v = scratch(vs, size_t(M) * Hkv * Dh);
-  mm(kQ, xn, q);
-  mm(kK, xn, k);
-  mm(kV, xn, v);
+  {
+    float* const qkv[3] = {q, k, v};
+    mm(kQ, 3, xn, Dm, qkv);
+  }
   if (s.qk_norm) {
     std::vector<float> qn, kn;
     rms_norm(q, norm_weight(kQkNorm, qn), s.norm_eps, M * H, Dh, q);
@@ -439,18 +437,20 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
   Attention a{&s, B, L, offset, capacity, q, out[1].data<void>(), out[2].data<void>(), act, attn};
   mlxr::qmm::parallel_chunks(B * H, attend_chunk, &a);
   float* h = scratch(hs, size_t(M) * Dm);
-  mm(kO, attn, h);
+  mm(kO, 1, attn, H * Dh, &h);
   for (size_t i = 0; i < size_t(M) * Dm; i++) h[i] += X[i];
 
   // MLP
   rms_norm(h, norm_weight(kPostNorm, wbuf), s.norm_eps, M, Dm, xn);
   float* g = scratch(gs, size_t(M) * inter);
   float* u = scratch(us, size_t(M) * inter);
-  mm(kGate, xn, g);
-  mm(kUp, xn, u);
+  {
+    float* const gate_up[2] = {g, u};
+    mm(kGate, 2, xn, Dm, gate_up);
+  }
   silu_times(g, u, g, M * inter, scratch(ex, size_t(M) * inter));
   float* d = scratch(ws, size_t(M) * Dm);
-  mm(kDown, g, d);
+  mm(kDown, 1, g, inter, &d);
   for (size_t i = 0; i < size_t(M) * Dm; i++) d[i] += h[i];
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
 }

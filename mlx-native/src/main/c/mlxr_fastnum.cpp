@@ -125,32 +125,46 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
   }
 }
 
-void matmul(const float* x, int M, int K, const uint32_t* w, const void* scales, const void* biases, Dt param,
-            void* out, Dt out_dt, int N, int bits, int group_size, Isa isa) {
+void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa) {
   const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
-  // Per calling thread (MLX's stream thread), reused: a decode step makes ~200 of these
-  // calls, which then allocate nothing once the buffers have grown.
-  thread_local Prepared acts;
-  const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
-  prepare(x, M, K, bits, group_size, lanes, word_lanes, acts);
-  Problem p{acts.xp.empty() ? x : acts.xp.data(),
-            acts.xg.data(),
-            acts.k_stride,
-            acts.g_stride,
-            word_lanes,
-            w,
-            scales,
-            biases,
-            param,
-            out,
-            out_dt,
-            M,
-            N,
-            K,
-            bits,
-            group_size};
-  bool ran = isa == Isa::Avx512 ? run_avx512(p) : isa == Isa::Avx2 ? run_avx2(p) : false;
-  if (!ran) throw std::logic_error("[fastnum] called for a case its kernels do not cover");
+  for (int first = 0; first < n;) {
+    // The longest run of weights that share a preparation of the activations.
+    int last = first + 1;
+    while (last < n && last - first < kMaxProblems && weights[last].bits == weights[first].bits &&
+           weights[last].group_size == weights[first].group_size)
+      last++;
+    const int bits = weights[first].bits, group_size = weights[first].group_size;
+    // Per calling thread (MLX's stream thread), reused: a decode step makes ~200 of these
+    // calls, which then allocate nothing once the buffers have grown.
+    thread_local Prepared acts;
+    const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
+    prepare(x, M, K, bits, group_size, lanes, word_lanes, acts);
+    Problem ps[kMaxProblems];
+    for (int i = first; i < last; i++) {
+      const Weight& w = weights[i];
+      ps[i - first] = Problem{acts.xp.empty() ? x : acts.xp.data(),
+                              acts.xg.data(),
+                              acts.k_stride,
+                              acts.g_stride,
+                              word_lanes,
+                              w.w,
+                              w.scales,
+                              w.biases,
+                              w.param,
+                              w.out,
+                              w.out_dt,
+                              M,
+                              w.N,
+                              K,
+                              bits,
+                              group_size};
+    }
+    bool ran = isa == Isa::Avx512 ? run_avx512(ps, last - first)
+               : isa == Isa::Avx2 ? run_avx2(ps, last - first)
+                                  : false;
+    if (!ran) throw std::logic_error("[fastnum] called for a case its kernels do not cover");
+    first = last;
+  }
 }
 
 // quantized_matmul(x, w, scales, biases, transpose=True) by the fast kernels
@@ -172,9 +186,9 @@ struct FastKernels {
     std::vector<float> xcopy, s32, b32;
     std::vector<uint32_t> wcopy;
     std::vector<uint16_t> s16, b16;
-    matmul(row_major_floats(x, xcopy), int(x.size() / K), K, row_major<uint32_t, uint32_t>(w, wcopy),
-           params(scales, s16, s32), params(biases, b16, b32), dt_of(scales.dtype()), out.data<void>(),
-           dt_of(out.dtype()), N, bits, group_size, isa);
+    const Weight weight{row_major<uint32_t, uint32_t>(w, wcopy), params(scales, s16, s32), params(biases, b16, b32),
+                        dt_of(scales.dtype()), N, bits, group_size, out.data<void>(), dt_of(out.dtype())};
+    matmul(row_major_floats(x, xcopy), int(x.size() / K), K, &weight, 1, isa);
   }
 };
 

@@ -62,10 +62,15 @@ constexpr int kLanesAvx512 = 16;
 // the AVX-512 kernels' rows below which a pass does not pre-scale the weights.
 constexpr int kWordLaneRows = 4;
 
-// Every row, all N columns, spread over mlxr::qmm's worker pool; false when
-// (bits, group_size) is not covered (4 or 8 bits, group 32, 64 or 128).
-bool run_avx2(const Problem& p);
-bool run_avx512(const Problem& p);
+// The most problems one run takes.
+constexpr int kMaxProblems = 4;
+
+// Every row, all N columns of each of the n problems (one width, group size,
+// K and M; n <= kMaxProblems), spread over mlxr::qmm's worker pool in one
+// pass; false when (bits, group_size) is not covered (4 or 8 bits, group 32,
+// 64 or 128) or the problems differ in those.
+bool run_avx2(const Problem* ps, int n);
+bool run_avx512(const Problem* ps, int n);
 
 // Defined in mlxr_fastnum.cpp (baseline x86-64) for the tier's fused decoder
 // block (mlxr_fast_block.cpp):
@@ -73,10 +78,22 @@ bool run_avx512(const Problem& p);
 Isa default_isa();
 // Whether the kernels compute (bits, group_size).
 bool covered(int bits, int group_size);
-// out[M, N] (out_dt) = x[M, K] (row-contiguous floats) times the affine weight
-// w [N, K * bits / 32] with row-contiguous group parameters, by isa's kernels
-// over the worker pool; throws std::logic_error when the case is not covered.
-void matmul(const float* x, int M, int K, const uint32_t* w, const void* scales, const void* biases, Dt param,
-            void* out, Dt out_dt, int N, int bits, int group_size, Isa isa);
+// One affine weight w [N, K * bits / 32] with row-contiguous group parameters,
+// and where its product goes: out [M, N] of out_dt.
+struct Weight {
+  const uint32_t* w;
+  const void* scales;
+  const void* biases;
+  Dt param;
+  int N, bits, group_size;
+  void* out;
+  Dt out_dt;
+};
+
+// out = x[M, K] (row-contiguous floats) times each of the n weights, by isa's
+// kernels over the worker pool, in one pass when they share a width and group
+// size (the activations prepared once); throws std::logic_error when a case is
+// not covered.
+void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa);
 
 }  // namespace mlxr::fastnum

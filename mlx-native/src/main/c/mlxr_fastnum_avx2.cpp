@@ -81,8 +81,8 @@ MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i, int n) {
 
 }  // namespace
 
-bool run_avx2(const Problem& p) {
-  return run_any(p);
+bool run_avx2(const Problem* ps, int n) {
+  return run_any(ps, n);
 }
 
 }  // namespace mlxr::fastnum
@@ -94,7 +94,7 @@ bool run_avx2(const Problem& p) {
 #else
 
 namespace mlxr::fastnum {
-bool run_avx2(const Problem&) {
+bool run_avx2(const Problem*, int) {
   return false;
 }
 }  // namespace mlxr::fastnum

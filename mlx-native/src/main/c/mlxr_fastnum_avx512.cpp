@@ -111,8 +111,8 @@ MLXR_INLINE vf lane_scales(const float* s, int count) {
 
 }  // namespace
 
-bool run_avx512(const Problem& p) {
-  return run_any(p);
+bool run_avx512(const Problem* ps, int n) {
+  return run_any(ps, n);
 }
 
 }  // namespace mlxr::fastnum
@@ -124,7 +124,7 @@ bool run_avx512(const Problem& p) {
 #else
 
 namespace mlxr::fastnum {
-bool run_avx512(const Problem&) {
+bool run_avx512(const Problem*, int) {
   return false;
 }
 }  // namespace mlxr::fastnum

@@ -320,17 +320,43 @@ inline int rows_per_chunk(int N, int threads) {
   return want < 4 ? 4 : want > 64 ? 64 : want;
 }
 
-inline bool run_any(const Problem& p) {
+// Several problems of one width and group size (the fused block's q/k/v, or
+// gate/up, over the same activations) in one pass over the pool: each keeps
+// its own chunks, numbered one after the other, so the pool is woken and
+// joined once and the threads balance over all of them.
+struct ManyJob {
+  Job jobs[kMaxProblems];
+  int first_chunk[kMaxProblems + 1];
+  int n;
+};
+
+template <int BITS, int GS>
+void run_many_chunk(void* ctx, int chunk) {
+  const ManyJob& many = *static_cast<const ManyJob*>(ctx);
+  int i = 0;
+  while (chunk >= many.first_chunk[i + 1]) i++;
+  run_chunk<BITS, GS>(const_cast<Job*>(&many.jobs[i]), chunk - many.first_chunk[i]);
+}
+
+inline bool run_any(const Problem* ps, int n) {
+  if (n < 1 || n > kMaxProblems) return false;
+  const Problem& p = ps[0];
   const bool groups_ok = p.group_size == 32 || p.group_size == 64 || p.group_size == 128;
   if (!groups_ok || (p.bits != 4 && p.bits != 8) || p.K % p.group_size != 0) return false;
-  Job job{&p, rows_per_chunk(p.N, parallel_threads())};
-  const int chunks = (p.N + job.rows_per_chunk - 1) / job.rows_per_chunk;
-  void (*body)(void*, int) = p.bits == 4 ? (p.group_size == 32   ? run_chunk<4, 32>
-                                            : p.group_size == 64 ? run_chunk<4, 64>
-                                                                 : run_chunk<4, 128>)
-                                         : (p.group_size == 32   ? run_chunk<8, 32>
-                                            : p.group_size == 64 ? run_chunk<8, 64>
-                                                                 : run_chunk<8, 128>);
-  parallel_chunks(chunks, body, &job);
+  ManyJob many;
+  many.n = n;
+  many.first_chunk[0] = 0;
+  for (int i = 0; i < n; i++) {
+    if (ps[i].bits != p.bits || ps[i].group_size != p.group_size || ps[i].K != p.K || ps[i].M != p.M) return false;
+    many.jobs[i] = Job{&ps[i], rows_per_chunk(ps[i].N, parallel_threads())};
+    many.first_chunk[i + 1] = many.first_chunk[i] + (ps[i].N + many.jobs[i].rows_per_chunk - 1) / many.jobs[i].rows_per_chunk;
+  }
+  void (*body)(void*, int) = p.bits == 4 ? (p.group_size == 32   ? run_many_chunk<4, 32>
+                                            : p.group_size == 64 ? run_many_chunk<4, 64>
+                                                                 : run_many_chunk<4, 128>)
+                                         : (p.group_size == 32   ? run_many_chunk<8, 32>
+                                            : p.group_size == 64 ? run_many_chunk<8, 64>
+                                                                 : run_many_chunk<8, 128>);
+  parallel_chunks(many.first_chunk[n], body, &many);
   return true;
 }
