@@ -76,7 +76,7 @@ if [[ $suite -eq 1 ]]; then
   echo "$gguf" > "$dir/llama.gguf"
   scripts/bench/llama_cpp.sh --gguf "$gguf" --threads 2 --reps 5 -- -o jsonl | tee "$dir/llama.jsonl" >&2
   step "B=1 bfloat16-activation 4-bit model"
-  b1 bf16 "$bf16" 16 8 2 exact
+  b1 bf16 "$bf16" 16 8 2 exact,fast
   # --quick: the B=1 table, llama.cpp and the kernel alone (~10 min); the rest is the A/B and rows steps.
   if [[ $quick -eq 0 ]]; then
   step "AVX2 vs AVX-512 decode"
