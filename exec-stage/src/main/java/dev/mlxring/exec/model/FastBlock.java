@@ -31,27 +31,14 @@ import java.util.List;
  * else holds them), so prefix snapshots and restores see the same buffers.
  *
  * <p>{@code -Dmlxring.fastBlock=false} keeps the graph (A/B runs). Owned by its model; closed
- * with it.
+ * with it. {@code normDtype} and {@code paramDtype} (the norm weights' and the group parameters'
+ * dtypes) make, with x's, the activations' and so the cache's dtype.
  */
-final class FastBlock implements AutoCloseable {
+record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype)
+        implements AutoCloseable {
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
     record AttentionParts(Linear q, Linear k, Linear v, Linear o, int heads, int kvHeads, float scale, Rope rope,
             RmsNorm qNorm, RmsNorm kNorm) {}
-
-    private final FastDecoderBlock block;
-    private final int kvHeads;
-    private final int headDim;
-    /** The norm weights' and the group parameters' dtypes, which with x's make the activations'. */
-    private final Dtype normDtype;
-    private final Dtype paramDtype;
-
-    private FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype) {
-        this.block = block;
-        this.kvHeads = kvHeads;
-        this.headDim = headDim;
-        this.normDtype = normDtype;
-        this.paramDtype = paramDtype;
-    }
 
     /**
      * The fused form of a block, or null where it does not cover it: the fast tier on a CPU with
