@@ -75,10 +75,6 @@ struct BlockSpec {
   }
 };
 
-Dt dt_of(mx::Dtype d) {
-  return d == mx::float32 ? Dt::F32 : d == mx::float16 ? Dt::F16 : Dt::BF16;
-}
-
 // Scratch of the calling thread (MLX's stream thread runs every block).
 float* scratch(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -234,6 +230,36 @@ void rms_norm(const float* x, const float* w, float eps, int rows, int n, float*
   }
 }
 
+// cos and sin of positions offset .. offset + L - 1 times each frequency, [L, dims / 2] each.
+// Every block of a step asks for the same table (one rope per model), so the last one is kept.
+struct RopeTable {
+  int offset = -1, L = 0, dims = 0;
+  float base = 0, scale = 0;
+  std::vector<float> cos_sin;  // cos rows, then sin rows
+};
+
+const RopeTable& rope_table(const BlockSpec& s, int offset, int L) {
+  thread_local RopeTable t;
+  if (t.offset == offset && t.L == L && t.dims == s.rope_dims && t.base == s.rope_base && t.scale == s.rope_scale)
+    return t;
+  const int half = s.rope_dims / 2;
+  t.cos_sin.resize(size_t(2) * L * half);
+  for (int i = 0; i < half; i++) {
+    const double inv_freq = std::pow(double(s.rope_base), -double(i) / half);
+    for (int l = 0; l < L; l++) {
+      const double pos = double(float(offset + l) * s.rope_scale);
+      t.cos_sin[size_t(l) * half + i] = float(std::cos(pos * inv_freq));
+      t.cos_sin[(size_t(L) + l) * half + i] = float(std::sin(pos * inv_freq));
+    }
+  }
+  t.offset = offset;
+  t.L = L;
+  t.dims = s.rope_dims;
+  t.base = s.rope_base;
+  t.scale = s.rope_scale;
+  return t;
+}
+
 // Rotates the first `dims` elements of every head of rows [B * L, heads * D]
 // by the angles of positions offset + l (cos/sin tables [L, dims / 2]).
 void rope(float* x, int B, int L, int heads, int D, const BlockSpec& s, const float* cos_t, const float* sin_t) {
@@ -253,18 +279,6 @@ void rope(float* x, int B, int L, int heads, int D, const BlockSpec& s, const fl
         }
       }
     }
-  }
-}
-
-// Widens n floats of dtype dt.
-void widen(const void* src, Dt dt, float* dst, size_t n) {
-  switch (dt) {
-    case Dt::F32: std::memcpy(dst, src, n * sizeof(float)); break;
-    case Dt::F16:
-      for (size_t i = 0; i < n; i++) dst[i] = static_cast<float>(static_cast<const mx::float16_t*>(src)[i]);
-      break;
-    default:
-      for (size_t i = 0; i < n; i++) dst[i] = static_cast<float>(static_cast<const mx::bfloat16_t*>(src)[i]);
   }
 }
 
@@ -363,7 +377,7 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
   if (copy_keys) copy_into(in[kKeys], out[1].data<void>());
   if (copy_values) copy_into(in[kValues], out[2].data<void>());
   // Reused by every block of every step: a decode step then allocates nothing here.
-  thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, cs, ws;
+  thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, ws;
   std::vector<float> xcopy;
   // Everything but the weights is read as row-contiguous floats.
   const float* X = row_major_floats(x, xcopy);
@@ -410,17 +424,9 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
     rms_norm(q, norm_weight(kQkNorm, qn), s.norm_eps, M * H, Dh, q);
     rms_norm(k, norm_weight(kQkNorm + 1, kn), s.norm_eps, M * Hkv, Dh, k);
   }
-  const int half = s.rope_dims / 2;
-  float* cos_t = scratch(cs, size_t(2) * L * half);
-  float* sin_t = cos_t + size_t(L) * half;
-  for (int l = 0; l < L; l++) {
-    const double pos = double(float(offset + l) * s.rope_scale);
-    for (int i = 0; i < half; i++) {
-      const double inv_freq = std::pow(double(s.rope_base), -double(i) / half);
-      cos_t[size_t(l) * half + i] = float(std::cos(pos * inv_freq));
-      sin_t[size_t(l) * half + i] = float(std::sin(pos * inv_freq));
-    }
-  }
+  const RopeTable& table = rope_table(s, offset, L);
+  const float* cos_t = table.cos_sin.data();
+  const float* sin_t = cos_t + size_t(L) * (s.rope_dims / 2);
   rope(q, B, L, H, Dh, s, cos_t, sin_t);
   rope(k, B, L, Hkv, Dh, s, cos_t, sin_t);
   // the new keys and values, [B, L, Hkv, D] -> the cache's [B, Hkv, offset + l, D], in its dtype

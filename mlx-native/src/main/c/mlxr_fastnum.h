@@ -22,6 +22,10 @@
 
 #include "mlxr_isa.h"
 
+namespace mlx::core {
+struct Dtype;
+}
+
 namespace mlxr::fastnum {
 
 // Dtypes of the group parameters and of the output.
@@ -78,6 +82,9 @@ bool run_avx512(const Problem* ps, int n);
 Isa default_isa();
 // Whether the kernels compute (bits, group_size).
 bool covered(int bits, int group_size);
+// The Dt of a float32 / float16 / bfloat16 MLX dtype (declared on a forward declaration, so
+// the kernel files stay free of MLX's headers).
+Dt dt_of(mlx::core::Dtype d);
 // One affine weight w [N, K * bits / 32] with row-contiguous group parameters,
 // and where its product goes: out [M, N] of out_dt.
 struct Weight {

@@ -16,8 +16,9 @@ import java.util.List;
  * per-head norms), rope of the default kind, causal attention over a full-precision cache, the
  * o projection and residual, norm, gated MLP and residual — as one MLX primitive, everything
  * between the seven fast-kernel projections in float32. It returns the block's output and the
- * new (roped) keys and values, which the caller writes into its cache as mlx-lm's
- * {@code update_and_fetch} does; the cache buffers are only read.
+ * cache's key and value buffers with the new (roped) keys and values written at positions
+ * {@code offset ..}, as mlx-lm's {@code update_and_fetch} writes them: in the input buffers
+ * where nothing else holds them, else in copies.
  *
  * <p>One per block of a loaded model. It holds the native argument lists (weight handles,
  * shape) in an arena it owns, freed by {@link #close()}; the weights stay the model's. Calls
@@ -94,18 +95,19 @@ public final class FastDecoderBlock implements AutoCloseable {
     }
 
     /**
-     * The block over {@code x} {@code [B, L, D]} at positions {@code offset ..}: {@code {h, newKeys,
-     * newValues}}, the latter two {@code [B, kvHeads, L, headDim]}, all in the current scope.
+     * The block over {@code x} {@code [B, L, D]} at positions {@code offset ..}: {@code {h, keys',
+     * values'}}, the latter two the cache buffers with positions {@code offset .. offset + L - 1}
+     * written, all in the current scope.
      *
-     * @param keys the cache's key buffer {@code [B, kvHeads, capacity >= offset, headDim]}, null when
-     *     {@code offset} is 0; {@code values} likewise
+     * @param keys the cache's key buffer {@code [B, kvHeads, capacity >= offset + L, headDim]} in
+     *     the activations' dtype (grown by the caller); {@code values} likewise
      */
     public MlxArray[] forward(MlxArray x, MlxArray keys, MlxArray values, int offset) {
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         int rc;
         try {
-            rc = (int) BLOCK.invokeExact(x.handle(), MlxArray.handleOrNull(keys), MlxArray.handleOrNull(values),
-                    weights, weightCount, ints, floats, out);
+            rc = (int) BLOCK.invokeExact(x.handle(), keys.handle(), values.handle(), weights, weightCount, ints,
+                    floats, out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }

@@ -51,13 +51,14 @@ record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDty
     static FastBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
             DecoderModel.FeedForward mlp, int headDim) {
         // read per load, so a test can build both forms in one JVM
-        if ("false".equals(System.getProperty("mlxring.fastBlock")) || params.numerics() != Numerics.FAST || FastKernels.selected().isEmpty()
-                || !(attention instanceof SelfAttention sa) || !(mlp instanceof Mlp m)
-                || !(sa.fastParts().rope() instanceof Rope.Standard rope)) {
+        boolean off = "false".equals(System.getProperty("mlxring.fastBlock"));
+        if (off || params.numerics() != Numerics.FAST || FastKernels.selected().isEmpty()
+                || !(attention instanceof SelfAttention sa) || !(mlp instanceof Mlp m)) {
             return null;
         }
         AttentionParts a = sa.fastParts();
-        if (headDim % 8 != 0 || rope.dims() % 2 != 0 || rope.dims() > headDim || a.heads() % a.kvHeads() != 0) {
+        if (!(a.rope() instanceof Rope.Standard rope) || headDim % 8 != 0 || rope.dims() % 2 != 0
+                || rope.dims() > headDim || a.heads() % a.kvHeads() != 0) {
             return null;
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
