@@ -267,7 +267,8 @@ LONGROPE_SCALING = {
 }
 
 # name -> (family, dtype, config, quant or None)
-# quant: {"bits": b, "group_size": g}; quantized cells are quantized from bf16.
+# quant: {"bits": b, "group_size": g}; quantized cells are quantized from bf16, those of dtype
+# "f32" from float32 (float32 activations, as the default model runs them).
 CELLS = {
     # --- llama ---
     "llama-bf16": ("llama", "bf16", _llama(64, 192, 512, tie=False, rope_scaling=LLAMA3_SCALING), None),
@@ -293,6 +294,12 @@ CELLS = {
     # projection is), an untied 3-bit head and a tied 6-bit one (quantized embedding).
     "llama-q3": ("llama", "q3", _llama(128, 256, 512, tie=False), {"bits": 3, "group_size": 64}),
     "qwen3-q6": ("qwen3", "q6", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 6, "group_size": 32}),
+    # Quantized from float32, so the activations stay float32: the cells the exact fused block
+    # (FusedBlock) takes, against mlx-lm. 4-bit g32 with linear rope scaling (llama), 8-bit g64
+    # with q/k/v biases (qwen2), 6-bit g32 with q/k norms (qwen3).
+    "llama-f32q4": ("llama", "f32", _llama(64, 192, 512, tie=True, rope_scaling=LINEAR_SCALING), {"bits": 4, "group_size": 32}),
+    "qwen2-f32q8": ("qwen2", "f32", _qwen2(64, 192, 512, tie=False), {"bits": 8, "group_size": 64}),
+    "qwen3-f32q6": ("qwen3", "f32", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 6, "group_size": 32}),
     # --- rope scaling types beyond default / linear / llama3 ---
     "llama-yarn": ("llama", "bf16", _llama(64, 192, 512, tie=False, rope_scaling=YARN_SCALING), None),
     "qwen3-yarn": ("qwen3", "f32", _qwen3(64, 192, 512, tie=True, head_dim=32, rope_scaling=DEEPSEEK_YARN_SCALING), None),
@@ -417,7 +424,7 @@ def manifest_entry(name):
         "bits": quant["bits"] if quant else None,
         "group_size": quant["group_size"] if quant else None,
         "quant_mode": "affine" if quant else None,
-        "quantized_from": QUANT_SOURCE_DTYPE if quant else None,
+        "quantized_from": ("float32" if dtype == "f32" else QUANT_SOURCE_DTYPE) if quant else None,
         "seed": seed_for(name),
         "hidden_size": config["hidden_size"],
         "intermediate_size": config["intermediate_size"],

@@ -18,13 +18,7 @@
 // between the projections runs in float32 here and only the block's outputs are
 // rounded to the activations' dtype.
 //
-// Outputs: the block's output h [B, L, D], and the cache's key and value
-// buffers [B, kv_heads, capacity, head_dim] with the new (roped) keys and the
-// values written at positions offset .. offset + L - 1: what mlx-lm's
-// KVCache.update_and_fetch makes of them with its two slice updates, the
-// caller having grown the buffers as it does (DenseKvCache.reserve). As MLX's
-// SliceUpdate, an output takes its input's buffer only when nothing else holds
-// it, so a snapshot or a view of the old buffers never sees a write.
+// The primitive, its outputs and its cache writes: mlxr_block.h.
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +29,7 @@
 #include <vector>
 
 #include "mlx/mlx.h"
+#include "mlxr_block.h"
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
 #include "mlxr_fastnum.h"
@@ -52,28 +47,7 @@ namespace {
 
 namespace mx = mlx::core;
 
-// The projections, in the order of the entry point's weight arguments.
-enum Proj { kQ, kK, kV, kO, kGate, kUp, kDown, kProjections };
-
-// Input positions: x, the two cache buffers, the two norms' weights, then
-// (weight, scales, biases) per projection, then the optional inputs.
-constexpr int kX = 0, kKeys = 1, kValues = 2, kInNorm = 3, kPostNorm = 4, kFirstProj = 5;
-constexpr int kQkNorm = kFirstProj + 3 * kProjections;  // q_norm, k_norm when present
-
-struct BlockSpec {
-  int heads, kv_heads, head_dim;
-  float norm_eps, attn_scale;
-  int rope_dims;
-  bool rope_traditional;
-  float rope_base, rope_scale;
-  bool qk_norm, qkv_bias;
-  int bits[kProjections], group_size[kProjections];
-  Isa isa;
-
-  int qkv_bias_input() const {
-    return kQkNorm + (qk_norm ? 2 : 0);
-  }
-};
+using namespace mlxr::block;
 
 // Scratch of the calling thread (MLX's stream thread runs every block).
 float* scratch(std::vector<float>& v, size_t n) {
@@ -353,29 +327,13 @@ void attend_chunk(void* ctx, int chunk) {
   }
 }
 
-// a's elements (2 or 4 bytes each) in row-major order into dst.
-void copy_into(const mx::array& a, void* dst) {
-  if (a.itemsize() == 4) {
-    std::vector<uint32_t> c;
-    std::memcpy(dst, mlxr::row_major<uint32_t, uint32_t>(a, c), a.nbytes());
-  } else {
-    std::vector<uint16_t> c;
-    std::memcpy(dst, mlxr::row_major<uint16_t, uint16_t>(a, c), a.nbytes());
-  }
-}
-
-// copy_keys / copy_values: that cache output did not take its input's buffer (see eval_cpu), so
-// it starts as a copy of it.
-void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values, const std::vector<mx::array>& in,
-               std::vector<mx::array>& out) {
+void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
   const mx::array& x = in[kX];
   const int B = x.shape(0), L = x.shape(1), Dm = x.shape(2);
   const int M = B * L, H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
   const int inter = in[kFirstProj + 3 * kGate].shape(0);
   const Dt act = dt_of(out[0].dtype());
   const int capacity = out[1].shape(2);
-  if (copy_keys) copy_into(in[kKeys], out[1].data<void>());
-  if (copy_values) copy_into(in[kValues], out[2].data<void>());
   // Reused by every block of every step: a decode step then allocates nothing here.
   thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, ws;
   std::vector<float> xcopy;
@@ -461,77 +419,12 @@ void run_block(const BlockSpec& s, int offset, bool copy_keys, bool copy_values,
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
 }
 
-// mlx::core::array keeps its descriptor private, and is_donatable() asks for a single owner of
-// it, which an input of a multi-output primitive never has: make_arrays gives each output its
-// own copy of the inputs. desc_owners reads the descriptor's owner count instead; naming the
-// private member is allowed only as the template argument of an explicit instantiation, which
-// is how it is named here.
-long desc_owners(const mx::array& a);
+struct FastBody {
+  static constexpr const char* kName = "FastDecoderBlock";
 
-template <auto Desc>
-struct DescOwners {
-  friend long desc_owners(const mx::array& a) {
-    return (a.*Desc).use_count();
+  static void run(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+    run_block(s, offset, in, out);
   }
-};
-
-template struct DescOwners<&mx::array::array_desc_>;
-
-// MLX's is_donatable() for an input of a primitive with `outputs` outputs: nothing holds the
-// input but those outputs' input lists, and nothing but the input holds its buffer.
-bool donatable_input(const mx::array& in, size_t outputs) {
-  return desc_owners(in) == long(outputs) && in.data_shared_ptr().use_count() == 1 &&
-         in.data_shared_ptr()->is_owned();
-}
-
-class FastDecoderBlock : public mx::Primitive {
- public:
-  FastDecoderBlock(mx::Stream stream, BlockSpec spec, int offset)
-      : mx::Primitive(stream), spec_(spec), offset_(offset) {}
-
-  void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
-    auto& encoder = mx::cpu::get_command_encoder(stream());
-    outputs[0].set_data(mx::allocator::malloc(outputs[0].nbytes()));
-    // The cache outputs take the input buffers when nothing else holds them (as MLX's
-    // SliceUpdate does), so a step writes its new rows in place; otherwise (a snapshot or a
-    // view still reads the old buffers) they start as copies, made by the task.
-    bool copy[3] = {false, false, false};
-    for (int i : {kKeys, kValues}) {
-      const mx::array& in = inputs[i];
-      if (donatable_input(in, outputs.size()) && in.flags().row_contiguous && in.data_size() == in.size()) {
-        outputs[i].copy_shared_buffer(in);
-      } else {
-        outputs[i].set_data(mx::allocator::malloc(outputs[i].nbytes()));
-        copy[i] = true;
-      }
-    }
-    std::vector<mx::array> ins, outs;
-    for (auto& in : inputs) {
-      encoder.set_input_array(in);
-      ins.push_back(mx::array::unsafe_weak_copy(in));
-    }
-    for (auto& o : outputs) {
-      encoder.set_output_array(o);
-      outs.push_back(mx::array::unsafe_weak_copy(o));
-    }
-    // By value: MLX may drop the primitive once its task is queued (see mlxr_cpu_task.h).
-    encoder.dispatch([spec = spec_, offset = offset_, copy_keys = copy[kKeys], copy_values = copy[kValues],
-                      ins = std::move(ins), outs = std::move(outs)]() mutable {
-      run_block(spec, offset, copy_keys, copy_values, ins, outs);
-    });
-  }
-
-  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
-    throw std::runtime_error("[FastDecoderBlock] has no GPU implementation");
-  }
-
-  const char* name() const override {
-    return "FastDecoderBlock";
-  }
-
- private:
-  BlockSpec spec_;
-  int offset_;
 };
 
 }  // namespace
@@ -545,15 +438,14 @@ extern "C" {
 // The fast tier's fused block (above). weights: input_layernorm.weight,
 // post_attention_layernorm.weight, then weight, scales, biases of q, k, v, o,
 // gate, up, down (21 arrays), then q_norm, k_norm weights when qk_norm, then
-// the q, k, v biases when qkv_bias. ints: heads, kv_heads, head_dim,
-// rope_dims, rope_traditional, qk_norm, qkv_bias, offset, then bits and group
-// size per projection (14). floats: norm_eps, attn_scale, rope_base,
-// rope_scale. keys / values: the cache buffers [B, kv_heads, capacity,
-// head_dim], capacity >= offset + L, of the activations' dtype. out: h, and the
-// cache buffers with positions offset .. offset + L - 1 written (the inputs'
-// own buffers where nothing else holds them). Every case it does not cover is
-// an error naming what: the Java side (FastBlock) only builds it where it
-// applies.
+// the q, k, v biases when qkv_bias; ints and floats as mlxr_block.h's
+// parse_spec reads them (the mask is causal whatever `causal` says: for one
+// new row that is no mask). keys / values: the cache buffers [B, kv_heads,
+// capacity, head_dim], capacity >= offset + L, of the activations' dtype. out:
+// h, and the cache buffers with positions offset .. offset + L - 1 written (the
+// inputs' own buffers where nothing else holds them). Every case it does not
+// cover is an error naming what: the Java side (FusedBlock) only builds it
+// where it applies.
 int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                             int n_weights, const int* ints, const float* floats, mlxr_array* out) {
 #if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
@@ -562,55 +454,19 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
   namespace mx = mlx::core;
   using namespace mlxr::fastnum;
   return mlxr::guard_int([&] {
-    BlockSpec s{};
-    s.heads = ints[0];
-    s.kv_heads = ints[1];
-    s.head_dim = ints[2];
-    s.rope_dims = ints[3];
-    s.rope_traditional = ints[4] != 0;
-    s.qk_norm = ints[5] != 0;
-    s.qkv_bias = ints[6] != 0;
-    const int offset = ints[7];
+    BlockSpec s = parse_spec(ints, floats, n_weights, "fast block");
     for (int p = 0; p < kProjections; p++) {
-      s.bits[p] = ints[8 + 2 * p];
-      s.group_size[p] = ints[9 + 2 * p];
       if (!covered(s.bits[p], s.group_size[p]))
         throw std::invalid_argument("fast block: projection " + std::to_string(p) + " has " +
                                     std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
     }
-    s.norm_eps = floats[0];
-    s.attn_scale = floats[1];
-    s.rope_base = floats[2];
-    s.rope_scale = floats[3];
     s.isa = default_isa();
-    const int want = 2 + 3 * kProjections + (s.qk_norm ? 2 : 0) + (s.qkv_bias ? 3 : 0);
-    if (n_weights != want)
-      throw std::invalid_argument("fast block: " + std::to_string(n_weights) + " weights, expected " +
-                                  std::to_string(want));
     auto stream = mx::default_stream(mx::default_device());
     if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
         !mlxr::fast::cpu_has_fma())
       throw std::invalid_argument("fast block: needs a CPU stream and a CPU with AVX2 and FMA");
-    const auto& xa = *static_cast<mx::array*>(x);
-    if (xa.ndim() != 3 || !mlxr::is_float(xa.dtype()))
-      throw std::invalid_argument("fast block: x must be a float [B, L, D] array");
-    if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.head_dim % 8 != 0 ||
-        s.rope_dims <= 0 || s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || offset < 0)
-      throw std::invalid_argument("fast block: unsupported head layout");
-    if (keys == nullptr || values == nullptr) throw std::invalid_argument("fast block: no cache buffers");
-    const auto& ka = *static_cast<mx::array*>(keys);
-    const auto& va = *static_cast<mx::array*>(values);
-    if (ka.ndim() != 4 || ka.shape(0) != xa.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
-        ka.shape(2) < offset + xa.shape(1) || va.shape() != ka.shape() || va.dtype() != ka.dtype())
-      throw std::invalid_argument("fast block: cache buffers do not match the block (or hold fewer than offset + L)");
-    std::vector<mx::array> inputs{xa, ka, va};
-    for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
-    mx::Dtype act = mx::promote_types(xa.dtype(), inputs[kInNorm].dtype());
-    act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
-    if (ka.dtype() != act) throw std::invalid_argument("fast block: cache dtype differs from the activations'");
-    auto outputs = mx::array::make_arrays(
-        {xa.shape(), ka.shape(), va.shape()}, {act, act, act},
-        std::make_shared<FastDecoderBlock>(stream, s, offset), inputs);
+    auto outputs = block_outputs<FastBody>(s, offset_of(ints), *static_cast<mx::array*>(x), keys, values, weights,
+                                           n_weights, stream, "fast block");
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
   });
 #endif

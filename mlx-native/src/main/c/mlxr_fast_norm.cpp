@@ -15,6 +15,7 @@
 
 #include "mlx/mlx.h"
 #include "mlxr_fast.h"
+#include "mlxr_exact_ops.h"
 #include "mlxr_guard.h"
 
 namespace mlxr::fast {
@@ -65,15 +66,7 @@ class NativeRmsNorm : public FastOpPrimitive {
 
  protected:
   Task task() const override {
-    return [eps = eps_](const std::vector<mx::array>& in, mx::array& out) {
-      with_float_type(in[0].dtype(), [&](auto xt) {
-        with_float_type(in[1].dtype(), [&](auto wt) {
-          with_float_type(out.dtype(), [&](auto ot) {
-            rms_norm_rows<decltype(xt), decltype(wt), decltype(ot)>(in[0], in[1], out, eps);
-          });
-        });
-      });
-    };
+    return [eps = eps_](const std::vector<mx::array>& in, mx::array& out) { rms_norm_into(in[0], in[1], eps, out); };
   }
 
  private:
@@ -81,6 +74,16 @@ class NativeRmsNorm : public FastOpPrimitive {
 };
 
 }  // namespace
+
+void rms_norm_into(const mx::array& x, const mx::array& w, float eps, mx::array& out) {
+  with_float_type(x.dtype(), [&](auto xt) {
+    with_float_type(w.dtype(), [&](auto wt) {
+      with_float_type(out.dtype(), [&](auto ot) {
+        rms_norm_rows<decltype(xt), decltype(wt), decltype(ot)>(x, w, out, eps);
+      });
+    });
+  });
+}
 
 }  // namespace mlxr::fast
 

@@ -19,6 +19,7 @@
 
 #include "mlx/mlx.h"
 #include "mlxr_fast.h"
+#include "mlxr_exact_ops.h"
 #include "mlxr_guard.h"
 
 namespace mlxr::fast {
@@ -209,6 +210,13 @@ mx::array rope_heads(const mx::array& x, int heads, int dims, bool traditional, 
 }
 
 }  // namespace
+
+void rope_heads_into(const mx::array& x, int heads, int dims, bool traditional, float base, float scale, int offset,
+                     mx::array& out) {
+  const RopeParams p{dims, traditional, false, base, scale, heads};
+  const std::vector<mx::array> in = {x, mx::array(offset, mx::int32)};
+  with_float_type(out.dtype(), [&](auto t) { rope_rows<decltype(t)>(p, in, out); });
+}
 
 }  // namespace mlxr::fast
 

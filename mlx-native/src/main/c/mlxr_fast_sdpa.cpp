@@ -32,6 +32,7 @@
 #include "mlx/mlx.h"
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
+#include "mlxr_exact_ops.h"
 #include "mlxr_guard.h"
 #include "mlxr_qmm.h"
 
@@ -93,6 +94,11 @@ __attribute__((target("avx2"))) void weighted_rows(const float* a, const float* 
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const float* mr = m + j;
     for (int r = 0; r < R; r++, mr += ld) {
+      // 16 rows ahead, as scores_few_rows prefetches its keys
+      if (r + 16 < R) {
+        _mm_prefetch(reinterpret_cast<const char*>(mr + 16 * ld), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(mr + 16 * ld + 16), _MM_HINT_T0);
+      }
       __m256 ar = _mm256_set1_ps(a[r]);
       a0 = _mm256_add_ps(a0, _mm256_mul_ps(ar, _mm256_loadu_ps(mr)));
       a1 = _mm256_add_ps(a1, _mm256_mul_ps(ar, _mm256_loadu_ps(mr + 8)));
@@ -155,6 +161,12 @@ __attribute__((target("avx2"))) void scores_few_rows(const float* q, int R, cons
   for (; s0 + 8 <= S; s0 += 8) {
     __m256 acc[8];
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    // The keys two blocks ahead (the cache's rows are read once a step, from memory):
+    // without it the loads of each block waited on memory one line at a time.
+    if (s0 + 24 <= S) {
+      for (int r = 16; r < 24; r++)
+        for (int d = 0; d < D; d += 16) _mm_prefetch(reinterpret_cast<const char*>(k + (s0 + r) * ldk + d), _MM_HINT_T0);
+    }
     for (int d0 = 0; d0 < D; d0 += 8) {
       __m256 c[8];
       transpose8(k + s0 * ldk + d0, ldk, c);
@@ -477,6 +489,14 @@ mlxr_array sdpa_entry(mlxr_array q, mlxr_array k, mlxr_array v, float scale, con
 }
 
 }  // namespace
+
+void sdpa_merged_into(const mx::array& q, const mx::array& k, const mx::array& v, float scale, bool causal,
+                      mx::array& out) {
+  const mx::Dtype t = q.dtype();
+  const std::vector<mx::array> in = {q, k, v, mx::array(mx::finfo(t).min, t)};
+  const SdpaParams p{scale, causal ? MaskKind::Causal : MaskKind::None, false, true};
+  with_float_type(out.dtype(), [&](auto tt) { sdpa<decltype(tt)>(p, in, out); });
+}
 
 }  // namespace mlxr::fast
 

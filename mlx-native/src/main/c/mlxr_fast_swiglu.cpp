@@ -21,6 +21,7 @@
 #include "mlx/mlx.h"
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
+#include "mlxr_exact_ops.h"
 #include "mlxr_guard.h"
 #include "mlxr_row_major.h"
 
@@ -107,6 +108,10 @@ class NativeSwiglu : public FastOpPrimitive {
 };
 
 }  // namespace
+
+void swiglu_f32_into(const mx::array& gate, const mx::array& x, mx::array& out) {
+  swiglu_f32(gate, x, out);
+}
 
 }  // namespace mlxr::fast
 

@@ -42,6 +42,7 @@
 #include "mlx/backend/cpu/encoder.h"
 #include "mlx/primitives.h"
 #include "mlxr_cpu_task.h"
+#include "mlxr_exact_ops.h"
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
 #include "mlxr_qmm.h"
@@ -288,6 +289,11 @@ struct ExactKernels {
 };
 
 using NativeQuantizedMatmul = QuantizedMatmulPrimitive<ExactKernels>;
+
+void quantized_matmul_into(const mx::array& x, const mx::array& w, const mx::array& scales, const mx::array& biases,
+                           int group_size, int bits, Isa isa, mx::array& out) {
+  ExactKernels::compute(out, x, w, scales, biases, group_size, bits, isa);
+}
 
 }  // namespace mlxr::qmm
 

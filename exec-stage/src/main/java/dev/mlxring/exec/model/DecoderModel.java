@@ -50,15 +50,15 @@ final class DecoderModel extends LoadedModel {
     }
 
     /**
-     * {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP; with
-     * {@code --numerics fast}, the same block fused into one primitive where {@code fast} (null
-     * otherwise) covers the call.
+     * {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP; the same
+     * block fused into one primitive where {@code fused} (null where the block has none) covers
+     * the call.
      */
     record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp,
-            FastBlock fast) {
+            FusedBlock fused) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
-            if (fast != null && FastBlock.applies(mask, cache)) {
-                return fast.forward(x, (DenseKvCache) cache);
+            if (fused != null && FusedBlock.applies(mask, cache)) {
+                return fused.forward(x, mask, (DenseKvCache) cache);
             }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);
@@ -117,7 +117,7 @@ final class DecoderModel extends LoadedModel {
             RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps());
             FeedForward mlp = loader.mlp(i, p + ".mlp");
             layers.add(new Block(inputNorm, attention, postNorm, mlp,
-                    FastBlock.of(params, inputNorm, attention, postNorm, mlp, a.headDim())));
+                    FusedBlock.of(params, inputNorm, attention, postNorm, mlp, a.headDim())));
         }
         DecoderModel model = new DecoderModel(config, params, a.headDim(),
                 Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,
@@ -188,8 +188,8 @@ final class DecoderModel extends LoadedModel {
     void closeLayers() {
         for (Block b : layers) {
             b.selfAttn().close();
-            if (b.fast() != null) {
-                b.fast().close();
+            if (b.fused() != null) {
+                b.fused().close();
             }
         }
     }

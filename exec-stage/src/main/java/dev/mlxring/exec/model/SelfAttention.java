@@ -200,11 +200,11 @@ final class SelfAttention implements DecoderModel.Attention {
     }
 
     /**
-     * This attention as the fast tier's fused block reads it: its projections (q, k, v, o), head
+     * This attention as the fused block reads it: its projections (q, k, v, o), head
      * counts, scale, rope and q/k norms (nulls where absent).
      */
-    FastBlock.AttentionParts fastParts() {
-        return new FastBlock.AttentionParts(qProj, kProj, vProj, oProj, nHeads, nKvHeads, scale, rope, qNorm, kNorm);
+    FusedBlock.AttentionParts fusedParts() {
+        return new FusedBlock.AttentionParts(qProj, kProj, vProj, oProj, nHeads, nKvHeads, scale, rope, qNorm, kNorm);
     }
 
     @Override

@@ -11,25 +11,35 @@ import java.lang.invoke.MethodHandle;
 import java.util.List;
 
 /**
- * The fast numerics tier's fused decoder block ({@code mlxr_fast_block.cpp}): a whole pre-norm
- * llama / qwen2 / qwen3 block — norm, the q/k/v projections (with qwen2's biases or qwen3's
- * per-head norms), rope of the default kind, causal attention over a full-precision cache, the
- * o projection and residual, norm, gated MLP and residual — as one MLX primitive, everything
- * between the seven fast-kernel projections in float32. It returns the block's output and the
- * cache's key and value buffers with the new (roped) keys and values written at positions
- * {@code offset ..}, as mlx-lm's {@code update_and_fetch} writes them: in the input buffers
- * where nothing else holds them, else in copies.
+ * A fused decoder block: a whole pre-norm llama / qwen2 / qwen3 block — norm, the q/k/v
+ * projections (with qwen2's biases or qwen3's per-head norms), rope of the default kind, causal
+ * attention over a full-precision cache, the o projection and residual, norm, gated MLP and
+ * residual — as one MLX primitive ({@code mlxr_block.h}), in one of two tiers:
+ * {@link Numerics#EXACT} ({@code mlxr_exact_block.cpp}) runs the graph's own native exact
+ * computations in the graph's order, so its bytes are the graph's (float32 activations only);
+ * {@link Numerics#FAST} ({@code mlxr_fast_block.cpp}) the fast tier's kernels, everything between
+ * its projections in float32. It returns the block's output and the cache's key and value buffers
+ * with the new (roped) keys and values written at positions {@code offset ..}, as mlx-lm's
+ * {@code update_and_fetch} writes them: in the input buffers where nothing else holds them, else
+ * in copies.
  *
  * <p>One per block of a loaded model. It holds the native argument lists (weight handles,
  * shape) in an arena it owns, freed by {@link #close()}; the weights stay the model's. Calls
  * come from the thread that drives MLX; {@link #close()} from any thread once calls have stopped.
  */
-public final class FastDecoderBlock implements AutoCloseable {
-    private static final MethodHandle BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block",
-            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR));
+public final class FusedDecoderBlock implements AutoCloseable {
+    private static final FunctionDescriptor BLOCK_ABI = FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR,
+            ADDR, ADDR);
+    private static final MethodHandle FAST_BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block", BLOCK_ABI);
+    private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
+    private static final MethodHandle EXACT_AVAILABLE = NativeLibrary.handle("mlxr_exact_block_available",
+            FunctionDescriptor.of(INT));
 
-    /** Index of the offset in the int arguments (the one that changes per call). */
+    /** Indices in the int arguments of the two that change per call. */
     private static final int OFFSET_INT = 7;
+    private static final int CAUSAL_INT = 8;
+    /** Then bits and group size per projection. */
+    private static final int FIRST_PROJECTION_INT = 9;
 
     /**
      * The block's attention layout and constants.
@@ -43,6 +53,7 @@ public final class FastDecoderBlock implements AutoCloseable {
     /** One projection's affine-quantized weight. */
     public record Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize) {}
 
+    private final MethodHandle entry;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment weights;
     private final int weightCount;
@@ -51,13 +62,31 @@ public final class FastDecoderBlock implements AutoCloseable {
     private final MemorySegment out;
 
     /**
-     * @param projections q, k, v, o, gate, up, down, each with {@link FastKernels#covers covered}
-     *     bits and group size
+     * Whether this machine runs the tier's fused block: a CPU default device whose CPU has the
+     * tier's kernels (a shim built with its native ops off has no exact block).
+     */
+    public static boolean available(Numerics numerics) {
+        if (numerics == Numerics.FAST) {
+            return FastKernels.selected().isPresent();
+        }
+        try {
+            return (int) EXACT_AVAILABLE.invokeExact() == 1;
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+    }
+
+    /**
+     * @param numerics the tier, which must be {@link #available}
+     * @param projections q, k, v, o, gate, up, down, each with bits and group size the tier's
+     *     kernels cover ({@link FastKernels#covers}; the exact kernels: 2 to 6 and 8 bits, groups of
+     *     32, 64 or 128)
      * @param qkNorm qwen3's q_norm and k_norm weights, or null
      * @param qkvBias qwen2's q, k and v biases, or null
      */
-    public FastDecoderBlock(Layout layout, MlxArray inputNorm, MlxArray postNorm, List<Projection> projections,
-            MlxArray[] qkNorm, MlxArray[] qkvBias) {
+    public FusedDecoderBlock(Numerics numerics, Layout layout, MlxArray inputNorm, MlxArray postNorm,
+            List<Projection> projections, MlxArray[] qkNorm, MlxArray[] qkvBias) {
+        this.entry = numerics == Numerics.FAST ? FAST_BLOCK : EXACT_BLOCK;
         if (projections.size() != 7) {
             throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
         }
@@ -79,14 +108,15 @@ public final class FastDecoderBlock implements AutoCloseable {
             }
         }
         // ints: heads, kv_heads, head_dim, rope_dims, rope_traditional, qk_norm, qkv_bias, offset,
-        // then (bits, group_size) per projection; floats: norm_eps, attn_scale, rope_base, rope_scale
-        ints = arena.allocate(ValueLayout.JAVA_INT, 8 + 2 * 7);
+        // causal, then (bits, group_size) per projection; floats: norm_eps, attn_scale, rope_base,
+        // rope_scale (mlxr_block.h's parse_spec)
+        ints = arena.allocate(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * 7);
         int[] head = {layout.heads(), layout.kvHeads(), layout.headDim(), layout.ropeDims(),
-            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0};
+            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0, 0};
         MemorySegment.copy(head, 0, ints, ValueLayout.JAVA_INT, 0, head.length);
         for (int p = 0; p < 7; p++) {
-            ints.setAtIndex(ValueLayout.JAVA_INT, 8 + 2 * p, projections.get(p).bits());
-            ints.setAtIndex(ValueLayout.JAVA_INT, 9 + 2 * p, projections.get(p).groupSize());
+            ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * p, projections.get(p).bits());
+            ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 1 + 2 * p, projections.get(p).groupSize());
         }
         floats = arena.allocate(ValueLayout.JAVA_FLOAT, 4);
         float[] f = {layout.normEps(), layout.attnScale(), layout.ropeBase(), layout.ropeScale()};
@@ -101,12 +131,15 @@ public final class FastDecoderBlock implements AutoCloseable {
      *
      * @param keys the cache's key buffer {@code [B, kvHeads, capacity >= offset + L, headDim]} in
      *     the activations' dtype (grown by the caller); {@code values} likewise
+     * @param causal the attention's mask: "causal", or none (the fast tier is causal either way,
+     *     which for one new row is no mask)
      */
-    public MlxArray[] forward(MlxArray x, MlxArray keys, MlxArray values, int offset) {
+    public MlxArray[] forward(MlxArray x, MlxArray keys, MlxArray values, int offset, boolean causal) {
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, causal ? 1 : 0);
         int rc;
         try {
-            rc = (int) BLOCK.invokeExact(x.handle(), keys.handle(), values.handle(), weights, weightCount, ints,
+            rc = (int) entry.invokeExact(x.handle(), keys.handle(), values.handle(), weights, weightCount, ints,
                     floats, out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);

@@ -1,5 +1,6 @@
 package dev.mlxring.exec;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -11,6 +12,7 @@ import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.FastKernels;
+import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
@@ -25,27 +27,32 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The fast tier's fused decoder block (one primitive per block, {@code FastBlock}) against the
- * fast tier's graph of the same blocks ({@code -Dmlxring.fastBlock=false}: the fast-kernel
- * projections with mlx-lm's ops between them), on the tiny fast-numerics models (llama with
- * float32, float16 and bfloat16 activations, qwen3's q/k norms, qwen2's q/k/v biases; head sizes
- * 32, 64 and 128, which take different attention kernels; grouped-query attention in all). Both run the same schedule over one cache: a prompt in chunks of 13 (the
- * second chunk L > 1 at offset > 0: causal attention over cached and new positions), then one
- * token per step. The two differ only in rounding (the fused block keeps float32 between its
- * projections; the graph rounds at each op, to bfloat16 where the activations are), so every
- * position's logits must agree to a relative RMS bound and almost every argmax must match. The
- * tier's own oracle, closeness to a float64 rendering, is FastNumericsOracleTest's, which runs
- * the fused block too.
+ * The fused decoder blocks (one primitive per block, {@code FusedBlock}) against the graph of the
+ * same blocks ({@code -Dmlxring.fusedBlock=false}), in both tiers, on the tiny fast-numerics
+ * models (llama with float32, float16 and bfloat16 activations, qwen3's q/k norms, qwen2's q/k/v
+ * biases; head sizes 32, 64 and 128; grouped-query attention in all). Both forms run the same
+ * schedule over one cache: a prompt in chunks of 13 (the second chunk L > 1 at offset > 0: causal
+ * attention over cached and new positions), one token per step to 40, a 214-token chunk, then
+ * one token per step across the cache's growth at 256 positions.
+ *
+ * <p>Exact tier: the fused block runs the graph's own native computations, so every position's
+ * logits must be the graph's, bit for bit (and GreedyParityTest holds the graph, and the fused
+ * block with it, to mlx-lm). Fast tier: the two differ only in rounding (the fused block keeps
+ * float32 between its projections; the graph rounds at each op, to bfloat16 where the
+ * activations are), so the logits must agree to a relative RMS bound and almost every argmax
+ * must match; the tier's own oracle, closeness to a float64 rendering, is
+ * FastNumericsOracleTest's, which runs the fused block too.
  */
-class FastBlockTest {
+class FusedBlockTest {
     private static Path models;
 
     @BeforeAll
     static void build() throws Exception {
-        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+        assumeTrue(FusedDecoderBlock.available(Numerics.EXACT), "this CPU has no native kernels: no fused block");
         Path work = ProjectHome.get().resolve("build/oracle/fastnum");
         Files.createDirectories(work);
         models = work.resolve("models");
@@ -53,17 +60,25 @@ class FastBlockTest {
     }
 
     @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64"})
+    void exactBlockHasTheGraphsBytes(String name) {
+        int[] tokens = tokens(name);
+        float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, tokens);
+        for (int p = 0; p < tokens.length; p++) {
+            assertArrayEquals(bits(graph[p]), bits(fused[p]), name + ": logits differ at position " + p);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "llama-bf16-q4g128", "qwen2-f32-q4g64",
         "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
-    void fusedBlockMatchesTheGraph(String name) {
+    void fastBlockMatchesTheGraph(String name) {
+        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         boolean half = name.contains("-bf16-") || name.contains("-f16-");
-        SplittableRandom rnd = new SplittableRandom(name.hashCode());
-        int[] tokens = new int[262];
-        for (int i = 0; i < tokens.length; i++) {
-            tokens[i] = rnd.nextInt(512);
-        }
-        float[][] graph = logits(models.resolve(name), false, tokens);
-        float[][] fused = logits(models.resolve(name), true, tokens);
+        int[] tokens = tokens(name);
+        float[][] graph = logits(models.resolve(name), false, Numerics.FAST, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.FAST, tokens);
         double worst = 0;
         int agree = 0;
         for (int p = 0; p < tokens.length; p++) {
@@ -78,7 +93,7 @@ class FastBlockTest {
             agree += argmax(fused[p]) == argmax(graph[p]) ? 1 : 0;
         }
         int positions = tokens.length;
-        System.out.printf(Locale.ROOT, "FastBlockTest %s: worst relative RMS %.3g, argmax equal at %d/%d%n", name,
+        System.out.printf(Locale.ROOT, "FusedBlockTest fast %s: worst relative RMS %.3g, argmax equal at %d/%d%n", name,
                 worst, agree, tokens.length);
         // float32: the two orders of float32 arithmetic; half types: the graph's per-op roundings
         double bound = half ? 0.05 : 1e-4;
@@ -88,14 +103,24 @@ class FastBlockTest {
                 + positions + " positions");
     }
 
-    /** One step's graph holds one FastDecoderBlock per block with a full-precision cache, none otherwise. */
+    /**
+     * One step's graph holds one fused block per block with a full-precision cache, of the tier's
+     * kind, and none otherwise.
+     */
     @Test
     void aStepIsOnePrimitivePerBlock() {
         Path dir = models.resolve("qwen3-f32-q8g64");
-        assertEquals(2, fusedBlocksInAStep(dir, true, 0), "fast tier, full-precision cache");
-        assertEquals(0, fusedBlocksInAStep(dir, false, 0), "-Dmlxring.fastBlock=false");
+        assertEquals(2, fusedBlocksInAStep(dir, true, Numerics.EXACT, 0), "exact tier, full-precision cache");
+        assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.EXACT, 0), "-Dmlxring.fusedBlock=false");
         // qwen3 takes --max-kv-size as a rotating cache: the graph, which handles its masks
-        assertEquals(0, fusedBlocksInAStep(dir, true, 16), "rotating cache");
+        assertEquals(0, fusedBlocksInAStep(dir, true, Numerics.EXACT, 16), "rotating cache");
+        // bfloat16 activations: the exact graph (its swiglu is MLX's compiled kernel)
+        assertEquals(0, fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
+                "exact tier, bfloat16 activations");
+        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+        assertEquals(2, fusedBlocksInAStep(dir, true, Numerics.FAST, 0), "fast tier, full-precision cache");
+        assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.FAST, 0), "fast tier, -Dmlxring.fusedBlock=false");
+        assertEquals(0, fusedBlocksInAStep(dir, true, Numerics.FAST, 16), "fast tier, rotating cache");
     }
 
     /**
@@ -103,9 +128,11 @@ class FastBlockTest {
      * with another reference to the buffers alive (as a view or an unevaluated snapshot holds one),
      * the step's cache is a copy and the held buffers keep their bytes.
      */
-    @Test
-    void aHeldCacheBufferIsNotWrittenInPlace() {
-        try (LanguageModel model = load(models.resolve("llama-f32-q4g32"), true, Numerics.FAST)) {
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Numerics.class)
+    void aHeldCacheBufferIsNotWrittenInPlace(Numerics numerics) {
+        assumeTrue(FusedDecoderBlock.available(numerics), numerics + ": this CPU has no fused block of the tier");
+        try (LanguageModel model = load(models.resolve("llama-f32-q4g32"), true, numerics)) {
             KvCache[] cache = model.newCache();
             try (ArrayScope s = ArrayScope.open()) {
                 Mlx.eval(model.forward(Mlx.fromInts(new int[] {5, 6, 7, 8}, 1, 4), cache));
@@ -127,14 +154,15 @@ class FastBlockTest {
         }
     }
 
-    private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, int maxKvSize) {
-        try (LanguageModel model = load(dir, fusedBlock, Numerics.FAST)) {
+    private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, Numerics numerics, int maxKvSize) {
+        String name = (numerics == Numerics.FAST ? "FastDecoderBlock" : "ExactDecoderBlock") + "\t";
+        try (LanguageModel model = load(dir, fusedBlock, numerics)) {
             KvCache[] cache = model.newCache(maxKvSize);
             try (ArrayScope s = ArrayScope.open()) {
                 Mlx.eval(model.forward(Mlx.fromInts(new int[] {1, 2, 3}, 1, 3), cache));
                 MlxArray step = model.forward(Mlx.fromInts(new int[] {4}, 1, 1), cache);
                 return (int) Arrays.stream(Mlx.profileEval(step).split("\n"))
-                        .filter(line -> line.startsWith("FastDecoderBlock\t")).count();
+                        .filter(line -> line.startsWith(name)).count();
             } finally {
                 for (KvCache c : cache) {
                     c.close();
@@ -144,15 +172,15 @@ class FastBlockTest {
     }
 
     private static LanguageModel load(Path dir, boolean fusedBlock, Numerics numerics) {
-        String was = System.getProperty("mlxring.fastBlock");
-        System.setProperty("mlxring.fastBlock", Boolean.toString(fusedBlock));
+        String was = System.getProperty("mlxring.fusedBlock");
+        System.setProperty("mlxring.fusedBlock", Boolean.toString(fusedBlock));
         try {
             return Models.load(dir, CpuKernels.NATIVE, numerics, null);
         } finally {
             if (was == null) {
-                System.clearProperty("mlxring.fastBlock");
+                System.clearProperty("mlxring.fusedBlock");
             } else {
-                System.setProperty("mlxring.fastBlock", was);
+                System.setProperty("mlxring.fusedBlock", was);
             }
         }
     }
@@ -161,9 +189,9 @@ class FastBlockTest {
      * Every position's logits: chunks [0, 13) and [13, 26), one token per forward to 40, a chunk to
      * 254, then one token per forward across the cache's growth at 256 positions.
      */
-    private static float[][] logits(Path dir, boolean fusedBlock, int[] tokens) {
+    private static float[][] logits(Path dir, boolean fusedBlock, Numerics numerics, int[] tokens) {
         float[][] out = new float[tokens.length][];
-        try (LanguageModel model = load(dir, fusedBlock, Numerics.FAST)) {
+        try (LanguageModel model = load(dir, fusedBlock, numerics)) {
             KvCache[] cache = model.newCache();
             try {
                 int at = 0;
@@ -186,6 +214,24 @@ class FastBlockTest {
             }
         }
         return out;
+    }
+
+    /** 262 token ids below the models' vocabulary of 512, drawn from a seed per model. */
+    private static int[] tokens(String name) {
+        SplittableRandom rnd = new SplittableRandom(name.hashCode());
+        int[] tokens = new int[262];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = rnd.nextInt(512);
+        }
+        return tokens;
+    }
+
+    private static int[] bits(float[] l) {
+        int[] b = new int[l.length];
+        for (int i = 0; i < l.length; i++) {
+            b[i] = Float.floatToRawIntBits(l[i]);
+        }
+        return b;
     }
 
     private static int argmax(float[] l) {

@@ -8,20 +8,22 @@ import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.mlx.Dtype;
-import dev.mlxring.mlx.FastDecoderBlock;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.FastKernels;
+import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * {@code --numerics fast}: a {@link DecoderModel.Block} of the llama / qwen2 / qwen3 kind as one
- * fused native primitive ({@link FastDecoderBlock}) instead of mlx-lm's ~28-op graph, whose
- * per-op cost (graph build, scheduling, one task each on MLX's stream thread) rivals the
- * arithmetic at small model sizes. The tier already changes bits and answers to its own oracle
- * (FastNumericsOracleTest); the fused block keeps everything between its projections in
- * float32.
+ * A {@link DecoderModel.Block} of the llama / qwen2 / qwen3 kind as one fused native primitive
+ * ({@link FusedDecoderBlock}) instead of mlx-lm's ~22-28-op graph, whose per-op cost (graph
+ * build, scheduling, one task each on MLX's stream thread) rivals the arithmetic at small model
+ * sizes. Under {@code --numerics exact} (the default) the primitive runs the graph's own native
+ * exact computations in the graph's order, so its bytes are the graph's and mlx-lm's
+ * (ExactBlockTest, GreedyParityTest); under {@code --numerics fast} the fast tier's kernels, with
+ * everything between its projections in float32 (FastBlockTest, FastNumericsOracleTest).
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
  * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and the
@@ -30,44 +32,47 @@ import java.util.List;
  * values into its buffers as the graph's two slice updates would (in place only where nothing
  * else holds them), so prefix snapshots and restores see the same buffers.
  *
- * <p>{@code -Dmlxring.fastBlock=false} keeps the graph (A/B runs). Owned by its model; closed
+ * <p>{@code -Dmlxring.fusedBlock=false} keeps the graph (A/B runs). Owned by its model; closed
  * with it. {@code normDtype} and {@code paramDtype} (the norm weights' and the group parameters'
  * dtypes) make, with x's, the activations' and so the cache's dtype.
  */
-record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype)
+record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype)
         implements AutoCloseable {
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
     record AttentionParts(Linear q, Linear k, Linear v, Linear o, int heads, int kvHeads, float scale, Rope rope,
             RmsNorm qNorm, RmsNorm kNorm) {}
 
     /**
-     * The fused form of a block, or null where it does not cover it: the fast tier on a CPU with
-     * its kernels; mlx-lm's own attention ({@link SelfAttention}, unsharded) with a default or
-     * linear rope over an even number of dims and a head size in multiples of 8; the gated MLP
-     * ({@link Mlp}); all seven projections affine-quantized with widths and groups the fast
-     * kernels cover, biases only on q, k and v (all three or none); one norm epsilon; one dtype
-     * for every norm weight and one for every projection's group parameters.
+     * The fused form of a block, or null where it does not cover it: the native CPU kernels with
+     * the tier's fused block {@linkplain FusedDecoderBlock#available available}; mlx-lm's own
+     * attention ({@link SelfAttention}, unsharded) with a default or linear rope over an even
+     * number of dims and a head size in multiples of 8; the gated MLP ({@link Mlp}); all seven
+     * projections affine-quantized with widths and groups the tier's kernels cover, biases only
+     * on q, k and v (all three or none); one norm epsilon; one dtype for every norm weight and one
+     * for every projection's group parameters; for the exact tier, float32 activations (norms or
+     * group parameters of float32, or of the two half types).
      */
-    static FastBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
+    static FusedBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
             DecoderModel.FeedForward mlp, int headDim) {
         // read per load, so a test can build both forms in one JVM
-        boolean off = "false".equals(System.getProperty("mlxring.fastBlock"));
-        if (off || params.numerics() != Numerics.FAST || FastKernels.selected().isEmpty()
+        boolean off = "false".equals(System.getProperty("mlxring.fusedBlock"));
+        Numerics tier = params.numerics();
+        if (off || params.kernels() != CpuKernels.NATIVE || !FusedDecoderBlock.available(tier)
                 || !(attention instanceof SelfAttention sa) || !(mlp instanceof Mlp m)) {
             return null;
         }
-        AttentionParts a = sa.fastParts();
+        AttentionParts a = sa.fusedParts();
         if (!(a.rope() instanceof Rope.Standard rope) || headDim % 8 != 0 || rope.dims() % 2 != 0
                 || rope.dims() > headDim || a.heads() % a.kvHeads() != 0) {
             return null;
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
-        List<FastDecoderBlock.Projection> projections = new ArrayList<>(7);
+        List<FusedDecoderBlock.Projection> projections = new ArrayList<>(7);
         MlxArray[] qkvBias = new MlxArray[3];
         int biased = 0;
         for (int i = 0; i < linears.length; i++) {
             if (!(linears[i] instanceof Linear.Quantized q) || q.biases() == null
-                    || !FastKernels.covers(q.spec().bits(), q.spec().groupSize())
+                    || !covers(tier, q.spec().bits(), q.spec().groupSize())
                     || q.scales().dtype() != ((Linear.Quantized) linears[0]).scales().dtype()
                     || q.biases().dtype() != q.scales().dtype()) {
                 return null;
@@ -79,7 +84,7 @@ record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDty
                 qkvBias[i] = q.bias();
                 biased++;
             }
-            projections.add(new FastDecoderBlock.Projection(q.weight(), q.scales(), q.biases(), q.spec().bits(),
+            projections.add(new FusedDecoderBlock.Projection(q.weight(), q.scales(), q.biases(), q.spec().bits(),
                     q.spec().groupSize()));
         }
         if (biased != 0 && biased != 3) {
@@ -95,12 +100,22 @@ record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDty
                 return null;
             }
         }
-        FastDecoderBlock.Layout layout = new FastDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, rope.dims(),
+        Dtype normDtype = inputNorm.weight().dtype();
+        Dtype paramDtype = projections.get(0).scales().dtype();
+        if (tier == Numerics.EXACT && promote(normDtype, paramDtype) != Dtype.FLOAT32) {
+            return null;
+        }
+        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, rope.dims(),
                 rope.traditional(), rope.base(), rope.scale(), inputNorm.eps(), a.scale());
-        return new FastBlock(new FastDecoderBlock(layout, inputNorm.weight(), postNorm.weight(), projections,
+        return new FusedBlock(new FusedDecoderBlock(tier, layout, inputNorm.weight(), postNorm.weight(), projections,
                 a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
-                biased == 3 ? qkvBias : null), a.kvHeads(), headDim, inputNorm.weight().dtype(),
-                projections.get(0).scales().dtype());
+                biased == 3 ? qkvBias : null), a.kvHeads(), headDim, normDtype, paramDtype);
+    }
+
+    /** Whether the tier's kernels take weights of {@code bits} in groups of {@code groupSize}. */
+    private static boolean covers(Numerics tier, int bits, int groupSize) {
+        return tier == Numerics.FAST ? FastKernels.covers(bits, groupSize)
+                : ((bits >= 2 && bits <= 6) || bits == 8) && (groupSize == 32 || groupSize == 64 || groupSize == 128);
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */
@@ -109,17 +124,17 @@ record FastBlock(FastDecoderBlock block, int kvHeads, int headDim, Dtype normDty
     }
 
     /** The block over {@code x} {@code [B, L, D]}; its new keys and values written into {@code cache}. */
-    MlxArray forward(MlxArray x, DenseKvCache cache) {
+    MlxArray forward(MlxArray x, AttentionMask mask, DenseKvCache cache) {
         int length = x.dim(1);
         // the graph's keys: k_proj(rms_norm(x, w)), of MLX's promotion of the three dtypes
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
-        MlxArray[] r = block.forward(x, buffers[0], buffers[1], cache.offset());
+        MlxArray[] r = block.forward(x, buffers[0], buffers[1], cache.offset(), mask.causal());
         cache.written(r[1], r[2], length);
         return r[0];
     }
 
-    /** MLX's promotion of two of the fast tier's float dtypes (float16 with bfloat16 is float32). */
+    /** MLX's promotion of two of the blocks' float dtypes (float16 with bfloat16 is float32). */
     private static Dtype promote(Dtype a, Dtype b) {
         return a == b ? a : a == Dtype.FLOAT64 || b == Dtype.FLOAT64 ? Dtype.FLOAT64 : Dtype.FLOAT32;
     }

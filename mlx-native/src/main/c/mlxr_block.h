@@ -1,0 +1,196 @@
+// Shared by the two fused decoder blocks: the fast tier's (mlxr_fast_block.cpp)
+// and the exact one (mlxr_exact_block.cpp). Both are one MLX primitive for a
+// whole pre-norm transformer block of the llama / qwen2 / qwen3 shape,
+//
+//     r = attention(rms_norm(x, w_in)),  h = x + o_proj(r)
+//     out = h + down_proj(silu(gate_proj(n)) * up_proj(n)),  n = rms_norm(h, w_post)
+//
+// with seven affine-quantized projections, a rope of the default kind, causal
+// attention over a full-precision cache's first `offset` positions and the
+// block's own new keys and values, and qwen3's q/k norms or qwen2's q/k/v
+// biases where present. What they share is here: the argument layout of the C
+// entry points, the primitive with its three outputs (h, and the cache's key
+// and value buffers with the new rows written at offset .. offset + L - 1, as
+// mlx-lm's KVCache.update_and_fetch writes them after the caller grew them,
+// DenseKvCache.reserve), and the rule for writing the cache in place.
+//
+// Why one primitive: a block of mlx-lm's graph is ~22-28 MLX primitives, each a
+// node the calling thread builds, schedules and allocates for and a task on
+// MLX's stream thread; at SmolLM2's size that overhead rivals the arithmetic.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+#include "mlxr_isa.h"
+#include "mlxr_cpu_task.h"
+#include "mlxr_row_major.h"
+
+namespace mlxr::block {
+
+namespace mx = mlx::core;
+
+// The projections, in the order of the entry points' weight arguments.
+enum Proj { kQ, kK, kV, kO, kGate, kUp, kDown, kProjections };
+
+// Input positions: x, the two cache buffers, the two norms' weights, then
+// (weight, scales, biases) per projection, then the optional inputs.
+constexpr int kX = 0, kKeys = 1, kValues = 2, kInNorm = 3, kPostNorm = 4, kFirstProj = 5;
+constexpr int kQkNorm = kFirstProj + 3 * kProjections;  // q_norm, k_norm when present
+
+struct BlockSpec {
+  int heads, kv_heads, head_dim;
+  float norm_eps, attn_scale;
+  int rope_dims;
+  bool rope_traditional;
+  float rope_base, rope_scale;
+  bool qk_norm, qkv_bias;
+  bool causal;  // the mask: "causal", or none (one new row, or a caller's choice)
+  int bits[kProjections], group_size[kProjections];
+  Isa isa;
+
+  int qkv_bias_input() const {
+    return kQkNorm + (qk_norm ? 2 : 0);
+  }
+
+  int weight_count() const {
+    return 2 + 3 * kProjections + (qk_norm ? 2 : 0) + (qkv_bias ? 3 : 0);
+  }
+};
+
+// The entry points' scalar arguments. ints: heads, kv_heads, head_dim,
+// rope_dims, rope_traditional, qk_norm, qkv_bias, offset, causal, then bits and
+// group size per projection (14). floats: norm_eps, attn_scale, rope_base,
+// rope_scale. The isa is the caller's; errors name `who`.
+inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights, const char* who) {
+  BlockSpec s{};
+  s.heads = ints[0];
+  s.kv_heads = ints[1];
+  s.head_dim = ints[2];
+  s.rope_dims = ints[3];
+  s.rope_traditional = ints[4] != 0;
+  s.qk_norm = ints[5] != 0;
+  s.qkv_bias = ints[6] != 0;
+  s.causal = ints[8] != 0;
+  for (int p = 0; p < kProjections; p++) {
+    s.bits[p] = ints[9 + 2 * p];
+    s.group_size[p] = ints[10 + 2 * p];
+  }
+  s.norm_eps = floats[0];
+  s.attn_scale = floats[1];
+  s.rope_base = floats[2];
+  s.rope_scale = floats[3];
+  if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.head_dim % 8 != 0 || s.rope_dims <= 0 ||
+      s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || ints[7] < 0)
+    throw std::invalid_argument(std::string(who) + ": unsupported head layout");
+  if (n_weights != s.weight_count())
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(n_weights) + " weights, expected " +
+                                std::to_string(s.weight_count()));
+  return s;
+}
+
+inline int offset_of(const int* ints) {
+  return ints[7];
+}
+
+// MLX's is_donatable() for an input of a primitive with `outputs` outputs: nothing holds the
+// input but those outputs' input lists, and nothing but the input holds its buffer
+// (mlxr_block.cpp says why is_donatable() itself cannot tell).
+bool donatable_input(const mx::array& in, size_t outputs);
+
+// a's elements (2 or 4 bytes each) in row-major order into dst.
+void copy_into(const mx::array& a, void* dst);
+
+// The block as one primitive. Body::kName names it; Body::run(spec, offset, in, out) computes
+// it on MLX's stream thread, the cache outputs already holding the cache's contents (their
+// input's buffer, or a copy of it).
+template <class Body>
+class DecoderBlockPrimitive final : public mx::Primitive {
+ public:
+  DecoderBlockPrimitive(mx::Stream stream, BlockSpec spec, int offset)
+      : mx::Primitive(stream), spec_(spec), offset_(offset) {}
+
+  void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
+    auto& encoder = mx::cpu::get_command_encoder(stream());
+    outputs[0].set_data(mx::allocator::malloc(outputs[0].nbytes()));
+    // The cache outputs take the input buffers when nothing else holds them (as MLX's
+    // SliceUpdate does), so a step writes its new rows in place; otherwise (a snapshot or a
+    // view still reads the old buffers) they start as copies, made by the task.
+    bool copy[3] = {false, false, false};
+    for (int i : {kKeys, kValues}) {
+      const mx::array& in = inputs[i];
+      if (donatable_input(in, outputs.size()) && in.flags().row_contiguous && in.data_size() == in.size()) {
+        outputs[i].copy_shared_buffer(in);
+      } else {
+        outputs[i].set_data(mx::allocator::malloc(outputs[i].nbytes()));
+        copy[i] = true;
+      }
+    }
+    std::vector<mx::array> ins, outs;
+    for (auto& in : inputs) {
+      encoder.set_input_array(in);
+      ins.push_back(mx::array::unsafe_weak_copy(in));
+    }
+    for (auto& o : outputs) {
+      encoder.set_output_array(o);
+      outs.push_back(mx::array::unsafe_weak_copy(o));
+    }
+    // By value: MLX may drop the primitive once its task is queued (see mlxr_cpu_task.h).
+    encoder.dispatch([spec = spec_, offset = offset_, copy_keys = copy[kKeys], copy_values = copy[kValues],
+                      ins = std::move(ins), outs = std::move(outs)]() mutable {
+      if (copy_keys) copy_into(ins[kKeys], outs[1].data<void>());
+      if (copy_values) copy_into(ins[kValues], outs[2].data<void>());
+      Body::run(spec, offset, ins, outs);
+    });
+  }
+
+  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
+    throw std::runtime_error(std::string("[") + Body::kName + "] has no GPU implementation");
+  }
+
+  const char* name() const override {
+    return Body::kName;
+  }
+
+  // Whether `a` is an output of this primitive (tests check which calls took it).
+  static bool computes(const mx::array& a) {
+    return a.has_primitive() && dynamic_cast<const DecoderBlockPrimitive*>(&a.primitive()) != nullptr;
+  }
+
+ private:
+  BlockSpec spec_;
+  int offset_;
+};
+
+// The block's three outputs over x [B, L, D] and the cache buffers [B, kv_heads, capacity,
+// head_dim] (capacity >= offset + L, of the activations' dtype `act`), after the checks every
+// entry point makes; weights as the C ABI passes them.
+template <class Body>
+std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::array& x, void* keys, void* values,
+                                     void* const* weights, int n_weights, mx::Stream stream, const char* who) {
+  const std::string w(who);
+  if (x.ndim() != 3 || !is_float(x.dtype())) throw std::invalid_argument(w + ": x must be a float [B, L, D] array");
+  if (keys == nullptr || values == nullptr) throw std::invalid_argument(w + ": no cache buffers");
+  const auto& ka = *static_cast<mx::array*>(keys);
+  const auto& va = *static_cast<mx::array*>(values);
+  if (ka.ndim() != 4 || ka.shape(0) != x.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
+      ka.shape(2) < offset + x.shape(1) || va.shape() != ka.shape() || va.dtype() != ka.dtype())
+    throw std::invalid_argument(w + ": cache buffers do not match the block (or hold fewer than offset + L)");
+  std::vector<mx::array> inputs{x, ka, va};
+  for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
+  mx::Dtype act = mx::promote_types(x.dtype(), inputs[kInNorm].dtype());
+  act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
+  if (ka.dtype() != act) throw std::invalid_argument(w + ": cache dtype differs from the activations'");
+  return mx::array::make_arrays({x.shape(), ka.shape(), va.shape()}, {act, act, act},
+                                std::make_shared<DecoderBlockPrimitive<Body>>(stream, s, offset), inputs);
+}
+
+}  // namespace mlxr::block

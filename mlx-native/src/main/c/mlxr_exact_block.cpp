@@ -1,0 +1,220 @@
+// The default (exact) tier's fused decoder block: mlx-lm's llama / qwen2 /
+// qwen3 block (mlxr_block.h) as one MLX primitive with the bytes of its graph.
+// The task runs, in the graph's order, the very computations the graph's native
+// primitives run (mlxr_exact_ops.h), over intermediate arrays it allocates:
+//
+//     n   = rms_norm(x, w_in)                      NativeRmsNorm
+//     q, k, v = n W^T (+ bias)                     NativeQuantizedMatmul (+ MLX's add)
+//     q, k = rms_norm per head (qwen3)             NativeRmsNorm
+//     q, k = rope of the heads at offset           NativeRope (heads)
+//     cache[..., offset:offset + L, :] = k, v      the two SliceUpdates
+//     a   = sdpa(q, cache[..., :offset + L, :])    NativeSdpa (merged heads)
+//     h   = x + a W_o^T                            NativeQuantizedMatmul, MLX's add
+//     n   = rms_norm(h, w_post)
+//     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     NativeQuantizedMatmul, NativeSwiglu, MLX's add
+//
+// each step's output of the dtype MLX's promotion gives it. MLX's adds of
+// float32 results (the biases and residuals, with an operand widened first
+// where the graph's astype widens it) are one IEEE add per element, as here.
+// The block covers float32 activations only (NativeSwiglu's case; the graph
+// keeps float16 / bfloat16 activations, whose swiglu is MLX's compiled kernel);
+// the Java side (FusedBlock) builds it only for the cases below and tests hold
+// its bytes to the graph's and mlx-lm's (ExactBlockTest, GreedyParityTest).
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mlx/mlx.h"
+#include "mlxr_block.h"
+#include "mlxr_exact_ops.h"
+#include "mlxr_fast.h"
+#include "mlxr_fast_exp.h"
+#include "mlxr_guard.h"
+#include "mlxr_isa.h"
+#include "mlxr_row_major.h"
+
+namespace mlxr::block {
+
+namespace {
+
+// A row-contiguous array of shape and dtype, its buffer fresh (MLX's own CPU code makes its
+// temporaries so: an array without a primitive, given data directly).
+mx::array fresh(mx::Shape shape, mx::Dtype dtype) {
+  mx::array a(std::move(shape), dtype, nullptr, {});
+  a.set_data(mx::allocator::malloc(a.nbytes()));
+  return a;
+}
+
+// A view of `a`'s buffer with shape and element strides (what a reshape or slice gives).
+mx::array view(const mx::array& a, mx::Shape shape, mx::Strides strides, bool row_contiguous) {
+  mx::array v(std::move(shape), a.dtype(), nullptr, {});
+  size_t size = 1;
+  for (int d : v.shape()) size *= size_t(d);
+  mx::array::Flags flags{};
+  flags.contiguous = row_contiguous;
+  flags.row_contiguous = row_contiguous;
+  flags.col_contiguous = row_contiguous && v.ndim() <= 1;
+  v.copy_shared_buffer(a, std::move(strides), flags, row_contiguous ? size : a.data_size(), 0);
+  return v;
+}
+
+// `a` [rows * n] read as [.., n] rows of the given shape (a reshape of a row-contiguous array).
+mx::array reshaped(const mx::array& a, mx::Shape shape) {
+  mx::Strides strides(shape.size(), 1);
+  for (int i = int(shape.size()) - 2; i >= 0; i--) strides[i] = strides[i + 1] * shape[i + 1];
+  return view(a, std::move(shape), std::move(strides), true);
+}
+
+// out = a + b, out and b float32 of one size, a widened from its float dtype (MLX's astype of
+// it, exact) where it is not float32. a may be any view; b and out are row-contiguous.
+void add_f32(const mx::array& a, const mx::array& b, mx::array& out) {
+  std::vector<float> copy;
+  const float* av = row_major_floats(a, copy);
+  const float* bv = b.data<float>();
+  float* o = out.data<float>();
+  for (size_t i = 0; i < out.size(); i++) o[i] = av[i] + bv[i];
+}
+
+// y[r, c] += bias[c] (qwen2's projection biases; MLX's add of the widened bias).
+void add_bias_f32(mx::array& y, const mx::array& bias) {
+  std::vector<float> copy;
+  const float* bv = row_major_floats(bias, copy);
+  const size_t n = bias.size();
+  float* o = y.data<float>();
+  for (size_t i = 0; i < y.size(); i++) o[i] = o[i] + bv[i % n];
+}
+
+void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+  const mx::array& x = in[kX];
+  const int B = x.shape(0), L = x.shape(1);
+  const int H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
+  const mx::Dtype act = out[0].dtype();  // float32 (the entry point checks)
+  const int capacity = out[1].shape(2);
+
+  // y = xin W_p^T (+ bias), [B, L, N] of the activations' dtype.
+  auto project = [&](int p, const mx::array& xin) {
+    const mx::array& w = in[kFirstProj + 3 * p];
+    mx::array y = fresh({B, L, w.shape(0)}, act);
+    qmm::quantized_matmul_into(xin, w, in[kFirstProj + 3 * p + 1], in[kFirstProj + 3 * p + 2], s.group_size[p],
+                               s.bits[p], s.isa, y);
+    if (s.qkv_bias && p <= kV) add_bias_f32(y, in[s.qkv_bias_input() + p]);
+    return y;
+  };
+  // rms_norm(a, weight) over a's last axis, of MLX's result type.
+  auto norm = [&](const mx::array& a, int weight) {
+    mx::array y = fresh(a.shape(), mx::promote_types(a.dtype(), in[weight].dtype()));
+    fast::rms_norm_into(a, in[weight], s.norm_eps, y);
+    return y;
+  };
+
+  // attention
+  mx::array n = norm(x, kInNorm);
+  mx::array q = project(kQ, n);
+  mx::array k = project(kK, n);
+  mx::array v = project(kV, n);
+  if (s.qk_norm) {
+    // qwen3: the norms run on [B, L, heads, D]; the rope then reads their output's heads
+    q = reshaped(norm(reshaped(q, {B, L, H, Dh}), kQkNorm), {B, L, H * Dh});
+    k = reshaped(norm(reshaped(k, {B, L, Hkv, Dh}), kQkNorm + 1), {B, L, Hkv * Dh});
+  }
+  mx::array qr = fresh({B, H, L, Dh}, q.dtype());
+  mx::array kr = fresh({B, Hkv, L, Dh}, k.dtype());
+  fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, qr);
+  fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, kr);
+  // the cache's slice updates: keys [B, Hkv, L, D] and values [B, L, Hkv, D] (the view
+  // transpose(reshape(v)), read as it lies) at positions offset .. offset + L - 1
+  {
+    const float* kp = kr.data<float>();
+    const float* vp = v.data<float>();
+    float* kc = out[1].data<float>();
+    float* vc = out[2].data<float>();
+    const size_t row = size_t(Dh) * sizeof(float);
+    for (int b = 0; b < B; b++)
+      for (int h = 0; h < Hkv; h++)
+        for (int l = 0; l < L; l++) {
+          const size_t dst = ((size_t(b) * Hkv + h) * capacity + offset + l) * Dh;
+          std::memcpy(kc + dst, kp + ((size_t(b) * Hkv + h) * L + l) * Dh, row);
+          std::memcpy(vc + dst, vp + ((size_t(b) * L + l) * Hkv + h) * Dh, row);
+        }
+  }
+  // update_and_fetch's keys[..., :offset + L, :] (the whole buffer when full: the same elements)
+  const int S = offset + L;
+  const mx::Strides cache_strides = {int64_t(Hkv) * capacity * Dh, int64_t(capacity) * Dh, Dh, 1};
+  const bool full = S == capacity;
+  mx::array keys = view(out[1], {B, Hkv, S, Dh}, cache_strides, full);
+  mx::array values = view(out[2], {B, Hkv, S, Dh}, cache_strides, full);
+  mx::array attn = fresh({B, L, H * Dh}, act);
+  fast::sdpa_merged_into(qr, keys, values, s.attn_scale, s.causal, attn);
+  mx::array o = project(kO, attn);
+  mx::array h = fresh(o.shape(), act);
+  add_f32(x, o, h);
+
+  // MLP
+  n = norm(h, kPostNorm);
+  mx::array g = project(kGate, n);
+  mx::array u = project(kUp, n);
+  fast::swiglu_f32_into(g, u, g);  // in place, as NativeSwiglu takes its donated gate
+  mx::array d = project(kDown, g);
+  add_f32(h, d, out[0]);
+}
+
+struct ExactBody {
+  static constexpr const char* kName = "ExactDecoderBlock";
+
+  static void run(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+    run_exact_block(s, offset, in, out);
+  }
+};
+
+}  // namespace
+
+}  // namespace mlxr::block
+
+extern "C" {
+
+// 1 when mlxr_exact_decoder_block runs here: a CPU default stream (and a shim not built with
+// its native ops off) on a CPU with the exact kernels' instruction set, AVX2 and FMA.
+int mlxr_exact_block_available() {
+  namespace mx = mlx::core;
+  int ok = 0;
+  mlxr::guard_int([&] {
+    ok = mlxr::fast::on_cpu(mx::default_stream(mx::default_device())) && mlxr::default_isa() != mlxr::Isa::None &&
+         mlxr::fast::cpu_has_avx2() && mlxr::fast::cpu_has_fma();
+  });
+  return ok;
+}
+
+// The exact fused block (above), with mlxr_fast_decoder_block's arguments
+// (mlxr_block.h's parse_spec; `causal` chooses the attention's mask). Covered:
+// every projection's (bits, group size) one the exact kernels take, float32
+// activations (the promotion of x's, the norms' and the group parameters'
+// dtypes), a CPU stream of a CPU with the kernels' instruction set; anything
+// else is an error naming what.
+int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                             int n_weights, const int* ints, const float* floats, mlxr_array* out) {
+  namespace mx = mlx::core;
+  using namespace mlxr::block;
+  return mlxr::guard_int([&] {
+    BlockSpec s = parse_spec(ints, floats, n_weights, "exact block");
+    for (int p = 0; p < kProjections; p++) {
+      if (!mlxr::qmm::shape_supported(s.bits[p], s.group_size[p]))
+        throw std::invalid_argument("exact block: projection " + std::to_string(p) + " has " +
+                                    std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
+    }
+    s.isa = mlxr::default_isa();
+    auto stream = mx::default_stream(mx::default_device());
+    if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
+        !mlxr::fast::cpu_has_fma())
+      throw std::invalid_argument("exact block: needs a CPU stream and a CPU with AVX2, F16C and FMA");
+    const auto& xa = *static_cast<mx::array*>(x);
+    auto outputs =
+        block_outputs<ExactBody>(s, offset_of(ints), xa, keys, values, weights, n_weights, stream, "exact block");
+    if (outputs[0].dtype() != mx::float32)
+      throw std::invalid_argument("exact block: float32 activations only");
+    for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,42 @@
+// The native exact ops' computations over arrays that are already evaluated,
+// for the exact fused block (mlxr_exact_block.cpp): each is exactly what its
+// primitive's task runs (NativeRmsNorm, NativeRope over a projection's heads,
+// NativeSdpa with merged heads, NativeSwiglu, NativeQuantizedMatmul), so the
+// bytes are the op's, which its exactness test holds to MLX's. out is
+// allocated, of the shape and dtype the op's entry point would give it.
+#pragma once
+
+#include "mlx/array.h"
+#include "mlxr_isa.h"
+
+namespace mlxr::fast {
+
+void rms_norm_into(const mlx::core::array& x, const mlx::core::array& w, float eps, mlx::core::array& out);
+
+// rope(transpose(reshape(x, [B, L, heads, D]), [0, 2, 1, 3]), dims, traditional, base, scale,
+// offset) of a [B, L, heads * D] x into out [B, heads, L, D].
+void rope_heads_into(const mlx::core::array& x, int heads, int dims, bool traditional, float base, float scale,
+                     int offset, mlx::core::array& out);
+
+// scaled_dot_product_attention(q, k, v, scale, "causal" or no mask) with the heads merged:
+// out [B, L, Hq * Dv].
+void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, const mlx::core::array& v, float scale,
+                      bool causal, mlx::core::array& out);
+
+// swiglu(gate, x) of float32 operands of one shape.
+void swiglu_f32_into(const mlx::core::array& gate, const mlx::core::array& x, mlx::core::array& out);
+
+}  // namespace mlxr::fast
+
+namespace mlxr::qmm {
+
+// quantized_matmul(x, w, scales, biases, transpose=True) by the exact kernels of `isa`, for a
+// case they cover (shape_supported below): throws std::logic_error otherwise.
+void quantized_matmul_into(const mlx::core::array& x, const mlx::core::array& w, const mlx::core::array& scales,
+                           const mlx::core::array& biases, int group_size, int bits, Isa isa,
+                           mlx::core::array& out);
+
+// Whether the exact kernels cover (bits, group_size).
+bool shape_supported(int bits, int group_size);
+
+}  // namespace mlxr::qmm
