@@ -18,7 +18,7 @@ from pathlib import Path
 import mlx.core as mx
 
 from common import build_model_dir, model_args, models_to_build, seed_for, write_marker
-from make_tiny_models import _llama, _qwen2, _qwen3
+from make_tiny_models import LLAMA3_SCALING, _llama, _qwen2, _qwen3
 
 RECIPE_VERSION = 1
 
@@ -39,6 +39,10 @@ CELLS = {
     "llama-f16-q4g32-hd64": ("llama", mx.float16, _llama(256, 512, 512, tie=True), {"bits": 4, "group_size": 32}),
     "qwen3-bf16-q8g64-hd128": ("qwen3", mx.bfloat16, _qwen3(128, 256, 512, tie=False, head_dim=128),
                                {"bits": 8, "group_size": 64}),
+    # float32 activations with llama3's rope (precomputed frequencies), 8-bit groups of 128: the
+    # exact fused block's other rope (FusedBlockTest).
+    "llama3-f32-q8g128": ("llama", mx.float32, _llama(128, 256, 512, tie=False, rope_scaling=LLAMA3_SCALING),
+                          {"bits": 8, "group_size": 128}),
 }
 
 

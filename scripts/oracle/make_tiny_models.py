@@ -295,9 +295,10 @@ CELLS = {
     "llama-q3": ("llama", "q3", _llama(128, 256, 512, tie=False), {"bits": 3, "group_size": 64}),
     "qwen3-q6": ("qwen3", "q6", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 6, "group_size": 32}),
     # Quantized from float32, so the activations stay float32: the cells the exact fused block
-    # (FusedBlock) takes, against mlx-lm. 4-bit g32 with linear rope scaling (llama), 8-bit g64
-    # with q/k/v biases (qwen2), 6-bit g32 with q/k norms (qwen3).
+    # (FusedBlock) takes, against mlx-lm. 4-bit g32 with linear rope scaling and 8-bit g128 with
+    # llama3's (llama), 8-bit g64 with q/k/v biases (qwen2), 6-bit g32 with q/k norms (qwen3).
     "llama-f32q4": ("llama", "f32", _llama(64, 192, 512, tie=True, rope_scaling=LINEAR_SCALING), {"bits": 4, "group_size": 32}),
+    "llama-f32q8": ("llama", "f32", _llama(128, 256, 512, tie=True, rope_scaling=LLAMA3_SCALING), {"bits": 8, "group_size": 128}),
     "qwen2-f32q8": ("qwen2", "f32", _qwen2(64, 192, 512, tie=False), {"bits": 8, "group_size": 64}),
     "qwen3-f32q6": ("qwen3", "f32", _qwen3(128, 256, 512, tie=True, head_dim=32), {"bits": 6, "group_size": 32}),
     # --- rope scaling types beyond default / linear / llama3 ---

@@ -5,7 +5,8 @@
 //     r = attention(rms_norm(x, w_in)),  h = x + o_proj(r)
 //     out = h + down_proj(silu(gate_proj(n)) * up_proj(n)),  n = rms_norm(h, w_post)
 //
-// with seven affine-quantized projections, a rope of the default kind, causal
+// with seven affine-quantized projections, a rope from a base and scale (default,
+// linear; the exact block also takes llama3's precomputed frequencies), causal
 // attention over a full-precision cache's first `offset` positions and the
 // block's own new keys and values, and qwen3's q/k norms or qwen2's q/k/v
 // biases where present. What they share is here: the argument layout of the C
@@ -42,7 +43,8 @@ namespace mx = mlx::core;
 enum Proj { kQ, kK, kV, kO, kGate, kUp, kDown, kProjections };
 
 // Input positions: x, the two cache buffers, the two norms' weights, then
-// (weight, scales, biases) per projection, then the optional inputs.
+// (weight, scales, biases) per projection, then the optional inputs (q_norm and k_norm's
+// weights, the q, k, v biases, the rope's frequencies, in that order, each where present).
 constexpr int kX = 0, kKeys = 1, kValues = 2, kInNorm = 3, kPostNorm = 4, kFirstProj = 5;
 constexpr int kQkNorm = kFirstProj + 3 * kProjections;  // q_norm, k_norm when present
 
@@ -53,7 +55,8 @@ struct BlockSpec {
   bool rope_traditional;
   float rope_base, rope_scale;
   bool qk_norm, qkv_bias;
-  bool causal;  // the mask: "causal", or none (one new row, or a caller's choice)
+  bool rope_freqs;  // the rope's inverse frequencies precomputed (llama3; base unused), an input
+  bool causal;      // the mask: "causal", or none (one new row, or a caller's choice)
   int bits[kProjections], group_size[kProjections];
   Isa isa;
 
@@ -61,15 +64,19 @@ struct BlockSpec {
     return kQkNorm + (qk_norm ? 2 : 0);
   }
 
+  int rope_freqs_input() const {
+    return qkv_bias_input() + (qkv_bias ? 3 : 0);
+  }
+
   int weight_count() const {
-    return 2 + 3 * kProjections + (qk_norm ? 2 : 0) + (qkv_bias ? 3 : 0);
+    return 2 + 3 * kProjections + (qk_norm ? 2 : 0) + (qkv_bias ? 3 : 0) + (rope_freqs ? 1 : 0);
   }
 };
 
 // The entry points' scalar arguments. ints: heads, kv_heads, head_dim,
-// rope_dims, rope_traditional, qk_norm, qkv_bias, offset, causal, then bits and
-// group size per projection (14). floats: norm_eps, attn_scale, rope_base,
-// rope_scale. The isa is the caller's; errors name `who`.
+// rope_dims, rope_traditional, qk_norm, qkv_bias, offset, causal, rope_freqs,
+// then bits and group size per projection (14). floats: norm_eps, attn_scale,
+// rope_base, rope_scale. The isa is the caller's; errors name `who`.
 inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights, const char* who) {
   BlockSpec s{};
   s.heads = ints[0];
@@ -80,9 +87,10 @@ inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights,
   s.qk_norm = ints[5] != 0;
   s.qkv_bias = ints[6] != 0;
   s.causal = ints[8] != 0;
+  s.rope_freqs = ints[9] != 0;
   for (int p = 0; p < kProjections; p++) {
-    s.bits[p] = ints[9 + 2 * p];
-    s.group_size[p] = ints[10 + 2 * p];
+    s.bits[p] = ints[10 + 2 * p];
+    s.group_size[p] = ints[11 + 2 * p];
   }
   s.norm_eps = floats[0];
   s.attn_scale = floats[1];

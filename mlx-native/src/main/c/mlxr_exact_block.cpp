@@ -121,8 +121,9 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   }
   mx::array qr = fresh({B, H, L, Dh}, q.dtype());
   mx::array kr = fresh({B, Hkv, L, Dh}, k.dtype());
-  fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, qr);
-  fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, kr);
+  const mx::array* freqs = s.rope_freqs ? &in[s.rope_freqs_input()] : nullptr;
+  fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, qr);
+  fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, kr);
   // the cache's slice updates: keys [B, Hkv, L, D] and values [B, L, Hkv, D] (the view
   // transpose(reshape(v)), read as it lies) at positions offset .. offset + L - 1
   {
@@ -187,7 +188,8 @@ int mlxr_exact_block_available() {
 }
 
 // The exact fused block (above), with mlxr_fast_decoder_block's arguments
-// (mlxr_block.h's parse_spec; `causal` chooses the attention's mask). Covered:
+// (mlxr_block.h's parse_spec; `causal` chooses the attention's mask; with
+// rope_freqs the last weight is the rope's frequencies, base unused). Covered:
 // every projection's (bits, group size) one the exact kernels take, float32
 // activations (the promotion of x's, the norms' and the group parameters'
 // dtypes), a CPU stream of a CPU with the kernels' instruction set; anything
@@ -202,6 +204,11 @@ int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, c
       if (!mlxr::qmm::shape_supported(s.bits[p], s.group_size[p]))
         throw std::invalid_argument("exact block: projection " + std::to_string(p) + " has " +
                                     std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
+    }
+    if (s.rope_freqs) {
+      const auto& f = *static_cast<mx::array*>(weights[s.rope_freqs_input() - kInNorm]);
+      if (f.ndim() != 1 || f.shape(0) != s.rope_dims / 2 || !mlxr::is_float(f.dtype()))
+        throw std::invalid_argument("exact block: rope frequencies must be a float [rope_dims / 2] array");
     }
     s.isa = mlxr::default_isa();
     auto stream = mx::default_stream(mx::default_device());

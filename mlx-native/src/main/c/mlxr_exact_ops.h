@@ -14,9 +14,10 @@ namespace mlxr::fast {
 void rms_norm_into(const mlx::core::array& x, const mlx::core::array& w, float eps, mlx::core::array& out);
 
 // rope(transpose(reshape(x, [B, L, heads, D]), [0, 2, 1, 3]), dims, traditional, base, scale,
-// offset) of a [B, L, heads * D] x into out [B, heads, L, D].
+// offset, freqs) of a [B, L, heads * D] x into out [B, heads, L, D]; freqs null for base=base,
+// else base=None (then base is unused).
 void rope_heads_into(const mlx::core::array& x, int heads, int dims, bool traditional, float base, float scale,
-                     int offset, mlx::core::array& out);
+                     int offset, const mlx::core::array* freqs, mlx::core::array& out);
 
 // scaled_dot_product_attention(q, k, v, scale, "causal" or no mask) with the heads merged:
 // out [B, L, Hq * Dv].

@@ -438,7 +438,7 @@ extern "C" {
 // The fast tier's fused block (above). weights: input_layernorm.weight,
 // post_attention_layernorm.weight, then weight, scales, biases of q, k, v, o,
 // gate, up, down (21 arrays), then q_norm, k_norm weights when qk_norm, then
-// the q, k, v biases when qkv_bias; ints and floats as mlxr_block.h's
+// the q, k, v biases when qkv_bias (no rope frequencies); ints and floats as mlxr_block.h's
 // parse_spec reads them (the mask is causal whatever `causal` says: for one
 // new row that is no mask). keys / values: the cache buffers [B, kv_heads,
 // capacity, head_dim], capacity >= offset + L, of the activations' dtype. out:
@@ -455,6 +455,7 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
   using namespace mlxr::fastnum;
   return mlxr::guard_int([&] {
     BlockSpec s = parse_spec(ints, floats, n_weights, "fast block");
+    if (s.rope_freqs) throw std::invalid_argument("fast block: a rope of precomputed frequencies is not covered");
     for (int p = 0; p < kProjections; p++) {
       if (!covered(s.bits[p], s.group_size[p]))
         throw std::invalid_argument("fast block: projection " + std::to_string(p) + " has " +

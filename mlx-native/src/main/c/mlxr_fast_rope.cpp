@@ -212,9 +212,11 @@ mx::array rope_heads(const mx::array& x, int heads, int dims, bool traditional, 
 }  // namespace
 
 void rope_heads_into(const mx::array& x, int heads, int dims, bool traditional, float base, float scale, int offset,
-                     mx::array& out) {
-  const RopeParams p{dims, traditional, false, base, scale, heads};
-  const std::vector<mx::array> in = {x, mx::array(offset, mx::int32)};
+                     const mx::array* freqs, mx::array& out) {
+  // as rope_heads builds it: base 1 where the frequencies are given
+  const RopeParams p{dims, traditional, freqs != nullptr, freqs != nullptr ? 1.0f : base, scale, heads};
+  std::vector<mx::array> in = {x, mx::array(offset, mx::int32)};
+  if (freqs != nullptr) in.push_back(*freqs);
   with_float_type(out.dtype(), [&](auto t) { rope_rows<decltype(t)>(p, in, out); });
 }
 

@@ -60,7 +60,7 @@ class FusedBlockTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64"})
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64", "llama3-f32-q8g128"})
     void exactBlockHasTheGraphsBytes(String name) {
         int[] tokens = tokens(name);
         float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, tokens);
@@ -114,6 +114,9 @@ class FusedBlockTest {
         assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.EXACT, 0), "-Dmlxring.fusedBlock=false");
         // qwen3 takes --max-kv-size as a rotating cache: the graph, which handles its masks
         assertEquals(0, fusedBlocksInAStep(dir, true, Numerics.EXACT, 16), "rotating cache");
+        // llama3's rope: the exact tier's block takes its frequencies, the fast tier's has none
+        Path llama3 = models.resolve("llama3-f32-q8g128");
+        assertEquals(2, fusedBlocksInAStep(llama3, true, Numerics.EXACT, 0), "exact tier, llama3 rope");
         // bfloat16 activations: the exact graph (its swiglu is MLX's compiled kernel)
         assertEquals(0, fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
                 "exact tier, bfloat16 activations");
@@ -121,6 +124,7 @@ class FusedBlockTest {
         assertEquals(2, fusedBlocksInAStep(dir, true, Numerics.FAST, 0), "fast tier, full-precision cache");
         assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.FAST, 0), "fast tier, -Dmlxring.fusedBlock=false");
         assertEquals(0, fusedBlocksInAStep(dir, true, Numerics.FAST, 16), "fast tier, rotating cache");
+        assertEquals(0, fusedBlocksInAStep(llama3, true, Numerics.FAST, 0), "fast tier, llama3 rope");
     }
 
     /**

@@ -62,8 +62,9 @@ class GreedyParityTest {
             }
         }
         // quantized from float32 (float32 activations): the exact fused block (FusedBlock) against
-        // mlx-lm, with linear rope scaling, qwen2's biases and qwen3's q/k norms, 4, 8 and 6 bits.
-        names.addAll(List.of("llama-f32q4", "qwen2-f32q8", "qwen3-f32q6"));
+        // mlx-lm, with linear and llama3 rope scaling, qwen2's biases and qwen3's q/k norms, 4, 8
+        // and 6 bits.
+        names.addAll(List.of("llama-f32q4", "llama-f32q8", "qwen2-f32q8", "qwen3-f32q6"));
         // 3 and 6 bits (values straddling 32-bit words; the native kernels' pack decode).
         names.addAll(List.of("llama-q3", "qwen3-q6"));
         // rope_scaling types beyond default / linear / llama3 (see make_tiny_models.py): yarn with an

@@ -38,8 +38,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
     /** Indices in the int arguments of the two that change per call. */
     private static final int OFFSET_INT = 7;
     private static final int CAUSAL_INT = 8;
-    /** Then bits and group size per projection. */
-    private static final int FIRST_PROJECTION_INT = 9;
+    /** After them whether the rope's frequencies are given, then bits and group size per projection. */
+    private static final int FIRST_PROJECTION_INT = 10;
 
     /**
      * The block's attention layout and constants.
@@ -83,14 +83,19 @@ public final class FusedDecoderBlock implements AutoCloseable {
      *     32, 64 or 128)
      * @param qkNorm qwen3's q_norm and k_norm weights, or null
      * @param qkvBias qwen2's q, k and v biases, or null
+     * @param ropeFreqs the rope's precomputed frequencies {@code [ropeDims / 2]} (llama3's; then
+     *     {@link Layout#ropeBase} is unused), or null; {@link Numerics#EXACT} only
      */
     public FusedDecoderBlock(Numerics numerics, Layout layout, MlxArray inputNorm, MlxArray postNorm,
-            List<Projection> projections, MlxArray[] qkNorm, MlxArray[] qkvBias) {
+            List<Projection> projections, MlxArray[] qkNorm, MlxArray[] qkvBias, MlxArray ropeFreqs) {
+        if (ropeFreqs != null && numerics == Numerics.FAST) {
+            throw new IllegalArgumentException("the fast tier's fused block takes no rope frequencies");
+        }
         this.entry = numerics == Numerics.FAST ? FAST_BLOCK : EXACT_BLOCK;
         if (projections.size() != 7) {
             throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
         }
-        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0);
+        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0) + (ropeFreqs != null ? 1 : 0);
         weights = arena.allocate(ValueLayout.ADDRESS, weightCount);
         int w = 0;
         weights.setAtIndex(ValueLayout.ADDRESS, w++, inputNorm.handle());
@@ -100,7 +105,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
             weights.setAtIndex(ValueLayout.ADDRESS, w++, p.scales().handle());
             weights.setAtIndex(ValueLayout.ADDRESS, w++, p.biases().handle());
         }
-        for (MlxArray[] extra : new MlxArray[][] {qkNorm, qkvBias}) {
+        for (MlxArray[] extra : new MlxArray[][] {qkNorm, qkvBias, ropeFreqs == null ? null : new MlxArray[] {ropeFreqs}}) {
             if (extra != null) {
                 for (MlxArray a : extra) {
                     weights.setAtIndex(ValueLayout.ADDRESS, w++, a.handle());
@@ -108,11 +113,12 @@ public final class FusedDecoderBlock implements AutoCloseable {
             }
         }
         // ints: heads, kv_heads, head_dim, rope_dims, rope_traditional, qk_norm, qkv_bias, offset,
-        // causal, then (bits, group_size) per projection; floats: norm_eps, attn_scale, rope_base,
-        // rope_scale (mlxr_block.h's parse_spec)
+        // causal, rope_freqs, then (bits, group_size) per projection; floats: norm_eps, attn_scale,
+        // rope_base, rope_scale (mlxr_block.h's parse_spec)
         ints = arena.allocate(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * 7);
         int[] head = {layout.heads(), layout.kvHeads(), layout.headDim(), layout.ropeDims(),
-            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0, 0};
+            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0, 0,
+            ropeFreqs != null ? 1 : 0};
         MemorySegment.copy(head, 0, ints, ValueLayout.JAVA_INT, 0, head.length);
         for (int p = 0; p < 7; p++) {
             ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * p, projections.get(p).bits());

@@ -45,12 +45,12 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
     /**
      * The fused form of a block, or null where it does not cover it: the native CPU kernels with
      * the tier's fused block {@linkplain FusedDecoderBlock#available available}; mlx-lm's own
-     * attention ({@link SelfAttention}, unsharded) with a default or linear rope over an even
-     * number of dims and a head size in multiples of 8; the gated MLP ({@link Mlp}); all seven
-     * projections affine-quantized with widths and groups the tier's kernels cover, biases only
-     * on q, k and v (all three or none); one norm epsilon; one dtype for every norm weight and one
-     * for every projection's group parameters; for the exact tier, float32 activations (norms or
-     * group parameters of float32, or of the two half types).
+     * attention ({@link SelfAttention}, unsharded) with a default or linear rope (for the exact
+     * tier also llama3's) over an even number of dims and a head size in multiples of 8; the
+     * gated MLP ({@link Mlp}); all seven projections affine-quantized with widths and groups the
+     * tier's kernels cover, biases only on q, k and v (all three or none); one norm epsilon; one
+     * dtype for every norm weight and one for every projection's group parameters; for the exact
+     * tier, float32 activations (norms or group parameters of float32, or of the two half types).
      */
     static FusedBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
             DecoderModel.FeedForward mlp, int headDim) {
@@ -62,8 +62,29 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
             return null;
         }
         AttentionParts a = sa.fusedParts();
-        if (!(a.rope() instanceof Rope.Standard rope) || headDim % 8 != 0 || rope.dims() % 2 != 0
-                || rope.dims() > headDim || a.heads() % a.kvHeads() != 0) {
+        // a base and scale (default, linear), or for the exact tier llama3's frequencies
+        int ropeDims;
+        boolean ropeTraditional;
+        float ropeBase = 1.0f;
+        float ropeScale = 1.0f;
+        MlxArray ropeFreqs = null;
+        switch (a.rope()) {
+            case Rope.Standard r -> {
+                ropeDims = r.dims();
+                ropeTraditional = r.traditional();
+                ropeBase = r.base();
+                ropeScale = r.scale();
+            }
+            case Rope.Llama3 r when tier == Numerics.EXACT -> {
+                ropeDims = r.dims();
+                ropeTraditional = r.traditional();
+                ropeFreqs = r.freqs();
+            }
+            default -> {
+                return null;
+            }
+        }
+        if (headDim % 8 != 0 || ropeDims % 2 != 0 || ropeDims > headDim || a.heads() % a.kvHeads() != 0) {
             return null;
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
@@ -105,11 +126,11 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         if (tier == Numerics.EXACT && promote(normDtype, paramDtype) != Dtype.FLOAT32) {
             return null;
         }
-        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, rope.dims(),
-                rope.traditional(), rope.base(), rope.scale(), inputNorm.eps(), a.scale());
+        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, ropeDims,
+                ropeTraditional, ropeBase, ropeScale, inputNorm.eps(), a.scale());
         return new FusedBlock(new FusedDecoderBlock(tier, layout, inputNorm.weight(), postNorm.weight(), projections,
                 a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
-                biased == 3 ? qkvBias : null), a.kvHeads(), headDim, normDtype, paramDtype);
+                biased == 3 ? qkvBias : null, ropeFreqs), a.kvHeads(), headDim, normDtype, paramDtype);
     }
 
     /** Whether the tier's kernels take weights of {@code bits} in groups of {@code groupSize}. */

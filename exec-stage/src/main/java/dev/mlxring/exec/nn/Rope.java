@@ -194,6 +194,19 @@ public interface Rope extends AutoCloseable {
             this.kernels = kernels;
         }
 
+        public int dims() {
+            return dims;
+        }
+
+        public boolean traditional() {
+            return traditional;
+        }
+
+        /** The precomputed frequencies {@code [dims / 2]}, owned by this rope. */
+        public MlxArray freqs() {
+            return freqs;
+        }
+
         /** Builds the frequency graph op for op as Llama3RoPE.__init__ (Python scalars become float32). */
         static Llama3 create(int dims, boolean traditional, double base, Map<String, Object> cfg, CpuKernels kernels) {
             double factor = number(cfg, "factor");
