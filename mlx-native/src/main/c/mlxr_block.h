@@ -117,14 +117,18 @@ bool donatable_input(const mx::array& in, size_t outputs);
 // a's elements (2 or 4 bytes each) in row-major order into dst.
 void copy_into(const mx::array& a, void* dst);
 
-// The block as one primitive. Body::kName names it; Body::run(spec, offset, in, out) computes
-// it on MLX's stream thread, the cache outputs already holding the cache's contents (their
-// input's buffer, or a copy of it).
-template <class Body>
+// A block's computation: on MLX's stream thread, from the inputs (positions above) into the
+// three outputs, the cache outputs already holding the cache's contents (their input's buffer,
+// or a copy of it).
+using BlockRun = void (*)(const BlockSpec& spec, int offset, const std::vector<mx::array>& in,
+                          std::vector<mx::array>& out);
+
+// The block as one primitive, computed by Run and named `name` (a string literal) in MLX's graph.
+template <BlockRun Run>
 class DecoderBlockPrimitive final : public mx::Primitive {
  public:
-  DecoderBlockPrimitive(mx::Stream stream, BlockSpec spec, int offset)
-      : mx::Primitive(stream), spec_(spec), offset_(offset) {}
+  DecoderBlockPrimitive(mx::Stream stream, BlockSpec spec, int offset, const char* name)
+      : mx::Primitive(stream), spec_(spec), offset_(offset), name_(name) {}
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
@@ -156,16 +160,16 @@ class DecoderBlockPrimitive final : public mx::Primitive {
                       ins = std::move(ins), outs = std::move(outs)]() mutable {
       if (copy_keys) copy_into(ins[kKeys], outs[1].data<void>());
       if (copy_values) copy_into(ins[kValues], outs[2].data<void>());
-      Body::run(spec, offset, ins, outs);
+      Run(spec, offset, ins, outs);
     });
   }
 
   void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
-    throw std::runtime_error(std::string("[") + Body::kName + "] has no GPU implementation");
+    throw std::runtime_error(std::string("[") + name_ + "] has no GPU implementation");
   }
 
   const char* name() const override {
-    return Body::kName;
+    return name_;
   }
 
   // Whether `a` is an output of this primitive (tests check which calls took it).
@@ -176,14 +180,16 @@ class DecoderBlockPrimitive final : public mx::Primitive {
  private:
   BlockSpec spec_;
   int offset_;
+  const char* name_;
 };
 
 // The block's three outputs over x [B, L, D] and the cache buffers [B, kv_heads, capacity,
 // head_dim] (capacity >= offset + L, of the activations' dtype `act`), after the checks every
-// entry point makes; weights as the C ABI passes them.
-template <class Body>
+// entry point makes; weights as the C ABI passes them; errors name `who`.
+template <BlockRun Run>
 std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::array& x, void* keys, void* values,
-                                     void* const* weights, int n_weights, mx::Stream stream, const char* who) {
+                                     void* const* weights, int n_weights, mx::Stream stream, const char* name,
+                                     const char* who) {
   const std::string w(who);
   if (x.ndim() != 3 || !is_float(x.dtype())) throw std::invalid_argument(w + ": x must be a float [B, L, D] array");
   if (keys == nullptr || values == nullptr) throw std::invalid_argument(w + ": no cache buffers");
@@ -198,7 +204,7 @@ std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::a
   act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
   if (ka.dtype() != act) throw std::invalid_argument(w + ": cache dtype differs from the activations'");
   return mx::array::make_arrays({x.shape(), ka.shape(), va.shape()}, {act, act, act},
-                                std::make_shared<DecoderBlockPrimitive<Body>>(stream, s, offset), inputs);
+                                std::make_shared<DecoderBlockPrimitive<Run>>(stream, s, offset, name), inputs);
 }
 
 }  // namespace mlxr::block

@@ -19,7 +19,7 @@
 // The block covers float32 activations only (NativeSwiglu's case; the graph
 // keeps float16 / bfloat16 activations, whose swiglu is MLX's compiled kernel);
 // the Java side (FusedBlock) builds it only for the cases below and tests hold
-// its bytes to the graph's and mlx-lm's (ExactBlockTest, GreedyParityTest).
+// its bytes to the graph's and mlx-lm's (FusedBlockTest, GreedyParityTest).
 
 #include <cstring>
 #include <stdexcept>
@@ -161,14 +161,6 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   add_f32(h, d, out[0]);
 }
 
-struct ExactBody {
-  static constexpr const char* kName = "ExactDecoderBlock";
-
-  static void run(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
-    run_exact_block(s, offset, in, out);
-  }
-};
-
 }  // namespace
 
 }  // namespace mlxr::block
@@ -217,7 +209,8 @@ int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, c
       throw std::invalid_argument("exact block: needs a CPU stream and a CPU with AVX2, F16C and FMA");
     const auto& xa = *static_cast<mx::array*>(x);
     auto outputs =
-        block_outputs<ExactBody>(s, offset_of(ints), xa, keys, values, weights, n_weights, stream, "exact block");
+        block_outputs<run_exact_block>(s, offset_of(ints), xa, keys, values, weights, n_weights, stream,
+                                       "ExactDecoderBlock", "exact block");
     if (outputs[0].dtype() != mx::float32)
       throw std::invalid_argument("exact block: float32 activations only");
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);

@@ -419,14 +419,6 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
 }
 
-struct FastBody {
-  static constexpr const char* kName = "FastDecoderBlock";
-
-  static void run(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
-    run_block(s, offset, in, out);
-  }
-};
-
 }  // namespace
 
 }  // namespace mlxr::fastnum
@@ -466,8 +458,8 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
     if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
         !mlxr::fast::cpu_has_fma())
       throw std::invalid_argument("fast block: needs a CPU stream and a CPU with AVX2 and FMA");
-    auto outputs = block_outputs<FastBody>(s, offset_of(ints), *static_cast<mx::array*>(x), keys, values, weights,
-                                           n_weights, stream, "fast block");
+    auto outputs = block_outputs<run_block>(s, offset_of(ints), *static_cast<mx::array*>(x), keys, values, weights,
+                                            n_weights, stream, "FastDecoderBlock", "fast block");
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
   });
 #endif
