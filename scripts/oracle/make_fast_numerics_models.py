@@ -35,7 +35,7 @@ CELLS = {
     # float32 activations, q/k/v biases (qwen2), 4-bit groups of 64.
     "qwen2-f32-q4g64": ("qwen2", mx.float32, _qwen2(128, 256, 512, tie=True), {"bits": 4, "group_size": 64}),
     # The head sizes the fused block's attention has kernels for (64, 128; the cells above: 32),
-    # with float16 and bfloat16 activations (FastBlockTest).
+    # with float16 and bfloat16 activations (FusedBlockTest).
     "llama-f16-q4g32-hd64": ("llama", mx.float16, _llama(256, 512, 512, tie=True), {"bits": 4, "group_size": 32}),
     "qwen3-bf16-q8g64-hd128": ("qwen3", mx.bfloat16, _qwen3(128, 256, 512, tie=False, head_dim=128),
                                {"bits": 8, "group_size": 64}),
