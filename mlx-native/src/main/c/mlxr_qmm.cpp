@@ -320,6 +320,12 @@ int mlxr_native_kernels_isa() {
   return isa;
 }
 
+// 1 when the exact kernels compute affine weights of (bits, group_size) (the
+// fused exact block asks before it is built; see shape_supported).
+int mlxr_native_kernels_cover(int bits, int group_size) {
+  return mlxr::qmm::shape_supported(bits, group_size) ? 1 : 0;
+}
+
 // Threads the kernels split one matmul over (the pool starts on first use).
 int mlxr_native_kernels_threads() {
   return mlxr::qmm::WorkerPool::instance().size();

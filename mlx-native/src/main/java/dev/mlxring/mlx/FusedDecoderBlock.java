@@ -34,6 +34,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
     private static final MethodHandle EXACT_AVAILABLE = NativeLibrary.handle("mlxr_exact_block_available",
             FunctionDescriptor.of(INT));
+    private static final MethodHandle EXACT_COVERS = NativeLibrary.handle("mlxr_native_kernels_cover",
+            FunctionDescriptor.of(INT, INT, INT));
 
     /** Indices in the int arguments of the two that change per call. */
     private static final int OFFSET_INT = 7;
@@ -77,10 +79,24 @@ public final class FusedDecoderBlock implements AutoCloseable {
     }
 
     /**
+     * Whether the tier's kernels, hence its fused block, take affine weights of {@code bits} in
+     * groups of {@code groupSize} (asked of the shim, whose kernels decide).
+     */
+    public static boolean covers(Numerics numerics, int bits, int groupSize) {
+        if (numerics == Numerics.FAST) {
+            return FastKernels.covers(bits, groupSize);
+        }
+        try {
+            return (int) EXACT_COVERS.invokeExact(bits, groupSize) == 1;
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+    }
+
+    /**
      * @param numerics the tier, which must be {@link #available}
      * @param projections q, k, v, o, gate, up, down, each with bits and group size the tier's
-     *     kernels cover ({@link FastKernels#covers}; the exact kernels: 2 to 6 and 8 bits, groups of
-     *     32, 64 or 128)
+     *     kernels {@linkplain #covers cover}
      * @param qkNorm qwen3's q_norm and k_norm weights, or null
      * @param qkvBias qwen2's q, k and v biases, or null
      * @param ropeFreqs the rope's precomputed frequencies {@code [ropeDims / 2]} (llama3's; then

@@ -9,7 +9,6 @@ import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.FastKernels;
 import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
@@ -22,8 +21,8 @@ import java.util.List;
  * build, scheduling, one task each on MLX's stream thread) rivals the arithmetic at small model
  * sizes. Under {@code --numerics exact} (the default) the primitive runs the graph's own native
  * exact computations in the graph's order, so its bytes are the graph's and mlx-lm's
- * (ExactBlockTest, GreedyParityTest); under {@code --numerics fast} the fast tier's kernels, with
- * everything between its projections in float32 (FastBlockTest, FastNumericsOracleTest).
+ * (FusedBlockTest, GreedyParityTest); under {@code --numerics fast} the fast tier's kernels, with
+ * everything between its projections in float32 (FusedBlockTest, FastNumericsOracleTest).
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
  * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and the
@@ -93,7 +92,7 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         int biased = 0;
         for (int i = 0; i < linears.length; i++) {
             if (!(linears[i] instanceof Linear.Quantized q) || q.biases() == null
-                    || !covers(tier, q.spec().bits(), q.spec().groupSize())
+                    || !FusedDecoderBlock.covers(tier, q.spec().bits(), q.spec().groupSize())
                     || q.scales().dtype() != ((Linear.Quantized) linears[0]).scales().dtype()
                     || q.biases().dtype() != q.scales().dtype()) {
                 return null;
@@ -131,12 +130,6 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         return new FusedBlock(new FusedDecoderBlock(tier, layout, inputNorm.weight(), postNorm.weight(), projections,
                 a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
                 biased == 3 ? qkvBias : null, ropeFreqs), a.kvHeads(), headDim, normDtype, paramDtype);
-    }
-
-    /** Whether the tier's kernels take weights of {@code bits} in groups of {@code groupSize}. */
-    private static boolean covers(Numerics tier, int bits, int groupSize) {
-        return tier == Numerics.FAST ? FastKernels.covers(bits, groupSize)
-                : ((bits >= 2 && bits <= 6) || bits == 8) && (groupSize == 32 || groupSize == 64 || groupSize == 128);
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */
