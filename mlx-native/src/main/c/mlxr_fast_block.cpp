@@ -153,12 +153,13 @@ __attribute__((target("avx2,fma,f16c"))) void weigh_t(const float* p, const char
   }
 }
 
-// One query row: softmax(scale q . k_j) over n key rows (row_bytes apart), the weighted sum of
-// the value rows into out.
+// One query row against n key rows (row_bytes apart), the softmax's parts over these rows
+// alone: p[j] = scale q . k_j, *m = max_j p[j], acc = sum_j e^(p[j] - m) v_j (not normalized);
+// returns sum_j e^(p[j] - m). merge_parts combines the parts of a query's position ranges.
 template <Dt DT, int NV>
-__attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float scale, const char* k,
-                                                            const char* v, size_t row_bytes, int n, float* p,
-                                                            float* out) {
+__attribute__((target("avx2,fma,f16c"))) float attend_part_t(const float* q, float scale, const char* k,
+                                                              const char* v, size_t row_bytes, int n, float* p,
+                                                              float* acc_out, float* m_out) {
   __m256 qv[NV];
   const __m256 sv = _mm256_set1_ps(scale);
 #pragma GCC unroll 16
@@ -174,22 +175,41 @@ __attribute__((target("avx2,fma,f16c"))) void attend_row_t(const float* q, float
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) acc[i] = _mm256_setzero_ps();
   weigh_t<DT, NV>(p, v, row_bytes, n, acc);
-  const __m256 inv = _mm256_set1_ps(1.0f / sum);
 #pragma GCC unroll 16
-  for (int i = 0; i < NV; i++) _mm256_storeu_ps(out + 8 * i, _mm256_mul_ps(acc[i], inv));
+  for (int i = 0; i < NV; i++) _mm256_storeu_ps(acc_out + 8 * i, acc[i]);
+  *m_out = m;
+  return sum;
 }
 
-using AttendRow = void (*)(const float*, float, const char*, const char*, size_t, int, float*, float*);
+using AttendPart = float (*)(const float*, float, const char*, const char*, size_t, int, float*, float*, float*);
 
-// The row kernel for head size D and dtype dt, or null (the generic loop).
-AttendRow attend_row_for(int D, Dt dt) {
+// The part kernel for head size D and dtype dt, or null (attend_part_generic).
+AttendPart attend_part_for(int D, Dt dt) {
   switch (D) {
-    case 64: return dt == Dt::F32 ? attend_row_t<Dt::F32, 8> : dt == Dt::F16 ? attend_row_t<Dt::F16, 8>
-                                                                               : attend_row_t<Dt::BF16, 8>;
-    case 128: return dt == Dt::F32 ? attend_row_t<Dt::F32, 16> : dt == Dt::F16 ? attend_row_t<Dt::F16, 16>
-                                                                                : attend_row_t<Dt::BF16, 16>;
+    case 64: return dt == Dt::F32 ? attend_part_t<Dt::F32, 8> : dt == Dt::F16 ? attend_part_t<Dt::F16, 8>
+                                                                                : attend_part_t<Dt::BF16, 8>;
+    case 128: return dt == Dt::F32 ? attend_part_t<Dt::F32, 16> : dt == Dt::F16 ? attend_part_t<Dt::F16, 16>
+                                                                                 : attend_part_t<Dt::BF16, 16>;
     default: return nullptr;
   }
+}
+
+// attend_part_t for any head size D (a multiple of 8).
+float attend_part_generic(const float* q, float scale, const char* k, const char* v, Dt dt, int D, size_t row_bytes,
+                          int n, float* p, float* acc, float* m_out) {
+  float m = -INFINITY;
+  for (int j = 0; j < n; j++) {
+    p[j] = dot(q, k + j * row_bytes, dt, D) * scale;
+    m = std::max(m, p[j]);
+  }
+  for (int j = 0; j < n; j++) p[j] -= m;
+  mlxr::fast::exp_lanes(p, n, p);
+  float sum = 0;
+  for (int j = 0; j < n; j++) sum += p[j];
+  std::fill(acc, acc + D, 0.0f);
+  for (int j = 0; j < n; j++) axpy(p[j], v + j * row_bytes, dt, acc, D);
+  *m_out = m;
+  return sum;
 }
 
 // y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w for `rows` rows of n.
@@ -273,58 +293,93 @@ size_t dt_size(Dt dt) {
 }
 
 // One block evaluation's operands, as the attention's worker chunks read them.
+//
+// Chunk = (b, kv head, position range): every query row of every query head in that kv head's
+// group, over the range's key and value rows. A group's heads then read those rows from memory
+// once and from cache after (a chunk per query head read each kv head's rows from memory once
+// per head of its group), and the ranges give the pool enough chunks to balance when kv heads
+// are few. Each (query row, range) leaves its softmax part in `parts`; merge_parts combines them.
 struct Attention {
   const BlockSpec* spec;
   int B, L, offset, capacity;
+  int ranges;          // position ranges per kv head
   const float* q;      // [B * L, heads * D], roped
   const void* keys;    // the cache [B, kv_heads, capacity, D] of dt, row-contiguous, positions
   const void* values;  // < offset + L written
   Dt dt;
+  float* parts;        // [B, heads, L, ranges] of (acc[D], m, sum)
   float* out;          // [B * L, heads * D]
 };
 
-// Chunk = (b, head): every query row of that head, causal over offset + l + 1 positions.
+// The first position of range r of `ranges` over n positions.
+inline int range_start(int n, int r, int ranges) {
+  return int(int64_t(n) * r / ranges);
+}
+
 void attend_chunk(void* ctx, int chunk) {
   const Attention& a = *static_cast<const Attention*>(ctx);
   const BlockSpec& s = *a.spec;
-  const int D = s.head_dim, H = s.heads;
-  const int b = chunk / H, h = chunk % H;
-  const int kvh = h / (H / s.kv_heads);
-  const size_t es = dt_size(a.dt);
-  const size_t row = size_t(D) * es;
-  const size_t at = (size_t(b) * s.kv_heads + kvh) * a.capacity * row;
+  const int D = s.head_dim, H = s.heads, Hkv = s.kv_heads, group = H / Hkv, R = a.ranges;
+  const int r = chunk % R, kvh = chunk / R % Hkv, b = chunk / R / Hkv;
+  const size_t row = size_t(D) * dt_size(a.dt);
+  const int n_max = a.offset + a.L;
+  const int p0 = range_start(n_max, r, R), p1 = range_start(n_max, r + 1, R);
+  const size_t at = ((size_t(b) * Hkv + kvh) * a.capacity + p0) * row;
   const char* kc = static_cast<const char*>(a.keys) + at;
   const char* vc = static_cast<const char*>(a.values) + at;
-  const int n_max = a.offset + a.L;
-  float* p = mlxr::qmm::thread_scratch(size_t(n_max) + D);
-  float* acc = p + n_max;
-  const AttendRow row_kernel = attend_row_for(D, a.dt);
-  for (int l = 0; l < a.L; l++) {
-    const float* q = a.q + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
-    float* o = a.out + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
-    if (row_kernel != nullptr) {
-      row_kernel(q, s.attn_scale, kc, vc, row, a.offset + l + 1, p, o);
-      continue;
+  float* p = mlxr::qmm::thread_scratch(size_t(p1 - p0) + 1);
+  const AttendPart part_kernel = attend_part_for(D, a.dt);
+  for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+    for (int l = 0; l < a.L; l++) {
+      float* part = a.parts + (((size_t(b) * H + h) * a.L + l) * R + r) * (D + 2);
+      const int n = std::min(p1, a.offset + l + 1) - p0;  // causal: positions up to offset + l
+      if (n <= 0) {
+        part[D] = -INFINITY;
+        part[D + 1] = 0;
+        continue;
+      }
+      const float* q = a.q + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
+      part[D + 1] = part_kernel != nullptr
+                        ? part_kernel(q, s.attn_scale, kc, vc, row, n, p, part, part + D)
+                        : attend_part_generic(q, s.attn_scale, kc, vc, a.dt, D, row, n, p, part, part + D);
     }
-    const int n = a.offset + l + 1;
-    float m = -INFINITY;
-    for (int j = 0; j < n; j++) {
-      const void* k = kc + j * row;
-      p[j] = dot(q, k, a.dt, D) * s.attn_scale;
-      m = std::max(m, p[j]);
-    }
-    for (int j = 0; j < n; j++) p[j] -= m;
-    mlxr::fast::exp_lanes(p, n, p);
-    float sum = 0;
-    for (int j = 0; j < n; j++) sum += p[j];
-    std::fill(acc, acc + D, 0.0f);
-    for (int j = 0; j < n; j++) {
-      const void* v = vc + j * row;
-      axpy(p[j], v, a.dt, acc, D);
-    }
-    const float inv = 1.0f / sum;
-    for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
   }
+}
+
+// out = each query row's softmax-weighted values, from its ranges' parts: each part's sums
+// rescaled from its own maximum to the row's.
+void merge_parts(const Attention& a) {
+  const BlockSpec& s = *a.spec;
+  const int D = s.head_dim, H = s.heads, R = a.ranges;
+  for (int b = 0; b < a.B; b++)
+    for (int l = 0; l < a.L; l++)
+      for (int h = 0; h < H; h++) {
+        const float* parts = a.parts + ((size_t(b) * H + h) * a.L + l) * R * (D + 2);
+        float* o = a.out + (size_t(b) * a.L + l) * H * D + size_t(h) * D;
+        float m = -INFINITY;
+        for (int r = 0; r < R; r++) m = std::max(m, parts[r * (D + 2) + D]);
+        float sum = 0;
+        std::fill(o, o + D, 0.0f);
+        for (int r = 0; r < R; r++) {
+          const float* part = parts + r * (D + 2);
+          if (part[D + 1] == 0) continue;  // no position of this range is visible to the row
+          const float w = part[D] == m ? 1.0f : std::exp(part[D] - m);
+          sum += part[D + 1] * w;
+          for (int d = 0; d < D; d++) o[d] += part[d] * w;
+        }
+        const float inv = 1.0f / sum;
+        for (int d = 0; d < D; d++) o[d] *= inv;
+      }
+}
+
+// Ranges no shorter than this many positions (a range's fixed costs are a few rows' work).
+constexpr int kMinRangePositions = 32;
+
+// Position ranges per kv head: two chunks per pool thread where the positions allow.
+int attention_ranges(int B, int kv_heads, int positions) {
+  const int units = B * kv_heads;
+  const int want = (2 * mlxr::qmm::parallel_threads() + units - 1) / units;
+  return std::max(1, std::min(want, positions / kMinRangePositions));
 }
 
 void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
@@ -335,7 +390,7 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   const Dt act = dt_of(out[0].dtype());
   const int capacity = out[1].shape(2);
   // Reused by every block of every step: a decode step then allocates nothing here.
-  thread_local std::vector<float> ns, qs, ks, vs, as, hs, gs, us, ex, ws;
+  thread_local std::vector<float> ns, qs, ks, vs, as, ps, hs, gs, us, ex, ws;
   std::vector<float> xcopy;
   // Everything but the weights is read as row-contiguous floats.
   const float* X = row_major_floats(x, xcopy);
@@ -398,8 +453,11 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
         narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
       }
   float* attn = scratch(as, size_t(M) * H * Dh);
-  Attention a{&s, B, L, offset, capacity, q, out[1].data<void>(), out[2].data<void>(), act, attn};
-  mlxr::qmm::parallel_chunks(B * H, attend_chunk, &a);
+  const int ranges = attention_ranges(B, Hkv, offset + L);
+  float* parts = scratch(ps, size_t(M) * H * ranges * (Dh + 2));
+  Attention a{&s, B, L, offset, capacity, ranges, q, out[1].data<void>(), out[2].data<void>(), act, parts, attn};
+  mlxr::qmm::parallel_chunks(B * Hkv * ranges, attend_chunk, &a);
+  merge_parts(a);
   float* h = scratch(hs, size_t(M) * Dm);
   mm(kO, 1, attn, H * Dh, &h);
   for (size_t i = 0; i < size_t(M) * Dm; i++) h[i] += X[i];
