@@ -35,6 +35,9 @@ MLXR_INLINE int fimin(int a, int b) {
   return a < b ? a : b;
 }
 
+// Weight rows ahead whose weights a tile, and whose group parameters a chunk, prefetches.
+constexpr int kRowsAhead = 4;
+
 struct Job {
   const Problem* p;
   int rows_per_chunk;
@@ -121,9 +124,9 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
       MLXR_UNROLL for (int r = 0; r < R; r++) dot[r] = vzero();
       const uint8_t* wg = wrow + size_t(g) * gbytes;
       const float* xg = x + size_t(g) * GS;
-      // Four weight rows ahead, each line once (rows are contiguous).
+      // kRowsAhead weight rows ahead, each line once (rows are contiguous).
       MLXR_UNROLL for (int c = 0; c < gbytes; c += 64) {
-        if (gbytes >= 64 || (size_t(g) * gbytes + c) % 64 == 0) __builtin_prefetch(wg + 4 * row_bytes + c, 0, 3);
+        if (gbytes >= 64 || (size_t(g) * gbytes + c) % 64 == 0) __builtin_prefetch(wg + kRowsAhead * row_bytes + c, 0, 3);
       }
       MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
         if constexpr (BITS == 4) {
@@ -183,9 +186,9 @@ MLXR_INLINE void tile_words(const Problem& p, const uint8_t* wrow, size_t row_by
   }
   for (int b = 0; b * kL < words; b++) {
     const int count = fimin(kL, words - b * kL);
-    // Four weight rows ahead (rows are contiguous): one line per row and block, as read.
+    // kRowsAhead weight rows ahead (rows are contiguous): one line per row and block, as read.
     MLXR_UNROLL for (int j = 0; j < NB; j++) {
-      __builtin_prefetch(wrow + (j + 4) * row_bytes + size_t(b) * kL * 4, 0, 3);
+      __builtin_prefetch(wrow + (j + kRowsAhead) * row_bytes + size_t(b) * kL * 4, 0, 3);
     }
     vi wv[NB];
     MLXR_UNROLL for (int j = 0; j < NB; j++) {
@@ -282,26 +285,50 @@ void run_chunk(void* ctx, int chunk) {
   const int gs = int(p.g_stride);
   const size_t row_bytes = size_t(p.K) * BITS / 8;
   // Per weight row, gs (G rounded up to whole vectors, zero past G) widened
-  // scales, then as many centred biases.
+  // scales, then as many centred biases, each row's widened by the first
+  // pass over it just before its tile, while the parameters of the rows
+  // ahead are prefetched: widening the whole chunk up front waited on every
+  // parameter line's first load with no arithmetic to overlap it.
   float* sc = thread_scratch(size_t(n1 - n0) * 2 * gs);
   float* bi = sc + size_t(n1 - n0) * gs;
   const vf centre = vset1(float(1 << (BITS - 1)));
-  for (int n = n0; n < n1; n++) {
+  const Dt param = p.param;
+  const size_t param_row_bytes = size_t(G) * (param == Dt::F32 ? 4 : 2);
+  const auto widen_row = [&](int n) {
     float* s = sc + size_t(n - n0) * gs;
     float* b = bi + size_t(n - n0) * gs;
     for (int g = 0; g < gs; g += kL) {
       const int count = fimin(kL, G - g);
-      const vf sv = widen_params(p.scales, p.param, size_t(n) * G + g, count);
+      const vf sv = widen_params(p.scales, param, size_t(n) * G + g, count);
       vstore(s + g, sv);
-      vstore(b + g, vfma(centre, sv, widen_params(p.biases, p.param, size_t(n) * G + g, count)));
+      vstore(b + g, vfma(centre, sv, widen_params(p.biases, param, size_t(n) * G + g, count)));
     }
-  }
+  };
+  // Every line of weight row n's group parameters (a row's may straddle two).
+  const auto prefetch_params = [&](int n) {
+    if (n >= p.N) return;
+    const char* s = static_cast<const char*>(p.scales) + size_t(n) * param_row_bytes;
+    const char* b = static_cast<const char*>(p.biases) + size_t(n) * param_row_bytes;
+    for (size_t o = 0; o < param_row_bytes; o += 64) {
+      __builtin_prefetch(s + o, 0, 3);
+      __builtin_prefetch(b + o, 0, 3);
+    }
+    __builtin_prefetch(s + param_row_bytes - 1, 0, 3);
+    __builtin_prefetch(b + param_row_bytes - 1, 0, 3);
+  };
+  for (int n = n0; n < fimin(n1, n0 + kRowsAhead); n++) prefetch_params(n);
   const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
   float res[2 * kMaxRows];
   for (int m0 = 0; m0 < p.M; m0 += kMaxRows) {
     const int rows = fimin(kMaxRows, p.M - m0);
     for (int n = n0; n < n1;) {
       const int nb = (rows >= kScaledRows || p.word_lanes) && n + 1 < n1 ? 2 : 1;
+      if (m0 == 0) {
+        for (int j = 0; j < nb; j++) {
+          prefetch_params(n + j + kRowsAhead);
+          widen_row(n + j);
+        }
+      }
       tile_rows<BITS, GS>(p, rows, nb, w + size_t(n) * row_bytes, row_bytes, sc + size_t(n - n0) * gs,
                           bi + size_t(n - n0) * gs, m0, res);
       for (int j = 0; j < nb; j++) {
