@@ -5,7 +5,7 @@
 # per-token figure is that run's mean over its decode tokens; medians are taken over the runs.
 #
 #   scripts/bench/shim_ab.sh A.so B.so [--pairs 5] [--model DIR] [--prompt-tokens 64] [--gen-tokens 48]
-#                            [--max-quiet-wait-s 0]
+#                            [--max-quiet-wait-s 0] [--numerics exact|fast]
 #
 # --max-quiet-wait-s S: before each run wait (at most S seconds) until the machine's other processes
 # use less than 0.15 cores (busy time in /proc/stat over one second); each line then reports the
@@ -18,7 +18,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH
 a="$1"; b="$2"; shift 2
-pairs=5; model=models/smollm2-135m-instruct; prompt=64; gen=48; quiet_wait=0
+pairs=5; model=models/smollm2-135m-instruct; prompt=64; gen=48; quiet_wait=0; numerics=exact
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pairs) pairs="$2"; shift 2 ;;
@@ -26,6 +26,7 @@ while [[ $# -gt 0 ]]; do
     --prompt-tokens) prompt="$2"; shift 2 ;;
     --gen-tokens) gen="$2"; shift 2 ;;
     --max-quiet-wait-s) quiet_wait="$2"; shift 2 ;;
+    --numerics) numerics="$2"; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +39,7 @@ one() {
   local r
   r="$(MLXRING_SHIM="$1" /usr/bin/time -f "%e %U %S" -o "$t" java @"$root/jvm.args" -Dmlxring.home="$root" \
     -cp "perf/target/perf-0.1.0-SNAPSHOT.jar:perf/target/lib/*" dev.mlxring.perf.DecodeProfile \
-    --model "$model" --prompt-tokens "$prompt" --gen-tokens "$gen" --runs 1 2>&1 \
+    --model "$model" --prompt-tokens "$prompt" --gen-tokens "$gen" --numerics "$numerics" --runs 1 2>&1 \
     | sed -n 's/.*total \([0-9.]*\) ms (\([0-9.]*\) tok\/s).*/\1 \2/p')"
   read -r -a s2 < /proc/stat
   local foreign
