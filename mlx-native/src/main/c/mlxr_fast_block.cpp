@@ -153,6 +153,18 @@ __attribute__((target("avx2,fma,f16c"))) void weigh_t(const float* p, const char
   }
 }
 
+// p[j] = e^(p[j] - m) for the n scores' maximum m (into *m); returns their sum.
+float exp_from_max(float* p, int n, float* m) {
+  float mx = -INFINITY;
+  for (int j = 0; j < n; j++) mx = std::max(mx, p[j]);
+  for (int j = 0; j < n; j++) p[j] -= mx;
+  mlxr::fast::exp_lanes(p, n, p);
+  float sum = 0;
+  for (int j = 0; j < n; j++) sum += p[j];
+  *m = mx;
+  return sum;
+}
+
 // One query row against n key rows (row_bytes apart), the softmax's parts over these rows
 // alone: p[j] = scale q . k_j, *m = max_j p[j], acc = sum_j e^(p[j] - m) v_j (not normalized);
 // returns sum_j e^(p[j] - m). merge_parts combines the parts of a query's position ranges.
@@ -165,19 +177,13 @@ __attribute__((target("avx2,fma,f16c"))) float attend_part_t(const float* q, flo
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) qv[i] = _mm256_mul_ps(_mm256_loadu_ps(q + 8 * i), sv);
   scores_t<DT, NV>(qv, k, row_bytes, n, p);
-  float m = -INFINITY;
-  for (int j = 0; j < n; j++) m = std::max(m, p[j]);
-  for (int j = 0; j < n; j++) p[j] -= m;
-  mlxr::fast::exp_lanes(p, n, p);
-  float sum = 0;
-  for (int j = 0; j < n; j++) sum += p[j];
+  const float sum = exp_from_max(p, n, m_out);
   __m256 acc[NV];
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) acc[i] = _mm256_setzero_ps();
   weigh_t<DT, NV>(p, v, row_bytes, n, acc);
 #pragma GCC unroll 16
   for (int i = 0; i < NV; i++) _mm256_storeu_ps(acc_out + 8 * i, acc[i]);
-  *m_out = m;
   return sum;
 }
 
@@ -197,18 +203,10 @@ AttendPart attend_part_for(int D, Dt dt) {
 // attend_part_t for any head size D (a multiple of 8).
 float attend_part_generic(const float* q, float scale, const char* k, const char* v, Dt dt, int D, size_t row_bytes,
                           int n, float* p, float* acc, float* m_out) {
-  float m = -INFINITY;
-  for (int j = 0; j < n; j++) {
-    p[j] = dot(q, k + j * row_bytes, dt, D) * scale;
-    m = std::max(m, p[j]);
-  }
-  for (int j = 0; j < n; j++) p[j] -= m;
-  mlxr::fast::exp_lanes(p, n, p);
-  float sum = 0;
-  for (int j = 0; j < n; j++) sum += p[j];
+  for (int j = 0; j < n; j++) p[j] = dot(q, k + j * row_bytes, dt, D) * scale;
+  const float sum = exp_from_max(p, n, m_out);
   std::fill(acc, acc + D, 0.0f);
   for (int j = 0; j < n; j++) axpy(p[j], v + j * row_bytes, dt, acc, D);
-  *m_out = m;
   return sum;
 }
 
