@@ -125,7 +125,11 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             // The consumer lost output: whatever exec finished with, the session did not complete.
             outcome = Outcome.cancelled(s.listenerFailure, outcome.usage());
         } else if (outcome.state() == Lifecycle.COMPLETED && s.isStopRequested()) {
-            outcome = Outcome.completed("stop", outcome.usage());
+            // Exec ran on while the stop string was being matched here: the completion is the
+            // tokens up to the match (mlx_lm.server's count), not what exec had generated.
+            Usage u = outcome.usage();
+            outcome = Outcome.completed("stop", new Usage(u.promptTokens(),
+                    Math.min(u.completionTokens(), s.deliveredTokens), u.cachedTokens()));
         }
         if (s.textSink != null && outcome.state() == Lifecycle.COMPLETED) {
             // Also after a stop-string match (finish reason "stop"): the sink may still parse an

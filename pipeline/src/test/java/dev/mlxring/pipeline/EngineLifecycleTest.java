@@ -185,6 +185,28 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void stopStringUsageCountsTheTokensUpToTheMatch() throws Exception {
+        start(EngineConfig.defaults());
+        long deadlineNs = System.nanoTime() + 10_000_000_000L;
+        var r = new FakeStages.Recorder() {
+            @Override
+            public void onCommitted(Session session, CommittedSpan span) {
+                // Hold the sink on the first token until exec has run past the match at token 4.
+                while (exec.producedTokens.get() < 12 && System.nanoTime() < deadlineNs) {
+                    Thread.onSpinWait();
+                }
+                super.onCommitted(session, span);
+            }
+        };
+        Session s = engine.submit(text("a", 50, "4 "), r);
+        Outcome o = await(s, r);
+        assertTrue(exec.producedTokens.get() >= 12, "exec ran ahead: " + exec.producedTokens.get());
+        assertEquals("stop", o.finishReason());
+        assertEquals("1 2 3 ", r.text.toString());
+        assertEquals(4, o.usage().completionTokens(), "tokens 1 to 4, the last one completing the match");
+    }
+
+    @Test
     void slowReaderIsPausedThenCancelledAfterTheIdleDeadline() throws Exception {
         start(EngineConfig.defaults().withCredits(4, 200_000_000L));
         var r = new FakeStages.Recorder(false); // never releases credits

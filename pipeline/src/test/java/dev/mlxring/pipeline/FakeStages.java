@@ -32,6 +32,8 @@ final class FakeStages {
     static final class Exec implements Executor {
         final AtomicInteger openRuns = new AtomicInteger();
         final AtomicInteger closedRuns = new AtomicInteger();
+        /** Tokens produced by serial runs, all runs together. */
+        final AtomicInteger producedTokens = new AtomicInteger();
         volatile int prefillChunks = 1;
         volatile long stepSleepMs;
         volatile CountDownLatch decodeGate;
@@ -84,6 +86,7 @@ final class FakeStages {
                     if (produced == plan.maxTokens()) {
                         return r.finished("length");
                     }
+                    producedTokens.incrementAndGet();
                     return r.token(++produced);
                 }
 
