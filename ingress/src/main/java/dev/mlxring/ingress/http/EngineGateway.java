@@ -60,8 +60,10 @@ public final class EngineGateway {
                     "shutting_down");
         }
         out.attach(session);
-        // A client that goes away cancels its session at the next safe point.
+        // A client that goes away cancels its session at the next safe point; the watch closes
+        // the connection as soon as the client does, even while nothing is being written.
         ex.getConnection().addCloseListener(c -> session.cancel("client disconnected"));
+        out.watchForDisconnect();
         // Keep the exchange open when this call stack returns: the sink thread completes it.
         ex.dispatch();
         return session;

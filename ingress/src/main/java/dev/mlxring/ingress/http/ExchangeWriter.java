@@ -38,6 +38,8 @@ public final class ExchangeWriter implements IoCallback {
     private final ConcurrentLinkedQueue<Pending> queue = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean writing = new AtomicBoolean();
     private volatile Session session;
+    /** Set once on submission; read on the IO thread when the last bytes go out. */
+    private volatile DisconnectWatch watch;
     private boolean started;
     private Pending inFlight;
 
@@ -97,6 +99,11 @@ public final class ExchangeWriter implements IoCallback {
     public void attach(Session s) {
         this.session = s;
         record.submitted = true;
+    }
+
+    /** From now until the last write, a client closing its connection is noticed at once. */
+    void watchForDisconnect() {
+        watch = DisconnectWatch.arm(exchange);
     }
 
     /** Whether the response has started as an event stream (its status can no longer change). */
@@ -167,7 +174,14 @@ public final class ExchangeWriter implements IoCallback {
             Pending p = queue.poll();
             if (p != null) {
                 inFlight = p;
-                exchange.getResponseSender().send(p.buffer(), this);
+                if (p.last() && !exchange.isInIoThread()) {
+                    // The exchange ends on its IO thread, where the disconnect watch reads.
+                    exchange.getIoThread().execute(() -> sendLast(p));
+                } else if (p.last()) {
+                    sendLast(p);
+                } else {
+                    exchange.getResponseSender().send(p.buffer(), this);
+                }
                 return;
             }
             writing.set(false);
@@ -176,6 +190,15 @@ public final class ExchangeWriter implements IoCallback {
                 return;
             }
         }
+    }
+
+    /** IO thread: the watch lets go of the connection's reads before the exchange can end. */
+    private void sendLast(Pending last) {
+        DisconnectWatch w = watch;
+        if (w != null) {
+            w.stop();
+        }
+        exchange.getResponseSender().send(last.buffer(), this);
     }
 
     @Override
