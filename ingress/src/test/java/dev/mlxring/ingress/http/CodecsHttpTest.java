@@ -288,6 +288,19 @@ class CodecsHttpTest {
                 "integer");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"tools\":[{\"type\":\"file_search\"}]}"), 400,
                 "tools[0].type", "file_search");
+        // Options not implemented are refused, not answered as if honoured.
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\","
+                + "\"schema\":{\"type\":\"object\"}}}}"), 400, "text.format", "json_schema");
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_object\"}}}"), 400,
+                "text.format", "json_object");
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":\"x\"}}"), 400, "text.format", "object");
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"background\":true}"), 400, "background", "not supported");
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"truncation\":\"auto\"}"), 400, "truncation", "'auto'");
+        assertOpenAiError(post(resp, "{\"input\":\"x\",\"conversation\":\"conv_1\"}"), 400, "conversation",
+                "previous_response_id");
+        assertEquals(200, post(resp, "{\"input\":\"x\",\"max_output_tokens\":1,\"text\":{\"format\":{\"type\":"
+                + "\"text\"},\"verbosity\":\"low\"},\"background\":false,\"truncation\":\"disabled\",\"include\":"
+                + "[\"reasoning.encrypted_content\"]}").statusCode(), "the defaults and include are accepted");
         assertOpenAiError(send(server, "GET", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "DELETE", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "PUT", resp + "/resp_nope", "{}"), 405, null, "GET or DELETE");

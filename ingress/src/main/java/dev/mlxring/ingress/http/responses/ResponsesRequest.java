@@ -51,6 +51,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         String instructions = f.string("instructions", null);
         JsonNode metadata = f.object("metadata");
         String previousId = f.string("previous_response_id", null);
+        refuseUnsupported(f);
 
         List<ChatMessage> conversation = new ArrayList<>();
         if (previousId != null) {
@@ -102,6 +103,39 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         echo.putObject("text").putObject("format").put("type", "text");
         echo.put("truncation", "disabled");
         return new ResponsesRequest(req, stream, store, model, List.copyOf(conversation), echo);
+    }
+
+    /**
+     * Options whose meaning this server does not implement are refused, naming the field, rather
+     * than answered as if they had been honoured (docs/api.md, "Not supported"): structured
+     * output, background mode, automatic truncation and server-side conversations. Their
+     * defaults, and {@code include} (extra output a response may carry), are accepted.
+     */
+    private static void refuseUnsupported(RequestFields f) {
+        JsonNode text = f.object("text");
+        if (text != null) {
+            JsonNode format = RequestFields.at(text, "text").object("format");
+            if (format != null) {
+                String type = RequestFields.at(format, "text.format").string("type", null);
+                if (!"text".equals(type)) {
+                    throw ApiError.invalid("text.format", "text.format type '" + type + "' is not supported; only "
+                            + "{\"type\": \"text\"} is (no constrained JSON output)");
+                }
+            }
+        }
+        if (f.bool("background", false)) {
+            throw ApiError.invalid("background", "background responses are not supported; send background: false "
+                    + "(the response is generated while the request waits, or streamed)");
+        }
+        String truncation = f.string("truncation", "disabled");
+        if (!truncation.equals("disabled")) {
+            throw ApiError.invalid("truncation", "truncation '" + truncation + "' is not supported; only 'disabled' is "
+                    + "(an input longer than the context is refused with context_length_exceeded)");
+        }
+        if (f.get("conversation") != null) {
+            throw ApiError.invalid("conversation", "conversation objects are not supported; continue a response "
+                    + "with previous_response_id");
+        }
     }
 
     private static void putNullable(ObjectNode o, String field, String value) {
