@@ -44,13 +44,25 @@ public final class ApiError extends RuntimeException {
      */
     public static ApiError of(Outcome outcome, String requestId) {
         return switch (outcome.errorType()) {
-            case INVALID_REQUEST, UNSUPPORTED -> invalid(null, outcome.message());
+            case INVALID_REQUEST, UNSUPPORTED -> invalid(fieldNamedBy(outcome.message()), outcome.message());
             case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
                     "context_length_exceeded");
             case OVERLOADED -> overloaded(503, outcome.message());
             case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId + "): "
                     + outcome.message(), null, "internal_error");
         };
+    }
+
+    private static final java.util.regex.Pattern FIELD_FIRST =
+            java.util.regex.Pattern.compile("^([a-z][a-z0-9_]*(?:\\[\\d+])?) must ");
+
+    /**
+     * The field an engine-side refusal names: plan and exec word theirs field first ("top_k must
+     * be in [0, 49152) …", "stop[1] must not be empty"); null for any other message.
+     */
+    static String fieldNamedBy(String message) {
+        var m = message == null ? null : FIELD_FIRST.matcher(message);
+        return m != null && m.find() ? m.group(1) : null;
     }
 
     public int status() {

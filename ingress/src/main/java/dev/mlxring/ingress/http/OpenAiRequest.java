@@ -24,7 +24,8 @@ import java.util.Set;
 record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
     private static final ObjectMapper JSON = new ObjectMapper();
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
-    static final int MAX_TOP_LOGPROBS = 20;
+    /** mlx_lm.server's bound, which the planner also enforces (docs/api.md). */
+    static final int MAX_TOP_LOGPROBS = 11;
     static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {

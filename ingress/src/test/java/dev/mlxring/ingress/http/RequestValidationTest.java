@@ -114,6 +114,7 @@ class RequestValidationTest {
         ",\"max_tokens\":8192                                     | max_tokens",
         ",\"max_tokens\":1e400                                    | max_tokens",
         ",\"top_logprobs\":50                                     | top_logprobs",
+        ",\"top_logprobs\":12                                     | top_logprobs",
     })
     void badFieldAnswers400NamingIt(String fields, String param) throws Exception {
         JsonNode e = error(chat(fields.strip()), 400);
