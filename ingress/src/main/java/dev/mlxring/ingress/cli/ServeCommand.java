@@ -138,6 +138,10 @@ final class ServeCommand {
         EngineConfig engineConfig = ConcurrencyFlags.apply(a, EngineConfig.defaults().withWaitMode(waitMode)
                 .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1)));
         long maxBodyBytes = longFlag(a, "--max-body-bytes", HttpServer.DEFAULT_MAX_BODY_BYTES);
+        if (maxBodyBytes > HttpServer.MOST_MAX_BODY_BYTES) {
+            throw new UsageException("--max-body-bytes must be at most " + HttpServer.MOST_MAX_BODY_BYTES
+                    + " (a body is read whole into memory), got " + maxBodyBytes);
+        }
         int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
 
         int maxContext = LocalEngine.contextLength(modelDir);

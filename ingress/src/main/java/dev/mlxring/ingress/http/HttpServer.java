@@ -28,6 +28,10 @@ public final class HttpServer implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** {@code --max-body-bytes} default: far above any chat a model's context holds, far below the heap. */
     public static final long DEFAULT_MAX_BODY_BYTES = 4L << 20;
+    /** A body is received whole into one array. */
+    public static final long MOST_MAX_BODY_BYTES = 1L << 30;
+    /** How far above the body limit Undertow's own entity check sits (more than one read). */
+    private static final long ENTITY_SIZE_SLACK_BYTES = 1L << 20;
 
     /**
      * @param modelId the served model's id ({@code /v1/models}); requests may also name
@@ -44,8 +48,9 @@ public final class HttpServer implements AutoCloseable {
         }
 
         public Config {
-            if (maxBodyBytes < 1) {
-                throw new IllegalArgumentException("maxBodyBytes must be positive, got " + maxBodyBytes);
+            if (maxBodyBytes < 1 || maxBodyBytes > MOST_MAX_BODY_BYTES) {
+                throw new IllegalArgumentException("maxBodyBytes must be in [1, " + MOST_MAX_BODY_BYTES + "], got "
+                        + maxBodyBytes);
             }
         }
     }
@@ -78,7 +83,9 @@ public final class HttpServer implements AutoCloseable {
         this.responses = new ResponsesCodec(gateway);
         this.undertow = Undertow.builder()
                 .addHttpListener(config.port(), config.host())
-                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes())
+                // A backstop above the receiver's own limit (post()): Undertow's check drops the
+                // connection mid-read, where no 413 can be answered or logged.
+                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes() + ENTITY_SIZE_SLACK_BYTES)
                 .setHandler(new ObservedHandler(this::route, metrics, inFlight))
                 .build();
     }
@@ -238,6 +245,7 @@ public final class HttpServer implements AutoCloseable {
                     null, "shutting_down");
         }
         requireJsonBody(ex);
+        ex.getRequestReceiver().setMaxBufferSize(Math.toIntExact(config.maxBodyBytes()));
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
                     try {
@@ -249,7 +257,8 @@ public final class HttpServer implements AutoCloseable {
                     }
                 },
                 (exchange, e) -> {
-                    if (e instanceof io.undertow.server.RequestTooBigException) {
+                    if (e instanceof io.undertow.io.Receiver.RequestToLargeException
+                            || e instanceof io.undertow.server.RequestTooBigException) {
                         // A chunked body that grew past the limit while being read.
                         tooLarge(exchange, shape);
                     } else {

@@ -105,6 +105,38 @@ class MetricsHttpTest {
     }
 
     @Test
+    void aChunkedBodyPastTheLimitIsCountedAs413() throws Exception {
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", server.port())) {
+            s.setSoTimeout(20_000);
+            var out = s.getOutputStream();
+            out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekret\r\n"
+                    + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            byte[] chunk = new byte[64 << 10];
+            java.util.Arrays.fill(chunk, (byte) ' ');
+            byte[] size = (Integer.toHexString(chunk.length) + "\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            try {
+                for (long sent = 0; sent <= HttpServer.DEFAULT_MAX_BODY_BYTES + chunk.length; sent += chunk.length) {
+                    out.write(size);
+                    out.write(chunk);
+                    out.write(new byte[] {'\r', '\n'});
+                }
+                out.flush();
+                // The server answers 413 and closes, or just closes: both are allowed (docs/api.md).
+                while (s.getInputStream().read() >= 0) {
+                    // drain
+                }
+            } catch (java.io.IOException closedUnderUs) {
+                // the server closed the connection while the body was still being sent
+            }
+        }
+        MetricsText m = MetricsText.awaitScrape(base, "sekret",
+                x -> x.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}") == 1);
+        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"413\"}"));
+        assertEquals(0, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
+    }
+
+    @Test
     void metricsNeedTheApiKeyAndUnknownRoutesShareOneLabel() throws Exception {
         var r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
