@@ -23,6 +23,7 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -65,7 +66,7 @@ final class ServeCommand {
     static int run(String[] args, PrintStream out) {
         CliArgs a = CliArgs.parse(args, 1,
                 Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
-                        "--api-key", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
+                        "--api-key", "--allowed-origins", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
@@ -143,6 +144,8 @@ final class ServeCommand {
                     + " (a body is read whole into memory), got " + maxBodyBytes);
         }
         int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
+        List<String> allowedOrigins = a.has("--allowed-origins")
+                ? List.of(a.get("--allowed-origins").split(",")) : HttpServer.ANY_ORIGIN;
 
         int maxContext = LocalEngine.contextLength(modelDir);
         ShardLeader leader = launch == null ? null : ShardLeader.start(launch, group, modelDir, prefillStep, maxKvSize,
@@ -168,7 +171,7 @@ final class ServeCommand {
                     Mlx.memory().activeBytes());
             server = new HttpServer(new HttpServer.Config(host, port, modelId, a.get("--api-key"),
                     new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
-                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes),
+                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes, allowedOrigins),
                     local.engine(), id -> tokenizer.decode(new int[] {id}, false), metrics).start();
         } catch (RuntimeException e) {
             local.close();

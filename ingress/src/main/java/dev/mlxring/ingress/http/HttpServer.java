@@ -9,6 +9,7 @@ import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Headers;
+import io.undertow.util.HttpString;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -39,12 +40,19 @@ public final class HttpServer implements AutoCloseable {
      * @param apiKey required as {@code Authorization: Bearer <key>} or {@code x-api-key: <key>} on every
      *     route but /health; null = open
      * @param maxBodyBytes larger request bodies are refused with 413 before they are read
+     * @param allowedOrigins origins a browser may call from (CORS), "*" for any: mlx_lm.server's
+     *     {@code --allowed-origins}, whose default is "*"
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint, long maxBodyBytes) {
+            String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins) {
         public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
                 String fingerprint) {
             this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
+        }
+
+        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
+                String fingerprint, long maxBodyBytes) {
+            this(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, ANY_ORIGIN);
         }
 
         public Config {
@@ -52,8 +60,14 @@ public final class HttpServer implements AutoCloseable {
                 throw new IllegalArgumentException("maxBodyBytes must be in [1, " + MOST_MAX_BODY_BYTES + "], got "
                         + maxBodyBytes);
             }
+            allowedOrigins = java.util.List.copyOf(allowedOrigins);
         }
     }
+
+    public static final java.util.List<String> ANY_ORIGIN = java.util.List.of("*");
+    private static final HttpString ALLOW_ORIGIN = new HttpString("Access-Control-Allow-Origin");
+    private static final HttpString ALLOW_METHODS = new HttpString("Access-Control-Allow-Methods");
+    private static final HttpString ALLOW_HEADERS = new HttpString("Access-Control-Allow-Headers");
 
     private final Config config;
     private final Engine engine;
@@ -131,6 +145,13 @@ public final class HttpServer implements AutoCloseable {
     private void route(HttpServerExchange ex) {
         String path = ex.getRequestPath();
         ErrorShape shape = AnthropicCodec.serves(path) ? AnthropicCodec.ERRORS : ErrorShape.OPENAI;
+        cors(ex);
+        if (ex.getRequestMethod().equalToString("OPTIONS")) {
+            // A browser's preflight: it carries no credentials, so it is answered before auth.
+            ex.setStatusCode(204);
+            ex.endExchange();
+            return;
+        }
         try {
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
@@ -153,6 +174,11 @@ public final class HttpServer implements AutoCloseable {
                 case "/v1/messages/count_tokens" -> post(ex, shape, anthropic::countTokens);
                 case "/v1/responses" -> post(ex, shape, responses::create);
                 default -> {
+                    if (path.startsWith(MODELS_PREFIX)) {
+                        requireMethod(ex, "GET");
+                        json(ex, 200, model(path.substring(MODELS_PREFIX.length())));
+                        return;
+                    }
                     if (!ResponsesCodec.servesStored(path)) {
                         throw ApiError.notFound("unknown route " + ex.getRequestMethod() + " " + path);
                     }
@@ -163,6 +189,20 @@ public final class HttpServer implements AutoCloseable {
         } catch (ApiError e) {
             ObservedHandler.reject(ex, e, shape);
         }
+    }
+
+    /** mlx_lm.server's CORS headers, on every response (errors included) and preflight. */
+    private void cors(HttpServerExchange ex) {
+        var headers = ex.getResponseHeaders();
+        String origin = ex.getRequestHeaders().getFirst(Headers.ORIGIN);
+        if (config.allowedOrigins().contains("*")) {
+            headers.put(ALLOW_ORIGIN, "*");
+        } else if (origin != null && config.allowedOrigins().contains(origin)) {
+            headers.put(ALLOW_ORIGIN, origin);
+            headers.put(Headers.VARY, "Origin");
+        }
+        headers.put(ALLOW_METHODS, "*");
+        headers.put(ALLOW_HEADERS, "*");
     }
 
     /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
@@ -217,15 +257,27 @@ public final class HttpServer implements AutoCloseable {
                 expected.getBytes(StandardCharsets.UTF_8));
     }
 
+    private static final String MODELS_PREFIX = "/v1/models/";
+
     private String models() {
         ObjectNode root = JSON.createObjectNode();
         root.put("object", "list");
-        ObjectNode m = root.putArray("data").addObject();
+        modelObject(root.putArray("data").addObject());
+        return root.toString();
+    }
+
+    /** {@code GET /v1/models/{id}} (OpenAI's retrieve): the served model, by its id or {@code default_model}. */
+    private String model(String id) {
+        gateway.checkModel(id);
+        return modelObject(JSON.createObjectNode()).toString();
+    }
+
+    private ObjectNode modelObject(ObjectNode m) {
         m.put("id", config.modelId());
         m.put("object", "model");
         m.put("created", startedSeconds);
         m.put("owned_by", "mlx-ring");
-        return root.toString();
+        return m;
     }
 
     /** What a route does with a received POST body; throws {@link ApiError} for a bad request. */

@@ -63,6 +63,56 @@ class HttpServerTest {
         assertEquals(200, h.statusCode());
     }
 
+    private static HttpResponse<String> options(int port, String origin) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                .method("OPTIONS", HttpRequest.BodyPublishers.noBody()).header("Origin", origin)
+                .header("Access-Control-Request-Method", "POST").build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void corsAsMlxLmServerDoes() throws Exception {
+        // The preflight carries no key: it is answered before auth.
+        HttpResponse<String> pre = options(server.port(), "http://ui.example");
+        assertEquals(204, pre.statusCode());
+        assertEquals("*", pre.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
+        assertEquals("*", pre.headers().firstValue("Access-Control-Allow-Headers").orElse(null));
+        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":1}", true);
+        assertEquals(200, r.statusCode());
+        assertEquals("*", r.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
+        assertEquals("*", post("/v1/completions", "{}", false).headers().firstValue("Access-Control-Allow-Origin")
+                .orElse(null), "errors carry it too");
+
+        try (HttpServer only = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
+                ServerDefaults.mlxLm(), "fp", HttpServer.DEFAULT_MAX_BODY_BYTES, List.of("http://ui.example")),
+                engine, id -> "t" + id).start()) {
+            HttpResponse<String> allowed = options(only.port(), "http://ui.example");
+            assertEquals("http://ui.example", allowed.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
+            assertEquals("Origin", allowed.headers().firstValue("Vary").orElse(null));
+            HttpResponse<String> other = options(only.port(), "http://elsewhere.example");
+            assertEquals(204, other.statusCode());
+            assertTrue(other.headers().firstValue("Access-Control-Allow-Origin").isEmpty(), other.headers().toString());
+        }
+    }
+
+    private HttpResponse<String> get(String path) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                .header("Authorization", "Bearer sekret").GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void modelsListAndRetrieve() throws Exception {
+        JsonNode list = JSON.readTree(get("/v1/models").body());
+        assertEquals("tiny", list.at("/data/0/id").asText());
+        for (String id : new String[] {"tiny", "default_model"}) {
+            HttpResponse<String> one = get("/v1/models/" + id);
+            assertEquals(200, one.statusCode(), one.body());
+            assertEquals(list.at("/data/0"), JSON.readTree(one.body()));
+        }
+        HttpResponse<String> missing = get("/v1/models/gpt-9");
+        assertEquals(404, missing.statusCode());
+        assertEquals("model_not_found", JSON.readTree(missing.body()).at("/error/code").asText());
+    }
+
     @Test
     void nonStreamingChatHasOpenAiShapeAndUsage() throws Exception {
         HttpResponse<String> r = post("/v1/chat/completions",
