@@ -79,11 +79,22 @@ public final class ExchangeWriter implements IoCallback {
             case CANCELLED -> "cancelled";
             default -> "failed:" + outcome.errorType();
         };
-        metrics.finished(outcome.state().name().toLowerCase(java.util.Locale.ROOT), record.promptTokens,
-                record.completionTokens);
+        metrics.finished(outcomeLabel(outcome), record.promptTokens, record.completionTokens);
         if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
             LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
         }
+    }
+
+    /**
+     * {@code mlxring_completions_total}'s label: a session refused for the request's fault or for
+     * capacity (answered 400 or 503) is "rejected", so "failed" counts only the engine's own errors.
+     */
+    static String outcomeLabel(Outcome outcome) {
+        return switch (outcome.state()) {
+            case COMPLETED -> "completed";
+            case CANCELLED -> "cancelled";
+            default -> outcome.errorType() == Outcome.ErrorType.INTERNAL ? "failed" : "rejected";
+        };
     }
 
     /** The request is handed to the engine (the access log then tells a disconnect from a refusal). */
@@ -133,6 +144,7 @@ public final class ExchangeWriter implements IoCallback {
     /** Answers the whole exchange with one JSON body. */
     public void json(int status, String body) {
         exchange.setStatusCode(status);
+        ObservedHandler.retryAfter(exchange);
         exchange.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
         end(body);
     }

@@ -95,9 +95,23 @@ final class ObservedHandler implements HttpHandler {
             rec.rejectReason = reasonOf(e);
         }
         ex.setStatusCode(shape.status(e));
+        retryAfter(ex);
         ex.getResponseHeaders().put(Headers.CONTENT_TYPE, "application/json");
         ex.getResponseSender().send(shape.body(e), StandardCharsets.UTF_8);
     }
+
+    /**
+     * An overload answer (429, 503, Anthropic's 529) tells clients when to retry, as OpenAI's and
+     * Anthropic's do; their SDKs honour the header in their back-off.
+     */
+    static void retryAfter(HttpServerExchange ex) {
+        int status = ex.getStatusCode();
+        if (status == 429 || status == 503 || status == 529) {
+            ex.getResponseHeaders().put(Headers.RETRY_AFTER, RETRY_AFTER_SECONDS);
+        }
+    }
+
+    private static final String RETRY_AFTER_SECONDS = "1";
 
     /** A bounded label value: the error's code (a constant of this server), else its type. */
     static String reasonOf(ApiError e) {

@@ -390,6 +390,7 @@ class CodecsHttpTest {
             } else {
                 assertOpenAiError(refused, 503, null, "capacity");
             }
+            assertEquals("1", refused.headers().firstValue("Retry-After").orElse(null), route[0]);
             in.close();
             long deadline = System.nanoTime() + 30_000_000_000L;
             while (engine.admittedCount() > 0 && System.nanoTime() < deadline) {

@@ -137,6 +137,19 @@ class MetricsHttpTest {
     }
 
     @Test
+    void refusalsAreRejectedAndOnlyInternalErrorsFailed() {
+        var none = dev.mlxring.pipeline.Usage.NONE;
+        assertEquals("rejected", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                dev.mlxring.pipeline.Outcome.ErrorType.OVERLOADED, "full", none)));
+        assertEquals("rejected", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                dev.mlxring.pipeline.Outcome.ErrorType.CONTEXT_LENGTH_EXCEEDED, "long", none)));
+        assertEquals("failed", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                dev.mlxring.pipeline.Outcome.ErrorType.INTERNAL, "bug", none)));
+        assertEquals("cancelled", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.cancelled("gone", none)));
+        assertEquals("completed", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.completed("stop", none)));
+    }
+
+    @Test
     void metricsNeedTheApiKeyAndUnknownRoutesShareOneLabel() throws Exception {
         var r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
