@@ -342,6 +342,11 @@ class CodecsHttpTest {
         JsonNode body = JSON.readTree(r.body());
         assertEquals("incomplete", body.get("status").asText(), r.body());
         assertEquals("max_output_tokens", body.get("incomplete_details").get("reason").asText());
+        JsonNode output = body.get("output");
+        assertEquals("incomplete", output.get(output.size() - 1).get("status").asText(), "the item cut short: " + r.body());
+        for (int i = 0; i < output.size() - 1; i++) {
+            assertEquals("completed", output.get(i).get("status").asText(), "item " + i + " ended before the cut");
+        }
         assertEquals(5, body.get("usage").get("output_tokens").asInt());
         assertEquals(1, body.get("usage").get("output_tokens_details").get("reasoning_tokens").asInt(),
                 "the one token whose text is reasoning ('Hmm, weather.'; the markers carry none)");

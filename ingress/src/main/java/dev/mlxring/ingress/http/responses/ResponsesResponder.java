@@ -50,6 +50,8 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
     /** The open reasoning or message item. */
     private String itemId;
     private final StringBuilder itemText = new StringBuilder();
+    /** An output item's status when it closes: "incomplete" for the last one of a cut response. */
+    private String closingStatus = "completed";
 
     // The conversation's assistant turn.
     private final StringBuilder allText = new StringBuilder();
@@ -102,6 +104,9 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
             return;
         }
         start();
+        // The item open when generation ends is cut short unless it ended of its own accord.
+        closingStatus = outcome.state() == Lifecycle.COMPLETED && !"length".equals(outcome.finishReason())
+                ? "completed" : "incomplete";
         segments.finish(this);
         String status;
         String event;
@@ -288,7 +293,7 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
     public void close(OutputSegments.Kind kind) {
         int index = output.size();
         String text = itemText.toString();
-        ObjectNode item = item(kind, "completed", text);
+        ObjectNode item = item(kind, closingStatus, text);
         if (req.stream()) {
             ObjectNode done = at(index);
             done.put("content_index", 0);
