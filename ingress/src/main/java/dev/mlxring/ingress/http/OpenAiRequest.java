@@ -50,6 +50,9 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
         responseFormat(root.get("response_format"));
+        if (!chat) {
+            legacyCompletionOptions(f);
+        }
         String maxField = f.get("max_completion_tokens") != null ? "max_completion_tokens" : "max_tokens";
         Integer maxTokens = f.maxTokens(maxField, false, defaults);
         SamplingSpec sampling = new SamplingSpec(
@@ -181,6 +184,24 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         if (!type.equals("text")) {
             throw ApiError.invalid("response_format", "response_format type '" + type
                     + "' is not supported; only {\"type\": \"text\"} is (no constrained JSON output)");
+        }
+    }
+
+    /**
+     * The legacy completions API's options that would change what is returned: refused rather than
+     * ignored (their defaults are accepted).
+     */
+    private static void legacyCompletionOptions(RequestFields f) {
+        if (f.bool("echo", false)) {
+            throw ApiError.invalid("echo", "echo is not supported: the response carries the completion only");
+        }
+        String suffix = f.string("suffix", null);
+        if (suffix != null && !suffix.isEmpty()) {
+            throw ApiError.invalid("suffix", "suffix (insertion) is not supported");
+        }
+        Integer bestOf = f.integer("best_of", null);
+        if (bestOf != null && bestOf != 1) {
+            throw ApiError.invalid("best_of", "best_of must be 1 (one completion per request is generated)");
         }
     }
 

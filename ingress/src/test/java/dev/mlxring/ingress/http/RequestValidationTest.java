@@ -228,6 +228,21 @@ class RequestValidationTest {
         assertStillServing();
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', value = {
+        ",\"echo\":true           | echo",
+        ",\"suffix\":\"tail\"     | suffix",
+        ",\"best_of\":3           | best_of",
+    })
+    void legacyCompletionOptionsThatChangeTheAnswerAreRefused(String fields, String param) throws Exception {
+        JsonNode e = error(post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":1" + fields.strip() + "}",
+                "application/json"), 400);
+        assertEquals(param, e.get("param").asText(), e.toString());
+        HttpResponse<String> defaults = post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":1,\"echo\":false,"
+                + "\"suffix\":null,\"best_of\":1}", "application/json");
+        assertEquals(200, defaults.statusCode(), defaults.body());
+    }
+
     @Test
     void internalErrorsCarryAJsonBodyAndTheRequestId() throws Exception {
         try (Engine failing = Engine.builder()
