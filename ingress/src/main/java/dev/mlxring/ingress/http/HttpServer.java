@@ -328,10 +328,20 @@ public final class HttpServer implements AutoCloseable {
     private void requireJsonBody(HttpServerExchange ex) {
         String type = ex.getRequestHeaders().getFirst(Headers.CONTENT_TYPE);
         if (type != null) {
-            String media = type.split(";", 2)[0].trim().toLowerCase(java.util.Locale.ROOT);
+            String[] parts = type.split(";");
+            String media = parts[0].trim().toLowerCase(java.util.Locale.ROOT);
             if (!media.equals("application/json") && !(media.startsWith("application/") && media.endsWith("+json"))) {
                 throw new ApiError(415, "invalid_request_error", "Content-Type must be application/json, got '"
                         + type + "'", null, "unsupported_media_type");
+            }
+            for (int i = 1; i < parts.length; i++) {
+                String[] kv = parts[i].trim().split("=", 2);
+                String charset = kv.length == 2 ? kv[1].trim().replace("\"", "").toLowerCase(java.util.Locale.ROOT) : "";
+                // JSON is UTF-8 (RFC 8259); a body declared otherwise would be read as what it is not.
+                if (kv[0].trim().equalsIgnoreCase("charset") && !charset.equals("utf-8") && !charset.equals("utf8")) {
+                    throw new ApiError(415, "invalid_request_error", "JSON bodies must be UTF-8, got charset '"
+                            + kv[1].trim() + "'", null, "unsupported_media_type");
+                }
             }
         }
         long declared = ex.getRequestContentLength();

@@ -175,9 +175,18 @@ class RequestValidationTest {
         assertTrue(e.get("message").asText().contains("application/json"), e.toString());
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"application/json; charset=latin1", "application/json;charset=\"utf-16\""})
+    void aCharsetOtherThanUtf8Is415(String type) throws Exception {
+        JsonNode e = error(post("/v1/chat/completions", CHAT + "}", type), 415);
+        assertTrue(e.get("message").asText().contains("UTF-8"), e.toString());
+    }
+
     @Test
     void jsonContentTypesAndAMissingOneAreAccepted() throws Exception {
         assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json; charset=utf-8")
+                .statusCode());
+        assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json;charset=\"UTF-8\"")
                 .statusCode());
         assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", null).statusCode());
     }
