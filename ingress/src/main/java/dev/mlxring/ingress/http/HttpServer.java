@@ -235,6 +235,8 @@ public final class HttpServer implements AutoCloseable {
 
     private static void requireMethod(HttpServerExchange ex, String... methods) {
         if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
+            // RFC 9110: a 405 names the methods the route takes.
+            ex.getResponseHeaders().put(Headers.ALLOW, String.join(", ", methods));
             throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts "
                     + String.join(" or ", methods) + " only", null, "method_not_allowed");
         }
