@@ -93,6 +93,12 @@ public final class Main {
             (args.length == 0 ? err : out).print(USAGE);
             return args.length == 0 ? 2 : 0;
         }
+        for (String a : args) {
+            if (a.equals("--help") || a.equals("-h")) {
+                out.print(USAGE); // `mlx-ring serve --help` asks for the flags, not for a run
+                return 0;
+            }
+        }
         try {
             return switch (args[0]) {
                 case "generate" -> GenerateCommand.run(args, out);

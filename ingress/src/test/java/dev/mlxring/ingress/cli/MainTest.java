@@ -34,6 +34,15 @@ class MainTest {
     }
 
     @Test
+    void helpAfterACommandPrintsUsageAndRunsNothing() {
+        for (String cmd : new String[] {"serve", "generate"}) {
+            Run r = run(cmd, "--port", "1", "--help");
+            assertEquals(0, r.status(), r.err());
+            assertTrue(r.out().contains("mlx-ring serve") && r.out().contains("mlx-ring generate"), r.out());
+        }
+    }
+
+    @Test
     void generatesFromTokenIdsAsJson() throws Exception {
         Run r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
                 "--max-tokens", "5", "--json");
