@@ -18,7 +18,9 @@ import org.xnio.conduits.ConduitStreamSourceChannel;
  * armed, this listener reads the connection's raw source (the body's conduit is done with): end of
  * stream or a read error closes the connection, whose close listener cancels the session
  * ({@link EngineGateway#submit}); bytes of a request the client pipelined behind this one are
- * handed back to Undertow's parser as the connection's extra bytes, and the watch ends.
+ * handed back to Undertow's parser as the connection's extra bytes, and the watch ends. A client
+ * that only half-closes (shuts down its sending side and still reads) counts as gone, as it does
+ * for nginx and uvicorn; HTTP clients close whole.
  *
  * <p>Threading: {@link #arm}, {@link #handleEvent} and {@link #stop} run on the exchange's IO
  * thread only. The exchange must also end there ({@link ExchangeWriter} sends its last bytes from

@@ -7,6 +7,8 @@ import dev.mlxring.pipeline.OverloadedException;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.RequestException;
 import io.undertow.server.HttpServerExchange;
+import io.undertow.server.ServerConnection;
+import io.undertow.util.AttachmentKey;
 
 /**
  * The one request path every ingress codec takes into the engine: the served-model check,
@@ -62,11 +64,56 @@ public final class EngineGateway {
         out.attach(session);
         // A client that goes away cancels its session at the next safe point; the watch closes
         // the connection as soon as the client does, even while nothing is being written.
-        ex.getConnection().addCloseListener(c -> session.cancel("client disconnected"));
+        ConnectionSession.of(ex, this).hold(ex, session);
         out.watchForDisconnect();
         // Keep the exchange open when this call stack returns: the sink thread completes it.
         ex.dispatch();
         return session;
+    }
+
+    /** Close listeners registered, one per connection that submitted (a test's window on the leak it prevents). */
+    final java.util.concurrent.atomic.AtomicLong closeListeners = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * The session running on a connection, cancelled if the connection closes. One close listener
+     * per connection, not per request: Undertow never removes one, so a listener per request kept
+     * every past session of a keep-alive connection reachable for as long as it stayed open. An
+     * HTTP/1.1 connection runs one exchange at a time (pipelined ones in turn), so one slot holds it.
+     */
+    private static final class ConnectionSession implements ServerConnection.CloseListener {
+        private static final AttachmentKey<ConnectionSession> KEY = AttachmentKey.create(ConnectionSession.class);
+        private volatile Session session;
+
+        /** The connection's holder, registered on first use (on the exchange's thread, one exchange at a time). */
+        static ConnectionSession of(HttpServerExchange ex, EngineGateway gateway) {
+            ServerConnection c = ex.getConnection();
+            ConnectionSession held = c.getAttachment(KEY);
+            if (held == null) {
+                held = new ConnectionSession();
+                c.putAttachment(KEY, held);
+                c.addCloseListener(held);
+                gateway.closeListeners.incrementAndGet();
+            }
+            return held;
+        }
+
+        void hold(HttpServerExchange ex, Session s) {
+            session = s;
+            ex.addExchangeCompleteListener((exchange, next) -> {
+                if (session == s) {
+                    session = null;
+                }
+                next.proceed();
+            });
+        }
+
+        @Override
+        public void closed(ServerConnection connection) {
+            Session s = session;
+            if (s != null) {
+                s.cancel("client disconnected");
+            }
+        }
     }
 
     /**

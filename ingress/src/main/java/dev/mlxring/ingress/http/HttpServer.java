@@ -124,6 +124,11 @@ public final class HttpServer implements AutoCloseable {
         metrics.draining(true);
     }
 
+    /** Connection close listeners registered so far: one per connection (tests check it stays so). */
+    long closeListenersRegistered() {
+        return gateway.closeListeners.get();
+    }
+
     /** HTTP exchanges begun and not yet ended (running completions included). */
     public int inFlight() {
         return inFlight.count();

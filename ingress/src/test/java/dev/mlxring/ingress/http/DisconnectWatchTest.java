@@ -143,6 +143,9 @@ class DisconnectWatchTest {
                 assertTrue(r.startsWith("200 ") && r.contains("t1 t2 t3 "), "request " + i + ": " + r);
             }
         }
+        // Undertow never removes a close listener: one per request would keep every past session
+        // of a keep-alive connection reachable until it closed.
+        assertEquals(1, server.closeListenersRegistered(), "one close listener for the one connection");
     }
 
     @Test
