@@ -55,7 +55,8 @@ public final class ServerMetrics {
                 .help("Requests answered with an error before generation, by reason (the error code or type)")
                 .labelNames("reason").withoutExemplars().register(registry);
         completions = Counter.builder().name("mlxring_completions_total")
-                .help("Completion requests by terminal outcome: completed, cancelled (client gone, shutdown) or failed")
+                .help("Completion requests by terminal outcome: completed, cancelled (client gone, shutdown), "
+                        + "rejected (refused: 400 or 503) or failed (internal)")
                 .labelNames("outcome").withoutExemplars().register(registry);
         promptTokens = Counter.builder().name("mlxring_prompt_tokens_total")
                 .help("Prompt tokens of finished completion requests").withoutExemplars().register(registry);
