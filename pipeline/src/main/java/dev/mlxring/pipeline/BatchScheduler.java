@@ -128,6 +128,7 @@ final class BatchScheduler {
                 continue;
             }
             s.batchRow = row;
+            s.cachedPromptTokens(batch.cachedTokens(row));
             s.pausedSinceNs = 0;
             positions[count] = longest;
             rows[count++] = s;

@@ -255,6 +255,7 @@ final class ExecLoop implements Runnable {
         s.advanceTo(Lifecycle.RUNNING);
         try {
             s.run = executor.open(s.plan);
+            s.cachedPromptTokens(s.run.cachedTokens());
         } catch (RequestException e) {
             return finish(Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
         } catch (RuntimeException e) {

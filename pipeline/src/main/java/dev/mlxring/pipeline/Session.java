@@ -28,6 +28,8 @@ public final class Session {
     private volatile String cancelReason;
     /** Set by the sink when a stop string matched: the exec loop ends the run at its next safe point. */
     private volatile boolean stopRequested;
+    /** Prompt tokens read from the prefix cache: written by exec as the run starts, before any token. */
+    private volatile int cachedPromptTokens;
 
     // Written by prep/plan threads before the event moves on (ordered by the ring's barriers).
     PreparedPrompt prepared;
@@ -80,6 +82,19 @@ public final class Session {
     public int promptTokens() {
         PreparedPrompt p = prepared;
         return p == null ? 0 : p.length();
+    }
+
+    /**
+     * The prompt tokens this session's run read from the prefix cache (0 before exec started it,
+     * or with no cache hit). Readable from the sink thread's callbacks: exec writes it before it
+     * publishes the session's first token.
+     */
+    public int cachedPromptTokens() {
+        return cachedPromptTokens;
+    }
+
+    void cachedPromptTokens(int tokens) {
+        cachedPromptTokens = tokens;
     }
 
     public Lifecycle state() {

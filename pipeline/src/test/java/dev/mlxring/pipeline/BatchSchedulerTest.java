@@ -81,6 +81,23 @@ class BatchSchedulerTest {
     }
 
     @Test
+    void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
+        start(batched(2));
+        exec.cachedTokens = 1;
+        var seen = new java.util.concurrent.atomic.AtomicInteger(-1);
+        var r = new FakeStages.Recorder() {
+            @Override
+            public void onCommitted(Session session, CommittedSpan span) {
+                seen.compareAndSet(-1, session.cachedPromptTokens());
+                super.onCommitted(session, span);
+            }
+        };
+        Session s = engine.submit(text("r0", "a b", 3), r);
+        await(s, r);
+        assertEquals(1, seen.get());
+    }
+
+    @Test
     void rowsJoinInArrivalOrderUpToTheCap() throws Exception {
         start(batched(3));
         CountDownLatch gate = new CountDownLatch(1);

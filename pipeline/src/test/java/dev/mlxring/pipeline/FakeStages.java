@@ -34,6 +34,8 @@ final class FakeStages {
         final AtomicInteger closedRuns = new AtomicInteger();
         /** Tokens produced by serial runs, all runs together. */
         final AtomicInteger producedTokens = new AtomicInteger();
+        /** What every run and batch row reports as read from the prefix cache. */
+        volatile int cachedTokens;
         volatile int prefillChunks = 1;
         volatile long stepSleepMs;
         volatile CountDownLatch decodeGate;
@@ -98,6 +100,11 @@ final class FakeStages {
                 @Override
                 public int completionTokens() {
                     return produced;
+                }
+
+                @Override
+                public int cachedTokens() {
+                    return cachedTokens;
                 }
 
                 @Override
@@ -168,6 +175,11 @@ final class FakeStages {
             mostRows.accumulateAndGet(rows.size(), Math::max);
             exec.events.add("insert:" + plan.requestId());
             return row;
+        }
+
+        @Override
+        public int cachedTokens(int row) {
+            return rows.containsKey(row) ? exec.cachedTokens : 0;
         }
 
         @Override

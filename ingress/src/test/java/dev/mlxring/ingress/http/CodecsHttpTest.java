@@ -338,6 +338,34 @@ class CodecsHttpTest {
     }
 
     @Test
+    void anthropicStreamSplitsCacheReadsTheSameWayAtStartAndEnd() throws Exception {
+        ScriptedExecutor exec = new ScriptedExecutor(this::script);
+        exec.cachedTokens = 2;
+        start(EngineConfig.defaults(), exec);
+        HttpResponse<String> r = post("/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":3,\"stream\":true,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},"
+                + "{\"role\":\"user\",\"content\":\"c\"}]}");
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode start = null;
+        JsonNode delta = null;
+        for (String line : r.body().split("\n")) {
+            if (line.startsWith("data: ")) {
+                JsonNode e = JSON.readTree(line.substring(6));
+                if (e.path("type").asText().equals("message_start")) {
+                    start = e.get("message").get("usage");
+                } else if (e.path("type").asText().equals("message_delta")) {
+                    delta = e.get("usage");
+                }
+            }
+        }
+        assertTrue(start != null && delta != null, r.body());
+        assertEquals(1, start.get("input_tokens").asInt(), "three prompt tokens, two read from the cache: " + start);
+        assertEquals(2, start.get("cache_read_input_tokens").asInt(), start.toString());
+        assertEquals(start.get("input_tokens"), delta.get("input_tokens"), delta.toString());
+        assertEquals(start.get("cache_read_input_tokens"), delta.get("cache_read_input_tokens"), delta.toString());
+    }
+
+    @Test
     void maxTokensIsIncompleteAndTheStoreIsReadable() throws Exception {
         startScripted();
         HttpResponse<String> r = post("/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":5}");

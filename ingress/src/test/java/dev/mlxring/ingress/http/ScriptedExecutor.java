@@ -15,6 +15,8 @@ import java.util.function.Function;
 final class ScriptedExecutor implements Executor {
     private final Function<ExecutionPlan, int[]> script;
     private final long stepDelayMs;
+    /** What every run reports as read from the prefix cache (capped at its prompt). */
+    volatile int cachedTokens;
 
     ScriptedExecutor(Function<ExecutionPlan, int[]> script) {
         this(script, 0);
@@ -69,6 +71,11 @@ final class ScriptedExecutor implements Executor {
             @Override
             public int completionTokens() {
                 return produced;
+            }
+
+            @Override
+            public int cachedTokens() {
+                return Math.min(cachedTokens, plan.prompt().length());
             }
 
             @Override

@@ -140,9 +140,11 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
         }
         out.startEventStream();
         int prompt = session == null ? 0 : session.promptTokens();
+        int cached = session == null ? 0 : session.cachedPromptTokens();
         ObjectNode start = JSON.createObjectNode();
         start.put("type", "message_start");
-        start.set("message", message(JSON.createArrayNode(), null, null, new Usage(prompt, 0, 0)));
+        // The same split of the prompt as message_delta's final usage (cache reads apart).
+        start.set("message", message(JSON.createArrayNode(), null, null, new Usage(prompt, 0, cached)));
         event("message_start", start);
         event("ping", JSON.createObjectNode().put("type", "ping"));
     }
