@@ -70,7 +70,8 @@ public final class Engine implements AutoCloseable {
         }
         EventPoller<RequestEvent> poller;
         ExecLoop[] loopRef = new ExecLoop[1];
-        var planHandler = new PlanHandler(planner, admitted, config.maxQueued(), () -> loopRef[0].wake(), tokens);
+        var planHandler = new PlanHandler(planner, admitted, config.maxQueued(), config.maxTopLogprobs(),
+                () -> loopRef[0].wake(), tokens);
         var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences), planHandler);
         plan.setExceptionHandler(new StageExceptionHandler<>("plan", planHandler::failEvent));
         poller = requests.newPoller(plan.getSequence());

@@ -16,17 +16,19 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     private final Planner planner;
     private final AtomicInteger admitted;
     private final int maxQueued;
+    private final int maxTopLogprobs;
     private final Runnable wakeExec;
     private final RingBuffer<TokenEvent> tokens;
     private Sequence sequence;
     /** Plan thread only: an admission slot is taken and the plan not yet sealed. */
     private boolean slotHeldWithoutPlan;
 
-    PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, Runnable wakeExec,
+    PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, int maxTopLogprobs, Runnable wakeExec,
             RingBuffer<TokenEvent> tokens) {
         this.planner = planner;
         this.admitted = admitted;
         this.maxQueued = maxQueued;
+        this.maxTopLogprobs = maxTopLogprobs;
         this.wakeExec = wakeExec;
         this.tokens = tokens;
     }
@@ -56,6 +58,13 @@ final class PlanHandler implements EventHandler<RequestEvent> {
 
     /** Takes an admission slot and seals the plan, or sets the session's failure. */
     private void admit(Session s) {
+        int top = s.request().topLogprobs();
+        if (top > maxTopLogprobs) {
+            // The token ring's events carry at most that many alternatives per token.
+            s.failure = Outcome.failed(Outcome.ErrorType.INVALID_REQUEST, "top_logprobs must be at most "
+                    + maxTopLogprobs + " on this engine (EngineConfig.maxTopLogprobs), got " + top, Usage.NONE);
+            return;
+        }
         if (admitted.incrementAndGet() > maxQueued) {
             admitted.decrementAndGet();
             s.failure = Outcome.failed(Outcome.ErrorType.OVERLOADED,

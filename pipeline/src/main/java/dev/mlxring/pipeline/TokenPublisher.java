@@ -13,11 +13,14 @@ import com.lmax.disruptor.RingBuffer;
  */
 final class TokenPublisher {
     private final RingBuffer<TokenEvent> tokens;
+    /** Alternatives an event holds (every event of the ring alike). */
+    private final int topCapacity;
     /** A claim or a room check found the ring full since the last {@link #resetRingFull()}. */
     private boolean ringFull;
 
     TokenPublisher(RingBuffer<TokenEvent> tokens) {
         this.tokens = tokens;
+        this.topCapacity = tokens.get(0).topIds.length;
     }
 
     boolean ringFull() {
@@ -60,7 +63,14 @@ final class TokenPublisher {
         return true;
     }
 
+    /**
+     * Throws before claiming a slot when the token does not fit an event: a claimed slot must be
+     * published, or the sink waits on it forever and every session behind it with it.
+     */
     boolean publishToken(Session s, StepResult r) {
+        if (r.topCount > topCapacity) {
+            throw new IllegalStateException(r.topCount + " top logprobs for a token ring that holds " + topCapacity);
+        }
         long seq = tryClaim();
         if (seq < 0) {
             return false;

@@ -225,6 +225,74 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void moreTopLogprobsThanTheEngineCarriesIsRefusedAndTheEngineGoesOn() throws Exception {
+        start(new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 2, WaitMode.BLOCKING));
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);
+        Outcome o = await(s, r);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertTrue(o.message().startsWith("top_logprobs must be at most 2"), o.message());
+        var next = new FakeStages.Recorder();
+        assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("a", 3), next), next).state());
+    }
+
+    @Test
+    void aTokenThatDoesNotFitTheRingFailsItsSessionOnly() throws Exception {
+        // An executor that reports more alternatives than the ring's events hold (a bug in exec,
+        // say): the token is refused before a ring slot is claimed, so the sink never waits on it.
+        Executor overfull = new Executor() {
+            @Override
+            public void close() {}
+
+            @Override
+            public ExecutionRun open(ExecutionPlan plan) {
+                return overfullRun(plan);
+            }
+        };
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare)
+                .planner(FakeStages::plan).executor(overfull).sinks(FakeStages::textSink).start();
+        var wide = new FakeStages.Recorder();
+        Outcome o = await(engine.submit(new GenerationRequest("wide-1", "m", new Prompt.Text("a"), null, 2, List.of(),
+                false, 0), wide), wide);
+        assertEquals(Lifecycle.FAILED, o.state(), o.toString());
+        var next = new FakeStages.Recorder();
+        Outcome ok = await(engine.submit(new GenerationRequest("narrow-1", "m", new Prompt.Text("a"), null, 2, List.of(),
+                false, 0), next), next);
+        assertEquals(Lifecycle.COMPLETED, ok.state(), "the engine goes on: " + ok);
+    }
+
+    private static ExecutionRun overfullRun(ExecutionPlan plan) {
+        return new ExecutionRun() {
+            final StepResult r = new StepResult(30);
+            int produced;
+
+            @Override
+            public StepResult advance() {
+                if (produced == 2) {
+                    return r.finished("length");
+                }
+                r.token(++produced);
+                r.topCount = plan.requestId().startsWith("wide") ? 30 : 0;
+                return r;
+            }
+
+            @Override
+            public int promptTokens() {
+                return 1;
+            }
+
+            @Override
+            public int completionTokens() {
+                return produced;
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
+
+    @Test
     void slowReaderIsPausedThenCancelledAfterTheIdleDeadline() throws Exception {
         start(EngineConfig.defaults().withCredits(4, 200_000_000L));
         var r = new FakeStages.Recorder(false); // never releases credits
