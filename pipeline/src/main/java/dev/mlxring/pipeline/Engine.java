@@ -187,6 +187,10 @@ public final class Engine implements AutoCloseable {
      * then on, so no new work is accepted. Idempotent (the first reason stays).
      */
     public void abandonInFlight(String reason) {
+        abandonInFlight(Outcome.failed(Outcome.ErrorType.INTERNAL, reason, Usage.NONE), reason);
+    }
+
+    private void abandonInFlight(Outcome outcome, String reason) {
         synchronized (this) {
             if (abandoned != null) {
                 return;
@@ -198,7 +202,6 @@ public final class Engine implements AutoCloseable {
             if (s.state().isTerminal()) {
                 continue;
             }
-            Outcome outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, reason, Usage.NONE);
             while (true) {
                 try {
                     long seq = tokens.tryNext();
@@ -251,12 +254,34 @@ public final class Engine implements AutoCloseable {
     /**
      * Stops accepting work, ends every queued and running session as cancelled (each still
      * settles once), releases the executor on the exec thread and joins the stage threads.
+     *
+     * <p>Exec stops at its next safe point, which can be a whole prefill chunk away (tens of
+     * seconds for a long prompt on a slow CPU): after {@link #EXEC_SETTLE_WAIT_NS} without it, the
+     * sessions still open are settled as cancelled at once, through the sink, so hosts waiting on
+     * them go on; close itself keeps waiting for exec, which owns the model's native memory and
+     * releases it on its way out, before it returns. Called on one of the engine's own threads (a
+     * listener callback), close cannot wait for that thread: it starts on a thread of its own and
+     * returns at once.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        Thread me = Thread.currentThread();
+        if (me == execThread || threads.contains(me)) {
+            Thread closer = new Thread(this::shutDown, "mlxring-close");
+            closer.setDaemon(true);
+            closer.start();
+            return;
+        }
+        shutDown();
+    }
+
+    /** How long close waits for exec's safe point before it settles the open sessions itself. */
+    static final long EXEC_SETTLE_WAIT_NS = 10_000_000_000L;
+
+    private void shutDown() {
         // Let prep/plan hand everything already published to exec before exec drains.
         long published = requests.getCursor();
         long deadline = System.nanoTime() + 5_000_000_000L;
@@ -264,7 +289,7 @@ public final class Engine implements AutoCloseable {
             Thread.onSpinWait();
         }
         execLoop.stop();
-        joinQuietly(execThread);
+        awaitExec();
         long lastToken = tokens.getCursor();
         BatchEventProcessor<?> sink = processors.get(processors.size() - 1);
         deadline = System.nanoTime() + 5_000_000_000L;
@@ -276,6 +301,33 @@ public final class Engine implements AutoCloseable {
         }
         for (Thread t : threads) {
             joinQuietly(t);
+        }
+    }
+
+    private void awaitExec() {
+        long start = System.nanoTime();
+        long settleAt = start + EXEC_SETTLE_WAIT_NS;
+        boolean settled = false;
+        while (true) {
+            try {
+                execThread.join(1_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            if (!execThread.isAlive()) {
+                return;
+            }
+            if (System.nanoTime() - settleAt >= 0) {
+                if (!settled) {
+                    settled = true;
+                    abandonInFlight(Outcome.cancelled("engine shut down", Usage.NONE), "engine shut down");
+                }
+                System.getLogger(Engine.class.getName()).log(System.Logger.Level.WARNING,
+                        "close: still waiting for the exec thread to reach a safe point ({0} s)",
+                        (System.nanoTime() - start) / 1_000_000_000L);
+                settleAt += EXEC_SETTLE_WAIT_NS;
+            }
         }
     }
 

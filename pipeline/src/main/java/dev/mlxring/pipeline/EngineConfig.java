@@ -6,10 +6,11 @@ package dev.mlxring.pipeline;
  * @param requestRingSize request-ring slots (power of two): submissions beyond it get 429
  * @param tokenRingSize token-ring slots (power of two) between exec and sink
  * @param prepShards parallel prep threads (requests are sharded by ring sequence)
- * @param maxQueued admitted sessions waiting for exec at most: beyond it plan answers 503
+ * @param maxQueued admitted sessions not yet settled at most, running ones included: beyond it plan
+ *     answers 503
  * @param creditsPerSession undelivered spans a session may hold before its row pauses
  * @param idleConsumerTimeoutNs a paused row is cancelled after this long without credits
- * @param maxTopLogprobs the largest top_logprobs a request may ask for
+ * @param maxTopLogprobs the largest top_logprobs a request may ask for (plan refuses more)
  * @param decodeConcurrency the most sessions exec runs at once as rows of one batch
  *     ({@code --decode-concurrency}); 1 = strictly one after another, whatever the executor offers
  * @param promptConcurrency the most of those rows reading their prompts at once ({@code --prompt-concurrency})

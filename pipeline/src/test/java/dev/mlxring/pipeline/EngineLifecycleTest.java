@@ -430,4 +430,59 @@ class EngineLifecycleTest {
         assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new FakeStages.Recorder()));
         engine = null;
     }
+
+    @Test
+    void closeFromAListenerCallbackReturnsAtOnceAndEverythingSettles() throws Exception {
+        start(EngineConfig.defaults());
+        exec.decodeGate = new CountDownLatch(1);
+        var closeReturnedNs = new java.util.concurrent.atomic.AtomicLong();
+        var first = new FakeStages.Recorder() {
+            @Override
+            public void onComplete(Session session, Outcome outcome) {
+                long t0 = System.nanoTime();
+                engine.close(); // on the sink thread: a host shutting down on some outcome
+                closeReturnedNs.set(System.nanoTime() - t0);
+                super.onComplete(session, outcome);
+            }
+        };
+        Session s = engine.submit(text("a", 2), first);
+        var queued = new FakeStages.Recorder();
+        Session other = engine.submit(text("a", 1_000_000), queued); // waits behind s
+        while (other.state().ordinal() < Lifecycle.QUEUED.ordinal()) {
+            Thread.onSpinWait();
+        }
+        exec.decodeGate.countDown();
+        assertEquals(Lifecycle.COMPLETED, await(s, first).state());
+        assertTrue(closeReturnedNs.get() < 1_000_000_000L, "close on the sink thread waited "
+                + closeReturnedNs.get() / 1_000_000 + " ms");
+        assertEquals(Lifecycle.CANCELLED, await(other, queued).state(), "the other session settles too");
+        engine = null;
+    }
+
+    @Test
+    void closeSettlesSessionsWhileExecIsStuckInAStepThenWaitsForIt() throws Exception {
+        start(EngineConfig.defaults());
+        exec.decodeGate = new CountDownLatch(1); // exec blocks inside its first decode step
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("a", 5), r);
+        while (s.state() != Lifecycle.RUNNING) {
+            Thread.onSpinWait();
+        }
+        var closed = new CountDownLatch(1);
+        Thread closer = new Thread(() -> {
+            engine.close();
+            closed.countDown();
+        });
+        closer.start();
+        // Settled after EXEC_SETTLE_WAIT_NS although exec is still inside the step.
+        Outcome o = s.result().get(Engine.EXEC_SETTLE_WAIT_NS / 1_000_000_000L + 20, TimeUnit.SECONDS);
+        assertEquals(Lifecycle.CANCELLED, o.state(), o.toString());
+        assertTrue(r.done.await(10, TimeUnit.SECONDS), "the listener heard it");
+        assertEquals(1, closed.getCount(), "close still waits for exec, which owns the model's native memory");
+        exec.decodeGate.countDown();
+        assertTrue(closed.await(20, TimeUnit.SECONDS), "close returns once exec stopped");
+        assertTrue(exec.closed, "the executor was released on the exec thread");
+        assertEquals(1, r.outcomeList().size(), "one outcome, though exec also drained the session");
+        engine = null;
+    }
 }
