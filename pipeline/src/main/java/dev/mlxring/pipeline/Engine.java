@@ -187,8 +187,12 @@ public final class Engine implements AutoCloseable {
      * then on, so no new work is accepted. Idempotent (the first reason stays).
      */
     public void abandonInFlight(String reason) {
+        execWedged = true;
         abandonInFlight(Outcome.failed(Outcome.ErrorType.INTERNAL, reason, Usage.NONE), reason);
     }
+
+    /** Set by {@link #abandonInFlight(String)}: exec may never return, so close does not wait on it for ever. */
+    private volatile boolean execWedged;
 
     private void abandonInFlight(Outcome outcome, String reason) {
         synchronized (this) {
@@ -259,7 +263,9 @@ public final class Engine implements AutoCloseable {
      * seconds for a long prompt on a slow CPU): after {@link #EXEC_SETTLE_WAIT_NS} without it, the
      * sessions still open are settled as cancelled at once, through the sink, so hosts waiting on
      * them go on; close itself keeps waiting for exec, which owns the model's native memory and
-     * releases it on its way out, before it returns. Called on one of the engine's own threads (a
+     * releases it on its way out, before it returns (unless {@link #abandonInFlight(String)} said
+     * exec is blocked where it cannot return: then close stops waiting after that same time).
+     * Called on one of the engine's own threads (a
      * listener callback), close cannot wait for that thread: it starts on a thread of its own and
      * returns at once.
      */
@@ -316,6 +322,11 @@ public final class Engine implements AutoCloseable {
                 return;
             }
             if (!execThread.isAlive()) {
+                return;
+            }
+            if (execWedged && System.nanoTime() - start > EXEC_SETTLE_WAIT_NS) {
+                System.getLogger(Engine.class.getName()).log(System.Logger.Level.WARNING,
+                        "close: the exec thread is blocked where it cannot return ({0}); closing without it", abandoned);
                 return;
             }
             if (System.nanoTime() - settleAt >= 0) {

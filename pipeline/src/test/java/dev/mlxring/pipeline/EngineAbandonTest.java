@@ -60,4 +60,33 @@ class EngineAbandonTest {
             assertEquals("", running.text.toString(), "no token after the session settled");
         }
     }
+
+    @Test
+    void closeDoesNotWaitForEverOnAnExecThatWasAbandoned() throws Exception {
+        FakeStages.Exec exec = new FakeStages.Exec();
+        CountDownLatch stuck = new CountDownLatch(1);
+        exec.decodeGate = stuck;
+        Engine engine = Engine.builder().config(EngineConfig.defaults())
+                .preparer(FakeStages::prepare).planner(FakeStages::plan).executor(exec).sinks(FakeStages::textSink)
+                .start();
+        try {
+            var running = new FakeStages.Recorder();
+            Session a = engine.submit(text("a b", 4), running);
+            while (a.state() != Lifecycle.RUNNING) {
+                Thread.onSpinWait();
+            }
+            engine.abandonInFlight("rank 1 stopped answering");
+            assertEquals(Lifecycle.FAILED, running.await(a).state());
+            var closed = new CountDownLatch(1);
+            Thread closer = new Thread(() -> {
+                engine.close();
+                closed.countDown();
+            });
+            closer.start();
+            assertTrue(closed.await(Engine.EXEC_SETTLE_WAIT_NS / 1_000_000_000L + 15, TimeUnit.SECONDS),
+                    "close returned though exec is still blocked");
+        } finally {
+            stuck.countDown(); // let the exec thread go
+        }
+    }
 }
