@@ -13,6 +13,8 @@ import java.util.List;
 public record GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
         List<String> stop, boolean logprobs, int topLogprobs) {
     public GenerationRequest {
+        // Ingress checks shapes for HTTP; an embedder builds requests directly: name what is missing.
+        java.util.Objects.requireNonNull(prompt, "GenerationRequest prompt");
         sampling = sampling == null ? SamplingSpec.DEFAULTS : sampling;
         stop = stop == null ? List.of() : List.copyOf(stop);
     }

@@ -15,7 +15,7 @@ public sealed interface Prompt {
     record Chat(List<ChatMessage> messages, List<Map<String, Object>> tools, Map<String, Object> templateKwargs)
             implements Prompt {
         public Chat {
-            messages = List.copyOf(messages);
+            messages = List.copyOf(java.util.Objects.requireNonNull(messages, "Prompt.Chat messages"));
             tools = tools == null ? List.of() : List.copyOf(tools);
             // Not Map.copyOf: a kwarg may be JSON null (Python's None), which it would reject.
             templateKwargs = templateKwargs == null ? Map.of()
@@ -24,12 +24,16 @@ public sealed interface Prompt {
     }
 
     /** Raw text, encoded with the tokenizer's special tokens ({@code /v1/completions}). */
-    record Text(String text) implements Prompt {}
+    record Text(String text) implements Prompt {
+        public Text {
+            java.util.Objects.requireNonNull(text, "Prompt.Text text");
+        }
+    }
 
     /** Token ids fed as they are. */
     record Tokens(int[] ids) implements Prompt {
         public Tokens {
-            ids = ids.clone();
+            ids = java.util.Objects.requireNonNull(ids, "Prompt.Tokens ids").clone();
         }
     }
 }

@@ -133,6 +133,9 @@ public final class Session {
 
     /** Returns delivery credits taken by spans the consumer has now finished with. */
     public void release(int spans) {
+        if (spans < 0) {
+            throw new IllegalArgumentException("release takes the number of spans handled, >= 0; got " + spans);
+        }
         if (credits.getAndAdd(spans) <= 0) {
             // The session may be paused for want of credits, with exec parked: resume it. Other
             // releases need no wake (exec is running this session or another one).

@@ -485,4 +485,18 @@ class EngineLifecycleTest {
         assertEquals(1, r.outcomeList().size(), "one outcome, though exec also drained the session");
         engine = null;
     }
+
+    @Test
+    void anEmbeddersMissingPromptOrNegativeReleaseIsRefusedNamingIt() throws Exception {
+        NullPointerException npe = assertThrows(NullPointerException.class,
+                () -> new GenerationRequest(null, "m", null, null, 1, List.of(), false, 0));
+        assertTrue(npe.getMessage().contains("prompt"), npe.getMessage());
+        assertThrows(NullPointerException.class, () -> new Prompt.Text(null));
+        start(EngineConfig.defaults());
+        var r = new FakeStages.Recorder();
+        Session s = engine.submit(text("a", 2), r);
+        IllegalArgumentException iae = assertThrows(IllegalArgumentException.class, () -> s.release(-1000));
+        assertTrue(iae.getMessage().contains("-1000"), iae.getMessage());
+        assertEquals(Lifecycle.COMPLETED, await(s, r).state());
+    }
 }
