@@ -28,6 +28,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Live parity with mlx-lm: the oracle scripts build tiny random-weight models of every family
@@ -184,6 +185,37 @@ class GreedyParityTest {
         ModelLoadException e = assertThrows(ModelLoadException.class, () -> Models.load(dir).close());
         assertTrue(e.getMessage().contains("model.layers.0.mlp.switch_mlp.") && e.getMessage().contains("bfloat16")
                 && e.getMessage().contains("float32 only"), e.getMessage());
+    }
+
+    /**
+     * A config.json whose sizes disagree with the weights (hidden_size doubled) is refused at
+     * load naming a parameter and both shapes, as mlx-lm's strict load_weights refuses it; before,
+     * the 4-bit weights were read as 2-bit ones and the model answered garbage.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"llama-q4", "phi3-bf16"})
+    void aConfigThatDisagreesWithTheWeightsIsRefusedAtLoad(String model) throws Exception {
+        Path dir = Files.createTempDirectory("mlxring-wrong-config");
+        try (var files = Files.list(work.resolve("models/" + model))) {
+            for (Path f : files.toList()) {
+                Files.copy(f, dir.resolve(f.getFileName()));
+            }
+        }
+        var config = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        config.put("hidden_size", config.get("hidden_size").asInt() * 2);
+        JSON.writeValue(dir.resolve("config.json").toFile(), config);
+        try {
+            ModelLoadException e = assertThrows(ModelLoadException.class, () -> Models.load(dir).close());
+            assertTrue(e.getMessage().startsWith("parameter '") && e.getMessage().contains("config.json"),
+                    e.getMessage());
+        } finally {
+            try (var files = Files.list(dir)) {
+                for (Path f : files.toList()) {
+                    Files.delete(f);
+                }
+            }
+            Files.delete(dir);
+        }
     }
 
     /**

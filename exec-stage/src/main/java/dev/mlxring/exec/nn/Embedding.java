@@ -15,7 +15,7 @@ public interface Embedding {
         QuantSpec q = QuantSpec.resolve(config, params, path, dims);
         params.countInitRandomDraws(q != null ? 2 : 1);
         if (q == null) {
-            return new Dense(params.get(path + ".weight"), params.kernels());
+            return new Dense(params.get(path + ".weight", dims, "the embedding size"), params.kernels());
         }
         return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
                 params.optional(path + ".biases"), q);

@@ -14,7 +14,7 @@ public interface Linear {
         MlxArray bias = params.optional(path + ".bias");
         params.countInitRandomDraws(1 + (bias != null ? 1 : 0) + (q != null ? 1 : 0));
         if (q == null) {
-            return new Dense(params.get(path + ".weight"), bias, params.kernels());
+            return new Dense(params.get(path + ".weight", inDims, "the layer's inputs"), bias, params.kernels());
         }
         return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
                 params.optional(path + ".biases"), bias, q);

@@ -51,6 +51,20 @@ public final class Parameters implements AutoCloseable {
         return weights.get(name);
     }
 
+    /**
+     * A weight whose last axis is {@code lastDim} (a layer's input size, or the packed words of
+     * it): mlx-lm's strict {@code load_weights} refuses a shape that disagrees with config.json,
+     * and a model built on the wrong size computes garbage, so this refuses it too, naming both.
+     */
+    public MlxArray get(String name, int lastDim, String what) {
+        MlxArray a = get(name);
+        if (a.ndim() == 0 || a.dim(-1) != lastDim) {
+            throw new ModelLoadException("parameter '" + name + "' has shape " + java.util.Arrays.toString(a.shape())
+                    + " but config.json implies a last axis of " + lastDim + " (" + what + ")");
+        }
+        return a;
+    }
+
     /** The parameter if present, else null (optional biases). */
     public MlxArray optional(String name) {
         return weights.contains(name) ? get(name) : null;

@@ -28,25 +28,37 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
             return null;
         }
         JsonNode quant = config.object("quantization").orElse(null);
-        if (quant != null && quant.has(path)) {
-            JsonNode entry = quant.get(path);
-            if (entry.isBoolean() && !entry.booleanValue()) {
-                throw new ModelLoadException(config.file() + ": quantization disables '" + path
-                        + "' but the weights carry " + path + ".scales");
-            }
-            if (entry.isObject()) {
-                requireAffine(config, entry, path);
-                return new QuantSpec(entry.path("group_size").asInt(), entry.path("bits").asInt(), params.kernels(),
-                        params.numerics());
-            }
+        JsonNode entry = quant != null && quant.has(path) ? quant.get(path) : null;
+        if (entry != null && entry.isBoolean() && !entry.booleanValue()) {
+            throw new ModelLoadException(config.file() + ": quantization disables '" + path
+                    + "' but the weights carry " + path + ".scales");
         }
         MlxArray scales = params.get(path + ".scales");
         MlxArray weight = params.get(path + ".weight");
         if (scales.dtype() == Dtype.UINT8) {
             throw new ModelLoadException(path + ": only MLX affine quantization is supported (uint8 scales found)");
         }
-        int groupSize = inDims / scales.dim(-1);
-        int bits = weight.dim(-1) * 32 / inDims;
+        // mlx-lm quantizes every layer that has scales with its own config entry or else the
+        // global bits and group size (nn.quantize), then loads strictly: a shape that disagrees
+        // with config.json is an error there, and here.
+        JsonNode declared = entry != null && entry.isObject() ? entry
+                : quant != null && quant.has("bits") && quant.has("group_size") ? quant : null;
+        int groupSize;
+        int bits;
+        if (declared != null) {
+            requireAffine(config, declared, path);
+            groupSize = declared.path("group_size").asInt();
+            bits = declared.path("bits").asInt();
+        } else {
+            groupSize = inDims / Math.max(1, scales.dim(-1));
+            bits = weight.dim(-1) * 32 / Math.max(1, inDims);
+        }
+        if (groupSize < 1 || bits < 1 || inDims % groupSize != 0 || inDims * bits % 32 != 0) {
+            throw new ModelLoadException(path + ": " + inDims + " inputs (config.json) do not split into " + bits
+                    + "-bit groups of " + groupSize);
+        }
+        params.get(path + ".weight", inDims * bits / 32, bits + "-bit weights over " + inDims + " inputs");
+        params.get(path + ".scales", inDims / groupSize, "groups of " + groupSize + " over " + inDims + " inputs");
         return new QuantSpec(groupSize, bits, params.kernels(), params.numerics());
     }
 

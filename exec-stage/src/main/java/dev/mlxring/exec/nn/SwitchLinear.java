@@ -27,7 +27,7 @@ public interface SwitchLinear {
         // QuantizedSwitchLinear (bias=False), which draws once more. The zero bias draws nothing.
         params.countInitRandomDraws(1 + (q != null ? 1 : 0));
         if (q == null) {
-            MlxArray weight = params.get(path + ".weight");
+            MlxArray weight = params.get(path + ".weight", inDims, "the experts' inputs");
             if (weight.dtype() != Dtype.FLOAT32) {
                 throw new ModelLoadException(path + ".weight: unquantized experts in " + weight.dtype().mlxName
                         + " are not supported: MLX's CPU gather_mm runs float32 only (mlx-lm fails the same way, "
