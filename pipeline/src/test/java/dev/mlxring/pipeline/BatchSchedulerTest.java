@@ -84,17 +84,10 @@ class BatchSchedulerTest {
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));
         exec.cachedTokens = 1;
-        var seen = new java.util.concurrent.atomic.AtomicInteger(-1);
-        var r = new FakeStages.Recorder() {
-            @Override
-            public void onCommitted(Session session, CommittedSpan span) {
-                seen.compareAndSet(-1, session.cachedPromptTokens());
-                super.onCommitted(session, span);
-            }
-        };
+        var r = new FakeStages.Recorder();
         Session s = engine.submit(text("r0", "a b", 3), r);
         await(s, r);
-        assertEquals(1, seen.get());
+        assertEquals(1, r.cachedAtFirstSpan.get());
     }
 
     @Test

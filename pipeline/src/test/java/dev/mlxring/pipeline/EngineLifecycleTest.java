@@ -210,17 +210,10 @@ class EngineLifecycleTest {
     void theCachedPromptCountIsKnownBeforeTheFirstToken() throws Exception {
         start(EngineConfig.defaults());
         exec.cachedTokens = 2;
-        var seen = new java.util.concurrent.atomic.AtomicInteger(-1);
-        var r = new FakeStages.Recorder() {
-            @Override
-            public void onCommitted(Session session, CommittedSpan span) {
-                seen.compareAndSet(-1, session.cachedPromptTokens());
-                super.onCommitted(session, span);
-            }
-        };
+        var r = new FakeStages.Recorder();
         Session s = engine.submit(text("a b c", 3), r);
         await(s, r);
-        assertEquals(2, seen.get(), "what a codec reports at its first event (Anthropic's message_start)");
+        assertEquals(2, r.cachedAtFirstSpan.get(), "what a codec reports at its first event (Anthropic's message_start)");
         assertEquals(2, s.cachedPromptTokens());
     }
 

@@ -272,6 +272,8 @@ final class FakeStages {
         final ConcurrentLinkedQueue<Outcome> outcomes = new ConcurrentLinkedQueue<>();
         final AtomicInteger spans = new AtomicInteger();
         final CountDownLatch done = new CountDownLatch(1);
+        /** The session's cachedPromptTokens() as its first span arrived (-1 before any). */
+        final AtomicInteger cachedAtFirstSpan = new AtomicInteger(-1);
         final boolean auto;
 
         Recorder(boolean autoRelease) {
@@ -284,6 +286,7 @@ final class FakeStages {
 
         @Override
         public void onCommitted(Session session, CommittedSpan span) {
+            cachedAtFirstSpan.compareAndSet(-1, session.cachedPromptTokens());
             spans.incrementAndGet();
             text.append(span.text);
         }
