@@ -265,9 +265,8 @@ public final class Engine implements AutoCloseable {
      * them go on; close itself keeps waiting for exec, which owns the model's native memory and
      * releases it on its way out, before it returns (unless {@link #abandonInFlight(String)} said
      * exec is blocked where it cannot return: then close stops waiting after that same time).
-     * Called on one of the engine's own threads (a
-     * listener callback), close cannot wait for that thread: it starts on a thread of its own and
-     * returns at once.
+     * Called on one of the engine's own threads (a listener callback), close cannot wait for that
+     * thread: it starts on a thread of its own and returns at once.
      */
     @Override
     public void close() {
