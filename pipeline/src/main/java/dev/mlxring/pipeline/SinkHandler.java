@@ -107,7 +107,8 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         try {
             s.listener().onCommitted(s, span);
             delivered = true;
-        } catch (RuntimeException ex) {
+        } catch (RuntimeException | Error ex) {
+            // An Error too (a host's assert, say): it is the listener's, not the text sink's.
             s.sinkStopped = true;
             s.listenerFailure = "listener failed: " + ex;
             s.cancel(s.listenerFailure);

@@ -402,6 +402,20 @@ class EngineLifecycleTest {
     }
 
     @Test
+    void aListenerThatThrowsAnErrorIsBlamedAsTheListener() throws Exception {
+        start(EngineConfig.defaults());
+        var bad = new FakeStages.Recorder() {
+            @Override
+            public void onCommitted(Session session, CommittedSpan span) {
+                throw new AssertionError("host invariant");
+            }
+        };
+        Outcome o = await(engine.submit(text("a", 100), bad), bad);
+        assertEquals(Lifecycle.CANCELLED, o.state(), o.toString());
+        assertTrue(o.message().startsWith("listener failed") && o.message().contains("host invariant"), o.message());
+    }
+
+    @Test
     void closeCancelsEverythingAndEachSessionSettlesOnce() throws Exception {
         start(EngineConfig.defaults());
         exec.stepSleepMs = 2;
