@@ -6,6 +6,8 @@
 // allocated, of the shape and dtype the op's entry point would give it.
 #pragma once
 
+#include <string>
+
 #include "mlx/array.h"
 #include "mlxr_isa.h"
 
@@ -36,6 +38,13 @@ namespace mlxr::qmm {
 void quantized_matmul_into(const mlx::core::array& x, const mlx::core::array& w, const mlx::core::array& scales,
                            const mlx::core::array& biases, int group_size, int bits, Isa isa,
                            mlx::core::array& out);
+
+// mx::quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode) with MLX's
+// validation, promotion and errors, as the exact kernels' primitive where they cover the case
+// (isa not None), else MLX's op as is (mlxr_native_quantized_matmul).
+mlx::core::array native_quantized_matmul(const mlx::core::array& x, const mlx::core::array& w,
+                                         const mlx::core::array& scales, const mlx::core::array* biases,
+                                         bool transpose, int group_size, int bits, const std::string& mode, Isa isa);
 
 // Whether the exact kernels cover (bits, group_size).
 bool shape_supported(int bits, int group_size);

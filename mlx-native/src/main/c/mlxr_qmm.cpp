@@ -295,6 +295,38 @@ void quantized_matmul_into(const mx::array& x, const mx::array& w, const mx::arr
   ExactKernels::compute(out, x, w, scales, biases, group_size, bits, isa);
 }
 
+mx::array native_quantized_matmul(const mx::array& xa, const mx::array& wa, const mx::array& sa, const mx::array* ba,
+                                  bool transpose, int group_size, int bits, const std::string& mode, Isa isa) {
+  auto build = [&](const mx::Shape& shape, mx::Stream stream, std::vector<mx::array> inputs) {
+    mx::Dtype dtype = inputs[0].dtype();  // before `inputs` is moved from
+    return mx::array(shape, dtype, std::make_shared<NativeQuantizedMatmul>(stream, group_size, bits, isa),
+                     std::move(inputs));
+  };
+  bool kernel = isa != Isa::None && transpose && mode == "affine" && shape_supported(bits, group_size);
+  if (kernel) {
+    // The common case without MLX's op (see direct_quantized_matmul): x and the
+    // group parameters are then of one dtype family the kernels take as stored.
+    if (auto d = direct_quantized_matmul(xa, wa, sa, ba, group_size, bits);
+        d && d->stream.device.type == mx::Device::DeviceType::cpu) {
+      return build(d->out_shape, d->stream, {xa, wa, sa, *ba});
+    }
+  }
+  std::optional<mx::array> b;
+  if (ba != nullptr) b = *ba;
+  mx::array ref = mx::quantized_matmul(xa, wa, sa, b, transpose, group_size, bits, mode);
+  const auto& in = ref.inputs();
+  bool covered = kernel && b.has_value() && in.size() == 4 && in[1].ndim() == 2 &&
+                 ref.primitive().stream().device.type == mx::Device::DeviceType::cpu && is_float(ref.dtype());
+  if (!covered) return ref;
+  // The group parameters as stored, not MLX's astype of them (see Problem);
+  // only when they are of a floating type (MLX promotes them to the output's).
+  // With bfloat16 outputs they must be bfloat16 too (else MLX's astype of them is used): the
+  // bfloat16 kernels rely on every NaN they meet having a bfloat16 encoding (see round_to).
+  bool raw = is_float(sa.dtype()) && is_float(b->dtype()) &&
+             (ref.dtype() != mx::bfloat16 || (sa.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
+  return build(ref.shape(), ref.primitive().stream(), {in[0], in[1], raw ? sa : in[2], raw ? *b : in[3]});
+}
+
 }  // namespace mlxr::qmm
 
 using mlxr::qmm::NativeQuantizedMatmul;
@@ -339,42 +371,9 @@ mlxr_array mlxr_native_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array s
                                         mlxr_array biases, bool transpose, int group_size,
                                         int bits, const char* mode, int isa_code) {
   return mlxr::guard_array([&]() -> mx::array {
-    using mlxr::Isa;
-    Isa isa = mlxr::isa_of_call(isa_code);
-    auto& xa = *static_cast<mx::array*>(x);
-    auto& wa = *static_cast<mx::array*>(w);
-    auto& sa = *static_cast<mx::array*>(scales);
-    auto* ba = static_cast<mx::array*>(biases);
-    auto build = [&](const mx::Shape& shape, mx::Stream stream, std::vector<mx::array> inputs) {
-      mx::Dtype dtype = inputs[0].dtype();  // before `inputs` is moved from
-      return mx::array(shape, dtype,
-                       std::make_shared<NativeQuantizedMatmul>(stream, group_size, bits, isa), std::move(inputs));
-    };
-    bool kernel = isa != Isa::None && transpose && std::string(mode) == "affine" &&
-                  mlxr::qmm::shape_supported(bits, group_size);
-    if (kernel) {
-      // The common case without MLX's op (see direct_quantized_matmul): x and the
-      // group parameters are then of one dtype family the kernels take as stored.
-      if (auto d = mlxr::direct_quantized_matmul(xa, wa, sa, ba, group_size, bits);
-          d && d->stream.device.type == mx::Device::DeviceType::cpu) {
-        return build(d->out_shape, d->stream, {xa, wa, sa, *ba});
-      }
-    }
-    std::optional<mx::array> b;
-    if (ba != nullptr) b = *ba;
-    mx::array ref = mx::quantized_matmul(xa, wa, sa, b, transpose, group_size, bits, mode);
-    const auto& in = ref.inputs();
-    bool covered = kernel && b.has_value() && in.size() == 4 && in[1].ndim() == 2 &&
-                   ref.primitive().stream().device.type == mx::Device::DeviceType::cpu &&
-                   mlxr::is_float(ref.dtype());
-    if (!covered) return ref;
-    // The group parameters as stored, not MLX's astype of them (see Problem);
-    // only when they are of a floating type (MLX promotes them to the output's).
-    // With bfloat16 outputs they must be bfloat16 too (else MLX's astype of them is used): the
-    // bfloat16 kernels rely on every NaN they meet having a bfloat16 encoding (see round_to).
-    bool raw = mlxr::is_float(sa.dtype()) && mlxr::is_float(b->dtype()) &&
-               (ref.dtype() != mx::bfloat16 || (sa.dtype() == mx::bfloat16 && b->dtype() == mx::bfloat16));
-    return build(ref.shape(), ref.primitive().stream(), {in[0], in[1], raw ? sa : in[2], raw ? *b : in[3]});
+    return mlxr::qmm::native_quantized_matmul(*static_cast<mx::array*>(x), *static_cast<mx::array*>(w),
+                                              *static_cast<mx::array*>(scales), static_cast<mx::array*>(biases),
+                                              transpose, group_size, bits, mode, mlxr::isa_of_call(isa_code));
   });
 }
 
