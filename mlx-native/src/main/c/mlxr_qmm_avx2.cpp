@@ -4,6 +4,7 @@
 // for any x86-64. FMA is deliberately not enabled (and the shim builds with
 // -ffp-contract=off): a fused multiply-add rounds once where MLX rounds twice.
 #include "mlxr_dense.h"
+#include "mlxr_dequantized.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -125,6 +126,7 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
 #define MLXR_VREG "x"
 #include "mlxr_qmm_kernels.h"
 #include "mlxr_dense_kernels.h"
+#include "mlxr_dequantized_kernels.h"
 #undef MLXR_VREG
 
 }  // namespace
@@ -135,6 +137,10 @@ bool run_avx2(const Problem& p, Act act, int bits, int group_size) {
 
 void run_dense_avx2(const DenseProblem& p, Act act) {
   run_dense_any(p, act);
+}
+
+void run_dequantized_avx2(const DequantizedProblem& p, Act act) {
+  run_dequantized_any(p, act);
 }
 
 }  // namespace mlxr::qmm
@@ -150,6 +156,7 @@ bool run_avx2(const Problem&, Act, int, int) {
   return false;
 }
 void run_dense_avx2(const DenseProblem&, Act) {}
+void run_dequantized_avx2(const DequantizedProblem&, Act) {}
 }  // namespace mlxr::qmm
 
 #endif

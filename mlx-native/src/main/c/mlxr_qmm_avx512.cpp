@@ -5,6 +5,7 @@
 // The arithmetic per lane is the AVX2 file's: the same operations in the same
 // order, no FMA (not enabled here, and the shim builds with -ffp-contract=off).
 #include "mlxr_dense.h"
+#include "mlxr_dequantized.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -123,6 +124,7 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
 #define MLXR_VREG "v"
 #include "mlxr_qmm_kernels.h"
 #include "mlxr_dense_kernels.h"
+#include "mlxr_dequantized_kernels.h"
 #undef MLXR_VREG
 
 }  // namespace
@@ -133,6 +135,10 @@ bool run_avx512(const Problem& p, Act act, int bits, int group_size) {
 
 void run_dense_avx512(const DenseProblem& p, Act act) {
   run_dense_any(p, act);
+}
+
+void run_dequantized_avx512(const DequantizedProblem& p, Act act) {
+  run_dequantized_any(p, act);
 }
 
 }  // namespace mlxr::qmm
@@ -148,6 +154,7 @@ bool run_avx512(const Problem&, Act, int, int) {
   return false;
 }
 void run_dense_avx512(const DenseProblem&, Act) {}
+void run_dequantized_avx512(const DequantizedProblem&, Act) {}
 }  // namespace mlxr::qmm
 
 #endif

@@ -223,6 +223,26 @@ class QuantizedMatmulExactnessTest {
                 assertEquals(java.util.Arrays.toString(expected.shape()), java.util.Arrays.toString(actual.shape()));
                 compare(isa + " " + c, c, expectedBytes, actual.toBytes());
             }
+            assertDequantizedSame(c, x, weight, scales, biases, expectedBytes);
+        }
+    }
+
+    /**
+     * Where the activations are float16 or bfloat16 and of the group parameters' dtype, the kernels
+     * over the weights' dequantized layout ({@code --dequantized-weights}) must give MLX's bytes
+     * too, for every instruction set, the layout evaluated once and read by each.
+     */
+    private static void assertDequantizedSame(Case c, MlxArray x, MlxArray weight, MlxArray scales, MlxArray biases,
+            byte[] expected) {
+        if (!DequantizedWeights.covers(scales, biases, c.bits, c.groupSize) || x.dtype() != scales.dtype()) {
+            return;
+        }
+        MlxArray layout = DequantizedWeights.layout(weight, scales, biases, c.groupSize, c.bits);
+        for (KernelIsa isa : isas) {
+            MlxArray actual = DequantizedWeights.quantizedMatmul(x, weight, scales, biases, layout, c.groupSize, c.bits,
+                    isa);
+            assertTrue(DequantizedWeights.computes(actual), "the dequantized kernel did not take " + c);
+            compare("dequantized " + isa + " " + c, c, expected, actual.toBytes());
         }
     }
 
@@ -346,6 +366,7 @@ class QuantizedMatmulExactnessTest {
             assertTrue(Mlx.isNativeQuantizedMatmul(actual));
             compare(isa + " " + c, c, e, actual.toBytes());
         }
+        assertDequantizedSame(c, x, weight, sc, bi, e);
     }
 
     static Stream<org.junit.jupiter.params.provider.Arguments> nanProbes() {
@@ -396,6 +417,7 @@ class QuantizedMatmulExactnessTest {
                     assertTrue(Mlx.isNativeQuantizedMatmul(actual));
                     compare(isa + " " + c, c, e, actual.toBytes());
                 }
+                assertDequantizedSame(c, xs, weight, sc, bi, e);
             }
         }
     }
@@ -407,6 +429,30 @@ class QuantizedMatmulExactnessTest {
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 4);
             assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
                     "transpose=false is not covered");
+        }
+    }
+
+    /**
+     * A dequantized layout is read only by activations of its dtype: float32 activations (a model
+     * whose norms are float32) take the packed kernels, with MLX's bytes.
+     */
+    @Test
+    void dequantizedLayoutOfAnotherDtypeIsNotRead() {
+        try (ArrayScope s = ArrayScope.open()) {
+            MlxArray[] q4 = Mlx.quantize(Mlx.astype(Mlx.fromFloats(values(new SplittableRandom(7), 64 * 128, 1f,
+                    Data.NORMAL), 64, 128), Dtype.BFLOAT16), 64, 4);
+            assertEquals(Dtype.BFLOAT16, q4[1].dtype());
+            MlxArray layout = DequantizedWeights.layout(q4[0], q4[1], q4[2], 64, 4);
+            MlxArray x = Mlx.fromFloats(values(new SplittableRandom(8), 3 * 128, 1f, Data.NORMAL), 3, 128);
+            MlxArray y = DequantizedWeights.quantizedMatmul(x, q4[0], q4[1], q4[2], layout, 64, 4);
+            assertTrue(!DequantizedWeights.computes(y) && Mlx.isNativeQuantizedMatmul(y));
+            assertEquals(java.util.HexFormat.of().formatHex(Mlx.quantizedMatmul(x, q4[0], q4[1], q4[2], true, 64, 4)
+                    .toBytes()), java.util.HexFormat.of().formatHex(y.toBytes()));
+            assertTrue(!DequantizedWeights.covers(Mlx.astype(q4[1], Dtype.FLOAT32), Mlx.astype(q4[2], Dtype.FLOAT32),
+                    4, 64), "float32 group parameters have no half-type layout");
+            MlxException e = assertThrows(MlxException.class,
+                    () -> DequantizedWeights.layout(q4[0], q4[1], q4[2], 64, 7));
+            assertTrue(e.getMessage().contains("7 bits"), e.getMessage());
         }
     }
 
