@@ -14,7 +14,9 @@ import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
@@ -159,19 +161,55 @@ class GreedyParityTest {
     @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
     @MethodSource("cells")
     void greedyTokensAndFirstLogitsMatchMlxLm(String cell) throws Exception {
-        check(cell, cell, null, PREFILL_STEP, null, 0);
+        check(cell, cell, null, PREFILL_STEP, null, 0, false);
+    }
+
+    /**
+     * Quantized cells with bfloat16 activations, 3 to 8 bits, tied and untied heads, rotating
+     * caches (gemma3).
+     */
+    static Stream<String> dequantizedCells() {
+        return only(Stream.of("qwen3-q4", "llama-q8", "qwen2-q4", "llama-q3", "qwen3-q6", "phi3-q4", "gemma3-q4"));
+    }
+
+    /**
+     * {@code --dequantized-weights}: the kernels over dequantized weights keep mlx-lm's tokens and
+     * first logits bytes, and the layouts were built (the loaded model holds more memory after a
+     * run than the packed one does).
+     */
+    @ParameterizedTest(name = "{0}+dequantized", allowZeroInvocations = true)
+    @MethodSource("dequantizedCells")
+    void dequantizedWeightsMatchMlxLm(String model) throws Exception {
+        check(model + "+dequantized", model, null, PREFILL_STEP, null, 0, true);
+        Path dir = work.resolve("models").resolve(model);
+        long packed = heldAfterOneStep(dir, false);
+        long dequantized = heldAfterOneStep(dir, true);
+        assertTrue(dequantized > packed, model + ": " + dequantized + " bytes held with dequantized weights, "
+                + packed + " without: the layouts were not built");
+    }
+
+    /** Active bytes a loaded model holds after one generation step (its weights, and layouts once built). */
+    private static long heldAfterOneStep(Path dir, boolean dequantized) {
+        Mlx.clearCache();
+        long before = Mlx.memory().activeBytes();
+        try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, Numerics.EXACT, dequantized, null)) {
+            GenerateStep.run(model, new int[] {1, 2, 3}, new GenerationOptions(1, PREFILL_STEP, new int[0], false, null, 0),
+                    t -> true);
+            Mlx.clearCache();
+            return Mlx.memory().activeBytes() - before;
+        }
     }
 
     @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
     @MethodSource("kvCells")
     void quantizedKvCacheMatchesMlxLm(KvCell cell) throws Exception {
-        check(cell.name(), cell.model(), cell.kv(), cell.prefillStep(), cell.lengths(), 0);
+        check(cell.name(), cell.model(), cell.kv(), cell.prefillStep(), cell.lengths(), 0, false);
     }
 
     @ParameterizedTest(name = "{0}+maxkv24", allowZeroInvocations = true)
     @MethodSource("maxKvSizeCells")
     void rotatingKvCacheMatchesMlxLm(String model) throws Exception {
-        check(model + "+maxkv" + MAX_KV_SIZE, model, null, PREFILL_STEP, null, MAX_KV_SIZE);
+        check(model + "+maxkv" + MAX_KV_SIZE, model, null, PREFILL_STEP, null, MAX_KV_SIZE, false);
     }
 
     /**
@@ -264,7 +302,7 @@ class GreedyParityTest {
     }
 
     private static void check(String cell, String modelName, KvQuantization kv, int prefillStep, String lengths,
-            int maxKvSize) throws Exception {
+            int maxKvSize, boolean dequantizedWeights) throws Exception {
         boolean isDefault = modelName.equals("default");
         Path modelDir = isDefault
                 ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
@@ -294,7 +332,7 @@ class GreedyParityTest {
         PythonScript.run("oracle/greedy.py", 900, oracleArgs);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
-        try (LanguageModel model = Models.load(modelDir)) {
+        try (LanguageModel model = Models.load(modelDir, CpuKernels.DEFAULT, Numerics.EXACT, dequantizedWeights, null)) {
             int i = 0;
             for (JsonNode r : expected.get("results")) {
                 int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);

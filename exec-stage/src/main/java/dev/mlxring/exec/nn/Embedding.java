@@ -17,8 +17,10 @@ public interface Embedding {
         if (q == null) {
             return new Dense(params.get(path + ".weight", dims, "the embedding size"), params.kernels());
         }
-        return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
-                params.optional(path + ".biases"), q);
+        MlxArray weight = params.get(path + ".weight");
+        MlxArray scales = params.get(path + ".scales");
+        MlxArray biases = params.optional(path + ".biases");
+        return new Quantized(weight, scales, biases, q, q.dequantizedLayout(params, weight, scales, biases));
     }
 
     /** {@code as_linear} ({@code x @ W.T}) through {@code kernels}: the native dense kernel or MLX's matmul. */
@@ -34,7 +36,12 @@ public interface Embedding {
         }
     }
 
-    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, QuantSpec spec) implements Embedding {
+    /**
+     * The lookup dequantizes the rows it takes; {@code as_linear} goes through the weight's
+     * dequantized {@code layout} where there is one ({@link QuantSpec#dequantizedLayout}).
+     */
+    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, QuantSpec spec, MlxArray layout)
+            implements Embedding {
         @Override
         public MlxArray forward(MlxArray ids) {
             return Mlx.dequantize(Mlx.take(weight, ids, 0), Mlx.take(scales, ids, 0),
@@ -43,7 +50,7 @@ public interface Embedding {
 
         @Override
         public MlxArray asLinear(MlxArray x) {
-            return spec.matmul(x, weight, scales, biases);
+            return spec.matmul(x, weight, scales, biases, layout);
         }
     }
 }

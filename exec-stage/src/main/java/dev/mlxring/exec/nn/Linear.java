@@ -16,8 +16,10 @@ public interface Linear {
         if (q == null) {
             return new Dense(params.get(path + ".weight", inDims, "the layer's inputs"), bias, params.kernels());
         }
-        return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
-                params.optional(path + ".biases"), bias, q);
+        MlxArray weight = params.get(path + ".weight");
+        MlxArray scales = params.get(path + ".scales");
+        MlxArray biases = params.optional(path + ".biases");
+        return new Quantized(weight, scales, biases, bias, q, q.dequantizedLayout(params, weight, scales, biases));
     }
 
     /**
@@ -35,12 +37,15 @@ public interface Linear {
         }
     }
 
-    /** {@code quantized_matmul(x, W, scales, biases, transpose=True)} then {@code + bias}. */
-    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, MlxArray bias, QuantSpec spec)
-            implements Linear {
+    /**
+     * {@code quantized_matmul(x, W, scales, biases, transpose=True)} then {@code + bias}; through the
+     * weight's dequantized {@code layout} where there is one ({@link QuantSpec#dequantizedLayout}).
+     */
+    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, MlxArray bias, QuantSpec spec,
+            MlxArray layout) implements Linear {
         @Override
         public MlxArray forward(MlxArray x) {
-            MlxArray y = spec.matmul(x, weight, scales, biases);
+            MlxArray y = spec.matmul(x, weight, scales, biases, layout);
             return bias == null ? y : Mlx.add(y, bias);
         }
     }

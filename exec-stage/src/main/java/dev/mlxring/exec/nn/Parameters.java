@@ -6,7 +6,9 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Weights;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -14,19 +16,39 @@ import java.util.TreeSet;
  * A model's parameters: the loaded {@link Weights} (which own the arrays for the model's life)
  * plus a record of which names the model's modules took, so leftovers fail the load the way
  * mlx-lm's {@code load_weights(strict=True)} does. It also carries the load's choice of CPU
- * kernels and numeric tier, fixed for the model's life, so quantized modules bind them once.
+ * kernels and numeric tier, fixed for the model's life, so quantized modules bind them once, and
+ * owns the arrays the modules derive from the weights ({@link #own}).
  */
 public final class Parameters implements AutoCloseable {
     private final Weights weights;
     private final CpuKernels kernels;
     private final Numerics numerics;
+    private final boolean dequantizedWeights;
     private final Set<String> used = new HashSet<>();
+    private final List<MlxArray> derived = new ArrayList<>();
     private int initRandomDraws;
 
     public Parameters(Weights weights, CpuKernels kernels, Numerics numerics) {
+        this(weights, kernels, numerics, false);
+    }
+
+    /** With {@code dequantizedWeights}: {@code --dequantized-weights} (see {@link QuantSpec#dequantizedLayout}). */
+    public Parameters(Weights weights, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights) {
         this.weights = weights;
         this.kernels = kernels;
         this.numerics = numerics;
+        this.dequantizedWeights = dequantizedWeights;
+    }
+
+    /** Whether quantized modules keep their weights dequantized too ({@code --dequantized-weights}). */
+    public boolean dequantizedWeights() {
+        return dequantizedWeights;
+    }
+
+    /** Takes ownership of an array a module derives from the weights: closed with them. */
+    public MlxArray own(MlxArray array) {
+        derived.add(array);
+        return array;
     }
 
     /** Which kernels the model's quantized matmuls use ({@code --cpu-kernels}). */
@@ -124,6 +146,11 @@ public final class Parameters implements AutoCloseable {
 
     @Override
     public void close() {
-        weights.close();
+        try {
+            derived.forEach(MlxArray::close);
+            derived.clear();
+        } finally {
+            weights.close();
+        }
     }
 }

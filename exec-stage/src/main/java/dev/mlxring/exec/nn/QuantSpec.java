@@ -3,7 +3,9 @@ package dev.mlxring.exec.nn;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.DequantizedWeights;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
@@ -20,6 +22,31 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
     /** {@code quantized_matmul(x, w, scales, biases, transpose=True)} with this spec's kernels and tier. */
     public MlxArray matmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases) {
         return numerics.quantizedMatmul(kernels, x, w, scales, biases, groupSize, bits);
+    }
+
+    /**
+     * {@link #matmul} through {@code layout}, the weight's {@link #dequantizedLayout} (null: as
+     * {@link #matmul}). Same bytes either way.
+     */
+    public MlxArray matmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout) {
+        return layout == null ? matmul(x, w, scales, biases)
+                : DequantizedWeights.quantizedMatmul(x, w, scales, biases, layout, groupSize, bits);
+    }
+
+    /**
+     * With {@code --dequantized-weights} on the exact tier and the native kernels, where
+     * {@link DequantizedWeights#covers} the group parameters: the weight's dequantized layout,
+     * lazy (made by the first forward pass whose activations are of its dtype, never made
+     * otherwise) and owned by {@code params}. Null where none applies.
+     */
+    public MlxArray dequantizedLayout(Parameters params, MlxArray w, MlxArray scales, MlxArray biases) {
+        if (!params.dequantizedWeights() || kernels != CpuKernels.NATIVE || numerics != Numerics.EXACT
+                || !DequantizedWeights.covers(scales, biases, bits, groupSize)) {
+            return null;
+        }
+        try (ArrayScope scope = ArrayScope.open()) {
+            return params.own(DequantizedWeights.layout(w, scales, biases, groupSize, bits).detach());
+        }
     }
 
     /** The spec for module {@code path}, or null when its weight is not quantized. */
