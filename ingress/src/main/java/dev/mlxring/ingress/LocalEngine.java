@@ -52,9 +52,17 @@ public final class LocalEngine implements AutoCloseable {
      * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
      * @param numerics their numeric tier ({@code --numerics}; {@link Numerics#FAST} is not mlx-lm's bytes)
      * @param promptCache the prefix cache's tiers and caps ({@code --prompt-cache-*})
+     * @param dequantizedWeights keep quantized weights dequantized too ({@code --dequantized-weights}:
+     *     same bytes, faster with float16/bfloat16 activations, 2 bytes a weight more memory)
      */
     public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache) {
+            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights) {
+        /** Weights kept packed only. */
+        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
+                CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache) {
+            this(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache, false);
+        }
+
         /** No rotating cache, the default CPU kernels, no prompt cache (every prompt is prefilled whole). */
         public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
             this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT, Numerics.DEFAULT, PromptCache.OFF);
@@ -67,7 +75,8 @@ public final class LocalEngine implements AutoCloseable {
         }
 
         public Options withPromptCache(PromptCache p) {
-            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p);
+            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p,
+                    dequantizedWeights);
         }
     }
 
@@ -136,7 +145,7 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir, options.cpuKernels(), options.numerics(),
+            model = Models.load(modelDir, options.cpuKernels(), options.numerics(), options.dequantizedWeights(),
                     leader == null ? null : leader.tensorShard());
         } catch (RuntimeException e) {
             tokenizer.close();

@@ -56,7 +56,7 @@ final class GenerateCommand {
                         "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
                         CpuKernelsFlag.NAME, NumericsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
                         "--control-port"),
-                Set.of("--json", "--ignore-chat-template"));
+                Set.of("--json", "--ignore-chat-template", DequantizedWeightsFlag.NAME));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
         }
@@ -80,6 +80,7 @@ final class GenerateCommand {
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         boolean sharded = group != null && group.size() > 1;
         Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
+        boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, sharded);
         if (NumericsFlag.notice(numerics) != null) {
             System.err.println(NumericsFlag.notice(numerics));
         }
@@ -99,7 +100,8 @@ final class GenerateCommand {
                     + launch.backendName() + "), this is rank 0");
         }
         try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
-                LanguageModel model = Models.load(modelDir, kernels, numerics, sharded ? new TensorShard(group) : null)) {
+                LanguageModel model = Models.load(modelDir, kernels, numerics, dequantizedWeights,
+                        sharded ? new TensorShard(group) : null)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());

@@ -18,7 +18,7 @@ public final class Main {
                            [--temp 0.0] [--top-p 1.0] [--top-k 0] [--min-p 0.0] [--api-key KEY]
                            [--prefill-step-size N] [--max-queued N] [--wait-mode blocking|yielding|busy-spin]
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
-                           [--cpu-kernels native|mlx] [--numerics exact|fast]
+                           [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
                            [--shutdown-grace-seconds 30]
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
                            [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
@@ -39,7 +39,7 @@ public final class Main {
                               [--max-tokens N] [--system TEXT] [--ignore-chat-template]
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
                               [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
-                              [--cpu-kernels native|mlx] [--numerics exact|fast]
+                              [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -61,6 +61,9 @@ public final class Main {
               --numerics N            `exact` (mlx-lm's bytes, the default) or `fast`: 4/8-bit
                                       matmuls by float32 FMA kernels, not mlx-lm's bytes (held to a
                                       float64 rendering); needs --cpu-kernels native and AVX2/FMA
+              --dequantized-weights   also keep quantized weights dequantized (2 bytes a weight, as
+                                      the unquantized model): same bytes, faster decode and prefill
+                                      for float16/bfloat16 models; made on the first forward pass
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

@@ -72,7 +72,7 @@ final class ServeCommand {
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
                         "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
-                Set.of());
+                Set.of(DequantizedWeightsFlag.NAME));
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
         // Under mlx.launch every rank runs this command: rank 0 serves, the others follow it.
@@ -125,6 +125,7 @@ final class ServeCommand {
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
+        boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : "127.0.0.1";
@@ -156,7 +157,7 @@ final class ServeCommand {
             local = LocalEngine.open(modelDir, new LocalEngine.Options(
                     new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                             .withMaxPromptTokens(maxPromptTokens),
-                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache), leader);
+                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights), leader);
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();

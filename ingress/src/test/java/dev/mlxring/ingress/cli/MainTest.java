@@ -11,6 +11,8 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -83,6 +85,34 @@ class MainTest {
         Run bad = run("generate", "--prompt", "x", "--numerics", "quick");
         assertEquals(2, bad.status());
         assertTrue(bad.err().contains("--numerics must be one of [exact, fast], got 'quick'"), bad.err());
+    }
+
+    /**
+     * --dequantized-weights is a switch of generate (the default model's float32 activations leave
+     * it without effect: the same tokens) and is refused with MLX's kernels or the fast tier.
+     */
+    @Test
+    void dequantizedWeightsIsASwitchAndChecked() throws Exception {
+        JsonNode[] ids = new JsonNode[2];
+        String[][] extra = {{}, {"--dequantized-weights"}};
+        for (int i = 0; i < 2; i++) {
+            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198,504,3575,282",
+                    "--max-tokens", "4", "--json"));
+            args.addAll(List.of(extra[i]));
+            Run r = run(args.toArray(new String[0]));
+            assertEquals(0, r.status(), r.err());
+            ids[i] = JSON.readTree(r.out()).get("generated_tokens");
+        }
+        assertEquals(ids[0], ids[1]);
+        Run mlx = run("generate", "--prompt", "x", "--dequantized-weights", "--cpu-kernels", "mlx");
+        assertEquals(2, mlx.status());
+        assertTrue(mlx.err().contains("--dequantized-weights needs --cpu-kernels native"), mlx.err());
+        Run fast = run("generate", "--prompt", "x", "--dequantized-weights", "--numerics", "fast");
+        assertEquals(2, fast.status());
+        assertTrue(fast.err().contains("--dequantized-weights applies to --numerics exact"), fast.err());
+        Run serve = run("serve", "--dequantized-weights", "--cpu-kernels", "mlx");
+        assertEquals(2, serve.status());
+        assertTrue(serve.err().contains("--dequantized-weights needs --cpu-kernels native"), serve.err());
     }
 
     @Test
