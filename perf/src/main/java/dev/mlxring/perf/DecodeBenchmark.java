@@ -47,13 +47,15 @@ import java.util.concurrent.TimeUnit;
  * DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens 128] [--gen-tokens 64]
  *                 [--runs 5] [--warmup 1] [--seed 42] [--prefill-step-size 2048]
  *                 [--out FILE.md] [--command "how it was run"] [--quiet-cores 0.15] [--max-quiet-wait-s 60]
- *                 [--cpu-kernels native,mlx] [--numerics exact,fast]
+ *                 [--cpu-kernels native,mlx] [--numerics exact,fast] [--dequantized-weights off,on]
  * </pre>
  *
  * <p>{@code --cpu-kernels} lists the kernel choices of ours to run (default {@code native}); with
  * several, the model is loaded once per choice and each round runs every choice, then mlx-lm.
  * {@code --numerics} likewise lists the numeric tiers (default {@code exact}); every kernel choice
- * runs each tier ({@code fast} only with {@code native}). A {@code fast} variant is not mlx-lm's
+ * runs each tier ({@code fast} only with {@code native}). {@code --dequantized-weights} lists
+ * whether ours keeps quantized weights dequantized too (default {@code off}; {@code on} runs
+ * only with {@code native} and {@code exact}, and is mlx-lm's bytes). A {@code fast} variant is not mlx-lm's
  * bytes: its tokens are not a mismatch when they differ from mlx-lm's; the table says from which
  * index they do (they must still repeat run to run).
  *
@@ -67,14 +69,20 @@ public final class DecodeBenchmark {
 
     record Options(List<Path> models, int promptTokens, int genTokens, int runs, int warmup, long seed,
             int prefillStepSize, Path out, String command, double quietCores, int maxQuietWaitS,
-            List<CpuKernels> kernels, List<Numerics> numerics) {
-        /** Our variants: each kernel choice with each numeric tier it can run ({@code fast}: native only). */
+            List<CpuKernels> kernels, List<Numerics> numerics, List<Boolean> dequantized) {
+        /**
+         * Our variants: each kernel choice with each numeric tier it can run ({@code fast}: native
+         * only), packed and, where asked, with dequantized weights (native, exact only).
+         */
         List<Variant> variants() {
             List<Variant> v = new ArrayList<>();
             for (CpuKernels k : kernels) {
                 for (Numerics n : numerics) {
-                    if (n == Numerics.EXACT || k == CpuKernels.NATIVE) {
-                        v.add(new Variant(k, n, new ArrayList<>(), 0, 0));
+                    for (boolean d : dequantized) {
+                        if ((n == Numerics.EXACT || k == CpuKernels.NATIVE)
+                                && (!d || (k == CpuKernels.NATIVE && n == Numerics.EXACT))) {
+                            v.add(new Variant(k, n, d, new ArrayList<>(), 0, 0));
+                        }
                     }
                 }
             }
@@ -97,17 +105,19 @@ public final class DecodeBenchmark {
     }
 
     /** Our runs with one kernel choice and numeric tier. */
-    record Variant(CpuKernels kernels, Numerics numerics, List<Run> runs, double loadS, int jitWarmups) {
+    record Variant(CpuKernels kernels, Numerics numerics, boolean dequantized, List<Run> runs, double loadS,
+            int jitWarmups) {
         String label() {
             return "ours " + choice();
         }
 
         String choice() {
-            return kernels.cliName() + (numerics == Numerics.EXACT ? "" : " " + numerics.cliName());
+            return kernels.cliName() + (numerics == Numerics.EXACT ? "" : " " + numerics.cliName())
+                    + (dequantized ? " dequantized" : "");
         }
 
         Variant measured(double load, int warmups) {
-            return new Variant(kernels, numerics, runs, load, warmups);
+            return new Variant(kernels, numerics, dequantized, runs, load, warmups);
         }
     }
 
@@ -166,7 +176,16 @@ public final class DecodeBenchmark {
                 System.err.printf(Locale.ROOT, "[bench] %s: loading ours (%s)%n", name, p.choice());
                 long l0 = System.nanoTime();
                 long active0 = Mlx.memory().activeBytes();
-                models.add(Models.load(dir, p.kernels(), p.numerics(), null));
+                models.add(Models.load(dir, p.kernels(), p.numerics(), p.dequantized(), null));
+                if (p.dequantized()) {
+                    // The layouts are built by the first forward pass: one short step here, so that
+                    // they count as this variant's resident memory (and its load time), not as
+                    // part of every other variant's peak.
+                    GenerateStep.run(models.getLast(), new int[] {1, 2, 3},
+                            new GenerationOptions(1, o.prefillStepSize(), new int[0], false), token -> true);
+                    Mlx.synchronize();
+                    Mlx.clearCache();
+                }
                 residentBytes.add(Mlx.memory().activeBytes() - active0);
                 loadS.add((System.nanoTime() - l0) / 1e9);
                 System.err.printf(Locale.ROOT, "[bench] %s: loaded ours (%s) in %.2f s, %.1f MB resident%n", name,
@@ -263,7 +282,7 @@ public final class DecodeBenchmark {
     private static int jitWarmup(LanguageModel model, int[] prompt, Options o, String name) {
         int[] shortPrompt = Arrays.copyOf(prompt, Math.min(prompt.length, 16));
         Options shortRun = new Options(o.models(), shortPrompt.length, Math.min(o.genTokens(), 32), 1, 0, o.seed(),
-                o.prefillStepSize(), null, null, 0, 0, o.kernels(), o.numerics());
+                o.prefillStepSize(), null, null, 0, 0, o.kernels(), o.numerics(), o.dequantized());
         for (int i = 1; i <= MAX_JIT_WARMUPS; i++) {
             Run r = ours(model, shortPrompt, shortRun);
             if (r.jitMs() >= 0 && r.jitMs() < JIT_QUIET_MS) {
@@ -549,6 +568,9 @@ public final class DecodeBenchmark {
                 .append(" measured runs each, alternating run by run: ours with each --cpu-kernels choice ")
                 .append(o.kernels().stream().map(CpuKernels::cliName).toList())
                 .append(" and --numerics tier ").append(o.numerics().stream().map(Numerics::cliName).toList())
+                .append(o.dequantized().contains(true)
+                        ? " (`dequantized`: --dequantized-weights, whose load time includes the one-token step that"
+                                + " builds the dequantized layouts, counted as its resident memory)" : "")
                 .append(", then mlx-lm. "
                         + "Prefill tok/s = prompt tokens / time to first token; decode tok/s = generated tokens / "
                         + "time from first to last token (mlx-lm `stream_generate` definitions). "
@@ -657,7 +679,8 @@ public final class DecodeBenchmark {
 
     static final String USAGE = "DecodeBenchmark --model DIR [--model DIR ...] [--prompt-tokens N] [--gen-tokens M]"
             + " [--runs K] [--warmup W] [--seed S] [--prefill-step-size P] [--out FILE.md] [--command TEXT]"
-            + " [--quiet-cores C] [--max-quiet-wait-s S] [--cpu-kernels native,mlx] [--numerics exact,fast]";
+            + " [--quiet-cores C] [--max-quiet-wait-s S] [--cpu-kernels native,mlx] [--numerics exact,fast]"
+            + " [--dequantized-weights off,on]";
 
     static Options parse(String[] argv) {
         List<Path> models = new ArrayList<>();
@@ -673,6 +696,7 @@ public final class DecodeBenchmark {
         int maxQuietWaitS = 60;
         List<CpuKernels> kernels = List.of(CpuKernels.DEFAULT);
         List<Numerics> numerics = List.of(Numerics.DEFAULT);
+        List<Boolean> dequantized = List.of(false);
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -691,6 +715,13 @@ public final class DecodeBenchmark {
                         .map(v -> CpuKernels.parse("--cpu-kernels", v.trim())).distinct().toList();
                 case "--numerics" -> numerics = Arrays.stream(f.value().split(","))
                         .map(v -> Numerics.parse("--numerics", v.trim())).distinct().toList();
+                case "--dequantized-weights" -> dequantized = Arrays.stream(f.value().split(","))
+                        .map(v -> switch (v.trim()) {
+                            case "off" -> false;
+                            case "on" -> true;
+                            default -> throw new IllegalArgumentException(
+                                    "--dequantized-weights takes off, on or off,on; got '" + v.trim() + "'");
+                        }).distinct().toList();
                 default -> throw f.unknown();
             }
         }
@@ -709,6 +740,6 @@ public final class DecodeBenchmark {
             throw new IllegalArgumentException("--warmup must be >= 0");
         }
         return new Options(List.copyOf(models), promptTokens, genTokens, runs, warmup, seed, prefill, out, command,
-                quietCores, maxQuietWaitS, kernels, numerics);
+                quietCores, maxQuietWaitS, kernels, numerics, dequantized);
     }
 }

@@ -43,7 +43,7 @@ import java.util.Locale;
  *
  * <pre>
  * DecodeProfile --model DIR [--prompt-tokens 128] [--gen-tokens 64] [--runs 3] [--seed 42] [--build-loop-s S] [--ops RUNS]
- *               [--numerics exact|fast]
+ *               [--numerics exact|fast] [--dequantized-weights off|on]
  * </pre>
  */
 public final class DecodeProfile {
@@ -197,6 +197,7 @@ public final class DecodeProfile {
         double buildLoopS = 0;
         int opsRuns = 0;
         Numerics numerics = Numerics.DEFAULT;
+        boolean dequantized = false;
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -208,6 +209,11 @@ public final class DecodeProfile {
                 case "--build-loop-s" -> buildLoopS = Double.parseDouble(f.value());
                 case "--ops" -> opsRuns = f.positive();
                 case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
+                case "--dequantized-weights" -> dequantized = switch (f.value()) {
+                    case "on" -> true;
+                    case "off" -> false;
+                    default -> throw new IllegalArgumentException("--dequantized-weights takes on or off");
+                };
                 default -> throw f.unknown();
             }
         }
@@ -223,7 +229,7 @@ public final class DecodeProfile {
             itemOverhead(100_000);
         }
         System.out.printf(Locale.ROOT, "item overhead (itemInt of an evaluated array): %.0f ns%n", itemOverhead(200_000));
-        try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, null)) {
+        try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, dequantized, null)) {
             if (buildLoopS > 0) {
                 buildLoop(model, Math.min(2, buildLoopS)); // JIT
                 System.out.printf(Locale.ROOT, "graph build only (fresh cache, never evaluated): %.3f ms/step%n",
