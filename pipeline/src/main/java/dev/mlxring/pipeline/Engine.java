@@ -143,9 +143,14 @@ public final class Engine implements AutoCloseable {
      * preparer is thread-safe; the caller should not be an IO thread for long prompts.
      *
      * @throws RequestException as prep would fail the request
+     * @throws EngineUnavailableException once the engine is closed (its tokenizer may be freed)
      */
     public PreparedPrompt prepare(GenerationRequest request) throws RequestException {
-        return preparer.prepare(Objects.requireNonNull(request, "request"));
+        Objects.requireNonNull(request, "request");
+        if (closed.get()) {
+            throw new EngineUnavailableException("the engine is closed");
+        }
+        return preparer.prepare(request);
     }
 
     /**

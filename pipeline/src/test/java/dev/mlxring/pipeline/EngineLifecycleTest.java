@@ -428,6 +428,8 @@ class EngineLifecycleTest {
         assertTrue(exec.closed, "the executor is closed on the exec thread");
         assertEquals(exec.openRuns.get(), exec.closedRuns.get());
         assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new FakeStages.Recorder()));
+        assertThrows(EngineUnavailableException.class, () -> engine.prepare(text("a", 1)),
+                "token counting after close is refused as the engine's, not the freed tokenizer's, error");
         engine = null;
     }
 
