@@ -44,7 +44,7 @@ def decode_table(path: Path):
     rows, foreign = [], None
     for line in path.read_text().splitlines():
         cells = [c.strip().strip("*") for c in line.strip().strip("|").split("|")]
-        if len(cells) == 14 and cells[1] in ("native", "mlx", "native fast"):
+        if len(cells) == 14 and cells[1] in ("native", "mlx", "native fast", "native dequantized"):
             rows.append((cells[0], cells[1], float(cells[5]), float(cells[6]), float(cells[8]), float(cells[9]),
                          cells[13], float(cells[7]), float(cells[10])))
         m = re.match(r"Highest foreign CPU during any run: ([\d.]+) cores", line)
@@ -126,7 +126,9 @@ def main():
         mlxlm_p, mlxlm_d = rows[0][3], rows[0][5]
         for (_, kernels, po, pt, go, gt, tokens, pr, gr) in rows:
             engines[f"ours {kernels}"] = (po, go)
-            flags = "--cpu-kernels native --numerics fast" if kernels == "native fast" else f"--cpu-kernels {kernels}"
+            flags = {"native fast": "--cpu-kernels native --numerics fast",
+                     "native dequantized": "--cpu-kernels native --dequantized-weights"}.get(kernels,
+                                                                                          f"--cpu-kernels {kernels}")
             md.append(f"| {model} | ours `{flags}` | {po:.1f} | {go:.2f} | {pr:.2f}× | "
                       f"{gr:.2f}× | {limit:.0f} | {100 * go / limit:.1f}% | {tokens} |")
         engines["mlx-lm"] = (mlxlm_p, mlxlm_d)
@@ -194,9 +196,9 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    order = ["ours native", "ours native fast", "ours mlx", "mlx-lm", "llama.cpp"]
-    colors = {"ours native": "#1f77b4", "ours native fast": "#6a51a3", "ours mlx": "#9ecae1", "mlx-lm": "#ff7f0e",
-              "llama.cpp": "#2ca02c"}
+    order = ["ours native", "ours native dequantized", "ours native fast", "ours mlx", "mlx-lm", "llama.cpp"]
+    colors = {"ours native": "#1f77b4", "ours native dequantized": "#17becf", "ours native fast": "#6a51a3",
+              "ours mlx": "#9ecae1", "mlx-lm": "#ff7f0e", "llama.cpp": "#2ca02c"}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
     for ax, which, title in ((axes[0], 1, "decode tok/s (B=1)"), (axes[1], 0, "prefill tok/s (B=1)")):
         width = 0.16
@@ -221,7 +223,8 @@ def main():
                 handles.append(h)
                 labels.append(l)
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))
-    fig.suptitle("mlx-ring CPU kernels (native = exact, same tokens as mlx-lm; native fast = --numerics fast) "
+    fig.suptitle("mlx-ring CPU kernels (native = exact, same tokens as mlx-lm; dequantized = --dequantized-weights, "
+                 "exact; native fast = --numerics fast) "
                  "vs mlx-lm and llama.cpp, 2-core x86", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     a.plot.parent.mkdir(parents=True, exist_ok=True)

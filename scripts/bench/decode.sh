@@ -61,13 +61,13 @@ if [[ $suite -eq 1 ]]; then
   step "read bandwidth"
   cc -O2 -mavx2 -pthread scripts/bench/read_bandwidth.c -o build/bench/read_bandwidth
   build/bench/read_bandwidth 512 10 | tee "$dir/bandwidth.txt" >&2
-  # b1 NAME MODEL PROMPT GEN RUNS NUMERICS: B=1 ours native / mlx (and native with each numeric
-  # tier) against mlx-lm, alternating run by run.
+  # b1 NAME MODEL PROMPT GEN RUNS NUMERICS [DEQUANTIZED]: B=1 ours native / mlx (and native with
+  # each numeric tier, and with --dequantized-weights off,on) against mlx-lm, alternating run by run.
   b1() {
     echo "$2" > "$dir/decode-$1.dir"
     perf_main dev.mlxring.perf.DecodeBenchmark --command "scripts/bench/decode.sh --suite" --model "$2" \
       --prompt-tokens "$3" --gen-tokens "$4" --runs "$5" --warmup 1 --seed 42 --cpu-kernels native,mlx \
-      --numerics "$6" --max-quiet-wait-s 3 --out "$dir/decode-$1.md" >&2
+      --numerics "$6" --dequantized-weights "${7:-off}" --max-quiet-wait-s 3 --out "$dir/decode-$1.md" >&2
   }
   step "B=1 SmolLM2"
   b1 smollm2 "$smollm2" 64 32 3 exact,fast
@@ -76,7 +76,7 @@ if [[ $suite -eq 1 ]]; then
   echo "$gguf" > "$dir/llama.gguf"
   scripts/bench/llama_cpp.sh --gguf "$gguf" --threads 2 --reps 5 -- -o jsonl | tee "$dir/llama.jsonl" >&2
   step "B=1 bfloat16-activation 4-bit model"
-  b1 bf16 "$bf16" 16 8 2 exact,fast
+  b1 bf16 "$bf16" 16 8 2 exact,fast off,on
   # --quick: the B=1 table, llama.cpp and the kernel alone (~10 min); the rest is the A/B and rows steps.
   if [[ $quick -eq 0 ]]; then
   step "AVX2 vs AVX-512 decode"
