@@ -165,13 +165,8 @@ __attribute__((noinline)) void dense_block(const DenseProblem& p, int n0, int m0
     rowp[c] = static_cast<const char*>(p.w) + size_t(imin(n0 + c, p.N - 1)) * p.K * elem;
   }
   const float* xr[R];
-  for (int i = 0; i < R; i++) xr[i] = p.x + size_t(m0 + imin(i, rows - 1)) * p.K;
   vf acc[R][T];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) acc[i][t] = vzero();
-  }
+  pass_start(p.x, p.K, m0, rows, xr, acc);
   // The next block's weights (the rows right after these, one contiguous
   // range) are prefetched while this one computes, spread over the loop: the
   // hardware prefetchers alone left one thread reading cold weights at a

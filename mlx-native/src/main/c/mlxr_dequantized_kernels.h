@@ -63,13 +63,8 @@ template <Act A, int R, int T>
 __attribute__((noinline)) void dequantized_pass(const DequantizedProblem& p, int block, int t0, int m0, int rows) {
   const uint16_t* w = p.w + size_t(block) * p.K * kDequantizedCols + t0 * kLanes;
   const float* xr[R];
-  for (int i = 0; i < R; i++) xr[i] = p.x + size_t(m0 + imin(i, rows - 1)) * p.K;
   vf acc[R][T];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) acc[i][t] = vzero();
-  }
+  pass_start(p.x, p.K, m0, rows, xr, acc);
   for (int k = 0; k < p.K; k++, w += kDequantizedCols) {
     __builtin_prefetch(w + kPrefetchAhead, 0, 3);
     vf wk[T];

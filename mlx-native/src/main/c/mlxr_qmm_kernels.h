@@ -72,6 +72,19 @@ MLXR_INLINE vf times_x(vf x, vf w) {
   return A == Act::F32 ? mul_first(w, x) : mul_first(x, w);
 }
 
+// The start of a pass of R rows from m0, `rows` of them real (the rest repeat
+// the last, so no lane reads past the activations): each row's activations
+// over K, and the pass's R x T sums at zero.
+template <int R, int T>
+MLXR_INLINE void pass_start(const float* x, int K, int m0, int rows, const float* (&xr)[R], vf (&acc)[R][T]) {
+  for (int i = 0; i < R; i++) xr[i] = x + size_t(m0 + imin(i, rows - 1)) * K;
+#pragma GCC unroll 8
+  for (int i = 0; i < R; i++) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[i][t] = vzero();
+  }
+}
+
 // T(T(scale * q) + bias): q is never NaN; the product goes first.
 template <Act A>
 MLXR_INLINE vf dequantized(vf scale, vf q, vf bias) {
@@ -292,13 +305,8 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
     offsets[c] = (r - n0) * row_words;
   }
   const float* xr[R];
-  for (int i = 0; i < R; i++) xr[i] = p.x + size_t(m0 + imin(i, rows - 1)) * p.K;
   vf acc[R][T];
-#pragma GCC unroll 8
-  for (int i = 0; i < R; i++) {
-#pragma GCC unroll 4
-    for (int t = 0; t < T; t++) acc[i][t] = vzero();
-  }
+  pass_start(p.x, p.K, m0, rows, xr, acc);
   const vi mask = vseti((1 << bits) - 1);
   // The next block's weights (the rows right after these) and parameters are
   // prefetched while this one computes, spread over the loop: the hardware
