@@ -224,7 +224,7 @@ def main():
                 labels.append(l)
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))
     fig.suptitle("mlx-ring CPU kernels (native = exact, same tokens as mlx-lm; dequantized = --dequantized-weights, "
-                 "exact; native fast = --numerics fast) "
+                 "exact;\nnative fast = --numerics fast) "
                  "vs mlx-lm and llama.cpp, 2-core x86", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     a.plot.parent.mkdir(parents=True, exist_ok=True)
