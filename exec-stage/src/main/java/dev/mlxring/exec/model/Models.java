@@ -78,7 +78,7 @@ public final class Models {
      * As {@link #load(Path, CpuKernels, Numerics, TensorShard)}; with {@code dequantizedWeights}
      * ({@code --dequantized-weights}) quantized layers whose activations are float16 or bfloat16
      * also keep their weights dequantized, made on the first forward pass: faster on the exact
-     * tier, same bytes, twice each weight's count in bytes of memory more. Not with a shard.
+     * tier, same bytes, 2 bytes a weight more memory. Not with a shard.
      */
     public static LanguageModel load(Path modelDir, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights,
             TensorShard shard) {
