@@ -156,7 +156,7 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   n = norm(h, kPostNorm);
   mx::array g = project(kGate, n);
   mx::array u = project(kUp, n);
-  fast::swiglu_f32_into(g, u, g);  // in place, as NativeSwiglu takes its donated gate
+  fast::swiglu_into(g, u, g);  // in place, as NativeSwiglu takes its donated gate
   mx::array d = project(kDown, g);
   add_f32(h, d, out[0]);
 }

@@ -26,8 +26,8 @@ void rope_heads_into(const mlx::core::array& x, int heads, int dims, bool tradit
 void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, const mlx::core::array& v, float scale,
                       bool causal, mlx::core::array& out);
 
-// swiglu(gate, x) of float32 operands of one shape.
-void swiglu_f32_into(const mlx::core::array& gate, const mlx::core::array& x, mlx::core::array& out);
+// swiglu(gate, x) of operands of one shape and one dtype (float32, float16, bfloat16).
+void swiglu_into(const mlx::core::array& gate, const mlx::core::array& x, mlx::core::array& out);
 
 }  // namespace mlxr::fast
 

@@ -1,17 +1,21 @@
-// mlx-lm's activations.swiglu(gate, x) = silu(gate) * x, for float32, on the
-// CPU as one primitive with the bytes of the kernel MLX compiles for it
+// mlx-lm's activations.swiglu(gate, x) = silu(gate) * x on the CPU as one
+// primitive with the bytes of the kernel MLX compiles for it
 // (@mx.compile(shapeless=True), nested as mlxr_shim.cpp's swiglu_impl: MLX's
 // CPU JIT writes one C++ loop over the fused tape, g++ -O3 for baseline
-// x86-64, each element in float):
+// x86-64, each element with the element type T of the operands):
 //
-//     s   = Sigmoid(g)  = g < 0 ? y : 1 - y,  y = 1 / (1 + simd::exp(|g|))
-//     t   = g * s                                        (silu)
-//     out = t * x
+//     e   = T(simd::exp(|g|))          exp in float, its result rounded to T
+//     y   = 1 / (1 + e)                float (T op float is float)
+//     s   = T(g < 0 ? y : 1 - y)       Sigmoid returns Simd<T>
+//     t   = T(g * s)                   silu: T op T rounds to T
+//     out = T(t * x)
 //
-// simd::exp is MLX's polynomial (exp_lanes, eight lanes; its std::fma calls
-// are fused there and here), every other step one IEEE operation, so eight
-// lanes at a time give the same bits. float16/bfloat16 (whose intermediates
-// the compiled kernel rounds at each step) keep MLX's compiled kernel.
+// For float32 every T() is the identity, so the whole chain is IEEE float
+// arithmetic, eight lanes at a time. For float16 / bfloat16 the roundings
+// are MLX's own conversions (mx::float16_t, mx::bfloat16_t), element by
+// element. simd::exp is MLX's polynomial (exp_lanes, eight lanes; its
+// std::fma calls are fused there and here); every other step is one IEEE
+// operation.
 
 #include <algorithm>
 #include <cmath>
@@ -74,6 +78,49 @@ void swiglu_f32(const mx::array& gate, const mx::array& x, mx::array& out) {
 #endif
 }
 
+// The half-type chain (above) of n elements, given ae[i] = simd::exp(|g[i]|) in float.
+template <typename T>
+void finish_half(const T* g, const T* x, const float* ae, int64_t n, T* out) {
+  const T zero(0.0f);
+  for (int64_t i = 0; i < n; i++) {
+    const float y = 1.0f / (1.0f + static_cast<float>(T(ae[i])));
+    const T s = g[i] < zero ? T(y) : T(1.0f - y);
+    const T t = g[i] * s;
+    out[i] = t * x[i];
+  }
+}
+
+template <typename T>
+void swiglu_half(const mx::array& gate, const mx::array& x, mx::array& out) {
+  const int64_t n = int64_t(out.size());
+  std::vector<T> gbuf, xbuf;
+  const T* g = row_major<T, T>(gate, gbuf);
+  const T* xv = row_major<T, T>(x, xbuf);
+  T* o = out.data<T>();
+  constexpr int64_t kBlock = 2048;
+  thread_local std::vector<float> e(kBlock);
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    // |g| is exact in T and in float; simd::exp widens it to float first
+    for (int64_t i = 0; i < len; i++) e[i] = std::abs(static_cast<float>(g[b + i]));
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    exp_lanes(e.data(), int(len), e.data());
+#else
+    for (int64_t i = 0; i < len; i++) e[i] = simd::exp(simd::Simd<float, 1>(e[i])).value;
+#endif
+    finish_half<T>(g + b, xv + b, e.data(), len, o + b);
+  }
+}
+
+// swiglu of gate and x of one shape and one dtype (float32, float16, bfloat16) into out.
+void swiglu_rows(const mx::array& gate, const mx::array& x, mx::array& out) {
+  switch (out.dtype()) {
+    case mx::float32: swiglu_f32(gate, x, out); break;
+    case mx::float16: swiglu_half<mx::float16_t>(gate, x, out); break;
+    default: swiglu_half<mx::bfloat16_t>(gate, x, out); break;
+  }
+}
+
 class NativeSwiglu : public FastOpPrimitive {
  public:
   explicit NativeSwiglu(mx::Stream s) : FastOpPrimitive(s) {}
@@ -88,7 +135,7 @@ class NativeSwiglu : public FastOpPrimitive {
 
  protected:
   Task task() const override {
-    return [](const std::vector<mx::array>& in, mx::array& out) { swiglu_f32(in[0], in[1], out); };
+    return [](const std::vector<mx::array>& in, mx::array& out) { swiglu_rows(in[0], in[1], out); };
   }
 
   // MLX's compiled kernel writes into the first donatable input (gate, then x)
@@ -109,8 +156,8 @@ class NativeSwiglu : public FastOpPrimitive {
 
 }  // namespace
 
-void swiglu_f32_into(const mx::array& gate, const mx::array& x, mx::array& out) {
-  swiglu_f32(gate, x, out);
+void swiglu_into(const mx::array& gate, const mx::array& x, mx::array& out) {
+  swiglu_rows(gate, x, out);
 }
 
 }  // namespace mlxr::fast
@@ -118,7 +165,7 @@ void swiglu_f32_into(const mx::array& gate, const mx::array& x, mx::array& out) 
 extern "C" {
 
 // mlx-lm's compiled swiglu (mlxr_swiglu), evaluated by NativeSwiglu where it
-// covers the case (float32 gate and x of one shape, a CPU default stream, a
+// covers the case (gate and x of one shape and one float dtype, a CPU default stream, a
 // CPU with AVX2 and FMA); otherwise the compiled kernel as mlxr_swiglu builds it.
 mlxr_array mlxr_swiglu(mlxr_array gate, mlxr_array x);
 
@@ -128,11 +175,11 @@ mlxr_array mlxr_native_swiglu(mlxr_array gate, mlxr_array x) {
   const auto& g = *static_cast<mx::array*>(gate);
   const auto& xa = *static_cast<mx::array*>(x);
   auto stream = mx::default_stream(mx::default_device());
-  bool covered = on_cpu(stream) && cpu_has_avx2() && cpu_has_fma() && g.dtype() == mx::float32 &&
-                 xa.dtype() == mx::float32 && g.shape() == xa.shape() && indexable(g);
+  bool covered = on_cpu(stream) && cpu_has_avx2() && cpu_has_fma() && is_float(g.dtype()) &&
+                 xa.dtype() == g.dtype() && g.shape() == xa.shape() && indexable(g);
   if (!covered) return mlxr_swiglu(gate, x);
   return mlxr::guard_array([&]() -> mx::array {
-    return mx::array(g.shape(), mx::float32, std::make_shared<NativeSwiglu>(stream), {g, xa});
+    return mx::array(g.shape(), g.dtype(), std::make_shared<NativeSwiglu>(stream), {g, xa});
   });
 }
 

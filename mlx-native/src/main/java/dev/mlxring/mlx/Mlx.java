@@ -626,8 +626,8 @@ public final class Mlx {
 
     /**
      * {@link #swiglu(MlxArray, MlxArray)} evaluated by {@code kernels}: with {@link CpuKernels#NATIVE}
-     * float32 operands of one shape take one native primitive with the compiled kernel's bytes
-     * ({@code SwigluExactnessTest}).
+     * operands of one shape and one dtype (float32, float16 or bfloat16) take one native primitive
+     * with the compiled kernel's bytes ({@code SwigluExactnessTest}).
      */
     public static MlxArray swiglu(CpuKernels kernels, MlxArray gate, MlxArray x) {
         return own(Shim.swiglu(kernels == CpuKernels.NATIVE, gate.handle(), x.handle()));
