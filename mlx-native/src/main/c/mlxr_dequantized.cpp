@@ -228,11 +228,12 @@ mlxr_array mlxr_dequantized_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_ar
     const auto* ba = static_cast<mx::array*>(biases);
     const auto& la = *static_cast<mx::array*>(layout);
     const mlxr::Isa isa = mlxr::isa_of_call(isa_code);
-    if (isa != mlxr::Isa::None && xa.dtype() == la.dtype() && la.ndim() == 3 &&
-        la.shape(0) == (wa.shape(0) + mlxr::qmm::kDequantizedCols - 1) / mlxr::qmm::kDequantizedCols &&
-        la.shape(1) == xa.shape(-1) && la.shape(2) == mlxr::qmm::kDequantizedCols) {
+    // direct_quantized_matmul first: it checks the operands' ranks before their shapes are read
+    if (isa != mlxr::Isa::None && xa.dtype() == la.dtype()) {
       if (auto d = mlxr::direct_quantized_matmul(xa, wa, sa, ba, group_size, bits);
-          d && d->stream.device.type == mx::Device::DeviceType::cpu) {
+          d && d->stream.device.type == mx::Device::DeviceType::cpu && la.ndim() == 3 &&
+          la.shape(0) == (wa.shape(0) + mlxr::qmm::kDequantizedCols - 1) / mlxr::qmm::kDequantizedCols &&
+          la.shape(1) == xa.shape(-1) && la.shape(2) == mlxr::qmm::kDequantizedCols) {
         return mx::array(d->out_shape, xa.dtype(), std::make_shared<NativeDequantizedMatmul>(d->stream, wa.shape(0), isa),
                          {xa, la});
       }

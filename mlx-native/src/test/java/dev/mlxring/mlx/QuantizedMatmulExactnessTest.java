@@ -474,6 +474,15 @@ class QuantizedMatmulExactnessTest {
             assertMlxError("Scales and biases should have the same shape",
                     () -> Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], oneGroup, true, 64, 4),
                     () -> FastKernels.quantizedMatmul(x, q4[0], q4[1], oneGroup, 64, 4));
+            // the entry over a dequantized layout checks ranks before it reads a shape
+            MlxArray[] b4 = Mlx.quantize(Mlx.astype(Mlx.fromFloats(new float[64 * 128], 64, 128), Dtype.BFLOAT16),
+                    64, 4);
+            MlxArray layout = DequantizedWeights.layout(b4[0], b4[1], b4[2], 64, 4);
+            MlxArray xb = Mlx.astype(x, Dtype.BFLOAT16);
+            MlxArray scalarWeight = Mlx.scalar(1, Dtype.UINT32);
+            assertMlxError("Weight and scales should have the same batch shape",
+                    () -> Mlx.nativeQuantizedMatmul(xb, scalarWeight, b4[1], b4[2], true, 64, 4),
+                    () -> DequantizedWeights.quantizedMatmul(xb, scalarWeight, b4[1], b4[2], layout, 64, 4));
         }
     }
 
