@@ -57,6 +57,7 @@ struct BlockSpec {
   bool qk_norm, qkv_bias;
   bool rope_freqs;  // the rope's inverse frequencies precomputed (llama3; base unused), an input
   bool causal;      // the mask: "causal", or none (one new row, or a caller's choice)
+  bool layouts;     // the projections' dequantized layouts (mlxr_dequantized.h) follow, exact block only
   int bits[kProjections], group_size[kProjections];
   Isa isa;
 
@@ -68,15 +69,21 @@ struct BlockSpec {
     return qkv_bias_input() + (qkv_bias ? 3 : 0);
   }
 
+  int layouts_input() const {
+    return rope_freqs_input() + (rope_freqs ? 1 : 0);
+  }
+
   int weight_count() const {
-    return 2 + 3 * kProjections + (qk_norm ? 2 : 0) + (qkv_bias ? 3 : 0) + (rope_freqs ? 1 : 0);
+    return 2 + 3 * kProjections + (qk_norm ? 2 : 0) + (qkv_bias ? 3 : 0) + (rope_freqs ? 1 : 0) +
+           (layouts ? kProjections : 0);
   }
 };
 
 // The entry points' scalar arguments. ints: heads, kv_heads, head_dim,
 // rope_dims, rope_traditional, qk_norm, qkv_bias, offset, causal, rope_freqs,
-// then bits and group size per projection (14). floats: norm_eps, attn_scale,
-// rope_base, rope_scale. The isa is the caller's; errors name `who`.
+// then bits and group size per projection (14), then layouts. floats:
+// norm_eps, attn_scale, rope_base, rope_scale. The isa is the caller's; errors
+// name `who`.
 inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights, const char* who) {
   BlockSpec s{};
   s.heads = ints[0];
@@ -92,6 +99,7 @@ inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights,
     s.bits[p] = ints[10 + 2 * p];
     s.group_size[p] = ints[11 + 2 * p];
   }
+  s.layouts = ints[10 + 2 * kProjections] != 0;
   s.norm_eps = floats[0];
   s.attn_scale = floats[1];
   s.rope_base = floats[2];
@@ -192,6 +200,13 @@ class DecoderBlockPrimitive final : public mx::Primitive {
   const char* name_;
 };
 
+// MLX's promotion of x's, the input norm's and the group parameters' dtypes: the dtype of the
+// block's activations, output and cache (weights as the C ABI passes them).
+inline mx::Dtype activations_dtype(const mx::array& x, void* const* weights) {
+  const mx::Dtype d = mx::promote_types(x.dtype(), static_cast<mx::array*>(weights[kInNorm - kInNorm])->dtype());
+  return mx::promote_types(d, static_cast<mx::array*>(weights[kFirstProj + 1 - kInNorm])->dtype());
+}
+
 // The block's three outputs over x [B, L, D] and the cache buffers [B, kv_heads, capacity,
 // head_dim] (capacity >= offset + L, of the activations' dtype `act`), after the checks every
 // entry point makes; weights as the C ABI passes them; errors name `who`.
@@ -209,8 +224,7 @@ std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::a
     throw std::invalid_argument(w + ": cache buffers do not match the block (or hold fewer than offset + L)");
   std::vector<mx::array> inputs{x, ka, va};
   for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
-  mx::Dtype act = mx::promote_types(x.dtype(), inputs[kInNorm].dtype());
-  act = mx::promote_types(act, inputs[kFirstProj + 1].dtype());
+  const mx::Dtype act = activations_dtype(x, weights);
   if (ka.dtype() != act) throw std::invalid_argument(w + ": cache dtype differs from the activations'");
   return mx::array::make_arrays({x.shape(), ka.shape(), va.shape()}, {act, act, act},
                                 std::make_shared<DecoderBlockPrimitive<Run>>(stream, s, offset, name), inputs);

@@ -151,17 +151,7 @@ class NativeDequantizedMatmul final : public CpuTaskPrimitive {
  protected:
   Task task() const override {
     return [n = n_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
-      const mx::array& x = in[0];
-      const int K = x.shape(-1);
-      if (out.size() == 0) return;
-      std::vector<float> xf;
-      DequantizedProblem p{row_major_floats(x, xf), in[1].data<uint16_t>(), out.data<void>(), int(x.size() / K), n, K};
-      const Act act = out.dtype() == mx::float16 ? Act::F16 : Act::BF16;
-      if (isa == Isa::Avx512) {
-        run_dequantized_avx512(p, act);
-      } else {
-        run_dequantized_avx2(p, act);
-      }
+      dequantized_matmul_into(in[0], in[1], n, isa, out);
     };
   }
 
@@ -175,6 +165,19 @@ bool half_type(mx::Dtype d) {
 }
 
 }  // namespace
+
+void dequantized_matmul_into(const mx::array& x, const mx::array& layout, int n, Isa isa, mx::array& out) {
+  const int K = x.shape(-1);
+  if (out.size() == 0) return;
+  std::vector<float> xf;
+  DequantizedProblem p{row_major_floats(x, xf), layout.data<uint16_t>(), out.data<void>(), int(x.size() / K), n, K};
+  const Act act = out.dtype() == mx::float16 ? Act::F16 : Act::BF16;
+  if (isa == Isa::Avx512) {
+    run_dequantized_avx512(p, act);
+  } else {
+    run_dequantized_avx2(p, act);
+  }
+}
 }  // namespace mlxr::qmm
 
 using mlxr::qmm::NativeDequantizedLayout;

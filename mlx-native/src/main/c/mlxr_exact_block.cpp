@@ -4,22 +4,28 @@
 // primitives run (mlxr_exact_ops.h), over intermediate arrays it allocates:
 //
 //     n   = rms_norm(x, w_in)                      NativeRmsNorm
-//     q, k, v = n W^T (+ bias)                     NativeQuantizedMatmul (+ MLX's add)
+//     q, k, v = n W^T (+ bias)                     NativeQuantizedMatmul or
+//                                                  NativeDequantizedMatmul (+ MLX's add)
 //     q, k = rms_norm per head (qwen3)             NativeRmsNorm
 //     q, k = rope of the heads at offset           NativeRope (heads)
 //     cache[..., offset:offset + L, :] = k, v      the two SliceUpdates
 //     a   = sdpa(q, cache[..., :offset + L, :])    NativeSdpa (merged heads)
-//     h   = x + a W_o^T                            NativeQuantizedMatmul, MLX's add
+//     h   = x + a W_o^T                            the projection, MLX's add
 //     n   = rms_norm(h, w_post)
-//     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     NativeQuantizedMatmul, NativeSwiglu, MLX's add
+//     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     the projections, NativeSwiglu, MLX's add
 //
-// each step's output of the dtype MLX's promotion gives it. MLX's adds of
-// float32 results (the biases and residuals, with an operand widened first
-// where the graph's astype widens it) are one IEEE add per element, as here.
-// The block covers float32 activations only (NativeSwiglu's case; the graph
-// keeps float16 / bfloat16 activations, whose swiglu is MLX's compiled kernel);
-// the Java side (FusedBlock) builds it only for the cases below and tests hold
-// its bytes to the graph's and mlx-lm's (FusedBlockTest, GreedyParityTest).
+// each step's output of the dtype MLX's promotion gives it. The activations are
+// float32, float16 or bfloat16 (the promotion of x's, the norms' and the group
+// parameters' dtypes). MLX's adds (the biases and residuals) are one IEEE add
+// per element in float, rounded to the activations' type: for float32 with an
+// operand widened first where the graph's promotion widens it; for a half type
+// every operand is already of that type (the entry point checks the biases).
+// With the projections' dequantized layouts (--dequantized-weights) a half-type
+// block reads them, as the graph's projections do; a block whose activations
+// are not of the layouts' type leaves them out of its inputs, so they are
+// never built for it. The Java side (FusedBlock) builds the block only for the
+// cases below; tests hold its bytes to the graph's and mlx-lm's (FusedBlockTest,
+// GreedyParityTest).
 
 #include <cstring>
 #include <stdexcept>
@@ -28,6 +34,7 @@
 
 #include "mlx/mlx.h"
 #include "mlxr_block.h"
+#include "mlxr_dequantized.h"
 #include "mlxr_exact_ops.h"
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
@@ -67,39 +74,60 @@ mx::array reshaped(const mx::array& a, mx::Shape shape) {
   return view(a, std::move(shape), std::move(strides), true);
 }
 
-// out = a + b, out and b float32 of one size, a widened from its float dtype (MLX's astype of
-// it, exact) where it is not float32. a may be any view; b and out are row-contiguous.
-void add_f32(const mx::array& a, const mx::array& b, mx::array& out) {
+// out = a + b, the IEEE sum of the two widened to float, rounded to out's type T; b and out
+// row-contiguous of one size, b of type T, a any view of a float dtype that MLX's promotion
+// with T gives T (its widening is exact).
+template <typename T>
+void add_rows(const mx::array& a, const mx::array& b, mx::array& out) {
   std::vector<float> copy;
   const float* av = row_major_floats(a, copy);
-  const float* bv = b.data<float>();
-  float* o = out.data<float>();
-  for (size_t i = 0; i < out.size(); i++) o[i] = av[i] + bv[i];
+  const T* bv = b.data<T>();
+  T* o = out.data<T>();
+  for (size_t i = 0; i < out.size(); i++) o[i] = T(av[i] + static_cast<float>(bv[i]));
 }
 
-// y[r, c] += bias[c] (qwen2's projection biases; MLX's add of the widened bias).
-void add_bias_f32(mx::array& y, const mx::array& bias) {
+// y[r, c] += bias[c] (qwen2's projection biases; MLX's add of the bias, widened for float32).
+template <typename T>
+void add_bias_rows(mx::array& y, const mx::array& bias) {
   std::vector<float> copy;
   const float* bv = row_major_floats(bias, copy);
   const size_t n = bias.size();
-  float* o = y.data<float>();
-  for (size_t i = 0; i < y.size(); i++) o[i] = o[i] + bv[i % n];
+  T* o = y.data<T>();
+  for (size_t i = 0; i < y.size(); i++) o[i] = T(static_cast<float>(o[i]) + bv[i % n]);
 }
 
+template <typename T>
+void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
+                        std::vector<mx::array>& out);
+
 void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+  switch (out[0].dtype()) {
+    case mx::float32: run_exact_block_of<float>(s, offset, in, out); break;
+    case mx::float16: run_exact_block_of<mx::float16_t>(s, offset, in, out); break;
+    default: run_exact_block_of<mx::bfloat16_t>(s, offset, in, out); break;  // the entry point checks
+  }
+}
+
+template <typename T>
+void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
+                        std::vector<mx::array>& out) {
   const mx::array& x = in[kX];
   const int B = x.shape(0), L = x.shape(1);
   const int H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
-  const mx::Dtype act = out[0].dtype();  // float32 (the entry point checks)
+  const mx::Dtype act = out[0].dtype();  // T's
   const int capacity = out[1].shape(2);
 
   // y = xin W_p^T (+ bias), [B, L, N] of the activations' dtype.
   auto project = [&](int p, const mx::array& xin) {
     const mx::array& w = in[kFirstProj + 3 * p];
     mx::array y = fresh({B, L, w.shape(0)}, act);
-    qmm::quantized_matmul_into(xin, w, in[kFirstProj + 3 * p + 1], in[kFirstProj + 3 * p + 2], s.group_size[p],
-                               s.bits[p], s.isa, y);
-    if (s.qkv_bias && p <= kV) add_bias_f32(y, in[s.qkv_bias_input() + p]);
+    if (s.layouts) {
+      qmm::dequantized_matmul_into(xin, in[s.layouts_input() + p], w.shape(0), s.isa, y);
+    } else {
+      qmm::quantized_matmul_into(xin, w, in[kFirstProj + 3 * p + 1], in[kFirstProj + 3 * p + 2], s.group_size[p],
+                                 s.bits[p], s.isa, y);
+    }
+    if (s.qkv_bias && p <= kV) add_bias_rows<T>(y, in[s.qkv_bias_input() + p]);
     return y;
   };
   // rms_norm(a, weight) over a's last axis, of MLX's result type.
@@ -127,11 +155,11 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   // the cache's slice updates: keys [B, Hkv, L, D] and values [B, L, Hkv, D] (the view
   // transpose(reshape(v)), read as it lies) at positions offset .. offset + L - 1
   {
-    const float* kp = kr.data<float>();
-    const float* vp = v.data<float>();
-    float* kc = out[1].data<float>();
-    float* vc = out[2].data<float>();
-    const size_t row = size_t(Dh) * sizeof(float);
+    const T* kp = kr.data<T>();
+    const T* vp = v.data<T>();
+    T* kc = out[1].data<T>();
+    T* vc = out[2].data<T>();
+    const size_t row = size_t(Dh) * sizeof(T);
     for (int b = 0; b < B; b++)
       for (int h = 0; h < Hkv; h++)
         for (int l = 0; l < L; l++) {
@@ -150,7 +178,7 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   fast::sdpa_merged_into(qr, keys, values, s.attn_scale, s.causal, attn);
   mx::array o = project(kO, attn);
   mx::array h = fresh(o.shape(), act);
-  add_f32(x, o, h);
+  add_rows<T>(x, o, h);
 
   // MLP
   n = norm(h, kPostNorm);
@@ -158,7 +186,7 @@ void run_exact_block(const BlockSpec& s, int offset, const std::vector<mx::array
   mx::array u = project(kUp, n);
   fast::swiglu_into(g, u, g);  // in place, as NativeSwiglu takes its donated gate
   mx::array d = project(kDown, g);
-  add_f32(h, d, out[0]);
+  add_rows<T>(h, d, out[0]);
 }
 
 }  // namespace
@@ -181,11 +209,13 @@ int mlxr_exact_block_available() {
 
 // The exact fused block (above), with mlxr_fast_decoder_block's arguments
 // (mlxr_block.h's parse_spec; `causal` chooses the attention's mask; with
-// rope_freqs the last weight is the rope's frequencies, base unused). Covered:
-// every projection's (bits, group size) one the exact kernels take, float32
-// activations (the promotion of x's, the norms' and the group parameters'
-// dtypes), a CPU stream of a CPU with the kernels' instruction set; anything
-// else is an error naming what.
+// rope_freqs the rope's frequencies follow the biases, base unused; with
+// layouts the seven projections' dequantized layouts come last, in the
+// projections' order). Covered: every projection's (bits, group size) one the
+// exact kernels take; float32, float16 or bfloat16 activations (the promotion
+// of x's, the norms' and the group parameters' dtypes), for a half type with
+// the biases of that type; a CPU stream of a CPU with the kernels' instruction
+// set; anything else is an error naming what.
 int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                              int n_weights, const int* ints, const float* floats, mlxr_array* out) {
   namespace mx = mlx::core;
@@ -208,11 +238,32 @@ int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, c
         !mlxr::fast::cpu_has_fma())
       throw std::invalid_argument("exact block: needs a CPU stream and a CPU with AVX2, F16C and FMA");
     const auto& xa = *static_cast<mx::array*>(x);
+    const mx::Dtype act = activations_dtype(xa, weights);
+    if (!mlxr::is_float(act))
+      throw std::invalid_argument("exact block: float32, float16 or bfloat16 activations only");
+    auto weight = [&](int input) -> const mx::array& { return *static_cast<mx::array*>(weights[input - kInNorm]); };
+    if (s.qkv_bias && act != mx::float32) {
+      for (int p = kQ; p <= kV; p++) {
+        if (weight(s.qkv_bias_input() + p).dtype() != act)
+          throw std::invalid_argument("exact block: q/k/v biases must be of the half-type activations' dtype");
+      }
+    }
+    if (s.layouts && weight(s.layouts_input()).dtype() != act) {
+      s.layouts = false;  // unused, so not an input (never built for this block)
+      n_weights -= kProjections;
+    }
+    for (int p = 0; s.layouts && p < kProjections; p++) {
+      const mx::array& l = weight(s.layouts_input() + p);
+      const mx::array& w = weight(kFirstProj + 3 * p);
+      if (l.dtype() != act || l.ndim() != 3 || w.ndim() != 2 ||
+          l.shape(0) != (w.shape(0) + mlxr::qmm::kDequantizedCols - 1) / mlxr::qmm::kDequantizedCols ||
+          int64_t(l.shape(1)) * s.bits[p] != int64_t(w.shape(1)) * 32 || l.shape(2) != mlxr::qmm::kDequantizedCols)
+        throw std::invalid_argument("exact block: projection " + std::to_string(p) +
+                                    "'s layout is not the dequantized layout of its weight");
+    }
     auto outputs =
         block_outputs<run_exact_block>(s, offset_of(ints), xa, keys, values, weights, n_weights, stream,
                                        "ExactDecoderBlock", "exact block");
-    if (outputs[0].dtype() != mx::float32)
-      throw std::invalid_argument("exact block: float32 activations only");
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
   });
 }

@@ -1,9 +1,10 @@
 // The native exact ops' computations over arrays that are already evaluated,
 // for the exact fused block (mlxr_exact_block.cpp): each is exactly what its
 // primitive's task runs (NativeRmsNorm, NativeRope over a projection's heads,
-// NativeSdpa with merged heads, NativeSwiglu, NativeQuantizedMatmul), so the
-// bytes are the op's, which its exactness test holds to MLX's. out is
-// allocated, of the shape and dtype the op's entry point would give it.
+// NativeSdpa with merged heads, NativeSwiglu, NativeQuantizedMatmul,
+// NativeDequantizedMatmul), so the bytes are the op's, which its exactness
+// test holds to MLX's. out is allocated, of the shape and dtype the op's entry
+// point would give it.
 #pragma once
 
 #include <string>
@@ -45,6 +46,12 @@ void quantized_matmul_into(const mlx::core::array& x, const mlx::core::array& w,
 mlx::core::array native_quantized_matmul(const mlx::core::array& x, const mlx::core::array& w,
                                          const mlx::core::array& scales, const mlx::core::array* biases,
                                          bool transpose, int group_size, int bits, const std::string& mode, Isa isa);
+
+// quantized_matmul(x, w, ...) over w's dequantized layout (mlxr_dequantized.h) [ceil(n / 32), K,
+// 32] of out's dtype (float16 or bfloat16) by the kernels of `isa`: x [.., K] of that dtype
+// (any view), out [.., n] row-contiguous (what NativeDequantizedMatmul runs).
+void dequantized_matmul_into(const mlx::core::array& x, const mlx::core::array& layout, int n, Isa isa,
+                             mlx::core::array& out);
 
 // Whether the exact kernels cover (bits, group_size).
 bool shape_supported(int bits, int group_size);

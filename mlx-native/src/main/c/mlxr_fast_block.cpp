@@ -504,6 +504,7 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
   return mlxr::guard_int([&] {
     BlockSpec s = parse_spec(ints, floats, n_weights, "fast block");
     if (s.rope_freqs) throw std::invalid_argument("fast block: a rope of precomputed frequencies is not covered");
+    if (s.layouts) throw std::invalid_argument("fast block: dequantized layouts are not covered");
     for (int p = 0; p < kProjections; p++) {
       if (!covered(s.bits[p], s.group_size[p]))
         throw std::invalid_argument("fast block: projection " + std::to_string(p) + " has " +

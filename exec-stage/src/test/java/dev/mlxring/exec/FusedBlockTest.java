@@ -40,8 +40,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * one token per step across the cache's growth at 256 positions.
  *
  * <p>Exact tier: the fused block runs the graph's own native computations, so every position's
- * logits must be the graph's, bit for bit (and GreedyParityTest holds the graph, and the fused
- * block with it, to mlx-lm). Fast tier: the two differ only in rounding (the fused block keeps
+ * logits must be the graph's, bit for bit, for float32, float16 and bfloat16 activations, and
+ * over dequantized weights too (GreedyParityTest holds the graph, and the fused block with it,
+ * to mlx-lm). Fast tier: the two differ only in rounding (the fused block keeps
  * float32 between its projections; the graph rounds at each op, to bfloat16 where the
  * activations are), so the logits must agree to a relative RMS bound and almost every argmax
  * must match; the tier's own oracle, closeness to a float64 rendering, is
@@ -60,14 +61,32 @@ class FusedBlockTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64", "llama3-f32-q8g128"})
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64", "llama3-f32-q8g128",
+        "llama-bf16-q4g128", "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
     void exactBlockHasTheGraphsBytes(String name) {
         int[] tokens = tokens(name);
-        float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, tokens);
-        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, tokens);
+        float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, false, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, false, tokens);
         for (int p = 0; p < tokens.length; p++) {
             assertArrayEquals(bits(graph[p]), bits(fused[p]), name + ": logits differ at position " + p);
         }
+    }
+
+    /**
+     * With {@code --dequantized-weights} a half-type exact block reads the projections' layouts;
+     * its logits are still the packed graph's, bit for bit, and the step is still one primitive
+     * per block.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama-bf16-q4g128", "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
+    void exactBlockOverDequantizedWeightsHasTheGraphsBytes(String name) {
+        int[] tokens = tokens(name);
+        float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, false, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, true, tokens);
+        for (int p = 0; p < tokens.length; p++) {
+            assertArrayEquals(bits(graph[p]), bits(fused[p]), name + ": logits differ at position " + p);
+        }
+        assertEquals(2, fusedBlocksInAStep(models.resolve(name), true, Numerics.EXACT, true, 0), name);
     }
 
     @ParameterizedTest(name = "{0}")
@@ -77,8 +96,8 @@ class FusedBlockTest {
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         boolean half = name.contains("-bf16-") || name.contains("-f16-");
         int[] tokens = tokens(name);
-        float[][] graph = logits(models.resolve(name), false, Numerics.FAST, tokens);
-        float[][] fused = logits(models.resolve(name), true, Numerics.FAST, tokens);
+        float[][] graph = logits(models.resolve(name), false, Numerics.FAST, false, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.FAST, false, tokens);
         double worst = 0;
         int agree = 0;
         for (int p = 0; p < tokens.length; p++) {
@@ -117,9 +136,11 @@ class FusedBlockTest {
         // llama3's rope: the exact tier's block takes its frequencies, the fast tier's has none
         Path llama3 = models.resolve("llama3-f32-q8g128");
         assertEquals(2, fusedBlocksInAStep(llama3, true, Numerics.EXACT, 0), "exact tier, llama3 rope");
-        // bfloat16 activations: the exact graph (its swiglu is MLX's compiled kernel)
-        assertEquals(0, fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
+        // half-type activations
+        assertEquals(2, fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
                 "exact tier, bfloat16 activations");
+        assertEquals(2, fusedBlocksInAStep(models.resolve("llama-f16-q4g32-hd64"), true, Numerics.EXACT, 0),
+                "exact tier, float16 activations");
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         assertEquals(2, fusedBlocksInAStep(dir, true, Numerics.FAST, 0), "fast tier, full-precision cache");
         assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.FAST, 0), "fast tier, -Dmlxring.fusedBlock=false");
@@ -159,8 +180,13 @@ class FusedBlockTest {
     }
 
     private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, Numerics numerics, int maxKvSize) {
+        return fusedBlocksInAStep(dir, fusedBlock, numerics, false, maxKvSize);
+    }
+
+    private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized,
+            int maxKvSize) {
         String name = (numerics == Numerics.FAST ? "FastDecoderBlock" : "ExactDecoderBlock") + "\t";
-        try (LanguageModel model = load(dir, fusedBlock, numerics)) {
+        try (LanguageModel model = load(dir, fusedBlock, numerics, dequantized)) {
             KvCache[] cache = model.newCache(maxKvSize);
             try (ArrayScope s = ArrayScope.open()) {
                 Mlx.eval(model.forward(Mlx.fromInts(new int[] {1, 2, 3}, 1, 3), cache));
@@ -176,10 +202,14 @@ class FusedBlockTest {
     }
 
     private static LanguageModel load(Path dir, boolean fusedBlock, Numerics numerics) {
+        return load(dir, fusedBlock, numerics, false);
+    }
+
+    private static LanguageModel load(Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized) {
         String was = System.getProperty("mlxring.fusedBlock");
         System.setProperty("mlxring.fusedBlock", Boolean.toString(fusedBlock));
         try {
-            return Models.load(dir, CpuKernels.NATIVE, numerics, null);
+            return Models.load(dir, CpuKernels.NATIVE, numerics, dequantized, null);
         } finally {
             if (was == null) {
                 System.clearProperty("mlxring.fusedBlock");
@@ -193,9 +223,10 @@ class FusedBlockTest {
      * Every position's logits: chunks [0, 13) and [13, 26), one token per forward to 40, a chunk to
      * 254, then one token per forward across the cache's growth at 256 positions.
      */
-    private static float[][] logits(Path dir, boolean fusedBlock, Numerics numerics, int[] tokens) {
+    private static float[][] logits(Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized,
+            int[] tokens) {
         float[][] out = new float[tokens.length][];
-        try (LanguageModel model = load(dir, fusedBlock, numerics)) {
+        try (LanguageModel model = load(dir, fusedBlock, numerics, dequantized)) {
             KvCache[] cache = model.newCache();
             try {
                 int at = 0;

@@ -16,7 +16,8 @@ import java.util.List;
  * attention over a full-precision cache, the o projection and residual, norm, gated MLP and
  * residual — as one MLX primitive ({@code mlxr_block.h}), in one of two tiers:
  * {@link Numerics#EXACT} ({@code mlxr_exact_block.cpp}) runs the graph's own native exact
- * computations in the graph's order, so its bytes are the graph's (float32 activations only);
+ * computations in the graph's order, so its bytes are the graph's (float32, float16 or bfloat16
+ * activations, over the projections' dequantized layouts where it is given them);
  * {@link Numerics#FAST} ({@code mlxr_fast_block.cpp}) the fast tier's kernels, everything between
  * its projections in float32. It returns the block's output and the cache's key and value buffers
  * with the new (roped) keys and values written at positions {@code offset ..}, as mlx-lm's
@@ -42,6 +43,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final int CAUSAL_INT = 8;
     /** After them whether the rope's frequencies are given, then bits and group size per projection. */
     private static final int FIRST_PROJECTION_INT = 10;
+    /** Then whether the projections' dequantized layouts follow the other weights. */
+    private static final int LAYOUTS_INT = FIRST_PROJECTION_INT + 2 * 7;
 
     /**
      * The block's attention layout and constants.
@@ -52,8 +55,16 @@ public final class FusedDecoderBlock implements AutoCloseable {
     public record Layout(int heads, int kvHeads, int headDim, int ropeDims, boolean ropeTraditional, float ropeBase,
             float ropeScale, float normEps, float attnScale) {}
 
-    /** One projection's affine-quantized weight. */
-    public record Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize) {}
+    /**
+     * One projection's affine-quantized weight, and its dequantized layout ({@link
+     * DequantizedWeights#layout}) or null.
+     */
+    public record Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize,
+            MlxArray layout) {
+        public Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize) {
+            this(weight, scales, biases, bits, groupSize, null);
+        }
+    }
 
     private final MethodHandle entry;
     private final Arena arena = Arena.ofShared();
@@ -96,7 +107,9 @@ public final class FusedDecoderBlock implements AutoCloseable {
     /**
      * @param numerics the tier, which must be {@link #available}
      * @param projections q, k, v, o, gate, up, down, each with bits and group size the tier's
-     *     kernels {@linkplain #covers cover}
+     *     kernels {@linkplain #covers cover}; where all seven have a dequantized layout the exact
+     *     block reads those whenever its activations are of their dtype (and leaves them unbuilt
+     *     otherwise)
      * @param qkNorm qwen3's q_norm and k_norm weights, or null
      * @param qkvBias qwen2's q, k and v biases, or null
      * @param ropeFreqs the rope's precomputed frequencies {@code [ropeDims / 2]} (llama3's; then
@@ -111,7 +124,12 @@ public final class FusedDecoderBlock implements AutoCloseable {
         if (projections.size() != 7) {
             throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
         }
-        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0) + (ropeFreqs != null ? 1 : 0);
+        boolean layouts = projections.stream().allMatch(p -> p.layout() != null);
+        if (layouts && numerics == Numerics.FAST) {
+            throw new IllegalArgumentException("the fast tier's fused block takes no dequantized layouts");
+        }
+        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0) + (ropeFreqs != null ? 1 : 0)
+                + (layouts ? 7 : 0);
         weights = arena.allocate(ValueLayout.ADDRESS, weightCount);
         int w = 0;
         weights.setAtIndex(ValueLayout.ADDRESS, w++, inputNorm.handle());
@@ -128,10 +146,15 @@ public final class FusedDecoderBlock implements AutoCloseable {
                 }
             }
         }
+        if (layouts) {
+            for (Projection p : projections) {
+                weights.setAtIndex(ValueLayout.ADDRESS, w++, p.layout().handle());
+            }
+        }
         // ints: heads, kv_heads, head_dim, rope_dims, rope_traditional, qk_norm, qkv_bias, offset,
-        // causal, rope_freqs, then (bits, group_size) per projection; floats: norm_eps, attn_scale,
-        // rope_base, rope_scale (mlxr_block.h's parse_spec)
-        ints = arena.allocate(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * 7);
+        // causal, rope_freqs, then (bits, group_size) per projection, then layouts; floats:
+        // norm_eps, attn_scale, rope_base, rope_scale (mlxr_block.h's parse_spec)
+        ints = arena.allocate(ValueLayout.JAVA_INT, LAYOUTS_INT + 1);
         int[] head = {layout.heads(), layout.kvHeads(), layout.headDim(), layout.ropeDims(),
             layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0, 0,
             ropeFreqs != null ? 1 : 0};
@@ -140,6 +163,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
             ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * p, projections.get(p).bits());
             ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 1 + 2 * p, projections.get(p).groupSize());
         }
+        ints.setAtIndex(ValueLayout.JAVA_INT, LAYOUTS_INT, layouts ? 1 : 0);
         floats = arena.allocate(ValueLayout.JAVA_FLOAT, 4);
         float[] f = {layout.normEps(), layout.attnScale(), layout.ropeBase(), layout.ropeScale()};
         MemorySegment.copy(f, 0, floats, ValueLayout.JAVA_FLOAT, 0, f.length);

@@ -49,7 +49,9 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
      * gated MLP ({@link Mlp}); all seven projections affine-quantized with widths and groups the
      * tier's kernels cover, biases only on q, k and v (all three or none); one norm epsilon; one
      * dtype for every norm weight and one for every projection's group parameters; for the exact
-     * tier, float32 activations (norms or group parameters of float32, or of the two half types).
+     * tier, float32, float16 or bfloat16 activations (with half-type activations, q/k/v biases of
+     * that type). Projections kept dequantized ({@code --dequantized-weights}) hand the block their
+     * layouts, which it reads where the activations are of their type.
      */
     static FusedBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
             DecoderModel.FeedForward mlp, int headDim) {
@@ -105,7 +107,7 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
                 biased++;
             }
             projections.add(new FusedDecoderBlock.Projection(q.weight(), q.scales(), q.biases(), q.spec().bits(),
-                    q.spec().groupSize()));
+                    q.spec().groupSize(), tier == Numerics.EXACT ? q.layout() : null));
         }
         if (biased != 0 && biased != 3) {
             return null;
@@ -122,8 +124,17 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         }
         Dtype normDtype = inputNorm.weight().dtype();
         Dtype paramDtype = projections.get(0).scales().dtype();
-        if (tier == Numerics.EXACT && promote(normDtype, paramDtype) != Dtype.FLOAT32) {
+        Dtype act = promote(normDtype, paramDtype);
+        if (tier == Numerics.EXACT && act == Dtype.FLOAT64) {
             return null;
+        }
+        // half-type activations: the graph's bias adds keep their dtype only for biases of it
+        if (tier == Numerics.EXACT && act != Dtype.FLOAT32 && biased == 3) {
+            for (MlxArray b : qkvBias) {
+                if (b.dtype() != act) {
+                    return null;
+                }
+            }
         }
         FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, ropeDims,
                 ropeTraditional, ropeBase, ropeScale, inputNorm.eps(), a.scale());
