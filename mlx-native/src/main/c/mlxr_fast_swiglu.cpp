@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "mlx/mlx.h"
@@ -35,14 +36,21 @@ namespace {
 
 namespace simd = mx::simd;
 
-float sigmoid_times(float g, float x) {
-  float y = 1.0f / (1.0f + simd::exp(simd::Simd<float, 1>(std::abs(g))).value);
-  float s = g < 0 ? y : 1.0f - y;
-  return (g * s) * x;
+// out[i] for i < n, given e[i] = simd::exp(|g[i]|) in float: the chain above, element by element
+// (for float32 every T() is the identity).
+template <typename T>
+void finish_elements(const T* g, const T* x, const float* e, int64_t n, T* out) {
+  const T zero(0.0f);
+  for (int64_t i = 0; i < n; i++) {
+    const float y = 1.0f / (1.0f + static_cast<float>(T(e[i])));
+    const T s = g[i] < zero ? T(y) : T(1.0f - y);
+    const T t = g[i] * s;
+    out[i] = t * x[i];
+  }
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// out[i] for i < n, given e[i] = simd::exp(|g[i]|).
+// finish_elements for float32, eight lanes at a time.
 __attribute__((target("avx2"))) void finish_lanes(const float* g, const float* x, const float* e, int64_t n,
                                                   float* out) {
   const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
@@ -53,50 +61,18 @@ __attribute__((target("avx2"))) void finish_lanes(const float* g, const float* x
     __m256 s = _mm256_blendv_ps(_mm256_sub_ps(one, y), y, _mm256_cmp_ps(gv, zero, _CMP_LT_OQ));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(gv, s), _mm256_loadu_ps(x + i)));
   }
-  for (; i < n; i++) out[i] = sigmoid_times(g[i], x[i]);
+  finish_elements<float>(g + i, x + i, e + i, n - i, out + i);
 }
 #endif
 
-void swiglu_f32(const mx::array& gate, const mx::array& x, mx::array& out) {
-  const int64_t n = int64_t(out.size());
-  std::vector<float> gbuf, xbuf;
-  const float* g = row_major<float, float>(gate, gbuf);
-  const float* xv = row_major<float, float>(x, xbuf);
-  float* o = out.data<float>();
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // In blocks, so |g| and its exponentials stay in L1 between the two passes.
-  constexpr int64_t kBlock = 2048;
-  thread_local std::vector<float> e(kBlock);
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t len = std::min(kBlock, n - b);
-    for (int64_t i = 0; i < len; i++) e[i] = std::abs(g[b + i]);
-    exp_lanes(e.data(), int(len), e.data());
-    finish_lanes(g + b, xv + b, e.data(), len, o + b);
-  }
-#else
-  for (int64_t i = 0; i < n; i++) o[i] = sigmoid_times(g[i], xv[i]);
-#endif
-}
-
-// The half-type chain (above) of n elements, given ae[i] = simd::exp(|g[i]|) in float.
 template <typename T>
-void finish_half(const T* g, const T* x, const float* ae, int64_t n, T* out) {
-  const T zero(0.0f);
-  for (int64_t i = 0; i < n; i++) {
-    const float y = 1.0f / (1.0f + static_cast<float>(T(ae[i])));
-    const T s = g[i] < zero ? T(y) : T(1.0f - y);
-    const T t = g[i] * s;
-    out[i] = t * x[i];
-  }
-}
-
-template <typename T>
-void swiglu_half(const mx::array& gate, const mx::array& x, mx::array& out) {
+void swiglu_typed(const mx::array& gate, const mx::array& x, mx::array& out) {
   const int64_t n = int64_t(out.size());
   std::vector<T> gbuf, xbuf;
   const T* g = row_major<T, T>(gate, gbuf);
   const T* xv = row_major<T, T>(x, xbuf);
   T* o = out.data<T>();
+  // In blocks, so |g| and its exponentials stay in L1 between the two passes.
   constexpr int64_t kBlock = 2048;
   thread_local std::vector<float> e(kBlock);
   for (int64_t b = 0; b < n; b += kBlock) {
@@ -105,19 +81,23 @@ void swiglu_half(const mx::array& gate, const mx::array& x, mx::array& out) {
     for (int64_t i = 0; i < len; i++) e[i] = std::abs(static_cast<float>(g[b + i]));
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     exp_lanes(e.data(), int(len), e.data());
+    if constexpr (std::is_same_v<T, float>) {
+      finish_lanes(g + b, xv + b, e.data(), len, o + b);
+      continue;
+    }
 #else
     for (int64_t i = 0; i < len; i++) e[i] = simd::exp(simd::Simd<float, 1>(e[i])).value;
 #endif
-    finish_half<T>(g + b, xv + b, e.data(), len, o + b);
+    finish_elements<T>(g + b, xv + b, e.data(), len, o + b);
   }
 }
 
 // swiglu of gate and x of one shape and one dtype (float32, float16, bfloat16) into out.
 void swiglu_rows(const mx::array& gate, const mx::array& x, mx::array& out) {
   switch (out.dtype()) {
-    case mx::float32: swiglu_f32(gate, x, out); break;
-    case mx::float16: swiglu_half<mx::float16_t>(gate, x, out); break;
-    default: swiglu_half<mx::bfloat16_t>(gate, x, out); break;
+    case mx::float32: swiglu_typed<float>(gate, x, out); break;
+    case mx::float16: swiglu_typed<mx::float16_t>(gate, x, out); break;
+    default: swiglu_typed<mx::bfloat16_t>(gate, x, out); break;
   }
 }
 

@@ -64,12 +64,7 @@ class FusedBlockTest {
     @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64", "llama3-f32-q8g128",
         "llama-bf16-q4g128", "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
     void exactBlockHasTheGraphsBytes(String name) {
-        int[] tokens = tokens(name);
-        float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, false, tokens);
-        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, false, tokens);
-        for (int p = 0; p < tokens.length; p++) {
-            assertArrayEquals(bits(graph[p]), bits(fused[p]), name + ": logits differ at position " + p);
-        }
+        assertFusedHasTheGraphsBytes(name, false);
     }
 
     /**
@@ -80,13 +75,18 @@ class FusedBlockTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"llama-bf16-q4g128", "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
     void exactBlockOverDequantizedWeightsHasTheGraphsBytes(String name) {
+        assertFusedHasTheGraphsBytes(name, true);
+        assertEquals(2, fusedBlocksInAStep(models.resolve(name), true, Numerics.EXACT, true, 0), name);
+    }
+
+    /** Every position's logits of the exact fused block (over layouts if asked) equal the packed graph's. */
+    private static void assertFusedHasTheGraphsBytes(String name, boolean dequantized) {
         int[] tokens = tokens(name);
         float[][] graph = logits(models.resolve(name), false, Numerics.EXACT, false, tokens);
-        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, true, tokens);
+        float[][] fused = logits(models.resolve(name), true, Numerics.EXACT, dequantized, tokens);
         for (int p = 0; p < tokens.length; p++) {
             assertArrayEquals(bits(graph[p]), bits(fused[p]), name + ": logits differ at position " + p);
         }
-        assertEquals(2, fusedBlocksInAStep(models.resolve(name), true, Numerics.EXACT, true, 0), name);
     }
 
     @ParameterizedTest(name = "{0}")
