@@ -13,6 +13,10 @@ FILE.json:
   "prefill_step_size": S, "prefill_batch_size": P, "completion_batch_size": C,
   "max_kv_size": M,             # optional: BatchGenerator(max_kv_size=M), every row's caches
                                  # make_prompt_cache(model, M)
+  "short_prompts_first": bool,  # optional: mlx-ring's schedule that parks a long prompt's batch
+                                 # for rows whose prompts fit in one chunk (see below)
+  "decode_only": [step, ...],   # optional: these next() calls are decode-only units: the
+                                 # generation batch's next() alone, as BatchGenerator._next runs it
   "rows": [
     {"at": step,                 # inserted just before the step-th next() call (0-based)
      "prompt": [token ids], "max_tokens": N,
@@ -40,6 +44,18 @@ samplers and logits_processors for that row), removes the rows whose "remove_at"
 (gen.remove([uid])), calls next() once and records every generation response; it stops when
 every row has finished or been removed.
 
+mlx-ring's schedule departures, reproduced with mlx-lm's own batch objects so that every forward
+is still mlx-lm's (the schedule is ours, the arithmetic theirs):
+- decode_only: the step's call runs gen._generation_batch.next() (and BatchGenerator's clear_cache
+  every 512 generation steps) instead of gen.next(): no admission, no split, no prompt chunk.
+- short_prompts_first: before a full unit, (1) a parked prompt batch resumes once the current one
+  is empty; (2) while one is parked, the unit admits nothing; (3) otherwise, when the current
+  prompt batch has read a chunk since it became current, one of its rows has more than S prompt
+  tokens left to read (sum of its segments - 1) and the queue's head needs at most S, the prompt
+  batch (with its _currently_processing) is set aside for an empty one, and the unit admits only
+  the queue's leading rows that need at most S. The rows it may not admit are hidden from
+  gen._unprocessed_sequences for that call and put back behind the others after it.
+
 Per-row sampling: a row with temp > 0 gets mlx-lm's own make_sampler(...) wrapped so that it
 draws from its own key: mx.random.state[0] is set to the row's key (first key(seed)) before the
 call and the key it leaves is kept for the row's next call (the per-row key stream mlx-ring gives a seeded row; the
@@ -50,7 +66,8 @@ Output (to --out, or stdout):
   "mlx_version", "mlx_lm_version", "model",
   "uids": [uid of row i],
   "steps": [[{"uid", "token", "finish": null|"length"|"stop",
-              "logprobs_sha256": hex, "dtype": str}, ...], ...]   # one list per next() call
+              "logprobs_sha256": hex, "dtype": str}, ...], ...],  # one list per next() call
+  "parked": [rows in a parked prompt batch after each call]     # short_prompts_first's state
 }
 logprobs_sha256 is the sha256 of the response's logprobs vector's raw little-endian bytes.
 """
@@ -61,7 +78,9 @@ import json
 from pathlib import Path
 
 import mlx.core as mx
-from mlx_lm.generate import BatchGenerator, StopSequences
+from collections import deque
+
+from mlx_lm.generate import BatchGenerator, PromptProcessingBatch, StopSequences
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
@@ -124,6 +143,77 @@ def row_sampling(spec):
     return sampler, processors
 
 
+def _left_to_read(segments):
+    """Prompt tokens a row still has to prefill: all but the last, which the first step feeds."""
+    return sum(len(s) for s in segments) - 1
+
+
+class Schedule:
+    """mlx-ring's departures from BatchGenerator's unit (decode-only units, short prompts first)."""
+
+    def __init__(self, gen, step_size, short_first):
+        self.gen = gen
+        self.step_size = step_size
+        self.short_first = short_first
+        self.parked = None
+        self.chunks_since_current = 0
+
+    def decode_only(self):
+        gen = self.gen
+        with mx.stream(gen.stream):
+            if len(gen._generation_batch) == 0:
+                return []
+            responses = gen._generation_batch.next()
+            gen._counters.generation_steps += 1
+            if gen._counters.generation_steps % 512 == 0:
+                mx.clear_cache()
+            return responses
+
+    def _arrange(self):
+        """How many queued rows this unit may admit (None: BatchGenerator's limits only)."""
+        gen = self.gen
+        if self.parked is not None and len(self.parked[0]) == 0:
+            self.parked = None
+        if self.parked is not None and len(gen._prompt_batch) == 0:
+            gen._prompt_batch, gen._currently_processing = self.parked
+            self.parked = None
+            self.chunks_since_current = 0
+        if self.parked is not None:
+            return 0
+        if (len(gen._prompt_batch) == 0 or self.chunks_since_current == 0 or not gen._unprocessed_sequences
+                or len(gen._generation_batch) >= gen.completion_batch_size):
+            return None
+        long_row = any(_left_to_read(p[0]) > self.step_size for p in gen._currently_processing)
+        short = 0
+        for seq in gen._unprocessed_sequences:
+            if _left_to_read(seq[1]) > self.step_size:
+                break
+            short += 1
+        if not long_row or short == 0:
+            return None
+        self.parked = (gen._prompt_batch, gen._currently_processing)
+        gen._prompt_batch = PromptProcessingBatch.empty(gen.model, gen.sampler, prefill_step_size=self.step_size)
+        gen._currently_processing = []
+        self.chunks_since_current = 0
+        return short
+
+    def full(self):
+        gen = self.gen
+        admissible = self._arrange() if self.short_first else None
+        hidden = None
+        if admissible is not None:
+            queue = list(gen._unprocessed_sequences)
+            gen._unprocessed_sequences = deque(queue[:admissible])
+            hidden = queue[admissible:]
+        before = gen._counters.prompt_tokens
+        _, responses = gen.next()
+        if hidden is not None:
+            gen._unprocessed_sequences.extend(hidden)
+        if gen._counters.prompt_tokens > before:
+            self.chunks_since_current += 1
+        return responses
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -142,6 +232,9 @@ def main(argv=None):
         completion_batch_size=script["completion_batch_size"],
         max_kv_size=script.get("max_kv_size"),
     )
+    schedule = Schedule(gen, script["prefill_step_size"], script.get("short_prompts_first", False))
+    parked = []
+    decode_only = set(script.get("decode_only", []))
     rows = script["rows"]
     uids = [None] * len(rows)
     finished = set()
@@ -175,7 +268,8 @@ def main(argv=None):
             break
         if step > 100000:
             raise RuntimeError("the script does not finish")
-        _, responses = gen.next()
+        responses = schedule.decode_only() if step in decode_only else schedule.full()
+        parked.append(0 if schedule.parked is None else len(schedule.parked[0]))
         out = []
         for r in responses:
             out.append({
@@ -192,7 +286,7 @@ def main(argv=None):
     gen.close()
     if not writes_output(args.sharded):
         return
-    write_json({**versions(), "model": args.model, "uids": uids, "steps": steps}, args.out)
+    write_json({**versions(), "model": args.model, "uids": uids, "steps": steps, "parked": parked}, args.out)
 
 
 if __name__ == "__main__":

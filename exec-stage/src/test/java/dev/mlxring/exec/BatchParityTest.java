@@ -46,6 +46,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 class BatchParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static Path work;
+    /** The document the last {@link #oracle} call wrote. */
+    private static Path lastOracleOutput;
 
     @BeforeAll
     static void buildOracleModels() throws Exception {
@@ -72,11 +74,20 @@ class BatchParityTest {
         return new ScriptRow(at, prompt(length, seed, 512), maxTokens, new int[0], sampling, -1, history);
     }
 
-    /** A cell: a model, mlx-lm's three batch sizes and the rows. */
+    /**
+     * A cell: a model, mlx-lm's three batch sizes and the rows; {@code shortPromptsFirst} and the
+     * calls that are decode-only units ({@code decodeOnly}) are our schedule's departures, which
+     * batch.py reproduces with mlx-lm's own batch objects.
+     */
     record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
-            List<ScriptRow> rows, int maxKvSize) {
+            List<ScriptRow> rows, int maxKvSize, boolean shortPromptsFirst, java.util.Set<Integer> decodeOnly) {
         Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows) {
             this(name, model, prefillStep, prefillBatch, completionBatch, rows, 0);
+        }
+
+        Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows,
+                int maxKvSize) {
+            this(name, model, prefillStep, prefillBatch, completionBatch, rows, maxKvSize, false, java.util.Set.of());
         }
 
         @Override
@@ -175,6 +186,20 @@ class BatchParityTest {
                 // and leaving.
                 new Cell("max-kv-size", "qwen3-bf16", 16, 8, 32, List.of(
                         greedy(0, 30, 54, 20), greedy(0, 7, 55, 30), greedy(3, 40, 56, 8), greedy(12, 4, 57, 12)), 24),
+                // Short prompts first: a 120-token prompt reading in chunks of 16 is parked for two
+                // short arrivals (read together, unpadded by its chunk) and resumes once they
+                // generate; a short row arriving while it is parked waits, then joins it (no
+                // parking before it read another chunk); a later short row parks it again, and a
+                // long arrival meanwhile waits for it to resume.
+                new Cell("short-prompts-first", "llama-bf16", 16, 8, 32, List.of(
+                        greedy(0, 6, 60, 30), greedy(0, 120, 61, 6), greedy(3, 9, 62, 8), greedy(3, 14, 63, 5),
+                        greedy(4, 12, 64, 6), greedy(7, 10, 65, 4), greedy(8, 40, 66, 4)), 0, true,
+                        java.util.Set.of()),
+                // Decode-only units (the policy's time share) between the chunks of a long prompt,
+                // with short prompts first: rows generating through them, a row joining after.
+                new Cell("decode-only-units", "qwen3-f32", 16, 8, 32, List.of(
+                        greedy(0, 8, 66, 40), greedy(1, 90, 67, 6), greedy(4, 7, 68, 10), greedy(12, 20, 69, 6)),
+                        0, true, java.util.Set.of(3, 4, 5, 7, 8, 10, 11, 12, 14, 20, 21)),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
@@ -188,8 +213,16 @@ class BatchParityTest {
         Path modelDir = modelDir(cell.model());
         List<List<String>> expected = oracle(cell, modelDir);
         List<List<String>> got;
+        List<Integer> parked = new ArrayList<>();
         try (LanguageModel model = Models.load(modelDir)) {
-            got = run(model, cell);
+            got = run(model, cell, parked);
+        }
+        if (cell.shortPromptsFirst()) {
+            // The schedule itself: the same calls hold a parked batch of the same size on both sides.
+            List<Integer> oracleParked = new ArrayList<>();
+            JSON.readTree(lastOracleOutput.toFile()).get("parked").forEach(n -> oracleParked.add(n.asInt()));
+            assertEquals(oracleParked, parked, cell + ": rows parked after each call");
+            assertTrue(parked.stream().anyMatch(n -> n > 0), cell + ": the script never parks a prompt batch");
         }
         assertTrue(expected.stream().mapToInt(List::size).sum() > 0, "the oracle generated nothing");
         for (int i = 0; i < Math.min(expected.size(), got.size()); i++) {
@@ -238,6 +271,7 @@ class BatchParityTest {
         Path out = scriptFile.resolveSibling("expected-" + cell.name() + "-" + cell.model() + ".json");
         PythonScript.run("oracle/batch.py", 900,
                 List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
+        lastOracleOutput = out;
         return steps(JSON.readTree(out.toFile()));
     }
 
@@ -249,6 +283,12 @@ class BatchParityTest {
         script.put("completion_batch_size", cell.completionBatch());
         if (cell.maxKvSize() > 0) {
             script.put("max_kv_size", cell.maxKvSize());
+        }
+        if (cell.shortPromptsFirst()) {
+            script.put("short_prompts_first", true);
+        }
+        if (!cell.decodeOnly().isEmpty()) {
+            script.set("decode_only", JSON.valueToTree(cell.decodeOnly().stream().sorted().toList()));
         }
         ArrayNode rows = script.putArray("rows");
         for (ScriptRow r : cell.rows()) {
@@ -301,6 +341,11 @@ class BatchParityTest {
 
     /** The same script through our generator. */
     static List<List<String>> run(LanguageModel model, Cell cell) throws Exception {
+        return run(model, cell, new ArrayList<>());
+    }
+
+    /** {@link #run(LanguageModel, Cell)}, noting the rows parked after each call in {@code parked}. */
+    static List<List<String>> run(LanguageModel model, Cell cell, List<Integer> parked) throws Exception {
         MessageDigest sha = MessageDigest.getInstance("SHA-256");
         List<List<String>> steps = new ArrayList<>();
         int inserted = 0;
@@ -308,7 +353,7 @@ class BatchParityTest {
         int[] uids = new int[cell.rows().size()];
         java.util.Set<Integer> done = new java.util.HashSet<>();
         try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
-                cell.completionBatch(), null, cell.maxKvSize())) {
+                cell.completionBatch(), null, cell.maxKvSize(), cell.shortPromptsFirst())) {
             for (int step = 0; ; step++) {
                 for (int i = 0; i < uids.length; i++) {
                     ScriptRow r = cell.rows().get(i);
@@ -333,7 +378,7 @@ class BatchParityTest {
                 }
                 assertFalse(step > 10_000, "the script does not finish");
                 List<String> s = new ArrayList<>();
-                for (BatchToken t : gen.next()) {
+                for (BatchToken t : gen.next(!cell.decodeOnly().contains(step))) {
                     s.add(t.uid() + ":" + t.token() + ":" + (t.finishReason() == null ? "-" : t.finishReason()) + ":"
                             + HexFormat.of().formatHex(sha.digest(t.logprobs().toBytes())));
                     if (t.finishReason() != null) {
@@ -342,6 +387,7 @@ class BatchParityTest {
                     }
                 }
                 steps.add(s);
+                parked.add(gen.parked());
             }
         }
     }

@@ -39,6 +39,24 @@ public interface ExecutionBatch extends AutoCloseable {
     void step(BatchStep out);
 
     /**
+     * One unit as {@link #step(BatchStep)} when {@code prefill}; without, a decode-only unit: the
+     * generating rows' step alone, while queued and prefilling rows wait (the policy's way to
+     * keep running rows going between the chunks of a long prompt). The default runs the full
+     * unit: mechanics without decode-only units ignore the hint.
+     */
+    default void step(BatchStep out, boolean prefill) {
+        step(out);
+    }
+
+    /**
+     * Whether a decode-only unit would differ from a full one now: rows are generating and others
+     * are queued or reading their prompts. False for mechanics without decode-only units.
+     */
+    default boolean decodeOnlyUseful() {
+        return false;
+    }
+
+    /**
      * The KV-cache bytes a batch of {@code rows} rows would hold at most once its longest row
      * holds {@code positions} positions (rows are padded to the longest; buffers grow in steps).
      * What {@code --kv-budget} admission compares with its limit.

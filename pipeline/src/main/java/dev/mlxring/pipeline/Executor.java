@@ -20,6 +20,15 @@ public interface Executor extends AutoCloseable {
     }
 
     /**
+     * {@link #openBatch(int, int)} whose mechanics read a prompt that fits in one chunk ahead of
+     * a long prompt's remaining chunks when {@code shortPromptsFirst}
+     * ({@link EngineConfig#shortPromptsFirst()}). Mechanics without that choice ignore it.
+     */
+    default ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
+        return openBatch(maxRows, maxPrefillRows);
+    }
+
+    /**
      * Why this executor cannot run work at all now (e.g. a tensor-parallel group that lost a
      * rank), or null while it can. {@link Engine#health()} reports it, so the server answers
      * 503 instead of accepting requests that would fail. Any thread.

@@ -25,6 +25,25 @@ import java.util.List;
  * Rows whose chunk ended a segment are reported ({@link #segmentsEnded()}) for the caller to
  * snapshot their caches there, as mlx_lm.server does.
  *
+ * <p>Two departures from mlx-lm's unit, each a schedule of the same forwards (every prefill chunk and
+ * decode step is the forward mlx-lm runs for the same rows and caches), so the contract holds at
+ * the same batch composition:
+ * <ul>
+ *   <li>{@link #next(boolean) next(false)} is a decode-only unit: the generating rows' step and
+ *       nothing else (no admission, no split, no chunk). The caller's policy uses it to give
+ *       running rows time between the chunks of a long prompt.</li>
+ *   <li>With {@code shortPromptsFirst}, a long prompt does not make short ones wait: at the start
+ *       of a unit, when the prompt batch has run a chunk since it became current, one of its rows
+ *       still has more than one chunk to read, and the row at the head of the queue needs at most
+ *       one ({@code prompt[:-1]} within {@code prefillStepSize} tokens), the prompt batch is
+ *       <em>parked</em> (kept whole, caches and all) and the queue's leading short rows are
+ *       admitted into a fresh prompt batch of their own, unpadded by the long chunk. While a batch
+ *       is parked no other row is admitted; at the start of the first unit that finds the fresh
+ *       batch empty (its rows moved to generation or left) the parked batch resumes, and it reads
+ *       at least one chunk before it can be parked again, so a stream of short prompts slows a
+ *       long one to every other chunk at worst, never stops it.</li>
+ * </ul>
+ *
  * <p>A row that is alone from the start keeps the model's solo caches and runs the serial graph
  * (bit-equal to {@link GenerationRun}); its caches are merged into batch caches only when a second
  * row joins its group (see {@link RowCaches}).
@@ -62,8 +81,15 @@ public final class BatchGenerator implements AutoCloseable {
     private final int prefillBatchSize;
     private final int completionBatchSize;
     private final EngineRng engineRng;
+    private final int maxKvSize;
     private final ArrayDeque<Row> unprocessed = new ArrayDeque<>();
-    private final PromptBatch promptBatch;
+    private final boolean shortPromptsFirst;
+    /** The prompt batch that reads its next chunk in the next full unit. */
+    private PromptBatch promptBatch;
+    /** A prompt batch set aside for short prompts ({@code shortPromptsFirst}); null when none. */
+    private PromptBatch parked;
+    /** Chunks {@link #promptBatch} has read since it became the current one. */
+    private int chunksSinceCurrent;
     private GenerationBatch generationBatch;
     private int uidCount;
     private FinishedRows finishedRows;
@@ -90,6 +116,15 @@ public final class BatchGenerator implements AutoCloseable {
      */
     public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
             EngineRng engineRng, int maxKvSize) {
+        this(model, prefillStepSize, prefillBatchSize, completionBatchSize, engineRng, maxKvSize, false);
+    }
+
+    /**
+     * @param shortPromptsFirst park a long prompt's batch for rows whose prompts fit in one chunk
+     *     (see the class comment); false is mlx-lm's admission
+     */
+    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
+            EngineRng engineRng, int maxKvSize, boolean shortPromptsFirst) {
         if (maxKvSize < 0) {
             throw new IllegalArgumentException("maxKvSize must be >= 0, got " + maxKvSize);
         }
@@ -110,6 +145,8 @@ public final class BatchGenerator implements AutoCloseable {
         this.prefillBatchSize = model.batchable() ? prefillBatchSize : 1;
         this.completionBatchSize = model.batchable() ? Math.max(completionBatchSize, prefillBatchSize) : 1;
         this.engineRng = engineRng;
+        this.shortPromptsFirst = shortPromptsFirst;
+        this.maxKvSize = maxKvSize;
         this.promptBatch = new PromptBatch(model, maxKvSize);
         this.generationBatch = new GenerationBatch(model);
     }
@@ -205,6 +242,12 @@ public final class BatchGenerator implements AutoCloseable {
                 r.sampling.close();
                 return true;
             }
+            if (parked != null && (i = indexOf(parked.rows, uid)) >= 0) {
+                Row r = parked.rows.get(i);
+                parked.filter(without(parked.size(), i));
+                r.sampling.close();
+                return true;
+            }
             i = indexOf(generationBatch.rows, uid);
             if (i >= 0) {
                 Row r = generationBatch.rows.get(i);
@@ -238,7 +281,20 @@ public final class BatchGenerator implements AutoCloseable {
 
     /** True when nothing is queued, prefilling or generating. */
     public boolean idle() {
-        return unprocessed.isEmpty() && promptBatch.size() == 0 && generationBatch.size() == 0;
+        return unprocessed.isEmpty() && prefilling() == 0 && generationBatch.size() == 0;
+    }
+
+    /**
+     * True when a full unit ({@link #next()}) would read prompt tokens or admit rows that a
+     * decode-only unit would not: rows are queued, prefilling or parked.
+     */
+    public boolean prefillPending() {
+        return !unprocessed.isEmpty() || prefilling() > 0;
+    }
+
+    /** Rows whose prompt batch is parked for short prompts (for tests and diagnostics). */
+    public int parked() {
+        return parked == null ? 0 : parked.size();
     }
 
     /** Rows generating now. */
@@ -254,9 +310,9 @@ public final class BatchGenerator implements AutoCloseable {
         return generationBatch.solo();
     }
 
-    /** Rows prefilling now. */
+    /** Rows prefilling now, parked ones included. */
     public int prefilling() {
-        return promptBatch.size();
+        return promptBatch.size() + parked();
     }
 
     /**
@@ -264,11 +320,20 @@ public final class BatchGenerator implements AutoCloseable {
      * produced in it (empty while only prefill ran). Their logprobs stay valid until the next call.
      */
     public List<BatchToken> next() {
+        return next(true);
+    }
+
+    /**
+     * One unit: with {@code prefill} the full unit of {@link #next()}; without, a decode-only
+     * unit (the generating rows' step; queued and prefilling rows wait). Their logprobs stay
+     * valid until the next call.
+     */
+    public List<BatchToken> next(boolean prefill) {
         segmentsEnded.clear();
         // Cache merges, filters and extends build small graphs outside the step's own scopes;
         // their handles are freed when the unit ends (the caches keep what they detached).
         try (ArrayScope scope = ArrayScope.open()) {
-            return nextUnit();
+            return prefill ? nextUnit() : decodeStep();
         }
     }
 
@@ -301,20 +366,70 @@ public final class BatchGenerator implements AutoCloseable {
         return true;
     }
 
-    private List<BatchToken> nextUnit() {
-        List<BatchToken> tokens = List.of();
-        if (generationBatch.size() > 0) {
-            tokens = generationBatch.next();
-            generationSteps++;
-            if (generationSteps % 512 == 0) {
-                Mlx.clearCache();
-            }
+    /** mlx-lm's decode step with its buffer-cache clearing every 512 steps. */
+    private List<BatchToken> decodeStep() {
+        if (generationBatch.size() == 0) {
+            return List.of();
         }
+        List<BatchToken> tokens = generationBatch.next();
+        generationSteps++;
+        if (generationSteps % 512 == 0) {
+            Mlx.clearCache();
+        }
+        return tokens;
+    }
+
+    /**
+     * {@code shortPromptsFirst} at the start of a unit: resumes a parked batch once the short
+     * rows' batch is empty, or parks the current batch for the queue's leading short rows.
+     * Returns how many queued rows this unit may admit ({@code Integer.MAX_VALUE}: mlx-lm's limits only).
+     */
+    private int arrangePromptBatches() {
+        if (parked != null && parked.size() == 0) {
+            parked.close(); // every parked row was removed
+            parked = null;
+        }
+        if (parked != null && promptBatch.size() == 0) {
+            promptBatch.close();
+            promptBatch = parked;
+            parked = null;
+            chunksSinceCurrent = 0;
+        }
+        if (parked != null) {
+            return 0;
+        }
+        if (promptBatch.size() == 0 || chunksSinceCurrent == 0 || unprocessed.isEmpty()
+                || generationBatch.size() >= completionBatchSize) {
+            return Integer.MAX_VALUE;
+        }
+        boolean longRow = false;
+        for (Row r : promptBatch.rows) {
+            longRow |= r.remainingPrefill() > prefillStepSize;
+        }
+        int shortRows = 0;
+        for (Row r : unprocessed) {
+            if (r.remainingPrefill() > prefillStepSize) {
+                break;
+            }
+            shortRows++;
+        }
+        if (!longRow || shortRows == 0) {
+            return Integer.MAX_VALUE;
+        }
+        parked = promptBatch;
+        promptBatch = new PromptBatch(model, maxKvSize);
+        chunksSinceCurrent = 0;
+        return shortRows;
+    }
+
+    private List<BatchToken> nextUnit() {
+        int admissible = shortPromptsFirst ? arrangePromptBatches() : Integer.MAX_VALUE;
+        List<BatchToken> tokens = decodeStep();
         if (generationBatch.size() >= completionBatchSize) {
             return tokens;
         }
         int n = Math.min(Math.min(prefillBatchSize - promptBatch.size(), completionBatchSize - generationBatch.size()),
-                unprocessed.size());
+                Math.min(unprocessed.size(), admissible));
         if (n > 0) {
             List<Row> joining = new ArrayList<>(n);
             for (int i = 0; i < n; i++) {
@@ -344,6 +459,9 @@ public final class BatchGenerator implements AutoCloseable {
             chunks.add(Arrays.copyOfRange(r.prompt, r.prefilled, r.prefilled + count));
         }
         promptBatch.prompt(chunks);
+        if (!chunks.isEmpty()) {
+            chunksSinceCurrent++;
+        }
         for (Row r : promptBatch.rows) {
             if (r.segmentEnded) {
                 segmentsEnded.add(r.uid);
@@ -369,6 +487,13 @@ public final class BatchGenerator implements AutoCloseable {
         unprocessed.clear();
         for (Row r : promptBatch.rows) {
             r.sampling.close();
+        }
+        if (parked != null) {
+            for (Row r : parked.rows) {
+                r.sampling.close();
+            }
+            parked.close();
+            parked = null;
         }
         for (Row r : generationBatch.rows) {
             r.sampling.close();

@@ -85,8 +85,19 @@ public final class ContinuousBatch implements ExecutionBatch {
      */
     public ContinuousBatch(LanguageModel model, int prefillStepSize, int maxRows, int maxPrefillRows,
             EngineRng engineRng, PrefixReuse prefixReuse) {
+        this(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse, false);
+    }
+
+    /**
+     * @param prefixReuse the prefix cache, or null for none
+     * @param shortPromptsFirst a long prompt's batch is parked for prompts that fit in one chunk
+     *     ({@link BatchGenerator}'s class comment)
+     */
+    public ContinuousBatch(LanguageModel model, int prefillStepSize, int maxRows, int maxPrefillRows,
+            EngineRng engineRng, PrefixReuse prefixReuse, boolean shortPromptsFirst) {
         this.model = model;
-        this.generator = new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng);
+        this.generator = new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0,
+                shortPromptsFirst);
         this.prefixReuse = prefixReuse;
         this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
         if (prefixReuse != null) {
@@ -171,10 +182,20 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     @Override
     public void step(BatchStep out) {
+        step(out, true);
+    }
+
+    @Override
+    public boolean decodeOnlyUseful() {
+        return generator.generating() > 0 && generator.prefillPending();
+    }
+
+    @Override
+    public void step(BatchStep out, boolean prefill) {
         out.clear();
         List<BatchToken> tokens;
         try {
-            tokens = generator.next();
+            tokens = generator.next(prefill);
             publishSnapshots();
             if (unitTap != null) {
                 unitTap.accept(tokens);

@@ -110,10 +110,16 @@ public final class ModelExecutor implements Executor {
 
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+        return openBatch(maxRows, maxPrefillRows, false);
+    }
+
+    @Override
+    public ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
         if (!batchesRotation(model, maxKvSize)) {
             return null;
         }
-        return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse);
+        return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse,
+                shortPromptsFirst);
     }
 
     /**

@@ -98,7 +98,8 @@ public final class FollowerLoop {
                 int id = in.readInt();
                 int maxRows = in.readInt();
                 int maxPrefillRows = in.readInt();
-                ExecutionBatch b = local.openBatch(maxRows, maxPrefillRows);
+                boolean shortPromptsFirst = in.readBoolean();
+                ExecutionBatch b = local.openBatch(maxRows, maxPrefillRows, shortPromptsFirst);
                 if (b == null) {
                     throw new IllegalStateException("rank 0 opened a batch this rank's executor does not offer");
                 }
@@ -124,8 +125,9 @@ public final class FollowerLoop {
                 int id = in.readInt();
                 ExecutionBatch b = batch(id);
                 check(in.readLong(), batchDigests.getOrDefault(id, 0L), "batch " + id);
+                boolean prefill = in.readBoolean();
                 BatchStep out = steps.get(id);
-                b.step(out);
+                b.step(out, prefill);
                 batchDigests.put(id, StepDigest.of(out));
             }
             case Frame.CLOSE_BATCH -> {

@@ -73,8 +73,13 @@ public final class ShardedExecutor implements Executor {
 
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
+        return openBatch(maxRows, maxPrefillRows, false);
+    }
+
+    @Override
+    public ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
         checkUp();
-        ExecutionBatch batch = inCall(() -> local.openBatch(maxRows, maxPrefillRows));
+        ExecutionBatch batch = inCall(() -> local.openBatch(maxRows, maxPrefillRows, shortPromptsFirst));
         if (batch == null) {
             return null;
         }
@@ -84,6 +89,7 @@ public final class ShardedExecutor implements Executor {
                 o.writeInt(id);
                 o.writeInt(maxRows);
                 o.writeInt(maxPrefillRows);
+                o.writeBoolean(shortPromptsFirst);
             }));
         } catch (RuntimeException e) {
             batch.close();
@@ -279,14 +285,25 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public void step(BatchStep out) {
+            step(out, true);
+        }
+
+        @Override
+        public boolean decodeOnlyUseful() {
+            return batch.decodeOnlyUseful();
+        }
+
+        @Override
+        public void step(BatchStep out, boolean prefill) {
             long previous = digest;
             channel.send(Frame.of(Frame.STEP, o -> {
                 o.writeInt(id);
                 o.writeLong(previous);
+                o.writeBoolean(prefill);
             }));
             try {
                 inCall(() -> {
-                    batch.step(out);
+                    batch.step(out, prefill);
                     return null;
                 });
             } catch (RuntimeException e) {
