@@ -25,6 +25,12 @@ import org.agrona.collections.Int2ObjectHashMap;
  *       others at most that timeout once.</li>
  *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
  *       a terminal event per row), so committed tokens are never held back inside exec.</li>
+ *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
+ *       generating: after a unit that may read a prompt chunk, decode-only units
+ *       ({@link ExecutionBatch#step(BatchStep, boolean)}) run until their time reaches
+ *       {@code (1 - share) / share} of that unit's. So a long prompt slows the running rows to
+ *       about half speed at the default share instead of one token per chunk. With share 1 every
+ *       unit may read a chunk (mlx-lm's {@code BatchGenerator}).</li>
  * </ol>
  * A unit that fails fails every row in it (their device state is shared) and the batch is
  * replaced; a row that fails to start (its plan refused) fails alone.
@@ -44,19 +50,30 @@ final class BatchScheduler {
     private int count;
     private final Int2ObjectHashMap<Session> byRow;
     private final BatchStep unit;
+    private final ExecActivity activity;
     private ExecutionBatch batch;
+    /** How long the last unit that could read a prompt chunk took; 0 before the first. */
+    private long lastPrefillUnitNs;
+    /** Decode-only time since that unit. */
+    private long decodeOnlyNs;
 
     /** Opens the executor's batch; null when it offers none (the loop stays serial). */
-    static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config) {
+    static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
         if (config.decodeConcurrency() <= 1) {
             return null;
         }
-        ExecutionBatch batch = executor.openBatch(config.decodeConcurrency(), config.promptConcurrency());
-        return batch == null ? null : new BatchScheduler(executor, batch, out, config);
+        ExecutionBatch batch = openBatch(executor, config);
+        return batch == null ? null : new BatchScheduler(executor, batch, out, config, activity);
     }
 
-    private BatchScheduler(Executor executor, ExecutionBatch batch, TokenPublisher out, EngineConfig config) {
+    private static ExecutionBatch openBatch(Executor executor, EngineConfig config) {
+        return executor.openBatch(config.decodeConcurrency(), config.promptConcurrency(), config.shortPromptsFirst());
+    }
+
+    private BatchScheduler(Executor executor, ExecutionBatch batch, TokenPublisher out, EngineConfig config,
+            ExecActivity activity) {
         this.executor = executor;
+        this.activity = activity;
         this.batch = batch;
         this.out = out;
         this.config = config;
@@ -152,12 +169,24 @@ final class BatchScheduler {
         if (!out.hasRoom(2 * count)) {
             return worked;
         }
+        boolean prefill = prefillThisUnit();
+        long startNs = System.nanoTime();
+        activity.begin(prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY, count, startNs);
         try {
-            batch.step(unit);
+            batch.step(unit, prefill);
         } catch (Throwable e) {
             LOG.log(System.Logger.Level.ERROR, "a batch unit failed; failing its " + count + " rows", e);
             failAll(StageExceptionHandler.describe("exec", e));
             return true;
+        } finally {
+            activity.end();
+        }
+        long tookNs = System.nanoTime() - startNs;
+        if (prefill) {
+            lastPrefillUnitNs = tookNs;
+            decodeOnlyNs = 0;
+        } else {
+            decodeOnlyNs += tookNs;
         }
         for (int i = 0; i < unit.count; i++) {
             Session s = byRow.get(unit.rows[i]);
@@ -171,6 +200,19 @@ final class BatchScheduler {
             }
         }
         return true;
+    }
+
+    /**
+     * Whether this unit may read a prompt chunk: always, unless rows are generating while others
+     * wait to read and the decode-only time since the last such unit is still below
+     * {@code (1 - share) / share} of it.
+     */
+    private boolean prefillThisUnit() {
+        double share = config.prefillShare();
+        if (share >= 1 || !batch.decodeOnlyUseful()) {
+            return true;
+        }
+        return decodeOnlyNs * share >= lastPrefillUnitNs * (1 - share);
     }
 
     private int longestInFlight() {
@@ -273,7 +315,9 @@ final class BatchScheduler {
         }
         batch = null;
         try {
-            batch = executor.openBatch(config.decodeConcurrency(), config.promptConcurrency());
+            batch = openBatch(executor, config);
+            lastPrefillUnitNs = 0;
+            decodeOnlyNs = 0;
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
         }

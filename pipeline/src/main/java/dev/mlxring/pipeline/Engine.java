@@ -184,6 +184,15 @@ public final class Engine implements AutoCloseable {
     }
 
     /**
+     * What the exec thread is doing now: the kind of unit it is inside, over how many rows, and
+     * for how long ({@link ExecActivity.Snapshot#IDLE} between units). A unit whose age keeps
+     * growing is a stall (a huge prefill chunk, a blocked collective). Any thread.
+     */
+    public ExecActivity.Snapshot execActivity() {
+        return execLoop.activity().snapshot();
+    }
+
+    /**
      * Fails every accepted session that has not settled yet, from any thread: for an exec thread
      * blocked in native code it cannot return from (a collective waiting on a lost rank of a
      * tensor-parallel group). Each session's terminal event goes through the token ring as exec's

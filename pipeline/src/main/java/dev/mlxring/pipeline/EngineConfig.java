@@ -16,10 +16,29 @@ package dev.mlxring.pipeline;
  * @param promptConcurrency the most of those rows reading their prompts at once ({@code --prompt-concurrency})
  * @param kvBudgetBytes the most KV-cache bytes the batch's rows may be projected to hold
  *     ({@code --kv-budget}); 0 = no limit
+ * @param prefillShare the largest share of exec's time that prefill chunks may take while rows
+ *     are generating ({@code --prefill-share}, in (0, 1]): after a unit that read a chunk, the
+ *     batch runs decode-only units until their time reaches {@code (1 - share) / share} of that
+ *     unit's; 1 = a chunk in every unit, as mlx-lm's {@code BatchGenerator}
+ * @param shortPromptsFirst whether a prompt that fits in one chunk is read ahead of a long
+ *     prompt's remaining chunks instead of being padded into them ({@code --short-prompts-first})
  */
 public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
         int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
-        int decodeConcurrency, int promptConcurrency, long kvBudgetBytes) {
+        int decodeConcurrency, int promptConcurrency, long kvBudgetBytes, double prefillShare,
+        boolean shortPromptsFirst) {
+
+    /** The default {@link #prefillShare}: prefill and running rows split exec's time evenly. */
+    public static final double DEFAULT_PREFILL_SHARE = 0.5;
+
+    /** A configuration with the default prefill interleaving. */
+    public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
+            int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
+            int decodeConcurrency, int promptConcurrency, long kvBudgetBytes) {
+        this(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, DEFAULT_PREFILL_SHARE,
+                true);
+    }
 
     /** A serial configuration (decode and prompt concurrency 1). */
     public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued, int creditsPerSession,
@@ -36,7 +55,8 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
         requirePowerOfTwo("requestRingSize", requestRingSize);
         requirePowerOfTwo("tokenRingSize", tokenRingSize);
         if (prepShards < 1 || maxQueued < 1 || creditsPerSession < 1 || idleConsumerTimeoutNs <= 0
-                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1 || kvBudgetBytes < 0) {
+                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1 || kvBudgetBytes < 0
+                || !(prefillShare > 0 && prefillShare <= 1)) {
             throw new IllegalArgumentException("invalid engine config: " + this);
         }
     }
@@ -49,22 +69,26 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
 
     public EngineConfig withWaitMode(WaitMode mode) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
+                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
+                prefillShare, shortPromptsFirst);
     }
 
     public EngineConfig withMaxQueued(int n) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, n, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
+                prefillShare, shortPromptsFirst);
     }
 
     public EngineConfig withCredits(int credits, long idleTimeoutNs) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, credits, idleTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, prefillShare,
+                shortPromptsFirst);
     }
 
     public EngineConfig withRequestRingSize(int n) {
         return new EngineConfig(n, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes);
+                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, prefillShare,
+                shortPromptsFirst);
     }
 
     /**
@@ -74,11 +98,24 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
     /** Admission holds rows back while the batch's projected KV bytes would exceed {@code bytes} (0 = no limit). */
     public EngineConfig withKvBudget(long bytes) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, bytes);
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, bytes,
+                prefillShare, shortPromptsFirst);
     }
 
     public EngineConfig withConcurrency(int decode, int prompt) {
         return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode), kvBudgetBytes);
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode), kvBudgetBytes,
+                prefillShare, shortPromptsFirst);
+    }
+
+    /**
+     * Prefill interleaving: chunks take at most {@code share} of exec's time while rows generate,
+     * and short prompts are read ahead of a long one's chunks when {@code shortFirst}.
+     * {@code (1.0, false)} is mlx-lm's {@code BatchGenerator} unit for unit.
+     */
+    public EngineConfig withPrefillInterleave(double share, boolean shortFirst) {
+        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
+                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
+                share, shortFirst);
     }
 }

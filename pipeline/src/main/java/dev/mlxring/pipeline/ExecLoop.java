@@ -52,6 +52,7 @@ final class ExecLoop implements Runnable {
     private boolean pendingToken;
     private Outcome pendingTerminal;
     private final StepResult pending;
+    private final ExecActivity activity = new ExecActivity();
     /** The batch policy, or null when sessions run one at a time only. Opened on the exec thread. */
     private BatchScheduler batched;
 
@@ -73,6 +74,11 @@ final class ExecLoop implements Runnable {
     void stop() {
         running = false;
         wake();
+    }
+
+    /** What exec is doing now (any thread). */
+    ExecActivity activity() {
+        return activity;
     }
 
     /** Why exec stopped by itself, or null while it runs (or after an orderly {@link #stop()}). */
@@ -124,7 +130,7 @@ final class ExecLoop implements Runnable {
 
     private BatchScheduler openBatch() {
         try {
-            return BatchScheduler.open(executor, out, config);
+            return BatchScheduler.open(executor, out, config, activity);
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a batch; running sessions one at a time", e);
             return null;
@@ -216,10 +222,13 @@ final class ExecLoop implements Runnable {
         }
         s.pausedSinceNs = 0;
         StepResult r;
+        activity.begin(ExecActivity.Unit.SOLO, 1, System.nanoTime());
         try {
             r = s.run.advance();
         } catch (RuntimeException e) {
             return finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "generation failed: " + e.getMessage(), usage(s)));
+        } finally {
+            activity.end();
         }
         switch (r.kind) {
             case PREFILLED -> {

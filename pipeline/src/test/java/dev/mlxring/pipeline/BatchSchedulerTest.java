@@ -1,6 +1,7 @@
 package dev.mlxring.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,6 +13,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The continuous-batching policy ({@link BatchScheduler}) through the whole engine, over the
@@ -78,6 +81,42 @@ class BatchSchedulerTest {
         waitFor(() -> sessions.stream().allMatch(s -> s.state().ordinal() >= Lifecycle.QUEUED.ordinal()),
                 "every session planned");
         gate.countDown();
+    }
+
+    /**
+     * A row generating while another reads a long prompt: at the default share every unit that
+     * read a chunk is followed by decode-only units before the next chunk (the running row keeps
+     * going), and the long prompt still gets through; at share 1 no unit is decode-only.
+     */
+    @ParameterizedTest(name = "share {0}")
+    @ValueSource(doubles = {0.5, 1.0})
+    void decodeOnlyUnitsRunBetweenTheChunksOfALongPrompt(double share) throws Exception {
+        start(batched(4).withPrefillInterleave(share, false));
+        exec.prefillChunks = 0;
+        var running = new FakeStages.Recorder();
+        Session a = engine.submit(text("a", "a", 1_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.prefillUnitMillis = 20;
+        exec.prefillChunks = 6;
+        var longPrompt = new FakeStages.Recorder();
+        Session b = engine.submit(text("b", "a b", 3), longPrompt);
+        Outcome o = await(b, longPrompt);
+        assertEquals(Lifecycle.COMPLETED, o.state());
+        assertEquals(tokens(3), longPrompt.text.toString());
+        a.cancel("done");
+        await(a, running);
+        String kinds = exec.batch.unitKinds.toString();
+        int first = kinds.indexOf('P');
+        int last = kinds.lastIndexOf('P');
+        assertTrue(first >= 0 && kinds.chars().filter(c -> c == 'P').count() == 6, "six chunks read: " + kinds);
+        String between = kinds.substring(first, last + 1);
+        if (share < 1) {
+            assertFalse(between.contains("PP"), "a chunk right after a chunk while a row generates: " + kinds);
+            assertTrue(between.contains("PD"), kinds);
+        } else {
+            assertFalse(kinds.contains("D"), "share 1 runs mlx-lm's units only: " + kinds);
+        }
     }
 
     @Test

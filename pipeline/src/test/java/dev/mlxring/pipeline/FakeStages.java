@@ -150,6 +150,12 @@ final class FakeStages {
         /** Each unit waits on it while set. */
         volatile CountDownLatch unitGate;
         volatile boolean closed;
+        /** Offers decode-only units, as exec-stage's mechanics do, when set. */
+        volatile boolean decodeOnlyUnits;
+        /** A unit that reads a prefill chunk takes this long (ms): the chunk's cost. */
+        volatile int prefillUnitMillis;
+        /** Per unit in order: 'P' read a chunk, 'D' decode-only, '-' neither (nothing to read). */
+        final StringBuffer unitKinds = new StringBuffer();
 
         Batch(Exec exec, int maxRows) {
             this.exec = exec;
@@ -191,8 +197,36 @@ final class FakeStages {
         }
 
         @Override
+        public boolean decodeOnlyUseful() {
+            boolean generating = false;
+            boolean prefilling = false;
+            for (int[] st : rows.values()) {
+                generating |= st[0] == 0;
+                prefilling |= st[0] > 0;
+            }
+            return decodeOnlyUnits && generating && prefilling;
+        }
+
+        @Override
         public void step(BatchStep out) {
+            step(out, true);
+        }
+
+        @Override
+        public void step(BatchStep out, boolean prefill) {
             out.clear();
+            if (!decodeOnlyUnits && !prefill) {
+                throw new IllegalStateException("a decode-only unit was asked of mechanics that offer none");
+            }
+            boolean readsChunk = prefill && rows.values().stream().anyMatch(st -> st[0] > 0);
+            unitKinds.append(!prefill ? 'D' : readsChunk ? 'P' : '-');
+            if (readsChunk && prefillUnitMillis > 0) {
+                try {
+                    Thread.sleep(prefillUnitMillis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             CountDownLatch gate = unitGate;
             if (gate != null) {
                 try {
@@ -210,7 +244,9 @@ final class FakeStages {
                 int[] st = e.getValue();
                 ExecutionPlan plan = plans.get(e.getKey());
                 if (st[0] > 0) {
-                    st[0]--;
+                    if (prefill) {
+                        st[0]--;
+                    }
                     continue;
                 }
                 out.add(e.getKey()).token(++st[1]);

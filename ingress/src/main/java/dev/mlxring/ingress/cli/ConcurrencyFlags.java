@@ -10,9 +10,15 @@ import java.util.List;
  * to M of them read their prompts at once (at most N). {@code --kv-budget BYTES} holds new rows
  * back while the batch's projected KV cache (every row at prompt + max_tokens, padded to the
  * longest) would exceed BYTES; a request that alone would exceed it is refused.
+ * {@code --prefill-share F} (0 &lt; F &le; 1, default 0.5) caps the share of exec's time that
+ * prompt chunks take while other rows generate (1 = a chunk every unit, mlx-lm's
+ * {@code BatchGenerator}); {@code --short-prompts-first on|off} (default on) reads a prompt that
+ * fits in one chunk ahead of a long prompt's remaining chunks. Both change when rows join, never
+ * what a forward computes: every row's bytes stay mlx-lm's for the batch it ran in.
  */
 final class ConcurrencyFlags {
-    static final List<String> NAMES = List.of("--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget");
+    static final List<String> NAMES = List.of("--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
+            "--prefill-share", "--short-prompts-first");
     static final int DEFAULT_DECODE_CONCURRENCY = 8;
     /** mlx_lm.server's default. */
     static final int DEFAULT_PROMPT_CONCURRENCY = 8;
@@ -30,6 +36,16 @@ final class ConcurrencyFlags {
         if (a.has("--kv-budget") && budget <= 0) {
             throw new UsageException("--kv-budget must be a positive byte count, got '" + a.get("--kv-budget") + "'");
         }
-        return config.withConcurrency(decode, prompt).withKvBudget(budget);
+        double share = a.doubleValue("--prefill-share", EngineConfig.DEFAULT_PREFILL_SHARE);
+        if (!(share > 0 && share <= 1)) {
+            throw new UsageException("--prefill-share must be in (0, 1] (1 = a prompt chunk in every unit, as mlx-lm),"
+                    + " got " + a.get("--prefill-share"));
+        }
+        String shortFirst = a.has("--short-prompts-first") ? a.get("--short-prompts-first").trim() : "on";
+        if (!shortFirst.equals("on") && !shortFirst.equals("off")) {
+            throw new UsageException("--short-prompts-first must be on or off, got '" + shortFirst + "'");
+        }
+        return config.withConcurrency(decode, prompt).withKvBudget(budget)
+                .withPrefillInterleave(share, shortFirst.equals("on"));
     }
 }

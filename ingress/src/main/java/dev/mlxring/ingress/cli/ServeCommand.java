@@ -71,7 +71,7 @@ final class ServeCommand {
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
-                        "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
+                        "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
                 Set.of(DequantizedWeightsFlag.NAME));
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));

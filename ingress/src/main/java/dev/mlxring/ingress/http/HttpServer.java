@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.ingress.http.anthropic.AnthropicCodec;
 import dev.mlxring.ingress.http.responses.ResponsesCodec;
 import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecActivity;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
@@ -210,20 +211,36 @@ public final class HttpServer implements AutoCloseable {
         headers.put(ALLOW_HEADERS, "*");
     }
 
-    /** 200 while every stage runs; 503 with the reason once one is gone or shutdown began. */
+    /**
+     * 200 while every stage runs; 503 with the reason once one is gone or shutdown began. While
+     * the exec thread is inside a work unit, {@code exec} names it, its rows and its age, so a
+     * stall (one unit running for minutes) shows here while it lasts.
+     */
     private void health(HttpServerExchange ex) {
         var h = engine.health();
+        ObjectNode body = JSON.createObjectNode();
+        int status;
         if (draining) {
             // Not ready for new work: load balancers stop routing here while running requests finish.
-            json(ex, 503, "{\"status\":\"unavailable\",\"reason\":\"shutting down\"}");
+            status = 503;
+            body.put("status", "unavailable");
+            body.put("reason", "shutting down");
         } else if (h.ready()) {
-            json(ex, 200, "{\"status\":\"ok\"}");
+            status = 200;
+            body.put("status", "ok");
         } else {
-            ObjectNode body = JSON.createObjectNode();
+            status = 503;
             body.put("status", "unavailable");
             body.put("reason", h.reason());
-            json(ex, 503, body.toString());
         }
+        ExecActivity.Snapshot unit = engine.execActivity();
+        if (unit.busy()) {
+            ObjectNode exec = body.putObject("exec");
+            exec.put("unit", unit.unit().label());
+            exec.put("rows", unit.rows());
+            exec.put("age_seconds", Math.round(unit.ageNs() / 1e6) / 1e3);
+        }
+        json(ex, status, body.toString());
     }
 
     private void metrics(HttpServerExchange ex) {

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.http;
 
 import dev.mlxring.pipeline.Engine;
+import dev.mlxring.pipeline.ExecActivity;
 import dev.mlxring.pipeline.Lifecycle;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
@@ -84,6 +85,16 @@ public final class ServerMetrics {
         GaugeWithCallback.builder().name("mlxring_admitted_sessions")
                 .help("Sessions admitted by plan and not terminal (bounded by --max-queued)")
                 .callback(cb -> cb.call(engine.admittedCount())).register(registry);
+        GaugeWithCallback.builder().name("mlxring_exec_unit_age_seconds")
+                .help("How long the exec thread has been inside its current work unit (0 between units);"
+                        + " a value that keeps growing is a stall")
+                .labelNames("unit")
+                .callback(cb -> {
+                    ExecActivity.Snapshot now = engine.execActivity();
+                    for (ExecActivity.Unit u : ExecActivity.Unit.values()) {
+                        cb.call(now.unit() == u ? now.ageNs() / 1e9 : 0, u.label());
+                    }
+                }).register(registry);
         GaugeWithCallback.builder().name("mlxring_draining")
                 .help("1 while the server shuts down gracefully (new requests get 503)")
                 .callback(cb -> cb.call(draining ? 1 : 0)).register(registry);

@@ -24,6 +24,22 @@ class ConcurrencyFlagsTest {
         assertEquals(8, c.decodeConcurrency());
         assertEquals(8, c.promptConcurrency());
         assertEquals(0, c.kvBudgetBytes());
+        assertEquals(EngineConfig.DEFAULT_PREFILL_SHARE, c.prefillShare());
+        assertTrue(c.shortPromptsFirst());
+    }
+
+    @Test
+    void prefillInterleavingFlags() {
+        EngineConfig mlxLm = apply("--prefill-share", "1", "--short-prompts-first", "off");
+        assertEquals(1.0, mlxLm.prefillShare());
+        assertEquals(false, mlxLm.shortPromptsFirst());
+        assertEquals(0.25, apply("--prefill-share", "0.25").prefillShare());
+        for (String bad : new String[] {"0", "1.5", "-0.1", "NaN", "half"}) {
+            UsageException e = assertThrows(UsageException.class, () -> apply("--prefill-share", bad));
+            assertTrue(e.getMessage().contains("--prefill-share"), e.getMessage());
+        }
+        UsageException e = assertThrows(UsageException.class, () -> apply("--short-prompts-first", "yes"));
+        assertTrue(e.getMessage().contains("--short-prompts-first"), e.getMessage());
     }
 
     @Test
