@@ -85,8 +85,6 @@ final class Llguidance {
     static final MethodHandle NEW_TOKENIZER_V2 = handle("llg_new_tokenizer_v2",
             FunctionDescriptor.of(ADDR, ADDR, ADDR, SIZE_T));
     static final MethodHandle FREE_TOKENIZER = handle("llg_free_tokenizer", FunctionDescriptor.ofVoid(ADDR));
-    static final MethodHandle TOKENIZE_BYTES = handle("llg_tokenize_bytes",
-            FunctionDescriptor.of(SIZE_T, ADDR, ADDR, SIZE_T, ADDR, SIZE_T));
     static final MethodHandle NEW_MATCHER = handle("llg_new_matcher", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
     static final MethodHandle CLONE_MATCHER = handle("llg_clone_matcher", FunctionDescriptor.of(ADDR, ADDR));
     static final MethodHandle FREE_MATCHER = handle("llg_free_matcher", FunctionDescriptor.ofVoid(ADDR));
@@ -103,7 +101,6 @@ final class Llguidance {
     static final MethodHandle MATCHER_IS_ACCEPTING = handle("llg_matcher_is_accepting", FunctionDescriptor.of(BOOL, ADDR));
     static final MethodHandle MATCHER_IS_STOPPED = handle("llg_matcher_is_stopped", FunctionDescriptor.of(BOOL, ADDR));
     static final MethodHandle MATCHER_ROLLBACK = handle("llg_matcher_rollback", FunctionDescriptor.of(INT, ADDR, SIZE_T));
-    static final MethodHandle MATCHER_RESET = handle("llg_matcher_reset", FunctionDescriptor.of(INT, ADDR));
     static final MethodHandle GET_VERSION = handle("llg_get_version", FunctionDescriptor.of(ADDR));
 
     private Llguidance() {}

@@ -13,15 +13,17 @@ record ConstraintCases(String name, ConstraintKind kind, String source, String v
              "required":["name","address"]}""",
             "{\"name\":\"Ann\",\"address\":{\"city\":\"Paris\",\"zip\":\"75001\"}}");
 
+    static final ConstraintCases ENUM = new ConstraintCases("enum", ConstraintKind.JSON_SCHEMA, """
+            {"type":"object","properties":{"color":{"enum":["red","green","blue"]}},"required":["color"]}""",
+            "{\"color\":\"green\"}");
+
     static List<ConstraintCases> all() {
         return List.of(
                 NESTED_OBJECT,
                 new ConstraintCases("array with minItems and maxItems", ConstraintKind.JSON_SCHEMA,
                         "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":3}",
                         "[1,22,333]"),
-                new ConstraintCases("enum", ConstraintKind.JSON_SCHEMA, """
-                        {"type":"object","properties":{"color":{"enum":["red","green","blue"]}},"required":["color"]}""",
-                        "{\"color\":\"green\"}"),
+                ENUM,
                 new ConstraintCases("$ref to $defs", ConstraintKind.JSON_SCHEMA, """
                         {"$defs":{"point":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},
                                            "required":["x","y"]}},
@@ -37,7 +39,11 @@ record ConstraintCases(String name, ConstraintKind kind, String source, String v
                         start: greeting " " name "!"
                         greeting: "hello" | "hi"
                         name: /[A-Z][a-z]+/
-                        """, "hello World!"));
+                        """, "hello World!"),
+                new ConstraintCases("top-level grammar JSON", ConstraintKind.GRAMMAR, """
+                        {"grammars":[{"json_schema":{"type":"object","properties":{"ok":{"type":"boolean"}},
+                                                     "required":["ok"]}}]}""",
+                        "{\"ok\":true}"));
     }
 
     @Override
