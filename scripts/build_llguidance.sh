@@ -25,9 +25,14 @@ want="$(cat "$crate_dir/Cargo.toml" "$crate_dir/Cargo.lock" "$crate_dir"/src/*.r
 if [[ -f "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
+# rustup installs into $CARGO_HOME/bin (default ~/.cargo/bin), which a non-login shell may lack.
+rustup_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+if ! command -v cargo >/dev/null 2>&1 && [[ -x "$rustup_bin/cargo" ]]; then
+  export PATH="$rustup_bin:$PATH"
+fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "build_llguidance.sh: cargo is not on PATH; install Rust (cargo 1.87 or newer, e.g. from" \
-       "your distribution or rustup) to build libllguidance.so, the structured-output engine" >&2
+  echo "build_llguidance.sh: cargo is not on PATH nor in $rustup_bin; install Rust (cargo 1.87 or" \
+       "newer, e.g. from your distribution or rustup) to build libllguidance.so, the structured-output engine" >&2
   exit 1
 fi
 out_dir="$(dirname "$out")"
