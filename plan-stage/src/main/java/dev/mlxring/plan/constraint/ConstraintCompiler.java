@@ -1,0 +1,82 @@
+package dev.mlxring.plan.constraint;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.constraint.CompiledConstraint;
+import dev.mlxring.constraint.ConstraintException;
+import dev.mlxring.constraint.ConstraintKind;
+import dev.mlxring.constraint.ConstraintTokenizer;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.OutputConstraint;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.TokenConstraint;
+
+/**
+ * Compiles a request's {@link OutputConstraint} once, on the plan thread (never exec's), into the
+ * {@link TokenConstraint} its row will be masked with; refuses what it cannot honour with a 400
+ * that names the request field: a schema that is not JSON, a keyword outside
+ * {@link JsonSchemaSubset}, or whatever llguidance refuses (its message, trimmed to its first
+ * line). Thread-safe (llguidance compiles on several threads over one tokenizer).
+ */
+public final class ConstraintCompiler {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** The most characters of llguidance's message a 400 quotes. */
+    private static final int MAX_MESSAGE_CHARS = 400;
+
+    private final ConstraintTokenizer tokenizer;
+
+    /** @param tokenizer the model's llguidance tokenizer; stays the caller's (open while this is used) */
+    public ConstraintCompiler(ConstraintTokenizer tokenizer) {
+        this.tokenizer = tokenizer;
+    }
+
+    /**
+     * The constraint for one row.
+     *
+     * @return a constraint the caller owns (exec closes it when the row ends)
+     * @throws RequestException {@code INVALID_REQUEST} naming {@code c.field()} when it cannot be honoured
+     */
+    public TokenConstraint compile(OutputConstraint c) throws RequestException {
+        ConstraintKind kind = switch (c.kind()) {
+            case JSON_SCHEMA -> {
+                checkSchema(c);
+                yield ConstraintKind.JSON_SCHEMA;
+            }
+            case LARK -> ConstraintKind.LARK;
+            case REGEX -> ConstraintKind.REGEX;
+        };
+        try (CompiledConstraint compiled = CompiledConstraint.compile(tokenizer, kind, c.source())) {
+            return new MatcherConstraint(compiled.newMatcher());
+        } catch (ConstraintException e) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + ": " + trim(e.getMessage()));
+        }
+    }
+
+    private static void checkSchema(OutputConstraint c) throws RequestException {
+        JsonNode schema;
+        try {
+            schema = JSON.readTree(c.source());
+        } catch (JsonProcessingException e) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " is not valid JSON: "
+                    + e.getOriginalMessage());
+        }
+        if (schema == null || !schema.isObject() && !schema.isBoolean()) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " must be a JSON Schema object");
+        }
+        String why = JsonSchemaSubset.check(schema);
+        if (why != null) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " " + why);
+        }
+    }
+
+    /** llguidance's message without its parser dump: the first line, bounded. */
+    static String trim(String message) {
+        String m = message == null ? "the constraint does not compile" : message.strip();
+        int nl = m.indexOf('\n');
+        if (nl > 0) {
+            m = m.substring(0, nl).strip();
+        }
+        return m.length() > MAX_MESSAGE_CHARS ? m.substring(0, MAX_MESSAGE_CHARS) + "…" : m;
+    }
+}

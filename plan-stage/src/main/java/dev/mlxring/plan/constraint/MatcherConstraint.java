@@ -1,0 +1,76 @@
+package dev.mlxring.plan.constraint;
+
+import dev.mlxring.constraint.ConstraintException;
+import dev.mlxring.constraint.ConstraintMatcher;
+import dev.mlxring.constraint.TokenMask;
+import dev.mlxring.pipeline.TokenConstraint;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * A {@link TokenConstraint} over one llguidance {@link ConstraintMatcher}: the mask is computed
+ * into this row's off-heap buffer and copied into exec's words. Owns the matcher and the buffer;
+ * exec thread only once handed over (see {@link TokenConstraint}).
+ */
+final class MatcherConstraint implements TokenConstraint {
+    private final ConstraintMatcher matcher;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment mask;
+    private final int words;
+    private String error;
+    private boolean closed;
+
+    MatcherConstraint(ConstraintMatcher matcher) {
+        this.matcher = matcher;
+        this.mask = arena.allocate(matcher.maskByteSize(), Integer.BYTES);
+        this.words = (int) (matcher.maskByteSize() / Integer.BYTES);
+    }
+
+    @Override
+    public boolean allowedTokens(int[] out) {
+        try {
+            matcher.computeMask(mask);
+        } catch (ConstraintException e) {
+            error = e.getMessage();
+            java.util.Arrays.fill(out, 0);
+            return false;
+        }
+        int n = Math.min(words, out.length);
+        MemorySegment.copy(mask, ValueLayout.JAVA_INT, 0, out, 0, n);
+        java.util.Arrays.fill(out, n, out.length, 0);
+        if (TokenMask.allowedCount(mask) == 0) {
+            error = "the constraint allows no next token" + matcher.error().map(m -> ": " + m).orElse("");
+            return false;
+        }
+        return true;
+    }
+
+    @Override
+    public void consume(int token) {
+        try {
+            matcher.consume(token);
+        } catch (ConstraintException e) {
+            error = e.getMessage();
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String error() {
+        return error;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            matcher.close();
+        } finally {
+            arena.close();
+        }
+    }
+}
