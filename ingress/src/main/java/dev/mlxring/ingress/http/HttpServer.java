@@ -435,7 +435,8 @@ public final class HttpServer implements AutoCloseable {
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
         gateway.checkModel(req.model());
         gateway.submit(ex, req.request(), new CompletionResponder(out, req,
-                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
+                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText,
+                        req.legacyTopLogprobs())), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

@@ -1,7 +1,6 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -15,7 +14,7 @@ import java.util.regex.Pattern;
  * of at most 64 letters, digits, '_' or '-', unique, and parameters a JSON-schema object; at most
  * {@value #MAX_TOOLS} tools. {@code tool_choice} is "none", "auto", "required" or a named function
  * that is among the tools. As with mlx_lm.server, tool_choice does not constrain generation: the
- * tools go to the chat template and the model decides.
+ * tools go to the chat template and the model decides. A key set to null is absent.
  */
 final class OpenAiTools {
     static final int MAX_TOOLS = 128;
@@ -25,8 +24,7 @@ final class OpenAiTools {
     private OpenAiTools() {}
 
     /** The tools as plain maps for the chat template; empty when absent. */
-    @SuppressWarnings("unchecked")
-    static List<Map<String, Object>> parse(JsonNode tools, JsonNode toolChoice, ObjectMapper json) {
+    static List<Map<String, Object>> parse(JsonNode tools, JsonNode toolChoice) {
         List<Map<String, Object>> out = new ArrayList<>();
         Set<String> names = new HashSet<>();
         if (tools != null && !tools.isNull()) {
@@ -43,7 +41,9 @@ final class OpenAiTools {
                     throw ApiError.invalid(at + ".function.name", at + ".function.name '" + name
                             + "' is used by an earlier tool; tool names must be unique");
                 }
-                out.add(json.convertValue(tools.get(i), Map.class));
+                Map<String, Object> tool = RequestFields.withoutNullKeys(tools.get(i));
+                tool.put("function", RequestFields.withoutNullKeys(tools.get(i).get("function")));
+                out.add(tool);
             }
         }
         checkChoice(toolChoice, names);
