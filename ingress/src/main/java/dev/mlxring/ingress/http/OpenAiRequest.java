@@ -144,7 +144,8 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
                     role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
         }
-        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"));
+        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"),
+                new RequestFields(root).bool("parallel_tool_calls", true));
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
