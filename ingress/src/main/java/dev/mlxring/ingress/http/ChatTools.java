@@ -9,10 +9,12 @@ import java.util.Map;
  * Face templates are written for), built from any codec's own shape, and the tool-choice rule
  * the codecs share. Stateless.
  *
- * <p>Tool choice is validated as the chat route validates it ({@link OpenAiTools}) and, as in
- * mlx_lm.server, does not constrain generation: the tools go to the chat template and the model
- * decides. Tool names follow OpenAI's rule (1 to 64 letters, digits, '_' or '-', unique), at
- * most {@value #MAX_TOOLS} tools, on every route.
+ * <p>Generation is not constrained: the tools go to the chat template and the model decides
+ * whether and what to call (as in mlx_lm.server). So a tool choice is accepted only where that
+ * honours it, {@code auto}, and {@code none} when there are no tools; a choice that promises a
+ * constraint is refused ({@link #refuseUnenforced}) rather than answered as if it held. Tool
+ * names follow OpenAI's rule (1 to 64 letters, digits, '_' or '-', unique), at most
+ * {@value #MAX_TOOLS} tools, on every route.
  */
 public final class ChatTools {
     public static final int MAX_TOOLS = OpenAiTools.MAX_TOOLS;
@@ -113,25 +115,51 @@ public final class ChatTools {
     }
 
     /**
+     * Refuses, with a 400 naming {@code field}, a tool choice that generation would not honour:
+     * a required or named call (nothing forces one), and {@code none} while tools are given (they
+     * still reach the template, and a call the model makes would be returned).
+     *
+     * @param given the choice as the request wrote it, for the message
+     */
+    public static void refuseUnenforced(Choice choice, boolean hasTools, String field, String given) {
+        String why = switch (choice) {
+            case Choice.Required r -> "nothing forces the model to call a tool";
+            case Choice.Named n -> "nothing forces the model to call that tool";
+            case Choice.None n when hasTools -> "the tools would still be offered to the model, and a call it "
+                    + "made would be returned; leave tools out to forbid calls";
+            default -> null;
+        };
+        if (why != null) {
+            throw ApiError.invalid(field, field + " " + given + " is not supported: generation is not constrained ("
+                    + why + "); use auto");
+        }
+    }
+
+    /**
      * Checks {@code choice} against the defined tools: a named tool must be one of them, and a
-     * required call needs at least one.
+     * required call needs at least one; then refuses what is not honoured
+     * ({@link #refuseUnenforced}).
+     *
+     * @param given the choice as the request wrote it, for the message
      */
     @SuppressWarnings("unchecked")
-    public static void checkChoice(List<Map<String, Object>> tools, Choice choice, String field) {
+    public static void checkChoice(List<Map<String, Object>> tools, Choice choice, String field, String given) {
         switch (choice) {
             case Choice.Required r when tools.isEmpty() -> throw ApiError.invalid(field, field
                     + " requires a tool call but tools is empty");
             case Choice.Named named -> {
+                boolean found = false;
                 for (Map<String, Object> t : tools) {
-                    if (named.name().equals(((Map<String, Object>) t.get("function")).get("name"))) {
-                        return;
-                    }
+                    found |= named.name().equals(((Map<String, Object>) t.get("function")).get("name"));
                 }
-                throw ApiError.invalid(field, field + " names tool '" + named.name() + "', which is not in tools");
+                if (!found) {
+                    throw ApiError.invalid(field, field + " names tool '" + named.name() + "', which is not in tools");
+                }
             }
             default -> {
-                // auto, none, or required with tools: the template gets every tool
+                // auto, none, or required with tools
             }
         }
+        refuseUnenforced(choice, !tools.isEmpty(), field, given);
     }
 }

@@ -9,6 +9,7 @@ import dev.mlxring.pipeline.ExecActivity;
 import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
+import io.undertow.server.protocol.http.HttpContinue;
 import io.undertow.util.Headers;
 import io.undertow.util.HttpString;
 import java.io.ByteArrayOutputStream;
@@ -159,6 +160,7 @@ public final class HttpServer implements AutoCloseable {
             return;
         }
         try {
+            requireFraming(ex);
             if (path.equals("/health")) {
                 requireMethod(ex, "GET");
                 health(ex);
@@ -193,7 +195,35 @@ public final class HttpServer implements AutoCloseable {
                 }
             }
         } catch (ApiError e) {
+            if (HttpContinue.requiresContinueResponse(ex) && !HttpContinue.isContinueResponseSent(ex)) {
+                // Refused before the client sent its body (it waits for a 100): the final status
+                // answers instead, and the connection cannot tell whether a body follows.
+                ex.setPersistent(false);
+            }
             ObservedHandler.reject(ex, e, shape);
+        }
+    }
+
+    /**
+     * Request framing this server can honour, checked before anything else: a
+     * {@code Transfer-Encoding} other than plain {@code chunked} (e.g. {@code gzip, chunked}, whose
+     * gzip would be ignored) is 501 (RFC 9112 §6.1), and an {@code Expect} other than
+     * {@code 100-continue} is 417 (RFC 9110 §10.1.1). Both close the connection: the body's
+     * framing is unknown.
+     */
+    private static void requireFraming(HttpServerExchange ex) {
+        var codings = ex.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
+        if (codings != null && !(codings.size() == 1 && codings.getFirst().trim().equalsIgnoreCase("chunked"))) {
+            ex.setPersistent(false);
+            throw new ApiError(501, "invalid_request_error", "Transfer-Encoding '" + String.join(", ", codings)
+                    + "' is not supported: send the body with Content-Length or Transfer-Encoding: chunked alone "
+                    + "(no content codings)", null, "unsupported_transfer_encoding");
+        }
+        var expect = ex.getRequestHeaders().get(Headers.EXPECT);
+        if (expect != null && !(expect.size() == 1 && expect.getFirst().trim().equalsIgnoreCase("100-continue"))) {
+            ex.setPersistent(false);
+            throw new ApiError(417, "invalid_request_error", "Expect '" + String.join(", ", expect)
+                    + "' is not supported; only 100-continue is", null, "expectation_failed");
         }
     }
 
@@ -255,7 +285,15 @@ public final class HttpServer implements AutoCloseable {
         ex.getResponseSender().send(java.nio.ByteBuffer.wrap(out.toByteArray()));
     }
 
+    /**
+     * The route takes one of {@code methods}, else 405 naming them; where GET is taken, so is
+     * HEAD (RFC 9110 §9.3.2: GET's status and headers, no body; Undertow drops the body).
+     */
     private static void requireMethod(HttpServerExchange ex, String... methods) {
+        if (java.util.List.of(methods).contains("GET")) {
+            methods = java.util.stream.Stream.concat(java.util.Arrays.stream(methods), java.util.stream.Stream.of("HEAD"))
+                    .toArray(String[]::new);
+        }
         if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
             // RFC 9110: a 405 names the methods the route takes.
             ex.getResponseHeaders().put(Headers.ALLOW, String.join(", ", methods));
@@ -321,6 +359,27 @@ public final class HttpServer implements AutoCloseable {
                     null, "shutting_down");
         }
         requireJsonBody(ex);
+        if (HttpContinue.requiresContinueResponse(ex)) {
+            // Every check that needs no body has passed: ask for the body (RFC 9110 §10.1.1).
+            HttpContinue.sendContinueResponse(ex, new io.undertow.io.IoCallback() {
+                @Override
+                public void onComplete(HttpServerExchange exchange, io.undertow.io.Sender sender) {
+                    receive(exchange, shape, handler);
+                }
+
+                @Override
+                public void onException(HttpServerExchange exchange, io.undertow.io.Sender sender, IOException e) {
+                    exchange.setPersistent(false);
+                    exchange.endExchange();
+                }
+            });
+            return;
+        }
+        receive(ex, shape, handler);
+    }
+
+    /** Receives the whole body, then hands it to the route's {@code handler}. */
+    private void receive(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         ex.getRequestReceiver().setMaxBufferSize(Math.toIntExact(config.maxBodyBytes()));
         ex.getRequestReceiver().receiveFullBytes(
                 (exchange, body) -> {
@@ -393,7 +452,8 @@ public final class HttpServer implements AutoCloseable {
         OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
         gateway.checkModel(req.model());
         gateway.submit(ex, req.request(), new CompletionResponder(out, req,
-                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText)), out);
+                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText,
+                        req.legacyTopLogprobs())), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

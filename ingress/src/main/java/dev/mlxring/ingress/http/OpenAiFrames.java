@@ -26,8 +26,22 @@ final class OpenAiFrames {
     private final IntFunction<String> tokenText;
     /** mlx_lm.server's {@code ToolCallFormatter._idx}: streamed tool calls are numbered per request. */
     private int toolCallIndex;
+    /** Alternatives per token in the legacy logprobs shape, or -1 for mlx_lm.server's shape. */
+    private final int legacyTopLogprobs;
+    /** The legacy shape's {@code text_offset} of the next token, in code points. */
+    private int textOffsetInCodePoints;
 
     OpenAiFrames(String id, String model, boolean chat, String fingerprint, IntFunction<String> tokenText) {
+        this(id, model, chat, fingerprint, tokenText, -1);
+    }
+
+    /**
+     * @param legacyTopLogprobs text completions' integer {@code logprobs}: logprobs are written in
+     *     OpenAI's legacy shape with that many alternatives per token; -1 for mlx_lm.server's shape
+     */
+    OpenAiFrames(String id, String model, boolean chat, String fingerprint, IntFunction<String> tokenText,
+            int legacyTopLogprobs) {
+        this.legacyTopLogprobs = legacyTopLogprobs;
         this.id = id;
         this.model = model;
         this.created = System.currentTimeMillis() / 1000;
@@ -81,7 +95,9 @@ final class OpenAiFrames {
         } else {
             c.put("text", text.toString());
         }
-        if (logprob != null) {
+        if (logprob != null && legacyTopLogprobs >= 0) {
+            c.set("logprobs", legacy(List.of(logprob)));
+        } else if (logprob != null) {
             logprob.writeTo(c.putObject("logprobs").putArray("content"), tokenText);
         }
         return o.toString();
@@ -117,7 +133,9 @@ final class OpenAiFrames {
         } else {
             c.put("text", text);
         }
-        if (logprobs != null) {
+        if (logprobs != null && legacyTopLogprobs >= 0) {
+            c.set("logprobs", legacy(logprobs));
+        } else if (logprobs != null) {
             ArrayNode content = c.putObject("logprobs").putArray("content");
             for (LogprobEntry e : logprobs) {
                 e.writeTo(content, tokenText);
@@ -125,6 +143,42 @@ final class OpenAiFrames {
         }
         usage(o, usage);
         return o.toString();
+    }
+
+    /**
+     * OpenAI's legacy completions logprobs: {@code {"tokens": [text], "token_logprobs": [logprob],
+     * "top_logprobs": [{text: logprob}], "text_offset": [offset]}}, one entry per token. Each
+     * {@code top_logprobs} object holds the {@code legacyTopLogprobs} most likely tokens, most
+     * likely first (two ids with the same text keep the likelier). {@code text_offset} is where the
+     * token's text starts, in code points, in the concatenation of the request's {@code tokens}
+     * (counted across streamed chunks).
+     */
+    private ObjectNode legacy(List<LogprobEntry> entries) {
+        ObjectNode lp = JSON.createObjectNode();
+        ArrayNode tokens = lp.putArray("tokens");
+        ArrayNode tokenLogprobs = lp.putArray("token_logprobs");
+        ArrayNode top = lp.putArray("top_logprobs");
+        ArrayNode offsets = lp.putArray("text_offset");
+        for (LogprobEntry e : entries) {
+            String text = tokenText.apply(e.token());
+            tokens.add(text);
+            tokenLogprobs.add(e.logprob());
+            ObjectNode alternatives = top.addObject();
+            Integer[] order = new Integer[e.topIds().length];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+            }
+            java.util.Arrays.sort(order, (a, b) -> Float.compare(e.topLogprobs()[b], e.topLogprobs()[a]));
+            for (int i = 0; i < Math.min(legacyTopLogprobs, order.length); i++) {
+                String alt = tokenText.apply(e.topIds()[order[i]]);
+                if (!alternatives.has(alt)) {
+                    alternatives.put(alt, e.topLogprobs()[order[i]]);
+                }
+            }
+            offsets.add(textOffsetInCodePoints);
+            textOffsetInCodePoints += text.codePointCount(0, text.length());
+        }
+        return lp;
     }
 
     /**

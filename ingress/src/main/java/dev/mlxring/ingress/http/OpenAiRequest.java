@@ -1,7 +1,6 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
@@ -18,15 +17,25 @@ import java.util.Set;
  * with mlx_lm.server's rules (types and ranges per field); every violation is an {@link ApiError}
  * naming the field.
  *
+ * <p>Null means absent, as in OpenAI's API: a field, a message's key, a tool's key, a
+ * {@code chat_template_kwargs} or {@code logit_bias} entry set to JSON null is treated as not
+ * given (the openai SDK sends an assistant message back with {@code refusal}, {@code audio},
+ * {@code function_call} and {@code tool_calls} null).
+ *
  * @param chat true for chat completions, false for text completions
  * @param includeUsage {@code stream_options.include_usage}
+ * @param legacyTopLogprobs text completions' integer {@code logprobs} (0 to
+ *     {@value #MAX_LEGACY_LOGPROBS}): the legacy logprobs shape with that many alternatives per
+ *     token; -1 when not asked for that way ({@code logprobs: true} keeps mlx_lm.server's shape)
  */
-record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model) {
-    private static final ObjectMapper JSON = new ObjectMapper();
+record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model,
+        int legacyTopLogprobs) {
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     /** mlx_lm.server's bound, which the planner also enforces (docs/api.md). */
     static final int MAX_TOP_LOGPROBS = 11;
     static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
+    /** OpenAI's bound on the legacy completions API's integer {@code logprobs}. */
+    static final int MAX_LEGACY_LOGPROBS = 5;
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
         JsonNode root = RequestFields.parseObject(body);
@@ -68,16 +77,40 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
                 f.number("frequency_penalty", -2, 2),
                 logitBias(root.get("logit_bias"), defaults.vocabSize()),
                 f.longRange("seed", 0, Long.MAX_VALUE));
-        boolean logprobs = f.bool("logprobs", false);
+        int legacyTop = chat ? -1 : legacyLogprobs(f);
+        boolean logprobs = legacyTop >= 0 || f.bool("logprobs", false);
         Integer top = f.integer("top_logprobs", -1);
         if (top != -1 && (top < 0 || top > MAX_TOP_LOGPROBS)) {
             throw ApiError.invalid("top_logprobs", "top_logprobs must be between 0 and " + MAX_TOP_LOGPROBS);
+        }
+        if (legacyTop >= 0) {
+            if (top != -1) {
+                throw ApiError.invalid("top_logprobs", "top_logprobs goes with logprobs: true; with an integer "
+                        + "logprobs (the legacy form) that integer is the number of alternatives");
+            }
+            top = legacyTop;
         }
         List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
                 logprobs || top > 0, Math.max(top, 0));
-        return new OpenAiRequest(req, chat, stream, includeUsage, model);
+        return new OpenAiRequest(req, chat, stream, includeUsage, model, legacyTop);
+    }
+
+    /**
+     * Text completions' {@code logprobs} as OpenAI's legacy API takes it, an integer 0 to
+     * {@value #MAX_LEGACY_LOGPROBS}; -1 when absent or a boolean (read by the caller).
+     */
+    private static int legacyLogprobs(RequestFields f) {
+        JsonNode v = f.get("logprobs");
+        if (v == null || v.isBoolean()) {
+            return -1;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToInt() || v.intValue() < 0 || v.intValue() > MAX_LEGACY_LOGPROBS) {
+            throw ApiError.invalid("logprobs", "logprobs must be a boolean or an integer between 0 and "
+                    + MAX_LEGACY_LOGPROBS + " (the number of alternatives per token), got " + v);
+        }
+        return v.intValue();
     }
 
     private static Prompt chatPrompt(JsonNode root) {
@@ -102,25 +135,46 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (!ROLES.contains(role.asText())) {
                 throw ApiError.invalid(at + ".role", at + ".role '" + role.asText() + "' is not one of " + ROLES);
             }
-            Map<String, Object> extra = new LinkedHashMap<>();
-            m.properties().forEach(e -> {
-                if (!e.getKey().equals("role") && !e.getKey().equals("content")) {
-                    extra.put(e.getKey(), JSON.convertValue(e.getValue(), Object.class));
-                }
-            });
+            Map<String, Object> extra = RequestFields.withoutNullKeys(m);
+            extra.remove("role");
+            extra.remove("content");
+            if (m.path("tool_calls").isArray()) {
+                extra.put("tool_calls", toolCalls(m.get("tool_calls")));
+            }
             out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
                     role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
         }
-        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"), JSON);
+        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"),
+                new RequestFields(root).bool("parallel_tool_calls", true));
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
             if (!k.isObject()) {
                 throw ApiError.invalid("chat_template_kwargs", "chat_template_kwargs must be an object");
             }
-            kwargs.putAll(JSON.convertValue(k, Map.class));
+            kwargs.putAll(RequestFields.withoutNullKeys(k));
         }
         return new Prompt.Chat(out, tools, kwargs);
+    }
+
+    /**
+     * An assistant message's {@code tool_calls} for the template, null-valued keys left out of
+     * each call and of its {@code function} (the arguments are data: kept as sent).
+     */
+    private static List<Object> toolCalls(JsonNode calls) {
+        List<Object> out = new ArrayList<>();
+        for (JsonNode call : calls) {
+            if (!call.isObject()) {
+                out.add(RequestFields.data(call));
+                continue;
+            }
+            Map<String, Object> c = RequestFields.withoutNullKeys(call);
+            if (call.path("function").isObject()) {
+                c.put("function", RequestFields.withoutNullKeys(call.get("function")));
+            }
+            out.add(c);
+        }
+        return out;
     }
 
     /** A message's content: a string, or a list of {"type": "text", "text": ...} parts joined. */
@@ -231,6 +285,9 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
                         + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
             }
             JsonNode v = e.getValue();
+            if (v.isNull()) {
+                continue; // null means absent
+            }
             if (!v.isNumber() || !(v.doubleValue() >= -100 && v.doubleValue() <= 100)) {
                 throw ApiError.invalid("logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 "
                         + "and 100");

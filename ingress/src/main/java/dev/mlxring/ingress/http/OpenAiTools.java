@@ -1,7 +1,6 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -10,12 +9,19 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * OpenAI's {@code tools} and {@code tool_choice}, validated as OpenAI validates them: each tool
- * {@code {"type": "function", "function": {"name", "description"?, "parameters"?}}} with a name
- * of at most 64 letters, digits, '_' or '-', unique, and parameters a JSON-schema object; at most
- * {@value #MAX_TOOLS} tools. {@code tool_choice} is "none", "auto", "required" or a named function
- * that is among the tools. As with mlx_lm.server, tool_choice does not constrain generation: the
- * tools go to the chat template and the model decides.
+ * OpenAI's {@code tools}, {@code tool_choice} and {@code parallel_tool_calls}, validated as
+ * OpenAI validates them: each tool {@code {"type": "function", "function": {"name",
+ * "description"?, "parameters"?}}} with a name of at most 64 letters, digits, '_' or '-', unique,
+ * and parameters a JSON-schema object; at most {@value #MAX_TOOLS} tools. A key set to null is
+ * absent.
+ *
+ * <p>Generation is not constrained: the tools go to the chat template and the model decides
+ * whether and what to call. So only what that honours is accepted: {@code tool_choice}
+ * {@code "auto"} (and {@code "none"} when there are no tools). Everything that promises a
+ * constraint is refused with a 400 naming the field, rather than answered as if it held:
+ * {@code "required"}, a named function, {@code "none"} with tools (they would still be offered),
+ * {@code strict: true} (arguments are not checked against the schema) and
+ * {@code parallel_tool_calls: false} with tools (the model may make several calls).
  */
 final class OpenAiTools {
     static final int MAX_TOOLS = 128;
@@ -25,8 +31,7 @@ final class OpenAiTools {
     private OpenAiTools() {}
 
     /** The tools as plain maps for the chat template; empty when absent. */
-    @SuppressWarnings("unchecked")
-    static List<Map<String, Object>> parse(JsonNode tools, JsonNode toolChoice, ObjectMapper json) {
+    static List<Map<String, Object>> parse(JsonNode tools, JsonNode toolChoice, boolean parallelToolCalls) {
         List<Map<String, Object>> out = new ArrayList<>();
         Set<String> names = new HashSet<>();
         if (tools != null && !tools.isNull()) {
@@ -43,10 +48,16 @@ final class OpenAiTools {
                     throw ApiError.invalid(at + ".function.name", at + ".function.name '" + name
                             + "' is used by an earlier tool; tool names must be unique");
                 }
-                out.add(json.convertValue(tools.get(i), Map.class));
+                Map<String, Object> tool = RequestFields.withoutNullKeys(tools.get(i));
+                tool.put("function", RequestFields.withoutNullKeys(tools.get(i).get("function")));
+                out.add(tool);
             }
         }
         checkChoice(toolChoice, names);
+        if (!parallelToolCalls && !names.isEmpty()) {
+            throw ApiError.invalid("parallel_tool_calls", "parallel_tool_calls: false is not supported: generation "
+                    + "is not constrained, so the model may make several calls; omit it or send true");
+        }
         return out;
     }
 
@@ -80,6 +91,11 @@ final class OpenAiTools {
         if (strict != null && !strict.isNull() && !strict.isBoolean()) {
             throw ApiError.invalid(at + ".function.strict", at + ".function.strict must be a boolean");
         }
+        if (strict != null && strict.isBoolean() && strict.booleanValue()) {
+            throw ApiError.invalid(at + ".function.strict", at + ".function.strict: true is not supported: the "
+                    + "arguments are not constrained to the schema (structured outputs do not exist here yet); "
+                    + "omit it or send false");
+        }
         return name.textValue();
     }
 
@@ -95,6 +111,11 @@ final class OpenAiTools {
             if (choice.textValue().equals("required") && names.isEmpty()) {
                 throw ApiError.invalid("tool_choice", "tool_choice \"required\" needs at least one tool in tools");
             }
+            ChatTools.refuseUnenforced(switch (choice.textValue()) {
+                case "none" -> ChatTools.Choice.NONE;
+                case "required" -> ChatTools.Choice.REQUIRED;
+                default -> ChatTools.Choice.AUTO;
+            }, !names.isEmpty(), "tool_choice", "\"" + choice.textValue() + "\"");
             return;
         }
         if (!choice.isObject() || !"function".equals(choice.path("type").textValue())
@@ -106,5 +127,7 @@ final class OpenAiTools {
         if (!names.contains(name)) {
             throw ApiError.invalid("tool_choice", "tool_choice names function '" + name + "', which is not in tools");
         }
+        ChatTools.refuseUnenforced(new ChatTools.Choice.Named(name), true, "tool_choice",
+                "{\"type\": \"function\", \"function\": {\"name\": \"" + name + "\"}}");
     }
 }

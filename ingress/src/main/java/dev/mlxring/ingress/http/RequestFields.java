@@ -142,6 +142,10 @@ public record RequestFields(JsonNode node, String prefix) {
      * + limit exactly): else 400 {@code context_length_exceeded}.
      */
     public Integer maxTokens(String field, boolean required, ServerDefaults defaults) {
+        JsonNode raw = get(field);
+        if (raw != null && raw.isIntegralNumber() && !raw.canConvertToInt() && raw.bigIntegerValue().signum() > 0) {
+            throw tooManyTokens(field, defaults, raw.asText());
+        }
         Integer v = integer(field, null);
         if (v == null) {
             if (required) {
@@ -153,12 +157,16 @@ public record RequestFields(JsonNode node, String prefix) {
             throw ApiError.invalid(name(field), name(field) + " must be at least 1");
         }
         if (v >= defaults.maxContextTokens()) {
-            throw new ApiError(400, "invalid_request_error", name(field) + " must be at most "
-                    + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
-                    + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + v,
-                    name(field), "context_length_exceeded");
+            throw tooManyTokens(field, defaults, v.toString());
         }
         return v;
+    }
+
+    private ApiError tooManyTokens(String field, ServerDefaults defaults, String got) {
+        return new ApiError(400, "invalid_request_error", name(field) + " is too large: it must be at most "
+                + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
+                + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + got,
+                name(field), "context_length_exceeded");
     }
 
     /**
@@ -202,6 +210,28 @@ public record RequestFields(JsonNode node, String prefix) {
                     + " are allowed");
         }
         return v;
+    }
+
+    /**
+     * An object's fields as plain Java data for the chat template, its null-valued keys left
+     * out: null means absent, as in OpenAI's API, so a client's {@code "name": null} reaches the
+     * template as no {@code name} at all (a template's {@code is defined} test then holds as for
+     * an absent key). Values are copied as they are: nulls inside them (a JSON schema's
+     * {@code "default": null}, a call's arguments) are data and stay.
+     */
+    public static java.util.Map<String, Object> withoutNullKeys(JsonNode object) {
+        java.util.Map<String, Object> out = new java.util.LinkedHashMap<>();
+        for (var e : object.properties()) {
+            if (!e.getValue().isNull()) {
+                out.put(e.getKey(), data(e.getValue()));
+            }
+        }
+        return out;
+    }
+
+    /** A JSON value as plain Java data, as it is (nulls included). */
+    public static Object data(JsonNode value) {
+        return JSON.convertValue(value, Object.class);
     }
 
     /** An array field (null when absent). */

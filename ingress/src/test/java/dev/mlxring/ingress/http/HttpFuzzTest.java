@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
  * one over the default model's real prep (chat template, tokenizer), plan and sink stages; only
  * exec is a script (10 ids, no MLX), so the fuzz runs in seconds. Properties: every answer is a
  * 200 or a 4xx with an OpenAI error body; /health answers 200 after every batch; afterwards no
- * session is left admitted.
+ * session is left admitted. And null means absent: each route's full body answers 200, and with
+ * any one of its object keys set to null it answers exactly as with that key left out.
  */
 class HttpFuzzTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -113,6 +114,44 @@ class HttpFuzzTest {
             Thread.onSpinWait();
         }
         assertEquals(0, engine.admittedCount(), "no session is left running");
+    }
+
+    @Test
+    void aNullValuedKeyAnywhereIsAnsweredAsIfItWereAbsent() throws Exception {
+        String base = "http://127.0.0.1:" + server.port();
+        List<String> violations = new ArrayList<>();
+        int variants = 0;
+        for (FuzzBodies.Api api : FuzzBodies.Api.values()) {
+            HttpResponse<String> full = send(base + api.path, api.full);
+            assertEquals(200, full.statusCode(), api + "'s full body must be accepted: " + full.body());
+            for (FuzzBodies.NullVariant v : FuzzBodies.nullVariants(api)) {
+                variants++;
+                HttpResponse<String> nulled = send(base + api.path, v.nulled());
+                HttpResponse<String> removed = send(base + api.path, v.removed());
+                String problem = check(nulled);
+                if (problem == null && (nulled.statusCode() != removed.statusCode()
+                        || nulled.statusCode() != 200 && !errorMessage(nulled).equals(errorMessage(removed)))) {
+                    problem = "null answers " + nulled.statusCode() + " " + abbreviate(nulled.body())
+                            + " but absent answers " + removed.statusCode() + " " + abbreviate(removed.body());
+                }
+                if (problem != null) {
+                    violations.add(api + " " + v.path() + ": " + problem);
+                }
+            }
+        }
+        assertTrue(variants > 150, "every key of every route's full body is tried: " + variants);
+        assertTrue(violations.isEmpty(), violations.size() + " of " + variants + " variants: "
+                + String.join("\n", violations));
+    }
+
+    private static HttpResponse<String> send(String uri, String body) throws Exception {
+        return HTTP.send(HttpRequest.newBuilder(URI.create(uri)).timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static String errorMessage(HttpResponse<String> r) throws Exception {
+        return JSON.readTree(r.body()).at("/error/message").asText();
     }
 
     /** Null when the answer satisfies the property, else what is wrong with it. */

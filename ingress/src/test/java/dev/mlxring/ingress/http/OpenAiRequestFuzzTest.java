@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.http;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -32,6 +33,32 @@ class OpenAiRequestFuzzTest {
         }
         // Both outcomes must be exercised, or the generator tests nothing.
         assertTrue(accepted > 1000 && refused > 1000, "accepted " + accepted + ", refused " + refused);
+    }
+
+    /** Null means absent: a key set to null parses exactly as the key left out (equal request or same error). */
+    @Test
+    void aNullValuedKeyParsesAsIfItWereAbsent() {
+        int variants = 0;
+        for (FuzzBodies.Api api : new FuzzBodies.Api[] {FuzzBodies.Api.CHAT, FuzzBodies.Api.COMPLETIONS}) {
+            boolean chat = api == FuzzBodies.Api.CHAT;
+            assertTrue(outcome(api.full, chat) instanceof OpenAiRequest, api + "'s full body: " + outcome(api.full, chat));
+            for (FuzzBodies.NullVariant v : FuzzBodies.nullVariants(api)) {
+                variants++;
+                assertEquals(outcome(v.removed(), chat), outcome(v.nulled(), chat), api + " " + v.path() + " null");
+            }
+        }
+        assertTrue(variants > 80, "every key is tried: " + variants);
+    }
+
+    /** The parsed request, or the refusal's status and message, or what else was thrown. */
+    private static Object outcome(String body, boolean chat) {
+        try {
+            return OpenAiRequest.parse(body.getBytes(StandardCharsets.UTF_8), chat, ServerDefaults.mlxLm(), "id");
+        } catch (ApiError e) {
+            return e.status + " " + e.getMessage();
+        } catch (RuntimeException e) {
+            return "threw " + e;
+        }
     }
 
     private static String text(byte[] body) {

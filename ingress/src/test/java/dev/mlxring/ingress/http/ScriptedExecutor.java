@@ -10,11 +10,13 @@ import java.util.function.Function;
  * exec's stage double for the HTTP tests (no model): per plan, emits the ids {@code script} gives
  * for it, each with logprob -0.5 and itself as the one top alternative; finishes with "length" at
  * the plan's max_tokens, else with "stop" (EOS) after the last id. With a step delay, each step
- * sleeps that long first (on the exec thread), so requests stay running while a test acts.
+ * sleeps that long first (on the exec thread), so requests stay running while a test acts. With
+ * {@link #alternatives}, each token instead has the plan's {@code topLogprobs} alternatives.
  */
 final class ScriptedExecutor implements Executor {
     private final Function<ExecutionPlan, int[]> script;
     private final long stepDelayMs;
+    private final boolean alternatives;
     /** What every run reports as read from the prefix cache (capped at its prompt). */
     volatile int cachedTokens;
 
@@ -23,8 +25,22 @@ final class ScriptedExecutor implements Executor {
     }
 
     ScriptedExecutor(Function<ExecutionPlan, int[]> script, long stepDelayMs) {
+        this(script, stepDelayMs, false);
+    }
+
+    private ScriptedExecutor(Function<ExecutionPlan, int[]> script, long stepDelayMs, boolean alternatives) {
         this.script = script;
         this.stepDelayMs = stepDelayMs;
+        this.alternatives = alternatives;
+    }
+
+    /**
+     * Ids 1..max_tokens, each token {@code id} with the plan's {@code topLogprobs} alternatives
+     * {@code 100 * id + k} of logprob {@code -(topLogprobs - k)}: listed least likely first.
+     */
+    static ScriptedExecutor alternatives() {
+        return new ScriptedExecutor(plan -> java.util.stream.IntStream.rangeClosed(1, plan.maxTokens()).toArray(),
+                0, true);
     }
 
     /** Ids 1..max_tokens: every run ends with "length". */
@@ -36,7 +52,7 @@ final class ScriptedExecutor implements Executor {
     public ExecutionRun open(ExecutionPlan plan) {
         int[] ids = script.apply(plan);
         return new ExecutionRun() {
-            final StepResult r = new StepResult(1);
+            final StepResult r = new StepResult(Math.max(1, plan.topLogprobs()));
             int produced;
 
             @Override
@@ -57,6 +73,14 @@ final class ScriptedExecutor implements Executor {
                 int id = ids[produced++];
                 r.token(id);
                 r.logprob = -0.5f;
+                if (alternatives) {
+                    r.topCount = plan.topLogprobs();
+                    for (int k = 0; k < r.topCount; k++) {
+                        r.topIds[k] = 100 * id + k;
+                        r.topLogprobs[k] = -(r.topCount - k);
+                    }
+                    return r;
+                }
                 r.topCount = 1;
                 r.topIds[0] = id;
                 r.topLogprobs[0] = -0.5f;

@@ -67,10 +67,35 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         JsonNode toolsNode = f.array("tools");
         ChatTools.checkCount(toolsNode, "tools");
         List<Map<String, Object>> tools = tools(toolsNode);
-        ChatTools.checkChoice(tools, toolChoice(f.object("tool_choice")), "tool_choice");
+        JsonNode choice = f.object("tool_choice");
+        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice", choice == null ? "auto"
+                : "type '" + RequestFields.at(choice, "tool_choice").string("type", "") + "'");
+        if (choice != null && !tools.isEmpty()
+                && RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false)) {
+            throw ApiError.invalid("tool_choice.disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use: "
+                    + "true is not supported: generation is not constrained, so the model may make several calls; "
+                    + "omit it or send false");
+        }
+        refuseOutputFormat(f);
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
                 maxTokens, stop, false, 0);
         return new MessagesRequest(req, stream, model);
+    }
+
+    /**
+     * Structured output ({@code output_format}, {@code output_config.format}) would be answered
+     * with free text: refused until output can be constrained to a schema.
+     */
+    private static void refuseOutputFormat(RequestFields f) {
+        String why = " is not supported: output is not constrained to a JSON schema here (no structured "
+                + "outputs yet); leave it out";
+        if (f.get("output_format") != null) {
+            throw ApiError.invalid("output_format", "output_format" + why);
+        }
+        JsonNode config = f.object("output_config");
+        if (config != null && RequestFields.at(config, "output_config").get("format") != null) {
+            throw ApiError.invalid("output_config.format", "output_config.format" + why);
+        }
     }
 
     private static void system(JsonNode system, List<ChatMessage> out) {

@@ -68,7 +68,12 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         ChatTools.checkCount(toolsNode, "tools");
         List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.get("tool_choice");
-        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice");
+        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice", choice == null ? "auto"
+                : choice.isTextual() ? "\"" + choice.textValue() + "\"" : choice.toString());
+        if (!tools.isEmpty() && !f.bool("parallel_tool_calls", true)) {
+            throw ApiError.invalid("parallel_tool_calls", "parallel_tool_calls: false is not supported: generation "
+                    + "is not constrained, so the model may make several calls; omit it or send true");
+        }
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode reasoning = f.object("reasoning");
         if (reasoning != null) {
@@ -108,10 +113,25 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
     /**
      * Options whose meaning this server does not implement are refused, naming the field, rather
      * than answered as if they had been honoured (docs/api.md, "Not supported"): structured
-     * output, background mode, automatic truncation and server-side conversations. Their
-     * defaults, and {@code include} (extra output a response may carry), are accepted.
+     * output, background mode, automatic truncation, server-side conversations, several
+     * choices, logprobs and a cap on tool calls. Their defaults, and {@code include} (extra output
+     * a response may carry), are accepted.
      */
     private static void refuseUnsupported(RequestFields f) {
+        Integer n = f.integer("n", null);
+        if (n != null && n != 1) {
+            throw ApiError.invalid("n", "n " + n + " is not supported: one output per response is generated; "
+                    + "leave it out or send 1");
+        }
+        Integer topLogprobs = f.integer("top_logprobs", null);
+        if (topLogprobs != null && topLogprobs != 0) {
+            throw ApiError.invalid("top_logprobs", "top_logprobs is not supported on /v1/responses (its output "
+                    + "carries no logprobs); leave it out or send 0");
+        }
+        if (f.get("max_tool_calls") != null) {
+            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: generation is not "
+                    + "constrained, so the number of calls is not capped; leave it out");
+        }
         JsonNode text = f.object("text");
         if (text != null) {
             JsonNode format = RequestFields.at(text, "text").object("format");
@@ -313,7 +333,10 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
             String name = f.string("name", null);
             ChatTools.checkName(name, at + ".name", names);
             JsonNode params = f.object("parameters");
-            f.bool("strict", false);
+            if (f.bool("strict", false)) {
+                throw ApiError.invalid(at + ".strict", at + ".strict: true is not supported: the arguments are not "
+                        + "constrained to the schema (structured outputs do not exist here yet); send false");
+            }
             return ChatTools.function(name, f.string("description", null),
                     params == null ? null : JSON.convertValue(params, Map.class));
         });

@@ -1,0 +1,121 @@
+package dev.mlxring.ingress.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.Engine;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Generation is not constrained (no forced tool call, no JSON schema), so on all three APIs every
+ * request field that promises such a constraint is refused with a 400 naming the field and saying
+ * why, rather than answered with free text as if it held (issue 42's fail-closed step, issue 38's
+ * accepted-and-ignored fields); what generation does honour is still accepted. Stage doubles, no
+ * model.
+ */
+class UnenforcedConstraintsTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
+    private static final String CHAT = "/v1/chat/completions|{\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
+            + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"place_order\"}}]";
+    private static final String MESSAGES = "/v1/messages|{\"model\":\"tiny\",\"max_tokens\":1,\"messages\":[{\"role\":"
+            + "\"user\",\"content\":\"hi\"}],\"tools\":[{\"name\":\"place_order\",\"input_schema\":{\"type\":\"object\"}}]";
+    private static final String RESPONSES = "/v1/responses|{\"max_output_tokens\":1,\"input\":\"hi\",\"tools\":[{\"type\":"
+            + "\"function\",\"name\":\"place_order\"}]";
+    private Engine engine;
+    private HttpServer server;
+
+    @BeforeEach
+    void start() {
+        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
+        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
+                engine, id -> "t" + id).start();
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+        engine.close();
+    }
+
+    private HttpResponse<String> post(String spec) throws Exception {
+        String[] p = spec.split("\\|", 2);
+        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + p[0]))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(p[1])).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** Each case: a route and body prefix, the fields that make it a constraint, and the field named. */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        CHAT + ",\"tool_choice\":\"required\"}|tool_choice",
+        CHAT + ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"place_order\"}}}|tool_choice",
+        CHAT + ",\"tool_choice\":\"none\"}|tool_choice",
+        CHAT + ",\"parallel_tool_calls\":false}|parallel_tool_calls",
+        "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\","
+                + "\"function\":{\"name\":\"f\",\"strict\":true}}]}|tools[0].function.strict",
+        MESSAGES + ",\"tool_choice\":{\"type\":\"any\"}}|tool_choice",
+        MESSAGES + ",\"tool_choice\":{\"type\":\"tool\",\"name\":\"place_order\"}}|tool_choice",
+        MESSAGES + ",\"tool_choice\":{\"type\":\"none\"}}|tool_choice",
+        MESSAGES + ",\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"
+                + "|tool_choice.disable_parallel_tool_use",
+        MESSAGES + ",\"output_format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\"}}}|output_format",
+        MESSAGES + ",\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{}}}}|output_config.format",
+        RESPONSES + ",\"tool_choice\":\"required\"}|tool_choice",
+        RESPONSES + ",\"tool_choice\":{\"type\":\"function\",\"name\":\"place_order\"}}|tool_choice",
+        RESPONSES + ",\"tool_choice\":\"none\"}|tool_choice",
+        RESPONSES + ",\"parallel_tool_calls\":false}|parallel_tool_calls",
+        "/v1/responses|{\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":true}]}"
+                + "|tools[0].strict",
+        "/v1/responses|{\"input\":\"hi\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"x\",\"schema\":{}}}}"
+                + "|text.format",
+        "/v1/responses|{\"input\":\"hi\",\"text\":{\"format\":{\"type\":\"json_object\"}}}|text.format",
+        "/v1/responses|{\"input\":\"hi\",\"n\":2}|n",
+        "/v1/responses|{\"input\":\"hi\",\"top_logprobs\":5}|top_logprobs",
+        "/v1/responses|{\"input\":\"hi\",\"max_tool_calls\":1}|max_tool_calls",
+    })
+    void aConstraintThatIsNotEnforcedIsRefusedNamingItsField(String spec) throws Exception {
+        int cut = spec.lastIndexOf('|');
+        String field = spec.substring(cut + 1);
+        HttpResponse<String> r = post(spec.substring(0, cut));
+        assertEquals(400, r.statusCode(), r.body());
+        JsonNode body = JSON.readTree(r.body());
+        String message = body.at("/error/message").asText();
+        if (spec.startsWith("/v1/messages")) {
+            assertEquals("invalid_request_error", body.at("/error/type").asText(), r.body());
+        } else {
+            assertEquals(field, body.at("/error/param").asText(), r.body());
+        }
+        assertTrue(message.startsWith(field), "the message leads with the field: " + r.body());
+        assertTrue(message.contains("not supported"), "the message says why: " + r.body());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+        CHAT + ",\"tool_choice\":\"auto\",\"parallel_tool_calls\":true}",
+        "/v1/chat/completions|{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"tool_choice\":\"none\",\"parallel_tool_calls\":false}",
+        "/v1/chat/completions|{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":"
+                + "\"function\",\"function\":{\"name\":\"f\",\"strict\":false}}]}",
+        MESSAGES + ",\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":false}}",
+        "/v1/messages|{\"model\":\"tiny\",\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                + "\"tool_choice\":{\"type\":\"none\"},\"output_config\":{\"effort\":\"low\"}}",
+        RESPONSES + ",\"tool_choice\":\"auto\",\"parallel_tool_calls\":true}",
+        "/v1/responses|{\"max_output_tokens\":1,\"input\":\"hi\",\"tool_choice\":\"none\",\"n\":1,\"top_logprobs\":0}",
+        "/v1/responses|{\"max_output_tokens\":1,\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\","
+                + "\"strict\":false}]}",
+    })
+    void whatGenerationHonoursIsAccepted(String spec) throws Exception {
+        HttpResponse<String> r = post(spec);
+        assertEquals(200, r.statusCode(), r.body());
+    }
+}
