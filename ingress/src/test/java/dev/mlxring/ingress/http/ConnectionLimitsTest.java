@@ -233,6 +233,22 @@ class ConnectionLimitsTest {
     }
 
     @Test
+    void eachRequestRestartsTheIdleDeadline() throws Exception {
+        start(ScriptedExecutor.counting(), 16);
+        try (Socket s = connect()) {
+            // Four requests 600 ms apart: 1.8 s on one connection, each gap under the 1 s timeout.
+            for (int i = 0; i < 4; i++) {
+                if (i > 0) {
+                    Thread.sleep(600); // the client's pause between requests, not a wait on the server
+                }
+                send(s, get("/health"));
+                assertEquals(200, read(s, false).status(), "request " + i + " on the kept-alive connection");
+            }
+        }
+        assertEquals(0, MetricsText.scrape(base, null).value("mlxring_http_connection_timeouts_total{kind=\"idle\"}"));
+    }
+
+    @Test
     void aConnectionOverTheCapIs503WithRetryAfterThenClosed() throws Exception {
         start(ScriptedExecutor.counting(), 2);
         try (Socket first = connect(); Socket second = connect()) {
@@ -269,6 +285,8 @@ class ConnectionLimitsTest {
         try (Socket s = connect()) {
             String body = "{\"prompt\":\"x\",\"max_tokens\":40,\"stream\":true}";
             send(s, post("/v1/completions", "Content-Length: " + body.length() + "\r\n") + body);
+            // A client that reads nothing for longer than every timeout, then reads on.
+            Thread.sleep(1500);
             ByteArrayOutputStream all = new ByteArrayOutputStream();
             byte[] buf = new byte[4096];
             int n;
