@@ -20,8 +20,13 @@ public final class Main {
                            [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
                            [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
                            [--shutdown-grace-seconds 30]
+                           [--read-timeout-seconds 30] [--idle-timeout-seconds 60] [--max-connections 1024]
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
                            [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
+              --read-timeout-seconds S  a request's headers, then its body, must each arrive within S
+                                      seconds, else 408 and the connection closes (default 30)
+              --idle-timeout-seconds S  close a connection with no request begun for S seconds (default 60)
+              --max-connections N     open connections at most; one more is answered 503 (default 1024)
               --prompt-cache-size N   prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server
                                       (default 10; 0 = off)
               --prompt-cache-bytes B  their byte cap, e.g. 2GB (default: none); least recently used out

@@ -6,6 +6,7 @@ import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
@@ -71,7 +72,9 @@ final class ServeCommand {
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
-                        "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host", "--control-port", "--rank-timeout-seconds"),
+                        "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host",
+                        "--control-port", "--rank-timeout-seconds", "--read-timeout-seconds", "--idle-timeout-seconds",
+                        "--max-connections"),
                 Set.of(DequantizedWeightsFlag.NAME));
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -121,6 +124,7 @@ final class ServeCommand {
      * of the model while they follow.
      */
     static Running start(CliArgs a, PrintStream out, ShardLaunch launch, Group group) {
+        ConnectionLimits connections = ConnectionFlags.parse(a);
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
@@ -172,7 +176,7 @@ final class ServeCommand {
                     Mlx.memory().activeBytes());
             server = new HttpServer(new HttpServer.Config(host, port, modelId, a.get("--api-key"),
                     new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
-                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes, allowedOrigins),
+                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes, allowedOrigins, connections),
                     local.engine(), id -> tokenizer.decode(new int[] {id}, false), metrics).start();
         } catch (RuntimeException e) {
             local.close();

@@ -6,7 +6,6 @@ import dev.mlxring.ingress.http.anthropic.AnthropicCodec;
 import dev.mlxring.ingress.http.responses.ResponsesCodec;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecActivity;
-import io.undertow.Undertow;
 import io.undertow.UndertowOptions;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.server.protocol.http.HttpContinue;
@@ -44,9 +43,11 @@ public final class HttpServer implements AutoCloseable {
      * @param maxBodyBytes larger request bodies are refused with 413 before they are read
      * @param allowedOrigins origins a browser may call from (CORS), "*" for any: mlx_lm.server's
      *     {@code --allowed-origins}, whose default is "*"
+     * @param connections read and idle timeouts and the connection cap
      */
     public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins) {
+            String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins,
+            ConnectionLimits connections) {
         public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
                 String fingerprint) {
             this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
@@ -57,12 +58,24 @@ public final class HttpServer implements AutoCloseable {
             this(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, ANY_ORIGIN);
         }
 
+        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
+                String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins) {
+            this(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, allowedOrigins,
+                    ConnectionLimits.DEFAULTS);
+        }
+
+        /** This configuration with other connection limits. */
+        public Config withConnections(ConnectionLimits limits) {
+            return new Config(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, allowedOrigins, limits);
+        }
+
         public Config {
             if (maxBodyBytes < 1 || maxBodyBytes > MOST_MAX_BODY_BYTES) {
                 throw new IllegalArgumentException("maxBodyBytes must be in [1, " + MOST_MAX_BODY_BYTES + "], got "
                         + maxBodyBytes);
             }
             allowedOrigins = java.util.List.copyOf(allowedOrigins);
+            java.util.Objects.requireNonNull(connections, "connections");
         }
     }
 
@@ -74,7 +87,7 @@ public final class HttpServer implements AutoCloseable {
     private final Config config;
     private final Engine engine;
     private final IntFunction<String> tokenText;
-    private final Undertow undertow;
+    private final HttpListener listener;
     private final EngineGateway gateway;
     private final AnthropicCodec anthropic;
     private final ResponsesCodec responses;
@@ -97,24 +110,27 @@ public final class HttpServer implements AutoCloseable {
         this.gateway = new EngineGateway(engine, config, metrics);
         this.anthropic = new AnthropicCodec(gateway);
         this.responses = new ResponsesCodec(gateway);
-        this.undertow = Undertow.builder()
-                .addHttpListener(config.port(), config.host())
+        this.listener = new HttpListener(config.host(), config.port(), org.xnio.OptionMap.builder()
                 // A backstop above the receiver's own limit (post()): Undertow's check drops the
                 // connection mid-read, where no 413 can be answered or logged.
-                .setServerOption(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes() + ENTITY_SIZE_SLACK_BYTES)
-                .setHandler(new ObservedHandler(this::route, metrics, inFlight))
-                .build();
+                .set(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes() + ENTITY_SIZE_SLACK_BYTES).getMap(),
+                new ObservedHandler(this::route, metrics, inFlight),
+                open -> new ConnectionGate(config.connections(), metrics, HttpServer::errorShapeOf, open));
     }
 
     public HttpServer start() {
-        undertow.start();
+        metrics.openConnections(listener.start()::open);
         return this;
     }
 
     /** The bound port (useful with port 0). */
     public int port() {
-        var info = undertow.getListenerInfo().get(0);
-        return ((java.net.InetSocketAddress) info.getAddress()).getPort();
+        return listener.port();
+    }
+
+    /** The error shape of the route at {@code path}: Anthropic's for its routes, else OpenAI's. */
+    private static ErrorShape errorShapeOf(String path) {
+        return AnthropicCodec.serves(path) ? AnthropicCodec.ERRORS : ErrorShape.OPENAI;
     }
 
     /**
@@ -146,7 +162,7 @@ public final class HttpServer implements AutoCloseable {
 
     @Override
     public void close() {
-        undertow.stop();
+        listener.close();
     }
 
     private void route(HttpServerExchange ex) {

@@ -11,6 +11,7 @@ import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.util.function.IntSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -28,6 +29,9 @@ public final class ServerMetrics {
     /** Route label values: the known routes, everything else is {@code other} (bounded cardinality). */
     static final String OTHER_ROUTE = "other";
 
+    /** The {@code kind} label values of {@code mlxring_http_connection_timeouts_total}. */
+    static final java.util.List<String> TIMEOUT_KINDS = java.util.List.of("header", "body", "idle");
+
     private static final double[] TTFT_BOUNDS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
     private static final double[] ITL_BOUNDS = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
             1.28, 5};
@@ -41,7 +45,10 @@ public final class ServerMetrics {
     private final CounterDataPoint generatedTokens;
     private final LatencyHistogram ttft;
     private final LatencyHistogram interToken;
+    private final Counter connectionTimeouts;
+    private final CounterDataPoint connectionsRefused;
     private volatile boolean draining;
+    private volatile IntSupplier openConnections = () -> 0;
 
     /**
      * @param engine read at scrape time for queue depth, running rows and live sessions
@@ -69,6 +76,20 @@ public final class ServerMetrics {
                 "Between consecutive generated tokens of one request, as they reach the HTTP responder", ITL_BOUNDS);
         registry.register(ttft);
         registry.register(interToken);
+        connectionTimeouts = Counter.builder().name("mlxring_http_connection_timeouts_total")
+                .help("Connections closed by a deadline, by kind: header (a request's head not read within"
+                        + " --read-timeout-seconds: 408), body (its body not read within it: 408), idle (no request"
+                        + " within --idle-timeout-seconds)")
+                .labelNames("kind").withoutExemplars().register(registry);
+        for (String kind : TIMEOUT_KINDS) {
+            connectionTimeouts.labelValues(kind);
+        }
+        connectionsRefused = Counter.builder().name("mlxring_http_connections_refused_total")
+                .help("Connections answered 503 and closed because --max-connections were open")
+                .withoutExemplars().register(registry);
+        GaugeWithCallback.builder().name("mlxring_http_connections")
+                .help("HTTP connections open now (at most --max-connections)")
+                .callback(cb -> cb.call(openConnections.getAsInt())).register(registry);
 
         GaugeWithCallback.builder().name("mlxring_queue_depth")
                 .help("Accepted requests not running yet (being prepared, planned or queued for exec)")
@@ -145,6 +166,21 @@ public final class ServerMetrics {
     /** Per generated token after the first: allocation-free (see the class contract). */
     void interToken(long nanos) {
         interToken.observeNanos(nanos);
+    }
+
+    /** A connection closed by a deadline; {@code kind} is one of {@link #TIMEOUT_KINDS}. */
+    void connectionTimedOut(String kind) {
+        connectionTimeouts.labelValues(kind).inc();
+    }
+
+    /** A connection refused over the connection cap. */
+    void connectionRefused() {
+        connectionsRefused.inc();
+    }
+
+    /** Where the open-connections gauge reads from (the server's gate, once it listens). */
+    void openConnections(IntSupplier open) {
+        openConnections = open;
     }
 
     void draining(boolean on) {

@@ -145,6 +145,17 @@ class MainTest {
     }
 
     @Test
+    void serveRefusesBadConnectionFlagsBeforeLoadingAModel() {
+        Run r = run("serve", "--max-connections", "0");
+        assertEquals(2, r.status(), r.err());
+        assertTrue(r.err().contains("--max-connections must be >= 1, got 0"), r.err());
+        assertTrue(run("serve", "--read-timeout-seconds", "0").err().contains("--read-timeout-seconds must be >= 1"));
+        assertTrue(run("serve", "--idle-timeout-seconds", "x").err().contains("--idle-timeout-seconds must be an integer"));
+        assertTrue(Main.USAGE.contains("--read-timeout-seconds 30") && Main.USAGE.contains("--idle-timeout-seconds 60")
+                && Main.USAGE.contains("--max-connections 1024"), "the usage names the flags with their defaults");
+    }
+
+    @Test
     void seededSamplingIsReproducibleAndReportsLogprobs() throws Exception {
         String[] args = {"generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
                 "--max-tokens", "4", "--temp", "0.8", "--top-p", "0.9", "--repetition-penalty", "1.1", "--seed", "5",

@@ -20,7 +20,7 @@ final class AnthropicErrors implements ErrorShape {
 
     static String type(int status) {
         return switch (status) {
-            case 400, 405, 415 -> "invalid_request_error";
+            case 400, 405, 408, 415 -> "invalid_request_error";
             case 401 -> "authentication_error";
             case 403 -> "permission_error";
             case 404 -> "not_found_error";
