@@ -30,8 +30,10 @@ import net.openhft.chronicle.map.MapEntry;
  * queue drops the spill and counts it). A byte cap evicts least recently used entries. When the
  * map refuses an entry (its fixed capacity is full) spilling stops with one warning; restores
  * go on. A value that fails its checks on restore is quarantined (removed, counted, logged) and
- * the prompt is recomputed. A map file whose size differs from the one recorded at creation
- * (truncated) or that Chronicle cannot open is moved to {@code quarantine/} and a fresh one made.
+ * the prompt is recomputed. A map file smaller than the size recorded for it (truncated), whose
+ * Chronicle Map header fails {@link MapFileHeader}'s check (zeroed, incomplete, garbled: checked
+ * before Chronicle's own recovery, which would wait a minute on such a header and then rewrite it
+ * in place) or that Chronicle cannot open is moved to {@code quarantine/} and a fresh one made.
  *
  * <p>Thread-safe. Owns its maps and spill thread ({@link #close()} drains, joins and closes).
  */
@@ -98,7 +100,7 @@ final class DiskTier implements AutoCloseable {
         this.spiller = Thread.ofPlatform().daemon().name("mlxring-kv-spill").start(this::spillLoop);
     }
 
-    /** Opens (or creates) one map, quarantining a file that is truncated or unreadable. */
+    /** Opens (or creates) one map, quarantining a file that is truncated, has a damaged header or is unreadable. */
     private ChronicleMap<String, byte[]> open(String name, long avgValue) {
         Path file = dir.resolve(name);
         Path meta = dir.resolve(name + ".size");
@@ -121,6 +123,13 @@ final class DiskTier implements AutoCloseable {
                 }
             } catch (IOException | RuntimeException e) {
                 why = "its size record is unreadable: " + e;
+            }
+            if (why == null) {
+                try {
+                    why = MapFileHeader.damage(file);
+                } catch (IOException e) {
+                    why = "its header is unreadable: " + e;
+                }
             }
             if (why == null) {
                 try {
