@@ -222,6 +222,32 @@ class DiskTierTest {
         assertTrue(warnings.stream().anyMatch(w -> w.contains("kv.cm") && w.contains("checksum")), warnings.toString());
     }
 
+    /**
+     * Damage on every start fills the quarantine no further than its cap: the newest files stay,
+     * the oldest are deleted (here: a 2-file cap after four damaged index maps).
+     */
+    @Test
+    void repeatedDamageKeepsTheQuarantineWithinItsCap() throws Exception {
+        QuarantineCap cap = new QuarantineCap(2, Long.MAX_VALUE);
+        List<String> kept = new java.util.ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP, cap)) {
+                assertEquals(0, c.diskStats().entries());
+            }
+            try (RandomAccessFile f = new RandomAccessFile(dir.resolve("index.cm").toFile(), "rw")) {
+                f.write(new byte[MapFileHeader.PREFIX_BYTES]);
+            }
+        }
+        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP, cap)) {
+            assertTrue(c.hasDisk());
+        }
+        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
+            q.forEach(p -> kept.add(p.getFileName().toString()));
+        }
+        assertEquals(2, kept.size(), "the cap holds: " + kept);
+        assertTrue(kept.stream().allMatch(n -> n.startsWith("index.cm.")), kept.toString());
+    }
+
     /** Collects the kvstore logger's warnings (formatted) into {@code into}; the caller removes the handler. */
     private static java.util.logging.Handler warningsInto(List<String> into) {
         java.util.logging.Handler handler = new java.util.logging.Handler() {
