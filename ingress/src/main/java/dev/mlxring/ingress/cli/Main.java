@@ -21,12 +21,15 @@ public final class Main {
                            [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
                            [--shutdown-grace-seconds 30]
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
-                           [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
+                           [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]
+                             [--prompt-cache-quarantine-files 8] [--prompt-cache-quarantine-bytes 1073741824]]
               --prompt-cache-size N   prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server
                                       (default 10; 0 = off)
               --prompt-cache-bytes B  their byte cap, e.g. 2GB (default: none); least recently used out
               --prompt-cache-dir DIR  also keep them on disk (Chronicle Map): they survive a restart
               --prompt-cache-disk-bytes B  the disk tier's cap, preallocated (default 2GB)
+              --prompt-cache-quarantine-files N, --prompt-cache-quarantine-bytes B  how much of the
+                                      damaged map files DIR/quarantine/ keeps (default 8 files, 1 GiB)
 
             tensor-parallel, under MLX's launcher (docs/distributed.md), serve and generate:
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
