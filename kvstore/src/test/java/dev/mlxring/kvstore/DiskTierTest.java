@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The SSD tier in Chronicle Map: entries survive a restart byte for byte; a corrupted value, a
- * truncated map file and a format mismatch are quarantined and never restored; a full map stops
+ * truncated map file, a damaged map header (found before Chronicle Map opens the file) and a
+ * format mismatch are quarantined and never restored, within the quarantine's cap; a full map stops
  * spilling with one warning while serving goes on; a full queue drops spills without waiting.
  */
 class DiskTierTest {
