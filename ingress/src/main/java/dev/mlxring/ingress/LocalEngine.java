@@ -14,6 +14,7 @@ import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.exec.shard.ShardedExecutor;
 import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.QuarantineCap;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
 import dev.mlxring.pipeline.Engine;
@@ -82,14 +83,25 @@ public final class LocalEngine implements AutoCloseable {
 
     /**
      * The prefix cache: the RAM tier's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes};
-     * 0 entries = no RAM tier) and the SSD tier ({@code --prompt-cache-dir}, null = none, and
-     * {@code --prompt-cache-disk-bytes}). Off when both tiers are.
+     * 0 entries = no RAM tier) and the SSD tier ({@code --prompt-cache-dir}, null = none,
+     * {@code --prompt-cache-disk-bytes}, and its quarantine's cap,
+     * {@code --prompt-cache-quarantine-files} / {@code --prompt-cache-quarantine-bytes}). Off when
+     * both tiers are.
      */
-    public record PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes) {
+    public record PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes, QuarantineCap quarantineCap) {
         public static final PromptCache OFF = new PromptCache(0, 0, null, 0);
+
+        public PromptCache {
+            java.util.Objects.requireNonNull(quarantineCap, "quarantineCap");
+        }
 
         public PromptCache(int maxEntries, long maxBytes) {
             this(maxEntries, maxBytes, null, 0);
+        }
+
+        /** With the default quarantine cap. */
+        public PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes) {
+            this(maxEntries, maxBytes, dir, diskBytes, QuarantineCap.DEFAULT);
         }
 
         boolean on() {
@@ -189,7 +201,7 @@ public final class LocalEngine implements AutoCloseable {
             }
         } else if (pc != null && pc.on()) {
             prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
-                    pc.diskBytes());
+                    pc.diskBytes(), pc.quarantineCap());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);

@@ -30,8 +30,11 @@ import net.openhft.chronicle.map.MapEntry;
  * queue drops the spill and counts it). A byte cap evicts least recently used entries. When the
  * map refuses an entry (its fixed capacity is full) spilling stops with one warning; restores
  * go on. A value that fails its checks on restore is quarantined (removed, counted, logged) and
- * the prompt is recomputed. A map file whose size differs from the one recorded at creation
- * (truncated) or that Chronicle cannot open is moved to {@code quarantine/} and a fresh one made.
+ * the prompt is recomputed. A map file smaller than the size recorded for it (truncated), whose
+ * Chronicle Map header fails {@link MapFileHeader}'s check (zeroed, incomplete, garbled: checked
+ * before Chronicle's own recovery, which would wait a minute on such a header and then rewrite it
+ * in place) or that Chronicle cannot open is moved to {@code quarantine/} (kept within a
+ * {@link QuarantineCap}) and a fresh one made.
  *
  * <p>Thread-safe. Owns its maps and spill thread ({@link #close()} drains, joins and closes).
  */
@@ -57,6 +60,7 @@ final class DiskTier implements AutoCloseable {
     private record Spill(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {}
 
     private final Path dir;
+    private final Quarantine quarantineFolder;
     private final int mapEntries;
     private final long maxBytes;
     private final ChronicleMap<String, byte[]> data;
@@ -80,15 +84,19 @@ final class DiskTier implements AutoCloseable {
     /**
      * @param maxBytes the byte cap (LRU eviction keeps the values under it); Chronicle Map
      *     preallocates its file for {@code mapEntries} values averaging {@code maxBytes / mapEntries}
+     * @param quarantineCap how much {@code quarantine/} keeps of the damaged map files set aside
      */
-    DiskTier(Path dir, long maxBytes, int queueCapacity, int mapEntries, long averageValue) {
+    DiskTier(Path dir, long maxBytes, int queueCapacity, int mapEntries, long averageValue,
+            QuarantineCap quarantineCap) {
         this.dir = dir;
+        this.quarantineFolder = new Quarantine(dir.resolve("quarantine"), quarantineCap);
         this.maxBytes = maxBytes;
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create --prompt-cache-dir " + dir, e);
         }
+        quarantineFolder.enforceCap(); // a cap lowered since, or a folder older than the cap
         this.mapEntries = mapEntries;
         long avgValue = averageValue > 0 ? averageValue : Math.max(4096, maxBytes / mapEntries);
         this.data = open("kv.cm", avgValue);
@@ -98,7 +106,7 @@ final class DiskTier implements AutoCloseable {
         this.spiller = Thread.ofPlatform().daemon().name("mlxring-kv-spill").start(this::spillLoop);
     }
 
-    /** Opens (or creates) one map, quarantining a file that is truncated or unreadable. */
+    /** Opens (or creates) one map, quarantining a file that is truncated, has a damaged header or is unreadable. */
     private ChronicleMap<String, byte[]> open(String name, long avgValue) {
         Path file = dir.resolve(name);
         Path meta = dir.resolve(name + ".size");
@@ -124,6 +132,13 @@ final class DiskTier implements AutoCloseable {
             }
             if (why == null) {
                 try {
+                    why = MapFileHeader.damage(file);
+                } catch (IOException e) {
+                    why = "its header is unreadable: " + e;
+                }
+            }
+            if (why == null) {
+                try {
                     ChronicleMap<String, byte[]> m = builder(name, avgValue).recoverPersistedTo(file.toFile(), true);
                     recordSize(name);
                     return m;
@@ -131,7 +146,7 @@ final class DiskTier implements AutoCloseable {
                     why = "Chronicle Map cannot open it: " + e;
                 }
             }
-            quarantineFile(file, why);
+            quarantineFolder.admit(file, why);
         }
         try {
             ChronicleMap<String, byte[]> m = builder(name, avgValue).createPersistedTo(file.toFile());
@@ -192,18 +207,6 @@ final class DiskTier implements AutoCloseable {
         var b = ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
                 .averageKeySize(64).averageValueSize(avgValue);
         return name.equals("index.cm") ? b.maxBloatFactor(16) : b;
-    }
-
-    private void quarantineFile(Path file, String why) {
-        try {
-            Path q = dir.resolve("quarantine");
-            Files.createDirectories(q);
-            Path to = q.resolve(file.getFileName() + "." + System.currentTimeMillis());
-            Files.move(file, to, StandardCopyOption.REPLACE_EXISTING);
-            LOG.log(System.Logger.Level.WARNING, "prompt cache: {0} moved to {1}: {2}; starting empty", file, to, why);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot quarantine " + file, e);
-        }
     }
 
     private synchronized void loadIndex() {

@@ -27,7 +27,15 @@ public final class TieredPrefixCache implements PrefixCache {
      * @param diskBytes the SSD tier's byte cap
      */
     public TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes) {
-        this(ram, diskDir, diskBytes, DiskTier.mapEntriesFor(diskBytes), 0);
+        this(ram, diskDir, diskBytes, QuarantineCap.DEFAULT);
+    }
+
+    /**
+     * As above, keeping at most {@code quarantineCap} of the damaged map files the SSD tier sets
+     * aside in {@code diskDir/quarantine/}.
+     */
+    public TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes, QuarantineCap quarantineCap) {
+        this(ram, diskDir, diskBytes, DiskTier.mapEntriesFor(diskBytes), 0, quarantineCap);
     }
 
     /**
@@ -37,11 +45,16 @@ public final class TieredPrefixCache implements PrefixCache {
      * the cache runs in RAM only and says so once.
      */
     TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes, int mapEntries, long averageValue) {
+        this(ram, diskDir, diskBytes, mapEntries, averageValue, QuarantineCap.DEFAULT);
+    }
+
+    private TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes, int mapEntries, long averageValue,
+            QuarantineCap quarantineCap) {
         this.ram = ram;
         DiskTier d = null;
         if (diskDir != null) {
             try {
-                d = new DiskTier(diskDir, diskBytes, SPILL_QUEUE, mapEntries, averageValue);
+                d = new DiskTier(diskDir, diskBytes, SPILL_QUEUE, mapEntries, averageValue, quarantineCap);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prompt cache: the SSD tier in {0} is off ({1}); RAM only",
                         diskDir, e.getMessage());

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The SSD tier in Chronicle Map: entries survive a restart byte for byte; a corrupted value, a
- * truncated map file and a format mismatch are quarantined and never restored; a full map stops
+ * truncated map file, a damaged map header (found before Chronicle Map opens the file) and a
+ * format mismatch are quarantined and never restored, within the quarantine's cap; a full map stops
  * spilling with one warning while serving goes on; a full queue drops spills without waiting.
  */
 class DiskTierTest {
@@ -150,6 +151,122 @@ class DiskTierTest {
         try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
             assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("kv.cm.")));
         }
+    }
+
+    /**
+     * An index whose first 64 KB were zeroed (Chronicle Map's own header and the state after it)
+     * is found damaged before Chronicle Map opens it: start-up stays within a few seconds (Chronicle
+     * waits about a minute for such a header, then rewrites the file in place), the file goes to
+     * {@code quarantine/} with a warning saying why, and the tier starts empty and takes spills.
+     */
+    @Test
+    void aZeroedIndexHeaderIsQuarantinedFastAndTheTierStartsEmpty() throws Exception {
+        try (TieredPrefixCache c = open()) {
+            c.publish(NS, seq(0, 40), snapshot(40, 4));
+            c.flushSpills();
+        }
+        Path file = dir.resolve("index.cm");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.write(new byte[(int) Math.min(64 * 1024, f.length())]);
+        }
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = warningsInto(warnings);
+        long t0 = System.nanoTime();
+        try (TieredPrefixCache c = open()) {
+            long startNs = System.nanoTime() - t0;
+            assertTrue(startNs < 5_000_000_000L, "start-up took " + startNs / 1_000_000 + " ms");
+            assertTrue(c.hasDisk());
+            assertEquals(0, c.diskStats().entries());
+            assertNull(c.lookup(NS, seq(0, 45)), "nothing restored from a damaged index");
+            c.publish(NS, seq(100, 140), snapshot(40, 6));
+            c.flushSpills();
+            assertEquals(1, c.diskStats().entries(), "the fresh maps take spills");
+        } finally {
+            java.util.logging.Logger.getLogger("dev.mlxring.kvstore").removeHandler(handler);
+        }
+        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
+            assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("index.cm.")), "index quarantined");
+        }
+        assertTrue(warnings.stream().anyMatch(w -> w.contains("index.cm") && w.contains("header")),
+                "a warning names the file and the damage: " + warnings);
+    }
+
+    /**
+     * One byte changed inside the value map's header (its configuration text): Chronicle Map would
+     * rewrite the header and open the map without a word; the header's checksum catches it, the
+     * file is quarantined and the entry (whose value is gone with it) is not restored.
+     */
+    @Test
+    void aGarbledValueMapHeaderIsQuarantined() throws Exception {
+        try (TieredPrefixCache c = open()) {
+            c.publish(NS, seq(0, 40), snapshot(40, 4));
+            c.flushSpills();
+        }
+        Path file = dir.resolve("kv.cm");
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.seek(MapFileHeader.PREFIX_BYTES + 100);
+            int b = f.read();
+            f.seek(MapFileHeader.PREFIX_BYTES + 100);
+            f.write(b ^ 0x01);
+        }
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = warningsInto(warnings);
+        try (TieredPrefixCache c = open()) {
+            assertNull(c.lookup(NS, seq(0, 45)));
+            assertEquals(0, c.diskStats().entries());
+        } finally {
+            java.util.logging.Logger.getLogger("dev.mlxring.kvstore").removeHandler(handler);
+        }
+        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
+            assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("kv.cm.")), "value map quarantined");
+        }
+        assertTrue(warnings.stream().anyMatch(w -> w.contains("kv.cm") && w.contains("checksum")), warnings.toString());
+    }
+
+    /**
+     * Damage on every start fills the quarantine no further than its cap: the newest files stay,
+     * the oldest are deleted (here: a 2-file cap after four damaged index maps).
+     */
+    @Test
+    void repeatedDamageKeepsTheQuarantineWithinItsCap() throws Exception {
+        QuarantineCap cap = new QuarantineCap(2, Long.MAX_VALUE);
+        List<String> kept = new java.util.ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP, cap)) {
+                assertEquals(0, c.diskStats().entries());
+            }
+            try (RandomAccessFile f = new RandomAccessFile(dir.resolve("index.cm").toFile(), "rw")) {
+                f.write(new byte[MapFileHeader.PREFIX_BYTES]);
+            }
+        }
+        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP, cap)) {
+            assertTrue(c.hasDisk());
+        }
+        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
+            q.forEach(p -> kept.add(p.getFileName().toString()));
+        }
+        assertEquals(2, kept.size(), "the cap holds: " + kept);
+        assertTrue(kept.stream().allMatch(n -> n.startsWith("index.cm.")), kept.toString());
+    }
+
+    /** Collects the kvstore logger's warnings (formatted) into {@code into}; the caller removes the handler. */
+    private static java.util.logging.Handler warningsInto(List<String> into) {
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                    into.add(new java.util.logging.SimpleFormatter().formatMessage(r));
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        java.util.logging.Logger.getLogger("dev.mlxring.kvstore").addHandler(handler);
+        return handler;
     }
 
     /**

@@ -21,17 +21,26 @@ public final class Main {
                            [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
                            [--shutdown-grace-seconds 30]
                            [--read-timeout-seconds 30] [--idle-timeout-seconds 60] [--max-connections 1024]
+                           [--decode-concurrency 8] [--prompt-concurrency 8] [--kv-budget BYTES]
+                           [--prefill-share 0.5] [--short-prompts-first on|off]
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
-                           [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]]
+                           [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]
+                             [--prompt-cache-quarantine-files 8] [--prompt-cache-quarantine-bytes 1073741824]]
               --read-timeout-seconds S  a request's headers, then its body, must each arrive within S
                                       seconds, else 408 and the connection closes (default 30)
               --idle-timeout-seconds S  close a connection with no request begun for S seconds (default 60)
               --max-connections N     open connections at most; one more is answered 503 (default 1024)
+              --prefill-share F       the most of exec's time prompt chunks take while other rows
+                                      generate, in (0, 1] (default 0.5; 1 = mlx-lm's schedule)
+              --short-prompts-first on|off  read a prompt that fits in one chunk ahead of a long
+                                      prompt's remaining chunks (default on)
               --prompt-cache-size N   prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server
                                       (default 10; 0 = off)
               --prompt-cache-bytes B  their byte cap, e.g. 2GB (default: none); least recently used out
               --prompt-cache-dir DIR  also keep them on disk (Chronicle Map): they survive a restart
               --prompt-cache-disk-bytes B  the disk tier's cap, preallocated (default 2GB)
+              --prompt-cache-quarantine-files N, --prompt-cache-quarantine-bytes B  how much of the
+                                      damaged map files DIR/quarantine/ keeps (default 8 files, 1 GiB)
 
             tensor-parallel, under MLX's launcher (docs/distributed.md), serve and generate:
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.kvstore.QuarantineCap;
 import dev.mlxring.kvstore.RamPrefixCache;
 import java.math.BigDecimal;
 import java.util.List;
@@ -11,11 +12,16 @@ import java.util.Map;
  * {@code --prompt-cache-size N} (entries, default 10; 0 turns the cache off) and
  * {@code --prompt-cache-bytes B} (a byte cap, none by default; {@code M}/{@code G}/{@code MB}/{@code GB}
  * suffixes are decimal, as mlx-lm's {@code _parse_size}); and the SSD tier, off unless
- * {@code --prompt-cache-dir DIR} is given, capped by {@code --prompt-cache-disk-bytes} (default 2GB).
+ * {@code --prompt-cache-dir DIR} is given, capped by {@code --prompt-cache-disk-bytes} (default 2GB),
+ * whose {@code quarantine/} keeps at most {@code --prompt-cache-quarantine-files N} damaged map
+ * files and {@code --prompt-cache-quarantine-bytes B} bytes ({@link QuarantineCap#DEFAULT}).
  */
 final class PromptCacheFlags {
     static final List<String> NAMES = List.of("--prompt-cache-size", "--prompt-cache-bytes", "--prompt-cache-dir",
-            "--prompt-cache-disk-bytes");
+            "--prompt-cache-disk-bytes", "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
+    /** The flags that configure the SSD tier, refused without {@code --prompt-cache-dir}. */
+    private static final List<String> DISK_ONLY = List.of("--prompt-cache-disk-bytes",
+            "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
 
     /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
     static final long DEFAULT_DISK_BYTES = 2_000_000_000L;
@@ -30,12 +36,19 @@ final class PromptCacheFlags {
         long bytes = a.has("--prompt-cache-bytes") ? parseSize("--prompt-cache-bytes", a.get("--prompt-cache-bytes"))
                 : Long.MAX_VALUE;
         java.nio.file.Path dir = a.has("--prompt-cache-dir") ? java.nio.file.Path.of(a.get("--prompt-cache-dir")) : null;
-        if (a.has("--prompt-cache-disk-bytes") && dir == null) {
-            throw new UsageException("--prompt-cache-disk-bytes needs --prompt-cache-dir (without it nothing goes to disk)");
+        for (String flag : DISK_ONLY) {
+            if (a.has(flag) && dir == null) {
+                throw new UsageException(flag + " needs --prompt-cache-dir (without it nothing goes to disk)");
+            }
         }
         long disk = a.has("--prompt-cache-disk-bytes")
                 ? parseSize("--prompt-cache-disk-bytes", a.get("--prompt-cache-disk-bytes")) : DEFAULT_DISK_BYTES;
-        return new LocalEngine.PromptCache(size, bytes, dir, disk);
+        QuarantineCap quarantine = new QuarantineCap(
+                a.intValue("--prompt-cache-quarantine-files", QuarantineCap.DEFAULT.maxFiles(), 0),
+                a.has("--prompt-cache-quarantine-bytes")
+                        ? parseSize("--prompt-cache-quarantine-bytes", a.get("--prompt-cache-quarantine-bytes"))
+                        : QuarantineCap.DEFAULT.maxBytes());
+        return new LocalEngine.PromptCache(size, bytes, dir, disk, quarantine);
     }
 
     static long parseSize(String text) {

@@ -71,6 +71,7 @@ final class ServeCommand {
                         "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
                         "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
                         "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
+                        "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes",
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
                         "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host",
                         "--control-port", "--rank-timeout-seconds", "--read-timeout-seconds", "--idle-timeout-seconds",
