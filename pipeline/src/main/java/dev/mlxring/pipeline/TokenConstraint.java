@@ -1,37 +1,48 @@
 package dev.mlxring.pipeline;
 
 /**
- * A per-request output constraint (a compiled JSON schema, grammar or regex), driven by exec one
- * token at a time: before each sampled token exec asks which tokens are allowed
- * ({@link #allowedTokens}), masks the rest out of the logits, samples, and reports the token taken
- * ({@link #consume}).
+ * One request's constraint on the tokens it may generate (a JSON schema, a grammar, a forced tool
+ * call), applied by exec as a mask on the logits between the model and the sampler. Plan-stage
+ * builds one instance per request and hands it to exec through {@link ExecutionPlan#constraint()};
+ * from then on exec owns it: it is driven on the exec thread only, in this order per generated
+ * token — {@link #allowedTokens} for the next token, then, once that token is sampled,
+ * {@link #consume} — and exec calls {@link #close()} exactly once when the request's row ends
+ * (finished, cancelled or failed).
  *
- * <p>One instance per request, made by plan-stage and handed to exec through the
- * {@link ExecutionPlan}. From then on it is driven on the exec thread only, and exec closes it when
- * the row ends (finished, cancelled or failed); a plan that never reaches exec is closed by whoever
- * drops it.
+ * <p>A constraint that is complete allows only the end-of-sequence tokens, so the row ends
+ * normally on one of them. A constraint that can no longer be satisfied answers
+ * {@link #allowedTokens} with false; the row then ends with a failure naming {@link #name()} and
+ * {@link #error()}, and other requests are unaffected.
  */
 public interface TokenConstraint extends AutoCloseable {
     /**
-     * Fills {@code words} with the tokens allowed next: bit {@code t % 32} of word {@code t / 32}
-     * set means token {@code t} is allowed. Tokens beyond the words' bits are disallowed.
+     * Fills {@code words} with the set of tokens allowed as the next token: bit {@code t % 32} of
+     * {@code words[t / 32]} set means token {@code t} is allowed. {@code words.length} is
+     * {@code ceil(vocab / 32)} for the model's vocabulary of {@code vocab} logits; exec clears the
+     * words before each call, and bits at or beyond {@code vocab} are ignored (those tokens are
+     * never allowed).
      *
-     * @param words at least {@code ceil(vocab / 32)} words; every word is written
-     * @return false when no token is allowed (the constraint can no longer be satisfied)
+     * @return false when no token is allowed (the constraint can no longer be satisfied); the
+     *     words are then not read
      */
     boolean allowedTokens(int[] words);
 
     /**
-     * Advances past {@code token}, the one sampled under the last mask.
+     * Advances past {@code token}, the token sampled under the last {@link #allowedTokens} mask.
      *
-     * @throws IllegalStateException if the constraint does not allow {@code token} here
+     * @throws IllegalStateException if {@code token} was not allowed
      */
     void consume(int token);
 
-    /** Why the constraint failed, or null while it has not. */
+    /** Why the constraint failed (a parser or grammar error), or null while it has not. */
     String error();
 
-    /** Frees the constraint's native state. Idempotent. */
+    /** What the constraint is, for error messages (e.g. {@code "json_schema 'person'"}). */
+    default String name() {
+        return "token constraint";
+    }
+
+    /** Frees what the constraint holds; called once, by exec, when the request's row ends. */
     @Override
     void close();
 }

@@ -7,9 +7,12 @@ import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Planner;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingSpec;
+import dev.mlxring.pipeline.TokenConstraint;
+import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.pipeline.Utf16;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +55,7 @@ public final class RequestPlanner implements Planner {
     }
 
     private final Defaults defaults;
+    private final ConstraintCompiler constraints;
     private final int[] eosTokenIds;
     private final int[] xtcSpecialTokens;
     private final int vocabSize;
@@ -61,7 +65,17 @@ public final class RequestPlanner implements Planner {
      * @param xtcSpecialTokens ids XTC never removes (mlx_lm.server: {@code encode("\n")} plus the EOS ids)
      */
     public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize) {
+        this(defaults, eosTokenIds, xtcSpecialTokens, vocabSize, null);
+    }
+
+    /**
+     * @param constraints compiles requests' output constraints (structured outputs); null = this
+     *     engine has none, and a request with a constraint is refused (never run unconstrained)
+     */
+    public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize,
+            ConstraintCompiler constraints) {
         this.defaults = defaults;
+        this.constraints = constraints;
         this.eosTokenIds = eosTokenIds.clone();
         this.xtcSpecialTokens = xtcSpecialTokens.clone();
         this.vocabSize = vocabSize;
@@ -82,8 +96,33 @@ public final class RequestPlanner implements Planner {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
         List<Map<String, Object>> tools = request.prompt() instanceof Prompt.Chat chat ? chat.tools() : List.of();
-        return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
-                request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization());
+        TokenConstraint constraint = constraint(request.constraint());
+        try {
+            return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
+                    request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization(), constraint);
+        } catch (RuntimeException e) {
+            if (constraint != null) {
+                constraint.close();
+            }
+            throw e;
+        }
+    }
+
+    /** The request's constraint compiled for its row (last, so nothing after it can fail and leak it). */
+    private TokenConstraint constraint(OutputConstraint spec) throws RequestException {
+        if (spec == null) {
+            return null;
+        }
+        if (constraints == null) {
+            throw new RequestException(ErrorType.UNSUPPORTED, unsupportedConstraint(spec));
+        }
+        return constraints.compile(spec);
+    }
+
+    /** Why a constraint is refused by an engine that has no compiler (also what test doubles answer). */
+    public static String unsupportedConstraint(OutputConstraint spec) {
+        return spec.field() + " is not supported by this engine: it has no structured-output compiler for "
+                + spec.kind().name().toLowerCase(java.util.Locale.ROOT) + ", and output is never left unconstrained";
     }
 
     /**

@@ -61,9 +61,21 @@ public final class ApiError extends RuntimeException {
      * be in [0, 49152) …", "stop[1] must not be empty"); null for any other message.
      */
     static String fieldNamedBy(String message) {
-        var m = message == null ? null : FIELD_FIRST.matcher(message);
-        return m != null && m.find() ? m.group(1) : null;
+        if (message == null) {
+            return null;
+        }
+        var m = FIELD_FIRST.matcher(message);
+        if (m.find()) {
+            return m.group(1);
+        }
+        m = CONSTRAINT_FIELD.matcher(message);
+        return m.find() ? m.group(1) : null;
     }
+
+    /** Structured-output refusals name a dotted field first: "response_format.json_schema.schema: …", "text.format is …". */
+    private static final java.util.regex.Pattern CONSTRAINT_FIELD = java.util.regex.Pattern.compile(
+            "^((?:response_format|structured_outputs|guided_[a-z]+|text\\.format|output_format|output_config\\.format"
+            + "|tool_choice|tools)[a-zA-Z0-9_.\\[\\]$/~-]*)(?::| is | must )");
 
     public int status() {
         return status;

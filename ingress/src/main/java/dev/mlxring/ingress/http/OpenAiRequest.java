@@ -3,6 +3,7 @@ package dev.mlxring.ingress.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingSpec;
 import java.util.ArrayList;
@@ -58,7 +59,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         if (n != null && n != 1) {
             throw ApiError.invalid("n", "n must be 1 (one choice per request is supported)");
         }
-        responseFormat(root.get("response_format"));
+        OutputConstraint constraint = StructuredOutputs.openAi(root);
         if (!chat) {
             legacyCompletionOptions(f);
         }
@@ -93,7 +94,7 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
-                logprobs || top > 0, Math.max(top, 0));
+                logprobs || top > 0, Math.max(top, 0)).withConstraint(constraint);
         return new OpenAiRequest(req, chat, stream, includeUsage, model, legacyTop);
     }
 
@@ -224,21 +225,6 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             return new Prompt.Tokens(ids);
         }
         throw ApiError.invalid("prompt", "prompt must be a string or an array of token ids");
-    }
-
-    /** Only plain text output exists: JSON modes would be ignored silently, so they are refused. */
-    private static void responseFormat(JsonNode rf) {
-        if (rf == null || rf.isNull()) {
-            return;
-        }
-        if (!rf.isObject() || !rf.path("type").isTextual()) {
-            throw ApiError.invalid("response_format", "response_format must be an object with a string 'type'");
-        }
-        String type = rf.get("type").textValue();
-        if (!type.equals("text")) {
-            throw ApiError.invalid("response_format", "response_format type '" + type
-                    + "' is not supported; only {\"type\": \"text\"} is (no constrained JSON output)");
-        }
     }
 
     /**

@@ -78,6 +78,7 @@ class CodecsHttpTest {
                     return new PreparedPrompt(new int[n], n, r.prompt() instanceof Prompt.Chat);
                 })
                 .planner((r, p) -> {
+                    StageDoubles.refuseConstraint(r);
                     List<Map<String, Object>> tools = List.of();
                     if (r.prompt() instanceof Prompt.Chat c) {
                         prompts.put(r.id(), c);
@@ -290,9 +291,9 @@ class CodecsHttpTest {
                 "tools[0].type", "file_search");
         // Options not implemented are refused, not answered as if honoured.
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\","
-                + "\"schema\":{\"type\":\"object\"}}}}"), 400, "text.format", "json_schema");
+                + "\"schema\":{\"type\":\"object\"}}}}"), 400, "text.format.schema", "json_schema");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_object\"}}}"), 400,
-                "text.format", "json_object");
+                "text.format", "not supported");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":\"x\"}}"), 400, "text.format", "object");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"background\":true}"), 400, "background", "not supported");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"truncation\":\"auto\"}"), 400, "truncation", "'auto'");

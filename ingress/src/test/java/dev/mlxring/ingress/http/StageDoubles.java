@@ -3,6 +3,9 @@ package dev.mlxring.ingress.http;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Outcome;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.TextSink;
@@ -18,10 +21,20 @@ final class StageDoubles {
     static Engine.Builder engine(Executor executor) {
         return Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 512 : r.maxTokens(),
-                        new int[0], r.stop(), r.logprobs(), r.topLogprobs()))
+                .planner((r, p) -> {
+                    refuseConstraint(r);
+                    return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 512 : r.maxTokens(),
+                            new int[0], r.stop(), r.logprobs(), r.topLogprobs());
+                })
                 .executor(executor)
                 .sinks(StageDoubles::tokenText);
+    }
+
+    /** What RequestPlanner without a compiler does with a request's output constraint: never drops it. */
+    static void refuseConstraint(dev.mlxring.pipeline.GenerationRequest r) throws RequestException {
+        if (r.constraint() != null) {
+            throw new RequestException(Outcome.ErrorType.UNSUPPORTED, RequestPlanner.unsupportedConstraint(r.constraint()));
+        }
     }
 
     static TextSink tokenText(ExecutionPlan plan) {

@@ -74,6 +74,7 @@ class ToolCallHttpTest {
         engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2, r.prompt() instanceof Prompt.Chat))
                 .planner((r, p) -> {
+                    StageDoubles.refuseConstraint(r);
                     List<Map<String, Object>> tools = r.prompt() instanceof Prompt.Chat c ? c.tools() : List.of();
                     toolsSeen.add(tools);
                     return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 100 : r.maxTokens(),

@@ -68,8 +68,8 @@ class UnenforcedConstraintsTest {
         MESSAGES + ",\"tool_choice\":{\"type\":\"none\"}}|tool_choice",
         MESSAGES + ",\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"
                 + "|tool_choice.disable_parallel_tool_use",
-        MESSAGES + ",\"output_format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\"}}}|output_format",
-        MESSAGES + ",\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{}}}}|output_config.format",
+        MESSAGES + ",\"output_format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\"}}}|output_format.schema",
+        MESSAGES + ",\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{}}}}|output_config.format.schema",
         RESPONSES + ",\"tool_choice\":\"required\"}|tool_choice",
         RESPONSES + ",\"tool_choice\":{\"type\":\"function\",\"name\":\"place_order\"}}|tool_choice",
         RESPONSES + ",\"tool_choice\":\"none\"}|tool_choice",
@@ -77,7 +77,7 @@ class UnenforcedConstraintsTest {
         "/v1/responses|{\"input\":\"hi\",\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"strict\":true}]}"
                 + "|tools[0].strict",
         "/v1/responses|{\"input\":\"hi\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"x\",\"schema\":{}}}}"
-                + "|text.format",
+                + "|text.format.schema",
         "/v1/responses|{\"input\":\"hi\",\"text\":{\"format\":{\"type\":\"json_object\"}}}|text.format",
         "/v1/responses|{\"input\":\"hi\",\"n\":2}|n",
         "/v1/responses|{\"input\":\"hi\",\"top_logprobs\":5}|top_logprobs",

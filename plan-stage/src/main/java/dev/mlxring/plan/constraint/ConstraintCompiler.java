@@ -47,7 +47,7 @@ public final class ConstraintCompiler {
             case REGEX -> ConstraintKind.REGEX;
         };
         try (CompiledConstraint compiled = CompiledConstraint.compile(tokenizer, kind, c.source())) {
-            return new MatcherConstraint(compiled.newMatcher());
+            return new MatcherConstraint(compiled.newMatcher(), "the " + c.field() + " constraint");
         } catch (ConstraintException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + ": " + trim(e.getMessage()));
         }

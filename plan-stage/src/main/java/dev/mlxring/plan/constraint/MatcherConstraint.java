@@ -11,24 +11,31 @@ import java.lang.foreign.ValueLayout;
 /**
  * A {@link TokenConstraint} over one llguidance {@link ConstraintMatcher}: the mask is computed
  * into this row's off-heap buffer and copied into exec's words. Owns the matcher and the buffer;
- * exec thread only once handed over (see {@link TokenConstraint}).
+ * exec thread only once handed over (see {@link TokenConstraint}); the methods are synchronized
+ * all the same (uncontended) so that a close from the sink thread, for a session settled while
+ * exec still held the row, never frees the matcher under a mask computation.
  */
 final class MatcherConstraint implements TokenConstraint {
     private final ConstraintMatcher matcher;
+    private final String name;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment mask;
     private final int words;
     private String error;
     private boolean closed;
 
-    MatcherConstraint(ConstraintMatcher matcher) {
+    MatcherConstraint(ConstraintMatcher matcher, String name) {
         this.matcher = matcher;
+        this.name = name;
         this.mask = arena.allocate(matcher.maskByteSize(), Integer.BYTES);
         this.words = (int) (matcher.maskByteSize() / Integer.BYTES);
     }
 
     @Override
-    public boolean allowedTokens(int[] out) {
+    public synchronized boolean allowedTokens(int[] out) {
+        if (closed) {
+            throw new IllegalStateException("the constraint is closed");
+        }
         try {
             matcher.computeMask(mask);
         } catch (ConstraintException e) {
@@ -47,7 +54,7 @@ final class MatcherConstraint implements TokenConstraint {
     }
 
     @Override
-    public void consume(int token) {
+    public synchronized void consume(int token) {
         try {
             matcher.consume(token);
         } catch (ConstraintException e) {
@@ -57,12 +64,17 @@ final class MatcherConstraint implements TokenConstraint {
     }
 
     @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
     public String error() {
         return error;
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (closed) {
             return;
         }

@@ -7,7 +7,9 @@ import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.pipeline.ChatMessage;
+import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingSpec;
 import java.util.ArrayList;
@@ -76,26 +78,10 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                     + "true is not supported: generation is not constrained, so the model may make several calls; "
                     + "omit it or send false");
         }
-        refuseOutputFormat(f);
+        OutputConstraint constraint = StructuredOutputs.anthropic(f.node());
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, stop, false, 0);
+                maxTokens, stop, false, 0, constraint);
         return new MessagesRequest(req, stream, model);
-    }
-
-    /**
-     * Structured output ({@code output_format}, {@code output_config.format}) would be answered
-     * with free text: refused until output can be constrained to a schema.
-     */
-    private static void refuseOutputFormat(RequestFields f) {
-        String why = " is not supported: output is not constrained to a JSON schema here (no structured "
-                + "outputs yet); leave it out";
-        if (f.get("output_format") != null) {
-            throw ApiError.invalid("output_format", "output_format" + why);
-        }
-        JsonNode config = f.object("output_config");
-        if (config != null && RequestFields.at(config, "output_config").get("format") != null) {
-            throw ApiError.invalid("output_config.format", "output_config.format" + why);
-        }
     }
 
     private static void system(JsonNode system, List<ChatMessage> out) {

@@ -9,6 +9,7 @@ import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.pipeline.ChatMessage;
+import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingSpec;
@@ -90,7 +91,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         }
         messages.addAll(conversation);
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, List.of(), false, 0);
+                maxTokens, List.of(), false, 0, StructuredOutputs.responses(root));
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
@@ -105,7 +106,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         echo.set("tool_choice", choice == null ? JSON.getNodeFactory().textNode("auto") : choice);
         echo.set("tools", f.get("tools") == null ? JSON.createArrayNode() : f.get("tools"));
         echo.set("top_p", JSON.valueToTree(sampling.topP()));
-        echo.putObject("text").putObject("format").put("type", "text");
+        JsonNode format = root.path("text").path("format");
+        echo.putObject("text").set("format", format.isObject() ? format : JSON.createObjectNode().put("type", "text"));
         echo.put("truncation", "disabled");
         return new ResponsesRequest(req, stream, store, model, List.copyOf(conversation), echo);
     }
@@ -131,17 +133,6 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         if (f.get("max_tool_calls") != null) {
             throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: generation is not "
                     + "constrained, so the number of calls is not capped; leave it out");
-        }
-        JsonNode text = f.object("text");
-        if (text != null) {
-            JsonNode format = RequestFields.at(text, "text").object("format");
-            if (format != null) {
-                String type = RequestFields.at(format, "text.format").string("type", null);
-                if (!"text".equals(type)) {
-                    throw ApiError.invalid("text.format", "text.format type '" + type + "' is not supported; only "
-                            + "{\"type\": \"text\"} is (no constrained JSON output)");
-                }
-            }
         }
         if (f.bool("background", false)) {
             throw ApiError.invalid("background", "background responses are not supported; send background: false "
