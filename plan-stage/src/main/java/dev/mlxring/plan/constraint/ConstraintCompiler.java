@@ -11,6 +11,7 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.TokenConstraint;
+import java.util.function.Supplier;
 
 /**
  * Compiles a request's {@link OutputConstraint} once, on the plan thread (never exec's), into the
@@ -19,16 +20,59 @@ import dev.mlxring.pipeline.TokenConstraint;
  * {@link JsonSchemaSubset}, or whatever llguidance refuses (its message, trimmed to its first
  * line). Thread-safe (llguidance compiles on several threads over one tokenizer).
  */
-public final class ConstraintCompiler {
+public final class ConstraintCompiler implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** The most characters of llguidance's message a 400 quotes. */
     private static final int MAX_MESSAGE_CHARS = 400;
 
-    private final ConstraintTokenizer tokenizer;
+    private final Supplier<ConstraintTokenizer> factory;
+    private final boolean owns;
+    private ConstraintTokenizer tokenizer; // guarded by this until set, then read-only
+    private String unavailable; // guarded by this
+
+    private ConstraintCompiler(Supplier<ConstraintTokenizer> factory, ConstraintTokenizer tokenizer, boolean owns) {
+        this.factory = factory;
+        this.tokenizer = tokenizer;
+        this.owns = owns;
+    }
 
     /** @param tokenizer the model's llguidance tokenizer; stays the caller's (open while this is used) */
     public ConstraintCompiler(ConstraintTokenizer tokenizer) {
-        this.tokenizer = tokenizer;
+        this(null, tokenizer, false);
+    }
+
+    /**
+     * A compiler whose tokenizer is built by {@code factory} on the first constrained request (it
+     * reads the whole vocabulary: up to a second, which a server that never constrains output never
+     * pays) and closed by {@link #close()}. If the factory fails, every constrained request is
+     * refused with its reason.
+     */
+    public static ConstraintCompiler lazy(Supplier<ConstraintTokenizer> factory) {
+        return new ConstraintCompiler(factory, null, true);
+    }
+
+    private synchronized ConstraintTokenizer tokenizer() throws RequestException {
+        if (tokenizer == null && unavailable == null) {
+            try {
+                tokenizer = factory.get();
+            } catch (RuntimeException | LinkageError e) {
+                unavailable = "structured outputs are unavailable on this server: " + e.getMessage();
+            }
+        }
+        if (tokenizer == null) {
+            throw new RequestException(ErrorType.UNSUPPORTED, unavailable);
+        }
+        return tokenizer;
+    }
+
+    /** Closes the tokenizer when this compiler built it. Call after the engine has stopped. */
+    @Override
+    public synchronized void close() {
+        if (owns && tokenizer != null) {
+            tokenizer.close();
+            tokenizer = null;
+            unavailable = "the engine is closed";
+        }
     }
 
     /**
@@ -46,7 +90,7 @@ public final class ConstraintCompiler {
             case LARK -> ConstraintKind.LARK;
             case REGEX -> ConstraintKind.REGEX;
         };
-        try (CompiledConstraint compiled = CompiledConstraint.compile(tokenizer, kind, c.source())) {
+        try (CompiledConstraint compiled = CompiledConstraint.compile(tokenizer(), kind, c.source())) {
             return new MatcherConstraint(compiled.newMatcher(), "the " + c.field() + " constraint");
         } catch (ConstraintException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + ": " + trim(e.getMessage()));
