@@ -22,7 +22,11 @@ import java.util.Map;
  *       between calls;
  *   <li>{@code mistral}: {@code [TOOL_CALLS]}, then the JSON list {@code [{"name": "f",
  *       "arguments": {...}}, ...]} or {@code f[ARGS]{...}} (repeated after another
- *       {@code [TOOL_CALLS]}), running to the end of the output.
+ *       {@code [TOOL_CALLS]}), running to the end of the output;
+ *   <li>{@code qwen3_coder} (Qwen3-Coder): {@code <tool_call>} {@code <function=f>}
+ *       {@code <parameter=k>\nVALUE\n</parameter>}... {@code </function>} {@code </tool_call>},
+ *       raw values held to their property's type ({@link XmlToolFrames}, which refuses the
+ *       properties raw text cannot hold to their schema).
  * </ul>
  *
  * Any other format, or none, is refused. Markers are written as the tokenizer writes them
@@ -41,12 +45,11 @@ import java.util.Map;
  */
 public final class ToolCallGrammar {
     /** The tool formats (mlx-lm parser module names) a grammar can be built for. */
-    public static final List<String> COVERED = List.of("json_tools", "mistral");
+    public static final List<String> COVERED = List.of("json_tools", "mistral", "qwen3_coder");
 
     private static final ObjectMapper JSON = new ObjectMapper();
     /** The request field a compiled grammar's errors name. */
     private static final String FIELD = "tools";
-    private static final String ANY_OBJECT = "{\"type\":\"object\"}";
     private static final String ANY_TEXT = "(?s:.*)";
     private static final String SPACE = "[ \\t\\r\\n]*";
 
@@ -94,7 +97,12 @@ public final class ToolCallGrammar {
         if (syntax.thinks()) {
             think = thinkRules(rules, m, thinkOpenInPrompt);
         }
-        frameRules(rules, callable);
+        if (format.equals("qwen3_coder")) {
+            XmlToolFrames.rules(rules, callable.stream().map(Tool::name).toList(),
+                    callable.stream().map(Tool::schema).toList(), callable.stream().map(Tool::at).toList());
+        } else {
+            frameRules(rules, callable);
+        }
         if (m.argsMarker != null) {
             headerRules(rules, m, callable);
         }
@@ -102,9 +110,13 @@ public final class ToolCallGrammar {
         return new OutputConstraint(OutputConstraint.Kind.LARK, "start: " + think + calls + "\n" + rules, FIELD);
     }
 
-    /** The start rule's calls for a format whose calls are tagged (json_tools); adds the rules they use. */
+    /**
+     * The start rule's calls for a format whose calls are tagged (json_tools; qwen3_coder, whose
+     * parser allows one newline after {@code </function>}); adds the rules they use.
+     */
     private static String taggedCalls(StringBuilder g, Markers m, ToolChoice choice) {
-        g.append("call_rest: WS? frame WS? ").append(m.rule(m.end)).append('\n');
+        g.append("call_rest: WS? ").append(m.xml ? "xframe \"\\n\"?" : "frame WS?").append(' ')
+                .append(m.rule(m.end)).append('\n');
         if (choice.mode() == ToolChoice.Mode.AUTO) {
             leadRules(g, m);
             return "(lead call_rest)" + (choice.parallel() ? "*" : "?") + " TEXT";
@@ -156,7 +168,8 @@ public final class ToolCallGrammar {
     private static void frameRules(StringBuilder g, List<Tool> callable) {
         for (int i = 0; i < callable.size(); i++) {
             Tool t = callable.get(i);
-            g.append("args_").append(i).append(": %json ").append(t.schema).append('\n');
+            g.append("args_").append(i).append(": %json ").append(t.schema == null ? "{\"type\":\"object\"}"
+                    : t.schema.toString()).append('\n');
             g.append("frame_").append(i).append(": HEAD_").append(i).append(" WS? args_").append(i)
                     .append(" WS? \"}\"\n");
             g.append("HEAD_").append(i).append(": /").append(rx("{")).append(SPACE).append(rx("\"name\""))
@@ -184,8 +197,11 @@ public final class ToolCallGrammar {
         return b.toString();
     }
 
-    /** One tool a call may name: its name and the schema its arguments are held to (JSON text). */
-    private record Tool(String name, String schema) {}
+    /**
+     * One tool a call may name: its name, the schema its arguments are held to (null: any object)
+     * and where that schema is in the request.
+     */
+    private record Tool(String name, JsonNode schema, String at) {}
 
     /** The tools the choice lets the model call, with their argument schemas, checked. */
     private static List<Tool> callable(List<Map<String, Object>> tools, ToolChoice choice) {
@@ -208,7 +224,8 @@ public final class ToolCallGrammar {
             boolean strict = Boolean.TRUE.equals(fn.get("strict"));
             anyStrict |= strict;
             boolean enforced = choice.mode() != ToolChoice.Mode.AUTO || strict;
-            out.add(new Tool(name, enforced ? schema(fn.get("parameters"), at + ".function.parameters") : ANY_OBJECT));
+            String where = at + ".function.parameters";
+            out.add(new Tool(name, enforced ? schema(fn.get("parameters"), where) : null, where));
         }
         if (choice.mode() == ToolChoice.Mode.NAMED && out.isEmpty()) {
             throw new IllegalArgumentException(choice.describe() + ": no such function in tools");
@@ -219,10 +236,10 @@ public final class ToolCallGrammar {
         return out;
     }
 
-    /** The parameters schema as JSON text, refused where a keyword would not be enforced. */
-    private static String schema(Object parameters, String at) {
+    /** The parameters schema (null: any object), refused where a keyword would not be enforced. */
+    private static JsonNode schema(Object parameters, String at) {
         if (parameters == null) {
-            return ANY_OBJECT;
+            return null;
         }
         JsonNode node = JSON.valueToTree(parameters);
         if (!node.isObject()) {
@@ -232,7 +249,7 @@ public final class ToolCallGrammar {
         if (why != null) {
             throw new IllegalArgumentException(at + " " + why);
         }
-        return node.toString();
+        return node;
     }
 
     /** The format's markers and how the tokenizer writes each. */
@@ -242,11 +259,14 @@ public final class ToolCallGrammar {
         final String argsMarker;
         final String thinkStart;
         final String thinkEnd;
+        /** Whether calls are qwen3_coder's XML function blocks. */
+        final boolean xml;
         private final ToolSyntax syntax;
 
         Markers(ToolSyntax syntax, String format) {
             this.syntax = syntax;
-            boolean tagged = format.equals("json_tools");
+            this.xml = format.equals("qwen3_coder");
+            boolean tagged = xml || format.equals("json_tools");
             this.start = tagged ? "<tool_call>" : "[TOOL_CALLS]";
             this.end = tagged ? "</tool_call>" : null;
             this.argsMarker = tagged ? null : "[ARGS]";
@@ -287,7 +307,8 @@ public final class ToolCallGrammar {
         }
     }
 
-    private static String jsonString(String text) {
+    /** {@code text} as a JSON string, which is also a Lark string literal (llguidance reads those as JSON). */
+    static String jsonString(String text) {
         try {
             return JSON.writeValueAsString(text);
         } catch (JsonProcessingException e) {

@@ -283,13 +283,75 @@ class ToolCallGrammarTest {
         assertEquals(divergence(m, header, wrongHeader), walk(m, g, wrongHeader));
     }
 
+    private static String xmlCall(String name, String... keyValues) {
+        StringBuilder b = new StringBuilder("<tool_call>\n<function=" + name + ">\n");
+        for (int i = 0; i < keyValues.length; i += 2) {
+            b.append("<parameter=").append(keyValues[i]).append(">\n").append(keyValues[i + 1]).append("\n</parameter>\n");
+        }
+        return b.append("</function>\n</tool_call>").toString();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("models")
+    void qwen3CoderXmlCallsPassWithRawValuesHeldToTheirTypes(Model m) throws Exception {
+        ToolSyntax syntax = m.syntax("qwen3_coder", true);
+        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.required(true), syntax, false);
+        ToolCallParser parser = ToolCallParsers.forType("qwen3_coder").orElseThrow();
+        String weather = xmlCall("get_weather", "city", "New York\nNY", "days", "3");
+        String time = xmlCall("get_time", "zone", "CET");
+        assertEquals(-1, walk(m, g, weather), g.source());
+        assertEquals(-1, walk(m, g, "<think>\nWeather first.\n</think>\n\n" + weather + "\n" + time));
+        assertEquals(List.of(new ToolCall("get_weather", Map.of("city", "New York\nNY", "days", 3), null),
+                new ToolCall("get_time", Map.of("zone", "CET"), null)), parse(parser, weather + "\n" + time, tools()));
+        for (String wrong : List.of(xmlCall("get_weather", "city", "Paris", "days", "three"),
+                xmlCall("get_weather", "city", "Paris", "days", "0"),
+                xmlCall("get_weather", "city", "Paris"),
+                xmlCall("get_time", "zone", "PST"),
+                xmlCall("get_date", "zone", "UTC"))) {
+            String right = wrong.contains("get_weather") ? xmlCall("get_weather", "city", "Paris", "days", "3") : time;
+            assertEquals(divergence(m, right, wrong), walk(m, g, wrong), wrong);
+        }
+        String early = xmlCall("get_weather", "city", "Paris </tool_call> x", "days", "3");
+        int refused = walk(m, g, early);
+        assertTrue(refused > m.encode(early.substring(0, early.indexOf("Paris"))).length
+                && refused < m.encode(early.substring(0, early.indexOf(" x"))).length,
+                "a value cannot end the call early: " + refused);
+        List<Map<String, Object>> loose = List.of(tool("get_weather", WEATHER, true), tool("get_time", TIME, false));
+        OutputConstraint auto = ToolCallGrammar.forTools(loose, ToolChoice.auto(true), syntax, false);
+        assertEquals(-1, walk(m, auto, "No call needed."));
+        assertEquals(-1, walk(m, auto, "Checking.\n" + xmlCall("get_time", "anything", "goes")),
+                "get_time is not strict");
+    }
+
+    @Test
+    void qwen3CoderValuesTheRawTextCannotHoldAreRefused() throws Exception {
+        ToolSyntax syntax = plain.syntax("qwen3_coder", false);
+        for (String[] c : new String[][] {
+                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}",
+                        "tools[0].function.parameters /properties/a: keyword 'pattern'"},
+                {"{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,2]}}}",
+                        "tools[0].function.parameters /properties/a: qwen3_coder's raw-text values hold an enum"},
+                {"{\"type\":\"object\",\"properties\":{\"a\":{\"anyOf\":[{\"type\":\"string\"}]}}}",
+                        "tools[0].function.parameters /properties/a: qwen3_coder converts a value by its property's"},
+                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}}}",
+                        "tools[0].function.parameters /properties/a: qwen3_coder converts"},
+                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[\"NULL\"]}}}",
+                        "reads the value 'NULL' as null"},
+                {"{\"type\":\"object\",\"properties\":{},\"required\":[\"b\"]}",
+                        "tools[0].function.parameters /required: 'b' is not in properties"}}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
+                    List.of(tool("f", c[0], false)), ToolChoice.required(true), syntax, false));
+            assertTrue(e.getMessage().startsWith(c[1]) || e.getMessage().contains(c[1]), e.getMessage());
+        }
+    }
+
     @Test
     void formatsNotCoveredAreRefusedNamingTheFormat() {
-        for (String format : List.of("qwen3_coder", "pythonic", "gemma4")) {
+        for (String format : List.of("pythonic", "gemma4", "glm47")) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
                     tools(), ToolChoice.required(true), plain.syntax(format, false), false));
             assertEquals("tool_choice \"required\" is not supported for this model's tool format " + format
-                    + " (supported: json_tools, mistral)", e.getMessage());
+                    + " (supported: json_tools, mistral, qwen3_coder)", e.getMessage());
         }
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
                 tools(), ToolChoice.named("get_time", true), plain.syntax(null, false), false));
