@@ -50,7 +50,7 @@ public record ToolChoice(Mode mode, String name, boolean parallel) {
     /** The choice as a message names it, e.g. {@code tool_choice "required"}. */
     String describe() {
         return switch (mode) {
-            case AUTO -> "strict tools";
+            case AUTO -> "tool_choice \"auto\" with strict tools";
             case REQUIRED -> "tool_choice \"required\"";
             case NAMED -> "tool_choice naming function '" + name + "'";
         };

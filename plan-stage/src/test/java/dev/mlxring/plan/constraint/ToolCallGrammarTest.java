@@ -353,6 +353,10 @@ class ToolCallGrammarTest {
             assertEquals("tool_choice \"required\" is not supported for this model's tool format " + format
                     + " (supported: json_tools, mistral, qwen3_coder)", e.getMessage());
         }
+        IllegalArgumentException strict = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
+                List.of(tool("get_time", TIME, true)), ToolChoice.auto(true), plain.syntax("pythonic", false), false));
+        assertTrue(strict.getMessage().startsWith("tool_choice \"auto\" with strict tools is not supported for this "
+                + "model's tool format pythonic"), strict.getMessage());
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
                 tools(), ToolChoice.named("get_time", true), plain.syntax(null, false), false));
         assertTrue(none.getMessage().contains("this model has none"), none.getMessage());
