@@ -14,10 +14,14 @@ import java.util.Map;
  * @param kvScheme the KV-cache scheme exec must use (the executor's own immutable type, e.g. a
  *     quantized cache); null = the model's full-precision cache. Exec refuses a scheme it cannot
  *     run rather than substituting another.
+ * @param constraint the request's token constraint (a structured-output mask), or null for none.
+ *     Exec closes it: the executor from the moment exec hands it the plan ({@link Executor#open},
+ *     {@link ExecutionBatch#insert}, also when they throw), the exec loop when the session
+ *     settles before that (cancelled or refused while queued)
  */
 public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
         int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-        List<Map<String, Object>> tools, Object kvScheme) {
+        List<Map<String, Object>> tools, Object kvScheme, TokenConstraint constraint) {
     public ExecutionPlan {
         stopTokenIds = stopTokenIds.clone();
         stopStrings = List.copyOf(stopStrings);
@@ -27,16 +31,24 @@ public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object samp
         }
     }
 
+    /** A plan without a token constraint. */
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
+            List<Map<String, Object>> tools, Object kvScheme) {
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, kvScheme,
+                null);
+    }
+
     /** A plan with the full-precision KV cache. */
     public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
             List<Map<String, Object>> tools) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, null);
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, null, null);
     }
 
     /** A plan without tool definitions, with the full-precision KV cache. */
     public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of(), null);
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of(), null, null);
     }
 }
