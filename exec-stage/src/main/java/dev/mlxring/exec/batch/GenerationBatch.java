@@ -15,8 +15,9 @@ import java.util.List;
  * when some row has processors), then {@code logits - logsumexp(logits, axis=-1)} over the batch,
  * then one batched argmax when every row is greedy, else each row's own sampler on its slice
  * (its own key). A row with a token constraint masks its processed slice ({@link TokenMask}, its
- * mask for step n+1 following its token n: when any row is constrained, the step reads the
- * current tokens before it builds the next step); a row whose constraint allows nothing, or
+ * mask for step n+1 following its token n: when any row is constrained, the step submits the
+ * forward ({@code async_eval} of its logits), then reads the current tokens and computes the
+ * masks while it runs); a row whose constraint allows nothing, or
  * refuses its token, is reported failed ({@link BatchToken#failed}) at the step whose token it
  * cannot give, and leaves alone. Rows leave by {@link #filter} after the step that finished them, and a batch of
  * newly prefilled rows joins by {@link #extend} (after its own first step, run on its rows alone).
@@ -115,12 +116,12 @@ final class GenerationBatch implements AutoCloseable {
         try (ArrayScope scope = ArrayScope.open()) {
             MlxArray inputs = currentTokens;
             int b = rows.size();
-            int[] read = consumeMaskedTokens(inputs);
             MlxArray logits = model.forward(Mlx.expandDims(inputs, 1), caches.layers());
             int length = logits.dim(1);
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {b, length, vocab},
                     new int[] {1, 1, 1}), 1);
+            int[] read = consumeMaskedTokens(inputs, logits);
             boolean anyProcessors = read != null;
             boolean allGreedy = true;
             for (Row r : rows) {
@@ -178,13 +179,14 @@ final class GenerationBatch implements AutoCloseable {
     }
 
     /**
-     * When some row is constrained, reads the current tokens (their masks for the next step
-     * follow them) and hands each constrained row's token to its constraint; notes in
+     * When some row is constrained, submits {@code logits} (the next step's forward, which runs
+     * meanwhile), reads the current tokens (the next step's masks follow them) and hands each
+     * constrained row's token to its constraint; notes in
      * {@link #failedRows} the rows whose current token is unusable (their step had no mask, or
      * the constraint refused the token). Returns the tokens read, or null when no row is
      * constrained (the step then stays pipelined and nothing is read here).
      */
-    private int[] consumeMaskedTokens(MlxArray inputs) {
+    private int[] consumeMaskedTokens(MlxArray inputs, MlxArray logits) {
         int b = rows.size();
         if (failedRows.length != b) {
             failedRows = new boolean[b];
@@ -198,6 +200,7 @@ final class GenerationBatch implements AutoCloseable {
         if (!any) {
             return null;
         }
+        Mlx.asyncEval(logits);
         int[] read = inputs.toIntArray();
         for (int e = 0; e < b; e++) {
             Row r = rows.get(e);

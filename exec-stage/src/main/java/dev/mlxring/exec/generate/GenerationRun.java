@@ -33,8 +33,10 @@ import java.util.Arrays;
  *
  * <p>A {@link #constrain constrained} run masks each step's logits after the processors
  * ({@link TokenMask}: {@code generate_step} with one more {@code logits_processors} entry). Its
- * mask for step n+1 needs token n, so each iteration reads token n before it builds step n+1;
- * a step whose mask allows nothing ends the run with {@code "error"} and {@link #failure()} when
+ * mask for step n+1 needs token n: each iteration builds step n+1's forward on token n and
+ * {@code async_eval}s its logits, then reads token n, advances the constraint and computes the
+ * mask while that forward runs, then masks, normalizes and samples (the same ops and values as
+ * building the whole step at once); a step whose mask allows nothing ends the run with {@code "error"} and {@link #failure()} when
  * its token would be committed (a row that stops or reaches its length first ends normally).
  *
  * <p>Owns its caches, sampling state and pending steps; {@link #close()} frees them all. Exec
@@ -110,6 +112,8 @@ public final class GenerationRun implements AutoCloseable {
     private Probe probe;
     /** The request's token constraint as a mask; null when unconstrained. */
     private TokenMask mask;
+    /** Whether the constraint refused the current step's token (read while building the next step). */
+    private boolean refusedCurrent;
     /** Decoded tokens fed back into the model (each read token: its successor step was built). */
     private int[] fed;
     private int fedCount;
@@ -313,15 +317,15 @@ public final class GenerationRun implements AutoCloseable {
             current = next;
             next = null;
         }
-        if (mask != null && n != options.maxTokens()) {
-            // Step n+1's mask follows token n: read it (and end here if its step had no mask).
-            if (mask.failure() != null || !mask.consume(current.y().itemInt())) {
-                return finish("error");
-            }
+        if (mask != null && n != options.maxTokens() && mask.failure() != null) {
+            return finish("error"); // the current step had no mask: its token cannot be used
         }
         if (n != options.maxTokens()) {
             next = step(current.y(), false, 1);
             submit(next);
+            if (refusedCurrent) {
+                return finish("error");
+            }
         }
         if (n == 0) {
             Mlx.eval(current.y());
@@ -371,6 +375,12 @@ public final class GenerationRun implements AutoCloseable {
                 logits = activeSampling.process(inputTokens, inputLength, logits);
             }
             if (mask != null) {
+                if (decoding) {
+                    // Step n+1's mask follows token n (this step's input): the forward runs while
+                    // the constraint consumes token n and computes the mask.
+                    Mlx.asyncEval(logits);
+                    refusedCurrent = !mask.consume(inputTokens.itemInt());
+                }
                 MlxArray allowed = mask.next();
                 if (allowed != null) {
                     logits = TokenMask.apply(allowed, logits);
