@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
@@ -37,12 +40,13 @@ import org.junit.jupiter.api.Test;
  */
 class ConstrainedExecutionTest {
     private static final int PREFILL_STEP = 16;
+    private static Path dir;
     private static LanguageModel model;
     private static ModelExecutor executor;
 
     @BeforeAll
     static void load() throws Exception {
-        Path dir = OracleFixtures.build().work().resolve("models/llama-bf16");
+        dir = OracleFixtures.build().work().resolve("models/llama-bf16");
         model = Models.load(dir);
         executor = new ModelExecutor(model, PREFILL_STEP);
     }
@@ -62,6 +66,10 @@ class ConstrainedExecutionTest {
 
     /** A run's entries: {@code token:logprob bits} per token, then its end. */
     private static List<String> serial(ExecutionPlan plan) throws Exception {
+        return serial(executor, plan);
+    }
+
+    private static List<String> serial(ModelExecutor executor, ExecutionPlan plan) throws Exception {
         List<String> out = new ArrayList<>();
         try (ExecutionRun run = executor.open(plan)) {
             for (int unit = 0; ; unit++) {
@@ -124,6 +132,22 @@ class ConstrainedExecutionTest {
         assertFollows(c, got, "dry run");
         assertEquals(3, c.consumed());
         assertEquals(1, c.closes);
+    }
+
+    /** A failed run publishes nothing to the prefix cache (as a failed batch row); a finished one does. */
+    @Test
+    void aFailedRunPublishesNoPrefix() throws Exception {
+        try (RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE)) {
+            ModelExecutor caching = new ModelExecutor(model, PREFILL_STEP, 0,
+                    new PrefixReuse(cache, ModelFingerprint.of(dir)));
+            int[] prompt = BatchParityTest.prompt(12, 9, 512);
+            List<String> failed = serial(caching, plan(prompt, 8, SamplingParams.GREEDY, new int[0],
+                    new ScriptedConstraint(3, 0, new int[0], 2)));
+            assertTrue(failed.getLast().startsWith("failed:"), failed.toString());
+            assertEquals(0, cache.size(), "a failed run's caches");
+            serial(caching, plan(prompt, 8, SamplingParams.GREEDY, new int[0], new ScriptedConstraint(3, 0, new int[0], -1)));
+            assertEquals(1, cache.size(), "a finished constrained run's caches");
+        }
     }
 
     @Test
