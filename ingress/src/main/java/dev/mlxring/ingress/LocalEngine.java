@@ -23,7 +23,10 @@ import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.constraint.ConstraintTokenizer;
+import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.plan.RequestPlanner;
+import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.prep.PromptPreparer;
@@ -31,6 +34,7 @@ import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.tools.ToolCallParser;
 import dev.mlxring.sink.tools.ToolCallParsers;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashSet;
@@ -116,10 +120,13 @@ public final class LocalEngine implements AutoCloseable {
     private final int vocabSize;
     /** Null when off; closed after the engine (whose exec thread uses it) has stopped. */
     private final TieredPrefixCache prefixCache;
+    /** Structured outputs' compiler; its tokenizer is closed after the engine has stopped. */
+    private final ConstraintCompiler constraints;
 
     private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
-            TieredPrefixCache prefixCache) {
+            TieredPrefixCache prefixCache, ConstraintCompiler constraints) {
         this.prefixCache = prefixCache;
+        this.constraints = constraints;
         this.engine = engine;
         this.tokenizer = tokenizer;
         this.modelId = modelId;
@@ -205,6 +212,16 @@ public final class LocalEngine implements AutoCloseable {
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
+        // Structured outputs: llguidance's view of this vocabulary, built on the first constrained
+        // request (reading every token takes up to a second a server that never constrains skips).
+        ConstraintCompiler constraints = ConstraintCompiler.lazy(() -> {
+            try {
+                return ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(
+                        modelDir.resolve("tokenizer.json"), vocab), eosIds, t -> tokenizer.encode(t, false));
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read " + modelDir.resolve("tokenizer.json"), e);
+            }
+        });
         DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                 .toolParser(toolParser(modelDir, template, tokenizer))
                 .build();
@@ -213,7 +230,7 @@ public final class LocalEngine implements AutoCloseable {
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
-                .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab))
+                .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab, constraints))
                 .executor(sharded != null ? sharded
                         : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
                 .sinks(sinks)
@@ -222,7 +239,8 @@ public final class LocalEngine implements AutoCloseable {
             // A collective MLX cannot abort must not leave the requests in flight hanging.
             sharded.onWedged(engine::abandonInFlight, ShardedExecutor.WEDGE_GRACE_NS);
         }
-        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache);
+        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache,
+                constraints);
     }
 
     /** The most prompt tokens plan accepts: the operator's limit, else the context less one. */
@@ -293,6 +311,11 @@ public final class LocalEngine implements AutoCloseable {
     @Override
     public void close() {
         engine.close();
+        try {
+            constraints.close(); // uses the tokenizer (canonical tokenization): before it
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "closing the structured-output tokenizer failed", e);
+        }
         tokenizer.close();
         if (prefixCache != null) {
             prefixCache.close();
