@@ -110,7 +110,7 @@ public final class ConstraintCompiler implements AutoCloseable {
         }
         String why = JsonSchemaSubset.check(schema);
         if (why != null) {
-            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " " + why);
+            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + ": " + why);
         }
     }
 

@@ -38,8 +38,8 @@ public final class JsonSchemaSubset {
 
     /**
      * Returns null when every keyword of {@code schema} is in the subset, else why not: the first
-     * unsupported keyword with its JSON pointer (e.g. {@code /properties/tags: keyword 'uniqueItems'
-     * is not supported}).
+     * unsupported keyword with its JSON pointer (e.g. {@code keyword 'uniqueItems' at
+     * /properties/tags is not supported}).
      */
     public static String check(JsonNode schema) {
         return check(schema, "", 0);
@@ -47,23 +47,23 @@ public final class JsonSchemaSubset {
 
     private static String check(JsonNode s, String at, int depth) {
         if (depth > MAX_DEPTH) {
-            return (at.isEmpty() ? "/" : at) + ": the schema nests deeper than " + MAX_DEPTH + " levels";
+            return "the schema nests deeper than " + MAX_DEPTH + " levels at " + (at.isEmpty() ? "/" : at);
         }
         if (s.isBoolean()) {
             return null; // true / false schemas
         }
         if (!s.isObject()) {
-            return (at.isEmpty() ? "/" : at) + ": a schema must be an object or a boolean";
+            return "the schema at " + (at.isEmpty() ? "/" : at) + " must be an object or a boolean";
         }
         for (Map.Entry<String, JsonNode> e : s.properties()) {
             String k = e.getKey();
             String here = at + "/" + escape(k);
             if (k.startsWith("x-")) {
-                return here + ": extension keyword '" + k + "' is not supported";
+                return "extension keyword '" + k + "' at " + here + " is not supported";
             }
             if (!ENFORCED.contains(k) && !ANNOTATIONS.contains(k)) {
-                return (at.isEmpty() ? "/" : at) + ": keyword '" + k + "' is not supported (structured outputs"
-                        + " enforce the subset docs/api.md lists; a keyword that would be ignored is refused)";
+                return "keyword '" + k + "' at " + (at.isEmpty() ? "/" : at) + " is not supported (structured"
+                        + " outputs enforce the subset docs/api.md lists; a keyword that would be ignored is refused)";
             }
             JsonNode v = e.getValue();
             String why = null;

@@ -247,7 +247,7 @@ public final class ToolCallGrammar {
         }
         String why = JsonSchemaSubset.check(node);
         if (why != null) {
-            throw new IllegalArgumentException(at + " " + why);
+            throw new IllegalArgumentException(at + ": " + why);
         }
         return node;
     }

@@ -99,13 +99,13 @@ class ConstraintCompilerTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "{\"type\":\"array\",\"uniqueItems\":true}| /: keyword 'uniqueItems' is not supported",
+            "{\"type\":\"array\",\"uniqueItems\":true}| keyword 'uniqueItems' at / is not supported",
             "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"contentEncoding\":\"base64\"}}}"
-                    + "| /properties/a: keyword 'contentEncoding' is not supported",
-            "{\"anyOf\":[{\"type\":\"string\"},{\"not\":{\"type\":\"null\"}}]}| /anyOf/1: keyword 'not' is not supported",
+                    + "| keyword 'contentEncoding' at /properties/a is not supported",
+            "{\"anyOf\":[{\"type\":\"string\"},{\"not\":{\"type\":\"null\"}}]}| keyword 'not' at /anyOf/1 is not supported",
             "{\"$defs\":{\"a/b\":{\"type\":\"object\",\"minProperties\":1}},\"$ref\":\"#/$defs/a~1b\"}"
-                    + "| /$defs/a~1b: keyword 'minProperties' is not supported",
-            "{\"type\":\"object\",\"x-guidance\":{}}| /x-guidance: extension keyword 'x-guidance' is not supported",
+                    + "| keyword 'minProperties' at /$defs/a~1b is not supported",
+            "{\"type\":\"object\",\"x-guidance\":{}}| extension keyword 'x-guidance' at /x-guidance is not supported",
             "{\"type\":\"strin\"}| response_format.json_schema.schema: ",
             "{\"$ref\":\"#/$defs/missing\"}| response_format.json_schema.schema: ",
             "not json| response_format.json_schema.schema is not valid JSON",

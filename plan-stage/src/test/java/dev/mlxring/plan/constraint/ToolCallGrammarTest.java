@@ -369,7 +369,7 @@ class ToolCallGrammarTest {
                 "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"array\",\"uniqueItems\":true}}}", false));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(unique, ToolChoice.required(true), syntax, false));
-        assertTrue(e.getMessage().startsWith("tools[1].function.parameters /properties/t: keyword 'uniqueItems' "
+        assertTrue(e.getMessage().startsWith("tools[1].function.parameters: keyword 'uniqueItems' at /properties/t "
                 + "is not supported"), e.getMessage());
         // a choice naming another tool leaves that schema out: nothing to refuse
         assertEquals(-1, walk(plain, ToolCallGrammar.forTools(unique, ToolChoice.named("get_time", true), syntax,
