@@ -130,8 +130,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                     + "carries no logprobs); leave it out or send 0");
         }
         if (f.get("max_tool_calls") != null) {
-            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: generation is not "
-                    + "constrained, so the number of calls is not capped; leave it out");
+            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: the number of calls is not "
+                    + "capped; leave it out (parallel_tool_calls: false allows at most one call)");
         }
         if (f.bool("background", false)) {
             throw ApiError.invalid("background", "background responses are not supported; send background: false "
