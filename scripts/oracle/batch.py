@@ -31,7 +31,10 @@ FILE.json:
         "temp", "top_p", "min_p", "min_tokens_to_keep", "top_k",
         "seed",                  # the row's own key stream: mx.random.key(seed)
         "logit_bias": {"id": bias}, "repetition_penalty", "repetition_context_size",
-        "presence_penalty", "frequency_penalty"}}
+        "presence_penalty", "frequency_penalty"},
+     "mask": {"modulus", ...}}  # optional: a scripted token constraint (scripted_mask.py) after
+                                 # the row's processors; a row whose constraint runs dry ends at
+                                 # that step without a token (reported "error", then gen.remove)
   ]
 }
 
@@ -65,8 +68,9 @@ Output (to --out, or stdout):
 {
   "mlx_version", "mlx_lm_version", "model",
   "uids": [uid of row i],
-  "steps": [[{"uid", "token", "finish": null|"length"|"stop",
+  "steps": [[{"uid", "token", "finish": null|"length"|"stop"|"error",
               "logprobs_sha256": hex, "dtype": str}, ...], ...],  # one list per next() call
+                              # (an "error" entry: token -1, logprobs_sha256 "-", dtype null)
   "parked": [rows in a parked prompt batch after each call]     # short_prompts_first's state
 }
 logprobs_sha256 is the sha256 of the response's logprobs vector's raw little-endian bytes.
@@ -86,6 +90,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
 from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
+from scripted_mask import ScriptedMask
 
 
 def _as_seed(key):
@@ -237,6 +242,8 @@ def main(argv=None):
     decode_only = set(script.get("decode_only", []))
     rows = script["rows"]
     uids = [None] * len(rows)
+    masks = {}
+    produced = {}
     finished = set()
     steps = []
     step = 0
@@ -244,6 +251,9 @@ def main(argv=None):
         for i, row in enumerate(rows):
             if row["at"] == step:
                 sampler, processors = row_sampling(row.get("sampling"))
+                mask = ScriptedMask(row["mask"]) if row.get("mask") else None
+                if mask is not None:
+                    processors = list(processors) + [mask]
                 stop = StopSequences([(t,) for t in row.get("stop", [])] or None)
                 h = row.get("history", 0)
                 cache = None
@@ -260,6 +270,8 @@ def main(argv=None):
                     logits_processors=[processors],
                     stop_sequences=[stop],
                 )
+                masks[uids[i]] = mask
+                produced[uids[i]] = 0
         for i, row in enumerate(rows):
             if row.get("remove_at") == step and uids[i] not in finished:
                 gen.remove([uids[i]])
@@ -271,7 +283,16 @@ def main(argv=None):
         responses = schedule.decode_only() if step in decode_only else schedule.full()
         parked.append(0 if schedule.parked is None else len(schedule.parked[0]))
         out = []
+        failed = []
         for r in responses:
+            mask = masks.get(r.uid)
+            if mask is not None and mask.failed_at(produced[r.uid]):
+                out.append({"uid": r.uid, "token": -1, "finish": "error", "logprobs_sha256": "-", "dtype": None})
+                if r.finish_reason is None:
+                    failed.append(r.uid)
+                finished.add(r.uid)
+                continue
+            produced[r.uid] += 1
             out.append({
                 "uid": r.uid,
                 "token": int(r.token),
@@ -281,6 +302,8 @@ def main(argv=None):
             })
             if r.finish_reason is not None:
                 finished.add(r.uid)
+        if failed:
+            gen.remove(failed)
         steps.append(out)
         step += 1
     gen.close()

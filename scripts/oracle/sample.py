@@ -33,6 +33,9 @@ Flags mirror the make_sampler / make_logits_processors arguments:
   --repetition-penalty --repetition-context-size --presence-penalty
   --presence-context-size --frequency-penalty --frequency-context-size
 Penalties default to None (off), context sizes to 20, as mlx-lm.
+  --mask '{"modulus": M, ...}' appends a scripted token constraint (scripted_mask.py, a fresh
+  one per prompt) after mlx-lm's processors: logits = mx.where(mask, logits, -inf). A prompt
+  whose constraint runs dry stops at that step without its token, with "error": true.
 
 Output (to --out, or stdout):
 {
@@ -45,7 +48,8 @@ Output (to --out, or stdout):
      "logprobs_sha256": [hex],   # sha256 of every yielded logprobs vector's raw bytes
      "chosen_logprob": [float],  # logprobs[token].item() per token (mlx_lm.server)
      "top_logprobs": [[[id, logprob], ...], ...],   # _format_top_logprobs order, if T > 0
-     "final_key": [k0, k1]}      # mx.random.state[0] after the prompt (uint32 words)
+     "final_key": [k0, k1],      # mx.random.state[0] after the prompt (uint32 words)
+     "error": bool}              # the scripted constraint ran dry (only with --mask)
   ]
 }
 Raw bytes are the array's little-endian bytes exactly as MLX holds them (bf16 and
@@ -62,6 +66,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
 from common import encode_array, oracle_args, raw_bytes, read_prompts, versions, write_json
+from scripted_mask import ScriptedMask
 
 
 def format_top_logprobs(logprobs, top_n):
@@ -88,6 +93,10 @@ def count_draws(seed, state, limit=100000):
 def run_prompt(model, prompt, args, sampler, processors):
     tokens, digests, chosen, tops = [], [], [], []
     logprobs0 = None
+    mask = ScriptedMask(json.loads(args.mask)) if args.mask else None
+    if mask is not None:
+        processors = list(processors) + [mask]
+    error = False
     for tok, logprobs in generate_step(
         mx.array(prompt),
         model,
@@ -96,6 +105,9 @@ def run_prompt(model, prompt, args, sampler, processors):
         logits_processors=processors,
         prefill_step_size=args.prefill_step_size,
     ):
+        if mask is not None and mask.failed_at(len(tokens)):
+            error = True
+            break
         if logprobs0 is None:
             logprobs0 = logprobs
         tokens.append(int(tok))
@@ -112,6 +124,7 @@ def run_prompt(model, prompt, args, sampler, processors):
         "chosen_logprob": chosen,
         "top_logprobs": tops,
         "final_key": [int(v) for v in key.tolist()],
+        "error": error,
     }
 
 
@@ -135,6 +148,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--seed-mode", choices=["per-prompt", "once"], default="per-prompt")
     ap.add_argument("--top-logprobs", type=int, default=0)
+    ap.add_argument("--mask", default=None, help="JSON object: a scripted token constraint (scripted_mask.py)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 

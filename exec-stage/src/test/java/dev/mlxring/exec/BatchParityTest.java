@@ -41,7 +41,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code scripts/oracle/batch.py} and through our {@link BatchGenerator}; every call must yield
  * the same rows with the same tokens, the same finish reasons and the same logprobs bytes (sha256
  * of each row's {@code [V]} vector), so joins, prefill interleaving, padding, merges and filters
- * happen at the same steps with the same numerics on both sides.
+ * happen at the same steps with the same numerics on both sides. Rows may carry a scripted token
+ * constraint ({@link ScriptedConstraint}; batch.py appends its twin to the row's
+ * {@code logits_processors}): constrained and free rows share the batch, and a row whose
+ * constraint runs dry ends alone with {@code error} at the same call on both sides.
  */
 class BatchParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -56,10 +59,16 @@ class BatchParityTest {
 
     /**
      * One scripted row: inserted before call {@code at}; {@code sampling} null = greedy;
-     * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts.
+     * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts;
+     * {@code mask} null = unconstrained, else the rule each run's fresh constraint follows.
      */
     record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt,
-            int history) {
+            int history, ScriptedConstraint mask) {
+        ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt,
+                int history) {
+            this(at, prompt, maxTokens, stop, sampling, removeAt, history, null);
+        }
+
         ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling) {
             this(at, prompt, maxTokens, stop, sampling, -1);
         }
@@ -102,6 +111,12 @@ class BatchParityTest {
 
     static ScriptRow greedy(int at, int length, int seed, int maxTokens) {
         return new ScriptRow(at, prompt(length, seed, 512), maxTokens, new int[0], null);
+    }
+
+    /** A row under {@code mask} ({@code sampling} null = greedy) with {@code stop} as its stop ids. */
+    static ScriptRow masked(int at, int length, int seed, int maxTokens, Map<String, Object> sampling,
+            ScriptedConstraint mask, int... stop) {
+        return new ScriptRow(at, prompt(length, seed, 512), maxTokens, stop, sampling, -1, 0, mask);
     }
 
     /** -Dbatch.cells=REGEX runs the cells whose name matches (none may match). */
@@ -200,11 +215,41 @@ class BatchParityTest {
                 new Cell("decode-only-units", "qwen3-f32", 16, 8, 32, List.of(
                         greedy(0, 8, 66, 40), greedy(1, 90, 67, 6), greedy(4, 7, 68, 10), greedy(12, 20, 69, 6)),
                         0, true, java.util.Set.of(3, 4, 5, 7, 8, 10, 11, 12, 14, 20, 21)),
+                // Token masks (issue 42): constrained rows (greedy, seeded top-k, penalties, top-p)
+                // and free rows in one batch, joining at different calls; the free rows' bytes
+                // are the ones they have with no mask anywhere.
+                new Cell("masked-mixed", "llama-bf16", 16, 8, 32, List.of(
+                        greedy(0, 9, 70, 16),
+                        masked(0, 21, 71, 16, null, new ScriptedConstraint(3, 0, new int[0], -1)),
+                        masked(1, 33, 72, 14, seededTopK, new ScriptedConstraint(4, 1, new int[0], -1)),
+                        masked(2, 5, 73, 12, penalties, new ScriptedConstraint(2, 1, new int[0], -1)),
+                        new ScriptRow(3, prompt(12, 74, 512), 12, new int[0], seededTopP))),
+                // Constraints that run dry: a greedy row after 4 tokens and a seeded row at its
+                // first step end alone with "error"; a complete constraint (only its stop id from
+                // step 3) ends its row on the stop token; the free rows go on, one joining after.
+                new Cell("masked-dry", "qwen3-f32", 16, 8, 32, List.of(
+                        greedy(0, 12, 75, 20),
+                        masked(0, 7, 76, 20, null, new ScriptedConstraint(3, 2, new int[0], 4)),
+                        masked(1, 18, 77, 20, seededTopK, new ScriptedConstraint(5, 0, new int[0], 0)),
+                        masked(1, 10, 78, 20, null, new ScriptedConstraint(4, 0, new int[] {7}, -1, 3), 7),
+                        greedy(6, 9, 79, 8))),
+                // A lone constrained row: the solo fast path with its mask, then a joiner.
+                new Cell("masked-lone", "qwen2-bf16", 16, 8, 32, List.of(
+                        masked(0, 14, 80, 16, seededTopP, new ScriptedConstraint(3, 1, new int[0], -1)),
+                        greedy(8, 6, 81, 6))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
                 new Cell("default", "default", 8, 8, 32, List.of(
                         new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
                         new ScriptRow(1, prompt(7, 22, 49152), 6, new int[0], null),
-                        new ScriptRow(2, prompt(12, 23, 49152), 4, new int[0], null))));
+                        new ScriptRow(2, prompt(12, 23, 49152), 4, new int[0], null))),
+                // The default model with masks over its 49152 ids: greedy and seeded masked rows
+                // next to a free one.
+                new Cell("masked-default", "default", 8, 8, 32, List.of(
+                        new ScriptRow(0, prompt(20, 24, 49152), 6, new int[0], null, -1, 0,
+                                new ScriptedConstraint(7, 0, new int[0], -1)),
+                        new ScriptRow(1, prompt(7, 25, 49152), 6, new int[0], null),
+                        new ScriptRow(1, prompt(12, 26, 49152), 5, new int[0], seededTopK, -1, 0,
+                                new ScriptedConstraint(5, 2, new int[0], -1)))));
     }
 
     @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
@@ -306,6 +351,9 @@ class BatchParityTest {
             if (r.history() > 0) {
                 o.put("history", r.history());
             }
+            if (r.mask() != null) {
+                o.set("mask", JSON.valueToTree(r.mask().spec()));
+            }
         }
         Path dir = work.resolve("batch");
         Files.createDirectories(dir);
@@ -352,6 +400,7 @@ class BatchParityTest {
         int finished = 0;
         int[] uids = new int[cell.rows().size()];
         java.util.Set<Integer> done = new java.util.HashSet<>();
+        List<ScriptedConstraint> constraints = new ArrayList<>();
         try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
                 cell.completionBatch(), null, cell.maxKvSize(), cell.shortPromptsFirst())) {
             for (int step = 0; ; step++) {
@@ -359,9 +408,13 @@ class BatchParityTest {
                     ScriptRow r = cell.rows().get(i);
                     if (r.at() == step) {
                         int h = r.history();
+                        ScriptedConstraint c = r.mask() == null ? null : r.mask().copy();
+                        if (c != null) {
+                            constraints.add(c);
+                        }
                         uids[i] = gen.insert(new BatchRequest(Arrays.copyOfRange(r.prompt(), h, r.prompt().length),
-                                r.maxTokens(), params(r.sampling()), r.stop()), h == 0 ? null : history(model, r.prompt(), h),
-                                Arrays.copyOf(r.prompt(), h));
+                                null, r.maxTokens(), params(r.sampling()), r.stop(), c),
+                                h == 0 ? null : history(model, r.prompt(), h), Arrays.copyOf(r.prompt(), h));
                         inserted++;
                     }
                 }
@@ -374,11 +427,21 @@ class BatchParityTest {
                 }
                 if (inserted == cell.rows().size() && finished == cell.rows().size()) {
                     assertTrue(gen.idle(), "every row finished but the generator is not idle");
+                    for (ScriptedConstraint c : constraints) {
+                        assertEquals(1, c.closes, cell + ": a finished row's constraint is closed once");
+                    }
                     return steps;
                 }
                 assertFalse(step > 10_000, "the script does not finish");
                 List<String> s = new ArrayList<>();
                 for (BatchToken t : gen.next(!cell.decodeOnly().contains(step))) {
+                    if (t.error() != null) {
+                        assertTrue(t.error().contains("scripted constraint can no longer be satisfied"), t.error());
+                        s.add(t.uid() + ":-1:error:-");
+                        done.add(t.uid());
+                        finished++;
+                        continue;
+                    }
                     s.add(t.uid() + ":" + t.token() + ":" + (t.finishReason() == null ? "-" : t.finishReason()) + ":"
                             + HexFormat.of().formatHex(sha.digest(t.logprobs().toBytes())));
                     if (t.finishReason() != null) {

@@ -135,6 +135,7 @@ final class BatchScheduler {
             s.advanceTo(Lifecycle.RUNNING);
             int row;
             try {
+                s.planHandedOff = true;
                 row = batch.insert(s.plan);
             } catch (RequestException e) {
                 out.publishTerminal(s, Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
@@ -197,6 +198,9 @@ final class BatchScheduler {
             } else if (r.kind == StepResult.Kind.FINISHED) {
                 leave(s);
                 out.publishTerminal(s, Outcome.completed(r.finishReason, unit.usages[i]));
+            } else if (r.kind == StepResult.Kind.FAILED) {
+                leave(s);
+                out.publishTerminal(s, Outcome.failed(r.errorType, r.errorMessage, unit.usages[i]));
             }
         }
         return true;

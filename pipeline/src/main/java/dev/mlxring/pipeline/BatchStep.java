@@ -2,8 +2,8 @@ package dev.mlxring.pipeline;
 
 /**
  * What one {@link ExecutionBatch#step} committed, as parallel arrays of {@link #count} entries in
- * commit order: the row, its {@link StepResult} ({@code TOKEN} or {@code FINISHED}) and, for a
- * {@code FINISHED} entry, the row's usage. A row contributes at most two entries per step (its
+ * commit order: the row, its {@link StepResult} ({@code TOKEN}, {@code FINISHED} or {@code FAILED})
+ * and, for a {@code FINISHED} or {@code FAILED} entry, the row's usage. A row contributes at most two entries per step (its
  * last token, then its end). Allocated once with room for every row; reused by every step.
  */
 public final class BatchStep {
@@ -36,6 +36,12 @@ public final class BatchStep {
     /** Appends a row's end with its usage. */
     public void finish(int row, String reason, Usage usage) {
         add(row).finished(reason);
+        usages[count - 1] = usage;
+    }
+
+    /** Appends a row's failure (that row alone ends, with a failed outcome) with its usage. */
+    public void fail(int row, Outcome.ErrorType type, String message, Usage usage) {
+        add(row).failed(type, message);
         usages[count - 1] = usage;
     }
 

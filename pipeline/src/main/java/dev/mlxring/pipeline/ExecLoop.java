@@ -245,6 +245,9 @@ final class ExecLoop implements Runnable {
             case FINISHED -> {
                 return finish(Outcome.completed(r.finishReason, usage(s)));
             }
+            case FAILED -> {
+                return finish(Outcome.failed(r.errorType, r.errorMessage, usage(s)));
+            }
             default -> throw new IllegalStateException("unknown step kind " + r.kind);
         }
     }
@@ -263,6 +266,7 @@ final class ExecLoop implements Runnable {
         }
         s.advanceTo(Lifecycle.RUNNING);
         try {
+            s.planHandedOff = true;
             s.run = executor.open(s.plan);
             s.cachedPromptTokens(s.run.cachedTokens());
         } catch (RequestException e) {

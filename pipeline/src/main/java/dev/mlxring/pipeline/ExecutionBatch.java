@@ -33,7 +33,8 @@ public interface ExecutionBatch extends AutoCloseable {
     /**
      * One unit of work. {@code out} is cleared, then receives what the rows committed in this unit:
      * each generating row's token, and for a row that ended its {@code FINISHED} entry (after its
-     * last token) with its usage; such a row has left the batch. Throws when the unit itself failed
+     * last token) with its usage, or its {@code FAILED} entry when the row alone failed (its token
+     * constraint can no longer be satisfied); such a row has left the batch. Throws when the unit itself failed
      * (every row's state is then undefined: the caller fails all of them and closes the batch).
      */
     void step(BatchStep out);

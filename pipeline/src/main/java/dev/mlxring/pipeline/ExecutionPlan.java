@@ -14,8 +14,10 @@ import java.util.Map;
  * @param kvScheme the KV-cache scheme exec must use (the executor's own immutable type, e.g. a
  *     quantized cache); null = the model's full-precision cache. Exec refuses a scheme it cannot
  *     run rather than substituting another.
- * @param constraint the request's token constraint (a structured-output mask), or null for none;
- *     exec owns and closes it from the moment it opens the plan's row ({@link TokenConstraint})
+ * @param constraint the request's token constraint (a structured-output mask), or null for none.
+ *     Exec closes it: the executor from the moment exec hands it the plan ({@link Executor#open},
+ *     {@link ExecutionBatch#insert}, also when they throw), the exec loop when the session
+ *     settles before that (cancelled or refused while queued)
  */
 public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
         int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,

@@ -40,6 +40,8 @@ public final class Session {
 
     // Exec thread only.
     ExecutionRun run;
+    /** Whether exec handed the plan to the executor (open or insert), which then owns its constraint. */
+    boolean planHandedOff;
     /** This session's row in the running batch, -1 when it is not a row. */
     int batchRow = -1;
     long pausedSinceNs;
@@ -56,6 +58,25 @@ public final class Session {
     /** Whether the sink gave back this session's admission slot (exactly once). */
     boolean admissionReleased;
     int deliveredTokens;
+
+    /**
+     * Closes the plan's token constraint unless the executor took it over (exec thread, once the
+     * session is settled): a session cancelled, refused or abandoned before its run or row opened
+     * still releases what plan built for it.
+     */
+    void closeUnclaimedConstraint() {
+        ExecutionPlan p = plan;
+        if (planHandedOff || p == null || p.constraint() == null) {
+            return;
+        }
+        planHandedOff = true;
+        try {
+            p.constraint().close();
+        } catch (RuntimeException e) {
+            System.getLogger("dev.mlxring.pipeline").log(System.Logger.Level.WARNING,
+                    "closing the token constraint of session " + id + " failed", e);
+        }
+    }
 
     Session(String id, GenerationRequest request, GenerationListener listener, int credits, Runnable wakeExec) {
         this.id = id;

@@ -180,15 +180,6 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             admitted.decrementAndGet();
         }
         s.settle(outcome);
-        // Exec closes a row's constraint when the row ends; one that never reached a row (cancelled
-        // while queued, refused at admission, engine closing) is released here. Idempotent.
-        if (s.plan != null && s.plan.constraint() != null) {
-            try {
-                s.plan.constraint().close();
-            } catch (RuntimeException ignored) {
-                // releasing native state must not take the sink thread down
-            }
-        }
         try {
             s.listener().onComplete(s, outcome);
         } catch (RuntimeException ignored) {

@@ -11,7 +11,12 @@ public final class StepResult {
         /** One token was committed. */
         TOKEN,
         /** The run ended (EOS or max tokens); see {@link #finishReason}. */
-        FINISHED
+        FINISHED,
+        /**
+         * The run ended with an error of its own (e.g. its token constraint can no longer be
+         * satisfied); see {@link #errorType} and {@link #errorMessage}. Other runs are unaffected.
+         */
+        FAILED
     }
 
     public Kind kind;
@@ -23,6 +28,9 @@ public final class StepResult {
     public final float[] topLogprobs;
     public int topCount;
     public String finishReason;
+    /** For {@link Kind#FAILED}: why, as the session's failed outcome reports it. */
+    public Outcome.ErrorType errorType;
+    public String errorMessage;
 
     public StepResult(int maxTopLogprobs) {
         topIds = new int[maxTopLogprobs];
@@ -45,6 +53,14 @@ public final class StepResult {
     public StepResult finished(String reason) {
         kind = Kind.FINISHED;
         finishReason = reason;
+        return this;
+    }
+
+    /** The run ended with {@code message} (a failed outcome of {@code type} for its session alone). */
+    public StepResult failed(Outcome.ErrorType type, String message) {
+        kind = Kind.FAILED;
+        errorType = type;
+        errorMessage = message;
         return this;
     }
 }

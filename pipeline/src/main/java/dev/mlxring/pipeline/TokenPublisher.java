@@ -50,11 +50,16 @@ final class TokenPublisher {
         }
     }
 
+    /**
+     * Publishes the session's terminal event; first closes its plan's token constraint when the
+     * executor never took it over. False (nothing done) when the ring is full.
+     */
     boolean publishTerminal(Session s, Outcome outcome) {
         long seq = tryClaim();
         if (seq < 0) {
             return false;
         }
+        s.closeUnclaimedConstraint();
         TokenEvent e = tokens.get(seq);
         e.session = s;
         e.kind = TokenEvent.TERMINAL;

@@ -161,6 +161,29 @@ class BatchSchedulerTest {
         assertEquals(0, engine.admittedCount());
     }
 
+    /** A row that fails alone (its token constraint ran dry) fails its session; the others go on in the batch. */
+    @Test
+    void aRowThatFailsAloneFailsOnlyItsSession() throws Exception {
+        start(batched(3));
+        var bad = new FakeStages.Recorder();
+        var good = new FakeStages.Recorder();
+        Session g = engine.submit(text("g", "a b", 6), good);
+        Session b = engine.submit(text("b", "a b c", FakeStages.FAILS_AFTER_TWO), bad);
+        Outcome o = await(b, bad);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertEquals(FakeStages.DRY, o.message());
+        assertEquals(tokens(2), bad.text.toString(), "the tokens before the failure were delivered");
+        assertEquals(new Usage(3, 2, 0), o.usage());
+        Outcome go = await(g, good);
+        assertEquals(Lifecycle.COMPLETED, go.state());
+        assertEquals(tokens(6), good.text.toString());
+        assertTrue(exec.events.contains("fail:b"), "the batch ended the row: " + exec.events);
+        assertFalse(exec.events.contains("remove:b"), "a failed row has left the batch: " + exec.events);
+        assertEquals(0, exec.openRuns.get(), "nothing ran alone");
+        assertEquals(0, engine.admittedCount());
+    }
+
     @Test
     void aCancelledRowLeavesAloneAndTheOthersGoOn() throws Exception {
         start(batched(4));

@@ -74,6 +74,25 @@ class EngineLifecycleTest {
         assertEquals(20, exec.closedRuns.get());
     }
 
+    /** A run that ends with its own failure (a token constraint run dry) fails its session alone, with usage. */
+    @Test
+    void aRunThatFailsAloneFailsOnlyItsSession() throws Exception {
+        start(EngineConfig.defaults());
+        var bad = new FakeStages.Recorder();
+        var good = new FakeStages.Recorder();
+        Session b = engine.submit(text("x y", FakeStages.FAILS_AFTER_TWO), bad);
+        Session g = engine.submit(text("fine", 3), good);
+        Outcome o = await(b, bad);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertEquals(FakeStages.DRY, o.message());
+        assertEquals("1 2 ", bad.text.toString(), "the tokens before the failure were delivered");
+        assertEquals(new Usage(2, 2, 0), o.usage());
+        assertEquals(Lifecycle.COMPLETED, await(g, good).state());
+        assertEquals("1 2 3 ", good.text.toString());
+        assertEquals(exec.openRuns.get(), exec.closedRuns.get());
+    }
+
     @Test
     void preparationFailureFailsOnlyThatSession() throws Exception {
         start(EngineConfig.defaults());
@@ -103,6 +122,65 @@ class EngineLifecycleTest {
         assertEquals("client went away", o.message());
         assertEquals(Lifecycle.COMPLETED, await(running, first).state());
         assertEquals(1, exec.openRuns.get());
+    }
+
+    /** Counts closes; allows every token. */
+    private static final class CountingConstraint implements TokenConstraint {
+        final java.util.concurrent.atomic.AtomicInteger closes = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public boolean allowedTokens(int[] words) {
+            java.util.Arrays.fill(words, -1);
+            return true;
+        }
+
+        @Override
+        public void consume(int token) {}
+
+        @Override
+        public String error() {
+            return null;
+        }
+
+        @Override
+        public void close() {
+            closes.incrementAndGet();
+        }
+    }
+
+    /**
+     * A session settled before exec opened its run (cancelled while queued) closes its plan's
+     * token constraint once; a session whose run opened leaves it to the executor.
+     */
+    @Test
+    void aConstraintNeverHandedToTheExecutorIsClosedWhenItsSessionSettles() throws Exception {
+        exec = new FakeStages.Exec();
+        java.util.Map<String, CountingConstraint> constraints = new java.util.concurrent.ConcurrentHashMap<>();
+        Planner planner = (r, p) -> {
+            ExecutionPlan plain = FakeStages.plan(r, p);
+            CountingConstraint c = new CountingConstraint();
+            constraints.put(((Prompt.Text) r.prompt()).text(), c);
+            return new ExecutionPlan(plain.requestId(), plain.prompt(), null, plain.maxTokens(), plain.stopTokenIds(),
+                    plain.stopStrings(), false, 0, List.of(), null, c);
+        };
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare).planner(planner)
+                .executor(exec).sinks(FakeStages::textSink).start();
+        exec.decodeGate = new CountDownLatch(1);
+        var first = new FakeStages.Recorder();
+        Session running = engine.submit(text("a", 2), first);
+        var r = new FakeStages.Recorder();
+        Session queued = engine.submit(text("b", 2), r);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (queued.state().ordinal() < Lifecycle.QUEUED.ordinal()) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for the session to be planned");
+            Thread.sleep(1);
+        }
+        queued.cancel("client went away");
+        exec.decodeGate.countDown();
+        assertEquals(Lifecycle.CANCELLED, await(queued, r).state());
+        assertEquals(Lifecycle.COMPLETED, await(running, first).state());
+        assertEquals(1, constraints.get("b").closes.get(), "the queued session's constraint");
+        assertEquals(0, constraints.get("a").closes.get(), "the executor owns an opened run's constraint");
     }
 
     @Test

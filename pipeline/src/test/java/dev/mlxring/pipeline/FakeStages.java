@@ -23,12 +23,22 @@ final class FakeStages {
         return new PreparedPrompt(ids, ids.length);
     }
 
+    /** max_tokens that makes a run or row fail alone after two tokens ({@link StepResult.Kind#FAILED}). */
+    static final int FAILS_AFTER_TWO = 17;
+
+    /** The failure such a run or row reports. */
+    static final String DRY = "scripted constraint can no longer be satisfied";
+
     static ExecutionPlan plan(GenerationRequest r, PreparedPrompt p) {
         return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 8 : r.maxTokens(), new int[] {0},
                 r.stop(), false, 0);
     }
 
-    /** Runs {@code prefillChunks} chunks, then emits tokens 1, 2, 3, ... up to maxTokens; counts open runs. */
+    /**
+     * Runs {@code prefillChunks} chunks, then emits tokens 1, 2, 3, ... up to maxTokens; counts open
+     * runs. A plan of max_tokens {@value #FAILS_AFTER_TWO} fails alone after its second token (as a
+     * row whose token constraint runs dry).
+     */
     static final class Exec implements Executor {
         final AtomicInteger openRuns = new AtomicInteger();
         final AtomicInteger closedRuns = new AtomicInteger();
@@ -87,6 +97,9 @@ final class FakeStages {
                     }
                     if (produced == plan.maxTokens()) {
                         return r.finished("length");
+                    }
+                    if (produced == 2 && plan.maxTokens() == FAILS_AFTER_TWO) {
+                        return r.failed(Outcome.ErrorType.INVALID_REQUEST, DRY);
                     }
                     producedTokens.incrementAndGet();
                     return r.token(++produced);
@@ -247,6 +260,14 @@ final class FakeStages {
                     if (prefill) {
                         st[0]--;
                     }
+                    continue;
+                }
+                if (st[1] == 2 && plan.maxTokens() == FAILS_AFTER_TWO) {
+                    out.fail(e.getKey(), Outcome.ErrorType.INVALID_REQUEST, DRY,
+                            new Usage(plan.prompt().length(), st[1], 0));
+                    exec.events.add("fail:" + plan.requestId());
+                    it.remove();
+                    plans.remove(e.getKey());
                     continue;
                 }
                 out.add(e.getKey()).token(++st[1]);

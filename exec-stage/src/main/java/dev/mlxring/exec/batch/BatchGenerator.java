@@ -5,6 +5,7 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingRun;
+import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import java.util.ArrayDeque;
@@ -165,13 +166,16 @@ public final class BatchGenerator implements AutoCloseable {
      * Queues one row that continues from {@code history}: solo caches that already hold the
      * positions of {@code historyTokens}, the ids before {@code request.prompt()} (a restored
      * prefix; mlx-lm's {@code insert(..., caches=[cache], all_tokens=[ids])}: the ids are the
-     * row's logits processors' context too). The generator owns the caches from here on, also
-     * when this throws.
+     * row's logits processors' context too). The generator owns the caches and the request's
+     * constraint from here on, also when this throws.
      */
     public int insert(BatchRequest request, KvCache[] history, int[] historyTokens) {
         try {
             return insertRow(request, history, historyTokens);
         } catch (RuntimeException e) {
+            if (request.constraint() != null) {
+                request.constraint().close();
+            }
             if (history != null) {
                 for (KvCache c : history) {
                     c.close();
@@ -211,9 +215,10 @@ public final class BatchGenerator implements AutoCloseable {
                 sampling.observe(Mlx.fromInts(historyTokens, historyTokens.length), historyTokens.length);
             }
         }
+        TokenMask mask = request.constraint() == null ? null : new TokenMask(request.constraint(), vocab);
         int uid = uidCount++;
         unprocessed.add(new Row(uid, prompt, request.segmentLengths(), request.maxTokens(), request.stopTokenIds(),
-                sampling, history, finishedRows != null));
+                sampling, mask, history, finishedRows != null));
         return uid;
     }
 
@@ -230,7 +235,7 @@ public final class BatchGenerator implements AutoCloseable {
                 Row r = it.next();
                 if (r.uid == uid) {
                     it.remove();
-                    r.sampling.close();
+                    r.closeRun();
                     r.closeHistory();
                     return true;
                 }
@@ -239,20 +244,20 @@ public final class BatchGenerator implements AutoCloseable {
             if (i >= 0) {
                 Row r = promptBatch.rows.get(i);
                 promptBatch.filter(without(promptBatch.size(), i));
-                r.sampling.close();
+                r.closeRun();
                 return true;
             }
             if (parked != null && (i = indexOf(parked.rows, uid)) >= 0) {
                 Row r = parked.rows.get(i);
                 parked.filter(without(parked.size(), i));
-                r.sampling.close();
+                r.closeRun();
                 return true;
             }
             i = indexOf(generationBatch.rows, uid);
             if (i >= 0) {
                 Row r = generationBatch.rows.get(i);
                 generationBatch.filter(without(generationBatch.size(), i));
-                r.sampling.close();
+                r.closeRun();
                 return true;
             }
             return false;
@@ -481,22 +486,22 @@ public final class BatchGenerator implements AutoCloseable {
     @Override
     public void close() {
         for (Row r : unprocessed) {
-            r.sampling.close();
+            r.closeRun();
             r.closeHistory();
         }
         unprocessed.clear();
         for (Row r : promptBatch.rows) {
-            r.sampling.close();
+            r.closeRun();
         }
         if (parked != null) {
             for (Row r : parked.rows) {
-                r.sampling.close();
+                r.closeRun();
             }
             parked.close();
             parked = null;
         }
         for (Row r : generationBatch.rows) {
-            r.sampling.close();
+            r.closeRun();
         }
         promptBatch.close();
         generationBatch.close();

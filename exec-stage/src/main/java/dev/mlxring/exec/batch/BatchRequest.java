@@ -1,18 +1,22 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.TokenConstraint;
 
 /**
  * One row to insert into a {@link BatchGenerator} ({@code BatchGenerator.insert_segments}'s
  * per-sequence arguments): the prompt's token ids, optionally split into segments (a prefill
  * chunk never crosses a segment boundary, and the generator reports each segment's end), the most
  * tokens to generate, the row's own sampling settings (sampler, logits processors, seed) and the
- * token ids that end it (each a one-token stop sequence, as the tokenizer's EOS ids are).
+ * token ids that end it (each a one-token stop sequence, as the tokenizer's EOS ids are), and
+ * optionally its token constraint (a per-row logits mask after its own processors).
  *
  * @param segmentLengths positive lengths summing to the prompt's, or null for one segment
+ * @param constraint the row's token constraint, or null; the generator owns it from
+ *     {@link BatchGenerator#insert} on and closes it when the row leaves
  */
 public record BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, SamplingParams sampling,
-        int[] stopTokenIds) {
+        int[] stopTokenIds, TokenConstraint constraint) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -31,8 +35,14 @@ public record BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, Sa
         }
     }
 
-    /** A row of one segment ({@code insert}). */
+    /** An unconstrained row. */
+    public BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, SamplingParams sampling,
+            int[] stopTokenIds) {
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, null);
+    }
+
+    /** An unconstrained row of one segment ({@code insert}). */
     public BatchRequest(int[] prompt, int maxTokens, SamplingParams sampling, int[] stopTokenIds) {
-        this(prompt, null, maxTokens, sampling, stopTokenIds);
+        this(prompt, null, maxTokens, sampling, stopTokenIds, null);
     }
 }

@@ -37,7 +37,7 @@ import org.agrona.collections.Int2ObjectHashMap;
  * is a copy of the row's KV made on the exec thread, inside the unit. Each unit maps the
  * generator's tokens to the pipeline's step entries: a token for every row that produced one
  * (not the EOS token, which ends the row unreported, as the serial path does), then the row's
- * end with its usage.
+ * end with its usage; a row whose token constraint failed ends alone with its failure.
  *
  * <p>Owns the generator; {@link #close()} frees it (not the model). Exec thread only.
  */
@@ -123,14 +123,34 @@ public final class ContinuousBatch implements ExecutionBatch {
     @Override
     public int insert(ExecutionPlan plan) throws RequestException {
         if (!(plan.sampling() instanceof SamplingParams params)) {
+            closeConstraint(plan);
             throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
         }
         if (!accepts(plan)) {
+            closeConstraint(plan);
             throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
         }
+        PrefixReuse.Restored restored;
+        try {
+            restored = prefixReuse == null || plan.prompt().tokenIds().length == 0 ? null
+                    : prefixReuse.restore(namespace, plan.prompt().tokenIds());
+        } catch (RuntimeException e) {
+            closeConstraint(plan);
+            throw e;
+        }
+        return insert(plan, params, restored);
+    }
+
+    private static void closeConstraint(ExecutionPlan plan) {
+        if (plan.constraint() != null) {
+            plan.constraint().close();
+        }
+    }
+
+    /** Inserts the row; the generator owns the constraint and the restored caches from here on. */
+    private int insert(ExecutionPlan plan, SamplingParams params, PrefixReuse.Restored restored)
+            throws RequestException {
         int[] prompt = plan.prompt().tokenIds();
-        PrefixReuse.Restored restored = prefixReuse == null || prompt.length == 0 ? null
-                : prefixReuse.restore(namespace, prompt);
         int cached = restored == null ? 0 : restored.cachedTokens();
         // mlx_lm.server serves a seeded request alone (_serve_single), which neither segments nor
         // snapshots before the end; its row here (own key stream) does the same.
@@ -144,7 +164,8 @@ public final class ContinuousBatch implements ExecutionBatch {
         int uid;
         try {
             uid = generator.insert(new BatchRequest(Arrays.copyOfRange(prompt, cached, prompt.length),
-                    lengths.length == 0 ? null : lengths, plan.maxTokens(), params, plan.stopTokenIds()),
+                    lengths.length == 0 ? null : lengths, plan.maxTokens(), params, plan.stopTokenIds(),
+                    plan.constraint()),
                     restored == null ? null : restored.caches(), Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
@@ -207,6 +228,11 @@ public final class ContinuousBatch implements ExecutionBatch {
             BatchToken t = tokens.get(i);
             RowInfo info = rows.get(t.uid());
             String reason = t.finishReason();
+            if (t.error() != null) {
+                rows.remove(t.uid());
+                out.fail(t.uid(), t.errorType(), t.error(), info.usage());
+                continue;
+            }
             if (!"stop".equals(reason)) {
                 StepResult r = out.add(t.uid()).token(t.token());
                 info.completionTokens++;

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -13,7 +14,12 @@ import java.util.List;
  * reading step n's tokens. Per row: its logits processors on its own {@code [1, V]} slice (only
  * when some row has processors), then {@code logits - logsumexp(logits, axis=-1)} over the batch,
  * then one batched argmax when every row is greedy, else each row's own sampler on its slice
- * (its own key). Rows leave by {@link #filter} after the step that finished them, and a batch of
+ * (its own key). A row with a token constraint masks its processed slice ({@link TokenMask}, its
+ * mask for step n+1 following its token n: when any row is constrained, the step submits the
+ * forward ({@code async_eval} of its logits), then reads the current tokens and computes the
+ * masks while it runs); a row whose constraint allows nothing, or
+ * refuses its token, is reported failed ({@link BatchToken#failed}) at the step whose token it
+ * cannot give, and leaves alone. Rows leave by {@link #filter} after the step that finished them, and a batch of
  * newly prefilled rows joins by {@link #extend} (after its own first step, run on its rows alone).
  *
  * <p>Owns its caches and pending arrays (tokens, per-row logprobs); the rows' sampling runs
@@ -27,6 +33,8 @@ final class GenerationBatch implements AutoCloseable {
     private List<MlxArray> currentLogprobs = new ArrayList<>();
     private MlxArray nextTokens;
     private List<MlxArray> nextLogprobs = new ArrayList<>();
+    /** Per row of the last {@link #step()}: whether its current token is unusable (its mask failed). */
+    private boolean[] failedRows = new boolean[0];
     /** Told about each row that finishes, with its caches, before the row is filtered out; may be null. */
     BatchGenerator.FinishedRows finished;
 
@@ -67,6 +75,12 @@ final class GenerationBatch implements AutoCloseable {
         int kept = 0;
         for (int i = 0; i < rows.size(); i++) {
             Row row = rows.get(i);
+            if (failedRows[i]) {
+                // No token for this row: its caches are not published, and it leaves alone.
+                out.add(BatchToken.failed(row.uid, row.mask.failureType(), row.mask.failure()));
+                row.closeRun();
+                continue;
+            }
             String reason = null;
             row.generated(tokens[i]);
             if (row.generated >= row.maxTokens) {
@@ -83,7 +97,7 @@ final class GenerationBatch implements AutoCloseable {
                     caches.withRow(i, c -> finished.finished(row.uid, row.cachedSequence(), c));
                 }
                 // The row leaves: its sampling run closes (an unseeded row hands its key back).
-                row.sampling.close();
+                row.closeRun();
             }
         }
         if (kept < rows.size()) {
@@ -107,7 +121,8 @@ final class GenerationBatch implements AutoCloseable {
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {b, length, vocab},
                     new int[] {1, 1, 1}), 1);
-            boolean anyProcessors = false;
+            int[] read = consumeMaskedTokens(inputs, logits);
+            boolean anyProcessors = read != null;
             boolean allGreedy = true;
             for (Row r : rows) {
                 anyProcessors |= r.sampling.hasProcessors();
@@ -121,6 +136,13 @@ final class GenerationBatch implements AutoCloseable {
                     if (row.sampling.hasProcessors()) {
                         MlxArray input = Mlx.slice(inputs, new int[] {e}, new int[] {e + 1}, new int[] {1});
                         rowLogits = row.sampling.process(input, 1, rowLogits);
+                    }
+                    if (row.mask != null) {
+                        MlxArray allowed = row.mask.next();
+                        if (allowed != null) {
+                            rowLogits = TokenMask.apply(allowed, rowLogits);
+                        }
+                        row.maskStarted = true;
                     }
                     processed[e] = rowLogits;
                 }
@@ -152,8 +174,41 @@ final class GenerationBatch implements AutoCloseable {
                 now[e + 1] = currentLogprobs.get(e);
             }
             Mlx.eval(now);
-            return inputs.toIntArray();
+            return read != null ? read : inputs.toIntArray();
         }
+    }
+
+    /**
+     * When some row is constrained, submits {@code logits} (the next step's forward, which runs
+     * meanwhile), reads the current tokens (the next step's masks follow them) and hands each
+     * constrained row's token to its constraint; notes in
+     * {@link #failedRows} the rows whose current token is unusable (their step had no mask, or
+     * the constraint refused the token). Returns the tokens read, or null when no row is
+     * constrained (the step then stays pipelined and nothing is read here).
+     */
+    private int[] consumeMaskedTokens(MlxArray inputs, MlxArray logits) {
+        int b = rows.size();
+        if (failedRows.length != b) {
+            failedRows = new boolean[b];
+        } else {
+            java.util.Arrays.fill(failedRows, false);
+        }
+        boolean any = false;
+        for (Row r : rows) {
+            any |= r.mask != null;
+        }
+        if (!any) {
+            return null;
+        }
+        Mlx.asyncEval(logits);
+        int[] read = inputs.toIntArray();
+        for (int e = 0; e < b; e++) {
+            Row r = rows.get(e);
+            if (r.mask != null && r.maskStarted) {
+                failedRows[e] = r.mask.failure() != null || !r.mask.consume(read[e]);
+            }
+        }
+        return read;
     }
 
     private static MlxArray rowSlice(MlxArray x, int row) {

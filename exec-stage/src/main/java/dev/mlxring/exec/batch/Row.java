@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.sample.SamplingRun;
+import dev.mlxring.exec.sample.TokenMask;
 import java.util.Arrays;
 
 /**
@@ -17,6 +18,10 @@ final class Row {
     final int maxTokens;
     final int[] stopTokenIds;
     final SamplingRun sampling;
+    /** The row's token constraint as a mask; null when unconstrained. */
+    final TokenMask mask;
+    /** Whether a masked step was built for the row: its token is consumed before the next mask. */
+    boolean maskStarted;
     /**
      * Solo caches already holding the positions before {@code prompt} (a restored prefix), owned
      * by the row until its prompt batch merges them; null when the row starts empty.
@@ -43,7 +48,8 @@ final class Row {
      *     null for one segment
      */
     Row(int uid, int[] prompt, int[] segmentLengths, int maxTokens, int[] stopTokenIds, SamplingRun sampling,
-            KvCache[] history, boolean keepIds) {
+            TokenMask mask, KvCache[] history, boolean keepIds) {
+        this.mask = mask;
         this.uid = uid;
         this.prompt = prompt;
         this.prefillEnds = prefillEnds(prompt.length, segmentLengths);
@@ -70,6 +76,17 @@ final class Row {
         int[] out = Arrays.copyOf(prompt, prompt.length + generated);
         System.arraycopy(generatedIds, 0, out, prompt.length, generated);
         return out;
+    }
+
+    /** Closes the row's sampling run and its mask (the constraint): the row has left. */
+    void closeRun() {
+        try {
+            sampling.close();
+        } finally {
+            if (mask != null) {
+                mask.close();
+            }
+        }
     }
 
     /** Frees what the row still owns besides its sampling run (a history never merged). */

@@ -5,6 +5,7 @@ import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.TokenConstraint;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -50,11 +51,32 @@ public final class GenerateStep {
 
     public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
             SamplingParams sampling, EngineRng engineRng, StepListener listener) {
+        return run(model, prompt, options, sampling, engineRng, null, listener);
+    }
+
+    /**
+     * Generation under {@code constraint} (null for none; closed here when the run ends): a
+     * constraint that can no longer be satisfied ends the result with reason {@code error}.
+     */
+    public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
+            SamplingParams sampling, EngineRng engineRng, TokenConstraint constraint, StepListener listener) {
         boolean wantLogprobs = sampling.logprobs() || sampling.topLogprobs() > 0;
         List<TokenLogprobs> logprobs = wantLogprobs ? new ArrayList<>() : null;
         int[] out = new int[options.maxTokens()];
         int produced = 0;
-        try (GenerationRun run = new GenerationRun(model, prompt, options, sampling, engineRng)) {
+        GenerationRun opened;
+        try {
+            opened = new GenerationRun(model, prompt, options, sampling, engineRng);
+        } catch (RuntimeException e) {
+            if (constraint != null) {
+                constraint.close();
+            }
+            throw e;
+        }
+        try (GenerationRun run = opened) {
+            if (constraint != null) {
+                run.constrain(constraint);
+            }
             while (true) {
                 GenerationRun.Event e = run.advance();
                 if (e == GenerationRun.Event.FINISHED) {

@@ -9,9 +9,12 @@ import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.TokenConstraint;
 import java.util.Arrays;
 
 /**
@@ -27,6 +30,14 @@ import java.util.Arrays;
  * after the logits processors and before logsumexp — each full-precision layer cache whose
  * offset has reached {@code quantized_kv_start} is replaced by its quantized copy
  * ({@code maybe_quantize_kv_cache}), so the next model call attends over the quantized cache.
+ *
+ * <p>A {@link #constrain constrained} run masks each step's logits after the processors
+ * ({@link TokenMask}: {@code generate_step} with one more {@code logits_processors} entry). Its
+ * mask for step n+1 needs token n: each iteration builds step n+1's forward on token n and
+ * {@code async_eval}s its logits, then reads token n, advances the constraint and computes the
+ * mask while that forward runs, then masks, normalizes and samples (the same ops and values as
+ * building the whole step at once); a step whose mask allows nothing ends the run with {@code "error"} and {@link #failure()} when
+ * its token would be committed (a row that stops or reaches its length first ends normally).
  *
  * <p>Owns its caches, sampling state and pending steps; {@link #close()} frees them all. Exec
  * thread only. The first run on a thread gives it its own default stream (mlx-lm's
@@ -99,6 +110,10 @@ public final class GenerationRun implements AutoCloseable {
     private byte[] firstLogprobs;
     private String logitsDtype;
     private Probe probe;
+    /** The request's token constraint as a mask; null when unconstrained. */
+    private TokenMask mask;
+    /** Whether the constraint refused the current step's token (read while building the next step). */
+    private boolean refusedCurrent;
     /** Decoded tokens fed back into the model (each read token: its successor step was built). */
     private int[] fed;
     private int fedCount;
@@ -227,6 +242,20 @@ public final class GenerationRun implements AutoCloseable {
         }
     }
 
+    /**
+     * Applies {@code constraint} to every generated token; before the first {@link #advance()}.
+     * The run owns it from here on and closes it in {@link #close()} (also when this throws).
+     *
+     * @throws IllegalStateException when the run already started or is already constrained
+     */
+    public void constrain(TokenConstraint constraint) {
+        if (mask != null || processed > 0 || decoding) {
+            constraint.close();
+            throw new IllegalStateException("a run is constrained once, before it starts");
+        }
+        mask = new TokenMask(constraint, model.vocabSize());
+    }
+
     /** Installs a profiling hook, before the first {@link #advance()}. */
     void probe(Probe probe) {
         this.probe = probe;
@@ -288,9 +317,15 @@ public final class GenerationRun implements AutoCloseable {
             current = next;
             next = null;
         }
+        if (mask != null && n != options.maxTokens() && mask.failure() != null) {
+            return finish("error"); // the current step had no mask: its token cannot be used
+        }
         if (n != options.maxTokens()) {
             next = step(current.y(), false, 1);
             submit(next);
+            if (refusedCurrent) {
+                return finish("error");
+            }
         }
         if (n == 0) {
             Mlx.eval(current.y());
@@ -338,6 +373,18 @@ public final class GenerationRun implements AutoCloseable {
             MlxArray raw = logits;
             if (activeSampling != null) {
                 logits = activeSampling.process(inputTokens, inputLength, logits);
+            }
+            if (mask != null) {
+                if (decoding) {
+                    // Step n+1's mask follows token n (this step's input): the forward runs while
+                    // the constraint consumes token n and computes the mask.
+                    Mlx.asyncEval(logits);
+                    refusedCurrent = !mask.consume(inputTokens.itemInt());
+                }
+                MlxArray allowed = mask.next();
+                if (allowed != null) {
+                    logits = TokenMask.apply(allowed, logits);
+                }
             }
             maybeQuantizeKvCache();
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, true));
@@ -422,8 +469,19 @@ public final class GenerationRun implements AutoCloseable {
         return params;
     }
 
+    /** {@code stop}, {@code length}, or {@code error} when {@link #failure()} ended the run. */
     public String finishReason() {
         return finishReason;
+    }
+
+    /** Why the run ended with {@code error} (its token constraint's failure), else null. */
+    public String failure() {
+        return "error".equals(finishReason) ? mask.failure() : null;
+    }
+
+    /** The failure's type, or null when the run did not fail. */
+    public ErrorType failureType() {
+        return "error".equals(finishReason) ? mask.failureType() : null;
     }
 
     public int promptTokens() {
@@ -455,6 +513,12 @@ public final class GenerationRun implements AutoCloseable {
         for (KvCache c : cache) {
             c.close();
         }
-        sampling.close();
+        try {
+            sampling.close();
+        } finally {
+            if (mask != null) {
+                mask.close();
+            }
+        }
     }
 }

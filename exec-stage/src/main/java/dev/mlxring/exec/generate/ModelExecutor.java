@@ -19,6 +19,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.TokenConstraint;
 import java.util.Arrays;
 
 /**
@@ -67,13 +68,38 @@ public final class ModelExecutor implements Executor {
         if (!(plan.sampling() instanceof SamplingParams params)) {
             throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
         }
-        GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
-                false, kvQuantization(plan.kvScheme()), maxKvSize);
+        TokenConstraint constraint = plan.constraint();
+        PrefixedRun prefixed;
         try {
-            return new Run(PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng),
-                    plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
+            GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
+                    false, kvQuantization(plan.kvScheme()), maxKvSize);
+            prefixed = PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng);
         } catch (IllegalArgumentException e) {
+            closeQuietly(constraint);
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
+        } catch (RequestException | RuntimeException e) {
+            closeQuietly(constraint);
+            throw e;
+        }
+        if (constraint != null) {
+            try {
+                prefixed.run().constrain(constraint);
+            } catch (RuntimeException e) {
+                prefixed.close();
+                throw e;
+            }
+        }
+        return new Run(prefixed, plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
+    }
+
+    /** Closes a plan's constraint that no run took over (the request fails before it starts). */
+    static void closeQuietly(TokenConstraint constraint) {
+        if (constraint != null) {
+            try {
+                constraint.close();
+            } catch (RuntimeException e) {
+                System.getLogger("dev.mlxring.exec").log(System.Logger.Level.WARNING, "closing a token constraint failed", e);
+            }
         }
     }
 
@@ -174,7 +200,8 @@ public final class ModelExecutor implements Executor {
         public StepResult advance() {
             return switch (run.advance()) {
                 case PREFILLED -> result.prefilled();
-                case FINISHED -> result.finished(run.finishReason());
+                case FINISHED -> run.failure() != null ? result.failed(run.failureType(), run.failure())
+                        : result.finished(run.finishReason());
                 case TOKEN -> {
                     result.token(run.token());
                     if (logprobs) {

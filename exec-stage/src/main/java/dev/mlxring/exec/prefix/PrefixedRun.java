@@ -15,7 +15,7 @@ import java.util.Arrays;
  * ({@code insert_cache(prompt + generated)}). A cancelled or failed run publishes nothing; a
  * failed publish is logged and never fails the request.
  *
- * <p>Owns the run; {@link #close()} publishes (if finished) then frees it. Exec thread only.
+ * <p>Owns the run; {@link #close()} publishes (if it finished without a failure) then frees it. Exec thread only.
  */
 public final class PrefixedRun implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger("dev.mlxring.exec.prefix");
@@ -67,7 +67,8 @@ public final class PrefixedRun implements AutoCloseable {
     @Override
     public void close() {
         try {
-            if (reuse != null && run.isFinished()) {
+            // A run that failed (its token constraint) publishes nothing, as a failed batch row.
+            if (reuse != null && run.isFinished() && run.failure() == null) {
                 reuse.publish(ns, prefix, run.cachedSequence(), run.caches());
             }
         } catch (RuntimeException e) {

@@ -4,6 +4,7 @@ import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
@@ -54,6 +55,7 @@ public final class ShardedExecutor implements Executor {
 
     @Override
     public ExecutionRun open(ExecutionPlan plan) throws RequestException {
+        refuseConstraint(plan);
         checkUp();
         ExecutionRun run = inCall(() -> local.open(plan));
         int id = nextRunId++;
@@ -69,6 +71,18 @@ public final class ShardedExecutor implements Executor {
             throw e;
         }
         return new Run(id, run);
+    }
+
+    /**
+     * A token constraint is driven on the leader alone, so the followers would sample unmasked:
+     * such a plan is refused (its constraint closed) until the mask travels with the steps.
+     */
+    private static void refuseConstraint(ExecutionPlan plan) throws RequestException {
+        if (plan.constraint() != null) {
+            plan.constraint().close();
+            throw new RequestException(ErrorType.UNSUPPORTED,
+                    "token constraints (structured outputs) do not run tensor-parallel yet");
+        }
     }
 
     @Override
@@ -261,6 +275,7 @@ public final class ShardedExecutor implements Executor {
 
         @Override
         public int insert(ExecutionPlan plan) throws RequestException {
+            refuseConstraint(plan);
             checkUp();
             int row = inCall(() -> batch.insert(plan));
             int cached = batch.cachedTokens(row);

@@ -1,0 +1,63 @@
+package dev.mlxring.exec.shard;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.TokenConstraint;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A tensor-parallel leader refuses a constrained plan before any rank runs it (the followers
+ * would sample unmasked), and closes the constraint it was handed.
+ */
+class ShardedConstraintRefusalTest {
+    @Test
+    void aConstrainedPlanIsRefusedAndItsConstraintClosed() {
+        int[] closes = new int[1];
+        TokenConstraint constraint = new TokenConstraint() {
+            @Override
+            public boolean allowedTokens(int[] words) {
+                return false;
+            }
+
+            @Override
+            public void consume(int token) {}
+
+            @Override
+            public String error() {
+                return null;
+            }
+
+            @Override
+            public void close() {
+                closes[0]++;
+            }
+        };
+        Executor local = new Executor() {
+            @Override
+            public ExecutionRun open(ExecutionPlan plan) {
+                throw new AssertionError("the local executor must not run a refused plan");
+            }
+
+            @Override
+            public void close() {}
+        };
+        // No channel: a refused plan never reaches the followers.
+        ShardedExecutor sharded = new ShardedExecutor(local, null);
+        int[] prompt = {1, 2, 3};
+        ExecutionPlan plan = new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), null, 4, new int[0],
+                List.of(), false, 0, List.of(), null, constraint);
+        RequestException e = assertThrows(RequestException.class, () -> sharded.open(plan));
+        assertEquals(ErrorType.UNSUPPORTED, e.type());
+        assertTrue(e.getMessage().contains("tensor-parallel"), e.getMessage());
+        assertEquals(1, closes[0]);
+    }
+}
