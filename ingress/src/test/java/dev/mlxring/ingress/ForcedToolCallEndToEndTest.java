@@ -184,6 +184,44 @@ class ForcedToolCallEndToEndTest {
     }
 
     @Test
+    void aStreamedForcedCallArrivesAsToolCallDeltas() throws Exception {
+        String body = chatTools("{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}", false)
+                .replaceFirst("\\{", "{\"stream\":true,");
+        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + toolServer.port()
+                + "/v1/chat/completions")).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+        StringBuilder names = new StringBuilder();
+        StringBuilder arguments = new StringBuilder();
+        String finish = null;
+        for (String line : r.body().split("\n")) {
+            if (!line.startsWith("data: {")) {
+                continue;
+            }
+            JsonNode chunk = JSON.readTree(line.substring("data: ".length()));
+            for (JsonNode call : chunk.at("/choices/0/delta/tool_calls")) {
+                names.append(call.at("/function/name").asText(""));
+                arguments.append(call.at("/function/arguments").asText(""));
+            }
+            if (chunk.at("/choices/0/finish_reason").isTextual()) {
+                finish = chunk.at("/choices/0/finish_reason").asText();
+            }
+        }
+        assertEquals("get_weather", names.toString(), r.body());
+        assertValidArguments(JSON.readTree(arguments.toString()));
+        assertEquals("tool_calls", finish, r.body());
+    }
+
+    @Test
+    void aForcedCallCutOffByMaxTokensIsRefusedNamingMaxTokens() throws Exception {
+        JsonNode r = post(toolServer, "/v1/chat/completions",
+                chatTools("\"required\"", true).replace("\"max_tokens\":160", "\"max_tokens\":6"), 400);
+        assertEquals("max_tokens", r.at("/error/param").asText(), r.toString());
+        assertTrue(r.at("/error/message").asText().startsWith("max_tokens must leave room for the whole tool call"),
+                r.toString());
+    }
+
+    @Test
     void aModelWithoutAToolFormatRefusesAForcedChoiceNamingToolChoice() throws Exception {
         JsonNode r = post(plainServer, "/v1/chat/completions", chatTools("\"required\"", true), 400);
         assertEquals("tool_choice", r.at("/error/param").asText(), r.toString());
