@@ -193,14 +193,16 @@ public final class RequestPlanner implements Planner {
     /**
      * A grammar refusal worded field first, as ingress reads the field from it: {@code
      * tools[i].<schemaKey>: ...} for a tool's schema (the grammar names OpenAI chat's {@code
-     * function.parameters}), else {@code tool_choice: ...}.
+     * function.parameters}), else {@code tool_choice: ...} (the grammar's own leading
+     * {@code tool_choice} folded into it).
      */
     static String namingField(String message, String schemaKey) {
         var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters ").matcher(message);
         if (m.find()) {
             return m.group(1) + "." + schemaKey + ": " + message.substring(m.end());
         }
-        return "tool_choice: " + message;
+        return "tool_choice: " + (message.startsWith("tool_choice ") ? message.substring("tool_choice ".length())
+                : message);
     }
 
     private static String describe(ToolChoiceSpec choice) {

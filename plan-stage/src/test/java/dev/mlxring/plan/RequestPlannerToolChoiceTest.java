@@ -155,7 +155,7 @@ class RequestPlannerToolChoiceTest {
         ToolChoiceSpec required = choice(ToolChoiceSpec.Mode.REQUIRED, null, true);
         RequestException none = assertThrows(RequestException.class, () -> planner(null, p -> false)
                 .plan(request(List.of(tool("get_weather", false)), required), prompt));
-        assertTrue(none.getMessage().startsWith("tool_choice: tool_choice \"required\" needs a tool-call format, and "
+        assertTrue(none.getMessage().startsWith("tool_choice: \"required\" needs a tool-call format, and "
                 + "this model has none"), none.getMessage());
         RequestException pythonic = assertThrows(RequestException.class, () -> planner("pythonic", p -> false)
                 .plan(request(List.of(tool("get_weather", false)), required), prompt));
