@@ -27,18 +27,21 @@ import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
+import dev.mlxring.plan.constraint.ModelTools;
+import dev.mlxring.plan.constraint.ToolSyntax;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.prep.PromptPreparer;
 import dev.mlxring.sink.DetokenizingSinks;
+import dev.mlxring.sink.ThinkMarkers;
 import dev.mlxring.sink.tools.ToolCallParser;
 import dev.mlxring.sink.tools.ToolCallParsers;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashSet;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 
 /**
@@ -120,7 +123,7 @@ public final class LocalEngine implements AutoCloseable {
     private final int vocabSize;
     /** Null when off; closed after the engine (whose exec thread uses it) has stopped. */
     private final TieredPrefixCache prefixCache;
-    /** Structured outputs' compiler; its tokenizer is closed after the engine has stopped. */
+    /** Compiles output constraints on the plan thread; its tokenizer is closed after the engine has stopped. */
     private final ConstraintCompiler constraints;
 
     private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
@@ -212,25 +215,23 @@ public final class LocalEngine implements AutoCloseable {
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
-        // Structured outputs: llguidance's view of this vocabulary, built on the first constrained
-        // request (reading every token takes up to a second a server that never constrains skips).
-        ConstraintCompiler constraints = ConstraintCompiler.lazy(() -> {
-            try {
-                return ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(
-                        modelDir.resolve("tokenizer.json"), vocab), eosIds, t -> tokenizer.encode(t, false));
-            } catch (IOException e) {
-                throw new UncheckedIOException("cannot read " + modelDir.resolve("tokenizer.json"), e);
-            }
-        });
         DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
                 .toolParser(toolParser(modelDir, template, tokenizer))
                 .build();
         // mlx_lm.server's _tokenize starts a chat prompt's tail segment at the thinking marker.
-        int[] thinkStart = sinks.thinkMarkers() == null ? null : sinks.thinkMarkers().startIds();
+        ThinkMarkers think = sinks.thinkMarkers();
+        int[] thinkStart = think == null ? null : think.startIds();
+        // llguidance's view of the vocabulary: read on the first constrained request (up to a second).
+        Supplier<ConstraintVocabulary> vocabulary = new LazyVocabulary(modelDir.resolve("tokenizer.json"), vocab);
+        ConstraintCompiler constraints = ConstraintCompiler.lazy(() -> ConstraintTokenizer.create(vocabulary.get(),
+                eosIds, t -> tokenizer.encode(t, false)));
+        ModelTools modelTools = new ModelTools(ToolSyntax.of(toolFormat(modelDir, template, tokenizer).orElse(null),
+                think == null ? null : think.start(), think == null ? null : think.end(),
+                t -> tokenizer.encode(t, false), vocabulary), ids -> think != null && think.opensInPrompt(ids));
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
-                .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab, constraints))
+                .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab, constraints, modelTools))
                 .executor(sharded != null ? sharded
                         : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
                 .sinks(sinks)
@@ -256,18 +257,9 @@ public final class LocalEngine implements AutoCloseable {
      * none or mlx-ring does not implement that format.
      */
     static ToolCallParser toolParser(Path modelDir, ChatTemplate template, TokenDecoder vocab) {
-        String configured = null;
-        Path config = modelDir.resolve("tokenizer_config.json");
-        if (Files.isRegularFile(config)) {
-            try {
-                JsonNode t = new ObjectMapper().readTree(config.toFile()).get("tool_parser_type");
-                configured = t != null && t.isTextual() ? t.asText() : null;
-            } catch (IOException e) {
-                // HfTokenizer.load has read this file already; a failure here leaves inference
-            }
-        }
+        String configured = configuredToolFormat(modelDir);
         String how = configured != null ? "tool_parser_type in tokenizer_config.json" : "inferred from the chat template / vocabulary";
-        var type = ToolCallParsers.resolveType(configured, template == null ? null : template.text(), vocab);
+        var type = toolFormat(modelDir, template, vocab);
         if (type.isEmpty()) {
             LOG.log(System.Logger.Level.INFO, "no tool-call format: tool calls are not parsed");
             return null;
@@ -280,6 +272,30 @@ public final class LocalEngine implements AutoCloseable {
         }
         LOG.log(System.Logger.Level.INFO, "tool-call parser: {0} ({1})", type.get(), how);
         return parser.get();
+    }
+
+    /**
+     * The model's tool-call format (mlx-lm's parser module name) as {@link #toolParser} resolves
+     * it, whether or not mlx-ring parses it; empty when the model has none.
+     */
+    static java.util.Optional<String> toolFormat(Path modelDir, ChatTemplate template, TokenDecoder vocab) {
+        return ToolCallParsers.resolveType(configuredToolFormat(modelDir), template == null ? null : template.text(),
+                vocab);
+    }
+
+    /** {@code tokenizer_config.json}'s {@code tool_parser_type}, or null. */
+    private static String configuredToolFormat(Path modelDir) {
+        String configured = null;
+        Path config = modelDir.resolve("tokenizer_config.json");
+        if (Files.isRegularFile(config)) {
+            try {
+                JsonNode t = new ObjectMapper().readTree(config.toFile()).get("tool_parser_type");
+                configured = t != null && t.isTextual() ? t.asText() : null;
+            } catch (IOException e) {
+                // HfTokenizer.load has read this file already; a failure here leaves inference
+            }
+        }
+        return configured;
     }
 
     public Session submit(GenerationRequest request, GenerationListener listener) {
@@ -307,7 +323,10 @@ public final class LocalEngine implements AutoCloseable {
         return vocabSize;
     }
 
-    /** Cancels what is running, joins the stage threads, frees the model (on the exec thread) and the tokenizer. */
+    /**
+     * Cancels what is running, joins the stage threads, frees the model (on the exec thread), then
+     * llguidance's tokenizer and the tokenizer.
+     */
     @Override
     public void close() {
         engine.close();

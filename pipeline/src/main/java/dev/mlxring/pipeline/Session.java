@@ -53,6 +53,8 @@ public final class Session {
     String listenerFailure;
     /** Set when this session's text sink threw: the session ends FAILED with this message. */
     String sinkFailure;
+    /** The type the session fails with when {@link #sinkFailure} is set ({@link TextSinkFailure#type()}). */
+    Outcome.ErrorType sinkFailureType = Outcome.ErrorType.INTERNAL;
     /** Whether the sink gave back this session's admission slot (exactly once). */
     boolean admissionReleased;
     int deliveredTokens;

@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link TextSink} and reach its listener; the terminal event settles the session after its last
  * span. A listener that throws cancels only its own session; a text sink that throws (or any
  * other failure while handling a session's event) fails only that session: exec is asked to stop
- * it and its terminal event settles it as FAILED. The sink thread itself never dies of a request.
+ * it and its terminal event settles it as FAILED ({@link TextSinkFailure}'s type, else INTERNAL). The sink thread itself never dies of a request.
  */
 final class SinkHandler implements EventHandler<TokenEvent> {
     private final TextSink.Factory sinks;
@@ -65,7 +65,12 @@ final class SinkHandler implements EventHandler<TokenEvent> {
     /** The session's text sink failed: stop it; its terminal event reports the failure. */
     private static void failSink(Session s, Throwable ex) {
         if (s.sinkFailure == null) {
-            s.sinkFailure = StageExceptionHandler.describe("text sink", ex);
+            if (ex instanceof TextSinkFailure f) {
+                s.sinkFailure = f.getMessage();
+                s.sinkFailureType = f.type();
+            } else {
+                s.sinkFailure = StageExceptionHandler.describe("text sink", ex);
+            }
         }
         s.sinkStopped = true;
         s.cancel(s.sinkFailure);
@@ -121,7 +126,7 @@ final class SinkHandler implements EventHandler<TokenEvent> {
 
     private void onTerminal(Session s, Outcome outcome) {
         if (s.sinkFailure != null) {
-            outcome = Outcome.failed(Outcome.ErrorType.INTERNAL, s.sinkFailure, outcome.usage());
+            outcome = Outcome.failed(s.sinkFailureType, s.sinkFailure, outcome.usage());
         } else if (s.listenerFailure != null) {
             // The consumer lost output: whatever exec finished with, the session did not complete.
             outcome = Outcome.cancelled(s.listenerFailure, outcome.usage());
@@ -142,6 +147,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             try {
                 String r = s.textSink.finish(reason, span);
                 reason = r != null ? r : reason;
+            } catch (TextSinkFailure ex) {
+                sinkFailed = true;
+                outcome = Outcome.failed(ex.type(), ex.getMessage(), outcome.usage());
             } catch (RuntimeException | StackOverflowError ex) {
                 sinkFailed = true;
                 outcome = Outcome.failed(Outcome.ErrorType.INTERNAL,

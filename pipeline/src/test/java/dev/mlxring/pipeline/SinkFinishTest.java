@@ -19,12 +19,19 @@ class SinkFinishTest {
     private Engine engine;
     private final List<String> finishedWith = new CopyOnWriteArrayList<>();
     private volatile boolean failFinish;
+    /** Thrown by finish (when set) instead of "boom". */
+    private volatile RuntimeException finishFailure;
+    /** Thrown by onToken at token 2 (when set). */
+    private volatile RuntimeException tokenFailure;
 
     /** Text "<id> "; token 2 completes a tool call; stop string "S<id>" stops at that token. */
     private TextSink sink(ExecutionPlan plan) {
         return new TextSink() {
             @Override
             public boolean onToken(int tokenId, CommittedSpan span) {
+                if (tokenId == 2 && tokenFailure != null) {
+                    throw tokenFailure;
+                }
                 if (plan.stopStrings().contains("S" + tokenId)) {
                     return true;
                 }
@@ -38,6 +45,9 @@ class SinkFinishTest {
             @Override
             public String finish(String finishReason, CommittedSpan span) {
                 finishedWith.add(finishReason);
+                if (finishFailure != null) {
+                    throw finishFailure;
+                }
                 if (failFinish) {
                     throw new IllegalStateException("boom");
                 }
@@ -106,5 +116,21 @@ class SinkFinishTest {
         assertEquals(Outcome.ErrorType.INTERNAL, o.errorType());
         assertTrue(o.message().contains("boom"), o.message());
         assertEquals(List.of("f"), last.names);
+    }
+
+    @Test
+    void aTextSinkFailureFailsTheSessionWithItsTypeAndMessage() throws Exception {
+        finishFailure = new TextSinkFailure(Outcome.ErrorType.INVALID_REQUEST, "max_tokens must leave room");
+        Outcome o = run(2);
+        assertEquals(Lifecycle.FAILED, o.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
+        assertEquals("max_tokens must leave room", o.message());
+        finishFailure = null;
+        engine.close();
+        tokenFailure = new TextSinkFailure(Outcome.ErrorType.INVALID_REQUEST, "max_tokens must fit");
+        Outcome t = run(5);
+        assertEquals(Lifecycle.FAILED, t.state());
+        assertEquals(Outcome.ErrorType.INVALID_REQUEST, t.errorType());
+        assertEquals("max_tokens must fit", t.message());
     }
 }

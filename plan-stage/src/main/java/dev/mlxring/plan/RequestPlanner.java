@@ -12,7 +12,11 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingSpec;
 import dev.mlxring.pipeline.TokenConstraint;
+import dev.mlxring.pipeline.ToolChoiceSpec;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
+import dev.mlxring.plan.constraint.ModelTools;
+import dev.mlxring.plan.constraint.ToolCallGrammar;
+import dev.mlxring.plan.constraint.ToolChoice;
 import dev.mlxring.pipeline.Utf16;
 import java.util.List;
 import java.util.Map;
@@ -56,6 +60,7 @@ public final class RequestPlanner implements Planner {
 
     private final Defaults defaults;
     private final ConstraintCompiler constraints;
+    private final ModelTools modelTools;
     private final int[] eosTokenIds;
     private final int[] xtcSpecialTokens;
     private final int vocabSize;
@@ -74,8 +79,20 @@ public final class RequestPlanner implements Planner {
      */
     public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize,
             ConstraintCompiler constraints) {
+        this(defaults, eosTokenIds, xtcSpecialTokens, vocabSize, constraints, null);
+    }
+
+    /**
+     * @param constraints compiles requests' output constraints, tool-call grammars included; null =
+     *     none, and a constrained request is refused
+     * @param modelTools the model's tool-call syntax, from which a forced, strict or single-call
+     *     tool choice becomes a {@link ToolCallGrammar}; null = such a choice is refused
+     */
+    public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize,
+            ConstraintCompiler constraints, ModelTools modelTools) {
         this.defaults = defaults;
         this.constraints = constraints;
+        this.modelTools = modelTools;
         this.eosTokenIds = eosTokenIds.clone();
         this.xtcSpecialTokens = xtcSpecialTokens.clone();
         this.vocabSize = vocabSize;
@@ -96,7 +113,8 @@ public final class RequestPlanner implements Planner {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
         List<Map<String, Object>> tools = request.prompt() instanceof Prompt.Chat chat ? chat.tools() : List.of();
-        TokenConstraint constraint = constraint(request.constraint());
+        OutputConstraint spec = outputConstraint(request, tools, prompt);
+        TokenConstraint constraint = constraint(spec);
         try {
             return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
                     request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization(), constraint);
@@ -106,6 +124,94 @@ public final class RequestPlanner implements Planner {
             }
             throw e;
         }
+    }
+
+    /**
+     * What the output must match: the request's own constraint, or the grammar its tool choice
+     * demands ({@link #toolConstraint}); never both, as each holds the whole output to its own shape
+     * (one JSON value against tool calls in the model's syntax).
+     */
+    private OutputConstraint outputConstraint(GenerationRequest request, List<Map<String, Object>> tools,
+            PreparedPrompt prompt) throws RequestException {
+        OutputConstraint tool = toolConstraint(request.toolChoice(), tools, prompt);
+        if (tool != null && request.constraint() != null) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, "tool_choice: " + describe(request.toolChoice())
+                    + " cannot be combined with " + request.constraint().field() + ": both constrain the whole "
+                    + "output (tool calls in the model's syntax against one value of the response format); send one");
+        }
+        return tool != null ? tool : request.constraint();
+    }
+
+    /**
+     * The grammar a tool choice demands, or null when it demands none: a forced call
+     * ({@code required}, a named tool), strict tools under {@code auto}, or at most one call
+     * ({@code parallel} false) with tools. {@code none} with tools is refused: the tools reach the
+     * template and nothing keeps the model from calling them.
+     */
+    private OutputConstraint toolConstraint(ToolChoiceSpec choice, List<Map<String, Object>> tools,
+            PreparedPrompt prompt) throws RequestException {
+        if (choice.mode() == ToolChoiceSpec.Mode.NONE) {
+            if (!tools.isEmpty()) {
+                throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: none is not supported with tools: "
+                        + "they would still be offered to the model, and nothing keeps it from calling them; leave "
+                        + "tools out to forbid calls");
+            }
+            return null;
+        }
+        if (!choice.forced() && (tools.isEmpty() || choice.parallel() && !anyStrict(tools))) {
+            return null;
+        }
+        ToolChoice grammarChoice = switch (choice.mode()) {
+            case REQUIRED -> ToolChoice.required(choice.parallel());
+            case NAMED -> ToolChoice.named(choice.name(), choice.parallel());
+            default -> ToolChoice.auto(choice.parallel());
+        };
+        if (modelTools == null) {
+            throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: " + describe(choice) + " is not supported "
+                    + "by this engine: it has no tool-call grammar, and tool calls are never left unconstrained");
+        }
+        try {
+            return ToolCallGrammar.forTools(tools, grammarChoice, modelTools.syntax(),
+                    modelTools.reasoningOpenInPrompt().test(prompt.tokenIds()));
+        } catch (IllegalArgumentException e) {
+            throw new RequestException(ErrorType.INVALID_REQUEST, namingField(e.getMessage(), choice.schemaKey()));
+        } catch (IllegalStateException e) {
+            throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: " + describe(choice)
+                    + " is unavailable on this server: " + e.getMessage());
+        }
+    }
+
+    private static boolean anyStrict(List<Map<String, Object>> tools) {
+        for (Map<String, Object> t : tools) {
+            if (t != null && t.get("function") instanceof Map<?, ?> fn && Boolean.TRUE.equals(fn.get("strict"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * A grammar refusal worded field first, as ingress reads the field from it: {@code
+     * tools[i].<schemaKey>: ...} for a tool's schema (the grammar names OpenAI chat's {@code
+     * function.parameters}), else {@code tool_choice: ...} (the grammar's own leading
+     * {@code tool_choice} folded into it).
+     */
+    static String namingField(String message, String schemaKey) {
+        var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters ").matcher(message);
+        if (m.find()) {
+            return m.group(1) + "." + schemaKey + ": " + message.substring(m.end());
+        }
+        return "tool_choice: " + (message.startsWith("tool_choice ") ? message.substring("tool_choice ".length())
+                : message);
+    }
+
+    private static String describe(ToolChoiceSpec choice) {
+        return switch (choice.mode()) {
+            case AUTO -> (choice.parallel() ? "auto with strict tools" : "auto without parallel tool calls");
+            case NONE -> "none";
+            case REQUIRED -> "required" + (choice.parallel() ? "" : " without parallel tool calls");
+            case NAMED -> "the function '" + choice.name() + "'";
+        };
     }
 
     /** The request's constraint compiled for its row (last, so nothing after it can fail and leak it). */

@@ -111,7 +111,8 @@ public final class DetokenizingSinks implements TextSink.Factory {
             initial = TextRules.REASONING;
         }
         return new DetokenizingSink(detokenizers.open(), r.text(), initial,
-                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos, toolParser, plan.tools());
+                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos, toolParser, plan.tools(),
+                plan.constraint() != null && !plan.tools().isEmpty());
     }
 
     private Rules rulesFor(List<String> stops) {

@@ -2,11 +2,16 @@ package dev.mlxring.sink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.TextSinkFailure;
+import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.sink.tools.ToolCallParser;
@@ -18,8 +23,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The tool state of mlx_lm.server's text state machine: text between the parser's start and end
  * markers leaves the content and is parsed into {@code CommittedSpan.toolCalls} when the output
- * returns to normal, or at the end for a call still open; a text that does not parse is dropped;
- * a finish reason "stop" becomes "tool_calls" once a call was made.
+ * returns to normal, or at the end for a call still open; a text that does not parse is dropped
+ * (on a row whose calls are constrained it fails the request instead); a finish reason "stop" becomes "tool_calls" once a call was made.
  */
 class ToolCallTest {
     private static final ObjectMapper JSON = new ObjectMapper()
@@ -140,6 +145,53 @@ class ToolCallTest {
         assertEquals("ab", empty.text());
         assertEquals("tool_calls", empty.finishReason);
         assertEquals(3, json.toolsSeen.size());
+    }
+
+    /** A plan whose row is masked (as plan makes one for a forced tool choice); the mask is never driven here. */
+    private static ExecutionPlan constrainedPlan(List<Map<String, Object>> tools) {
+        TokenConstraint mask = new TokenConstraint() {
+            @Override
+            public boolean allowedTokens(int[] words) {
+                throw new AssertionError("the sink never drives the mask");
+            }
+
+            @Override
+            public void consume(int token) {
+                throw new AssertionError("the sink never drives the mask");
+            }
+
+            @Override
+            public String error() {
+                return null;
+            }
+
+            @Override
+            public void close() {}
+        };
+        return new ExecutionPlan("test", new PreparedPrompt(new int[0], 0, true), null, 1000, new int[0], List.of(),
+                false, 0, tools, null, mask);
+    }
+
+    @Test
+    void aConstrainedRowsCallThatDoesNotParseFailsTheRequest() {
+        List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "get_weather")));
+        int bad = v.piece("{not json");
+        int call = v.piece(CALL);
+        TextSinkFailure e = assertThrows(TextSinkFailure.class,
+                () -> SinkRun.run(sinks().open(constrainedPlan(tools)), "stop", open, bad, close));
+        assertEquals(ErrorType.INTERNAL, e.type());
+        assertTrue(e.getMessage().startsWith("the tool call the tool choice held to its grammar does not parse as "
+                + "test_json"), e.getMessage());
+        TextSinkFailure cut = assertThrows(TextSinkFailure.class, () -> SinkRun.run(sinks().open(constrainedPlan(tools)),
+                "length", open, v.piece("{\"name\": \"get_weather\", \"argu")));
+        assertEquals(ErrorType.INVALID_REQUEST, cut.type());
+        assertTrue(cut.getMessage().startsWith("max_tokens must leave room for the whole tool call"), cut.getMessage());
+        SinkRun ok = SinkRun.run(sinks().open(constrainedPlan(tools)), "stop", open, call, close);
+        assertEquals(List.of(PARSED), ok.allToolCalls());
+        assertEquals("tool_calls", ok.finishReason);
+        SinkRun free = SinkRun.run(sinks().open(SinkRun.plan(new PreparedPrompt(new int[0], 0, true), List.of(), tools)),
+                "stop", open, bad, close);
+        assertEquals(List.of(), free.allToolCalls(), "an unconstrained row drops the call, as mlx_lm.server does");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.http;
 
+import dev.mlxring.pipeline.ToolChoiceSpec;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -9,12 +10,13 @@ import java.util.Map;
  * Face templates are written for), built from any codec's own shape, and the tool-choice rule
  * the codecs share. Stateless.
  *
- * <p>Generation is not constrained: the tools go to the chat template and the model decides
- * whether and what to call (as in mlx_lm.server). So a tool choice is accepted only where that
- * honours it, {@code auto}, and {@code none} when there are no tools; a choice that promises a
- * constraint is refused ({@link #refuseUnenforced}) rather than answered as if it held. Tool
- * names follow OpenAI's rule (1 to 64 letters, digits, '_' or '-', unique), at most
- * {@value #MAX_TOOLS} tools, on every route.
+ * <p>The tools go to the chat template. A choice that demands something of the output — a call
+ * of any tool ({@code required}, Anthropic's {@code any}), of a named tool, strict tools' arguments,
+ * at most one call — travels to plan as a {@link ToolChoiceSpec} ({@link #spec}), which holds the
+ * output to it with a grammar in the model's tool-call syntax (or refuses it there with a 400).
+ * {@code none} is accepted without tools only: with tools they would still be offered and nothing
+ * keeps the model from calling them ({@link #refuseUnenforced}). Tool names follow OpenAI's rule
+ * (1 to 64 letters, digits, '_' or '-', unique), at most {@value #MAX_TOOLS} tools, on every route.
  */
 public final class ChatTools {
     public static final int MAX_TOOLS = OpenAiTools.MAX_TOOLS;
@@ -86,12 +88,24 @@ public final class ChatTools {
 
     /** {@code {"type": "function", "function": {"name", "description"?, "parameters"}}}. */
     public static Map<String, Object> function(String name, String description, Object parameters) {
+        return function(name, description, parameters, false);
+    }
+
+    /**
+     * {@code {"type": "function", "function": {"name", "description"?, "parameters", "strict"?}}},
+     * {@code "strict": true} only when {@code strict} (plan then holds the tool's arguments to
+     * {@code parameters} under {@code auto}).
+     */
+    public static Map<String, Object> function(String name, String description, Object parameters, boolean strict) {
         Map<String, Object> fn = new LinkedHashMap<>();
         fn.put("name", name);
         if (description != null) {
             fn.put("description", description);
         }
         fn.put("parameters", parameters == null ? Map.of("type", "object", "properties", Map.of()) : parameters);
+        if (strict) {
+            fn.put("strict", true);
+        }
         Map<String, Object> tool = new LinkedHashMap<>();
         tool.put("type", "function");
         tool.put("function", fn);
@@ -115,30 +129,41 @@ public final class ChatTools {
     }
 
     /**
-     * Refuses, with a 400 naming {@code field}, a tool choice that generation would not honour:
-     * a required or named call (nothing forces one), and {@code none} while tools are given (they
-     * still reach the template, and a call the model makes would be returned).
+     * Refuses, with a 400 naming {@code field}, the one tool choice generation does not honour:
+     * {@code none} while tools are given (they still reach the template, nothing keeps the model
+     * from calling them, and a call it made would be returned).
      *
      * @param given the choice as the request wrote it, for the message
      */
     public static void refuseUnenforced(Choice choice, boolean hasTools, String field, String given) {
-        String why = switch (choice) {
-            case Choice.Required r -> "nothing forces the model to call a tool";
-            case Choice.Named n -> "nothing forces the model to call that tool";
-            case Choice.None n when hasTools -> "the tools would still be offered to the model, and a call it "
-                    + "made would be returned; leave tools out to forbid calls";
-            default -> null;
-        };
-        if (why != null) {
-            throw ApiError.invalid(field, field + " " + given + " is not supported: generation is not constrained ("
-                    + why + "); use auto");
+        if (choice instanceof Choice.None && hasTools) {
+            throw ApiError.invalid(field, field + " " + given + " is not supported with tools: they would still be "
+                    + "offered to the model, and nothing keeps it from calling them; leave tools out to forbid calls, "
+                    + "or use auto");
         }
+    }
+
+    /**
+     * The choice as plan reads it.
+     *
+     * @param parallel whether the output may hold more than one call
+     * @param schemaKey where a tool's argument schema sits under {@code tools[i]} in this codec's
+     *     request, for plan's errors
+     */
+    public static ToolChoiceSpec spec(Choice choice, boolean parallel, String schemaKey) {
+        return switch (choice) {
+            case Choice.Auto a -> new ToolChoiceSpec(ToolChoiceSpec.Mode.AUTO, null, parallel, schemaKey);
+            case Choice.None n -> new ToolChoiceSpec(ToolChoiceSpec.Mode.NONE, null, parallel, schemaKey);
+            case Choice.Required r -> new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, parallel, schemaKey);
+            case Choice.Named named -> new ToolChoiceSpec(ToolChoiceSpec.Mode.NAMED, named.name(), parallel,
+                    schemaKey);
+        };
     }
 
     /**
      * Checks {@code choice} against the defined tools: a named tool must be one of them, and a
      * required call needs at least one; then refuses what is not honoured
-     * ({@link #refuseUnenforced}).
+     * ({@link #refuseUnenforced}). What it accepts goes to plan as {@link #spec}.
      *
      * @param given the choice as the request wrote it, for the message
      */

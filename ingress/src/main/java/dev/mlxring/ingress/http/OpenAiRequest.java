@@ -95,6 +95,10 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
                 logprobs || top > 0, Math.max(top, 0)).withConstraint(constraint);
+        if (chat) {
+            req = req.withToolChoice(OpenAiTools.choice(root.get("tool_choice"),
+                    new RequestFields(root).bool("parallel_tool_calls", true)));
+        }
         return new OpenAiRequest(req, chat, stream, includeUsage, model, legacyTop);
     }
 

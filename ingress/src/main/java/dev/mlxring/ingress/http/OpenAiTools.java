@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.pipeline.ToolChoiceSpec;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -15,13 +16,11 @@ import java.util.regex.Pattern;
  * and parameters a JSON-schema object; at most {@value #MAX_TOOLS} tools. A key set to null is
  * absent.
  *
- * <p>Generation is not constrained: the tools go to the chat template and the model decides
- * whether and what to call. So only what that honours is accepted: {@code tool_choice}
- * {@code "auto"} (and {@code "none"} when there are no tools). Everything that promises a
- * constraint is refused with a 400 naming the field, rather than answered as if it held:
- * {@code "required"}, a named function, {@code "none"} with tools (they would still be offered),
- * {@code strict: true} (arguments are not checked against the schema) and
- * {@code parallel_tool_calls: false} with tools (the model may make several calls).
+ * <p>The tools go to the chat template with {@code strict} kept; {@code tool_choice}
+ * {@code "required"}, a named function, {@code strict: true} tools and {@code parallel_tool_calls:
+ * false} go to plan ({@link #choice}), which holds the output to them with a grammar in the
+ * model's tool-call syntax. {@code "none"} with tools is refused with a 400 naming {@code
+ * tool_choice} (they would still be offered, and nothing keeps the model from calling them).
  */
 final class OpenAiTools {
     static final int MAX_TOOLS = 128;
@@ -54,11 +53,28 @@ final class OpenAiTools {
             }
         }
         checkChoice(toolChoice, names);
-        if (!parallelToolCalls && !names.isEmpty()) {
-            throw ApiError.invalid("parallel_tool_calls", "parallel_tool_calls: false is not supported: generation "
-                    + "is not constrained, so the model may make several calls; omit it or send true");
-        }
         return out;
+    }
+
+    /**
+     * The request's tool choice as plan reads it; {@code toolChoice} has passed {@link #parse}.
+     *
+     * @param parallelToolCalls {@code parallel_tool_calls} (true when absent)
+     */
+    static ToolChoiceSpec choice(JsonNode toolChoice, boolean parallelToolCalls) {
+        ChatTools.Choice c;
+        if (toolChoice == null || toolChoice.isNull()) {
+            c = ChatTools.Choice.AUTO;
+        } else if (toolChoice.isTextual()) {
+            c = switch (toolChoice.textValue()) {
+                case "none" -> ChatTools.Choice.NONE;
+                case "required" -> ChatTools.Choice.REQUIRED;
+                default -> ChatTools.Choice.AUTO;
+            };
+        } else {
+            c = new ChatTools.Choice.Named(toolChoice.path("function").path("name").textValue());
+        }
+        return ChatTools.spec(c, parallelToolCalls, "function.parameters");
     }
 
     private static String checkTool(JsonNode tool, String at) {
@@ -90,11 +106,6 @@ final class OpenAiTools {
         JsonNode strict = fn.get("strict");
         if (strict != null && !strict.isNull() && !strict.isBoolean()) {
             throw ApiError.invalid(at + ".function.strict", at + ".function.strict must be a boolean");
-        }
-        if (strict != null && strict.isBoolean() && strict.booleanValue()) {
-            throw ApiError.invalid(at + ".function.strict", at + ".function.strict: true is not supported: the "
-                    + "arguments are not constrained to the schema (structured outputs do not exist here yet); "
-                    + "omit it or send false");
         }
         return name.textValue();
     }

@@ -63,7 +63,7 @@ public final class ToolCallGrammar {
      *     ingress normalizes them); {@code parameters} absent or null means any object
      * @param choice which calls are demanded; under {@link ToolChoice.Mode#AUTO} only the tools
      *     with {@code "strict": true} have their arguments enforced (the others take any object),
-     *     and at least one tool must be strict
+     *     and at least one tool must be strict or calls not parallel (then at most one call)
      * @param syntax the model's tool-call syntax
      * @param thinkOpenInPrompt whether the prompt leaves a reasoning block open (sink-stage's
      *     {@code ThinkMarkers.opensInPrompt})
@@ -73,7 +73,7 @@ public final class ToolCallGrammar {
      *     covered (or the model has none), a tool is malformed, the named tool is not among the
      *     tools, a schema keyword would not be enforced ({@link JsonSchemaSubset}; named as {@code
      *     tools[i].function.parameters} and the keyword's JSON pointer), {@code AUTO} with no strict
-     *     tool, an open reasoning block for a model without think markers, or a marker the
+     *     tool and parallel calls, an open reasoning block for a model without think markers, or a marker the
      *     tokenizer cannot write in a way the grammar can follow
      */
     public static OutputConstraint forTools(List<Map<String, Object>> tools, ToolChoice choice, ToolSyntax syntax,
@@ -230,8 +230,9 @@ public final class ToolCallGrammar {
         if (choice.mode() == ToolChoice.Mode.NAMED && out.isEmpty()) {
             throw new IllegalArgumentException(choice.describe() + ": no such function in tools");
         }
-        if (choice.mode() == ToolChoice.Mode.AUTO && !anyStrict) {
-            throw new IllegalArgumentException("no tool is strict: tool_choice auto has nothing to enforce");
+        if (choice.mode() == ToolChoice.Mode.AUTO && !anyStrict && choice.parallel()) {
+            throw new IllegalArgumentException("no tool is strict and calls may be parallel: tool_choice auto has "
+                    + "nothing to enforce");
         }
         return out;
     }

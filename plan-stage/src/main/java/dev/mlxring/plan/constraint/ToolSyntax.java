@@ -49,6 +49,19 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
         return new ToolSyntax(format, thinkStart, thinkEnd, marker -> split(marker, encoder.apply(marker), vocabulary));
     }
 
+    /**
+     * As {@link #of(String, String, String, Function, ConstraintVocabulary)}, with the vocabulary
+     * from {@code vocabulary} on the first marker asked for (reading it takes up to a second, which
+     * a server that never constrains tool calls never pays; the supplier memoizes it).
+     */
+    public static ToolSyntax of(String format, String thinkStart, String thinkEnd, Function<String, int[]> encoder,
+            java.util.function.Supplier<ConstraintVocabulary> vocabulary) {
+        Objects.requireNonNull(encoder, "encoder");
+        Objects.requireNonNull(vocabulary, "vocabulary");
+        return new ToolSyntax(format, thinkStart, thinkEnd,
+                marker -> split(marker, encoder.apply(marker), vocabulary.get()));
+    }
+
     private static List<MarkerPiece> split(String marker, int[] ids, ConstraintVocabulary vocabulary) {
         List<MarkerPiece> out = new ArrayList<>();
         ByteArrayOutputStream run = new ByteArrayOutputStream();

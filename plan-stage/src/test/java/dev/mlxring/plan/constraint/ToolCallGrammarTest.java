@@ -265,6 +265,20 @@ class ToolCallGrammarTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
+    void autoWithoutParallelCallsAllowsTextAndAtMostOneCallOfAnyArguments(Model m) throws Exception {
+        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.auto(false), m.syntax("json_tools", false),
+                false);
+        String call = jsonCall("get_time", "{\"anything\": [1, 2]}");
+        assertEquals(-1, walk(m, g, "No call needed."));
+        assertEquals(-1, walk(m, g, "Checking.\n" + call + "\nDone."), "no tool is strict: any arguments");
+        String twice = call + "\n" + call;
+        int refused = walk(m, g, twice);
+        assertTrue(refused >= m.encode(call).length && refused < m.encode(twice).length,
+                "a second call is masked out within its start marker: " + refused);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("models")
     void mistralListAndHeaderCallsPassAndTheSinkParsesThem(Model m) throws Exception {
         OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.named("get_time", true),
                 m.syntax("mistral", false), false);
@@ -380,7 +394,7 @@ class ToolCallGrammarTest {
                 e.getMessage());
         e = assertThrows(IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(tools(), ToolChoice.auto(true), syntax, false));
-        assertTrue(e.getMessage().contains("no tool is strict"), e.getMessage());
+        assertTrue(e.getMessage().contains("no tool is strict and calls may be parallel"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(tools(), ToolChoice.required(true), syntax, true));
         assertTrue(e.getMessage().contains("no think markers"), e.getMessage());

@@ -70,17 +70,14 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         ChatTools.checkCount(toolsNode, "tools");
         List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.object("tool_choice");
-        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice", choice == null ? "auto"
+        ChatTools.Choice toolChoice = toolChoice(choice);
+        ChatTools.checkChoice(tools, toolChoice, "tool_choice", choice == null ? "auto"
                 : "type '" + RequestFields.at(choice, "tool_choice").string("type", "") + "'");
-        if (choice != null && !tools.isEmpty()
-                && RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false)) {
-            throw ApiError.invalid("tool_choice.disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use: "
-                    + "true is not supported: generation is not constrained, so the model may make several calls; "
-                    + "omit it or send false");
-        }
+        boolean parallel = choice == null
+                || !RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false);
         OutputConstraint constraint = StructuredOutputs.anthropic(f.node());
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, stop, false, 0, constraint);
+                maxTokens, stop, false, 0, constraint, ChatTools.spec(toolChoice, parallel, "input_schema"));
         return new MessagesRequest(req, stream, model);
     }
 
@@ -244,7 +241,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
             if (schema == null) {
                 throw ApiError.invalid(at + ".input_schema", at + ".input_schema is required");
             }
-            return ChatTools.function(name, f.string("description", null), JSON.convertValue(schema, Map.class));
+            return ChatTools.function(name, f.string("description", null), JSON.convertValue(schema, Map.class),
+                    f.bool("strict", false));
         });
     }
 

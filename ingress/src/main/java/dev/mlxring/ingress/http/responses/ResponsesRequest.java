@@ -69,12 +69,10 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         ChatTools.checkCount(toolsNode, "tools");
         List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.get("tool_choice");
-        ChatTools.checkChoice(tools, toolChoice(choice), "tool_choice", choice == null ? "auto"
+        ChatTools.Choice toolChoice = toolChoice(choice);
+        ChatTools.checkChoice(tools, toolChoice, "tool_choice", choice == null ? "auto"
                 : choice.isTextual() ? "\"" + choice.textValue() + "\"" : choice.toString());
-        if (!tools.isEmpty() && !f.bool("parallel_tool_calls", true)) {
-            throw ApiError.invalid("parallel_tool_calls", "parallel_tool_calls: false is not supported: generation "
-                    + "is not constrained, so the model may make several calls; omit it or send true");
-        }
+        boolean parallel = f.bool("parallel_tool_calls", true);
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode reasoning = f.object("reasoning");
         if (reasoning != null) {
@@ -91,14 +89,15 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         }
         messages.addAll(conversation);
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, List.of(), false, 0, StructuredOutputs.responses(root));
+                maxTokens, List.of(), false, 0, StructuredOutputs.responses(root),
+                ChatTools.spec(toolChoice, parallel, "parameters"));
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
         // null when not given: the server's --max-tokens applies
         echo.set("max_output_tokens", JSON.valueToTree(maxTokens));
         echo.set("metadata", metadata == null ? JSON.createObjectNode() : metadata);
-        echo.put("parallel_tool_calls", true);
+        echo.put("parallel_tool_calls", parallel);
         putNullable(echo, "previous_response_id", previousId);
         echo.put("store", store);
         // null when not given: the server's own default (--temp, --top-p) applies
@@ -131,8 +130,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                     + "carries no logprobs); leave it out or send 0");
         }
         if (f.get("max_tool_calls") != null) {
-            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: generation is not "
-                    + "constrained, so the number of calls is not capped; leave it out");
+            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: the number of calls is not "
+                    + "capped; leave it out (parallel_tool_calls: false allows at most one call)");
         }
         if (f.bool("background", false)) {
             throw ApiError.invalid("background", "background responses are not supported; send background: false "
@@ -324,12 +323,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
             String name = f.string("name", null);
             ChatTools.checkName(name, at + ".name", names);
             JsonNode params = f.object("parameters");
-            if (f.bool("strict", false)) {
-                throw ApiError.invalid(at + ".strict", at + ".strict: true is not supported: the arguments are not "
-                        + "constrained to the schema (structured outputs do not exist here yet); send false");
-            }
             return ChatTools.function(name, f.string("description", null),
-                    params == null ? null : JSON.convertValue(params, Map.class));
+                    params == null ? null : JSON.convertValue(params, Map.class), f.bool("strict", false));
         });
     }
 
