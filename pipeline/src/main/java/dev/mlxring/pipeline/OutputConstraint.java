@@ -19,7 +19,12 @@ public record OutputConstraint(Kind kind, String source, String field) {
         /** A Lark grammar as llguidance reads it. */
         LARK,
         /** A regular expression the whole output must match. */
-        REGEX
+        REGEX,
+        /**
+         * llguidance's top-level grammar JSON ({@code {"grammars": [...]}}), for constraints plan
+         * composes (a reasoning block ahead of a request's own constraint); not a request field.
+         */
+        GRAMMAR
     }
 
     public OutputConstraint {

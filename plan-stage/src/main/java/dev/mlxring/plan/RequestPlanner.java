@@ -139,7 +139,16 @@ public final class RequestPlanner implements Planner {
                     + " cannot be combined with " + request.constraint().field() + ": both constrain the whole "
                     + "output (tool calls in the model's syntax against one value of the response format); send one");
         }
-        return tool != null ? tool : request.constraint();
+        if (tool != null) {
+            return tool;
+        }
+        OutputConstraint own = request.constraint();
+        if (own != null && modelTools != null && modelTools.syntax().thinks()) {
+            // The reasoning block stays free: the constraint holds what follows it.
+            return ConstraintCompiler.afterReasoning(own, modelTools.syntax(),
+                    modelTools.reasoningOpenInPrompt().test(prompt.tokenIds()));
+        }
+        return own;
     }
 
     /**
@@ -197,7 +206,7 @@ public final class RequestPlanner implements Planner {
      * {@code tool_choice} folded into it).
      */
     static String namingField(String message, String schemaKey) {
-        var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters ").matcher(message);
+        var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters:? ").matcher(message);
         if (m.find()) {
             return m.group(1) + "." + schemaKey + ": " + message.substring(m.end());
         }

@@ -168,7 +168,7 @@ class RequestPlannerToolChoiceTest {
         RequestException schema = assertThrows(RequestException.class, () -> planner("json_tools", p -> false)
                 .plan(request(List.of(unique), anthropicAny), prompt));
         assertEquals(ErrorType.INVALID_REQUEST, schema.type());
-        assertTrue(schema.getMessage().startsWith("tools[0].input_schema: /properties/t: keyword 'uniqueItems'"),
+        assertTrue(schema.getMessage().startsWith("tools[0].input_schema: keyword 'uniqueItems' at /properties/t"),
                 schema.getMessage());
 
         RequestException noneWithTools = assertThrows(RequestException.class, () -> planner("json_tools", p -> false)

@@ -89,6 +89,7 @@ public final class ConstraintCompiler implements AutoCloseable {
             }
             case LARK -> ConstraintKind.LARK;
             case REGEX -> ConstraintKind.REGEX;
+            case GRAMMAR -> ConstraintKind.GRAMMAR;
         };
         try (CompiledConstraint compiled = CompiledConstraint.compile(tokenizer(), kind, c.source())) {
             return new MatcherConstraint(compiled.newMatcher(), "the " + c.field() + " constraint");
@@ -97,7 +98,42 @@ public final class ConstraintCompiler implements AutoCloseable {
         }
     }
 
-    private static void checkSchema(OutputConstraint c) throws RequestException {
+    /**
+     * {@code inner} behind a free reasoning block, for a model with think markers: the output may
+     * open with the block (must, when the prompt left it open, close it first) and {@code inner}
+     * holds only what follows, never the reasoning. The schema subset is checked here, as the
+     * composed grammar is no longer a schema.
+     *
+     * @param open whether the prompt left the reasoning block open
+     * @throws RequestException {@code INVALID_REQUEST} naming {@code inner.field()} for a schema outside the subset
+     */
+    public static OutputConstraint afterReasoning(OutputConstraint inner, ToolSyntax syntax, boolean open)
+            throws RequestException {
+        if (!syntax.thinks()) {
+            return inner;
+        }
+        var top = JSON.createObjectNode();
+        var grammars = top.putArray("grammars");
+        StringBuilder rules = new StringBuilder();
+        String think;
+        try {
+            think = ToolCallGrammar.reasoningRules(rules, syntax, open);
+        } catch (IllegalArgumentException e) {
+            throw new RequestException(ErrorType.UNSUPPORTED, inner.field() + " is not supported on this model: its "
+                    + "reasoning block cannot be left free ahead of the constraint (" + e.getMessage() + ")");
+        }
+        grammars.addObject().put("lark_grammar", "start: " + think + "@inner\n" + rules);
+        var sub = grammars.addObject().put("name", "inner");
+        switch (inner.kind()) {
+            case JSON_SCHEMA -> sub.set("json_schema", checkSchema(inner));
+            case LARK -> sub.put("lark_grammar", inner.source());
+            case REGEX -> sub.put("lark_grammar", "start: /" + inner.source().replace("/", "\\/") + "/");
+            case GRAMMAR -> throw new IllegalArgumentException("a composed grammar cannot be composed again");
+        }
+        return new OutputConstraint(OutputConstraint.Kind.GRAMMAR, top.toString(), inner.field());
+    }
+
+    private static JsonNode checkSchema(OutputConstraint c) throws RequestException {
         JsonNode schema;
         try {
             schema = JSON.readTree(c.source());
@@ -112,6 +148,7 @@ public final class ConstraintCompiler implements AutoCloseable {
         if (why != null) {
             throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + ": " + why);
         }
+        return schema;
     }
 
     /** llguidance's message without its parser dump: the first line, bounded. */

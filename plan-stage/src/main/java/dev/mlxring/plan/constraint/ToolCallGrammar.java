@@ -145,6 +145,16 @@ public final class ToolCallGrammar {
     }
 
     /**
+     * Rules for a free reasoning block ahead of some other grammar, for a model with think
+     * markers: appends them to {@code rules} and returns the start rule's part ({@code think? } or,
+     * when the prompt left the block open, {@code think_rest }).
+     */
+    static String reasoningRules(StringBuilder rules, ToolSyntax syntax, boolean open) {
+        String format = syntax.format() != null && COVERED.contains(syntax.format()) ? syntax.format() : "json_tools";
+        return thinkRules(rules, new Markers(syntax, format), open);
+    }
+
+    /**
      * {@code think}: the reasoning block, {@code think_rest}: the block after its start marker;
      * the text inside contains neither the end marker nor the call start.
      *

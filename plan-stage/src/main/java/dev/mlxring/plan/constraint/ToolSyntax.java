@@ -98,7 +98,7 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
     }
 
     /** Whether the model has a reasoning block. */
-    boolean thinks() {
+    public boolean thinks() {
         return thinkStart != null;
     }
 }

@@ -1,6 +1,8 @@
 package dev.mlxring.plan.constraint;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -31,6 +33,7 @@ class ConstraintCompilerTest {
     private static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");
     private static HfTokenizer hf;
     private static ConstraintTokenizer tokenizer;
+    private static ConstraintVocabulary vocabulary;
     private static ConstraintCompiler compiler;
     private static int vocab;
 
@@ -38,8 +41,8 @@ class ConstraintCompilerTest {
     static void open() throws Exception {
         vocab = new ObjectMapper().readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
         hf = HfTokenizer.load(DIR);
-        tokenizer = ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"),
-                vocab), hf.eosTokenIds(), text -> hf.encode(text, false));
+        vocabulary = ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"), vocab);
+        tokenizer = ConstraintTokenizer.create(vocabulary, hf.eosTokenIds(), text -> hf.encode(text, false));
         compiler = new ConstraintCompiler(tokenizer);
     }
 
@@ -81,6 +84,54 @@ class ConstraintCompilerTest {
             assertThrows(IllegalStateException.class, () -> c.consume(bracket));
             assertTrue(c.error() != null && !c.error().isBlank(), "the refusal is kept as the error");
         }
+    }
+
+    /** Walks {@code text}'s tokens; returns whether all were allowed and, after them, whether EOS is. */
+    private static boolean[] walk(TokenConstraint c, String text) {
+        int[] words = new int[(vocab + 31) / 32];
+        for (int t : hf.encode(text, false)) {
+            if (!c.allowedTokens(words) || !allowed(words, t)) {
+                return new boolean[] {false, false};
+            }
+            c.consume(t);
+        }
+        return new boolean[] {true, c.allowedTokens(words) && allowed(words, hf.eosTokenIds()[0])};
+    }
+
+    @Test
+    void aReasoningBlockStaysFreeAheadOfTheConstraint() throws Exception {
+        ToolSyntax thinking = ToolSyntax.of(null, "<think>", "</think>", t -> hf.encode(t, false), vocabulary);
+        OutputConstraint schema = new OutputConstraint(OutputConstraint.Kind.JSON_SCHEMA,
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]}", "f");
+        OutputConstraint free = ConstraintCompiler.afterReasoning(schema, thinking, false);
+        try (TokenConstraint c = compiler.compile(free)) {
+            assertArrayEquals(new boolean[] {true, true}, walk(c, "<think>hmm [1, 2] is not it</think>{\"a\": 1}"));
+        }
+        try (TokenConstraint c = compiler.compile(free)) {
+            assertArrayEquals(new boolean[] {true, true}, walk(c, "{\"a\": 1}"), "the block is optional");
+        }
+        try (TokenConstraint c = compiler.compile(free)) {
+            assertArrayEquals(new boolean[] {false, false}, walk(c, "<think>x</think>[1]"), "after it, the schema holds");
+        }
+        OutputConstraint open = ConstraintCompiler.afterReasoning(schema, thinking, true);
+        try (TokenConstraint c = compiler.compile(open)) {
+            assertArrayEquals(new boolean[] {true, true}, walk(c, "so {b}</think>{\"a\": 2}"));
+        }
+        try (TokenConstraint c = compiler.compile(open)) {
+            assertArrayEquals(new boolean[] {true, false}, walk(c, "{\"a\": 2}"),
+                    "an open block must close before the answer counts");
+        }
+        OutputConstraint regex = ConstraintCompiler.afterReasoning(
+                new OutputConstraint(OutputConstraint.Kind.REGEX, "[0-9]+/[0-9]+", "g"), thinking, false);
+        try (TokenConstraint c = compiler.compile(regex)) {
+            assertArrayEquals(new boolean[] {true, true}, walk(c, "<think>a fraction</think>3/4"));
+        }
+        assertSame(schema, ConstraintCompiler.afterReasoning(schema,
+                ToolSyntax.of(null, null, null, t -> hf.encode(t, false), vocabulary), false), "no markers: as it is");
+        RequestException e = assertThrows(RequestException.class, () -> ConstraintCompiler.afterReasoning(
+                new OutputConstraint(OutputConstraint.Kind.JSON_SCHEMA, "{\"not\":{}}", "response_format.json_schema.schema"),
+                thinking, false));
+        assertTrue(e.getMessage().startsWith("response_format.json_schema.schema: keyword 'not'"), e.getMessage());
     }
 
     @Test
