@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Structured outputs' cost on decode speed: the same requests with and without a JSON schema.
+
+Usage: structured_outputs.py [--model DIR] [--port 18192] [--rounds 3] [--max-tokens 128]
+                             [--requests 4] [--rows 8] [--out FILE.md]
+
+Starts `mlx-ring serve` (defaults) once, then per round and phase (the order reversed every other
+round): B=1 - `--requests` streaming requests one after another, free text and then, in the
+other phase, with response_format json_schema {"story": string}; rows - `--rows` concurrent streaming
+requests, free against every row constrained. Prompt "Write a long story about <topic>." with a
+different topic per request (no prefix reuse across phases beyond the template), temperature 0,
+max_tokens --max-tokens. Decode tok/s of a B=1 request: (content tokens - 1) / (last token time -
+first token time); of a rows phase: all its content tokens / its wall time. Reported: medians per
+phase and the constrained/free ratios. Nothing else should run on the machine.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import statistics
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"],
+          "additionalProperties": False}
+TOPICS = ["a lighthouse", "a dragon", "a river", "a clockmaker", "a comet", "an old library", "a fox", "a storm",
+          "a violin", "a desert town", "a robot", "a glacier"]
+
+
+def wait_ready(base, proc, timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("serve exited with %s" % proc.returncode)
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError("serve did not become ready")
+
+
+def stream(base, topic, constrained, max_tokens):
+    body = {"model": "default_model", "messages": [{"role": "user", "content": f"Write a long story about {topic}."}],
+            "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
+    if constrained:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "story", "schema": SCHEMA}}
+    req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    times = []
+    with urllib.request.urlopen(req, timeout=1800) as resp:
+        for raw in resp:
+            line = raw.decode().strip()
+            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                continue
+            choices = json.loads(line[5:]).get("choices") or []
+            if choices and (choices[0].get("delta") or {}).get("content"):
+                times.append(time.monotonic())
+    return times
+
+
+def b1(base, constrained, args, r):
+    rates = []
+    for i in range(args.requests):
+        t = stream(base, TOPICS[(r * args.requests + i) % len(TOPICS)], constrained, args.max_tokens)
+        if len(t) > 2:
+            rates.append((len(t) - 1) / (t[-1] - t[0]))
+    return statistics.median(rates)
+
+
+def rows(base, constrained, args, r):
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(args.rows) as pool:
+        outs = list(pool.map(lambda i: stream(base, TOPICS[(r + i) % len(TOPICS)], constrained, args.max_tokens),
+                             range(args.rows)))
+    return sum(len(t) for t in outs) / (time.monotonic() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="models/smollm2-135m-instruct")
+    ap.add_argument("--port", type=int, default=18192)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--requests", type=int, default=4)
+    ap.add_argument("--rows", type=int, default=8)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    base = "http://127.0.0.1:%d" % args.port
+    proc = subprocess.Popen([str(ROOT / "mlx-ring"), "serve", "--model", args.model, "--port", str(args.port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    res = {k: [] for k in ("b1_free", "b1_schema", "rows_free", "rows_schema")}
+    try:
+        wait_ready(base, proc)
+        stream(base, "warm-up", True, 16)
+        stream(base, "warm-up", False, 16)
+        for r in range(args.rounds):
+            order = [False, True] if r % 2 == 0 else [True, False]
+            for constrained in order:
+                res["b1_schema" if constrained else "b1_free"].append(b1(base, constrained, args, r))
+            for constrained in order:
+                res["rows_schema" if constrained else "rows_free"].append(rows(base, constrained, args, r))
+            print("round %d: " % r + ", ".join("%s %.1f" % (k, v[-1]) for k, v in res.items()), flush=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    med = {k: statistics.median(v) for k, v in res.items()}
+    lines = ["| phase | free tok/s | JSON schema tok/s | schema / free |", "|---|---:|---:|---:|",
+             "| B=1 decode | %.1f | %.1f | %.3f |" % (med["b1_free"], med["b1_schema"], med["b1_schema"] / med["b1_free"]),
+             "| %d rows, aggregate | %.1f | %.1f | %.3f |" % (args.rows, med["rows_free"], med["rows_schema"],
+                                                             med["rows_schema"] / med["rows_free"])]
+    report = "\n".join(lines) + "\n\nrounds: %d, per-round values: %s\n" % (args.rounds, json.dumps(res))
+    print(report)
+    if args.out:
+        Path(args.out).write_text(report)
+
+
+if __name__ == "__main__":
+    main()
