@@ -25,8 +25,9 @@ final class FuzzBodies {
         // Anthropic Messages and OpenAI Responses fields
         "system", "stop_sequences", "metadata", "thinking", "input", "instructions", "max_output_tokens",
         "previous_response_id", "store",
-        // constraints refused until generation can enforce them, and the legacy integer logprobs
-        "parallel_tool_calls", "output_format", "output_config", "text", "max_tool_calls"};
+        // constraints (structured outputs, tool choice), and the legacy integer logprobs
+        "parallel_tool_calls", "output_format", "output_config", "text", "max_tool_calls",
+        "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"};
 
     /**
      * The four request shapes, each with a valid minimal body ({@code base}, its fields without
@@ -241,10 +242,38 @@ final class FuzzBodies {
                     "{\"type\":" + pick("\"auto\"", "\"any\"", "\"tool\"", "\"none\"", "null") + ",\"name\":"
                             + pick("\"f\"", "null") + ",\"disable_parallel_tool_use\":" + pick("true", "false", "null")
                             + "}", value(1));
-            case "response_format" -> "{\"type\":" + pick("\"text\"", "\"json_object\"", "1", "null") + "}";
+            case "response_format" -> pick("{\"type\":" + pick("\"text\"", "\"json_object\"", "1", "null") + "}",
+                    "{\"type\":\"json_schema\",\"json_schema\":" + pick("null", "{}", value(1),
+                            "{\"name\":\"x\",\"strict\":" + pick("true", "false", "null", "1") + ",\"schema\":" + schema() + "}")
+                            + "}");
+            case "structured_outputs" -> "{" + pick("\"json\":" + schema(), "\"json\":" + string(schema()),
+                    "\"regex\":" + regex(), "\"choice\":" + pick("[]", "[\"a\",\"b.c\"]", "[1]", value(2)),
+                    "\"grammar\":" + grammar(), "\"json_object\":" + pick("true", "false", "1"),
+                    "\"whitespace_pattern\":\" \"", "\"regex\":\"[0-9]+\",\"choice\":[\"a\"]", "\"json\":null") + "}";
+            case "guided_json" -> pick(schema(), string(schema()));
+            case "guided_regex" -> regex();
+            case "guided_choice" -> pick("[\"yes\",\"no\"]", "[]", "[\"\"]", value(2));
+            case "guided_grammar" -> grammar();
             case "stream_options" -> "{\"include_usage\":" + pick("true", "1", "null") + pick("", ",\"x\":null") + "}";
             default -> number();
         };
+    }
+
+    /** A JSON schema: valid, outside the enforced subset, unresolvable, malformed, or deep. */
+    private String schema() {
+        return pick("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"a\"]}",
+                "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}", "{\"type\":\"strin\"}",
+                "{\"type\":\"array\",\"uniqueItems\":true}", "{\"$ref\":\"#/$defs/none\"}", "{\"x-guidance\":{}}",
+                "{\"not\":{}}", "[]", "true", "{\"properties\":{\"a\":" + "{\"items\":".repeat(70) + "{}" + "}".repeat(70) + "}}",
+                "{\"type\":\"string\",\"pattern\":\"(\"}", value(2));
+    }
+
+    private String regex() {
+        return pick("\"[0-9]{3}-[0-9]{4}\"", "\"(\"", "\"\"", "\"x*\"", "\"\\\\p{Nope}\"", value(1));
+    }
+
+    private String grammar() {
+        return pick("\"start: \\\"a\\\" | \\\"b\\\"\"", "\"start: undefined\"", "\"start:\"", "\"\"", value(1));
     }
 
     private String value(int depth) {

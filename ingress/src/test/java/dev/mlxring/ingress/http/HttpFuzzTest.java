@@ -7,7 +7,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
+import dev.mlxring.constraint.ConstraintTokenizer;
+import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.plan.RequestPlanner;
+import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.prep.PromptPreparer;
@@ -41,6 +44,7 @@ class HttpFuzzTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private static HfTokenizer tokenizer;
     private static Engine engine;
+    private static ConstraintCompiler constraints;
     private static HttpServer server;
 
     @BeforeAll
@@ -52,13 +56,26 @@ class HttpFuzzTest {
         int[] eos = tokenizer.eosTokenIds();
         engine = Engine.builder()
                 .preparer(new PromptPreparer(tokenizer, template, vocab, 8191))
-                .planner(new RequestPlanner(RequestPlanner.Defaults.mlxLm(8192), eos, eos, vocab))
+                .planner(new RequestPlanner(RequestPlanner.Defaults.mlxLm(8192), eos, eos, vocab, compiler(model, vocab, eos)))
                 .executor(new ScriptedExecutor(plan -> new int[] {28, 1431, 3159, 30, 216, 1076, 314, 549, 2, 17}))
                 .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false)).build())
                 .start();
         server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "smollm2", null,
                 new ServerDefaults(512, 8192, vocab), "fp", 256 * 1024), engine,
                 id -> tokenizer.decode(new int[] {id}, false)).start();
+    }
+
+    /** The real structured-output compiler, so schemas, regexes and grammars reach llguidance. */
+    private static ConstraintCompiler compiler(Path model, int vocab, int[] eos) {
+        constraints = ConstraintCompiler.lazy(() -> {
+            try {
+                return ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(model.resolve("tokenizer.json"),
+                        vocab), eos, t -> tokenizer.encode(t, false));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        return constraints;
     }
 
     @AfterAll
@@ -69,6 +86,8 @@ class HttpFuzzTest {
         if (engine != null) {
             engine.close();
         }
+        // The scripted executor never closes the constraints it is handed (exec-stage's do), so
+        // the compiler's tokenizer may still be referenced: the JVM frees it at exit.
         if (tokenizer != null) {
             tokenizer.close();
         }
