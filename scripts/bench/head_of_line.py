@@ -15,80 +15,36 @@ runs. Nothing else should run on the machine.
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_ready(base, proc, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("serve exited with %s" % proc.returncode)
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("serve did not become ready")
-
-
-def chat(base, content, max_tokens, stream, on_token=None):
-    body = json.dumps({"model": "default_model", "messages": [{"role": "user", "content": content}],
-                       "max_tokens": max_tokens, "temperature": 0.0, "stream": stream}).encode()
-    req = urllib.request.Request(base + "/v1/chat/completions", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=1800) as resp:
-        if not stream:
-            return json.loads(resp.read())
-        for raw in resp:
-            line = raw.decode().strip()
-            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                continue
-            choices = json.loads(line[5:]).get("choices") or []
-            if choices and (choices[0].get("delta") or {}).get("content") and on_token:
-                on_token(time.monotonic())
+from serve_client import chat, served
 
 
 def one_run(args, flags, round_no):
-    base = "http://127.0.0.1:%d" % args.port
-    cmd = [str(ROOT / "mlx-ring"), "serve", "--model", args.model, "--port", str(args.port)] + flags.split()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-    try:
-        wait_ready(base, proc)
+    with served(args.model, args.port, flags.split()) as base:
         words = " ".join("w%d_%d" % (round_no, (i * 7919) % 3001) for i in range(args.long_words))
         long_done = {}
 
         def long_request():
             t0 = time.monotonic()
-            r = chat(base, "Summarize: " + words, 1, False)
+            r = chat(base, {"messages": [{"role": "user", "content": "Summarize: " + words}], "max_tokens": 1,
+                            "temperature": 0.0}, False)
             long_done["s"] = time.monotonic() - t0
             long_done["prompt_tokens"] = r["usage"]["prompt_tokens"]
 
         t = threading.Thread(target=long_request)
         t.start()
         time.sleep(2.0)
-        first = []
         s0 = time.monotonic()
-        chat(base, "What is the capital of France?", 32, True, lambda ts: first.append(ts))
+        first = chat(base, {"messages": [{"role": "user", "content": "What is the capital of France?"}],
+                            "max_tokens": 32, "temperature": 0.0}, True)
         short_total = time.monotonic() - s0
         t.join()
         return {"ttft": first[0] - s0 if first else float("nan"), "short_total": short_total,
                 "long_total": long_done["s"], "prompt_tokens": long_done["prompt_tokens"]}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def main():

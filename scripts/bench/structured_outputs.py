@@ -18,50 +18,23 @@ import argparse
 import concurrent.futures
 import json
 import statistics
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from serve_client import chat, served
+
 SCHEMA = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"],
           "additionalProperties": False}
 TOPICS = ["a lighthouse", "a dragon", "a river", "a clockmaker", "a comet", "an old library", "a fox", "a storm",
           "a violin", "a desert town", "a robot", "a glacier"]
 
 
-def wait_ready(base, proc, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("serve exited with %s" % proc.returncode)
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("serve did not become ready")
-
-
 def stream(base, topic, constrained, max_tokens):
-    body = {"model": "default_model", "messages": [{"role": "user", "content": f"Write a long story about {topic}."}],
-            "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
+    body = {"messages": [{"role": "user", "content": f"Write a long story about {topic}."}],
+            "max_tokens": max_tokens, "temperature": 0.0}
     if constrained:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "story", "schema": SCHEMA}}
-    req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    times = []
-    with urllib.request.urlopen(req, timeout=1800) as resp:
-        for raw in resp:
-            line = raw.decode().strip()
-            if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                continue
-            choices = json.loads(line[5:]).get("choices") or []
-            if choices and (choices[0].get("delta") or {}).get("content"):
-                times.append(time.monotonic())
-    return times
+    return chat(base, body, True)
 
 
 def b1(base, constrained, args, r):
@@ -91,12 +64,8 @@ def main():
     ap.add_argument("--rows", type=int, default=8)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    base = "http://127.0.0.1:%d" % args.port
-    proc = subprocess.Popen([str(ROOT / "mlx-ring"), "serve", "--model", args.model, "--port", str(args.port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     res = {k: [] for k in ("b1_free", "b1_schema", "rows_free", "rows_schema")}
-    try:
-        wait_ready(base, proc)
+    with served(args.model, args.port) as base:
         stream(base, "warm-up", True, 16)
         stream(base, "warm-up", False, 16)
         for r in range(args.rounds):
@@ -106,12 +75,6 @@ def main():
             for constrained in order:
                 res["rows_schema" if constrained else "rows_free"].append(rows(base, constrained, args, r))
             print("round %d: " % r + ", ".join("%s %.1f" % (k, v[-1]) for k, v in res.items()), flush=True)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     med = {k: statistics.median(v) for k, v in res.items()}
     lines = ["| phase | free tok/s | JSON schema tok/s | schema / free |", "|---|---:|---:|---:|",
              "| B=1 decode | %.1f | %.1f | %.3f |" % (med["b1_free"], med["b1_schema"], med["b1_schema"] / med["b1_free"]),
