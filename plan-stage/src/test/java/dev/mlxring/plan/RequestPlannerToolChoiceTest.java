@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
-import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
@@ -22,10 +21,10 @@ import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.ToolChoiceSpec;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
+import dev.mlxring.plan.constraint.DefaultModelTokenizers;
 import dev.mlxring.plan.constraint.ModelTools;
 import dev.mlxring.plan.constraint.ToolSyntax;
 import dev.mlxring.prep.HfTokenizer;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
@@ -40,9 +39,9 @@ import org.junit.jupiter.api.Test;
  * field.
  */
 class RequestPlannerToolChoiceTest {
-    private static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");
     private static final String WEATHER = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},"
             + "\"required\":[\"city\"],\"additionalProperties\":false}";
+    private static DefaultModelTokenizers models;
     private static HfTokenizer hf;
     private static ConstraintVocabulary vocabulary;
     private static ConstraintTokenizer tokenizer;
@@ -51,16 +50,16 @@ class RequestPlannerToolChoiceTest {
 
     @BeforeAll
     static void open() throws Exception {
-        vocab = new ObjectMapper().readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
-        hf = HfTokenizer.load(DIR);
-        vocabulary = ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"), vocab);
-        tokenizer = ConstraintTokenizer.create(vocabulary, hf.eosTokenIds(), text -> hf.encode(text, false));
+        models = DefaultModelTokenizers.open();
+        vocab = models.vocab();
+        hf = models.hf();
+        vocabulary = models.vocabulary();
+        tokenizer = models.tokenizer();
     }
 
     @AfterAll
     static void close() {
-        tokenizer.close();
-        hf.close();
+        models.close();
     }
 
     private static RequestPlanner planner(String format, java.util.function.Predicate<int[]> openInPrompt) {

@@ -8,16 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
-import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.prep.HfTokenizer;
-import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -30,7 +27,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * request field and the keyword's JSON pointer.
  */
 class ConstraintCompilerTest {
-    private static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");
+    private static DefaultModelTokenizers models;
     private static HfTokenizer hf;
     private static ConstraintTokenizer tokenizer;
     private static ConstraintVocabulary vocabulary;
@@ -39,16 +36,17 @@ class ConstraintCompilerTest {
 
     @BeforeAll
     static void open() throws Exception {
-        vocab = new ObjectMapper().readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
-        hf = HfTokenizer.load(DIR);
-        vocabulary = ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"), vocab);
-        tokenizer = ConstraintTokenizer.create(vocabulary, hf.eosTokenIds(), text -> hf.encode(text, false));
+        models = DefaultModelTokenizers.open();
+        vocab = models.vocab();
+        hf = models.hf();
+        vocabulary = models.vocabulary();
+        tokenizer = models.tokenizer();
         compiler = new ConstraintCompiler(tokenizer);
     }
 
     @AfterAll
     static void close() {
-        tokenizer.close();
+        models.close();
     }
 
     private static RequestException refused(String schema) {
