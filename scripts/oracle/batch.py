@@ -32,9 +32,12 @@ FILE.json:
         "seed",                  # the row's own key stream: mx.random.key(seed)
         "logit_bias": {"id": bias}, "repetition_penalty", "repetition_context_size",
         "presence_penalty", "frequency_penalty"},
-     "mask": {"modulus", ...}}  # optional: a scripted token constraint (scripted_mask.py) after
+     "mask": {"modulus", ...},   # optional: a scripted token constraint (scripted_mask.py) after
                                  # the row's processors; a row whose constraint runs dry ends at
                                  # that step without a token (reported "error", then gen.remove)
+     "llguidance": {"kind", ...}}  # optional, instead of "mask": llguidance's own matcher
+                                 # (llg_processor.py) after the row's processors; give the row its
+                                 # EOS id in "stop" so that it ends there
   ]
 }
 
@@ -90,6 +93,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
 from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
+from llg_processor import LlgProcessor
 from scripted_mask import ScriptedMask
 
 
@@ -254,6 +258,10 @@ def main(argv=None):
                 mask = ScriptedMask(row["mask"]) if row.get("mask") else None
                 if mask is not None:
                     processors = list(processors) + [mask]
+                if row.get("llguidance"):
+                    if mask is not None:
+                        raise ValueError("a row has either a mask or an llguidance constraint")
+                    processors = list(processors) + [LlgProcessor(row["llguidance"])]
                 stop = StopSequences([(t,) for t in row.get("stop", [])] or None)
                 h = row.get("history", 0)
                 cache = None

@@ -36,6 +36,10 @@ Penalties default to None (off), context sizes to 20, as mlx-lm.
   --mask '{"modulus": M, ...}' appends a scripted token constraint (scripted_mask.py, a fresh
   one per prompt) after mlx-lm's processors: logits = mx.where(mask, logits, -inf). A prompt
   whose constraint runs dry stops at that step without its token, with "error": true.
+  --llguidance FILE.json appends llguidance's own matcher instead (llg_processor.py: a spec
+  object for every prompt, or a list of one spec or null per prompt; a fresh matcher per
+  prompt); such a prompt stops at its EOS token, which is not reported (mlx_lm.server's stop
+  on an EOS id), with "stopped": true.
 
 Output (to --out, or stdout):
 {
@@ -49,7 +53,8 @@ Output (to --out, or stdout):
      "chosen_logprob": [float],  # logprobs[token].item() per token (mlx_lm.server)
      "top_logprobs": [[[id, logprob], ...], ...],   # _format_top_logprobs order, if T > 0
      "final_key": [k0, k1],      # mx.random.state[0] after the prompt (uint32 words)
-     "error": bool}              # the scripted constraint ran dry (only with --mask)
+     "error": bool,              # the scripted constraint ran dry (only with --mask)
+     "stopped": bool}            # ended on its EOS (only with --llguidance)
   ]
 }
 Raw bytes are the array's little-endian bytes exactly as MLX holds them (bf16 and
@@ -66,6 +71,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
 from common import encode_array, oracle_args, raw_bytes, read_prompts, versions, write_json
+from llg_processor import LlgProcessor, read_specs
 from scripted_mask import ScriptedMask
 
 
@@ -90,13 +96,18 @@ def count_draws(seed, state, limit=100000):
     raise RuntimeError(f"the random state is not within {limit} draws of key({seed})")
 
 
-def run_prompt(model, prompt, args, sampler, processors):
+def run_prompt(model, prompt, args, sampler, processors, llg_spec=None):
     tokens, digests, chosen, tops = [], [], [], []
     logprobs0 = None
     mask = ScriptedMask(json.loads(args.mask)) if args.mask else None
     if mask is not None:
         processors = list(processors) + [mask]
+    stop = set()
+    if llg_spec is not None:
+        processors = list(processors) + [LlgProcessor(llg_spec)]
+        stop = {int(t) for t in llg_spec["eos"]}
     error = False
+    stopped = False
     for tok, logprobs in generate_step(
         mx.array(prompt),
         model,
@@ -107,6 +118,9 @@ def run_prompt(model, prompt, args, sampler, processors):
     ):
         if mask is not None and mask.failed_at(len(tokens)):
             error = True
+            break
+        if int(tok) in stop:
+            stopped = True
             break
         if logprobs0 is None:
             logprobs0 = logprobs
@@ -125,6 +139,7 @@ def run_prompt(model, prompt, args, sampler, processors):
         "top_logprobs": tops,
         "final_key": [int(v) for v in key.tolist()],
         "error": error,
+        "stopped": stopped,
     }
 
 
@@ -149,10 +164,14 @@ def main(argv=None):
     ap.add_argument("--seed-mode", choices=["per-prompt", "once"], default="per-prompt")
     ap.add_argument("--top-logprobs", type=int, default=0)
     ap.add_argument("--mask", default=None, help="JSON object: a scripted token constraint (scripted_mask.py)")
+    ap.add_argument("--llguidance", default=None, help="JSON file: llguidance constraint spec(s) (llg_processor.py)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    if args.mask and args.llguidance:
+        ap.error("--mask and --llguidance are exclusive")
 
     prompts = read_prompts(args.prompts)
+    llg_specs = read_specs(args.llguidance, len(prompts)) if args.llguidance else [None] * len(prompts)
     # Building the model draws random initial weights from the global key; count the draws
     # (mlx_lm.generate seeds before loading, so its sampling starts that many splits later).
     mx.random.seed(0)
@@ -186,10 +205,10 @@ def main(argv=None):
     results = []
     if args.seed is not None and args.seed_mode == "once":
         mx.random.seed(args.seed)
-    for p in prompts:
+    for p, llg_spec in zip(prompts, llg_specs):
         if args.seed is not None and args.seed_mode == "per-prompt":
             mx.random.seed(args.seed)
-        results.append(run_prompt(model, p, args, sampler, processors))
+        results.append(run_prompt(model, p, args, sampler, processors, llg_spec))
 
     settings = {k: v for k, v in vars(args).items() if k not in ("model", "prompts", "out")}
     write_json({

@@ -22,6 +22,12 @@ import mlx.core as mx
 import numpy as np
 
 
+def apply_mask(logits, allowed):
+    """The masking op of every oracle constraint: the logits where `allowed` (a numpy bool vector
+    over the vocabulary) is set, -inf elsewhere."""
+    return mx.where(mx.array(allowed), logits, -float("inf"))
+
+
 class ScriptedMask:
     def __init__(self, spec):
         self.modulus = int(spec["modulus"])
@@ -49,8 +55,7 @@ class ScriptedMask:
             if self.dry_step is None:
                 self.dry_step = s
             return logits
-        mask = mx.array(self.allowed(s, logits.shape[-1]))
-        return mx.where(mask, logits, -float("inf"))
+        return apply_mask(logits, self.allowed(s, logits.shape[-1]))
 
     def failed_at(self, index):
         """Whether the index-th generated token comes from a step that had no allowed id."""
