@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.Engine;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -31,20 +30,16 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HttpFramingTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private Engine engine;
-    private HttpServer server;
+    private ServedEngine server;
 
     @BeforeEach
     void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
+        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
     }
 
     @AfterEach
     void stop() {
         server.close();
-        engine.close();
     }
 
     @ParameterizedTest

@@ -36,20 +36,16 @@ class RequestValidationTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static final String CHAT = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
-    private Engine engine;
-    private HttpServer server;
+    private ServedEngine server;
 
     @BeforeEach
     void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
+        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
     }
 
     @AfterEach
     void stop() {
         server.close();
-        engine.close();
     }
 
     private HttpResponse<String> post(String path, String body, String contentType) throws Exception {
