@@ -13,9 +13,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -27,21 +26,12 @@ import org.junit.jupiter.params.provider.ValueSource;
 class CompatibilityHttpTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final AtomicReference<Prompt> lastPrompt = new AtomicReference<>();
-    private ServedEngine server;
-
-    @BeforeEach
-    void start() {
-        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.alternatives())
-                .preparer(r -> {
-                    lastPrompt.set(r.prompt());
-                    return new PreparedPrompt(new int[] {7, 8}, 2);
-                }), ServedEngine.smallBodies());
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-    }
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.alternatives())
+            .preparer(r -> {
+                lastPrompt.set(r.prompt());
+                return new PreparedPrompt(new int[] {7, 8}, 2);
+            }), ServedEngine.smallBodies());
 
     private static JsonNode json(HttpResponse<String> r) throws Exception {
         return JSON.readTree(r.body());

@@ -15,9 +15,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -30,17 +29,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HttpFramingTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private ServedEngine server;
-
-    @BeforeEach
-    void start() {
-        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-    }
+    @RegisterExtension
+    final ServedEngine server =
+            ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
 
     @ParameterizedTest
     @ValueSource(strings = {"/health", "/v1/models", "/metrics", "/v1/models/tiny"})

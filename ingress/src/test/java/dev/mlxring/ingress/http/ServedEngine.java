@@ -7,20 +7,31 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.function.IntFunction;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * An {@link HttpServer} on an ephemeral port of 127.0.0.1, model id "tiny", over an engine the
- * test builds (stage doubles, no model), for the HTTP tests. {@link #start} starts the engine then
- * the server; {@link #close} closes the server then the engine.
+ * test builds (stage doubles, no model), for the HTTP tests. Either started at once by {@link
+ * #start}, or registered as an instance {@code @RegisterExtension} field made by {@link #eachTest}
+ * to start before each test and close after it. Starting starts the engine then the server;
+ * {@link #close} closes the server then the engine.
  */
-final class ServedEngine implements AutoCloseable {
+final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEachCallback {
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private final Engine engine;
-    private final HttpServer server;
+    private final Supplier<Engine.Builder> engineBuilder;
+    private final HttpServer.Config config;
+    private final IntFunction<String> tokenText;
+    private Engine engine;
+    private HttpServer server;
 
-    private ServedEngine(Engine engine, HttpServer server) {
-        this.engine = engine;
-        this.server = server;
+    private ServedEngine(Supplier<Engine.Builder> engineBuilder, HttpServer.Config config,
+            IntFunction<String> tokenText) {
+        this.engineBuilder = engineBuilder;
+        this.config = config;
+        this.tokenText = tokenText;
     }
 
     /** mlx_lm.server's defaults: max_tokens 512, an 8192-token context, the default body cap. */
@@ -36,18 +47,41 @@ final class ServedEngine implements AutoCloseable {
 
     /** Starts {@code engine} and a server on it with {@code config}, rendering token id n as "tn". */
     static ServedEngine start(Engine.Builder engine, HttpServer.Config config) {
-        return start(engine, config, id -> "t" + id);
+        ServedEngine served = new ServedEngine(() -> engine, config, id -> "t" + id);
+        served.open();
+        return served;
     }
 
-    /** Starts {@code engine} and a server on it with {@code config} and {@code tokenText}. */
-    static ServedEngine start(Engine.Builder engine, HttpServer.Config config, IntFunction<String> tokenText) {
-        Engine started = engine.start();
+    /** A server with {@code config} on a fresh engine from {@code engine} for each test, rendering id n as "tn". */
+    static ServedEngine eachTest(Supplier<Engine.Builder> engine, HttpServer.Config config) {
+        return eachTest(engine, config, id -> "t" + id);
+    }
+
+    /** A server with {@code config} and {@code tokenText} on a fresh engine from {@code engine} for each test. */
+    static ServedEngine eachTest(Supplier<Engine.Builder> engine, HttpServer.Config config,
+            IntFunction<String> tokenText) {
+        return new ServedEngine(engine, config, tokenText);
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        open();
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        close();
+    }
+
+    private void open() {
+        Engine started = engineBuilder.get().start();
         try {
-            return new ServedEngine(started, new HttpServer(config, started, tokenText).start());
+            server = new HttpServer(config, started, tokenText).start();
         } catch (RuntimeException e) {
             started.close();
             throw e;
         }
+        engine = started;
     }
 
     Engine engine() {
@@ -74,9 +108,16 @@ final class ServedEngine implements AutoCloseable {
                 HttpResponse.BodyHandlers.ofString());
     }
 
+    /** Closes the server then the engine; a second close does nothing. */
     @Override
     public void close() {
-        server.close();
-        engine.close();
+        if (server != null) {
+            server.close();
+            server = null;
+        }
+        if (engine != null) {
+            engine.close();
+            engine = null;
+        }
     }
 }

@@ -22,9 +22,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Tool calls over HTTP as mlx_lm.server returns them: a scripted executor emits a reply with two
@@ -52,7 +51,8 @@ class ToolCallHttpTest {
     private static final String ARGS = "{\"city\": \"Zürich\", \"days\": 3, \"ratio\": 1e-05, \"ok\": true, "
             + "\"tags\": [\"a\\\"b\", null], \"big\": 12345678901234567890, \"f\": 2.0}";
 
-    private ServedEngine server;
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(this::engine, ServedEngine.mlxLm(), id -> VOCAB.get(id));
     private final List<List<Map<String, Object>>> toolsSeen = new CopyOnWriteArrayList<>();
     private volatile int[] script = SCRIPT;
 
@@ -61,12 +61,12 @@ class ToolCallHttpTest {
     /** Emits the script, then EOS ("stop"); "length" at max_tokens. */
     private final Executor scripted = new ScriptedExecutor(plan -> script);
 
-    @BeforeEach
-    void start() {
+    /** The stage doubles with the real detokenizing sinks and json_tools parser; the planner records the tools. */
+    private Engine.Builder engine() {
         DetokenizingSinks sinks = DetokenizingSinks.builder(DECODER)
                 .toolParser(ToolCallParsers.forType("json_tools").orElseThrow())
                 .build();
-        server = ServedEngine.start(Engine.builder()
+        return Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2, r.prompt() instanceof Prompt.Chat))
                 .planner((r, p) -> {
                     StageDoubles.refuseConstraint(r);
@@ -76,12 +76,7 @@ class ToolCallHttpTest {
                             new int[] {0}, r.stop(), false, 0, tools);
                 })
                 .executor(scripted)
-                .sinks(sinks), ServedEngine.mlxLm(), id -> VOCAB.get(id));
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
+                .sinks(sinks);
     }
 
     private static final String TOOLS = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "

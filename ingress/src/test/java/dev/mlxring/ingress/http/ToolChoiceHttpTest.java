@@ -14,9 +14,8 @@ import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -32,20 +31,12 @@ class ToolChoiceHttpTest {
     private static final String MESSAGES = PlaceOrderRequests.MESSAGES;
     private static final String RESPONSES = PlaceOrderRequests.RESPONSES;
     private final AtomicReference<GenerationRequest> planned = new AtomicReference<>();
-    private ServedEngine server;
-
-    @BeforeEach
-    void start() {
-        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.counting()).planner((r, p) -> {
-            planned.set(r);
-            return new ExecutionPlan(r.id(), p, null, 1, new int[0], r.stop(), false, 0);
-        }), ServedEngine.mlxLm());
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-    }
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting())
+            .planner((r, p) -> {
+                planned.set(r);
+                return new ExecutionPlan(r.id(), p, null, 1, new int[0], r.stop(), false, 0);
+            }), ServedEngine.mlxLm());
 
     /**
      * Each case: route|body, then the choice plan must see: mode|name|parallel|schemaKey|strict

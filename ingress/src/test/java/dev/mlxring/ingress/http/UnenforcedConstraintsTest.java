@@ -6,8 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.net.http.HttpResponse;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -23,17 +22,9 @@ class UnenforcedConstraintsTest {
     private static final String CHAT = PlaceOrderRequests.CHAT + "}}]";
     private static final String MESSAGES = PlaceOrderRequests.MESSAGES + "}]";
     private static final String RESPONSES = PlaceOrderRequests.RESPONSES + "}]";
-    private ServedEngine server;
-
-    @BeforeEach
-    void start() {
-        server = ServedEngine.start(StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.mlxLm());
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-    }
+    @RegisterExtension
+    final ServedEngine server =
+            ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.mlxLm());
 
     private HttpResponse<String> post(String spec) throws Exception {
         String[] p = spec.split("\\|", 2);
