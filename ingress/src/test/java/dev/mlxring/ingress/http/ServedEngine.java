@@ -108,16 +108,15 @@ final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEach
                 HttpResponse.BodyHandlers.ofString());
     }
 
-    /** Closes the server then the engine; a second close does nothing. */
+    /** Closes the server then the engine; nothing when not started (open sets both or neither) or closed. */
     @Override
     public void close() {
-        if (server != null) {
-            server.close();
-            server = null;
+        if (server == null) {
+            return;
         }
-        if (engine != null) {
-            engine.close();
-            engine = null;
-        }
+        server.close();
+        engine.close();
+        server = null;
+        engine = null;
     }
 }
