@@ -152,34 +152,17 @@ class ConstrainedExecutionTest {
 
     @Test
     void aConstraintThatRefusesTheSampledTokenFailsTheRunAsInternal() throws Exception {
-        int[] closes = new int[1];
-        TokenConstraint refusing = new TokenConstraint() {
-            @Override
-            public boolean allowedTokens(int[] words) {
-                java.util.Arrays.fill(words, -1);
-                return true;
-            }
-
-            @Override
-            public void consume(int token) {
-                throw new IllegalStateException("token " + token + " is not allowed");
-            }
-
-            @Override
-            public String error() {
-                return null;
-            }
-
-            @Override
-            public void close() {
-                closes[0]++;
-            }
-        };
+        CountingConstraint refusing = new CountingConstraint(words -> {
+            java.util.Arrays.fill(words, -1);
+            return true;
+        }, token -> {
+            throw new IllegalStateException("token " + token + " is not allowed");
+        });
         List<String> got = serial(plan(BatchParityTest.prompt(5, 2, 512), 8, SamplingParams.GREEDY, new int[0],
                 refusing));
         assertEquals(1, got.size(), got.toString());
         assertTrue(got.get(0).startsWith("failed:INTERNAL:token constraint refused sampled token "), got.get(0));
-        assertEquals(1, closes[0]);
+        assertEquals(1, refusing.closes());
     }
 
     @Test

@@ -80,6 +80,21 @@ class DiskTierTest {
         return new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP);
     }
 
+    /** Publishes one 40-token entry whose bytes encode {@code seed}, spills it to disk and closes the cache. */
+    private void spillOne(int seed) {
+        try (TieredPrefixCache c = open()) {
+            c.publish(NS, seq(0, 40), snapshot(40, seed));
+            c.flushSpills();
+        }
+    }
+
+    /** Whether {@code quarantine/} holds a file moved there from the map file {@code mapFile}. */
+    private boolean quarantined(String mapFile) throws java.io.IOException {
+        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
+            return q.anyMatch(p -> p.getFileName().toString().startsWith(mapFile + "."));
+        }
+    }
+
     @Test
     void entriesSurviveARestartByteForByte() {
         KvSnapshot original = snapshot(40, 3);
@@ -109,10 +124,7 @@ class DiskTierTest {
 
     @Test
     void aCorruptedValueIsQuarantinedAndNeverRestored() throws Exception {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 5));
-            c.flushSpills();
-        }
+        spillOne(5);
         // flip bytes inside the stored tensor data (the pattern 5*31.. appears only there)
         Path file = dir.resolve("kv.cm");
         byte[] all = Files.readAllBytes(file);
@@ -133,10 +145,7 @@ class DiskTierTest {
 
     @Test
     void aTruncatedMapFileIsQuarantinedAndTheCacheStartsEmpty() throws Exception {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 7));
-            c.flushSpills();
-        }
+        spillOne(7);
         Path file = dir.resolve("kv.cm");
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.setLength(f.length() / 3);
@@ -148,9 +157,7 @@ class DiskTierTest {
             c.flushSpills();
             assertEquals(1, c.diskStats().entries(), "the fresh map takes spills");
         }
-        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
-            assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("kv.cm.")));
-        }
+        assertTrue(quarantined("kv.cm"));
     }
 
     /**
@@ -161,10 +168,7 @@ class DiskTierTest {
      */
     @Test
     void aZeroedIndexHeaderIsQuarantinedFastAndTheTierStartsEmpty() throws Exception {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 4));
-            c.flushSpills();
-        }
+        spillOne(4);
         Path file = dir.resolve("index.cm");
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.write(new byte[(int) Math.min(64 * 1024, f.length())]);
@@ -184,9 +188,7 @@ class DiskTierTest {
         } finally {
             java.util.logging.Logger.getLogger("dev.mlxring.kvstore").removeHandler(handler);
         }
-        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
-            assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("index.cm.")), "index quarantined");
-        }
+        assertTrue(quarantined("index.cm"), "index quarantined");
         assertTrue(warnings.stream().anyMatch(w -> w.contains("index.cm") && w.contains("header")),
                 "a warning names the file and the damage: " + warnings);
     }
@@ -198,10 +200,7 @@ class DiskTierTest {
      */
     @Test
     void aGarbledValueMapHeaderIsQuarantined() throws Exception {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 4));
-            c.flushSpills();
-        }
+        spillOne(4);
         Path file = dir.resolve("kv.cm");
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
             f.seek(MapFileHeader.PREFIX_BYTES + 100);
@@ -217,9 +216,7 @@ class DiskTierTest {
         } finally {
             java.util.logging.Logger.getLogger("dev.mlxring.kvstore").removeHandler(handler);
         }
-        try (Stream<Path> q = Files.list(dir.resolve("quarantine"))) {
-            assertTrue(q.anyMatch(p -> p.getFileName().toString().startsWith("kv.cm.")), "value map quarantined");
-        }
+        assertTrue(quarantined("kv.cm"), "value map quarantined");
         assertTrue(warnings.stream().anyMatch(w -> w.contains("kv.cm") && w.contains("checksum")), warnings.toString());
     }
 
@@ -304,10 +301,7 @@ class DiskTierTest {
 
     @Test
     void anotherFormatVersionIsNotRead() throws Exception {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 9));
-            c.flushSpills();
-        }
+        spillOne(9);
         // a map written by another format version is recorded as such
         Path meta = dir.resolve("kv.cm.size");
         Files.writeString(meta, Files.readString(meta).replace("format=" + DiskRecord.FORMAT_VERSION, "format=999"));
@@ -386,10 +380,7 @@ class DiskTierTest {
 
     @Test
     void manyRowsRestoreOneDiskEntry() {
-        try (TieredPrefixCache c = open()) {
-            c.publish(NS, seq(0, 40), snapshot(40, 2));
-            c.flushSpills();
-        }
+        spillOne(2);
         try (TieredPrefixCache c = open()) {
             List<PrefixHit> hits = new java.util.ArrayList<>();
             for (int i = 0; i < 8; i++) {

@@ -4,13 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.exec.CountingConstraint;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
-import dev.mlxring.pipeline.TokenConstraint;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -21,26 +21,7 @@ import org.junit.jupiter.api.Test;
 class ShardedConstraintRefusalTest {
     @Test
     void aConstrainedPlanIsRefusedAndItsConstraintClosed() {
-        int[] closes = new int[1];
-        TokenConstraint constraint = new TokenConstraint() {
-            @Override
-            public boolean allowedTokens(int[] words) {
-                return false;
-            }
-
-            @Override
-            public void consume(int token) {}
-
-            @Override
-            public String error() {
-                return null;
-            }
-
-            @Override
-            public void close() {
-                closes[0]++;
-            }
-        };
+        CountingConstraint constraint = new CountingConstraint(words -> false, token -> {});
         Executor local = new Executor() {
             @Override
             public ExecutionRun open(ExecutionPlan plan) {
@@ -58,6 +39,6 @@ class ShardedConstraintRefusalTest {
         RequestException e = assertThrows(RequestException.class, () -> sharded.open(plan));
         assertEquals(ErrorType.UNSUPPORTED, e.type());
         assertTrue(e.getMessage().contains("tensor-parallel"), e.getMessage());
-        assertEquals(1, closes[0]);
+        assertEquals(1, constraint.closes());
     }
 }

@@ -7,19 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The Anthropic and Responses APIs on the real server and the default model: the official
@@ -30,35 +22,18 @@ import org.junit.jupiter.api.Test;
  */
 class CodecsEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
-    private static ServeCommand.Running server;
-    private static String base;
-
-    @BeforeAll
-    static void start() {
-        server = ServeCommand.start(CliArgs.parse(new String[] {"serve", "--port", "0"}, 1, Set.of("--port"),
-                Set.of()), new PrintStream(new ByteArrayOutputStream()));
-        base = "http://127.0.0.1:" + server.server().port();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (server != null) {
-            server.close();
-        }
-    }
+    @RegisterExtension
+    static final ServedModel SERVER = ServedModel.serve();
 
     private static JsonNode post(String path, String body) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = SERVER.post(path, body);
         assertEquals(200, r.statusCode(), path + ": " + r.body());
         return JSON.readTree(r.body());
     }
 
     @Test
     void officialAnthropicAndResponsesClients() throws Exception {
-        String out = PythonScript.run("e2e/codecs_client_check.py", 900, List.of("--base-url", base,
+        String out = PythonScript.run("e2e/codecs_client_check.py", 900, List.of("--base-url", SERVER.base(),
                 "--max-tokens", "8"));
         JsonNode r = JSON.readTree(out);
         List<String> failed = new ArrayList<>();

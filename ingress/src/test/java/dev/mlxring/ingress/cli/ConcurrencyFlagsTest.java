@@ -5,17 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.pipeline.EngineConfig;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** serve's batching flags: defaults, the --batch alias, the prompt cap, the KV budget, and refusals naming the flag. */
 class ConcurrencyFlagsTest {
     private static EngineConfig apply(String... args) {
-        String[] argv = new String[args.length + 1];
-        argv[0] = "serve";
-        System.arraycopy(args, 0, argv, 1, args.length);
-        CliArgs a = CliArgs.parse(argv, 1, Set.copyOf(ConcurrencyFlags.NAMES), Set.of());
-        return ConcurrencyFlags.apply(a, EngineConfig.defaults());
+        return ConcurrencyFlags.apply(ServeArgs.parse(ConcurrencyFlags.NAMES, args), EngineConfig.defaults());
     }
 
     @Test

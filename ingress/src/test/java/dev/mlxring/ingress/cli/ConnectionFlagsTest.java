@@ -5,16 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.ingress.http.ConnectionLimits;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** serve's connection flags: documented defaults, seconds to milliseconds, and refusals naming the flag. */
 class ConnectionFlagsTest {
     private static ConnectionLimits parse(String... args) {
-        String[] argv = new String[args.length + 1];
-        argv[0] = "serve";
-        System.arraycopy(args, 0, argv, 1, args.length);
-        return ConnectionFlags.parse(CliArgs.parse(argv, 1, Set.copyOf(ConnectionFlags.NAMES), Set.of()));
+        return ConnectionFlags.parse(ServeArgs.parse(ConnectionFlags.NAMES, args));
     }
 
     @Test

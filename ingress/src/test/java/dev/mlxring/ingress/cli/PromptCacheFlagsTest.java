@@ -9,7 +9,6 @@ import dev.mlxring.kvstore.QuarantineCap;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,10 +17,7 @@ import org.junit.jupiter.api.Test;
  */
 class PromptCacheFlagsTest {
     private static LocalEngine.PromptCache parse(String... args) {
-        String[] argv = new String[args.length + 1];
-        argv[0] = "serve";
-        System.arraycopy(args, 0, argv, 1, args.length);
-        return PromptCacheFlags.parse(CliArgs.parse(argv, 1, Set.copyOf(PromptCacheFlags.NAMES), Set.of()));
+        return PromptCacheFlags.parse(ServeArgs.parse(PromptCacheFlags.NAMES, args));
     }
 
     @Test

@@ -7,23 +7,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
-import java.io.PrintStream;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The real server on the default model, through the real HTTP stack: the official {@code openai}
@@ -33,32 +28,16 @@ import org.junit.jupiter.api.Test;
  */
 class ServerEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
-    private static ServeCommand.Running server;
-    private static String base;
-
-    @BeforeAll
-    static void start() {
-        server = ServeCommand.start(CliArgs.parse(new String[] {"serve", "--port", "0", "--max-queued", "2"}, 1,
-                java.util.Set.of("--port", "--max-queued"), java.util.Set.of()), new PrintStream(new ByteArrayOutputStream()));
-        base = "http://127.0.0.1:" + server.server().port();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (server != null) {
-            server.close();
-        }
-    }
+    private static final HttpClient HTTP = ServedModel.HTTP;
+    @RegisterExtension
+    static final ServedModel SERVER = ServedModel.serve("--max-queued", "2");
 
     private static HttpResponse<String> post(String path, byte[] body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return SERVER.post(path, body);
     }
 
     private static HttpResponse<String> post(String path, String body) throws Exception {
-        return post(path, body.getBytes(StandardCharsets.UTF_8));
+        return SERVER.post(path, body);
     }
 
     private static void assertError(HttpResponse<String> r, int status, String param, String messagePart)
@@ -74,7 +53,7 @@ class ServerEndToEndTest {
 
     @Test
     void officialOpenAiClientAndMlxLmServerAgree() throws Exception {
-        String out = PythonScript.run("e2e/openai_client_check.py", 900, List.of("--base-url", base + "/v1",
+        String out = PythonScript.run("e2e/openai_client_check.py", 900, List.of("--base-url", SERVER.base() + "/v1",
                 "--model-dir", ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString(),
                 "--compare-mlx-lm"));
         JsonNode r = JSON.readTree(out);
@@ -112,10 +91,10 @@ class ServerEndToEndTest {
         assertError(post("/v1/completions", "{\"prompt\": 5}"), 400, "prompt", "prompt must be");
         assertError(post(chat, "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"), 404,
                 "model", "gpt-9");
-        HttpResponse<String> route = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v2/nothing")).GET().build(),
+        HttpResponse<String> route = HTTP.send(HttpRequest.newBuilder(SERVER.uri("/v2/nothing")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertError(route, 404, null, "unknown route");
-        HttpResponse<String> method = HTTP.send(HttpRequest.newBuilder(URI.create(base + chat)).GET().build(),
+        HttpResponse<String> method = HTTP.send(HttpRequest.newBuilder(SERVER.uri(chat)).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertError(method, 405, null, "POST");
     }
@@ -139,7 +118,7 @@ class ServerEndToEndTest {
         HttpResponse<String> next = post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":2}");
         assertEquals(200, next.statusCode(), next.body());
         assertEquals(2, JSON.readTree(next.body()).at("/usage/completion_tokens").asInt(), next.body());
-        HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/health")).GET().build(),
+        HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(SERVER.uri("/health")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertEquals(200, health.statusCode(), health.body());
     }
@@ -148,7 +127,7 @@ class ServerEndToEndTest {
     void clientDisconnectMidStreamCancelsAndFreesTheSession() throws Exception {
         String body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a long story.\"}],"
                 + "\"stream\":true,\"max_tokens\":2000}";
-        HttpResponse<InputStream> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
+        HttpResponse<InputStream> r = HTTP.send(HttpRequest.newBuilder(SERVER.uri("/v1/chat/completions"))
                 .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
                 HttpResponse.BodyHandlers.ofInputStream());
         assertEquals(200, r.statusCode());
@@ -162,10 +141,10 @@ class ServerEndToEndTest {
         }
         in.close();
         long deadline = System.nanoTime() + 60_000_000_000L;
-        while (server.engine().admittedCount() > 0 && System.nanoTime() < deadline) {
+        while (SERVER.engine().admittedCount() > 0 && System.nanoTime() < deadline) {
             Thread.sleep(50);
         }
-        assertEquals(0, server.engine().admittedCount(), "the disconnected session still holds its admission");
+        assertEquals(0, SERVER.engine().admittedCount(), "the disconnected session still holds its admission");
         HttpResponse<String> next = post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":2}");
         assertEquals(200, next.statusCode(), next.body());
     }
@@ -175,7 +154,7 @@ class ServerEndToEndTest {
         String body = "{\"prompt\":\"Count to one hundred:\",\"max_tokens\":300}";
         List<CompletableFuture<HttpResponse<String>>> futures = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
-            futures.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+            futures.add(HTTP.sendAsync(HttpRequest.newBuilder(SERVER.uri("/v1/completions"))
                     .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
                     HttpResponse.BodyHandlers.ofString()));
         }
@@ -195,10 +174,10 @@ class ServerEndToEndTest {
 
     @Test
     void healthAndModels() throws Exception {
-        HttpResponse<String> h = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/health")).GET().build(),
+        HttpResponse<String> h = HTTP.send(HttpRequest.newBuilder(SERVER.uri("/health")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertEquals(200, h.statusCode());
-        HttpResponse<String> m = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/models")).GET().build(),
+        HttpResponse<String> m = HTTP.send(HttpRequest.newBuilder(SERVER.uri("/v1/models")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         Matcher id = Pattern.compile("\"id\":\"([^\"]+)\"").matcher(m.body());
         assertTrue(id.find(), m.body());

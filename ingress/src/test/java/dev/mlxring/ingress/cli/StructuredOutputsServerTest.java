@@ -6,17 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -30,34 +23,17 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class StructuredOutputsServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
-    private static ServeCommand.Running server;
-    private static String base;
-
-    @BeforeAll
-    static void start() {
-        server = ServeCommand.start(CliArgs.parse(new String[] {"serve", "--port", "0"}, 1,
-                java.util.Set.of("--port"), java.util.Set.of()), new PrintStream(new ByteArrayOutputStream()));
-        base = "http://127.0.0.1:" + server.server().port();
-    }
-
-    @AfterAll
-    static void stop() {
-        if (server != null) {
-            server.close();
-        }
-    }
+    @RegisterExtension
+    static final ServedModel SERVER = ServedModel.serve();
 
     private static HttpResponse<String> post(String path, String body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return SERVER.post(path, body);
     }
 
     @Test
     void theOfficialClientsGetValidObjects() throws Exception {
         String out = PythonScript.run("e2e/structured_outputs_check.py", 900,
-                List.of("--base-url", base, "--objects", "64", "--concurrency", "8"));
+                List.of("--base-url", SERVER.base(), "--objects", "64", "--concurrency", "8"));
         JsonNode checks = JSON.readTree(out).get("checks");
         assertEquals(6, checks.size(), out);
         for (JsonNode c : checks) {

@@ -6,20 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -30,34 +25,13 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class CompatibilityHttpTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
     private final AtomicReference<Prompt> lastPrompt = new AtomicReference<>();
-    private Engine engine;
-    private HttpServer server;
-
-    @BeforeEach
-    void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.alternatives())
-                .preparer(r -> {
-                    lastPrompt.set(r.prompt());
-                    return new PreparedPrompt(new int[] {7, 8}, 2);
-                })
-                .start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
-
-    private HttpResponse<String> post(String path, String body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
-    }
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.alternatives())
+            .preparer(r -> {
+                lastPrompt.set(r.prompt());
+                return new PreparedPrompt(new int[] {7, 8}, 2);
+            }), ServedEngine.smallBodies());
 
     private static JsonNode json(HttpResponse<String> r) throws Exception {
         return JSON.readTree(r.body());
@@ -67,7 +41,7 @@ class CompatibilityHttpTest {
 
     @Test
     void aNullValuedMessageKeyIsAbsent() throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+        HttpResponse<String> r = server.post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
                 + "\"content\":\"hi\",\"name\":null,\"anything\":null}]}");
         assertEquals(200, r.statusCode(), r.body());
         ChatMessage m = ((Prompt.Chat) lastPrompt.get()).messages().get(0);
@@ -82,7 +56,7 @@ class CompatibilityHttpTest {
                 + "\"audio\":null,\"function_call\":null,\"tool_calls\":null},"
                 + "{\"role\":\"tool\",\"content\":\"ok\",\"tool_call_id\":null},"
                 + "{\"role\":\"user\",\"content\":\"again\"}]}";
-        HttpResponse<String> r = post("/v1/chat/completions", body);
+        HttpResponse<String> r = server.post("/v1/chat/completions", body);
         assertEquals(200, r.statusCode(), r.body());
         List<ChatMessage> messages = ((Prompt.Chat) lastPrompt.get()).messages();
         assertEquals(Map.of(), messages.get(1).extra());
@@ -91,7 +65,7 @@ class CompatibilityHttpTest {
 
     @Test
     void nullToolKeysTemplateKwargsAndLogitBiasEntriesAreAbsent() throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+        HttpResponse<String> r = server.post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
                 + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
                 + "\"description\":null,\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"default\":null}}},"
                 + "\"strict\":null}}],\"chat_template_kwargs\":{\"enable_thinking\":null},\"logit_bias\":{\"5\":null},"
@@ -110,7 +84,7 @@ class CompatibilityHttpTest {
 
     @Test
     void integerLogprobsOnCompletionsAnswerInTheLegacyShape() throws Exception {
-        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":2}");
+        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":2}");
         assertEquals(200, r.statusCode(), r.body());
         JsonNode lp = json(r).at("/choices/0/logprobs");
         assertEquals(JSON.readTree("[\"t1\",\"t2\",\"t3\"]"), lp.get("tokens"));
@@ -123,7 +97,7 @@ class CompatibilityHttpTest {
 
     @Test
     void integerLogprobsStreamTheLegacyShapeWithRunningOffsets() throws Exception {
-        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":1,"
+        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":1,"
                 + "\"stream\":true}");
         assertEquals(200, r.statusCode(), r.body());
         List<JsonNode> withLogprobs = new ArrayList<>();
@@ -143,7 +117,7 @@ class CompatibilityHttpTest {
 
     @Test
     void booleanLogprobsOnCompletionsKeepMlxLmsShape() throws Exception {
-        HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2,\"logprobs\":true,"
+        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2,\"logprobs\":true,"
                 + "\"top_logprobs\":1}");
         assertEquals(200, r.statusCode(), r.body());
         JsonNode content = json(r).at("/choices/0/logprobs/content");
@@ -164,7 +138,7 @@ class CompatibilityHttpTest {
     })
     void badLogprobsAndHugeLimitsAreNamed(String spec) throws Exception {
         String[] p = spec.split("\\|");
-        HttpResponse<String> r = post(p[0], p[1]);
+        HttpResponse<String> r = server.post(p[0], p[1]);
         assertEquals(400, r.statusCode(), r.body());
         JsonNode error = json(r).get("error");
         assertEquals(p[2], error.get("param").asText(), r.body());

@@ -3,7 +3,6 @@ package dev.mlxring.ingress.http;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.Executor;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -31,25 +30,19 @@ class ConnectionLimitsTest {
     private static final long TIMEOUT_MS = 1000;
     /** How long a test waits for an answer the server owes it: far above {@link #TIMEOUT_MS}. */
     private static final int ANSWER_WAIT_MS = 10_000;
-    private Engine engine;
-    private HttpServer server;
+    private ServedEngine server;
     private String base;
 
     private void start(Executor executor, int maxConnections) {
-        engine = StageDoubles.engine(executor).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp")
-                .withConnections(new ConnectionLimits(TIMEOUT_MS, TIMEOUT_MS, maxConnections)), engine,
-                id -> "t" + id).start();
-        base = "http://127.0.0.1:" + server.port();
+        server = ServedEngine.start(StageDoubles.engine(executor),
+                ServedEngine.mlxLm().withConnections(new ConnectionLimits(TIMEOUT_MS, TIMEOUT_MS, maxConnections)));
+        base = server.base();
     }
 
     @AfterEach
     void stop() {
         if (server != null) {
             server.close();
-        }
-        if (engine != null) {
-            engine.close();
         }
     }
 

@@ -3,7 +3,6 @@ package dev.mlxring.ingress.http;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.Executor;
 import java.io.ByteArrayOutputStream;
@@ -22,22 +21,16 @@ import org.junit.jupiter.api.Test;
  * intact to keep-alive and pipelined requests.
  */
 class DisconnectWatchTest {
-    private Engine engine;
-    private HttpServer server;
+    private ServedEngine server;
 
     private void start(Executor executor) {
-        engine = StageDoubles.engine(executor).config(EngineConfig.defaults()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
-                engine, id -> "t" + id).start();
+        server = ServedEngine.start(StageDoubles.engine(executor).config(EngineConfig.defaults()), ServedEngine.mlxLm());
     }
 
     @AfterEach
     void stop() {
         if (server != null) {
             server.close();
-        }
-        if (engine != null) {
-            engine.close();
         }
     }
 
@@ -58,10 +51,10 @@ class DisconnectWatchTest {
 
     private void awaitAdmitted(int n, String why) throws InterruptedException {
         long deadline = System.nanoTime() + 20_000_000_000L;
-        while (engine.admittedCount() != n && System.nanoTime() < deadline) {
+        while (server.engine().admittedCount() != n && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(n, engine.admittedCount(), why);
+        assertEquals(n, server.engine().admittedCount(), why);
     }
 
     @Test
@@ -145,7 +138,7 @@ class DisconnectWatchTest {
         }
         // Undertow never removes a close listener: one per request would keep every past session
         // of a keep-alive connection reachable until it closed.
-        assertEquals(1, server.closeListenersRegistered(), "one close listener for the one connection");
+        assertEquals(1, server.server().closeListenersRegistered(), "one close listener for the one connection");
     }
 
     @Test

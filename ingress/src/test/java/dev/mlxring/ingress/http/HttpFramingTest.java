@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.Engine;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -16,9 +15,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -31,21 +29,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HttpFramingTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private Engine engine;
-    private HttpServer server;
-
-    @BeforeEach
-    void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
+    @RegisterExtension
+    final ServedEngine server =
+            ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
 
     @ParameterizedTest
     @ValueSource(strings = {"/health", "/v1/models", "/metrics", "/v1/models/tiny"})

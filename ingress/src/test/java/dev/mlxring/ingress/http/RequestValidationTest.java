@@ -20,9 +20,8 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -36,21 +35,9 @@ class RequestValidationTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static final String CHAT = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
-    private Engine engine;
-    private HttpServer server;
-
-    @BeforeEach
-    void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024), engine, id -> "t" + id).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
+    @RegisterExtension
+    final ServedEngine server =
+            ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
 
     private HttpResponse<String> post(String path, String body, String contentType) throws Exception {
         var b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))

@@ -16,18 +16,14 @@ import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.tools.ToolCallParsers;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Tool calls over HTTP as mlx_lm.server returns them: a scripted executor emits a reply with two
@@ -38,7 +34,6 @@ import org.junit.jupiter.api.Test;
  */
 class ToolCallHttpTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     /** One token per string; decode concatenates (the naive detokenizer). */
     private static final List<String> VOCAB = List.of(
@@ -56,8 +51,8 @@ class ToolCallHttpTest {
     private static final String ARGS = "{\"city\": \"Zürich\", \"days\": 3, \"ratio\": 1e-05, \"ok\": true, "
             + "\"tags\": [\"a\\\"b\", null], \"big\": 12345678901234567890, \"f\": 2.0}";
 
-    private Engine engine;
-    private HttpServer server;
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(this::engine, ServedEngine.mlxLm(), id -> VOCAB.get(id));
     private final List<List<Map<String, Object>>> toolsSeen = new CopyOnWriteArrayList<>();
     private volatile int[] script = SCRIPT;
 
@@ -66,12 +61,12 @@ class ToolCallHttpTest {
     /** Emits the script, then EOS ("stop"); "length" at max_tokens. */
     private final Executor scripted = new ScriptedExecutor(plan -> script);
 
-    @BeforeEach
-    void start() {
+    /** The stage doubles with the real detokenizing sinks and json_tools parser; the planner records the tools. */
+    private Engine.Builder engine() {
         DetokenizingSinks sinks = DetokenizingSinks.builder(DECODER)
                 .toolParser(ToolCallParsers.forType("json_tools").orElseThrow())
                 .build();
-        engine = Engine.builder()
+        return Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2, r.prompt() instanceof Prompt.Chat))
                 .planner((r, p) -> {
                     StageDoubles.refuseConstraint(r);
@@ -81,22 +76,7 @@ class ToolCallHttpTest {
                             new int[] {0}, r.stop(), false, 0, tools);
                 })
                 .executor(scripted)
-                .sinks(sinks)
-                .start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
-                engine, id -> VOCAB.get(id)).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
-
-    private HttpResponse<String> post(String path, String body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
+                .sinks(sinks);
     }
 
     private static final String TOOLS = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
@@ -126,7 +106,7 @@ class ToolCallHttpTest {
 
     @Test
     void nonStreamingChatCarriesToolCalls() throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ""));
+        HttpResponse<String> r = server.post("/v1/chat/completions", chat(false, ""));
         assertEquals(200, r.statusCode(), r.body());
         JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
         assertEquals("tool_calls", c.get("finish_reason").asText());
@@ -152,7 +132,7 @@ class ToolCallHttpTest {
 
     @Test
     void streamingChatNumbersToolCalls() throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions", chat(true, ""));
+        HttpResponse<String> r = server.post("/v1/chat/completions", chat(true, ""));
         assertEquals(200, r.statusCode(), r.body());
         List<JsonNode> events = events(r.body());
         List<JsonNode> calls = new ArrayList<>();
@@ -205,14 +185,14 @@ class ToolCallHttpTest {
     void tokenLimitParsesWhatTheOpenCallHolds() throws Exception {
         // Cut before the end marker: mlx_lm.server parses the tool text after its loop; here it
         // is complete JSON, so the call is returned, and the finish reason stays length.
-        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3"));
+        HttpResponse<String> r = server.post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3"));
         JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
         assertEquals("length", c.get("finish_reason").asText());
         assertEquals(ARGS, c.get("message").get("tool_calls").get(0).get("function").get("arguments").asText());
         assertEquals("Let me check.", c.get("message").get("content").asText());
         // Cut inside the JSON: the call is dropped.
         script = new int[] {1, 2, 6, 4};
-        JsonNode cut = JSON.readTree(post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3")).body())
+        JsonNode cut = JSON.readTree(server.post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3")).body())
                 .get("choices").get(0);
         assertEquals("length", cut.get("finish_reason").asText());
         assertFalse(cut.get("message").has("tool_calls"));
@@ -221,7 +201,7 @@ class ToolCallHttpTest {
     @Test
     void malformedCallIsDroppedButCounts() throws Exception {
         script = new int[] {2, 6, 4};
-        HttpResponse<String> r = post("/v1/chat/completions", chat(false, ""));
+        HttpResponse<String> r = server.post("/v1/chat/completions", chat(false, ""));
         JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
         assertEquals("tool_calls", c.get("finish_reason").asText(), "mlx_lm.server: a call was made");
         assertFalse(c.get("message").has("tool_calls"));
@@ -232,13 +212,13 @@ class ToolCallHttpTest {
     void textCompletionsReturnOnlyText() throws Exception {
         // mlx_lm.server's text_completion choice has only "text": the markup is stripped, the
         // calls are not returned, the finish reason still says tool_calls.
-        HttpResponse<String> r = post("/v1/completions", "{\"prompt\": \"x\"}");
+        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\": \"x\"}");
         JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
         assertEquals("Let me check.", c.get("text").asText());
         assertEquals("tool_calls", c.get("finish_reason").asText());
         assertNull(c.get("tool_calls"));
         assertNull(c.get("message"));
-        HttpResponse<String> s = post("/v1/completions", "{\"prompt\": \"x\", \"stream\": true}");
+        HttpResponse<String> s = server.post("/v1/completions", "{\"prompt\": \"x\", \"stream\": true}");
         List<JsonNode> events = events(s.body());
         for (JsonNode e : events) {
             assertFalse(e.get("choices").get(0).has("tool_calls"));

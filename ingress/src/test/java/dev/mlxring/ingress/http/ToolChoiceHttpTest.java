@@ -6,21 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.ToolChoiceSpec;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -32,38 +27,16 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class ToolChoiceHttpTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final String CHAT = "/v1/chat/completions|{\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-            + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"place_order\"";
-    private static final String MESSAGES = "/v1/messages|{\"model\":\"tiny\",\"max_tokens\":1,\"messages\":[{\"role\":"
-            + "\"user\",\"content\":\"hi\"}],\"tools\":[{\"name\":\"place_order\",\"input_schema\":{\"type\":\"object\"}";
-    private static final String RESPONSES = "/v1/responses|{\"max_output_tokens\":1,\"input\":\"hi\",\"tools\":[{\"type\":"
-            + "\"function\",\"name\":\"place_order\"";
+    private static final String CHAT = PlaceOrderRequests.CHAT;
+    private static final String MESSAGES = PlaceOrderRequests.MESSAGES;
+    private static final String RESPONSES = PlaceOrderRequests.RESPONSES;
     private final AtomicReference<GenerationRequest> planned = new AtomicReference<>();
-    private Engine engine;
-    private HttpServer server;
-
-    @BeforeEach
-    void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).planner((r, p) -> {
-            planned.set(r);
-            return new ExecutionPlan(r.id(), p, null, 1, new int[0], r.stop(), false, 0);
-        }).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
-                engine, id -> "t" + id).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
-
-    private HttpResponse<String> post(String route, String body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + route))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
-                HttpResponse.BodyHandlers.ofString());
-    }
+    @RegisterExtension
+    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting())
+            .planner((r, p) -> {
+                planned.set(r);
+                return new ExecutionPlan(r.id(), p, null, 1, new int[0], r.stop(), false, 0);
+            }), ServedEngine.mlxLm());
 
     /**
      * Each case: route|body, then the choice plan must see: mode|name|parallel|schemaKey|strict
@@ -92,7 +65,7 @@ class ToolChoiceHttpTest {
     @SuppressWarnings("unchecked")
     void anEnforcedToolChoiceReachesPlan(String spec) throws Exception {
         String[] p = spec.split("\\|", -1);
-        HttpResponse<String> r = post(p[0], p[1]);
+        HttpResponse<String> r = server.post(p[0], p[1]);
         assertEquals(200, r.statusCode(), r.body());
         GenerationRequest req = planned.get();
         assertNotNull(req);
@@ -107,7 +80,7 @@ class ToolChoiceHttpTest {
     @Test
     void theResponseEchoesParallelToolCallsAsSent() throws Exception {
         String[] p = (RESPONSES + "}],\"parallel_tool_calls\":false}").split("\\|", 2);
-        HttpResponse<String> r = post(p[0], p[1]);
+        HttpResponse<String> r = server.post(p[0], p[1]);
         assertEquals(200, r.statusCode(), r.body());
         JsonNode body = JSON.readTree(r.body());
         assertTrue(body.has("parallel_tool_calls"), r.body());

@@ -5,13 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.Engine;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -24,34 +19,16 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class UnenforcedConstraintsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final String CHAT = "/v1/chat/completions|{\"max_tokens\":1,\"messages\":[{\"role\":\"user\","
-            + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"place_order\"}}]";
-    private static final String MESSAGES = "/v1/messages|{\"model\":\"tiny\",\"max_tokens\":1,\"messages\":[{\"role\":"
-            + "\"user\",\"content\":\"hi\"}],\"tools\":[{\"name\":\"place_order\",\"input_schema\":{\"type\":\"object\"}}]";
-    private static final String RESPONSES = "/v1/responses|{\"max_output_tokens\":1,\"input\":\"hi\",\"tools\":[{\"type\":"
-            + "\"function\",\"name\":\"place_order\"}]";
-    private Engine engine;
-    private HttpServer server;
-
-    @BeforeEach
-    void start() {
-        engine = StageDoubles.engine(ScriptedExecutor.counting()).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
-                engine, id -> "t" + id).start();
-    }
-
-    @AfterEach
-    void stop() {
-        server.close();
-        engine.close();
-    }
+    private static final String CHAT = PlaceOrderRequests.CHAT + "}}]";
+    private static final String MESSAGES = PlaceOrderRequests.MESSAGES + "}]";
+    private static final String RESPONSES = PlaceOrderRequests.RESPONSES + "}]";
+    @RegisterExtension
+    final ServedEngine server =
+            ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.mlxLm());
 
     private HttpResponse<String> post(String spec) throws Exception {
         String[] p = spec.split("\\|", 2);
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + p[0]))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(p[1])).build(),
-                HttpResponse.BodyHandlers.ofString());
+        return server.post(p[0], p[1]);
     }
 
     /** Each case: a route and body prefix, the fields that make it a constraint, and the field named. */
