@@ -45,7 +45,7 @@ class StructuredOutputsServerTest {
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"array\",\"uniqueItems\":true}}}"
-                + "|response_format.json_schema.schema|keyword 'uniqueItems' is not supported",
+                + "|response_format.json_schema.schema|keyword 'uniqueItems' at / is not supported",
         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"strin\"}}}"
                 + "|response_format.json_schema.schema|strin",
         "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"$ref\":\"#/$defs/none\"}}}"
