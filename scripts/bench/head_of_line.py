@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Head-of-line blocking: a short request's TTFT behind a long prompt, per prefill schedule.
 
-Usage: head_of_line.py [--model DIR] [--long-words 4000] [--rounds 2] [--port 18191]
+Usage: head_of_line.py [--model DIR] [--long-words 5400] [--rounds 2] [--port 18191]
                        [--schedule NAME=FLAGS ...] [--out FILE.md]
 
 Per round and schedule (schedules alternate, order reversed every other round): `mlx-ring serve`
 is started with the schedule's flags (default schedules: "mlx-lm" = --prefill-share 1
 --short-prompts-first off, the unit of mlx-lm's BatchGenerator, which mlx-ring ran before these
-flags existed; "default" = no flags), then request L (a chat prompt of --long-words words, ~1.3
-tokens a word, max_tokens 1, different words every round so no prefix is cached) is sent and, 2 s
+flags existed; "default" = no flags), then request L (a chat prompt of --long-words common words,
+one token each, max_tokens 1, in another order every round so no prefix is cached) is sent and, 2 s
 later, request S ("What is the capital of France?", max_tokens 32, streaming). Recorded: S's time
 to its first content token (TTFT), S's total time, L's total time. The server is stopped between
 runs. Nothing else should run on the machine.
@@ -22,10 +22,16 @@ from pathlib import Path
 
 from serve_client import chat, served
 
+# One token each for SmolLM2's tokenizer (with the leading space): N words are about N prompt tokens.
+WORDS = ("the of and to in is it that was for on are with as his they be at one have this from or had by word but what"
+         " some we can out other were all there when up use your how said an each she which do their time if will way"
+         " about many then them write would like so these her long make thing see him two has look more day could go"
+         " come did number sound no most people my over know water than call first who may down side been now find").split()
+
 
 def one_run(args, flags, round_no):
     with served(args.model, args.port, flags.split()) as base:
-        words = " ".join("w%d_%d" % (round_no, (i * 7919) % 3001) for i in range(args.long_words))
+        words = " ".join(WORDS[(i * 7919 + round_no * 13) % len(WORDS)] for i in range(args.long_words))
         long_done = {}
 
         def long_request():
@@ -50,7 +56,7 @@ def one_run(args, flags, round_no):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="models/smollm2-135m-instruct")
-    ap.add_argument("--long-words", type=int, default=4000)
+    ap.add_argument("--long-words", type=int, default=5400)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--port", type=int, default=18191)
     ap.add_argument("--schedule", action="append", default=None, help="NAME=serve flags")

@@ -119,6 +119,18 @@ class ForcedToolCallEndToEndTest {
                 + parallel + "}";
     }
 
+    /** The official anthropic and openai SDKs, unchanged, force calls on this server (scripts/e2e/forced_tools_check.py). */
+    @Test
+    void theOfficialSdksForceToolCalls() throws Exception {
+        String out = dev.mlxring.mlx.PythonScript.run("e2e/forced_tools_check.py", 600,
+                java.util.List.of("--base-url", "http://127.0.0.1:" + toolServer.port()));
+        JsonNode checks = JSON.readTree(out).get("checks");
+        assertEquals(4, checks.size(), out);
+        for (JsonNode c : checks) {
+            assertTrue(c.get("ok").asBoolean(), c.get("name").asText() + ": " + c.get("detail"));
+        }
+    }
+
     @Test
     void chatNamedChoiceAnswersExactlyThatCall() throws Exception {
         JsonNode r = post(toolServer, "/v1/chat/completions",
