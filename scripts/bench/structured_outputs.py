@@ -10,7 +10,8 @@ other phase, with response_format json_schema {"story": string}; rows - `--rows`
 requests, free against every row constrained. Prompt "Write a long story about <topic>." with a
 different topic per request (no prefix reuse across phases beyond the template), temperature 0,
 max_tokens --max-tokens. Decode tok/s of a B=1 request: (content tokens - 1) / (last token time -
-first token time); of a rows phase: all its content tokens / its wall time. Reported: medians per
+first token time); of a rows phase: all its content tokens / its wall time (aggregate), and the
+median of its rows' own decode rates (per row: free of how early rows end). Reported: medians per
 phase and the constrained/free ratios. Nothing else should run on the machine.
 """
 
@@ -47,11 +48,14 @@ def b1(base, constrained, args, r):
 
 
 def rows(base, constrained, args, r):
+    """(aggregate tok/s over the phase's wall time, median per-row decode tok/s)."""
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.rows) as pool:
         outs = list(pool.map(lambda i: stream(base, TOPICS[(r + i) % len(TOPICS)], constrained, args.max_tokens),
                              range(args.rows)))
-    return sum(len(t) for t in outs) / (time.monotonic() - t0)
+    wall = time.monotonic() - t0
+    per_row = [(len(t) - 1) / (t[-1] - t[0]) for t in outs if len(t) > 2]
+    return sum(len(t) for t in outs) / wall, statistics.median(per_row), statistics.mean(len(t) for t in outs)
 
 
 def main():
@@ -64,7 +68,8 @@ def main():
     ap.add_argument("--rows", type=int, default=8)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    res = {k: [] for k in ("b1_free", "b1_schema", "rows_free", "rows_schema")}
+    res = {k: [] for k in ("b1_free", "b1_schema", "rows_free", "rows_schema", "rows_free_per_row",
+                           "rows_schema_per_row", "rows_free_tokens", "rows_schema_tokens")}
     with served(args.model, args.port) as base:
         stream(base, "warm-up", True, 16)
         stream(base, "warm-up", False, 16)
@@ -73,13 +78,22 @@ def main():
             for constrained in order:
                 res["b1_schema" if constrained else "b1_free"].append(b1(base, constrained, args, r))
             for constrained in order:
-                res["rows_schema" if constrained else "rows_free"].append(rows(base, constrained, args, r))
+                agg, row, n = rows(base, constrained, args, r)
+                key = "rows_schema" if constrained else "rows_free"
+                res[key].append(agg)
+                res[key + "_per_row"].append(row)
+                res[key + "_tokens"].append(n)
             print("round %d: " % r + ", ".join("%s %.1f" % (k, v[-1]) for k, v in res.items()), flush=True)
     med = {k: statistics.median(v) for k, v in res.items()}
     lines = ["| phase | free tok/s | JSON schema tok/s | schema / free |", "|---|---:|---:|---:|",
              "| B=1 decode | %.1f | %.1f | %.3f |" % (med["b1_free"], med["b1_schema"], med["b1_schema"] / med["b1_free"]),
              "| %d rows, aggregate | %.1f | %.1f | %.3f |" % (args.rows, med["rows_free"], med["rows_schema"],
-                                                             med["rows_schema"] / med["rows_free"])]
+                                                             med["rows_schema"] / med["rows_free"]),
+             "| %d rows, per row | %.1f | %.1f | %.3f |" % (args.rows, med["rows_free_per_row"],
+                                                           med["rows_schema_per_row"],
+                                                           med["rows_schema_per_row"] / med["rows_free_per_row"]),
+             "| %d rows, mean tokens per row | %.0f | %.0f | |" % (args.rows, med["rows_free_tokens"],
+                                                                 med["rows_schema_tokens"])]
     report = "\n".join(lines) + "\n\nrounds: %d, per-round values: %s\n" % (args.rounds, json.dumps(res))
     print(report)
     if args.out:

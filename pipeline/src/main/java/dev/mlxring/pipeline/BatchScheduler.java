@@ -26,9 +26,11 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
  *       a terminal event per row), so committed tokens are never held back inside exec.</li>
  *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
- *       generating: after a unit that may read a prompt chunk, decode-only units
- *       ({@link ExecutionBatch#step(BatchStep, boolean)}) run until their time reaches
- *       {@code (1 - share) / share} of that unit's. So a long prompt slows the running rows to
+ *       generating: every unit that may read a prompt chunk earns the generating rows
+ *       {@code (1 - share) / share} of its time in decode-only units
+ *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk (up to
+ *       one chunk's worth is kept from units run while nothing generated, so a row that starts
+ *       right after a long chunk catches up first). So a long prompt slows the running rows to
  *       about half speed at the default share instead of one token per chunk. With share 1 every
  *       unit may read a chunk (mlx-lm's {@code BatchGenerator}).</li>
  * </ol>
@@ -52,10 +54,15 @@ final class BatchScheduler {
     private final BatchStep unit;
     private final ExecActivity activity;
     private ExecutionBatch batch;
-    /** How long the last unit that could read a prompt chunk took; 0 before the first. */
-    private long lastPrefillUnitNs;
-    /** Decode-only time since that unit. */
-    private long decodeOnlyNs;
+    /**
+     * Decode-only time the generating rows are owed: each unit that could read a chunk adds
+     * {@code (1 - share) / share} of its time, each decode-only unit takes its own time off. It is
+     * capped at what the longest such unit earns, so a prompt read while nothing generated buys a
+     * row that starts generating right after it at most one chunk's worth of catching up.
+     */
+    private long owedDecodeNs;
+    /** The longest unit that could read a chunk so far (the cap's measure). */
+    private long longestPrefillUnitNs;
 
     /** Opens the executor's batch; null when it offers none (the loop stays serial). */
     static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
@@ -171,6 +178,7 @@ final class BatchScheduler {
             return worked;
         }
         boolean prefill = prefillThisUnit();
+        boolean readsPrompts = prefill && batch.prefillPending();
         long startNs = System.nanoTime();
         activity.begin(prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY, count, startNs);
         try {
@@ -183,11 +191,13 @@ final class BatchScheduler {
             activity.end();
         }
         long tookNs = System.nanoTime() - startNs;
-        if (prefill) {
-            lastPrefillUnitNs = tookNs;
-            decodeOnlyNs = 0;
-        } else {
-            decodeOnlyNs += tookNs;
+        double share = config.prefillShare();
+        if (readsPrompts) {
+            longestPrefillUnitNs = Math.max(longestPrefillUnitNs, tookNs);
+            double ratio = (1 - share) / share;
+            owedDecodeNs = (long) Math.min(owedDecodeNs + tookNs * ratio, longestPrefillUnitNs * ratio);
+        } else if (!prefill) {
+            owedDecodeNs = Math.max(0, owedDecodeNs - tookNs);
         }
         for (int i = 0; i < unit.count; i++) {
             Session s = byRow.get(unit.rows[i]);
@@ -208,15 +218,13 @@ final class BatchScheduler {
 
     /**
      * Whether this unit may read a prompt chunk: always, unless rows are generating while others
-     * wait to read and the decode-only time since the last such unit is still below
-     * {@code (1 - share) / share} of it.
+     * wait to read and the generating rows are still owed decode-only time ({@link #owedDecodeNs}).
      */
     private boolean prefillThisUnit() {
-        double share = config.prefillShare();
-        if (share >= 1 || !batch.decodeOnlyUseful()) {
+        if (config.prefillShare() >= 1 || !batch.decodeOnlyUseful()) {
             return true;
         }
-        return decodeOnlyNs * share >= lastPrefillUnitNs * (1 - share);
+        return owedDecodeNs <= 0;
     }
 
     private int longestInFlight() {
@@ -320,8 +328,8 @@ final class BatchScheduler {
         batch = null;
         try {
             batch = openBatch(executor, config);
-            lastPrefillUnitNs = 0;
-            decodeOnlyNs = 0;
+            owedDecodeNs = 0;
+            longestPrefillUnitNs = 0;
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
         }

@@ -58,6 +58,14 @@ public interface ExecutionBatch extends AutoCloseable {
     }
 
     /**
+     * Whether rows are queued or reading their prompts, i.e. a full unit would read a prompt
+     * chunk. False for mechanics that do not say (the policy then counts no unit as prefill).
+     */
+    default boolean prefillPending() {
+        return false;
+    }
+
+    /**
      * The KV-cache bytes a batch of {@code rows} rows would hold at most once its longest row
      * holds {@code positions} positions (rows are padded to the longest; buffers grow in steps).
      * What {@code --kv-budget} admission compares with its limit.

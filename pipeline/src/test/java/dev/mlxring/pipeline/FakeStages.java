@@ -221,6 +221,11 @@ final class FakeStages {
         }
 
         @Override
+        public boolean prefillPending() {
+            return rows.values().stream().anyMatch(st -> st[0] > 0);
+        }
+
+        @Override
         public void step(BatchStep out) {
             step(out, true);
         }

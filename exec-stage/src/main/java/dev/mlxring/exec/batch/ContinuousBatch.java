@@ -212,6 +212,11 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     @Override
+    public boolean prefillPending() {
+        return generator.prefillPending();
+    }
+
+    @Override
     public void step(BatchStep out, boolean prefill) {
         out.clear();
         List<BatchToken> tokens;

@@ -309,6 +309,11 @@ public final class ShardedExecutor implements Executor {
         }
 
         @Override
+        public boolean prefillPending() {
+            return batch.prefillPending();
+        }
+
+        @Override
         public void step(BatchStep out, boolean prefill) {
             long previous = digest;
             channel.send(Frame.of(Frame.STEP, o -> {
