@@ -2,11 +2,13 @@
 """Structured outputs' cost on decode speed: the same requests with and without a JSON schema.
 
 Usage: structured_outputs.py [--model DIR] [--port 18192] [--rounds 3] [--max-tokens 128]
-                             [--requests 4] [--rows 8] [--out FILE.md]
+                             [--requests 4] [--rows 8] [--schema story|words] [--out FILE.md]
 
 Starts `mlx-ring serve` (defaults) once, then per round and phase (the order reversed every other
 round): B=1 - `--requests` streaming requests one after another, free text and then, in the
-other phase, with response_format json_schema {"story": string}; rows - `--rows` concurrent streaming
+other phase, with response_format json_schema (--schema story: {"story": string}, which a row may close
+early; words: an array of at least 400 short strings, which no row can finish within max_tokens, so
+both phases read the same number of tokens); rows - `--rows` concurrent streaming
 requests, free against every row constrained. Prompt "Write a long story about <topic>." with a
 different topic per request (no prefix reuse across phases beyond the template), temperature 0,
 max_tokens --max-tokens. Decode tok/s of a B=1 request: (content tokens - 1) / (last token time -
@@ -24,8 +26,14 @@ from pathlib import Path
 
 from serve_client import chat, served
 
-SCHEMA = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"],
-          "additionalProperties": False}
+SCHEMAS = {
+    # an object that may close early: constrained rows end sooner than free ones
+    "story": {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"],
+              "additionalProperties": False},
+    # at least 400 words in an array: no row can end before max_tokens, so every phase reads as many tokens
+    "words": {"type": "array", "items": {"type": "string", "maxLength": 12}, "minItems": 400},
+}
+SCHEMA = SCHEMAS["story"]
 TOPICS = ["a lighthouse", "a dragon", "a river", "a clockmaker", "a comet", "an old library", "a fox", "a storm",
           "a violin", "a desert town", "a robot", "a glacier"]
 
@@ -66,8 +74,11 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--rows", type=int, default=8)
+    ap.add_argument("--schema", choices=sorted(SCHEMAS), default="story")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    global SCHEMA
+    SCHEMA = SCHEMAS[args.schema]
     res = {k: [] for k in ("b1_free", "b1_schema", "rows_free", "rows_schema", "rows_free_per_row",
                            "rows_schema_per_row", "rows_free_tokens", "rows_schema_tokens")}
     with served(args.model, args.port) as base:
