@@ -46,7 +46,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code logits_processors}): constrained and free rows share the batch, and a row whose
  * constraint runs dry ends alone with {@code error} at the same call on both sides.
  */
-class BatchParityTest {
+public class BatchParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static Path work;
     /** The document the last {@link #oracle} call wrote. */
@@ -469,7 +469,8 @@ class BatchParityTest {
         return caches;
     }
 
-    static SamplingParams params(Map<String, Object> s) {
+    /** The script's {@code sampling} object as our settings (greedy when null). */
+    public static SamplingParams params(Map<String, Object> s) {
         if (s == null) {
             return SamplingParams.GREEDY;
         }

@@ -20,6 +20,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.BatchParityTest;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ProjectHome;
@@ -259,32 +260,7 @@ class LlguidanceParityTest {
     }
 
     static SamplingParams params(Map<String, Object> s, boolean logprobs) {
-        SamplingParams.Builder b = SamplingParams.builder().logprobs(logprobs);
-        if (s == null) {
-            return b.build();
-        }
-        if (s.containsKey("temp")) {
-            b.temperature(((Number) s.get("temp")).doubleValue());
-        }
-        if (s.containsKey("top_k")) {
-            b.topK(((Number) s.get("top_k")).intValue());
-        }
-        if (s.containsKey("top_p")) {
-            b.topP(((Number) s.get("top_p")).doubleValue());
-        }
-        if (s.containsKey("seed")) {
-            b.seed(((Number) s.get("seed")).longValue());
-        }
-        if (s.containsKey("repetition_penalty")) {
-            b.repetitionPenalty(((Number) s.get("repetition_penalty")).doubleValue());
-        }
-        if (s.containsKey("logit_bias")) {
-            Map<Integer, Double> bias = new LinkedHashMap<>();
-            ((Map<?, ?>) s.get("logit_bias")).forEach((k, v) -> bias.put(Integer.parseInt((String) k),
-                    ((Number) v).doubleValue()));
-            b.logitBias(bias);
-        }
-        return b.build();
+        return BatchParityTest.params(s).toBuilder().logprobs(logprobs).build();
     }
 
     /** sample.py's flags for the same settings (its defaults are mlx-lm's, as ours). */
