@@ -36,17 +36,7 @@ from importlib.metadata import version
 import llguidance
 import llguidance.numpy as llnp
 
-
-def grammar(kind: str, source: str) -> str:
-    if kind == "json_schema":
-        return llguidance.LLMatcher.grammar_from_json_schema(source)
-    if kind == "regex":
-        return llguidance.LLMatcher.grammar_from_regex(source)
-    if kind == "lark":
-        return llguidance.LLMatcher.grammar_from_lark(source)
-    if kind == "llguidance":
-        return source
-    raise SystemExit(f"constraint_masks.py: unknown kind {kind!r}")
+from llg_processor import grammar  # the same grammar constructors as the generation oracle
 
 
 def run_case(tok, vocab_size: int, case: dict) -> dict:
