@@ -17,9 +17,10 @@ package dev.mlxring.pipeline;
  * @param kvBudgetBytes the most KV-cache bytes the batch's rows may be projected to hold
  *     ({@code --kv-budget}); 0 = no limit
  * @param prefillShare the largest share of exec's time that prefill chunks may take while rows
- *     are generating ({@code --prefill-share}, in (0, 1]): after a unit that read a chunk, the
- *     batch runs decode-only units until their time reaches {@code (1 - share) / share} of that
- *     unit's; 1 = a chunk in every unit, as mlx-lm's {@code BatchGenerator}
+ *     are generating ({@code --prefill-share}, in (0, 1]): every unit that reads prompts earns
+ *     the generating rows {@code (1 - share) / share} of its time in decode-only units, taken
+ *     before the next chunk (see {@link BatchScheduler}); 1 = a chunk in every unit, as mlx-lm's
+ *     {@code BatchGenerator}
  * @param shortPromptsFirst whether a prompt that fits in one chunk is read ahead of a long
  *     prompt's remaining chunks instead of being padded into them ({@code --short-prompts-first})
  */
