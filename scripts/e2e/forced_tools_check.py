@@ -5,11 +5,12 @@ Usage: forced_tools_check.py --base-url http://127.0.0.1:PORT
 
 Checks ({"name", "ok", "detail"} each, printed as one JSON object; exit status 0 regardless):
 - anthropic `messages.create(tools=..., tool_choice={"type": "tool", "name": "get_weather"})`:
-  one tool_use block of get_weather, input valid against its schema, stop_reason tool_use;
+  tool_use blocks of get_weather only (parallel calls are allowed by default), each input valid
+  against its schema, stop_reason tool_use;
 - anthropic `tool_choice={"type": "any"}`: a tool_use block of a defined tool;
 - openai `chat.completions.create(tool_choice={"type": "function", "function": {"name": ...}})`:
-  one call of it with valid arguments, finish_reason tool_calls;
-- openai `responses.create(tool_choice={"type": "function", "name": ...})`: one function_call item.
+  calls of it only, with valid arguments, finish_reason tool_calls;
+- openai `responses.create(tool_choice={"type": "function", "name": ...})`: function_call items of it only.
 """
 import argparse
 import json
@@ -50,8 +51,10 @@ def main():
                               tool_choice={"type": "tool", "name": "get_weather"},
                               messages=[{"role": "user", "content": QUESTION}])
         uses = [b for b in m.content if b.type == "tool_use"]
-        jsonschema.validate(uses[0].input, SCHEMA)
-        return len(uses) == 1 and uses[0].name == "get_weather" and m.stop_reason == "tool_use", m.model_dump()
+        for u in uses:  # parallel calls are allowed (disable_parallel_tool_use is false by default)
+            jsonschema.validate(u.input, SCHEMA)
+        return len(uses) >= 1 and all(u.name == "get_weather" for u in uses) and m.stop_reason == "tool_use", \
+            m.model_dump()
     check(results, "anthropic_tool_choice_tool", anthropic_tool)
 
     def anthropic_any():
@@ -68,9 +71,10 @@ def main():
                                       messages=[{"role": "user", "content": QUESTION}])
         c = r.choices[0]
         calls = c.message.tool_calls or []
-        jsonschema.validate(json.loads(calls[0].function.arguments), SCHEMA)
-        return len(calls) >= 1 and calls[0].function.name == "get_weather" and c.finish_reason == "tool_calls", \
-            r.model_dump()
+        for call in calls:
+            jsonschema.validate(json.loads(call.function.arguments), SCHEMA)
+        return len(calls) >= 1 and all(call.function.name == "get_weather" for call in calls) \
+            and c.finish_reason == "tool_calls", r.model_dump()
     check(results, "openai_chat_named_tool", openai_named)
 
     def responses_named():
@@ -78,8 +82,9 @@ def main():
                                tools=[{"type": "function", "name": "get_weather", "parameters": SCHEMA}],
                                tool_choice={"type": "function", "name": "get_weather"})
         calls = [i for i in r.output if i.type == "function_call"]
-        jsonschema.validate(json.loads(calls[0].arguments), SCHEMA)
-        return len(calls) == 1 and calls[0].name == "get_weather", r.model_dump()
+        for call in calls:
+            jsonschema.validate(json.loads(call.arguments), SCHEMA)
+        return len(calls) >= 1 and all(call.name == "get_weather" for call in calls), r.model_dump()
     check(results, "openai_responses_named_tool", responses_named)
 
     json.dump({"checks": results}, sys.stdout, default=str)
