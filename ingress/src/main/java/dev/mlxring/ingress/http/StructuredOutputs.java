@@ -27,6 +27,10 @@ public final class StructuredOutputs {
     private static final Set<String> STRUCTURED_KEYS = Set.of("json", "regex", "choice", "grammar", "json_object");
     private static final Set<String> GUIDED = Set.of("guided_json", "guided_regex", "guided_choice", "guided_grammar");
     private static final String RUST_REGEX_META = "\\.+*?()|[]{}^$#&-~";
+    /** The keys each format object may carry (null-valued ones count as absent); any other is refused. */
+    private static final Set<String> JSON_SCHEMA_KEYS = Set.of("name", "schema", "strict");
+    private static final Set<String> RESPONSES_FORMAT_KEYS = Set.of("type", "name", "schema", "strict");
+    private static final Set<String> ANTHROPIC_FORMAT_KEYS = Set.of("type", "schema");
 
     private StructuredOutputs() {}
 
@@ -60,7 +64,10 @@ public final class StructuredOutputs {
         return switch (type) {
             case "text" -> null;
             case "json_object" -> OutputConstraint.jsonObject("text.format");
-            case "json_schema" -> schema(format.get("schema"), "text.format.schema");
+            case "json_schema" -> {
+                onlyKeys(format, RESPONSES_FORMAT_KEYS, "text.format");
+                yield schema(format.get("schema"), "text.format.schema");
+            }
             default -> throw ApiError.invalid("text.format", "text.format type '" + type
                     + "' is not supported; use text, json_object or json_schema");
         };
@@ -84,6 +91,7 @@ public final class StructuredOutputs {
         if (!type.equals("json_schema")) {
             throw ApiError.invalid(at, at + " type '" + type + "' is not supported; use json_schema");
         }
+        onlyKeys(f, ANTHROPIC_FORMAT_KEYS, at);
         return schema(f.get("schema"), at + ".schema");
     }
 
@@ -101,6 +109,7 @@ public final class StructuredOutputs {
                     throw ApiError.invalid("response_format.json_schema",
                             "response_format.json_schema must be an object with a 'schema'");
                 }
+                onlyKeys(js, JSON_SCHEMA_KEYS, "response_format.json_schema");
                 JsonNode strict = js.get("strict");
                 if (strict != null && !strict.isNull() && !strict.isBoolean()) {
                     throw ApiError.invalid("response_format.json_schema.strict",
@@ -199,6 +208,19 @@ public final class StructuredOutputs {
             throw ApiError.invalid(at, at + " must be a non-empty string");
         }
         return v.textValue();
+    }
+
+    /**
+     * A key the format object carries that is not enforced (e.g. {@code description}, which only
+     * guides a model's wording) is refused by name rather than accepted and ignored.
+     */
+    private static void onlyKeys(JsonNode object, Set<String> allowed, String at) {
+        for (var e : object.properties()) {
+            if (!e.getValue().isNull() && !allowed.contains(e.getKey())) {
+                throw ApiError.invalid(at + "." + e.getKey(), at + "." + e.getKey() + " is not supported: only "
+                        + allowed.stream().sorted().toList() + " are read (the schema alone is enforced); leave it out");
+            }
+        }
     }
 
     private static OutputConstraint one(OutputConstraint found, OutputConstraint next, String at) {

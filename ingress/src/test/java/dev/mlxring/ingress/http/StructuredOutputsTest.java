@@ -69,7 +69,9 @@ class StructuredOutputsTest {
         "{\"structured_outputs\":{\"choice\":[]}}|non-empty array",
         "{\"structured_outputs\":{\"regex\":\"\"}}|non-empty string",
         "{\"guided_json\":{},\"response_format\":{\"type\":\"json_object\"}}|both constrain the output",
-        "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":[1]}}}|must be a JSON Schema object"})
+        "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":[1]}}}|must be a JSON Schema object",
+        "{\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{},\"description\":\"d\"}}}"
+                + "|response_format.json_schema.description is not supported"})
     void badShapesAre400sNamingTheField(String body, String expected) throws Exception {
         ApiError e = assertThrows(ApiError.class, () -> StructuredOutputs.openAi(json(body)));
         assertEquals(400, e.status());
@@ -80,6 +82,15 @@ class StructuredOutputsTest {
     void anthropicAndResponsesRefuseOtherTypes() throws Exception {
         ApiError a = assertThrows(ApiError.class, () -> StructuredOutputs.anthropic(json("{\"output_format\":{\"type\":\"xml\"}}")));
         assertTrue(a.getMessage().contains("output_format type 'xml'"), a.getMessage());
+        ApiError extra = assertThrows(ApiError.class, () -> StructuredOutputs.anthropic(json(
+                "{\"output_format\":{\"type\":\"json_schema\",\"schema\":{},\"x\":1}}")));
+        assertTrue(extra.getMessage().startsWith("output_format.x is not supported"), extra.getMessage());
+        ApiError described = assertThrows(ApiError.class, () -> StructuredOutputs.responses(json(
+                "{\"text\":{\"format\":{\"type\":\"json_schema\",\"schema\":{},\"description\":\"d\"}}}")));
+        assertTrue(described.getMessage().startsWith("text.format.description is not supported"), described.getMessage());
+        assertEquals("text.format.schema", StructuredOutputs.responses(json(
+                "{\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\",\"strict\":true,\"schema\":{},"
+                + "\"description\":null}}}")).field(), "null means absent");
         ApiError r = assertThrows(ApiError.class, () -> StructuredOutputs.responses(json("{\"text\":{\"format\":{\"type\":\"lark\"}}}")));
         assertTrue(r.getMessage().contains("text.format type 'lark'"), r.getMessage());
     }
