@@ -58,15 +58,27 @@ class HeadOfLineTest {
                 List.of(), false, 0);
     }
 
-    /** Notes when the first span and the outcome arrived (System.nanoTime; 0 until then). */
+    /**
+     * Notes when the first span and the outcome arrived (System.nanoTime; 0 until then) and how many
+     * tokens were committed. Every callback runs on the one sink thread, in the order exec published.
+     */
     private static final class Times implements GenerationListener {
         volatile long firstSpanNs;
         volatile long doneNs;
+        volatile int tokens;
+        /** Another session's token count when this one's first span arrived (-1 until then). */
+        volatile int otherTokensAtFirstSpan = -1;
+        volatile Times other;
 
         @Override
         public void onCommitted(Session session, CommittedSpan span) {
             if (firstSpanNs == 0) {
                 firstSpanNs = System.nanoTime();
+                Times o = other;
+                otherTokensAtFirstSpan = o == null ? 0 : o.tokens;
+            }
+            if (span.tokenId >= 0) {
+                tokens++; // the final span of a session carries no token (-1)
             }
         }
 
@@ -100,6 +112,7 @@ class HeadOfLineTest {
             Session longS = engine.submit(longPrompt(10 * STEP, 1, 2), longT);
             waitUntilReading(engine, longS, longT);
             Times shortT = new Times();
+            longT.other = shortT;
             long shortStart = System.nanoTime();
             Session shortS = engine.submit(chat("Tell me a long story about a dragon.", SHORT_TOKENS), shortT);
             Outcome shortO = shortS.result().get(300, TimeUnit.SECONDS);
@@ -107,15 +120,20 @@ class HeadOfLineTest {
             assertEquals(Lifecycle.COMPLETED, shortO.state(), shortO.toString());
             assertEquals(Lifecycle.COMPLETED, longO.state(), longO.toString());
             assertEquals(SHORT_TOKENS, shortO.usage().completionTokens(), "the short request generated all its tokens");
-            System.out.printf("share %.1f, short first %b: short TTFT %.0f ms, short done %.0f ms; long first token"
-                    + " %.0f ms after its arrival%n", share, shortFirst, (shortT.firstSpanNs - shortStart) / 1e6,
-                    (shortT.doneNs - shortStart) / 1e6, (longT.firstSpanNs - start) / 1e6);
+            String seen = String.format("share %.1f, short first %b: short arrived %.0f ms after the long, TTFT %.0f"
+                    + " ms, done %.0f ms after its arrival with %d tokens committed before the long's first; long"
+                    + " first token %.0f ms after its arrival (%s)", share, shortFirst, (shortStart - start) / 1e6,
+                    (shortT.firstSpanNs - shortStart) / 1e6, (shortT.doneNs - shortStart) / 1e6,
+                    longT.otherTokensAtFirstSpan, (longT.firstSpanNs - start) / 1e6, longO.usage());
+            System.out.println(seen);
+            // The sink delivers in exec's publication order, so token counts order the two exactly.
             if (shortFirst) {
-                assertTrue(shortT.doneNs < longT.firstSpanNs, "the short request finished before the long prompt was"
-                        + " read");
+                assertEquals(SHORT_TOKENS, longT.otherTokensAtFirstSpan, "the short request finished before the long"
+                        + " prompt was read: " + seen);
             } else {
-                assertTrue(shortT.doneNs > longT.firstSpanNs, "mlx-lm's schedule: one short token per chunk, so the"
-                        + " long prompt is read first (if this fails, the test no longer tells the schedules apart)");
+                assertTrue(longT.otherTokensAtFirstSpan < SHORT_TOKENS, "mlx-lm's schedule: one short token per"
+                        + " chunk, so the long prompt is read first (if this fails, the test no longer tells the"
+                        + " schedules apart): " + seen);
             }
         }
     }
