@@ -1,6 +1,7 @@
 package dev.mlxring.pipeline;
 
 import java.util.ArrayDeque;
+import java.util.function.Supplier;
 import org.agrona.collections.Int2ObjectHashMap;
 
 /**
@@ -43,7 +44,10 @@ import org.agrona.collections.Int2ObjectHashMap;
 final class BatchScheduler {
     private static final System.Logger LOG = System.getLogger(BatchScheduler.class.getName());
 
-    private final Executor executor;
+    /** Opens a fresh batch (at start and after a unit failed). */
+    private final Supplier<ExecutionBatch> opener;
+    /** Whether this is the capacity-one scheduler over {@link SoloBatch} (its units count as SOLO). */
+    private final boolean solo;
     private final TokenPublisher out;
     private final EngineConfig config;
     private final Session[] rows;
@@ -64,27 +68,36 @@ final class BatchScheduler {
     /** The longest unit that could read a chunk so far (the cap's measure). */
     private long longestPrefillUnitNs;
 
-    /** Opens the executor's batch; null when it offers none (the loop stays serial). */
+    /** Opens the executor's batch; null when it offers none (sessions then run alone, {@link #solo}). */
     static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
         if (config.decodeConcurrency() <= 1) {
             return null;
         }
-        ExecutionBatch batch = openBatch(executor, config);
-        return batch == null ? null : new BatchScheduler(executor, batch, out, config, activity);
+        Supplier<ExecutionBatch> opener = () -> executor.openBatch(config.decodeConcurrency(),
+                config.promptConcurrency(), config.shortPromptsFirst());
+        ExecutionBatch batch = opener.get();
+        return batch == null ? null
+                : new BatchScheduler(opener, batch, config.decodeConcurrency(), false, out, config, activity);
     }
 
-    private static ExecutionBatch openBatch(Executor executor, EngineConfig config) {
-        return executor.openBatch(config.decodeConcurrency(), config.promptConcurrency(), config.shortPromptsFirst());
+    /**
+     * The same policy over a {@link SoloBatch}: one session at a time through {@link Executor#open},
+     * for executors without a batch, {@code decodeConcurrency} 1, and sessions a batch cannot run.
+     */
+    static BatchScheduler solo(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
+        Supplier<ExecutionBatch> opener = () -> new SoloBatch(executor);
+        return new BatchScheduler(opener, opener.get(), 1, true, out, config, activity);
     }
 
-    private BatchScheduler(Executor executor, ExecutionBatch batch, TokenPublisher out, EngineConfig config,
-            ExecActivity activity) {
-        this.executor = executor;
+    private BatchScheduler(Supplier<ExecutionBatch> opener, ExecutionBatch batch, int capacity, boolean solo,
+            TokenPublisher out, EngineConfig config, ExecActivity activity) {
+        this.opener = opener;
+        this.solo = solo;
         this.activity = activity;
         this.batch = batch;
         this.out = out;
         this.config = config;
-        this.rows = new Session[config.decodeConcurrency()];
+        this.rows = new Session[capacity];
         this.positions = new int[rows.length];
         this.byRow = new Int2ObjectHashMap<>(2 * rows.length, 0.65f);
         this.unit = new BatchStep(rows.length, config.maxTopLogprobs());
@@ -147,7 +160,10 @@ final class BatchScheduler {
             } catch (RequestException e) {
                 out.publishTerminal(s, Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
                 continue;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
+                // An Error too (a broken invariant in the executor): the session fails alone and
+                // the exec thread goes on, as for a unit that throws.
+                LOG.log(System.Logger.Level.ERROR, "a session could not start; failing it", e);
                 out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL,
                         "could not start generation: " + e, Usage.NONE));
                 continue;
@@ -180,11 +196,12 @@ final class BatchScheduler {
         boolean prefill = prefillThisUnit();
         boolean readsPrompts = prefill && batch.prefillPending();
         long startNs = System.nanoTime();
-        activity.begin(prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY, count, startNs);
+        activity.begin(solo ? ExecActivity.Unit.SOLO
+                : prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY, count, startNs);
         try {
             batch.step(unit, prefill);
         } catch (Throwable e) {
-            LOG.log(System.Logger.Level.ERROR, "a batch unit failed; failing its " + count + " rows", e);
+            LOG.log(System.Logger.Level.ERROR, "a unit failed; failing its " + count + " row(s)", e);
             failAll(StageExceptionHandler.describe("exec", e));
             return true;
         } finally {
@@ -327,7 +344,7 @@ final class BatchScheduler {
         }
         batch = null;
         try {
-            batch = openBatch(executor, config);
+            batch = opener.get();
             owedDecodeNs = 0;
             longestPrefillUnitNs = 0;
         } catch (RuntimeException e) {

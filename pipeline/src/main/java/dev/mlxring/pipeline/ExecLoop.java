@@ -7,18 +7,19 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The exec thread: the only thread that touches MLX. It pulls planned sessions from the request
- * ring with an {@link EventPoller} (never blocking on a producer), runs one safe work unit of the
- * active session per iteration, and publishes committed tokens to the token ring with a
+ * ring with an {@link EventPoller} (never blocking on a producer), runs one safe work unit per
+ * iteration, and publishes committed tokens to the token ring with a
  * non-blocking try-publish. Between work units — the safe points — it checks cancellation,
  * stop-string requests, consumer credits and new arrivals.
  *
- * <p>Concurrency is the batch size: when the executor offers batching and
- * {@link EngineConfig#decodeConcurrency()} is above 1, sessions run as rows of one batch, admitted
- * and settled by the {@link BatchScheduler} (one unit over every row per iteration). Otherwise, and
- * for a session the batch cannot run, sessions run alone, one after another in admission order:
- * one {@link ExecutionRun#advance()} per iteration. A session whose consumer holds no credits is
- * paused with its state kept, and cancelled after the idle deadline; a full token ring pauses the
- * loop until the sink catches up. Nothing is buffered without bound. A session cancelled while
+ * <p>One policy, {@link BatchScheduler}, runs every session. Concurrency is the batch size: when
+ * the executor offers batching and {@link EngineConfig#decodeConcurrency()} is above 1, sessions
+ * run as rows of one batch (one unit over every row per iteration). Otherwise, and for a session
+ * the batch cannot run (once the batch is empty: mlx_lm.server's drain), sessions run alone, one
+ * after another in admission order, through the same policy over a {@link SoloBatch} of capacity
+ * one (one {@link ExecutionRun#advance()} per iteration). A session whose consumer holds no credits
+ * is paused with its state kept, and cancelled after the idle deadline; a full token ring pauses
+ * the loop until the sink catches up. Nothing is buffered without bound. A session cancelled while
  * queued is settled at the next safe point, not when its turn comes.
  */
 final class ExecLoop implements Runnable {
@@ -47,21 +48,17 @@ final class ExecLoop implements Runnable {
     private volatile Thread thread;
     /** Why the loop stopped on its own (a failure outside any session); null while healthy. */
     private volatile Throwable fatal;
-    private Session active;
-    /** A token or terminal event that could not be published yet (token ring full). */
-    private boolean pendingToken;
-    private Outcome pendingTerminal;
-    private final StepResult pending;
     private final ExecActivity activity = new ExecActivity();
     /** The batch policy, or null when sessions run one at a time only. Opened on the exec thread. */
     private BatchScheduler batched;
+    /** The same policy over one session at a time: sessions that run alone. Opened on the exec thread. */
+    private BatchScheduler solo;
 
     ExecLoop(EventPoller<RequestEvent> poller, RingBuffer<TokenEvent> tokens, Executor executor, EngineConfig config) {
         this.poller = poller;
         this.out = new TokenPublisher(tokens);
         this.executor = executor;
         this.config = config;
-        this.pending = new StepResult(config.maxTopLogprobs());
     }
 
     void wake() {
@@ -92,20 +89,17 @@ final class ExecLoop implements Runnable {
         Outcome drainAs = null;
         try {
             batched = openBatch();
+            solo = BatchScheduler.solo(executor, out, config, activity);
             while (running) {
                 out.resetRingFull();
                 boolean worked = poll();
                 try {
                     worked |= step();
                 } catch (Throwable e) {
-                    // This thread's exception handler: whatever a session's work throws (a bug, a
-                    // stack overflow, an MLX allocation failure) fails that session only, and the
-                    // MLX thread goes on with the next one.
-                    LOG.log(System.Logger.Level.ERROR, "exec failed on a session; failing it and continuing", e);
-                    if (active != null && pendingTerminal == null) {
-                        worked |= finish(Outcome.failed(Outcome.ErrorType.INTERNAL,
-                                StageExceptionHandler.describe("exec", e), usage(active)));
-                    }
+                    // This thread's exception handler: a unit's failure already failed its rows
+                    // (BatchScheduler); anything else thrown between units is logged and the MLX
+                    // thread goes on.
+                    LOG.log(System.Logger.Level.ERROR, "exec failed between units; continuing", e);
                 }
                 if (!worked) {
                     idle();
@@ -160,30 +154,32 @@ final class ExecLoop implements Runnable {
      * returns at once and the next iteration sees the change.
      */
     private void park() {
-        long batchDeadlineNs = batched == null ? 0 : batched.wakeDeadlineNs();
+        long deadlineNs = earliest(batched == null ? 0 : batched.wakeDeadlineNs(), solo.wakeDeadlineNs());
         if (out.ringFull()) {
             LockSupport.parkNanos(this, RING_FULL_PARK_NS);
-        } else if (batchDeadlineNs != 0) {
-            // A row waits for credits: release() and cancel() wake us; its deadline bounds the sleep.
-            LockSupport.parkNanos(this, Math.max(batchDeadlineNs - System.nanoTime(), 1L));
-        } else if (active != null) {
-            // Paused for want of credits: release() and cancel() wake us; the idle-consumer
-            // deadline is the longest we may sleep.
-            long leftNs = active.pausedSinceNs + config.idleConsumerTimeoutNs() - System.nanoTime();
-            LockSupport.parkNanos(this, Math.max(leftNs, 1L));
+        } else if (deadlineNs != 0) {
+            // A row waits for credits: release() and cancel() wake us; the idle-consumer deadline
+            // bounds the sleep.
+            LockSupport.parkNanos(this, Math.max(deadlineNs - System.nanoTime(), 1L));
         } else {
             // Nothing running or queued: plan (new work), cancel and stop wake us.
             LockSupport.park(this);
         }
     }
 
+    /** The earlier of two deadlines, 0 meaning none. */
+    private static long earliest(long a, long b) {
+        return a == 0 ? b : b == 0 ? a : Math.min(a, b);
+    }
+
     /** One safe work unit; returns whether anything happened. */
     private boolean step() {
-        if (pendingTerminal != null) {
-            return retryTerminal();
-        }
         settleCancelledWhileQueued();
-        if (active == null && batched != null && batched.available()) {
+        if (solo.size() > 0) {
+            // A session running alone holds exec until it ends; arrivals wait behind it.
+            return solo.step();
+        }
+        if (batched != null && batched.available()) {
             boolean worked = batched.admit(queue);
             if (batched.size() > 0) {
                 return batched.step() | worked;
@@ -193,91 +189,11 @@ final class ExecLoop implements Runnable {
             }
             // The batch is empty: a session it cannot run (now at the head) runs alone below.
         }
-        if (active == null) {
-            // startNext may settle a failed or cancelled session right away (active back to null).
-            return startNext();
-        }
-        Session s = active;
-        if (pendingToken) {
-            if (!out.publishToken(s, pending)) {
-                return false;
-            }
-            pendingToken = false;
-        }
-        if (s.isCancelRequested()) {
-            return finish(Outcome.cancelled(s.cancelReason(), usage(s)));
-        }
-        if (s.isStopRequested()) {
-            return finish(Outcome.completed("stop", usage(s)));
-        }
-        if (s.credits() <= 0) {
-            long now = System.nanoTime();
-            if (s.pausedSinceNs == 0) {
-                s.pausedSinceNs = now;
-            } else if (now - s.pausedSinceNs > config.idleConsumerTimeoutNs()) {
-                return finish(Outcome.cancelled("consumer did not read for "
-                        + config.idleConsumerTimeoutNs() / 1_000_000 + " ms", usage(s)));
-            }
-            return false;
-        }
-        s.pausedSinceNs = 0;
-        StepResult r;
-        activity.begin(ExecActivity.Unit.SOLO, 1, System.nanoTime());
-        try {
-            r = s.run.advance();
-        } catch (RuntimeException e) {
-            return finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "generation failed: " + e.getMessage(), usage(s)));
-        } finally {
-            activity.end();
-        }
-        switch (r.kind) {
-            case PREFILLED -> {
-                return true;
-            }
-            case TOKEN -> {
-                s.takeCredit();
-                if (!out.publishToken(s, r)) {
-                    copy(r, pending);
-                    pendingToken = true;
-                }
-                return true;
-            }
-            case FINISHED -> {
-                return finish(Outcome.completed(r.finishReason, usage(s)));
-            }
-            case FAILED -> {
-                return finish(Outcome.failed(r.errorType, r.errorMessage, usage(s)));
-            }
-            default -> throw new IllegalStateException("unknown step kind " + r.kind);
-        }
+        boolean worked = solo.admit(queue);
+        return solo.size() > 0 ? solo.step() | worked : worked;
     }
 
-    private boolean startNext() {
-        Session s = queue.poll();
-        if (s == null) {
-            return false;
-        }
-        if (s.state().isTerminal()) {
-            return true; // settled while queued (Engine.abandonInFlight): nothing to run
-        }
-        active = s;
-        if (s.isCancelRequested()) {
-            return finish(Outcome.cancelled(s.cancelReason(), Usage.NONE));
-        }
-        s.advanceTo(Lifecycle.RUNNING);
-        try {
-            s.planHandedOff = true;
-            s.run = executor.open(s.plan);
-            s.cachedPromptTokens(s.run.cachedTokens());
-        } catch (RequestException e) {
-            return finish(Outcome.failed(e.type(), e.getMessage(), Usage.NONE));
-        } catch (RuntimeException e) {
-            return finish(Outcome.failed(Outcome.ErrorType.INTERNAL, "could not start generation: " + e, Usage.NONE));
-        }
-        return true;
-    }
-
-    /** Cancelled sessions waiting behind the active one settle now, not when their turn comes. */
+    /** Cancelled sessions waiting behind the running ones settle now, not when their turn comes. */
     private void settleCancelledWhileQueued() {
         if (queue.isEmpty()) {
             return;
@@ -289,44 +205,6 @@ final class ExecLoop implements Runnable {
                 it.remove();
             }
         }
-    }
-
-    private static Usage usage(Session s) {
-        ExecutionRun run = s.run;
-        return run == null ? Usage.NONE : new Usage(run.promptTokens(), run.completionTokens(), run.cachedTokens());
-    }
-
-    /** Releases the active run (device state first), then publishes its terminal event. */
-    private boolean finish(Outcome outcome) {
-        Session s = active;
-        if (s.run != null) {
-            try {
-                s.run.close();
-            } finally {
-                s.run = null;
-            }
-        }
-        pendingToken = false;
-        pendingTerminal = outcome;
-        return retryTerminal();
-    }
-
-    private boolean retryTerminal() {
-        if (!out.publishTerminal(active, pendingTerminal)) {
-            return false;
-        }
-        pendingTerminal = null;
-        active = null;
-        return true;
-    }
-
-    private static void copy(StepResult from, StepResult to) {
-        to.kind = from.kind;
-        to.token = from.token;
-        to.logprob = from.logprob;
-        to.topCount = from.topCount;
-        System.arraycopy(from.topIds, 0, to.topIds, 0, from.topCount);
-        System.arraycopy(from.topLogprobs, 0, to.topLogprobs, 0, from.topCount);
     }
 
     /**
@@ -343,25 +221,13 @@ final class ExecLoop implements Runnable {
         if (batched != null) {
             batched.drain(as, deadline);
         }
-        if (active != null && pendingTerminal == null) {
-            finish(new Outcome(as.state(), as.finishReason(), as.errorType(), as.message(), usage(active)));
+        if (solo != null) {
+            solo.drain(as, deadline);
         }
-        while (true) {
-            if (pendingTerminal != null) {
-                if (!retryTerminal()) {
-                    if (System.nanoTime() > deadline) {
-                        break;
-                    }
-                    Thread.onSpinWait();
-                    continue;
-                }
+        for (Session next = queue.poll(); next != null; next = queue.poll()) {
+            while (!out.publishTerminal(next, as) && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
             }
-            Session next = queue.poll();
-            if (next == null) {
-                break;
-            }
-            active = next;
-            pendingTerminal = as;
         }
     }
 }

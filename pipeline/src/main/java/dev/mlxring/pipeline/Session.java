@@ -39,10 +39,9 @@ public final class Session {
     boolean settledBeforeExec;
 
     // Exec thread only.
-    ExecutionRun run;
     /** Whether exec handed the plan to the executor (open or insert), which then owns its constraint. */
     boolean planHandedOff;
-    /** This session's row in the running batch, -1 when it is not a row. */
+    /** This session's row in the batch running it (the shared batch or a solo one), -1 when none. */
     int batchRow = -1;
     long pausedSinceNs;
 
