@@ -19,7 +19,7 @@ import java.util.List;
 final class ConcurrencyFlags {
     static final int DEFAULT_DECODE_CONCURRENCY = 8;
     /** mlx_lm.server's default. */
-    static final int DEFAULT_PROMPT_CONCURRENCY = 8;
+    static final int DEFAULT_PROMPT_CONCURRENCY = EngineConfig.DEFAULT_PROMPT_CONCURRENCY;
     static final List<Flag> FLAGS = List.of(
             Flag.valued("--decode-concurrency", "N", DEFAULT_DECODE_CONCURRENCY,
                     "requests run at once as rows of one batch (continuous batching); 1 runs them strictly one"
