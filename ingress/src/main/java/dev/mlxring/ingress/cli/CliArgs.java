@@ -15,6 +15,12 @@ final class CliArgs {
 
     private CliArgs() {}
 
+    /** Parses {@code args[from..]} against the flags {@code command} accepts. */
+    static CliArgs parse(String[] args, int from, CommandFlags command) {
+        return parse(args, from, command.valued(), command.switches());
+    }
+
+    /** Parses {@code args[from..]} knowing {@code valued} as the flags that take a value and {@code switches}. */
     static CliArgs parse(String[] args, int from, Set<String> valued, Set<String> switches) {
         CliArgs a = new CliArgs();
         List<String> extra = new ArrayList<>();

@@ -43,24 +43,61 @@ import java.util.Set;
  */
 final class GenerateCommand {
     static final String DEFAULT_MODEL = "models/smollm2-135m-instruct";
+    /** Default of {@code --max-tokens}, as mlx_lm.generate's. */
+    static final int DEFAULT_MAX_TOKENS = 256;
     private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** The sampling flags: mlx-lm's sampler chain and logits processors (docs/sampling.md). */
+    static final List<Flag> SAMPLING_FLAGS = List.of(
+            Flag.valued("--temp", "T", 0.0, "temperature; 0 = greedy argmax"),
+            Flag.valued("--top-p", "P", 1.0, "nucleus sampling, applied when 0 < P < 1"),
+            Flag.valued("--top-k", "K", 0, "keep the K most likely tokens; 0 = off"),
+            Flag.valued("--min-p", "P", 0.0, "min-p filter in [0, 1]; 0 = off"),
+            Flag.valued("--min-tokens-to-keep", "N", 1, "tokens min-p always keeps"),
+            Flag.valued("--xtc-probability", "P", 0.0, "chance XTC applies at a step, in [0, 1]; 0 = off"),
+            Flag.valued("--xtc-threshold", "T", SamplingParams.DEFAULT_XTC_THRESHOLD,
+                    "XTC probability threshold in [0, 0.5]"),
+            Flag.valued("--repetition-penalty", "R", 0.0, "multiplicative penalty on recent tokens; 0 = off"),
+            Flag.valued("--repetition-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                    "tokens the repetition penalty looks back; 0 = all"),
+            Flag.valued("--presence-penalty", "P", 0.0, "additive penalty on recent tokens; 0 = off"),
+            Flag.valued("--presence-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                    "tokens the presence penalty looks back; 0 = all"),
+            Flag.valued("--frequency-penalty", "F", 0.0, "additive penalty per occurrence; 0 = off"),
+            Flag.valued("--frequency-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+                    "tokens the frequency penalty looks back; 0 = all"),
+            Flag.valued("--seed", "S", "clock-seeded", "random seed, as mlx_lm.generate --seed S"));
+
+    /** Every flag {@code generate} accepts: what it parses and what {@code generate --help} prints. */
+    static final CommandFlags FLAGS = CommandFlags.of("generate",
+            "Generates text from one prompt, as mlx_lm.generate; give exactly one of --prompt and --prompt-tokens.",
+            List.of(List.of(
+                    Flag.valued("--model", "DIR", DEFAULT_MODEL,
+                            "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
+                    Flag.valued("--prompt", "TEXT", "none", "user message, rendered with the model's chat template"),
+                    Flag.valued("--prompt-tokens", "IDS", "none", "comma-separated prompt token ids, no template"),
+                    Flag.valued("--max-tokens", "N", DEFAULT_MAX_TOKENS, "tokens to generate at most"),
+                    Flag.valued("--system", "TEXT", "none", "system message (with the chat template)"),
+                    Flag.toggle("--ignore-chat-template", "tokenize --prompt as plain text"),
+                    Flag.valued("--prefill-step-size", "N", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
+                            "prompt tokens per prefill chunk, as mlx-lm"),
+                    Flag.toggle("--json", "print one JSON object: token ids, text, timing, peak memory"),
+                    Flag.valued("--logprobs", "N", "off", "with --json: each token's logprob and the top N (0..11)")),
+                    SAMPLING_FLAGS, KvFlags.QUANTIZATION_FLAGS, List.of(KvFlags.MAX_KV_SIZE),
+                    List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG), ShardFlags.FLAGS),
+            """
+            tensor-parallel, under MLX's launcher (docs/distributed.md):
+              .venv/bin/mlx.launch -n 2 -- ./mlx-ring generate --model DIR --prompt TEXT
+            """);
 
     private GenerateCommand() {}
 
     static int run(String[] args, PrintStream out) {
-        CliArgs a = CliArgs.parse(args, 1,
-                Set.of("--model", "--prompt", "--prompt-tokens", "--max-tokens", "--system", "--prefill-step-size",
-                        "--temp", "--top-p", "--top-k", "--min-p", "--min-tokens-to-keep", "--xtc-probability",
-                        "--xtc-threshold", "--repetition-penalty", "--repetition-context-size", "--presence-penalty",
-                        "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
-                        "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
-                        CpuKernelsFlag.NAME, NumericsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
-                        "--control-port"),
-                Set.of("--json", "--ignore-chat-template", DequantizedWeightsFlag.NAME));
+        CliArgs a = CliArgs.parse(args, 1, FLAGS);
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
         }
-        int maxTokens = a.intValue("--max-tokens", 256, 0);
+        int maxTokens = a.intValue("--max-tokens", DEFAULT_MAX_TOKENS, 0);
         int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);

@@ -13,7 +13,17 @@ import java.util.List;
  * {@link #maxKvSize}).
  */
 final class KvFlags {
-    static final List<String> NAMES = List.of("--kv-bits", "--kv-group-size", "--quantized-kv-start");
+    /** The flags that configure quantization; the two tuning ones are refused without {@code --kv-bits}. */
+    static final List<Flag> QUANTIZATION_FLAGS = List.of(
+            Flag.valued("--kv-bits", "B", "off", "quantize the KV cache to B bits (2, 3, 4, 5, 6, 8), as mlx-lm"),
+            Flag.valued("--kv-group-size", "G", KvQuantization.DEFAULT_GROUP_SIZE,
+                    "with --kv-bits: its group size (32, 64, 128)"),
+            Flag.valued("--quantized-kv-start", "N", KvQuantization.DEFAULT_QUANTIZED_KV_START,
+                    "with --kv-bits: quantize once a layer's cache holds more than N tokens"));
+    static final List<String> NAMES = Flag.names(QUANTIZATION_FLAGS);
+    static final Flag MAX_KV_SIZE = Flag.valued("--max-kv-size", "N", "off",
+            "rotating KV caches of N positions (N > 4), as mlx_lm.generate; qwen2, qwen3, qwen3_moe and phi3 use it"
+                    + " (llama, gemma3_text and gpt_oss keep their own layout); not with --kv-bits");
 
     private KvFlags() {}
 
@@ -22,7 +32,7 @@ final class KvFlags {
      * first 4 positions.
      */
     static int maxKvSize(CliArgs a) {
-        return a.intValue("--max-kv-size", 0, LanguageModel.MAX_KV_SIZE_KEEP + 1);
+        return a.intValue(MAX_KV_SIZE.name(), 0, LanguageModel.MAX_KV_SIZE_KEEP + 1);
     }
 
     /**

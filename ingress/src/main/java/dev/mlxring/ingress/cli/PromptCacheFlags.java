@@ -17,14 +17,23 @@ import java.util.Map;
  * files and {@code --prompt-cache-quarantine-bytes B} bytes ({@link QuarantineCap#DEFAULT}).
  */
 final class PromptCacheFlags {
-    static final List<String> NAMES = List.of("--prompt-cache-size", "--prompt-cache-bytes", "--prompt-cache-dir",
-            "--prompt-cache-disk-bytes", "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
+    /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
+    static final long DEFAULT_DISK_BYTES = 2_000_000_000L;
+    static final List<Flag> FLAGS = List.of(
+            Flag.valued("--prompt-cache-size", "N", RamPrefixCache.DEFAULT_MAX_ENTRIES,
+                    "prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server; 0 = off"),
+            Flag.valued("--prompt-cache-bytes", "B", "none", "their byte cap (500MB, 2GB or a count); oldest out first"),
+            Flag.valued("--prompt-cache-dir", "DIR", "off",
+                    "also keep them on disk (Chronicle Map files in DIR): they survive a restart"),
+            Flag.valued("--prompt-cache-disk-bytes", "B", DEFAULT_DISK_BYTES / 1_000_000_000L + "GB", "with --prompt-cache-dir: the disk tier's cap, preallocated"),
+            Flag.valued("--prompt-cache-quarantine-files", "N", QuarantineCap.DEFAULT.maxFiles(),
+                    "with --prompt-cache-dir: damaged map files DIR/quarantine/ keeps at most"),
+            Flag.valued("--prompt-cache-quarantine-bytes", "B", QuarantineCap.DEFAULT.maxBytes(),
+                    "with --prompt-cache-dir: bytes DIR/quarantine/ keeps at most"));
+    static final List<String> NAMES = Flag.names(FLAGS);
     /** The flags that configure the SSD tier, refused without {@code --prompt-cache-dir}. */
     private static final List<String> DISK_ONLY = List.of("--prompt-cache-disk-bytes",
             "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
-
-    /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
-    static final long DEFAULT_DISK_BYTES = 2_000_000_000L;
 
     private static final Map<String, Long> UNITS = Map.of("", 1L, "M", 1_000_000L, "MB", 1_000_000L,
             "G", 1_000_000_000L, "GB", 1_000_000_000L);

@@ -25,7 +25,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -40,10 +39,52 @@ final class ServeCommand {
      */
     static final int DEFAULT_MAX_QUEUED = 32;
 
-    private ServeCommand() {}
-
     /** Default of {@code --shutdown-grace-seconds}: how long running requests may finish on SIGTERM. */
     static final int DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
+    static final String DEFAULT_HOST = "127.0.0.1";
+    static final int DEFAULT_PORT = 8080;
+    /** Default of {@code --max-tokens}, as mlx_lm.server's. */
+    static final int DEFAULT_MAX_TOKENS = 512;
+
+    /** Every flag {@code serve} accepts: what it parses and what {@code serve --help} prints. */
+    static final CommandFlags FLAGS = CommandFlags.of("serve",
+            "Serves a model over HTTP: OpenAI chat and responses, Anthropic messages (docs/cli.md, docs/api.md).",
+            List.of(List.of(
+                    Flag.valued("--model", "DIR", GenerateCommand.DEFAULT_MODEL,
+                            "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
+                    Flag.valued("--host", "HOST", DEFAULT_HOST, "address to bind"),
+                    Flag.valued("--port", "PORT", DEFAULT_PORT, "port to bind; 0 picks a free one"),
+                    Flag.valued("--max-tokens", "N", DEFAULT_MAX_TOKENS, "max_tokens of requests that leave it out"),
+                    Flag.valued("--temp", "T", 0.0, "temperature of requests that leave it out; 0 = greedy"),
+                    Flag.valued("--top-p", "P", 1.0, "top_p of requests that leave it out"),
+                    Flag.valued("--top-k", "K", 0, "top_k of requests that leave it out; 0 = off"),
+                    Flag.valued("--min-p", "P", 0.0, "min_p of requests that leave it out; 0 = off"),
+                    Flag.valued("--api-key", "KEY", "none",
+                            "require Authorization: Bearer KEY on every route but /health"),
+                    Flag.valued("--allowed-origins", "LIST", String.join(",", HttpServer.ANY_ORIGIN),
+                            "comma-separated origins a browser page may call the server from (CORS)"),
+                    Flag.valued("--prefill-step-size", "N", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
+                            "prompt tokens per prefill chunk, as mlx-lm"),
+                    Flag.valued("--max-queued", "N", DEFAULT_MAX_QUEUED, "requests admitted at most; beyond: 503"),
+                    Flag.valued("--wait-mode", "blocking|yielding|busy-spin", "blocking",
+                            "how idle stage threads wait")),
+                    ConcurrencyFlags.FLAGS, KvFlags.QUANTIZATION_FLAGS, List.of(KvFlags.MAX_KV_SIZE,
+                    Flag.valued("--max-body-bytes", "N", HttpServer.DEFAULT_MAX_BODY_BYTES,
+                            "larger request bodies are refused with 413 (at most " + HttpServer.MOST_MAX_BODY_BYTES
+                                    + ")"),
+                    Flag.valued("--max-prompt-tokens", "N", "the model's context less one",
+                            "longer prompts are refused with 400 context_length_exceeded"),
+                    Flag.valued("--shutdown-grace-seconds", "S", DEFAULT_SHUTDOWN_GRACE_SECONDS,
+                            "on SIGTERM or Ctrl-C, how long accepted requests may still run; 0 cancels them at once")),
+                    ConnectionFlags.FLAGS,
+                    List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
+                    PromptCacheFlags.FLAGS, ShardFlags.FLAGS),
+            """
+            tensor-parallel, under MLX's launcher (docs/distributed.md):
+              .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
+            """);
+
+    private ServeCommand() {}
 
     /** What {@link #start} built, closed in reverse order (once). */
     record Running(HttpServer server, LocalEngine local, AtomicBoolean closed) implements AutoCloseable {
@@ -65,18 +106,7 @@ final class ServeCommand {
     }
 
     static int run(String[] args, PrintStream out) {
-        CliArgs a = CliArgs.parse(args, 1,
-                Set.of("--model", "--host", "--port", "--max-tokens", "--temp", "--top-p", "--top-k", "--min-p",
-                        "--api-key", "--allowed-origins", "--prefill-step-size", "--max-queued", "--wait-mode", "--kv-bits",
-                        "--kv-group-size", "--quantized-kv-start", "--max-body-bytes", "--max-prompt-tokens",
-                        "--shutdown-grace-seconds", "--max-kv-size", CpuKernelsFlag.NAME, NumericsFlag.NAME, "--prompt-cache-size",
-                        "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
-                        "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes",
-                        "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
-                        "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host",
-                        "--control-port", "--rank-timeout-seconds", "--read-timeout-seconds", "--idle-timeout-seconds",
-                        "--max-connections"),
-                Set.of(DequantizedWeightsFlag.NAME));
+        CliArgs a = CliArgs.parse(args, 1, FLAGS);
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
         // Under mlx.launch every rank runs this command: rank 0 serves, the others follow it.
@@ -133,9 +163,9 @@ final class ServeCommand {
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
-        String host = a.has("--host") ? a.get("--host") : "127.0.0.1";
-        int port = a.intValue("--port", 8080, 0);
-        int maxTokens = a.intValue("--max-tokens", 512, 1);
+        String host = a.has("--host") ? a.get("--host") : DEFAULT_HOST;
+        int port = a.intValue("--port", DEFAULT_PORT, 0);
+        int maxTokens = a.intValue("--max-tokens", DEFAULT_MAX_TOKENS, 1);
         int prefillStep = a.intValue("--prefill-step-size", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 1);
         double temp = doubleFlag(a, "--temp", 0.0);
         double topP = doubleFlag(a, "--top-p", 1.0);
