@@ -3,8 +3,8 @@ package dev.mlxring.kvstore;
 import dev.mlxring.pipeline.PromptSegment;
 
 /**
- * The prefix cache exec uses (seed §12.7: the cache owns prefix selection and tier placement;
- * the scheduler never picks a tier). A serial run looks up before prefill and publishes after it
+ * The prefix cache exec uses. The cache owns prefix selection and tier placement; the scheduler
+ * never picks a tier (docs/architecture.md, "The cache owns its tiers"). A serial run looks up before prefill and publishes after it
  * finishes; a batched joiner does the same at admission and a finished row publishes back.
  *
  * <p>Reuse follows mlx_lm.server's {@code LRUPromptCache.fetch_nearest_cache}: an exact entry, the

@@ -5,7 +5,7 @@ import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.MlxArray;
 
 /**
- * One forward step of a causal LM (seed L1): token ids {@code [B, L]} and per-layer caches in,
+ * One forward step of a causal LM (the model layer of docs/architecture.md): token ids {@code [B, L]} and per-layer caches in,
  * logits {@code [B, L, vocab]} out. The contract ends at logits; sampling happens outside.
  * Results belong to the caller's {@link dev.mlxring.mlx.ArrayScope}.
  */
