@@ -15,7 +15,7 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.StepResult;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;

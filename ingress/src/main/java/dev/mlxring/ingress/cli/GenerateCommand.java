@@ -23,7 +23,7 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.prep.ChatTemplate;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;

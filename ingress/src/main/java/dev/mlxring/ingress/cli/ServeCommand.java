@@ -19,7 +19,7 @@ import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.WaitMode;
 import dev.mlxring.plan.RequestPlanner;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -27,7 +27,7 @@ import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
