@@ -57,6 +57,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Models: the default model and tiny random-weight models over its vocabulary
  * ({@code llama-serve}, {@code gemma3-serve}, built by make_tiny_models.py), whose tokenizer is
  * the default model's tokenizer.json. {@code -Dllg.cells=REGEX} runs a subset.
+ *
+ * <p>It runs plan-stage's compiler into exec-stage's generators, so it lives in {@code ingress},
+ * the composition root (stage modules do not depend on each other).
  */
 class LlguidanceParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
