@@ -1,6 +1,6 @@
 """A token constraint from llguidance's own Python package as an mlx-lm logits processor: the
 oracle of mlx-ring's structured outputs (plan-stage ConstraintCompiler over the constraint
-module's binding), compared bit for bit by plan-stage's LlguidanceParityTest.
+module's binding), compared bit for bit by LlguidanceParityTest (ingress).
 
 Spec (JSON object):
   {"kind": "json_schema" | "regex" | "lark" | "llguidance",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tokenizer oracle: what the Python `tokenizers` library says, as JSON.
 
-The Java HfTokenizer (prep-stage, over DJL's native tokenizers) must agree with
+The Java HfTokenizer (tokenizer module, over DJL's native tokenizers) must agree with
 this byte for byte. Two modes:
 
   tokenize_oracle.py --tokenizer DIR_OR_TOKENIZER_JSON --corpus FILE.json

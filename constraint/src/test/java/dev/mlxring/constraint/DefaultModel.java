@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.prep.HfTokenizer;
 
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,7 +13,7 @@ import java.nio.file.Path;
 /**
  * The default model's tokenizer (models/smollm2-135m-instruct) as the tests' one {@link
  * ConstraintTokenizer}, built on first use and kept for the test JVM: its vocabulary from
- * tokenizer.json, {@code vocab_size} and EOS from config.json, and prep-stage's {@link HfTokenizer}
+ * tokenizer.json, {@code vocab_size} and EOS from config.json, and the tokenizer module's {@link HfTokenizer}
  * as the canonical tokenizer. A missing model is a test failure naming the set-up step.
  */
 final class DefaultModel {

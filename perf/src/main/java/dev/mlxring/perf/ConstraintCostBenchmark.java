@@ -7,7 +7,7 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;

@@ -2,27 +2,28 @@ package dev.mlxring.pipeline;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * plan-stage's output, sealed once per request: everything exec-stage and sink-stage need, with
  * defaults resolved. Nothing downstream re-reads request fields or global flags.
  *
- * @param sampling the resolved sampling settings (the executor's own immutable type)
+ * @param sampling the resolved sampling settings; never null (the planner resolves the defaults)
  * @param stopTokenIds ids that end generation and are not emitted (EOS)
  * @param tools the request's tool definitions (OpenAI shape, from {@link Prompt.Chat#tools()}),
  *     handed to the sink's tool-call parser; empty for other prompts
- * @param kvScheme the KV-cache scheme exec must use (the executor's own immutable type, e.g. a
- *     quantized cache); null = the model's full-precision cache. Exec refuses a scheme it cannot
- *     run rather than substituting another.
+ * @param kvScheme the KV-cache quantization exec must use; null = the model's full-precision
+ *     cache. Exec refuses a scheme it cannot run rather than substituting another.
  * @param constraint the request's token constraint (a structured-output mask), or null for none.
  *     Exec closes it: the executor from the moment exec hands it the plan ({@link Executor#open},
  *     {@link ExecutionBatch#insert}, also when they throw), the exec loop when the session
  *     settles before that (cancelled or refused while queued)
  */
-public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+public record ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
         int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-        List<Map<String, Object>> tools, Object kvScheme, TokenConstraint constraint) {
+        List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint) {
     public ExecutionPlan {
+        Objects.requireNonNull(sampling, "sampling");
         stopTokenIds = stopTokenIds.clone();
         stopStrings = List.copyOf(stopStrings);
         tools = tools == null ? List.of() : List.copyOf(tools);
@@ -32,22 +33,22 @@ public record ExecutionPlan(String requestId, PreparedPrompt prompt, Object samp
     }
 
     /** A plan without a token constraint. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-            List<Map<String, Object>> tools, Object kvScheme) {
+            List<Map<String, Object>> tools, KvQuantization kvScheme) {
         this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, kvScheme,
                 null);
     }
 
     /** A plan with the full-precision KV cache. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
             List<Map<String, Object>> tools) {
         this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, null, null);
     }
 
     /** A plan without tool definitions, with the full-precision KV cache. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, Object sampling, int maxTokens,
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
             int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
         this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of(), null, null);
     }

@@ -4,7 +4,7 @@ import java.util.OptionalInt;
 
 /**
  * What sink-stage needs from a tokenizer to turn committed ids into text the way mlx-lm's
- * streaming detokenizers do. Implemented by prep-stage's {@code HfTokenizer}; the byte-level
+ * streaming detokenizers do. Implemented by the tokenizer module's {@code HfTokenizer}; the byte-level
  * (GPT-2) table, the SentencePiece {@code <0xNN>} byte tokens and the {@code ▁} handling live on
  * the sink side. Implementations must be safe to call from any thread after construction.
  */

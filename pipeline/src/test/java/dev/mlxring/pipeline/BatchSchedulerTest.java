@@ -33,8 +33,8 @@ class BatchSchedulerTest {
         Planner planner = (r, p) -> {
             ExecutionPlan plain = FakeStages.plan(r, p);
             boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
-            return new ExecutionPlan(plain.requestId(), plain.prompt(), null, plain.maxTokens(), plain.stopTokenIds(),
-                    plain.stopStrings(), false, 0, List.of(), kv ? "kv8" : null);
+            return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
+                    plain.stopStrings(), false, 0, List.of(), kv ? KvQuantization.of(8) : null);
         };
         engine = Engine.builder().config(config).preparer(FakeStages::prepare).planner(planner).executor(exec)
                 .sinks(FakeStages::textSink).start();

@@ -160,7 +160,7 @@ class EngineLifecycleTest {
             ExecutionPlan plain = FakeStages.plan(r, p);
             CountingConstraint c = new CountingConstraint();
             constraints.put(((Prompt.Text) r.prompt()).text(), c);
-            return new ExecutionPlan(plain.requestId(), plain.prompt(), null, plain.maxTokens(), plain.stopTokenIds(),
+            return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
                     plain.stopStrings(), false, 0, List.of(), null, c);
         };
         engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare).planner(planner)

@@ -30,7 +30,7 @@ final class FakeStages {
     static final String DRY = "scripted constraint can no longer be satisfied";
 
     static ExecutionPlan plan(GenerationRequest r, PreparedPrompt p) {
-        return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 8 : r.maxTokens(), new int[] {0},
+        return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 8 : r.maxTokens(), new int[] {0},
                 r.stop(), false, 0);
     }
 

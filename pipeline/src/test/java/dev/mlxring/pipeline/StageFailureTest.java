@@ -113,7 +113,7 @@ class StageFailureTest {
                     }
                     // The poisoned prompt travels to exec and sink as the plan's first stop string.
                     String t = ((Prompt.Text) r.prompt()).text();
-                    return new ExecutionPlan(r.id(), p, null, r.maxTokens(), new int[] {0},
+                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens(), new int[] {0},
                             t.contains("BOOM") ? List.of(t) : List.of(), false, 0);
                 })
                 .executor(failing)

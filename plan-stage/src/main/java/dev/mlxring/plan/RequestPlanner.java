@@ -1,15 +1,15 @@
 package dev.mlxring.plan;
 
-import dev.mlxring.exec.kv.KvQuantization;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Planner;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.SamplingSpec;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.ToolChoiceSpec;

@@ -5,15 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.exec.kv.KvQuantization;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.SamplingSpec;
 import java.util.List;
 import java.util.Map;
@@ -38,7 +38,7 @@ class RequestPlannerTest {
         assertEquals(512, roomy.plan(req(null, null, 0), prompt).maxTokens());
         assertArrayEquals(new int[] {2}, p.stopTokenIds());
         assertEquals(List.of("x"), p.stopStrings());
-        SamplingParams s = (SamplingParams) p.sampling();
+        SamplingParams s = p.sampling();
         assertTrue(s.greedy());
         assertArrayEquals(new int[] {198, 2}, s.xtcSpecialTokens());
     }
@@ -64,7 +64,7 @@ class RequestPlannerTest {
     @Test
     void requestOverridesWin() throws Exception {
         SamplingSpec spec = new SamplingSpec(0.7, 0.9, 5, null, null, null, 1.1, 10, null, null, Map.of(5, 2.0), 42L);
-        SamplingParams s = (SamplingParams) planner.plan(req(spec, 7, 3), prompt).sampling();
+        SamplingParams s = planner.plan(req(spec, 7, 3), prompt).sampling();
         assertEquals(0.7, s.temperature());
         assertEquals(0.9, s.topP());
         assertEquals(5, s.topK());

@@ -24,7 +24,7 @@ import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.plan.constraint.DefaultModelTokenizers;
 import dev.mlxring.plan.constraint.ModelTools;
 import dev.mlxring.plan.constraint.ToolSyntax;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;

@@ -8,6 +8,7 @@ import dev.mlxring.pipeline.Preparer;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;

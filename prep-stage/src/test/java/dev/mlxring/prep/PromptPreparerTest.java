@@ -9,6 +9,7 @@ import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;

@@ -12,9 +12,10 @@ import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.StepResult;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -93,7 +94,7 @@ class DetokenizingSinkEngineTest {
         StringBuilder text = new StringBuilder();
         try (Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(((Prompt.Tokens) r.prompt()).ids(), 0))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, null, 1000, new int[] {2}, r.stop(), false, 0))
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, 1000, new int[] {2}, r.stop(), false, 0))
                 .executor(exec)
                 .sinks(DetokenizingSinks.forTokenizer(tok, s -> tok.encode(s, false)))
                 .start()) {

@@ -8,10 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.pipeline.ToolCall;
-import dev.mlxring.prep.ChatTemplate;
-import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.sink.tools.ToolCallParser;
 import dev.mlxring.sink.tools.ToolCallParsers;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.math.BigInteger;
 import java.nio.file.Path;
@@ -46,9 +45,13 @@ class DetokenizingSinkServerParityTest {
     void toolCallingModel() throws IOException {
         Path dir = Path.of(Oracle.buildFixtures(work.resolve("fixtures")).get("tools").asText());
         try (HfTokenizer tok = Oracle.load(dir)) {
-            ChatTemplate template = ChatTemplate.load(dir);
-            assertEquals(java.util.Optional.of("json_tools"), ToolCallParsers.inferType(template.text(), tok));
-            ToolCallParser parser = ToolCallParsers.infer(template.text(), tok).orElseThrow();
+            // The fixture's template is tokenizer_config.json's chat_template (what mlx-lm's
+            // tokenizer.chat_template reads there; the fixture has no chat_template.jinja).
+            String template = Oracle.JSON.readTree(dir.resolve("tokenizer_config.json").toFile())
+                    .path("chat_template").asText();
+            assertTrue(template.contains("<tool_call>"), "the fixture's template names the tool markers");
+            assertEquals(java.util.Optional.of("json_tools"), ToolCallParsers.inferType(template, tok));
+            ToolCallParser parser = ToolCallParsers.infer(template, tok).orElseThrow();
             DetokenizingSinks sinks = DetokenizingSinks.inferred(tok, s -> tok.encode(s, false)).toolParser(parser).build();
             int[] prompt = tok.encode("<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n", false);
             String call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3, "

@@ -3,6 +3,7 @@ package dev.mlxring.sink;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.ToolCall;
 import java.util.ArrayList;
@@ -40,7 +41,7 @@ final class SinkRun {
     }
 
     static ExecutionPlan plan(PreparedPrompt prompt, List<String> stops, List<Map<String, Object>> tools) {
-        return new ExecutionPlan("test", prompt, null, 1000, new int[0], stops, false, 0, tools);
+        return new ExecutionPlan("test", prompt, SamplingParams.GREEDY, 1000, new int[0], stops, false, 0, tools);
     }
 
     /** Runs the ids through a chat-prompt session that ends at the token limit ("length"). */

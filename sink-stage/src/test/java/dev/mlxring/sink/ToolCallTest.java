@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TextSinkFailure;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.TextSink;
@@ -168,7 +169,7 @@ class ToolCallTest {
             @Override
             public void close() {}
         };
-        return new ExecutionPlan("test", new PreparedPrompt(new int[0], 0, true), null, 1000, new int[0], List.of(),
+        return new ExecutionPlan("test", new PreparedPrompt(new int[0], 0, true), SamplingParams.GREEDY, 1000, new int[0], List.of(),
                 false, 0, tools, null, mask);
     }
 

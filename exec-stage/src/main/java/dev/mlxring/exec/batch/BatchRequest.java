@@ -1,6 +1,6 @@
 package dev.mlxring.exec.batch;
 
-import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
 
 /**

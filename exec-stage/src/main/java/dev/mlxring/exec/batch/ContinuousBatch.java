@@ -5,7 +5,6 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.mlx.ArrayScope;
@@ -17,6 +16,7 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
@@ -122,10 +122,7 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     @Override
     public int insert(ExecutionPlan plan) throws RequestException {
-        if (!(plan.sampling() instanceof SamplingParams params)) {
-            closeConstraint(plan);
-            throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
-        }
+        SamplingParams params = plan.sampling();
         if (!accepts(plan)) {
             closeConstraint(plan);
             throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");

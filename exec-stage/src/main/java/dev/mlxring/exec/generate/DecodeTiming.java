@@ -1,9 +1,9 @@
 package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.model.LanguageModel;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 
 /**
  * Times the parts of the engine's decode loop for {@code dev.mlxring.perf.DecodeProfile}. It runs

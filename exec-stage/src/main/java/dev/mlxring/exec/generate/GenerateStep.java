@@ -2,9 +2,9 @@ package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -1,7 +1,7 @@
 package dev.mlxring.exec.generate;
 
-import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.pipeline.KvQuantization;
 
 /**
  * Settings of one greedy generation, named as mlx-lm names them.

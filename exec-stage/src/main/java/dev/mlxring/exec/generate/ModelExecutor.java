@@ -2,13 +2,11 @@ package dev.mlxring.exec.generate;
 
 import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxException;
@@ -16,8 +14,10 @@ import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.TokenConstraint;
 import java.util.Arrays;
@@ -65,9 +65,7 @@ public final class ModelExecutor implements Executor {
 
     @Override
     public ExecutionRun open(ExecutionPlan plan) throws RequestException {
-        if (!(plan.sampling() instanceof SamplingParams params)) {
-            throw new RequestException(ErrorType.INTERNAL, "plan carries no SamplingParams");
-        }
+        SamplingParams params = plan.sampling();
         TokenConstraint constraint = plan.constraint();
         PrefixedRun prefixed;
         try {
@@ -164,20 +162,17 @@ public final class ModelExecutor implements Executor {
         }
     }
 
-    /** The plan's KV scheme: null (full precision) or a {@link KvQuantization}; nothing else runs here. */
-    private KvQuantization kvQuantization(Object scheme) throws RequestException {
+    /** The plan's KV scheme: null (full precision) or a quantization whose groups fit this model's heads. */
+    private KvQuantization kvQuantization(KvQuantization scheme) throws RequestException {
         if (scheme == null) {
             return null;
         }
-        if (scheme instanceof KvQuantization q) {
-            try {
-                q.checkFits(model.headDim());
-            } catch (IllegalArgumentException e) {
-                throw new RequestException(ErrorType.UNSUPPORTED, e.getMessage());
-            }
-            return q;
+        try {
+            scheme.checkFits(model.headDim());
+        } catch (IllegalArgumentException e) {
+            throw new RequestException(ErrorType.UNSUPPORTED, e.getMessage());
         }
-        throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + scheme + " is not supported");
+        return scheme;
     }
 
     /** Adapts a {@link GenerationRun} to the pipeline's step contract, reusing one result object. */

@@ -1,11 +1,11 @@
 package dev.mlxring.exec.prefix;
 
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.PrefixHit;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PromptSegment;
 import java.util.Arrays;
 

@@ -4,8 +4,8 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.kvstore.CacheNamespace;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.Arrays;
 
 /**

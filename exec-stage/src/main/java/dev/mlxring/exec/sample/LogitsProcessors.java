@@ -2,6 +2,7 @@ package dev.mlxring.exec.sample;
 
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

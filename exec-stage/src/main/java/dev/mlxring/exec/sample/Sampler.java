@@ -2,6 +2,7 @@ package dev.mlxring.exec.sample;
 
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 
 /**
  * mlx-lm's {@code make_sampler}: {@code temperature == 0} is {@code greedy_sampler} (argmax);

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.sample;
 
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.List;
 
 /**

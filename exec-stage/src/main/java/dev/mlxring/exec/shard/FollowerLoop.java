@@ -1,11 +1,11 @@
 package dev.mlxring.exec.shard;
 
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.util.HashMap;

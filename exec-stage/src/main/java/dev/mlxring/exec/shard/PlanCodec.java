@@ -1,10 +1,10 @@
 package dev.mlxring.exec.shard;
 
-import dev.mlxring.exec.kv.KvQuantization;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.PromptSegment;
+import dev.mlxring.pipeline.SamplingParams;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -39,20 +39,14 @@ final class PlanCodec {
         writeInts(out, plan.stopTokenIds());
         out.writeBoolean(plan.logprobs());
         out.writeInt(plan.topLogprobs());
-        if (plan.kvScheme() instanceof KvQuantization q) {
-            out.writeBoolean(true);
+        KvQuantization q = plan.kvScheme();
+        out.writeBoolean(q != null);
+        if (q != null) {
             out.writeInt(q.bits());
             out.writeInt(q.groupSize());
             out.writeInt(q.quantizedKvStart());
-        } else if (plan.kvScheme() == null) {
-            out.writeBoolean(false);
-        } else {
-            throw new IllegalArgumentException("KV scheme " + plan.kvScheme() + " cannot be sent to the other ranks");
         }
-        if (!(plan.sampling() instanceof SamplingParams s)) {
-            throw new IllegalArgumentException("plan carries no SamplingParams");
-        }
-        writeSampling(out, s);
+        writeSampling(out, plan.sampling());
     }
 
     static ExecutionPlan read(DataInputStream in) throws IOException {

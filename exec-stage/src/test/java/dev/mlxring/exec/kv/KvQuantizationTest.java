@@ -6,16 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.exec.generate.GenerationOptions;
-import dev.mlxring.exec.generate.ModelExecutor;
-import dev.mlxring.exec.sample.SamplingParams;
-import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.Outcome.ErrorType;
-import dev.mlxring.pipeline.PreparedPrompt;
-import dev.mlxring.pipeline.RequestException;
-import java.util.List;
+import dev.mlxring.pipeline.KvQuantization;
 import org.junit.jupiter.api.Test;
 
-/** Validation of {@link KvQuantization}, its defaults, and the executor's refusal of other schemes. No MLX. */
+/** Validation of {@link KvQuantization} and its defaults. No MLX. */
 class KvQuantizationTest {
 
     private static void rejected(int bits, int groupSize, int start, String flag) {
@@ -54,16 +48,6 @@ class KvQuantizationTest {
         assertNull(new GenerationOptions(1, 2048, new int[0], false).kvQuantization());
         assertEquals(KvQuantization.of(8),
                 new GenerationOptions(1, 2048, new int[0], false, KvQuantization.of(8)).kvQuantization());
-    }
-
-    @Test
-    void executorRefusesOtherSchemes() {
-        ModelExecutor executor = new ModelExecutor(null, 2048);
-        ExecutionPlan plan = new ExecutionPlan("r1", new PreparedPrompt(new int[] {1, 2}, 0), SamplingParams.GREEDY,
-                4, new int[0], List.of(), false, 0, List.of(), "rotating");
-        RequestException e = assertThrows(RequestException.class, () -> executor.open(plan));
-        assertEquals(ErrorType.UNSUPPORTED, e.type());
-        assertEquals("KV scheme rotating is not supported", e.getMessage());
     }
 
     @Test

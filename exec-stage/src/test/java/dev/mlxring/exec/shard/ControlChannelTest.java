@@ -7,12 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.exec.kv.KvQuantization;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.PromptSegment;
+import dev.mlxring.pipeline.SamplingParams;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -62,7 +62,7 @@ class ControlChannelTest {
         Frame f = Frame.of(Frame.OPEN_RUN, o -> PlanCodec.write(o, plan));
         ExecutionPlan back = PlanCodec.read(f.body());
         assertEquals(sampling, back.sampling());
-        assertEquals(List.of(7, 3), List.copyOf(((SamplingParams) back.sampling()).logitBias().keySet()),
+        assertEquals(List.of(7, 3), List.copyOf(back.sampling().logitBias().keySet()),
                 "logit_bias order");
         assertArrayEquals(plan.prompt().tokenIds(), back.prompt().tokenIds());
         assertEquals(2, back.prompt().stablePrefixLength());

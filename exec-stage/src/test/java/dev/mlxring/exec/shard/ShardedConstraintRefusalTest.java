@@ -11,6 +11,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -34,7 +35,7 @@ class ShardedConstraintRefusalTest {
         // No channel: a refused plan never reaches the followers.
         ShardedExecutor sharded = new ShardedExecutor(local, null);
         int[] prompt = {1, 2, 3};
-        ExecutionPlan plan = new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), null, 4, new int[0],
+        ExecutionPlan plan = new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), SamplingParams.GREEDY, 4, new int[0],
                 List.of(), false, 0, List.of(), null, constraint);
         RequestException e = assertThrows(RequestException.class, () -> sharded.open(plan));
         assertEquals(ErrorType.UNSUPPORTED, e.type());

@@ -1,8 +1,8 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.generate.GenerationRun;
-import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.List;
 
 /**

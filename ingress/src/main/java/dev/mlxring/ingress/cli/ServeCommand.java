@@ -1,7 +1,6 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.generate.GenerationOptions;
-import dev.mlxring.exec.kv.KvQuantization;
 import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
@@ -17,9 +16,10 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.WaitMode;
 import dev.mlxring.plan.RequestPlanner;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -14,6 +14,7 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.ThinkMarkers;
 import dev.mlxring.sink.tools.ToolCallParsers;
@@ -84,7 +85,7 @@ class CodecsHttpTest {
                         prompts.put(r.id(), c);
                         tools = c.tools();
                     }
-                    return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 100 : r.maxTokens(),
+                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 100 : r.maxTokens(),
                             new int[] {0}, r.stop(), false, 0, tools);
                 })
                 .executor(executor)

@@ -5,6 +5,7 @@ import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
@@ -23,7 +24,7 @@ final class StageDoubles {
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
                 .planner((r, p) -> {
                     refuseConstraint(r);
-                    return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 512 : r.maxTokens(),
+                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 512 : r.maxTokens(),
                             new int[0], r.stop(), r.logprobs(), r.topLogprobs());
                 })
                 .executor(executor)

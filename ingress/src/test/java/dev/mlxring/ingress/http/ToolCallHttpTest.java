@@ -13,6 +13,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.mlx.PythonScript;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.tools.ToolCallParsers;
@@ -72,7 +73,7 @@ class ToolCallHttpTest {
                     StageDoubles.refuseConstraint(r);
                     List<Map<String, Object>> tools = r.prompt() instanceof Prompt.Chat c ? c.tools() : List.of();
                     toolsSeen.add(tools);
-                    return new ExecutionPlan(r.id(), p, null, r.maxTokens() == null ? 100 : r.maxTokens(),
+                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 100 : r.maxTokens(),
                             new int[] {0}, r.stop(), false, 0, tools);
                 })
                 .executor(scripted)

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.ToolChoiceSpec;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -35,7 +36,7 @@ class ToolChoiceHttpTest {
     final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting())
             .planner((r, p) -> {
                 planned.set(r);
-                return new ExecutionPlan(r.id(), p, null, 1, new int[0], r.stop(), false, 0);
+                return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, 1, new int[0], r.stop(), false, 0);
             }), ServedEngine.mlxLm());
 
     /**

@@ -9,6 +9,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.TextSink;
 import java.util.List;
@@ -65,7 +66,7 @@ public final class TrivialStages {
     public static Engine engine(EngineConfig config, int maxTokens, long paceNs, Stamps stamps, long[] tokenStamps,
             Probe.Samples execGaps) {
         PreparedPrompt prepared = new PreparedPrompt(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 8);
-        ExecutionPlan plan = new ExecutionPlan("bench", prepared, null, maxTokens, new int[0], List.of(), false, 0);
+        ExecutionPlan plan = new ExecutionPlan("bench", prepared, SamplingParams.GREEDY, maxTokens, new int[0], List.of(), false, 0);
         return Engine.builder()
                 .config(config)
                 .preparer(r -> {

@@ -37,7 +37,7 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
 
     /**
      * The syntax of a model whose tokenizer encodes with {@code encoder} ({@code
-     * tokenizer.encode(text, add_special_tokens=False)}, e.g. prep-stage's {@code HfTokenizer}) and
+     * tokenizer.encode(text, add_special_tokens=False)}, e.g. the tokenizer module's {@code HfTokenizer}) and
      * whose llguidance vocabulary is {@code vocabulary}: a marker's tokens that are added tokens
      * ({@link ConstraintVocabulary#isSpecial}) are special pieces, the runs between them text.
      * A marker whose tokens do not spell it exactly is refused when a grammar asks for it.

@@ -14,7 +14,7 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.TokenConstraint;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -4,12 +4,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.nio.file.Path;
 
 /**
- * The default model's tokenizers for plan-stage's constraint tests: Hugging Face's (prep-stage),
+ * The default model's tokenizers for plan-stage's constraint tests: Hugging Face's (the tokenizer module),
  * llguidance's vocabulary and tokenizer over it. The test class opens one in its set-up and
  * closes it in its tear-down.
  *

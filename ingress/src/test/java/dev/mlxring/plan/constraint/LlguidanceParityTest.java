@@ -21,13 +21,13 @@ import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.BatchParityTest;
-import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.OutputConstraint;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -57,6 +57,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * <p>Models: the default model and tiny random-weight models over its vocabulary
  * ({@code llama-serve}, {@code gemma3-serve}, built by make_tiny_models.py), whose tokenizer is
  * the default model's tokenizer.json. {@code -Dllg.cells=REGEX} runs a subset.
+ *
+ * <p>It runs plan-stage's compiler into exec-stage's generators, so it lives in {@code ingress},
+ * the composition root (stage modules do not depend on each other).
  */
 class LlguidanceParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();

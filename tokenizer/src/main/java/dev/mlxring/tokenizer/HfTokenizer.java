@@ -1,4 +1,4 @@
-package dev.mlxring.prep;
+package dev.mlxring.tokenizer;
 
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.fasterxml.jackson.core.JacksonException;

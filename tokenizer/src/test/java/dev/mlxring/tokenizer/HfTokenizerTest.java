@@ -1,4 +1,4 @@
-package dev.mlxring.prep;
+package dev.mlxring.tokenizer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -14,9 +14,9 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.ToolCall;
-import dev.mlxring.prep.HfTokenizer;
 import dev.mlxring.sink.tools.ToolCallParser;
 import dev.mlxring.sink.tools.ToolCallParsers;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -36,6 +36,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code [TOOL_CALLS]}). A call in the model's syntax walks through the masks to an accepting end
  * and the sink's own parser reads it back; a wrong name or argument is masked out at its first
  * token; a reasoning block is free before the call.
+ *
+ * <p>It reads plan-stage's grammars back with sink-stage's parsers, so it lives in {@code
+ * ingress}, the composition root (stage modules do not depend on each other).
  */
 class ToolCallGrammarTest {
     private static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");

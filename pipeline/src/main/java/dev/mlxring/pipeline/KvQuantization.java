@@ -1,4 +1,4 @@
-package dev.mlxring.exec.kv;
+package dev.mlxring.pipeline;
 
 /**
  * mlx_lm.server's KV-cache quantization ({@code --kv-bits}, {@code --kv-group-size},

@@ -1,4 +1,4 @@
-package dev.mlxring.exec.sample;
+package dev.mlxring.pipeline;
 
 import java.util.Arrays;
 import java.util.Collections;
