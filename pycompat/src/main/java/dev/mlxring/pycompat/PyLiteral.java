@@ -618,66 +618,11 @@ public final class PyLiteral {
                 out.append('\\').append(e);
                 continue;
             }
-            switch (e) {
-                case '\n' -> { }
-                case '\\', '\'', '"' -> out.append(e);
-                case 'a' -> out.append('\u0007');
-                case 'b' -> out.append('\b');
-                case 'f' -> out.append('\f');
-                case 'n' -> out.append('\n');
-                case 'r' -> out.append('\r');
-                case 't' -> out.append('\t');
-                case 'v' -> out.append('\u000B');
-                case '0', '1', '2', '3', '4', '5', '6', '7' -> {
-                    int v = e - '0';
-                    for (int k = 0; k < 2 && pos < src.length() && src.charAt(pos) >= '0' && src.charAt(pos) <= '7'; k++) {
-                        v = v * 8 + (src.charAt(pos++) - '0');
-                    }
-                    out.append((char) v);
-                }
-                case 'x' -> out.append((char) hexEscape(2));
-                case 'u' -> out.append((char) hexEscape(4));
-                case 'U' -> {
-                    int v = hexEscape(8);
-                    if (v > 0x10FFFF || v < 0) {
-                        throw new Fail("illegal Unicode character");
-                    }
-                    out.appendCodePoint(v);
-                }
-                case 'N' -> {
-                    int close = src.indexOf('}', pos);
-                    if (peek() != '{' || close < 0 || close == pos + 1) {
-                        throw new Fail("malformed \\N character escape");
-                    }
-                    String name = src.substring(pos + 1, close);
-                    if (!name.equals(name.strip()) || name.indexOf('\n') >= 0) {
-                        throw new Fail("unknown Unicode character name");
-                    }
-                    try {
-                        out.appendCodePoint(Character.codePointOf(name));
-                    } catch (IllegalArgumentException ex) {
-                        throw new Fail("unknown Unicode character name");
-                    }
-                    pos = close + 1;
-                }
-                default -> out.append('\\').append(e);
+            try {
+                pos = PyEscapes.decode(src, pos - 1, out);
+            } catch (PyError ex) {
+                throw new Fail(ex.getMessage());
             }
         }
-    }
-
-    private int hexEscape(int n) {
-        if (pos + n > src.length()) {
-            throw new Fail("truncated escape");
-        }
-        int v = 0;
-        for (int k = 0; k < n; k++) {
-            int h = Character.digit(src.charAt(pos + k), 16);
-            if (h < 0 || src.charAt(pos + k) >= 0x80) {
-                throw new Fail("truncated escape");
-            }
-            v = (v << 4) | h;
-        }
-        pos += n;
-        return v;
     }
 }

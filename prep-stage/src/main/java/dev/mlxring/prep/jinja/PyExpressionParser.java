@@ -24,6 +24,8 @@ import dev.mlxring.prep.jinja.PyOperators.PyConcat;
 import dev.mlxring.prep.jinja.PyOperators.PyEq;
 import dev.mlxring.prep.jinja.PyOperators.PyMod;
 import dev.mlxring.prep.jinja.PyOperators.PyMul;
+import dev.mlxring.pycompat.PyError;
+import dev.mlxring.pycompat.PyEscapes;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -274,7 +276,7 @@ final class PyExpressionParser {
         }
     }
 
-    /** String literals with Python's escapes: \\n \\t \\xhh \\uXXXX \\UXXXXXXXX \\N{name} \\ooo, unknown ones kept. */
+    /** String literals with Python's escapes ({@link PyEscapes}), as Jinja2's lexer decodes them. */
     static final class PyScanner extends com.hubspot.jinjava.el.ext.ExtendedScanner {
         PyScanner(String input) {
             super(input);
@@ -299,52 +301,10 @@ final class PyExpressionParser {
                 if (i == l) {
                     break;
                 }
-                char e = in.charAt(i++);
-                switch (e) {
-                    case '\n' -> { } // line continuation
-                    case '\\', '\'', '"' -> builder.append(e);
-                    case 'a' -> builder.append('\u0007');
-                    case 'b' -> builder.append('\b');
-                    case 'f' -> builder.append('\f');
-                    case 'n' -> builder.append('\n');
-                    case 'r' -> builder.append('\r');
-                    case 't' -> builder.append('\t');
-                    case 'v' -> builder.append('\u000b');
-                    case 'x', 'u', 'U' -> {
-                        int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-                        if (i + n > l) {
-                            throw new Scanner.ScanException(getPosition(), "truncated \\" + e + " escape", n + " hex digits");
-                        }
-                        try {
-                            builder.appendCodePoint(Integer.parseInt(in.substring(i, i + n), 16));
-                        } catch (IllegalArgumentException ex) {
-                            throw new Scanner.ScanException(getPosition(), "truncated \\" + e + " escape", n + " hex digits");
-                        }
-                        i += n;
-                    }
-                    case 'N' -> {
-                        int close = in.indexOf('}', i);
-                        if (i >= l || in.charAt(i) != '{' || close < 0) {
-                            throw new Scanner.ScanException(getPosition(), "malformed \\N character escape", "\\N{name}");
-                        }
-                        try {
-                            builder.appendCodePoint(Character.codePointOf(in.substring(i + 1, close)));
-                        } catch (IllegalArgumentException ex) {
-                            throw new Scanner.ScanException(getPosition(), "unknown Unicode character name", "\\N{name}");
-                        }
-                        i = close + 1;
-                    }
-                    default -> {
-                        if (e >= '0' && e <= '7') {
-                            int start = i - 1;
-                            while (i < l && i - start < 3 && in.charAt(i) >= '0' && in.charAt(i) <= '7') {
-                                i++;
-                            }
-                            builder.appendCodePoint(Integer.parseInt(in.substring(start, i), 8));
-                        } else {
-                            builder.append('\\').append(e); // Python keeps unknown escapes
-                        }
-                    }
+                try {
+                    i = PyEscapes.decode(in, i, builder);
+                } catch (PyError e) {
+                    throw new Scanner.ScanException(getPosition(), e.getMessage(), "a Python escape");
                 }
             }
             throw new Scanner.ScanException(getPosition(), "unterminated string", quote + " or \\");

@@ -1,6 +1,7 @@
 package dev.mlxring.prep.jinja;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.mlxring.prep.ChatTemplate;
 
@@ -36,5 +37,17 @@ class PyJinjavaTest {
         assertEquals("a\n{# c #}", PyJinjava.lstripBlocks("a\n    {# c #}"));
         assertEquals("{{ '\n  {% x' }}", PyJinjava.lstripBlocks("{{ '\n  {% x' }}"));
         assertEquals("{% raw %}\n  {% x %}{% endraw %}", PyJinjava.lstripBlocks("{% raw %}\n  {% x %}{% endraw %}"));
+    }
+
+    @Test
+    void stringEscapesAreJinja2s() {
+        // Jinja2 (python3): '\x41\101\u00e9\q' renders AAé\q; '\x+f' and '\N{ degree sign }' are
+        // TemplateSyntaxErrors (truncated \xXX escape, unknown Unicode character name).
+        List<Map<String, Object>> user = List.of(Map.of("role", "user", "content", "x"));
+        assertEquals("AA\u00e9\\q", ChatTemplate.of("{{ '\\x41\\101\\u00e9\\q' }}", Map.of()).render(user, false));
+        assertEquals("\u00b0", ChatTemplate.of("{{ '\\N{degree sign}' }}", Map.of()).render(user, false));
+        for (String bad : List.of("{{ '\\x+f' }}", "{{ '\\N{ degree sign }' }}", "{{ '\\U00110000' }}")) {
+            assertThrows(ChatTemplate.TemplateException.class, () -> ChatTemplate.of(bad, Map.of()).render(user, false), bad);
+        }
     }
 }
