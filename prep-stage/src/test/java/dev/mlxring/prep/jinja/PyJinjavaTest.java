@@ -50,4 +50,13 @@ class PyJinjavaTest {
             assertThrows(ChatTemplate.TemplateException.class, () -> ChatTemplate.of(bad, Map.of()).render(user, false), bad);
         }
     }
+
+    @Test
+    void aBadArgumentToDictGetFailsTheRender() {
+        // Jinja2 (python3) raises TypeError for both: get expected at least 1 argument / at most 2.
+        List<Map<String, Object>> user = List.of(Map.of("role", "user", "content", "x"));
+        for (String bad : List.of("{{ {'a': 1}.get() }}", "{{ {'a': 1}.get('a', 2, 3) }}")) {
+            assertThrows(ChatTemplate.TemplateException.class, () -> ChatTemplate.of(bad, Map.of()).render(user, false), bad);
+        }
+    }
 }
