@@ -7,6 +7,10 @@ import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
 
+import dev.mlxring.prep.jinja.PyJinjava;
+import dev.mlxring.prep.jinja.PyNone;
+import dev.mlxring.prep.jinja.RenderErrors;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -380,15 +384,14 @@ public final class ChatTemplate {
         vars.put("documents", plainData(extra.get("documents"), "documents"));
         vars.put("add_generation_prompt", addGenerationPrompt);
 
-        PyJinjava.RAISED.remove();
-        PyJinjava.PY_ERROR.remove();
+        RenderErrors.clear();
         try {
             RenderResult result = jinjava.renderForResult(template, vars);
-            String raised = PyJinjava.RAISED.get();
+            String raised = RenderErrors.firstRaised();
             if (raised != null) {
                 throw new TemplateException("chat template " + where() + " raised: " + raised, raised, true, null);
             }
-            String pyError = PyJinjava.PY_ERROR.get();
+            String pyError = RenderErrors.firstPyError();
             if (pyError != null) {
                 throw new TemplateException("chat template " + where() + " failed: " + pyError, pyError, false, null);
             }
@@ -405,8 +408,7 @@ public final class ChatTemplate {
             }
             return result.getOutput();
         } finally {
-            PyJinjava.RAISED.remove();
-            PyJinjava.PY_ERROR.remove();
+            RenderErrors.clear();
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.mlxring.sink;
 
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.pycompat.PyUtf8Decoder;
 
 /**
  * mlx-lm's {@code SPMStreamingDetokenizer} (SentencePiece-style tokenizer.json decoders: Replace

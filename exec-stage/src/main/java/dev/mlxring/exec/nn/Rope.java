@@ -6,6 +6,7 @@ import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pycompat.PyMath;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -14,7 +15,7 @@ import java.util.Map;
  * Rotary embeddings as mlx-lm 0.32.2's {@code rope_utils.initialize_rope} builds them. Every
  * class reproduces its Python counterpart's MLX op graph op for op: Python scalars meeting an
  * array become arrays of that array's dtype ({@code to_arrays}), Python float arithmetic stays in
- * doubles (with libm's {@code log}/{@code pow}, see {@link PyFloat}) until MLX rounds it to float.
+ * doubles (with libm's {@code log}/{@code pow}, see {@link PyMath}) until MLX rounds it to float.
  * Each evaluates {@code mx.fast.rope} with the model's {@link CpuKernels}.
  */
 public interface Rope extends AutoCloseable {
@@ -271,7 +272,7 @@ public interface Rope extends AutoCloseable {
         public MlxArray forward(MlxArray x, int offset) {
             // x.shape: [batch, num_heads, seq_len, head_dim]
             int seqLen = Math.max(x.dim(x.ndim() - 2) + offset, maxPositionEmbeddings);
-            double b = base * PyFloat.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1),
+            double b = base * PyMath.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1),
                     (double) dims / (dims - 2));
             return Mlx.rope(kernels, x, dims, traditional, (float) b, 1.0f, offset);
         }
@@ -318,7 +319,7 @@ public interface Rope extends AutoCloseable {
 
         /** yarn_find_correction_dim, in Python float arithmetic. */
         private static double correctionDim(int dims, double base, double originalMax, double numRotations) {
-            return (dims * PyFloat.log(originalMax / (numRotations * 2 * Math.PI))) / (2 * PyFloat.log(base));
+            return (dims * PyMath.log(originalMax / (numRotations * 2 * Math.PI))) / (2 * PyMath.log(base));
         }
 
         /** yarn_get_mscale. */
@@ -326,7 +327,7 @@ public interface Rope extends AutoCloseable {
             if (scale <= 1) {
                 return 1.0;
             }
-            return 0.1 * mscale * PyFloat.log(scale) + 1.0;
+            return 0.1 * mscale * PyMath.log(scale) + 1.0;
         }
 
         /** yarn_linear_ramp_mask: {@code clip((arange(dim, float32) - min) / (max - min), 0, 1)}. */
@@ -393,7 +394,7 @@ public interface Rope extends AutoCloseable {
                 Object longFactorValue, CpuKernels kernels) {
             double factor = maxPositionEmbeddings / originalMax;
             // long_mscale is never passed (by initialize_rope nor by phi3)
-            double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyFloat.log(factor) / PyFloat.log(originalMax));
+            double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyMath.log(factor) / PyMath.log(originalMax));
             try (ArrayScope s = ArrayScope.open()) {
                 MlxArray longFactor = factorArray(longFactorValue, dims);
                 return new SuScaled(dims, scale, keep(Mlx.multiply(longFactor, baseFreqs(dims, base))), kernels);

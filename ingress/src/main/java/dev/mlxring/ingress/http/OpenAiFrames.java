@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.pipeline.Usage;
+import dev.mlxring.pycompat.PyJsonDumps;
 import java.util.List;
 import java.util.UUID;
 import java.util.function.IntFunction;

@@ -1,13 +1,15 @@
 package dev.mlxring.sink.tools;
 
 import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.pycompat.PyJsonLoads;
+import dev.mlxring.pycompat.PyStrings;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /**
  * {@code mlx_lm/tool_parsers/json_tools.py} (Qwen2.5, Qwen3, Hermes): {@code <tool_call>} ...
- * {@code </tool_call>}, parsed as {@code json.loads(text.strip())} ({@link PyJson}: NaN /
+ * {@code </tool_call>}, parsed as {@code json.loads(text.strip())} ({@link PyJsonLoads}: NaN /
  * Infinity, duplicate keys, big ints, exactly as Python).
  *
  * <p>mlx_lm.server then reads the result as a call dict (or a list of them) and serialises
@@ -37,7 +39,7 @@ public final class JsonToolsParser implements ToolCallParser {
 
     @Override
     public List<ToolCall> parse(String text, List<Map<String, Object>> tools) {
-        Object parsed = PyJson.loads(PyText.strip(text), true);
+        Object parsed = PyJsonLoads.loads(PyStrings.strip(text, null), true);
         List<ToolCall> out = new ArrayList<>();
         if (parsed instanceof List<?> list) {
             for (Object o : list) {
@@ -52,14 +54,14 @@ public final class JsonToolsParser implements ToolCallParser {
     /** A parser's call dict (name, arguments, optional id) as a ToolCall. */
     static ToolCall toCall(Object o) {
         if (!(o instanceof Map<?, ?> m)) {
-            throw new IllegalArgumentException("TypeError: tool call is not an object: " + PyText.repr(o));
+            throw new IllegalArgumentException("TypeError: tool call is not an object: " + PyStrings.repr(o));
         }
         if (!m.containsKey("arguments")) {
             throw new IllegalArgumentException("KeyError: 'arguments'");
         }
         Object name = m.get("name");
         if (name != null && !(name instanceof String)) {
-            throw new IllegalArgumentException("tool call name is not a string: " + PyText.repr(name));
+            throw new IllegalArgumentException("tool call name is not a string: " + PyStrings.repr(name));
         }
         Object id = m.get("id");
         return new ToolCall((String) name, m.get("arguments"), id instanceof String s && !s.isEmpty() ? s : null);

@@ -1,6 +1,8 @@
 package dev.mlxring.sink.tools;
 
 import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.pycompat.PyJsonLoads;
+import dev.mlxring.pycompat.PyRegex;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -11,14 +13,14 @@ import java.util.regex.Pattern;
  * {@code mlx_lm/tool_parsers/mistral.py}: {@code [TOOL_CALLS]} with no end marker; either a JSON
  * list {@code [{"name": ..., "arguments": ...}]} (arguments possibly a JSON string; the call's
  * string {@code "id"} kept) or one or more {@code name[ARGS]{...}} headers, each followed by one
- * JSON value ({@code raw_decode}). Exact, including Python's JSON semantics ({@link PyJson}).
+ * JSON value ({@code raw_decode}). Exact, including Python's JSON semantics ({@link PyJsonLoads}).
  * An {@code "id"} of {@code ""} is reported as no id (mlx_lm.server replaces it with a uuid).
  * Gap: {@code [\w-]} uses Java's Unicode 16 tables where the {@code regex} module has a newer
  * Unicode version (characters assigned since then are no word characters here).
  */
 public final class MistralParser implements ToolCallParser {
     private static final Pattern HEADER =
-            Pattern.compile("([\\w-]+)" + PyText.RX_S + "*\\[ARGS\\]" + PyText.RX_S + "*", PyText.RX_FLAGS);
+            Pattern.compile("([\\w-]+)" + PyRegex.S + "*\\[ARGS\\]" + PyRegex.S + "*", PyRegex.FLAGS);
 
     @Override
     public String type() {
@@ -50,8 +52,8 @@ public final class MistralParser implements ToolCallParser {
     private static List<ToolCall> jsonCalls(String text) {
         Object payload;
         try {
-            payload = PyJson.loads(text, true);
-        } catch (PyJson.DecodeError e) {
+            payload = PyJsonLoads.loads(text, true);
+        } catch (PyJsonLoads.DecodeError e) {
             return List.of();
         }
         if (!(payload instanceof List<?> list)) {
@@ -67,8 +69,8 @@ public final class MistralParser implements ToolCallParser {
             }
             if (arguments instanceof String s) {
                 try {
-                    arguments = PyJson.loads(s, true);
-                } catch (PyJson.DecodeError e) {
+                    arguments = PyJsonLoads.loads(s, true);
+                } catch (PyJsonLoads.DecodeError e) {
                     arguments = null;
                 }
             }
@@ -90,10 +92,10 @@ public final class MistralParser implements ToolCallParser {
         int pos = 0;
         while (pos <= text.length() && m.find(pos)) {
             pos = m.end();
-            PyJson.Decoded d;
+            PyJsonLoads.Decoded d;
             try {
-                d = PyJson.rawDecode(text, pos);
-            } catch (PyJson.DecodeError e) {
+                d = PyJsonLoads.rawDecode(text, pos);
+            } catch (PyJsonLoads.DecodeError e) {
                 throw new IllegalArgumentException("ValueError: Could not parse tool call from: " + text, e);
             }
             pos = d.end();

@@ -1,6 +1,9 @@
 package dev.mlxring.sink.tools;
 
 import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.pycompat.PyLiteral;
+import dev.mlxring.pycompat.PyRegex;
+import dev.mlxring.pycompat.PyStrings;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,10 +26,10 @@ import java.util.regex.Pattern;
  */
 public final class PythonicParser implements ToolCallParser {
     private static final Pattern TOOL_CALL =
-            Pattern.compile("\\[(?<name>[\\w.]+)\\((?<args>.*?)\\)\\]", Pattern.DOTALL | PyText.RX_FLAGS);
+            Pattern.compile("\\[(?<name>[\\w.]+)\\((?<args>.*?)\\)\\]", Pattern.DOTALL | PyRegex.FLAGS);
     private static final Pattern TOOL_ARGS = Pattern.compile(
-            "(?<key>\\w+)=(?:\"(?<q1>[^\"]*)\"|'(?<q2>[^']*)'|(?<bare>[^,]+))(?:," + PyText.RX_S + "*|$)",
-            Pattern.DOTALL | PyText.RX_FLAGS);
+            "(?<key>\\w+)=(?:\"(?<q1>[^\"]*)\"|'(?<q2>[^']*)'|(?<bare>[^,]+))(?:," + PyRegex.S + "*|$)",
+            Pattern.DOTALL | PyRegex.FLAGS);
 
     @Override
     public String type() {
@@ -48,9 +51,9 @@ public final class PythonicParser implements ToolCallParser {
         int start = text.indexOf('[');
         int end = text.lastIndexOf(']');
         if (start != -1 && end > start) {
-            List<ToolCall> calls = PyLiteral.callList(text.substring(start, end + 1));
+            List<PyLiteral.KeywordCall> calls = PyLiteral.callList(text.substring(start, end + 1));
             if (calls != null) {
-                return calls;
+                return calls.stream().map(c -> new ToolCall(c.name(), c.arguments(), null)).toList();
             }
         }
         Matcher m = TOOL_CALL.matcher(text);
@@ -63,10 +66,10 @@ public final class PythonicParser implements ToolCallParser {
         Matcher am = TOOL_ARGS.matcher(args);
         while (am.find()) {
             String bare = am.group("bare");
-            String key = PyText.strip(am.group("key"));
+            String key = PyStrings.strip(am.group("key"), null);
             String value;
             if (bare != null) {
-                value = PyText.strip(bare);
+                value = PyStrings.strip(bare, null);
             } else {
                 value = am.group("q1") != null ? am.group("q1") : am.group("q2");
             }

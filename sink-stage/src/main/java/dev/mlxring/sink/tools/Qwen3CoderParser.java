@@ -1,6 +1,12 @@
 package dev.mlxring.sink.tools;
 
 import dev.mlxring.pipeline.ToolCall;
+import dev.mlxring.pycompat.PyJsonLoads;
+import dev.mlxring.pycompat.PyLiteral;
+import dev.mlxring.pycompat.PyNumbers;
+import dev.mlxring.pycompat.PyRegex;
+import dev.mlxring.pycompat.PyStrings;
+import dev.mlxring.pycompat.PyValues;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -19,8 +25,8 @@ import java.util.regex.Pattern;
  * case); object / array / arr / dict* / list*: {@code json.loads(v, strict=False)}, then (and for
  * any other type) {@code ast.literal_eval}, else the raw string.
  *
- * <p>Exact ports: {@code float(str)} ({@link PyText#parseFloat}: Unicode digits and spaces,
- * underscores, inf / nan), Python's JSON ({@link PyJson}). Gaps: {@code ast.literal_eval} is
+ * <p>Exact ports: {@code float(str)} ({@link PyNumbers#parseFloat}: Unicode digits and spaces,
+ * underscores, inf / nan), Python's JSON ({@link PyJsonLoads}). Gaps: {@code ast.literal_eval} is
  * {@link PyLiteral}'s subset (bytes, complex, sets, non-str dict keys keep the raw string where
  * Python returns a value json.dumps cannot serialise); where Python raises something other than a
  * ValueError (OverflowError for an infinite int, TypeError / KeyError for a malformed tool
@@ -29,10 +35,10 @@ import java.util.regex.Pattern;
  * or list) is treated as one without "type".
  */
 public final class Qwen3CoderParser implements ToolCallParser {
-    private static final String NOT_SPACE = "[^" + PyText.RX_SPACE_CHARS + "<>]";
-    private static final Pattern FUNCTION = Pattern.compile("<function=(.*?)</function>$", Pattern.DOTALL | PyText.RX_FLAGS);
-    private static final Pattern PARAMETER = Pattern.compile("<parameter=(.*?)</parameter>", Pattern.DOTALL | PyText.RX_FLAGS);
-    private static final Pattern NAME = Pattern.compile(PyText.RX_S + "*(" + NOT_SPACE + "+)>?", PyText.RX_FLAGS);
+    private static final String NOT_SPACE = "[^" + PyRegex.SPACE_CHARS + "<>]";
+    private static final Pattern FUNCTION = Pattern.compile("<function=(.*?)</function>$", Pattern.DOTALL | PyRegex.FLAGS);
+    private static final Pattern PARAMETER = Pattern.compile("<parameter=(.*?)</parameter>", Pattern.DOTALL | PyRegex.FLAGS);
+    private static final Pattern NAME = Pattern.compile(PyRegex.S + "*(" + NOT_SPACE + "+)>?", PyRegex.FLAGS);
 
     private static final Set<String> STRING_TYPES = Set.of("string", "str", "text", "varchar", "char", "enum");
     private static final Set<String> BOOL_TYPES = Set.of("boolean", "bool", "binary");
@@ -98,7 +104,7 @@ public final class Qwen3CoderParser implements ToolCallParser {
         }
         for (Map<String, Object> tool : tools) {
             Object function = tool.get("function");
-            if (!PyText.truthy(function)) {
+            if (!PyValues.truthy(function)) {
                 continue;
             }
             if (!(function instanceof Map<?, ?> f) || !f.containsKey("name")) {
@@ -106,7 +112,7 @@ public final class Qwen3CoderParser implements ToolCallParser {
             }
             if (name.equals(f.get("name"))) {
                 Object params = f.get("parameters");
-                if (!PyText.truthy(params)) {
+                if (!PyValues.truthy(params)) {
                     return Map.of();
                 }
                 if (!(params instanceof Map<?, ?> p)) {
@@ -128,40 +134,40 @@ public final class Qwen3CoderParser implements ToolCallParser {
             return null;
         }
         Object param = config.get(name);
-        if (!PyText.truthy(param)) {
+        if (!PyValues.truthy(param)) {
             return value;
         }
         if (!(param instanceof Map<?, ?> p) || !p.containsKey("type")) {
             Object v;
             try {
-                v = PyJson.loads(value, true);
-            } catch (PyJson.DecodeError e) {
+                v = PyJsonLoads.loads(value, true);
+            } catch (PyJsonLoads.DecodeError e) {
                 return value;
             }
             return v instanceof Map || v instanceof List ? v : value;
         }
-        String type = PyText.strip(PyText.str(p.get("type"))).toLowerCase(Locale.ROOT);
+        String type = PyStrings.strip(PyStrings.str(p.get("type")), null).toLowerCase(Locale.ROOT);
         if (STRING_TYPES.contains(type)) {
             return value;
         } else if (type.startsWith("int") || type.startsWith("uint") || type.startsWith("long")
                 || type.startsWith("short") || type.startsWith("unsigned")) {
-            double f = PyText.parseFloat(value);
-            Number i = PyText.intOfFloat(f);
+            double f = PyNumbers.parseFloat(value);
+            Number i = PyNumbers.intOfFloat(f);
             if (f - i.doubleValue() != 0) {
                 throw new IllegalArgumentException("ValueError: Invalid integer literal '" + value + "'");
             }
             return i;
         } else if (type.startsWith("num") || type.startsWith("float")) {
-            double f = PyText.parseFloat(value);
-            Number i = PyText.intOfFloat(f);
+            double f = PyNumbers.parseFloat(value);
+            Number i = PyNumbers.intOfFloat(f);
             return f - i.doubleValue() != 0 ? (Object) f : i;
         } else if (BOOL_TYPES.contains(type)) {
             return value.toLowerCase(Locale.ROOT).equals("true");
         } else {
             if (OBJ_TYPES.contains(type) || type.startsWith("dict") || type.startsWith("list")) {
                 try {
-                    return PyJson.loads(value, false);
-                } catch (PyJson.DecodeError e) {
+                    return PyJsonLoads.loads(value, false);
+                } catch (PyJsonLoads.DecodeError e) {
                     // fall through to literal_eval
                 }
             }

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ExchangeWriter;
 import dev.mlxring.ingress.http.OutputSegments;
-import dev.mlxring.ingress.http.PyJsonDumps;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.Lifecycle;
@@ -14,6 +13,7 @@ import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.pipeline.Usage;
+import dev.mlxring.pycompat.PyJsonDumps;
 import java.util.UUID;
 
 /**
