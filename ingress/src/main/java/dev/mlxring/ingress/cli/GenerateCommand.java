@@ -21,6 +21,8 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
@@ -55,7 +57,8 @@ final class GenerateCommand {
                         "--presence-context-size", "--frequency-penalty", "--frequency-context-size", "--seed",
                         "--logprobs", "--kv-bits", "--kv-group-size", "--quantized-kv-start", "--max-kv-size",
                         CpuKernelsFlag.NAME, NumericsFlag.NAME, "--distributed-backend", "--rank-timeout-seconds", "--control-host",
-                        "--control-port"),
+                        "--control-port", "--speculative", "--draft-model", "--num-draft-tokens",
+                        "--prompt-lookup-min", "--prompt-lookup-max"),
                 Set.of("--json", "--ignore-chat-template", DequantizedWeightsFlag.NAME));
         if (a.has("--prompt") == a.has("--prompt-tokens")) {
             throw new UsageException("give exactly one of --prompt or --prompt-tokens");
@@ -65,6 +68,11 @@ final class GenerateCommand {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
+        SpeculativeFlags spec = SpeculativeFlags.parse(a);
+        if (spec.on() && maxKvSize > 0) {
+            throw new UsageException("--speculative " + spec.mode() + " cannot be used with --max-kv-size "
+                    + "(its rotating caches cannot be rolled back)");
+        }
         boolean json = a.has("--json");
         Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -79,6 +87,9 @@ final class GenerateCommand {
         ShardLaunch launch = ShardFlags.launch(a);
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         boolean sharded = group != null && group.size() > 1;
+        if (spec.on() && sharded) {
+            throw new UsageException("--speculative " + spec.mode() + " cannot run tensor-parallel");
+        }
         Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, sharded);
         if (NumericsFlag.notice(numerics) != null) {
@@ -101,7 +112,9 @@ final class GenerateCommand {
         }
         try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
                 LanguageModel model = Models.load(modelDir, kernels, numerics, dequantizedWeights,
-                        sharded ? new TensorShard(group) : null)) {
+                        sharded ? new TensorShard(group) : null);
+                LanguageModel draft = spec.draftModel() == null ? null
+                        : loadDraft(spec.draftModel(), tokenizer, kernels, numerics, dequantizedWeights)) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
@@ -122,20 +135,45 @@ final class GenerateCommand {
             // draws initial weights from it: --seed S therefore starts sampling where mx.random.seed(S)
             // plus those draws leaves the key. Without --seed: a clock-seeded generator, as MLX's.
             // Sharded, every rank must draw the same keys: rank 0's clock is the seed of all.
-            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws())
+            // A draft model is loaded after the model, so its construction draws follow the model's.
+            int initDraws = model.initRandomDraws() + (draft == null ? 0 : draft.initRandomDraws());
+            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), initDraws)
                     : sharded ? EngineRng.seeded(rankZeroClock(group)) : EngineRng.fromClock();
             sampling = sampling.toBuilder().seed(null).build();
-            GenerationResult r = GenerateStep.run(model, prompt,
-                    new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize), sampling, engineRng,
-                    (GenerateStep.TokenListener) token -> {
-                        if (stream != null) {
-                            stream.add(token);
-                        }
-                        return true;
-                    });
+            GenerationOptions options = new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize);
+            GenerationResult r;
+            SpeculativeGenerate.Result speculative = null;
+            if (spec.on()) {
+                Speculation how = draft != null ? new Speculation.DraftModel(draft, spec.numDraftTokens())
+                        : new Speculation.PromptLookup(spec.lookupMin(), spec.lookupMax(), spec.numDraftTokens());
+                Mlx.resetPeakMemory();
+                speculative = SpeculativeGenerate.run(model, prompt, options, sampling, engineRng, how,
+                        (token, logprobs) -> {
+                            if (stream != null) {
+                                stream.add(token);
+                            }
+                            return true;
+                        });
+                r = new GenerationResult(prompt, speculative.tokens(), speculative.finishReason(),
+                        speculative.promptTimeNs(), speculative.generationTimeNs(), Mlx.memory().peakBytes(), null,
+                        null, null, speculative.tokenLogprobs());
+            } else {
+                r = GenerateStep.run(model, prompt, options, sampling, engineRng,
+                        (GenerateStep.TokenListener) token -> {
+                            if (stream != null) {
+                                stream.add(token);
+                            }
+                            return true;
+                        });
+            }
             String text = tokenizer.decode(r.tokens(), true);
             if (json) {
-                out.println(toJson(modelDir, r, text));
+                ObjectNode o = toJson(modelDir, r, text);
+                if (speculative != null) {
+                    o.putObject("speculative").put("method", spec.mode())
+                            .put("proposed", speculative.proposedTokens()).put("accepted", speculative.acceptedTokens());
+                }
+                out.println(o);
             } else {
                 stream.finish();
                 out.println();
@@ -144,6 +182,10 @@ final class GenerateCommand {
                 out.printf("Generation: %d tokens, %.3f tokens-per-sec%n", r.tokens().length,
                         r.generationTokensPerSecond());
                 out.printf("Peak memory: %.3f GB%n", r.peakMemoryBytes() / 1e9);
+                if (speculative != null) {
+                    out.printf("Speculative (%s): %d proposed, %d accepted%n", spec.mode(),
+                            speculative.proposedTokens(), speculative.acceptedTokens());
+                }
             }
             return 0;
         } catch (IOException e) {
@@ -212,7 +254,23 @@ final class GenerateCommand {
         return tokenizer.encode(rendered, false);
     }
 
-    private static String toJson(Path modelDir, GenerationResult r, String text) {
+    /**
+     * Loads the draft model after checking that its tokenizer has the model's vocabulary size
+     * (mlx_lm.generate's check: "Draft model tokenizer does not match model tokenizer").
+     */
+    private static LanguageModel loadDraft(Path dir, HfTokenizer tokenizer, CpuKernels kernels, Numerics numerics,
+            boolean dequantizedWeights) throws IOException {
+        try (HfTokenizer draftTokenizer = HfTokenizer.load(dir)) {
+            if (draftTokenizer.vocabSize() != tokenizer.vocabSize()) {
+                throw new UsageException("the draft model's tokenizer does not match the model's: its vocabulary holds "
+                        + draftTokenizer.vocabSize() + " tokens, the model's " + tokenizer.vocabSize()
+                        + " (--draft-model " + dir + ")");
+            }
+        }
+        return Models.load(dir, kernels, numerics, dequantizedWeights, null);
+    }
+
+    private static ObjectNode toJson(Path modelDir, GenerationResult r, String text) {
         ObjectNode o = JSON.createObjectNode();
         o.put("model", modelDir.toString());
         o.set("prompt_tokens", JSON.valueToTree(r.promptTokens()));
@@ -238,7 +296,7 @@ final class GenerateCommand {
                 }
             }
         }
-        return o.toString();
+        return o;
     }
 
     /**

@@ -54,6 +54,8 @@ public final class Main {
                               [--prefill-step-size N] [--json] [--logprobs N] [sampling options]
                               [--kv-bits B [--kv-group-size G] [--quantized-kv-start N]] [--max-kv-size N]
                               [--cpu-kernels native|mlx] [--numerics exact|fast] [--dequantized-weights]
+                              [--speculative ngram|draft|off] [--draft-model DIR] [--num-draft-tokens 3]
+                              [--prompt-lookup-min 1] [--prompt-lookup-max 3]
               --model DIR             MLX model directory (config.json, *.safetensors, tokenizer.json);
                                       default: the embedded SmolLM2-135M-Instruct
               --prompt TEXT           user message; rendered with the model's chat template
@@ -78,6 +80,16 @@ public final class Main {
               --dequantized-weights   also keep quantized weights dequantized (2 bytes a weight, as
                                       the unquantized model): same bytes, faster decode and prefill
                                       for float16/bfloat16 models; made on the first forward pass
+              --speculative M         speculative decoding: `draft` (a draft model proposes, as
+                                      mlx_lm.generate --draft-model; the default with --draft-model),
+                                      `ngram` (prompt lookup: the tokens that followed the last n tokens'
+                                      earliest earlier occurrence, longest n first) or `off` (default);
+                                      output as mlx-lm's speculative_generate_step; not with penalties,
+                                      logit_bias, --max-kv-size or sliding-window models
+              --draft-model DIR       the draft model (its tokenizer must match the model's)
+              --num-draft-tokens N    tokens proposed per verification step at most (default 3)
+              --prompt-lookup-min N   smallest n-gram prompt lookup matches (default 1)
+              --prompt-lookup-max N   largest n-gram, tried first (default 3)
 
             sampling options (mlx-lm's sampler chain and logits processors; see docs/sampling.md):
               --temp T                temperature (default 0 = greedy argmax)

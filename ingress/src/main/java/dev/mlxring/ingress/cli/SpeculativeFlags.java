@@ -1,0 +1,74 @@
+package dev.mlxring.ingress.cli;
+
+import dev.mlxring.exec.spec.Speculation;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The speculative-decoding flags of {@code generate}: {@code --draft-model DIR} and
+ * {@code --num-draft-tokens N} (mlx_lm.generate's names; N defaults to 3), {@code --speculative
+ * ngram|draft|off} ({@code draft} when {@code --draft-model} is given, else {@code off}), and the
+ * prompt-lookup n-gram sizes {@code --prompt-lookup-min} (default 1) and
+ * {@code --prompt-lookup-max} (default 3). A flag that the chosen mode would not use is refused,
+ * not ignored.
+ *
+ * @param mode {@code off}, {@code ngram} or {@code draft}
+ * @param draftModel the draft model's directory ({@code draft} only)
+ */
+record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lookupMin, int lookupMax) {
+    static final List<String> NAMES = List.of("--speculative", "--draft-model", "--num-draft-tokens",
+            "--prompt-lookup-min", "--prompt-lookup-max");
+    static final int DEFAULT_LOOKUP_MIN = 1;
+    static final int DEFAULT_LOOKUP_MAX = 3;
+
+    static SpeculativeFlags parse(CliArgs a) {
+        String mode = a.has("--speculative") ? a.get("--speculative") : a.has("--draft-model") ? "draft" : "off";
+        switch (mode) {
+            case "off" -> {
+                for (String f : NAMES.subList(1, NAMES.size())) {
+                    if (a.has(f)) {
+                        throw new UsageException(f + " needs speculative decoding (--speculative ngram|draft), "
+                                + "but it is off");
+                    }
+                }
+                return new SpeculativeFlags("off", null, 0, 0, 0);
+            }
+            case "draft" -> {
+                if (!a.has("--draft-model")) {
+                    throw new UsageException("--speculative draft needs --draft-model DIR");
+                }
+                for (String f : List.of("--prompt-lookup-min", "--prompt-lookup-max")) {
+                    if (a.has(f)) {
+                        throw new UsageException(f + " applies to --speculative ngram, not draft");
+                    }
+                }
+                Path dir = Path.of(a.get("--draft-model"));
+                if (!Files.isDirectory(dir)) {
+                    throw new UsageException("draft model directory " + dir + " does not exist");
+                }
+                return new SpeculativeFlags("draft", dir, numDraftTokens(a), 0, 0);
+            }
+            case "ngram" -> {
+                if (a.has("--draft-model")) {
+                    throw new UsageException("--draft-model applies to --speculative draft, not ngram");
+                }
+                int min = a.intValue("--prompt-lookup-min", DEFAULT_LOOKUP_MIN, 1);
+                int max = a.intValue("--prompt-lookup-max", Math.max(DEFAULT_LOOKUP_MAX, min), 1);
+                if (max < min) {
+                    throw new UsageException("--prompt-lookup-max " + max + " is below --prompt-lookup-min " + min);
+                }
+                return new SpeculativeFlags("ngram", null, numDraftTokens(a), min, max);
+            }
+            default -> throw new UsageException("--speculative must be ngram, draft or off, got '" + mode + "'");
+        }
+    }
+
+    private static int numDraftTokens(CliArgs a) {
+        return a.intValue("--num-draft-tokens", Speculation.DEFAULT_NUM_DRAFT_TOKENS, 1);
+    }
+
+    boolean on() {
+        return !mode.equals("off");
+    }
+}
