@@ -2,6 +2,7 @@ package dev.mlxring.exec;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -14,6 +15,7 @@ import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,6 +29,7 @@ import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -53,6 +56,9 @@ class SpeculativeParityTest {
 
     private static Path work;
     private static Path prompts;
+    /** Prompts of at most 23 tokens, which with {@link #WINDOW_MAX_TOKENS} stay inside gemma3-q4's 48-position window. */
+    private static Path windowPrompts;
+    private static final int WINDOW_MAX_TOKENS = 20;
     private static final List<String> plainReport = new ArrayList<>();
 
     /**
@@ -61,8 +67,13 @@ class SpeculativeParityTest {
      * @param sampled temperature 0.15 and top-p 0.9 with a seed (low enough that the tiny models agree with
      *     their drafts often), else greedy
      * @param kvBits 4-bit KV cache from position 20 in groups of 32, or 0 for none
+     * @param window the prompts and max_tokens that fit a 48-position sliding window (gemma3-q4)
      */
-    record Cell(String name, String target, String draft, boolean sampled, int kvBits) {
+    record Cell(String name, String target, String draft, boolean sampled, int kvBits, boolean window) {
+        Cell(String name, String target, String draft, boolean sampled, int kvBits) {
+            this(name, target, draft, sampled, kvBits, false);
+        }
+
         @Override
         public String toString() {
             return name;
@@ -82,6 +93,12 @@ class SpeculativeParityTest {
         cells.add(new Cell("llama-bf16/draft-qwen2/greedy", "llama-bf16", "qwen2-bf16", false, 0));
         cells.add(new Cell("qwen3-bf16/draft-self-kv4/greedy", "qwen3-bf16", "qwen3-bf16", false, 4));
         cells.add(new Cell("qwen3-bf16/ngram-kv4/seeded", "qwen3-bf16", null, true, 4));
+        // Sliding-window layers (rotating caches) rolled back before they wrap.
+        for (boolean sampled : List.of(false, true)) {
+            String mode = sampled ? "seeded" : "greedy";
+            cells.add(new Cell("gemma3-q4/draft-self/" + mode, "gemma3-q4", "gemma3-q4", sampled, 0, true));
+            cells.add(new Cell("gemma3-q4/ngram/" + mode, "gemma3-q4", null, sampled, 0, true));
+        }
         String only = System.getProperty("speculative.cells");
         return only == null || only.isBlank() ? cells.stream() : cells.stream().filter(c -> c.name().matches(only));
     }
@@ -98,6 +115,10 @@ class SpeculativeParityTest {
         list.add(IntStream.range(0, 31).map(i -> phrase[i % phrase.length]).toArray());
         prompts = work.resolve("prompts-speculative.json");
         Files.writeString(prompts, JSON.writeValueAsString(Map.of("prompts", list)));
+        List<int[]> fitting = new ArrayList<>(list.stream().filter(p -> p.length <= 23).toList());
+        fitting.add(IntStream.range(0, 17).map(i -> phrase[i % 5]).toArray());
+        windowPrompts = work.resolve("prompts-speculative-window.json");
+        Files.writeString(windowPrompts, JSON.writeValueAsString(Map.of("prompts", fitting)));
     }
 
     @AfterAll
@@ -111,8 +132,10 @@ class SpeculativeParityTest {
     void speculativeMatchesMlxLm(Cell cell) throws Exception {
         Path models = work.resolve("models");
         Path expectedFile = work.resolve("expected-speculative-" + cell.name().replace('/', '_') + ".json");
+        int maxTokens = cell.window() ? WINDOW_MAX_TOKENS : MAX_TOKENS;
         List<String> args = new ArrayList<>(List.of("--model", models.resolve(cell.target()).toString(),
-                "--prompts", prompts.toString(), "--max-tokens", String.valueOf(MAX_TOKENS), "--prefill-step-size",
+                "--prompts", (cell.window() ? windowPrompts : prompts).toString(), "--max-tokens",
+                String.valueOf(maxTokens), "--prefill-step-size",
                 String.valueOf(PREFILL_STEP), "--num-draft-tokens", String.valueOf(NUM_DRAFT), "--plain",
                 "--out", expectedFile.toString()));
         args.addAll(cell.draft() == null ? List.of("--ngram", "1,3")
@@ -132,7 +155,7 @@ class SpeculativeParityTest {
         SamplingParams base = cell.sampled()
                 ? SamplingParams.builder().temperature(0.15).topP(0.9).logprobs(true).build()
                 : SamplingParams.builder().logprobs(true).build();
-        GenerationOptions options = new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, kv);
+        GenerationOptions options = new GenerationOptions(maxTokens, PREFILL_STEP, new int[0], false, kv);
         int equalToPlain = 0;
         int i = 0;
         try (LanguageModel target = Models.load(models.resolve(cell.target()));
@@ -180,9 +203,28 @@ class SpeculativeParityTest {
                 i++;
             }
         }
-        assertTrue(i >= 4, "the oracle returned " + i + " prompts");
+        assertTrue(i >= 3, "the oracle returned " + i + " prompts");
         if (!cell.sampled()) {
             plainReport.add(cell + ": " + equalToPlain + " of " + i);
+        }
+    }
+
+    /** A request that could wrap gemma3-q4's 48-position sliding window is refused before any work. */
+    @Test
+    void aRequestLongerThanASlidingWindowIsRefused() throws Exception {
+        try (LanguageModel model = Models.load(work.resolve("models").resolve("gemma3-q4"))) {
+            int[] prompt = IntStream.range(0, 30).map(i -> (i * 7) % 512).toArray();
+            GenerationOptions options = new GenerationOptions(18, PREFILL_STEP, new int[0], false);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> new SpeculativeRun(model, prompt, options, SamplingParams.GREEDY, null,
+                            new Speculation.PromptLookup(1, 3, NUM_DRAFT)));
+            assertTrue(e.getMessage().contains("prompt (30 tokens) and max_tokens (18) to stay below its sliding window of 48"),
+                    e.getMessage());
+            // One token less fits, and runs.
+            GenerationOptions fits = new GenerationOptions(17, PREFILL_STEP, new int[0], false);
+            SpeculativeGenerate.Result r = SpeculativeGenerate.run(model, prompt, fits, SamplingParams.GREEDY, null,
+                    new Speculation.PromptLookup(1, 3, NUM_DRAFT), (token, logprobs) -> true);
+            assertEquals(17, r.tokens().length);
         }
     }
 }

@@ -30,9 +30,11 @@ import java.util.Arrays;
  * <p>The seams the batch uses: a round is "propose per row, one forward of {@code m + 1}
  * positions, {@link #acceptedPrefix accept per row}, trim each row's caches to its accepted
  * length". Refused here (fail closed): logits processors (penalties, {@code logit_bias}; mlx-lm
- * threads their history through draft and target in a way not reproduced yet), rotating caches
- * (sliding-window layers or {@code --max-kv-size}: mlx-lm cannot trim them once wrapped) and
- * proposals of token ids outside the target's vocabulary (the proposal is cut before the first).
+ * threads their history through draft and target in a way not reproduced yet), {@code --max-kv-size},
+ * requests that could wrap a sliding-window layer's rotating cache (mlx-lm cannot trim it then:
+ * prompt plus {@code max_tokens} must stay below the smallest window of the model and of a draft
+ * model), and proposals of token ids outside the target's vocabulary (the proposal is cut before
+ * the first).
  *
  * <p>Owns its caches, its sampling state and the source; {@link #close()} frees them. Exec thread.
  */
@@ -67,7 +69,8 @@ public final class SpeculativeRun implements AutoCloseable {
     /**
      * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
      * @throws IllegalArgumentException for an empty prompt, ids outside the vocabulary, logits
-     *     processors, {@code --max-kv-size} or a model with rotating caches
+     *     processors, {@code --max-kv-size}, or a request longer than a sliding window of the model or the
+     *     draft model
      */
     public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, Speculation speculation) {
@@ -81,11 +84,20 @@ public final class SpeculativeRun implements AutoCloseable {
         this.prompt = prompt.clone();
         this.options = options;
         this.numDraftTokens = speculation.numDraftTokens();
+        if (speculation instanceof Speculation.DraftModel d) {
+            KvCache[] draftCaches = d.model().newCache(0);
+            try {
+                checkFitsWindow(d.model(), draftCaches, prompt.length, options.maxTokens(), "the draft model");
+            } finally {
+                Arrays.stream(draftCaches).forEach(KvCache::close);
+            }
+        }
         KvCache[] c = GenerationRun.newPromptCache(model, options);
-        if (Arrays.stream(c).anyMatch(k -> k instanceof RotatingKvCache)) {
+        try {
+            checkFitsWindow(model, c, prompt.length, options.maxTokens(), "the model");
+        } catch (RuntimeException e) {
             Arrays.stream(c).forEach(KvCache::close);
-            throw new IllegalArgumentException("speculative decoding cannot be used with model_type '"
-                    + model.modelType() + "': its sliding-window layers keep rotating caches, which cannot be rolled back");
+            throw e;
         }
         SamplingRun s = null;
         try {
@@ -104,6 +116,28 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         this.sampling = s;
         this.cache = c;
+    }
+
+    /**
+     * A rotating (sliding-window) cache can be rolled back only until it wraps (mlx-lm's
+     * {@code is_trimmable}: {@code offset < max_size}), and a verification forward leaves at most
+     * {@code prompt + max_tokens} positions in a cache; so a model with rotating layers speculates
+     * only on requests whose prompt and {@code max_tokens} together stay below its smallest window.
+     */
+    private static void checkFitsWindow(LanguageModel m, KvCache[] caches, int promptLength, int maxTokens,
+            String which) {
+        int window = Integer.MAX_VALUE;
+        for (KvCache k : caches) {
+            if (k instanceof RotatingKvCache r) {
+                window = Math.min(window, r.maxSize());
+            }
+        }
+        if ((long) promptLength + maxTokens >= window) {
+            throw new IllegalArgumentException("speculative decoding with " + which + " (model_type '" + m.modelType()
+                    + "') needs the prompt (" + promptLength + " tokens) and max_tokens (" + maxTokens
+                    + ") to stay below its sliding window of " + window
+                    + " positions: its rotating caches cannot be rolled back once they wrap");
+        }
     }
 
     private static void checkPrompt(LanguageModel model, int[] prompt) {

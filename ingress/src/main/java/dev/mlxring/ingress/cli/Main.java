@@ -85,7 +85,7 @@ public final class Main {
                                       `ngram` (prompt lookup: the tokens that followed the last n tokens'
                                       earliest earlier occurrence, longest n first) or `off` (default);
                                       output as mlx-lm's speculative_generate_step; not with penalties,
-                                      logit_bias, --max-kv-size or sliding-window models
+                                      logit_bias, --max-kv-size, or past a sliding window
               --draft-model DIR       the draft model (its tokenizer must match the model's)
               --num-draft-tokens N    tokens proposed per verification step at most (default 3)
               --prompt-lookup-min N   smallest n-gram prompt lookup matches (default 1)
