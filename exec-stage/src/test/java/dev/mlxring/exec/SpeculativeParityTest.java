@@ -16,6 +16,7 @@ import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculativeRun;
+import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -68,6 +69,7 @@ class SpeculativeParityTest {
      *     their drafts often), else greedy
      * @param kvBits 4-bit KV cache from position 20 in groups of 32, or 0 for none
      * @param window the prompts and max_tokens that fit a 48-position sliding window (gemma3-q4)
+     *     ({@code target} "default": the default model on two prompts of 9 and 40 tokens)
      */
     record Cell(String name, String target, String draft, boolean sampled, int kvBits, boolean window) {
         Cell(String name, String target, String draft, boolean sampled, int kvBits) {
@@ -99,6 +101,9 @@ class SpeculativeParityTest {
             cells.add(new Cell("gemma3-q4/draft-self/" + mode, "gemma3-q4", "gemma3-q4", sampled, 0, true));
             cells.add(new Cell("gemma3-q4/ngram/" + mode, "gemma3-q4", null, sampled, 0, true));
         }
+        // The default model (SmolLM2, 4-bit, the exact native kernels over m + 1 rows).
+        cells.add(new Cell("default/draft-self/greedy", "default", "default", false, 0));
+        cells.add(new Cell("default/ngram/seeded", "default", null, true, 0));
         String only = System.getProperty("speculative.cells");
         return only == null || only.isBlank() ? cells.stream() : cells.stream().filter(c -> c.name().matches(only));
     }
@@ -130,16 +135,21 @@ class SpeculativeParityTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("cells")
     void speculativeMatchesMlxLm(Cell cell) throws Exception {
-        Path models = work.resolve("models");
+        Path promptFile = cell.window() ? windowPrompts : prompts;
+        if (cell.target().equals("default")) {
+            promptFile = work.resolve("prompts-default-speculative.json");
+            PythonScript.run("oracle/prompts.py", 60,
+                    List.of("--vocab", "49152", "--seed", "11", "--lengths", "9,40", "--out", promptFile.toString()));
+        }
         Path expectedFile = work.resolve("expected-speculative-" + cell.name().replace('/', '_') + ".json");
         int maxTokens = cell.window() ? WINDOW_MAX_TOKENS : MAX_TOKENS;
-        List<String> args = new ArrayList<>(List.of("--model", models.resolve(cell.target()).toString(),
-                "--prompts", (cell.window() ? windowPrompts : prompts).toString(), "--max-tokens",
+        List<String> args = new ArrayList<>(List.of("--model", modelDir(cell.target()).toString(),
+                "--prompts", promptFile.toString(), "--max-tokens",
                 String.valueOf(maxTokens), "--prefill-step-size",
                 String.valueOf(PREFILL_STEP), "--num-draft-tokens", String.valueOf(NUM_DRAFT), "--plain",
                 "--out", expectedFile.toString()));
         args.addAll(cell.draft() == null ? List.of("--ngram", "1,3")
-                : List.of("--draft-model", models.resolve(cell.draft()).toString()));
+                : List.of("--draft-model", modelDir(cell.draft()).toString()));
         if (cell.sampled()) {
             args.addAll(List.of("--temp", "0.15", "--top-p", "0.9", "--seed", String.valueOf(SEED)));
         }
@@ -158,9 +168,9 @@ class SpeculativeParityTest {
         GenerationOptions options = new GenerationOptions(maxTokens, PREFILL_STEP, new int[0], false, kv);
         int equalToPlain = 0;
         int i = 0;
-        try (LanguageModel target = Models.load(models.resolve(cell.target()));
+        try (LanguageModel target = Models.load(modelDir(cell.target()));
                 LanguageModel draftModel = cell.draft() == null || cell.draft().equals(cell.target()) ? null
-                        : Models.load(models.resolve(cell.draft()))) {
+                        : Models.load(modelDir(cell.draft()))) {
             Speculation speculation = cell.draft() == null ? new Speculation.PromptLookup(1, 3, NUM_DRAFT)
                     : new Speculation.DraftModel(draftModel == null ? target : draftModel, NUM_DRAFT);
             for (JsonNode r : expected.get("results")) {
@@ -203,10 +213,16 @@ class SpeculativeParityTest {
                 i++;
             }
         }
-        assertTrue(i >= 3, "the oracle returned " + i + " prompts");
+        assertTrue(i >= (cell.target().equals("default") ? 2 : 3), "the oracle returned " + i + " prompts");
         if (!cell.sampled()) {
             plainReport.add(cell + ": " + equalToPlain + " of " + i);
         }
+    }
+
+    /** A tiny model cell under build/oracle/models, or "default": the default model. */
+    private static Path modelDir(String name) {
+        return name.equals("default") ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
+                : work.resolve("models").resolve(name);
     }
 
     /** A request that could wrap gemma3-q4's 48-position sliding window is refused before any work. */
