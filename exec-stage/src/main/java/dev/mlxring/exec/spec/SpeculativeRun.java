@@ -6,6 +6,7 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.LogitsProcessors;
 import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -75,37 +76,19 @@ public final class SpeculativeRun implements AutoCloseable {
     public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, Speculation speculation) {
         checkPrompt(model, prompt);
-        if (options.maxKvSize() > 0) {
-            throw new IllegalArgumentException("speculative decoding cannot be used with --max-kv-size "
-                    + "(its rotating caches cannot be rolled back)");
+        String refusal = refusal(model, prompt.length, options, params, speculation);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
         }
         GenerationRun.useGenerationStream();
         this.model = model;
         this.prompt = prompt.clone();
         this.options = options;
         this.numDraftTokens = speculation.numDraftTokens();
-        if (speculation instanceof Speculation.DraftModel d) {
-            KvCache[] draftCaches = d.model().newCache(0);
-            try {
-                checkFitsWindow(d.model(), draftCaches, prompt.length, options.maxTokens(), "the draft model");
-            } finally {
-                Arrays.stream(draftCaches).forEach(KvCache::close);
-            }
-        }
         KvCache[] c = GenerationRun.newPromptCache(model, options);
-        try {
-            checkFitsWindow(model, c, prompt.length, options.maxTokens(), "the model");
-        } catch (RuntimeException e) {
-            Arrays.stream(c).forEach(KvCache::close);
-            throw e;
-        }
         SamplingRun s = null;
         try {
             s = SamplingRun.start(params, model.vocabSize(), engineRng);
-            if (s.hasProcessors()) {
-                throw new IllegalArgumentException("speculative decoding does not take logits processors yet "
-                        + "(repetition, presence and frequency penalties, logit_bias)");
-            }
             this.source = speculation.open(s, options);
         } catch (RuntimeException e) {
             Arrays.stream(c).forEach(KvCache::close);
@@ -119,25 +102,45 @@ public final class SpeculativeRun implements AutoCloseable {
     }
 
     /**
-     * A rotating (sliding-window) cache can be rolled back only until it wraps (mlx-lm's
-     * {@code is_trimmable}: {@code offset < max_size}), and a verification forward leaves at most
-     * {@code prompt + max_tokens} positions in a cache; so a model with rotating layers speculates
-     * only on requests whose prompt and {@code max_tokens} together stay below its smallest window.
+     * Why a request of {@code promptLength} tokens with these options and params cannot speculate,
+     * or null when it can: logits processors (penalties, {@code logit_bias}), {@code --max-kv-size},
+     * or a prompt plus {@code max_tokens} that reaches a sliding window of the model or of the draft
+     * model (a rotating cache can be rolled back only until it wraps, mlx-lm's
+     * {@code is_trimmable}: {@code offset < max_size}; a verification forward leaves at most
+     * {@code prompt + max_tokens} positions in a cache). Builds no run; the caches it inspects are
+     * freed.
      */
-    private static void checkFitsWindow(LanguageModel m, KvCache[] caches, int promptLength, int maxTokens,
+    public static String refusal(LanguageModel model, int promptLength, GenerationOptions options,
+            SamplingParams params, Speculation speculation) {
+        if (!LogitsProcessors.make(params).isEmpty()) {
+            return "speculative decoding does not take logits processors yet "
+                    + "(repetition, presence and frequency penalties, logit_bias)";
+        }
+        if (options.maxKvSize() > 0) {
+            return "speculative decoding cannot be used with --max-kv-size (its rotating caches cannot be rolled back)";
+        }
+        String why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
+        if (why == null && speculation instanceof Speculation.DraftModel d) {
+            why = windowRefusal(d.model(), d.model().newCache(0), promptLength, options.maxTokens(), "the draft model");
+        }
+        return why;
+    }
+
+    private static String windowRefusal(LanguageModel m, KvCache[] caches, int promptLength, int maxTokens,
             String which) {
         int window = Integer.MAX_VALUE;
         for (KvCache k : caches) {
             if (k instanceof RotatingKvCache r) {
                 window = Math.min(window, r.maxSize());
             }
+            k.close();
         }
-        if ((long) promptLength + maxTokens >= window) {
-            throw new IllegalArgumentException("speculative decoding with " + which + " (model_type '" + m.modelType()
-                    + "') needs the prompt (" + promptLength + " tokens) and max_tokens (" + maxTokens
-                    + ") to stay below its sliding window of " + window
-                    + " positions: its rotating caches cannot be rolled back once they wrap");
+        if ((long) promptLength + maxTokens < window) {
+            return null;
         }
+        return "speculative decoding with " + which + " (model_type '" + m.modelType() + "') needs the prompt ("
+                + promptLength + " tokens) and max_tokens (" + maxTokens + ") to stay below its sliding window of "
+                + window + " positions: its rotating caches cannot be rolled back once they wrap";
     }
 
     private static void checkPrompt(LanguageModel model, int[] prompt) {
@@ -301,6 +304,10 @@ public final class SpeculativeRun implements AutoCloseable {
 
     public int completionTokens() {
         return produced;
+    }
+
+    public int promptTokens() {
+        return prompt.length;
     }
 
     /** Proposed tokens the target verified, over the run. */
