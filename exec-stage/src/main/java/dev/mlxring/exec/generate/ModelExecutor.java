@@ -69,7 +69,8 @@ public final class ModelExecutor implements Executor {
      * ({@link SpeculativeRun#refusal}; no token constraint) runs as mlx-lm's
      * {@code speculative_generate_step}, without the prefix cache; the others run as without it.
      * A speculating executor serves one request at a time ({@link #openBatch} answers null), as
-     * mlx_lm.server does with a draft model.
+     * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
+     * frees it in {@link #close()}.
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
             EngineRng engineRng, Speculation speculation) {
@@ -185,7 +186,13 @@ public final class ModelExecutor implements Executor {
         } catch (MlxException e) {
             // The stream failed earlier; that error reached its request, and the queue was waited for.
         } finally {
-            model.close();
+            try {
+                model.close();
+            } finally {
+                if (speculation instanceof Speculation.DraftModel d && d.model() != model) {
+                    d.model().close();
+                }
+            }
         }
     }
 

@@ -23,6 +23,7 @@ import dev.mlxring.exec.sample.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.ingress.SpeculativeDecoding;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.prep.ChatTemplate;
 import dev.mlxring.prep.HfTokenizer;
@@ -68,9 +69,9 @@ final class GenerateCommand {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
-        SpeculativeFlags spec = SpeculativeFlags.parse(a);
+        SpeculativeDecoding spec = SpeculativeFlags.parse(a);
         if (spec.on() && maxKvSize > 0) {
-            throw new UsageException("--speculative " + spec.mode() + " cannot be used with --max-kv-size "
+            throw new UsageException("--speculative " + spec.method() + " cannot be used with --max-kv-size "
                     + "(its rotating caches cannot be rolled back)");
         }
         boolean json = a.has("--json");
@@ -88,7 +89,7 @@ final class GenerateCommand {
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         boolean sharded = group != null && group.size() > 1;
         if (spec.on() && sharded) {
-            throw new UsageException("--speculative " + spec.mode() + " cannot run tensor-parallel");
+            throw new UsageException("--speculative " + spec.method() + " cannot run tensor-parallel");
         }
         Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, sharded);
@@ -114,7 +115,7 @@ final class GenerateCommand {
                 LanguageModel model = Models.load(modelDir, kernels, numerics, dequantizedWeights,
                         sharded ? new TensorShard(group) : null);
                 LanguageModel draft = spec.draftModel() == null ? null
-                        : loadDraft(spec.draftModel(), tokenizer, kernels, numerics, dequantizedWeights)) {
+                        : ((Speculation.DraftModel) spec.open(tokenizer, kernels, numerics, dequantizedWeights)).model()) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
@@ -145,7 +146,7 @@ final class GenerateCommand {
             SpeculativeGenerate.Result speculative = null;
             if (spec.on()) {
                 Speculation how = draft != null ? new Speculation.DraftModel(draft, spec.numDraftTokens())
-                        : new Speculation.PromptLookup(spec.lookupMin(), spec.lookupMax(), spec.numDraftTokens());
+                        : spec.open(tokenizer, kernels, numerics, dequantizedWeights);
                 Mlx.resetPeakMemory();
                 speculative = SpeculativeGenerate.run(model, prompt, options, sampling, engineRng, how,
                         (token, logprobs) -> {
@@ -170,7 +171,7 @@ final class GenerateCommand {
             if (json) {
                 ObjectNode o = toJson(modelDir, r, text);
                 if (speculative != null) {
-                    o.putObject("speculative").put("method", spec.mode())
+                    o.putObject("speculative").put("method", spec.method())
                             .put("proposed", speculative.proposedTokens()).put("accepted", speculative.acceptedTokens());
                 }
                 out.println(o);
@@ -183,7 +184,7 @@ final class GenerateCommand {
                         r.generationTokensPerSecond());
                 out.printf("Peak memory: %.3f GB%n", r.peakMemoryBytes() / 1e9);
                 if (speculative != null) {
-                    out.printf("Speculative (%s): %d proposed, %d accepted%n", spec.mode(),
+                    out.printf("Speculative (%s): %d proposed, %d accepted%n", spec.method(),
                             speculative.proposedTokens(), speculative.acceptedTokens());
                 }
             }
@@ -252,22 +253,6 @@ final class GenerateCommand {
         messages.add(Map.of("role", "user", "content", text));
         String rendered = ChatTemplate.load(modelDir).render(messages, true, Map.of());
         return tokenizer.encode(rendered, false);
-    }
-
-    /**
-     * Loads the draft model after checking that its tokenizer has the model's vocabulary size
-     * (mlx_lm.generate's check: "Draft model tokenizer does not match model tokenizer").
-     */
-    private static LanguageModel loadDraft(Path dir, HfTokenizer tokenizer, CpuKernels kernels, Numerics numerics,
-            boolean dequantizedWeights) throws IOException {
-        try (HfTokenizer draftTokenizer = HfTokenizer.load(dir)) {
-            if (draftTokenizer.vocabSize() != tokenizer.vocabSize()) {
-                throw new UsageException("the draft model's tokenizer does not match the model's: its vocabulary holds "
-                        + draftTokenizer.vocabSize() + " tokens, the model's " + tokenizer.vocabSize()
-                        + " (--draft-model " + dir + ")");
-            }
-        }
-        return Models.load(dir, kernels, numerics, dequantizedWeights, null);
     }
 
     private static ObjectNode toJson(Path modelDir, GenerationResult r, String text) {

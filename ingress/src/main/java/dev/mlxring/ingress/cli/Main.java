@@ -26,6 +26,9 @@ public final class Main {
                            [--prompt-cache-size 10] [--prompt-cache-bytes B]
                            [--prompt-cache-dir DIR [--prompt-cache-disk-bytes 2GB]
                              [--prompt-cache-quarantine-files 8] [--prompt-cache-quarantine-bytes 1073741824]]
+                           [--speculative ngram|draft|off] [--draft-model DIR] [--num-draft-tokens 3]
+                           [--prompt-lookup-min 1] [--prompt-lookup-max 3]  (as generate's; requests
+                             then run one at a time, each that can speculate speculating)
               --read-timeout-seconds S  a request's headers, then its body, must each arrive within S
                                       seconds, else 408 and the connection closes (default 30)
               --idle-timeout-seconds S  close a connection with no request begun for S seconds (default 60)

@@ -6,6 +6,7 @@ import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.ingress.SpeculativeDecoding;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -75,7 +76,8 @@ final class ServeCommand {
                         "--decode-concurrency", "--batch", "--prompt-concurrency", "--kv-budget",
                         "--prefill-share", "--short-prompts-first", "--distributed-backend", "--control-host",
                         "--control-port", "--rank-timeout-seconds", "--read-timeout-seconds", "--idle-timeout-seconds",
-                        "--max-connections"),
+                        "--max-connections", "--speculative", "--draft-model", "--num-draft-tokens",
+                        "--prompt-lookup-min", "--prompt-lookup-max"),
                 Set.of(DequantizedWeightsFlag.NAME));
         int grace = a.intValue("--shutdown-grace-seconds", DEFAULT_SHUTDOWN_GRACE_SECONDS, 0);
         GracefulShutdown shutdown = new GracefulShutdown(Duration.ofSeconds(grace));
@@ -128,6 +130,14 @@ final class ServeCommand {
         ConnectionLimits connections = ConnectionFlags.parse(a);
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
+        SpeculativeDecoding speculative = SpeculativeFlags.parse(a);
+        if (speculative.on() && maxKvSize > 0) {
+            throw new UsageException("--speculative " + speculative.method() + " cannot be used with --max-kv-size "
+                    + "(its rotating caches cannot be rolled back)");
+        }
+        if (speculative.on() && launch != null) {
+            throw new UsageException("--speculative " + speculative.method() + " cannot run tensor-parallel");
+        }
         CpuKernels kernels = CpuKernelsFlag.parse(a);
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
@@ -162,7 +172,8 @@ final class ServeCommand {
             local = LocalEngine.open(modelDir, new LocalEngine.Options(
                     new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                             .withMaxPromptTokens(maxPromptTokens),
-                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights), leader);
+                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights,
+                    speculative), leader);
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.ingress.SpeculativeDecoding;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -11,18 +12,17 @@ import java.util.List;
  * ngram|draft|off} ({@code draft} when {@code --draft-model} is given, else {@code off}), and the
  * prompt-lookup n-gram sizes {@code --prompt-lookup-min} (default 1) and
  * {@code --prompt-lookup-max} (default 3). A flag that the chosen mode would not use is refused,
- * not ignored.
- *
- * @param mode {@code off}, {@code ngram} or {@code draft}
- * @param draftModel the draft model's directory ({@code draft} only)
+ * not ignored. The same flags on {@code serve} set the server's speculative decoding.
  */
-record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lookupMin, int lookupMax) {
+final class SpeculativeFlags {
     static final List<String> NAMES = List.of("--speculative", "--draft-model", "--num-draft-tokens",
             "--prompt-lookup-min", "--prompt-lookup-max");
     static final int DEFAULT_LOOKUP_MIN = 1;
     static final int DEFAULT_LOOKUP_MAX = 3;
 
-    static SpeculativeFlags parse(CliArgs a) {
+    private SpeculativeFlags() {}
+
+    static SpeculativeDecoding parse(CliArgs a) {
         String mode = a.has("--speculative") ? a.get("--speculative") : a.has("--draft-model") ? "draft" : "off";
         switch (mode) {
             case "off" -> {
@@ -32,7 +32,7 @@ record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lo
                                 + "but it is off");
                     }
                 }
-                return new SpeculativeFlags("off", null, 0, 0, 0);
+                return SpeculativeDecoding.OFF;
             }
             case "draft" -> {
                 if (!a.has("--draft-model")) {
@@ -47,7 +47,7 @@ record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lo
                 if (!Files.isDirectory(dir)) {
                     throw new UsageException("draft model directory " + dir + " does not exist");
                 }
-                return new SpeculativeFlags("draft", dir, numDraftTokens(a), 0, 0);
+                return new SpeculativeDecoding("draft", dir, numDraftTokens(a), 0, 0);
             }
             case "ngram" -> {
                 if (a.has("--draft-model")) {
@@ -58,7 +58,7 @@ record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lo
                 if (max < min) {
                     throw new UsageException("--prompt-lookup-max " + max + " is below --prompt-lookup-min " + min);
                 }
-                return new SpeculativeFlags("ngram", null, numDraftTokens(a), min, max);
+                return new SpeculativeDecoding("ngram", null, numDraftTokens(a), min, max);
             }
             default -> throw new UsageException("--speculative must be ngram, draft or off, got '" + mode + "'");
         }
@@ -66,9 +66,5 @@ record SpeculativeFlags(String mode, Path draftModel, int numDraftTokens, int lo
 
     private static int numDraftTokens(CliArgs a) {
         return a.intValue("--num-draft-tokens", Speculation.DEFAULT_NUM_DRAFT_TOKENS, 1);
-    }
-
-    boolean on() {
-        return !mode.equals("off");
     }
 }
