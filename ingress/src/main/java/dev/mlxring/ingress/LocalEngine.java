@@ -8,6 +8,8 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Numerics;
 import dev.mlxring.exec.prefix.PrefixReuse;
@@ -62,9 +64,19 @@ public final class LocalEngine implements AutoCloseable {
      * @param promptCache the prefix cache's tiers and caps ({@code --prompt-cache-*})
      * @param dequantizedWeights keep quantized weights dequantized too ({@code --dequantized-weights}:
      *     same bytes, faster with float16/bfloat16 activations, 2 bytes a weight more memory)
+     * @param speculative speculative decoding ({@code --speculative}, {@code --draft-model}): when on,
+     *     requests run one at a time and each that can speculate does
      */
     public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights) {
+            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights,
+            SpeculativeDecoding speculative) {
+        /** Without speculative decoding. */
+        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
+                CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights) {
+            this(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache, dequantizedWeights,
+                    SpeculativeDecoding.OFF);
+        }
+
         /** Weights kept packed only. */
         public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
                 CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache) {
@@ -90,7 +102,12 @@ public final class LocalEngine implements AutoCloseable {
 
         public Options withPromptCache(PromptCache p) {
             return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p,
-                    dequantizedWeights);
+                    dequantizedWeights, speculative);
+        }
+
+        public Options withSpeculative(SpeculativeDecoding s) {
+            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache,
+                    dequantizedWeights, s);
         }
     }
 
@@ -193,6 +210,21 @@ public final class LocalEngine implements AutoCloseable {
                 throw e;
             }
         }
+        Speculation speculation = null;
+        if (options.speculative().on()) {
+            try {
+                if (leader != null) {
+                    throw new IllegalArgumentException("--speculative " + options.speculative().method()
+                            + " cannot run tensor-parallel");
+                }
+                speculation = options.speculative().open(tokenizer, options.cpuKernels(), options.numerics(),
+                        options.dequantizedWeights());
+            } catch (RuntimeException e) {
+                model.close();
+                tokenizer.close();
+                throw e;
+            }
+        }
         Set<Integer> eos = new LinkedHashSet<>();
         IntStream.of(tokenizer.eosTokenIds()).forEach(eos::add);
         IntStream.of(model.eosTokenIds()).forEach(eos::add);
@@ -239,7 +271,8 @@ public final class LocalEngine implements AutoCloseable {
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab, constraints, modelTools))
                 .executor(sharded != null ? sharded
-                        : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse))
+                        : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse,
+                                EngineRng.fromClock(), speculation))
                 .sinks(sinks)
                 .start();
         if (sharded != null) {

@@ -45,7 +45,8 @@ public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTo
         this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, null, 0);
     }
 
-    boolean isStop(int token) {
+    /** Whether {@code token} is one of the stop ids. */
+    public boolean isStop(int token) {
         for (int id : stopTokenIds) {
             if (id == token) {
                 return true;

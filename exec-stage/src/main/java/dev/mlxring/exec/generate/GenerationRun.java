@@ -1,6 +1,5 @@
 package dev.mlxring.exec.generate;
 
-import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
@@ -397,21 +396,11 @@ public final class GenerationRun implements AutoCloseable {
         }
     }
 
-    /**
-     * mlx-lm's {@code maybe_quantize_kv_cache}: every layer cache that can be quantized (a
-     * full-precision one) and whose offset is at least {@code quantized_kv_start} becomes
-     * {@code to_quantized(group_size, bits)}; the replaced cache is freed, as Python drops it.
-     */
+    /** mlx-lm's {@code maybe_quantize_kv_cache} when the run quantizes its KV cache. */
     private void maybeQuantizeKvCache() {
         KvQuantization q = options.kvQuantization();
-        if (q == null) {
-            return;
-        }
-        for (int i = 0; i < cache.length; i++) {
-            if (cache[i] instanceof DenseKvCache dense && dense.offset() >= q.quantizedKvStart()) {
-                cache[i] = dense.toQuantized(q.groupSize(), q.bits());
-                dense.close();
-            }
+        if (q != null) {
+            q.maybeQuantize(cache);
         }
     }
 

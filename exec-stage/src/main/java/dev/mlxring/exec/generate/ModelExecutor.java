@@ -5,6 +5,9 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
+import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeExecutionRun;
+import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -36,6 +39,8 @@ public final class ModelExecutor implements Executor {
     private final EngineRng engineRng;
     /** Null: no prefix cache, every prompt is prefilled whole. */
     private final PrefixReuse prefixReuse;
+    /** Null: no speculative decoding. */
+    private final Speculation speculation;
 
     public ModelExecutor(LanguageModel model, int prefillStepSize) {
         this(model, prefillStepSize, 0, null);
@@ -56,6 +61,20 @@ public final class ModelExecutor implements Executor {
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
             EngineRng engineRng) {
+        this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, null);
+    }
+
+    /**
+     * As above, speculating with {@code speculation} (null: never): every request it can take
+     * ({@link SpeculativeRun#refusal}; no token constraint) runs as mlx-lm's
+     * {@code speculative_generate_step}, without the prefix cache; the others run as without it.
+     * A speculating executor serves one request at a time ({@link #openBatch} answers null), as
+     * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
+     * frees it in {@link #close()}.
+     */
+    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
+            EngineRng engineRng, Speculation speculation) {
+        this.speculation = speculation;
         this.engineRng = engineRng;
         this.model = model;
         this.prefillStepSize = prefillStepSize;
@@ -71,6 +90,13 @@ public final class ModelExecutor implements Executor {
         try {
             GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
                     false, kvQuantization(plan.kvScheme()), maxKvSize);
+            int[] prompt = plan.prompt().tokenIds();
+            if (speculation != null && constraint == null
+                    && SpeculativeRun.refusal(model, prompt.length, options, params, speculation) == null) {
+                return new SpeculativeExecutionRun(
+                        new SpeculativeRun(model, prompt, options, params, engineRng, speculation),
+                        plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
+            }
             prefixed = PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng);
         } catch (IllegalArgumentException e) {
             closeQuietly(constraint);
@@ -139,7 +165,7 @@ public final class ModelExecutor implements Executor {
 
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
-        if (!batchesRotation(model, maxKvSize)) {
+        if (speculation != null || !batchesRotation(model, maxKvSize)) {
             return null;
         }
         return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse,
@@ -158,7 +184,13 @@ public final class ModelExecutor implements Executor {
         } catch (MlxException e) {
             // The stream failed earlier; that error reached its request, and the queue was waited for.
         } finally {
-            model.close();
+            try {
+                model.close();
+            } finally {
+                if (speculation instanceof Speculation.DraftModel d && d.model() != model) {
+                    d.model().close();
+                }
+            }
         }
     }
 

@@ -53,6 +53,21 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
         return offset;
     }
 
+    @Override
+    public boolean isTrimmable() {
+        return true;
+    }
+
+    @Override
+    public int trim(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
+        }
+        int trimmed = Math.min(offset, n);
+        offset -= trimmed;
+        return trimmed;
+    }
+
     /** Appends {@code [B, H, L, D]} keys and values; returns views over all filled positions. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
         int prev = offset;

@@ -32,6 +32,23 @@ public sealed interface KvCache extends AutoCloseable permits DenseKvCache, Quan
     /** mlx-lm's {@code empty()}: nothing stored yet. */
     boolean isEmpty();
 
+    /**
+     * mlx-lm's {@code is_trimmable()}: whether {@link #trim} can forget the last positions
+     * (speculative decoding rolls rejected proposals back with it). Full-precision and quantized
+     * caches always can; a rotating cache only while it has not wrapped ({@code offset < max_size});
+     * batch caches do not here.
+     */
+    boolean isTrimmable();
+
+    /**
+     * mlx-lm's {@code trim(n)}: forgets the last {@code min(n, offset)} positions (the buffers keep
+     * their contents; later writes overwrite them) and returns how many it forgot.
+     *
+     * @throws IllegalStateException when the cache is not {@link #isTrimmable() trimmable}
+     * @throws IllegalArgumentException for a negative {@code n}
+     */
+    int trim(int n);
+
     @Override
     void close();
 }

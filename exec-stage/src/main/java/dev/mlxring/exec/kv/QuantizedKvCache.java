@@ -69,6 +69,21 @@ public final class QuantizedKvCache implements KvCache {
         return offset;
     }
 
+    @Override
+    public boolean isTrimmable() {
+        return true;
+    }
+
+    @Override
+    public int trim(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
+        }
+        int trimmed = Math.min(offset, n);
+        offset -= trimmed;
+        return trimmed;
+    }
+
     /**
      * Appends {@code [B, H, L, D]} keys and values (quantized here); returns the six arrays
      * {@code kw, ks, kb, vw, vs, vb} over all filled positions ({@code keys_and_values()}).

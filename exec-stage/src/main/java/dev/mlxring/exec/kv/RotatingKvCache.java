@@ -58,6 +58,28 @@ public final class RotatingKvCache extends KvBuffers implements KvCache {
         return offset;
     }
 
+    /** mlx-lm's {@code is_trimmable()}: until the buffer wraps ({@code offset < max_size}). */
+    @Override
+    public boolean isTrimmable() {
+        return offset < maxSize;
+    }
+
+    /** mlx-lm's {@code trim(n)}: {@code offset} and the write index both step back. */
+    @Override
+    public int trim(int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
+        }
+        if (!isTrimmable()) {
+            throw new IllegalStateException("a rotating cache that has wrapped (offset " + offset + ", max size "
+                    + maxSize + ") cannot be trimmed");
+        }
+        int trimmed = Math.min(offset, n);
+        offset -= trimmed;
+        idx -= trimmed;
+        return trimmed;
+    }
+
     /** mlx-lm's {@code size()}: the positions held, {@code min(offset, max_size)}. */
     public int size() {
         return Math.min(offset, maxSize);

@@ -19,6 +19,9 @@ import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.ingress.SpeculativeDecoding;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
@@ -84,7 +87,8 @@ final class GenerateCommand {
                     Flag.toggle("--json", "print one JSON object: token ids, text, timing, peak memory"),
                     Flag.valued("--logprobs", "N", "off", "with --json: each token's logprob and the top N (0..11)")),
                     SAMPLING_FLAGS, KvFlags.QUANTIZATION_FLAGS, List.of(KvFlags.MAX_KV_SIZE),
-                    List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG), ShardFlags.FLAGS),
+                    List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
+                    SpeculativeFlags.FLAGS, ShardFlags.FLAGS),
             """
             tensor-parallel, under MLX's launcher (docs/distributed.md):
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring generate --model DIR --prompt TEXT
@@ -102,6 +106,11 @@ final class GenerateCommand {
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
         CpuKernels kernels = CpuKernelsFlag.parse(a);
+        SpeculativeDecoding spec = SpeculativeFlags.parse(a);
+        if (spec.on() && maxKvSize > 0) {
+            throw new UsageException("--speculative " + spec.method() + " cannot be used with --max-kv-size "
+                    + "(its rotating caches cannot be rolled back)");
+        }
         boolean json = a.has("--json");
         Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
@@ -116,6 +125,9 @@ final class GenerateCommand {
         ShardLaunch launch = ShardFlags.launch(a);
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         boolean sharded = group != null && group.size() > 1;
+        if (spec.on() && sharded) {
+            throw new UsageException("--speculative " + spec.method() + " cannot run tensor-parallel");
+        }
         Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, sharded);
         if (NumericsFlag.notice(numerics) != null) {
@@ -138,7 +150,9 @@ final class GenerateCommand {
         }
         try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
                 LanguageModel model = Models.load(modelDir, kernels, numerics, dequantizedWeights,
-                        sharded ? new TensorShard(group) : null)) {
+                        sharded ? new TensorShard(group) : null);
+                LanguageModel draft = spec.draftModel() == null ? null
+                        : ((Speculation.DraftModel) spec.open(tokenizer, kernels, numerics, dequantizedWeights)).model()) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
@@ -159,20 +173,45 @@ final class GenerateCommand {
             // draws initial weights from it: --seed S therefore starts sampling where mx.random.seed(S)
             // plus those draws leaves the key. Without --seed: a clock-seeded generator, as MLX's.
             // Sharded, every rank must draw the same keys: rank 0's clock is the seed of all.
-            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), model.initRandomDraws())
+            // A draft model is loaded after the model, so its construction draws follow the model's.
+            int initDraws = model.initRandomDraws() + (draft == null ? 0 : draft.initRandomDraws());
+            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), initDraws)
                     : sharded ? EngineRng.seeded(rankZeroClock(group)) : EngineRng.fromClock();
             sampling = sampling.toBuilder().seed(null).build();
-            GenerationResult r = GenerateStep.run(model, prompt,
-                    new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize), sampling, engineRng,
-                    (GenerateStep.TokenListener) token -> {
-                        if (stream != null) {
-                            stream.add(token);
-                        }
-                        return true;
-                    });
+            GenerationOptions options = new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize);
+            GenerationResult r;
+            SpeculativeGenerate.Result speculative = null;
+            if (spec.on()) {
+                Speculation how = draft != null ? new Speculation.DraftModel(draft, spec.numDraftTokens())
+                        : spec.open(tokenizer, kernels, numerics, dequantizedWeights);
+                Mlx.resetPeakMemory();
+                speculative = SpeculativeGenerate.run(model, prompt, options, sampling, engineRng, how,
+                        (token, logprobs) -> {
+                            if (stream != null) {
+                                stream.add(token);
+                            }
+                            return true;
+                        });
+                r = new GenerationResult(prompt, speculative.tokens(), speculative.finishReason(),
+                        speculative.promptTimeNs(), speculative.generationTimeNs(), Mlx.memory().peakBytes(), null,
+                        null, null, speculative.tokenLogprobs());
+            } else {
+                r = GenerateStep.run(model, prompt, options, sampling, engineRng,
+                        (GenerateStep.TokenListener) token -> {
+                            if (stream != null) {
+                                stream.add(token);
+                            }
+                            return true;
+                        });
+            }
             String text = tokenizer.decode(r.tokens(), true);
             if (json) {
-                out.println(toJson(modelDir, r, text));
+                ObjectNode o = toJson(modelDir, r, text);
+                if (speculative != null) {
+                    o.putObject("speculative").put("method", spec.method())
+                            .put("proposed", speculative.proposedTokens()).put("accepted", speculative.acceptedTokens());
+                }
+                out.println(o);
             } else {
                 stream.finish();
                 out.println();
@@ -181,6 +220,10 @@ final class GenerateCommand {
                 out.printf("Generation: %d tokens, %.3f tokens-per-sec%n", r.tokens().length,
                         r.generationTokensPerSecond());
                 out.printf("Peak memory: %.3f GB%n", r.peakMemoryBytes() / 1e9);
+                if (speculative != null) {
+                    out.printf("Speculative (%s): %d proposed, %d accepted%n", spec.method(),
+                            speculative.proposedTokens(), speculative.acceptedTokens());
+                }
             }
             return 0;
         } catch (IOException e) {
@@ -249,7 +292,7 @@ final class GenerateCommand {
         return tokenizer.encode(rendered, false);
     }
 
-    private static String toJson(Path modelDir, GenerationResult r, String text) {
+    private static ObjectNode toJson(Path modelDir, GenerationResult r, String text) {
         ObjectNode o = JSON.createObjectNode();
         o.put("model", modelDir.toString());
         o.set("prompt_tokens", JSON.valueToTree(r.promptTokens()));
@@ -275,7 +318,7 @@ final class GenerateCommand {
                 }
             }
         }
-        return o.toString();
+        return o;
     }
 
     /**

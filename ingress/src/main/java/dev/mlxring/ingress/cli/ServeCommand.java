@@ -5,6 +5,7 @@ import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.ingress.SpeculativeDecoding;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -78,7 +79,7 @@ final class ServeCommand {
                             "on SIGTERM or Ctrl-C, how long accepted requests may still run; 0 cancels them at once")),
                     ConnectionFlags.FLAGS,
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
-                    PromptCacheFlags.FLAGS, ShardFlags.FLAGS),
+                    PromptCacheFlags.FLAGS, SpeculativeFlags.FLAGS, ShardFlags.FLAGS),
             """
             tensor-parallel, under MLX's launcher (docs/distributed.md):
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
@@ -158,6 +159,14 @@ final class ServeCommand {
         ConnectionLimits connections = ConnectionFlags.parse(a);
         KvQuantization kv = KvFlags.parse(a);
         int maxKvSize = KvFlags.maxKvSize(a);
+        SpeculativeDecoding speculative = SpeculativeFlags.parse(a);
+        if (speculative.on() && maxKvSize > 0) {
+            throw new UsageException("--speculative " + speculative.method() + " cannot be used with --max-kv-size "
+                    + "(its rotating caches cannot be rolled back)");
+        }
+        if (speculative.on() && launch != null) {
+            throw new UsageException("--speculative " + speculative.method() + " cannot run tensor-parallel");
+        }
         CpuKernels kernels = CpuKernelsFlag.parse(a);
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
@@ -192,7 +201,8 @@ final class ServeCommand {
             local = LocalEngine.open(modelDir, new LocalEngine.Options(
                     new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
                             .withMaxPromptTokens(maxPromptTokens),
-                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights), leader);
+                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights,
+                    speculative), leader);
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.mlx.ProjectHome;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -12,7 +14,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -239,5 +243,59 @@ class MainTest {
         }
         Files.createSymbolicLink(dir.resolve("model.safetensors"), src.resolve("model.safetensors"));
         return dir;
+    }
+
+    /**
+     * generate --speculative ngram and draft (the default model drafting for itself) end like the
+     * plain greedy run on a prompt that repeats itself, and report what they proposed and accepted.
+     */
+    @Test
+    void speculativeGenerateReportsItsProposalsAndEndsLikeThePlainRun() throws Exception {
+        String prompt = "1,9690,198,504,3575,282,504,3575,282,504,3575";
+        Run plain = run("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json");
+        assertEquals(0, plain.status(), plain.err());
+        JsonNode want = JSON.readTree(plain.out()).get("generated_tokens");
+        for (List<String> flags : List.of(List.of("--speculative", "ngram"),
+                List.of("--draft-model", defaultModel().toString(), "--num-draft-tokens", "2"))) {
+            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", prompt, "--max-tokens", "10",
+                    "--json"));
+            args.addAll(flags);
+            Run r = run(args.toArray(String[]::new));
+            assertEquals(0, r.status(), r.err());
+            JsonNode o = JSON.readTree(r.out());
+            assertEquals(want, o.get("generated_tokens"), flags + ": " + r.out());
+            JsonNode spec = o.get("speculative");
+            assertEquals(flags.get(0).equals("--speculative") ? "ngram" : "draft", spec.get("method").asText());
+            assertTrue(spec.get("proposed").asInt() > 0 && spec.get("accepted").asInt() <= spec.get("proposed").asInt(),
+                    r.out());
+        }
+    }
+
+    /** Speculative flags the run would not use, and settings it cannot honour, are refused by name. */
+    @Test
+    void speculativeFlagsThatCannotApplyAreRefused(@TempDir Path tmp) throws Exception {
+        Map<List<String>, String> cases = new LinkedHashMap<>();
+        cases.put(List.of("--num-draft-tokens", "2"), "--num-draft-tokens needs speculative decoding");
+        cases.put(List.of("--speculative", "draft"), "--speculative draft needs --draft-model DIR");
+        cases.put(List.of("--speculative", "maybe"), "--speculative must be ngram, draft or off, got 'maybe'");
+        cases.put(List.of("--speculative", "ngram", "--prompt-lookup-min", "3", "--prompt-lookup-max", "2"),
+                "--prompt-lookup-max 2 is below --prompt-lookup-min 3");
+        cases.put(List.of("--speculative", "ngram", "--max-kv-size", "64"), "cannot be used with --max-kv-size");
+        cases.put(List.of("--speculative", "ngram", "--repetition-penalty", "1.2"), "does not take logits processors");
+        // A draft whose tokenizer holds one more token than the model's.
+        ObjectNode tok = (ObjectNode) JSON.readTree(defaultModel().resolve("tokenizer.json").toFile());
+        ObjectNode extra = ((ArrayNode) tok.get("added_tokens")).addObject();
+        extra.put("id", 49152).put("content", "<extra_draft_token>").put("single_word", false).put("lstrip", false)
+                .put("rstrip", false).put("normalized", false).put("special", true);
+        Files.writeString(tmp.resolve("tokenizer.json"), JSON.writeValueAsString(tok));
+        Files.copy(defaultModel().resolve("tokenizer_config.json"), tmp.resolve("tokenizer_config.json"));
+        Files.copy(defaultModel().resolve("config.json"), tmp.resolve("config.json"));
+        cases.put(List.of("--draft-model", tmp.toString()), "the draft model's tokenizer does not match the model's");
+        for (Map.Entry<List<String>, String> c : cases.entrySet()) {
+            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198", "--max-tokens", "2"));
+            args.addAll(c.getKey());
+            Run r = run(args.toArray(String[]::new));
+            assertTrue(r.status() != 0 && r.err().contains(c.getValue()), c.getKey() + ": " + r.status() + " " + r.err());
+        }
     }
 }

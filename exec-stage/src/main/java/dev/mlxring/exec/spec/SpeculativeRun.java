@@ -1,0 +1,340 @@
+package dev.mlxring.exec.spec;
+
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.GenerationRun;
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.LogitsProcessors;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.exec.sample.SamplingRun;
+import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.Arrays;
+
+/**
+ * mlx-lm's {@code speculative_generate_step} for one row, as a resumable state machine: each
+ * {@link #advance()} runs one unit — the prefill (the source's, then the target's
+ * {@code _prefill}) or one verification round. A round asks the {@link DraftSource} for up to
+ * {@code min(max_tokens - produced, num_draft_tokens)} tokens, runs the target once over the
+ * pending token and the proposal ({@code m + 1} positions), turns the last {@code m + 1}
+ * positions' logits into {@code logits - logsumexp(logits, axis=-1)} and samples all of them in
+ * one sampler call (one key draw for the round), then accepts the longest prefix of the proposal
+ * equal to the target's sampled tokens (mlx-lm's rule), commits it and the target's token after
+ * it, and rolls the target's caches back by {@code m - accepted} and the source's as it needs.
+ * Committed tokens are always the target's samples, so the output follows the target alone; the
+ * proposal changes only how many positions one forward verifies.
+ *
+ * <p>The seams the batch uses: a round is "propose per row, one forward of {@code m + 1}
+ * positions, {@link #acceptedPrefix accept per row}, trim each row's caches to its accepted
+ * length". Refused here (fail closed): logits processors (penalties, {@code logit_bias}; mlx-lm
+ * threads their history through draft and target in a way not reproduced yet), {@code --max-kv-size},
+ * requests that could wrap a sliding-window layer's rotating cache (mlx-lm cannot trim it then:
+ * prompt plus {@code max_tokens} must stay below the smallest window of the model and of a draft
+ * model), and proposals of token ids outside the target's vocabulary (the proposal is cut before
+ * the first).
+ *
+ * <p>Owns its caches, its sampling state and the source; {@link #close()} frees them. Exec thread.
+ */
+public final class SpeculativeRun implements AutoCloseable {
+    /** What the last {@link #advance()} did. */
+    public enum Event {
+        PREFILLED,
+        TOKENS,
+        FINISHED
+    }
+
+    private final LanguageModel model;
+    private final int[] prompt;
+    private final GenerationOptions options;
+    private final SamplingRun sampling;
+    private final DraftSource source;
+    private final int numDraftTokens;
+    private final KvCache[] cache;
+
+    private boolean prefilled;
+    private boolean finished;
+    private String finishReason;
+    private int produced;
+    private int proposedTotal;
+    private int acceptedTotal;
+    /** The target's input for the next round: the token it has not seen yet. */
+    private int pending;
+    private int[] roundTokens = new int[0];
+    /** The round's {@code [m + 1, V]} logprobs; row i belongs to {@code roundTokens[i]}. */
+    private MlxArray roundLogprobs;
+
+    /**
+     * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
+     * @throws IllegalArgumentException for an empty prompt, ids outside the vocabulary, logits
+     *     processors, {@code --max-kv-size}, or a request longer than a sliding window of the model or the
+     *     draft model
+     */
+    public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
+            EngineRng engineRng, Speculation speculation) {
+        checkPrompt(model, prompt);
+        String refusal = refusal(model, prompt.length, options, params, speculation);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
+        }
+        GenerationRun.useGenerationStream();
+        this.model = model;
+        this.prompt = prompt.clone();
+        this.options = options;
+        this.numDraftTokens = speculation.numDraftTokens();
+        KvCache[] c = GenerationRun.newPromptCache(model, options);
+        SamplingRun s = null;
+        try {
+            s = SamplingRun.start(params, model.vocabSize(), engineRng);
+            this.source = speculation.open(s, options);
+        } catch (RuntimeException e) {
+            Arrays.stream(c).forEach(KvCache::close);
+            if (s != null) {
+                s.close();
+            }
+            throw e;
+        }
+        this.sampling = s;
+        this.cache = c;
+    }
+
+    /**
+     * Why a request of {@code promptLength} tokens with these options and params cannot speculate,
+     * or null when it can: logits processors (penalties, {@code logit_bias}), {@code --max-kv-size},
+     * or a prompt plus {@code max_tokens} that reaches a sliding window of the model or of the draft
+     * model (a rotating cache can be rolled back only until it wraps, mlx-lm's
+     * {@code is_trimmable}: {@code offset < max_size}; a verification forward leaves at most
+     * {@code prompt + max_tokens} positions in a cache). Builds no run; the caches it inspects are
+     * freed.
+     */
+    public static String refusal(LanguageModel model, int promptLength, GenerationOptions options,
+            SamplingParams params, Speculation speculation) {
+        if (!LogitsProcessors.make(params).isEmpty()) {
+            return "speculative decoding does not take logits processors yet "
+                    + "(repetition, presence and frequency penalties, logit_bias)";
+        }
+        if (options.maxKvSize() > 0) {
+            return "speculative decoding cannot be used with --max-kv-size (its rotating caches cannot be rolled back)";
+        }
+        String why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
+        if (why == null && speculation instanceof Speculation.DraftModel d) {
+            why = windowRefusal(d.model(), d.model().newCache(0), promptLength, options.maxTokens(), "the draft model");
+        }
+        return why;
+    }
+
+    private static String windowRefusal(LanguageModel m, KvCache[] caches, int promptLength, int maxTokens,
+            String which) {
+        int window = Integer.MAX_VALUE;
+        for (KvCache k : caches) {
+            if (k instanceof RotatingKvCache r) {
+                window = Math.min(window, r.maxSize());
+            }
+            k.close();
+        }
+        if ((long) promptLength + maxTokens < window) {
+            return null;
+        }
+        return "speculative decoding with " + which + " (model_type '" + m.modelType() + "') needs the prompt ("
+                + promptLength + " tokens) and max_tokens (" + maxTokens + ") to stay below its sliding window of "
+                + window + " positions: its rotating caches cannot be rolled back once they wrap";
+    }
+
+    private static void checkPrompt(LanguageModel model, int[] prompt) {
+        if (prompt.length == 0) {
+            throw new IllegalArgumentException("prompt must hold at least one token");
+        }
+        int vocab = model.vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
+                        + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+    }
+
+    /** Runs one unit; after {@link Event#FINISHED} it keeps answering FINISHED. */
+    public Event advance() {
+        if (finished) {
+            return Event.FINISHED;
+        }
+        closeRound();
+        if (!prefilled) {
+            source.start(prompt);
+            ChunkedPrefill.run(model, cache, prompt, options.prefillStepSize(), options.kvQuantization());
+            pending = prompt[prompt.length - 1];
+            prefilled = true;
+            if (options.maxTokens() == 0) {
+                return finish("length");
+            }
+            return Event.PREFILLED;
+        }
+        return verifyRound();
+    }
+
+    private Event verifyRound() {
+        int budget = Math.min(options.maxTokens() - produced, numDraftTokens);
+        int[] proposal = withinVocabulary(source.propose(budget));
+        int m = proposal.length;
+        int[] input = new int[m + 1];
+        input[0] = pending;
+        System.arraycopy(proposal, 0, input, 1, m);
+        int[] sampled;
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray logits = model.forward(Mlx.expandDims(Mlx.fromInts(input, input.length), 0), cache);
+            int length = logits.dim(1);
+            int vocab = logits.dim(2);
+            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab},
+                    new int[] {1, 1, 1}), 0);
+            if (options.kvQuantization() != null) {
+                options.kvQuantization().maybeQuantize(cache);
+            }
+            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
+            MlxArray tokens = sampling.sample(logprobs);
+            Mlx.eval(tokens, logprobs);
+            sampled = tokens.toIntArray();
+            roundLogprobs = logprobs.detach();
+        }
+        int accepted = acceptedPrefix(proposal, sampled);
+        proposedTotal += m;
+        acceptedTotal += accepted;
+        for (KvCache c : cache) {
+            c.trim(m - accepted);
+        }
+        source.accepted(accepted, sampled[accepted]);
+        pending = sampled[accepted];
+        return commit(Arrays.copyOf(sampled, accepted + 1));
+    }
+
+    /**
+     * mlx-lm's acceptance rule: the number of leading proposed tokens equal to the target's
+     * sampled token at the same position ({@code sampled} holds one more token than the proposal).
+     */
+    static int acceptedPrefix(int[] proposal, int[] sampled) {
+        int n = 0;
+        while (n < proposal.length && proposal[n] == sampled[n]) {
+            n++;
+        }
+        return n;
+    }
+
+    private int[] withinVocabulary(int[] proposal) {
+        int vocab = model.vocabSize();
+        for (int i = 0; i < proposal.length; i++) {
+            if (proposal[i] < 0 || proposal[i] >= vocab) {
+                return Arrays.copyOf(proposal, i);
+            }
+        }
+        return proposal;
+    }
+
+    /** Commits the round's tokens in order, ending at a stop token (not emitted) or at max_tokens. */
+    private Event commit(int[] tokens) {
+        int kept = 0;
+        String reason = null;
+        for (int t : tokens) {
+            if (options.isStop(t)) {
+                reason = "stop";
+                break;
+            }
+            kept++;
+            produced++;
+            if (produced == options.maxTokens()) {
+                reason = "length";
+                break;
+            }
+        }
+        roundTokens = Arrays.copyOf(tokens, kept);
+        if (reason != null) {
+            finished = true;
+            finishReason = reason;
+        }
+        return kept > 0 ? Event.TOKENS : Event.FINISHED;
+    }
+
+    private Event finish(String reason) {
+        finished = true;
+        finishReason = reason;
+        return Event.FINISHED;
+    }
+
+    private void closeRound() {
+        roundTokens = new int[0];
+        if (roundLogprobs != null) {
+            roundLogprobs.close();
+            roundLogprobs = null;
+        }
+    }
+
+    /**
+     * The tokens the last {@link Event#TOKENS} committed, in order (the round may also have
+     * finished the run: {@link #isFinished()}).
+     */
+    public int[] roundTokens() {
+        return roundTokens.clone();
+    }
+
+    /** The {@code [V]} logprobs of the round's token {@code i}, in the caller's scope; valid until the next advance. */
+    public MlxArray roundLogprobs(int i) {
+        if (i < 0 || i >= roundTokens.length) {
+            throw new IndexOutOfBoundsException("token " + i + " of a round of " + roundTokens.length);
+        }
+        int vocab = roundLogprobs.dim(1);
+        return Mlx.squeeze(Mlx.slice(roundLogprobs, new int[] {i, 0}, new int[] {i + 1, vocab}, new int[] {1, 1}), 0);
+    }
+
+    /** The round's token {@code i}'s logprob and its {@code topN} alternatives. */
+    public TokenLogprobs roundTokenLogprobs(int i, int topN) {
+        try (ArrayScope scope = ArrayScope.open()) {
+            return TokenLogprobs.of(roundLogprobs(i), roundTokens[i], topN);
+        }
+    }
+
+    public boolean isFinished() {
+        return finished;
+    }
+
+    /** {@code stop} or {@code length}; null until finished. */
+    public String finishReason() {
+        return finishReason;
+    }
+
+    public int completionTokens() {
+        return produced;
+    }
+
+    public int promptTokens() {
+        return prompt.length;
+    }
+
+    /** Proposed tokens the target verified, over the run. */
+    public int proposedTokens() {
+        return proposedTotal;
+    }
+
+    /** Proposed tokens the target accepted, over the run. */
+    public int acceptedTokens() {
+        return acceptedTotal;
+    }
+
+    /** The target's layer caches (owned here; valid until {@link #close()}). */
+    public KvCache[] caches() {
+        return cache.clone();
+    }
+
+    @Override
+    public void close() {
+        closeRound();
+        for (KvCache c : cache) {
+            c.close();
+        }
+        try {
+            source.close();
+        } finally {
+            sampling.close();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+package dev.mlxring.exec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.exec.generate.GenerationOptions;
+import dev.mlxring.exec.generate.ModelExecutor;
+import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.ExecutionRun;
+import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.StepResult;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A speculating {@link ModelExecutor} under the pipeline's step contract: each request it can take
+ * yields, one token per unit, exactly what {@link SpeculativeGenerate} yields (tokens, logprobs,
+ * finish reason; the parity with mlx-lm is {@code SpeculativeParityTest}'s); a request it cannot
+ * take (logits processors) runs as a plain executor runs it; and it opens no batch.
+ */
+class SpeculativeExecutionTest {
+    private static final int PREFILL_STEP = 32;
+    private static final int[] PHRASE = {11, 250, 37, 402, 99, 7, 310, 64, 128};
+    private static LanguageModel model;
+
+    @BeforeAll
+    static void load() throws Exception {
+        model = Models.load(OracleFixtures.build().work().resolve("models").resolve("llama-bf16"));
+    }
+
+    @AfterAll
+    static void free() {
+        model.close();
+    }
+
+    private static ExecutionPlan plan(int[] prompt, int maxTokens, SamplingParams params, int[] stop) {
+        return new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), params, maxTokens, stop, List.of(),
+                true, 2, List.of());
+    }
+
+    /** A run's entries: {@code token:logprob bits:top ids} per token, then its end. */
+    private static List<String> serial(ModelExecutor executor, ExecutionPlan plan) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (ExecutionRun run = executor.open(plan)) {
+            for (int unit = 0; ; unit++) {
+                assertTrue(unit < 1000, "the run does not end");
+                StepResult r = run.advance();
+                if (r.kind == StepResult.Kind.TOKEN) {
+                    out.add(r.token + ":" + Float.floatToRawIntBits(r.logprob) + ":" + r.topIds[0] + "," + r.topIds[1]);
+                } else if (r.kind != StepResult.Kind.PREFILLED) {
+                    out.add("end:" + r.kind + ":" + r.finishReason + ":" + run.completionTokens());
+                    return out;
+                }
+            }
+        }
+    }
+
+    private static List<String> expected(int[] prompt, int maxTokens, SamplingParams params, int[] stop,
+            Speculation speculation) {
+        SpeculativeGenerate.Result r = SpeculativeGenerate.run(model, prompt,
+                new GenerationOptions(maxTokens, PREFILL_STEP, stop, false), params, null, speculation,
+                (token, logprobs) -> true);
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < r.tokens().length; i++) {
+            var lp = r.tokenLogprobs().get(i);
+            out.add(r.tokens()[i] + ":" + Float.floatToRawIntBits(lp.logprob()) + ":" + lp.topIds()[0] + ","
+                    + lp.topIds()[1]);
+        }
+        out.add("end:FINISHED:" + r.finishReason() + ":" + r.tokens().length);
+        return out;
+    }
+
+    @Test
+    void eachRequestYieldsWhatTheSerialSpeculativeRunYields() throws Exception {
+        int[] prompt = IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams greedy = SamplingParams.builder().logprobs(true).topLogprobs(2).build();
+        SamplingParams seeded = greedy.toBuilder().temperature(0.15).topP(0.9).seed(5L).build();
+        for (Speculation speculation : List.of(new Speculation.PromptLookup(1, 3, 3),
+                new Speculation.DraftModel(model, 2))) {
+            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1), speculation);
+            for (SamplingParams params : List.of(greedy, seeded)) {
+                List<String> want = expected(prompt, 24, params, new int[0], speculation);
+                assertEquals(want, serial(executor, plan(prompt, 24, params, new int[0])), speculation + " " + params);
+                // A stop id in the middle of a round ends the run there, the tokens before it delivered.
+                int stop = Integer.parseInt(want.get(5).split(":")[0]);
+                List<String> stopped = serial(executor, plan(prompt, 24, params, new int[] {stop}));
+                assertEquals(expected(prompt, 24, params, new int[] {stop}, speculation), stopped);
+                assertTrue(stopped.getLast().startsWith("end:FINISHED:stop:"), stopped.getLast());
+            }
+            assertNull(executor.openBatch(8, 8), "a speculating executor serves one request at a time");
+        }
+    }
+
+    @Test
+    void aRequestWithLogitsProcessorsRunsWithoutSpeculation() throws Exception {
+        int[] prompt = IntStream.range(0, 20).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams penalized = SamplingParams.builder().logprobs(true).topLogprobs(2).repetitionPenalty(1.3).build();
+        ModelExecutor speculating = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1),
+                new Speculation.PromptLookup(1, 3, 3));
+        ModelExecutor plain = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1));
+        List<String> got = serial(speculating, plan(prompt, 16, penalized, new int[0]));
+        assertEquals(serial(plain, plan(prompt, 16, penalized, new int[0])), got);
+        assertNotEquals(serial(plain, plan(prompt, 16, penalized.toBuilder().repetitionPenalty(0).build(), new int[0])),
+                got, "the penalty changes the output, so the comparison above can tell the paths apart");
+    }
+}
