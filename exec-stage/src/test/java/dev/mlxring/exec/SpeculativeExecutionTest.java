@@ -10,7 +10,7 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.pipeline.ExecutionPlan;

@@ -5,7 +5,7 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Numerics;
-import dev.mlxring.prep.HfTokenizer;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.nio.file.Path;
 

@@ -40,18 +40,4 @@ public record KvQuantization(int bits, int groupSize, int quantizedKvStart) {
                     + " (the quantized KV cache groups that axis)");
         }
     }
-
-    /**
-     * mlx-lm's {@code maybe_quantize_kv_cache}: every full-precision layer cache whose offset is at
-     * least {@code quantizedKvStart} is replaced in {@code cache} by its {@code to_quantized(groupSize,
-     * bits)} copy and freed, as Python drops it.
-     */
-    public void maybeQuantize(KvCache[] cache) {
-        for (int i = 0; i < cache.length; i++) {
-            if (cache[i] instanceof DenseKvCache dense && dense.offset() >= quantizedKvStart) {
-                cache[i] = dense.toQuantized(groupSize, bits);
-                dense.close();
-            }
-        }
-    }
 }

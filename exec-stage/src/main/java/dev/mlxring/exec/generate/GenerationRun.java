@@ -1,5 +1,6 @@
 package dev.mlxring.exec.generate;
 
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
@@ -400,7 +401,7 @@ public final class GenerationRun implements AutoCloseable {
     private void maybeQuantizeKvCache() {
         KvQuantization q = options.kvQuantization();
         if (q != null) {
-            q.maybeQuantize(cache);
+            QuantizedKvCache.maybeQuantize(q, cache);
         }
     }
 

@@ -1,5 +1,7 @@
 package dev.mlxring.exec.kv;
 
+import dev.mlxring.pipeline.KvQuantization;
+
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -228,4 +230,18 @@ public final class QuantizedKvCache implements KvCache {
         }
         offset = 0;
     }
+    /**
+     * mlx-lm's {@code maybe_quantize_kv_cache}: every full-precision layer cache whose offset is at
+     * least {@code q.quantizedKvStart()} is replaced in {@code cache} by its {@code
+     * to_quantized(group_size, bits)} copy and freed, as Python drops it.
+     */
+    public static void maybeQuantize(KvQuantization q, KvCache[] cache) {
+        for (int i = 0; i < cache.length; i++) {
+            if (cache[i] instanceof DenseKvCache dense && dense.offset() >= q.quantizedKvStart()) {
+                cache[i] = dense.toQuantized(q.groupSize(), q.bits());
+                dense.close();
+            }
+        }
+    }
+
 }

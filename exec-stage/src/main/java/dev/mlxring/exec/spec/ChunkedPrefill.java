@@ -1,7 +1,8 @@
 package dev.mlxring.exec.spec;
 
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
@@ -28,7 +29,7 @@ final class ChunkedPrefill {
                     model.forward(Mlx.expandDims(chunk, 0), cache);
                 }
                 if (quantization != null) {
-                    quantization.maybeQuantize(cache);
+                    QuantizedKvCache.maybeQuantize(quantization, cache);
                 }
                 Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
             }

@@ -1,7 +1,8 @@
 package dev.mlxring.exec.spec;
 
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.kv.KvQuantization;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.mlx.ArrayScope;
@@ -74,7 +75,7 @@ public final class DraftModelSource implements DraftSource {
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
                     new int[] {1, 1, 1}), 0);
             if (quantization != null) {
-                quantization.maybeQuantize(cache);
+                QuantizedKvCache.maybeQuantize(quantization, cache);
             }
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(draft.cpuKernels(), logits, -1, true));
             return sampling.sample(logprobs).itemInt();

@@ -4,7 +4,7 @@ import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ArrayScope;
 import java.util.ArrayList;

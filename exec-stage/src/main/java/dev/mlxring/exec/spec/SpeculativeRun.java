@@ -1,5 +1,6 @@
 package dev.mlxring.exec.spec;
 
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.kv.KvCache;
@@ -7,7 +8,7 @@ import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.LogitsProcessors;
-import dev.mlxring.exec.sample.SamplingParams;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ArrayScope;
@@ -190,7 +191,7 @@ public final class SpeculativeRun implements AutoCloseable {
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab},
                     new int[] {1, 1, 1}), 0);
             if (options.kvQuantization() != null) {
-                options.kvQuantization().maybeQuantize(cache);
+                QuantizedKvCache.maybeQuantize(options.kvQuantization(), cache);
             }
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
             MlxArray tokens = sampling.sample(logprobs);
