@@ -170,10 +170,11 @@ class BatchSchedulerTest {
     @Test
     void aRowThatFailsAloneFailsOnlyItsSession() throws Exception {
         start(batched(3));
+        exec.failingMaxTokens = 17;
         var bad = new RecordingListener();
         var good = new RecordingListener();
         Session g = engine.submit(text("g", "a b", 6), good);
-        Session b = engine.submit(text("b", "a b c", ScriptedExecutor.FAILS_AFTER_TWO), bad);
+        Session b = engine.submit(text("b", "a b c", 17), bad);
         Outcome o = await(b, bad);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
@@ -239,6 +240,7 @@ class BatchSchedulerTest {
     @Test
     void aRefusedRowFailsAlone() throws Exception {
         start(batched(4));
+        exec.refusedMaxTokens = 13;
         var bad = new RecordingListener();
         var good = new RecordingListener();
         Session b = engine.submit(text("bad", "a", 13), bad);

@@ -82,9 +82,10 @@ class EngineLifecycleTest {
     @Test
     void aRunThatFailsAloneFailsOnlyItsSession() throws Exception {
         start(EngineConfig.defaults());
+        exec.failingMaxTokens = 17;
         var bad = new RecordingListener();
         var good = new RecordingListener();
-        Session b = engine.submit(text("x y", ScriptedExecutor.FAILS_AFTER_TWO), bad);
+        Session b = engine.submit(text("x y", 17), bad);
         Session g = engine.submit(text("fine", 3), good);
         Outcome o = await(b, bad);
         assertEquals(Lifecycle.FAILED, o.state());

@@ -14,17 +14,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The batch {@link ScriptedExecutor#openBatch} offers, with its runs' row semantics: each row runs
  * the executor's {@code prefillChunks} units of prefill, then commits its script's ids, one per
  * unit; it finishes with "length" in the unit that commits its max_tokens-th token, else with
- * "stop" in the unit after its script's last id. A plan of max_tokens
- * {@value ScriptedExecutor#FAILS_AFTER_TWO} fails alone after two tokens. Plans with a KV scheme are
- * not accepted; max_tokens {@value #REFUSED_MAX_TOKENS} is refused at insert. Records the most rows
+ * "stop" in the unit after its script's last id; the executor's opt-in failures
+ * and refusals apply to rows as to runs. Plans with a KV scheme are not accepted. Records the most rows
  * it held at once, its units, and its events ("insert:id", "remove:id", "finish:id", "fail:id") in
  * the executor's log. Called on the exec thread only; the test reads the counters and sets the
  * volatile knobs.
  */
 public final class ScriptedBatch implements ExecutionBatch {
-    /** max_tokens that {@link #insert} refuses with a request error. */
-    public static final int REFUSED_MAX_TOKENS = 13;
-
     private final ScriptedExecutor exec;
     private final int maxRows;
     private final LinkedHashMap<Integer, Row> rows = new LinkedHashMap<>();
@@ -78,9 +74,7 @@ public final class ScriptedBatch implements ExecutionBatch {
 
     @Override
     public int insert(ExecutionPlan plan) throws RequestException {
-        if (plan.maxTokens() == REFUSED_MAX_TOKENS) {
-            throw new RequestException(Outcome.ErrorType.INVALID_REQUEST, "max_tokens " + REFUSED_MAX_TOKENS + " is refused");
-        }
+        exec.refuseIfScripted(plan);
         if (rows.size() == maxRows) {
             throw new IllegalStateException("more rows than the cap " + maxRows);
         }
@@ -157,7 +151,7 @@ public final class ScriptedBatch implements ExecutionBatch {
                 }
                 continue;
             }
-            if (r.produced == 2 && r.plan.maxTokens() == ScriptedExecutor.FAILS_AFTER_TWO) {
+            if (exec.failsNow(r.plan, r.produced)) {
                 out.fail(e.getKey(), Outcome.ErrorType.INVALID_REQUEST, ScriptedExecutor.DRY, r.usage());
                 exec.events.add("fail:" + r.plan.requestId());
                 it.remove();

@@ -5,6 +5,7 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome;
+import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -16,8 +17,10 @@ import java.util.function.Function;
  *
  * <p>A run prefills in {@link #prefillChunks} units, then commits the ids its {@code script} gives
  * for the plan, one per {@code advance()}; it finishes with "length" at the plan's max_tokens, else
- * with "stop" (EOS) after the last id. A plan of max_tokens {@value #FAILS_AFTER_TWO} fails alone
- * after its second token with {@link #DRY} (as a run whose token constraint ran dry). When the plan
+ * with "stop" (EOS) after the last id. Opt-in failures, by the plan's max_tokens: a plan of
+ * {@link #failingMaxTokens} fails alone after its second token with {@link #DRY} (as a run whose
+ * token constraint ran dry); a plan of {@link #refusedMaxTokens} is refused when its run opens or
+ * its row is inserted. When the plan
  * asks for logprobs, each token has logprob -0.5 and itself as the one top alternative, or with
  * {@link #alternatives()} the plan's {@code topLogprobs} alternatives. Every run reports
  * {@link #cachedTokens} (capped at its prompt) as read from the prefix cache.
@@ -28,10 +31,7 @@ import java.util.function.Function;
  * are written on the exec thread and read by the test.
  */
 public final class ScriptedExecutor implements Executor {
-    /** max_tokens that makes a run or row fail alone after two tokens ({@link StepResult.Kind#FAILED}). */
-    public static final int FAILS_AFTER_TWO = 17;
-
-    /** The failure such a run or row reports. */
+    /** The failure a run or row of {@link #failingMaxTokens} reports. */
     public static final String DRY = "scripted constraint can no longer be satisfied";
 
     /** The logprob of every scripted token and of its one alternative. */
@@ -58,6 +58,13 @@ public final class ScriptedExecutor implements Executor {
      * that requests stay running while a test acts.
      */
     public volatile long stepSleepMs;
+    /**
+     * A run or row whose plan has this max_tokens fails alone after its second token
+     * ({@link StepResult.Kind#FAILED}, {@link #DRY}); 0: none.
+     */
+    public volatile int failingMaxTokens;
+    /** A plan of this max_tokens is refused (a request error) when its run opens or row is inserted; 0: none. */
+    public volatile int refusedMaxTokens;
     /** Prefill units a run or row takes before its first token; read when it opens. */
     public volatile int prefillChunks = 1;
     /** While set, every decode step of a serial run waits on it first. */
@@ -135,8 +142,23 @@ public final class ScriptedExecutor implements Executor {
         return b;
     }
 
+    /** Throws the request error that refuses {@code plan} when its max_tokens is {@link #refusedMaxTokens}. */
+    void refuseIfScripted(ExecutionPlan plan) throws RequestException {
+        int refused = refusedMaxTokens;
+        if (refused > 0 && plan.maxTokens() == refused) {
+            throw new RequestException(Outcome.ErrorType.INVALID_REQUEST, "max_tokens " + refused + " is refused");
+        }
+    }
+
+    /** Whether a run or row of {@code plan} that committed {@code produced} tokens fails now. */
+    boolean failsNow(ExecutionPlan plan, int produced) {
+        int failing = failingMaxTokens;
+        return produced == 2 && failing > 0 && plan.maxTokens() == failing;
+    }
+
     @Override
-    public ExecutionRun open(ExecutionPlan plan) {
+    public ExecutionRun open(ExecutionPlan plan) throws RequestException {
+        refuseIfScripted(plan);
         thread = Thread.currentThread();
         openRuns.incrementAndGet();
         events.add("open:" + plan.requestId());
@@ -219,7 +241,7 @@ public final class ScriptedExecutor implements Executor {
             if (!hasIdAt(ids, produced)) {
                 return r.finished("stop");
             }
-            if (produced == 2 && plan.maxTokens() == FAILS_AFTER_TWO) {
+            if (failsNow(plan, produced)) {
                 return r.failed(Outcome.ErrorType.INVALID_REQUEST, DRY);
             }
             producedTokens.incrementAndGet();
