@@ -130,14 +130,7 @@ public final class ScriptedBatch implements ExecutionBatch {
         if (readsChunk) {
             ScriptedExecutor.sleep(prefillUnitMillis);
         }
-        CountDownLatch gate = unitGate;
-        if (gate != null) {
-            try {
-                gate.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        ScriptedExecutor.await(unitGate);
         units.incrementAndGet();
         if (failWhenRows > 0 && rows.size() == failWhenRows) {
             throw new IllegalStateException("unit failed");

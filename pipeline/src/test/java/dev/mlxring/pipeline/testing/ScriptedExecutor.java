@@ -7,6 +7,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,10 +21,10 @@ import java.util.function.Function;
  * with "stop" (EOS) after the last id. Opt-in failures, by the plan's max_tokens: a plan of
  * {@link #failingMaxTokens} fails alone after its second token with {@link #DRY} (as a run whose
  * token constraint ran dry); a plan of {@link #refusedMaxTokens} is refused when its run opens or
- * its row is inserted. When the plan
- * asks for logprobs, each token has logprob -0.5 and itself as the one top alternative, or with
- * {@link #alternatives()} the plan's {@code topLogprobs} alternatives. Every run reports
- * {@link #cachedTokens} (capped at its prompt) as read from the prefix cache.
+ * its row is inserted. When the plan asks for logprobs, each token has logprob {@value #LOGPROB}
+ * and itself as the one top alternative, or with {@link #alternatives()} the plan's
+ * {@code topLogprobs} alternatives. Every run reports {@link #cachedTokens} (capped at its prompt)
+ * as read from the prefix cache.
  *
  * <p>With {@link #batching} on, {@link #openBatch} offers a {@link ScriptedBatch} whose rows follow
  * the same script; off, the engine runs the serial loop. The fields are set by a test before or
@@ -79,11 +80,11 @@ public final class ScriptedExecutor implements Executor {
     public volatile boolean closed;
 
     /**
-     * @param script the ids a plan's run commits, in order
+     * @param script the ids a plan's run commits, in order (not null; {@link #counting()} counts)
      * @param stepSleepMs the initial {@link #stepSleepMs}
      */
     public ScriptedExecutor(Function<ExecutionPlan, int[]> script, long stepSleepMs) {
-        this(script, stepSleepMs, false);
+        this(Objects.requireNonNull(script, "script"), stepSleepMs, false);
     }
 
     /** Commits the ids {@code script} gives, unpaced. */
@@ -189,7 +190,8 @@ public final class ScriptedExecutor implements Executor {
         r.topLogprobs[0] = LOGPROB;
     }
 
-    private static void await(CountDownLatch gate) {
+    /** Waits on {@code gate} when set, keeping an interrupt for the caller. */
+    static void await(CountDownLatch gate) {
         if (gate == null) {
             return;
         }
