@@ -20,6 +20,7 @@ import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.TokenConstraint;
+import dev.mlxring.pipeline.testing.CountingConstraint;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;

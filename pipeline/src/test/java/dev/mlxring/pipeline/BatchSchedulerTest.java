@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedBatch;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
+import dev.mlxring.pipeline.testing.WordStages;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -18,26 +22,26 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The continuous-batching policy ({@link BatchScheduler}) through the whole engine, over the
- * {@link FakeStages.Batch} double: admission order and cap, rows leaving alone (cancel, stop
+ * {@link ScriptedBatch} double: admission order and cap, rows leaving alone (cancel, stop
  * string, refusal, a stalled reader), a failed unit, a session the batch cannot run, shutdown.
  * Every session ends in exactly one outcome. Waits are on conditions, never on a sleep.
  */
 class BatchSchedulerTest {
-    private FakeStages.Exec exec;
+    private ScriptedExecutor exec;
     private Engine engine;
 
     private Engine start(EngineConfig config) {
-        exec = new FakeStages.Exec();
+        exec = ScriptedExecutor.counting();
         exec.batching = true;
         // "kv ..." prompts carry a quantized KV scheme: the batch does not accept them.
         Planner planner = (r, p) -> {
-            ExecutionPlan plain = FakeStages.plan(r, p);
+            ExecutionPlan plain = WordStages.plan(r, p);
             boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
             return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
                     plain.stopStrings(), false, 0, List.of(), kv ? KvQuantization.of(8) : null);
         };
-        engine = Engine.builder().config(config).preparer(FakeStages::prepare).planner(planner).executor(exec)
-                .sinks(FakeStages::textSink).start();
+        engine = Engine.builder().config(config).preparer(WordStages::prepare).planner(planner).executor(exec)
+                .sinks(WordStages::textSink).start();
         return engine;
     }
 
@@ -56,7 +60,7 @@ class BatchSchedulerTest {
         return new GenerationRequest(id, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
     }
 
-    private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
+    private static Outcome await(Session s, RecordingListener r) throws Exception {
         return r.await(s);
     }
 
@@ -93,13 +97,14 @@ class BatchSchedulerTest {
     void decodeOnlyUnitsRunBetweenTheChunksOfALongPrompt(double share) throws Exception {
         start(batched(4).withPrefillInterleave(share, false));
         exec.prefillChunks = 0;
-        var running = new FakeStages.Recorder();
-        Session a = engine.submit(text("a", "a", 1_000_000), running);
+        var running = new RecordingListener();
+        // Row a generates throughout: its budget outlasts the six chunks at any unit speed.
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
         waitFor(() -> running.spans.get() >= 2, "the first row generating");
         exec.batch.decodeOnlyUnits = true;
         exec.batch.prefillUnitMillis = 20;
         exec.prefillChunks = 6;
-        var longPrompt = new FakeStages.Recorder();
+        var longPrompt = new RecordingListener();
         Session b = engine.submit(text("b", "a b", 3), longPrompt);
         Outcome o = await(b, longPrompt);
         assertEquals(Lifecycle.COMPLETED, o.state());
@@ -123,7 +128,7 @@ class BatchSchedulerTest {
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));
         exec.cachedTokens = 1;
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("r0", "a b", 3), r);
         await(s, r);
         assertEquals(1, r.cachedAtFirstSpan.get());
@@ -134,14 +139,14 @@ class BatchSchedulerTest {
         start(batched(3));
         CountDownLatch gate = new CountDownLatch(1);
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         exec.prefillChunks = 1;
-        Session first = engine.submit(text("r0", "a", 6), recs.add(new FakeStages.Recorder()) ? recs.get(0) : null);
+        Session first = engine.submit(text("r0", "a", 6), recs.add(new RecordingListener()) ? recs.get(0) : null);
         sessions.add(first);
         waitFor(() -> exec.batch != null, "the batch");
         exec.batch.unitGate = gate;
         for (int i = 1; i < 7; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("r" + i, "a b", 6), r));
         }
@@ -165,14 +170,15 @@ class BatchSchedulerTest {
     @Test
     void aRowThatFailsAloneFailsOnlyItsSession() throws Exception {
         start(batched(3));
-        var bad = new FakeStages.Recorder();
-        var good = new FakeStages.Recorder();
+        exec.failingMaxTokens = 17;
+        var bad = new RecordingListener();
+        var good = new RecordingListener();
         Session g = engine.submit(text("g", "a b", 6), good);
-        Session b = engine.submit(text("b", "a b c", FakeStages.FAILS_AFTER_TWO), bad);
+        Session b = engine.submit(text("b", "a b c", 17), bad);
         Outcome o = await(b, bad);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
-        assertEquals(FakeStages.DRY, o.message());
+        assertEquals(ScriptedExecutor.DRY, o.message());
         assertEquals(tokens(2), bad.text.toString(), "the tokens before the failure were delivered");
         assertEquals(new Usage(3, 2, 0), o.usage());
         Outcome go = await(g, good);
@@ -189,9 +195,9 @@ class BatchSchedulerTest {
         start(batched(4));
         exec.stepSleepMs = 0;
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("c" + i, "a", 1_000_000), r));
         }
@@ -218,8 +224,8 @@ class BatchSchedulerTest {
     @Test
     void aStopStringEndsOnlyItsRow() throws Exception {
         start(batched(4));
-        var stopped = new FakeStages.Recorder();
-        var other = new FakeStages.Recorder();
+        var stopped = new RecordingListener();
+        var other = new RecordingListener();
         Session s1 = engine.submit(text("s1", "a", 10, "4 "), stopped);
         Session s2 = engine.submit(text("s2", "a", 10), other);
         Outcome o1 = await(s1, stopped);
@@ -234,8 +240,9 @@ class BatchSchedulerTest {
     @Test
     void aRefusedRowFailsAlone() throws Exception {
         start(batched(4));
-        var bad = new FakeStages.Recorder();
-        var good = new FakeStages.Recorder();
+        exec.refusedMaxTokens = 13;
+        var bad = new RecordingListener();
+        var good = new RecordingListener();
         Session b = engine.submit(text("bad", "a", 13), bad);
         Session g = engine.submit(text("good", "a", 5), good);
         Outcome ob = await(b, bad);
@@ -251,8 +258,8 @@ class BatchSchedulerTest {
         start(batched(4));
         waitFor(() -> exec.batch != null, "the batch");
         exec.batch.failWhenRows = 2;
-        var r1 = new FakeStages.Recorder();
-        var r2 = new FakeStages.Recorder();
+        var r1 = new RecordingListener();
+        var r2 = new RecordingListener();
         Session s1 = engine.submit(text("f1", "a", 1_000_000), r1);
         waitFor(() -> r1.spans.get() > 0, "the first row streaming");
         Session s2 = engine.submit(text("f2", "a", 1_000_000), r2);
@@ -262,7 +269,7 @@ class BatchSchedulerTest {
             assertTrue(o.message().contains("unit failed"), o.message());
         }
         assertTrue(exec.batch != null && exec.batchesOpened.get() == 2, "a fresh batch replaced the failed one");
-        var r3 = new FakeStages.Recorder();
+        var r3 = new RecordingListener();
         Session s3 = engine.submit(text("f3", "a", 4), r3);
         assertEquals(Lifecycle.COMPLETED, await(s3, r3).state());
         assertEquals(tokens(4), r3.text.toString());
@@ -275,15 +282,15 @@ class BatchSchedulerTest {
         waitFor(() -> exec.batch != null, "the batch");
         CountDownLatch gate = new CountDownLatch(1);
         exec.batch.unitGate = gate;
-        var ra = new FakeStages.Recorder();
-        var rk = new FakeStages.Recorder();
-        var rb = new FakeStages.Recorder();
+        var ra = new RecordingListener();
+        var rk = new RecordingListener();
+        var rb = new RecordingListener();
         Session a = engine.submit(text("A", "a", 20), ra);
         Session k = engine.submit(text("K", "kv a", 3), rk);
         Session b = engine.submit(text("B", "a", 3), rb);
         holdFirstUnitUntilQueued(List.of(a, k, b), gate);
         for (var p : List.of(List.of(a, ra), List.of(k, rk), List.of(b, rb))) {
-            assertEquals(Lifecycle.COMPLETED, await((Session) p.get(0), (FakeStages.Recorder) p.get(1)).state());
+            assertEquals(Lifecycle.COMPLETED, await((Session) p.get(0), (RecordingListener) p.get(1)).state());
         }
         List<String> events = List.copyOf(exec.events);
         assertTrue(events.indexOf("open:K") > events.indexOf("finish:A"), "K ran alone after A: " + events);
@@ -297,8 +304,8 @@ class BatchSchedulerTest {
         // A second of idle deadline: the reader that does read must never look stalled, even when a busy
         // machine starves the sink thread for a moment.
         start(batched(4).withCredits(4, 1_000_000_000L));
-        var stalled = new FakeStages.Recorder(false); // never releases credits
-        var reader = new FakeStages.Recorder();
+        var stalled = new RecordingListener(false); // never releases credits
+        var reader = new RecordingListener();
         Session s = engine.submit(text("slow", "a", 1000), stalled);
         Session r = engine.submit(text("fast", "a", 30), reader);
         Outcome os = await(s, stalled);
@@ -314,14 +321,14 @@ class BatchSchedulerTest {
     void shutdownEndsEveryRowOnceAndClosesTheBatch() throws Exception {
         start(batched(4));
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("d" + i, "a", 1_000_000), r));
         }
         waitFor(() -> recs.stream().allMatch(r -> r.spans.get() > 0), "every row streaming");
-        FakeStages.Batch batch = exec.batch;
+        ScriptedBatch batch = exec.batch;
         engine.close();
         for (int i = 0; i < 3; i++) {
             assertEquals(Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
@@ -340,13 +347,13 @@ class BatchSchedulerTest {
         CountDownLatch gate = new CountDownLatch(1);
         exec.batch.unitGate = gate;
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("k" + i, "a", 10), r));
         }
-        var tooBig = new FakeStages.Recorder();
+        var tooBig = new RecordingListener();
         Session big = engine.submit(text("big", "a", 40), tooBig);
         holdFirstUnitUntilQueued(List.of(sessions.get(0), sessions.get(1), sessions.get(2), sessions.get(3), big), gate);
         for (int i = 0; i < 4; i++) {
@@ -363,7 +370,7 @@ class BatchSchedulerTest {
     @Test
     void decodeConcurrencyOneNeverOpensABatch() throws Exception {
         start(EngineConfig.defaults());
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("solo", "a", 3), r);
         assertEquals(Lifecycle.COMPLETED, await(s, r).state());
         assertEquals(0, exec.batchesOpened.get());

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
+import dev.mlxring.pipeline.testing.WordStages;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -22,14 +25,14 @@ class EngineAbandonTest {
 
     @Test
     void aBlockedExecFailsEverySessionInFlightOnceAndHealthSaysWhy() throws Exception {
-        FakeStages.Exec exec = new FakeStages.Exec();
+        ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
         exec.decodeGate = stuck;
         try (Engine engine = Engine.builder().config(EngineConfig.defaults())
-                .preparer(FakeStages::prepare).planner(FakeStages::plan).executor(exec).sinks(FakeStages::textSink)
+                .preparer(WordStages::prepare).planner(WordStages::plan).executor(exec).sinks(WordStages::textSink)
                 .start()) {
-            var running = new FakeStages.Recorder();
-            var queued = new FakeStages.Recorder();
+            var running = new RecordingListener();
+            var queued = new RecordingListener();
             Session a = engine.submit(text("a b", 4), running);
             Session b = engine.submit(text("c d", 4), queued);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -63,14 +66,14 @@ class EngineAbandonTest {
 
     @Test
     void closeDoesNotWaitForEverOnAnExecThatWasAbandoned() throws Exception {
-        FakeStages.Exec exec = new FakeStages.Exec();
+        ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
         exec.decodeGate = stuck;
         Engine engine = Engine.builder().config(EngineConfig.defaults())
-                .preparer(FakeStages::prepare).planner(FakeStages::plan).executor(exec).sinks(FakeStages::textSink)
+                .preparer(WordStages::prepare).planner(WordStages::plan).executor(exec).sinks(WordStages::textSink)
                 .start();
         try {
-            var running = new FakeStages.Recorder();
+            var running = new RecordingListener();
             Session a = engine.submit(text("a b", 4), running);
             while (a.state() != Lifecycle.RUNNING) {
                 Thread.onSpinWait();

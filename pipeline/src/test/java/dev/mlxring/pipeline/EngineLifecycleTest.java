@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.testing.CountingConstraint;
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
+import dev.mlxring.pipeline.testing.WordStages;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -17,13 +21,13 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** Every path ends in exactly one outcome and releases what it held. */
 class EngineLifecycleTest {
-    private FakeStages.Exec exec;
+    private ScriptedExecutor exec;
     private Engine engine;
 
     private Engine start(EngineConfig config) {
-        exec = new FakeStages.Exec();
-        engine = Engine.builder().config(config).preparer(FakeStages::prepare).planner(FakeStages::plan)
-                .executor(exec).sinks(FakeStages::textSink).start();
+        exec = ScriptedExecutor.counting();
+        engine = Engine.builder().config(config).preparer(WordStages::prepare).planner(WordStages::plan)
+                .executor(exec).sinks(WordStages::textSink).start();
         return engine;
     }
 
@@ -38,14 +42,14 @@ class EngineLifecycleTest {
         return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
     }
 
-    private static Outcome await(Session s, FakeStages.Recorder r) throws Exception {
+    private static Outcome await(Session s, RecordingListener r) throws Exception {
         return r.await(s);
     }
 
     @Test
     void completesWithAllTokensInOrder() throws Exception {
         start(EngineConfig.defaults());
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("aa bbb c", 5), r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.COMPLETED, o.state());
@@ -60,9 +64,9 @@ class EngineLifecycleTest {
     void manySessionsRunInAdmissionOrderOnTheExecThread() throws Exception {
         start(EngineConfig.defaults());
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 20; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("x y", 3), r));
         }
@@ -78,14 +82,15 @@ class EngineLifecycleTest {
     @Test
     void aRunThatFailsAloneFailsOnlyItsSession() throws Exception {
         start(EngineConfig.defaults());
-        var bad = new FakeStages.Recorder();
-        var good = new FakeStages.Recorder();
-        Session b = engine.submit(text("x y", FakeStages.FAILS_AFTER_TWO), bad);
+        exec.failingMaxTokens = 17;
+        var bad = new RecordingListener();
+        var good = new RecordingListener();
+        Session b = engine.submit(text("x y", 17), bad);
         Session g = engine.submit(text("fine", 3), good);
         Outcome o = await(b, bad);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
-        assertEquals(FakeStages.DRY, o.message());
+        assertEquals(ScriptedExecutor.DRY, o.message());
         assertEquals("1 2 ", bad.text.toString(), "the tokens before the failure were delivered");
         assertEquals(new Usage(2, 2, 0), o.usage());
         assertEquals(Lifecycle.COMPLETED, await(g, good).state());
@@ -96,8 +101,8 @@ class EngineLifecycleTest {
     @Test
     void preparationFailureFailsOnlyThatSession() throws Exception {
         start(EngineConfig.defaults());
-        var bad = new FakeStages.Recorder();
-        var good = new FakeStages.Recorder();
+        var bad = new RecordingListener();
+        var good = new RecordingListener();
         Session b = engine.submit(text("FAIL now", 3), bad);
         Session g = engine.submit(text("fine", 3), good);
         Outcome o = await(b, bad);
@@ -111,9 +116,9 @@ class EngineLifecycleTest {
     void cancelBeforeItStartsNeverOpensARun() throws Exception {
         start(EngineConfig.defaults());
         exec.decodeGate = new CountDownLatch(1);
-        var first = new FakeStages.Recorder();
+        var first = new RecordingListener();
         Session running = engine.submit(text("a", 2), first);
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session queued = engine.submit(text("b", 2), r);
         queued.cancel("client went away");
         exec.decodeGate.countDown();
@@ -124,51 +129,27 @@ class EngineLifecycleTest {
         assertEquals(1, exec.openRuns.get());
     }
 
-    /** Counts closes; allows every token. */
-    private static final class CountingConstraint implements TokenConstraint {
-        final java.util.concurrent.atomic.AtomicInteger closes = new java.util.concurrent.atomic.AtomicInteger();
-
-        @Override
-        public boolean allowedTokens(int[] words) {
-            java.util.Arrays.fill(words, -1);
-            return true;
-        }
-
-        @Override
-        public void consume(int token) {}
-
-        @Override
-        public String error() {
-            return null;
-        }
-
-        @Override
-        public void close() {
-            closes.incrementAndGet();
-        }
-    }
-
     /**
      * A session settled before exec opened its run (cancelled while queued) closes its plan's
      * token constraint once; a session whose run opened leaves it to the executor.
      */
     @Test
     void aConstraintNeverHandedToTheExecutorIsClosedWhenItsSessionSettles() throws Exception {
-        exec = new FakeStages.Exec();
+        exec = ScriptedExecutor.counting();
         java.util.Map<String, CountingConstraint> constraints = new java.util.concurrent.ConcurrentHashMap<>();
         Planner planner = (r, p) -> {
-            ExecutionPlan plain = FakeStages.plan(r, p);
-            CountingConstraint c = new CountingConstraint();
+            ExecutionPlan plain = WordStages.plan(r, p);
+            CountingConstraint c = CountingConstraint.allowingEverything();
             constraints.put(((Prompt.Text) r.prompt()).text(), c);
             return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
                     plain.stopStrings(), false, 0, List.of(), null, c);
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare).planner(planner)
-                .executor(exec).sinks(FakeStages::textSink).start();
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare).planner(planner)
+                .executor(exec).sinks(WordStages::textSink).start();
         exec.decodeGate = new CountDownLatch(1);
-        var first = new FakeStages.Recorder();
+        var first = new RecordingListener();
         Session running = engine.submit(text("a", 2), first);
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session queued = engine.submit(text("b", 2), r);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (queued.state().ordinal() < Lifecycle.QUEUED.ordinal()) {
@@ -179,13 +160,13 @@ class EngineLifecycleTest {
         exec.decodeGate.countDown();
         assertEquals(Lifecycle.CANCELLED, await(queued, r).state());
         assertEquals(Lifecycle.COMPLETED, await(running, first).state());
-        assertEquals(1, constraints.get("b").closes.get(), "the queued session's constraint");
-        assertEquals(0, constraints.get("a").closes.get(), "the executor owns an opened run's constraint");
+        assertEquals(1, constraints.get("b").closes(), "the queued session's constraint");
+        assertEquals(0, constraints.get("a").closes(), "the executor owns an opened run's constraint");
     }
 
     @Test
     void cancelBeforePrepNeverPreparesOrRuns() throws Exception {
-        exec = new FakeStages.Exec();
+        exec = ScriptedExecutor.counting();
         CountDownLatch prepGate = new CountDownLatch(1);
         java.util.concurrent.atomic.AtomicInteger prepared = new java.util.concurrent.atomic.AtomicInteger();
         Preparer gated = r -> {
@@ -197,15 +178,15 @@ class EngineLifecycleTest {
                     Thread.currentThread().interrupt();
                 }
             }
-            return FakeStages.prepare(r);
+            return WordStages.prepare(r);
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(gated).planner(FakeStages::plan)
-                .executor(exec).sinks(FakeStages::textSink).start();
-        var r1 = new FakeStages.Recorder();
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(gated).planner(WordStages::plan)
+                .executor(exec).sinks(WordStages::textSink).start();
+        var r1 = new RecordingListener();
         Session first = engine.submit(text("first", 2), r1);   // sequence 0: shard 0, held in prep
-        var r2 = new FakeStages.Recorder();
+        var r2 = new RecordingListener();
         Session other = engine.submit(text("other", 2), r2);   // sequence 1: shard 1
-        var r3 = new FakeStages.Recorder();
+        var r3 = new RecordingListener();
         Session queued = engine.submit(text("third", 2), r3);  // sequence 2: shard 0, behind "first"
         queued.cancel("changed my mind");
         prepGate.countDown();
@@ -224,7 +205,7 @@ class EngineLifecycleTest {
         start(EngineConfig.defaults());
         exec.prefillChunks = 1000;
         exec.stepSleepMs = 2;
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a b", 5), r);
         while (s.state() != Lifecycle.RUNNING) {
             Thread.onSpinWait();
@@ -240,7 +221,7 @@ class EngineLifecycleTest {
     void cancelMidDecodeKeepsWhatWasDelivered() throws Exception {
         start(EngineConfig.defaults());
         exec.stepSleepMs = 5;
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a", 100_000), r);
         while (r.spans.get() < 3) {
             Thread.sleep(1);
@@ -256,7 +237,7 @@ class EngineLifecycleTest {
     @Test
     void stopStringEndsTheRunWithStop() throws Exception {
         start(EngineConfig.defaults());
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a", 50, "4 "), r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.COMPLETED, o.state());
@@ -268,7 +249,7 @@ class EngineLifecycleTest {
     void stopStringUsageCountsTheTokensUpToTheMatch() throws Exception {
         start(EngineConfig.defaults());
         long deadlineNs = System.nanoTime() + 10_000_000_000L;
-        var r = new FakeStages.Recorder() {
+        var r = new RecordingListener() {
             @Override
             public void onCommitted(Session session, CommittedSpan span) {
                 // Hold the sink on the first token until exec has run past the match at token 4.
@@ -290,7 +271,7 @@ class EngineLifecycleTest {
     void theCachedPromptCountIsKnownBeforeTheFirstToken() throws Exception {
         start(EngineConfig.defaults());
         exec.cachedTokens = 2;
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a b c", 3), r);
         await(s, r);
         assertEquals(2, r.cachedAtFirstSpan.get(), "what a codec reports at its first event (Anthropic's message_start)");
@@ -300,13 +281,13 @@ class EngineLifecycleTest {
     @Test
     void moreTopLogprobsThanTheEngineCarriesIsRefusedAndTheEngineGoesOn() throws Exception {
         start(new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 2, WaitMode.BLOCKING));
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
         assertTrue(o.message().startsWith("top_logprobs must be at most 2"), o.message());
-        var next = new FakeStages.Recorder();
+        var next = new RecordingListener();
         assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("a", 3), next), next).state());
     }
 
@@ -323,13 +304,13 @@ class EngineLifecycleTest {
                 return overfullRun(plan);
             }
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare)
-                .planner(FakeStages::plan).executor(overfull).sinks(FakeStages::textSink).start();
-        var wide = new FakeStages.Recorder();
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare)
+                .planner(WordStages::plan).executor(overfull).sinks(WordStages::textSink).start();
+        var wide = new RecordingListener();
         Outcome o = await(engine.submit(new GenerationRequest("wide-1", "m", new Prompt.Text("a"), null, 2, List.of(),
                 false, 0), wide), wide);
         assertEquals(Lifecycle.FAILED, o.state(), o.toString());
-        var next = new FakeStages.Recorder();
+        var next = new RecordingListener();
         Outcome ok = await(engine.submit(new GenerationRequest("narrow-1", "m", new Prompt.Text("a"), null, 2, List.of(),
                 false, 0), next), next);
         assertEquals(Lifecycle.COMPLETED, ok.state(), "the engine goes on: " + ok);
@@ -368,7 +349,7 @@ class EngineLifecycleTest {
     @Test
     void slowReaderIsPausedThenCancelledAfterTheIdleDeadline() throws Exception {
         start(EngineConfig.defaults().withCredits(4, 200_000_000L));
-        var r = new FakeStages.Recorder(false); // never releases credits
+        var r = new RecordingListener(false); // never releases credits
         Session s = engine.submit(text("a", 1000), r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.CANCELLED, o.state());
@@ -382,7 +363,7 @@ class EngineLifecycleTest {
         // The idle deadline (60 s) is far beyond await's 10 s: the paused row must resume on
         // release() itself, not when exec's park times out.
         start(EngineConfig.defaults().withCredits(2, 60_000_000_000L));
-        var r = new FakeStages.Recorder(false);
+        var r = new RecordingListener(false);
         Session s = engine.submit(text("a", 10), r);
         int released = 0;
         long deadlineNs = System.nanoTime() + 10_000_000_000L;
@@ -405,10 +386,10 @@ class EngineLifecycleTest {
         start(EngineConfig.defaults().withRequestRingSize(4).withMaxQueued(1000));
         exec.decodeGate = new CountDownLatch(1);
         List<Session> accepted = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         OverloadedException rejected = null;
         for (int i = 0; i < 64 && rejected == null; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             try {
                 accepted.add(engine.submit(text("a", 1), r));
                 recs.add(r);
@@ -428,9 +409,9 @@ class EngineLifecycleTest {
         start(EngineConfig.defaults().withMaxQueued(2));
         exec.decodeGate = new CountDownLatch(1);
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("a", 1), r));
         }
@@ -452,9 +433,9 @@ class EngineLifecycleTest {
     void cancelWhileQueuedSettlesWithoutWaitingForTheActiveSession() throws Exception {
         start(EngineConfig.defaults());
         exec.stepSleepMs = 2;
-        var first = new FakeStages.Recorder();
+        var first = new RecordingListener();
         Session running = engine.submit(text("a", 1_000_000), first);
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session queued = engine.submit(text("b", 2), r);
         Thread.sleep(20);
         queued.cancel("gone");
@@ -469,7 +450,7 @@ class EngineLifecycleTest {
     @ValueSource(booleans = {false, true})
     void throwingListenerCancelsOnlyItsSession(boolean error) throws Exception {
         start(EngineConfig.defaults());
-        var bad = new FakeStages.Recorder() {
+        var bad = new RecordingListener() {
             @Override
             public void onCommitted(Session session, CommittedSpan span) {
                 if (error) {
@@ -482,7 +463,7 @@ class EngineLifecycleTest {
         Outcome o = await(s, bad);
         assertEquals(Lifecycle.CANCELLED, o.state(), o.toString());
         assertTrue(o.message().startsWith("listener failed") && o.message().contains("boom"), o.message());
-        var good = new FakeStages.Recorder();
+        var good = new RecordingListener();
         assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("b", 2), good), good).state());
     }
 
@@ -491,9 +472,9 @@ class EngineLifecycleTest {
         start(EngineConfig.defaults());
         exec.stepSleepMs = 2;
         List<Session> sessions = new ArrayList<>();
-        List<FakeStages.Recorder> recs = new ArrayList<>();
+        List<RecordingListener> recs = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            var r = new FakeStages.Recorder();
+            var r = new RecordingListener();
             recs.add(r);
             sessions.add(engine.submit(text("a", 1_000_000), r));
         }
@@ -505,7 +486,7 @@ class EngineLifecycleTest {
         }
         assertTrue(exec.closed, "the executor is closed on the exec thread");
         assertEquals(exec.openRuns.get(), exec.closedRuns.get());
-        assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new FakeStages.Recorder()));
+        assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new RecordingListener()));
         assertThrows(EngineUnavailableException.class, () -> engine.prepare(text("a", 1)),
                 "token counting after close is refused as the engine's, not the freed tokenizer's, error");
         engine = null;
@@ -516,7 +497,7 @@ class EngineLifecycleTest {
         start(EngineConfig.defaults());
         exec.decodeGate = new CountDownLatch(1);
         var closeReturnedNs = new java.util.concurrent.atomic.AtomicLong();
-        var first = new FakeStages.Recorder() {
+        var first = new RecordingListener() {
             @Override
             public void onComplete(Session session, Outcome outcome) {
                 long t0 = System.nanoTime();
@@ -526,7 +507,7 @@ class EngineLifecycleTest {
             }
         };
         Session s = engine.submit(text("a", 2), first);
-        var queued = new FakeStages.Recorder();
+        var queued = new RecordingListener();
         Session other = engine.submit(text("a", 1_000_000), queued); // waits behind s
         while (other.state().ordinal() < Lifecycle.QUEUED.ordinal()) {
             Thread.onSpinWait();
@@ -543,7 +524,7 @@ class EngineLifecycleTest {
     void closeSettlesSessionsWhileExecIsStuckInAStepThenWaitsForIt() throws Exception {
         start(EngineConfig.defaults());
         exec.decodeGate = new CountDownLatch(1); // exec blocks inside its first decode step
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a", 5), r);
         while (s.state() != Lifecycle.RUNNING) {
             Thread.onSpinWait();
@@ -573,7 +554,7 @@ class EngineLifecycleTest {
         assertTrue(npe.getMessage().contains("prompt"), npe.getMessage());
         assertThrows(NullPointerException.class, () -> new Prompt.Text(null));
         start(EngineConfig.defaults());
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(text("a", 2), r);
         IllegalArgumentException iae = assertThrows(IllegalArgumentException.class, () -> s.release(-1000));
         assertTrue(iae.getMessage().contains("-1000"), iae.getMessage());

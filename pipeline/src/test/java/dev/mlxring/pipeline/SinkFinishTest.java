@@ -3,6 +3,9 @@ package dev.mlxring.pipeline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
+import dev.mlxring.pipeline.testing.WordStages;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -58,7 +61,7 @@ class SinkFinishTest {
     }
 
     /** Records text and tool-call names per span. */
-    private static final class Calls extends FakeStages.Recorder {
+    private static final class Calls extends RecordingListener {
         final List<String> names = new CopyOnWriteArrayList<>();
 
         @Override
@@ -69,8 +72,8 @@ class SinkFinishTest {
     }
 
     private Outcome run(int maxTokens, String... stops) throws Exception {
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(FakeStages::prepare)
-                .planner(FakeStages::plan).executor(new FakeStages.Exec()).sinks(this::sink).start();
+        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare)
+                .planner(WordStages::plan).executor(ScriptedExecutor.counting()).sinks(this::sink).start();
         Calls r = new Calls();
         Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, maxTokens,
                 List.of(stops), false, 0), r);

@@ -3,6 +3,9 @@ package dev.mlxring.pipeline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
+import dev.mlxring.pipeline.testing.WordStages;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -35,7 +38,7 @@ class StageFailureTest {
 
     private static volatile Where where;
     private static volatile What what;
-    private FakeStages.Exec exec;
+    private ScriptedExecutor exec;
     private Engine engine;
 
     private static boolean poisoned(String text, Where stage) {
@@ -56,7 +59,7 @@ class StageFailureTest {
 
     @BeforeEach
     void start() {
-        exec = new FakeStages.Exec();
+        exec = ScriptedExecutor.counting();
         Executor failing = new Executor() {
             @Override
             public ExecutionRun open(ExecutionPlan plan) throws RequestException {
@@ -105,7 +108,7 @@ class StageFailureTest {
                     if (poisoned(((Prompt.Text) r.prompt()).text(), Where.PREP)) {
                         boom();
                     }
-                    return FakeStages.prepare(r);
+                    return WordStages.prepare(r);
                 })
                 .planner((r, p) -> {
                     if (poisoned(((Prompt.Text) r.prompt()).text(), Where.PLAN)) {
@@ -121,7 +124,7 @@ class StageFailureTest {
                     if (poisoned(text(plan), Where.SINK_OPEN)) {
                         boom();
                     }
-                    TextSink inner = FakeStages.textSink(plan);
+                    TextSink inner = WordStages.textSink(plan);
                     return new TextSink() {
                         int tokens;
 
@@ -157,7 +160,7 @@ class StageFailureTest {
     }
 
     private Outcome run(String prompt, int maxTokens) throws Exception {
-        var r = new FakeStages.Recorder();
+        var r = new RecordingListener();
         Session s = engine.submit(request(prompt, maxTokens), r);
         Outcome o = s.result().get(10, TimeUnit.SECONDS);
         assertTrue(r.done.await(10, TimeUnit.SECONDS), "the listener hears the end");

@@ -2,22 +2,18 @@ package dev.mlxring.sink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.ExecutionRun;
-import dev.mlxring.pipeline.Executor;
-import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.Session;
-import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.testing.RecordingListener;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import dev.mlxring.tokenizer.HfTokenizer;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -40,76 +36,29 @@ class DetokenizingSinkEngineTest {
         tok.close();
     }
 
-    /** Emits a fixed list of token ids, then finishes with the given reason ("length", or "stop" for EOS). */
-    static final class Scripted implements Executor {
-        final int[] script;
-        final String finishReason;
-
-        Scripted(int[] script, String finishReason) {
-            this.script = script;
-            this.finishReason = finishReason;
-        }
-
-        @Override
-        public ExecutionRun open(ExecutionPlan plan) {
-            return new ExecutionRun() {
-                final StepResult r = new StepResult(0);
-                int i;
-
-                @Override
-                public StepResult advance() {
-                    if (i == script.length) {
-                        return r.finished(finishReason);
-                    }
-                    return r.token(script[i++]);
-                }
-
-                @Override
-                public int promptTokens() {
-                    return plan.prompt().length();
-                }
-
-                @Override
-                public int completionTokens() {
-                    return i;
-                }
-
-                @Override
-                public void close() {}
-            };
-        }
-
-        @Override
-        public void close() {}
-    }
-
     record Result(String text, Outcome outcome) {}
 
     static Result generate(int[] script, List<String> stops) throws Exception {
         return generate(script, stops, "length");
     }
 
+    /**
+     * Runs {@code script} through the engine; the run ends with {@code finishReason}: "length" (its
+     * max_tokens is the script's length) or "stop" (EOS after the script, well within max_tokens).
+     */
     static Result generate(int[] script, List<String> stops, String finishReason) throws Exception {
-        Scripted exec = new Scripted(script, finishReason);
-        StringBuilder text = new StringBuilder();
+        int maxTokens = "length".equals(finishReason) ? script.length : 1000;
         try (Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(((Prompt.Tokens) r.prompt()).ids(), 0))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, 1000, new int[] {2}, r.stop(), false, 0))
-                .executor(exec)
+                .planner((r, p) -> new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, maxTokens, new int[] {2}, r.stop(), false, 0))
+                .executor(new ScriptedExecutor(plan -> script))
                 .sinks(DetokenizingSinks.forTokenizer(tok, s -> tok.encode(s, false)))
                 .start()) {
+            RecordingListener listener = new RecordingListener();
             Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Tokens(new int[] {1}), null, null,
-                    stops, false, 0), new GenerationListener() {
-                        @Override
-                        public void onCommitted(Session session, CommittedSpan span) {
-                            text.append(span.text);
-                        }
-
-                        @Override
-                        public void onComplete(Session session, Outcome outcome) {}
-                    });
-            Outcome o = s.result().get(30, TimeUnit.SECONDS);
-            return new Result(text.toString(), o);
+                    stops, false, 0), listener);
+            Outcome o = listener.await(s);
+            return new Result(listener.text.toString(), o);
         }
     }
 

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.exec.CountingConstraint;
+import dev.mlxring.pipeline.testing.CountingConstraint;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;

@@ -15,6 +15,7 @@ import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingParams;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.ThinkMarkers;
 import dev.mlxring.sink.tools.ToolCallParsers;

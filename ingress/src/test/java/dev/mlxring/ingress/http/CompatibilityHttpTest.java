@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;

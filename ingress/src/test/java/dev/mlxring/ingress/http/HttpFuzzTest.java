@@ -9,6 +9,7 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.prep.ChatTemplate;

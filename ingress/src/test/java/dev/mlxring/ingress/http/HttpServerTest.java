@@ -11,6 +11,7 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

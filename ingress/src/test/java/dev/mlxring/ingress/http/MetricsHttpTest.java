@@ -11,7 +11,9 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -42,7 +44,7 @@ class MetricsHttpTest {
         ScriptedExecutor counting = ScriptedExecutor.counting();
         engine = StageDoubles.engine(new Executor() {
                     @Override
-                    public ExecutionRun open(ExecutionPlan plan) {
+                    public ExecutionRun open(ExecutionPlan plan) throws RequestException {
                         if (plan.maxTokens() == BOOM) {
                             throw new IllegalStateException("scripted executor failure");
                         }

@@ -10,6 +10,7 @@ import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;

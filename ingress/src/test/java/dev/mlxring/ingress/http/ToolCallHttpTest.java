@@ -15,6 +15,7 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenDecoder;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import dev.mlxring.sink.DetokenizingSinks;
 import dev.mlxring.sink.tools.ToolCallParsers;
 import java.net.http.HttpResponse;

@@ -11,6 +11,7 @@ import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.ToolChoiceSpec;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;

@@ -26,6 +26,10 @@ import java.util.List;
  * submit-to-first-span latency can be split by hand-off. With {@code tokenStamps}, the run writes
  * the time it commits token {@code i} to {@code tokenStamps[i]} (the listener takes the
  * difference). Neither allocates.
+ *
+ * <p>These are the benchmark's own doubles, not the tests' shared ones ({@code
+ * dev.mlxring.pipeline.testing} in pipeline's test-jar): those count runs, log events and read
+ * volatile knobs on the exec thread, work this benchmark would measure as the pipeline's.
  */
 public final class TrivialStages {
     /** Text appended per token: a typical short BPE piece. */

@@ -1,0 +1,183 @@
+package dev.mlxring.pipeline.testing;
+
+import dev.mlxring.pipeline.BatchStep;
+import dev.mlxring.pipeline.ExecutionBatch;
+import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Outcome;
+import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.Usage;
+import java.util.LinkedHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The batch {@link ScriptedExecutor#openBatch} offers, with its runs' row semantics: each row runs
+ * the executor's {@code prefillChunks} units of prefill, then commits its script's ids, one per
+ * unit; it finishes with "length" in the unit that commits its max_tokens-th token, else with
+ * "stop" in the unit after its script's last id; the executor's opt-in failures
+ * and refusals apply to rows as to runs. Plans with a KV scheme are not accepted. Records the most rows
+ * it held at once, its units, and its events ("insert:id", "remove:id", "finish:id", "fail:id") in
+ * the executor's log. Called on the exec thread only; the test reads the counters and sets the
+ * volatile knobs.
+ */
+public final class ScriptedBatch implements ExecutionBatch {
+    private final ScriptedExecutor exec;
+    private final int maxRows;
+    private final LinkedHashMap<Integer, Row> rows = new LinkedHashMap<>();
+    private int nextRow;
+
+    /** The most rows held at once. */
+    public final AtomicInteger mostRows = new AtomicInteger();
+    /** Units run, all steps together. */
+    public final AtomicInteger units = new AtomicInteger();
+    /** Per unit in order: 'P' read a chunk, 'D' decode-only, '-' neither (nothing to read). */
+    public final StringBuffer unitKinds = new StringBuffer();
+    /** A unit run while this many rows are in flight throws. 0 = never. */
+    public volatile int failWhenRows;
+    /** While set, each unit waits on it. */
+    public volatile CountDownLatch unitGate;
+    /** Offers decode-only units, as exec-stage's mechanics do, when set. */
+    public volatile boolean decodeOnlyUnits;
+    /** A unit that reads a prefill chunk takes this long: the chunk's cost. */
+    public volatile int prefillUnitMillis;
+    /** Whether the engine closed this batch. */
+    public volatile boolean closed;
+
+    ScriptedBatch(ScriptedExecutor exec, int maxRows) {
+        this.exec = exec;
+        this.maxRows = maxRows;
+    }
+
+    /** One row's plan, script and progress. */
+    private static final class Row {
+        final ExecutionPlan plan;
+        /** The script, null for counting ({@link ScriptedExecutor#idAt}). */
+        final int[] ids;
+        int prefillLeft;
+        int produced;
+
+        Row(ExecutionPlan plan, int[] ids, int prefillLeft) {
+            this.plan = plan;
+            this.ids = ids;
+            this.prefillLeft = prefillLeft;
+        }
+
+        Usage usage() {
+            return new Usage(plan.prompt().length(), produced, 0);
+        }
+    }
+
+    @Override
+    public boolean accepts(ExecutionPlan plan) {
+        return plan.kvScheme() == null;
+    }
+
+    @Override
+    public int insert(ExecutionPlan plan) throws RequestException {
+        exec.refuseIfScripted(plan);
+        if (rows.size() == maxRows) {
+            throw new IllegalStateException("more rows than the cap " + maxRows);
+        }
+        int row = nextRow++;
+        rows.put(row, new Row(plan, exec.script(plan), exec.prefillChunks));
+        mostRows.accumulateAndGet(rows.size(), Math::max);
+        exec.events.add("insert:" + plan.requestId());
+        return row;
+    }
+
+    @Override
+    public int cachedTokens(int row) {
+        Row r = rows.get(row);
+        return r == null ? 0 : exec.cachedTokens(r.plan);
+    }
+
+    @Override
+    public Usage remove(int row) {
+        Row r = rows.remove(row);
+        exec.events.add("remove:" + r.plan.requestId());
+        return r.usage();
+    }
+
+    @Override
+    public boolean decodeOnlyUseful() {
+        boolean generating = false;
+        boolean prefilling = false;
+        for (Row r : rows.values()) {
+            generating |= r.prefillLeft == 0;
+            prefilling |= r.prefillLeft > 0;
+        }
+        return decodeOnlyUnits && generating && prefilling;
+    }
+
+    @Override
+    public boolean prefillPending() {
+        return rows.values().stream().anyMatch(r -> r.prefillLeft > 0);
+    }
+
+    @Override
+    public void step(BatchStep out) {
+        step(out, true);
+    }
+
+    @Override
+    public void step(BatchStep out, boolean prefill) {
+        out.clear();
+        if (!decodeOnlyUnits && !prefill) {
+            throw new IllegalStateException("a decode-only unit was asked of mechanics that offer none");
+        }
+        boolean readsChunk = prefill && prefillPending();
+        unitKinds.append(!prefill ? 'D' : readsChunk ? 'P' : '-');
+        if (readsChunk) {
+            ScriptedExecutor.sleep(prefillUnitMillis);
+        }
+        ScriptedExecutor.await(unitGate);
+        units.incrementAndGet();
+        if (failWhenRows > 0 && rows.size() == failWhenRows) {
+            throw new IllegalStateException("unit failed");
+        }
+        for (var it = rows.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            Row r = e.getValue();
+            if (r.prefillLeft > 0) {
+                if (prefill) {
+                    r.prefillLeft--;
+                }
+                continue;
+            }
+            if (exec.failsNow(r.plan, r.produced)) {
+                out.fail(e.getKey(), Outcome.ErrorType.INVALID_REQUEST, ScriptedExecutor.DRY, r.usage());
+                exec.events.add("fail:" + r.plan.requestId());
+                it.remove();
+                continue;
+            }
+            String end = "stop";
+            if (ScriptedExecutor.hasIdAt(r.ids, r.produced)) {
+                int id = ScriptedExecutor.idAt(r.ids, r.produced++);
+                exec.logprobs(r.plan, id, out.add(e.getKey()).token(id));
+                end = r.produced == r.plan.maxTokens() ? "length" : null;
+            }
+            if (end != null) {
+                out.finish(e.getKey(), end, r.usage());
+                exec.events.add("finish:" + r.plan.requestId());
+                it.remove();
+            }
+        }
+    }
+
+    /** One byte per position per row: budgets in tests read as positions. */
+    @Override
+    public long projectedKvBytes(int rowCount, int positions) {
+        return (long) rowCount * positions;
+    }
+
+    @Override
+    public int rows() {
+        return rows.size();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        rows.clear();
+    }
+}
