@@ -4,7 +4,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
-import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.engine.LocalEngine;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;

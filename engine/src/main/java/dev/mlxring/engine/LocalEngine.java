@@ -1,4 +1,4 @@
-package dev.mlxring.ingress;
+package dev.mlxring.engine;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
