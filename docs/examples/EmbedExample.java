@@ -1,8 +1,9 @@
 // An in-process host of mlx-ring: no HTTP, explicit threads, output through a callback.
-// Run from a checkout after ./mlx-ring setup:
-//   java @jvm.args -Dmlxring.home=$PWD -cp "ingress/target/ingress.jar:ingress/target/lib/*" docs/examples/EmbedExample.java
-// (EmbedExampleTest compiles this file against the ingress module.)
-import dev.mlxring.ingress.LocalEngine;
+// It needs the engine module alone (dev.mlxring:engine); from a checkout after ./mlx-ring setup:
+//   java @jvm.args -Dmlxring.home=$PWD -cp "engine/target/classes:$(cat engine/target/runtime-classpath.txt)" \
+//     docs/examples/EmbedExample.java
+// (EmbedExampleTest compiles and runs this file on that class path.)
+import dev.mlxring.engine.LocalEngine;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;

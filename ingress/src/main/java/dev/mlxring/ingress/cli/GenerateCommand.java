@@ -21,7 +21,7 @@ import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
-import dev.mlxring.ingress.SpeculativeDecoding;
+import dev.mlxring.engine.SpeculativeDecoding;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;

@@ -1,6 +1,6 @@
 package dev.mlxring.ingress.cli;
 
-import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.engine.LocalEngine;
 import dev.mlxring.kvstore.QuarantineCap;
 import dev.mlxring.kvstore.RamPrefixCache;
 import java.math.BigDecimal;

@@ -1,7 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.exec.spec.Speculation;
-import dev.mlxring.ingress.SpeculativeDecoding;
+import dev.mlxring.engine.SpeculativeDecoding;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

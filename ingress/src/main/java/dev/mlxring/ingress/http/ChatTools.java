@@ -19,7 +19,7 @@ import java.util.Map;
  * (1 to 64 letters, digits, '_' or '-', unique), at most {@value #MAX_TOOLS} tools, on every route.
  */
 public final class ChatTools {
-    public static final int MAX_TOOLS = OpenAiTools.MAX_TOOLS;
+    public static final int MAX_TOOLS = 128;
     private static final java.util.regex.Pattern NAME = java.util.regex.Pattern.compile("[a-zA-Z0-9_-]{1,64}");
 
     private ChatTools() {}

@@ -3,6 +3,7 @@ package dev.mlxring.ingress.http;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.ingress.http.anthropic.AnthropicCodec;
+import dev.mlxring.ingress.http.openai.OpenAiCodec;
 import dev.mlxring.ingress.http.responses.ResponsesCodec;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecActivity;
@@ -19,7 +20,7 @@ import java.security.MessageDigest;
 import java.util.function.IntFunction;
 
 /**
- * The HTTP surface over an {@link Engine}: OpenAI chat/completions (here), Anthropic messages
+ * The HTTP surface over an {@link Engine}: OpenAI chat/completions ({@link OpenAiCodec}), Anthropic messages
  * ({@link AnthropicCodec}) and OpenAI responses ({@link ResponsesCodec}), three ingress codecs
  * that parse, validate and submit through one {@link EngineGateway} and frame the same sink
  * output in their own dialect; errors answer in the dialect of the route ({@link ErrorShape}). Handlers never block: the body is received
@@ -86,9 +87,9 @@ public final class HttpServer implements AutoCloseable {
 
     private final Config config;
     private final Engine engine;
-    private final IntFunction<String> tokenText;
     private final HttpListener listener;
     private final EngineGateway gateway;
+    private final OpenAiCodec openAi;
     private final AnthropicCodec anthropic;
     private final ResponsesCodec responses;
     private final long startedSeconds = System.currentTimeMillis() / 1000;
@@ -105,9 +106,9 @@ public final class HttpServer implements AutoCloseable {
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText, ServerMetrics metrics) {
         this.config = config;
         this.engine = engine;
-        this.tokenText = tokenText;
         this.metrics = metrics;
         this.gateway = new EngineGateway(engine, config, metrics);
+        this.openAi = new OpenAiCodec(gateway, tokenText);
         this.anthropic = new AnthropicCodec(gateway);
         this.responses = new ResponsesCodec(gateway);
         this.listener = new HttpListener(config.host(), config.port(), org.xnio.OptionMap.builder()
@@ -192,8 +193,8 @@ public final class HttpServer implements AutoCloseable {
                     requireMethod(ex, "GET");
                     json(ex, 200, models());
                 }
-                case "/v1/chat/completions" -> post(ex, shape, (x, body) -> submit(x, body, true));
-                case "/v1/completions" -> post(ex, shape, (x, body) -> submit(x, body, false));
+                case "/v1/chat/completions" -> post(ex, shape, (x, body) -> openAi.completions(x, body, true));
+                case "/v1/completions" -> post(ex, shape, (x, body) -> openAi.completions(x, body, false));
                 case "/v1/messages" -> post(ex, shape, anthropic::messages);
                 case "/v1/messages/count_tokens" -> post(ex, shape, anthropic::countTokens);
                 case "/v1/responses" -> post(ex, shape, responses::create);
@@ -460,16 +461,6 @@ public final class HttpServer implements AutoCloseable {
         // The rest of the body stays unread: the connection cannot carry another request.
         ex.setPersistent(false);
         ObservedHandler.reject(ex, tooLargeError(-1), shape);
-    }
-
-    private void submit(HttpServerExchange ex, byte[] body, boolean chat) {
-        ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
-        String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
-        OpenAiRequest req = OpenAiRequest.parse(body, chat, config.defaults(), id);
-        gateway.checkModel(req.model());
-        gateway.submit(ex, req.request(), new CompletionResponder(out, req,
-                new OpenAiFrames(id, req.model(), chat, config.fingerprint(), tokenText,
-                        req.legacyTopLogprobs())), out);
     }
 
     private static void json(HttpServerExchange ex, int status, String body) {

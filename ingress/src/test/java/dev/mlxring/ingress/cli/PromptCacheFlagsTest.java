@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.ingress.LocalEngine;
+import dev.mlxring.engine.LocalEngine;
 import dev.mlxring.kvstore.QuarantineCap;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -16,7 +16,7 @@ import java.util.SplittableRandom;
  * write. Same seed, same bodies. {@link #nullVariants} lists, for a route's full body, every
  * object key set to null and left out.
  */
-final class FuzzBodies {
+public final class FuzzBodies {
     static final String[] FIELDS = {"model", "messages", "prompt", "max_tokens", "max_completion_tokens",
         "temperature", "top_p", "top_k", "min_p", "stop", "logit_bias", "seed", "n", "stream", "stream_options",
         "logprobs", "top_logprobs", "tools", "tool_choice", "response_format", "user", "presence_penalty",
@@ -35,7 +35,7 @@ final class FuzzBodies {
      * nested ones too (messages and their keys, content parts, tools, tool calls and results,
      * stream_options), as accepted values.
      */
-    enum Api {
+    public enum Api {
         CHAT("/v1/chat/completions", "\"messages\":[{\"role\":\"user\",\"content\":\"Say hi\"}]", """
                 {"model":"default_model","messages":[
                   {"role":"system","content":"Be brief.","name":"rules"},
@@ -101,7 +101,7 @@ final class FuzzBodies {
         final String path;
         final String base;
         /** Every optional field the route reads, given with an accepted value. */
-        final String full;
+        public final String full;
 
         Api(String path, String base, String full) {
             this.path = path;
@@ -120,10 +120,10 @@ final class FuzzBodies {
      * One object key of a full body ({@code path}, e.g. {@code messages[2].tool_calls}) set to
      * null ({@code nulled}) and left out ({@code removed}).
      */
-    record NullVariant(String path, String nulled, String removed) {}
+    public record NullVariant(String path, String nulled, String removed) {}
 
     /** For every object key of {@code api}'s full body (data values not entered), its null variant. */
-    static List<NullVariant> nullVariants(Api api) {
+    public static List<NullVariant> nullVariants(Api api) {
         com.fasterxml.jackson.databind.JsonNode full;
         try {
             full = JSON.readTree(api.full);
@@ -163,12 +163,12 @@ final class FuzzBodies {
 
     private final SplittableRandom rnd;
 
-    FuzzBodies(long seed) {
+    public FuzzBodies(long seed) {
         this.rnd = new SplittableRandom(seed);
     }
 
     /** One chat ({@code chat}) or text completion body. */
-    byte[] next(boolean chat) {
+    public byte[] next(boolean chat) {
         return next(chat ? Api.CHAT : Api.COMPLETIONS);
     }
 

@@ -1,4 +1,4 @@
-package dev.mlxring.ingress;
+package dev.mlxring.engine;
 
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;

@@ -1,6 +1,10 @@
-package dev.mlxring.ingress.http;
+package dev.mlxring.ingress.http.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.ingress.http.ApiError;
+import dev.mlxring.ingress.http.RequestFields;
+import dev.mlxring.ingress.http.ServerDefaults;
+import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.OutputConstraint;

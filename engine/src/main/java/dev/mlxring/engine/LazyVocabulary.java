@@ -1,4 +1,4 @@
-package dev.mlxring.ingress;
+package dev.mlxring.engine;
 
 import dev.mlxring.constraint.ConstraintVocabulary;
 import java.io.IOException;

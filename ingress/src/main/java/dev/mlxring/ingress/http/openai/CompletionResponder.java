@@ -1,5 +1,7 @@
-package dev.mlxring.ingress.http;
+package dev.mlxring.ingress.http.openai;
 
+import dev.mlxring.ingress.http.ApiError;
+import dev.mlxring.ingress.http.ExchangeWriter;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.Lifecycle;

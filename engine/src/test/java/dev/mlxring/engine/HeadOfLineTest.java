@@ -1,4 +1,4 @@
-package dev.mlxring.ingress;
+package dev.mlxring.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

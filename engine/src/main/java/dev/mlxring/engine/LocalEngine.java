@@ -1,4 +1,4 @@
-package dev.mlxring.ingress;
+package dev.mlxring.engine;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -100,6 +100,7 @@ public final class LocalEngine implements AutoCloseable {
                     cpuKernels, numerics, promptCache, dequantizedWeights);
         }
 
+        /** These options with {@code p} as the prefix cache. */
         public Options withPromptCache(PromptCache p) {
             return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p,
                     dequantizedWeights, speculative);
@@ -337,22 +338,33 @@ public final class LocalEngine implements AutoCloseable {
         return configured;
     }
 
+    /**
+     * Submits one request; never blocks. As {@link Engine#submit}: the listener is called on the
+     * sink thread, and the session settles exactly once.
+     *
+     * @throws dev.mlxring.pipeline.OverloadedException when the request ring is full
+     * @throws dev.mlxring.pipeline.EngineUnavailableException after {@link #close}
+     */
     public Session submit(GenerationRequest request, GenerationListener listener) {
         return engine.submit(request, listener);
     }
 
+    /** The stage pipeline this engine runs (its activity, live sessions and close). */
     public Engine engine() {
         return engine;
     }
 
+    /** The model's tokenizer; closed by {@link #close}. */
     public HfTokenizer tokenizer() {
         return tokenizer;
     }
 
+    /** The model directory's name, the id the server reports for the model. */
     public String modelId() {
         return modelId;
     }
 
+    /** The model's context length ({@link #contextLength}). */
     public int maxContextTokens() {
         return maxContextTokens;
     }

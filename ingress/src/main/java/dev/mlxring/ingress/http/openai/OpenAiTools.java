@@ -1,6 +1,9 @@
-package dev.mlxring.ingress.http;
+package dev.mlxring.ingress.http.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.ingress.http.ApiError;
+import dev.mlxring.ingress.http.ChatTools;
+import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.pipeline.ToolChoiceSpec;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -23,7 +26,7 @@ import java.util.regex.Pattern;
  * tool_choice} (they would still be offered, and nothing keeps the model from calling them).
  */
 final class OpenAiTools {
-    static final int MAX_TOOLS = 128;
+    static final int MAX_TOOLS = ChatTools.MAX_TOOLS;
     private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9_-]{1,64}");
     private static final Set<String> CHOICES = Set.of("none", "auto", "required");
 

@@ -1,9 +1,12 @@
-package dev.mlxring.ingress.http;
+package dev.mlxring.ingress.http.openai;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.mlxring.ingress.http.ApiError;
+import dev.mlxring.ingress.http.FuzzBodies;
+import dev.mlxring.ingress.http.ServerDefaults;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
@@ -24,7 +27,7 @@ class OpenAiRequestFuzzTest {
                 OpenAiRequest.parse(body, chat, ServerDefaults.mlxLm(), "fuzz-" + i);
                 accepted++;
             } catch (ApiError e) {
-                assertTrue(e.status >= 400 && e.status < 500, e.status + " for " + text(body));
+                assertTrue(e.status() >= 400 && e.status() < 500, e.status() + " for " + text(body));
                 assertTrue(e.getMessage() != null && !e.getMessage().isBlank(), text(body));
                 refused++;
             } catch (RuntimeException | StackOverflowError e) {
@@ -55,7 +58,7 @@ class OpenAiRequestFuzzTest {
         try {
             return OpenAiRequest.parse(body.getBytes(StandardCharsets.UTF_8), chat, ServerDefaults.mlxLm(), "id");
         } catch (ApiError e) {
-            return e.status + " " + e.getMessage();
+            return e.status() + " " + e.getMessage();
         } catch (RuntimeException e) {
             return "threw " + e;
         }

@@ -1,4 +1,4 @@
-package dev.mlxring.ingress.http;
+package dev.mlxring.ingress.http.openai;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
