@@ -196,16 +196,8 @@ public final class BatchGenerator implements AutoCloseable {
 
     private int insertRow(BatchRequest request, KvCache[] history, int[] historyTokens) {
         int[] prompt = request.prompt();
-        if (prompt.length == 0) {
-            throw new IllegalArgumentException("prompt must hold at least one token");
-        }
+        model.checkPrompt(prompt);
         int vocab = model.vocabSize();
-        for (int i = 0; i < prompt.length; i++) {
-            if (prompt[i] < 0 || prompt[i] >= vocab) {
-                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
-                        + " is outside the vocabulary [0, " + vocab + ")");
-            }
-        }
         if (request.maxTokens() <= 0) {
             throw new IllegalArgumentException("max_tokens must be > 0, got " + request.maxTokens());
         }

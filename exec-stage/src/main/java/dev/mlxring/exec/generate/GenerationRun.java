@@ -135,7 +135,7 @@ public final class GenerationRun implements AutoCloseable {
     public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, KvCache[] restored) {
         try {
-            checkPrompt(model, prompt);
+            model.checkPrompt(prompt);
         } catch (RuntimeException e) {
             closeAll(restored);
             throw e;
@@ -174,19 +174,6 @@ public final class GenerationRun implements AutoCloseable {
         if (caches != null) {
             for (KvCache c : caches) {
                 c.close();
-            }
-        }
-    }
-
-    private static void checkPrompt(LanguageModel model, int[] prompt) {
-        if (prompt.length == 0) {
-            throw new IllegalArgumentException("prompt must hold at least one token");
-        }
-        int vocab = model.vocabSize();
-        for (int i = 0; i < prompt.length; i++) {
-            if (prompt[i] < 0 || prompt[i] >= vocab) {
-                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
-                        + " is outside the vocabulary [0, " + vocab + ")");
             }
         }
     }

@@ -209,22 +209,13 @@ final class Gemma3Text extends LoadedModel {
     /** {@code make_cache}: global layers keep everything, sliding layers their window; max_kv_size does not apply. */
     @Override
     public KvCache[] newCache(int maxKvSize) {
-        KvCache[] caches = new KvCache[layers.size()];
-        for (int i = 0; i < caches.length; i++) {
-            caches[i] = args.isGlobal(i) ? new DenseKvCache() : new RotatingKvCache(args.slidingWindow(), 0);
-        }
-        return caches;
+        return fullOrSlidingCaches(layers.size(), args::isGlobal, args.slidingWindow());
     }
 
     @Override
     public boolean hasOwnCacheLayout() {
         return true;
     }
-
-
-
-
-
 
     @Override
     void closeLayers() {

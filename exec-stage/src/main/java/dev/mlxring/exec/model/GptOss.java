@@ -253,7 +253,6 @@ final class GptOss extends LoadedModel {
         return lmHead.forward(norm.forward(x));
     }
 
-    /** {@code make_cache}: full layers keep everything, sliding layers their window; max_kv_size does not apply. */
     /**
      * Batchable when the rope takes an offset array: full layers batch over
      * {@link BatchKvCache}, sliding ones over {@link BatchRotatingKvCache}, as mlx-lm's
@@ -264,24 +263,16 @@ final class GptOss extends LoadedModel {
         return layers.stream().allMatch(b -> b.selfAttn().rope().batchable());
     }
 
+    /** {@code make_cache}: full layers keep everything, sliding layers their window; max_kv_size does not apply. */
     @Override
     public KvCache[] newCache(int maxKvSize) {
-        KvCache[] caches = new KvCache[layers.size()];
-        for (int i = 0; i < caches.length; i++) {
-            caches[i] = args.fullAttention().get(i) ? new DenseKvCache() : new RotatingKvCache(args.slidingWindow(), 0);
-        }
-        return caches;
+        return fullOrSlidingCaches(layers.size(), args.fullAttention()::get, args.slidingWindow());
     }
 
     @Override
     public boolean hasOwnCacheLayout() {
         return true;
     }
-
-
-
-
-
 
     @Override
     void closeLayers() {

@@ -50,6 +50,25 @@ public interface LanguageModel extends AutoCloseable {
     int vocabSize();
 
     /**
+     * Refuses a prompt this model cannot read: empty, or holding an id outside {@code [0,
+     * vocabSize())}. Every run and batch row checks its prompt here before any forward.
+     *
+     * @throws IllegalArgumentException naming the first bad token and its position
+     */
+    default void checkPrompt(int[] prompt) {
+        if (prompt.length == 0) {
+            throw new IllegalArgumentException("prompt must hold at least one token");
+        }
+        int vocab = vocabSize();
+        for (int i = 0; i < prompt.length; i++) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
+                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
+                        + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+    }
+
+    /**
      * The kernels the model was loaded with ({@code --cpu-kernels}); the sampling step evaluates
      * its logsumexp with them too.
      */

@@ -1,7 +1,11 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.kv.DenseKvCache;
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.mlx.CpuKernels;
+import java.util.function.IntPredicate;
 
 /**
  * What every family file shares once its weights are loaded: the facts {@link LanguageModel}
@@ -29,6 +33,19 @@ abstract class LoadedModel implements LanguageModel {
 
     /** Releases what the family holds besides its parameters (e.g. rope frequency arrays). */
     abstract void closeLayers();
+
+    /**
+     * {@code make_cache} of a family that mixes full-attention layers (a {@code KVCache} each) with
+     * sliding-window ones (a {@code RotatingKVCache(max_size=window, keep=0)} each), as gemma3_text
+     * and gpt_oss define it; {@code max_kv_size} does not apply.
+     */
+    static KvCache[] fullOrSlidingCaches(int layers, IntPredicate fullAttention, int slidingWindow) {
+        KvCache[] caches = new KvCache[layers];
+        for (int i = 0; i < layers; i++) {
+            caches[i] = fullAttention.test(i) ? new DenseKvCache() : new RotatingKvCache(slidingWindow, 0);
+        }
+        return caches;
+    }
 
     @Override
     public final String modelType() {

@@ -76,7 +76,7 @@ public final class SpeculativeRun implements AutoCloseable {
      */
     public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, Speculation speculation) {
-        checkPrompt(model, prompt);
+        model.checkPrompt(prompt);
         String refusal = refusal(model, prompt.length, options, params, speculation);
         if (refusal != null) {
             throw new IllegalArgumentException(refusal);
@@ -142,19 +142,6 @@ public final class SpeculativeRun implements AutoCloseable {
         return "speculative decoding with " + which + " (model_type '" + m.modelType() + "') needs the prompt ("
                 + promptLength + " tokens) and max_tokens (" + maxTokens + ") to stay below its sliding window of "
                 + window + " positions: its rotating caches cannot be rolled back once they wrap";
-    }
-
-    private static void checkPrompt(LanguageModel model, int[] prompt) {
-        if (prompt.length == 0) {
-            throw new IllegalArgumentException("prompt must hold at least one token");
-        }
-        int vocab = model.vocabSize();
-        for (int i = 0; i < prompt.length; i++) {
-            if (prompt[i] < 0 || prompt[i] >= vocab) {
-                throw new IllegalArgumentException("prompt token " + prompt[i] + " at position " + i
-                        + " is outside the vocabulary [0, " + vocab + ")");
-            }
-        }
     }
 
     /** Runs one unit; after {@link Event#FINISHED} it keeps answering FINISHED. */
