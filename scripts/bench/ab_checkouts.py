@@ -15,12 +15,14 @@ Prints per round and the median ratio B/A per level.
 import argparse
 import json
 import statistics
-import subprocess
+import sys
 import threading
 import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_client import served  # noqa: E402
 
 QUESTIONS = [
     "Tell me about the history of the bicycle.",
@@ -42,38 +44,13 @@ QUESTIONS = [
 ]
 
 
-@contextmanager
-def served(checkout, model, port, flags):
-    base = "http://127.0.0.1:%d" % port
-    # The checkout's own jars, started as its mlx-ring script starts them (its set-up is not run:
-    # build each checkout's jars first, `mvn -q -B -DskipTests package`).
+def launcher(checkout):
+    """The checkout's own jars, started as its mlx-ring script starts them (its set-up is not run:
+    build each checkout's jars first, `mvn -q -B -DskipTests package`)."""
     root = Path(checkout).resolve()
-    java = Path("/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
     cp = "%s/ingress/target/ingress.jar:%s/ingress/target/lib/*" % (root, root)
-    proc = subprocess.Popen([str(java), "@%s/jvm.args" % root, "-Dmlxring.home=%s" % root, "-cp", cp,
-                             "dev.mlxring.ingress.cli.Main", "serve", "--model", model, "--port", str(port), *flags],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root)
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("%s: serve exited with %s" % (checkout, proc.returncode))
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("%s: serve did not become ready" % checkout)
-            time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    return ["/usr/lib/jvm/temurin-25-jdk-amd64/bin/java", "@%s/jvm.args" % root, "-Dmlxring.home=%s" % root,
+            "-cp", cp, "dev.mlxring.ingress.cli.Main"]
 
 
 def stream(base, question, max_tokens, out, i):
@@ -127,7 +104,8 @@ def main(argv=None):
         order = ["A", "B"] if rnd % 2 == 0 else ["B", "A"]
         for which in order:
             checkout = a.a if which == "A" else a.b
-            with served(checkout, str(Path(checkout) / a.model), a.port, flags) as base:
+            with served(str(Path(checkout) / a.model), a.port, flags, launcher=launcher(checkout),
+                        cwd=Path(checkout).resolve(), ready_s=600) as base:
                 level(base, 1, 8)  # warm-up
                 for n in levels:
                     tps = level(base, n, a.max_tokens)

@@ -16,13 +16,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def served(model, port, flags=()):
-    """`mlx-ring serve --model MODEL --port PORT FLAGS...`, ready (GET /health 200) inside the block."""
+def served(model, port, flags=(), launcher=None, cwd=ROOT, ready_s=300):
+    """`mlx-ring serve --model MODEL --port PORT FLAGS...`, ready (GET /health 200) inside the block.
+
+    `launcher` replaces the command before `serve` (default: this checkout's `mlx-ring`), e.g. a
+    `java ... dev.mlxring.ingress.cli.Main` line of another checkout's jars, run in `cwd`.
+    """
     base = "http://127.0.0.1:%d" % port
-    proc = subprocess.Popen([str(ROOT / "mlx-ring"), "serve", "--model", model, "--port", str(port), *flags],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    command = list(launcher) if launcher else [str(ROOT / "mlx-ring")]
+    proc = subprocess.Popen([*command, "serve", "--model", model, "--port", str(port), *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + ready_s
         while True:
             if proc.poll() is not None:
                 raise RuntimeError("serve exited with %s" % proc.returncode)

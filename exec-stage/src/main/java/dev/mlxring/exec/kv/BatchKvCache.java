@@ -47,17 +47,6 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
     }
 
     /** The shared write index (mlx-lm's {@code _idx}): the key length attention sees. */
-    /** Not here: rolling a batch cache back is not implemented (rows trim as solo caches). */
-    @Override
-    public boolean isTrimmable() {
-        return false;
-    }
-
-    @Override
-    public int trim(int n) {
-        throw new IllegalStateException("a batch KV cache cannot be trimmed");
-    }
-
     @Override
     public int offset() {
         return idx;

@@ -67,17 +67,6 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
     }
 
     /** mlx-lm's {@code _offset}. */
-    /** Not here: rolling a batch cache back is not implemented (rows trim as solo caches). */
-    @Override
-    public boolean isTrimmable() {
-        return false;
-    }
-
-    @Override
-    public int trim(int n) {
-        throw new IllegalStateException("a batch KV cache cannot be trimmed");
-    }
-
     @Override
     public int offset() {
         return offset;

@@ -60,10 +60,7 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
 
     @Override
     public int trim(int n) {
-        if (n < 0) {
-            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
-        }
-        int trimmed = Math.min(offset, n);
+        int trimmed = KvCache.trimCount(offset, n);
         offset -= trimmed;
         return trimmed;
     }

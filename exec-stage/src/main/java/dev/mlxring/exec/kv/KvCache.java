@@ -36,9 +36,11 @@ public sealed interface KvCache extends AutoCloseable permits DenseKvCache, Quan
      * mlx-lm's {@code is_trimmable()}: whether {@link #trim} can forget the last positions
      * (speculative decoding rolls rejected proposals back with it). Full-precision and quantized
      * caches always can; a rotating cache only while it has not wrapped ({@code offset < max_size});
-     * batch caches do not here.
+     * batch caches do not here (rolling a batch cache back is not implemented).
      */
-    boolean isTrimmable();
+    default boolean isTrimmable() {
+        return false;
+    }
 
     /**
      * mlx-lm's {@code trim(n)}: forgets the last {@code min(n, offset)} positions (the buffers keep
@@ -47,7 +49,22 @@ public sealed interface KvCache extends AutoCloseable permits DenseKvCache, Quan
      * @throws IllegalStateException when the cache is not {@link #isTrimmable() trimmable}
      * @throws IllegalArgumentException for a negative {@code n}
      */
-    int trim(int n);
+    default int trim(int n) {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot be trimmed");
+    }
+
+    /**
+     * How many positions {@code trim(n)} forgets from a cache holding {@code offset}: {@code min(n,
+     * offset)}; the trimmable caches step their offsets back by it.
+     *
+     * @throws IllegalArgumentException for a negative {@code n}
+     */
+    static int trimCount(int offset, int n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
+        }
+        return Math.min(offset, n);
+    }
 
     @Override
     void close();

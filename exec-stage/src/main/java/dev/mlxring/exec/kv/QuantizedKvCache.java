@@ -78,10 +78,7 @@ public final class QuantizedKvCache implements KvCache {
 
     @Override
     public int trim(int n) {
-        if (n < 0) {
-            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
-        }
-        int trimmed = Math.min(offset, n);
+        int trimmed = KvCache.trimCount(offset, n);
         offset -= trimmed;
         return trimmed;
     }

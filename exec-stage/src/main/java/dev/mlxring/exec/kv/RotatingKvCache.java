@@ -67,14 +67,11 @@ public final class RotatingKvCache extends KvBuffers implements KvCache {
     /** mlx-lm's {@code trim(n)}: {@code offset} and the write index both step back. */
     @Override
     public int trim(int n) {
-        if (n < 0) {
-            throw new IllegalArgumentException("trim takes a non-negative count, got " + n);
-        }
         if (!isTrimmable()) {
             throw new IllegalStateException("a rotating cache that has wrapped (offset " + offset + ", max size "
                     + maxSize + ") cannot be trimmed");
         }
-        int trimmed = Math.min(offset, n);
+        int trimmed = KvCache.trimCount(offset, n);
         offset -= trimmed;
         idx -= trimmed;
         return trimmed;
