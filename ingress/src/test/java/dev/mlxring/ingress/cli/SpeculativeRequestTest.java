@@ -105,4 +105,35 @@ class SpeculativeRequestTest {
             refused(PLAIN, api, "{\"method\":\"draft\",\"num_tokens\":2}", "speculative");
         }
     }
+
+    /** The value of the sample line {@code name} in the server's /metrics (0 when absent). */
+    private static double metric(ServedModel server, String name) throws Exception {
+        String text = ServedModel.HTTP.send(java.net.http.HttpRequest.newBuilder(server.uri("/metrics")).GET().build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        for (String line : text.split("\n")) {
+            if (line.startsWith(name + " ")) {
+                return Double.parseDouble(line.substring(name.length() + 1).trim());
+            }
+        }
+        return 0;
+    }
+
+    @Test
+    void usageAndMetricsCountTheProposalsOfARequestThatSpeculated() throws Exception {
+        for (String api : APIS) {
+            double proposedBefore = metric(NGRAM, "mlxring_speculative_proposed_tokens_total");
+            double acceptedBefore = metric(NGRAM, "mlxring_speculative_accepted_tokens_total");
+            double ratesBefore = metric(NGRAM, "mlxring_speculative_acceptance_rate_count");
+            JsonNode spec = ok(NGRAM, api, "{\"method\":\"ngram\",\"num_tokens\":2}").at("/usage/speculative");
+            assertTrue(spec.isObject(), api + ": " + spec);
+            int proposed = spec.get("proposed").asInt();
+            int accepted = spec.get("accepted").asInt();
+            assertTrue(proposed > 0 && accepted >= 0 && accepted <= proposed, api + ": " + spec);
+            assertEquals(proposedBefore + proposed, metric(NGRAM, "mlxring_speculative_proposed_tokens_total"), api);
+            assertEquals(acceptedBefore + accepted, metric(NGRAM, "mlxring_speculative_accepted_tokens_total"), api);
+            assertEquals(ratesBefore + 1, metric(NGRAM, "mlxring_speculative_acceptance_rate_count"), api);
+            assertTrue(ok(NGRAM, api, "{\"method\":\"off\"}").at("/usage/speculative").isMissingNode(), api);
+            assertTrue(ok(PLAIN, api, null).at("/usage/speculative").isMissingNode(), api);
+        }
+    }
 }
