@@ -105,7 +105,7 @@ public final class ModelExecutor implements Executor {
             if (how != null && constraint == null
                     && SpeculativeRun.refusal(model, prompt.length, options, params, how) == null) {
                 return new SpeculativeExecutionRun(
-                        new SpeculativeRun(model, prompt, options, params, engineRng, how),
+                        new SpeculativeRun(model, prompt, options, params, engineRng, how, true),
                         plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
             }
             prefixed = PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng);

@@ -55,6 +55,8 @@ public final class SpeculativeRun implements AutoCloseable {
     private final DraftSource source;
     private final int numDraftTokens;
     private final KvCache[] cache;
+    /** Null: the row proposes every round it can. */
+    private final AdaptiveStop adaptiveStop;
 
     private boolean prefilled;
     private boolean finished;
@@ -76,6 +78,17 @@ public final class SpeculativeRun implements AutoCloseable {
      */
     public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, Speculation speculation) {
+        this(model, prompt, options, params, engineRng, speculation, false);
+    }
+
+    /**
+     * As above; with {@code adaptiveStop} and greedy {@code params}, the row stops proposing once
+     * its acceptance falls below {@link AdaptiveStop}'s threshold for a window. Greedy only: a
+     * greedy row's tokens are the target's argmax whatever was proposed, while a sampled row draws
+     * one key per round, so stopping would change its tokens from mlx-lm's with the same k.
+     */
+    public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
+            EngineRng engineRng, Speculation speculation, boolean adaptiveStop) {
         checkPrompt(model, prompt);
         String refusal = refusal(model, prompt.length, options, params, speculation);
         if (refusal != null) {
@@ -100,6 +113,7 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         this.sampling = s;
         this.cache = c;
+        this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
     }
 
     /**
@@ -177,8 +191,9 @@ public final class SpeculativeRun implements AutoCloseable {
     }
 
     private Event verifyRound() {
+        boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
         int budget = Math.min(options.maxTokens() - produced, numDraftTokens);
-        int[] proposal = withinVocabulary(source.propose(budget));
+        int[] proposal = proposing ? withinVocabulary(source.propose(budget)) : new int[0];
         int m = proposal.length;
         int[] input = new int[m + 1];
         input[0] = pending;
@@ -205,7 +220,13 @@ public final class SpeculativeRun implements AutoCloseable {
         for (KvCache c : cache) {
             c.trim(m - accepted);
         }
-        source.accepted(accepted, sampled[accepted]);
+        if (proposing) {
+            // A row that stopped proposing never proposes again: its source is left where it stopped.
+            source.accepted(accepted, sampled[accepted]);
+            if (adaptiveStop != null && m > 0) {
+                adaptiveStop.record(m, accepted);
+            }
+        }
         pending = sampled[accepted];
         return commit(Arrays.copyOf(sampled, accepted + 1));
     }
@@ -319,6 +340,11 @@ public final class SpeculativeRun implements AutoCloseable {
     /** Proposed tokens the target accepted, over the run. */
     public int acceptedTokens() {
         return acceptedTotal;
+    }
+
+    /** Whether the adaptive stop has ended this row's proposals. */
+    public boolean stoppedProposing() {
+        return adaptiveStop != null && adaptiveStop.stopped();
     }
 
     /** The target's layer caches (owned here; valid until {@link #close()}). */
