@@ -193,14 +193,26 @@ public final class SpeculativeRun implements AutoCloseable {
     private Event verifyRound() {
         boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
         int budget = Math.min(options.maxTokens() - produced, numDraftTokens);
-        int[] proposal = proposing ? withinVocabulary(source.propose(budget)) : new int[0];
-        int m = proposal.length;
-        int[] input = new int[m + 1];
-        input[0] = pending;
-        System.arraycopy(proposal, 0, input, 1, m);
+        boolean onDevice = proposing && budget > 0 && source instanceof DraftModelSource d
+                && d.proposesWithin(model.vocabSize());
+        int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
+        int m = proposal == null ? budget : proposal.length;
         int[] sampled;
         try (ArrayScope scope = ArrayScope.open()) {
-            MlxArray logits = model.forward(Mlx.expandDims(Mlx.fromInts(input, input.length), 0), cache);
+            MlxArray input;
+            MlxArray drafted = null;
+            if (onDevice) {
+                // mlx-lm's round: the draft's tokens stay on the device and feed the verification
+                // directly; one eval reads the draft's and the target's tokens together.
+                drafted = ((DraftModelSource) source).proposeOnDevice(budget);
+                input = Mlx.concatenate(0, Mlx.fromInts(new int[] {pending}, 1), drafted);
+            } else {
+                int[] ids = new int[m + 1];
+                ids[0] = pending;
+                System.arraycopy(proposal, 0, ids, 1, m);
+                input = Mlx.fromInts(ids, ids.length);
+            }
+            MlxArray logits = model.forward(Mlx.expandDims(input, 0), cache);
             int length = logits.dim(1);
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab},
@@ -210,7 +222,13 @@ public final class SpeculativeRun implements AutoCloseable {
             }
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
             MlxArray tokens = sampling.sample(logprobs);
-            Mlx.eval(tokens, logprobs);
+            if (drafted != null) {
+                Mlx.eval(tokens, logprobs, drafted);
+                proposal = drafted.toIntArray();
+                ((DraftModelSource) source).proposed(proposal);
+            } else {
+                Mlx.eval(tokens, logprobs);
+            }
             sampled = tokens.toIntArray();
             roundLogprobs = logprobs.detach();
         }
