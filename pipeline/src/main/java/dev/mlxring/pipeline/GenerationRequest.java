@@ -101,6 +101,7 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
         private int topLogprobs;
         private OutputConstraint constraint;
         private ToolChoiceSpec toolChoice;
+        private SpeculativeSpec speculative;
 
         private Builder() {}
 
@@ -178,13 +179,19 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
             return this;
         }
 
+        /** How this request speculates; without it, the server's default. */
+        public Builder speculative(SpeculativeSpec speculative) {
+            this.speculative = speculative;
+            return this;
+        }
+
         /** The request; refuses one without a prompt. */
         public GenerationRequest build() {
             if (prompt == null) {
                 throw new IllegalStateException("a GenerationRequest needs a prompt: set prompt(...) or userMessage(...)");
             }
             return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs,
-                    constraint, toolChoice);
+                    constraint, toolChoice, speculative);
         }
     }
 }

@@ -69,6 +69,7 @@ public final class ModelExecutor implements Executor {
      * As above, speculating with {@code speculation} (null: never): every request it can take
      * ({@link SpeculativeRun#refusal}; no token constraint) runs as mlx-lm's
      * {@code speculative_generate_step}, without the prefix cache; the others run as without it.
+     * A greedy request stops proposing once its acceptance stays low ({@link dev.mlxring.exec.spec.AdaptiveStop}).
      * A speculating executor serves one request at a time ({@link #openBatch} answers null), as
      * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
      * frees it in {@link #close()}.
