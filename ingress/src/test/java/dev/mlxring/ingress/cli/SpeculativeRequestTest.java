@@ -136,4 +136,25 @@ class SpeculativeRequestTest {
             assertTrue(ok(PLAIN, api, null).at("/usage/speculative").isMissingNode(), api);
         }
     }
+
+    @Test
+    void aStreamedChatReportsItsProposalsInTheUsageChunk() throws Exception {
+        String body = body("/v1/chat/completions", "{\"method\":\"ngram\",\"num_tokens\":2}")
+                .replaceFirst("\\{", "{\"stream\":true,\"stream_options\":{\"include_usage\":true},");
+        HttpResponse<String> r = NGRAM.post("/v1/chat/completions", body);
+        assertEquals(200, r.statusCode(), r.body());
+        JsonNode usage = null;
+        for (String line : r.body().split("\n")) {
+            if (line.startsWith("data: {")) {
+                JsonNode chunk = JSON.readTree(line.substring(6));
+                if (chunk.hasNonNull("usage")) {
+                    usage = chunk.get("usage");
+                }
+            }
+        }
+        assertTrue(usage != null && usage.at("/speculative/proposed").asInt() > 0, r.body());
+        assertEquals(usage.at("/speculative"), ok(NGRAM, "/v1/chat/completions",
+                "{\"method\":\"ngram\",\"num_tokens\":2}").at("/usage/speculative"),
+                "greedy: the same proposals streamed or not");
+    }
 }
