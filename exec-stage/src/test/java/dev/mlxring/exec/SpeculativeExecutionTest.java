@@ -147,4 +147,31 @@ class SpeculativeExecutionTest {
         assertEquals(serial(plain, plan(prompt, maxTokens, greedy, new int[0])),
                 serial(speculating, plan(prompt, maxTokens, greedy, new int[0])));
     }
+
+    /** A greedy row proposes 1 token after a rejection and one more after each round it accepted whole. */
+    @Test
+    void aGreedyRowsProposalGrowsAfterFullAcceptanceAndShrinksAfterARejection() {
+        int[] prompt = IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams greedy = SamplingParams.builder().build();
+        GenerationOptions options = new GenerationOptions(48, PREFILL_STEP, new int[0], false);
+        try (SpeculativeRun run = new SpeculativeRun(model, prompt, options, greedy, null,
+                new Speculation.PromptLookup(1, 3, 3), true)) {
+            int allowed = 1;
+            int longest = 0;
+            int proposedBefore = 0;
+            int acceptedBefore = 0;
+            while (!run.isFinished() && run.advance() != SpeculativeRun.Event.FINISHED) {
+                int m = run.proposedTokens() - proposedBefore;
+                int a = run.acceptedTokens() - acceptedBefore;
+                proposedBefore = run.proposedTokens();
+                acceptedBefore = run.acceptedTokens();
+                assertTrue(m <= allowed, m + " proposed where at most " + allowed + " may be");
+                longest = Math.max(longest, m);
+                if (m > 0) {
+                    allowed = a == m ? Math.min(m + 1, 3) : 1;
+                }
+            }
+            assertEquals(3, longest, "a row that keeps being accepted grows to num_draft_tokens");
+        }
+    }
 }
