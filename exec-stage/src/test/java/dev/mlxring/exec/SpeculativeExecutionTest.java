@@ -12,7 +12,9 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.exec.spec.AdaptiveStop;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.PreparedPrompt;
@@ -114,5 +116,62 @@ class SpeculativeExecutionTest {
         assertEquals(serial(plain, plan(prompt, 16, penalized, new int[0])), got);
         assertNotEquals(serial(plain, plan(prompt, 16, penalized.toBuilder().repetitionPenalty(0).build(), new int[0])),
                 got, "the penalty changes the output, so the comparison above can tell the paths apart");
+    }
+
+    /**
+     * A greedy row whose proposals keep failing stops proposing ({@link AdaptiveStop}), and its
+     * tokens and logprobs stay those of the plain run, before and after the stop.
+     */
+    @Test
+    void aGreedyRowThatStopsProposingKeepsThePlainRunsTokens() throws Exception {
+        int[] prompt = IntStream.range(0, 40).map(i -> PHRASE[(i * 7 + i / 3) % PHRASE.length]).toArray();
+        int maxTokens = 160;
+        SamplingParams greedy = SamplingParams.builder().logprobs(true).topLogprobs(2).build();
+        Speculation lookup = new Speculation.PromptLookup(1, 3, 3);
+        GenerationOptions options = new GenerationOptions(maxTokens, PREFILL_STEP, new int[0], false);
+        int[] counts = new int[4];
+        for (boolean adaptive : new boolean[] {false, true}) {
+            try (SpeculativeRun run = new SpeculativeRun(model, prompt, options, greedy, null, lookup, adaptive)) {
+                while (run.advance() != SpeculativeRun.Event.FINISHED && !run.isFinished()) {
+                    // runs to the end
+                }
+                counts[adaptive ? 2 : 0] = run.proposedTokens();
+                counts[adaptive ? 3 : 1] = run.acceptedTokens();
+                assertEquals(adaptive, run.stoppedProposing(), "adaptive " + adaptive + ": " + run.acceptedTokens()
+                        + " of " + run.proposedTokens() + " accepted");
+            }
+        }
+        assertTrue(counts[2] < counts[0], "the stop proposes fewer tokens: " + java.util.Arrays.toString(counts));
+        ModelExecutor speculating = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1), lookup);
+        ModelExecutor plain = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1));
+        assertEquals(serial(plain, plan(prompt, maxTokens, greedy, new int[0])),
+                serial(speculating, plan(prompt, maxTokens, greedy, new int[0])));
+    }
+
+    /** A greedy row proposes 1 token after a rejection and one more after each round it accepted whole. */
+    @Test
+    void aGreedyRowsProposalGrowsAfterFullAcceptanceAndShrinksAfterARejection() {
+        int[] prompt = IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams greedy = SamplingParams.builder().build();
+        GenerationOptions options = new GenerationOptions(48, PREFILL_STEP, new int[0], false);
+        try (SpeculativeRun run = new SpeculativeRun(model, prompt, options, greedy, null,
+                new Speculation.PromptLookup(1, 3, 3), true)) {
+            int allowed = 1;
+            int longest = 0;
+            int proposedBefore = 0;
+            int acceptedBefore = 0;
+            while (!run.isFinished() && run.advance() != SpeculativeRun.Event.FINISHED) {
+                int m = run.proposedTokens() - proposedBefore;
+                int a = run.acceptedTokens() - acceptedBefore;
+                proposedBefore = run.proposedTokens();
+                acceptedBefore = run.acceptedTokens();
+                assertTrue(m <= allowed, m + " proposed where at most " + allowed + " may be");
+                longest = Math.max(longest, m);
+                if (m > 0) {
+                    allowed = a == m ? Math.min(m + 1, 3) : 1;
+                }
+            }
+            assertEquals(3, longest, "a row that keeps being accepted grows to num_draft_tokens");
+        }
     }
 }

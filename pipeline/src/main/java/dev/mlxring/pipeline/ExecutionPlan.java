@@ -18,10 +18,12 @@ import java.util.Objects;
  *     Exec closes it: the executor from the moment exec hands it the plan ({@link Executor#open},
  *     {@link ExecutionBatch#insert}, also when they throw), the exec loop when the session
  *     settles before that (cancelled or refused while queued)
+ * @param speculative the request's speculative-decoding choice; null = the executor's default
  */
 public record ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
         int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-        List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint) {
+        List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint,
+        SpeculativeSpec speculative) {
     public ExecutionPlan {
         Objects.requireNonNull(sampling, "sampling");
         stopTokenIds = stopTokenIds.clone();
@@ -30,6 +32,14 @@ public record ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingPar
         if (maxTokens < 0) {
             throw new IllegalArgumentException("maxTokens must be >= 0, got " + maxTokens);
         }
+    }
+
+    /** A plan that speculates as the executor's default says. */
+    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
+            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
+            List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint) {
+        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, kvScheme,
+                constraint, null);
     }
 
     /** A plan without a token constraint. */

@@ -18,6 +18,11 @@ public interface ExecutionRun extends AutoCloseable {
         return 0;
     }
 
+    /** The run's proposed and accepted tokens so far when it speculates ({@code usage.speculative}); null when not. */
+    default Usage.Speculative speculative() {
+        return null;
+    }
+
     @Override
     void close();
 }

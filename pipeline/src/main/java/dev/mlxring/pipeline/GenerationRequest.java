@@ -27,10 +27,18 @@ import java.util.List;
  * @param toolChoice how the model may or must call the prompt's tools; null = {@link ToolChoiceSpec#DEFAULT}.
  *     A choice that constrains the output (forced, strict or single calls) excludes {@code constraint}:
  *     plan refuses a request with both
+ * @param speculative the request's speculative-decoding choice; null = the server's default
  */
 public record GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
         List<String> stop, boolean logprobs, int topLogprobs, OutputConstraint constraint,
-        ToolChoiceSpec toolChoice) {
+        ToolChoiceSpec toolChoice, SpeculativeSpec speculative) {
+
+    /** A request that speculates as the server's default says. */
+    public GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
+            List<String> stop, boolean logprobs, int topLogprobs, OutputConstraint constraint,
+            ToolChoiceSpec toolChoice) {
+        this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, toolChoice, null);
+    }
 
     /** A request whose tool choice is the default ({@code auto}). */
     public GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
@@ -47,13 +55,19 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
     /** The same request with {@code c} as its output constraint. */
     public GenerationRequest withConstraint(OutputConstraint c) {
         return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, c,
-                toolChoice);
+                toolChoice, speculative);
     }
 
     /** The same request with {@code choice} as its tool choice. */
     public GenerationRequest withToolChoice(ToolChoiceSpec choice) {
         return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint,
-                choice);
+                choice, speculative);
+    }
+
+    /** The same request with {@code spec} as its speculative-decoding choice (null: the server's default). */
+    public GenerationRequest withSpeculative(SpeculativeSpec spec) {
+        return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint,
+                toolChoice, spec);
     }
 
     /** A builder with nothing set: {@link Builder#build()} needs a prompt; every other field has its default. */
@@ -87,6 +101,7 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
         private int topLogprobs;
         private OutputConstraint constraint;
         private ToolChoiceSpec toolChoice;
+        private SpeculativeSpec speculative;
 
         private Builder() {}
 
@@ -164,13 +179,19 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
             return this;
         }
 
+        /** How this request speculates; without it, the server's default. */
+        public Builder speculative(SpeculativeSpec speculative) {
+            this.speculative = speculative;
+            return this;
+        }
+
         /** The request; refuses one without a prompt. */
         public GenerationRequest build() {
             if (prompt == null) {
                 throw new IllegalStateException("a GenerationRequest needs a prompt: set prompt(...) or userMessage(...)");
             }
             return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs,
-                    constraint, toolChoice);
+                    constraint, toolChoice, speculative);
         }
     }
 }

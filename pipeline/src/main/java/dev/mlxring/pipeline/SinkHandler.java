@@ -135,7 +135,7 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             // tokens up to the match (mlx_lm.server's count), not what exec had generated.
             Usage u = outcome.usage();
             outcome = Outcome.completed("stop", new Usage(u.promptTokens(),
-                    Math.min(u.completionTokens(), s.deliveredTokens), u.cachedTokens()));
+                    Math.min(u.completionTokens(), s.deliveredTokens), u.cachedTokens(), u.speculative()));
         }
         if (s.textSink != null && outcome.state() == Lifecycle.COMPLETED) {
             // Also after a stop-string match (finish reason "stop"): the sink may still parse an

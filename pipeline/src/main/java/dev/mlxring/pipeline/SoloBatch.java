@@ -99,7 +99,7 @@ final class SoloBatch implements ExecutionBatch {
     private Usage release() {
         ExecutionRun r = run;
         run = null;
-        Usage usage = new Usage(r.promptTokens(), r.completionTokens(), r.cachedTokens());
+        Usage usage = new Usage(r.promptTokens(), r.completionTokens(), r.cachedTokens(), r.speculative());
         r.close();
         return usage;
     }

@@ -1,6 +1,7 @@
 package dev.mlxring.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -59,6 +60,11 @@ class BuildersTest {
                 r);
         ToolChoiceSpec required = new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, true, "function.parameters");
         assertEquals(required, GenerationRequest.builder().prompt(prompt).toolChoice(required).build().toolChoice());
+        SpeculativeSpec ngram = new SpeculativeSpec(SpeculativeSpec.Method.NGRAM, 2);
+        assertEquals(ngram, GenerationRequest.builder().prompt(prompt).speculative(ngram).build().speculative());
+        assertEquals(ngram, r.withSpeculative(ngram).withConstraint(null).withToolChoice(required).speculative(),
+                "the with-methods carry the speculative choice along");
+        assertNull(r.speculative(), "unset: the server's default");
     }
 
     /** What is not set is the record's default: no id, no stop, no logprobs, free text, engine sampling. */

@@ -117,7 +117,8 @@ public final class RequestPlanner implements Planner {
         TokenConstraint constraint = constraint(spec);
         try {
             return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
-                    request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization(), constraint);
+                    request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization(), constraint,
+                    request.speculative());
         } catch (RuntimeException e) {
             if (constraint != null) {
                 constraint.close();

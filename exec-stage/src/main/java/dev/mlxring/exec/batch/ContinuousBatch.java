@@ -17,6 +17,8 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
+import dev.mlxring.pipeline.SpeculativeSpec;
+import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
@@ -126,6 +128,11 @@ public final class ContinuousBatch implements ExecutionBatch {
         if (!accepts(plan)) {
             closeConstraint(plan);
             throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
+        }
+        if (plan.speculative() != null && plan.speculative().method() != SpeculativeSpec.Method.OFF) {
+            closeConstraint(plan);
+            throw new RequestException(ErrorType.INVALID_REQUEST,
+                    SpeculationPolicy.refusalWithoutSpeculation(plan.speculative().method()));
         }
         PrefixReuse.Restored restored;
         try {

@@ -6,6 +6,7 @@ import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.exec.spec.SpeculativeExecutionRun;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.exec.model.LanguageModel;
@@ -39,8 +40,8 @@ public final class ModelExecutor implements Executor {
     private final EngineRng engineRng;
     /** Null: no prefix cache, every prompt is prefilled whole. */
     private final PrefixReuse prefixReuse;
-    /** Null: no speculative decoding. */
-    private final Speculation speculation;
+    /** The server's default speculation (null: none) and what a request may ask instead. */
+    private final SpeculationPolicy speculation;
 
     public ModelExecutor(LanguageModel model, int prefillStepSize) {
         this(model, prefillStepSize, 0, null);
@@ -61,19 +62,29 @@ public final class ModelExecutor implements Executor {
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
             EngineRng engineRng) {
-        this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, null);
+        this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, (Speculation) null);
     }
 
     /**
      * As above, speculating with {@code speculation} (null: never): every request it can take
      * ({@link SpeculativeRun#refusal}; no token constraint) runs as mlx-lm's
      * {@code speculative_generate_step}, without the prefix cache; the others run as without it.
+     * A greedy request stops proposing once its acceptance stays low ({@link dev.mlxring.exec.spec.AdaptiveStop}).
      * A speculating executor serves one request at a time ({@link #openBatch} answers null), as
      * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
      * frees it in {@link #close()}.
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
             EngineRng engineRng, Speculation speculation) {
+        this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, SpeculationPolicy.of(speculation));
+    }
+
+    /**
+     * As above, with a request's {@code speculative} choice resolved by {@code speculation}
+     * ({@link SpeculationPolicy#resolve}; a choice it refuses fails the request as invalid).
+     */
+    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
+            EngineRng engineRng, SpeculationPolicy speculation) {
         this.speculation = speculation;
         this.engineRng = engineRng;
         this.model = model;
@@ -91,10 +102,11 @@ public final class ModelExecutor implements Executor {
             GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
                     false, kvQuantization(plan.kvScheme()), maxKvSize);
             int[] prompt = plan.prompt().tokenIds();
-            if (speculation != null && constraint == null
-                    && SpeculativeRun.refusal(model, prompt.length, options, params, speculation) == null) {
+            Speculation how = speculation.resolve(plan.speculative());
+            if (how != null && constraint == null
+                    && SpeculativeRun.refusal(model, prompt.length, options, params, how) == null) {
                 return new SpeculativeExecutionRun(
-                        new SpeculativeRun(model, prompt, options, params, engineRng, speculation),
+                        new SpeculativeRun(model, prompt, options, params, engineRng, how, true),
                         plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
             }
             prefixed = PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng);
@@ -165,7 +177,7 @@ public final class ModelExecutor implements Executor {
 
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
-        if (speculation != null || !batchesRotation(model, maxKvSize)) {
+        if (speculation.serverDefault() != null || !batchesRotation(model, maxKvSize)) {
             return null;
         }
         return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse,
@@ -187,7 +199,7 @@ public final class ModelExecutor implements Executor {
             try {
                 model.close();
             } finally {
-                if (speculation instanceof Speculation.DraftModel d && d.model() != model) {
+                if (speculation.serverDefault() instanceof Speculation.DraftModel d && d.model() != model) {
                     d.model().close();
                 }
             }

@@ -6,6 +6,7 @@ import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.Arrays;
@@ -66,20 +67,61 @@ public final class DraftModelSource implements DraftSource {
         return out.clone();
     }
 
+    /**
+     * Whether {@link #proposeOnDevice} may stand in for {@link #propose}: every id the draft can
+     * sample is inside the target's vocabulary of {@code targetVocabSize} tokens, so the proposal
+     * never needs cutting before the target reads it.
+     */
+    public boolean proposesWithin(int targetVocabSize) {
+        return draft.vocabSize() <= targetVocabSize;
+    }
+
+    /**
+     * mlx-lm's {@code _draft_generate}: {@code maxTokens} (at least 1) draft steps, each fed the
+     * previous step's sampled token without reading it on the host and submitted with
+     * {@code async_eval}, so the draft's steps and the target's verification run as one queue
+     * with no host round trip between them. Returns the {@code [maxTokens]} token ids, unevaluated,
+     * in the caller's scope; the caller evaluates them with its verification and hands the ids to
+     * {@link #proposed} before {@link #accepted}. The same draws and arithmetic as {@link #propose}.
+     */
+    public MlxArray proposeOnDevice(int maxTokens) {
+        if (maxTokens < 1) {
+            throw new IllegalArgumentException("a proposal on the device needs at least one token, got " + maxTokens);
+        }
+        MlxArray[] ys = new MlxArray[maxTokens];
+        MlxArray y = Mlx.fromInts(pending, pending.length);
+        for (int i = 0; i < maxTokens; i++) {
+            y = Mlx.astype(stepOnDevice(y), Dtype.INT32);
+            Mlx.asyncEval(y);
+            ys[i] = y;
+        }
+        return maxTokens == 1 ? ys[0] : Mlx.concatenate(0, ys);
+    }
+
+    /** The ids a {@link #proposeOnDevice} call produced, read after the caller evaluated them. */
+    public void proposed(int[] tokens) {
+        lastProposal = tokens.clone();
+    }
+
     /** One {@code _step(draft_model, draft_cache, y)}: returns the sampled token. */
     private int step(int[] input) {
         try (ArrayScope scope = ArrayScope.open()) {
-            MlxArray logits = draft.forward(Mlx.expandDims(Mlx.fromInts(input, input.length), 0), cache);
-            int length = logits.dim(1);
-            int vocab = logits.dim(2);
-            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
-                    new int[] {1, 1, 1}), 0);
-            if (quantization != null) {
-                QuantizedKvCache.maybeQuantize(quantization, cache);
-            }
-            MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(draft.cpuKernels(), logits, -1, true));
-            return sampling.sample(logprobs).itemInt();
+            return stepOnDevice(Mlx.fromInts(input, input.length)).itemInt();
         }
+    }
+
+    /** One draft step over {@code input} ({@code [n]} ids) in the caller's scope: the {@code [1]} sampled id, unevaluated. */
+    private MlxArray stepOnDevice(MlxArray input) {
+        MlxArray logits = draft.forward(Mlx.expandDims(input, 0), cache);
+        int length = logits.dim(1);
+        int vocab = logits.dim(2);
+        logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
+                new int[] {1, 1, 1}), 0);
+        if (quantization != null) {
+            QuantizedKvCache.maybeQuantize(quantization, cache);
+        }
+        MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(draft.cpuKernels(), logits, -1, true));
+        return sampling.sample(logprobs);
     }
 
     @Override

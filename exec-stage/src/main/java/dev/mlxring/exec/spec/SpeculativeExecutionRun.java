@@ -3,6 +3,7 @@ package dev.mlxring.exec.spec;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.StepResult;
+import dev.mlxring.pipeline.Usage;
 
 /**
  * A {@link SpeculativeRun} under the pipeline's step contract: a verification round commits
@@ -72,6 +73,12 @@ public final class SpeculativeExecutionRun implements ExecutionRun {
     }
 
     /** The run's proposed and accepted tokens so far. */
+    @Override
+    public Usage.Speculative speculative() {
+        return new Usage.Speculative(run.proposedTokens(), run.acceptedTokens());
+    }
+
+    /** The run's proposed tokens so far. */
     public int proposedTokens() {
         return run.proposedTokens();
     }

@@ -55,6 +55,13 @@ public final class SpeculativeRun implements AutoCloseable {
     private final DraftSource source;
     private final int numDraftTokens;
     private final KvCache[] cache;
+    /** Null: the row proposes every round it can. */
+    private final AdaptiveStop adaptiveStop;
+    /**
+     * With the adaptive stop, the next round's proposal length: 1 after a round that rejected a
+     * proposed token, one more (up to {@code numDraftTokens}) after a round that accepted all.
+     */
+    private int proposalLength;
 
     private boolean prefilled;
     private boolean finished;
@@ -76,6 +83,20 @@ public final class SpeculativeRun implements AutoCloseable {
      */
     public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
             EngineRng engineRng, Speculation speculation) {
+        this(model, prompt, options, params, engineRng, speculation, false);
+    }
+
+    /**
+     * As above; with {@code adaptiveStop} and greedy {@code params}, the row proposes 1 token after
+     * a round that rejected one and one more, up to {@code num_draft_tokens}, after a round that
+     * accepted all (a round of more positions costs more, so long proposals are kept for text the
+     * row is copying), and stops proposing once its acceptance falls below {@link AdaptiveStop}'s
+     * threshold for a window. Greedy only: a
+     * greedy row's tokens are the target's argmax whatever was proposed, while a sampled row draws
+     * one key per round, so stopping would change its tokens from mlx-lm's with the same k.
+     */
+    public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
+            EngineRng engineRng, Speculation speculation, boolean adaptiveStop) {
         model.checkPrompt(prompt);
         String refusal = refusal(model, prompt.length, options, params, speculation);
         if (refusal != null) {
@@ -100,6 +121,8 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         this.sampling = s;
         this.cache = c;
+        this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
+        this.proposalLength = this.adaptiveStop != null ? 1 : numDraftTokens;
     }
 
     /**
@@ -164,15 +187,28 @@ public final class SpeculativeRun implements AutoCloseable {
     }
 
     private Event verifyRound() {
-        int budget = Math.min(options.maxTokens() - produced, numDraftTokens);
-        int[] proposal = withinVocabulary(source.propose(budget));
-        int m = proposal.length;
-        int[] input = new int[m + 1];
-        input[0] = pending;
-        System.arraycopy(proposal, 0, input, 1, m);
+        boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
+        int budget = Math.min(options.maxTokens() - produced, proposalLength);
+        boolean onDevice = proposing && budget > 0 && source instanceof DraftModelSource d
+                && d.proposesWithin(model.vocabSize());
+        int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
+        int m = proposal == null ? budget : proposal.length;
         int[] sampled;
         try (ArrayScope scope = ArrayScope.open()) {
-            MlxArray logits = model.forward(Mlx.expandDims(Mlx.fromInts(input, input.length), 0), cache);
+            MlxArray input;
+            MlxArray drafted = null;
+            if (onDevice) {
+                // mlx-lm's round: the draft's tokens stay on the device and feed the verification
+                // directly; one eval reads the draft's and the target's tokens together.
+                drafted = ((DraftModelSource) source).proposeOnDevice(budget);
+                input = Mlx.concatenate(0, Mlx.fromInts(new int[] {pending}, 1), drafted);
+            } else {
+                int[] ids = new int[m + 1];
+                ids[0] = pending;
+                System.arraycopy(proposal, 0, ids, 1, m);
+                input = Mlx.fromInts(ids, ids.length);
+            }
+            MlxArray logits = model.forward(Mlx.expandDims(input, 0), cache);
             int length = logits.dim(1);
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab},
@@ -182,7 +218,13 @@ public final class SpeculativeRun implements AutoCloseable {
             }
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
             MlxArray tokens = sampling.sample(logprobs);
-            Mlx.eval(tokens, logprobs);
+            if (drafted != null) {
+                Mlx.eval(tokens, logprobs, drafted);
+                proposal = drafted.toIntArray();
+                ((DraftModelSource) source).proposed(proposal);
+            } else {
+                Mlx.eval(tokens, logprobs);
+            }
             sampled = tokens.toIntArray();
             roundLogprobs = logprobs.detach();
         }
@@ -192,7 +234,14 @@ public final class SpeculativeRun implements AutoCloseable {
         for (KvCache c : cache) {
             c.trim(m - accepted);
         }
-        source.accepted(accepted, sampled[accepted]);
+        if (proposing) {
+            // A row that stopped proposing never proposes again: its source is left where it stopped.
+            source.accepted(accepted, sampled[accepted]);
+            if (adaptiveStop != null && m > 0) {
+                adaptiveStop.record(m, accepted);
+                proposalLength = accepted == m ? Math.min(proposalLength + 1, numDraftTokens) : 1;
+            }
+        }
         pending = sampled[accepted];
         return commit(Arrays.copyOf(sampled, accepted + 1));
     }
@@ -306,6 +355,11 @@ public final class SpeculativeRun implements AutoCloseable {
     /** Proposed tokens the target accepted, over the run. */
     public int acceptedTokens() {
         return acceptedTotal;
+    }
+
+    /** Whether the adaptive stop has ended this row's proposals. */
+    public boolean stoppedProposing() {
+        return adaptiveStop != null && adaptiveStop.stopped();
     }
 
     /** The target's layer caches (owned here; valid until {@link #close()}). */

@@ -80,6 +80,9 @@ public final class ExchangeWriter implements IoCallback {
             default -> "failed:" + outcome.errorType();
         };
         metrics.finished(outcomeLabel(outcome), record.promptTokens, record.completionTokens);
+        if (outcome.usage().speculative() != null) {
+            metrics.speculated(outcome.usage().speculative());
+        }
         if (outcome.state() == Lifecycle.FAILED && outcome.errorType() == Outcome.ErrorType.INTERNAL) {
             LOG.error("request {} failed with an internal error: {}", record.id, outcome.message());
         }

@@ -5,6 +5,8 @@ import dev.mlxring.pipeline.ExecActivity;
 import dev.mlxring.pipeline.Lifecycle;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Histogram;
+import dev.mlxring.pipeline.Usage;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
@@ -32,6 +34,8 @@ public final class ServerMetrics {
     /** The {@code kind} label values of {@code mlxring_http_connection_timeouts_total}. */
     static final java.util.List<String> TIMEOUT_KINDS = java.util.List.of("header", "body", "idle");
 
+    /** Acceptance-rate buckets: tenths of the proposed tokens accepted. */
+    private static final double[] ACCEPTANCE_BOUNDS = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
     private static final double[] TTFT_BOUNDS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
     private static final double[] ITL_BOUNDS = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
             1.28, 5};
@@ -43,6 +47,9 @@ public final class ServerMetrics {
     private final Counter completions;
     private final CounterDataPoint promptTokens;
     private final CounterDataPoint generatedTokens;
+    private final CounterDataPoint proposedTokens;
+    private final CounterDataPoint acceptedTokens;
+    private final Histogram acceptanceRate;
     private final LatencyHistogram ttft;
     private final LatencyHistogram interToken;
     private final Counter connectionTimeouts;
@@ -70,6 +77,15 @@ public final class ServerMetrics {
                 .help("Prompt tokens of finished completion requests").withoutExemplars().register(registry);
         generatedTokens = Counter.builder().name("mlxring_generated_tokens_total")
                 .help("Generated tokens of finished completion requests").withoutExemplars().register(registry);
+        proposedTokens = Counter.builder().name("mlxring_speculative_proposed_tokens_total")
+                .help("Proposed tokens the model verified, over finished requests that ran speculatively")
+                .withoutExemplars().register(registry);
+        acceptedTokens = Counter.builder().name("mlxring_speculative_accepted_tokens_total")
+                .help("Proposed tokens the model accepted, over finished requests that ran speculatively")
+                .withoutExemplars().register(registry);
+        acceptanceRate = Histogram.builder().name("mlxring_speculative_acceptance_rate")
+                .help("Per finished request that proposed tokens: accepted / proposed")
+                .classicUpperBounds(ACCEPTANCE_BOUNDS).classicOnly().withoutExemplars().register(registry);
         ttft = new LatencyHistogram("mlxring_time_to_first_token_seconds",
                 "From the request's arrival to its first generated token reaching the HTTP responder", TTFT_BOUNDS);
         interToken = new LatencyHistogram("mlxring_inter_token_latency_seconds",
@@ -156,6 +172,15 @@ public final class ServerMetrics {
         }
         if (generated > 0) {
             generatedTokens.inc(generated);
+        }
+    }
+
+    /** A finished request that ran speculatively, once at its end (allocates; not on the token path). */
+    void speculated(Usage.Speculative s) {
+        if (s.proposed() > 0) {
+            proposedTokens.inc(s.proposed());
+            acceptedTokens.inc(s.accepted());
+            acceptanceRate.observe((double) s.accepted() / s.proposed());
         }
     }
 

@@ -6,6 +6,7 @@ import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
+import dev.mlxring.ingress.http.SpeculativeField;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.GenerationRequest;
@@ -77,7 +78,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                 || !RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false);
         OutputConstraint constraint = StructuredOutputs.anthropic(f.node());
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, stop, false, 0, constraint, ChatTools.spec(toolChoice, parallel, "input_schema"));
+                maxTokens, stop, false, 0, constraint, ChatTools.spec(toolChoice, parallel, "input_schema"))
+                .withSpeculative(SpeculativeField.parse(f.node()));
         return new MessagesRequest(req, stream, model);
     }
 

@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.http.anthropic;
 
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -132,6 +133,7 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
         u.put("cache_creation_input_tokens", 0);
         u.put("cache_read_input_tokens", usage.cachedTokens());
         u.put("output_tokens", usage.completionTokens());
+        SpeculativeUsage.put(u, usage);
     }
 
     private void startStream() {

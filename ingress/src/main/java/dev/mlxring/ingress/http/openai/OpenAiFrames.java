@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.http.openai;
 
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -207,6 +208,7 @@ final class OpenAiFrames {
         u.put("completion_tokens", usage.completionTokens());
         u.put("total_tokens", usage.totalTokens());
         u.putObject("prompt_tokens_details").put("cached_tokens", usage.cachedTokens());
+        SpeculativeUsage.put(u, usage);
     }
 
     /** One token's log-probability and its top alternatives, copied off the sink's flyweight. */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
+import dev.mlxring.ingress.http.SpeculativeField;
 import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
@@ -98,7 +99,8 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
         GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
-                logprobs || top > 0, Math.max(top, 0)).withConstraint(constraint);
+                logprobs || top > 0, Math.max(top, 0)).withConstraint(constraint)
+                .withSpeculative(SpeculativeField.parse(root));
         if (chat) {
             req = req.withToolChoice(OpenAiTools.choice(root.get("tool_choice"),
                     new RequestFields(root).bool("parallel_tool_calls", true)));

@@ -8,6 +8,7 @@ import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
+import dev.mlxring.ingress.http.SpeculativeField;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.ingress.http.StructuredOutputs;
 import dev.mlxring.pipeline.GenerationRequest;
@@ -90,7 +91,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         messages.addAll(conversation);
         GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
                 maxTokens, List.of(), false, 0, StructuredOutputs.responses(root),
-                ChatTools.spec(toolChoice, parallel, "parameters"));
+                ChatTools.spec(toolChoice, parallel, "parameters")).withSpeculative(SpeculativeField.parse(root));
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);

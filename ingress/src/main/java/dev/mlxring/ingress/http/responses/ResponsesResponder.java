@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.http.responses;
 
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -179,6 +180,7 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
             u.put("output_tokens", usage.completionTokens());
             u.putObject("output_tokens_details").put("reasoning_tokens", reasoningTokens);
             u.put("total_tokens", usage.totalTokens());
+            SpeculativeUsage.put(u, usage);
         }
         return r;
     }
