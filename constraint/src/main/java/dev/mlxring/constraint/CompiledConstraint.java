@@ -20,8 +20,8 @@ public final class CompiledConstraint implements AutoCloseable {
     private final long maskByteSize;
     private boolean closed; // guarded by this
 
-    private CompiledConstraint(ConstraintTokenizer tokenizer, ConstraintKind kind, MemorySegment template,
-            long maskByteSize) {
+    private CompiledConstraint(
+            ConstraintTokenizer tokenizer, ConstraintKind kind, MemorySegment template, long maskByteSize) {
         this.tokenizer = tokenizer;
         this.kind = kind;
         this.template = template;
@@ -50,8 +50,8 @@ public final class CompiledConstraint implements AutoCloseable {
         MemorySegment matcher = MemorySegment.NULL;
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment init = tokenizer.constraintInit(scratch);
-            matcher = (MemorySegment) Llguidance.NEW_MATCHER.invokeExact(init,
-                    scratch.allocateFrom(kind.llguidanceTag()), scratch.allocateFrom(source));
+            matcher = (MemorySegment) Llguidance.NEW_MATCHER.invokeExact(
+                    init, scratch.allocateFrom(kind.llguidanceTag()), scratch.allocateFrom(source));
             tokenizer.checkTokenizeFailure();
             String error = Llguidance.string((MemorySegment) Llguidance.MATCHER_GET_ERROR.invokeExact(matcher));
             if (error != null) {

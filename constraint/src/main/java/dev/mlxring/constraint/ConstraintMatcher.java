@@ -48,8 +48,8 @@ public final class ConstraintMatcher implements AutoCloseable {
     public void computeMask(MemorySegment dest) {
         checkOpen();
         if (!dest.isNative() || dest.address() % Integer.BYTES != 0 || dest.byteSize() < maskByteSize) {
-            throw new IllegalArgumentException("the mask needs " + maskByteSize + " bytes of 4-byte aligned"
-                    + " native memory; got " + dest);
+            throw new IllegalArgumentException(
+                    "the mask needs " + maskByteSize + " bytes of 4-byte aligned" + " native memory; got " + dest);
         }
         int rc;
         try {
@@ -149,7 +149,8 @@ public final class ConstraintMatcher implements AutoCloseable {
     public Optional<String> error() {
         checkOpen();
         try {
-            return Optional.ofNullable(Llguidance.string((MemorySegment) Llguidance.MATCHER_GET_ERROR.invokeExact(handle)));
+            return Optional.ofNullable(
+                    Llguidance.string((MemorySegment) Llguidance.MATCHER_GET_ERROR.invokeExact(handle)));
         } catch (Throwable t) {
             throw Llguidance.rethrow(t);
         }
@@ -172,8 +173,8 @@ public final class ConstraintMatcher implements AutoCloseable {
             throw Llguidance.rethrow(t);
         }
         if (rc != 0) {
-            throw new ConstraintException("the constraint cannot roll back " + tokenCount + " token(s): "
-                    + errorOrUnknown());
+            throw new ConstraintException(
+                    "the constraint cannot roll back " + tokenCount + " token(s): " + errorOrUnknown());
         }
     }
 

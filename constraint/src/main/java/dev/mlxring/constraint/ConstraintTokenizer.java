@@ -36,9 +36,17 @@ public final class ConstraintTokenizer implements AutoCloseable {
 
     static {
         try {
-            TOKENIZE_UPCALL = MethodHandles.lookup().findVirtual(ConstraintTokenizer.class, "tokenizeUpcall",
-                    MethodType.methodType(long.class, MemorySegment.class, MemorySegment.class, long.class,
-                            MemorySegment.class, long.class));
+            TOKENIZE_UPCALL = MethodHandles.lookup()
+                    .findVirtual(
+                            ConstraintTokenizer.class,
+                            "tokenizeUpcall",
+                            MethodType.methodType(
+                                    long.class,
+                                    MemorySegment.class,
+                                    MemorySegment.class,
+                                    long.class,
+                                    MemorySegment.class,
+                                    long.class));
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -77,15 +85,15 @@ public final class ConstraintTokenizer implements AutoCloseable {
      * @throws IllegalArgumentException if no EOS id is given, one is outside the vocabulary, or
      *     llguidance refuses the vocabulary (its message)
      */
-    public static ConstraintTokenizer create(ConstraintVocabulary vocabulary, int[] eosTokenIds,
-            CanonicalTokenizer canonical) {
+    public static ConstraintTokenizer create(
+            ConstraintVocabulary vocabulary, int[] eosTokenIds, CanonicalTokenizer canonical) {
         if (eosTokenIds.length == 0) {
             throw new IllegalArgumentException("at least one EOS token id is needed");
         }
         for (int id : eosTokenIds) {
             if (id < 0 || id >= vocabulary.size()) {
-                throw new IllegalArgumentException("EOS token id " + id + " is outside the vocabulary of "
-                        + vocabulary.size() + " ids");
+                throw new IllegalArgumentException(
+                        "EOS token id " + id + " is outside the vocabulary of " + vocabulary.size() + " ids");
             }
         }
         if (canonical == null) {
@@ -219,7 +227,8 @@ public final class ConstraintTokenizer implements AutoCloseable {
             MemorySegment error = scratch.allocate(ERROR_BUFFER_BYTES);
             MemorySegment tokenizer;
             try {
-                tokenizer = (MemorySegment) Llguidance.NEW_TOKENIZER_V2.invokeExact(init, error, (long) ERROR_BUFFER_BYTES);
+                tokenizer =
+                        (MemorySegment) Llguidance.NEW_TOKENIZER_V2.invokeExact(init, error, (long) ERROR_BUFFER_BYTES);
             } catch (Throwable t) {
                 throw Llguidance.rethrow(t);
             }
@@ -236,19 +245,21 @@ public final class ConstraintTokenizer implements AutoCloseable {
 
     /** {@code LlgTokenizeFn}: never throws into native code (see the class comment). */
     @SuppressWarnings("unused") // the upcall target
-    private long tokenizeUpcall(MemorySegment userData, MemorySegment bytes, long lengthInBytes,
-            MemorySegment out, long outCapacity) {
+    private long tokenizeUpcall(
+            MemorySegment userData, MemorySegment bytes, long lengthInBytes, MemorySegment out, long outCapacity) {
         try {
             ByteBuffer utf8 = bytes.reinterpret(lengthInBytes).asByteBuffer();
-            String text = StandardCharsets.UTF_8.newDecoder()
+            String text = StandardCharsets.UTF_8
+                    .newDecoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(utf8).toString();
+                    .decode(utf8)
+                    .toString();
             int[] ids = canonical.encode(text);
             for (int id : ids) {
                 if (id < 0 || id >= vocabSize) {
-                    throw new IllegalStateException("it returned the token id " + id + ", outside the vocabulary of "
-                            + vocabSize + " ids");
+                    throw new IllegalStateException(
+                            "it returned the token id " + id + ", outside the vocabulary of " + vocabSize + " ids");
                 }
             }
             MemorySegment dest = out.reinterpret(outCapacity * Integer.BYTES);

@@ -2,7 +2,6 @@ package dev.mlxring.constraint;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -152,7 +151,8 @@ public final class ConstraintVocabulary {
                     String t = d.path("type").asText("");
                     if (t.equals("ByteFallback")) {
                         byteFallback = true;
-                    } else if (t.equals("Replace") && d.path("content").asText("").equals(" ")) {
+                    } else if (t.equals("Replace")
+                            && d.path("content").asText("").equals(" ")) {
                         String pattern = d.path("pattern").path("String").asText("");
                         if (pattern.length() == 1) {
                             space = pattern.charAt(0);
@@ -176,7 +176,8 @@ public final class ConstraintVocabulary {
                     int b = c < UNICODE_TO_BYTE.length ? UNICODE_TO_BYTE[c] : -1;
                     if (b < 0) {
                         throw new IllegalArgumentException("byte-level vocabulary entry " + JSON.valueToTree(entry)
-                                + " has the character U+" + Integer.toHexString(c).toUpperCase()
+                                + " has the character U+"
+                                + Integer.toHexString(c).toUpperCase()
                                 + ", which GPT-2's byte-to-unicode table does not produce");
                     }
                     out[i] = (byte) b;

@@ -1,7 +1,6 @@
 package dev.mlxring.constraint;
 
 import dev.mlxring.mlx.ProjectHome;
-
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -74,33 +73,34 @@ final class Llguidance {
             MemoryLayout.paddingLayout(4));
 
     /** {@code LlgTokenizeFn}: {@code size_t (const void*, const uint8_t*, size_t, uint32_t*, size_t)}. */
-    static final FunctionDescriptor TOKENIZE_FN =
-            FunctionDescriptor.of(SIZE_T, ADDR, ADDR, SIZE_T, ADDR, SIZE_T);
+    static final FunctionDescriptor TOKENIZE_FN = FunctionDescriptor.of(SIZE_T, ADDR, ADDR, SIZE_T, ADDR, SIZE_T);
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LOOKUP = load();
 
-    static final MethodHandle CONSTRAINT_INIT_SET_DEFAULTS = handle("llg_constraint_init_set_defaults",
-            FunctionDescriptor.ofVoid(ADDR, ADDR));
-    static final MethodHandle NEW_TOKENIZER_V2 = handle("llg_new_tokenizer_v2",
-            FunctionDescriptor.of(ADDR, ADDR, ADDR, SIZE_T));
+    static final MethodHandle CONSTRAINT_INIT_SET_DEFAULTS =
+            handle("llg_constraint_init_set_defaults", FunctionDescriptor.ofVoid(ADDR, ADDR));
+    static final MethodHandle NEW_TOKENIZER_V2 =
+            handle("llg_new_tokenizer_v2", FunctionDescriptor.of(ADDR, ADDR, ADDR, SIZE_T));
     static final MethodHandle FREE_TOKENIZER = handle("llg_free_tokenizer", FunctionDescriptor.ofVoid(ADDR));
     static final MethodHandle NEW_MATCHER = handle("llg_new_matcher", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
     static final MethodHandle CLONE_MATCHER = handle("llg_clone_matcher", FunctionDescriptor.of(ADDR, ADDR));
     static final MethodHandle FREE_MATCHER = handle("llg_free_matcher", FunctionDescriptor.ofVoid(ADDR));
     static final MethodHandle MATCHER_GET_ERROR = handle("llg_matcher_get_error", FunctionDescriptor.of(ADDR, ADDR));
     static final MethodHandle MATCHER_IS_ERROR = handle("llg_matcher_is_error", FunctionDescriptor.of(BOOL, ADDR));
-    static final MethodHandle MATCHER_GET_MASK_BYTE_SIZE = handle("llg_matcher_get_mask_byte_size",
-            FunctionDescriptor.of(SIZE_T, ADDR));
-    static final MethodHandle MATCHER_COMPUTE_MASK_INTO = handle("llg_matcher_compute_mask_into",
-            FunctionDescriptor.of(INT, ADDR, ADDR, SIZE_T));
-    static final MethodHandle MATCHER_CONSUME_TOKEN = handle("llg_matcher_consume_token",
-            FunctionDescriptor.of(INT, ADDR, INT));
-    static final MethodHandle MATCHER_VALIDATE_TOKENS = handle("llg_matcher_validate_tokens",
-            FunctionDescriptor.of(INT, ADDR, ADDR, SIZE_T));
-    static final MethodHandle MATCHER_IS_ACCEPTING = handle("llg_matcher_is_accepting", FunctionDescriptor.of(BOOL, ADDR));
+    static final MethodHandle MATCHER_GET_MASK_BYTE_SIZE =
+            handle("llg_matcher_get_mask_byte_size", FunctionDescriptor.of(SIZE_T, ADDR));
+    static final MethodHandle MATCHER_COMPUTE_MASK_INTO =
+            handle("llg_matcher_compute_mask_into", FunctionDescriptor.of(INT, ADDR, ADDR, SIZE_T));
+    static final MethodHandle MATCHER_CONSUME_TOKEN =
+            handle("llg_matcher_consume_token", FunctionDescriptor.of(INT, ADDR, INT));
+    static final MethodHandle MATCHER_VALIDATE_TOKENS =
+            handle("llg_matcher_validate_tokens", FunctionDescriptor.of(INT, ADDR, ADDR, SIZE_T));
+    static final MethodHandle MATCHER_IS_ACCEPTING =
+            handle("llg_matcher_is_accepting", FunctionDescriptor.of(BOOL, ADDR));
     static final MethodHandle MATCHER_IS_STOPPED = handle("llg_matcher_is_stopped", FunctionDescriptor.of(BOOL, ADDR));
-    static final MethodHandle MATCHER_ROLLBACK = handle("llg_matcher_rollback", FunctionDescriptor.of(INT, ADDR, SIZE_T));
+    static final MethodHandle MATCHER_ROLLBACK =
+            handle("llg_matcher_rollback", FunctionDescriptor.of(INT, ADDR, SIZE_T));
     static final MethodHandle GET_VERSION = handle("llg_get_version", FunctionDescriptor.of(ADDR));
 
     private Llguidance() {}
@@ -120,7 +120,9 @@ final class Llguidance {
      */
     static String version() {
         try {
-            return ((MemorySegment) GET_VERSION.invokeExact()).reinterpret(Long.MAX_VALUE).getString(0);
+            return ((MemorySegment) GET_VERSION.invokeExact())
+                    .reinterpret(Long.MAX_VALUE)
+                    .getString(0);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -128,7 +130,9 @@ final class Llguidance {
 
     /** The NUL-terminated UTF-8 string at {@code cString}, or {@code null} for a null pointer. */
     static String string(MemorySegment cString) {
-        return cString.equals(MemorySegment.NULL) ? null : cString.reinterpret(Long.MAX_VALUE).getString(0);
+        return cString.equals(MemorySegment.NULL)
+                ? null
+                : cString.reinterpret(Long.MAX_VALUE).getString(0);
     }
 
     /** A downcall's throwable as an unchecked exception (downcalls declare Throwable). */
@@ -156,8 +160,9 @@ final class Llguidance {
     }
 
     private static MethodHandle handle(String name, FunctionDescriptor descriptor) {
-        MemorySegment symbol = LOOKUP.find(name).orElseThrow(() -> new IllegalStateException(
-                "symbol " + name + " missing from " + libraryPath() + " (stale build? rerun ./mlx-ring setup)"));
+        MemorySegment symbol = LOOKUP.find(name)
+                .orElseThrow(() -> new IllegalStateException("symbol " + name + " missing from " + libraryPath()
+                        + " (stale build? rerun ./mlx-ring setup)"));
         return LINKER.downcallHandle(symbol, descriptor);
     }
 }

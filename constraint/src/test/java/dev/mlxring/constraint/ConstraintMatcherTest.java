@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.stream.Stream;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -37,8 +36,10 @@ class ConstraintMatcherTest {
                 long t0 = System.nanoTime();
                 matcher.computeMask(mask);
                 maskNs += System.nanoTime() - t0;
-                assertTrue(TokenMask.isAllowed(mask, tokens[i]), c + ": token " + i + " (" + tokens[i]
-                        + ") of " + c.validText() + " is not allowed; " + TokenMask.allowedCount(mask) + " are");
+                assertTrue(
+                        TokenMask.isAllowed(mask, tokens[i]),
+                        c + ": token " + i + " (" + tokens[i] + ") of " + c.validText() + " is not allowed; "
+                                + TokenMask.allowedCount(mask) + " are");
                 assertFalse(TokenMask.isAllowed(mask, DefaultModel.eos()) && i == 0, c + ": EOS allowed at the start");
                 matcher.consume(tokens[i]);
             }
@@ -61,17 +62,22 @@ class ConstraintMatcherTest {
                     warmNs = Math.min(warmNs, System.nanoTime() - t0);
                 }
             }
-            System.out.printf("[constraint] %-32s compile %5.2f ms; mask %6.1f us/token first matcher, %5.1f us/token"
-                    + " (incl. consume) next ones, over %d tokens%n", c.name(), compileNs / 1e6,
-                    maskNs / 1e3 / tokens.length, warmNs / 1e3 / tokens.length, tokens.length);
+            System.out.printf(
+                    "[constraint] %-32s compile %5.2f ms; mask %6.1f us/token first matcher, %5.1f us/token"
+                            + " (incl. consume) next ones, over %d tokens%n",
+                    c.name(),
+                    compileNs / 1e6,
+                    maskNs / 1e3 / tokens.length,
+                    warmNs / 1e3 / tokens.length,
+                    tokens.length);
         }
     }
 
     @Test
     void aTokenTheConstraintDoesNotAllowIsMaskedAndRefused() {
         int bracket = single(DefaultModel.encode("["));
-        try (CompiledConstraint constraint = CompiledConstraint.compile(DefaultModel.tokenizer(),
-                        ConstraintKind.JSON_SCHEMA, ConstraintCases.NESTED_OBJECT.source());
+        try (CompiledConstraint constraint = CompiledConstraint.compile(
+                        DefaultModel.tokenizer(), ConstraintKind.JSON_SCHEMA, ConstraintCases.NESTED_OBJECT.source());
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(matcher.maskByteSize(), Integer.BYTES);
@@ -95,8 +101,8 @@ class ConstraintMatcherTest {
     @Test
     void rollbackReturnsToTheEarlierMask() {
         int[] tokens = DefaultModel.encode("{\"color\":\"");
-        try (CompiledConstraint constraint = CompiledConstraint.compile(DefaultModel.tokenizer(),
-                        ConstraintKind.JSON_SCHEMA, ConstraintCases.ENUM.source());
+        try (CompiledConstraint constraint = CompiledConstraint.compile(
+                        DefaultModel.tokenizer(), ConstraintKind.JSON_SCHEMA, ConstraintCases.ENUM.source());
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofConfined()) {
             MemorySegment before = arena.allocate(matcher.maskByteSize(), Integer.BYTES);
@@ -115,8 +121,10 @@ class ConstraintMatcherTest {
     static Stream<Arguments> badConstraints() {
         return Stream.of(
                 Arguments.of(ConstraintKind.JSON_SCHEMA, "{\"type\":\"strin\"}", "strin"),
-                Arguments.of(ConstraintKind.JSON_SCHEMA,
-                        "{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/missing\"}}}", "/$defs/missing"),
+                Arguments.of(
+                        ConstraintKind.JSON_SCHEMA,
+                        "{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/missing\"}}}",
+                        "/$defs/missing"),
                 Arguments.of(ConstraintKind.JSON_SCHEMA, "{\"type\":\"array\",\"uniqueItems\":true}", "uniqueItems"),
                 Arguments.of(ConstraintKind.JSON_SCHEMA, "{\"type\":", "EOF while parsing a value at line 1 column 8"),
                 Arguments.of(ConstraintKind.LARK, "start: foo", "unknown name: \"foo\""),
@@ -126,27 +134,33 @@ class ConstraintMatcherTest {
 
     @ParameterizedTest(name = "{0} {1}")
     @MethodSource("badConstraints")
-    void aConstraintThatDoesNotCompileIsRefusedWithLlguidancesMessage(ConstraintKind kind, String source,
-            String named) {
-        ConstraintException e = assertThrows(ConstraintException.class,
-                () -> CompiledConstraint.compile(DefaultModel.tokenizer(), kind, source).close());
+    void aConstraintThatDoesNotCompileIsRefusedWithLlguidancesMessage(
+            ConstraintKind kind, String source, String named) {
+        ConstraintException e = assertThrows(
+                ConstraintException.class,
+                () -> CompiledConstraint.compile(DefaultModel.tokenizer(), kind, source)
+                        .close());
         assertTrue(e.getMessage().startsWith(kind.llguidanceTag() + " constraint "), e.getMessage());
         assertTrue(e.getMessage().contains(named), e.getMessage());
     }
 
     @Test
     void masksNeedAlignedNativeMemoryOfTheirSize() {
-        try (CompiledConstraint constraint = CompiledConstraint.compile(DefaultModel.tokenizer(),
-                        ConstraintKind.REGEX, "[0-9]+");
+        try (CompiledConstraint constraint =
+                        CompiledConstraint.compile(DefaultModel.tokenizer(), ConstraintKind.REGEX, "[0-9]+");
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofConfined()) {
             assertEquals(TokenMask.byteSize(DefaultModel.vocabSize()), matcher.maskByteSize());
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> matcher.computeMask(MemorySegment.ofArray(new int[(int) matcher.maskByteSize() / 4])));
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> matcher.computeMask(arena.allocate(matcher.maskByteSize() - 4, Integer.BYTES)));
-            assertThrows(IllegalArgumentException.class,
-                    () -> matcher.computeMask(arena.allocate(matcher.maskByteSize() + 8, Integer.BYTES).asSlice(2)));
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> matcher.computeMask(arena.allocate(matcher.maskByteSize() + 8, Integer.BYTES)
+                            .asSlice(2)));
         }
     }
 

@@ -11,17 +11,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.mlx.PythonScript;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,11 +39,16 @@ class ConstraintOracleTest {
             runs.add(new Run(c.kind(), c.source(), DefaultModel.encode(c.validText())));
         }
         // A text that leaves the schema after a few tokens: both sides must refuse the same one.
-        runs.add(new Run(ConstraintKind.JSON_SCHEMA, ConstraintCases.NESTED_OBJECT.source(),
+        runs.add(new Run(
+                ConstraintKind.JSON_SCHEMA,
+                ConstraintCases.NESTED_OBJECT.source(),
                 DefaultModel.encode("{\"name\":\"Ann\",\"age\":3}")));
         // Free-form JSON: wide masks (most of the vocabulary allowed inside a string).
-        runs.add(new Run(ConstraintKind.JSON_SCHEMA, "{\"type\":\"object\"}",
-                DefaultModel.encode("{\"note\": \"caf\u00e9 \u2013 \u00fcber na\u00efve\", \"n\": [1, 2.5e3, null, true]}")));
+        runs.add(new Run(
+                ConstraintKind.JSON_SCHEMA,
+                "{\"type\":\"object\"}",
+                DefaultModel.encode(
+                        "{\"note\": \"caf\u00e9 \u2013 \u00fcber na\u00efve\", \"n\": [1, 2.5e3, null, true]}")));
 
         ObjectNode request = JSON.createObjectNode();
         request.put("tokenizer_json", DefaultModel.tokenizerJson().toString());
@@ -64,18 +66,21 @@ class ConstraintOracleTest {
         }
         Path requestFile = work.resolve("request.json");
         JSON.writeValue(requestFile.toFile(), request);
-        JsonNode oracle = JSON.readTree(PythonScript.run("oracle/constraint_masks.py", 120,
-                List.of(requestFile.toString())));
+        JsonNode oracle =
+                JSON.readTree(PythonScript.run("oracle/constraint_masks.py", 120, List.of(requestFile.toString())));
 
         int steps = 0;
         long maskNs = 0;
         for (int i = 0; i < runs.size(); i++) {
             Run r = runs.get(i);
             JsonNode expected = oracle.path("cases").get(i);
-            String label = "case " + i + " (" + r.kind() + " " + r.source().strip().replaceAll("\\s+", " ") + ")";
-            assertTrue(expected.path("compile_error").isNull(), label + ": the oracle did not compile it: "
-                    + expected.path("compile_error"));
-            try (CompiledConstraint constraint = CompiledConstraint.compile(DefaultModel.tokenizer(), r.kind(), r.source());
+            String label =
+                    "case " + i + " (" + r.kind() + " " + r.source().strip().replaceAll("\\s+", " ") + ")";
+            assertTrue(
+                    expected.path("compile_error").isNull(),
+                    label + ": the oracle did not compile it: " + expected.path("compile_error"));
+            try (CompiledConstraint constraint =
+                            CompiledConstraint.compile(DefaultModel.tokenizer(), r.kind(), r.source());
                     ConstraintMatcher matcher = constraint.newMatcher();
                     Arena arena = Arena.ofConfined()) {
                 MemorySegment mask = arena.allocate(matcher.maskByteSize(), Integer.BYTES);
@@ -89,14 +94,18 @@ class ConstraintOracleTest {
                     if (!expectedHex.equals(hex(mask))) {
                         fail(label + ": mask differs at step " + step + ": " + difference(expectedHex, mask));
                     }
-                    assertEquals(expected.path("accepting").get(step).asBoolean(), matcher.isAccepting(),
+                    assertEquals(
+                            expected.path("accepting").get(step).asBoolean(),
+                            matcher.isAccepting(),
                             label + ": is_accepting differs at step " + step);
                     if (step == r.tokens().length) {
                         break;
                     }
                     int token = r.tokens()[step];
                     if (expected.path("consumed").asInt() == step) {
-                        assertThrows(ConstraintException.class, () -> matcher.consume(token),
+                        assertThrows(
+                                ConstraintException.class,
+                                () -> matcher.consume(token),
                                 label + ": the oracle refused token " + step + " (" + token + "), Java did not");
                         break;
                     }
@@ -109,11 +118,17 @@ class ConstraintOracleTest {
                 }
             }
         }
-        assertTrue(runs.get(runs.size() - 2).tokens().length > oracle.path("cases").get(runs.size() - 2)
-                .path("consumed").asInt(), "the leaving-the-schema case was refused by neither side");
-        System.out.printf("[constraint] oracle: %d masks identical to llguidance %s (Python) over %d cases;"
-                + " Java mask %.1f us/step%n", steps, oracle.path("llguidance_version").asText(), runs.size(),
-                maskNs / 1e3 / steps);
+        assertTrue(
+                runs.get(runs.size() - 2).tokens().length
+                        > oracle.path("cases")
+                                .get(runs.size() - 2)
+                                .path("consumed")
+                                .asInt(),
+                "the leaving-the-schema case was refused by neither side");
+        System.out.printf(
+                "[constraint] oracle: %d masks identical to llguidance %s (Python) over %d cases;"
+                        + " Java mask %.1f us/step%n",
+                steps, oracle.path("llguidance_version").asText(), runs.size(), maskNs / 1e3 / steps);
     }
 
     /** The allowed counts and the first token id on which the two masks disagree. */
@@ -129,8 +144,8 @@ class ConstraintOracleTest {
             }
         }
         return "Python allows " + TokenMask.allowedCount(expected) + " tokens, Java " + TokenMask.allowedCount(mask)
-                + "; first difference at token " + first + " (allowed by " + (TokenMask.isAllowed(mask, first)
-                        ? "Java" : "Python") + ")";
+                + "; first difference at token " + first + " (allowed by "
+                + (TokenMask.isAllowed(mask, first) ? "Java" : "Python") + ")";
     }
 
     private static String hex(MemorySegment mask) {

@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
 import org.junit.jupiter.api.Test;
 
 /**
@@ -52,7 +51,8 @@ class ConstraintThreadsTest {
     private static List<String> masks(ConstraintCases c, ExecutorService pool) throws Exception {
         List<String> out = new ArrayList<>();
         int[] tokens = DefaultModel.encode(c.validText());
-        try (CompiledConstraint constraint = CompiledConstraint.compile(DefaultModel.tokenizer(), c.kind(), c.source());
+        try (CompiledConstraint constraint =
+                        CompiledConstraint.compile(DefaultModel.tokenizer(), c.kind(), c.source());
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofShared()) {
             MemorySegment mask = arena.allocate(matcher.maskByteSize(), Integer.BYTES);

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.mlx.ProjectHome;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -17,7 +16,6 @@ import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,8 +43,8 @@ class ConstraintTokenizerTest {
 
     @Test
     void closeIsRefusedWhileAConstraintOrMatcherIsOpen(@TempDir Path dir) throws IOException {
-        ConstraintTokenizer tokenizer = ConstraintTokenizer.create(tinyVocabulary(dir), new int[] {EOS},
-                ConstraintTokenizerTest::tinyEncode);
+        ConstraintTokenizer tokenizer =
+                ConstraintTokenizer.create(tinyVocabulary(dir), new int[] {EOS}, ConstraintTokenizerTest::tinyEncode);
         CompiledConstraint constraint = CompiledConstraint.compile(tokenizer, ConstraintKind.REGEX, "(ab)+c?");
         ConstraintMatcher matcher = constraint.newMatcher();
         constraint.close();
@@ -63,7 +61,8 @@ class ConstraintTokenizerTest {
         matcher.close();
         assertDoesNotThrow(tokenizer::close);
         assertDoesNotThrow(tokenizer::close);
-        assertThrows(IllegalStateException.class, () -> CompiledConstraint.compile(tokenizer, ConstraintKind.REGEX, "a"));
+        assertThrows(
+                IllegalStateException.class, () -> CompiledConstraint.compile(tokenizer, ConstraintKind.REGEX, "a"));
         assertThrows(IllegalStateException.class, () -> matcher.consume(A));
     }
 
@@ -89,8 +88,8 @@ class ConstraintTokenizerTest {
 
     @Test
     void forcedTextIsMaskedToItsCanonicalTokens(@TempDir Path dir) throws IOException {
-        try (ConstraintTokenizer tokenizer = ConstraintTokenizer.create(tinyVocabulary(dir), new int[] {EOS},
-                        ConstraintTokenizerTest::tinyEncode);
+        try (ConstraintTokenizer tokenizer = ConstraintTokenizer.create(
+                        tinyVocabulary(dir), new int[] {EOS}, ConstraintTokenizerTest::tinyEncode);
                 CompiledConstraint constraint = CompiledConstraint.compile(tokenizer, ConstraintKind.REGEX, "abc");
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofConfined()) {
@@ -104,17 +103,19 @@ class ConstraintTokenizerTest {
     @Test
     void eosIdsMustBeGivenAndInTheVocabulary(@TempDir Path dir) throws IOException {
         ConstraintVocabulary vocabulary = tinyVocabulary(dir);
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> ConstraintTokenizer.create(vocabulary, new int[0], ConstraintTokenizerTest::tinyEncode));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ConstraintTokenizer.create(vocabulary, new int[] {EOS, 5}, ConstraintTokenizerTest::tinyEncode));
         assertTrue(e.getMessage().contains("EOS token id 5"), e.getMessage());
     }
 
     @Test
     void everyEosIdEndsAnAcceptingMatch(@TempDir Path dir) throws IOException {
-        try (ConstraintTokenizer tokenizer = ConstraintTokenizer.create(tinyVocabulary(dir), new int[] {EOS, 3},
-                        ConstraintTokenizerTest::tinyEncode);
+        try (ConstraintTokenizer tokenizer = ConstraintTokenizer.create(
+                        tinyVocabulary(dir), new int[] {EOS, 3}, ConstraintTokenizerTest::tinyEncode);
                 CompiledConstraint constraint = CompiledConstraint.compile(tokenizer, ConstraintKind.REGEX, "(ab)+");
                 ConstraintMatcher matcher = constraint.newMatcher();
                 Arena arena = Arena.ofConfined()) {

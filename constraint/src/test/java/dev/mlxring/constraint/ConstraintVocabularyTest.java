@@ -12,7 +12,6 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -30,7 +29,10 @@ class ConstraintVocabularyTest {
             }
             String text;
             try { // a token that is part of a multi-byte character decodes to U+FFFD; compare the others
-                text = StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(vocabulary.tokenBytes(id))).toString();
+                text = StandardCharsets.UTF_8
+                        .newDecoder()
+                        .decode(ByteBuffer.wrap(vocabulary.tokenBytes(id)))
+                        .toString();
             } catch (CharacterCodingException e) {
                 continue;
             }
@@ -56,7 +58,8 @@ class ConstraintVocabularyTest {
         ConstraintVocabulary vocabulary = ConstraintVocabulary.fromTokenizerJson(DefaultModel.tokenizerJson(), size);
         assertEquals(size, vocabulary.size());
         assertEquals(0, vocabulary.tokenBytes(size - 1).length);
-        IllegalArgumentException tooSmall = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException tooSmall = assertThrows(
+                IllegalArgumentException.class,
                 () -> ConstraintVocabulary.fromTokenizerJson(DefaultModel.tokenizerJson(), 1000));
         assertTrue(tooSmall.getMessage().contains("vocabSize 1000"), tooSmall.getMessage());
     }
@@ -81,8 +84,8 @@ class ConstraintVocabularyTest {
     void aDecoderWithoutAByteMappingIsRefused(@TempDir Path dir) throws IOException {
         Path file = write(dir, """
                 {"model":{"type":"WordPiece","vocab":{"a":0}},"added_tokens":[],"decoder":{"type":"WordPiece"}}""");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> ConstraintVocabulary.fromTokenizerJson(file, 0));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> ConstraintVocabulary.fromTokenizerJson(file, 0));
         assertTrue(e.getMessage().contains("\"WordPiece\""), e.getMessage());
     }
 

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-
 import dev.mlxring.tokenizer.HfTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -28,16 +27,20 @@ final class DefaultModel {
             fail("the default model is missing at " + DIR + " (run ./mlx-ring setup)");
         }
         try {
-            VOCAB_SIZE = new ObjectMapper().readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
+            VOCAB_SIZE = new ObjectMapper()
+                    .readTree(DIR.resolve("config.json").toFile())
+                    .path("vocab_size")
+                    .intValue();
             HF = HfTokenizer.load(DIR);
             EOS = HF.eosTokenIds();
             long t0 = System.nanoTime();
-            ConstraintVocabulary vocabulary = ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"),
-                    VOCAB_SIZE);
+            ConstraintVocabulary vocabulary =
+                    ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"), VOCAB_SIZE);
             long t1 = System.nanoTime();
             TOKENIZER = ConstraintTokenizer.create(vocabulary, EOS, text -> HF.encode(text, false));
-            System.out.printf("[constraint] default model: vocabulary %.1f ms, llguidance tokenizer %.1f ms"
-                    + " (%d ids)%n", (t1 - t0) / 1e6, (System.nanoTime() - t1) / 1e6, VOCAB_SIZE);
+            System.out.printf(
+                    "[constraint] default model: vocabulary %.1f ms, llguidance tokenizer %.1f ms" + " (%d ids)%n",
+                    (t1 - t0) / 1e6, (System.nanoTime() - t1) / 1e6, VOCAB_SIZE);
         } catch (IOException e) {
             throw new IllegalStateException("cannot load the default model's tokenizer from " + DIR, e);
         }

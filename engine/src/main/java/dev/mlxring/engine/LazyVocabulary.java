@@ -30,8 +30,8 @@ final class LazyVocabulary implements Supplier<ConstraintVocabulary> {
             try {
                 vocabulary = ConstraintVocabulary.fromTokenizerJson(tokenizerJson, vocabSize);
             } catch (IOException | RuntimeException e) {
-                throw new IllegalStateException("cannot read the vocabulary from " + tokenizerJson + ": "
-                        + e.getMessage(), e);
+                throw new IllegalStateException(
+                        "cannot read the vocabulary from " + tokenizerJson + ": " + e.getMessage(), e);
             }
         }
         return vocabulary;

@@ -2,31 +2,31 @@ package dev.mlxring.engine;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.constraint.ConstraintTokenizer;
+import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
-import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.spec.Speculation;
-import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.Numerics;
 import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.exec.shard.ShardedExecutor;
+import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.QuarantineCap;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
+import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.TokenDecoder;
-import dev.mlxring.constraint.ConstraintTokenizer;
-import dev.mlxring.constraint.ConstraintVocabulary;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.plan.constraint.ModelTools;
@@ -67,19 +67,47 @@ public final class LocalEngine implements AutoCloseable {
      * @param speculative speculative decoding ({@code --speculative}, {@code --draft-model}): when on,
      *     requests run one at a time and each that can speculate does
      */
-    public record Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-            CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights,
+    public record Options(
+            RequestPlanner.Defaults defaults,
+            int prefillStepSize,
+            EngineConfig engine,
+            int maxKvSize,
+            CpuKernels cpuKernels,
+            Numerics numerics,
+            PromptCache promptCache,
+            boolean dequantizedWeights,
             SpeculativeDecoding speculative) {
         /** Without speculative decoding. */
-        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-                CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache, boolean dequantizedWeights) {
-            this(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache, dequantizedWeights,
+        public Options(
+                RequestPlanner.Defaults defaults,
+                int prefillStepSize,
+                EngineConfig engine,
+                int maxKvSize,
+                CpuKernels cpuKernels,
+                Numerics numerics,
+                PromptCache promptCache,
+                boolean dequantizedWeights) {
+            this(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
                     SpeculativeDecoding.OFF);
         }
 
         /** Weights kept packed only. */
-        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine, int maxKvSize,
-                CpuKernels cpuKernels, Numerics numerics, PromptCache promptCache) {
+        public Options(
+                RequestPlanner.Defaults defaults,
+                int prefillStepSize,
+                EngineConfig engine,
+                int maxKvSize,
+                CpuKernels cpuKernels,
+                Numerics numerics,
+                PromptCache promptCache) {
             this(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache, false);
         }
 
@@ -90,25 +118,50 @@ public final class LocalEngine implements AutoCloseable {
 
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
-            return new Options(RequestPlanner.Defaults.mlxLm(maxContextTokens),
-                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, EngineConfig.defaults());
+            return new Options(
+                    RequestPlanner.Defaults.mlxLm(maxContextTokens),
+                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
+                    EngineConfig.defaults());
         }
 
         /** These options with {@code config} as the pipeline's sizes and policies (concurrency, wait mode, ...). */
         public Options withEngine(EngineConfig config) {
-            return new Options(defaults, prefillStepSize, java.util.Objects.requireNonNull(config, "engine"), maxKvSize,
-                    cpuKernels, numerics, promptCache, dequantizedWeights);
+            return new Options(
+                    defaults,
+                    prefillStepSize,
+                    java.util.Objects.requireNonNull(config, "engine"),
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights);
         }
 
         /** These options with {@code p} as the prefix cache. */
         public Options withPromptCache(PromptCache p) {
-            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, p,
-                    dequantizedWeights, speculative);
+            return new Options(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    p,
+                    dequantizedWeights,
+                    speculative);
         }
 
         public Options withSpeculative(SpeculativeDecoding s) {
-            return new Options(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache,
-                    dequantizedWeights, s);
+            return new Options(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
+                    s);
         }
     }
 
@@ -150,8 +203,14 @@ public final class LocalEngine implements AutoCloseable {
     /** Compiles output constraints on the plan thread; its tokenizer is closed after the engine has stopped. */
     private final ConstraintCompiler constraints;
 
-    private LocalEngine(Engine engine, HfTokenizer tokenizer, String modelId, int maxContextTokens, int vocabSize,
-            TieredPrefixCache prefixCache, ConstraintCompiler constraints) {
+    private LocalEngine(
+            Engine engine,
+            HfTokenizer tokenizer,
+            String modelId,
+            int maxContextTokens,
+            int vocabSize,
+            TieredPrefixCache prefixCache,
+            ConstraintCompiler constraints) {
         this.prefixCache = prefixCache;
         this.constraints = constraints;
         this.engine = engine;
@@ -191,7 +250,11 @@ public final class LocalEngine implements AutoCloseable {
         }
         LanguageModel model;
         try {
-            model = Models.load(modelDir, options.cpuKernels(), options.numerics(), options.dequantizedWeights(),
+            model = Models.load(
+                    modelDir,
+                    options.cpuKernels(),
+                    options.numerics(),
+                    options.dequantizedWeights(),
                     leader == null ? null : leader.tensorShard());
         } catch (RuntimeException e) {
             tokenizer.close();
@@ -215,11 +278,11 @@ public final class LocalEngine implements AutoCloseable {
         if (options.speculative().on()) {
             try {
                 if (leader != null) {
-                    throw new IllegalArgumentException("--speculative " + options.speculative().method()
-                            + " cannot run tensor-parallel");
+                    throw new IllegalArgumentException(
+                            "--speculative " + options.speculative().method() + " cannot run tensor-parallel");
                 }
-                speculation = options.speculative().open(tokenizer, options.cpuKernels(), options.numerics(),
-                        options.dequantizedWeights());
+                speculation = options.speculative()
+                        .open(tokenizer, options.cpuKernels(), options.numerics(), options.dequantizedWeights());
             } catch (RuntimeException e) {
                 model.close();
                 tokenizer.close();
@@ -231,7 +294,8 @@ public final class LocalEngine implements AutoCloseable {
         IntStream.of(model.eosTokenIds()).forEach(eos::add);
         int[] eosIds = eos.stream().mapToInt(Integer::intValue).toArray();
         // mlx_lm.server: xtc_special_tokens = encode("\n") + eos ids.
-        int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds)).toArray();
+        int[] xtcSpecial = IntStream.concat(IntStream.of(tokenizer.encode("\n", false)), IntStream.of(eosIds))
+                .toArray();
         int vocab = model.vocabSize();
         TieredPrefixCache prefixCache = null;
         PrefixReuse reuse = null;
@@ -240,17 +304,23 @@ public final class LocalEngine implements AutoCloseable {
             // Every rank keeps the same RAM tier (its size went to them in the Welcome); the SSD
             // tier's background spills would not be alike on every rank, so it is left out.
             if (pc != null && pc.dir() != null) {
-                LOG.log(System.Logger.Level.INFO, "prefix cache: the SSD tier (--prompt-cache-dir) is off under"
-                        + " tensor-parallel sharding; the RAM tier stays");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "prefix cache: the SSD tier (--prompt-cache-dir) is off under"
+                                + " tensor-parallel sharding; the RAM tier stays");
             }
             if (leader.settings().promptCacheEntries() > 0) {
-                prefixCache = new TieredPrefixCache(new RamPrefixCache(leader.settings().promptCacheEntries(),
-                        leader.settings().promptCacheBytes()), null, 0);
+                prefixCache = new TieredPrefixCache(
+                        new RamPrefixCache(
+                                leader.settings().promptCacheEntries(),
+                                leader.settings().promptCacheBytes()),
+                        null,
+                        0);
                 reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
             }
         } else if (pc != null && pc.on()) {
-            prefixCache = new TieredPrefixCache(new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(),
-                    pc.diskBytes(), pc.quarantineCap());
+            prefixCache = new TieredPrefixCache(
+                    new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(), pc.diskBytes(), pc.quarantineCap());
             reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
@@ -262,26 +332,38 @@ public final class LocalEngine implements AutoCloseable {
         int[] thinkStart = think == null ? null : think.startIds();
         // llguidance's view of the vocabulary: read on the first constrained request (up to a second).
         Supplier<ConstraintVocabulary> vocabulary = new LazyVocabulary(modelDir.resolve("tokenizer.json"), vocab);
-        ConstraintCompiler constraints = ConstraintCompiler.lazy(() -> ConstraintTokenizer.create(vocabulary.get(),
-                eosIds, t -> tokenizer.encode(t, false)));
-        ModelTools modelTools = new ModelTools(ToolSyntax.of(toolFormat(modelDir, template, tokenizer).orElse(null),
-                think == null ? null : think.start(), think == null ? null : think.end(),
-                t -> tokenizer.encode(t, false), vocabulary), ids -> think != null && think.opensInPrompt(ids));
+        ConstraintCompiler constraints = ConstraintCompiler.lazy(
+                () -> ConstraintTokenizer.create(vocabulary.get(), eosIds, t -> tokenizer.encode(t, false)));
+        ModelTools modelTools = new ModelTools(
+                ToolSyntax.of(
+                        toolFormat(modelDir, template, tokenizer).orElse(null),
+                        think == null ? null : think.start(),
+                        think == null ? null : think.end(),
+                        t -> tokenizer.encode(t, false),
+                        vocabulary),
+                ids -> think != null && think.opensInPrompt(ids));
         Engine engine = Engine.builder()
                 .config(options.engine())
                 .preparer(new PromptPreparer(tokenizer, template, vocab, promptLimit(options.defaults()), thinkStart))
                 .planner(new RequestPlanner(options.defaults(), eosIds, xtcSpecial, vocab, constraints, modelTools))
-                .executor(sharded != null ? sharded
-                        : new ModelExecutor(model, options.prefillStepSize(), options.maxKvSize(), reuse,
-                                EngineRng.fromClock(), speculation))
+                .executor(
+                        sharded != null
+                                ? sharded
+                                : new ModelExecutor(
+                                        model,
+                                        options.prefillStepSize(),
+                                        options.maxKvSize(),
+                                        reuse,
+                                        EngineRng.fromClock(),
+                                        speculation))
                 .sinks(sinks)
                 .start();
         if (sharded != null) {
             // A collective MLX cannot abort must not leave the requests in flight hanging.
             sharded.onWedged(engine::abandonInFlight, ShardedExecutor.WEDGE_GRACE_NS);
         }
-        return new LocalEngine(engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache,
-                constraints);
+        return new LocalEngine(
+                engine, tokenizer, modelDir.getFileName().toString(), maxContext, vocab, prefixCache, constraints);
     }
 
     /** The most prompt tokens plan accepts: the operator's limit, else the context less one. */
@@ -298,7 +380,9 @@ public final class LocalEngine implements AutoCloseable {
      */
     static ToolCallParser toolParser(Path modelDir, ChatTemplate template, TokenDecoder vocab) {
         String configured = configuredToolFormat(modelDir);
-        String how = configured != null ? "tool_parser_type in tokenizer_config.json" : "inferred from the chat template / vocabulary";
+        String how = configured != null
+                ? "tool_parser_type in tokenizer_config.json"
+                : "inferred from the chat template / vocabulary";
         var type = toolFormat(modelDir, template, vocab);
         if (type.isEmpty()) {
             LOG.log(System.Logger.Level.INFO, "no tool-call format: tool calls are not parsed");
@@ -306,8 +390,11 @@ public final class LocalEngine implements AutoCloseable {
         }
         var parser = ToolCallParsers.forType(type.get());
         if (parser.isEmpty()) {
-            LOG.log(System.Logger.Level.WARNING, "tool-call format {0} ({1}) is not supported: tool-call markup "
-                    + "stays in the content", type.get(), how);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "tool-call format {0} ({1}) is not supported: tool-call markup " + "stays in the content",
+                    type.get(),
+                    how);
             return null;
         }
         LOG.log(System.Logger.Level.INFO, "tool-call parser: {0} ({1})", type.get(), how);
@@ -319,8 +406,8 @@ public final class LocalEngine implements AutoCloseable {
      * it, whether or not mlx-ring parses it; empty when the model has none.
      */
     static java.util.Optional<String> toolFormat(Path modelDir, ChatTemplate template, TokenDecoder vocab) {
-        return ToolCallParsers.resolveType(configuredToolFormat(modelDir), template == null ? null : template.text(),
-                vocab);
+        return ToolCallParsers.resolveType(
+                configuredToolFormat(modelDir), template == null ? null : template.text(), vocab);
     }
 
     /** {@code tokenizer_config.json}'s {@code tool_parser_type}, or null. */

@@ -37,14 +37,14 @@ public record SpeculativeDecoding(String method, Path draftModel, int numDraftTo
     public Speculation open(HfTokenizer tokenizer, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights) {
         return switch (method) {
             case "ngram" -> new Speculation.PromptLookup(lookupMin, lookupMax, numDraftTokens);
-            case "draft" -> new Speculation.DraftModel(loadDraft(tokenizer, kernels, numerics, dequantizedWeights),
-                    numDraftTokens);
+            case "draft" ->
+                new Speculation.DraftModel(loadDraft(tokenizer, kernels, numerics, dequantizedWeights), numDraftTokens);
             default -> throw new IllegalStateException("speculative decoding is off");
         };
     }
 
-    private LanguageModel loadDraft(HfTokenizer tokenizer, CpuKernels kernels, Numerics numerics,
-            boolean dequantizedWeights) {
+    private LanguageModel loadDraft(
+            HfTokenizer tokenizer, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights) {
         try (HfTokenizer draftTokenizer = HfTokenizer.load(draftModel)) {
             if (draftTokenizer.vocabSize() != tokenizer.vocabSize()) {
                 throw new IllegalArgumentException("the draft model's tokenizer does not match the model's: its "
@@ -52,8 +52,8 @@ public record SpeculativeDecoding(String method, Path draftModel, int numDraftTo
                         + tokenizer.vocabSize() + " (--draft-model " + draftModel + ")");
             }
         } catch (IOException e) {
-            throw new IllegalArgumentException("cannot read the tokenizer of the draft model " + draftModel + ": "
-                    + e.getMessage(), e);
+            throw new IllegalArgumentException(
+                    "cannot read the tokenizer of the draft model " + draftModel + ": " + e.getMessage(), e);
         }
         return Models.load(draftModel, kernels, numerics, dequantizedWeights, null);
     }

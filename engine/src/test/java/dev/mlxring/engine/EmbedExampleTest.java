@@ -50,12 +50,17 @@ class EmbedExampleTest {
     void theRuntimeClasspathHoldsNoServerOrMetricsJar() throws IOException {
         List<String> path = engineRuntimeClasspath();
         assertTrue(path.stream().anyMatch(p -> p.contains("jackson-databind")), "the dependencies are listed: " + path);
-        List<String> server = path.stream().filter(p -> SERVER_JAR.matcher(Path.of(p).getFileName().toString()).find())
+        List<String> server = path.stream()
+                .filter(p ->
+                        SERVER_JAR.matcher(Path.of(p).getFileName().toString()).find())
                 .toList();
         assertEquals(List.of(), server, "the engine module pulls in the HTTP server or metrics");
         String ingress = File.separator + "ingress" + File.separator + "target";
-        assertTrue(path.stream().noneMatch(p -> p.contains(ingress) || Path.of(p).getFileName().toString()
-                .startsWith("ingress")), "the engine module depends on ingress: " + path);
+        assertTrue(
+                path.stream()
+                        .noneMatch(p -> p.contains(ingress)
+                                || Path.of(p).getFileName().toString().startsWith("ingress")),
+                "the engine module depends on ingress: " + path);
     }
 
     @Test
@@ -67,17 +72,32 @@ class EmbedExampleTest {
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         assertNotNull(javac, "the tests run on a JDK");
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
-        int status = javac.run(null, diagnostics, diagnostics, "-proc:none", "-cp", classpath,
-                "-d", out.toString(), example.toString());
+        int status = javac.run(
+                null,
+                diagnostics,
+                diagnostics,
+                "-proc:none",
+                "-cp",
+                classpath,
+                "-d",
+                out.toString(),
+                example.toString());
         assertEquals(0, status, diagnostics.toString(StandardCharsets.UTF_8));
         assertTrue(Files.isRegularFile(out.resolve("EmbedExample.class")));
 
         Path log = out.resolve("run.log");
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process run = new ProcessBuilder(java.toString(), "@" + home.resolve("jvm.args"), "-Dmlxring.home=" + home,
-                "-cp", out + File.pathSeparator + classpath, "EmbedExample",
-                home.resolve("models/smollm2-135m-instruct").toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        Process run = new ProcessBuilder(
+                        java.toString(),
+                        "@" + home.resolve("jvm.args"),
+                        "-Dmlxring.home=" + home,
+                        "-cp",
+                        out + File.pathSeparator + classpath,
+                        "EmbedExample",
+                        home.resolve("models/smollm2-135m-instruct").toString())
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
         boolean exited = run.waitFor(RUN_TIMEOUT_S, TimeUnit.SECONDS);
         if (!exited) {
             run.destroyForcibly().waitFor();
@@ -96,9 +116,16 @@ class EmbedExampleTest {
         assertTrue(m.find(), "docs/embedding.md has no java snippet");
         String snippet = m.group(1);
         String example = Files.readString(ProjectHome.get().resolve("docs/examples/EmbedExample.java"));
-        for (String call : new String[] {"EngineConfig.builder()", "GenerationRequest.builder()", ".withEngine(",
-                "LocalEngine.open(", "engine.submit("}) {
-            assertTrue(snippet.contains(call) && example.contains(call), call + " missing from the snippet or the example");
+        for (String call : new String[] {
+            "EngineConfig.builder()",
+            "GenerationRequest.builder()",
+            ".withEngine(",
+            "LocalEngine.open(",
+            "engine.submit("
+        }) {
+            assertTrue(
+                    snippet.contains(call) && example.contains(call),
+                    call + " missing from the snippet or the example");
         }
     }
 }

@@ -37,9 +37,15 @@ class EmbeddedEngineTest {
     }
 
     private static GenerationRequest chat(String question, int maxTokens) {
-        return new GenerationRequest(null, "default_model",
-                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()), null, maxTokens,
-                List.of(), false, 0);
+        return new GenerationRequest(
+                null,
+                "default_model",
+                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()),
+                null,
+                maxTokens,
+                List.of(),
+                false,
+                0);
     }
 
     /** Collects text; the span is a flyweight, so it copies what it keeps. */
@@ -86,7 +92,11 @@ class EmbeddedEngineTest {
         assertTrue(o.usage().completionTokens() < 500);
         assertEquals(0, engine.engine().admittedCount());
         Collector again = new Collector();
-        assertEquals(Lifecycle.COMPLETED,
-                engine.submit(chat("What is 2+2?", 8), again).result().get(60, TimeUnit.SECONDS).state());
+        assertEquals(
+                Lifecycle.COMPLETED,
+                engine.submit(chat("What is 2+2?", 8), again)
+                        .result()
+                        .get(60, TimeUnit.SECONDS)
+                        .state());
     }
 }

@@ -21,9 +21,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.Test;
 
 /**
  * Head-of-line blocking on the default model with a small prompt step (128 tokens): a short chat
@@ -38,6 +38,7 @@ class HeadOfLineTest {
     private static final int STEP = 128;
     /** More than the long prompt's chunks, so that mlx-lm's schedule cannot finish it first. */
     private static final int SHORT_TOKENS = 40;
+
     private static final Path MODEL = ProjectHome.get().resolve("models/smollm2-135m-instruct");
 
     private static LocalEngine open(double share, boolean shortFirst) {
@@ -48,14 +49,23 @@ class HeadOfLineTest {
 
     /** Prompt ids that no chat template produces, distinct per {@code seed} (no prefix shared). */
     private static GenerationRequest longPrompt(int length, int seed, int maxTokens) {
-        int[] ids = IntStream.range(0, length).map(i -> 1000 + (int) ((i * 7919L + seed * 104729L) % 30000)).toArray();
-        return new GenerationRequest(null, "default_model", new Prompt.Tokens(ids), null, maxTokens, List.of(), false, 0);
+        int[] ids = IntStream.range(0, length)
+                .map(i -> 1000 + (int) ((i * 7919L + seed * 104729L) % 30000))
+                .toArray();
+        return new GenerationRequest(
+                null, "default_model", new Prompt.Tokens(ids), null, maxTokens, List.of(), false, 0);
     }
 
     private static GenerationRequest chat(String question, int maxTokens) {
-        return new GenerationRequest(null, "default_model",
-                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()), null, maxTokens,
-                List.of(), false, 0);
+        return new GenerationRequest(
+                null,
+                "default_model",
+                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()),
+                null,
+                maxTokens,
+                List.of(),
+                false,
+                0);
     }
 
     /**
@@ -68,6 +78,7 @@ class HeadOfLineTest {
         volatile int tokens;
         /** Another session's token count when this one's first span arrived (-1 until then). */
         volatile int otherTokensAtFirstSpan = -1;
+
         volatile Times other;
 
         @Override
@@ -98,7 +109,9 @@ class HeadOfLineTest {
 
     /** The long prompt is being read: its session runs, no token yet, exec inside a batch unit. */
     private static void waitUntilReading(LocalEngine engine, Session s, Times t) throws InterruptedException {
-        waitFor(() -> s.state() == Lifecycle.RUNNING && engine.engine().execActivity().unit() == ExecActivity.Unit.BATCH,
+        waitFor(
+                () -> s.state() == Lifecycle.RUNNING
+                        && engine.engine().execActivity().unit() == ExecActivity.Unit.BATCH,
                 "the long prompt being read");
         assertEquals(0, t.firstSpanNs, "the long prompt is still being read");
     }
@@ -120,20 +133,31 @@ class HeadOfLineTest {
             assertEquals(Lifecycle.COMPLETED, shortO.state(), shortO.toString());
             assertEquals(Lifecycle.COMPLETED, longO.state(), longO.toString());
             assertEquals(SHORT_TOKENS, shortO.usage().completionTokens(), "the short request generated all its tokens");
-            String seen = String.format("share %.1f, short first %b: short arrived %.0f ms after the long, TTFT %.0f"
-                    + " ms, done %.0f ms after its arrival with %d tokens committed before the long's first; long"
-                    + " first token %.0f ms after its arrival (%s)", share, shortFirst, (shortStart - start) / 1e6,
-                    (shortT.firstSpanNs - shortStart) / 1e6, (shortT.doneNs - shortStart) / 1e6,
-                    longT.otherTokensAtFirstSpan, (longT.firstSpanNs - start) / 1e6, longO.usage());
+            String seen = String.format(
+                    "share %.1f, short first %b: short arrived %.0f ms after the long, TTFT %.0f"
+                            + " ms, done %.0f ms after its arrival with %d tokens committed before the long's first; long"
+                            + " first token %.0f ms after its arrival (%s)",
+                    share,
+                    shortFirst,
+                    (shortStart - start) / 1e6,
+                    (shortT.firstSpanNs - shortStart) / 1e6,
+                    (shortT.doneNs - shortStart) / 1e6,
+                    longT.otherTokensAtFirstSpan,
+                    (longT.firstSpanNs - start) / 1e6,
+                    longO.usage());
             System.out.println(seen);
             // The sink delivers in exec's publication order, so token counts order the two exactly.
             if (shortFirst) {
-                assertEquals(SHORT_TOKENS, longT.otherTokensAtFirstSpan, "the short request finished before the long"
-                        + " prompt was read: " + seen);
+                assertEquals(
+                        SHORT_TOKENS,
+                        longT.otherTokensAtFirstSpan,
+                        "the short request finished before the long" + " prompt was read: " + seen);
             } else {
-                assertTrue(longT.otherTokensAtFirstSpan < SHORT_TOKENS, "mlx-lm's schedule: one short token per"
-                        + " chunk, so the long prompt is read first (if this fails, the test no longer tells the"
-                        + " schedules apart): " + seen);
+                assertTrue(
+                        longT.otherTokensAtFirstSpan < SHORT_TOKENS,
+                        "mlx-lm's schedule: one short token per"
+                                + " chunk, so the long prompt is read first (if this fails, the test no longer tells the"
+                                + " schedules apart): " + seen);
             }
         }
     }
@@ -144,7 +168,8 @@ class HeadOfLineTest {
             int length = 12 * STEP;
             Times whole = new Times();
             long start = System.nanoTime();
-            Outcome full = engine.submit(longPrompt(length, 2, 1), whole).result().get(300, TimeUnit.SECONDS);
+            Outcome full =
+                    engine.submit(longPrompt(length, 2, 1), whole).result().get(300, TimeUnit.SECONDS);
             assertEquals(Lifecycle.COMPLETED, full.state());
             long readNs = whole.firstSpanNs - start;
 
@@ -157,11 +182,14 @@ class HeadOfLineTest {
             long releasedNs = System.nanoTime() - cancelNs;
             assertEquals(Lifecycle.CANCELLED, o.state(), o.toString());
             waitFor(() -> engine.engine().liveSessions() == 0, "the session released");
-            System.out.printf("whole prompt read in %.0f ms; cancelled mid-prompt, released after %.0f ms%n",
+            System.out.printf(
+                    "whole prompt read in %.0f ms; cancelled mid-prompt, released after %.0f ms%n",
                     readNs / 1e6, releasedNs / 1e6);
             // 12 chunks: released at the next chunk is about 1/12 of the whole; 1/3 leaves a wide margin.
-            assertTrue(releasedNs < readNs / 3, "released after " + releasedNs / 1_000_000 + " ms; the whole prompt"
-                    + " takes " + readNs / 1_000_000 + " ms");
+            assertTrue(
+                    releasedNs < readNs / 3,
+                    "released after " + releasedNs / 1_000_000 + " ms; the whole prompt" + " takes "
+                            + readNs / 1_000_000 + " ms");
         }
     }
 }

@@ -17,7 +17,8 @@ class LocalEngineToolParserTest {
 
     private static final ChatTemplate QWEN_LIKE = ChatTemplate.of(
             "{% for m in messages %}{{ m.content }}{% for tool_call in m.tool_calls %}<tool_call>{{ tool_call.name }}"
-                    + "</tool_call>{% endfor %}{% endfor %}", Map.of());
+                    + "</tool_call>{% endfor %}{% endfor %}",
+            Map.of());
 
     @Test
     void inferredFromTheChatTemplate() throws Exception {

@@ -42,8 +42,13 @@ class BatchFastPathTest {
     }
 
     static Stream<Arguments> cells() {
-        SamplingParams sampled = SamplingParams.builder().temperature(0.9).topK(40).seed(5L)
-                .repetitionPenalty(1.2).logitBias(Map.of(3, 1.5)).build();
+        SamplingParams sampled = SamplingParams.builder()
+                .temperature(0.9)
+                .topK(40)
+                .seed(5L)
+                .repetitionPenalty(1.2)
+                .logitBias(Map.of(3, 1.5))
+                .build();
         return Stream.of(
                 Arguments.of("llama-bf16", 5, SamplingParams.GREEDY),
                 Arguments.of("llama-bf16", 70, SamplingParams.GREEDY),
@@ -60,8 +65,13 @@ class BatchFastPathTest {
         try (LanguageModel model = Models.load(models.resolve(modelName))) {
             MessageDigest sha = MessageDigest.getInstance("SHA-256");
             List<String> serial = new ArrayList<>();
-            GenerateStep.run(model, prompt, new GenerationOptions(maxTokens, prefillStep, new int[0], false), params,
-                    null, (token, logprobs) -> {
+            GenerateStep.run(
+                    model,
+                    prompt,
+                    new GenerationOptions(maxTokens, prefillStep, new int[0], false),
+                    params,
+                    null,
+                    (token, logprobs) -> {
                         serial.add(token + ":" + HexFormat.of().formatHex(sha.digest(logprobs.toBytes())));
                         return true;
                     });
@@ -70,9 +80,11 @@ class BatchFastPathTest {
                 gen.insert(new BatchRequest(prompt, maxTokens, params, new int[0]));
                 while (!gen.idle()) {
                     for (BatchToken t : gen.next()) {
-                        assertTrue(gen.soloGeneration() || t.finishReason() != null,
-                                "a lone row runs on its solo caches");
-                        batched.add(t.token() + ":" + HexFormat.of().formatHex(sha.digest(t.logprobs().toBytes())));
+                        assertTrue(
+                                gen.soloGeneration() || t.finishReason() != null, "a lone row runs on its solo caches");
+                        batched.add(t.token() + ":"
+                                + HexFormat.of()
+                                        .formatHex(sha.digest(t.logprobs().toBytes())));
                     }
                 }
             }
@@ -138,9 +150,16 @@ class BatchFastPathTest {
     @Test
     void aBatchRunReleasesItsArrays() throws Exception {
         try (LanguageModel model = Models.load(models.resolve("qwen3-f32"))) {
-            BatchParityTest.Cell cell = new BatchParityTest.Cell("memory", "qwen3-f32", 16, 8, 32, List.of(
-                    BatchParityTest.greedy(0, 30, 1, 10), BatchParityTest.greedy(0, 4, 2, 3),
-                    BatchParityTest.greedy(2, 20, 3, 6)));
+            BatchParityTest.Cell cell = new BatchParityTest.Cell(
+                    "memory",
+                    "qwen3-f32",
+                    16,
+                    8,
+                    32,
+                    List.of(
+                            BatchParityTest.greedy(0, 30, 1, 10),
+                            BatchParityTest.greedy(0, 4, 2, 3),
+                            BatchParityTest.greedy(2, 20, 3, 6)));
             BatchParityTest.run(model, cell); // compiles and caches what it needs
             Mlx.synchronize();
             Mlx.clearCache();
@@ -156,13 +175,16 @@ class BatchFastPathTest {
     void badRowsAreRefusedByField() {
         try (LanguageModel model = Models.load(models.resolve("llama-bf16"));
                 BatchGenerator gen = new BatchGenerator(model, 16, 8, 8, null)) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> gen.insert(new BatchRequest(new int[0], 4, SamplingParams.GREEDY, new int[0])));
             assertTrue(e.getMessage().contains("prompt"), e.getMessage());
-            e = assertThrows(IllegalArgumentException.class,
+            e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> gen.insert(new BatchRequest(new int[] {1, 9999}, 4, SamplingParams.GREEDY, new int[0])));
             assertTrue(e.getMessage().contains("vocabulary"), e.getMessage());
-            e = assertThrows(IllegalArgumentException.class,
+            e = assertThrows(
+                    IllegalArgumentException.class,
                     () -> gen.insert(new BatchRequest(new int[] {1, 2}, 0, SamplingParams.GREEDY, new int[0])));
             assertTrue(e.getMessage().contains("max_tokens"), e.getMessage());
             assertTrue(gen.idle(), "refused rows are not queued");

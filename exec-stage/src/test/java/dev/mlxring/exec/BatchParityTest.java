@@ -62,9 +62,22 @@ public class BatchParityTest {
      * {@code removeAt} &ge; 0: removed (cancelled) before that call, after its inserts;
      * {@code mask} null = unconstrained, else the rule each run's fresh constraint follows.
      */
-    record ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt,
-            int history, ScriptedConstraint mask) {
-        ScriptRow(int at, int[] prompt, int maxTokens, int[] stop, Map<String, Object> sampling, int removeAt,
+    record ScriptRow(
+            int at,
+            int[] prompt,
+            int maxTokens,
+            int[] stop,
+            Map<String, Object> sampling,
+            int removeAt,
+            int history,
+            ScriptedConstraint mask) {
+        ScriptRow(
+                int at,
+                int[] prompt,
+                int maxTokens,
+                int[] stop,
+                Map<String, Object> sampling,
+                int removeAt,
                 int history) {
             this(at, prompt, maxTokens, stop, sampling, removeAt, history, null);
         }
@@ -88,13 +101,27 @@ public class BatchParityTest {
      * calls that are decode-only units ({@code decodeOnly}) are our schedule's departures, which
      * batch.py reproduces with mlx-lm's own batch objects.
      */
-    record Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch,
-            List<ScriptRow> rows, int maxKvSize, boolean shortPromptsFirst, java.util.Set<Integer> decodeOnly) {
+    record Cell(
+            String name,
+            String model,
+            int prefillStep,
+            int prefillBatch,
+            int completionBatch,
+            List<ScriptRow> rows,
+            int maxKvSize,
+            boolean shortPromptsFirst,
+            java.util.Set<Integer> decodeOnly) {
         Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows) {
             this(name, model, prefillStep, prefillBatch, completionBatch, rows, 0);
         }
 
-        Cell(String name, String model, int prefillStep, int prefillBatch, int completionBatch, List<ScriptRow> rows,
+        Cell(
+                String name,
+                String model,
+                int prefillStep,
+                int prefillBatch,
+                int completionBatch,
+                List<ScriptRow> rows,
                 int maxKvSize) {
             this(name, model, prefillStep, prefillBatch, completionBatch, rows, maxKvSize, false, java.util.Set.of());
         }
@@ -106,7 +133,9 @@ public class BatchParityTest {
     }
 
     static int[] prompt(int length, int seed, int vocab) {
-        return IntStream.range(0, length).map(i -> (int) ((i * 131L + seed * 977L + (long) i * i * 7) % vocab)).toArray();
+        return IntStream.range(0, length)
+                .map(i -> (int) ((i * 131L + seed * 977L + (long) i * i * 7) % vocab))
+                .toArray();
     }
 
     static ScriptRow greedy(int at, int length, int seed, int maxTokens) {
@@ -114,142 +143,320 @@ public class BatchParityTest {
     }
 
     /** A row under {@code mask} ({@code sampling} null = greedy) with {@code stop} as its stop ids. */
-    static ScriptRow masked(int at, int length, int seed, int maxTokens, Map<String, Object> sampling,
-            ScriptedConstraint mask, int... stop) {
+    static ScriptRow masked(
+            int at,
+            int length,
+            int seed,
+            int maxTokens,
+            Map<String, Object> sampling,
+            ScriptedConstraint mask,
+            int... stop) {
         return new ScriptRow(at, prompt(length, seed, 512), maxTokens, stop, sampling, -1, 0, mask);
     }
 
     /** -Dbatch.cells=REGEX runs the cells whose name matches (none may match). */
     static Stream<Cell> cells() {
         String only = System.getProperty("batch.cells");
-        return only == null || only.isBlank() ? allCells() : allCells().filter(c -> c.name().matches(only));
+        return only == null || only.isBlank()
+                ? allCells()
+                : allCells().filter(c -> c.name().matches(only));
     }
 
     static Stream<Cell> allCells() {
         Map<String, Object> seededTopK = new LinkedHashMap<>(Map.of("temp", 0.8, "top_k", 20, "seed", 3));
-        Map<String, Object> seededTopP = new LinkedHashMap<>(Map.of("temp", 1.1, "top_p", 0.9, "min_p", 0.05, "seed", 11));
-        Map<String, Object> penalties = new LinkedHashMap<>(Map.of("repetition_penalty", 1.3,
-                "logit_bias", Map.of("7", 2.5, "100", -1.5), "presence_penalty", 0.4));
+        Map<String, Object> seededTopP =
+                new LinkedHashMap<>(Map.of("temp", 1.1, "top_p", 0.9, "min_p", 0.05, "seed", 11));
+        Map<String, Object> penalties = new LinkedHashMap<>(Map.of(
+                "repetition_penalty", 1.3, "logit_bias", Map.of("7", 2.5, "100", -1.5), "presence_penalty", 0.4));
         return Stream.of(
                 // Four rows at once, prompts 3..70 tokens in chunks of 16: right padding rolled
                 // into left padding, rows leaving the prompt batch at different calls.
-                new Cell("all-at-once", "llama-bf16", 16, 8, 32, List.of(
-                        greedy(0, 3, 1, 20), greedy(0, 10, 2, 20), greedy(0, 37, 3, 20), greedy(0, 70, 4, 20))),
+                new Cell(
+                        "all-at-once",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 3, 1, 20), greedy(0, 10, 2, 20), greedy(0, 37, 3, 20), greedy(0, 70, 4, 20))),
                 // Rows joining a running batch one by one (extend of a decoding batch).
-                new Cell("staggered", "qwen3-f32", 16, 8, 32, List.of(
-                        greedy(0, 12, 1, 24), greedy(2, 5, 2, 20), greedy(5, 30, 3, 16), greedy(9, 2, 4, 12))),
+                new Cell(
+                        "staggered",
+                        "qwen3-f32",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 12, 1, 24), greedy(2, 5, 2, 20), greedy(5, 30, 3, 16), greedy(9, 2, 4, 12))),
                 // Rows finishing early while others continue (filter, padding trimmed), then a
                 // late joiner into the filtered batch.
-                new Cell("early-finish", "llama-bf16", 16, 8, 32, List.of(
-                        greedy(0, 20, 5, 3), greedy(0, 6, 6, 25), greedy(1, 40, 7, 5), greedy(12, 9, 8, 10))),
+                new Cell(
+                        "early-finish",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 20, 5, 3), greedy(0, 6, 6, 25), greedy(1, 40, 7, 5), greedy(12, 9, 8, 10))),
                 // A 150-token prompt joining two decoding rows: prefilled in chunks of 32 between
                 // their decode steps; quantized weights.
-                new Cell("long-joiner", "qwen2-q4", 32, 8, 32, List.of(
-                        greedy(0, 8, 9, 30), greedy(0, 14, 10, 30), greedy(4, 150, 11, 8))),
+                new Cell(
+                        "long-joiner",
+                        "qwen2-q4",
+                        32,
+                        8,
+                        32,
+                        List.of(greedy(0, 8, 9, 30), greedy(0, 14, 10, 30), greedy(4, 150, 11, 8))),
                 // Admission caps: at most 2 prefilling and 3 in flight, 5 rows waiting at once.
-                new Cell("capped", "qwen3-bf16", 16, 2, 3, List.of(
-                        greedy(0, 18, 12, 6), greedy(0, 4, 13, 9), greedy(0, 25, 14, 7), greedy(0, 7, 15, 5),
-                        greedy(0, 11, 16, 8))),
+                new Cell(
+                        "capped",
+                        "qwen3-bf16",
+                        16,
+                        2,
+                        3,
+                        List.of(
+                                greedy(0, 18, 12, 6),
+                                greedy(0, 4, 13, 9),
+                                greedy(0, 25, 14, 7),
+                                greedy(0, 7, 15, 5),
+                                greedy(0, 11, 16, 8))),
                 // Mixed sampling per row: greedy, seeded top-k, penalties and logit bias (greedy),
                 // seeded top-p + min-p; staggered.
-                new Cell("mixed-sampling", "llama-bf16", 16, 8, 32, List.of(
-                        greedy(0, 9, 17, 16),
-                        new ScriptRow(0, prompt(21, 18, 512), 16, new int[0], seededTopK),
-                        new ScriptRow(2, prompt(33, 19, 512), 14, new int[0], penalties),
-                        new ScriptRow(3, prompt(5, 20, 512), 12, new int[0], seededTopP))),
+                new Cell(
+                        "mixed-sampling",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 9, 17, 16),
+                                new ScriptRow(0, prompt(21, 18, 512), 16, new int[0], seededTopK),
+                                new ScriptRow(2, prompt(33, 19, 512), 14, new int[0], penalties),
+                                new ScriptRow(3, prompt(5, 20, 512), 12, new int[0], seededTopP))),
                 // Rows cancelled (BatchGenerator.remove) while queued behind the cap, while
                 // prefilling and while generating; the others continue unchanged.
-                new Cell("cancel", "llama-bf16", 16, 2, 3, List.of(
-                        new ScriptRow(0, prompt(10, 27, 512), 20, new int[0], null, 6),
-                        new ScriptRow(0, prompt(50, 28, 512), 20, new int[0], null, 2),
-                        greedy(0, 6, 29, 18),
-                        new ScriptRow(0, prompt(8, 30, 512), 10, new int[0], null, 1),
-                        greedy(3, 12, 31, 10))),
+                new Cell(
+                        "cancel",
+                        "llama-bf16",
+                        16,
+                        2,
+                        3,
+                        List.of(
+                                new ScriptRow(0, prompt(10, 27, 512), 20, new int[0], null, 6),
+                                new ScriptRow(0, prompt(50, 28, 512), 20, new int[0], null, 2),
+                                greedy(0, 6, 29, 18),
+                                new ScriptRow(0, prompt(8, 30, 512), 10, new int[0], null, 1),
+                                greedy(3, 12, 31, 10))),
                 // Rows arriving with restored prefixes (mlx_lm.server's prompt-cache hits): two
                 // merged at admission with a fresh row, a lone one joining the decoding batch,
                 // one with penalties whose context starts with the cached ids (all_tokens).
-                new Cell("restored-prefix", "llama-bf16", 16, 8, 32, List.of(
-                        restored(0, 30, 32, 12, 20, null), restored(0, 12, 33, 10, 5, null), greedy(0, 9, 34, 10),
-                        restored(3, 40, 35, 8, 37, null), restored(5, 26, 36, 9, 18, penalties))),
+                new Cell(
+                        "restored-prefix",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                restored(0, 30, 32, 12, 20, null),
+                                restored(0, 12, 33, 10, 5, null),
+                                greedy(0, 9, 34, 10),
+                                restored(3, 40, 35, 8, 37, null),
+                                restored(5, 26, 36, 9, 18, penalties))),
                 // Mixture of experts (qwen3_moe, 4-bit experts, top-2): a 3-row prefill call routes
                 // 3 x 16 x 2 = 96 (token, expert) pairs through mlx-lm's sorted path, decode
                 // steps 2 per row unsorted; rows join and leave (left padding routed too).
-                new Cell("moe", "qwen3_moe-q4", 16, 8, 32, List.of(
-                        greedy(0, 30, 32, 12), greedy(0, 7, 33, 16), greedy(0, 45, 34, 6), greedy(5, 20, 35, 10))),
+                new Cell(
+                        "moe",
+                        "qwen3_moe-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 30, 32, 12),
+                                greedy(0, 7, 33, 16),
+                                greedy(0, 45, 34, 6),
+                                greedy(5, 20, 35, 10))),
                 // gemma3_text's sliding layers (window 16) over BatchRotatingKVCache, its global
                 // layer over BatchKVCache: prompts longer than the window (trimmed concat), decode
                 // past it (in-place rotation), rows joining a rotated batch at a different index
                 // (temporal order in extend) and leaving early (filter, no padding trim).
-                new Cell("gemma3-sliding", "gemma3-bf16", 16, 8, 32, List.of(
-                        greedy(0, 23, 41, 30), greedy(0, 5, 42, 24), greedy(3, 40, 43, 12), greedy(8, 10, 44, 20),
-                        greedy(30, 3, 45, 8))),
+                new Cell(
+                        "gemma3-sliding",
+                        "gemma3-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 23, 41, 30),
+                                greedy(0, 5, 42, 24),
+                                greedy(3, 40, 43, 12),
+                                greedy(8, 10, 44, 20),
+                                greedy(30, 3, 45, 8))),
                 // A lone row (the fast path: solo rotating caches, the serial graph) decoding past
                 // its window, then a joiner: the rotated solo caches merged (RotatingKVCache.merge).
-                new Cell("gemma3-lone-then-join", "gemma3-bf16", 16, 8, 32, List.of(
-                        greedy(0, 40, 58, 30), greedy(20, 12, 59, 10))),
+                new Cell(
+                        "gemma3-lone-then-join",
+                        "gemma3-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 40, 58, 30), greedy(20, 12, 59, 10))),
                 // Window 48 above the 32-token chunk, unequal prompts at once: right padding rolled
                 // by lengths in prepare/finalize and in a later chunk's concat; linear rope on the
                 // global layer; 4-bit weights; a capped prompt batch so rows wait.
-                new Cell("gemma3-chunks", "gemma3-q4", 32, 2, 3, List.of(
-                        greedy(0, 70, 46, 20), greedy(0, 100, 47, 16), greedy(0, 9, 48, 60), greedy(2, 55, 49, 10))),
+                new Cell(
+                        "gemma3-chunks",
+                        "gemma3-q4",
+                        32,
+                        2,
+                        3,
+                        List.of(
+                                greedy(0, 70, 46, 20),
+                                greedy(0, 100, 47, 16),
+                                greedy(0, 9, 48, 60),
+                                greedy(2, 55, 49, 10))),
                 // gpt_oss (sinks, alternating sliding / full layers, window 16, f32 experts):
                 // rows joining and leaving over rotated sliding caches.
-                new Cell("gpt_oss-sliding", "gpt_oss-f32", 16, 8, 32, List.of(
-                        greedy(0, 30, 50, 24), greedy(0, 6, 51, 20), greedy(4, 21, 52, 10), greedy(9, 3, 53, 14))),
+                new Cell(
+                        "gpt_oss-sliding",
+                        "gpt_oss-f32",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 30, 50, 24),
+                                greedy(0, 6, 51, 20),
+                                greedy(4, 21, 52, 10),
+                                greedy(9, 3, 53, 14))),
                 // BatchGenerator(max_kv_size=24) on qwen3: every layer a BatchRotatingKVCache (no
                 // kept prefix; a lone row too), prompts and decodes past 24 positions, rows joining
                 // and leaving.
-                new Cell("max-kv-size", "qwen3-bf16", 16, 8, 32, List.of(
-                        greedy(0, 30, 54, 20), greedy(0, 7, 55, 30), greedy(3, 40, 56, 8), greedy(12, 4, 57, 12)), 24),
+                new Cell(
+                        "max-kv-size",
+                        "qwen3-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 30, 54, 20),
+                                greedy(0, 7, 55, 30),
+                                greedy(3, 40, 56, 8),
+                                greedy(12, 4, 57, 12)),
+                        24),
                 // Short prompts first: a 120-token prompt reading in chunks of 16 is parked for two
                 // short arrivals (read together, unpadded by its chunk) and resumes once they
                 // generate; a short row arriving while it is parked waits, then joins it (no
                 // parking before it read another chunk); a later short row parks it again, and a
                 // long arrival meanwhile waits for it to resume.
-                new Cell("short-prompts-first", "llama-bf16", 16, 8, 32, List.of(
-                        greedy(0, 6, 60, 30), greedy(0, 120, 61, 6), greedy(3, 9, 62, 8), greedy(3, 14, 63, 5),
-                        greedy(4, 12, 64, 6), greedy(7, 10, 65, 4), greedy(8, 40, 66, 4)), 0, true,
+                new Cell(
+                        "short-prompts-first",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 6, 60, 30),
+                                greedy(0, 120, 61, 6),
+                                greedy(3, 9, 62, 8),
+                                greedy(3, 14, 63, 5),
+                                greedy(4, 12, 64, 6),
+                                greedy(7, 10, 65, 4),
+                                greedy(8, 40, 66, 4)),
+                        0,
+                        true,
                         java.util.Set.of()),
                 // Decode-only units (the policy's time share) between the chunks of a long prompt,
                 // with short prompts first: rows generating through them, a row joining after.
-                new Cell("decode-only-units", "qwen3-f32", 16, 8, 32, List.of(
-                        greedy(0, 8, 66, 40), greedy(1, 90, 67, 6), greedy(4, 7, 68, 10), greedy(12, 20, 69, 6)),
-                        0, true, java.util.Set.of(3, 4, 5, 7, 8, 10, 11, 12, 14, 20, 21)),
+                new Cell(
+                        "decode-only-units",
+                        "qwen3-f32",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 8, 66, 40),
+                                greedy(1, 90, 67, 6),
+                                greedy(4, 7, 68, 10),
+                                greedy(12, 20, 69, 6)),
+                        0,
+                        true,
+                        java.util.Set.of(3, 4, 5, 7, 8, 10, 11, 12, 14, 20, 21)),
                 // Token masks (issue 42): constrained rows (greedy, seeded top-k, penalties, top-p)
                 // and free rows in one batch, joining at different calls; the free rows' bytes
                 // are the ones they have with no mask anywhere.
-                new Cell("masked-mixed", "llama-bf16", 16, 8, 32, List.of(
-                        greedy(0, 9, 70, 16),
-                        masked(0, 21, 71, 16, null, new ScriptedConstraint(3, 0, new int[0], -1)),
-                        masked(1, 33, 72, 14, seededTopK, new ScriptedConstraint(4, 1, new int[0], -1)),
-                        masked(2, 5, 73, 12, penalties, new ScriptedConstraint(2, 1, new int[0], -1)),
-                        new ScriptRow(3, prompt(12, 74, 512), 12, new int[0], seededTopP))),
+                new Cell(
+                        "masked-mixed",
+                        "llama-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 9, 70, 16),
+                                masked(0, 21, 71, 16, null, new ScriptedConstraint(3, 0, new int[0], -1)),
+                                masked(1, 33, 72, 14, seededTopK, new ScriptedConstraint(4, 1, new int[0], -1)),
+                                masked(2, 5, 73, 12, penalties, new ScriptedConstraint(2, 1, new int[0], -1)),
+                                new ScriptRow(3, prompt(12, 74, 512), 12, new int[0], seededTopP))),
                 // Constraints that run dry: a greedy row after 4 tokens and a seeded row at its
                 // first step end alone with "error"; a complete constraint (only its stop id from
                 // step 3) ends its row on the stop token; the free rows go on, one joining after.
-                new Cell("masked-dry", "qwen3-f32", 16, 8, 32, List.of(
-                        greedy(0, 12, 75, 20),
-                        masked(0, 7, 76, 20, null, new ScriptedConstraint(3, 2, new int[0], 4)),
-                        masked(1, 18, 77, 20, seededTopK, new ScriptedConstraint(5, 0, new int[0], 0)),
-                        masked(1, 10, 78, 20, null, new ScriptedConstraint(4, 0, new int[] {7}, -1, 3), 7),
-                        greedy(6, 9, 79, 8))),
+                new Cell(
+                        "masked-dry",
+                        "qwen3-f32",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 12, 75, 20),
+                                masked(0, 7, 76, 20, null, new ScriptedConstraint(3, 2, new int[0], 4)),
+                                masked(1, 18, 77, 20, seededTopK, new ScriptedConstraint(5, 0, new int[0], 0)),
+                                masked(1, 10, 78, 20, null, new ScriptedConstraint(4, 0, new int[] {7}, -1, 3), 7),
+                                greedy(6, 9, 79, 8))),
                 // A lone constrained row: the solo fast path with its mask, then a joiner.
-                new Cell("masked-lone", "qwen2-bf16", 16, 8, 32, List.of(
-                        masked(0, 14, 80, 16, seededTopP, new ScriptedConstraint(3, 1, new int[0], -1)),
-                        greedy(8, 6, 81, 6))),
+                new Cell(
+                        "masked-lone",
+                        "qwen2-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                masked(0, 14, 80, 16, seededTopP, new ScriptedConstraint(3, 1, new int[0], -1)),
+                                greedy(8, 6, 81, 6))),
                 // The default model (SmolLM2, bf16 activations over Q4_1-converted weights).
-                new Cell("default", "default", 8, 8, 32, List.of(
-                        new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
-                        new ScriptRow(1, prompt(7, 22, 49152), 6, new int[0], null),
-                        new ScriptRow(2, prompt(12, 23, 49152), 4, new int[0], null))),
+                new Cell(
+                        "default",
+                        "default",
+                        8,
+                        8,
+                        32,
+                        List.of(
+                                new ScriptRow(0, prompt(20, 21, 49152), 6, new int[0], null),
+                                new ScriptRow(1, prompt(7, 22, 49152), 6, new int[0], null),
+                                new ScriptRow(2, prompt(12, 23, 49152), 4, new int[0], null))),
                 // The default model with masks over its 49152 ids: greedy and seeded masked rows
                 // next to a free one.
-                new Cell("masked-default", "default", 8, 8, 32, List.of(
-                        new ScriptRow(0, prompt(20, 24, 49152), 6, new int[0], null, -1, 0,
-                                new ScriptedConstraint(7, 0, new int[0], -1)),
-                        new ScriptRow(1, prompt(7, 25, 49152), 6, new int[0], null),
-                        new ScriptRow(1, prompt(12, 26, 49152), 5, new int[0], seededTopK, -1, 0,
-                                new ScriptedConstraint(5, 2, new int[0], -1)))));
+                new Cell(
+                        "masked-default",
+                        "default",
+                        8,
+                        8,
+                        32,
+                        List.of(
+                                new ScriptRow(
+                                        0,
+                                        prompt(20, 24, 49152),
+                                        6,
+                                        new int[0],
+                                        null,
+                                        -1,
+                                        0,
+                                        new ScriptedConstraint(7, 0, new int[0], -1)),
+                                new ScriptRow(1, prompt(7, 25, 49152), 6, new int[0], null),
+                                new ScriptRow(
+                                        1,
+                                        prompt(12, 26, 49152),
+                                        5,
+                                        new int[0],
+                                        seededTopK,
+                                        -1,
+                                        0,
+                                        new ScriptedConstraint(5, 2, new int[0], -1)))));
     }
 
     @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
@@ -281,18 +488,29 @@ public class BatchParityTest {
     @MethodSource("stopCells")
     void stopTokenMatchesBatchGenerator(String modelName) throws Exception {
         // The stop token is one the oracle's own unstopped run produces third in row 1.
-        Cell plain = new Cell("stop-probe", modelName, 16, 8, 32, List.of(
-                greedy(0, 13, 24, 20), greedy(0, 8, 25, 20), greedy(2, 17, 26, 12)));
+        Cell plain = new Cell(
+                "stop-probe",
+                modelName,
+                16,
+                8,
+                32,
+                List.of(greedy(0, 13, 24, 20), greedy(0, 8, 25, 20), greedy(2, 17, 26, 12)));
         Path modelDir = modelDir(modelName);
         List<List<String>> probe = oracle(plain, modelDir);
-        int stopToken = probe.stream().flatMap(List::stream).filter(s -> s.startsWith("1:")).skip(2)
-                .map(s -> Integer.parseInt(s.split(":")[1])).findFirst().orElseThrow();
+        int stopToken = probe.stream()
+                .flatMap(List::stream)
+                .filter(s -> s.startsWith("1:"))
+                .skip(2)
+                .map(s -> Integer.parseInt(s.split(":")[1]))
+                .findFirst()
+                .orElseThrow();
         List<ScriptRow> rows = new ArrayList<>(plain.rows());
         ScriptRow r1 = rows.get(1);
         rows.set(1, new ScriptRow(r1.at(), r1.prompt(), r1.maxTokens(), new int[] {stopToken}, null));
         Cell cell = new Cell("stop", modelName, 16, 8, 32, rows);
         List<List<String>> expected = oracle(cell, modelDir);
-        assertTrue(expected.stream().flatMap(List::stream).anyMatch(s -> s.startsWith("1:") && s.contains(":stop:")),
+        assertTrue(
+                expected.stream().flatMap(List::stream).anyMatch(s -> s.startsWith("1:") && s.contains(":stop:")),
                 "the oracle's row 1 must end on its stop token");
         try (LanguageModel model = Models.load(modelDir)) {
             assertEquals(expected, run(model, cell), "stop cell on " + modelName);
@@ -304,7 +522,8 @@ public class BatchParityTest {
     }
 
     static Path modelDir(String name) {
-        Path dir = name.equals("default") ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
+        Path dir = name.equals("default")
+                ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
                 : work.resolve("models").resolve(name);
         assertTrue(Files.isRegularFile(dir.resolve("config.json")), "model " + dir + " is missing");
         return dir;
@@ -314,7 +533,9 @@ public class BatchParityTest {
     static List<List<String>> oracle(Cell cell, Path modelDir) throws Exception {
         Path scriptFile = writeScript(cell);
         Path out = scriptFile.resolveSibling("expected-" + cell.name() + "-" + cell.model() + ".json");
-        PythonScript.run("oracle/batch.py", 900,
+        PythonScript.run(
+                "oracle/batch.py",
+                900,
                 List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
         lastOracleOutput = out;
         return steps(JSON.readTree(out.toFile()));
@@ -333,7 +554,9 @@ public class BatchParityTest {
             script.put("short_prompts_first", true);
         }
         if (!cell.decodeOnly().isEmpty()) {
-            script.set("decode_only", JSON.valueToTree(cell.decodeOnly().stream().sorted().toList()));
+            script.set(
+                    "decode_only",
+                    JSON.valueToTree(cell.decodeOnly().stream().sorted().toList()));
         }
         ArrayNode rows = script.putArray("rows");
         for (ScriptRow r : cell.rows()) {
@@ -401,20 +624,34 @@ public class BatchParityTest {
         int[] uids = new int[cell.rows().size()];
         java.util.Set<Integer> done = new java.util.HashSet<>();
         List<ScriptedConstraint> constraints = new ArrayList<>();
-        try (BatchGenerator gen = new BatchGenerator(model, cell.prefillStep(), cell.prefillBatch(),
-                cell.completionBatch(), null, cell.maxKvSize(), cell.shortPromptsFirst())) {
+        try (BatchGenerator gen = new BatchGenerator(
+                model,
+                cell.prefillStep(),
+                cell.prefillBatch(),
+                cell.completionBatch(),
+                null,
+                cell.maxKvSize(),
+                cell.shortPromptsFirst())) {
             for (int step = 0; ; step++) {
                 for (int i = 0; i < uids.length; i++) {
                     ScriptRow r = cell.rows().get(i);
                     if (r.at() == step) {
                         int h = r.history();
-                        ScriptedConstraint c = r.mask() == null ? null : r.mask().copy();
+                        ScriptedConstraint c =
+                                r.mask() == null ? null : r.mask().copy();
                         if (c != null) {
                             constraints.add(c);
                         }
-                        uids[i] = gen.insert(new BatchRequest(Arrays.copyOfRange(r.prompt(), h, r.prompt().length),
-                                null, r.maxTokens(), params(r.sampling()), r.stop(), c),
-                                h == 0 ? null : history(model, r.prompt(), h), Arrays.copyOf(r.prompt(), h));
+                        uids[i] = gen.insert(
+                                new BatchRequest(
+                                        Arrays.copyOfRange(r.prompt(), h, r.prompt().length),
+                                        null,
+                                        r.maxTokens(),
+                                        params(r.sampling()),
+                                        r.stop(),
+                                        c),
+                                h == 0 ? null : history(model, r.prompt(), h),
+                                Arrays.copyOf(r.prompt(), h));
                         inserted++;
                     }
                 }
@@ -498,8 +735,8 @@ public class BatchParityTest {
         }
         if (s.containsKey("logit_bias")) {
             Map<Integer, Double> bias = new LinkedHashMap<>();
-            ((Map<?, ?>) s.get("logit_bias")).forEach((k, v) -> bias.put(Integer.parseInt((String) k),
-                    ((Number) v).doubleValue()));
+            ((Map<?, ?>) s.get("logit_bias"))
+                    .forEach((k, v) -> bias.put(Integer.parseInt((String) k), ((Number) v).doubleValue()));
             b.logitBias(bias);
         }
         return b.build();

@@ -59,10 +59,20 @@ class ConstrainedExecutionTest {
         }
     }
 
-    private static ExecutionPlan plan(int[] prompt, int maxTokens, SamplingParams params, int[] stop,
-            TokenConstraint constraint) {
-        return new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), params, maxTokens, stop, List.of(),
-                true, 0, List.of(), null, constraint);
+    private static ExecutionPlan plan(
+            int[] prompt, int maxTokens, SamplingParams params, int[] stop, TokenConstraint constraint) {
+        return new ExecutionPlan(
+                "r",
+                new PreparedPrompt(prompt, prompt.length),
+                params,
+                maxTokens,
+                stop,
+                List.of(),
+                true,
+                0,
+                List.of(),
+                null,
+                constraint);
     }
 
     /** A run's entries: {@code token:logprob bits} per token, then its end. */
@@ -87,7 +97,8 @@ class ConstrainedExecutionTest {
     }
 
     private static String end(StepResult r) {
-        return r.kind == StepResult.Kind.FAILED ? "failed:" + r.errorType + ":" + r.errorMessage
+        return r.kind == StepResult.Kind.FAILED
+                ? "failed:" + r.errorType + ":" + r.errorMessage
                 : "end:" + r.finishReason;
     }
 
@@ -107,8 +118,10 @@ class ConstrainedExecutionTest {
                 for (int e = 0; e < step.count; e++) {
                     StepResult r = step.results[e];
                     List<String> entries = out.get(planOfRow.get(step.rows[e]));
-                    entries.add(r.kind == StepResult.Kind.TOKEN ? r.token + ":" + Float.floatToRawIntBits(r.logprob)
-                            : end(r) + ":" + step.usages[e].completionTokens());
+                    entries.add(
+                            r.kind == StepResult.Kind.TOKEN
+                                    ? r.token + ":" + Float.floatToRawIntBits(r.logprob)
+                                    : end(r) + ":" + step.usages[e].completionTokens());
                 }
             }
         }
@@ -116,7 +129,10 @@ class ConstrainedExecutionTest {
     }
 
     private static void assertFollows(ScriptedConstraint rule, List<String> entries, String what) {
-        for (int s = 0; s < entries.size() && !entries.get(s).contains("end") && !entries.get(s).startsWith("failed");
+        for (int s = 0;
+                s < entries.size()
+                        && !entries.get(s).contains("end")
+                        && !entries.get(s).startsWith("failed");
                 s++) {
             int token = Integer.parseInt(entries.get(s).split(":")[0]);
             assertTrue(rule.allowed(token, s), what + ": token " + s + " (" + token + ") breaks the rule");
@@ -128,8 +144,10 @@ class ConstrainedExecutionTest {
         ScriptedConstraint c = new ScriptedConstraint(3, 0, new int[0], 3);
         List<String> got = serial(plan(BatchParityTest.prompt(9, 1, 512), 20, SamplingParams.GREEDY, new int[0], c));
         assertEquals(4, got.size(), got.toString());
-        assertEquals("failed:INVALID_REQUEST:scripted constraint can no longer be satisfied: no token is allowed after 3"
-                + " generated tokens (scripted to run dry at step 3)", got.get(3));
+        assertEquals(
+                "failed:INVALID_REQUEST:scripted constraint can no longer be satisfied: no token is allowed after 3"
+                        + " generated tokens (scripted to run dry at step 3)",
+                got.get(3));
         assertFollows(c, got, "dry run");
         assertEquals(3, c.consumed());
         assertEquals(1, c.closes);
@@ -139,28 +157,33 @@ class ConstrainedExecutionTest {
     @Test
     void aFailedRunPublishesNoPrefix() throws Exception {
         try (RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE)) {
-            ModelExecutor caching = new ModelExecutor(model, PREFILL_STEP, 0,
-                    new PrefixReuse(cache, ModelFingerprint.of(dir)));
+            ModelExecutor caching =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(cache, ModelFingerprint.of(dir)));
             int[] prompt = BatchParityTest.prompt(12, 9, 512);
-            List<String> failed = serial(caching, plan(prompt, 8, SamplingParams.GREEDY, new int[0],
-                    new ScriptedConstraint(3, 0, new int[0], 2)));
+            List<String> failed = serial(
+                    caching,
+                    plan(prompt, 8, SamplingParams.GREEDY, new int[0], new ScriptedConstraint(3, 0, new int[0], 2)));
             assertTrue(failed.getLast().startsWith("failed:"), failed.toString());
             assertEquals(0, cache.size(), "a failed run's caches");
-            serial(caching, plan(prompt, 8, SamplingParams.GREEDY, new int[0], new ScriptedConstraint(3, 0, new int[0], -1)));
+            serial(
+                    caching,
+                    plan(prompt, 8, SamplingParams.GREEDY, new int[0], new ScriptedConstraint(3, 0, new int[0], -1)));
             assertEquals(1, cache.size(), "a finished constrained run's caches");
         }
     }
 
     @Test
     void aConstraintThatRefusesTheSampledTokenFailsTheRunAsInternal() throws Exception {
-        CountingConstraint refusing = new CountingConstraint(words -> {
-            java.util.Arrays.fill(words, -1);
-            return true;
-        }, token -> {
-            throw new IllegalStateException("token " + token + " is not allowed");
-        });
-        List<String> got = serial(plan(BatchParityTest.prompt(5, 2, 512), 8, SamplingParams.GREEDY, new int[0],
-                refusing));
+        CountingConstraint refusing = new CountingConstraint(
+                words -> {
+                    java.util.Arrays.fill(words, -1);
+                    return true;
+                },
+                token -> {
+                    throw new IllegalStateException("token " + token + " is not allowed");
+                });
+        List<String> got =
+                serial(plan(BatchParityTest.prompt(5, 2, 512), 8, SamplingParams.GREEDY, new int[0], refusing));
         assertEquals(1, got.size(), got.toString());
         assertTrue(got.get(0).startsWith("failed:INTERNAL:token constraint refused sampled token "), got.get(0));
         assertEquals(1, refusing.closes());
@@ -169,8 +192,8 @@ class ConstrainedExecutionTest {
     @Test
     void aCompleteConstraintEndsItsRunOnTheStopToken() throws Exception {
         ScriptedConstraint c = new ScriptedConstraint(4, 0, new int[] {7}, -1, 2);
-        List<String> got = serial(plan(BatchParityTest.prompt(11, 3, 512), 20, SamplingParams.GREEDY, new int[] {7},
-                c));
+        List<String> got =
+                serial(plan(BatchParityTest.prompt(11, 3, 512), 20, SamplingParams.GREEDY, new int[] {7}, c));
         assertEquals(List.of("end:stop"), got.subList(2, got.size()), got.toString());
         assertFollows(c, got, "complete run");
         assertEquals(1, c.closes);
@@ -180,13 +203,15 @@ class ConstrainedExecutionTest {
     void aPlanRefusedBeforeItRunsStillClosesItsConstraint() throws Exception {
         int[] outside = {1, 2, 100_000};
         ScriptedConstraint serialOne = new ScriptedConstraint(3, 0, new int[0], -1);
-        RequestException e = assertThrows(RequestException.class,
+        RequestException e = assertThrows(
+                RequestException.class,
                 () -> executor.open(plan(outside, 4, SamplingParams.GREEDY, new int[0], serialOne)));
         assertEquals(ErrorType.INVALID_REQUEST, e.type());
         assertEquals(1, serialOne.closes, "serial open");
         ScriptedConstraint batchOne = new ScriptedConstraint(3, 0, new int[0], -1);
         try (ExecutionBatch batch = executor.openBatch(8, 8)) {
-            assertThrows(RequestException.class,
+            assertThrows(
+                    RequestException.class,
                     () -> batch.insert(plan(outside, 4, SamplingParams.GREEDY, new int[0], batchOne)));
         }
         assertEquals(1, batchOne.closes, "batch insert");
@@ -200,9 +225,18 @@ class ConstrainedExecutionTest {
      */
     @Test
     void constrainedAndFreeRowsShareABatchAndADryRowFailsAlone() throws Exception {
-        SamplingParams seeded = SamplingParams.builder().temperature(0.9).topK(30).seed(5L).logprobs(true).build();
-        int[][] prompts = {BatchParityTest.prompt(13, 4, 512), BatchParityTest.prompt(6, 5, 512),
-                BatchParityTest.prompt(20, 6, 512), BatchParityTest.prompt(9, 7, 512)};
+        SamplingParams seeded = SamplingParams.builder()
+                .temperature(0.9)
+                .topK(30)
+                .seed(5L)
+                .logprobs(true)
+                .build();
+        int[][] prompts = {
+            BatchParityTest.prompt(13, 4, 512),
+            BatchParityTest.prompt(6, 5, 512),
+            BatchParityTest.prompt(20, 6, 512),
+            BatchParityTest.prompt(9, 7, 512)
+        };
         ScriptedConstraint dry = new ScriptedConstraint(3, 1, new int[0], 4);
         ScriptedConstraint complete = new ScriptedConstraint(5, 0, new int[] {9}, -1, 3);
         ScriptedConstraint free = new ScriptedConstraint(4, 2, new int[0], -1);
@@ -219,11 +253,15 @@ class ConstrainedExecutionTest {
         assertEquals(plain.get(0), masked.get(0), "the free row");
         List<String> dryRow = masked.get(1);
         assertEquals(5, dryRow.size(), dryRow.toString());
-        assertTrue(dryRow.get(4).startsWith("failed:INVALID_REQUEST:scripted constraint can no longer be satisfied"),
+        assertTrue(
+                dryRow.get(4).startsWith("failed:INVALID_REQUEST:scripted constraint can no longer be satisfied"),
                 dryRow.get(4));
         assertTrue(dryRow.get(4).endsWith(":4"), "usage counts the 4 tokens: " + dryRow.get(4));
         assertFollows(dry, dryRow, "dry row");
-        assertEquals(List.of("end:stop:3"), masked.get(2).subList(3, masked.get(2).size()), masked.get(2).toString());
+        assertEquals(
+                List.of("end:stop:3"),
+                masked.get(2).subList(3, masked.get(2).size()),
+                masked.get(2).toString());
         assertFollows(complete, masked.get(2), "complete row");
         assertEquals(13, masked.get(3).size(), masked.get(3).toString());
         assertFollows(free, masked.get(3), "seeded row");
@@ -235,11 +273,17 @@ class ConstrainedExecutionTest {
     /** A lone constrained row runs the serial graph: its entries equal the serial executor's. */
     @Test
     void aLoneConstrainedRowEqualsTheSerialRun() throws Exception {
-        SamplingParams seeded = SamplingParams.builder().temperature(0.8).topP(0.9).seed(3L).logprobs(true).build();
+        SamplingParams seeded = SamplingParams.builder()
+                .temperature(0.8)
+                .topP(0.9)
+                .seed(3L)
+                .logprobs(true)
+                .build();
         int[] prompt = BatchParityTest.prompt(25, 8, 512);
         List<String> serial = serial(plan(prompt, 10, seeded, new int[0], new ScriptedConstraint(3, 2, new int[0], 7)));
-        List<String> batch = batched(List.of(plan(prompt, 10, seeded, new int[0],
-                new ScriptedConstraint(3, 2, new int[0], 7)))).get(0);
+        List<String> batch = batched(
+                        List.of(plan(prompt, 10, seeded, new int[0], new ScriptedConstraint(3, 2, new int[0], 7))))
+                .get(0);
         assertEquals(serial.subList(0, 7), batch.subList(0, 7), "tokens and logprobs");
         assertEquals(serial.get(7) + ":7", batch.get(7), "the failure");
     }

@@ -61,11 +61,24 @@ class ConstraintParityTest {
 
     static Stream<Cell> cells() {
         SamplingParams greedy = SamplingParams.builder().logprobs(true).build();
-        SamplingParams penalties = SamplingParams.builder().logprobs(true).logitBias(Map.of(17, 4.5, 300, -100.0))
-                .repetitionPenalty(1.5).build();
-        SamplingParams seeded = SamplingParams.builder().logprobs(true).temperature(0.8).topK(20).seed(SEED).build();
-        SamplingParams seededTopP = SamplingParams.builder().logprobs(true).temperature(1.0).topP(0.9).minP(0.02)
-                .seed(SEED).build();
+        SamplingParams penalties = SamplingParams.builder()
+                .logprobs(true)
+                .logitBias(Map.of(17, 4.5, 300, -100.0))
+                .repetitionPenalty(1.5)
+                .build();
+        SamplingParams seeded = SamplingParams.builder()
+                .logprobs(true)
+                .temperature(0.8)
+                .topK(20)
+                .seed(SEED)
+                .build();
+        SamplingParams seededTopP = SamplingParams.builder()
+                .logprobs(true)
+                .temperature(1.0)
+                .topP(0.9)
+                .minP(0.02)
+                .seed(SEED)
+                .build();
         List<Cell> cells = List.of(
                 new Cell("llama-bf16/greedy", "llama-bf16", greedy, rule(3, 0, -1), 32),
                 // The mask after bias and penalty: the biased id 17 is allowed every third step.
@@ -81,7 +94,9 @@ class ConstraintParityTest {
                 new Cell("default/seeded", "default", seeded, rule(5, 3, -1), 12));
         // -Dconstraint.cells=REGEX runs a subset.
         String only = System.getProperty("constraint.cells");
-        return only == null || only.isBlank() ? cells.stream() : cells.stream().filter(c -> c.name().matches(only));
+        return only == null || only.isBlank()
+                ? cells.stream()
+                : cells.stream().filter(c -> c.name().matches(only));
     }
 
     private static ScriptedConstraint rule(int modulus, int offset, int dryAt) {
@@ -92,20 +107,33 @@ class ConstraintParityTest {
     @MethodSource("cells")
     void maskedRunMatchesMlxLm(Cell cell) throws Exception {
         boolean tiny = !cell.model().equals("default");
-        Path modelDir = tiny ? work.resolve("models").resolve(cell.model())
+        Path modelDir = tiny
+                ? work.resolve("models").resolve(cell.model())
                 : ProjectHome.get().resolve("models/smollm2-135m-instruct");
         assertTrue(Files.isRegularFile(modelDir.resolve("config.json")), "model " + modelDir + " is missing");
         Path promptFile = prompts;
         if (!tiny) {
             promptFile = work.resolve("prompts-default-constraint.json");
-            PythonScript.run("oracle/prompts.py", 60,
+            PythonScript.run(
+                    "oracle/prompts.py",
+                    60,
                     List.of("--vocab", "49152", "--seed", "11", "--lengths", "9,40", "--out", promptFile.toString()));
         }
         int prefillStep = 32;
         Path expectedFile = work.resolve("expected-constraint-" + cell.name().replace('/', '-') + ".json");
-        List<String> args = new ArrayList<>(List.of("--model", modelDir.toString(), "--prompts", promptFile.toString(),
-                "--max-tokens", String.valueOf(cell.maxTokens()), "--prefill-step-size", String.valueOf(prefillStep),
-                "--out", expectedFile.toString(), "--mask", JSON.writeValueAsString(cell.rule().spec())));
+        List<String> args = new ArrayList<>(List.of(
+                "--model",
+                modelDir.toString(),
+                "--prompts",
+                promptFile.toString(),
+                "--max-tokens",
+                String.valueOf(cell.maxTokens()),
+                "--prefill-step-size",
+                String.valueOf(prefillStep),
+                "--out",
+                expectedFile.toString(),
+                "--mask",
+                JSON.writeValueAsString(cell.rule().spec())));
         if (cell.params().seed() != null) {
             args.addAll(List.of("--seed", String.valueOf(cell.params().seed())));
         }
@@ -121,9 +149,14 @@ class ConstraintParityTest {
                 ScriptedConstraint constraint = cell.rule().copy();
                 List<String> digests = new ArrayList<>();
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
-                GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(cell.maxTokens(), prefillStep, new int[0], false), cell.params(), null,
-                        constraint, (token, logprobs) -> {
+                GenerationResult got = GenerateStep.run(
+                        model,
+                        prompt,
+                        new GenerationOptions(cell.maxTokens(), prefillStep, new int[0], false),
+                        cell.params(),
+                        null,
+                        constraint,
+                        (token, logprobs) -> {
                             digests.add(HexFormat.of().formatHex(sha.digest(logprobs.toBytes())));
                             return true;
                         });
@@ -133,12 +166,16 @@ class ConstraintParityTest {
                 List<?> wantDigests = JSON.convertValue(r.get("logprobs_sha256"), List.class);
                 assertEquals(wantDigests.size(), digests.size(), where + ": steps");
                 for (int s = 0; s < digests.size(); s++) {
-                    assertEquals(wantDigests.get(s), digests.get(s),
+                    assertEquals(
+                            wantDigests.get(s),
+                            digests.get(s),
                             where + ": the logprobs vector of step " + s + " differs from mlx-lm's");
                 }
                 List<TokenLogprobs> lps = got.tokenLogprobs();
                 for (int s = 0; s < lps.size(); s++) {
-                    assertEquals(r.get("chosen_logprob").get(s).asDouble(), (double) lps.get(s).logprob(),
+                    assertEquals(
+                            r.get("chosen_logprob").get(s).asDouble(),
+                            (double) lps.get(s).logprob(),
                             where + ": step " + s + " chosen logprob");
                 }
                 boolean dry = r.get("error").asBoolean();

@@ -45,8 +45,8 @@ class ContinuousBatchTest {
     }
 
     private static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
-        return new ExecutionPlan(id, new PreparedPrompt(prompt, prompt.length), params, maxTokens, new int[0],
-                List.of(), true, 3);
+        return new ExecutionPlan(
+                id, new PreparedPrompt(prompt, prompt.length), params, maxTokens, new int[0], List.of(), true, 3);
     }
 
     private static String describe(StepResult r) {
@@ -79,8 +79,12 @@ class ContinuousBatchTest {
      * Inserts {@code plans} at once and steps until every row ended; {@code removeAfter} maps a
      * plan index to the unit after which that row is removed. Returns each plan's entries.
      */
-    private static Map<Integer, List<String>> batched(ExecutionBatch batch, List<ExecutionPlan> plans,
-            Map<Integer, Integer> removeAfter, Map<Integer, Usage> usages) throws Exception {
+    private static Map<Integer, List<String>> batched(
+            ExecutionBatch batch,
+            List<ExecutionPlan> plans,
+            Map<Integer, Integer> removeAfter,
+            Map<Integer, Usage> usages)
+            throws Exception {
         Map<Integer, Integer> planOfRow = new HashMap<>();
         Map<Integer, List<String>> out = new HashMap<>();
         for (int i = 0; i < plans.size(); i++) {
@@ -103,8 +107,11 @@ class ContinuousBatchTest {
             }
             for (var rm : removeAfter.entrySet()) {
                 if (rm.getValue() == unit) {
-                    int row = planOfRow.entrySet().stream().filter(x -> x.getValue().equals(rm.getKey())).findFirst()
-                            .orElseThrow().getKey();
+                    int row = planOfRow.entrySet().stream()
+                            .filter(x -> x.getValue().equals(rm.getKey()))
+                            .findFirst()
+                            .orElseThrow()
+                            .getKey();
                     usages.put(rm.getKey(), batch.remove(row));
                     out.get(rm.getKey()).add("removed");
                 }
@@ -116,7 +123,8 @@ class ContinuousBatchTest {
     @Test
     void aLoneRowEqualsTheSerialExecutorAlsoFromAPrefixHit() throws Exception {
         Path dir = models.resolve("llama-bf16");
-        SamplingParams sampled = SamplingParams.builder().temperature(0.8).topK(30).seed(9L).build();
+        SamplingParams sampled =
+                SamplingParams.builder().temperature(0.8).topK(30).seed(9L).build();
         int[] first = BatchParityTest.prompt(40, 41, 512);
         // Shares the first 30 ids with `first`: a prefix hit once `first` has finished.
         int[] second = Arrays.copyOf(first, 45);
@@ -124,10 +132,10 @@ class ContinuousBatchTest {
         try (LanguageModel model = Models.load(dir);
                 RamPrefixCache serialCache = new RamPrefixCache(10, Long.MAX_VALUE);
                 RamPrefixCache batchCache = new RamPrefixCache(10, Long.MAX_VALUE)) {
-            ModelExecutor serial = new ModelExecutor(model, PREFILL_STEP, 0,
-                    new PrefixReuse(serialCache, ModelFingerprint.of(dir)));
-            ModelExecutor batching = new ModelExecutor(model, PREFILL_STEP, 0,
-                    new PrefixReuse(batchCache, ModelFingerprint.of(dir)));
+            ModelExecutor serial =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(serialCache, ModelFingerprint.of(dir)));
+            ModelExecutor batching =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(batchCache, ModelFingerprint.of(dir)));
             try (ExecutionBatch batch = batching.openBatch(8, 8)) {
                 assertNotNull(batch, "a dense model batches");
                 for (SamplingParams params : List.of(SamplingParams.GREEDY, sampled)) {
@@ -136,14 +144,16 @@ class ContinuousBatchTest {
                         Usage[] serialUsage = new Usage[1];
                         List<String> expected = serial(serial, p, serialUsage);
                         Map<Integer, Usage> usages = new HashMap<>();
-                        List<String> got = batched(batch, List.of(p), Map.of(), usages).get(0);
+                        List<String> got =
+                                batched(batch, List.of(p), Map.of(), usages).get(0);
                         assertEquals(expected, got, "lone row vs serial, prompt " + prompt.length + ", " + params);
                         assertEquals(serialUsage[0], usages.get(0), "usage");
                     }
                 }
             }
             // The second prompt found the first one's 30 shared ids on both paths.
-            assertTrue(serialCache.hits() > 0 && batchCache.hits() == serialCache.hits(),
+            assertTrue(
+                    serialCache.hits() > 0 && batchCache.hits() == serialCache.hits(),
                     "prefix hits: serial " + serialCache.hits() + ", batch " + batchCache.hits());
         }
     }
@@ -151,7 +161,8 @@ class ContinuousBatchTest {
     @Test
     void theKvProjectionIsTheModelsKvBytesPerPositionPaddedAndStepped() throws Exception {
         Path dir = models.resolve("llama-bf16");
-        var config = new com.fasterxml.jackson.databind.ObjectMapper().readTree(dir.resolve("config.json").toFile());
+        var config = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(dir.resolve("config.json").toFile());
         int layers = config.get("num_hidden_layers").asInt();
         int heads = config.get("num_attention_heads").asInt();
         int kvHeads = config.path("num_key_value_heads").asInt(heads);
@@ -180,7 +191,8 @@ class ContinuousBatchTest {
             try (ExecutionBatch batch = new ModelExecutor(qwen, PREFILL_STEP, 0, null).openBatch(8, 8)) {
                 assertNotNull(batch, "qwen3 batches");
             }
-            assertNull(new ModelExecutor(qwen, PREFILL_STEP, 24, null).openBatch(8, 8),
+            assertNull(
+                    new ModelExecutor(qwen, PREFILL_STEP, 24, null).openBatch(8, 8),
                     "qwen3 with --max-kv-size runs serially");
         }
     }
@@ -188,7 +200,8 @@ class ContinuousBatchTest {
     @Test
     void removingOneRowLeavesTheOtherRowsUnchanged() throws Exception {
         Path dir = models.resolve("qwen3-bf16");
-        SamplingParams sampled = SamplingParams.builder().temperature(0.9).topP(0.9).seed(4L).build();
+        SamplingParams sampled =
+                SamplingParams.builder().temperature(0.9).topP(0.9).seed(4L).build();
         List<ExecutionPlan> plans = List.of(
                 plan("a", BatchParityTest.prompt(9, 51, 512), 20, SamplingParams.GREEDY),
                 plan("b", BatchParityTest.prompt(33, 52, 512), 20, SamplingParams.GREEDY),
@@ -228,13 +241,23 @@ class ContinuousBatchTest {
         List<dev.mlxring.pipeline.PromptSegment> segments = List.of(
                 new dev.mlxring.pipeline.PromptSegment(12, dev.mlxring.pipeline.PromptSegment.Kind.SYSTEM),
                 new dev.mlxring.pipeline.PromptSegment(28, dev.mlxring.pipeline.PromptSegment.Kind.USER));
-        SamplingParams seeded = SamplingParams.builder().temperature(0.8).seed(3L).build();
+        SamplingParams seeded =
+                SamplingParams.builder().temperature(0.8).seed(3L).build();
         for (SamplingParams params : List.of(SamplingParams.GREEDY, seeded)) {
-            try (LanguageModel model = Models.load(dir); RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE);
-                    ExecutionBatch batch = new ModelExecutor(model, PREFILL_STEP, 0,
-                            new PrefixReuse(cache, ModelFingerprint.of(dir))).openBatch(8, 8)) {
-                batch.insert(new ExecutionPlan("s", new PreparedPrompt(prompt, prompt.length, true, segments), params,
-                        4, new int[0], List.of(), false, 0));
+            try (LanguageModel model = Models.load(dir);
+                    RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE);
+                    ExecutionBatch batch = new ModelExecutor(
+                                    model, PREFILL_STEP, 0, new PrefixReuse(cache, ModelFingerprint.of(dir)))
+                            .openBatch(8, 8)) {
+                batch.insert(new ExecutionPlan(
+                        "s",
+                        new PreparedPrompt(prompt, prompt.length, true, segments),
+                        params,
+                        4,
+                        new int[0],
+                        List.of(),
+                        false,
+                        0));
                 BatchStep step = new BatchStep(8, 0);
                 List<String> seen = new ArrayList<>();
                 while (batch.rows() > 0) {
@@ -247,8 +270,8 @@ class ContinuousBatchTest {
                         }
                     }
                 }
-                List<String> want = params == seeded ? List.of("assistant 44")
-                        : List.of("system 12", "user 39", "assistant 44");
+                List<String> want =
+                        params == seeded ? List.of("assistant 44") : List.of("system 12", "user 39", "assistant 44");
                 assertEquals(want, seen, "entries in the cache while the row ran, " + params);
             }
         }

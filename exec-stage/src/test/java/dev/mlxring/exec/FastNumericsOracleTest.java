@@ -67,12 +67,17 @@ class FastNumericsOracleTest {
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         // exec-stage's pom runs this class a second time with the AVX2 kernels forced; where
         // they are this CPU's default, the first run has checked them.
-        assumeTrue(!Boolean.getBoolean("mlxring.oracle.avx2Pass") || FastKernels.onThisCpu(KernelIsa.AVX512),
+        assumeTrue(
+                !Boolean.getBoolean("mlxring.oracle.avx2Pass") || FastKernels.onThisCpu(KernelIsa.AVX512),
                 "the AVX2 pass on a CPU whose default is AVX2: the default run covers it");
-        System.out.println("FastNumericsOracleTest: kernels " + FastKernels.selected().orElseThrow());
+        System.out.println(
+                "FastNumericsOracleTest: kernels " + FastKernels.selected().orElseThrow());
         work = ProjectHome.get().resolve("build/oracle/fastnum");
         Files.createDirectories(work);
-        PythonScript.run("oracle/make_fast_numerics_models.py", 300, List.of("--out", work.resolve("models").toString()));
+        PythonScript.run(
+                "oracle/make_fast_numerics_models.py",
+                300,
+                List.of("--out", work.resolve("models").toString()));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -128,7 +133,12 @@ class FastNumericsOracleTest {
         compare(name + ", one token at a time", exact.stepwise(), fast.stepwise(), f64, f32, float32Activations);
     }
 
-    private static void compare(String what, List<float[]> exact, List<float[]> fast, Reference f64, Reference f32,
+    private static void compare(
+            String what,
+            List<float[]> exact,
+            List<float[]> fast,
+            Reference f64,
+            Reference f32,
             boolean float32Activations) {
         List<int[]> prompts = f64.prompts();
         int vocab = f64.vocab();
@@ -152,22 +162,46 @@ class FastNumericsOracleTest {
             }
         }
         double agreement = (double) agree / positions;
-        System.out.printf(Locale.ROOT, "FastNumericsOracleTest %s (%d prompts, %d positions, vocab %d):%n"
-                + "  vs the float64 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
-                + "  vs the float32 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
-                + "  argmax fast = exact at %d/%d (%.2f%%); = float64 argmax: exact %d, fast %d%n",
-                what, prompts.size(), positions, vocab, de.rms, de.kl, df.rms, df.kl, de32.rms, de32.kl, df32.rms,
-                df32.kl, agree, positions, 100 * agreement, exactRef, fastRef);
-        assertTrue(df.rms <= de.rms, what + ": the fast tier's RMS distance to the float64 rendering " + df.rms
-                + " exceeds the exact tier's " + de.rms);
-        assertTrue(df.kl <= de.kl, what + ": the fast tier's KL to the float64 rendering " + df.kl
-                + " exceeds the exact tier's " + de.kl);
+        System.out.printf(
+                Locale.ROOT,
+                "FastNumericsOracleTest %s (%d prompts, %d positions, vocab %d):%n"
+                        + "  vs the float64 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
+                        + "  vs the float32 rendering: exact RMS %.4g KL %.4g; fast RMS %.4g KL %.4g%n"
+                        + "  argmax fast = exact at %d/%d (%.2f%%); = float64 argmax: exact %d, fast %d%n",
+                what,
+                prompts.size(),
+                positions,
+                vocab,
+                de.rms,
+                de.kl,
+                df.rms,
+                df.kl,
+                de32.rms,
+                de32.kl,
+                df32.rms,
+                df32.kl,
+                agree,
+                positions,
+                100 * agreement,
+                exactRef,
+                fastRef);
+        assertTrue(
+                df.rms <= de.rms,
+                what + ": the fast tier's RMS distance to the float64 rendering " + df.rms
+                        + " exceeds the exact tier's " + de.rms);
+        assertTrue(
+                df.kl <= de.kl,
+                what + ": the fast tier's KL to the float64 rendering " + df.kl + " exceeds the exact tier's " + de.kl);
         if (float32Activations) {
-            assertTrue(agreement >= MIN_ARGMAX_AGREEMENT, what + ": fast and exact argmax agree at " + agree + " of "
-                    + positions + " positions, below " + MIN_ARGMAX_AGREEMENT);
+            assertTrue(
+                    agreement >= MIN_ARGMAX_AGREEMENT,
+                    what + ": fast and exact argmax agree at " + agree + " of " + positions + " positions, below "
+                            + MIN_ARGMAX_AGREEMENT);
         } else {
-            assertTrue(fastRef >= exactRef, what + ": the fast tier's argmax equals the reference's at " + fastRef
-                    + " positions, the exact tier's at " + exactRef);
+            assertTrue(
+                    fastRef >= exactRef,
+                    what + ": the fast tier's argmax equals the reference's at " + fastRef
+                            + " positions, the exact tier's at " + exactRef);
         }
     }
 
@@ -177,8 +211,18 @@ class FastNumericsOracleTest {
     private static Reference reference(Path modelDir, String promptFlag, Path promptFile, String dtype)
             throws Exception {
         Path refDir = work.resolve("reference-" + modelDir.getFileName() + "-" + dtype);
-        PythonScript.run("oracle/float32_reference.py", 300, List.of("--model", modelDir.toString(), promptFlag,
-                promptFile.toString(), "--out-dir", refDir.toString(), "--dtype", dtype));
+        PythonScript.run(
+                "oracle/float32_reference.py",
+                300,
+                List.of(
+                        "--model",
+                        modelDir.toString(),
+                        promptFlag,
+                        promptFile.toString(),
+                        "--out-dir",
+                        refDir.toString(),
+                        "--dtype",
+                        dtype));
         JsonNode ref = JSON.readTree(refDir.resolve("reference.json").toFile());
         assertTrue(ref.path("dequantized_modules").asInt() > 0, "the reference dequantized nothing: " + ref);
         assertEquals(dtype, ref.path("dtype").asText());
@@ -188,7 +232,8 @@ class FastNumericsOracleTest {
         for (JsonNode r : ref.get("results")) {
             prompts.add(JSON.convertValue(r.get("prompt"), int[].class));
             vocab = r.get("shape").get(1).asInt();
-            ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(refDir.resolve(r.get("logits").asText())))
+            ByteBuffer b = ByteBuffer.wrap(
+                            Files.readAllBytes(refDir.resolve(r.get("logits").asText())))
                     .order(ByteOrder.LITTLE_ENDIAN);
             double[] l = new double[b.remaining() / (dtype.equals("float64") ? 8 : 4)];
             for (int i = 0; i < l.length; i++) {

@@ -61,8 +61,16 @@ class FusedBlockTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "qwen2-f32-q4g64", "llama3-f32-q8g128",
-        "llama-bf16-q4g128", "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
+    @ValueSource(
+            strings = {
+                "llama-f32-q4g32",
+                "qwen3-f32-q8g64",
+                "qwen2-f32-q4g64",
+                "llama3-f32-q8g128",
+                "llama-bf16-q4g128",
+                "llama-f16-q4g32-hd64",
+                "qwen3-bf16-q8g64-hd128"
+            })
     void exactBlockHasTheGraphsBytes(String name) {
         assertFusedHasTheGraphsBytes(name, false);
     }
@@ -90,8 +98,15 @@ class FusedBlockTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-f32-q8g64", "llama-bf16-q4g128", "qwen2-f32-q4g64",
-        "llama-f16-q4g32-hd64", "qwen3-bf16-q8g64-hd128"})
+    @ValueSource(
+            strings = {
+                "llama-f32-q4g32",
+                "qwen3-f32-q8g64",
+                "llama-bf16-q4g128",
+                "qwen2-f32-q4g64",
+                "llama-f16-q4g32-hd64",
+                "qwen3-bf16-q8g64-hd128"
+            })
     void fastBlockMatchesTheGraph(String name) {
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         boolean half = name.contains("-bf16-") || name.contains("-f16-");
@@ -112,14 +127,21 @@ class FusedBlockTest {
             agree += argmax(fused[p]) == argmax(graph[p]) ? 1 : 0;
         }
         int positions = tokens.length;
-        System.out.printf(Locale.ROOT, "FusedBlockTest fast %s: worst relative RMS %.3g, argmax equal at %d/%d%n", name,
-                worst, agree, tokens.length);
+        System.out.printf(
+                Locale.ROOT,
+                "FusedBlockTest fast %s: worst relative RMS %.3g, argmax equal at %d/%d%n",
+                name,
+                worst,
+                agree,
+                tokens.length);
         // float32: the two orders of float32 arithmetic; half types: the graph's per-op roundings
         double bound = half ? 0.05 : 1e-4;
-        assertTrue(worst < bound, name + ": fused and graph logits differ by relative RMS " + worst + " (bound "
-                + bound + ")");
-        assertTrue(agree >= (half ? 0.9 * positions : positions), name + ": argmax equal at only " + agree + " of "
-                + positions + " positions");
+        assertTrue(
+                worst < bound,
+                name + ": fused and graph logits differ by relative RMS " + worst + " (bound " + bound + ")");
+        assertTrue(
+                agree >= (half ? 0.9 * positions : positions),
+                name + ": argmax equal at only " + agree + " of " + positions + " positions");
     }
 
     /**
@@ -137,9 +159,13 @@ class FusedBlockTest {
         Path llama3 = models.resolve("llama3-f32-q8g128");
         assertEquals(2, fusedBlocksInAStep(llama3, true, Numerics.EXACT, 0), "exact tier, llama3 rope");
         // half-type activations
-        assertEquals(2, fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
+        assertEquals(
+                2,
+                fusedBlocksInAStep(models.resolve("llama-bf16-q4g128"), true, Numerics.EXACT, 0),
                 "exact tier, bfloat16 activations");
-        assertEquals(2, fusedBlocksInAStep(models.resolve("llama-f16-q4g32-hd64"), true, Numerics.EXACT, 0),
+        assertEquals(
+                2,
+                fusedBlocksInAStep(models.resolve("llama-f16-q4g32-hd64"), true, Numerics.EXACT, 0),
                 "exact tier, float16 activations");
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
         assertEquals(2, fusedBlocksInAStep(dir, true, Numerics.FAST, 0), "fast tier, full-precision cache");
@@ -183,8 +209,8 @@ class FusedBlockTest {
         return fusedBlocksInAStep(dir, fusedBlock, numerics, false, maxKvSize);
     }
 
-    private static int fusedBlocksInAStep(Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized,
-            int maxKvSize) {
+    private static int fusedBlocksInAStep(
+            Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized, int maxKvSize) {
         String name = (numerics == Numerics.FAST ? "FastDecoderBlock" : "ExactDecoderBlock") + "\t";
         try (LanguageModel model = load(dir, fusedBlock, numerics, dequantized)) {
             KvCache[] cache = model.newCache(maxKvSize);
@@ -192,7 +218,8 @@ class FusedBlockTest {
                 Mlx.eval(model.forward(Mlx.fromInts(new int[] {1, 2, 3}, 1, 3), cache));
                 MlxArray step = model.forward(Mlx.fromInts(new int[] {4}, 1, 1), cache);
                 return (int) Arrays.stream(Mlx.profileEval(step).split("\n"))
-                        .filter(line -> line.startsWith(name)).count();
+                        .filter(line -> line.startsWith(name))
+                        .count();
             } finally {
                 for (KvCache c : cache) {
                     c.close();
@@ -223,8 +250,8 @@ class FusedBlockTest {
      * Every position's logits: chunks [0, 13) and [13, 26), one token per forward to 40, a chunk to
      * 254, then one token per forward across the cache's growth at 256 positions.
      */
-    private static float[][] logits(Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized,
-            int[] tokens) {
+    private static float[][] logits(
+            Path dir, boolean fusedBlock, Numerics numerics, boolean dequantized, int[] tokens) {
         float[][] out = new float[tokens.length][];
         try (LanguageModel model = load(dir, fusedBlock, numerics, dequantized)) {
             KvCache[] cache = model.newCache();
@@ -233,7 +260,8 @@ class FusedBlockTest {
                 while (at < tokens.length) {
                     int len = at < 26 ? 13 : at == 40 ? 214 : 1;
                     try (ArrayScope s = ArrayScope.open()) {
-                        MlxArray l = model.forward(Mlx.fromInts(Arrays.copyOfRange(tokens, at, at + len), 1, len), cache);
+                        MlxArray l =
+                                model.forward(Mlx.fromInts(Arrays.copyOfRange(tokens, at, at + len), 1, len), cache);
                         float[] all = Mlx.astype(l, Dtype.FLOAT32).toFloatArray();
                         int vocab = all.length / len;
                         for (int i = 0; i < len; i++) {

@@ -110,7 +110,8 @@ class GreedyParityTest {
     record KvCell(String model, KvQuantization kv, int prefillStep, String lengths) {
         String name() {
             return model + "+kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart()
-                    + (prefillStep == PREFILL_STEP ? "" : "p" + prefillStep) + (lengths == null ? "" : "L" + lengths.replace(',', '_'));
+                    + (prefillStep == PREFILL_STEP ? "" : "p" + prefillStep)
+                    + (lengths == null ? "" : "L" + lengths.replace(',', '_'));
         }
 
         @Override
@@ -142,7 +143,9 @@ class GreedyParityTest {
                 // the first step and the decode run over the quantized cache.
                 new KvCell("default", new KvQuantization(8, 64, 16), PREFILL_STEP, "40"));
         String only = System.getProperty("greedy.cells");
-        return only == null || only.isBlank() ? cells : cells.filter(c -> c.name().matches(only));
+        return only == null || only.isBlank()
+                ? cells
+                : cells.filter(c -> c.name().matches(only));
     }
 
     /**
@@ -153,7 +156,8 @@ class GreedyParityTest {
      * their mlx-lm Models have make_cache.
      */
     static Stream<String> maxKvSizeCells() {
-        return only(Stream.of("qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8", "qwen3_moe-q4", "gpt_oss-f32"));
+        return only(Stream.of(
+                "qwen3-bf16", "qwen2-q4", "llama-q4", "gemma3-bf16", "phi3-q8", "qwen3_moe-q4", "gpt_oss-f32"));
     }
 
     private static final int MAX_KV_SIZE = 24;
@@ -184,8 +188,10 @@ class GreedyParityTest {
         Path dir = work.resolve("models").resolve(model);
         long packed = heldAfterOneStep(dir, false);
         long dequantized = heldAfterOneStep(dir, true);
-        assertTrue(dequantized > packed, model + ": " + dequantized + " bytes held with dequantized weights, "
-                + packed + " without: the layouts were not built");
+        assertTrue(
+                dequantized > packed,
+                model + ": " + dequantized + " bytes held with dequantized weights, " + packed
+                        + " without: the layouts were not built");
     }
 
     /** Active bytes a loaded model holds after one generation step (its weights, and layouts once built). */
@@ -193,7 +199,10 @@ class GreedyParityTest {
         Mlx.clearCache();
         long before = Mlx.memory().activeBytes();
         try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, Numerics.EXACT, dequantized, null)) {
-            GenerateStep.run(model, new int[] {1, 2, 3}, new GenerationOptions(1, PREFILL_STEP, new int[0], false, null, 0),
+            GenerateStep.run(
+                    model,
+                    new int[] {1, 2, 3},
+                    new GenerationOptions(1, PREFILL_STEP, new int[0], false, null, 0),
                     t -> true);
             Mlx.clearCache();
             return Mlx.memory().activeBytes() - before;
@@ -220,9 +229,13 @@ class GreedyParityTest {
     @Test
     void unquantizedBfloat16ExpertsAreRefusedAtLoad() {
         Path dir = work.resolve("models/qwen3_moe-bf16");
-        ModelLoadException e = assertThrows(ModelLoadException.class, () -> Models.load(dir).close());
-        assertTrue(e.getMessage().contains("model.layers.0.mlp.switch_mlp.") && e.getMessage().contains("bfloat16")
-                && e.getMessage().contains("float32 only"), e.getMessage());
+        ModelLoadException e =
+                assertThrows(ModelLoadException.class, () -> Models.load(dir).close());
+        assertTrue(
+                e.getMessage().contains("model.layers.0.mlp.switch_mlp.")
+                        && e.getMessage().contains("bfloat16")
+                        && e.getMessage().contains("float32 only"),
+                e.getMessage());
     }
 
     /**
@@ -239,13 +252,15 @@ class GreedyParityTest {
                 Files.copy(f, dir.resolve(f.getFileName()));
             }
         }
-        var config = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        var config = (com.fasterxml.jackson.databind.node.ObjectNode)
+                JSON.readTree(dir.resolve("config.json").toFile());
         config.put("hidden_size", config.get("hidden_size").asInt() * 2);
         JSON.writeValue(dir.resolve("config.json").toFile(), config);
         try {
-            ModelLoadException e = assertThrows(ModelLoadException.class, () -> Models.load(dir).close());
-            assertTrue(e.getMessage().startsWith("parameter '") && e.getMessage().contains("config.json"),
-                    e.getMessage());
+            ModelLoadException e = assertThrows(
+                    ModelLoadException.class, () -> Models.load(dir).close());
+            assertTrue(
+                    e.getMessage().startsWith("parameter '") && e.getMessage().contains("config.json"), e.getMessage());
         } finally {
             try (var files = Files.list(dir)) {
                 for (Path f : files.toList()) {
@@ -301,30 +316,56 @@ class GreedyParityTest {
         }
     }
 
-    private static void check(String cell, String modelName, KvQuantization kv, int prefillStep, String lengths,
-            int maxKvSize, boolean dequantizedWeights) throws Exception {
+    private static void check(
+            String cell,
+            String modelName,
+            KvQuantization kv,
+            int prefillStep,
+            String lengths,
+            int maxKvSize,
+            boolean dequantizedWeights)
+            throws Exception {
         boolean isDefault = modelName.equals("default");
         Path modelDir = isDefault
                 ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
                 : work.resolve("models").resolve(modelName);
-        assertTrue(Files.isRegularFile(modelDir.resolve("config.json")),
+        assertTrue(
+                Files.isRegularFile(modelDir.resolve("config.json")),
                 "model " + modelDir + " is missing (the default model comes from ./mlx-ring setup)");
         Path promptFile = prompts;
         if (isDefault || lengths != null) {
             promptFile = work.resolve("prompts-" + (isDefault ? "default" : "512")
                     + (lengths == null ? "" : "-" + lengths.replace(',', '_')) + ".json");
-            List<String> args = new ArrayList<>(List.of("--vocab", isDefault ? "49152" : "512", "--seed",
-                    isDefault ? "11" : "7", "--out", promptFile.toString()));
+            List<String> args = new ArrayList<>(List.of(
+                    "--vocab",
+                    isDefault ? "49152" : "512",
+                    "--seed",
+                    isDefault ? "11" : "7",
+                    "--out",
+                    promptFile.toString()));
             args.addAll(lengths == null ? List.of("--long", "70") : List.of("--lengths", lengths));
             PythonScript.run("oracle/prompts.py", 60, args);
         }
         Path expectedFile = work.resolve("expected-" + cell + ".json");
-        List<String> oracleArgs = new ArrayList<>(List.of("--model", modelDir.toString(), "--prompts",
-                promptFile.toString(), "--max-tokens", String.valueOf(MAX_TOKENS), "--prefill-step-size",
-                String.valueOf(prefillStep), "--out", expectedFile.toString()));
+        List<String> oracleArgs = new ArrayList<>(List.of(
+                "--model",
+                modelDir.toString(),
+                "--prompts",
+                promptFile.toString(),
+                "--max-tokens",
+                String.valueOf(MAX_TOKENS),
+                "--prefill-step-size",
+                String.valueOf(prefillStep),
+                "--out",
+                expectedFile.toString()));
         if (kv != null) {
-            oracleArgs.addAll(List.of("--kv-bits", String.valueOf(kv.bits()), "--kv-group-size",
-                    String.valueOf(kv.groupSize()), "--quantized-kv-start", String.valueOf(kv.quantizedKvStart())));
+            oracleArgs.addAll(List.of(
+                    "--kv-bits",
+                    String.valueOf(kv.bits()),
+                    "--kv-group-size",
+                    String.valueOf(kv.groupSize()),
+                    "--quantized-kv-start",
+                    String.valueOf(kv.quantizedKvStart())));
         }
         if (maxKvSize > 0) {
             oracleArgs.addAll(List.of("--max-kv-size", String.valueOf(maxKvSize)));
@@ -332,25 +373,32 @@ class GreedyParityTest {
         PythonScript.run("oracle/greedy.py", 900, oracleArgs);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
-        try (LanguageModel model = Models.load(modelDir, CpuKernels.DEFAULT, Numerics.EXACT, dequantizedWeights, null)) {
+        try (LanguageModel model =
+                Models.load(modelDir, CpuKernels.DEFAULT, Numerics.EXACT, dequantizedWeights, null)) {
             int i = 0;
             for (JsonNode r : expected.get("results")) {
                 int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
                 int[] tokens = JSON.convertValue(r.get("tokens"), int[].class);
-                GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(MAX_TOKENS, prefillStep, new int[0], true, kv, maxKvSize), t -> true);
+                GenerationResult got = GenerateStep.run(
+                        model,
+                        prompt,
+                        new GenerationOptions(MAX_TOKENS, prefillStep, new int[0], true, kv, maxKvSize),
+                        t -> true);
                 String where = cell + " prompt " + i + " (" + prompt.length + " tokens"
                         + (kv == null ? "" : ", KV quantized from call " + r.get("kv_quantized_from_call")) + ")";
                 assertArrayEquals(tokens, got.tokens(), where + ": greedy tokens differ from mlx-lm");
                 assertEquals(r.get("logits0").get("dtype").asText(), got.logitsDtype(), where + ": logits dtype");
-                assertArrayEquals(Base64.getDecoder().decode(r.get("logits0").get("b64").asText()), got.firstLogits(),
+                assertArrayEquals(
+                        Base64.getDecoder().decode(r.get("logits0").get("b64").asText()),
+                        got.firstLogits(),
                         where + ": first-step logits bytes differ from mlx-lm");
-                assertArrayEquals(Base64.getDecoder().decode(r.get("logprobs0").get("b64").asText()),
-                        got.firstLogprobs(), where + ": first-step logprobs bytes differ from mlx-lm");
+                assertArrayEquals(
+                        Base64.getDecoder().decode(r.get("logprobs0").get("b64").asText()),
+                        got.firstLogprobs(),
+                        where + ": first-step logprobs bytes differ from mlx-lm");
                 i++;
             }
-            assertTrue(i >= (lengths == null ? 3 : lengths.split(",").length),
-                    "the oracle returned " + i + " prompts");
+            assertTrue(i >= (lengths == null ? 3 : lengths.split(",").length), "the oracle returned " + i + " prompts");
         }
     }
 }

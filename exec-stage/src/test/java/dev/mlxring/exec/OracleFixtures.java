@@ -19,9 +19,14 @@ record OracleFixtures(Path work, Path prompts) {
     static OracleFixtures build() throws Exception {
         Path work = ProjectHome.get().resolve("build/oracle");
         Files.createDirectories(work);
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", work.resolve("models").toString()));
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
+                List.of("--out", work.resolve("models").toString()));
         Path prompts = work.resolve("prompts-512.json");
-        PythonScript.run("oracle/prompts.py", 60,
+        PythonScript.run(
+                "oracle/prompts.py",
+                60,
                 List.of("--vocab", "512", "--seed", "7", "--long", "70", "--out", prompts.toString()));
         return new OracleFixtures(work, prompts);
     }

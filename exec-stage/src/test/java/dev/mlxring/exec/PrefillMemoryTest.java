@@ -27,15 +27,22 @@ class PrefillMemoryTest {
         Path model = ProjectHome.get().resolve("models/smollm2-135m-instruct");
         int[] prompt = IntStream.range(0, 300).map(i -> (i * 7919) % 49000 + 10).toArray();
         String ids = IntStream.of(prompt).mapToObj(Integer::toString).collect(Collectors.joining(","));
-        long theirs = new ObjectMapper().readTree(PythonScript.run("oracle/prefill_peak.py", 300,
-                List.of("--model", model.toString(), "--prompt-tokens", ids))).get("peak_memory_bytes").asLong();
+        long theirs = new ObjectMapper()
+                .readTree(PythonScript.run(
+                        "oracle/prefill_peak.py", 300, List.of("--model", model.toString(), "--prompt-tokens", ids)))
+                .get("peak_memory_bytes")
+                .asLong();
         long ours;
         try (LanguageModel m = Models.load(model)) {
-            GenerationResult r = GenerateStep.run(m, prompt,
-                    new GenerationOptions(1, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, new int[0], false), t -> true);
+            GenerationResult r = GenerateStep.run(
+                    m,
+                    prompt,
+                    new GenerationOptions(1, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, new int[0], false),
+                    t -> true);
             ours = r.peakMemoryBytes();
         }
-        assertTrue(ours <= theirs * 1.05 + 4_000_000,
+        assertTrue(
+                ours <= theirs * 1.05 + 4_000_000,
                 "prefill peak " + ours / 1e6 + " MB vs mlx-lm " + theirs / 1e6 + " MB");
     }
 }

@@ -97,19 +97,42 @@ class PrefixCacheParityTest {
 
     private static JsonNode oracle(Cell cell, Path modelDir, KvQuantization kv) throws Exception {
         Path out = work.resolve("prompt-cache-" + cell.model() + (kv == null ? "" : "-kv") + ".json");
-        List<String> args = new ArrayList<>(List.of("--model", modelDir.toString(), "--vocab",
-                String.valueOf(cell.vocab()), "--seed", "5", "--base-length", "40", "--max-tokens",
-                String.valueOf(MAX_TOKENS), "--prefill-step-size", String.valueOf(PREFILL_STEP), "--out", out.toString()));
+        List<String> args = new ArrayList<>(List.of(
+                "--model",
+                modelDir.toString(),
+                "--vocab",
+                String.valueOf(cell.vocab()),
+                "--seed",
+                "5",
+                "--base-length",
+                "40",
+                "--max-tokens",
+                String.valueOf(MAX_TOKENS),
+                "--prefill-step-size",
+                String.valueOf(PREFILL_STEP),
+                "--out",
+                out.toString()));
         if (kv != null) {
-            args.addAll(List.of("--kv-bits", String.valueOf(kv.bits()), "--kv-group-size", String.valueOf(kv.groupSize()),
-                    "--quantized-kv-start", String.valueOf(kv.quantizedKvStart())));
+            args.addAll(List.of(
+                    "--kv-bits",
+                    String.valueOf(kv.bits()),
+                    "--kv-group-size",
+                    String.valueOf(kv.groupSize()),
+                    "--quantized-kv-start",
+                    String.valueOf(kv.quantizedKvStart())));
         }
         PythonScript.run("oracle/prompt_cache.py", 900, args);
         return JSON.readTree(out.toFile());
     }
 
-    static void replay(String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, KvQuantization kv,
-            JsonNode expected) throws Exception {
+    static void replay(
+            String cell,
+            LanguageModel model,
+            PrefixReuse reuse,
+            PrefixCache cache,
+            KvQuantization kv,
+            JsonNode expected)
+            throws Exception {
         int i = 0;
         for (JsonNode r : expected.get("requests")) {
             String where = cell + " request " + i;
@@ -118,8 +141,13 @@ class PrefixCacheParityTest {
             List<String> shas = new ArrayList<>();
             String dtype = null;
             int cached;
-            try (PrefixedRun pr = PrefixedRun.open(reuse, model, prompt,
-                    new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, kv), SamplingParams.GREEDY, null)) {
+            try (PrefixedRun pr = PrefixedRun.open(
+                    reuse,
+                    model,
+                    prompt,
+                    new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, kv),
+                    SamplingParams.GREEDY,
+                    null)) {
                 cached = pr.cachedTokens();
                 GenerationRun run = pr.run();
                 GenerationRun.Event e;
@@ -127,7 +155,8 @@ class PrefixCacheParityTest {
                     if (e == GenerationRun.Event.TOKEN) {
                         tokens.add(run.token());
                         byte[] lp = run.tokenLogprobs().toBytes();
-                        shas.add(HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(lp)));
+                        shas.add(HexFormat.of()
+                                .formatHex(MessageDigest.getInstance("SHA-256").digest(lp)));
                         dtype = run.tokenLogprobs().dtype().mlxName;
                     }
                 }
@@ -137,11 +166,13 @@ class PrefixCacheParityTest {
                 t.flushSpills();
             }
             assertEquals(r.get("cached_tokens").asInt(), cached, where + ": cached tokens differ from mlx-lm's");
-            assertArrayEquals(JSON.convertValue(r.get("tokens"), int[].class),
-                    tokens.stream().mapToInt(Integer::intValue).toArray(), where + ": tokens differ from mlx-lm");
+            assertArrayEquals(
+                    JSON.convertValue(r.get("tokens"), int[].class),
+                    tokens.stream().mapToInt(Integer::intValue).toArray(),
+                    where + ": tokens differ from mlx-lm");
             assertEquals(r.get("logprobs_dtype").asText(), dtype, where + ": logprobs dtype");
-            List<String> want = JSON.convertValue(r.get("logprobs_sha256"), JSON.getTypeFactory()
-                    .constructCollectionType(List.class, String.class));
+            List<String> want = JSON.convertValue(
+                    r.get("logprobs_sha256"), JSON.getTypeFactory().constructCollectionType(List.class, String.class));
             for (int s = 0; s < want.size(); s++) {
                 assertEquals(want.get(s), shas.get(s), where + ": logprobs bytes of step " + s + " differ from mlx-lm");
             }

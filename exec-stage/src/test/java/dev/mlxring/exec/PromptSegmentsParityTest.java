@@ -89,13 +89,16 @@ class PromptSegmentsParityTest {
         Path scriptFile = work.resolve("script.json");
         Files.writeString(scriptFile, SCRIPT);
         Path out = work.resolve("oracle.json");
-        PythonScript.run("oracle/prompt_segments.py", 900,
+        PythonScript.run(
+                "oracle/prompt_segments.py",
+                900,
                 List.of("--model", modelDir.toString(), "--script", scriptFile.toString(), "--out", out.toString()));
         JsonNode oracle = JSON.readTree(out.toFile());
         JsonNode want = oracle.get("requests");
         JsonNode requests = script.get("requests");
         int n = requests.size();
-        assertTrue(want.get(7).get("cached_tokens").asInt() > 0,
+        assertTrue(
+                want.get(7).get("cached_tokens").asInt() > 0,
                 "mlx-lm no longer keeps request 3's system snapshot for request 7: the script needs new timings");
 
         List<Integer> cached = new ArrayList<>();
@@ -107,9 +110,14 @@ class PromptSegmentsParityTest {
             shas.add(new ArrayList<>());
         }
         try (LanguageModel model = Models.load(modelDir);
-                RamPrefixCache cache = new RamPrefixCache(script.get("prompt_cache_size").asInt(), Long.MAX_VALUE);
-                ContinuousBatch batch = new ContinuousBatch(model, script.get("prefill_step_size").asInt(),
-                        script.get("completion_batch_size").asInt(), script.get("prefill_batch_size").asInt(), null,
+                RamPrefixCache cache =
+                        new RamPrefixCache(script.get("prompt_cache_size").asInt(), Long.MAX_VALUE);
+                ContinuousBatch batch = new ContinuousBatch(
+                        model,
+                        script.get("prefill_step_size").asInt(),
+                        script.get("completion_batch_size").asInt(),
+                        script.get("prefill_batch_size").asInt(),
+                        null,
                         new PrefixReuse(cache, ModelFingerprint.of(modelDir)))) {
             Map<Integer, Integer> requestOfRow = new HashMap<>();
             Map<Integer, Integer> rowOfRequest = new HashMap<>();
@@ -148,7 +156,9 @@ class PromptSegmentsParityTest {
                         done++;
                     }
                 }
-                assertEquals(entries(oracle.get("steps").get(unit).get("cache")), entries(cache),
+                assertEquals(
+                        entries(oracle.get("steps").get(unit).get("cache")),
+                        entries(cache),
                         "the prompt cache's entries (type: lengths) after unit " + unit);
             }
         }
@@ -157,7 +167,9 @@ class PromptSegmentsParityTest {
             String where = "request " + i;
             assertEquals(w.get("cached_tokens").asInt(), cached.get(i), where + ": cached tokens differ from mlx-lm's");
             assertEquals(JSON.convertValue(w.get("tokens"), List.class), tokens.get(i), where + ": tokens");
-            assertEquals(JSON.convertValue(w.get("logprobs_sha256"), List.class), shas.get(i),
+            assertEquals(
+                    JSON.convertValue(w.get("logprobs_sha256"), List.class),
+                    shas.get(i),
                     where + ": logprobs bytes differ from mlx-lm's");
         }
         Mlx.clearCache();
@@ -168,11 +180,19 @@ class PromptSegmentsParityTest {
         int[] prompt = JSON.convertValue(want.get("prompt"), int[].class);
         List<PromptSegment> segments = new ArrayList<>();
         for (JsonNode s : want.get("segments")) {
-            segments.add(new PromptSegment(s.get(0).asInt(),
+            segments.add(new PromptSegment(
+                    s.get(0).asInt(),
                     PromptSegment.Kind.valueOf(s.get(1).asText().toUpperCase(java.util.Locale.ROOT))));
         }
-        return new ExecutionPlan("r" + i, new PreparedPrompt(prompt, prompt.length, true, segments),
-                SamplingParams.GREEDY, request.get("max_tokens").asInt(), new int[0], List.of(), false, 0);
+        return new ExecutionPlan(
+                "r" + i,
+                new PreparedPrompt(prompt, prompt.length, true, segments),
+                SamplingParams.GREEDY,
+                request.get("max_tokens").asInt(),
+                new int[0],
+                List.of(),
+                false,
+                0);
     }
 
     private static Map<String, List<Integer>> entries(JsonNode byType) {

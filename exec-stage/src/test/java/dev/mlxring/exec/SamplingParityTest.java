@@ -62,25 +62,69 @@ class SamplingParityTest {
             new Setting("temp", tiny -> base().temperature(0.8).build(), false),
             new Setting("top_p", tiny -> base().temperature(1.0).topP(0.9).build(), false),
             new Setting("min_p", tiny -> base().temperature(1.0).minP(0.1).build(), false),
-            new Setting("min_p_keep", tiny -> base().temperature(1.0).minP(0.5).minTokensToKeep(7).build(), false),
-            new Setting("top_k", tiny -> base().temperature(1.0).topK(20).build(), false),
-            new Setting("xtc", tiny -> base().temperature(1.0).xtcProbability(0.5).xtcThreshold(tiny ? 0.005 : 0.1)
-                    .xtcSpecialTokens(tiny ? new int[] {0, 1, 2} : new int[] {198, 2}).build(), false),
-            new Setting("logit_bias", tiny -> base().logitBias(bias(tiny)).build(), false),
-            new Setting("repetition", tiny -> base().repetitionPenalty(1.5).repetitionContextSize(20).build(), false),
-            new Setting("presence", tiny -> base().temperature(0.7).presencePenalty(0.8).presenceContextSize(10).build(),
+            new Setting(
+                    "min_p_keep",
+                    tiny -> base().temperature(1.0).minP(0.5).minTokensToKeep(7).build(),
                     false),
-            new Setting("frequency", tiny -> base().temperature(0.7).frequencyPenalty(0.5).frequencyContextSize(0).build(),
+            new Setting("top_k", tiny -> base().temperature(1.0).topK(20).build(), false),
+            new Setting(
+                    "xtc",
+                    tiny -> base().temperature(1.0)
+                            .xtcProbability(0.5)
+                            .xtcThreshold(tiny ? 0.005 : 0.1)
+                            .xtcSpecialTokens(tiny ? new int[] {0, 1, 2} : new int[] {198, 2})
+                            .build(),
+                    false),
+            new Setting("logit_bias", tiny -> base().logitBias(bias(tiny)).build(), false),
+            new Setting(
+                    "repetition",
+                    tiny -> base().repetitionPenalty(1.5)
+                            .repetitionContextSize(20)
+                            .build(),
+                    false),
+            new Setting(
+                    "presence",
+                    tiny -> base().temperature(0.7)
+                            .presencePenalty(0.8)
+                            .presenceContextSize(10)
+                            .build(),
+                    false),
+            new Setting(
+                    "frequency",
+                    tiny -> base().temperature(0.7)
+                            .frequencyPenalty(0.5)
+                            .frequencyContextSize(0)
+                            .build(),
                     false),
             new Setting("temp_top_p", tiny -> base().temperature(0.7).topP(0.9).build(), false),
-            new Setting("min_p_repetition", tiny -> base().temperature(0.8).minP(0.05).repetitionPenalty(1.2).build(),
+            new Setting(
+                    "min_p_repetition",
+                    tiny -> base().temperature(0.8)
+                            .minP(0.05)
+                            .repetitionPenalty(1.2)
+                            .build(),
                     false),
-            new Setting("everything", tiny -> base().temperature(0.9).topP(0.95).minP(0.02).xtcProbability(0.3)
-                    .xtcThreshold(tiny ? 0.004 : 0.1).xtcSpecialTokens(tiny ? new int[] {3} : new int[] {198, 2})
-                    .topK(40).logitBias(bias(tiny)).repetitionPenalty(1.1).repetitionContextSize(30)
-                    .presencePenalty(0.3).presenceContextSize(15).frequencyPenalty(-0.2).frequencyContextSize(40)
-                    .topLogprobs(5).build(), false),
-            new Setting("engine_stream", tiny -> base().temperature(1.0).topK(50).build(), true));
+            new Setting(
+                    "everything",
+                    tiny -> base().temperature(0.9)
+                            .topP(0.95)
+                            .minP(0.02)
+                            .xtcProbability(0.3)
+                            .xtcThreshold(tiny ? 0.004 : 0.1)
+                            .xtcSpecialTokens(tiny ? new int[] {3} : new int[] {198, 2})
+                            .topK(40)
+                            .logitBias(bias(tiny))
+                            .repetitionPenalty(1.1)
+                            .repetitionContextSize(30)
+                            .presencePenalty(0.3)
+                            .presenceContextSize(15)
+                            .frequencyPenalty(-0.2)
+                            .frequencyContextSize(40)
+                            .topLogprobs(5)
+                            .build(),
+                    false),
+            new Setting(
+                    "engine_stream", tiny -> base().temperature(1.0).topK(50).build(), true));
 
     /**
      * The default model (slow on CPU: about 10 tok/s on each side here) runs the realistic
@@ -139,31 +183,51 @@ class SamplingParityTest {
     void samplingMatchesMlxLm(String cell) throws Exception {
         String modelName = cell.substring(0, cell.indexOf('/'));
         String settingName = cell.substring(cell.indexOf('/') + 1);
-        Setting setting = SETTINGS.stream().filter(s -> s.name().equals(settingName)).findFirst().orElseThrow();
+        Setting setting = SETTINGS.stream()
+                .filter(s -> s.name().equals(settingName))
+                .findFirst()
+                .orElseThrow();
         boolean tiny = !modelName.equals("default");
         SamplingParams params = setting.params().apply(tiny);
 
-        Path modelDir = tiny ? work.resolve("models").resolve(modelName)
+        Path modelDir = tiny
+                ? work.resolve("models").resolve(modelName)
                 : ProjectHome.get().resolve("models/smollm2-135m-instruct");
-        assertTrue(Files.isRegularFile(modelDir.resolve("config.json")),
+        assertTrue(
+                Files.isRegularFile(modelDir.resolve("config.json")),
                 "model " + modelDir + " is missing (the default model comes from ./mlx-ring setup)");
         Path promptFile = prompts;
         if (!tiny) {
             promptFile = work.resolve("prompts-default-sampling.json");
-            PythonScript.run("oracle/prompts.py", 60,
+            PythonScript.run(
+                    "oracle/prompts.py",
+                    60,
                     List.of("--vocab", "49152", "--seed", "11", "--lengths", "9,40", "--out", promptFile.toString()));
         }
         Path expectedFile = work.resolve("expected-sample-" + modelName + "-" + settingName + ".json");
-        List<String> args = new ArrayList<>(List.of("--model", modelDir.toString(), "--prompts", promptFile.toString(),
-                "--max-tokens", String.valueOf(MAX_TOKENS), "--prefill-step-size", String.valueOf(PREFILL_STEP),
-                "--seed", String.valueOf(SEED), "--seed-mode", setting.seedOnce() ? "once" : "per-prompt",
-                "--out", expectedFile.toString()));
+        List<String> args = new ArrayList<>(List.of(
+                "--model",
+                modelDir.toString(),
+                "--prompts",
+                promptFile.toString(),
+                "--max-tokens",
+                String.valueOf(MAX_TOKENS),
+                "--prefill-step-size",
+                String.valueOf(PREFILL_STEP),
+                "--seed",
+                String.valueOf(SEED),
+                "--seed-mode",
+                setting.seedOnce() ? "once" : "per-prompt",
+                "--out",
+                expectedFile.toString()));
         args.addAll(oracleArgs(params));
         PythonScript.run("oracle/sample.py", 900, args);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
         try (LanguageModel model = Models.load(modelDir)) {
-            assertEquals(expected.get("load_model_random_draws").asInt(), model.initRandomDraws(),
+            assertEquals(
+                    expected.get("load_model_random_draws").asInt(),
+                    model.initRandomDraws(),
                     cell + ": random draws of mlx-lm's model construction");
             EngineRng once = EngineRng.seeded(SEED);
             int i = 0;
@@ -185,8 +249,12 @@ class SamplingParityTest {
                 List<String> digests = new ArrayList<>();
                 byte[][] firstLogprobs = new byte[1][];
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
-                GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false), p, engine,
+                GenerationResult got = GenerateStep.run(
+                        model,
+                        prompt,
+                        new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false),
+                        p,
+                        engine,
                         (token, logprobs) -> {
                             digests.add(HexFormat.of().formatHex(sha.digest(logprobs.toBytes())));
                             if (digests.size() == 1) {
@@ -195,9 +263,12 @@ class SamplingParityTest {
                             return true;
                         });
 
-                assertArrayEquals(JSON.convertValue(r.get("tokens"), int[].class), got.tokens(),
+                assertArrayEquals(
+                        JSON.convertValue(r.get("tokens"), int[].class),
+                        got.tokens(),
                         where + ": token ids differ from mlx-lm");
-                List<String> want = JSON.convertValue(r.get("logprobs_sha256"),
+                List<String> want = JSON.convertValue(
+                        r.get("logprobs_sha256"),
                         JSON.getTypeFactory().constructCollectionType(List.class, String.class));
                 for (int s = 0; s < want.size(); s++) {
                     if (!want.get(s).equals(digests.get(s))) {
@@ -205,25 +276,32 @@ class SamplingParityTest {
                     }
                 }
                 assertEquals(want.size(), digests.size(), where + ": steps");
-                assertArrayEquals(Base64.getDecoder().decode(r.get("logprobs0").get("b64").asText()), firstLogprobs[0],
+                assertArrayEquals(
+                        Base64.getDecoder().decode(r.get("logprobs0").get("b64").asText()),
+                        firstLogprobs[0],
                         where + ": first-step logprobs bytes differ");
                 List<TokenLogprobs> lps = got.tokenLogprobs();
                 for (int s = 0; s < lps.size(); s++) {
                     TokenLogprobs t = lps.get(s);
-                    assertEquals(r.get("chosen_logprob").get(s).asDouble(), (double) t.logprob(),
+                    assertEquals(
+                            r.get("chosen_logprob").get(s).asDouble(),
+                            (double) t.logprob(),
                             where + ": step " + s + " chosen logprob");
                     JsonNode tops = r.get("top_logprobs").get(s);
                     assertEquals(tops.size(), t.topIds().length, where + ": step " + s + " top_logprobs count");
                     for (int k = 0; k < tops.size(); k++) {
                         assertEquals(tops.get(k).get(0).asInt(), t.topIds()[k], where + ": step " + s + " top id " + k);
-                        assertEquals(tops.get(k).get(1).asDouble(), (double) t.topLogprobs()[k],
+                        assertEquals(
+                                tops.get(k).get(1).asDouble(),
+                                (double) t.topLogprobs()[k],
                                 where + ": step " + s + " top logprob " + k);
                     }
                 }
                 if (engine != null) {
                     JsonNode key = r.get("final_key");
                     int[] have = engine.keyWords();
-                    assertEquals(key.get(0).asLong() + "," + key.get(1).asLong(),
+                    assertEquals(
+                            key.get(0).asLong() + "," + key.get(1).asLong(),
                             Integer.toUnsignedString(have[0]) + "," + Integer.toUnsignedString(have[1]),
                             where + ": the random key after the request differs from mx.random.state[0]");
                 }
@@ -236,10 +314,22 @@ class SamplingParityTest {
     /** sample.py flags for {@code p} (penalties only when set, as make_logits_processors skips 0). */
     static List<String> oracleArgs(SamplingParams p) throws Exception {
         List<String> a = new ArrayList<>();
-        a.addAll(List.of("--temp", Double.toString(p.temperature()), "--top-p", Double.toString(p.topP()), "--min-p",
-                Double.toString(p.minP()), "--min-tokens-to-keep", Integer.toString(p.minTokensToKeep()), "--top-k",
-                Integer.toString(p.topK()), "--xtc-probability", Double.toString(p.xtcProbability()),
-                "--xtc-threshold", Double.toString(p.xtcThreshold()), "--top-logprobs",
+        a.addAll(List.of(
+                "--temp",
+                Double.toString(p.temperature()),
+                "--top-p",
+                Double.toString(p.topP()),
+                "--min-p",
+                Double.toString(p.minP()),
+                "--min-tokens-to-keep",
+                Integer.toString(p.minTokensToKeep()),
+                "--top-k",
+                Integer.toString(p.topK()),
+                "--xtc-probability",
+                Double.toString(p.xtcProbability()),
+                "--xtc-threshold",
+                Double.toString(p.xtcThreshold()),
+                "--top-logprobs",
                 Integer.toString(p.topLogprobs())));
         int[] special = p.xtcSpecialTokens();
         if (special.length > 0) {
@@ -255,16 +345,25 @@ class SamplingParityTest {
             a.addAll(List.of("--logit-bias", JSON.writeValueAsString(m)));
         }
         if (p.repetitionPenalty() != 0) {
-            a.addAll(List.of("--repetition-penalty", Double.toString(p.repetitionPenalty()),
-                    "--repetition-context-size", Integer.toString(p.repetitionContextSize())));
+            a.addAll(List.of(
+                    "--repetition-penalty",
+                    Double.toString(p.repetitionPenalty()),
+                    "--repetition-context-size",
+                    Integer.toString(p.repetitionContextSize())));
         }
         if (p.presencePenalty() != 0) {
-            a.addAll(List.of("--presence-penalty", Double.toString(p.presencePenalty()), "--presence-context-size",
+            a.addAll(List.of(
+                    "--presence-penalty",
+                    Double.toString(p.presencePenalty()),
+                    "--presence-context-size",
                     Integer.toString(p.presenceContextSize())));
         }
         if (p.frequencyPenalty() != 0) {
-            a.addAll(List.of("--frequency-penalty", Double.toString(p.frequencyPenalty()),
-                    "--frequency-context-size", Integer.toString(p.frequencyContextSize())));
+            a.addAll(List.of(
+                    "--frequency-penalty",
+                    Double.toString(p.frequencyPenalty()),
+                    "--frequency-context-size",
+                    Integer.toString(p.frequencyContextSize())));
         }
         return a;
     }

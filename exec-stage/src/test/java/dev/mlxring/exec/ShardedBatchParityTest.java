@@ -31,18 +31,34 @@ class ShardedBatchParityTest {
         Path work = ProjectHome.get().resolve("build/oracle");
         BatchParityTest.useWork(work);
         BatchParityTest.Cell cell = BatchParityTest.cell(CELL);
-        PythonScript.run("oracle/make_tiny_models.py", 600,
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
                 List.of("--out", work.resolve("models").toString(), "--only", cell.model()));
         Path model = work.resolve("models").resolve(cell.model());
         Path script = BatchParityTest.writeScript(cell);
         Path expectedFile = Files.createTempFile("sharded-batch-oracle", ".json");
         Path actualFile = Files.createTempFile("sharded-batch-java", ".json");
         try {
-            MlxLaunch.run(2, List.of(ProjectHome.python().toString(),
-                    ProjectHome.get().resolve("scripts/oracle/batch.py").toString(), "--sharded", "--model",
-                    model.toString(), "--script", script.toString(), "--out", expectedFile.toString()), 300);
-            MlxLaunch.run(2, MlxLaunch.javaCommand(ShardedBatchRank.class.getName(),
-                    List.of(work.toString(), CELL, model.toString(), actualFile.toString())), 300);
+            MlxLaunch.run(
+                    2,
+                    List.of(
+                            ProjectHome.python().toString(),
+                            ProjectHome.get().resolve("scripts/oracle/batch.py").toString(),
+                            "--sharded",
+                            "--model",
+                            model.toString(),
+                            "--script",
+                            script.toString(),
+                            "--out",
+                            expectedFile.toString()),
+                    300);
+            MlxLaunch.run(
+                    2,
+                    MlxLaunch.javaCommand(
+                            ShardedBatchRank.class.getName(),
+                            List.of(work.toString(), CELL, model.toString(), actualFile.toString())),
+                    300);
             ObjectMapper json = new ObjectMapper();
             List<List<String>> expected = BatchParityTest.steps(json.readTree(expectedFile.toFile()));
             List<List<String>> got = new ArrayList<>();

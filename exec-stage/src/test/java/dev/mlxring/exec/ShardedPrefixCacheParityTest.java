@@ -24,18 +24,41 @@ class ShardedPrefixCacheParityTest {
     void everyRankReusesAndGeneratesAsMlxLmsShardedPromptCache() throws Exception {
         Path work = ProjectHome.get().resolve("build/oracle");
         String cell = "qwen3-bf16";
-        PythonScript.run("oracle/make_tiny_models.py", 600,
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
                 List.of("--out", work.resolve("models").toString(), "--only", cell));
         Path model = work.resolve("models").resolve(cell);
         Path expected = Files.createTempFile("sharded-prompt-cache", ".json");
         try {
-            MlxLaunch.run(2, List.of(ProjectHome.python().toString(),
-                    ProjectHome.get().resolve("scripts/oracle/prompt_cache.py").toString(), "--sharded", "--model",
-                    model.toString(), "--vocab", "512", "--seed", "5", "--base-length", "40", "--max-tokens",
-                    String.valueOf(PrefixCacheParityTest.MAX_TOKENS), "--prefill-step-size",
-                    String.valueOf(PrefixCacheParityTest.PREFILL_STEP), "--out", expected.toString()), 300);
-            String out = MlxLaunch.run(2, MlxLaunch.javaCommand(ShardedPrefixRank.class.getName(),
-                    List.of(model.toString(), expected.toString())), 300);
+            MlxLaunch.run(
+                    2,
+                    List.of(
+                            ProjectHome.python().toString(),
+                            ProjectHome.get()
+                                    .resolve("scripts/oracle/prompt_cache.py")
+                                    .toString(),
+                            "--sharded",
+                            "--model",
+                            model.toString(),
+                            "--vocab",
+                            "512",
+                            "--seed",
+                            "5",
+                            "--base-length",
+                            "40",
+                            "--max-tokens",
+                            String.valueOf(PrefixCacheParityTest.MAX_TOKENS),
+                            "--prefill-step-size",
+                            String.valueOf(PrefixCacheParityTest.PREFILL_STEP),
+                            "--out",
+                            expected.toString()),
+                    300);
+            String out = MlxLaunch.run(
+                    2,
+                    MlxLaunch.javaCommand(
+                            ShardedPrefixRank.class.getName(), List.of(model.toString(), expected.toString())),
+                    300);
             for (int rank = 0; rank < 2; rank++) {
                 assertTrue(out.contains("rank " + rank + ": every request matched"), out);
             }

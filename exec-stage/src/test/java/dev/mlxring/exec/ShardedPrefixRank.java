@@ -28,8 +28,12 @@ public final class ShardedPrefixRank {
         Group group = Group.init("any", true);
         try (LanguageModel model = Models.load(modelDir, CpuKernels.DEFAULT, new TensorShard(group));
                 RamPrefixCache cache = new RamPrefixCache(RamPrefixCache.DEFAULT_MAX_ENTRIES, Long.MAX_VALUE)) {
-            PrefixCacheParityTest.replay("rank " + group.rank() + " of " + group.size(), model,
-                    new PrefixReuse(cache, ModelFingerprint.of(modelDir)), cache, null,
+            PrefixCacheParityTest.replay(
+                    "rank " + group.rank() + " of " + group.size(),
+                    model,
+                    new PrefixReuse(cache, ModelFingerprint.of(modelDir)),
+                    cache,
+                    null,
                     new ObjectMapper().readTree(Path.of(argv[1]).toFile()));
         }
         System.out.println("rank " + group.rank() + ": every request matched mlx-lm's sharded prompt cache");

@@ -10,14 +10,14 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.pipeline.SamplingParams;
-import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.AdaptiveStop;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.PreparedPrompt;
+import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,8 +48,8 @@ class SpeculativeExecutionTest {
     }
 
     private static ExecutionPlan plan(int[] prompt, int maxTokens, SamplingParams params, int[] stop) {
-        return new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), params, maxTokens, stop, List.of(),
-                true, 2, List.of());
+        return new ExecutionPlan(
+                "r", new PreparedPrompt(prompt, prompt.length), params, maxTokens, stop, List.of(), true, 2, List.of());
     }
 
     /** A run's entries: {@code token:logprob bits:top ids} per token, then its end. */
@@ -69,10 +69,15 @@ class SpeculativeExecutionTest {
         }
     }
 
-    private static List<String> expected(int[] prompt, int maxTokens, SamplingParams params, int[] stop,
-            Speculation speculation) {
-        SpeculativeGenerate.Result r = SpeculativeGenerate.run(model, prompt,
-                new GenerationOptions(maxTokens, PREFILL_STEP, stop, false), params, null, speculation,
+    private static List<String> expected(
+            int[] prompt, int maxTokens, SamplingParams params, int[] stop, Speculation speculation) {
+        SpeculativeGenerate.Result r = SpeculativeGenerate.run(
+                model,
+                prompt,
+                new GenerationOptions(maxTokens, PREFILL_STEP, stop, false),
+                params,
+                null,
+                speculation,
                 (token, logprobs) -> true);
         List<String> out = new ArrayList<>();
         for (int i = 0; i < r.tokens().length; i++) {
@@ -86,11 +91,14 @@ class SpeculativeExecutionTest {
 
     @Test
     void eachRequestYieldsWhatTheSerialSpeculativeRunYields() throws Exception {
-        int[] prompt = IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
-        SamplingParams greedy = SamplingParams.builder().logprobs(true).topLogprobs(2).build();
-        SamplingParams seeded = greedy.toBuilder().temperature(0.15).topP(0.9).seed(5L).build();
-        for (Speculation speculation : List.of(new Speculation.PromptLookup(1, 3, 3),
-                new Speculation.DraftModel(model, 2))) {
+        int[] prompt =
+                IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams greedy =
+                SamplingParams.builder().logprobs(true).topLogprobs(2).build();
+        SamplingParams seeded =
+                greedy.toBuilder().temperature(0.15).topP(0.9).seed(5L).build();
+        for (Speculation speculation :
+                List.of(new Speculation.PromptLookup(1, 3, 3), new Speculation.DraftModel(model, 2))) {
             ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1), speculation);
             for (SamplingParams params : List.of(greedy, seeded)) {
                 List<String> want = expected(prompt, 24, params, new int[0], speculation);
@@ -107,15 +115,28 @@ class SpeculativeExecutionTest {
 
     @Test
     void aRequestWithLogitsProcessorsRunsWithoutSpeculation() throws Exception {
-        int[] prompt = IntStream.range(0, 20).map(i -> PHRASE[i % PHRASE.length]).toArray();
-        SamplingParams penalized = SamplingParams.builder().logprobs(true).topLogprobs(2).repetitionPenalty(1.3).build();
-        ModelExecutor speculating = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1),
-                new Speculation.PromptLookup(1, 3, 3));
+        int[] prompt =
+                IntStream.range(0, 20).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        SamplingParams penalized = SamplingParams.builder()
+                .logprobs(true)
+                .topLogprobs(2)
+                .repetitionPenalty(1.3)
+                .build();
+        ModelExecutor speculating = new ModelExecutor(
+                model, PREFILL_STEP, 0, null, EngineRng.seeded(1), new Speculation.PromptLookup(1, 3, 3));
         ModelExecutor plain = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1));
         List<String> got = serial(speculating, plan(prompt, 16, penalized, new int[0]));
         assertEquals(serial(plain, plan(prompt, 16, penalized, new int[0])), got);
-        assertNotEquals(serial(plain, plan(prompt, 16, penalized.toBuilder().repetitionPenalty(0).build(), new int[0])),
-                got, "the penalty changes the output, so the comparison above can tell the paths apart");
+        assertNotEquals(
+                serial(
+                        plain,
+                        plan(
+                                prompt,
+                                16,
+                                penalized.toBuilder().repetitionPenalty(0).build(),
+                                new int[0])),
+                got,
+                "the penalty changes the output, so the comparison above can tell the paths apart");
     }
 
     /**
@@ -124,9 +145,12 @@ class SpeculativeExecutionTest {
      */
     @Test
     void aGreedyRowThatStopsProposingKeepsThePlainRunsTokens() throws Exception {
-        int[] prompt = IntStream.range(0, 40).map(i -> PHRASE[(i * 7 + i / 3) % PHRASE.length]).toArray();
+        int[] prompt = IntStream.range(0, 40)
+                .map(i -> PHRASE[(i * 7 + i / 3) % PHRASE.length])
+                .toArray();
         int maxTokens = 160;
-        SamplingParams greedy = SamplingParams.builder().logprobs(true).topLogprobs(2).build();
+        SamplingParams greedy =
+                SamplingParams.builder().logprobs(true).topLogprobs(2).build();
         Speculation lookup = new Speculation.PromptLookup(1, 3, 3);
         GenerationOptions options = new GenerationOptions(maxTokens, PREFILL_STEP, new int[0], false);
         int[] counts = new int[4];
@@ -137,25 +161,30 @@ class SpeculativeExecutionTest {
                 }
                 counts[adaptive ? 2 : 0] = run.proposedTokens();
                 counts[adaptive ? 3 : 1] = run.acceptedTokens();
-                assertEquals(adaptive, run.stoppedProposing(), "adaptive " + adaptive + ": " + run.acceptedTokens()
-                        + " of " + run.proposedTokens() + " accepted");
+                assertEquals(
+                        adaptive,
+                        run.stoppedProposing(),
+                        "adaptive " + adaptive + ": " + run.acceptedTokens() + " of " + run.proposedTokens()
+                                + " accepted");
             }
         }
         assertTrue(counts[2] < counts[0], "the stop proposes fewer tokens: " + java.util.Arrays.toString(counts));
         ModelExecutor speculating = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1), lookup);
         ModelExecutor plain = new ModelExecutor(model, PREFILL_STEP, 0, null, EngineRng.seeded(1));
-        assertEquals(serial(plain, plan(prompt, maxTokens, greedy, new int[0])),
+        assertEquals(
+                serial(plain, plan(prompt, maxTokens, greedy, new int[0])),
                 serial(speculating, plan(prompt, maxTokens, greedy, new int[0])));
     }
 
     /** A greedy row proposes 1 token after a rejection and one more after each round it accepted whole. */
     @Test
     void aGreedyRowsProposalGrowsAfterFullAcceptanceAndShrinksAfterARejection() {
-        int[] prompt = IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
+        int[] prompt =
+                IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
         SamplingParams greedy = SamplingParams.builder().build();
         GenerationOptions options = new GenerationOptions(48, PREFILL_STEP, new int[0], false);
-        try (SpeculativeRun run = new SpeculativeRun(model, prompt, options, greedy, null,
-                new Speculation.PromptLookup(1, 3, 3), true)) {
+        try (SpeculativeRun run =
+                new SpeculativeRun(model, prompt, options, greedy, null, new Speculation.PromptLookup(1, 3, 3), true)) {
             int allowed = 1;
             int longest = 0;
             int proposedBefore = 0;

@@ -8,16 +8,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
-import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.pipeline.SamplingParams;
-import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
+import dev.mlxring.pipeline.KvQuantization;
+import dev.mlxring.pipeline.SamplingParams;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -59,6 +59,7 @@ class SpeculativeParityTest {
     private static Path prompts;
     /** Prompts of at most 23 tokens, which with {@link #WINDOW_MAX_TOKENS} stay inside gemma3-q4's 48-position window. */
     private static Path windowPrompts;
+
     private static final int WINDOW_MAX_TOKENS = 20;
     private static final List<String> plainReport = new ArrayList<>();
 
@@ -105,7 +106,9 @@ class SpeculativeParityTest {
         cells.add(new Cell("default/draft-self/greedy", "default", "default", false, 0));
         cells.add(new Cell("default/ngram/seeded", "default", null, true, 0));
         String only = System.getProperty("speculative.cells");
-        return only == null || only.isBlank() ? cells.stream() : cells.stream().filter(c -> c.name().matches(only));
+        return only == null || only.isBlank()
+                ? cells.stream()
+                : cells.stream().filter(c -> c.name().matches(only));
     }
 
     @BeforeAll
@@ -120,7 +123,8 @@ class SpeculativeParityTest {
         list.add(IntStream.range(0, 31).map(i -> phrase[i % phrase.length]).toArray());
         prompts = work.resolve("prompts-speculative.json");
         Files.writeString(prompts, JSON.writeValueAsString(Map.of("prompts", list)));
-        List<int[]> fitting = new ArrayList<>(list.stream().filter(p -> p.length <= 23).toList());
+        List<int[]> fitting =
+                new ArrayList<>(list.stream().filter(p -> p.length <= 23).toList());
         fitting.add(IntStream.range(0, 17).map(i -> phrase[i % 5]).toArray());
         windowPrompts = work.resolve("prompts-speculative-window.json");
         Files.writeString(windowPrompts, JSON.writeValueAsString(Map.of("prompts", fitting)));
@@ -138,72 +142,105 @@ class SpeculativeParityTest {
         Path promptFile = cell.window() ? windowPrompts : prompts;
         if (cell.target().equals("default")) {
             promptFile = work.resolve("prompts-default-speculative.json");
-            PythonScript.run("oracle/prompts.py", 60,
+            PythonScript.run(
+                    "oracle/prompts.py",
+                    60,
                     List.of("--vocab", "49152", "--seed", "11", "--lengths", "9,40", "--out", promptFile.toString()));
         }
         Path expectedFile = work.resolve("expected-speculative-" + cell.name().replace('/', '_') + ".json");
         int maxTokens = cell.window() ? WINDOW_MAX_TOKENS : MAX_TOKENS;
-        List<String> args = new ArrayList<>(List.of("--model", modelDir(cell.target()).toString(),
-                "--prompts", promptFile.toString(), "--max-tokens",
-                String.valueOf(maxTokens), "--prefill-step-size",
-                String.valueOf(PREFILL_STEP), "--num-draft-tokens", String.valueOf(NUM_DRAFT), "--plain",
-                "--out", expectedFile.toString()));
-        args.addAll(cell.draft() == null ? List.of("--ngram", "1,3")
-                : List.of("--draft-model", modelDir(cell.draft()).toString()));
+        List<String> args = new ArrayList<>(List.of(
+                "--model",
+                modelDir(cell.target()).toString(),
+                "--prompts",
+                promptFile.toString(),
+                "--max-tokens",
+                String.valueOf(maxTokens),
+                "--prefill-step-size",
+                String.valueOf(PREFILL_STEP),
+                "--num-draft-tokens",
+                String.valueOf(NUM_DRAFT),
+                "--plain",
+                "--out",
+                expectedFile.toString()));
+        args.addAll(
+                cell.draft() == null
+                        ? List.of("--ngram", "1,3")
+                        : List.of("--draft-model", modelDir(cell.draft()).toString()));
         if (cell.sampled()) {
             args.addAll(List.of("--temp", "0.15", "--top-p", "0.9", "--seed", String.valueOf(SEED)));
         }
         KvQuantization kv = null;
         if (cell.kvBits() > 0) {
             kv = new KvQuantization(cell.kvBits(), 32, 20);
-            args.addAll(List.of("--kv-bits", String.valueOf(kv.bits()), "--kv-group-size",
-                    String.valueOf(kv.groupSize()), "--quantized-kv-start", String.valueOf(kv.quantizedKvStart())));
+            args.addAll(List.of(
+                    "--kv-bits",
+                    String.valueOf(kv.bits()),
+                    "--kv-group-size",
+                    String.valueOf(kv.groupSize()),
+                    "--quantized-kv-start",
+                    String.valueOf(kv.quantizedKvStart())));
         }
         PythonScript.run("oracle/speculative.py", 900, args);
         JsonNode expected = JSON.readTree(expectedFile.toFile());
 
         SamplingParams base = cell.sampled()
-                ? SamplingParams.builder().temperature(0.15).topP(0.9).logprobs(true).build()
+                ? SamplingParams.builder()
+                        .temperature(0.15)
+                        .topP(0.9)
+                        .logprobs(true)
+                        .build()
                 : SamplingParams.builder().logprobs(true).build();
         GenerationOptions options = new GenerationOptions(maxTokens, PREFILL_STEP, new int[0], false, kv);
         int equalToPlain = 0;
         int i = 0;
         try (LanguageModel target = Models.load(modelDir(cell.target()));
-                LanguageModel draftModel = cell.draft() == null || cell.draft().equals(cell.target()) ? null
+                LanguageModel draftModel = cell.draft() == null || cell.draft().equals(cell.target())
+                        ? null
                         : Models.load(modelDir(cell.draft()))) {
-            Speculation speculation = cell.draft() == null ? new Speculation.PromptLookup(1, 3, NUM_DRAFT)
+            Speculation speculation = cell.draft() == null
+                    ? new Speculation.PromptLookup(1, 3, NUM_DRAFT)
                     : new Speculation.DraftModel(draftModel == null ? target : draftModel, NUM_DRAFT);
             for (JsonNode r : expected.get("results")) {
                 int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
                 String where = cell + " prompt " + i + " (" + prompt.length + " tokens)";
                 EngineRng engine = cell.sampled() && i % 2 == 1 ? EngineRng.seeded(SEED) : null;
-                SamplingParams params = cell.sampled() && engine == null ? base.toBuilder().seed(SEED).build() : base;
+                SamplingParams params = cell.sampled() && engine == null
+                        ? base.toBuilder().seed(SEED).build()
+                        : base;
                 List<String> digests = new ArrayList<>();
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
-                SpeculativeGenerate.Result got = SpeculativeGenerate.run(target, prompt, options, params, engine,
-                        speculation, (token, logprobs) -> {
+                SpeculativeGenerate.Result got = SpeculativeGenerate.run(
+                        target, prompt, options, params, engine, speculation, (token, logprobs) -> {
                             digests.add(HexFormat.of().formatHex(sha.digest(logprobs.toBytes())));
                             return true;
                         });
 
                 int[] want = JSON.convertValue(r.get("tokens"), int[].class);
                 assertArrayEquals(want, got.tokens(), where + ": token ids differ from mlx-lm");
-                assertEquals(JSON.convertValue(r.get("logprobs_sha256"), List.class), digests,
+                assertEquals(
+                        JSON.convertValue(r.get("logprobs_sha256"), List.class),
+                        digests,
                         where + ": a logprobs vector differs from mlx-lm's");
                 for (int s = 0; s < want.length; s++) {
-                    assertEquals(r.get("chosen_logprob").get(s).asDouble(), (double) got.tokenLogprobs().get(s).logprob(),
+                    assertEquals(
+                            r.get("chosen_logprob").get(s).asDouble(),
+                            (double) got.tokenLogprobs().get(s).logprob(),
                             where + ": token " + s + " chosen logprob");
                 }
                 int fromDraft = 0;
                 for (JsonNode d : r.get("from_draft")) {
                     fromDraft += d.asBoolean() ? 1 : 0;
                 }
-                assertEquals(fromDraft, Math.min(got.acceptedTokens(), got.tokens().length),
+                assertEquals(
+                        fromDraft,
+                        Math.min(got.acceptedTokens(), got.tokens().length),
                         where + ": emitted tokens that came from the proposal");
                 if (engine != null) {
                     JsonNode key = r.get("final_key");
                     int[] have = engine.keyWords();
-                    assertEquals(key.get(0).asLong() + "," + key.get(1).asLong(),
+                    assertEquals(
+                            key.get(0).asLong() + "," + key.get(1).asLong(),
                             Integer.toUnsignedString(have[0]) + "," + Integer.toUnsignedString(have[1]),
                             where + ": the random key after the request differs from mx.random.state[0]");
                 }
@@ -221,7 +258,8 @@ class SpeculativeParityTest {
 
     /** A tiny model cell under build/oracle/models, or "default": the default model. */
     private static Path modelDir(String name) {
-        return name.equals("default") ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
+        return name.equals("default")
+                ? ProjectHome.get().resolve("models/smollm2-135m-instruct")
                 : work.resolve("models").resolve(name);
     }
 
@@ -231,15 +269,29 @@ class SpeculativeParityTest {
         try (LanguageModel model = Models.load(work.resolve("models").resolve("gemma3-q4"))) {
             int[] prompt = IntStream.range(0, 30).map(i -> (i * 7) % 512).toArray();
             GenerationOptions options = new GenerationOptions(18, PREFILL_STEP, new int[0], false);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> new SpeculativeRun(model, prompt, options, SamplingParams.GREEDY, null,
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> new SpeculativeRun(
+                            model,
+                            prompt,
+                            options,
+                            SamplingParams.GREEDY,
+                            null,
                             new Speculation.PromptLookup(1, 3, NUM_DRAFT)));
-            assertTrue(e.getMessage().contains("prompt (30 tokens) and max_tokens (18) to stay below its sliding window of 48"),
+            assertTrue(
+                    e.getMessage()
+                            .contains("prompt (30 tokens) and max_tokens (18) to stay below its sliding window of 48"),
                     e.getMessage());
             // One token less fits, and runs.
             GenerationOptions fits = new GenerationOptions(17, PREFILL_STEP, new int[0], false);
-            SpeculativeGenerate.Result r = SpeculativeGenerate.run(model, prompt, fits, SamplingParams.GREEDY, null,
-                    new Speculation.PromptLookup(1, 3, NUM_DRAFT), (token, logprobs) -> true);
+            SpeculativeGenerate.Result r = SpeculativeGenerate.run(
+                    model,
+                    prompt,
+                    fits,
+                    SamplingParams.GREEDY,
+                    null,
+                    new Speculation.PromptLookup(1, 3, NUM_DRAFT),
+                    (token, logprobs) -> true);
             assertEquals(17, r.tokens().length);
         }
     }

@@ -48,6 +48,7 @@ class ForcedToolCallEndToEndTest {
 
     @TempDir
     static Path tmp;
+
     private static LocalEngine withTools;
     private static HttpServer toolServer;
     private static LocalEngine plain;
@@ -63,7 +64,8 @@ class ForcedToolCallEndToEndTest {
                 }
             }
         }
-        ObjectNode config = (ObjectNode) JSON.readTree(DEFAULT_MODEL.resolve("tokenizer_config.json").toFile());
+        ObjectNode config = (ObjectNode)
+                JSON.readTree(DEFAULT_MODEL.resolve("tokenizer_config.json").toFile());
         config.put("chat_template", TEMPLATE).put("tool_parser_type", "json_tools");
         JSON.writeValue(dir.resolve("tokenizer_config.json").toFile(), config);
         withTools = LocalEngine.open(dir, LocalEngine.Options.defaults(LocalEngine.contextLength(dir)));
@@ -73,9 +75,17 @@ class ForcedToolCallEndToEndTest {
     }
 
     private static HttpServer server(LocalEngine e) {
-        return new HttpServer(new HttpServer.Config("127.0.0.1", 0, e.modelId(), null,
-                new ServerDefaults(512, e.maxContextTokens(), e.vocabSize()), "fp"), e.engine(),
-                id -> e.tokenizer().decode(new int[] {id}, false)).start();
+        return new HttpServer(
+                        new HttpServer.Config(
+                                "127.0.0.1",
+                                0,
+                                e.modelId(),
+                                null,
+                                new ServerDefaults(512, e.maxContextTokens(), e.vocabSize()),
+                                "fp"),
+                        e.engine(),
+                        id -> e.tokenizer().decode(new int[] {id}, false))
+                .start();
     }
 
     @AfterAll
@@ -92,9 +102,12 @@ class ForcedToolCallEndToEndTest {
     }
 
     private static JsonNode post(HttpServer server, String route, String body, int status) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
-                + route)).header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body))
-                .build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + route))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertEquals(status, r.statusCode(), r.body());
         return JSON.readTree(r.body());
     }
@@ -108,8 +121,11 @@ class ForcedToolCallEndToEndTest {
         }
         assertEquals(Set.of("city", "days"), keys, args.toString());
         assertTrue(args.get("city").isTextual() && args.get("city").textValue().length() <= 24, args.toString());
-        assertTrue(args.get("days").isIntegralNumber() && args.get("days").intValue() >= 1
-                && args.get("days").intValue() <= 14, args.toString());
+        assertTrue(
+                args.get("days").isIntegralNumber()
+                        && args.get("days").intValue() >= 1
+                        && args.get("days").intValue() <= 14,
+                args.toString());
     }
 
     private static String chatTools(String choice, boolean parallel) {
@@ -123,7 +139,9 @@ class ForcedToolCallEndToEndTest {
     /** The official anthropic and openai SDKs, unchanged, force calls on this server (scripts/e2e/forced_tools_check.py). */
     @Test
     void theOfficialSdksForceToolCalls() throws Exception {
-        String out = dev.mlxring.mlx.PythonScript.run("e2e/forced_tools_check.py", 600,
+        String out = dev.mlxring.mlx.PythonScript.run(
+                "e2e/forced_tools_check.py",
+                600,
                 java.util.List.of("--base-url", "http://127.0.0.1:" + toolServer.port()));
         JsonNode checks = JSON.readTree(out).get("checks");
         assertEquals(4, checks.size(), out);
@@ -134,8 +152,11 @@ class ForcedToolCallEndToEndTest {
 
     @Test
     void chatNamedChoiceAnswersExactlyThatCall() throws Exception {
-        JsonNode r = post(toolServer, "/v1/chat/completions",
-                chatTools("{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}", false), 200);
+        JsonNode r = post(
+                toolServer,
+                "/v1/chat/completions",
+                chatTools("{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}", false),
+                200);
         JsonNode choice = r.at("/choices/0");
         assertEquals("tool_calls", choice.get("finish_reason").asText(), r.toString());
         JsonNode calls = choice.at("/message/tool_calls");
@@ -163,10 +184,15 @@ class ForcedToolCallEndToEndTest {
 
     @Test
     void anthropicForcedToolAnswersAToolUseBlock() throws Exception {
-        JsonNode r = post(toolServer, "/v1/messages", "{\"model\":\"default_model\",\"max_tokens\":160,\"messages\":[{\"role\":"
-                + "\"user\",\"content\":\"" + QUESTION + "\"}],\"tools\":[{\"name\":\"get_weather\",\"input_schema\":"
-                + SCHEMA + "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"get_weather\","
-                + "\"disable_parallel_tool_use\":true}}", 200);
+        JsonNode r = post(
+                toolServer,
+                "/v1/messages",
+                "{\"model\":\"default_model\",\"max_tokens\":160,\"messages\":[{\"role\":"
+                        + "\"user\",\"content\":\"" + QUESTION
+                        + "\"}],\"tools\":[{\"name\":\"get_weather\",\"input_schema\":"
+                        + SCHEMA + "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"get_weather\","
+                        + "\"disable_parallel_tool_use\":true}}",
+                200);
         assertEquals("tool_use", r.get("stop_reason").asText(), r.toString());
         List<JsonNode> uses = new java.util.ArrayList<>();
         r.get("content").forEach(b -> {
@@ -181,9 +207,12 @@ class ForcedToolCallEndToEndTest {
 
     @Test
     void responsesForcedFunctionAnswersAFunctionCallItem() throws Exception {
-        JsonNode r = post(toolServer, "/v1/responses", "{\"max_output_tokens\":160,\"input\":\"" + QUESTION + "\","
-                + "\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\",\"parameters\":" + SCHEMA + "}],"
-                + "\"tool_choice\":{\"type\":\"function\",\"name\":\"get_weather\"},\"parallel_tool_calls\":false}",
+        JsonNode r = post(
+                toolServer,
+                "/v1/responses",
+                "{\"max_output_tokens\":160,\"input\":\"" + QUESTION + "\","
+                        + "\"tools\":[{\"type\":\"function\",\"name\":\"get_weather\",\"parameters\":" + SCHEMA + "}],"
+                        + "\"tool_choice\":{\"type\":\"function\",\"name\":\"get_weather\"},\"parallel_tool_calls\":false}",
                 200);
         List<JsonNode> calls = new java.util.ArrayList<>();
         r.get("output").forEach(item -> {
@@ -200,9 +229,12 @@ class ForcedToolCallEndToEndTest {
     void aStreamedForcedCallArrivesAsToolCallDeltas() throws Exception {
         String body = chatTools("{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}", false)
                 .replaceFirst("\\{", "{\"stream\":true,");
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + toolServer.port()
-                + "/v1/chat/completions")).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + toolServer.port() + "/v1/chat/completions"))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode(), r.body());
         StringBuilder names = new StringBuilder();
         StringBuilder arguments = new StringBuilder();
@@ -227,10 +259,14 @@ class ForcedToolCallEndToEndTest {
 
     @Test
     void aForcedCallCutOffByMaxTokensIsRefusedNamingMaxTokens() throws Exception {
-        JsonNode r = post(toolServer, "/v1/chat/completions",
-                chatTools("\"required\"", true).replace("\"max_tokens\":160", "\"max_tokens\":6"), 400);
+        JsonNode r = post(
+                toolServer,
+                "/v1/chat/completions",
+                chatTools("\"required\"", true).replace("\"max_tokens\":160", "\"max_tokens\":6"),
+                400);
         assertEquals("max_tokens", r.at("/error/param").asText(), r.toString());
-        assertTrue(r.at("/error/message").asText().startsWith("max_tokens must leave room for the whole tool call"),
+        assertTrue(
+                r.at("/error/message").asText().startsWith("max_tokens must leave room for the whole tool call"),
                 r.toString());
     }
 
@@ -238,7 +274,8 @@ class ForcedToolCallEndToEndTest {
     void aModelWithoutAToolFormatRefusesAForcedChoiceNamingToolChoice() throws Exception {
         JsonNode r = post(plainServer, "/v1/chat/completions", chatTools("\"required\"", true), 400);
         assertEquals("tool_choice", r.at("/error/param").asText(), r.toString());
-        assertTrue(r.at("/error/message").asText().contains("needs a tool-call format, and this model has none"),
+        assertTrue(
+                r.at("/error/message").asText().contains("needs a tool-call format, and this model has none"),
                 r.toString());
     }
 }

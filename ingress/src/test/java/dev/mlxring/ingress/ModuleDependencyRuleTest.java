@@ -24,6 +24,7 @@ import org.w3c.dom.NodeList;
 final class ModuleDependencyRuleTest {
     /** The modules that may depend on every stage: they assemble the engine. */
     private static final Set<String> COMPOSITION_ROOTS = Set.of("engine", "ingress", "perf");
+
     private static final String GROUP_ID = "dev.mlxring";
 
     @Test
@@ -31,7 +32,8 @@ final class ModuleDependencyRuleTest {
         Path home = ProjectHome.get();
         List<String> modules = childTexts(parse(home.resolve("pom.xml")).getDocumentElement(), "modules", "module");
         assertTrue(modules.containsAll(COMPOSITION_ROOTS), "the composition roots are modules: " + modules);
-        assertTrue(modules.stream().filter(ModuleDependencyRuleTest::isStage).count() >= 4,
+        assertTrue(
+                modules.stream().filter(ModuleDependencyRuleTest::isStage).count() >= 4,
                 "the four stage modules are found: " + modules);
         List<String> violations = new ArrayList<>();
         for (String module : modules) {
@@ -62,7 +64,9 @@ final class ModuleDependencyRuleTest {
         for (Element dependency : children(dependencies, "dependency")) {
             Element group = child(dependency, "groupId");
             Element artifact = child(dependency, "artifactId");
-            if (group != null && artifact != null && GROUP_ID.equals(group.getTextContent().trim())) {
+            if (group != null
+                    && artifact != null
+                    && GROUP_ID.equals(group.getTextContent().trim())) {
                 ids.add(artifact.getTextContent().trim());
             }
         }
@@ -95,7 +99,8 @@ final class ModuleDependencyRuleTest {
         List<Element> found = new ArrayList<>();
         NodeList nodes = parent.getChildNodes();
         for (int i = 0; i < nodes.getLength(); i++) {
-            if (nodes.item(i).getNodeType() == Node.ELEMENT_NODE && nodes.item(i).getNodeName().equals(name)) {
+            if (nodes.item(i).getNodeType() == Node.ELEMENT_NODE
+                    && nodes.item(i).getNodeName().equals(name)) {
                 found.add((Element) nodes.item(i));
             }
         }

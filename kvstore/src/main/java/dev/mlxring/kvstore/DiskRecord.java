@@ -68,7 +68,12 @@ final class DiskRecord {
         for (LayerState l : s.layers()) {
             size += 1 + 4 + 4 + 4 + 1;
             for (KvTensor t : l.tensors()) {
-                size += 2 + t.dtype().length() + 1 + 4L * t.shape().length + 8 + t.data().byteSize();
+                size += 2
+                        + t.dtype().length()
+                        + 1
+                        + 4L * t.shape().length
+                        + 8
+                        + t.data().byteSize();
             }
         }
         size += 8;
@@ -78,7 +83,10 @@ final class DiskRecord {
         ByteBuffer b = ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(MAGIC).putInt(FORMAT_VERSION).putInt(s.layers().size());
         for (LayerState l : s.layers()) {
-            b.put((byte) l.kind().ordinal()).putInt(l.offset()).putInt(l.groupSize()).putInt(l.bits())
+            b.put((byte) l.kind().ordinal())
+                    .putInt(l.offset())
+                    .putInt(l.groupSize())
+                    .putInt(l.bits())
                     .put((byte) l.tensors().size());
             for (KvTensor t : l.tensors()) {
                 putString(b, t.dtype());
@@ -118,7 +126,13 @@ final class DiskRecord {
             if (layers < 0 || layers > 100_000) {
                 throw new Corrupt("layer count " + layers);
             }
-            record Spec(LayerState.Kind kind, int offset, int group, int bits, List<String> dtypes, List<int[]> shapes,
+            record Spec(
+                    LayerState.Kind kind,
+                    int offset,
+                    int group,
+                    int bits,
+                    List<String> dtypes,
+                    List<int[]> shapes,
                     List<Long> lengths) {}
             List<Spec> specs = new ArrayList<>();
             for (int i = 0; i < layers; i++) {
@@ -126,8 +140,14 @@ final class DiskRecord {
                 if (k < 0 || k >= LayerState.Kind.values().length) {
                     throw new Corrupt("layer kind " + k);
                 }
-                Spec s = new Spec(LayerState.Kind.values()[k], b.getInt(), b.getInt(), b.getInt(), new ArrayList<>(),
-                        new ArrayList<>(), new ArrayList<>());
+                Spec s = new Spec(
+                        LayerState.Kind.values()[k],
+                        b.getInt(),
+                        b.getInt(),
+                        b.getInt(),
+                        new ArrayList<>(),
+                        new ArrayList<>(),
+                        new ArrayList<>());
                 int n = b.get();
                 for (int j = 0; j < n; j++) {
                     s.dtypes().add(getString(b));
@@ -177,7 +197,8 @@ final class DiskRecord {
 
     static byte[] encodeHeader(CacheNamespace ns, int[] tokens, byte[] value) {
         byte[][] strings = {utf8(ns.modelFingerprint()), utf8(ns.kvScheme()), utf8(ns.adapter())};
-        int size = 8 + 3 * 4 + strings[0].length + strings[1].length + strings[2].length + 4 + 4 * tokens.length + 16 + 8;
+        int size =
+                8 + 3 * 4 + strings[0].length + strings[1].length + strings[2].length + 4 + 4 * tokens.length + 16 + 8;
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(MAGIC).putInt(FORMAT_VERSION);
         for (byte[] s : strings) {
@@ -261,7 +282,9 @@ final class DiskRecord {
         if (x.length < 16) {
             throw new Corrupt(what + " truncated (" + x.length + " bytes)");
         }
-        long stored = ByteBuffer.wrap(x, x.length - 8, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        long stored = ByteBuffer.wrap(x, x.length - 8, 8)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .getLong();
         if (stored != crc(x, x.length - 8)) {
             throw new Corrupt(what + " checksum mismatch");
         }

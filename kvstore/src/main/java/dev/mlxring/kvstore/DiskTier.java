@@ -67,6 +67,7 @@ final class DiskTier implements AutoCloseable {
     private final ChronicleMap<String, byte[]> index;
     /** A restore is a use: the byte cap evicts the least recently used entries (our own policy; mlx-lm has no disk). */
     private final PromptIndex<DiskRecord.Header> entries = new PromptIndex<>(true);
+
     private final BlockingQueue<Spill> queue;
     private final Thread spiller;
     private long bytes;
@@ -79,6 +80,7 @@ final class DiskTier implements AutoCloseable {
     private final AtomicLong heapReads = new AtomicLong();
     /** Value bytes of the spills written, and the spill thread's time writing them (encode, checksum, both puts). */
     private final AtomicLong spilledBytes = new AtomicLong();
+
     private final AtomicLong spillNanos = new AtomicLong();
 
     /**
@@ -86,7 +88,12 @@ final class DiskTier implements AutoCloseable {
      *     preallocates its file for {@code mapEntries} values averaging {@code maxBytes / mapEntries}
      * @param quarantineCap how much {@code quarantine/} keeps of the damaged map files set aside
      */
-    DiskTier(Path dir, long maxBytes, int queueCapacity, int mapEntries, long averageValue,
+    DiskTier(
+            Path dir,
+            long maxBytes,
+            int queueCapacity,
+            int mapEntries,
+            long averageValue,
             QuarantineCap quarantineCap) {
         this.dir = dir;
         this.quarantineFolder = new Quarantine(dir.resolve("quarantine"), quarantineCap);
@@ -122,10 +129,11 @@ final class DiskTier implements AutoCloseable {
                 String recorded = p.getProperty("bytes");
                 // Smaller than recorded = truncated. Larger is Chronicle's own growth (an extra
                 // tier) that a SIGKILL kept us from recording; the file is recorded again below.
-                if (recorded == null || Long.parseLong(recorded) > Files.size(file)
+                if (recorded == null
+                        || Long.parseLong(recorded) > Files.size(file)
                         || !String.valueOf(DiskRecord.FORMAT_VERSION).equals(p.getProperty("format"))) {
-                    why = "its size or format differs from the one recorded (" + recorded + " vs "
-                            + Files.size(file) + " bytes)";
+                    why = "its size or format differs from the one recorded (" + recorded + " vs " + Files.size(file)
+                            + " bytes)";
                 }
             } catch (IOException | RuntimeException e) {
                 why = "its size record is unreadable: " + e;
@@ -204,8 +212,11 @@ final class DiskTier implements AutoCloseable {
      * bloat limit; its size is what the byte cap preallocates. Growth is recorded after each spill.
      */
     private net.openhft.chronicle.map.ChronicleMapBuilder<String, byte[]> builder(String name, long avgValue) {
-        var b = ChronicleMap.of(String.class, byte[].class).name("mlxring-prompt-cache").entries(mapEntries)
-                .averageKeySize(64).averageValueSize(avgValue);
+        var b = ChronicleMap.of(String.class, byte[].class)
+                .name("mlxring-prompt-cache")
+                .entries(mapEntries)
+                .averageKeySize(64)
+                .averageValueSize(avgValue);
         return name.equals("index.cm") ? b.maxBloatFactor(16) : b;
     }
 
@@ -263,11 +274,15 @@ final class DiskTier implements AutoCloseable {
             KvSnapshot s = readValue(key, h);
             if (s.tokens() != h.tokens().length) {
                 s.release();
-                throw new DiskRecord.Corrupt("value holds " + s.tokens() + " positions for " + h.tokens().length + " ids");
+                throw new DiskRecord.Corrupt(
+                        "value holds " + s.tokens() + " positions for " + h.tokens().length + " ids");
             }
             return new Loaded(h.tokens(), s, m.keep());
         } catch (DiskRecord.Corrupt | RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "prompt cache: entry {0} quarantined on restore, recomputing: {1}", key,
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "prompt cache: entry {0} quarantined on restore, recomputing: {1}",
+                    key,
                     e.getMessage());
             entries.remove(m.entry());
             bytes -= h.valueLength();
@@ -380,8 +395,11 @@ final class DiskTier implements AutoCloseable {
         } catch (RuntimeException e) {
             spillingStopped = true;
             dropped.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "prompt cache: the disk map is full ({0}); spilling stops, "
-                    + "serving goes on (entries on disk still restore)", e.toString());
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "prompt cache: the disk map is full ({0}); spilling stops, "
+                            + "serving goes on (entries on disk still restore)",
+                    e.toString());
             return;
         }
         synchronized (this) {

@@ -26,6 +26,7 @@ final class MapFileHeader {
     static final int PREFIX_BYTES = 12;
     /** A header longer than this is taken for a garbled size word (ours are under 2 KB). */
     static final int MAX_HEADER_BYTES = 1 << 20;
+
     private static final int NOT_COMPLETE = 0x8000_0000;
     private static final int LENGTH_MASK = 0x3FFF_FFFF;
 
@@ -50,13 +51,13 @@ final class MapFileHeader {
                 return "its Chronicle Map header is zeroed";
             }
             if ((sizeWord & NOT_COMPLETE) != 0) {
-                return "its Chronicle Map header is marked incomplete (size word 0x"
-                        + Integer.toHexString(sizeWord) + ")";
+                return "its Chronicle Map header is marked incomplete (size word 0x" + Integer.toHexString(sizeWord)
+                        + ")";
             }
             int headerBytes = sizeWord & LENGTH_MASK;
             if (headerBytes == 0 || headerBytes > MAX_HEADER_BYTES || PREFIX_BYTES + (long) headerBytes > fileBytes) {
-                return "its Chronicle Map header length " + headerBytes + " is impossible for a file of "
-                        + fileBytes + " bytes";
+                return "its Chronicle Map header length " + headerBytes + " is impossible for a file of " + fileBytes
+                        + " bytes";
             }
             ByteBuffer hashed = read(ch, 8, 4 + headerBytes);
             long computed = LongHashFunction.xx_r39().hashBytes(hashed.array(), 0, 4 + headerBytes);

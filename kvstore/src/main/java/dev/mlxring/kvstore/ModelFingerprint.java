@@ -30,7 +30,9 @@ public final class ModelFingerprint {
             d.update(Files.readAllBytes(modelDir.resolve("config.json")));
             List<Path> weights;
             try (Stream<Path> s = Files.list(modelDir)) {
-                weights = s.filter(p -> p.getFileName().toString().endsWith(".safetensors")).sorted().toList();
+                weights = s.filter(p -> p.getFileName().toString().endsWith(".safetensors"))
+                        .sorted()
+                        .toList();
             }
             for (Path w : weights) {
                 d.update(w.getFileName().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
@@ -38,7 +40,9 @@ public final class ModelFingerprint {
                 try (InputStream in = Files.newInputStream(w)) {
                     byte[] len = in.readNBytes(8);
                     if (len.length == 8) {
-                        long n = ByteBuffer.wrap(len).order(ByteOrder.LITTLE_ENDIAN).getLong();
+                        long n = ByteBuffer.wrap(len)
+                                .order(ByteOrder.LITTLE_ENDIAN)
+                                .getLong();
                         d.update(in.readNBytes((int) Math.min(Math.max(n, 0), 100_000_000L)));
                     }
                 }

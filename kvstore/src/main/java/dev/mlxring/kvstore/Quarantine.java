@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -84,12 +83,20 @@ final class Quarantine {
         try {
             Files.deleteIfExists(h.path());
         } catch (IOException e) {
-            LOG.log(System.Logger.Level.WARNING, "prompt cache: cannot delete {0} from the quarantine: {1}", h.path(), e);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "prompt cache: cannot delete {0} from the quarantine: {1}",
+                    h.path(),
+                    e);
             return false;
         }
         deleted.add(h.path());
-        LOG.log(System.Logger.Level.WARNING, "prompt cache: deleted {0} ({1} bytes) from the quarantine, capped at "
-                + "{2} files and {3} bytes", h.path(), String.valueOf(h.sizeInBytes()), String.valueOf(cap.maxFiles()),
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "prompt cache: deleted {0} ({1} bytes) from the quarantine, capped at " + "{2} files and {3} bytes",
+                h.path(),
+                String.valueOf(h.sizeInBytes()),
+                String.valueOf(cap.maxFiles()),
                 String.valueOf(cap.maxBytes()));
         return true;
     }

@@ -12,8 +12,8 @@ public record QuarantineCap(int maxFiles, long maxBytes) {
 
     public QuarantineCap {
         if (maxFiles < 0 || maxBytes < 0) {
-            throw new IllegalArgumentException("a quarantine cap is not negative: " + maxFiles + " files, "
-                    + maxBytes + " bytes");
+            throw new IllegalArgumentException(
+                    "a quarantine cap is not negative: " + maxFiles + " files, " + maxBytes + " bytes");
         }
     }
 }

@@ -29,6 +29,7 @@ public final class RamPrefixCache implements PrefixCache {
     private final long maxBytes;
     /** Insertion order, as mlx-lm's: a hit does not make an entry more recent. */
     private final PromptIndex<KvSnapshot> index = new PromptIndex<>(false);
+
     private long bytes;
     private long hits;
     private long misses;
@@ -75,8 +76,8 @@ public final class RamPrefixCache implements PrefixCache {
     public synchronized void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, Kind kind) {
         if (tokens.length != snapshot.tokens()) {
             snapshot.release();
-            throw new IllegalArgumentException("snapshot holds " + snapshot.tokens() + " positions but "
-                    + tokens.length + " token ids were given");
+            throw new IllegalArgumentException("snapshot holds " + snapshot.tokens() + " positions but " + tokens.length
+                    + " token ids were given");
         }
         if (closed || maxEntries == 0 || tokens.length == 0) {
             snapshot.release();

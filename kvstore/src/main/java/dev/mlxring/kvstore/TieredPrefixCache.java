@@ -17,6 +17,7 @@ import java.nio.file.Path;
 public final class TieredPrefixCache implements PrefixCache {
     /** Spills waiting at most before new ones are dropped (and counted). */
     public static final int SPILL_QUEUE = 8;
+
     private static final System.Logger LOG = System.getLogger("dev.mlxring.kvstore");
 
     private final RamPrefixCache ram;
@@ -48,7 +49,12 @@ public final class TieredPrefixCache implements PrefixCache {
         this(ram, diskDir, diskBytes, mapEntries, averageValue, QuarantineCap.DEFAULT);
     }
 
-    private TieredPrefixCache(RamPrefixCache ram, Path diskDir, long diskBytes, int mapEntries, long averageValue,
+    private TieredPrefixCache(
+            RamPrefixCache ram,
+            Path diskDir,
+            long diskBytes,
+            int mapEntries,
+            long averageValue,
             QuarantineCap quarantineCap) {
         this.ram = ram;
         DiskTier d = null;
@@ -56,8 +62,11 @@ public final class TieredPrefixCache implements PrefixCache {
             try {
                 d = new DiskTier(diskDir, diskBytes, SPILL_QUEUE, mapEntries, averageValue, quarantineCap);
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "prompt cache: the SSD tier in {0} is off ({1}); RAM only",
-                        diskDir, e.getMessage());
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "prompt cache: the SSD tier in {0} is off ({1}); RAM only",
+                        diskDir,
+                        e.getMessage());
             }
         }
         this.disk = d;
@@ -110,8 +119,16 @@ public final class TieredPrefixCache implements PrefixCache {
      * restores that read the value through a heap copy instead of the mapped bytes, the value
      * bytes spills wrote and the spill thread's time writing them; zeros without a disk tier.
      */
-    public record DiskStats(int entries, long bytes, long spilled, long dropped, long quarantined, boolean stopped,
-            long heapReads, long spilledBytes, long spillNanos) {
+    public record DiskStats(
+            int entries,
+            long bytes,
+            long spilled,
+            long dropped,
+            long quarantined,
+            boolean stopped,
+            long heapReads,
+            long spilledBytes,
+            long spillNanos) {
         /** The spill path's throughput: value bytes written per second of spill-thread time (0 before any). */
         public double spillMegabytesPerSecond() {
             return spillNanos == 0 ? 0 : spilledBytes / 1e6 / (spillNanos / 1e9);
@@ -119,9 +136,18 @@ public final class TieredPrefixCache implements PrefixCache {
     }
 
     public DiskStats diskStats() {
-        return disk == null ? new DiskStats(0, 0, 0, 0, 0, false, 0, 0, 0)
-                : new DiskStats(disk.size(), disk.bytes(), disk.spilled(), disk.dropped(), disk.quarantined(),
-                        disk.spillingStopped(), disk.heapReads(), disk.spilledBytes(), disk.spillNanos());
+        return disk == null
+                ? new DiskStats(0, 0, 0, 0, 0, false, 0, 0, 0)
+                : new DiskStats(
+                        disk.size(),
+                        disk.bytes(),
+                        disk.spilled(),
+                        disk.dropped(),
+                        disk.quarantined(),
+                        disk.spillingStopped(),
+                        disk.heapReads(),
+                        disk.spilledBytes(),
+                        disk.spillNanos());
     }
 
     @Override
@@ -143,10 +169,17 @@ public final class TieredPrefixCache implements PrefixCache {
                 if (d.spilled() == 0 && d.dropped() == 0) {
                     return;
                 }
-                LOG.log(System.Logger.Level.INFO, String.format(java.util.Locale.ROOT,
-                        "prompt cache: %d spills written (%.1f MB in %.2f s of spill-thread time, %.1f MB/s), "
-                                + "%d dropped", d.spilled(), d.spilledBytes() / 1e6, d.spillNanos() / 1e9,
-                        d.spillMegabytesPerSecond(), d.dropped()));
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        String.format(
+                                java.util.Locale.ROOT,
+                                "prompt cache: %d spills written (%.1f MB in %.2f s of spill-thread time, %.1f MB/s), "
+                                        + "%d dropped",
+                                d.spilled(),
+                                d.spilledBytes() / 1e6,
+                                d.spillNanos() / 1e9,
+                                d.spillMegabytesPerSecond(),
+                                d.dropped()));
             }
         } finally {
             ram.close();

@@ -70,7 +70,8 @@ class DiskTierTest {
             for (int t = 0; t < a.tensors().size(); t++) {
                 assertEquals(a.tensors().get(t).dtype(), b.tensors().get(t).dtype());
                 assertArrayEquals(a.tensors().get(t).shape(), b.tensors().get(t).shape());
-                assertArrayEquals(a.tensors().get(t).data().toArray(ValueLayout.JAVA_BYTE),
+                assertArrayEquals(
+                        a.tensors().get(t).data().toArray(ValueLayout.JAVA_BYTE),
                         b.tensors().get(t).data().toArray(ValueLayout.JAVA_BYTE));
             }
         }
@@ -128,7 +129,14 @@ class DiskTierTest {
         // flip bytes inside the stored tensor data (the pattern 5*31.. appears only there)
         Path file = dir.resolve("kv.cm");
         byte[] all = Files.readAllBytes(file);
-        byte[] needle = snapshot(40, 5).layers().get(0).tensors().get(0).data().asSlice(0, 64).toArray(ValueLayout.JAVA_BYTE);
+        byte[] needle = snapshot(40, 5)
+                .layers()
+                .get(0)
+                .tensors()
+                .get(0)
+                .data()
+                .asSlice(0, 64)
+                .toArray(ValueLayout.JAVA_BYTE);
         int at = indexOf(all, needle);
         assertTrue(at > 0, "tensor bytes found in the map file");
         try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
@@ -189,7 +197,8 @@ class DiskTierTest {
             java.util.logging.Logger.getLogger("dev.mlxring.kvstore").removeHandler(handler);
         }
         assertTrue(quarantined("index.cm"), "index quarantined");
-        assertTrue(warnings.stream().anyMatch(w -> w.contains("index.cm") && w.contains("header")),
+        assertTrue(
+                warnings.stream().anyMatch(w -> w.contains("index.cm") && w.contains("header")),
                 "a warning names the file and the damage: " + warnings);
     }
 
@@ -232,7 +241,8 @@ class DiskTierTest {
             try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, CAP, cap)) {
                 assertEquals(0, c.diskStats().entries());
             }
-            try (RandomAccessFile f = new RandomAccessFile(dir.resolve("index.cm").toFile(), "rw")) {
+            try (RandomAccessFile f =
+                    new RandomAccessFile(dir.resolve("index.cm").toFile(), "rw")) {
                 f.write(new byte[MapFileHeader.PREFIX_BYTES]);
             }
         }
@@ -333,7 +343,8 @@ class DiskTierTest {
             public void close() {}
         };
         jul.addHandler(handler);
-        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(100, Long.MAX_VALUE), dir, 1L << 30, 2, one)) {
+        try (TieredPrefixCache c =
+                new TieredPrefixCache(new RamPrefixCache(100, Long.MAX_VALUE), dir, 1L << 30, 2, one)) {
             int i = 0;
             for (; i < 200 && !c.diskStats().stopped(); i++) {
                 c.publish(NS, seq(1000 * i, 1000 * i + 40), snapshot(40, i));
@@ -352,7 +363,9 @@ class DiskTierTest {
                 c.publish(NS, seq(800_000 + 1000 * k, 800_040 + 1000 * k), snapshot(40, k));
             }
             c.flushSpills();
-            assertEquals(1, warnings.stream().filter(w -> w.contains("full")).count(),
+            assertEquals(
+                    1,
+                    warnings.stream().filter(w -> w.contains("full")).count(),
                     "one warning however many spills are dropped: " + warnings);
         } finally {
             jul.removeHandler(handler);
@@ -362,7 +375,8 @@ class DiskTierTest {
     @Test
     void theDiskByteCapEvictsLeastRecentlyUsed() {
         long one = DiskRecord.encodeValue(snapshot(40, 1)).length;
-        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 2 * one + one / 2)) {
+        try (TieredPrefixCache c =
+                new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 2 * one + one / 2)) {
             for (int i = 0; i < 4; i++) {
                 c.publish(NS, seq(1000 * i, 1000 * i + 40), snapshot(40, i));
                 c.flushSpills();

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -51,7 +50,8 @@ class QuarantineTest {
         held("index.cm", 3000, 10);
         held("kv.cm", 1000, 10);
         held("index.cm", 2000, 10);
-        Path moved = new Quarantine(folder(), new QuarantineCap(2, Long.MAX_VALUE)).admit(damaged("index.cm", 10), "test");
+        Path moved =
+                new Quarantine(folder(), new QuarantineCap(2, Long.MAX_VALUE)).admit(damaged("index.cm", 10), "test");
         assertNotNull(moved);
         assertEquals(Set.of("index.cm.3000", moved.getFileName().toString()), names());
         assertFalse(Files.exists(dir.resolve("index.cm")), "moved, not copied");
@@ -64,7 +64,9 @@ class QuarantineTest {
         held("index.cm", 3000, 100);
         Path moved = new Quarantine(folder(), new QuarantineCap(100, 350)).admit(damaged("index.cm", 100), "test");
         assertNotNull(moved);
-        assertEquals(Set.of("index.cm.2000", "index.cm.3000", moved.getFileName().toString()), names(),
+        assertEquals(
+                Set.of("index.cm.2000", "index.cm.3000", moved.getFileName().toString()),
+                names(),
                 "the 300-byte file went first, which brings the total to 300");
     }
 

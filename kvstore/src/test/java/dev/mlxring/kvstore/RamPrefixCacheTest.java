@@ -26,8 +26,13 @@ class RamPrefixCacheTest {
         k.fill((byte) tokens);
         v.fill((byte) -tokens);
         int[] shape = {1, 1, bytesPerTensor / 2, 1};
-        return b.add(new LayerState(LayerState.Kind.DENSE, tokens, 0, 0,
-                List.of(new KvTensor("bfloat16", shape, k), new KvTensor("bfloat16", shape, v)))).build();
+        return b.add(new LayerState(
+                        LayerState.Kind.DENSE,
+                        tokens,
+                        0,
+                        0,
+                        List.of(new KvTensor("bfloat16", shape, k), new KvTensor("bfloat16", shape, v))))
+                .build();
     }
 
     static int[] seq(int from, int to) {
@@ -147,8 +152,15 @@ class RamPrefixCacheTest {
             publish(c, NS, seq(50, 60)); // evicts a
             assertEquals(1, c.size());
             assertTrue(a.alive(), "a reader still holds it");
-            assertEquals(10, hit.snapshot().layers().get(0).tensors().get(0).data().get(
-                    java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+            assertEquals(
+                    10,
+                    hit.snapshot()
+                            .layers()
+                            .get(0)
+                            .tensors()
+                            .get(0)
+                            .data()
+                            .get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
             hit.close();
             assertFalse(a.alive());
             assertNull(c.lookup(NS, seq(0, 12)));
@@ -190,7 +202,8 @@ class RamPrefixCacheTest {
             KvSnapshot u2 = segment(c, seq(400, 410), Kind.USER); // 1 assistant < 2 users: the oldest user goes
             assertTrue(a2.alive());
             assertEquals(List.of(Kind.SYSTEM, Kind.ASSISTANT, Kind.USER), c.entryKinds());
-            assertEquals(List.of(0, 200, 400), c.entries().stream().map(t -> t[0]).toList());
+            assertEquals(
+                    List.of(0, 200, 400), c.entries().stream().map(t -> t[0]).toList());
             segment(c, seq(500, 510), Kind.SYSTEM); // 1 assistant >= 1 user: the assistant goes
             assertFalse(a2.alive());
             assertTrue(sys.alive());
@@ -242,7 +255,8 @@ class RamPrefixCacheTest {
     void mismatchedTokenCountIsRefusedAndFreed() {
         try (RamPrefixCache c = new RamPrefixCache(10, Long.MAX_VALUE)) {
             KvSnapshot s = snapshot(5, 16);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.publish(NS, seq(0, 6), s));
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, () -> c.publish(NS, seq(0, 6), s));
             assertTrue(e.getMessage().contains("5 positions"), e.getMessage());
             assertFalse(s.alive());
         }

@@ -36,8 +36,9 @@ public final class ArrayScope implements AutoCloseable {
     static ArrayScope current() {
         ArrayScope scope = CURRENT.get();
         if (scope == null) {
-            throw new IllegalStateException("no ArrayScope is open on thread " + Thread.currentThread().getName()
-                    + ": MLX results must have an owner (open one with ArrayScope.open())");
+            throw new IllegalStateException(
+                    "no ArrayScope is open on thread " + Thread.currentThread().getName()
+                            + ": MLX results must have an owner (open one with ArrayScope.open())");
         }
         return scope;
     }

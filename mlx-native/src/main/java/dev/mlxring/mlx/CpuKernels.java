@@ -19,8 +19,8 @@ public enum CpuKernels {
     /** The default: the native kernels (exact, and the faster choice on x86). */
     public static final CpuKernels DEFAULT = NATIVE;
 
-    public MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
-            boolean transpose, int groupSize, int bits) {
+    public MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, boolean transpose, int groupSize, int bits) {
         return this == NATIVE
                 ? Mlx.nativeQuantizedMatmul(x, w, scales, biases, transpose, groupSize, bits)
                 : Mlx.quantizedMatmul(x, w, scales, biases, transpose, groupSize, bits);

@@ -21,14 +21,15 @@ import java.lang.invoke.MethodHandle;
 public final class DequantizedWeights {
     private DequantizedWeights() {}
 
-    private static final MethodHandle LAYOUT = NativeLibrary.handle("mlxr_dequantized_layout",
-            FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT));
-    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_dequantized_quantized_matmul",
+    private static final MethodHandle LAYOUT =
+            NativeLibrary.handle("mlxr_dequantized_layout", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT));
+    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle(
+            "mlxr_dequantized_quantized_matmul",
             FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT, INT, INT));
-    private static final MethodHandle COMPUTES = NativeLibrary.handle("mlxr_is_dequantized_quantized_matmul",
-            FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle EXACT_COVERS = NativeLibrary.handle("mlxr_native_kernels_cover",
-            FunctionDescriptor.of(INT, INT, INT));
+    private static final MethodHandle COMPUTES =
+            NativeLibrary.handle("mlxr_is_dequantized_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle EXACT_COVERS =
+            NativeLibrary.handle("mlxr_native_kernels_cover", FunctionDescriptor.of(INT, INT, INT));
 
     /**
      * Whether a layout can be made for these group parameters here: biases present, scales and
@@ -36,12 +37,14 @@ public final class DequantizedWeights {
      * default device a CPU that runs them.
      */
     public static boolean covers(MlxArray scales, MlxArray biases, int bits, int groupSize) {
-        if (biases == null || scales.dtype() != biases.dtype()
+        if (biases == null
+                || scales.dtype() != biases.dtype()
                 || (scales.dtype() != Dtype.FLOAT16 && scales.dtype() != Dtype.BFLOAT16)) {
             return false;
         }
         try {
-            return (int) EXACT_COVERS.invokeExact(bits, groupSize) != 0 && Mlx.nativeKernelsAvailable()
+            return (int) EXACT_COVERS.invokeExact(bits, groupSize) != 0
+                    && Mlx.nativeKernelsAvailable()
                     && !Mlx.defaultDeviceIsGpu();
         } catch (Throwable t) {
             throw Shim.rethrow(t);
@@ -56,8 +59,8 @@ public final class DequantizedWeights {
      */
     public static MlxArray layout(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
         try {
-            return MlxArray.own((MemorySegment) LAYOUT.invokeExact(w.handle(), scales.handle(), biases.handle(),
-                    groupSize, bits));
+            return MlxArray.own(
+                    (MemorySegment) LAYOUT.invokeExact(w.handle(), scales.handle(), biases.handle(), groupSize, bits));
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
@@ -69,22 +72,43 @@ public final class DequantizedWeights {
      * {@link #layout} from these {@code w}, {@code scales}, {@code biases}) where {@code x} is of
      * its dtype, else as {@link Mlx#nativeQuantizedMatmul}.
      */
-    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout,
-            int groupSize, int bits) {
+    public static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout, int groupSize, int bits) {
         return quantizedMatmul(x, w, scales, biases, layout, groupSize, bits, 0);
     }
 
     /** As {@link #quantizedMatmul(MlxArray, MlxArray, MlxArray, MlxArray, MlxArray, int, int)} by {@code isa}'s kernels. */
-    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout,
-            int groupSize, int bits, KernelIsa isa) {
+    public static MlxArray quantizedMatmul(
+            MlxArray x,
+            MlxArray w,
+            MlxArray scales,
+            MlxArray biases,
+            MlxArray layout,
+            int groupSize,
+            int bits,
+            KernelIsa isa) {
         return quantizedMatmul(x, w, scales, biases, layout, groupSize, bits, isa.code);
     }
 
-    private static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout,
-            int groupSize, int bits, int isa) {
+    private static MlxArray quantizedMatmul(
+            MlxArray x,
+            MlxArray w,
+            MlxArray scales,
+            MlxArray biases,
+            MlxArray layout,
+            int groupSize,
+            int bits,
+            int isa) {
         try {
-            return MlxArray.own((MemorySegment) QUANTIZED_MATMUL.invokeExact(x.handle(), w.handle(), scales.handle(),
-                    MlxArray.handleOrNull(biases), layout.handle(), groupSize, bits, isa));
+            return MlxArray.own((MemorySegment) QUANTIZED_MATMUL.invokeExact(
+                    x.handle(),
+                    w.handle(),
+                    scales.handle(),
+                    MlxArray.handleOrNull(biases),
+                    layout.handle(),
+                    groupSize,
+                    bits,
+                    isa));
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }

@@ -15,22 +15,22 @@ import java.lang.invoke.MethodHandle;
 final class DistributedShim {
     private DistributedShim() {}
 
-    private static final MethodHandle IS_AVAILABLE = NativeLibrary.handle("mlxr_distributed_is_available",
-            FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle INIT = NativeLibrary.handle("mlxr_distributed_init",
-            FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle GROUP_FREE = NativeLibrary.handle("mlxr_group_free",
-            FunctionDescriptor.ofVoid(ADDR));
-    private static final MethodHandle GROUP_RANK = NativeLibrary.handle("mlxr_group_rank",
-            FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle GROUP_SIZE = NativeLibrary.handle("mlxr_group_size",
-            FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle ALL_SUM = NativeLibrary.handle("mlxr_all_sum",
-            FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle ALL_GATHER = NativeLibrary.handle("mlxr_all_gather",
-            FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle RING_ABORT_SOCKETS = NativeLibrary.handle("mlxr_ring_abort_sockets",
-            FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle IS_AVAILABLE =
+            NativeLibrary.handle("mlxr_distributed_is_available", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle INIT =
+            NativeLibrary.handle("mlxr_distributed_init", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle GROUP_FREE =
+            NativeLibrary.handle("mlxr_group_free", FunctionDescriptor.ofVoid(ADDR));
+    private static final MethodHandle GROUP_RANK =
+            NativeLibrary.handle("mlxr_group_rank", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle GROUP_SIZE =
+            NativeLibrary.handle("mlxr_group_size", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle ALL_SUM =
+            NativeLibrary.handle("mlxr_all_sum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle ALL_GATHER =
+            NativeLibrary.handle("mlxr_all_gather", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle RING_ABORT_SOCKETS =
+            NativeLibrary.handle("mlxr_ring_abort_sockets", FunctionDescriptor.of(INT, ADDR));
 
     static int isAvailable(MemorySegment backend) {
         try {

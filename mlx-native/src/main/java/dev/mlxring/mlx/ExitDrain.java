@@ -28,20 +28,24 @@ final class ExitDrain {
 
     static void install(SymbolLookup lookup) {
         // Resolved now: a shutdown hook should not be the first to initialize a class.
-        MethodHandle synchronizeAll = NativeLibrary.handle(lookup, "mlxr_synchronize_all", FunctionDescriptor.of(NativeLibrary.INT));
+        MethodHandle synchronizeAll =
+                NativeLibrary.handle(lookup, "mlxr_synchronize_all", FunctionDescriptor.of(NativeLibrary.INT));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> drain(synchronizeAll), "mlxring-exit-drain"));
     }
 
     private static void drain(MethodHandle synchronizeAll) {
-        Thread waiter = Thread.ofPlatform().daemon().name("mlxring-exit-drain-wait").unstarted(() -> {
-            try {
-                // The count of streams that had failed before is ignored: their queues were still
-                // waited for, and each error reached its caller when it happened.
-                int ignored = (int) synchronizeAll.invokeExact();
-            } catch (Throwable t) {
-                System.err.println("mlx-ring: at exit, waiting for MLX's streams failed: " + t);
-            }
-        });
+        Thread waiter = Thread.ofPlatform()
+                .daemon()
+                .name("mlxring-exit-drain-wait")
+                .unstarted(() -> {
+                    try {
+                        // The count of streams that had failed before is ignored: their queues were still
+                        // waited for, and each error reached its caller when it happened.
+                        int ignored = (int) synchronizeAll.invokeExact();
+                    } catch (Throwable t) {
+                        System.err.println("mlx-ring: at exit, waiting for MLX's streams failed: " + t);
+                    }
+                });
         waiter.start();
         try {
             waiter.join(TimeUnit.NANOSECONDS.toMillis(TIMEOUT_NS));

@@ -19,14 +19,14 @@ import java.util.Optional;
 public final class FastKernels {
     private FastKernels() {}
 
-    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_fastnum_quantized_matmul",
-            FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT, INT, INT));
-    private static final MethodHandle IS_FAST = NativeLibrary.handle("mlxr_is_fastnum_quantized_matmul",
-            FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle COVERS = NativeLibrary.handle("mlxr_fastnum_covers",
-            FunctionDescriptor.of(INT, INT, INT));
-    private static final MethodHandle CPU_HAS = NativeLibrary.handle("mlxr_fastnum_cpu_has",
-            FunctionDescriptor.of(INT, INT));
+    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle(
+            "mlxr_fastnum_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT, INT, INT));
+    private static final MethodHandle IS_FAST =
+            NativeLibrary.handle("mlxr_is_fastnum_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle COVERS =
+            NativeLibrary.handle("mlxr_fastnum_covers", FunctionDescriptor.of(INT, INT, INT));
+    private static final MethodHandle CPU_HAS =
+            NativeLibrary.handle("mlxr_fastnum_cpu_has", FunctionDescriptor.of(INT, INT));
     private static final MethodHandle SELECTED = NativeLibrary.handle("mlxr_fastnum_isa", FunctionDescriptor.of(INT));
 
     /** Whether the fast kernels compute affine weights of {@code bits} and {@code groupSize} (4/8; 32/64/128). */
@@ -40,22 +40,22 @@ public final class FastKernels {
      * {@linkplain #selected() selected} instruction set where they cover the case ({@link #covers},
      * a 2-D weight, biases, a CPU stream), else MLX's own op.
      */
-    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize,
-            int bits) {
+    public static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
         return quantizedMatmul(x, w, scales, biases, groupSize, bits, 0);
     }
 
     /** As {@link #quantizedMatmul(MlxArray, MlxArray, MlxArray, MlxArray, int, int)} by {@code isa}'s kernels. */
-    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize,
-            int bits, KernelIsa isa) {
+    public static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, KernelIsa isa) {
         return quantizedMatmul(x, w, scales, biases, groupSize, bits, isa.code);
     }
 
-    private static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize,
-            int bits, int isa) {
+    private static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, int isa) {
         try {
-            return MlxArray.own((MemorySegment) QUANTIZED_MATMUL.invokeExact(x.handle(), w.handle(), scales.handle(),
-                    MlxArray.handleOrNull(biases), groupSize, bits, isa));
+            return MlxArray.own((MemorySegment) QUANTIZED_MATMUL.invokeExact(
+                    x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits, isa));
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }

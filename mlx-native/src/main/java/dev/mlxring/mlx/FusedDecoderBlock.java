@@ -29,17 +29,18 @@ import java.util.List;
  * come from the thread that drives MLX; {@link #close()} from any thread once calls have stopped.
  */
 public final class FusedDecoderBlock implements AutoCloseable {
-    private static final FunctionDescriptor BLOCK_ABI = FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR,
-            ADDR, ADDR);
+    private static final FunctionDescriptor BLOCK_ABI =
+            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR);
     private static final MethodHandle FAST_BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block", BLOCK_ABI);
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
-    private static final MethodHandle EXACT_AVAILABLE = NativeLibrary.handle("mlxr_exact_block_available",
-            FunctionDescriptor.of(INT));
-    private static final MethodHandle EXACT_COVERS = NativeLibrary.handle("mlxr_native_kernels_cover",
-            FunctionDescriptor.of(INT, INT, INT));
+    private static final MethodHandle EXACT_AVAILABLE =
+            NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
+    private static final MethodHandle EXACT_COVERS =
+            NativeLibrary.handle("mlxr_native_kernels_cover", FunctionDescriptor.of(INT, INT, INT));
 
     /** Indices in the int arguments of the two that change per call. */
     private static final int OFFSET_INT = 7;
+
     private static final int CAUSAL_INT = 8;
     /** After them whether the rope's frequencies are given, then bits and group size per projection. */
     private static final int FIRST_PROJECTION_INT = 10;
@@ -52,15 +53,23 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * @param ropeDims leading elements of each head the rope rotates (even, at most {@code headDim})
      * @param ropeScale the positions' scale (1 for the default rope, 1/factor for linear scaling)
      */
-    public record Layout(int heads, int kvHeads, int headDim, int ropeDims, boolean ropeTraditional, float ropeBase,
-            float ropeScale, float normEps, float attnScale) {}
+    public record Layout(
+            int heads,
+            int kvHeads,
+            int headDim,
+            int ropeDims,
+            boolean ropeTraditional,
+            float ropeBase,
+            float ropeScale,
+            float normEps,
+            float attnScale) {}
 
     /**
      * One projection's affine-quantized weight, and its dequantized layout ({@link
      * DequantizedWeights#layout}) or null.
      */
-    public record Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize,
-            MlxArray layout) {
+    public record Projection(
+            MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize, MlxArray layout) {
         public Projection(MlxArray weight, MlxArray scales, MlxArray biases, int bits, int groupSize) {
             this(weight, scales, biases, bits, groupSize, null);
         }
@@ -115,8 +124,15 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * @param ropeFreqs the rope's precomputed frequencies {@code [ropeDims / 2]} (llama3's; then
      *     {@link Layout#ropeBase} is unused), or null; {@link Numerics#EXACT} only
      */
-    public FusedDecoderBlock(Numerics numerics, Layout layout, MlxArray inputNorm, MlxArray postNorm,
-            List<Projection> projections, MlxArray[] qkNorm, MlxArray[] qkvBias, MlxArray ropeFreqs) {
+    public FusedDecoderBlock(
+            Numerics numerics,
+            Layout layout,
+            MlxArray inputNorm,
+            MlxArray postNorm,
+            List<Projection> projections,
+            MlxArray[] qkNorm,
+            MlxArray[] qkvBias,
+            MlxArray ropeFreqs) {
         if (ropeFreqs != null && numerics == Numerics.FAST) {
             throw new IllegalArgumentException("the fast tier's fused block takes no rope frequencies");
         }
@@ -128,7 +144,11 @@ public final class FusedDecoderBlock implements AutoCloseable {
         if (layouts && numerics == Numerics.FAST) {
             throw new IllegalArgumentException("the fast tier's fused block takes no dequantized layouts");
         }
-        weightCount = 2 + 3 * 7 + (qkNorm != null ? 2 : 0) + (qkvBias != null ? 3 : 0) + (ropeFreqs != null ? 1 : 0)
+        weightCount = 2
+                + 3 * 7
+                + (qkNorm != null ? 2 : 0)
+                + (qkvBias != null ? 3 : 0)
+                + (ropeFreqs != null ? 1 : 0)
                 + (layouts ? 7 : 0);
         weights = arena.allocate(ValueLayout.ADDRESS, weightCount);
         int w = 0;
@@ -139,7 +159,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
             weights.setAtIndex(ValueLayout.ADDRESS, w++, p.scales().handle());
             weights.setAtIndex(ValueLayout.ADDRESS, w++, p.biases().handle());
         }
-        for (MlxArray[] extra : new MlxArray[][] {qkNorm, qkvBias, ropeFreqs == null ? null : new MlxArray[] {ropeFreqs}}) {
+        for (MlxArray[] extra :
+                new MlxArray[][] {qkNorm, qkvBias, ropeFreqs == null ? null : new MlxArray[] {ropeFreqs}}) {
             if (extra != null) {
                 for (MlxArray a : extra) {
                     weights.setAtIndex(ValueLayout.ADDRESS, w++, a.handle());
@@ -155,13 +176,28 @@ public final class FusedDecoderBlock implements AutoCloseable {
         // causal, rope_freqs, then (bits, group_size) per projection, then layouts; floats:
         // norm_eps, attn_scale, rope_base, rope_scale (mlxr_block.h's parse_spec)
         ints = arena.allocate(ValueLayout.JAVA_INT, LAYOUTS_INT + 1);
-        int[] head = {layout.heads(), layout.kvHeads(), layout.headDim(), layout.ropeDims(),
-            layout.ropeTraditional() ? 1 : 0, qkNorm != null ? 1 : 0, qkvBias != null ? 1 : 0, 0, 0,
-            ropeFreqs != null ? 1 : 0};
+        int[] head = {
+            layout.heads(),
+            layout.kvHeads(),
+            layout.headDim(),
+            layout.ropeDims(),
+            layout.ropeTraditional() ? 1 : 0,
+            qkNorm != null ? 1 : 0,
+            qkvBias != null ? 1 : 0,
+            0,
+            0,
+            ropeFreqs != null ? 1 : 0
+        };
         MemorySegment.copy(head, 0, ints, ValueLayout.JAVA_INT, 0, head.length);
         for (int p = 0; p < 7; p++) {
-            ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 2 * p, projections.get(p).bits());
-            ints.setAtIndex(ValueLayout.JAVA_INT, FIRST_PROJECTION_INT + 1 + 2 * p, projections.get(p).groupSize());
+            ints.setAtIndex(
+                    ValueLayout.JAVA_INT,
+                    FIRST_PROJECTION_INT + 2 * p,
+                    projections.get(p).bits());
+            ints.setAtIndex(
+                    ValueLayout.JAVA_INT,
+                    FIRST_PROJECTION_INT + 1 + 2 * p,
+                    projections.get(p).groupSize());
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, LAYOUTS_INT, layouts ? 1 : 0);
         floats = arena.allocate(ValueLayout.JAVA_FLOAT, 4);
@@ -185,14 +221,17 @@ public final class FusedDecoderBlock implements AutoCloseable {
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, causal ? 1 : 0);
         int rc;
         try {
-            rc = (int) entry.invokeExact(x.handle(), keys.handle(), values.handle(), weights, weightCount, ints,
-                    floats, out);
+            rc = (int) entry.invokeExact(
+                    x.handle(), keys.handle(), values.handle(), weights, weightCount, ints, floats, out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
         Shim.check(rc);
-        return new MlxArray[] {MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)), MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))};
+        return new MlxArray[] {
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))
+        };
     }
 
     @Override

@@ -41,7 +41,8 @@ public final class Group implements AutoCloseable {
      */
     public static Group init(String backend, boolean strict) {
         if (!BACKENDS.contains(backend)) {
-            throw new IllegalArgumentException("distributed backend must be one of " + BACKENDS + ", got '" + backend + "'");
+            throw new IllegalArgumentException(
+                    "distributed backend must be one of " + BACKENDS + ", got '" + backend + "'");
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment h = DistributedShim.init(arena.allocateFrom(backend), strict ? 1 : 0);

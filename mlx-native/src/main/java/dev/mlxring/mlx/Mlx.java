@@ -124,8 +124,8 @@ public final class Mlx {
 
     /** Copies {@code data} (row-major, little-endian, {@code dtype} elements) into a new array. */
     public static MlxArray fromBytes(MemorySegment data, int[] shape, Dtype dtype) {
-        return own(Shim.arrayFromBytes(data, data.byteSize(), ints(SCRATCH.get().ints0, shape), shape.length,
-                dtype.code));
+        return own(
+                Shim.arrayFromBytes(data, data.byteSize(), ints(SCRATCH.get().ints0, shape), shape.length, dtype.code));
     }
 
     public static MlxArray fromInts(int[] values, int... shape) {
@@ -260,10 +260,17 @@ public final class Mlx {
         return own(Shim.addmm(c.handle(), a.handle(), b.handle(), alpha, beta));
     }
 
-    public static MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
-            boolean transpose, int groupSize, int bits) {
-        return own(Shim.quantizedMatmul(x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases),
-                transpose, groupSize, bits, AFFINE));
+    public static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, boolean transpose, int groupSize, int bits) {
+        return own(Shim.quantizedMatmul(
+                x.handle(),
+                w.handle(),
+                scales.handle(),
+                MlxArray.handleOrNull(biases),
+                transpose,
+                groupSize,
+                bits,
+                AFFINE));
     }
 
     /**
@@ -272,10 +279,18 @@ public final class Mlx {
      * float32/float16/bfloat16, a 2-D weight, a CPU stream, a CPU with AVX2 and F16C — and by
      * MLX's own op otherwise. Same validation, dtype promotion, output and output bytes as MLX.
      */
-    public static MlxArray nativeQuantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
-            boolean transpose, int groupSize, int bits) {
-        return own(Shim.nativeQuantizedMatmul(x.handle(), w.handle(), scales.handle(),
-                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE, 0));
+    public static MlxArray nativeQuantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, boolean transpose, int groupSize, int bits) {
+        return own(Shim.nativeQuantizedMatmul(
+                x.handle(),
+                w.handle(),
+                scales.handle(),
+                MlxArray.handleOrNull(biases),
+                transpose,
+                groupSize,
+                bits,
+                AFFINE,
+                0));
     }
 
     /**
@@ -283,10 +298,25 @@ public final class Mlx {
      * {@linkplain KernelIsa#selected() selected} one (tests compare each with MLX); an {@code isa}
      * this CPU lacks is an error.
      */
-    public static MlxArray nativeQuantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
-            boolean transpose, int groupSize, int bits, KernelIsa isa) {
-        return own(Shim.nativeQuantizedMatmul(x.handle(), w.handle(), scales.handle(),
-                MlxArray.handleOrNull(biases), transpose, groupSize, bits, AFFINE, isa.code));
+    public static MlxArray nativeQuantizedMatmul(
+            MlxArray x,
+            MlxArray w,
+            MlxArray scales,
+            MlxArray biases,
+            boolean transpose,
+            int groupSize,
+            int bits,
+            KernelIsa isa) {
+        return own(Shim.nativeQuantizedMatmul(
+                x.handle(),
+                w.handle(),
+                scales.handle(),
+                MlxArray.handleOrNull(biases),
+                transpose,
+                groupSize,
+                bits,
+                AFFINE,
+                isa.code));
     }
 
     /**
@@ -346,8 +376,8 @@ public final class Mlx {
     }
 
     public static MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
-        return own(Shim.dequantize(w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits,
-                AFFINE));
+        return own(
+                Shim.dequantize(w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits, AFFINE));
     }
 
     /** Affine quantization along the last axis: {weight, scales, biases}. */
@@ -365,21 +395,43 @@ public final class Mlx {
      * {@code mx.gather_mm(a, b, lhs_indices, rhs_indices, sorted_indices)}: matmuls of {@code a}'s
      * and {@code b}'s matrices picked by the indices (null = None). MLX's CPU kernel runs float32 only.
      */
-    public static MlxArray gatherMm(MlxArray a, MlxArray b, MlxArray lhsIndices, MlxArray rhsIndices,
-            boolean sortedIndices) {
-        return own(Shim.gatherMm(a.handle(), b.handle(), MlxArray.handleOrNull(lhsIndices),
-                MlxArray.handleOrNull(rhsIndices), sortedIndices));
+    public static MlxArray gatherMm(
+            MlxArray a, MlxArray b, MlxArray lhsIndices, MlxArray rhsIndices, boolean sortedIndices) {
+        return own(Shim.gatherMm(
+                a.handle(),
+                b.handle(),
+                MlxArray.handleOrNull(lhsIndices),
+                MlxArray.handleOrNull(rhsIndices),
+                sortedIndices));
     }
 
     /**
      * {@code mx.gather_qmm(x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size,
      * bits, mode="affine", sorted_indices)}: {@link #gatherMm} over affine-quantized matrices.
      */
-    public static MlxArray gatherQmm(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray lhsIndices,
-            MlxArray rhsIndices, boolean transpose, int groupSize, int bits, boolean sortedIndices) {
-        return own(Shim.gatherQmm(x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases),
-                MlxArray.handleOrNull(lhsIndices), MlxArray.handleOrNull(rhsIndices), transpose, groupSize, bits,
-                AFFINE, sortedIndices));
+    public static MlxArray gatherQmm(
+            MlxArray x,
+            MlxArray w,
+            MlxArray scales,
+            MlxArray biases,
+            MlxArray lhsIndices,
+            MlxArray rhsIndices,
+            boolean transpose,
+            int groupSize,
+            int bits,
+            boolean sortedIndices) {
+        return own(Shim.gatherQmm(
+                x.handle(),
+                w.handle(),
+                scales.handle(),
+                MlxArray.handleOrNull(biases),
+                MlxArray.handleOrNull(lhsIndices),
+                MlxArray.handleOrNull(rhsIndices),
+                transpose,
+                groupSize,
+                bits,
+                AFFINE,
+                sortedIndices));
     }
 
     // ---- shape -------------------------------------------------------------------
@@ -407,14 +459,19 @@ public final class Mlx {
 
     public static MlxArray slice(MlxArray a, int[] start, int[] stop, int[] strides) {
         Scratch s = SCRATCH.get();
-        return own(Shim.slice(a.handle(), ints(s.ints0, start), ints(s.ints1, stop), ints(s.ints2, strides),
-                start.length));
+        return own(Shim.slice(
+                a.handle(), ints(s.ints0, start), ints(s.ints1, stop), ints(s.ints2, strides), start.length));
     }
 
     public static MlxArray sliceUpdate(MlxArray src, MlxArray update, int[] start, int[] stop, int[] strides) {
         Scratch s = SCRATCH.get();
-        return own(Shim.sliceUpdate(src.handle(), update.handle(), ints(s.ints0, start), ints(s.ints1, stop),
-                ints(s.ints2, strides), start.length));
+        return own(Shim.sliceUpdate(
+                src.handle(),
+                update.handle(),
+                ints(s.ints0, start),
+                ints(s.ints1, stop),
+                ints(s.ints2, strides),
+                start.length));
     }
 
     /**
@@ -424,8 +481,13 @@ public final class Mlx {
      */
     public static MlxArray sliceUpdateProd(MlxArray src, MlxArray update, int[] start, int[] stop, int[] strides) {
         Scratch s = SCRATCH.get();
-        return own(Shim.sliceUpdateProd(src.handle(), update.handle(), ints(s.ints0, start), ints(s.ints1, stop),
-                ints(s.ints2, strides), start.length));
+        return own(Shim.sliceUpdateProd(
+                src.handle(),
+                update.handle(),
+                ints(s.ints0, start),
+                ints(s.ints1, stop),
+                ints(s.ints2, strides),
+                start.length));
     }
 
     public static MlxArray concatenate(int axis, MlxArray... arrays) {
@@ -467,8 +529,8 @@ public final class Mlx {
 
     /** Log-sum-exp over {@code axis}, evaluated by {@code kernels} (see the all-axes overload). */
     public static MlxArray logsumexp(CpuKernels kernels, MlxArray a, int axis, boolean keepdims) {
-        return own(Shim.logsumexp(kernels == CpuKernels.NATIVE, a.handle(),
-                ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
+        return own(Shim.logsumexp(
+                kernels == CpuKernels.NATIVE, a.handle(), ints(SCRATCH.get().ints0, new int[] {axis}), 1, keepdims));
     }
 
     /** {@code mx.sum(a, axis, keepdims)}. */
@@ -506,9 +568,17 @@ public final class Mlx {
     }
 
     /** {@code mx.fast.rope} with a base (freqs=None), evaluated by {@code kernels}. */
-    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
-            int offset) {
-        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale, offset,
+    public static MlxArray rope(
+            CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale, int offset) {
+        return own(Shim.rope(
+                kernels == CpuKernels.NATIVE,
+                x.handle(),
+                dims,
+                traditional,
+                true,
+                base,
+                scale,
+                offset,
                 MemorySegment.NULL));
     }
 
@@ -518,10 +588,10 @@ public final class Mlx {
     }
 
     /** {@code mx.fast.rope} with explicit frequencies (base=None), evaluated by {@code kernels}. */
-    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale, int offset,
-            MlxArray freqs) {
-        return own(Shim.rope(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale, offset,
-                freqs.handle()));
+    public static MlxArray rope(
+            CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale, int offset, MlxArray freqs) {
+        return own(Shim.rope(
+                kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale, offset, freqs.handle()));
     }
 
     /** {@code mx.fast.rope} with a base and one offset per batch row ({@code offsets}: int32 {@code [B]}). */
@@ -530,22 +600,45 @@ public final class Mlx {
     }
 
     /** {@code mx.fast.rope} with a base and one offset per batch row, evaluated by {@code kernels}. */
-    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale,
-            MlxArray offsets) {
-        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, true, base, scale,
-                offsets.handle(), MemorySegment.NULL));
+    public static MlxArray rope(
+            CpuKernels kernels, MlxArray x, int dims, boolean traditional, float base, float scale, MlxArray offsets) {
+        return own(Shim.ropeOffsets(
+                kernels == CpuKernels.NATIVE,
+                x.handle(),
+                dims,
+                traditional,
+                true,
+                base,
+                scale,
+                offsets.handle(),
+                MemorySegment.NULL));
     }
 
     /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row. */
-    public static MlxArray rope(MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
+    public static MlxArray rope(
+            MlxArray x, int dims, boolean traditional, float scale, MlxArray offsets, MlxArray freqs) {
         return rope(CpuKernels.MLX, x, dims, traditional, scale, offsets, freqs);
     }
 
     /** {@code mx.fast.rope} with explicit frequencies and one offset per batch row, evaluated by {@code kernels}. */
-    public static MlxArray rope(CpuKernels kernels, MlxArray x, int dims, boolean traditional, float scale,
-            MlxArray offsets, MlxArray freqs) {
-        return own(Shim.ropeOffsets(kernels == CpuKernels.NATIVE, x.handle(), dims, traditional, false, 0f, scale,
-                offsets.handle(), freqs.handle()));
+    public static MlxArray rope(
+            CpuKernels kernels,
+            MlxArray x,
+            int dims,
+            boolean traditional,
+            float scale,
+            MlxArray offsets,
+            MlxArray freqs) {
+        return own(Shim.ropeOffsets(
+                kernels == CpuKernels.NATIVE,
+                x.handle(),
+                dims,
+                traditional,
+                false,
+                0f,
+                scale,
+                offsets.handle(),
+                freqs.handle()));
     }
 
     /** {@code mx.fast.scaled_dot_product_attention} with {@code mask="causal"}. */
@@ -572,20 +665,34 @@ public final class Mlx {
      * {@code mx.fast.scaled_dot_product_attention(..., mask="causal", sinks=sinks)} evaluated by
      * {@code kernels}; {@code sinks} null for None.
      */
-    public static MlxArray sdpaCausal(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
-            MlxArray sinks) {
-        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, CAUSAL,
-                MemorySegment.NULL, MlxArray.handleOrNull(sinks)));
+    public static MlxArray sdpaCausal(
+            CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray sinks) {
+        return own(Shim.sdpa(
+                kernels == CpuKernels.NATIVE,
+                q.handle(),
+                k.handle(),
+                v.handle(),
+                scale,
+                CAUSAL,
+                MemorySegment.NULL,
+                MlxArray.handleOrNull(sinks)));
     }
 
     /**
      * {@code mx.fast.scaled_dot_product_attention(..., mask=mask, sinks=sinks)} evaluated by
      * {@code kernels}; {@code mask} and {@code sinks} null for None.
      */
-    public static MlxArray sdpa(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask,
-            MlxArray sinks) {
-        return own(Shim.sdpa(kernels == CpuKernels.NATIVE, q.handle(), k.handle(), v.handle(), scale, NO_MASK,
-                MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
+    public static MlxArray sdpa(
+            CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask, MlxArray sinks) {
+        return own(Shim.sdpa(
+                kernels == CpuKernels.NATIVE,
+                q.handle(),
+                k.handle(),
+                v.handle(),
+                scale,
+                NO_MASK,
+                MlxArray.handleOrNull(mask),
+                MlxArray.handleOrNull(sinks)));
     }
 
     /**
@@ -595,11 +702,24 @@ public final class Mlx {
      * {@link CpuKernels#NATIVE} one primitive writes the merged layout where it covers the case;
      * with {@link CpuKernels#MLX} it is MLX's op and the two view ops, as mlx-lm builds them.
      */
-    public static MlxArray sdpaMergedHeads(CpuKernels kernels, MlxArray q, MlxArray k, MlxArray v, float scale,
-            boolean causal, MlxArray mask, MlxArray sinks) {
+    public static MlxArray sdpaMergedHeads(
+            CpuKernels kernels,
+            MlxArray q,
+            MlxArray k,
+            MlxArray v,
+            float scale,
+            boolean causal,
+            MlxArray mask,
+            MlxArray sinks) {
         if (kernels == CpuKernels.NATIVE) {
-            return own(Shim.nativeSdpaMerged(q.handle(), k.handle(), v.handle(), scale, causal ? CAUSAL : NO_MASK,
-                    MlxArray.handleOrNull(mask), MlxArray.handleOrNull(sinks)));
+            return own(Shim.nativeSdpaMerged(
+                    q.handle(),
+                    k.handle(),
+                    v.handle(),
+                    scale,
+                    causal ? CAUSAL : NO_MASK,
+                    MlxArray.handleOrNull(mask),
+                    MlxArray.handleOrNull(sinks)));
         }
         MlxArray out = causal ? sdpaCausal(kernels, q, k, v, scale, sinks) : sdpa(kernels, q, k, v, scale, mask, sinks);
         return reshape(transpose(out, 0, 2, 1, 3), q.dim(0), q.dim(2), -1);
@@ -611,10 +731,27 @@ public final class Mlx {
      * view in place where it covers the case (else the view's ops and the native rope). A base or
      * {@code freqs} (base null); {@code offsets} (int32 {@code [B]}) or, when null, {@code offset}.
      */
-    public static MlxArray nativeRopeHeads(MlxArray x, int heads, int dims, boolean traditional, Float base,
-            float scale, int offset, MlxArray offsets, MlxArray freqs) {
-        return own(Shim.nativeRopeHeads(x.handle(), heads, dims, traditional, base != null,
-                base == null ? 0f : base, scale, offset, MlxArray.handleOrNull(offsets), MlxArray.handleOrNull(freqs)));
+    public static MlxArray nativeRopeHeads(
+            MlxArray x,
+            int heads,
+            int dims,
+            boolean traditional,
+            Float base,
+            float scale,
+            int offset,
+            MlxArray offsets,
+            MlxArray freqs) {
+        return own(Shim.nativeRopeHeads(
+                x.handle(),
+                heads,
+                dims,
+                traditional,
+                base != null,
+                base == null ? 0f : base,
+                scale,
+                offset,
+                MlxArray.handleOrNull(offsets),
+                MlxArray.handleOrNull(freqs)));
     }
 
     // ---- compiled (where mlx-lm compiles) ------------------------------------------
@@ -670,26 +807,33 @@ public final class Mlx {
         if (axes.length != indices.length) {
             throw new IllegalArgumentException("gather: " + indices.length + " index arrays, " + axes.length + " axes");
         }
-        return own(Shim.gather(a.handle(), handles(indices), indices.length, ints(s.ints0, axes), ints(s.ints1, sliceSizes),
+        return own(Shim.gather(
+                a.handle(),
+                handles(indices),
+                indices.length,
+                ints(s.ints0, axes),
+                ints(s.ints1, sliceSizes),
                 sliceSizes.length));
     }
 
     /** {@code mx.scatter(a, indices, updates, axes)} (assignment; updates are cast to a's dtype). */
     public static MlxArray scatter(MlxArray a, MlxArray[] indices, MlxArray updates, int[] axes) {
         if (axes.length != indices.length) {
-            throw new IllegalArgumentException("scatter: " + indices.length + " index arrays, " + axes.length + " axes");
+            throw new IllegalArgumentException(
+                    "scatter: " + indices.length + " index arrays, " + axes.length + " axes");
         }
-        return own(Shim.scatter(a.handle(), handles(indices), indices.length, updates.handle(),
-                ints(SCRATCH.get().ints0, axes)));
+        return own(Shim.scatter(
+                a.handle(), handles(indices), indices.length, updates.handle(), ints(SCRATCH.get().ints0, axes)));
     }
 
     /** {@code mx.scatter_add(a, indices, updates, axes)} (updates are cast to a's dtype). */
     public static MlxArray scatterAdd(MlxArray a, MlxArray[] indices, MlxArray updates, int[] axes) {
         if (axes.length != indices.length) {
-            throw new IllegalArgumentException("scatter_add: " + indices.length + " index arrays, " + axes.length + " axes");
+            throw new IllegalArgumentException(
+                    "scatter_add: " + indices.length + " index arrays, " + axes.length + " axes");
         }
-        return own(Shim.scatterAdd(a.handle(), handles(indices), indices.length, updates.handle(),
-                ints(SCRATCH.get().ints0, axes)));
+        return own(Shim.scatterAdd(
+                a.handle(), handles(indices), indices.length, updates.handle(), ints(SCRATCH.get().ints0, axes)));
     }
 
     public static MlxArray broadcastTo(MlxArray a, int... shape) {
@@ -719,17 +863,29 @@ public final class Mlx {
     }
 
     /** {@code sample_utils.apply_xtc(logits, probability, threshold, special_tokens)}: {logits, new key}. */
-    public static MlxArray[] applyXtc(MlxArray logits, double probability, double threshold, int[] specialTokens,
-            MlxArray key) {
+    public static MlxArray[] applyXtc(
+            MlxArray logits, double probability, double threshold, int[] specialTokens, MlxArray key) {
         if (specialTokens.length <= Scratch.SLOTS) {
-            return pair(Shim.applyXtc(logits.handle(), probability, threshold, ints(SCRATCH.get().ints0, specialTokens),
-                    specialTokens.length, key.handle(), SCRATCH.get().ptrs));
+            return pair(Shim.applyXtc(
+                    logits.handle(),
+                    probability,
+                    threshold,
+                    ints(SCRATCH.get().ints0, specialTokens),
+                    specialTokens.length,
+                    key.handle(),
+                    SCRATCH.get().ptrs));
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment special = arena.allocate(ValueLayout.JAVA_INT, specialTokens.length);
             MemorySegment.copy(specialTokens, 0, special, ValueLayout.JAVA_INT, 0, specialTokens.length);
-            return pair(Shim.applyXtc(logits.handle(), probability, threshold, special, specialTokens.length,
-                    key.handle(), SCRATCH.get().ptrs));
+            return pair(Shim.applyXtc(
+                    logits.handle(),
+                    probability,
+                    threshold,
+                    special,
+                    specialTokens.length,
+                    key.handle(),
+                    SCRATCH.get().ptrs));
         }
     }
 

@@ -23,10 +23,16 @@ public final class MlxLaunch {
     public static List<String> command(int ranks, int startingPort, List<String> rankCommand) {
         Path launcher = ProjectHome.python().resolveSibling("mlx.launch");
         if (!Files.isExecutable(launcher)) {
-            throw new IllegalStateException("mlx.launch is missing from the venv (" + launcher + "): run ./mlx-ring setup");
+            throw new IllegalStateException(
+                    "mlx.launch is missing from the venv (" + launcher + "): run ./mlx-ring setup");
         }
-        List<String> cmd = new ArrayList<>(List.of(launcher.toString(), "-n", Integer.toString(ranks),
-                "--starting-port", Integer.toString(startingPort), "--"));
+        List<String> cmd = new ArrayList<>(List.of(
+                launcher.toString(),
+                "-n",
+                Integer.toString(ranks),
+                "--starting-port",
+                Integer.toString(startingPort),
+                "--"));
         cmd.addAll(rankCommand);
         return cmd;
     }
@@ -56,7 +62,9 @@ public final class MlxLaunch {
         try {
             Path log = Files.createTempFile("mlxring-launch", ".log");
             try {
-                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile())
+                ProcessBuilder pb = new ProcessBuilder(cmd)
+                        .redirectErrorStream(true)
+                        .redirectOutput(log.toFile())
                         .directory(ProjectHome.get().toFile());
                 pb.environment().put("PYTHONIOENCODING", "utf-8");
                 pb.environment().put("HF_HUB_OFFLINE", "1");
@@ -68,11 +76,13 @@ public final class MlxLaunch {
                 }
                 String out = Files.readString(log, StandardCharsets.UTF_8);
                 // mlx.launch itself exits 0 when a rank fails; it says so on stderr instead.
-                boolean rankFailed = out.contains("] Node with rank ") && (out.contains(" exited with code ")
-                        || out.contains(" was killed"));
+                boolean rankFailed = out.contains("] Node with rank ")
+                        && (out.contains(" exited with code ") || out.contains(" was killed"));
                 if (!done || p.exitValue() != 0 || rankFailed) {
-                    throw new IllegalStateException((!done ? "timed out after " + timeoutSeconds + " s"
-                            : rankFailed ? "a rank failed" : "exit " + p.exitValue()) + ": " + String.join(" ", cmd) + "\n--- output (tail) ---\n"
+                    throw new IllegalStateException((!done
+                                    ? "timed out after " + timeoutSeconds + " s"
+                                    : rankFailed ? "a rank failed" : "exit " + p.exitValue())
+                            + ": " + String.join(" ", cmd) + "\n--- output (tail) ---\n"
                             + out.substring(Math.max(0, out.length() - 6000)));
                 }
                 return out;
@@ -118,7 +128,8 @@ public final class MlxLaunch {
     /** The low end of Linux's ephemeral port range (32768 where it cannot be read). */
     private static int ephemeralLow() {
         try {
-            String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+            String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))
+                    .trim();
             int low = Integer.parseInt(range.split("\\s+")[0]);
             return low > 12_000 ? low : 32_768;
         } catch (IOException | RuntimeException e) {
@@ -132,8 +143,12 @@ public final class MlxLaunch {
      */
     public static List<String> javaCommand(String mainClass, List<String> args) {
         Path home = ProjectHome.get();
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "@" + home.resolve("jvm.args"), "-Dmlxring.home=" + home, "-cp", System.getProperty("java.class.path"),
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "@" + home.resolve("jvm.args"),
+                "-Dmlxring.home=" + home,
+                "-cp",
+                System.getProperty("java.class.path"),
                 mainClass));
         cmd.addAll(args);
         return cmd;

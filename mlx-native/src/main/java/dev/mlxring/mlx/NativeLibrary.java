@@ -40,8 +40,8 @@ final class NativeLibrary {
     private static SymbolLookup load() {
         Path lib = libraryPath();
         if (!Files.isRegularFile(lib)) {
-            throw new MlxException("MLX shim not found at " + lib
-                    + " (run ./mlx-ring setup to build it, or set -Dmlxring.shim)");
+            throw new MlxException(
+                    "MLX shim not found at " + lib + " (run ./mlx-ring setup to build it, or set -Dmlxring.shim)");
         }
         SymbolLookup lookup = SymbolLookup.libraryLookup(lib, Arena.global());
         ExitDrain.install(lookup);
@@ -55,8 +55,8 @@ final class NativeLibrary {
     /** As {@link #handle(String, FunctionDescriptor)} while the library is still being loaded. */
     static MethodHandle handle(SymbolLookup lookup, String name, FunctionDescriptor descriptor) {
         MemorySegment symbol = lookup.find(name)
-                .orElseThrow(() -> new MlxException("symbol " + name + " missing from " + libraryPath()
-                        + " (stale shim? rerun ./mlx-ring setup)"));
+                .orElseThrow(() -> new MlxException(
+                        "symbol " + name + " missing from " + libraryPath() + " (stale shim? rerun ./mlx-ring setup)"));
         return LINKER.downcallHandle(symbol, descriptor);
     }
 }

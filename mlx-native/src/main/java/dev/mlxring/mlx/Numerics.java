@@ -30,8 +30,8 @@ public enum Numerics {
      * {@linkplain FastKernels#covers cover} the width and group size, else through
      * {@code kernels} (exact).
      */
-    public MlxArray quantizedMatmul(CpuKernels kernels, MlxArray x, MlxArray w, MlxArray scales, MlxArray biases,
-            int groupSize, int bits) {
+    public MlxArray quantizedMatmul(
+            CpuKernels kernels, MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
         return this == FAST && FastKernels.covers(bits, groupSize)
                 ? FastKernels.quantizedMatmul(x, w, scales, biases, groupSize, bits)
                 : kernels.quantizedMatmul(x, w, scales, biases, true, groupSize, bits);
@@ -51,8 +51,8 @@ public enum Numerics {
                     + kernels.cliName() + "; on a GPU set-up the CPU kernels do not run)");
         }
         if (FastKernels.selected().isEmpty()) {
-            throw new IllegalArgumentException(field + " fast needs an x86-64 CPU with AVX2, FMA and F16C;"
-                    + " this one has none of its kernels");
+            throw new IllegalArgumentException(
+                    field + " fast needs an x86-64 CPU with AVX2, FMA and F16C;" + " this one has none of its kernels");
         }
     }
 

@@ -33,14 +33,16 @@ public final class PythonScript {
             Path out = Files.createTempFile("mlxring-py", ".out");
             Path err = Files.createTempFile("mlxring-py", ".err");
             try {
-                ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
+                ProcessBuilder pb =
+                        new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
                 pb.environment().put("PYTHONIOENCODING", "utf-8");
                 pb.environment().put("HF_HUB_OFFLINE", "1");
                 pb.environment().put("TRANSFORMERS_OFFLINE", "1");
                 Process p = pb.start();
                 if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
                     p.destroyForcibly();
-                    throw new IllegalStateException("timed out after " + timeoutSeconds + " s: " + String.join(" ", cmd));
+                    throw new IllegalStateException(
+                            "timed out after " + timeoutSeconds + " s: " + String.join(" ", cmd));
                 }
                 String stdout = Files.readString(out, StandardCharsets.UTF_8);
                 if (p.exitValue() != 0) {

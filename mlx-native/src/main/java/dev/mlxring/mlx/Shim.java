@@ -43,122 +43,231 @@ final class Shim {
 
     private static final MethodHandle LAST_ERROR = NativeLibrary.handle("mlxr_last_error", FunctionDescriptor.of(ADDR));
     private static final MethodHandle VERSION = NativeLibrary.handle("mlxr_version", FunctionDescriptor.of(ADDR));
-    private static final MethodHandle ARRAY_FREE = NativeLibrary.handle("mlxr_array_free", FunctionDescriptor.ofVoid(ADDR));
-    private static final MethodHandle ARRAY_FROM_BYTES = NativeLibrary.handle("mlxr_array_from_bytes", FunctionDescriptor.of(ADDR, ADDR, LONG, ADDR, INT, INT));
-    private static final MethodHandle SCALAR = NativeLibrary.handle("mlxr_scalar", FunctionDescriptor.of(ADDR, DOUBLE, INT));
-    private static final MethodHandle ARRAY_NDIM = NativeLibrary.handle("mlxr_array_ndim", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle ARRAY_DIM = NativeLibrary.handle("mlxr_array_dim", FunctionDescriptor.of(INT, ADDR, INT));
-    private static final MethodHandle ARRAY_DTYPE = NativeLibrary.handle("mlxr_array_dtype", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle ARRAY_SIZE = NativeLibrary.handle("mlxr_array_size", FunctionDescriptor.of(LONG, ADDR));
-    private static final MethodHandle ARRAY_NBYTES = NativeLibrary.handle("mlxr_array_nbytes", FunctionDescriptor.of(LONG, ADDR));
-    private static final MethodHandle ARRAY_TO_BYTES = NativeLibrary.handle("mlxr_array_to_bytes", FunctionDescriptor.of(INT, ADDR, ADDR, LONG));
+    private static final MethodHandle ARRAY_FREE =
+            NativeLibrary.handle("mlxr_array_free", FunctionDescriptor.ofVoid(ADDR));
+    private static final MethodHandle ARRAY_FROM_BYTES =
+            NativeLibrary.handle("mlxr_array_from_bytes", FunctionDescriptor.of(ADDR, ADDR, LONG, ADDR, INT, INT));
+    private static final MethodHandle SCALAR =
+            NativeLibrary.handle("mlxr_scalar", FunctionDescriptor.of(ADDR, DOUBLE, INT));
+    private static final MethodHandle ARRAY_NDIM =
+            NativeLibrary.handle("mlxr_array_ndim", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle ARRAY_DIM =
+            NativeLibrary.handle("mlxr_array_dim", FunctionDescriptor.of(INT, ADDR, INT));
+    private static final MethodHandle ARRAY_DTYPE =
+            NativeLibrary.handle("mlxr_array_dtype", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle ARRAY_SIZE =
+            NativeLibrary.handle("mlxr_array_size", FunctionDescriptor.of(LONG, ADDR));
+    private static final MethodHandle ARRAY_NBYTES =
+            NativeLibrary.handle("mlxr_array_nbytes", FunctionDescriptor.of(LONG, ADDR));
+    private static final MethodHandle ARRAY_TO_BYTES =
+            NativeLibrary.handle("mlxr_array_to_bytes", FunctionDescriptor.of(INT, ADDR, ADDR, LONG));
     private static final MethodHandle EVAL = NativeLibrary.handle("mlxr_eval", FunctionDescriptor.of(INT, ADDR, INT));
-    private static final MethodHandle ASYNC_EVAL = NativeLibrary.handle("mlxr_async_eval", FunctionDescriptor.of(INT, ADDR, INT));
-    private static final MethodHandle USE_NEW_DEFAULT_STREAM = NativeLibrary.handle("mlxr_use_new_default_stream", FunctionDescriptor.of(INT));
-    private static final MethodHandle SYNCHRONIZE = NativeLibrary.handle("mlxr_synchronize", FunctionDescriptor.of(INT));
-    private static final MethodHandle ACTIVE_MEMORY = NativeLibrary.handle("mlxr_active_memory", FunctionDescriptor.of(LONG));
-    private static final MethodHandle PEAK_MEMORY = NativeLibrary.handle("mlxr_peak_memory", FunctionDescriptor.of(LONG));
-    private static final MethodHandle CACHE_MEMORY = NativeLibrary.handle("mlxr_cache_memory", FunctionDescriptor.of(LONG));
-    private static final MethodHandle RESET_PEAK_MEMORY = NativeLibrary.handle("mlxr_reset_peak_memory", FunctionDescriptor.ofVoid());
-    private static final MethodHandle CLEAR_CACHE = NativeLibrary.handle("mlxr_clear_cache", FunctionDescriptor.ofVoid());
-    private static final MethodHandle SET_CACHE_LIMIT = NativeLibrary.handle("mlxr_set_cache_limit", FunctionDescriptor.of(LONG, LONG));
-    private static final MethodHandle ZEROS = NativeLibrary.handle("mlxr_zeros", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
-    private static final MethodHandle ARANGE = NativeLibrary.handle("mlxr_arange", FunctionDescriptor.of(ADDR, DOUBLE, DOUBLE, DOUBLE, INT));
+    private static final MethodHandle ASYNC_EVAL =
+            NativeLibrary.handle("mlxr_async_eval", FunctionDescriptor.of(INT, ADDR, INT));
+    private static final MethodHandle USE_NEW_DEFAULT_STREAM =
+            NativeLibrary.handle("mlxr_use_new_default_stream", FunctionDescriptor.of(INT));
+    private static final MethodHandle SYNCHRONIZE =
+            NativeLibrary.handle("mlxr_synchronize", FunctionDescriptor.of(INT));
+    private static final MethodHandle ACTIVE_MEMORY =
+            NativeLibrary.handle("mlxr_active_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle PEAK_MEMORY =
+            NativeLibrary.handle("mlxr_peak_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle CACHE_MEMORY =
+            NativeLibrary.handle("mlxr_cache_memory", FunctionDescriptor.of(LONG));
+    private static final MethodHandle RESET_PEAK_MEMORY =
+            NativeLibrary.handle("mlxr_reset_peak_memory", FunctionDescriptor.ofVoid());
+    private static final MethodHandle CLEAR_CACHE =
+            NativeLibrary.handle("mlxr_clear_cache", FunctionDescriptor.ofVoid());
+    private static final MethodHandle SET_CACHE_LIMIT =
+            NativeLibrary.handle("mlxr_set_cache_limit", FunctionDescriptor.of(LONG, LONG));
+    private static final MethodHandle ZEROS =
+            NativeLibrary.handle("mlxr_zeros", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle ARANGE =
+            NativeLibrary.handle("mlxr_arange", FunctionDescriptor.of(ADDR, DOUBLE, DOUBLE, DOUBLE, INT));
     private static final MethodHandle ADD = NativeLibrary.handle("mlxr_add", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle SUBTRACT = NativeLibrary.handle("mlxr_subtract", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle MULTIPLY = NativeLibrary.handle("mlxr_multiply", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle DIVIDE = NativeLibrary.handle("mlxr_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle POWER = NativeLibrary.handle("mlxr_power", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle MAXIMUM = NativeLibrary.handle("mlxr_maximum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle MINIMUM = NativeLibrary.handle("mlxr_minimum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle GREATER = NativeLibrary.handle("mlxr_greater", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle GREATER_EQUAL = NativeLibrary.handle("mlxr_greater_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SUBTRACT =
+            NativeLibrary.handle("mlxr_subtract", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MULTIPLY =
+            NativeLibrary.handle("mlxr_multiply", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle DIVIDE =
+            NativeLibrary.handle("mlxr_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle POWER =
+            NativeLibrary.handle("mlxr_power", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MAXIMUM =
+            NativeLibrary.handle("mlxr_maximum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle MINIMUM =
+            NativeLibrary.handle("mlxr_minimum", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle GREATER =
+            NativeLibrary.handle("mlxr_greater", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle GREATER_EQUAL =
+            NativeLibrary.handle("mlxr_greater_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle LESS = NativeLibrary.handle("mlxr_less", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle EQUAL = NativeLibrary.handle("mlxr_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle LOGICAL_AND = NativeLibrary.handle("mlxr_logical_and", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle FLOOR_DIVIDE = NativeLibrary.handle("mlxr_floor_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle SUM = NativeLibrary.handle("mlxr_sum", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
-    private static final MethodHandle ARGSORT = NativeLibrary.handle("mlxr_argsort", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle GATHER_MM = NativeLibrary.handle("mlxr_gather_mm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL));
-    private static final MethodHandle GATHER_QMM = NativeLibrary.handle("mlxr_gather_qmm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, BOOL));
-    private static final MethodHandle MATMUL = NativeLibrary.handle("mlxr_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle EQUAL =
+            NativeLibrary.handle("mlxr_equal", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle LOGICAL_AND =
+            NativeLibrary.handle("mlxr_logical_and", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle FLOOR_DIVIDE =
+            NativeLibrary.handle("mlxr_floor_divide", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SUM =
+            NativeLibrary.handle("mlxr_sum", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle ARGSORT =
+            NativeLibrary.handle("mlxr_argsort", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle GATHER_MM =
+            NativeLibrary.handle("mlxr_gather_mm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL));
+    private static final MethodHandle GATHER_QMM = NativeLibrary.handle(
+            "mlxr_gather_qmm",
+            FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, BOOL));
+    private static final MethodHandle MATMUL =
+            NativeLibrary.handle("mlxr_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SIGMOID = NativeLibrary.handle("mlxr_sigmoid", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle EXP = NativeLibrary.handle("mlxr_exp", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle LOG = NativeLibrary.handle("mlxr_log", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle NEGATIVE = NativeLibrary.handle("mlxr_negative", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle NEGATIVE =
+            NativeLibrary.handle("mlxr_negative", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle SQRT = NativeLibrary.handle("mlxr_sqrt", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle RSQRT = NativeLibrary.handle("mlxr_rsqrt", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle CONTIGUOUS = NativeLibrary.handle("mlxr_contiguous", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle WHERE = NativeLibrary.handle("mlxr_where", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
-    private static final MethodHandle ASTYPE = NativeLibrary.handle("mlxr_astype", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle ADDMM = NativeLibrary.handle("mlxr_addmm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, FLOAT));
-    private static final MethodHandle RESHAPE = NativeLibrary.handle("mlxr_reshape", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle TRANSPOSE = NativeLibrary.handle("mlxr_transpose", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle EXPAND_DIMS = NativeLibrary.handle("mlxr_expand_dims", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle SQUEEZE = NativeLibrary.handle("mlxr_squeeze", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle SLICE = NativeLibrary.handle("mlxr_slice", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle SLICE_UPDATE = NativeLibrary.handle("mlxr_slice_update", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle SLICE_UPDATE_PROD = NativeLibrary.handle("mlxr_slice_update_prod", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle CONCATENATE = NativeLibrary.handle("mlxr_concatenate", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
-    private static final MethodHandle TAKE = NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle ARGMAX = NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
-    private static final MethodHandle LOGSUMEXP = NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
-    private static final MethodHandle NATIVE_LOGSUMEXP = NativeLibrary.handle("mlxr_native_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
-    private static final MethodHandle SOFTMAX = NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
-    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
-    private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_native_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, INT));
-    private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle NATIVE_LINEAR = NativeLibrary.handle("mlxr_native_linear", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle IS_NATIVE_LINEAR = NativeLibrary.handle("mlxr_is_native_linear", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle NATIVE_KERNELS_AVAILABLE = NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
-    private static final MethodHandle NATIVE_KERNELS_CPU_HAS = NativeLibrary.handle("mlxr_native_kernels_cpu_has", FunctionDescriptor.of(INT, INT));
-    private static final MethodHandle NATIVE_KERNELS_ISA = NativeLibrary.handle("mlxr_native_kernels_isa", FunctionDescriptor.of(INT));
-    private static final MethodHandle DEFAULT_DEVICE_IS_GPU = NativeLibrary.handle("mlxr_default_device_is_gpu", FunctionDescriptor.of(INT));
-    private static final MethodHandle NATIVE_KERNELS_THREADS = NativeLibrary.handle("mlxr_native_kernels_threads", FunctionDescriptor.of(INT));
-    private static final MethodHandle DEQUANTIZE = NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
-    private static final MethodHandle QUANTIZE = NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
-    private static final MethodHandle RMS_NORM = NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
-    private static final MethodHandle NATIVE_RMS_NORM = NativeLibrary.handle("mlxr_native_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
-    private static final MethodHandle IS_NATIVE_FAST_OP = NativeLibrary.handle("mlxr_is_native_fast_op", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle LAYER_NORM = NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
-    private static final MethodHandle TAKE_ALONG_AXIS = NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle("mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
-    private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle("mlxr_native_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
-    private static final MethodHandle ROPE = NativeLibrary.handle("mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
-    private static final MethodHandle NATIVE_ROPE = NativeLibrary.handle("mlxr_native_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
-    private static final MethodHandle SDPA = NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
-    private static final MethodHandle NATIVE_SDPA = NativeLibrary.handle("mlxr_native_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
-    private static final MethodHandle NATIVE_SDPA_MERGED = NativeLibrary.handle("mlxr_native_sdpa_merged", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
-    private static final MethodHandle NATIVE_ROPE_HEADS = NativeLibrary.handle("mlxr_native_rope_heads", FunctionDescriptor.of(ADDR, ADDR, INT, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR, ADDR));
-    private static final MethodHandle SWIGLU = NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle NATIVE_SWIGLU = NativeLibrary.handle("mlxr_native_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle SWIGLU_OAI = NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle GELU_APPROX = NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle CLIP_RESIDUAL = NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
-    private static final MethodHandle WEIGHTS_FREE = NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
-    private static final MethodHandle LOAD_SAFETENSORS = NativeLibrary.handle("mlxr_load_safetensors", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle LOAD_GGUF = NativeLibrary.handle("mlxr_load_gguf", FunctionDescriptor.of(ADDR, ADDR));
-    private static final MethodHandle WEIGHTS_COUNT = NativeLibrary.handle("mlxr_weights_count", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle WEIGHTS_NAME = NativeLibrary.handle("mlxr_weights_name", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle WEIGHTS_ARRAY = NativeLibrary.handle("mlxr_weights_array", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle WEIGHTS_META_COUNT = NativeLibrary.handle("mlxr_weights_meta_count", FunctionDescriptor.of(INT, ADDR));
-    private static final MethodHandle WEIGHTS_META_KEY = NativeLibrary.handle("mlxr_weights_meta_key", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle WEIGHTS_META_VALUE = NativeLibrary.handle("mlxr_weights_meta_value", FunctionDescriptor.of(ADDR, ADDR, INT));
-    private static final MethodHandle SAVE_SAFETENSORS = NativeLibrary.handle("mlxr_save_safetensors", FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
+    private static final MethodHandle CONTIGUOUS =
+            NativeLibrary.handle("mlxr_contiguous", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle WHERE =
+            NativeLibrary.handle("mlxr_where", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
+    private static final MethodHandle ASTYPE =
+            NativeLibrary.handle("mlxr_astype", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle ADDMM =
+            NativeLibrary.handle("mlxr_addmm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, FLOAT));
+    private static final MethodHandle RESHAPE =
+            NativeLibrary.handle("mlxr_reshape", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle TRANSPOSE =
+            NativeLibrary.handle("mlxr_transpose", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle EXPAND_DIMS =
+            NativeLibrary.handle("mlxr_expand_dims", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SQUEEZE =
+            NativeLibrary.handle("mlxr_squeeze", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SLICE =
+            NativeLibrary.handle("mlxr_slice", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle SLICE_UPDATE =
+            NativeLibrary.handle("mlxr_slice_update", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle SLICE_UPDATE_PROD = NativeLibrary.handle(
+            "mlxr_slice_update_prod", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle CONCATENATE =
+            NativeLibrary.handle("mlxr_concatenate", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle TAKE =
+            NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ARGMAX =
+            NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle LOGSUMEXP =
+            NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle NATIVE_LOGSUMEXP =
+            NativeLibrary.handle("mlxr_native_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle SOFTMAX =
+            NativeLibrary.handle("mlxr_softmax", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle(
+            "mlxr_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR));
+    private static final MethodHandle NATIVE_QUANTIZED_MATMUL = NativeLibrary.handle(
+            "mlxr_native_quantized_matmul",
+            FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, BOOL, INT, INT, ADDR, INT));
+    private static final MethodHandle IS_NATIVE_QUANTIZED_MATMUL =
+            NativeLibrary.handle("mlxr_is_native_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle NATIVE_LINEAR =
+            NativeLibrary.handle("mlxr_native_linear", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle IS_NATIVE_LINEAR =
+            NativeLibrary.handle("mlxr_is_native_linear", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle NATIVE_KERNELS_AVAILABLE =
+            NativeLibrary.handle("mlxr_native_kernels_available", FunctionDescriptor.of(INT));
+    private static final MethodHandle NATIVE_KERNELS_CPU_HAS =
+            NativeLibrary.handle("mlxr_native_kernels_cpu_has", FunctionDescriptor.of(INT, INT));
+    private static final MethodHandle NATIVE_KERNELS_ISA =
+            NativeLibrary.handle("mlxr_native_kernels_isa", FunctionDescriptor.of(INT));
+    private static final MethodHandle DEFAULT_DEVICE_IS_GPU =
+            NativeLibrary.handle("mlxr_default_device_is_gpu", FunctionDescriptor.of(INT));
+    private static final MethodHandle NATIVE_KERNELS_THREADS =
+            NativeLibrary.handle("mlxr_native_kernels_threads", FunctionDescriptor.of(INT));
+    private static final MethodHandle DEQUANTIZE =
+            NativeLibrary.handle("mlxr_dequantize", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, INT, INT, ADDR));
+    private static final MethodHandle QUANTIZE =
+            NativeLibrary.handle("mlxr_quantize", FunctionDescriptor.of(INT, ADDR, INT, INT, ADDR, ADDR));
+    private static final MethodHandle RMS_NORM =
+            NativeLibrary.handle("mlxr_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle NATIVE_RMS_NORM =
+            NativeLibrary.handle("mlxr_native_rms_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle IS_NATIVE_FAST_OP =
+            NativeLibrary.handle("mlxr_is_native_fast_op", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle LAYER_NORM =
+            NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
+    private static final MethodHandle TAKE_ALONG_AXIS =
+            NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle(
+            "mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle(
+            "mlxr_native_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
+    private static final MethodHandle ROPE = NativeLibrary.handle(
+            "mlxr_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
+    private static final MethodHandle NATIVE_ROPE = NativeLibrary.handle(
+            "mlxr_native_rope", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR));
+    private static final MethodHandle SDPA =
+            NativeLibrary.handle("mlxr_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA = NativeLibrary.handle(
+            "mlxr_native_sdpa", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SDPA_MERGED = NativeLibrary.handle(
+            "mlxr_native_sdpa_merged", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT, ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_ROPE_HEADS = NativeLibrary.handle(
+            "mlxr_native_rope_heads",
+            FunctionDescriptor.of(ADDR, ADDR, INT, INT, BOOL, BOOL, FLOAT, FLOAT, INT, ADDR, ADDR));
+    private static final MethodHandle SWIGLU =
+            NativeLibrary.handle("mlxr_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle NATIVE_SWIGLU =
+            NativeLibrary.handle("mlxr_native_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle SWIGLU_OAI =
+            NativeLibrary.handle("mlxr_swiglu_oai", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle GELU_APPROX =
+            NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle CLIP_RESIDUAL =
+            NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle WEIGHTS_FREE =
+            NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
+    private static final MethodHandle LOAD_SAFETENSORS =
+            NativeLibrary.handle("mlxr_load_safetensors", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle LOAD_GGUF =
+            NativeLibrary.handle("mlxr_load_gguf", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle WEIGHTS_COUNT =
+            NativeLibrary.handle("mlxr_weights_count", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle WEIGHTS_NAME =
+            NativeLibrary.handle("mlxr_weights_name", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_ARRAY =
+            NativeLibrary.handle("mlxr_weights_array", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_META_COUNT =
+            NativeLibrary.handle("mlxr_weights_meta_count", FunctionDescriptor.of(INT, ADDR));
+    private static final MethodHandle WEIGHTS_META_KEY =
+            NativeLibrary.handle("mlxr_weights_meta_key", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle WEIGHTS_META_VALUE =
+            NativeLibrary.handle("mlxr_weights_meta_value", FunctionDescriptor.of(ADDR, ADDR, INT));
+    private static final MethodHandle SAVE_SAFETENSORS = NativeLibrary.handle(
+            "mlxr_save_safetensors", FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
 
     // ---- mlxr_sampling.cpp ----
-    private static final MethodHandle RANDOM_KEY = NativeLibrary.handle("mlxr_random_key", FunctionDescriptor.of(ADDR, LONG));
-    private static final MethodHandle RANDOM_SPLIT = NativeLibrary.handle("mlxr_random_split", FunctionDescriptor.of(INT, ADDR, ADDR));
-    private static final MethodHandle GATHER = NativeLibrary.handle("mlxr_gather", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
-    private static final MethodHandle SCATTER = NativeLibrary.handle("mlxr_scatter", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
-    private static final MethodHandle SCATTER_ADD = NativeLibrary.handle("mlxr_scatter_add", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
-    private static final MethodHandle BROADCAST_TO = NativeLibrary.handle("mlxr_broadcast_to", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
-    private static final MethodHandle ARGPARTITION = NativeLibrary.handle("mlxr_argpartition", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
-    private static final MethodHandle APPLY_TOP_K = NativeLibrary.handle("mlxr_apply_top_k", FunctionDescriptor.of(INT, ADDR, INT, ADDR, ADDR));
-    private static final MethodHandle APPLY_MIN_P = NativeLibrary.handle("mlxr_apply_min_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, INT, ADDR, ADDR));
-    private static final MethodHandle APPLY_TOP_P = NativeLibrary.handle("mlxr_apply_top_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
-    private static final MethodHandle APPLY_XTC = NativeLibrary.handle("mlxr_apply_xtc", FunctionDescriptor.of(INT, ADDR, DOUBLE, DOUBLE, ADDR, INT, ADDR, ADDR));
-    private static final MethodHandle CATEGORICAL_SAMPLING = NativeLibrary.handle("mlxr_categorical_sampling", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
+    private static final MethodHandle RANDOM_KEY =
+            NativeLibrary.handle("mlxr_random_key", FunctionDescriptor.of(ADDR, LONG));
+    private static final MethodHandle RANDOM_SPLIT =
+            NativeLibrary.handle("mlxr_random_split", FunctionDescriptor.of(INT, ADDR, ADDR));
+    private static final MethodHandle GATHER =
+            NativeLibrary.handle("mlxr_gather", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR, INT));
+    private static final MethodHandle SCATTER =
+            NativeLibrary.handle("mlxr_scatter", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle SCATTER_ADD =
+            NativeLibrary.handle("mlxr_scatter_add", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle BROADCAST_TO =
+            NativeLibrary.handle("mlxr_broadcast_to", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ARGPARTITION =
+            NativeLibrary.handle("mlxr_argpartition", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
+    private static final MethodHandle APPLY_TOP_K =
+            NativeLibrary.handle("mlxr_apply_top_k", FunctionDescriptor.of(INT, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle APPLY_MIN_P =
+            NativeLibrary.handle("mlxr_apply_min_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, INT, ADDR, ADDR));
+    private static final MethodHandle APPLY_TOP_P =
+            NativeLibrary.handle("mlxr_apply_top_p", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
+    private static final MethodHandle APPLY_XTC = NativeLibrary.handle(
+            "mlxr_apply_xtc", FunctionDescriptor.of(INT, ADDR, DOUBLE, DOUBLE, ADDR, INT, ADDR, ADDR));
+    private static final MethodHandle CATEGORICAL_SAMPLING =
+            NativeLibrary.handle("mlxr_categorical_sampling", FunctionDescriptor.of(INT, ADDR, DOUBLE, ADDR, ADDR));
 
     static MemorySegment lastErrorRaw() {
         try {
@@ -184,7 +293,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment arrayFromBytes(MemorySegment data, long lengthInBytes, MemorySegment shape, int ndim, int dtype) {
+    static MemorySegment arrayFromBytes(
+            MemorySegment data, long lengthInBytes, MemorySegment shape, int ndim, int dtype) {
         try {
             return (MemorySegment) ARRAY_FROM_BYTES.invokeExact(data, lengthInBytes, shape, ndim, dtype);
         } catch (Throwable t) {
@@ -258,8 +368,8 @@ final class Shim {
 
     /** Bound on first use: profiling only, so a shim built before it existed still loads. */
     private static final class ProfileEval {
-        static final MethodHandle HANDLE = NativeLibrary.handle("mlxr_profile_eval",
-                FunctionDescriptor.of(LONG, ADDR, INT, ADDR, LONG));
+        static final MethodHandle HANDLE =
+                NativeLibrary.handle("mlxr_profile_eval", FunctionDescriptor.of(LONG, ADDR, INT, ADDR, LONG));
     }
 
     static long profileEval(MemorySegment arrays, int n, MemorySegment out, long cap) {
@@ -574,7 +684,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment slice(MemorySegment a, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+    static MemorySegment slice(
+            MemorySegment a, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
         try {
             return (MemorySegment) SLICE.invokeExact(a, start, stop, strides, ndim);
         } catch (Throwable t) {
@@ -582,7 +693,13 @@ final class Shim {
         }
     }
 
-    static MemorySegment sliceUpdate(MemorySegment src, MemorySegment update, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+    static MemorySegment sliceUpdate(
+            MemorySegment src,
+            MemorySegment update,
+            MemorySegment start,
+            MemorySegment stop,
+            MemorySegment strides,
+            int ndim) {
         try {
             return (MemorySegment) SLICE_UPDATE.invokeExact(src, update, start, stop, strides, ndim);
         } catch (Throwable t) {
@@ -590,7 +707,13 @@ final class Shim {
         }
     }
 
-    static MemorySegment sliceUpdateProd(MemorySegment src, MemorySegment update, MemorySegment start, MemorySegment stop, MemorySegment strides, int ndim) {
+    static MemorySegment sliceUpdateProd(
+            MemorySegment src,
+            MemorySegment update,
+            MemorySegment start,
+            MemorySegment stop,
+            MemorySegment strides,
+            int ndim) {
         try {
             return (MemorySegment) SLICE_UPDATE_PROD.invokeExact(src, update, start, stop, strides, ndim);
         } catch (Throwable t) {
@@ -622,9 +745,19 @@ final class Shim {
         }
     }
 
-    static MemorySegment ropeOffsets(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, MemorySegment offsets, MemorySegment freqs) {
+    static MemorySegment ropeOffsets(
+            boolean nativeKernels,
+            MemorySegment x,
+            int dims,
+            boolean traditional,
+            boolean hasBase,
+            float base,
+            float scale,
+            MemorySegment offsets,
+            MemorySegment freqs) {
         try {
-            return (MemorySegment) (nativeKernels ? NATIVE_ROPE_OFFSETS : ROPE_OFFSETS).invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE_OFFSETS : ROPE_OFFSETS)
+                    .invokeExact(x, dims, traditional, hasBase, base, scale, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -638,7 +771,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment logsumexp(boolean nativeKernels, MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
+    static MemorySegment logsumexp(
+            boolean nativeKernels, MemorySegment a, MemorySegment axes, int n, boolean keepdims) {
         try {
             return (MemorySegment) (nativeKernels ? NATIVE_LOGSUMEXP : LOGSUMEXP).invokeExact(a, axes, n, keepdims);
         } catch (Throwable t) {
@@ -670,7 +804,12 @@ final class Shim {
         }
     }
 
-    static MemorySegment gatherMm(MemorySegment a, MemorySegment b, MemorySegment lhsIndices, MemorySegment rhsIndices, boolean sortedIndices) {
+    static MemorySegment gatherMm(
+            MemorySegment a,
+            MemorySegment b,
+            MemorySegment lhsIndices,
+            MemorySegment rhsIndices,
+            boolean sortedIndices) {
         try {
             return (MemorySegment) GATHER_MM.invokeExact(a, b, lhsIndices, rhsIndices, sortedIndices);
         } catch (Throwable t) {
@@ -678,9 +817,21 @@ final class Shim {
         }
     }
 
-    static MemorySegment gatherQmm(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, MemorySegment lhsIndices, MemorySegment rhsIndices, boolean transpose, int groupSize, int bits, MemorySegment mode, boolean sortedIndices) {
+    static MemorySegment gatherQmm(
+            MemorySegment x,
+            MemorySegment w,
+            MemorySegment scales,
+            MemorySegment biases,
+            MemorySegment lhsIndices,
+            MemorySegment rhsIndices,
+            boolean transpose,
+            int groupSize,
+            int bits,
+            MemorySegment mode,
+            boolean sortedIndices) {
         try {
-            return (MemorySegment) GATHER_QMM.invokeExact(x, w, scales, biases, lhsIndices, rhsIndices, transpose, groupSize, bits, mode, sortedIndices);
+            return (MemorySegment) GATHER_QMM.invokeExact(
+                    x, w, scales, biases, lhsIndices, rhsIndices, transpose, groupSize, bits, mode, sortedIndices);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -694,7 +845,15 @@ final class Shim {
         }
     }
 
-    static MemorySegment quantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode) {
+    static MemorySegment quantizedMatmul(
+            MemorySegment x,
+            MemorySegment w,
+            MemorySegment scales,
+            MemorySegment biases,
+            boolean transpose,
+            int groupSize,
+            int bits,
+            MemorySegment mode) {
         try {
             return (MemorySegment) QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode);
         } catch (Throwable t) {
@@ -702,9 +861,19 @@ final class Shim {
         }
     }
 
-    static MemorySegment nativeQuantizedMatmul(MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, int groupSize, int bits, MemorySegment mode, int isa) {
+    static MemorySegment nativeQuantizedMatmul(
+            MemorySegment x,
+            MemorySegment w,
+            MemorySegment scales,
+            MemorySegment biases,
+            boolean transpose,
+            int groupSize,
+            int bits,
+            MemorySegment mode,
+            int isa) {
         try {
-            return (MemorySegment) NATIVE_QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode, isa);
+            return (MemorySegment)
+                    NATIVE_QUANTIZED_MATMUL.invokeExact(x, w, scales, biases, transpose, groupSize, bits, mode, isa);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -782,7 +951,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment dequantize(MemorySegment w, MemorySegment scales, MemorySegment biases, int groupSize, int bits, MemorySegment mode) {
+    static MemorySegment dequantize(
+            MemorySegment w, MemorySegment scales, MemorySegment biases, int groupSize, int bits, MemorySegment mode) {
         try {
             return (MemorySegment) DEQUANTIZE.invokeExact(w, scales, biases, groupSize, bits, mode);
         } catch (Throwable t) {
@@ -814,23 +984,49 @@ final class Shim {
         }
     }
 
-    static MemorySegment rope(boolean nativeKernels, MemorySegment x, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment freqs) {
+    static MemorySegment rope(
+            boolean nativeKernels,
+            MemorySegment x,
+            int dims,
+            boolean traditional,
+            boolean hasBase,
+            float base,
+            float scale,
+            int offset,
+            MemorySegment freqs) {
         try {
-            return (MemorySegment) (nativeKernels ? NATIVE_ROPE : ROPE).invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
+            return (MemorySegment) (nativeKernels ? NATIVE_ROPE : ROPE)
+                    .invokeExact(x, dims, traditional, hasBase, base, scale, offset, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    static MemorySegment sdpa(boolean nativeKernels, MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+    static MemorySegment sdpa(
+            boolean nativeKernels,
+            MemorySegment q,
+            MemorySegment k,
+            MemorySegment v,
+            float scale,
+            MemorySegment maskMode,
+            MemorySegment mask,
+            MemorySegment sinks) {
         try {
-            return (MemorySegment) (nativeKernels ? NATIVE_SDPA : SDPA).invokeExact(q, k, v, scale, maskMode, mask, sinks);
+            return (MemorySegment)
+                    (nativeKernels ? NATIVE_SDPA : SDPA).invokeExact(q, k, v, scale, maskMode, mask, sinks);
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    static MemorySegment nativeSdpaMerged(MemorySegment q, MemorySegment k, MemorySegment v, float scale, MemorySegment maskMode, MemorySegment mask, MemorySegment sinks) {
+    static MemorySegment nativeSdpaMerged(
+            MemorySegment q,
+            MemorySegment k,
+            MemorySegment v,
+            float scale,
+            MemorySegment maskMode,
+            MemorySegment mask,
+            MemorySegment sinks) {
         try {
             return (MemorySegment) NATIVE_SDPA_MERGED.invokeExact(q, k, v, scale, maskMode, mask, sinks);
         } catch (Throwable t) {
@@ -838,9 +1034,20 @@ final class Shim {
         }
     }
 
-    static MemorySegment nativeRopeHeads(MemorySegment x, int heads, int dims, boolean traditional, boolean hasBase, float base, float scale, int offset, MemorySegment offsets, MemorySegment freqs) {
+    static MemorySegment nativeRopeHeads(
+            MemorySegment x,
+            int heads,
+            int dims,
+            boolean traditional,
+            boolean hasBase,
+            float base,
+            float scale,
+            int offset,
+            MemorySegment offsets,
+            MemorySegment freqs) {
         try {
-            return (MemorySegment) NATIVE_ROPE_HEADS.invokeExact(x, heads, dims, traditional, hasBase, base, scale, offset, offsets, freqs);
+            return (MemorySegment) NATIVE_ROPE_HEADS.invokeExact(
+                    x, heads, dims, traditional, hasBase, base, scale, offset, offsets, freqs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -950,7 +1157,14 @@ final class Shim {
         }
     }
 
-    static int saveSafetensors(MemorySegment path, MemorySegment names, MemorySegment arrays, int n, MemorySegment metaKeys, MemorySegment metaValues, int m) {
+    static int saveSafetensors(
+            MemorySegment path,
+            MemorySegment names,
+            MemorySegment arrays,
+            int n,
+            MemorySegment metaKeys,
+            MemorySegment metaValues,
+            int m) {
         try {
             return (int) SAVE_SAFETENSORS.invokeExact(path, names, arrays, n, metaKeys, metaValues, m);
         } catch (Throwable t) {
@@ -974,7 +1188,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment gather(MemorySegment a, MemorySegment indices, int n, MemorySegment axes, MemorySegment sliceSizes, int nslice) {
+    static MemorySegment gather(
+            MemorySegment a, MemorySegment indices, int n, MemorySegment axes, MemorySegment sliceSizes, int nslice) {
         try {
             return (MemorySegment) GATHER.invokeExact(a, indices, n, axes, sliceSizes, nslice);
         } catch (Throwable t) {
@@ -982,7 +1197,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment scatter(MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
+    static MemorySegment scatter(
+            MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
         try {
             return (MemorySegment) SCATTER.invokeExact(a, indices, n, updates, axes);
         } catch (Throwable t) {
@@ -990,7 +1206,8 @@ final class Shim {
         }
     }
 
-    static MemorySegment scatterAdd(MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
+    static MemorySegment scatterAdd(
+            MemorySegment a, MemorySegment indices, int n, MemorySegment updates, MemorySegment axes) {
         try {
             return (MemorySegment) SCATTER_ADD.invokeExact(a, indices, n, updates, axes);
         } catch (Throwable t) {
@@ -1022,7 +1239,8 @@ final class Shim {
         }
     }
 
-    static int applyMinP(MemorySegment logprobs, double minP, int minTokensToKeep, MemorySegment key, MemorySegment out) {
+    static int applyMinP(
+            MemorySegment logprobs, double minP, int minTokensToKeep, MemorySegment key, MemorySegment out) {
         try {
             return (int) APPLY_MIN_P.invokeExact(logprobs, minP, minTokensToKeep, key, out);
         } catch (Throwable t) {
@@ -1038,7 +1256,14 @@ final class Shim {
         }
     }
 
-    static int applyXtc(MemorySegment logits, double probability, double threshold, MemorySegment specialTokens, int nSpecial, MemorySegment key, MemorySegment out) {
+    static int applyXtc(
+            MemorySegment logits,
+            double probability,
+            double threshold,
+            MemorySegment specialTokens,
+            int nSpecial,
+            MemorySegment key,
+            MemorySegment out) {
         try {
             return (int) APPLY_XTC.invokeExact(logits, probability, threshold, specialTokens, nSpecial, key, out);
         } catch (Throwable t) {
@@ -1053,5 +1278,4 @@ final class Shim {
             throw rethrow(t);
         }
     }
-
 }

@@ -137,8 +137,8 @@ public final class Weights implements AutoCloseable {
                 values.setAtIndex(ValueLayout.ADDRESS, j, arena.allocateFrom(e.getValue()));
                 j++;
             }
-            Shim.check(Shim.saveSafetensors(arena.allocateFrom(file.toAbsolutePath().toString()), names, handles, n,
-                    keys, values, m));
+            Shim.check(Shim.saveSafetensors(
+                    arena.allocateFrom(file.toAbsolutePath().toString()), names, handles, n, keys, values, m));
         }
     }
 }

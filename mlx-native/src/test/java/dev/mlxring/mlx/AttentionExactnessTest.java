@@ -24,10 +24,27 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class AttentionExactnessTest {
 
-    enum Mask { NONE, CAUSAL, BOOL_PADDED, ADDITIVE }
+    enum Mask {
+        NONE,
+        CAUSAL,
+        BOOL_PADDED,
+        ADDITIVE
+    }
 
-    record Case(Dtype dtype, int b, int hq, int hkv, int l, int s, int d, int dv, Mask mask, boolean sinks,
-            boolean cacheSlices, Data data, float scale) {
+    record Case(
+            Dtype dtype,
+            int b,
+            int hq,
+            int hkv,
+            int l,
+            int s,
+            int d,
+            int dv,
+            Mask mask,
+            boolean sinks,
+            boolean cacheSlices,
+            Data data,
+            float scale) {
         @Override
         public String toString() {
             return dtype.mlxName + " B" + b + " Hq" + hq + " Hkv" + hkv + " L" + l + " S" + s + " D" + d
@@ -98,7 +115,8 @@ class AttentionExactnessTest {
             }
             SameBytes.assertSame(c.toString(), expected, actual);
             // the heads merged as o_proj takes them: MLX's op and two view ops, or one primitive
-            SameBytes.assertSame(c + " (heads merged)",
+            SameBytes.assertSame(
+                    c + " (heads merged)",
                     Mlx.sdpaMergedHeads(CpuKernels.MLX, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks),
                     Mlx.sdpaMergedHeads(CpuKernels.NATIVE, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks));
         }
@@ -137,7 +155,8 @@ class AttentionExactnessTest {
             MlxArray k = Mlx.fromFloats(new float[2 * 3 * 64], 1, 2, 3, 64);
             assertFalse(Mlx.isNativeFastOp(Mlx.sdpa(CpuKernels.MLX, q, k, k, 0.125f, null, null)), "--cpu-kernels mlx");
             MlxArray kHalf = Mlx.astype(k, Dtype.BFLOAT16);
-            assertFalse(Mlx.isNativeFastOp(Mlx.sdpa(CpuKernels.NATIVE, q, kHalf, kHalf, 0.125f, null, null)),
+            assertFalse(
+                    Mlx.isNativeFastOp(Mlx.sdpa(CpuKernels.NATIVE, q, kHalf, kHalf, 0.125f, null, null)),
                     "mixed dtypes (MLX promotes them first)");
         }
     }

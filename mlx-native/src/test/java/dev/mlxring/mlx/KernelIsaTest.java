@@ -22,7 +22,8 @@ class KernelIsaTest {
     @Test
     void selectsTheWidestThisCpuHas() {
         assumeTrue(System.getenv("MLXR_KERNEL_ISA") == null, "MLXR_KERNEL_ISA is set for this JVM");
-        Optional<KernelIsa> expected = KernelIsa.AVX512.onThisCpu() ? Optional.of(KernelIsa.AVX512)
+        Optional<KernelIsa> expected = KernelIsa.AVX512.onThisCpu()
+                ? Optional.of(KernelIsa.AVX512)
                 : KernelIsa.AVX2.onThisCpu() ? Optional.of(KernelIsa.AVX2) : Optional.empty();
         assertEquals(expected, KernelIsa.selected());
         assertEquals(Mlx.nativeKernelsAvailable(), KernelIsa.AVX2.onThisCpu());
@@ -43,8 +44,12 @@ class KernelIsaTest {
     /** What {@link Probe} prints in a child JVM with {@code MLXR_KERNEL_ISA=value}. */
     private static String probe(String value) throws IOException, InterruptedException {
         Path home = ProjectHome.get();
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "@" + home.resolve("jvm.args"), "-Dmlxring.home=" + home, "-cp", System.getProperty("java.class.path"),
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "@" + home.resolve("jvm.args"),
+                "-Dmlxring.home=" + home,
+                "-cp",
+                System.getProperty("java.class.path"),
                 Probe.class.getName()));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().put("MLXR_KERNEL_ISA", value);

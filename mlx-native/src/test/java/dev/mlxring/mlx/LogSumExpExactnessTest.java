@@ -22,7 +22,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class LogSumExpExactnessTest {
 
-    enum Layout { CONTIGUOUS, LAST_POSITION, TRANSPOSED, BROADCAST }
+    enum Layout {
+        CONTIGUOUS,
+        LAST_POSITION,
+        TRANSPOSED,
+        BROADCAST
+    }
 
     record Case(Dtype dtype, int[] shape, float magnitude, Data data, Layout layout, boolean allAxes) {
         @Override
@@ -42,8 +47,13 @@ class LogSumExpExactnessTest {
             c.add(new Case(d, new int[] {1, 49152}, 1f, Data.NORMAL, Layout.LAST_POSITION, true));
             c.add(new Case(d, new int[] {6, 40}, 3f, Data.NORMAL, Layout.TRANSPOSED, false));
             c.add(new Case(d, new int[] {3, 1000}, 3f, Data.NORMAL, Layout.BROADCAST, false));
-            c.add(new Case(d, new int[] {2, 4099}, SameBytes.magnitude(Data.SUBNORMAL, d), Data.SUBNORMAL,
-                    Layout.CONTIGUOUS, false));
+            c.add(new Case(
+                    d,
+                    new int[] {2, 4099},
+                    SameBytes.magnitude(Data.SUBNORMAL, d),
+                    Data.SUBNORMAL,
+                    Layout.CONTIGUOUS,
+                    false));
             c.add(new Case(d, new int[] {16, 333}, 4f, Data.SPECIAL, Layout.CONTIGUOUS, false));
             c.add(new Case(d, new int[] {2, 49152}, 60f, Data.NORMAL, Layout.CONTIGUOUS, false));
         }
@@ -59,8 +69,8 @@ class LogSumExpExactnessTest {
             if (c.allAxes) {
                 SameBytes.assertSame(c.toString(), Mlx.logsumexp(x, true), Mlx.logsumexp(CpuKernels.NATIVE, x, true));
             } else {
-                SameBytes.assertSame(c.toString(), Mlx.logsumexp(x, -1, true),
-                        Mlx.logsumexp(CpuKernels.NATIVE, x, -1, true));
+                SameBytes.assertSame(
+                        c.toString(), Mlx.logsumexp(x, -1, true), Mlx.logsumexp(CpuKernels.NATIVE, x, -1, true));
             }
         }
     }
@@ -117,7 +127,9 @@ class LogSumExpExactnessTest {
         try (ArrayScope s = ArrayScope.open()) {
             for (Dtype d : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16}) {
                 MlxArray x = Mlx.astype(Mlx.fromFloats(flat, 8, m), d);
-                SameBytes.assertSame("special rows " + d.mlxName, Mlx.logsumexp(x, -1, true),
+                SameBytes.assertSame(
+                        "special rows " + d.mlxName,
+                        Mlx.logsumexp(x, -1, true),
                         Mlx.logsumexp(CpuKernels.NATIVE, x, -1, true));
             }
         }
@@ -130,7 +142,8 @@ class LogSumExpExactnessTest {
             assertFalse(Mlx.isNativeFastOp(Mlx.logsumexp(CpuKernels.MLX, x, -1, true)), "--cpu-kernels mlx");
             assertFalse(Mlx.isNativeFastOp(Mlx.logsumexp(CpuKernels.NATIVE, x, -1, false)), "keepdims=False");
             assertFalse(Mlx.isNativeFastOp(Mlx.logsumexp(CpuKernels.NATIVE, x, 0, true)), "not the last axis");
-            assertFalse(Mlx.isNativeFastOp(Mlx.logsumexp(CpuKernels.NATIVE, x, true)),
+            assertFalse(
+                    Mlx.isNativeFastOp(Mlx.logsumexp(CpuKernels.NATIVE, x, true)),
                     "every axis of [2, 4]: MLX's graph of ops, not its LogSumExp");
         }
     }

@@ -39,7 +39,10 @@ class MlxNativeTest {
             assertArrayEquals(new int[] {2, 2}, Mlx.matmul(a, b).shape());
             MlxArray t = Mlx.transposeAll(a);
             assertArrayEquals(new float[] {1, 3, 2, 4}, t.toFloatArray());
-            assertEquals(1, Mlx.argmax(Mlx.fromFloats(new float[] {0, 3, 1}, 3), -1, false).itemInt());
+            assertEquals(
+                    1,
+                    Mlx.argmax(Mlx.fromFloats(new float[] {0, 3, 1}, 3), -1, false)
+                            .itemInt());
         }
     }
 
@@ -50,7 +53,8 @@ class MlxNativeTest {
      */
     @Test
     void fromBytesCopiesAndNeverAliasesItsSource() {
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined(); ArrayScope s = ArrayScope.open()) {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined();
+                ArrayScope s = ArrayScope.open()) {
             java.lang.foreign.MemorySegment src = arena.allocate(16, 64);
             for (int i = 0; i < 4; i++) {
                 src.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, i + 1);
@@ -61,7 +65,9 @@ class MlxNativeTest {
             MlxArray b = Mlx.add(a, a);
             assertArrayEquals(new float[] {2, 4, 6, 8}, b.toFloatArray());
             assertEquals(0f, src.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0));
-            assertThrows(RuntimeException.class, () -> Mlx.fromBytes(src.asSlice(0, 12), new int[] {4}, Dtype.FLOAT32),
+            assertThrows(
+                    RuntimeException.class,
+                    () -> Mlx.fromBytes(src.asSlice(0, 12), new int[] {4}, Dtype.FLOAT32),
                     "a length that disagrees with the shape is refused");
         }
     }
@@ -126,10 +132,12 @@ class MlxNativeTest {
             Weights.saveSafetensors(file, Map.of("layer.weight", a), Map.of("format", "mlx"));
         }
         assertTrue(Files.size(file) > 0);
-        try (Weights w = Weights.loadSafetensors(file); ArrayScope s = ArrayScope.open()) {
+        try (Weights w = Weights.loadSafetensors(file);
+                ArrayScope s = ArrayScope.open()) {
             assertEquals("mlx", w.metadata().get("format"));
             assertEquals(Dtype.BFLOAT16, w.get("layer.weight").dtype());
-            assertArrayEquals(new float[] {1.5f, -2f, 3.25f}, w.get("layer.weight").toFloatArray());
+            assertArrayEquals(
+                    new float[] {1.5f, -2f, 3.25f}, w.get("layer.weight").toFloatArray());
         }
         assertThrows(MlxException.class, () -> Weights.loadSafetensors(dir.resolve("missing.safetensors")));
     }

@@ -32,9 +32,20 @@ class QuantizedMatmulExactnessTest {
      * {@code TINY_SCALES}: ordinary activations, scales and biases near 1e-33 (below 2^-98, where the
      * kernels' pre-shifted decode would underflow, so their blocks must take the shifting decode).
      */
-    enum Data { NORMAL, SUBNORMAL, SPECIAL, TINY_SCALES }
+    enum Data {
+        NORMAL,
+        SUBNORMAL,
+        SPECIAL,
+        TINY_SCALES
+    }
 
-    enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST, STRIDED, BATCHED }
+    enum Layout {
+        CONTIGUOUS,
+        TRANSPOSED,
+        BROADCAST,
+        STRIDED,
+        BATCHED
+    }
 
     /** {@code params}: the dtype of scales and biases (MLX promotes x and them to a common type). */
     record Case(Dtype dtype, Dtype params, int bits, int groupSize, int n, int k, int m, Data data, Layout layout) {
@@ -55,7 +66,9 @@ class QuantizedMatmulExactnessTest {
     @BeforeAll
     static void requireKernels() {
         assumeTrue(Mlx.nativeKernelsAvailable(), "this CPU has no AVX2/F16C: MLX's kernel is used, nothing to compare");
-        isas = java.util.Arrays.stream(KernelIsa.values()).filter(KernelIsa::onThisCpu).toList();
+        isas = java.util.Arrays.stream(KernelIsa.values())
+                .filter(KernelIsa::onThisCpu)
+                .toList();
         assertTrue(isas.contains(KernelIsa.AVX2));
     }
 
@@ -171,7 +184,8 @@ class QuantizedMatmulExactnessTest {
                 }
                 c.add(new Case(d, bits, 64, 576, 1536, half ? 3 : 31, Data.NORMAL, Layout.CONTIGUOUS));
                 c.add(new Case(d, bits, 32, 192, 576, half ? 31 : 127, Data.NORMAL, Layout.CONTIGUOUS));
-                for (Layout layout : new Layout[] {Layout.TRANSPOSED, Layout.BROADCAST, Layout.STRIDED, Layout.BATCHED}) {
+                for (Layout layout :
+                        new Layout[] {Layout.TRANSPOSED, Layout.BROADCAST, Layout.STRIDED, Layout.BATCHED}) {
                     c.add(new Case(d, bits, 32, 192, 576, 1, Data.NORMAL, layout));
                     c.add(new Case(d, bits, 64, 200, 256, 6, Data.NORMAL, layout));
                 }
@@ -203,10 +217,10 @@ class QuantizedMatmulExactnessTest {
                 case SPECIAL -> c.dtype == Dtype.FLOAT16 ? 3000f : 1e30f;
                 case TINY_SCALES -> 1e-33f;
             };
-            MlxArray scales = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag, Data.NORMAL), c.n, groups),
-                    c.params);
-            MlxArray biases = Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag * 4, Data.NORMAL), c.n, groups),
-                    c.params);
+            MlxArray scales =
+                    Mlx.astype(Mlx.fromFloats(values(rnd, c.n * groups, scaleMag, Data.NORMAL), c.n, groups), c.params);
+            MlxArray biases = Mlx.astype(
+                    Mlx.fromFloats(values(rnd, c.n * groups, scaleMag * 4, Data.NORMAL), c.n, groups), c.params);
             float xMag = switch (c.data) {
                 case NORMAL -> 1f;
                 case SUBNORMAL -> c.dtype == Dtype.FLOAT16 ? 5e-3f : 1e-19f;
@@ -232,15 +246,15 @@ class QuantizedMatmulExactnessTest {
      * over the weights' dequantized layout ({@code --dequantized-weights}) must give MLX's bytes
      * too, for every instruction set, the layout evaluated once and read by each.
      */
-    private static void assertDequantizedSame(Case c, MlxArray x, MlxArray weight, MlxArray scales, MlxArray biases,
-            byte[] expected) {
+    private static void assertDequantizedSame(
+            Case c, MlxArray x, MlxArray weight, MlxArray scales, MlxArray biases, byte[] expected) {
         if (!DequantizedWeights.covers(scales, biases, c.bits, c.groupSize) || x.dtype() != scales.dtype()) {
             return;
         }
         MlxArray layout = DequantizedWeights.layout(weight, scales, biases, c.groupSize, c.bits);
         for (KernelIsa isa : isas) {
-            MlxArray actual = DequantizedWeights.quantizedMatmul(x, weight, scales, biases, layout, c.groupSize, c.bits,
-                    isa);
+            MlxArray actual =
+                    DequantizedWeights.quantizedMatmul(x, weight, scales, biases, layout, c.groupSize, c.bits, isa);
             assertTrue(DequantizedWeights.computes(actual), "the dequantized kernel did not take " + c);
             compare("dequantized " + isa + " " + c, c, expected, actual.toBytes());
         }
@@ -250,13 +264,16 @@ class QuantizedMatmulExactnessTest {
     private static MlxArray activations(Case c, SplittableRandom rnd, float mag) {
         return switch (c.layout) {
             case CONTIGUOUS -> Mlx.astype(Mlx.fromFloats(values(rnd, c.m * c.k, mag, c.data), c.m, c.k), c.dtype);
-            case TRANSPOSED -> Mlx.transposeAll(
-                    Mlx.astype(Mlx.fromFloats(values(rnd, c.m * c.k, mag, c.data), c.k, c.m), c.dtype));
-            case BROADCAST -> Mlx.broadcastTo(
-                    Mlx.astype(Mlx.fromFloats(values(rnd, c.k, mag, c.data), 1, c.k), c.dtype), c.m, c.k);
-            case STRIDED -> Mlx.slice(
-                    Mlx.astype(Mlx.fromFloats(values(rnd, c.m * 2 * c.k, mag, c.data), c.m, 2 * c.k), c.dtype),
-                    new int[] {0, 1}, new int[] {c.m, 2 * c.k}, new int[] {1, 2});
+            case TRANSPOSED ->
+                Mlx.transposeAll(Mlx.astype(Mlx.fromFloats(values(rnd, c.m * c.k, mag, c.data), c.k, c.m), c.dtype));
+            case BROADCAST ->
+                Mlx.broadcastTo(Mlx.astype(Mlx.fromFloats(values(rnd, c.k, mag, c.data), 1, c.k), c.dtype), c.m, c.k);
+            case STRIDED ->
+                Mlx.slice(
+                        Mlx.astype(Mlx.fromFloats(values(rnd, c.m * 2 * c.k, mag, c.data), c.m, 2 * c.k), c.dtype),
+                        new int[] {0, 1},
+                        new int[] {c.m, 2 * c.k},
+                        new int[] {1, 2});
             case BATCHED -> Mlx.astype(Mlx.fromFloats(values(rnd, 2 * c.m * c.k, mag, c.data), 2, c.m, c.k), c.dtype);
         };
     }
@@ -337,13 +354,31 @@ class QuantizedMatmulExactnessTest {
             java.util.Arrays.fill(allNan, Float.NaN);
             float[] inf = new float[n * 2];
             java.util.Arrays.fill(inf, Float.POSITIVE_INFINITY);
-            check(dtype, bits, groupSize, Mlx.fromFloats(allNan, 2, k), new int[n * words], inf, new float[n * 2], n,
-                    words, false);
+            check(
+                    dtype,
+                    bits,
+                    groupSize,
+                    Mlx.fromFloats(allNan, 2, k),
+                    new int[n * words],
+                    inf,
+                    new float[n * 2],
+                    n,
+                    words,
+                    false);
         }
     }
 
-    private static void check(Dtype dtype, int bits, int groupSize, MlxArray x32, int[] w, float[] scales,
-            float[] biases, int n, int words, boolean mixedSigns) {
+    private static void check(
+            Dtype dtype,
+            int bits,
+            int groupSize,
+            MlxArray x32,
+            int[] w,
+            float[] scales,
+            float[] biases,
+            int n,
+            int words,
+            boolean mixedSigns) {
         MlxArray x = Mlx.astype(x32, dtype);
         MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
         MlxArray sc = Mlx.astype(Mlx.fromFloats(scales, n, 2), dtype);
@@ -427,7 +462,8 @@ class QuantizedMatmulExactnessTest {
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray x = Mlx.fromFloats(new float[64], 1, 64);
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 64], 64, 64), 64, 4);
-            assertTrue(!Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
+            assertTrue(
+                    !Mlx.isNativeQuantizedMatmul(Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], q4[2], false, 64, 4)),
                     "transpose=false is not covered");
         }
     }
@@ -439,19 +475,28 @@ class QuantizedMatmulExactnessTest {
     @Test
     void dequantizedLayoutOfAnotherDtypeIsNotRead() {
         try (ArrayScope s = ArrayScope.open()) {
-            MlxArray[] q4 = Mlx.quantize(Mlx.astype(Mlx.fromFloats(values(new SplittableRandom(7), 64 * 128, 1f,
-                    Data.NORMAL), 64, 128), Dtype.BFLOAT16), 64, 4);
+            MlxArray[] q4 = Mlx.quantize(
+                    Mlx.astype(
+                            Mlx.fromFloats(values(new SplittableRandom(7), 64 * 128, 1f, Data.NORMAL), 64, 128),
+                            Dtype.BFLOAT16),
+                    64,
+                    4);
             assertEquals(Dtype.BFLOAT16, q4[1].dtype());
             MlxArray layout = DequantizedWeights.layout(q4[0], q4[1], q4[2], 64, 4);
             MlxArray x = Mlx.fromFloats(values(new SplittableRandom(8), 3 * 128, 1f, Data.NORMAL), 3, 128);
             MlxArray y = DequantizedWeights.quantizedMatmul(x, q4[0], q4[1], q4[2], layout, 64, 4);
             assertTrue(!DequantizedWeights.computes(y) && Mlx.isNativeQuantizedMatmul(y));
-            assertEquals(java.util.HexFormat.of().formatHex(Mlx.quantizedMatmul(x, q4[0], q4[1], q4[2], true, 64, 4)
-                    .toBytes()), java.util.HexFormat.of().formatHex(y.toBytes()));
-            assertTrue(!DequantizedWeights.covers(Mlx.astype(q4[1], Dtype.FLOAT32), Mlx.astype(q4[2], Dtype.FLOAT32),
-                    4, 64), "float32 group parameters have no half-type layout");
-            MlxException e = assertThrows(MlxException.class,
-                    () -> DequantizedWeights.layout(q4[0], q4[1], q4[2], 64, 7));
+            assertEquals(
+                    java.util.HexFormat.of()
+                            .formatHex(Mlx.quantizedMatmul(x, q4[0], q4[1], q4[2], true, 64, 4)
+                                    .toBytes()),
+                    java.util.HexFormat.of().formatHex(y.toBytes()));
+            assertTrue(
+                    !DequantizedWeights.covers(
+                            Mlx.astype(q4[1], Dtype.FLOAT32), Mlx.astype(q4[2], Dtype.FLOAT32), 4, 64),
+                    "float32 group parameters have no half-type layout");
+            MlxException e =
+                    assertThrows(MlxException.class, () -> DequantizedWeights.layout(q4[0], q4[1], q4[2], 64, 7));
             assertTrue(e.getMessage().contains("7 bits"), e.getMessage());
         }
     }
@@ -466,21 +511,24 @@ class QuantizedMatmulExactnessTest {
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray[] q4 = Mlx.quantize(Mlx.fromFloats(new float[64 * 128], 64, 128), 64, 4);
             MlxArray wrongK = Mlx.fromFloats(new float[64], 1, 64);
-            assertMlxError("[quantized_matmul] Last dimension of first input",
+            assertMlxError(
+                    "[quantized_matmul] Last dimension of first input",
                     () -> Mlx.nativeQuantizedMatmul(wrongK, q4[0], q4[1], q4[2], true, 64, 4),
                     () -> FastKernels.quantizedMatmul(wrongK, q4[0], q4[1], q4[2], 64, 4));
             MlxArray x = Mlx.fromFloats(new float[128], 1, 128);
             MlxArray oneGroup = Mlx.fromFloats(new float[64], 64, 1);
-            assertMlxError("Scales and biases should have the same shape",
+            assertMlxError(
+                    "Scales and biases should have the same shape",
                     () -> Mlx.nativeQuantizedMatmul(x, q4[0], q4[1], oneGroup, true, 64, 4),
                     () -> FastKernels.quantizedMatmul(x, q4[0], q4[1], oneGroup, 64, 4));
             // the entry over a dequantized layout checks ranks before it reads a shape
-            MlxArray[] b4 = Mlx.quantize(Mlx.astype(Mlx.fromFloats(new float[64 * 128], 64, 128), Dtype.BFLOAT16),
-                    64, 4);
+            MlxArray[] b4 =
+                    Mlx.quantize(Mlx.astype(Mlx.fromFloats(new float[64 * 128], 64, 128), Dtype.BFLOAT16), 64, 4);
             MlxArray layout = DequantizedWeights.layout(b4[0], b4[1], b4[2], 64, 4);
             MlxArray xb = Mlx.astype(x, Dtype.BFLOAT16);
             MlxArray scalarWeight = Mlx.scalar(1, Dtype.UINT32);
-            assertMlxError("Weight and scales should have the same batch shape",
+            assertMlxError(
+                    "Weight and scales should have the same batch shape",
                     () -> Mlx.nativeQuantizedMatmul(xb, scalarWeight, b4[1], b4[2], true, 64, 4),
                     () -> DequantizedWeights.quantizedMatmul(xb, scalarWeight, b4[1], b4[2], layout, 64, 4));
         }

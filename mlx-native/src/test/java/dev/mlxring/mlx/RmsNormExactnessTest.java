@@ -22,21 +22,27 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RmsNormExactnessTest {
 
-    enum Layout { CONTIGUOUS, TRANSPOSED, STRIDED, BROADCAST }
+    enum Layout {
+        CONTIGUOUS,
+        TRANSPOSED,
+        STRIDED,
+        BROADCAST
+    }
 
     record Case(Dtype x, Dtype weight, int[] shape, float eps, Data data, Layout layout) {
         @Override
         public String toString() {
-            return "x " + x.mlxName + " w " + weight.mlxName + " " + Arrays.toString(shape) + " eps " + eps + " "
-                    + data + " " + layout;
+            return "x " + x.mlxName + " w " + weight.mlxName + " " + Arrays.toString(shape) + " eps " + eps + " " + data
+                    + " " + layout;
         }
     }
 
     static Stream<Case> cases() {
         List<Case> c = new ArrayList<>();
         Dtype[] dtypes = {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16};
-        int[][] shapes = {{1, 1, 576}, {1, 37, 576}, {4, 1, 576}, {1, 3, 2048}, {2, 5, 9, 64}, {1, 7, 4, 128},
-            {3, 1}, {1, 1, 1}};
+        int[][] shapes = {
+            {1, 1, 576}, {1, 37, 576}, {4, 1, 576}, {1, 3, 2048}, {2, 5, 9, 64}, {1, 7, 4, 128}, {3, 1}, {1, 1, 1}
+        };
         for (Dtype d : dtypes) {
             for (int[] shape : shapes) {
                 c.add(new Case(d, d, shape, 1e-5f, Data.NORMAL, Layout.CONTIGUOUS));
@@ -116,7 +122,9 @@ class RmsNormExactnessTest {
             for (Dtype d : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16}) {
                 MlxArray x = Mlx.astype(Mlx.fromFloats(v, 3, 64), d);
                 MlxArray wd = Mlx.astype(w, d);
-                SameBytes.assertSame("overflow " + d.mlxName, Mlx.rmsNorm(x, wd, 1e-5f),
+                SameBytes.assertSame(
+                        "overflow " + d.mlxName,
+                        Mlx.rmsNorm(x, wd, 1e-5f),
                         Mlx.rmsNorm(CpuKernels.NATIVE, x, wd, 1e-5f));
             }
         }
@@ -129,7 +137,8 @@ class RmsNormExactnessTest {
             assertFalse(Mlx.isNativeFastOp(Mlx.rmsNorm(CpuKernels.NATIVE, x, null, 1e-5f)), "no weight");
             MlxArray w = Mlx.fromFloats(new float[4], 4);
             assertFalse(Mlx.isNativeFastOp(Mlx.rmsNorm(CpuKernels.MLX, x, w, 1e-5f)), "--cpu-kernels mlx");
-            assertFalse(Mlx.isNativeFastOp(Mlx.rmsNorm(CpuKernels.NATIVE, Mlx.astype(x, Dtype.INT32), w, 1e-5f)),
+            assertFalse(
+                    Mlx.isNativeFastOp(Mlx.rmsNorm(CpuKernels.NATIVE, Mlx.astype(x, Dtype.INT32), w, 1e-5f)),
                     "int32 x");
         }
     }

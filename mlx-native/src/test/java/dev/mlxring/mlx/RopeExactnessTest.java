@@ -24,10 +24,27 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RopeExactnessTest {
 
-    enum Layout { HEADS_TRANSPOSED, CONTIGUOUS, RANK3, RANK5 }
+    enum Layout {
+        HEADS_TRANSPOSED,
+        CONTIGUOUS,
+        RANK3,
+        RANK5
+    }
 
-    record Case(Dtype dtype, int b, int h, int l, int d, int dims, boolean traditional, float base, float scale,
-            boolean freqs, int[] offsets, Data data, Layout layout) {
+    record Case(
+            Dtype dtype,
+            int b,
+            int h,
+            int l,
+            int d,
+            int dims,
+            boolean traditional,
+            float base,
+            float scale,
+            boolean freqs,
+            int[] offsets,
+            Data data,
+            Layout layout) {
         @Override
         public String toString() {
             return dtype.mlxName + " B" + b + " H" + h + " L" + l + " D" + d + " dims" + dims
@@ -43,40 +60,182 @@ class RopeExactnessTest {
             for (boolean trad : new boolean[] {false, true}) {
                 for (int d : new int[] {64, 128}) {
                     // decode and prefill, the models' layout
-                    c.add(new Case(dt, 1, 9, 1, d, d, trad, 10000f, 1f, false, new int[] {263}, Data.NORMAL,
+                    c.add(new Case(
+                            dt,
+                            1,
+                            9,
+                            1,
+                            d,
+                            d,
+                            trad,
+                            10000f,
+                            1f,
+                            false,
+                            new int[] {263},
+                            Data.NORMAL,
                             Layout.HEADS_TRANSPOSED));
-                    c.add(new Case(dt, 1, 3, 37, d, d, trad, 1e6f, 1f, false, new int[] {0}, Data.NORMAL,
+                    c.add(new Case(
+                            dt,
+                            1,
+                            3,
+                            37,
+                            d,
+                            d,
+                            trad,
+                            1e6f,
+                            1f,
+                            false,
+                            new int[] {0},
+                            Data.NORMAL,
                             Layout.HEADS_TRANSPOSED));
                 }
                 // explicit frequencies, linear scaling, partial rotary dims
-                c.add(new Case(dt, 1, 4, 5, 64, 64, trad, 0f, 1f, true, new int[] {4000}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        4,
+                        5,
+                        64,
+                        64,
+                        trad,
+                        0f,
+                        1f,
+                        true,
+                        new int[] {4000},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 1, 2, 6, 64, 64, trad, 10000f, 0.25f, false, new int[] {77}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        2,
+                        6,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        0.25f,
+                        false,
+                        new int[] {77},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 1, 2, 3, 96, 32, trad, 10000f, 1f, false, new int[] {5}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        2,
+                        3,
+                        96,
+                        32,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {5},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 1, 2, 3, 80, 24, trad, 0f, 1f, true, new int[] {5}, Data.NORMAL,
-                        Layout.HEADS_TRANSPOSED));
+                c.add(new Case(
+                        dt, 1, 2, 3, 80, 24, trad, 0f, 1f, true, new int[] {5}, Data.NORMAL, Layout.HEADS_TRANSPOSED));
                 // batched rows: one offset per row, negative for left padding; decode and prefill
-                c.add(new Case(dt, 4, 3, 1, 64, 64, trad, 10000f, 1f, false, new int[] {12, -3, 0, 250},
-                        Data.NORMAL, Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 3, 2, 9, 64, 64, trad, 0f, 1f, true, new int[] {-5, 0, 31}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        4,
+                        3,
+                        1,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {12, -3, 0, 250},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 3, 2, 4, 64, 64, trad, 10000f, 1f, false, new int[] {7}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        3,
+                        2,
+                        9,
+                        64,
+                        64,
+                        trad,
+                        0f,
+                        1f,
+                        true,
+                        new int[] {-5, 0, 31},
+                        Data.NORMAL,
+                        Layout.HEADS_TRANSPOSED));
+                c.add(new Case(
+                        dt,
+                        3,
+                        2,
+                        4,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {7},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
                 // other ranks and layouts
-                c.add(new Case(dt, 2, 1, 5, 64, 64, trad, 10000f, 1f, false, new int[] {3}, Data.NORMAL,
-                        Layout.RANK3));
-                c.add(new Case(dt, 2, 4, 5, 64, 64, trad, 10000f, 1f, false, new int[] {3}, Data.NORMAL,
-                        Layout.RANK5));
-                c.add(new Case(dt, 2, 3, 4, 64, 64, trad, 10000f, 1f, false, new int[] {9, 1}, Data.NORMAL,
+                c.add(new Case(dt, 2, 1, 5, 64, 64, trad, 10000f, 1f, false, new int[] {3}, Data.NORMAL, Layout.RANK3));
+                c.add(new Case(dt, 2, 4, 5, 64, 64, trad, 10000f, 1f, false, new int[] {3}, Data.NORMAL, Layout.RANK5));
+                c.add(new Case(
+                        dt,
+                        2,
+                        3,
+                        4,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {9, 1},
+                        Data.NORMAL,
                         Layout.CONTIGUOUS));
                 // special data; positions past 2^23 (MLX's sin/cos take libm there)
-                c.add(new Case(dt, 1, 2, 4, 64, 64, trad, 10000f, 1f, false, new int[] {11}, Data.SPECIAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        2,
+                        4,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {11},
+                        Data.SPECIAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 1, 2, 4, 64, 64, trad, 10000f, 1f, false, new int[] {11}, Data.SUBNORMAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        2,
+                        4,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {11},
+                        Data.SUBNORMAL,
                         Layout.HEADS_TRANSPOSED));
-                c.add(new Case(dt, 1, 2, 3, 64, 64, trad, 10000f, 1f, false, new int[] {9_000_000}, Data.NORMAL,
+                c.add(new Case(
+                        dt,
+                        1,
+                        2,
+                        3,
+                        64,
+                        64,
+                        trad,
+                        10000f,
+                        1f,
+                        false,
+                        new int[] {9_000_000},
+                        Data.NORMAL,
                         Layout.HEADS_TRANSPOSED));
             }
         }
@@ -95,15 +254,19 @@ class RopeExactnessTest {
             MlxArray actual;
             if (c.offsets.length == 1) {
                 int o = c.offsets[0];
-                expected = c.freqs ? Mlx.rope(x, c.dims, c.traditional, c.scale, o, freqs)
+                expected = c.freqs
+                        ? Mlx.rope(x, c.dims, c.traditional, c.scale, o, freqs)
                         : Mlx.rope(x, c.dims, c.traditional, c.base, c.scale, o);
-                actual = c.freqs ? Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.scale, o, freqs)
+                actual = c.freqs
+                        ? Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.scale, o, freqs)
                         : Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.base, c.scale, o);
             } else {
                 MlxArray offsets = Mlx.fromInts(c.offsets, c.offsets.length);
-                expected = c.freqs ? Mlx.rope(x, c.dims, c.traditional, c.scale, offsets, freqs)
+                expected = c.freqs
+                        ? Mlx.rope(x, c.dims, c.traditional, c.scale, offsets, freqs)
                         : Mlx.rope(x, c.dims, c.traditional, c.base, c.scale, offsets);
-                actual = c.freqs ? Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.scale, offsets, freqs)
+                actual = c.freqs
+                        ? Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.scale, offsets, freqs)
                         : Mlx.rope(CpuKernels.NATIVE, x, c.dims, c.traditional, c.base, c.scale, offsets);
             }
             SameBytes.assertSame(c.toString(), expected, actual);
@@ -123,8 +286,8 @@ class RopeExactnessTest {
     void headsViewSameBytesAsMlx(Case c) {
         SplittableRandom rnd = SameBytes.seeded(c);
         try (ArrayScope s = ArrayScope.open()) {
-            MlxArray flat = SameBytes.array(rnd, c.dtype, SameBytes.magnitude(c.data, c.dtype), c.data, c.b, c.l,
-                    c.h * c.d);
+            MlxArray flat =
+                    SameBytes.array(rnd, c.dtype, SameBytes.magnitude(c.data, c.dtype), c.data, c.b, c.l, c.h * c.d);
             assertHeadsSameBytes(c, rnd, flat, " (heads view)");
         }
     }
@@ -137,14 +300,16 @@ class RopeExactnessTest {
         int o = c.offsets[0];
         MlxArray expected;
         if (offsets == null) {
-            expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
+            expected = c.freqs
+                    ? Mlx.rope(view, c.dims, c.traditional, c.scale, o, freqs)
                     : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, o);
         } else {
-            expected = c.freqs ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
+            expected = c.freqs
+                    ? Mlx.rope(view, c.dims, c.traditional, c.scale, offsets, freqs)
                     : Mlx.rope(view, c.dims, c.traditional, c.base, c.scale, offsets);
         }
-        MlxArray actual = Mlx.nativeRopeHeads(flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale,
-                o, offsets, freqs);
+        MlxArray actual = Mlx.nativeRopeHeads(
+                flat, c.h, c.dims, c.traditional, c.freqs ? null : c.base, c.scale, o, offsets, freqs);
         SameBytes.assertSame(c + label, expected, actual);
     }
 
@@ -162,7 +327,9 @@ class RopeExactnessTest {
         try (ArrayScope s = ArrayScope.open()) {
             float mag = SameBytes.magnitude(c.data, c.dtype);
             int width = c.h * c.d;
-            MlxArray wide = Mlx.concatenate(2, SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, 8),
+            MlxArray wide = Mlx.concatenate(
+                    2,
+                    SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, 8),
                     SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, width + 16));
             MlxArray flat = Mlx.slice(wide, new int[] {0, 0, 8}, new int[] {c.b, c.l, 8 + width}, new int[] {1, 1, 1});
             assertHeadsSameBytes(c, rnd, flat, " (heads view of a lazy slice)");
@@ -180,9 +347,14 @@ class RopeExactnessTest {
 
     private static MlxArray input(Case c, SplittableRandom rnd, float mag) {
         return switch (c.layout) {
-            case HEADS_TRANSPOSED -> Mlx.transpose(
-                    Mlx.reshape(SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.h * c.d), c.b, c.l, c.h, c.d),
-                    0, 2, 1, 3);
+            case HEADS_TRANSPOSED ->
+                Mlx.transpose(
+                        Mlx.reshape(
+                                SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.h * c.d), c.b, c.l, c.h, c.d),
+                        0,
+                        2,
+                        1,
+                        3);
             case CONTIGUOUS -> SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.h, c.l, c.d);
             case RANK3 -> SameBytes.array(rnd, c.dtype, mag, c.data, c.b, c.l, c.d);
             case RANK5 -> SameBytes.array(rnd, c.dtype, mag, c.data, c.b, 2, c.h / 2, c.l, c.d);
@@ -195,7 +367,8 @@ class RopeExactnessTest {
             MlxArray x = Mlx.fromFloats(new float[2 * 3 * 64], 1, 2, 3, 64);
             assertFalse(Mlx.isNativeFastOp(Mlx.rope(CpuKernels.MLX, x, 64, false, 10000f, 1f, 0)), "--cpu-kernels mlx");
             MlxArray uint8Offsets = Mlx.astype(Mlx.fromInts(new int[] {1}, 1), Dtype.UINT8);
-            assertFalse(Mlx.isNativeFastOp(Mlx.rope(CpuKernels.NATIVE, x, 64, false, 10000f, 1f, uint8Offsets)),
+            assertFalse(
+                    Mlx.isNativeFastOp(Mlx.rope(CpuKernels.NATIVE, x, 64, false, 10000f, 1f, uint8Offsets)),
                     "uint8 offsets (MLX casts them first)");
         }
     }

@@ -50,7 +50,7 @@ final class SameBytes {
                     case 1 -> v[i] = Float.intBitsToFloat(0xffc00000); // NaN with the sign bit
                     case 2 -> v[i] = Float.POSITIVE_INFINITY;
                     case 3 -> v[i] = Float.NEGATIVE_INFINITY;
-                    default -> { }
+                    default -> {}
                 }
             }
         }
@@ -79,8 +79,8 @@ final class SameBytes {
             // Where MLX's result is NaN only its sign bit may differ (see mlxr_fast.h).
             boolean same = be == ba || (isNaN(expected.dtype(), be) && (be & ~sign) == (ba & ~sign));
             if (!same) {
-                fail(label + ": element " + i / size + " of " + Arrays.toString(expected.shape())
-                        + " differs: MLX " + hex(e, i, size) + ", native " + hex(a, i, size));
+                fail(label + ": element " + i / size + " of " + Arrays.toString(expected.shape()) + " differs: MLX "
+                        + hex(e, i, size) + ", native " + hex(a, i, size));
             }
         }
     }

@@ -27,7 +27,11 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class SwigluExactnessTest {
 
-    enum Layout { CONTIGUOUS, TRANSPOSED, BROADCAST }
+    enum Layout {
+        CONTIGUOUS,
+        TRANSPOSED,
+        BROADCAST
+    }
 
     record Case(Dtype dtype, int[] shape, float magnitude, Data data, Layout layout) {
         @Override
@@ -43,8 +47,8 @@ class SwigluExactnessTest {
                 c.add(new Case(d, shape, 2f, Data.NORMAL, Layout.CONTIGUOUS));
             }
             c.add(new Case(d, new int[] {2, 1536}, 60f, Data.NORMAL, Layout.CONTIGUOUS));
-            c.add(new Case(d, new int[] {2, 1536}, SameBytes.magnitude(Data.SUBNORMAL, d), Data.SUBNORMAL,
-                    Layout.CONTIGUOUS));
+            c.add(new Case(
+                    d, new int[] {2, 1536}, SameBytes.magnitude(Data.SUBNORMAL, d), Data.SUBNORMAL, Layout.CONTIGUOUS));
             c.add(new Case(d, new int[] {3, 1000}, 4f, Data.SPECIAL, Layout.CONTIGUOUS));
             c.add(new Case(d, new int[] {24, 40}, 2f, Data.NORMAL, Layout.TRANSPOSED));
             c.add(new Case(d, new int[] {3, 1536}, 2f, Data.NORMAL, Layout.BROADCAST));
@@ -67,10 +71,9 @@ class SwigluExactnessTest {
         int[] shape = c.shape;
         return switch (c.layout) {
             case CONTIGUOUS -> SameBytes.array(rnd, c.dtype, c.magnitude, c.data, shape);
-            case TRANSPOSED -> Mlx.transpose(
-                    SameBytes.array(rnd, c.dtype, c.magnitude, c.data, shape[1], shape[0]), new int[] {1, 0});
-            case BROADCAST -> Mlx.broadcastTo(
-                    SameBytes.array(rnd, c.dtype, c.magnitude, c.data, 1, shape[1]), shape);
+            case TRANSPOSED ->
+                Mlx.transpose(SameBytes.array(rnd, c.dtype, c.magnitude, c.data, shape[1], shape[0]), new int[] {1, 0});
+            case BROADCAST -> Mlx.broadcastTo(SameBytes.array(rnd, c.dtype, c.magnitude, c.data, 1, shape[1]), shape);
         };
     }
 
@@ -82,15 +85,21 @@ class SwigluExactnessTest {
     @MethodSource("halfTypes")
     void everyHalfGate(Dtype dtype, Data xData) {
         int n = 1 << 16;
-        try (ArrayScope s = ArrayScope.open(); Arena arena = Arena.ofConfined()) {
+        try (ArrayScope s = ArrayScope.open();
+                Arena arena = Arena.ofConfined()) {
             MemorySegment bits = arena.allocate(ValueLayout.JAVA_SHORT, n);
             for (int i = 0; i < n; i++) {
                 bits.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) i);
             }
             MlxArray gate = Mlx.fromBytes(bits, new int[] {n}, dtype);
-            MlxArray x = xData == null ? Mlx.astype(Mlx.fromFloats(ones(n), n), dtype)
-                    : SameBytes.array(new SplittableRandom(n + xData.ordinal()), dtype,
-                            SameBytes.magnitude(xData, dtype), xData, n);
+            MlxArray x = xData == null
+                    ? Mlx.astype(Mlx.fromFloats(ones(n), n), dtype)
+                    : SameBytes.array(
+                            new SplittableRandom(n + xData.ordinal()),
+                            dtype,
+                            SameBytes.magnitude(xData, dtype),
+                            xData,
+                            n);
             SameBytes.assertSame(dtype + " every gate", Mlx.swiglu(gate, x), Mlx.swiglu(CpuKernels.NATIVE, gate, x));
         }
     }

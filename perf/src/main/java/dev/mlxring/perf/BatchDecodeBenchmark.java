@@ -36,8 +36,15 @@ import java.util.Locale;
  * </pre>
  */
 public final class BatchDecodeBenchmark {
-    record Options(Path model, int promptTokens, int genTokens, int runs, int[] rows, int joinerTokens,
-            int prefillStep, long seed) {}
+    record Options(
+            Path model,
+            int promptTokens,
+            int genTokens,
+            int runs,
+            int[] rows,
+            int joinerTokens,
+            int prefillStep,
+            long seed) {}
 
     private static final String USAGE = "BatchDecodeBenchmark --model DIR [--prompt-tokens 64] [--gen-tokens 48]"
             + " [--runs 3] [--rows 1,2,4,8] [--joiner-tokens 512] [--prefill-step-size 128] [--seed 42]";
@@ -59,8 +66,14 @@ public final class BatchDecodeBenchmark {
             }
             double s = median(serial);
             double l = median(lone);
-            System.out.printf(Locale.ROOT, "B=1 decode tok/s: serial %s median %.2f | lone row %s median %.2f | ratio %.3f%n",
-                    fmt(serial), s, fmt(lone), l, l / s);
+            System.out.printf(
+                    Locale.ROOT,
+                    "B=1 decode tok/s: serial %s median %.2f | lone row %s median %.2f | ratio %.3f%n",
+                    fmt(serial),
+                    s,
+                    fmt(lone),
+                    l,
+                    l / s);
             for (int n : o.rows()) {
                 List<Double> agg = new ArrayList<>();
                 List<Double> step = new ArrayList<>();
@@ -72,23 +85,38 @@ public final class BatchDecodeBenchmark {
                     step.add(r[1]);
                     peak = Math.max(peak, Mlx.memory().peakBytes());
                 }
-                System.out.printf(Locale.ROOT,
+                System.out.printf(
+                        Locale.ROOT,
                         "rows %d: aggregate decode tok/s %s median %.2f | step ms median %.1f | peak %.1f MB%n",
-                        n, fmt(agg), median(agg), median(step), peak / 1e6);
+                        n,
+                        fmt(agg),
+                        median(agg),
+                        median(step),
+                        peak / 1e6);
             }
             double[] stall = stall(model, o, vocab);
-            System.out.printf(Locale.ROOT,
+            System.out.printf(
+                    Locale.ROOT,
                     "prefill stall: running rows' step %.1f ms before a %d-token joiner, max %.1f ms while it "
                             + "prefilled in chunks of %d (%d steps)%n",
-                    stall[0], o.joinerTokens(), stall[1], o.prefillStep(), (int) stall[2]);
+                    stall[0],
+                    o.joinerTokens(),
+                    stall[1],
+                    o.prefillStep(),
+                    (int) stall[2]);
         }
     }
 
     private static double serial(LanguageModel model, int[] prompt, Options o) {
         long[] times = new long[2];
         int[] count = {0};
-        GenerateStep.run(model, prompt, new GenerationOptions(o.genTokens(), o.prefillStep(), new int[0], false),
-                SamplingParams.GREEDY, null, (token, logprobs) -> {
+        GenerateStep.run(
+                model,
+                prompt,
+                new GenerationOptions(o.genTokens(), o.prefillStep(), new int[0], false),
+                SamplingParams.GREEDY,
+                null,
+                (token, logprobs) -> {
                     long now = System.nanoTime();
                     if (count[0]++ == 0) {
                         times[0] = now;
@@ -128,8 +156,11 @@ public final class BatchDecodeBenchmark {
         int tokens = 0;
         try (BatchGenerator gen = new BatchGenerator(model, o.prefillStep(), n, n, null)) {
             for (int i = 0; i < n; i++) {
-                gen.insert(new BatchRequest(DecodeBenchmark.splitmix64Prompt(o.seed() + 1 + i, o.promptTokens(), vocab),
-                        o.genTokens(), SamplingParams.GREEDY, new int[0]));
+                gen.insert(new BatchRequest(
+                        DecodeBenchmark.splitmix64Prompt(o.seed() + 1 + i, o.promptTokens(), vocab),
+                        o.genTokens(),
+                        SamplingParams.GREEDY,
+                        new int[0]));
             }
             long prev = 0;
             while (!gen.idle()) {
@@ -159,16 +190,22 @@ public final class BatchDecodeBenchmark {
         try (BatchGenerator gen = new BatchGenerator(model, o.prefillStep(), 8, 8, null)) {
             int budget = o.genTokens() + o.joinerTokens() / o.prefillStep() + 16;
             for (int i = 0; i < 2; i++) {
-                gen.insert(new BatchRequest(DecodeBenchmark.splitmix64Prompt(o.seed() + 100 + i, o.promptTokens(), vocab),
-                        budget, SamplingParams.GREEDY, new int[0]));
+                gen.insert(new BatchRequest(
+                        DecodeBenchmark.splitmix64Prompt(o.seed() + 100 + i, o.promptTokens(), vocab),
+                        budget,
+                        SamplingParams.GREEDY,
+                        new int[0]));
             }
             int generating = 0;
             long prev = System.nanoTime();
             boolean joined = false;
             for (int step = 0; step < 10_000 && !gen.idle(); step++) {
                 if (!joined && generating >= 2 && before.size() >= 8) {
-                    gen.insert(new BatchRequest(DecodeBenchmark.splitmix64Prompt(o.seed() + 200, o.joinerTokens(), vocab),
-                            4, SamplingParams.GREEDY, new int[0]));
+                    gen.insert(new BatchRequest(
+                            DecodeBenchmark.splitmix64Prompt(o.seed() + 200, o.joinerTokens(), vocab),
+                            4,
+                            SamplingParams.GREEDY,
+                            new int[0]));
                     joined = true;
                 }
                 List<BatchToken> out = gen.next();
@@ -198,7 +235,10 @@ public final class BatchDecodeBenchmark {
     }
 
     private static String fmt(List<Double> xs) {
-        return xs.stream().map(x -> String.format(Locale.ROOT, "%.1f", x)).toList().toString();
+        return xs.stream()
+                .map(x -> String.format(Locale.ROOT, "%.1f", x))
+                .toList()
+                .toString();
     }
 
     static Options parse(String[] argv) {
@@ -217,13 +257,16 @@ public final class BatchDecodeBenchmark {
                 case "--prompt-tokens" -> promptTokens = f.positive();
                 case "--gen-tokens" -> genTokens = f.positive();
                 case "--runs" -> runs = f.positive();
-                case "--rows" -> rows = Arrays.stream(f.value().split(",")).mapToInt(s -> {
-                    int v = Integer.parseInt(s.trim());
-                    if (v <= 0) {
-                        throw new IllegalArgumentException("--rows entries must be > 0, got " + v);
-                    }
-                    return v;
-                }).toArray();
+                case "--rows" ->
+                    rows = Arrays.stream(f.value().split(","))
+                            .mapToInt(s -> {
+                                int v = Integer.parseInt(s.trim());
+                                if (v <= 0) {
+                                    throw new IllegalArgumentException("--rows entries must be > 0, got " + v);
+                                }
+                                return v;
+                            })
+                            .toArray();
                 case "--joiner-tokens" -> joiner = f.positive();
                 case "--prefill-step-size" -> prefill = f.positive();
                 case "--seed" -> seed = Long.parseLong(f.value());

@@ -15,6 +15,7 @@ import java.util.Locale;
 final class CpuMonitor {
     /** USER_HZ; 100 on every mainstream Linux build. */
     private static final double TICKS_PER_S = 100.0;
+
     private static final Path STAT = Path.of("/proc/stat");
 
     record Sample(long nanos, long busyTicks, long ownTicks) {}

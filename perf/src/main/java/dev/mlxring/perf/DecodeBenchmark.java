@@ -8,8 +8,8 @@ import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.ProjectHome;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -67,9 +67,21 @@ public final class DecodeBenchmark {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long PYTHON_TIMEOUT_S = 600;
 
-    record Options(List<Path> models, int promptTokens, int genTokens, int runs, int warmup, long seed,
-            int prefillStepSize, Path out, String command, double quietCores, int maxQuietWaitS,
-            List<CpuKernels> kernels, List<Numerics> numerics, List<Boolean> dequantized) {
+    record Options(
+            List<Path> models,
+            int promptTokens,
+            int genTokens,
+            int runs,
+            int warmup,
+            long seed,
+            int prefillStepSize,
+            Path out,
+            String command,
+            double quietCores,
+            int maxQuietWaitS,
+            List<CpuKernels> kernels,
+            List<Numerics> numerics,
+            List<Boolean> dequantized) {
         /**
          * Our variants: each kernel choice with each numeric tier it can run ({@code fast}: native
          * only), packed and, where asked, with dequantized weights (native, exact only).
@@ -91,28 +103,38 @@ public final class DecodeBenchmark {
     }
 
     /** One measured run; {@code foreignCores}: CPU the rest of the machine used meanwhile ({@link CpuMonitor}). */
-    record Run(double promptTps, double genTps, double promptS, double genS, long peakBytes, int[] tokens,
-            double foreignCores, double waitedS, long jitMs, long gcMs) {
+    record Run(
+            double promptTps,
+            double genTps,
+            double promptS,
+            double genS,
+            long peakBytes,
+            int[] tokens,
+            double foreignCores,
+            double waitedS,
+            long jitMs,
+            long gcMs) {
         Run withContention(double foreign, double waited) {
             return new Run(promptTps, genTps, promptS, genS, peakBytes, tokens, foreign, waited, jitMs, gcMs);
         }
 
         /** This run with {@code bytes} that other variants held resident taken out of its peak. */
         Run lessResident(long bytes) {
-            return new Run(promptTps, genTps, promptS, genS, peakBytes - bytes, tokens, foreignCores, waitedS, jitMs,
-                    gcMs);
+            return new Run(
+                    promptTps, genTps, promptS, genS, peakBytes - bytes, tokens, foreignCores, waitedS, jitMs, gcMs);
         }
     }
 
     /** Our runs with one kernel choice and numeric tier. */
-    record Variant(CpuKernels kernels, Numerics numerics, boolean dequantized, List<Run> runs, double loadS,
-            int jitWarmups) {
+    record Variant(
+            CpuKernels kernels, Numerics numerics, boolean dequantized, List<Run> runs, double loadS, int jitWarmups) {
         String label() {
             return "ours " + choice();
         }
 
         String choice() {
-            return kernels.cliName() + (numerics == Numerics.EXACT ? "" : " " + numerics.cliName())
+            return kernels.cliName()
+                    + (numerics == Numerics.EXACT ? "" : " " + numerics.cliName())
                     + (dequantized ? " dequantized" : "");
         }
 
@@ -121,8 +143,16 @@ public final class DecodeBenchmark {
         }
     }
 
-    record ModelResult(String name, Path dir, String modelType, int vocab, int[] prompt, List<Variant> variants,
-            List<Run> theirs, List<String> mismatches, double theirsLoadS) {}
+    record ModelResult(
+            String name,
+            Path dir,
+            String modelType,
+            int vocab,
+            int[] prompt,
+            List<Variant> variants,
+            List<Run> theirs,
+            List<String> mismatches,
+            double theirsLoadS) {}
 
     private DecodeBenchmark() {}
 
@@ -181,20 +211,29 @@ public final class DecodeBenchmark {
                     // The layouts are built by the first forward pass: one short step here, so that
                     // they count as this variant's resident memory (and its load time), not as
                     // part of every other variant's peak.
-                    GenerateStep.run(models.getLast(), new int[] {1, 2, 3},
-                            new GenerationOptions(1, o.prefillStepSize(), new int[0], false), token -> true);
+                    GenerateStep.run(
+                            models.getLast(),
+                            new int[] {1, 2, 3},
+                            new GenerationOptions(1, o.prefillStepSize(), new int[0], false),
+                            token -> true);
                     Mlx.synchronize();
                     Mlx.clearCache();
                 }
                 residentBytes.add(Mlx.memory().activeBytes() - active0);
                 loadS.add((System.nanoTime() - l0) / 1e9);
-                System.err.printf(Locale.ROOT, "[bench] %s: loaded ours (%s) in %.2f s, %.1f MB resident%n", name,
-                        p.choice(), loadS.getLast(), residentBytes.getLast() / 1e6);
+                System.err.printf(
+                        Locale.ROOT,
+                        "[bench] %s: loaded ours (%s) in %.2f s, %.1f MB resident%n",
+                        name,
+                        p.choice(),
+                        loadS.getLast(),
+                        residentBytes.getLast() / 1e6);
             }
             long allResident = residentBytes.stream().mapToLong(Long::longValue).sum();
             LanguageModel first = models.get(0);
             int[] prompt = splitmix64Prompt(o.seed(), o.promptTokens(), first.vocabSize());
-            Path promptFile = ProjectHome.get().resolve("build/bench")
+            Path promptFile = ProjectHome.get()
+                    .resolve("build/bench")
                     .resolve("prompt-" + name + "-" + o.promptTokens() + "-" + o.seed() + ".json");
             Files.createDirectories(promptFile.getParent());
             Files.writeString(promptFile, "{\"prompt\": " + Arrays.toString(prompt) + "}\n", StandardCharsets.UTF_8);
@@ -203,8 +242,13 @@ public final class DecodeBenchmark {
             for (int v = 0; v < models.size(); v++) {
                 for (int w = 0; w < o.warmup(); w++) {
                     Run r = ours(models.get(v), prompt, o);
-                    System.err.printf(Locale.ROOT, "[bench] %s: ours (%s) warm-up %d (JIT %d ms)%n", name,
-                            planned.get(v).choice(), w + 1, r.jitMs());
+                    System.err.printf(
+                            Locale.ROOT,
+                            "[bench] %s: ours (%s) warm-up %d (JIT %d ms)%n",
+                            name,
+                            planned.get(v).choice(),
+                            w + 1,
+                            r.jitMs());
                 }
                 int jitWarmups = jitWarmup(models.get(v), prompt, o, name);
                 variants.add(planned.get(v).measured(loadS.get(v), jitWarmups));
@@ -228,8 +272,7 @@ public final class DecodeBenchmark {
                         Variant variant = variants.get(v);
                         double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " " + variant.label());
                         CpuMonitor.Sample s0 = cpu.sample();
-                        Run a = ours(models.get(v), prompt, o)
-                                .lessResident(allResident - residentBytes.get(v));
+                        Run a = ours(models.get(v), prompt, o).lessResident(allResident - residentBytes.get(v));
                         a = a.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
                         variant.runs().add(a);
                         round.add(a);
@@ -242,11 +285,19 @@ public final class DecodeBenchmark {
                     for (int v = 0; v < round.size(); v++) {
                         Run a = round.get(v);
                         String label = variants.get(v).label();
-                        System.err.printf(Locale.ROOT,
+                        System.err.printf(
+                                Locale.ROOT,
                                 "[bench] %s run %d: prefill %.1f vs %.1f tok/s, decode %.2f vs %.2f tok/s (%s vs mlx-lm);"
                                         + " foreign CPU %s / %s cores%n",
-                                name, i + 1, a.promptTps(), b.promptTps(), a.genTps(), b.genTps(), label,
-                                CpuMonitor.cores(a.foreignCores()), CpuMonitor.cores(b.foreignCores()));
+                                name,
+                                i + 1,
+                                a.promptTps(),
+                                b.promptTps(),
+                                a.genTps(),
+                                b.genTps(),
+                                label,
+                                CpuMonitor.cores(a.foreignCores()),
+                                CpuMonitor.cores(b.foreignCores()));
                         if (variants.get(v).numerics() == Numerics.EXACT && !Arrays.equals(a.tokens(), b.tokens())) {
                             String m = label + " run " + (i + 1) + ": token ids differ at index "
                                     + firstDiff(a.tokens(), b.tokens()) + " (ours " + a.tokens().length
@@ -254,7 +305,10 @@ public final class DecodeBenchmark {
                             mismatches.add(m);
                             System.err.println("!!! TOKEN MISMATCH " + name + " " + m);
                         }
-                        if (i > 0 && !Arrays.equals(a.tokens(), variants.get(v).runs().get(0).tokens())) {
+                        if (i > 0
+                                && !Arrays.equals(
+                                        a.tokens(),
+                                        variants.get(v).runs().get(0).tokens())) {
                             mismatches.add(label + " run " + (i + 1) + ": our tokens differ from our run 1");
                         }
                         if (a.tokens().length != o.genTokens() || b.tokens().length != o.genTokens()) {
@@ -263,8 +317,16 @@ public final class DecodeBenchmark {
                         }
                     }
                 }
-                return new ModelResult(name, dir, first.modelType(), first.vocabSize(), prompt, variants, theirs,
-                        mismatches, header.path("load_s").asDouble());
+                return new ModelResult(
+                        name,
+                        dir,
+                        first.modelType(),
+                        first.vocabSize(),
+                        prompt,
+                        variants,
+                        theirs,
+                        mismatches,
+                        header.path("load_s").asDouble());
             }
         } finally {
             for (LanguageModel m : models) {
@@ -281,18 +343,31 @@ public final class DecodeBenchmark {
      */
     private static int jitWarmup(LanguageModel model, int[] prompt, Options o, String name) {
         int[] shortPrompt = Arrays.copyOf(prompt, Math.min(prompt.length, 16));
-        Options shortRun = new Options(o.models(), shortPrompt.length, Math.min(o.genTokens(), 32), 1, 0, o.seed(),
-                o.prefillStepSize(), null, null, 0, 0, o.kernels(), o.numerics(), o.dequantized());
+        Options shortRun = new Options(
+                o.models(),
+                shortPrompt.length,
+                Math.min(o.genTokens(), 32),
+                1,
+                0,
+                o.seed(),
+                o.prefillStepSize(),
+                null,
+                null,
+                0,
+                0,
+                o.kernels(),
+                o.numerics(),
+                o.dequantized());
         for (int i = 1; i <= MAX_JIT_WARMUPS; i++) {
             Run r = ours(model, shortPrompt, shortRun);
             if (r.jitMs() >= 0 && r.jitMs() < JIT_QUIET_MS) {
-                System.err.printf(Locale.ROOT, "[bench] %s: JIT quiet after %d short warm-up(s) (%d ms)%n", name, i,
-                        r.jitMs());
+                System.err.printf(
+                        Locale.ROOT, "[bench] %s: JIT quiet after %d short warm-up(s) (%d ms)%n", name, i, r.jitMs());
                 return i;
             }
         }
-        System.err.printf(Locale.ROOT, "[bench] %s: JIT still compiling after %d short warm-ups%n", name,
-                MAX_JIT_WARMUPS);
+        System.err.printf(
+                Locale.ROOT, "[bench] %s: JIT still compiling after %d short warm-ups%n", name, MAX_JIT_WARMUPS);
         return MAX_JIT_WARMUPS;
     }
 
@@ -315,13 +390,24 @@ public final class DecodeBenchmark {
     private static Run ours(LanguageModel model, int[] prompt, Options o) {
         long jit0 = jitMs();
         long gc0 = gcMs();
-        GenerationResult r = GenerateStep.run(model, prompt,
-                new GenerationOptions(o.genTokens(), o.prefillStepSize(), new int[0], false), token -> true);
+        GenerationResult r = GenerateStep.run(
+                model,
+                prompt,
+                new GenerationOptions(o.genTokens(), o.prefillStepSize(), new int[0], false),
+                token -> true);
         // Outside the timed region: let the decode step generate_step had already queued finish,
         // so it does not overlap the other engine's run (mlxlm_bench.py does the same).
         Mlx.synchronize();
-        return new Run(r.promptTokensPerSecond(), r.generationTokensPerSecond(), r.promptTimeNs() / 1e9,
-                r.generationTimeNs() / 1e9, r.peakMemoryBytes(), r.tokens(), Double.NaN, 0, jitMs() - jit0,
+        return new Run(
+                r.promptTokensPerSecond(),
+                r.generationTokensPerSecond(),
+                r.promptTimeNs() / 1e9,
+                r.generationTimeNs() / 1e9,
+                r.peakMemoryBytes(),
+                r.tokens(),
+                Double.NaN,
+                0,
+                jitMs() - jit0,
                 gcMs() - gc0);
     }
 
@@ -344,13 +430,20 @@ public final class DecodeBenchmark {
                 break;
             }
             if (System.nanoTime() > deadline) {
-                System.err.printf(Locale.ROOT, "[bench] %s: machine still busy (%.2f foreign cores) after %d s; running anyway%n",
-                        what, foreign, o.maxQuietWaitS());
+                System.err.printf(
+                        Locale.ROOT,
+                        "[bench] %s: machine still busy (%.2f foreign cores) after %d s; running anyway%n",
+                        what,
+                        foreign,
+                        o.maxQuietWaitS());
                 break;
             }
             if (!said) {
-                System.err.printf(Locale.ROOT, "[bench] %s: waiting for the machine to go quiet (%.2f foreign cores)%n",
-                        what, foreign);
+                System.err.printf(
+                        Locale.ROOT,
+                        "[bench] %s: waiting for the machine to go quiet (%.2f foreign cores)%n",
+                        what,
+                        foreign);
                 said = true;
             }
             Thread.sleep(1000);
@@ -399,18 +492,20 @@ public final class DecodeBenchmark {
             this.process = process;
             this.log = log;
             this.stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-            Thread reader = new Thread(() -> {
-                try (BufferedReader r = new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                    for (String line; (line = r.readLine()) != null; ) {
-                        lines.add(line);
-                    }
-                } catch (IOException e) {
-                    // the process went away; EOF below tells the waiting side
-                } finally {
-                    lines.add(EOF);
-                }
-            }, "mlxlm-stdout");
+            Thread reader = new Thread(
+                    () -> {
+                        try (BufferedReader r = new BufferedReader(
+                                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                            for (String line; (line = r.readLine()) != null; ) {
+                                lines.add(line);
+                            }
+                        } catch (IOException e) {
+                            // the process went away; EOF below tells the waiting side
+                        } finally {
+                            lines.add(EOF);
+                        }
+                    },
+                    "mlxlm-stdout");
             reader.setDaemon(true);
             reader.start();
             this.header = next("header");
@@ -423,11 +518,26 @@ public final class DecodeBenchmark {
                 throw new IllegalStateException("the project venv is missing (" + python + ")");
             }
             Path script = home.resolve("scripts/bench/mlxlm_bench.py");
-            List<String> cmd = List.of(python.toString(), script.toString(), "--model", dir.toString(),
-                    "--prompt-tokens", String.valueOf(o.promptTokens()), "--gen-tokens", String.valueOf(o.genTokens()),
-                    "--runs", String.valueOf(o.runs()), "--seed", String.valueOf(o.seed()), "--prompt-file",
-                    promptFile.toString(), "--warmup", String.valueOf(o.warmup()), "--prefill-step-size",
-                    String.valueOf(o.prefillStepSize()), "--serve");
+            List<String> cmd = List.of(
+                    python.toString(),
+                    script.toString(),
+                    "--model",
+                    dir.toString(),
+                    "--prompt-tokens",
+                    String.valueOf(o.promptTokens()),
+                    "--gen-tokens",
+                    String.valueOf(o.genTokens()),
+                    "--runs",
+                    String.valueOf(o.runs()),
+                    "--seed",
+                    String.valueOf(o.seed()),
+                    "--prompt-file",
+                    promptFile.toString(),
+                    "--warmup",
+                    String.valueOf(o.warmup()),
+                    "--prefill-step-size",
+                    String.valueOf(o.prefillStepSize()),
+                    "--serve");
             Path log = home.resolve("build/bench").resolve("mlxlm-" + name + ".log");
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
             pb.environment().put("PYTHONIOENCODING", "utf-8");
@@ -453,9 +563,17 @@ public final class DecodeBenchmark {
                 throw new IllegalStateException("mlx-lm answered run " + r.path("run") + ", expected " + runs);
             }
             runs++;
-            return new Run(r.get("prompt_tps").asDouble(), r.get("generation_tps").asDouble(),
-                    r.get("prompt_time_s").asDouble(), r.get("generation_time_s").asDouble(),
-                    r.get("peak_memory").asLong(), JSON.convertValue(r.get("tokens"), int[].class), Double.NaN, 0, -1, -1);
+            return new Run(
+                    r.get("prompt_tps").asDouble(),
+                    r.get("generation_tps").asDouble(),
+                    r.get("prompt_time_s").asDouble(),
+                    r.get("generation_time_s").asDouble(),
+                    r.get("peak_memory").asLong(),
+                    JSON.convertValue(r.get("tokens"), int[].class),
+                    Double.NaN,
+                    0,
+                    -1,
+                    -1);
         }
 
         private JsonNode next(String kind) throws Exception {
@@ -464,8 +582,8 @@ public final class DecodeBenchmark {
                 long left = deadline - System.nanoTime();
                 String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
                 if (line == null) {
-                    throw new IllegalStateException("mlx-lm gave no '" + kind + "' line within " + PYTHON_TIMEOUT_S
-                            + " s" + stderrTail());
+                    throw new IllegalStateException(
+                            "mlx-lm gave no '" + kind + "' line within " + PYTHON_TIMEOUT_S + " s" + stderrTail());
                 }
                 if (line.equals(EOF)) {
                     throw new IllegalStateException("mlx-lm exited before its '" + kind + "' line" + stderrTail());
@@ -476,8 +594,8 @@ public final class DecodeBenchmark {
                 }
                 JsonNode node = JSON.readTree(line);
                 if (!kind.equals(node.path("kind").asText())) {
-                    throw new IllegalStateException("mlx-lm sent '" + node.path("kind").asText() + "', expected '"
-                            + kind + "'");
+                    throw new IllegalStateException(
+                            "mlx-lm sent '" + node.path("kind").asText() + "', expected '" + kind + "'");
                 }
                 return node;
             }
@@ -487,8 +605,8 @@ public final class DecodeBenchmark {
             try {
                 process.waitFor(2, TimeUnit.SECONDS);
                 String err = Files.readString(log, StandardCharsets.UTF_8);
-                return " (exit " + (process.isAlive() ? "-" : process.exitValue()) + ", log " + log + ")\n--- stderr tail ---\n"
-                        + err.substring(Math.max(0, err.length() - 4000));
+                return " (exit " + (process.isAlive() ? "-" : process.exitValue()) + ", log " + log
+                        + ")\n--- stderr tail ---\n" + err.substring(Math.max(0, err.length() - 4000));
             } catch (Exception e) {
                 return " (log " + log + ")";
             }
@@ -548,29 +666,54 @@ public final class DecodeBenchmark {
         }
         int[] a = v.runs().get(0).tokens();
         int[] b = theirs.get(0).tokens();
-        return Arrays.equals(a, b) ? "identical (not required)" : "differ from index " + firstDiff(a, b) + " (not required)";
+        return Arrays.equals(a, b)
+                ? "identical (not required)"
+                : "differ from index " + firstDiff(a, b) + " (not required)";
     }
 
     static String markdown(Options o, List<ModelResult> results, String[] versions, Instant started, double wallS) {
         StringBuilder sb = new StringBuilder();
         sb.append("## Side-by-side: mlx-ring vs mlx-lm, B=1 prefill and decode\n\n");
-        sb.append("Started ").append(started.truncatedTo(ChronoUnit.SECONDS)).append(", took ")
-                .append(f1(wallS)).append(" s. MLX ").append(versions[0]).append(", mlx-lm ").append(versions[1])
-                .append(" (Python ").append(versions[2]).append("), Java ").append(Runtime.version()).append(", ")
-                .append(cpuName()).append(", ").append(Runtime.getRuntime().availableProcessors()).append(" CPUs.\n");
+        sb.append("Started ")
+                .append(started.truncatedTo(ChronoUnit.SECONDS))
+                .append(", took ")
+                .append(f1(wallS))
+                .append(" s. MLX ")
+                .append(versions[0])
+                .append(", mlx-lm ")
+                .append(versions[1])
+                .append(" (Python ")
+                .append(versions[2])
+                .append("), Java ")
+                .append(Runtime.version())
+                .append(", ")
+                .append(cpuName())
+                .append(", ")
+                .append(Runtime.getRuntime().availableProcessors())
+                .append(" CPUs.\n");
         if (o.command() != null) {
             sb.append("Command: `").append(o.command()).append("`\n");
         }
-        sb.append("\nGreedy, no stop ids, prefill step ").append(o.prefillStepSize()).append(", prompt = ")
-                .append(o.promptTokens()).append(" ids from splitmix64(seed ").append(o.seed())
-                .append(") mod vocab, identical on both sides. ").append(o.warmup())
-                .append(" warm-up run(s) per engine (plus, for ours, short JIT warm-ups until the JVM stops compiling), then ").append(o.runs())
+        sb.append("\nGreedy, no stop ids, prefill step ")
+                .append(o.prefillStepSize())
+                .append(", prompt = ")
+                .append(o.promptTokens())
+                .append(" ids from splitmix64(seed ")
+                .append(o.seed())
+                .append(") mod vocab, identical on both sides. ")
+                .append(o.warmup())
+                .append(
+                        " warm-up run(s) per engine (plus, for ours, short JIT warm-ups until the JVM stops compiling), then ")
+                .append(o.runs())
                 .append(" measured runs each, alternating run by run: ours with each --cpu-kernels choice ")
                 .append(o.kernels().stream().map(CpuKernels::cliName).toList())
-                .append(" and --numerics tier ").append(o.numerics().stream().map(Numerics::cliName).toList())
-                .append(o.dequantized().contains(true)
-                        ? " (`dequantized`: --dequantized-weights, whose load time includes the one-token step that"
-                                + " builds the dequantized layouts, counted as its resident memory)" : "")
+                .append(" and --numerics tier ")
+                .append(o.numerics().stream().map(Numerics::cliName).toList())
+                .append(
+                        o.dequantized().contains(true)
+                                ? " (`dequantized`: --dequantized-weights, whose load time includes the one-token step that"
+                                        + " builds the dequantized layouts, counted as its resident memory)"
+                                : "")
                 .append(", then mlx-lm. "
                         + "Prefill tok/s = prompt tokens / time to first token; decode tok/s = generated tokens / "
                         + "time from first to last token (mlx-lm `stream_generate` definitions). "
@@ -581,8 +724,9 @@ public final class DecodeBenchmark {
                         + "our run. Foreign CPU = cores used by other processes during a run (/proc/stat); before each run the "
                         + "benchmark waited for it to drop below " + o.quietCores() + " cores (at most "
                         + o.maxQuietWaitS() + " s).\n\n");
-        sb.append("| model | ours | prompt tok | gen tok | runs | prefill tok/s ours | prefill tok/s mlx-lm | prefill ratio "
-                + "| decode tok/s ours | decode tok/s mlx-lm | decode ratio | peak MB ours | peak MB mlx-lm | tokens |\n");
+        sb.append(
+                "| model | ours | prompt tok | gen tok | runs | prefill tok/s ours | prefill tok/s mlx-lm | prefill ratio "
+                        + "| decode tok/s ours | decode tok/s mlx-lm | decode ratio | peak MB ours | peak MB mlx-lm | tokens |\n");
         sb.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for (ModelResult r : results) {
             for (Variant variant : r.variants()) {
@@ -591,20 +735,50 @@ public final class DecodeBenchmark {
                 double pt = median(r.theirs(), Run::promptTps);
                 double go = median(ours, Run::genTps);
                 double gt = median(r.theirs(), Run::genTps);
-                sb.append("| ").append(r.name()).append(" | ").append(variant.choice()).append(" | ")
-                        .append(o.promptTokens()).append(" | ")
-                        .append(o.genTokens()).append(" | ").append(ours.size()).append(" | ").append(f1(po))
-                        .append(" | ").append(f1(pt)).append(" | **").append(f3(po / pt)).append("** | ").append(f2(go))
-                        .append(" | ").append(f2(gt)).append(" | **").append(f3(go / gt)).append("** | ")
-                        .append(mb(maxPeak(ours))).append(" | ").append(mb(maxPeak(r.theirs()))).append(" | ")
-                        .append(r.mismatches().isEmpty() ? tokensVs(variant, r.theirs()) : "**MISMATCH**").append(" |\n");
+                sb.append("| ")
+                        .append(r.name())
+                        .append(" | ")
+                        .append(variant.choice())
+                        .append(" | ")
+                        .append(o.promptTokens())
+                        .append(" | ")
+                        .append(o.genTokens())
+                        .append(" | ")
+                        .append(ours.size())
+                        .append(" | ")
+                        .append(f1(po))
+                        .append(" | ")
+                        .append(f1(pt))
+                        .append(" | **")
+                        .append(f3(po / pt))
+                        .append("** | ")
+                        .append(f2(go))
+                        .append(" | ")
+                        .append(f2(gt))
+                        .append(" | **")
+                        .append(f3(go / gt))
+                        .append("** | ")
+                        .append(mb(maxPeak(ours)))
+                        .append(" | ")
+                        .append(mb(maxPeak(r.theirs())))
+                        .append(" | ")
+                        .append(r.mismatches().isEmpty() ? tokensVs(variant, r.theirs()) : "**MISMATCH**")
+                        .append(" |\n");
             }
         }
-        double worst = results.stream().flatMap(r -> java.util.stream.Stream.concat(
-                r.variants().stream().flatMap(v -> v.runs().stream()), r.theirs().stream())).mapToDouble(Run::foreignCores).filter(d -> !Double.isNaN(d)).max().orElse(Double.NaN);
+        double worst = results.stream()
+                .flatMap(r -> java.util.stream.Stream.concat(
+                        r.variants().stream().flatMap(v -> v.runs().stream()), r.theirs().stream()))
+                .mapToDouble(Run::foreignCores)
+                .filter(d -> !Double.isNaN(d))
+                .max()
+                .orElse(Double.NaN);
         if (!Double.isNaN(worst)) {
-            sb.append("\nHighest foreign CPU during any run: ").append(CpuMonitor.cores(worst)).append(" cores")
-                    .append(worst > 0.25 ? " -- **some runs shared the machine; see the raw runs**" : "").append(".\n");
+            sb.append("\nHighest foreign CPU during any run: ")
+                    .append(CpuMonitor.cores(worst))
+                    .append(" cores")
+                    .append(worst > 0.25 ? " -- **some runs shared the machine; see the raw runs**" : "")
+                    .append(".\n");
         }
         boolean anyMismatch = results.stream().anyMatch(r -> !r.mismatches().isEmpty());
         if (anyMismatch) {
@@ -619,27 +793,66 @@ public final class DecodeBenchmark {
         for (ModelResult r : results) {
             for (Variant variant : r.variants()) {
                 List<Run> ours = variant.runs();
-                sb.append("\n`").append(r.name()).append("`, ").append(variant.label()).append(" (").append(r.modelType())
-                        .append(", vocab ").append(r.vocab())
-                        .append(", ").append(r.dir()).append("; load ours ").append(f2(variant.loadS()))
-                        .append(" s, mlx-lm ").append(f2(r.theirsLoadS())).append(" s; ours also ran ")
-                        .append(variant.jitWarmups()).append(" short JIT warm-up(s))\n\n");
-                sb.append("| run | prefill s ours | prefill s mlx-lm | prefill tok/s ours | prefill tok/s mlx-lm | ratio "
-                        + "| decode s ours | decode s mlx-lm | decode tok/s ours | decode tok/s mlx-lm | ratio "
-                        + "| peak MB ours | peak MB mlx-lm | foreign CPU ours | foreign CPU mlx-lm | JIT/GC ms ours |\n");
+                sb.append("\n`")
+                        .append(r.name())
+                        .append("`, ")
+                        .append(variant.label())
+                        .append(" (")
+                        .append(r.modelType())
+                        .append(", vocab ")
+                        .append(r.vocab())
+                        .append(", ")
+                        .append(r.dir())
+                        .append("; load ours ")
+                        .append(f2(variant.loadS()))
+                        .append(" s, mlx-lm ")
+                        .append(f2(r.theirsLoadS()))
+                        .append(" s; ours also ran ")
+                        .append(variant.jitWarmups())
+                        .append(" short JIT warm-up(s))\n\n");
+                sb.append(
+                        "| run | prefill s ours | prefill s mlx-lm | prefill tok/s ours | prefill tok/s mlx-lm | ratio "
+                                + "| decode s ours | decode s mlx-lm | decode tok/s ours | decode tok/s mlx-lm | ratio "
+                                + "| peak MB ours | peak MB mlx-lm | foreign CPU ours | foreign CPU mlx-lm | JIT/GC ms ours |\n");
                 sb.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
                 for (int i = 0; i < ours.size(); i++) {
                     Run a = ours.get(i);
                     Run b = r.theirs().get(i);
-                    sb.append("| ").append(i + 1).append(" | ").append(f3(a.promptS())).append(" | ")
-                            .append(f3(b.promptS())).append(" | ").append(f1(a.promptTps())).append(" | ")
-                            .append(f1(b.promptTps())).append(" | ").append(f3(a.promptTps() / b.promptTps()))
-                            .append(" | ").append(f3(a.genS())).append(" | ").append(f3(b.genS())).append(" | ")
-                            .append(f2(a.genTps())).append(" | ").append(f2(b.genTps())).append(" | ")
-                            .append(f3(a.genTps() / b.genTps())).append(" | ").append(mb(a.peakBytes())).append(" | ")
-                            .append(mb(b.peakBytes())).append(" | ").append(CpuMonitor.cores(a.foreignCores()))
-                            .append(" | ").append(CpuMonitor.cores(b.foreignCores())).append(" | ").append(a.jitMs())
-                            .append(" / ").append(a.gcMs()).append(" |\n");
+                    sb.append("| ")
+                            .append(i + 1)
+                            .append(" | ")
+                            .append(f3(a.promptS()))
+                            .append(" | ")
+                            .append(f3(b.promptS()))
+                            .append(" | ")
+                            .append(f1(a.promptTps()))
+                            .append(" | ")
+                            .append(f1(b.promptTps()))
+                            .append(" | ")
+                            .append(f3(a.promptTps() / b.promptTps()))
+                            .append(" | ")
+                            .append(f3(a.genS()))
+                            .append(" | ")
+                            .append(f3(b.genS()))
+                            .append(" | ")
+                            .append(f2(a.genTps()))
+                            .append(" | ")
+                            .append(f2(b.genTps()))
+                            .append(" | ")
+                            .append(f3(a.genTps() / b.genTps()))
+                            .append(" | ")
+                            .append(mb(a.peakBytes()))
+                            .append(" | ")
+                            .append(mb(b.peakBytes()))
+                            .append(" | ")
+                            .append(CpuMonitor.cores(a.foreignCores()))
+                            .append(" | ")
+                            .append(CpuMonitor.cores(b.foreignCores()))
+                            .append(" | ")
+                            .append(a.jitMs())
+                            .append(" / ")
+                            .append(a.gcMs())
+                            .append(" |\n");
                 }
                 double[] pr = new double[ours.size()];
                 double[] dr = new double[ours.size()];
@@ -647,15 +860,28 @@ public final class DecodeBenchmark {
                     pr[i] = ours.get(i).promptTps() / r.theirs().get(i).promptTps();
                     dr[i] = ours.get(i).genTps() / r.theirs().get(i).genTps();
                 }
-                sb.append("\nPer-run ratios ours/mlx-lm (each run against the mlx-lm run right after it): prefill median ")
-                        .append(f3(median(pr))).append(" (").append(f3(Arrays.stream(pr).min().orElse(0))).append("..")
-                        .append(f3(Arrays.stream(pr).max().orElse(0))).append("), decode median ").append(f3(median(dr)))
-                        .append(" (").append(f3(Arrays.stream(dr).min().orElse(0))).append("..")
-                        .append(f3(Arrays.stream(dr).max().orElse(0))).append(").\n");
+                sb.append(
+                                "\nPer-run ratios ours/mlx-lm (each run against the mlx-lm run right after it): prefill median ")
+                        .append(f3(median(pr)))
+                        .append(" (")
+                        .append(f3(Arrays.stream(pr).min().orElse(0)))
+                        .append("..")
+                        .append(f3(Arrays.stream(pr).max().orElse(0)))
+                        .append("), decode median ")
+                        .append(f3(median(dr)))
+                        .append(" (")
+                        .append(f3(Arrays.stream(dr).min().orElse(0)))
+                        .append("..")
+                        .append(f3(Arrays.stream(dr).max().orElse(0)))
+                        .append(").\n");
                 int[] t = ours.get(0).tokens();
-                sb.append("\nGenerated ids (run 1, ").append(t.length).append("): `")
+                sb.append("\nGenerated ids (run 1, ")
+                        .append(t.length)
+                        .append("): `")
                         .append(Arrays.toString(Arrays.copyOf(t, Math.min(t.length, 16))))
-                        .append(t.length > 16 ? " ..." : "").append("`, ").append(Arrays.stream(t).distinct().count())
+                        .append(t.length > 16 ? " ..." : "")
+                        .append("`, ")
+                        .append(Arrays.stream(t).distinct().count())
                         .append(" distinct.\n");
             }
         }
@@ -711,17 +937,27 @@ public final class DecodeBenchmark {
                 case "--command" -> command = f.value();
                 case "--quiet-cores" -> quietCores = Double.parseDouble(f.value());
                 case "--max-quiet-wait-s" -> maxQuietWaitS = f.integer();
-                case "--cpu-kernels" -> kernels = Arrays.stream(f.value().split(","))
-                        .map(v -> CpuKernels.parse("--cpu-kernels", v.trim())).distinct().toList();
-                case "--numerics" -> numerics = Arrays.stream(f.value().split(","))
-                        .map(v -> Numerics.parse("--numerics", v.trim())).distinct().toList();
-                case "--dequantized-weights" -> dequantized = Arrays.stream(f.value().split(","))
-                        .map(v -> switch (v.trim()) {
-                            case "off" -> false;
-                            case "on" -> true;
-                            default -> throw new IllegalArgumentException(
-                                    "--dequantized-weights takes off, on or off,on; got '" + v.trim() + "'");
-                        }).distinct().toList();
+                case "--cpu-kernels" ->
+                    kernels = Arrays.stream(f.value().split(","))
+                            .map(v -> CpuKernels.parse("--cpu-kernels", v.trim()))
+                            .distinct()
+                            .toList();
+                case "--numerics" ->
+                    numerics = Arrays.stream(f.value().split(","))
+                            .map(v -> Numerics.parse("--numerics", v.trim()))
+                            .distinct()
+                            .toList();
+                case "--dequantized-weights" ->
+                    dequantized = Arrays.stream(f.value().split(","))
+                            .map(v -> switch (v.trim()) {
+                                case "off" -> false;
+                                case "on" -> true;
+                                default ->
+                                    throw new IllegalArgumentException(
+                                            "--dequantized-weights takes off, on or off,on; got '" + v.trim() + "'");
+                            })
+                            .distinct()
+                            .toList();
                 default -> throw f.unknown();
             }
         }
@@ -739,7 +975,20 @@ public final class DecodeBenchmark {
         if (warmup < 0) {
             throw new IllegalArgumentException("--warmup must be >= 0");
         }
-        return new Options(List.copyOf(models), promptTokens, genTokens, runs, warmup, seed, prefill, out, command,
-                quietCores, maxQuietWaitS, kernels, numerics, dequantized);
+        return new Options(
+                List.copyOf(models),
+                promptTokens,
+                genTokens,
+                runs,
+                warmup,
+                seed,
+                prefill,
+                out,
+                command,
+                quietCores,
+                maxQuietWaitS,
+                kernels,
+                numerics,
+                dequantized);
     }
 }

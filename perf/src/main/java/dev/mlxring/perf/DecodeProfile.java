@@ -8,16 +8,16 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.pipeline.SamplingParams;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Where a decode token's time goes on our side; {@code scripts/bench/mlxlm_profile.py} is the
@@ -74,7 +74,9 @@ public final class DecodeProfile {
             long t0 = System.nanoTime();
             try (ArrayScope scope = ArrayScope.open()) {
                 model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOfRange(prompt, 0, n), n), 0), cache);
-                Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
+                Mlx.eval(Arrays.stream(cache)
+                        .flatMap(c -> Arrays.stream(c.state()))
+                        .toArray(MlxArray[]::new));
             }
             Mlx.clearCache();
             s = (System.nanoTime() - t0) / 1e9;
@@ -151,7 +153,8 @@ public final class DecodeProfile {
                 if (key.contains("QuantizedMatmul")) {
                     String[] ins = f[2].substring(1, f[2].length() - 1).split("\\]\\[");
                     String[] x = ins[0].split("x");
-                    key += " N=" + f[1].substring(f[1].lastIndexOf('x') + 1, f[1].length() - 1) + " K=" + x[x.length - 1];
+                    key += " N=" + f[1].substring(f[1].lastIndexOf('x') + 1, f[1].length() - 1) + " K="
+                            + x[x.length - 1];
                 }
                 long[] acc = byKey.computeIfAbsent(key, k -> new long[2]);
                 acc[0]++;
@@ -161,13 +164,30 @@ public final class DecodeProfile {
             }
         }
         int n = steps.size();
-        System.out.printf(Locale.ROOT, "%s run %d: per token, one primitive at a time (%d steps, %.0f primitives/step,"
-                + " %.1f us eval dispatch per primitive included):%n", model, run, n, ops / (double) n, dispatch / 1e3);
-        byKey.entrySet().stream().sorted((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1])).forEach(e ->
-                System.out.printf(Locale.ROOT, "  %-52s %6.1f /token %8.3f ms/token%n", e.getKey(),
-                        e.getValue()[0] / (double) n, e.getValue()[1] / 1e6 / n));
-        System.out.printf(Locale.ROOT, "  %-52s %6.1f /token %8.3f ms/token (of which dispatch ~%.3f ms)%n", "total",
-                ops / (double) n, total / 1e6 / n, ops / (double) n * dispatch / 1e6);
+        System.out.printf(
+                Locale.ROOT,
+                "%s run %d: per token, one primitive at a time (%d steps, %.0f primitives/step,"
+                        + " %.1f us eval dispatch per primitive included):%n",
+                model,
+                run,
+                n,
+                ops / (double) n,
+                dispatch / 1e3);
+        byKey.entrySet().stream()
+                .sorted((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1]))
+                .forEach(e -> System.out.printf(
+                        Locale.ROOT,
+                        "  %-52s %6.1f /token %8.3f ms/token%n",
+                        e.getKey(),
+                        e.getValue()[0] / (double) n,
+                        e.getValue()[1] / 1e6 / n));
+        System.out.printf(
+                Locale.ROOT,
+                "  %-52s %6.1f /token %8.3f ms/token (of which dispatch ~%.3f ms)%n",
+                "total",
+                ops / (double) n,
+                total / 1e6 / n,
+                ops / (double) n * dispatch / 1e6);
     }
 
     /** ns per {@code itemInt()} of an already evaluated 1-element int32 array ({@code .item()}). */
@@ -209,11 +229,12 @@ public final class DecodeProfile {
                 case "--build-loop-s" -> buildLoopS = Double.parseDouble(f.value());
                 case "--ops" -> opsRuns = f.positive();
                 case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
-                case "--dequantized-weights" -> dequantized = switch (f.value()) {
-                    case "on" -> true;
-                    case "off" -> false;
-                    default -> throw new IllegalArgumentException("--dequantized-weights takes on or off");
-                };
+                case "--dequantized-weights" ->
+                    dequantized = switch (f.value()) {
+                        case "on" -> true;
+                        case "off" -> false;
+                        default -> throw new IllegalArgumentException("--dequantized-weights takes on or off");
+                    };
                 default -> throw f.unknown();
             }
         }
@@ -228,11 +249,14 @@ public final class DecodeProfile {
         for (int w = 0; w < 3; w++) {
             itemOverhead(100_000);
         }
-        System.out.printf(Locale.ROOT, "item overhead (itemInt of an evaluated array): %.0f ns%n", itemOverhead(200_000));
+        System.out.printf(
+                Locale.ROOT, "item overhead (itemInt of an evaluated array): %.0f ns%n", itemOverhead(200_000));
         try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, dequantized, null)) {
             if (buildLoopS > 0) {
                 buildLoop(model, Math.min(2, buildLoopS)); // JIT
-                System.out.printf(Locale.ROOT, "graph build only (fresh cache, never evaluated): %.3f ms/step%n",
+                System.out.printf(
+                        Locale.ROOT,
+                        "graph build only (fresh cache, never evaluated): %.3f ms/step%n",
                         buildLoop(model, buildLoopS));
                 return;
             }
@@ -250,21 +274,36 @@ public final class DecodeProfile {
                 DecodeTiming.Pipelined p = DecodeTiming.pipelined(model, prompt, genTokens);
                 DecodeTiming.Synchronous s = DecodeTiming.synchronous(model, prompt, genTokens);
                 tokens = p.tokens();
-                System.out.printf(Locale.ROOT,
+                System.out.printf(
+                        Locale.ROOT,
                         "%s run %d: pipelined per token: build %.2f ms, async_eval %.2f ms, wait %.2f ms, total %.2f ms"
                                 + " (%.2f tok/s) | sync per token: build %.2f ms, compute %.2f ms | %d arrays/step%n",
-                        dir.getFileName(), r + 1, p.buildNs() / 1e6, p.asyncNs() / 1e6, p.waitNs() / 1e6,
-                        p.totalNs() / 1e6, 1e9 / p.totalNs(), s.buildNs() / 1e6, s.computeNs() / 1e6, s.arrays());
+                        dir.getFileName(),
+                        r + 1,
+                        p.buildNs() / 1e6,
+                        p.asyncNs() / 1e6,
+                        p.waitNs() / 1e6,
+                        p.totalNs() / 1e6,
+                        1e9 / p.totalNs(),
+                        s.buildNs() / 1e6,
+                        s.computeNs() / 1e6,
+                        s.arrays());
             }
             long weights = Mlx.memory().activeBytes();
             for (int r = 0; r < 2; r++) {
                 double[] open = prefillMemory(model, prompt, false);
                 double[] closed = prefillMemory(model, prompt, true);
-                System.out.printf(Locale.ROOT,
+                System.out.printf(
+                        Locale.ROOT,
                         "prefill %d tokens: eval inside the forward scope (the old GenerationRun) %.3f s, peak %.1f MB;"
                                 + " scope closed before eval (GenerationRun since 6752b7a) %.3f s, peak %.1f MB"
                                 + " (active before: %.1f MB)%n",
-                        prompt.length - 1, open[0], open[1] / 1e6, closed[0], closed[1] / 1e6, weights / 1e6);
+                        prompt.length - 1,
+                        open[0],
+                        open[1] / 1e6,
+                        closed[0],
+                        closed[1] / 1e6,
+                        weights / 1e6);
             }
             System.out.println("tokens " + Arrays.toString(Arrays.copyOf(tokens, Math.min(8, tokens.length))));
         }

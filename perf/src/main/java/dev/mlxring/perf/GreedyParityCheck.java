@@ -61,16 +61,25 @@ public final class GreedyParityCheck {
             for (JsonNode r : expected.get("results")) {
                 int[] prompt = ints(r.get("prompt"));
                 int[] tokens = ints(r.get("tokens"));
-                GenerationResult got = GenerateStep.run(model, prompt,
-                        new GenerationOptions(maxTokens, prefillStep, new int[0], true, null, 0), t -> true);
+                GenerationResult got = GenerateStep.run(
+                        model,
+                        prompt,
+                        new GenerationOptions(maxTokens, prefillStep, new int[0], true, null, 0),
+                        t -> true);
                 boolean tokensEqual = Arrays.equals(tokens, got.tokens());
                 boolean dtypeEqual = r.get("logits0").get("dtype").asText().equals(got.logitsDtype());
                 boolean logitsEqual = Arrays.equals(bytes(r.get("logits0")), got.firstLogits());
                 boolean logprobsEqual = Arrays.equals(bytes(r.get("logprobs0")), got.firstLogprobs());
                 boolean ok = tokensEqual && dtypeEqual && logitsEqual && logprobsEqual;
-                System.out.printf("%s prompt %d (%d tokens): tokens %s (%d), logits0 %s %s, logprobs0 %s%n",
-                        ok ? "MATCH" : "DIFFER", prompts, prompt.length, tokensEqual ? "equal" : "differ",
-                        tokens.length, got.logitsDtype(), logitsEqual && dtypeEqual ? "bytes equal" : "bytes differ",
+                System.out.printf(
+                        "%s prompt %d (%d tokens): tokens %s (%d), logits0 %s %s, logprobs0 %s%n",
+                        ok ? "MATCH" : "DIFFER",
+                        prompts,
+                        prompt.length,
+                        tokensEqual ? "equal" : "differ",
+                        tokens.length,
+                        got.logitsDtype(),
+                        logitsEqual && dtypeEqual ? "bytes equal" : "bytes differ",
                         logprobsEqual ? "bytes equal" : "bytes differ");
                 if (!tokensEqual) {
                     System.out.println("  mlx-lm: " + Arrays.toString(tokens));
@@ -80,8 +89,9 @@ public final class GreedyParityCheck {
                 prompts++;
             }
         }
-        System.out.printf("%s: %d/%d prompts match mlx-lm (%s, default device %s)%n", o.model(), prompts - failures,
-                prompts, o.expected(), Mlx.defaultDeviceIsGpu() ? "gpu" : "cpu");
+        System.out.printf(
+                "%s: %d/%d prompts match mlx-lm (%s, default device %s)%n",
+                o.model(), prompts - failures, prompts, o.expected(), Mlx.defaultDeviceIsGpu() ? "gpu" : "cpu");
         System.exit(failures == 0 && prompts > 0 ? 0 : 2);
     }
 

@@ -70,13 +70,39 @@ public final class LoadHarness {
 
     record Target(String name, URI base) {}
 
-    record Options(List<Target> targets, int[] concurrency, int requests, int maxTokens, int rounds, int warmup,
-            int timeoutS, Path out, Path raw, Path phases, int staggerMs, String command) {}
+    record Options(
+            List<Target> targets,
+            int[] concurrency,
+            int requests,
+            int maxTokens,
+            int rounds,
+            int warmup,
+            int timeoutS,
+            Path out,
+            Path raw,
+            Path phases,
+            int staggerMs,
+            String command) {}
 
     /** One streamed request. Times in ns relative to the request's send. */
-    record Result(String target, int concurrency, int round, int index, int prompt, int status, long startNs, long ttftNs,
-            long endNs, long[] gapsNs, int events, int completionTokens, int promptTokens, int cachedTokens,
-            String finish, String text, String error) {
+    record Result(
+            String target,
+            int concurrency,
+            int round,
+            int index,
+            int prompt,
+            int status,
+            long startNs,
+            long ttftNs,
+            long endNs,
+            long[] gapsNs,
+            int events,
+            int completionTokens,
+            int promptTokens,
+            int cachedTokens,
+            String finish,
+            String text,
+            String error) {
         boolean ok() {
             return error == null && status == 200 && ttftNs >= 0;
         }
@@ -104,16 +130,18 @@ public final class LoadHarness {
     public static void main(String[] argv) throws Exception {
         Options o = Flags.parseOrExit(argv, LoadHarness::parse, USAGE);
         Instant started = Instant.now();
-        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(10)).build();
+        HttpClient client = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(10))
+                .build();
 
         for (Target t : o.targets()) {
             log("warm-up: %d request(s) against %s", o.warmup(), t.name());
             for (int i = 0; i < o.warmup(); i++) {
                 Result r = stream(client, t, o, 1, 0, i);
                 if (!r.ok()) {
-                    throw new IllegalStateException("warm-up request against " + t.name() + " failed: status "
-                            + r.status() + ", " + r.error());
+                    throw new IllegalStateException(
+                            "warm-up request against " + t.name() + " failed: status " + r.status() + ", " + r.error());
                 }
             }
         }
@@ -128,8 +156,15 @@ public final class LoadHarness {
                     Phase p = phase(client, t, o, c, round);
                     phases.add(p);
                     long failed = p.results().stream().filter(r -> !r.ok()).count();
-                    log("round %d, N=%d, %s: %d requests in %.1f s, %d content events, %.1f tok/s aggregate%s", round, c,
-                            t.name(), p.results().size(), p.wallNs() / 1e9, p.tokens(), p.tps(),
+                    log(
+                            "round %d, N=%d, %s: %d requests in %.1f s, %d content events, %.1f tok/s aggregate%s",
+                            round,
+                            c,
+                            t.name(),
+                            p.results().size(),
+                            p.wallNs() / 1e9,
+                            p.tokens(),
+                            p.tps(),
                             failed == 0 ? "" : ", " + failed + " FAILED");
                 }
             }
@@ -251,7 +286,9 @@ public final class LoadHarness {
                         if (usage != null && !usage.isNull()) {
                             completion = usage.path("completion_tokens").asInt(-1);
                             promptTokens = usage.path("prompt_tokens").asInt(-1);
-                            cached = usage.path("prompt_tokens_details").path("cached_tokens").asInt(0);
+                            cached = usage.path("prompt_tokens_details")
+                                    .path("cached_tokens")
+                                    .asInt(0);
                         }
                         JsonNode choice = ev.path("choices").path(0);
                         if (choice.isMissingNode()) {
@@ -261,7 +298,8 @@ public final class LoadHarness {
                             finish = choice.get("finish_reason").asText();
                         }
                         JsonNode delta = choice.path("delta");
-                        String piece = delta.path("content").asText("") + delta.path("reasoning").asText("");
+                        String piece = delta.path("content").asText("")
+                                + delta.path("reasoning").asText("");
                         if (piece.isEmpty()) {
                             continue;
                         }
@@ -286,9 +324,24 @@ public final class LoadHarness {
         if (error == null && completion < 0) {
             error = "no usage chunk";
         }
-        return new Result(t.name(), concurrency, round, index, prompt, status, start, first < 0 ? -1 : first - start,
-                end - start, gaps.stream().mapToLong(Long::longValue).toArray(), events, completion, promptTokens,
-                cached, finish, text.toString(), error);
+        return new Result(
+                t.name(),
+                concurrency,
+                round,
+                index,
+                prompt,
+                status,
+                start,
+                first < 0 ? -1 : first - start,
+                end - start,
+                gaps.stream().mapToLong(Long::longValue).toArray(),
+                events,
+                completion,
+                promptTokens,
+                cached,
+                finish,
+                text.toString(),
+                error);
     }
 
     // ---------------------------------------------------------------------------------- report
@@ -314,35 +367,74 @@ public final class LoadHarness {
     }
 
     /** The metrics of one (target, concurrency) cell, pooled over its rounds. */
-    record Cell(int requests, int failed, double ttftP50, double ttftP99, double itlP50, double itlP99, int itlSamples,
-            double tpsMedian, double[] tpsRounds, double streamTpsP50, double tokensPerRequest, double eventsPerToken,
-            double cachedPerRequest, double promptPerRequest) {}
+    record Cell(
+            int requests,
+            int failed,
+            double ttftP50,
+            double ttftP99,
+            double itlP50,
+            double itlP99,
+            int itlSamples,
+            double tpsMedian,
+            double[] tpsRounds,
+            double streamTpsP50,
+            double tokensPerRequest,
+            double eventsPerToken,
+            double cachedPerRequest,
+            double promptPerRequest) {}
 
     static Cell cell(List<Phase> phases) {
         List<Result> all = phases.stream().flatMap(p -> p.results().stream()).toList();
         List<Result> ok = all.stream().filter(Result::ok).toList();
         double[] ttft = ok.stream().mapToDouble(r -> r.ttftNs() / 1e6).toArray();
-        double[] itl = ok.stream().flatMapToLong(r -> Arrays.stream(r.gapsNs())).mapToDouble(g -> g / 1e6).toArray();
+        double[] itl = ok.stream()
+                .flatMapToLong(r -> Arrays.stream(r.gapsNs()))
+                .mapToDouble(g -> g / 1e6)
+                .toArray();
         double[] tps = phases.stream().mapToDouble(Phase::tps).toArray();
-        double[] stream = ok.stream().mapToDouble(Result::streamTps).filter(d -> !Double.isNaN(d)).toArray();
+        double[] stream = ok.stream()
+                .mapToDouble(Result::streamTps)
+                .filter(d -> !Double.isNaN(d))
+                .toArray();
         double tokens = ok.stream().mapToInt(Result::completionTokens).average().orElse(Double.NaN);
         double events = ok.stream().mapToInt(Result::events).sum()
-                / (double) Math.max(1, ok.stream().mapToInt(Result::completionTokens).sum());
+                / (double) Math.max(
+                        1, ok.stream().mapToInt(Result::completionTokens).sum());
         double cachedAvg = ok.stream().mapToInt(Result::cachedTokens).average().orElse(Double.NaN);
         double promptAvg = ok.stream().mapToInt(Result::promptTokens).average().orElse(Double.NaN);
-        return new Cell(all.size(), all.size() - ok.size(), percentile(ttft, 50), percentile(ttft, 99),
-                percentile(itl, 50), percentile(itl, 99), itl.length, median(tps), tps, percentile(stream, 50), tokens,
-                events, cachedAvg, promptAvg);
+        return new Cell(
+                all.size(),
+                all.size() - ok.size(),
+                percentile(ttft, 50),
+                percentile(ttft, 99),
+                percentile(itl, 50),
+                percentile(itl, 99),
+                itl.length,
+                median(tps),
+                tps,
+                percentile(stream, 50),
+                tokens,
+                events,
+                cachedAvg,
+                promptAvg);
     }
 
     static String report(Options o, List<Phase> phases, Instant started, Duration took) {
         StringBuilder md = new StringBuilder();
         List<String> names = o.targets().stream().map(Target::name).toList();
-        md.append("### Load: ").append(String.join(" vs ", names)).append(", streaming chat, ")
-                .append(o.maxTokens()).append(" max tokens\n\n");
-        md.append(String.format(Locale.ROOT, "Started %s, took %.0f s. Command: `%s`%n%n",
-                started.truncatedTo(ChronoUnit.SECONDS), took.toMillis() / 1e3, o.command()));
-        md.append(String.format(Locale.ROOT,
+        md.append("### Load: ")
+                .append(String.join(" vs ", names))
+                .append(", streaming chat, ")
+                .append(o.maxTokens())
+                .append(" max tokens\n\n");
+        md.append(String.format(
+                Locale.ROOT,
+                "Started %s, took %.0f s. Command: `%s`%n%n",
+                started.truncatedTo(ChronoUnit.SECONDS),
+                took.toMillis() / 1e3,
+                o.command()));
+        md.append(String.format(
+                Locale.ROOT,
                 "%d prompts (fixed chat questions, round-robin, each behind a tag unique to the request, the same on every target), temperature 0, `max_tokens` %d, `stream_options.include_usage`;"
                         + " %d requests per phase; %d round(s), each running every concurrency level against every target in turn"
                         + " (order reversed every other round); %d sequential warm-up request(s) per target first, not recorded."
@@ -352,9 +444,19 @@ public final class LoadHarness {
                         + " content events, not usage tokens: mlx_lm.server's usage counts the EOS token of a request that"
                         + " ends with \"stop\", mlx-ring's does not (tokens/request is usage, events/token = events / usage)."
                         + " p99 of TTFT over %d requests per cell is close to the maximum.%s%n%n",
-                PROMPTS.size(), o.maxTokens(), o.requests(), o.rounds(), o.warmup(), o.requests() * o.rounds(),
-                o.staggerMs() == 0 ? "" : String.format(Locale.ROOT, " Arrivals staggered: client i starts %d × i ms"
-                        + " into its phase (wall time includes the stagger).", o.staggerMs())));
+                PROMPTS.size(),
+                o.maxTokens(),
+                o.requests(),
+                o.rounds(),
+                o.warmup(),
+                o.requests() * o.rounds(),
+                o.staggerMs() == 0
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                " Arrivals staggered: client i starts %d × i ms"
+                                        + " into its phase (wall time includes the stagger).",
+                                o.staggerMs())));
         md.append("| target | N | requests (failed) | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | ITL samples"
                 + " | aggregate tok/s (median) | per round | stream tok/s p50 | tokens/request | events/token"
                 + " | prompt tok | cached tok |\n");
@@ -362,41 +464,81 @@ public final class LoadHarness {
         Map<String, Cell> cells = new LinkedHashMap<>();
         for (int c : o.concurrency()) {
             for (String n : names) {
-                List<Phase> ps = phases.stream().filter(p -> p.target().equals(n) && p.concurrency() == c).toList();
+                List<Phase> ps = phases.stream()
+                        .filter(p -> p.target().equals(n) && p.concurrency() == c)
+                        .toList();
                 Cell cell = cell(ps);
                 cells.put(n + "@" + c, cell);
-                md.append(String.format(Locale.ROOT,
+                md.append(String.format(
+                        Locale.ROOT,
                         "| %s | %d | %d (%d) | %.1f | %.1f | %.2f | %.2f | %d | %.1f | %s | %.1f | %.1f | %.2f | %.1f | %.1f |%n",
-                        n, c, cell.requests(), cell.failed(), cell.ttftP50(), cell.ttftP99(), cell.itlP50(),
-                        cell.itlP99(), cell.itlSamples(), cell.tpsMedian(),
-                        String.join(", ", Arrays.stream(cell.tpsRounds()).mapToObj(d -> String.format(Locale.ROOT, "%.1f", d))
-                                .toList()),
-                        cell.streamTpsP50(), cell.tokensPerRequest(), cell.eventsPerToken(), cell.promptPerRequest(),
+                        n,
+                        c,
+                        cell.requests(),
+                        cell.failed(),
+                        cell.ttftP50(),
+                        cell.ttftP99(),
+                        cell.itlP50(),
+                        cell.itlP99(),
+                        cell.itlSamples(),
+                        cell.tpsMedian(),
+                        String.join(
+                                ", ",
+                                Arrays.stream(cell.tpsRounds())
+                                        .mapToObj(d -> String.format(Locale.ROOT, "%.1f", d))
+                                        .toList()),
+                        cell.streamTpsP50(),
+                        cell.tokensPerRequest(),
+                        cell.eventsPerToken(),
+                        cell.promptPerRequest(),
                         cell.cachedPerRequest()));
             }
         }
         if (names.size() >= 2) {
             String a = names.get(0);
-            md.append(String.format(Locale.ROOT, "%nRatios %s / other (TTFT, ITL: < 1 means %s is faster; tok/s: > 1 means %s is faster):%n%n",
-                    a, a, a));
+            md.append(String.format(
+                    Locale.ROOT,
+                    "%nRatios %s / other (TTFT, ITL: < 1 means %s is faster; tok/s: > 1 means %s is faster):%n%n",
+                    a,
+                    a,
+                    a));
             md.append("| vs | N | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | aggregate tok/s | stream tok/s p50 |\n");
             md.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
             for (String b : names.subList(1, names.size())) {
                 for (int c : o.concurrency()) {
                     Cell x = cells.get(a + "@" + c);
                     Cell y = cells.get(b + "@" + c);
-                    md.append(String.format(Locale.ROOT, "| %s | %d | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f |%n", b, c,
-                            x.ttftP50() / y.ttftP50(), x.ttftP99() / y.ttftP99(), x.itlP50() / y.itlP50(),
-                            x.itlP99() / y.itlP99(), x.tpsMedian() / y.tpsMedian(), x.streamTpsP50() / y.streamTpsP50()));
+                    md.append(String.format(
+                            Locale.ROOT,
+                            "| %s | %d | %.3f | %.3f | %.3f | %.3f | **%.3f** | %.3f |%n",
+                            b,
+                            c,
+                            x.ttftP50() / y.ttftP50(),
+                            x.ttftP99() / y.ttftP99(),
+                            x.itlP50() / y.itlP50(),
+                            x.itlP99() / y.itlP99(),
+                            x.tpsMedian() / y.tpsMedian(),
+                            x.streamTpsP50() / y.streamTpsP50()));
                 }
             }
             md.append('\n').append(sameText(phases, names, o.concurrency()));
         }
-        List<Result> failures = phases.stream().flatMap(p -> p.results().stream()).filter(r -> !r.ok()).toList();
+        List<Result> failures = phases.stream()
+                .flatMap(p -> p.results().stream())
+                .filter(r -> !r.ok())
+                .toList();
         if (!failures.isEmpty()) {
             md.append("\n**Failed requests:**\n\n");
-            failures.stream().limit(20).forEach(r -> md.append(String.format(Locale.ROOT, "- %s N=%d round %d request %d: %s%n",
-                    r.target(), r.concurrency(), r.round(), r.index(), r.error())));
+            failures.stream()
+                    .limit(20)
+                    .forEach(r -> md.append(String.format(
+                            Locale.ROOT,
+                            "- %s N=%d round %d request %d: %s%n",
+                            r.target(),
+                            r.concurrency(),
+                            r.round(),
+                            r.index(),
+                            r.error())));
         }
         return md.toString();
     }
@@ -412,7 +554,9 @@ public final class LoadHarness {
                 }
                 for (Result r : ph.results()) {
                     if (r.ok()) {
-                        byRequest.computeIfAbsent(r.round() + "." + r.index(), k -> new ArrayList<>()).add(r.text());
+                        byRequest
+                                .computeIfAbsent(r.round() + "." + r.index(), k -> new ArrayList<>())
+                                .add(r.text());
                     }
                 }
             }
@@ -430,8 +574,12 @@ public final class LoadHarness {
                     differ.add(c + "." + e.getKey());
                 }
             }
-            md.append(String.format(Locale.ROOT, "Output text at N=%d: %d of %d requests gave the same text on every"
-                    + " target%s.%n", c, same, compared,
+            md.append(String.format(
+                    Locale.ROOT,
+                    "Output text at N=%d: %d of %d requests gave the same text on every" + " target%s.%n",
+                    c,
+                    same,
+                    compared,
                     differ.isEmpty() ? "" : " (differing: round.N.index " + String.join(", ", differ) + ")"));
         }
         return md.toString();
@@ -439,13 +587,25 @@ public final class LoadHarness {
 
     /** One row per phase: what the throughput plot reads. */
     static String phaseRows(List<Phase> phases) {
-        StringBuilder s = new StringBuilder("target\tN\tround\twall_s\tcontent_events\taggregate_tps\tttft_p50_ms"
-                + "\tttft_p99_ms\tfailed\n");
+        StringBuilder s = new StringBuilder(
+                "target\tN\tround\twall_s\tcontent_events\taggregate_tps\tttft_p50_ms" + "\tttft_p99_ms\tfailed\n");
         for (Phase p : phases) {
-            double[] ttft = p.results().stream().filter(Result::ok).mapToDouble(r -> r.ttftNs() / 1e6).toArray();
-            s.append(String.format(Locale.ROOT, "%s\t%d\t%d\t%.3f\t%d\t%.3f\t%.1f\t%.1f\t%d%n", p.target(),
-                    p.concurrency(), p.round(), p.wallNs() / 1e9, p.tokens(), p.tps(), percentile(ttft, 50),
-                    percentile(ttft, 99), p.results().stream().filter(r -> !r.ok()).count()));
+            double[] ttft = p.results().stream()
+                    .filter(Result::ok)
+                    .mapToDouble(r -> r.ttftNs() / 1e6)
+                    .toArray();
+            s.append(String.format(
+                    Locale.ROOT,
+                    "%s\t%d\t%d\t%.3f\t%d\t%.3f\t%.1f\t%.1f\t%d%n",
+                    p.target(),
+                    p.concurrency(),
+                    p.round(),
+                    p.wallNs() / 1e9,
+                    p.tokens(),
+                    p.tps(),
+                    percentile(ttft, 50),
+                    percentile(ttft, 99),
+                    p.results().stream().filter(r -> !r.ok()).count()));
         }
         return s.toString();
     }
@@ -457,10 +617,24 @@ public final class LoadHarness {
         for (Phase p : phases) {
             for (Result r : p.results()) {
                 double[] g = Arrays.stream(r.gapsNs()).mapToDouble(x -> x / 1e6).toArray();
-                s.append(String.format(Locale.ROOT, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\t%.2f\t%.2f\t%s%n",
-                        r.target(), r.concurrency(), r.round(), r.index(), r.prompt(), r.status(), r.ttftNs() / 1e6, r.endNs() / 1e6,
-                        r.events(), r.completionTokens(), r.promptTokens(), r.cachedTokens(), r.finish(),
-                        percentile(g, 50), g.length == 0 ? Double.NaN : Arrays.stream(g).max().getAsDouble(),
+                s.append(String.format(
+                        Locale.ROOT,
+                        "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\t%.2f\t%.2f\t%s%n",
+                        r.target(),
+                        r.concurrency(),
+                        r.round(),
+                        r.index(),
+                        r.prompt(),
+                        r.status(),
+                        r.ttftNs() / 1e6,
+                        r.endNs() / 1e6,
+                        r.events(),
+                        r.completionTokens(),
+                        r.promptTokens(),
+                        r.cachedTokens(),
+                        r.finish(),
+                        percentile(g, 50),
+                        g.length == 0 ? Double.NaN : Arrays.stream(g).max().getAsDouble(),
                         r.error() == null ? "" : r.error().replace('\t', ' ').replace('\n', ' ')));
             }
         }
@@ -490,8 +664,11 @@ public final class LoadHarness {
         while (f.next()) {
             switch (f.flag()) {
                 case "--target" -> targets.add(target(f.value()));
-                case "--concurrency" -> concurrency = Arrays.stream(f.value().split(",")).map(String::strip)
-                        .mapToInt(s -> Flags.positive("--concurrency", s)).toArray();
+                case "--concurrency" ->
+                    concurrency = Arrays.stream(f.value().split(","))
+                            .map(String::strip)
+                            .mapToInt(s -> Flags.positive("--concurrency", s))
+                            .toArray();
                 case "--requests" -> requests = f.positive();
                 case "--max-tokens" -> maxTokens = f.positive();
                 case "--rounds" -> rounds = f.positive();
@@ -511,8 +688,19 @@ public final class LoadHarness {
         if (requests > 1000) {
             throw new IllegalArgumentException("--requests is bounded to 1000 per phase");
         }
-        return new Options(targets, concurrency, requests, maxTokens, rounds, warmup, timeoutS, out, raw, phasesOut,
-                staggerMs, command);
+        return new Options(
+                targets,
+                concurrency,
+                requests,
+                maxTokens,
+                rounds,
+                warmup,
+                timeoutS,
+                out,
+                raw,
+                phasesOut,
+                staggerMs,
+                command);
     }
 
     private static Target target(String v) {
@@ -522,7 +710,8 @@ public final class LoadHarness {
         }
         URI base = URI.create(v.substring(eq + 1));
         String host = base.getHost();
-        if (!"http".equals(base.getScheme()) || host == null
+        if (!"http".equals(base.getScheme())
+                || host == null
                 || !(host.equals("127.0.0.1") || host.equals("localhost") || host.equals("[::1]"))) {
             throw new IllegalArgumentException("--target URL must be http on loopback (127.0.0.1), got " + base);
         }

@@ -46,7 +46,9 @@ public final class PrefixCacheCost {
     private record Args(Path model, int tokens, int runs, String dtype, Path dir) {}
 
     public static void main(String[] argv) throws Exception {
-        Args a = Flags.parseOrExit(argv, PrefixCacheCost::parse,
+        Args a = Flags.parseOrExit(
+                argv,
+                PrefixCacheCost::parse,
                 "PrefixCacheCost --model DIR [--tokens N] [--runs K] [--dtype bfloat16|float16|float32] [--dir DIR]");
         ModelConfig config = ModelConfig.read(a.model());
         int layers = config.intField("num_hidden_layers", 0);
@@ -61,8 +63,16 @@ public final class PrefixCacheCost {
         };
         long tensorBytes = (long) kvHeads * capacity * headDim * item;
         long total = 2L * layers * tensorBytes;
-        System.out.printf(Locale.ROOT, "model %s: %d layers, %d KV heads, head_dim %d, %s; %d tokens (capacity %d): "
-                + "%.1f MB of KV%n", a.model().getFileName(), layers, kvHeads, headDim, a.dtype(), a.tokens(), capacity,
+        System.out.printf(
+                Locale.ROOT,
+                "model %s: %d layers, %d KV heads, head_dim %d, %s; %d tokens (capacity %d): " + "%.1f MB of KV%n",
+                a.model().getFileName(),
+                layers,
+                kvHeads,
+                headDim,
+                a.dtype(),
+                a.tokens(),
+                capacity,
                 total / 1e6);
         Path dir = a.dir() != null ? a.dir() : Files.createTempDirectory("mlxring-prefix-cost-");
         long diskBytes = Math.max(64_000_000L, 4 * total);
@@ -77,7 +87,8 @@ public final class PrefixCacheCost {
             double spillMs;
             double spillMbPerS;
             try (TieredPrefixCache cache = new TieredPrefixCache(new RamPrefixCache(0, 0), dir, diskBytes)) {
-                cache.publish(ns, ids, snapshot(layers, kvHeads, capacity, headDim, a.dtype(), item, a.tokens(), random));
+                cache.publish(
+                        ns, ids, snapshot(layers, kvHeads, capacity, headDim, a.dtype(), item, a.tokens(), random));
                 cache.flushSpills();
                 TieredPrefixCache.DiskStats d = cache.diskStats();
                 spillMs = d.spillNanos() / 1e6;
@@ -86,13 +97,14 @@ public final class PrefixCacheCost {
             int[] prompt = Arrays.copyOf(ids, ids.length + 1);
             double lookupMs;
             double restoreMs;
-            try (TieredPrefixCache cache = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, diskBytes)) {
+            try (TieredPrefixCache cache =
+                    new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, diskBytes)) {
                 long t0 = System.nanoTime();
                 PrefixHit hit = cache.lookup(ns, prompt);
                 long t1 = System.nanoTime();
                 if (hit == null || !hit.tier().equals("ssd") || hit.cachedTokens() != a.tokens()) {
-                    throw new IllegalStateException("the entry did not restore from disk: " + (hit == null ? "miss"
-                            : hit.tier() + " " + hit.cachedTokens()));
+                    throw new IllegalStateException("the entry did not restore from disk: "
+                            + (hit == null ? "miss" : hit.tier() + " " + hit.cachedTokens()));
                 }
                 KvCache[] restored;
                 try (hit) {
@@ -109,10 +121,19 @@ public final class PrefixCacheCost {
             double crcMs = crcMs(total);
             double copyMs = copyMs(total);
             rows.add(new double[] {spillMs, spillMbPerS, lookupMs, restoreMs, crcMs, copyMs});
-            System.out.printf(Locale.ROOT, "run %d: spill %.1f ms (%.0f MB/s); restore: disk lookup %.1f ms "
-                    + "(checksum + copy into the RAM snapshot + promote) + KvSnapshots.restore %.1f ms (into MLX "
-                    + "arrays) = %.1f ms; for scale: CRC32C alone %.1f ms, one plain copy %.1f ms%n", run, spillMs,
-                    spillMbPerS, lookupMs, restoreMs, lookupMs + restoreMs, crcMs, copyMs);
+            System.out.printf(
+                    Locale.ROOT,
+                    "run %d: spill %.1f ms (%.0f MB/s); restore: disk lookup %.1f ms "
+                            + "(checksum + copy into the RAM snapshot + promote) + KvSnapshots.restore %.1f ms (into MLX "
+                            + "arrays) = %.1f ms; for scale: CRC32C alone %.1f ms, one plain copy %.1f ms%n",
+                    run,
+                    spillMs,
+                    spillMbPerS,
+                    lookupMs,
+                    restoreMs,
+                    lookupMs + restoreMs,
+                    crcMs,
+                    copyMs);
             Mlx.clearCache();
         }
         String[] names = {"spill ms", "spill MB/s", "disk lookup ms", "KvSnapshots.restore ms", "CRC32C ms", "copy ms"};
@@ -125,8 +146,8 @@ public final class PrefixCacheCost {
         System.out.println(b);
     }
 
-    private static KvSnapshot snapshot(int layers, int kvHeads, int capacity, int headDim, String dtype, int item,
-            int tokens, Random random) {
+    private static KvSnapshot snapshot(
+            int layers, int kvHeads, int capacity, int headDim, String dtype, int item, int tokens, Random random) {
         KvSnapshot.Builder b = KvSnapshot.builder();
         byte[] chunk = new byte[1 << 16];
         for (int l = 0; l < layers; l++) {
@@ -152,7 +173,8 @@ public final class PrefixCacheCost {
             long t0 = System.nanoTime();
             CRC32C c = new CRC32C();
             for (long off = 0; off < bytes; off += Integer.MAX_VALUE / 2) {
-                c.update(s.asSlice(off, Math.min(Integer.MAX_VALUE / 2, bytes - off)).asByteBuffer());
+                c.update(s.asSlice(off, Math.min(Integer.MAX_VALUE / 2, bytes - off))
+                        .asByteBuffer());
             }
             return (System.nanoTime() - t0) / 1e6;
         }

@@ -68,12 +68,21 @@ public final class QuantizedMatmulBenchmark {
         try {
             while (f.next()) {
                 switch (f.flag()) {
-                    case "--rows" -> rows = Arrays.stream(f.value().split(",")).mapToInt(Integer::parseInt).toArray();
+                    case "--rows" ->
+                        rows = Arrays.stream(f.value().split(","))
+                                .mapToInt(Integer::parseInt)
+                                .toArray();
                     case "--reps" -> reps = f.positive();
-                    case "--cpu-kernels" -> kernels = Arrays.stream(f.value().split(","))
-                            .map(v -> CpuKernels.parse("--cpu-kernels", v.trim())).distinct().toList();
-                    case "--numerics" -> numerics = Arrays.stream(f.value().split(","))
-                            .map(v -> Numerics.parse("--numerics", v.trim())).distinct().toList();
+                    case "--cpu-kernels" ->
+                        kernels = Arrays.stream(f.value().split(","))
+                                .map(v -> CpuKernels.parse("--cpu-kernels", v.trim()))
+                                .distinct()
+                                .toList();
+                    case "--numerics" ->
+                        numerics = Arrays.stream(f.value().split(","))
+                                .map(v -> Numerics.parse("--numerics", v.trim()))
+                                .distinct()
+                                .toList();
                     case "--out" -> out = Path.of(f.value());
                     default -> throw f.unknown();
                 }
@@ -107,8 +116,14 @@ public final class QuantizedMatmulBenchmark {
                         double[] each = time(variants.get(ki), x, q, s, reps);
                         ms[ki][ri] += each[0] * s.count();
                         cpuMs[ki][ri] += each[1] * s.count();
-                        System.err.printf(Locale.ROOT, "[qmm] %-22s M=%-4d %-11s %9.3f ms wall %9.3f ms CPU%n",
-                                s.name(), rows[ri], variants.get(ki).label(), each[0], each[1]);
+                        System.err.printf(
+                                Locale.ROOT,
+                                "[qmm] %-22s M=%-4d %-11s %9.3f ms wall %9.3f ms CPU%n",
+                                s.name(),
+                                rows[ri],
+                                variants.get(ki).label(),
+                                each[0],
+                                each[1]);
                     }
                 }
             }
@@ -144,8 +159,8 @@ public final class QuantizedMatmulBenchmark {
         }
     }
 
-    private static final com.sun.management.OperatingSystemMXBean OS =
-            (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    private static final com.sun.management.OperatingSystemMXBean OS = (com.sun.management.OperatingSystemMXBean)
+            java.lang.management.ManagementFactory.getOperatingSystemMXBean();
 
     /**
      * Median wall ms of {@code reps} evaluations of a fresh quantized_matmul graph, and the mean
@@ -172,9 +187,11 @@ public final class QuantizedMatmulBenchmark {
             w[i] = rnd.nextInt();
         }
         int groups = s.k() / 32;
-        MlxArray[] q = {Mlx.astype(Mlx.fromInts(w, s.n(), words), Dtype.UINT32),
-                Mlx.fromFloats(floats(rnd, s.n() * groups, 0.02f), s.n(), groups),
-                Mlx.fromFloats(floats(rnd, s.n() * groups, 0.05f), s.n(), groups)};
+        MlxArray[] q = {
+            Mlx.astype(Mlx.fromInts(w, s.n(), words), Dtype.UINT32),
+            Mlx.fromFloats(floats(rnd, s.n() * groups, 0.02f), s.n(), groups),
+            Mlx.fromFloats(floats(rnd, s.n() * groups, 0.05f), s.n(), groups)
+        };
         Mlx.eval(q);
         return q;
     }

@@ -50,14 +50,46 @@ public final class SamplingOverheadBenchmark {
         c.put("greedy", SamplingParams.GREEDY);
         c.put("temp", SamplingParams.builder().temperature(0.7).build());
         c.put("temp_top_p", SamplingParams.builder().temperature(0.7).topP(0.9).build());
-        c.put("sampler_chain", SamplingParams.builder().temperature(0.7).topP(0.9).minP(0.05).topK(40)
-                .xtcProbability(0.5).xtcThreshold(0.1).xtcSpecialTokens(198, 2).build());
-        c.put("processors", SamplingParams.builder().logitBias(bias).repetitionPenalty(1.1).repetitionContextSize(20)
-                .presencePenalty(0.2).presenceContextSize(20).frequencyPenalty(0.1).frequencyContextSize(20).build());
-        c.put("full_chain", SamplingParams.builder().temperature(0.7).topP(0.9).minP(0.05).topK(40)
-                .xtcProbability(0.5).xtcThreshold(0.1).xtcSpecialTokens(198, 2).logitBias(bias)
-                .repetitionPenalty(1.1).repetitionContextSize(20).presencePenalty(0.2).presenceContextSize(20)
-                .frequencyPenalty(0.1).frequencyContextSize(20).build());
+        c.put(
+                "sampler_chain",
+                SamplingParams.builder()
+                        .temperature(0.7)
+                        .topP(0.9)
+                        .minP(0.05)
+                        .topK(40)
+                        .xtcProbability(0.5)
+                        .xtcThreshold(0.1)
+                        .xtcSpecialTokens(198, 2)
+                        .build());
+        c.put(
+                "processors",
+                SamplingParams.builder()
+                        .logitBias(bias)
+                        .repetitionPenalty(1.1)
+                        .repetitionContextSize(20)
+                        .presencePenalty(0.2)
+                        .presenceContextSize(20)
+                        .frequencyPenalty(0.1)
+                        .frequencyContextSize(20)
+                        .build());
+        c.put(
+                "full_chain",
+                SamplingParams.builder()
+                        .temperature(0.7)
+                        .topP(0.9)
+                        .minP(0.05)
+                        .topK(40)
+                        .xtcProbability(0.5)
+                        .xtcThreshold(0.1)
+                        .xtcSpecialTokens(198, 2)
+                        .logitBias(bias)
+                        .repetitionPenalty(1.1)
+                        .repetitionContextSize(20)
+                        .presencePenalty(0.2)
+                        .presenceContextSize(20)
+                        .frequencyPenalty(0.1)
+                        .frequencyContextSize(20)
+                        .build());
         return c;
     }
 
@@ -142,8 +174,12 @@ public final class SamplingOverheadBenchmark {
                 }
                 ours.put(e.getKey(), median(perRep));
                 oursBuild.put(e.getKey(), median(buildRep));
-                System.err.printf(Locale.ROOT, "ours   %-11s %s ns/token, build %s%n", e.getKey(),
-                        Arrays.toString(round(perRep)), Arrays.toString(round(buildRep)));
+                System.err.printf(
+                        Locale.ROOT,
+                        "ours   %-11s %s ns/token, build %s%n",
+                        e.getKey(),
+                        Arrays.toString(round(perRep)),
+                        Arrays.toString(round(buildRep)));
             }
         }
         Map<String, Double> theirs = new LinkedHashMap<>();
@@ -152,24 +188,47 @@ public final class SamplingOverheadBenchmark {
         if (python) {
             Path out = Files.createTempFile("sampling-overhead", ".json");
             try {
-                PythonScript.run("bench/sampling_overhead.py", 1800, List.of("--vocab", String.valueOf(vocab), "--dtype",
-                        dtypeName, "--iterations", String.valueOf(iterations), "--reps", String.valueOf(reps),
-                        "--warmup", String.valueOf(warmup), "--out", out.toString()));
+                PythonScript.run(
+                        "bench/sampling_overhead.py",
+                        1800,
+                        List.of(
+                                "--vocab",
+                                String.valueOf(vocab),
+                                "--dtype",
+                                dtypeName,
+                                "--iterations",
+                                String.valueOf(iterations),
+                                "--reps",
+                                String.valueOf(reps),
+                                "--warmup",
+                                String.valueOf(warmup),
+                                "--out",
+                                out.toString()));
                 JsonNode doc = JSON.readTree(out.toFile());
-                versions = " (mlx " + doc.get("mlx_version").asText() + ", mlx-lm " + doc.get("mlx_lm_version").asText()
-                        + ")";
+                versions = " (mlx " + doc.get("mlx_version").asText() + ", mlx-lm "
+                        + doc.get("mlx_lm_version").asText() + ")";
                 doc.get("configs").properties().forEach(p -> {
                     theirs.put(p.getKey(), p.getValue().get("median_ns").asDouble());
-                    theirsBuild.put(p.getKey(), p.getValue().get("median_build_ns").asDouble());
-                    System.err.printf(Locale.ROOT, "mlx-lm %-11s %s ns/token%n", p.getKey(),
+                    theirsBuild.put(
+                            p.getKey(), p.getValue().get("median_build_ns").asDouble());
+                    System.err.printf(
+                            Locale.ROOT,
+                            "mlx-lm %-11s %s ns/token%n",
+                            p.getKey(),
                             p.getValue().get("ns_per_token").toString());
                 });
             } finally {
                 Files.deleteIfExists(out);
             }
         }
-        System.out.printf(Locale.ROOT, "Sampling overhead per token, V=%d %s, %d tokens x %d reps (median)%s%n%n", vocab,
-                dtypeName, iterations, reps, versions);
+        System.out.printf(
+                Locale.ROOT,
+                "Sampling overhead per token, V=%d %s, %d tokens x %d reps (median)%s%n%n",
+                vocab,
+                dtypeName,
+                iterations,
+                reps,
+                versions);
         System.out.println("| config | mlx-ring ns/token | over greedy | graph build | mlx-lm ns/token | over greedy"
                 + " | graph build |");
         System.out.println("|---|---:|---:|---:|---:|---:|---:|");
@@ -178,8 +237,14 @@ public final class SamplingOverheadBenchmark {
         for (String k : ours.keySet()) {
             Double t = theirs.get(k);
             Double tb = theirsBuild.get(k);
-            System.out.printf(Locale.ROOT, "| %s | %.0f | %+.0f | %.0f | %s | %s | %s |%n", k, ours.get(k),
-                    ours.get(k) - og, oursBuild.get(k), t == null ? "-" : String.format(Locale.ROOT, "%.0f", t),
+            System.out.printf(
+                    Locale.ROOT,
+                    "| %s | %.0f | %+.0f | %.0f | %s | %s | %s |%n",
+                    k,
+                    ours.get(k),
+                    ours.get(k) - og,
+                    oursBuild.get(k),
+                    t == null ? "-" : String.format(Locale.ROOT, "%.0f", t),
                     t == null || tg == null ? "-" : String.format(Locale.ROOT, "%+.0f", t - tg),
                     tb == null ? "-" : String.format(Locale.ROOT, "%.0f", tb));
         }

@@ -59,7 +59,9 @@ public final class VerifyForwardProfile {
             try {
                 try (ArrayScope s = ArrayScope.open()) {
                     model.forward(Mlx.expandDims(Mlx.fromInts(prompt, prompt.length), 0), cache);
-                    Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
+                    Mlx.eval(Arrays.stream(cache)
+                            .flatMap(c -> Arrays.stream(c.state()))
+                            .toArray(MlxArray[]::new));
                 }
                 for (int r = 0; r < rounds; r++) {
                     StringBuilder line = new StringBuilder("round " + (r + 1) + ":");
@@ -108,7 +110,9 @@ public final class VerifyForwardProfile {
             c.trim(n);
         }
         System.out.println(n + " positions, per primitive:");
-        nsByPrimitive.entrySet().stream().sorted((x, y) -> Long.compare(y.getValue(), x.getValue())).limit(6)
+        nsByPrimitive.entrySet().stream()
+                .sorted((x, y) -> Long.compare(y.getValue(), x.getValue()))
+                .limit(6)
                 .forEach(e -> System.out.printf(Locale.ROOT, "  %-28s %.2f ms%n", e.getKey(), e.getValue() / 1e6));
     }
 }

@@ -48,11 +48,13 @@ final class BatchScheduler {
     private final Supplier<ExecutionBatch> opener;
     /** Whether this is the capacity-one scheduler over {@link SoloBatch} (its units count as SOLO). */
     private final boolean solo;
+
     private final TokenPublisher out;
     private final EngineConfig config;
     private final Session[] rows;
     /** Each row's longest length, prompt + max tokens (parallel to {@link #rows}): what --kv-budget projects. */
     private final int[] positions;
+
     private int count;
     private final Int2ObjectHashMap<Session> byRow;
     private final BatchStep unit;
@@ -73,10 +75,11 @@ final class BatchScheduler {
         if (config.decodeConcurrency() <= 1) {
             return null;
         }
-        Supplier<ExecutionBatch> opener = () -> executor.openBatch(config.decodeConcurrency(),
-                config.promptConcurrency(), config.shortPromptsFirst());
+        Supplier<ExecutionBatch> opener = () ->
+                executor.openBatch(config.decodeConcurrency(), config.promptConcurrency(), config.shortPromptsFirst());
         ExecutionBatch batch = opener.get();
-        return batch == null ? null
+        return batch == null
+                ? null
                 : new BatchScheduler(opener, batch, config.decodeConcurrency(), false, out, config, activity);
     }
 
@@ -89,8 +92,14 @@ final class BatchScheduler {
         return new BatchScheduler(opener, opener.get(), 1, true, out, config, activity);
     }
 
-    private BatchScheduler(Supplier<ExecutionBatch> opener, ExecutionBatch batch, int capacity, boolean solo,
-            TokenPublisher out, EngineConfig config, ExecActivity activity) {
+    private BatchScheduler(
+            Supplier<ExecutionBatch> opener,
+            ExecutionBatch batch,
+            int capacity,
+            boolean solo,
+            TokenPublisher out,
+            EngineConfig config,
+            ExecActivity activity) {
         this.opener = opener;
         this.solo = solo;
         this.activity = activity;
@@ -135,7 +144,9 @@ final class BatchScheduler {
             }
             int longest = s.isCancelRequested() ? 0 : s.plan.prompt().length() + s.plan.maxTokens();
             long budget = config.kvBudgetBytes();
-            long projected = budget == 0 || longest == 0 ? 0 : batch.projectedKvBytes(count + 1, Math.max(longest, longestInFlight()));
+            long projected = budget == 0 || longest == 0
+                    ? 0
+                    : batch.projectedKvBytes(count + 1, Math.max(longest, longestInFlight()));
             if (projected > budget && count > 0) {
                 return worked; // held back until rows leave; nothing overtakes it
             }
@@ -146,10 +157,17 @@ final class BatchScheduler {
                 continue;
             }
             if (projected > budget) {
-                out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INVALID_REQUEST, "this request needs up to "
-                        + projected + " bytes of KV cache (prompt " + s.plan.prompt().length() + " + max_tokens "
-                        + s.plan.maxTokens() + " positions), more than the server's --kv-budget of " + budget
-                        + " bytes; lower max_tokens or shorten the prompt", Usage.NONE));
+                out.publishTerminal(
+                        s,
+                        Outcome.failed(
+                                Outcome.ErrorType.INVALID_REQUEST,
+                                "this request needs up to "
+                                        + projected + " bytes of KV cache (prompt "
+                                        + s.plan.prompt().length() + " + max_tokens "
+                                        + s.plan.maxTokens() + " positions), more than the server's --kv-budget of "
+                                        + budget
+                                        + " bytes; lower max_tokens or shorten the prompt",
+                                Usage.NONE));
                 continue;
             }
             s.advanceTo(Lifecycle.RUNNING);
@@ -164,8 +182,8 @@ final class BatchScheduler {
                 // An Error too (a broken invariant in the executor): the session fails alone and
                 // the exec thread goes on, as for a unit that throws.
                 LOG.log(System.Logger.Level.ERROR, "a session could not start; failing it", e);
-                out.publishTerminal(s, Outcome.failed(Outcome.ErrorType.INTERNAL,
-                        "could not start generation: " + e, Usage.NONE));
+                out.publishTerminal(
+                        s, Outcome.failed(Outcome.ErrorType.INTERNAL, "could not start generation: " + e, Usage.NONE));
                 continue;
             }
             s.batchRow = row;
@@ -196,8 +214,10 @@ final class BatchScheduler {
         boolean prefill = prefillThisUnit();
         boolean readsPrompts = prefill && batch.prefillPending();
         long startNs = System.nanoTime();
-        activity.begin(solo ? ExecActivity.Unit.SOLO
-                : prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY, count, startNs);
+        activity.begin(
+                solo ? ExecActivity.Unit.SOLO : prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY,
+                count,
+                startNs);
         try {
             batch.step(unit, prefill);
         } catch (Throwable e) {
@@ -279,8 +299,8 @@ final class BatchScheduler {
             }
             Usage usage = batch.remove(s.batchRow);
             leave(s);
-            out.publishTerminal(s, cancel ? Outcome.cancelled(s.cancelReason(), usage)
-                    : Outcome.completed("stop", usage));
+            out.publishTerminal(
+                    s, cancel ? Outcome.cancelled(s.cancelReason(), usage) : Outcome.completed("stop", usage));
             worked = true;
         }
         return worked;
@@ -308,8 +328,11 @@ final class BatchScheduler {
             } else if (now - s.pausedSinceNs > config.idleConsumerTimeoutNs() && out.hasRoom(1)) {
                 Usage usage = batch.remove(s.batchRow);
                 leave(s);
-                out.publishTerminal(s, Outcome.cancelled("consumer did not read for "
-                        + config.idleConsumerTimeoutNs() / 1_000_000 + " ms", usage));
+                out.publishTerminal(
+                        s,
+                        Outcome.cancelled(
+                                "consumer did not read for " + config.idleConsumerTimeoutNs() / 1_000_000 + " ms",
+                                usage));
             } else {
                 hold = true;
             }

@@ -20,12 +20,14 @@ public final class CommittedSpan {
     public long sequence;
     /** The committed token's id; -1 in the final span, which carries no token (see the class comment). */
     public int tokenId;
+
     public final StringBuilder text = new StringBuilder();
     public final StringBuilder reasoning = new StringBuilder();
     /** Tool calls completed by this token, in order; usually empty (no allocation then). */
     public final List<ToolCall> toolCalls = new ArrayList<>(0);
     /** The token's log-probability when the request asked for logprobs; NaN otherwise and in the final span. */
     public float logprob = Float.NaN;
+
     public final int[] topIds;
     public final float[] topLogprobs;
     public int topCount;

@@ -48,30 +48,31 @@ public final class Engine implements AutoCloseable {
     /** Accepted sessions not yet terminal: what operators and leak checks count (see {@link #liveSessions}). */
     private final Set<Session> live = ConcurrentHashMap.newKeySet();
 
-    private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor,
-            TextSink.Factory sinks) {
+    private Engine(EngineConfig config, Preparer preparer, Planner planner, Executor executor, TextSink.Factory sinks) {
         this.config = config;
         this.preparer = preparer;
         this.executor = executor;
-        this.requests = RingBuffer.createMultiProducer(RequestEvent::new, config.requestRingSize(),
-                config.waitMode().strategy());
+        this.requests = RingBuffer.createMultiProducer(
+                RequestEvent::new, config.requestRingSize(), config.waitMode().strategy());
         // Two producers: exec (tokens, terminals) and plan (terminals of sessions that failed early).
-        this.tokens = RingBuffer.createMultiProducer(() -> new TokenEvent(config.maxTopLogprobs()),
-                config.tokenRingSize(), config.waitMode().strategy());
+        this.tokens = RingBuffer.createMultiProducer(
+                () -> new TokenEvent(config.maxTopLogprobs()),
+                config.tokenRingSize(),
+                config.waitMode().strategy());
 
         SequenceBarrier fromIngress = requests.newBarrier();
         Sequence[] prepSequences = new Sequence[config.prepShards()];
         for (int i = 0; i < config.prepShards(); i++) {
-            var p = new BatchEventProcessorBuilder().build(requests, fromIngress,
-                    new PrepHandler(preparer, i, config.prepShards()));
+            var p = new BatchEventProcessorBuilder()
+                    .build(requests, fromIngress, new PrepHandler(preparer, i, config.prepShards()));
             p.setExceptionHandler(new StageExceptionHandler<>("prep-" + i, PrepHandler::failEvent));
             prepSequences[i] = p.getSequence();
             start(p, "mlxring-prep-" + i);
         }
         EventPoller<RequestEvent> poller;
         ExecLoop[] loopRef = new ExecLoop[1];
-        var planHandler = new PlanHandler(planner, admitted, config.maxQueued(), config.maxTopLogprobs(),
-                () -> loopRef[0].wake(), tokens);
+        var planHandler = new PlanHandler(
+                planner, admitted, config.maxQueued(), config.maxTopLogprobs(), () -> loopRef[0].wake(), tokens);
         var plan = new BatchEventProcessorBuilder().build(requests, requests.newBarrier(prepSequences), planHandler);
         plan.setExceptionHandler(new StageExceptionHandler<>("plan", planHandler::failEvent));
         poller = requests.newPoller(plan.getSequence());
@@ -168,8 +169,8 @@ public final class Engine implements AutoCloseable {
         }
         Throwable execFailure = execLoop.fatal();
         if (execFailure != null || !execThread.isAlive()) {
-            return EngineHealth.notReady("the exec stage is not running"
-                    + (execFailure != null ? ": " + execFailure : ""));
+            return EngineHealth.notReady(
+                    "the exec stage is not running" + (execFailure != null ? ": " + execFailure : ""));
         }
         for (Thread t : threads) {
             if (!t.isAlive()) {
@@ -338,8 +339,11 @@ public final class Engine implements AutoCloseable {
                 return;
             }
             if (execWedged && System.nanoTime() - start > EXEC_SETTLE_WAIT_NS) {
-                System.getLogger(Engine.class.getName()).log(System.Logger.Level.WARNING,
-                        "close: the exec thread is blocked where it cannot return ({0}); closing without it", abandoned);
+                System.getLogger(Engine.class.getName())
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "close: the exec thread is blocked where it cannot return ({0}); closing without it",
+                                abandoned);
                 return;
             }
             if (System.nanoTime() - settleAt >= 0) {
@@ -347,9 +351,11 @@ public final class Engine implements AutoCloseable {
                     settled = true;
                     abandonInFlight(Outcome.cancelled("engine shut down", Usage.NONE), "engine shut down");
                 }
-                System.getLogger(Engine.class.getName()).log(System.Logger.Level.WARNING,
-                        "close: still waiting for the exec thread to reach a safe point ({0} s)",
-                        (System.nanoTime() - start) / 1_000_000_000L);
+                System.getLogger(Engine.class.getName())
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "close: still waiting for the exec thread to reach a safe point ({0} s)",
+                                (System.nanoTime() - start) / 1_000_000_000L);
                 settleAt += EXEC_SETTLE_WAIT_NS;
             }
         }
@@ -397,8 +403,11 @@ public final class Engine implements AutoCloseable {
         }
 
         public Engine start() {
-            return new Engine(config, Objects.requireNonNull(preparer, "preparer"),
-                    Objects.requireNonNull(planner, "planner"), Objects.requireNonNull(executor, "executor"),
+            return new Engine(
+                    config,
+                    Objects.requireNonNull(preparer, "preparer"),
+                    Objects.requireNonNull(planner, "planner"),
+                    Objects.requireNonNull(executor, "executor"),
                     Objects.requireNonNull(sinks, "sinks"));
         }
     }

@@ -34,9 +34,19 @@ package dev.mlxring.pipeline;
  * @param shortPromptsFirst whether a prompt that fits in one chunk is read ahead of a long
  *     prompt's remaining chunks instead of being padded into them ({@code --short-prompts-first})
  */
-public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
-        int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
-        int decodeConcurrency, int promptConcurrency, long kvBudgetBytes, double prefillShare,
+public record EngineConfig(
+        int requestRingSize,
+        int tokenRingSize,
+        int prepShards,
+        int maxQueued,
+        int creditsPerSession,
+        long idleConsumerTimeoutNs,
+        int maxTopLogprobs,
+        WaitMode waitMode,
+        int decodeConcurrency,
+        int promptConcurrency,
+        long kvBudgetBytes,
+        double prefillShare,
         boolean shortPromptsFirst) {
 
     /** The default {@link #prefillShare}: prefill and running rows split exec's time evenly. */
@@ -48,19 +58,56 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
     public static final int DEFAULT_PROMPT_CONCURRENCY = 8;
 
     /** A configuration with the default prefill interleaving. */
-    public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued,
-            int creditsPerSession, long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode,
-            int decodeConcurrency, int promptConcurrency, long kvBudgetBytes) {
-        this(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, DEFAULT_PREFILL_SHARE,
+    public EngineConfig(
+            int requestRingSize,
+            int tokenRingSize,
+            int prepShards,
+            int maxQueued,
+            int creditsPerSession,
+            long idleConsumerTimeoutNs,
+            int maxTopLogprobs,
+            WaitMode waitMode,
+            int decodeConcurrency,
+            int promptConcurrency,
+            long kvBudgetBytes) {
+        this(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                DEFAULT_PREFILL_SHARE,
                 true);
     }
 
     /** A serial configuration (decode and prompt concurrency 1). */
-    public EngineConfig(int requestRingSize, int tokenRingSize, int prepShards, int maxQueued, int creditsPerSession,
-            long idleConsumerTimeoutNs, int maxTopLogprobs, WaitMode waitMode) {
-        this(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, 1, 1, 0);
+    public EngineConfig(
+            int requestRingSize,
+            int tokenRingSize,
+            int prepShards,
+            int maxQueued,
+            int creditsPerSession,
+            long idleConsumerTimeoutNs,
+            int maxTopLogprobs,
+            WaitMode waitMode) {
+        this(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                1,
+                1,
+                0);
     }
 
     /**
@@ -87,8 +134,14 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
     public EngineConfig {
         requirePowerOfTwo("requestRingSize", requestRingSize);
         requirePowerOfTwo("tokenRingSize", tokenRingSize);
-        if (prepShards < 1 || maxQueued < 1 || creditsPerSession < 1 || idleConsumerTimeoutNs <= 0
-                || maxTopLogprobs < 0 || decodeConcurrency < 1 || promptConcurrency < 1 || kvBudgetBytes < 0
+        if (prepShards < 1
+                || maxQueued < 1
+                || creditsPerSession < 1
+                || idleConsumerTimeoutNs <= 0
+                || maxTopLogprobs < 0
+                || decodeConcurrency < 1
+                || promptConcurrency < 1
+                || kvBudgetBytes < 0
                 || !(prefillShare > 0 && prefillShare <= 1)) {
             throw new IllegalArgumentException("invalid engine config: " + this);
         }
@@ -101,34 +154,89 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
     }
 
     public EngineConfig withWaitMode(WaitMode mode) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, mode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
-                prefillShare, shortPromptsFirst);
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                mode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                prefillShare,
+                shortPromptsFirst);
     }
 
     public EngineConfig withMaxQueued(int n) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, n, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
-                prefillShare, shortPromptsFirst);
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                n,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                prefillShare,
+                shortPromptsFirst);
     }
 
     public EngineConfig withCredits(int credits, long idleTimeoutNs) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, credits, idleTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, prefillShare,
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                credits,
+                idleTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                prefillShare,
                 shortPromptsFirst);
     }
 
     public EngineConfig withRequestRingSize(int n) {
-        return new EngineConfig(n, tokenRingSize, prepShards, maxQueued, creditsPerSession, idleConsumerTimeoutNs,
-                maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes, prefillShare,
+        return new EngineConfig(
+                n,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                prefillShare,
                 shortPromptsFirst);
     }
 
     /** Admission holds rows back while the batch's projected KV bytes would exceed {@code bytes} (0 = no limit). */
     public EngineConfig withKvBudget(long bytes) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, bytes,
-                prefillShare, shortPromptsFirst);
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                bytes,
+                prefillShare,
+                shortPromptsFirst);
     }
 
     /**
@@ -136,9 +244,20 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
      * reading their prompts ({@code prompt} is capped at {@code decode}).
      */
     public EngineConfig withConcurrency(int decode, int prompt) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decode, Math.min(prompt, decode), kvBudgetBytes,
-                prefillShare, shortPromptsFirst);
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decode,
+                Math.min(prompt, decode),
+                kvBudgetBytes,
+                prefillShare,
+                shortPromptsFirst);
     }
 
     /**
@@ -147,9 +266,20 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
      * {@code (1.0, false)} is mlx-lm's {@code BatchGenerator} unit for unit.
      */
     public EngineConfig withPrefillInterleave(double share, boolean shortFirst) {
-        return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, promptConcurrency, kvBudgetBytes,
-                share, shortFirst);
+        return new EngineConfig(
+                requestRingSize,
+                tokenRingSize,
+                prepShards,
+                maxQueued,
+                creditsPerSession,
+                idleConsumerTimeoutNs,
+                maxTopLogprobs,
+                waitMode,
+                decodeConcurrency,
+                promptConcurrency,
+                kvBudgetBytes,
+                share,
+                shortFirst);
     }
 
     /**
@@ -284,15 +414,27 @@ public record EngineConfig(int requestRingSize, int tokenRingSize, int prepShard
         }
 
         public EngineConfig build() {
-            int prompt = promptConcurrencySet || !decodeConcurrencySet ? promptConcurrency
+            int prompt = promptConcurrencySet || !decodeConcurrencySet
+                    ? promptConcurrency
                     : Math.min(decodeConcurrency, DEFAULT_PROMPT_CONCURRENCY);
             if (prompt > decodeConcurrency) {
                 throw new IllegalArgumentException("promptConcurrency (" + prompt
                         + ") must be at most decodeConcurrency (" + decodeConcurrency + ")");
             }
-            return new EngineConfig(requestRingSize, tokenRingSize, prepShards, maxQueued, creditsPerSession,
-                    idleConsumerTimeoutNs, maxTopLogprobs, waitMode, decodeConcurrency, prompt, kvBudgetBytes,
-                    prefillShare, shortPromptsFirst);
+            return new EngineConfig(
+                    requestRingSize,
+                    tokenRingSize,
+                    prepShards,
+                    maxQueued,
+                    creditsPerSession,
+                    idleConsumerTimeoutNs,
+                    maxTopLogprobs,
+                    waitMode,
+                    decodeConcurrency,
+                    prompt,
+                    kvBudgetBytes,
+                    prefillShare,
+                    shortPromptsFirst);
         }
 
         private static int atLeast(String name, int n, int min) {

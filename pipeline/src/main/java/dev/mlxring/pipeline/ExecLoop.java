@@ -48,6 +48,7 @@ final class ExecLoop implements Runnable {
     private volatile Thread thread;
     /** Why the loop stopped on its own (a failure outside any session); null while healthy. */
     private volatile Throwable fatal;
+
     private final ExecActivity activity = new ExecActivity();
     /** The batch policy, or null when sessions run one at a time only. Opened on the exec thread. */
     private BatchScheduler batched;
@@ -111,8 +112,8 @@ final class ExecLoop implements Runnable {
             // reports it from now on and everything queued fails instead of waiting forever.
             fatal = e;
             LOG.log(System.Logger.Level.ERROR, "exec stage stopped", e);
-            drainAs = Outcome.failed(Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("exec stage", e),
-                    Usage.NONE);
+            drainAs = Outcome.failed(
+                    Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("exec stage", e), Usage.NONE);
         } finally {
             try {
                 drain(drainAs);

@@ -20,9 +20,18 @@ import java.util.Objects;
  *     settles before that (cancelled or refused while queued)
  * @param speculative the request's speculative-decoding choice; null = the executor's default
  */
-public record ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
-        int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-        List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint,
+public record ExecutionPlan(
+        String requestId,
+        PreparedPrompt prompt,
+        SamplingParams sampling,
+        int maxTokens,
+        int[] stopTokenIds,
+        List<String> stopStrings,
+        boolean logprobs,
+        int topLogprobs,
+        List<Map<String, Object>> tools,
+        KvQuantization kvScheme,
+        TokenConstraint constraint,
         SpeculativeSpec speculative) {
     public ExecutionPlan {
         Objects.requireNonNull(sampling, "sampling");
@@ -35,31 +44,105 @@ public record ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingPar
     }
 
     /** A plan that speculates as the executor's default says. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
-            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-            List<Map<String, Object>> tools, KvQuantization kvScheme, TokenConstraint constraint) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, kvScheme,
-                constraint, null);
+    public ExecutionPlan(
+            String requestId,
+            PreparedPrompt prompt,
+            SamplingParams sampling,
+            int maxTokens,
+            int[] stopTokenIds,
+            List<String> stopStrings,
+            boolean logprobs,
+            int topLogprobs,
+            List<Map<String, Object>> tools,
+            KvQuantization kvScheme,
+            TokenConstraint constraint) {
+        this(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                tools,
+                kvScheme,
+                constraint,
+                null);
     }
 
     /** A plan without a token constraint. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
-            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
-            List<Map<String, Object>> tools, KvQuantization kvScheme) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, kvScheme,
+    public ExecutionPlan(
+            String requestId,
+            PreparedPrompt prompt,
+            SamplingParams sampling,
+            int maxTokens,
+            int[] stopTokenIds,
+            List<String> stopStrings,
+            boolean logprobs,
+            int topLogprobs,
+            List<Map<String, Object>> tools,
+            KvQuantization kvScheme) {
+        this(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                tools,
+                kvScheme,
                 null);
     }
 
     /** A plan with the full-precision KV cache. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
-            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs,
+    public ExecutionPlan(
+            String requestId,
+            PreparedPrompt prompt,
+            SamplingParams sampling,
+            int maxTokens,
+            int[] stopTokenIds,
+            List<String> stopStrings,
+            boolean logprobs,
+            int topLogprobs,
             List<Map<String, Object>> tools) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, tools, null, null);
+        this(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                tools,
+                null,
+                null);
     }
 
     /** A plan without tool definitions, with the full-precision KV cache. */
-    public ExecutionPlan(String requestId, PreparedPrompt prompt, SamplingParams sampling, int maxTokens,
-            int[] stopTokenIds, List<String> stopStrings, boolean logprobs, int topLogprobs) {
-        this(requestId, prompt, sampling, maxTokens, stopTokenIds, stopStrings, logprobs, topLogprobs, List.of(), null, null);
+    public ExecutionPlan(
+            String requestId,
+            PreparedPrompt prompt,
+            SamplingParams sampling,
+            int maxTokens,
+            int[] stopTokenIds,
+            List<String> stopStrings,
+            boolean logprobs,
+            int topLogprobs) {
+        this(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                List.of(),
+                null,
+                null);
     }
 }

@@ -29,45 +29,77 @@ import java.util.List;
  *     plan refuses a request with both
  * @param speculative the request's speculative-decoding choice; null = the server's default
  */
-public record GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
-        List<String> stop, boolean logprobs, int topLogprobs, OutputConstraint constraint,
-        ToolChoiceSpec toolChoice, SpeculativeSpec speculative) {
+public record GenerationRequest(
+        String id,
+        String model,
+        Prompt prompt,
+        SamplingSpec sampling,
+        Integer maxTokens,
+        List<String> stop,
+        boolean logprobs,
+        int topLogprobs,
+        OutputConstraint constraint,
+        ToolChoiceSpec toolChoice,
+        SpeculativeSpec speculative) {
 
     /** A request that speculates as the server's default says. */
-    public GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
-            List<String> stop, boolean logprobs, int topLogprobs, OutputConstraint constraint,
+    public GenerationRequest(
+            String id,
+            String model,
+            Prompt prompt,
+            SamplingSpec sampling,
+            Integer maxTokens,
+            List<String> stop,
+            boolean logprobs,
+            int topLogprobs,
+            OutputConstraint constraint,
             ToolChoiceSpec toolChoice) {
         this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, toolChoice, null);
     }
 
     /** A request whose tool choice is the default ({@code auto}). */
-    public GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
-            List<String> stop, boolean logprobs, int topLogprobs, OutputConstraint constraint) {
+    public GenerationRequest(
+            String id,
+            String model,
+            Prompt prompt,
+            SamplingSpec sampling,
+            Integer maxTokens,
+            List<String> stop,
+            boolean logprobs,
+            int topLogprobs,
+            OutputConstraint constraint) {
         this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, null);
     }
 
     /** A request whose output is free text. */
-    public GenerationRequest(String id, String model, Prompt prompt, SamplingSpec sampling, Integer maxTokens,
-            List<String> stop, boolean logprobs, int topLogprobs) {
+    public GenerationRequest(
+            String id,
+            String model,
+            Prompt prompt,
+            SamplingSpec sampling,
+            Integer maxTokens,
+            List<String> stop,
+            boolean logprobs,
+            int topLogprobs) {
         this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, null);
     }
 
     /** The same request with {@code c} as its output constraint. */
     public GenerationRequest withConstraint(OutputConstraint c) {
-        return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, c,
-                toolChoice, speculative);
+        return new GenerationRequest(
+                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, c, toolChoice, speculative);
     }
 
     /** The same request with {@code choice} as its tool choice. */
     public GenerationRequest withToolChoice(ToolChoiceSpec choice) {
-        return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint,
-                choice, speculative);
+        return new GenerationRequest(
+                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, choice, speculative);
     }
 
     /** The same request with {@code spec} as its speculative-decoding choice (null: the server's default). */
     public GenerationRequest withSpeculative(SpeculativeSpec spec) {
-        return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint,
-                toolChoice, spec);
+        return new GenerationRequest(
+                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, toolChoice, spec);
     }
 
     /** A builder with nothing set: {@link Builder#build()} needs a prompt; every other field has its default. */
@@ -188,10 +220,21 @@ public record GenerationRequest(String id, String model, Prompt prompt, Sampling
         /** The request; refuses one without a prompt. */
         public GenerationRequest build() {
             if (prompt == null) {
-                throw new IllegalStateException("a GenerationRequest needs a prompt: set prompt(...) or userMessage(...)");
+                throw new IllegalStateException(
+                        "a GenerationRequest needs a prompt: set prompt(...) or userMessage(...)");
             }
-            return new GenerationRequest(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs,
-                    constraint, toolChoice, speculative);
+            return new GenerationRequest(
+                    id,
+                    model,
+                    prompt,
+                    sampling,
+                    maxTokens,
+                    stop,
+                    logprobs,
+                    topLogprobs,
+                    constraint,
+                    toolChoice,
+                    speculative);
         }
     }
 }

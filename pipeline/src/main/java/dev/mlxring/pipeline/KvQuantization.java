@@ -11,6 +11,7 @@ package dev.mlxring.pipeline;
 public record KvQuantization(int bits, int groupSize, int quantizedKvStart) {
     /** mlx_lm.server's defaults for {@code --kv-group-size} and {@code --quantized-kv-start}. */
     public static final int DEFAULT_GROUP_SIZE = 64;
+
     public static final int DEFAULT_QUANTIZED_KV_START = 5000;
 
     public KvQuantization {

@@ -10,8 +10,8 @@ package dev.mlxring.pipeline;
  * @param stopSequence for completed sessions ended by one of the request's stop strings: that
  *     string; null otherwise
  */
-public record Outcome(Lifecycle state, String finishReason, ErrorType errorType, String message, Usage usage,
-        String stopSequence) {
+public record Outcome(
+        Lifecycle state, String finishReason, ErrorType errorType, String message, Usage usage, String stopSequence) {
 
     /** Why a session failed; the HTTP layer maps these to status codes. */
     public enum ErrorType {

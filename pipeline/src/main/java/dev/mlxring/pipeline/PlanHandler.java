@@ -23,7 +23,12 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     /** Plan thread only: an admission slot is taken and the plan not yet sealed. */
     private boolean slotHeldWithoutPlan;
 
-    PlanHandler(Planner planner, AtomicInteger admitted, int maxQueued, int maxTopLogprobs, Runnable wakeExec,
+    PlanHandler(
+            Planner planner,
+            AtomicInteger admitted,
+            int maxQueued,
+            int maxTopLogprobs,
+            Runnable wakeExec,
             RingBuffer<TokenEvent> tokens) {
         this.planner = planner;
         this.admitted = admitted;
@@ -61,14 +66,19 @@ final class PlanHandler implements EventHandler<RequestEvent> {
         int top = s.request().topLogprobs();
         if (top > maxTopLogprobs) {
             // The token ring's events carry at most that many alternatives per token.
-            s.failure = Outcome.failed(Outcome.ErrorType.INVALID_REQUEST, "top_logprobs must be at most "
-                    + maxTopLogprobs + " on this engine (EngineConfig.maxTopLogprobs), got " + top, Usage.NONE);
+            s.failure = Outcome.failed(
+                    Outcome.ErrorType.INVALID_REQUEST,
+                    "top_logprobs must be at most " + maxTopLogprobs
+                            + " on this engine (EngineConfig.maxTopLogprobs), got " + top,
+                    Usage.NONE);
             return;
         }
         if (admitted.incrementAndGet() > maxQueued) {
             admitted.decrementAndGet();
-            s.failure = Outcome.failed(Outcome.ErrorType.OVERLOADED,
-                    "the engine is at capacity (" + maxQueued + " requests admitted); retry later", Usage.NONE);
+            s.failure = Outcome.failed(
+                    Outcome.ErrorType.OVERLOADED,
+                    "the engine is at capacity (" + maxQueued + " requests admitted); retry later",
+                    Usage.NONE);
             return;
         }
         slotHeldWithoutPlan = true;
@@ -114,8 +124,8 @@ final class PlanHandler implements EventHandler<RequestEvent> {
                 releaseSlot();
             }
             if (s != null && s.plan == null && !s.settledBeforeExec) {
-                s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL,
-                        StageExceptionHandler.describe("planning", ex), Usage.NONE);
+                s.failure = Outcome.failed(
+                        Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("planning", ex), Usage.NONE);
                 settleEarly(s);
             }
         } finally {

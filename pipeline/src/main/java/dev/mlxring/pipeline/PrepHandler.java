@@ -41,8 +41,8 @@ final class PrepHandler implements EventHandler<RequestEvent> {
     static void failEvent(RequestEvent event, Throwable ex) {
         Session s = event.session;
         if (s != null && s.failure == null) {
-            s.failure = Outcome.failed(Outcome.ErrorType.INTERNAL,
-                    StageExceptionHandler.describe("prompt preparation", ex), Usage.NONE);
+            s.failure = Outcome.failed(
+                    Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("prompt preparation", ex), Usage.NONE);
         }
     }
 }

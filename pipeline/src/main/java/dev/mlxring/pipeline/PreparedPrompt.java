@@ -13,8 +13,8 @@ import java.util.List;
  *     to the prompt's); a prompt it does not split is one {@link PromptSegment.Kind#ASSISTANT}
  *     segment (none for an empty prompt)
  */
-public record PreparedPrompt(int[] tokenIds, int stablePrefixLength, boolean chatTemplated,
-        List<PromptSegment> segments) {
+public record PreparedPrompt(
+        int[] tokenIds, int stablePrefixLength, boolean chatTemplated, List<PromptSegment> segments) {
 
     /** A prompt that is not a chat-template rendering (plain text or token ids). */
     public PreparedPrompt(int[] tokenIds, int stablePrefixLength) {
@@ -29,8 +29,8 @@ public record PreparedPrompt(int[] tokenIds, int stablePrefixLength, boolean cha
     public PreparedPrompt {
         tokenIds = tokenIds.clone();
         if (stablePrefixLength < 0 || stablePrefixLength > tokenIds.length) {
-            throw new IllegalArgumentException("stablePrefixLength " + stablePrefixLength + " outside [0, "
-                    + tokenIds.length + "]");
+            throw new IllegalArgumentException(
+                    "stablePrefixLength " + stablePrefixLength + " outside [0, " + tokenIds.length + "]");
         }
         segments = List.copyOf(segments);
         long sum = 0;

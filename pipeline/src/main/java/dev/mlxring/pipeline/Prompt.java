@@ -18,7 +18,8 @@ public sealed interface Prompt {
             messages = List.copyOf(java.util.Objects.requireNonNull(messages, "Prompt.Chat messages"));
             tools = tools == null ? List.of() : List.copyOf(tools);
             // Not Map.copyOf: a kwarg may be JSON null (Python's None), which it would reject.
-            templateKwargs = templateKwargs == null ? Map.of()
+            templateKwargs = templateKwargs == null
+                    ? Map.of()
                     : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(templateKwargs));
         }
     }

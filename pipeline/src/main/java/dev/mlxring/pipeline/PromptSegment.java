@@ -11,7 +11,9 @@ package dev.mlxring.pipeline;
 public record PromptSegment(int length, Kind kind) {
     /** mlx-lm's {@code cache_type} names: {@code "system"}, {@code "user"}, {@code "assistant"}. */
     public enum Kind {
-        SYSTEM, USER, ASSISTANT;
+        SYSTEM,
+        USER,
+        ASSISTANT;
 
         /** The name mlx-lm gives the type. */
         public String mlxName() {

@@ -31,13 +31,29 @@ import java.util.Map;
  * @param logprobs {@code logprobs}: report each chosen token's logprob
  * @param topLogprobs {@code top_logprobs}, in [0, 11] (mlx_lm.server's limit); 0 = none
  */
-public record SamplingParams(double temperature, double topP, double minP, int minTokensToKeep, int topK,
-        double xtcProbability, double xtcThreshold, int[] xtcSpecialTokens, Map<Integer, Double> logitBias,
-        double repetitionPenalty, int repetitionContextSize, double presencePenalty, int presenceContextSize,
-        double frequencyPenalty, int frequencyContextSize, Long seed, boolean logprobs, int topLogprobs) {
+public record SamplingParams(
+        double temperature,
+        double topP,
+        double minP,
+        int minTokensToKeep,
+        int topK,
+        double xtcProbability,
+        double xtcThreshold,
+        int[] xtcSpecialTokens,
+        Map<Integer, Double> logitBias,
+        double repetitionPenalty,
+        int repetitionContextSize,
+        double presencePenalty,
+        int presenceContextSize,
+        double frequencyPenalty,
+        int frequencyContextSize,
+        Long seed,
+        boolean logprobs,
+        int topLogprobs) {
 
     /** mlx_lm.server's largest accepted {@code top_logprobs}. */
     public static final int MAX_TOP_LOGPROBS = 11;
+
     public static final int DEFAULT_CONTEXT_SIZE = 20;
     public static final double DEFAULT_XTC_THRESHOLD = 0.1;
 
@@ -109,26 +125,47 @@ public record SamplingParams(double temperature, double topP, double minP, int m
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof SamplingParams p && Double.compare(temperature, p.temperature) == 0
-                && Double.compare(topP, p.topP) == 0 && Double.compare(minP, p.minP) == 0
-                && minTokensToKeep == p.minTokensToKeep && topK == p.topK
+        return o instanceof SamplingParams p
+                && Double.compare(temperature, p.temperature) == 0
+                && Double.compare(topP, p.topP) == 0
+                && Double.compare(minP, p.minP) == 0
+                && minTokensToKeep == p.minTokensToKeep
+                && topK == p.topK
                 && Double.compare(xtcProbability, p.xtcProbability) == 0
                 && Double.compare(xtcThreshold, p.xtcThreshold) == 0
-                && Arrays.equals(xtcSpecialTokens, p.xtcSpecialTokens) && logitBias.equals(p.logitBias)
+                && Arrays.equals(xtcSpecialTokens, p.xtcSpecialTokens)
+                && logitBias.equals(p.logitBias)
                 && Double.compare(repetitionPenalty, p.repetitionPenalty) == 0
                 && repetitionContextSize == p.repetitionContextSize
                 && Double.compare(presencePenalty, p.presencePenalty) == 0
                 && presenceContextSize == p.presenceContextSize
                 && Double.compare(frequencyPenalty, p.frequencyPenalty) == 0
-                && frequencyContextSize == p.frequencyContextSize && java.util.Objects.equals(seed, p.seed)
-                && logprobs == p.logprobs && topLogprobs == p.topLogprobs;
+                && frequencyContextSize == p.frequencyContextSize
+                && java.util.Objects.equals(seed, p.seed)
+                && logprobs == p.logprobs
+                && topLogprobs == p.topLogprobs;
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(temperature, topP, minP, minTokensToKeep, topK, xtcProbability, xtcThreshold,
-                Arrays.hashCode(xtcSpecialTokens), logitBias, repetitionPenalty, repetitionContextSize,
-                presencePenalty, presenceContextSize, frequencyPenalty, frequencyContextSize, seed, logprobs,
+        return java.util.Objects.hash(
+                temperature,
+                topP,
+                minP,
+                minTokensToKeep,
+                topK,
+                xtcProbability,
+                xtcThreshold,
+                Arrays.hashCode(xtcSpecialTokens),
+                logitBias,
+                repetitionPenalty,
+                repetitionContextSize,
+                presencePenalty,
+                presenceContextSize,
+                frequencyPenalty,
+                frequencyContextSize,
+                seed,
+                logprobs,
                 topLogprobs);
     }
 
@@ -286,9 +323,25 @@ public record SamplingParams(double temperature, double topP, double minP, int m
         }
 
         public SamplingParams build() {
-            return new SamplingParams(temperature, topP, minP, minTokensToKeep, topK, xtcProbability, xtcThreshold,
-                    xtcSpecialTokens, logitBias, repetitionPenalty, repetitionContextSize, presencePenalty,
-                    presenceContextSize, frequencyPenalty, frequencyContextSize, seed, logprobs, topLogprobs);
+            return new SamplingParams(
+                    temperature,
+                    topP,
+                    minP,
+                    minTokensToKeep,
+                    topK,
+                    xtcProbability,
+                    xtcThreshold,
+                    xtcSpecialTokens,
+                    logitBias,
+                    repetitionPenalty,
+                    repetitionContextSize,
+                    presencePenalty,
+                    presenceContextSize,
+                    frequencyPenalty,
+                    frequencyContextSize,
+                    seed,
+                    logprobs,
+                    topLogprobs);
         }
     }
 

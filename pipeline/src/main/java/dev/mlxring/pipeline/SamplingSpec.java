@@ -8,9 +8,19 @@ import java.util.Map;
  * and refuses out-of-range values, naming the field. {@link #builder()} names the fields a host
  * sets.
  */
-public record SamplingSpec(Double temperature, Double topP, Integer topK, Double minP, Double xtcProbability,
-        Double xtcThreshold, Double repetitionPenalty, Integer repetitionContextSize, Double presencePenalty,
-        Double frequencyPenalty, Map<Integer, Double> logitBias, Long seed) {
+public record SamplingSpec(
+        Double temperature,
+        Double topP,
+        Integer topK,
+        Double minP,
+        Double xtcProbability,
+        Double xtcThreshold,
+        Double repetitionPenalty,
+        Integer repetitionContextSize,
+        Double presencePenalty,
+        Double frequencyPenalty,
+        Map<Integer, Double> logitBias,
+        Long seed) {
 
     public static final SamplingSpec DEFAULTS =
             new SamplingSpec(null, null, null, null, null, null, null, null, null, null, null, null);
@@ -98,8 +108,19 @@ public record SamplingSpec(Double temperature, Double topP, Integer topK, Double
         }
 
         public SamplingSpec build() {
-            return new SamplingSpec(temperature, topP, topK, minP, xtcProbability, xtcThreshold, repetitionPenalty,
-                    repetitionContextSize, presencePenalty, frequencyPenalty, logitBias, seed);
+            return new SamplingSpec(
+                    temperature,
+                    topP,
+                    topK,
+                    minP,
+                    xtcProbability,
+                    xtcThreshold,
+                    repetitionPenalty,
+                    repetitionContextSize,
+                    presencePenalty,
+                    frequencyPenalty,
+                    logitBias,
+                    seed);
         }
     }
 }

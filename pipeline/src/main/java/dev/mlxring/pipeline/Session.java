@@ -21,6 +21,7 @@ public final class Session {
     private final AtomicInteger credits;
     /** Unparks the exec thread, which parks while it has nothing to run (see ExecLoop#idle). */
     private final Runnable wakeExec;
+
     private final CompletableFuture<Outcome> result = new CompletableFuture<>();
     private final long createdNs = System.nanoTime();
 
@@ -43,6 +44,7 @@ public final class Session {
     boolean planHandedOff;
     /** This session's row in the batch running it (the shared batch or a solo one), -1 when none. */
     int batchRow = -1;
+
     long pausedSinceNs;
 
     // Sink thread only.
@@ -56,6 +58,7 @@ public final class Session {
     Outcome.ErrorType sinkFailureType = Outcome.ErrorType.INTERNAL;
     /** Whether the sink gave back this session's admission slot (exactly once). */
     boolean admissionReleased;
+
     int deliveredTokens;
 
     /**
@@ -72,8 +75,8 @@ public final class Session {
         try {
             p.constraint().close();
         } catch (RuntimeException e) {
-            System.getLogger("dev.mlxring.pipeline").log(System.Logger.Level.WARNING,
-                    "closing the token constraint of session " + id + " failed", e);
+            System.getLogger("dev.mlxring.pipeline")
+                    .log(System.Logger.Level.WARNING, "closing the token constraint of session " + id + " failed", e);
         }
     }
 

@@ -57,8 +57,9 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         if (e.kind == TokenEvent.TOKEN) {
             failSink(s, ex);
         } else if (!s.state().isTerminal()) {
-            settle(s, Outcome.failed(Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("sink", ex),
-                    Usage.NONE));
+            settle(
+                    s,
+                    Outcome.failed(Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("sink", ex), Usage.NONE));
         }
     }
 
@@ -134,8 +135,13 @@ final class SinkHandler implements EventHandler<TokenEvent> {
             // Exec ran on while the stop string was being matched here: the completion is the
             // tokens up to the match (mlx_lm.server's count), not what exec had generated.
             Usage u = outcome.usage();
-            outcome = Outcome.completed("stop", new Usage(u.promptTokens(),
-                    Math.min(u.completionTokens(), s.deliveredTokens), u.cachedTokens(), u.speculative()));
+            outcome = Outcome.completed(
+                    "stop",
+                    new Usage(
+                            u.promptTokens(),
+                            Math.min(u.completionTokens(), s.deliveredTokens),
+                            u.cachedTokens(),
+                            u.speculative()));
         }
         if (s.textSink != null && outcome.state() == Lifecycle.COMPLETED) {
             // Also after a stop-string match (finish reason "stop"): the sink may still parse an
@@ -152,8 +158,8 @@ final class SinkHandler implements EventHandler<TokenEvent> {
                 outcome = Outcome.failed(ex.type(), ex.getMessage(), outcome.usage());
             } catch (RuntimeException | StackOverflowError ex) {
                 sinkFailed = true;
-                outcome = Outcome.failed(Outcome.ErrorType.INTERNAL,
-                        StageExceptionHandler.describe("text sink", ex), outcome.usage());
+                outcome = Outcome.failed(
+                        Outcome.ErrorType.INTERNAL, StageExceptionHandler.describe("text sink", ex), outcome.usage());
             }
             if (!sinkFailed) {
                 String stop = s.textSink.matchedStop();

@@ -31,8 +31,8 @@ public record SpeculativeSpec(Method method, Integer numTokens) {
     public SpeculativeSpec {
         java.util.Objects.requireNonNull(method, "method");
         if (numTokens != null && (numTokens < 1 || numTokens > MAX_NUM_TOKENS)) {
-            throw new IllegalArgumentException("speculative.num_tokens must be between 1 and " + MAX_NUM_TOKENS
-                    + ", got " + numTokens);
+            throw new IllegalArgumentException(
+                    "speculative.num_tokens must be between 1 and " + MAX_NUM_TOKENS + ", got " + numTokens);
         }
     }
 }

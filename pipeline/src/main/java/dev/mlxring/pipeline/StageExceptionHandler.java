@@ -26,13 +26,17 @@ final class StageExceptionHandler<T> implements ExceptionHandler<T> {
 
     @Override
     public void handleEventException(Throwable ex, long sequence, T event) {
-        LOG.log(System.Logger.Level.ERROR, "stage " + stage + " failed on event " + sequence
-                + "; failing that request and continuing", ex);
+        LOG.log(
+                System.Logger.Level.ERROR,
+                "stage " + stage + " failed on event " + sequence + "; failing that request and continuing",
+                ex);
         try {
             failSession.accept(event, ex);
         } catch (Throwable second) {
-            LOG.log(System.Logger.Level.ERROR, "stage " + stage + " could not fail the request of event "
-                    + sequence, second);
+            LOG.log(
+                    System.Logger.Level.ERROR,
+                    "stage " + stage + " could not fail the request of event " + sequence,
+                    second);
         }
     }
 

@@ -25,11 +25,13 @@ public final class StepResult {
     public float logprob = Float.NaN;
     /** Top alternatives (ids and log-probabilities), {@link #topCount} of them valid. */
     public final int[] topIds;
+
     public final float[] topLogprobs;
     public int topCount;
     public String finishReason;
     /** For {@link Kind#FAILED}: why, as the session's failed outcome reports it. */
     public Outcome.ErrorType errorType;
+
     public String errorMessage;
 
     public StepResult(int maxTopLogprobs) {

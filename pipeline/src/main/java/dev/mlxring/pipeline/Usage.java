@@ -26,8 +26,8 @@ public record Usage(int promptTokens, int completionTokens, int cachedTokens, Sp
         /** @throws IllegalArgumentException unless {@code 0 <= accepted <= proposed} */
         public Speculative {
             if (accepted < 0 || accepted > proposed) {
-                throw new IllegalArgumentException("accepted must be in [0, proposed], got " + accepted + " of "
-                        + proposed);
+                throw new IllegalArgumentException(
+                        "accepted must be in [0, proposed], got " + accepted + " of " + proposed);
             }
         }
     }

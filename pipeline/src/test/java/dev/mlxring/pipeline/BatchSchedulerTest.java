@@ -3,7 +3,6 @@ package dev.mlxring.pipeline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.pipeline.testing.RecordingListener;
@@ -37,11 +36,25 @@ class BatchSchedulerTest {
         Planner planner = (r, p) -> {
             ExecutionPlan plain = WordStages.plan(r, p);
             boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
-            return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
-                    plain.stopStrings(), false, 0, List.of(), kv ? KvQuantization.of(8) : null);
+            return new ExecutionPlan(
+                    plain.requestId(),
+                    plain.prompt(),
+                    SamplingParams.GREEDY,
+                    plain.maxTokens(),
+                    plain.stopTokenIds(),
+                    plain.stopStrings(),
+                    false,
+                    0,
+                    List.of(),
+                    kv ? KvQuantization.of(8) : null);
         };
-        engine = Engine.builder().config(config).preparer(WordStages::prepare).planner(planner).executor(exec)
-                .sinks(WordStages::textSink).start();
+        engine = Engine.builder()
+                .config(config)
+                .preparer(WordStages::prepare)
+                .planner(planner)
+                .executor(exec)
+                .sinks(WordStages::textSink)
+                .start();
         return engine;
     }
 
@@ -82,7 +95,8 @@ class BatchSchedulerTest {
 
     /** Holds the batch's first unit until {@code sessions} are all queued for exec. */
     private void holdFirstUnitUntilQueued(List<Session> sessions, CountDownLatch gate) throws InterruptedException {
-        waitFor(() -> sessions.stream().allMatch(s -> s.state().ordinal() >= Lifecycle.QUEUED.ordinal()),
+        waitFor(
+                () -> sessions.stream().allMatch(s -> s.state().ordinal() >= Lifecycle.QUEUED.ordinal()),
                 "every session planned");
         gate.countDown();
     }
@@ -158,9 +172,12 @@ class BatchSchedulerTest {
             assertEquals(6, o.usage().completionTokens());
         }
         assertEquals(3, exec.batch.mostRows.get(), "rows ran together, never more than the cap");
-        List<String> inserts = exec.events.stream().filter(e -> e.startsWith("insert:")).toList();
-        assertEquals(List.of("insert:r0", "insert:r1", "insert:r2", "insert:r3", "insert:r4", "insert:r5", "insert:r6"),
-                inserts, "first come, first served");
+        List<String> inserts =
+                exec.events.stream().filter(e -> e.startsWith("insert:")).toList();
+        assertEquals(
+                List.of("insert:r0", "insert:r1", "insert:r2", "insert:r3", "insert:r4", "insert:r5", "insert:r6"),
+                inserts,
+                "first come, first served");
         assertTrue(exec.batch.units.get() < 7 * 7, "the rows shared units: " + exec.batch.units.get());
         assertEquals(0, exec.openRuns.get(), "nothing ran alone");
         assertEquals(0, engine.admittedCount());
@@ -208,13 +225,16 @@ class BatchSchedulerTest {
         assertEquals("client went away", cancelled.message());
         assertTrue(cancelled.usage().completionTokens() >= 3, "usage so far: " + cancelled.usage());
         int[] before = {recs.get(0).spans.get(), recs.get(2).spans.get()};
-        waitFor(() -> recs.get(0).spans.get() > before[0] + 10 && recs.get(2).spans.get() > before[1] + 10,
+        waitFor(
+                () -> recs.get(0).spans.get() > before[0] + 10
+                        && recs.get(2).spans.get() > before[1] + 10,
                 "the other rows to go on");
         assertTrue(exec.events.contains("remove:c1"));
         sessions.get(0).cancel("done");
         sessions.get(2).cancel("done");
         for (int i : new int[] {0, 2}) {
-            assertEquals(Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals(
+                    Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
             String text = recs.get(i).text.toString();
             assertEquals(tokens(text.split(" ").length), text, "row " + i + " streamed every token in order");
         }
@@ -290,7 +310,9 @@ class BatchSchedulerTest {
         Session b = engine.submit(text("B", "a", 3), rb);
         holdFirstUnitUntilQueued(List.of(a, k, b), gate);
         for (var p : List.of(List.of(a, ra), List.of(k, rk), List.of(b, rb))) {
-            assertEquals(Lifecycle.COMPLETED, await((Session) p.get(0), (RecordingListener) p.get(1)).state());
+            assertEquals(
+                    Lifecycle.COMPLETED,
+                    await((Session) p.get(0), (RecordingListener) p.get(1)).state());
         }
         List<String> events = List.copyOf(exec.events);
         assertTrue(events.indexOf("open:K") > events.indexOf("finish:A"), "K ran alone after A: " + events);
@@ -331,7 +353,8 @@ class BatchSchedulerTest {
         ScriptedBatch batch = exec.batch;
         engine.close();
         for (int i = 0; i < 3; i++) {
-            assertEquals(Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals(
+                    Lifecycle.CANCELLED, await(sessions.get(i), recs.get(i)).state());
         }
         assertTrue(batch.closed, "the batch was closed");
         assertEquals(0, batch.rows());
@@ -355,15 +378,18 @@ class BatchSchedulerTest {
         }
         var tooBig = new RecordingListener();
         Session big = engine.submit(text("big", "a", 40), tooBig);
-        holdFirstUnitUntilQueued(List.of(sessions.get(0), sessions.get(1), sessions.get(2), sessions.get(3), big), gate);
+        holdFirstUnitUntilQueued(
+                List.of(sessions.get(0), sessions.get(1), sessions.get(2), sessions.get(3), big), gate);
         for (int i = 0; i < 4; i++) {
-            assertEquals(Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals(
+                    Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
             assertEquals(tokens(10), recs.get(i).text.toString());
         }
         Outcome o = await(big, tooBig);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
-        assertTrue(o.message().contains("--kv-budget of 30 bytes") && o.message().contains("max_tokens 40"), o.message());
+        assertTrue(
+                o.message().contains("--kv-budget of 30 bytes") && o.message().contains("max_tokens 40"), o.message());
         assertEquals(2, exec.batch.mostRows.get(), "the budget, not the cap of 4, bounded the batch");
     }
 

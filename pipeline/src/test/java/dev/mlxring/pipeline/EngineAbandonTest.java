@@ -28,8 +28,12 @@ class EngineAbandonTest {
         ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
         exec.decodeGate = stuck;
-        try (Engine engine = Engine.builder().config(EngineConfig.defaults())
-                .preparer(WordStages::prepare).planner(WordStages::plan).executor(exec).sinks(WordStages::textSink)
+        try (Engine engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(WordStages::prepare)
+                .planner(WordStages::plan)
+                .executor(exec)
+                .sinks(WordStages::textSink)
                 .start()) {
             var running = new RecordingListener();
             var queued = new RecordingListener();
@@ -69,8 +73,12 @@ class EngineAbandonTest {
         ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
         exec.decodeGate = stuck;
-        Engine engine = Engine.builder().config(EngineConfig.defaults())
-                .preparer(WordStages::prepare).planner(WordStages::plan).executor(exec).sinks(WordStages::textSink)
+        Engine engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(WordStages::prepare)
+                .planner(WordStages::plan)
+                .executor(exec)
+                .sinks(WordStages::textSink)
                 .start();
         try {
             var running = new RecordingListener();
@@ -86,7 +94,8 @@ class EngineAbandonTest {
                 closed.countDown();
             });
             closer.start();
-            assertTrue(closed.await(Engine.EXEC_SETTLE_WAIT_NS / 1_000_000_000L + 15, TimeUnit.SECONDS),
+            assertTrue(
+                    closed.await(Engine.EXEC_SETTLE_WAIT_NS / 1_000_000_000L + 15, TimeUnit.SECONDS),
                     "close returned though exec is still blocked");
         } finally {
             stuck.countDown(); // let the exec thread go

@@ -2,7 +2,6 @@ package dev.mlxring.pipeline;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -26,8 +25,13 @@ class EngineLifecycleTest {
 
     private Engine start(EngineConfig config) {
         exec = ScriptedExecutor.counting();
-        engine = Engine.builder().config(config).preparer(WordStages::prepare).planner(WordStages::plan)
-                .executor(exec).sinks(WordStages::textSink).start();
+        engine = Engine.builder()
+                .config(config)
+                .preparer(WordStages::prepare)
+                .planner(WordStages::plan)
+                .executor(exec)
+                .sinks(WordStages::textSink)
+                .start();
         return engine;
     }
 
@@ -71,7 +75,8 @@ class EngineLifecycleTest {
             sessions.add(engine.submit(text("x y", 3), r));
         }
         for (int i = 0; i < 20; i++) {
-            assertEquals(Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
+            assertEquals(
+                    Lifecycle.COMPLETED, await(sessions.get(i), recs.get(i)).state());
             assertEquals("1 2 3 ", recs.get(i).text.toString());
         }
         assertEquals("mlxring-exec", exec.thread.getName());
@@ -141,11 +146,26 @@ class EngineLifecycleTest {
             ExecutionPlan plain = WordStages.plan(r, p);
             CountingConstraint c = CountingConstraint.allowingEverything();
             constraints.put(((Prompt.Text) r.prompt()).text(), c);
-            return new ExecutionPlan(plain.requestId(), plain.prompt(), SamplingParams.GREEDY, plain.maxTokens(), plain.stopTokenIds(),
-                    plain.stopStrings(), false, 0, List.of(), null, c);
+            return new ExecutionPlan(
+                    plain.requestId(),
+                    plain.prompt(),
+                    SamplingParams.GREEDY,
+                    plain.maxTokens(),
+                    plain.stopTokenIds(),
+                    plain.stopStrings(),
+                    false,
+                    0,
+                    List.of(),
+                    null,
+                    c);
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare).planner(planner)
-                .executor(exec).sinks(WordStages::textSink).start();
+        engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(WordStages::prepare)
+                .planner(planner)
+                .executor(exec)
+                .sinks(WordStages::textSink)
+                .start();
         exec.decodeGate = new CountDownLatch(1);
         var first = new RecordingListener();
         Session running = engine.submit(text("a", 2), first);
@@ -180,14 +200,19 @@ class EngineLifecycleTest {
             }
             return WordStages.prepare(r);
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(gated).planner(WordStages::plan)
-                .executor(exec).sinks(WordStages::textSink).start();
+        engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(gated)
+                .planner(WordStages::plan)
+                .executor(exec)
+                .sinks(WordStages::textSink)
+                .start();
         var r1 = new RecordingListener();
-        Session first = engine.submit(text("first", 2), r1);   // sequence 0: shard 0, held in prep
+        Session first = engine.submit(text("first", 2), r1); // sequence 0: shard 0, held in prep
         var r2 = new RecordingListener();
-        Session other = engine.submit(text("other", 2), r2);   // sequence 1: shard 1
+        Session other = engine.submit(text("other", 2), r2); // sequence 1: shard 1
         var r3 = new RecordingListener();
-        Session queued = engine.submit(text("third", 2), r3);  // sequence 2: shard 0, behind "first"
+        Session queued = engine.submit(text("third", 2), r3); // sequence 2: shard 0, behind "first"
         queued.cancel("changed my mind");
         prepGate.countDown();
         Outcome o = await(queued, r3);
@@ -274,7 +299,8 @@ class EngineLifecycleTest {
         var r = new RecordingListener();
         Session s = engine.submit(text("a b c", 3), r);
         await(s, r);
-        assertEquals(2, r.cachedAtFirstSpan.get(), "what a codec reports at its first event (Anthropic's message_start)");
+        assertEquals(
+                2, r.cachedAtFirstSpan.get(), "what a codec reports at its first event (Anthropic's message_start)");
         assertEquals(2, s.cachedPromptTokens());
     }
 
@@ -282,13 +308,16 @@ class EngineLifecycleTest {
     void moreTopLogprobsThanTheEngineCarriesIsRefusedAndTheEngineGoesOn() throws Exception {
         start(new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 2, WaitMode.BLOCKING));
         var r = new RecordingListener();
-        Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);
+        Session s =
+                engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
         assertTrue(o.message().startsWith("top_logprobs must be at most 2"), o.message());
         var next = new RecordingListener();
-        assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("a", 3), next), next).state());
+        assertEquals(
+                Lifecycle.COMPLETED,
+                await(engine.submit(text("a", 3), next), next).state());
     }
 
     @Test
@@ -304,15 +333,25 @@ class EngineLifecycleTest {
                 return overfullRun(plan);
             }
         };
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare)
-                .planner(WordStages::plan).executor(overfull).sinks(WordStages::textSink).start();
+        engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(WordStages::prepare)
+                .planner(WordStages::plan)
+                .executor(overfull)
+                .sinks(WordStages::textSink)
+                .start();
         var wide = new RecordingListener();
-        Outcome o = await(engine.submit(new GenerationRequest("wide-1", "m", new Prompt.Text("a"), null, 2, List.of(),
-                false, 0), wide), wide);
+        Outcome o = await(
+                engine.submit(
+                        new GenerationRequest("wide-1", "m", new Prompt.Text("a"), null, 2, List.of(), false, 0), wide),
+                wide);
         assertEquals(Lifecycle.FAILED, o.state(), o.toString());
         var next = new RecordingListener();
-        Outcome ok = await(engine.submit(new GenerationRequest("narrow-1", "m", new Prompt.Text("a"), null, 2, List.of(),
-                false, 0), next), next);
+        Outcome ok = await(
+                engine.submit(
+                        new GenerationRequest("narrow-1", "m", new Prompt.Text("a"), null, 2, List.of(), false, 0),
+                        next),
+                next);
         assertEquals(Lifecycle.COMPLETED, ok.state(), "the engine goes on: " + ok);
     }
 
@@ -400,7 +439,8 @@ class EngineLifecycleTest {
         assertNotEquals(null, rejected, "a 4-slot ring must refuse eventually");
         exec.decodeGate.countDown();
         for (int i = 0; i < accepted.size(); i++) {
-            assertEquals(Lifecycle.COMPLETED, await(accepted.get(i), recs.get(i)).state());
+            assertEquals(
+                    Lifecycle.COMPLETED, await(accepted.get(i), recs.get(i)).state());
         }
     }
 
@@ -464,7 +504,9 @@ class EngineLifecycleTest {
         assertEquals(Lifecycle.CANCELLED, o.state(), o.toString());
         assertTrue(o.message().startsWith("listener failed") && o.message().contains("boom"), o.message());
         var good = new RecordingListener();
-        assertEquals(Lifecycle.COMPLETED, await(engine.submit(text("b", 2), good), good).state());
+        assertEquals(
+                Lifecycle.COMPLETED,
+                await(engine.submit(text("b", 2), good), good).state());
     }
 
     @Test
@@ -487,7 +529,9 @@ class EngineLifecycleTest {
         assertTrue(exec.closed, "the executor is closed on the exec thread");
         assertEquals(exec.openRuns.get(), exec.closedRuns.get());
         assertThrows(IllegalStateException.class, () -> engine.submit(text("a", 1), new RecordingListener()));
-        assertThrows(EngineUnavailableException.class, () -> engine.prepare(text("a", 1)),
+        assertThrows(
+                EngineUnavailableException.class,
+                () -> engine.prepare(text("a", 1)),
                 "token counting after close is refused as the engine's, not the freed tokenizer's, error");
         engine = null;
     }
@@ -514,8 +558,9 @@ class EngineLifecycleTest {
         }
         exec.decodeGate.countDown();
         assertEquals(Lifecycle.COMPLETED, await(s, first).state());
-        assertTrue(closeReturnedNs.get() < 1_000_000_000L, "close on the sink thread waited "
-                + closeReturnedNs.get() / 1_000_000 + " ms");
+        assertTrue(
+                closeReturnedNs.get() < 1_000_000_000L,
+                "close on the sink thread waited " + closeReturnedNs.get() / 1_000_000 + " ms");
         assertEquals(Lifecycle.CANCELLED, await(other, queued).state(), "the other session settles too");
         engine = null;
     }
@@ -549,8 +594,8 @@ class EngineLifecycleTest {
 
     @Test
     void anEmbeddersMissingPromptOrNegativeReleaseIsRefusedNamingIt() throws Exception {
-        NullPointerException npe = assertThrows(NullPointerException.class,
-                () -> new GenerationRequest(null, "m", null, null, 1, List.of(), false, 0));
+        NullPointerException npe = assertThrows(
+                NullPointerException.class, () -> new GenerationRequest(null, "m", null, null, 1, List.of(), false, 0));
         assertTrue(npe.getMessage().contains("prompt"), npe.getMessage());
         assertThrows(NullPointerException.class, () -> new Prompt.Text(null));
         start(EngineConfig.defaults());

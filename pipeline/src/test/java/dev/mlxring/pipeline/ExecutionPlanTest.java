@@ -12,7 +12,8 @@ class ExecutionPlanTest {
 
     @Test
     void refusesAPlanWithoutSamplingSettings() {
-        NullPointerException e = assertThrows(NullPointerException.class,
+        NullPointerException e = assertThrows(
+                NullPointerException.class,
                 () -> new ExecutionPlan("r", PROMPT, null, 4, new int[0], List.of(), false, 0));
         assertEquals("sampling", e.getMessage());
     }

@@ -72,11 +72,16 @@ class SinkFinishTest {
     }
 
     private Outcome run(int maxTokens, String... stops) throws Exception {
-        engine = Engine.builder().config(EngineConfig.defaults()).preparer(WordStages::prepare)
-                .planner(WordStages::plan).executor(ScriptedExecutor.counting()).sinks(this::sink).start();
+        engine = Engine.builder()
+                .config(EngineConfig.defaults())
+                .preparer(WordStages::prepare)
+                .planner(WordStages::plan)
+                .executor(ScriptedExecutor.counting())
+                .sinks(this::sink)
+                .start();
         Calls r = new Calls();
-        Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, maxTokens,
-                List.of(stops), false, 0), r);
+        Session s = engine.submit(
+                new GenerationRequest(null, "m", new Prompt.Text("a"), null, maxTokens, List.of(stops), false, 0), r);
         Outcome o = s.result().get(10, TimeUnit.SECONDS);
         assertTrue(r.done.await(10, TimeUnit.SECONDS));
         last = r;

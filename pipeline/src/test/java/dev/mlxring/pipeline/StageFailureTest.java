@@ -22,7 +22,15 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class StageFailureTest {
     /** Where the poisoned request throws; the prompt word "BOOM-<stage>" triggers it. */
-    enum Where { PREP, PLAN, EXEC_OPEN, EXEC_STEP, SINK_OPEN, SINK_TOKEN, SINK_FINISH }
+    enum Where {
+        PREP,
+        PLAN,
+        EXEC_OPEN,
+        EXEC_STEP,
+        SINK_OPEN,
+        SINK_TOKEN,
+        SINK_FINISH
+    }
 
     /** What it throws. */
     enum What {
@@ -116,8 +124,15 @@ class StageFailureTest {
                     }
                     // The poisoned prompt travels to exec and sink as the plan's first stop string.
                     String t = ((Prompt.Text) r.prompt()).text();
-                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens(), new int[] {0},
-                            t.contains("BOOM") ? List.of(t) : List.of(), false, 0);
+                    return new ExecutionPlan(
+                            r.id(),
+                            p,
+                            SamplingParams.GREEDY,
+                            r.maxTokens(),
+                            new int[] {0},
+                            t.contains("BOOM") ? List.of(t) : List.of(),
+                            false,
+                            0);
                 })
                 .executor(failing)
                 .sinks(plan -> {
@@ -187,7 +202,8 @@ class StageFailureTest {
             Outcome bad = run("BOOM here", 5);
             assertEquals(Lifecycle.FAILED, bad.state(), "poisoned request in " + stage + ": " + bad);
             assertEquals(Outcome.ErrorType.INTERNAL, bad.errorType());
-            assertTrue(bad.message().contains(kind == What.RUNTIME ? "unpaired surrogate" : "invariant broken"),
+            assertTrue(
+                    bad.message().contains(kind == What.RUNTIME ? "unpaired surrogate" : "invariant broken"),
                     bad.message());
             Outcome good = run("a b c", 4);
             assertEquals(Lifecycle.COMPLETED, good.state(), "the engine keeps serving after " + stage);

@@ -4,20 +4,20 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.Outcome.ErrorType;
+import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Planner;
 import dev.mlxring.pipeline.PreparedPrompt;
-import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.SamplingSpec;
 import dev.mlxring.pipeline.TokenConstraint;
 import dev.mlxring.pipeline.ToolChoiceSpec;
+import dev.mlxring.pipeline.Utf16;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
 import dev.mlxring.plan.constraint.ModelTools;
 import dev.mlxring.plan.constraint.ToolCallGrammar;
 import dev.mlxring.plan.constraint.ToolChoice;
-import dev.mlxring.pipeline.Utf16;
 import java.util.List;
 import java.util.Map;
 
@@ -38,13 +38,26 @@ public final class RequestPlanner implements Planner {
      * @param maxPromptTokens the operator's prompt limit ({@code --max-prompt-tokens}); 0 = the
      *     context is the only limit
      */
-    public record Defaults(int maxTokens, double temperature, double topP, int topK, double minP,
-            int maxContextTokens, KvQuantization kvQuantization, int maxPromptTokens) {
+    public record Defaults(
+            int maxTokens,
+            double temperature,
+            double topP,
+            int topK,
+            double minP,
+            int maxContextTokens,
+            KvQuantization kvQuantization,
+            int maxPromptTokens) {
         public Defaults(int maxTokens, double temperature, double topP, int topK, double minP, int maxContextTokens) {
             this(maxTokens, temperature, topP, topK, minP, maxContextTokens, null, 0);
         }
 
-        public Defaults(int maxTokens, double temperature, double topP, int topK, double minP, int maxContextTokens,
+        public Defaults(
+                int maxTokens,
+                double temperature,
+                double topP,
+                int topK,
+                double minP,
+                int maxContextTokens,
                 KvQuantization kvQuantization) {
             this(maxTokens, temperature, topP, topK, minP, maxContextTokens, kvQuantization, 0);
         }
@@ -77,7 +90,11 @@ public final class RequestPlanner implements Planner {
      * @param constraints compiles requests' output constraints (structured outputs); null = this
      *     engine has none, and a request with a constraint is refused (never run unconstrained)
      */
-    public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize,
+    public RequestPlanner(
+            Defaults defaults,
+            int[] eosTokenIds,
+            int[] xtcSpecialTokens,
+            int vocabSize,
             ConstraintCompiler constraints) {
         this(defaults, eosTokenIds, xtcSpecialTokens, vocabSize, constraints, null);
     }
@@ -88,8 +105,13 @@ public final class RequestPlanner implements Planner {
      * @param modelTools the model's tool-call syntax, from which a forced, strict or single-call
      *     tool choice becomes a {@link ToolCallGrammar}; null = such a choice is refused
      */
-    public RequestPlanner(Defaults defaults, int[] eosTokenIds, int[] xtcSpecialTokens, int vocabSize,
-            ConstraintCompiler constraints, ModelTools modelTools) {
+    public RequestPlanner(
+            Defaults defaults,
+            int[] eosTokenIds,
+            int[] xtcSpecialTokens,
+            int vocabSize,
+            ConstraintCompiler constraints,
+            ModelTools modelTools) {
         this.defaults = defaults;
         this.constraints = constraints;
         this.modelTools = modelTools;
@@ -103,8 +125,9 @@ public final class RequestPlanner implements Planner {
         checkStopStrings(request.stop());
         int maxTokens = maxTokens(request, prompt.length());
         if (request.topLogprobs() > SamplingParams.MAX_TOP_LOGPROBS) {
-            throw new RequestException(ErrorType.UNSUPPORTED, "top_logprobs must be at most "
-                    + SamplingParams.MAX_TOP_LOGPROBS + " (mlx_lm.server's limit)");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED,
+                    "top_logprobs must be at most " + SamplingParams.MAX_TOP_LOGPROBS + " (mlx_lm.server's limit)");
         }
         SamplingParams sampling;
         try {
@@ -116,8 +139,18 @@ public final class RequestPlanner implements Planner {
         OutputConstraint spec = outputConstraint(request, tools, prompt);
         TokenConstraint constraint = constraint(spec);
         try {
-            return new ExecutionPlan(request.id(), prompt, sampling, maxTokens, eosTokenIds, request.stop(),
-                    request.logprobs(), request.topLogprobs(), tools, defaults.kvQuantization(), constraint,
+            return new ExecutionPlan(
+                    request.id(),
+                    prompt,
+                    sampling,
+                    maxTokens,
+                    eosTokenIds,
+                    request.stop(),
+                    request.logprobs(),
+                    request.topLogprobs(),
+                    tools,
+                    defaults.kvQuantization(),
+                    constraint,
                     request.speculative());
         } catch (RuntimeException e) {
             if (constraint != null) {
@@ -132,13 +165,15 @@ public final class RequestPlanner implements Planner {
      * demands ({@link #toolConstraint}); never both, as each holds the whole output to its own shape
      * (one JSON value against tool calls in the model's syntax).
      */
-    private OutputConstraint outputConstraint(GenerationRequest request, List<Map<String, Object>> tools,
-            PreparedPrompt prompt) throws RequestException {
+    private OutputConstraint outputConstraint(
+            GenerationRequest request, List<Map<String, Object>> tools, PreparedPrompt prompt) throws RequestException {
         OutputConstraint tool = toolConstraint(request.toolChoice(), tools, prompt);
         if (tool != null && request.constraint() != null) {
-            throw new RequestException(ErrorType.INVALID_REQUEST, "tool_choice: " + describe(request.toolChoice())
-                    + " cannot be combined with " + request.constraint().field() + ": both constrain the whole "
-                    + "output (tool calls in the model's syntax against one value of the response format); send one");
+            throw new RequestException(
+                    ErrorType.INVALID_REQUEST,
+                    "tool_choice: " + describe(request.toolChoice())
+                            + " cannot be combined with " + request.constraint().field() + ": both constrain the whole "
+                            + "output (tool calls in the model's syntax against one value of the response format); send one");
         }
         if (tool != null) {
             return tool;
@@ -146,8 +181,8 @@ public final class RequestPlanner implements Planner {
         OutputConstraint own = request.constraint();
         if (own != null && modelTools != null && modelTools.syntax().thinks()) {
             // The reasoning block stays free: the constraint holds what follows it.
-            return ConstraintCompiler.afterReasoning(own, modelTools.syntax(),
-                    modelTools.reasoningOpenInPrompt().test(prompt.tokenIds()));
+            return ConstraintCompiler.afterReasoning(
+                    own, modelTools.syntax(), modelTools.reasoningOpenInPrompt().test(prompt.tokenIds()));
         }
         return own;
     }
@@ -158,13 +193,15 @@ public final class RequestPlanner implements Planner {
      * ({@code parallel} false) with tools. {@code none} with tools is refused: the tools reach the
      * template and nothing keeps the model from calling them.
      */
-    private OutputConstraint toolConstraint(ToolChoiceSpec choice, List<Map<String, Object>> tools,
-            PreparedPrompt prompt) throws RequestException {
+    private OutputConstraint toolConstraint(
+            ToolChoiceSpec choice, List<Map<String, Object>> tools, PreparedPrompt prompt) throws RequestException {
         if (choice.mode() == ToolChoiceSpec.Mode.NONE) {
             if (!tools.isEmpty()) {
-                throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: none is not supported with tools: "
-                        + "they would still be offered to the model, and nothing keeps it from calling them; leave "
-                        + "tools out to forbid calls");
+                throw new RequestException(
+                        ErrorType.UNSUPPORTED,
+                        "tool_choice: none is not supported with tools: "
+                                + "they would still be offered to the model, and nothing keeps it from calling them; leave "
+                                + "tools out to forbid calls");
             }
             return null;
         }
@@ -177,17 +214,23 @@ public final class RequestPlanner implements Planner {
             default -> ToolChoice.auto(choice.parallel());
         };
         if (modelTools == null) {
-            throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: " + describe(choice) + " is not supported "
-                    + "by this engine: it has no tool-call grammar, and tool calls are never left unconstrained");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED,
+                    "tool_choice: " + describe(choice) + " is not supported "
+                            + "by this engine: it has no tool-call grammar, and tool calls are never left unconstrained");
         }
         try {
-            return ToolCallGrammar.forTools(tools, grammarChoice, modelTools.syntax(),
+            return ToolCallGrammar.forTools(
+                    tools,
+                    grammarChoice,
+                    modelTools.syntax(),
                     modelTools.reasoningOpenInPrompt().test(prompt.tokenIds()));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, namingField(e.getMessage(), choice.schemaKey()));
         } catch (IllegalStateException e) {
-            throw new RequestException(ErrorType.UNSUPPORTED, "tool_choice: " + describe(choice)
-                    + " is unavailable on this server: " + e.getMessage());
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED,
+                    "tool_choice: " + describe(choice) + " is unavailable on this server: " + e.getMessage());
         }
     }
 
@@ -207,12 +250,13 @@ public final class RequestPlanner implements Planner {
      * {@code tool_choice} folded into it).
      */
     static String namingField(String message, String schemaKey) {
-        var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters:? ").matcher(message);
+        var m = java.util.regex.Pattern.compile("^(tools\\[\\d+])\\.function\\.parameters:? ")
+                .matcher(message);
         if (m.find()) {
             return m.group(1) + "." + schemaKey + ": " + message.substring(m.end());
         }
-        return "tool_choice: " + (message.startsWith("tool_choice ") ? message.substring("tool_choice ".length())
-                : message);
+        return "tool_choice: "
+                + (message.startsWith("tool_choice ") ? message.substring("tool_choice ".length()) : message);
     }
 
     private static String describe(ToolChoiceSpec choice) {
@@ -248,15 +292,17 @@ public final class RequestPlanner implements Planner {
      */
     private int maxTokens(GenerationRequest request, int promptTokens) throws RequestException {
         int context = defaults.maxContextTokens();
-        int promptLimit = defaults.maxPromptTokens() > 0 ? Math.min(defaults.maxPromptTokens(), context - 1)
-                : context - 1;
+        int promptLimit =
+                defaults.maxPromptTokens() > 0 ? Math.min(defaults.maxPromptTokens(), context - 1) : context - 1;
         if (promptTokens > promptLimit) {
-            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, promptLimit < context - 1
-                    ? "The prompt is " + promptTokens + " tokens; this server accepts at most " + promptLimit
-                            + " prompt tokens (--max-prompt-tokens). Please reduce the length of the messages."
-                    : "This model's maximum context length is " + context + " tokens. However, your messages "
-                            + "resulted in " + promptTokens + " tokens, which leaves no room for a completion. "
-                            + "Please reduce the length of the messages.");
+            throw new RequestException(
+                    ErrorType.CONTEXT_LENGTH_EXCEEDED,
+                    promptLimit < context - 1
+                            ? "The prompt is " + promptTokens + " tokens; this server accepts at most " + promptLimit
+                                    + " prompt tokens (--max-prompt-tokens). Please reduce the length of the messages."
+                            : "This model's maximum context length is " + context + " tokens. However, your messages "
+                                    + "resulted in " + promptTokens + " tokens, which leaves no room for a completion. "
+                                    + "Please reduce the length of the messages.");
         }
         Integer requested = request.maxTokens();
         if (requested == null) {
@@ -266,10 +312,14 @@ public final class RequestPlanner implements Planner {
             throw new RequestException(ErrorType.INVALID_REQUEST, "max_tokens must be at least 1");
         }
         if ((long) promptTokens + requested > context) {
-            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, "This model's maximum context length is "
-                    + context + " tokens. However, you requested " + (promptTokens + (long) requested) + " tokens ("
-                    + promptTokens + " in the messages, " + requested + " in the completion). Please reduce the "
-                    + "length of the messages or completion.");
+            throw new RequestException(
+                    ErrorType.CONTEXT_LENGTH_EXCEEDED,
+                    "This model's maximum context length is "
+                            + context + " tokens. However, you requested " + (promptTokens + (long) requested)
+                            + " tokens ("
+                            + promptTokens + " in the messages, " + requested
+                            + " in the completion). Please reduce the "
+                            + "length of the messages or completion.");
         }
         return requested;
     }
@@ -283,8 +333,9 @@ public final class RequestPlanner implements Planner {
             }
             int bad = Utf16.firstUnpairedSurrogate(stop);
             if (bad >= 0) {
-                throw new RequestException(ErrorType.INVALID_REQUEST, "stop[" + i
-                        + "] contains an unpaired UTF-16 surrogate at index " + bad);
+                throw new RequestException(
+                        ErrorType.INVALID_REQUEST,
+                        "stop[" + i + "] contains an unpaired UTF-16 surrogate at index " + bad);
             }
         }
     }
@@ -318,8 +369,8 @@ public final class RequestPlanner implements Planner {
         if (s.logitBias() != null) {
             for (Map.Entry<Integer, Double> e : s.logitBias().entrySet()) {
                 if (e.getKey() < 0 || e.getKey() >= vocabSize) {
-                    throw new IllegalArgumentException("logit_bias token id " + e.getKey()
-                            + " is outside the vocabulary [0, " + vocabSize + ")");
+                    throw new IllegalArgumentException(
+                            "logit_bias token id " + e.getKey() + " is outside the vocabulary [0, " + vocabSize + ")");
                 }
             }
             b.logitBias(s.logitBias());

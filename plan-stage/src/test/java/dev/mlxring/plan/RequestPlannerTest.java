@@ -25,8 +25,8 @@ class RequestPlannerTest {
     private final PreparedPrompt prompt = new PreparedPrompt(new int[] {1, 2, 3}, 3);
 
     private static GenerationRequest req(SamplingSpec s, Integer maxTokens, int topLogprobs) {
-        return new GenerationRequest("r", "m", new Prompt.Tokens(new int[] {1}), s, maxTokens, List.of("x"),
-                topLogprobs > 0, topLogprobs);
+        return new GenerationRequest(
+                "r", "m", new Prompt.Tokens(new int[] {1}), s, maxTokens, List.of("x"), topLogprobs > 0, topLogprobs);
     }
 
     @Test
@@ -56,8 +56,8 @@ class RequestPlannerTest {
     void theServersKvSchemeIsSealedIntoEveryPlan() throws Exception {
         assertEquals(null, planner.plan(req(null, null, 0), prompt).kvScheme(), "full precision by default");
         KvQuantization kv = new KvQuantization(4, 32, 100);
-        RequestPlanner quantized = new RequestPlanner(new RequestPlanner.Defaults(512, 0.0, 1.0, 0, 0.0, 64, kv),
-                new int[] {2}, new int[] {198, 2}, 100);
+        RequestPlanner quantized = new RequestPlanner(
+                new RequestPlanner.Defaults(512, 0.0, 1.0, 0, 0.0, 64, kv), new int[] {2}, new int[] {198, 2}, 100);
         assertEquals(kv, quantized.plan(req(null, null, 0), prompt).kvScheme());
     }
 
@@ -77,13 +77,13 @@ class RequestPlannerTest {
 
     @Test
     void refusesWithAReasonNamingTheField() {
-        RequestException tooLong = assertThrows(RequestException.class,
-                () -> planner.plan(req(null, 4, 0), new PreparedPrompt(new int[64], 64)));
+        RequestException tooLong = assertThrows(
+                RequestException.class, () -> planner.plan(req(null, 4, 0), new PreparedPrompt(new int[64], 64)));
         assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, tooLong.type());
         assertTrue(tooLong.getMessage().contains("maximum context length is 64 tokens"), tooLong.getMessage());
 
-        SamplingSpec badBias = new SamplingSpec(null, null, null, null, null, null, null, null, null, null,
-                Map.of(1000, 1.0), null);
+        SamplingSpec badBias =
+                new SamplingSpec(null, null, null, null, null, null, null, null, null, null, Map.of(1000, 1.0), null);
         RequestException bias = assertThrows(RequestException.class, () -> planner.plan(req(badBias, 4, 0), prompt));
         assertTrue(bias.getMessage().contains("logit_bias"), bias.getMessage());
 
@@ -100,25 +100,29 @@ class RequestPlannerTest {
         assertEquals(61, planner.plan(req(null, 61, 0), prompt).maxTokens(), "exactly the context is fine");
         RequestException over = assertThrows(RequestException.class, () -> planner.plan(req(null, 62, 0), prompt));
         assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, over.type());
-        assertTrue(over.getMessage().contains("you requested 65 tokens (3 in the messages, 62 in the completion)"),
+        assertTrue(
+                over.getMessage().contains("you requested 65 tokens (3 in the messages, 62 in the completion)"),
                 over.getMessage());
     }
 
     @Test
     void operatorPromptLimitBindsBelowTheContext() throws Exception {
-        RequestPlanner limited = new RequestPlanner(RequestPlanner.Defaults.mlxLm(64).withMaxPromptTokens(2),
-                new int[] {2}, new int[0], 100);
+        RequestPlanner limited = new RequestPlanner(
+                RequestPlanner.Defaults.mlxLm(64).withMaxPromptTokens(2), new int[] {2}, new int[0], 100);
         RequestException e = assertThrows(RequestException.class, () -> limited.plan(req(null, 4, 0), prompt));
         assertEquals(ErrorType.CONTEXT_LENGTH_EXCEEDED, e.type());
         assertTrue(e.getMessage().contains("at most 2 prompt tokens (--max-prompt-tokens)"), e.getMessage());
-        assertEquals(4, limited.plan(req(null, 4, 0), new PreparedPrompt(new int[] {1, 2}, 2)).maxTokens());
+        assertEquals(
+                4,
+                limited.plan(req(null, 4, 0), new PreparedPrompt(new int[] {1, 2}, 2))
+                        .maxTokens());
     }
 
     @Test
     void stopStringsThatCanNeverMatchAreRefused() {
         for (String bad : new String[] {"\ud800", "a\udc00", ""}) {
-            GenerationRequest r = new GenerationRequest("r", "m", new Prompt.Tokens(new int[] {1}), null, 4,
-                    List.of("ok", bad), false, 0);
+            GenerationRequest r = new GenerationRequest(
+                    "r", "m", new Prompt.Tokens(new int[] {1}), null, 4, List.of("ok", bad), false, 0);
             RequestException e = assertThrows(RequestException.class, () -> planner.plan(r, prompt));
             assertEquals(ErrorType.INVALID_REQUEST, e.type());
             assertTrue(e.getMessage().startsWith("stop[1]"), e.getMessage());

@@ -63,15 +63,23 @@ class RequestPlannerToolChoiceTest {
     }
 
     private static RequestPlanner planner(String format, java.util.function.Predicate<int[]> openInPrompt) {
-        ModelTools tools = new ModelTools(ToolSyntax.of(format, null, null, t -> hf.encode(t, false), vocabulary),
-                openInPrompt);
-        return new RequestPlanner(RequestPlanner.Defaults.mlxLm(4096), hf.eosTokenIds(), new int[0], vocab,
-                new ConstraintCompiler(tokenizer), tools);
+        ModelTools tools =
+                new ModelTools(ToolSyntax.of(format, null, null, t -> hf.encode(t, false), vocabulary), openInPrompt);
+        return new RequestPlanner(
+                RequestPlanner.Defaults.mlxLm(4096),
+                hf.eosTokenIds(),
+                new int[0],
+                vocab,
+                new ConstraintCompiler(tokenizer),
+                tools);
     }
 
     private static Map<String, Object> tool(String name, boolean strict) throws Exception {
-        return Map.of("type", "function", "function", Map.of("name", name, "parameters",
-                new ObjectMapper().readValue(WEATHER, Map.class), "strict", strict));
+        return Map.of(
+                "type",
+                "function",
+                "function",
+                Map.of("name", name, "parameters", new ObjectMapper().readValue(WEATHER, Map.class), "strict", strict));
     }
 
     private static GenerationRequest request(List<Map<String, Object>> tools, ToolChoiceSpec choice) {
@@ -100,7 +108,8 @@ class RequestPlannerToolChoiceTest {
     void aForcedChoiceBecomesTheToolCallGrammarOfTheModel() throws Exception {
         RequestPlanner planner = planner("json_tools", p -> false);
         String call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-        for (ToolChoiceSpec c : List.of(choice(ToolChoiceSpec.Mode.REQUIRED, null, true),
+        for (ToolChoiceSpec c : List.of(
+                choice(ToolChoiceSpec.Mode.REQUIRED, null, true),
                 choice(ToolChoiceSpec.Mode.NAMED, "get_weather", false))) {
             ExecutionPlan p = planner.plan(request(List.of(tool("get_weather", false)), c), prompt);
             try (TokenConstraint mask = p.constraint()) {
@@ -112,8 +121,8 @@ class RequestPlannerToolChoiceTest {
                 assertFalse(accepts(mask, "Sunny."), c + ": text instead of a call is masked out");
             }
         }
-        ExecutionPlan wrongArgs = planner.plan(request(List.of(tool("get_weather", false)),
-                choice(ToolChoiceSpec.Mode.REQUIRED, null, true)), prompt);
+        ExecutionPlan wrongArgs = planner.plan(
+                request(List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.REQUIRED, null, true)), prompt);
         try (TokenConstraint mask = wrongArgs.constraint()) {
             assertFalse(accepts(mask, call.replace("\"city\"", "\"town\"")), "arguments are held to the schema");
         }
@@ -122,65 +131,102 @@ class RequestPlannerToolChoiceTest {
     @Test
     void autoIsLeftFreeUnlessATooIsStrictOrCallsAreSingle() throws Exception {
         RequestPlanner planner = planner("json_tools", p -> false);
-        assertNull(planner.plan(request(List.of(tool("get_weather", false)), null), prompt).constraint(),
+        assertNull(
+                planner.plan(request(List.of(tool("get_weather", false)), null), prompt)
+                        .constraint(),
                 "plain auto: no mask");
         try (TokenConstraint strict = planner.plan(request(List.of(tool("get_weather", true)), null), prompt)
                 .constraint()) {
             assertNotNull(strict, "a strict tool is enforced under auto");
             assertTrue(accepts(strict, "No call."));
         }
-        try (TokenConstraint single = planner.plan(request(List.of(tool("get_weather", false)),
-                choice(ToolChoiceSpec.Mode.AUTO, null, false)), prompt).constraint()) {
+        try (TokenConstraint single = planner.plan(
+                        request(List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.AUTO, null, false)),
+                        prompt)
+                .constraint()) {
             assertNotNull(single, "parallel_tool_calls false is enforced");
         }
-        assertNull(planner.plan(request(List.of(), choice(ToolChoiceSpec.Mode.AUTO, null, false)), prompt)
-                .constraint(), "no tools: nothing to enforce");
+        assertNull(
+                planner.plan(request(List.of(), choice(ToolChoiceSpec.Mode.AUTO, null, false)), prompt)
+                        .constraint(),
+                "no tools: nothing to enforce");
     }
 
     @Test
     void aForcedChoiceAndAResponseFormatAreRefusedTogether() throws Exception {
-        GenerationRequest both = request(List.of(tool("get_weather", false)),
-                choice(ToolChoiceSpec.Mode.REQUIRED, null, true))
+        GenerationRequest both = request(
+                        List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.REQUIRED, null, true))
                 .withConstraint(OutputConstraint.jsonObject("response_format"));
-        RequestException e = assertThrows(RequestException.class, () -> planner("json_tools", p -> false)
-                .plan(both, prompt));
+        RequestException e = assertThrows(
+                RequestException.class, () -> planner("json_tools", p -> false).plan(both, prompt));
         assertEquals(ErrorType.INVALID_REQUEST, e.type());
-        assertTrue(e.getMessage().startsWith("tool_choice: required cannot be combined with response_format"),
+        assertTrue(
+                e.getMessage().startsWith("tool_choice: required cannot be combined with response_format"),
                 e.getMessage());
     }
 
     @Test
     void whatCannotBeHonouredIsRefusedNamingTheField() throws Exception {
         ToolChoiceSpec required = choice(ToolChoiceSpec.Mode.REQUIRED, null, true);
-        RequestException none = assertThrows(RequestException.class, () -> planner(null, p -> false)
-                .plan(request(List.of(tool("get_weather", false)), required), prompt));
-        assertTrue(none.getMessage().startsWith("tool_choice: \"required\" needs a tool-call format, and "
-                + "this model has none"), none.getMessage());
-        RequestException pythonic = assertThrows(RequestException.class, () -> planner("pythonic", p -> false)
-                .plan(request(List.of(tool("get_weather", false)), required), prompt));
-        assertTrue(pythonic.getMessage().contains("not supported for this model's tool format pythonic"),
+        RequestException none = assertThrows(
+                RequestException.class,
+                () -> planner(null, p -> false).plan(request(List.of(tool("get_weather", false)), required), prompt));
+        assertTrue(
+                none.getMessage()
+                        .startsWith("tool_choice: \"required\" needs a tool-call format, and " + "this model has none"),
+                none.getMessage());
+        RequestException pythonic = assertThrows(
+                RequestException.class,
+                () -> planner("pythonic", p -> false)
+                        .plan(request(List.of(tool("get_weather", false)), required), prompt));
+        assertTrue(
+                pythonic.getMessage().contains("not supported for this model's tool format pythonic"),
                 pythonic.getMessage());
 
-        Map<String, Object> unique = Map.of("type", "function", "function", Map.of("name", "f", "parameters",
-                Map.of("type", "object", "properties", Map.of("t", Map.of("type", "array", "uniqueItems", true)))));
+        Map<String, Object> unique = Map.of(
+                "type",
+                "function",
+                "function",
+                Map.of(
+                        "name",
+                        "f",
+                        "parameters",
+                        Map.of(
+                                "type",
+                                "object",
+                                "properties",
+                                Map.of("t", Map.of("type", "array", "uniqueItems", true)))));
         ToolChoiceSpec anthropicAny = new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, true, "input_schema");
-        RequestException schema = assertThrows(RequestException.class, () -> planner("json_tools", p -> false)
-                .plan(request(List.of(unique), anthropicAny), prompt));
+        RequestException schema = assertThrows(
+                RequestException.class,
+                () -> planner("json_tools", p -> false).plan(request(List.of(unique), anthropicAny), prompt));
         assertEquals(ErrorType.INVALID_REQUEST, schema.type());
-        assertTrue(schema.getMessage().startsWith("tools[0].input_schema: keyword 'uniqueItems' at /properties/t"),
+        assertTrue(
+                schema.getMessage().startsWith("tools[0].input_schema: keyword 'uniqueItems' at /properties/t"),
                 schema.getMessage());
 
-        RequestException noneWithTools = assertThrows(RequestException.class, () -> planner("json_tools", p -> false)
-                .plan(request(List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.NONE, null, true)),
-                        prompt));
+        RequestException noneWithTools = assertThrows(
+                RequestException.class,
+                () -> planner("json_tools", p -> false)
+                        .plan(
+                                request(
+                                        List.of(tool("get_weather", false)),
+                                        choice(ToolChoiceSpec.Mode.NONE, null, true)),
+                                prompt));
         assertEquals(ErrorType.UNSUPPORTED, noneWithTools.type());
         assertTrue(noneWithTools.getMessage().startsWith("tool_choice: none is not supported with tools"));
 
-        RequestPlanner without = new RequestPlanner(RequestPlanner.Defaults.mlxLm(4096), hf.eosTokenIds(),
-                new int[0], vocab, new ConstraintCompiler(tokenizer));
-        RequestException noGrammar = assertThrows(RequestException.class,
+        RequestPlanner without = new RequestPlanner(
+                RequestPlanner.Defaults.mlxLm(4096),
+                hf.eosTokenIds(),
+                new int[0],
+                vocab,
+                new ConstraintCompiler(tokenizer));
+        RequestException noGrammar = assertThrows(
+                RequestException.class,
                 () -> without.plan(request(List.of(tool("get_weather", false)), required), prompt));
-        assertTrue(noGrammar.getMessage().startsWith("tool_choice: required is not supported by this engine"),
+        assertTrue(
+                noGrammar.getMessage().startsWith("tool_choice: required is not supported by this engine"),
                 noGrammar.getMessage());
     }
 
@@ -191,9 +237,13 @@ class RequestPlannerToolChoiceTest {
             seen.set(p);
             return true;
         });
-        RequestException e = assertThrows(RequestException.class, () -> planner.plan(request(
-                List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.REQUIRED, null, true)), prompt));
+        RequestException e = assertThrows(
+                RequestException.class,
+                () -> planner.plan(
+                        request(List.of(tool("get_weather", false)), choice(ToolChoiceSpec.Mode.REQUIRED, null, true)),
+                        prompt));
         assertTrue(e.getMessage().contains("no think markers"), e.getMessage());
-        assertEquals(List.of(1, 2, 3), java.util.Arrays.stream(seen.get()).boxed().toList());
+        assertEquals(
+                List.of(1, 2, 3), java.util.Arrays.stream(seen.get()).boxed().toList());
     }
 }

@@ -6,11 +6,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.hubspot.jinjava.Jinjava;
 import com.hubspot.jinjava.interpret.RenderResult;
 import com.hubspot.jinjava.interpret.TemplateError;
-
 import dev.mlxring.prep.jinja.PyJinjava;
 import dev.mlxring.prep.jinja.PyNone;
 import dev.mlxring.prep.jinja.RenderErrors;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -164,11 +162,12 @@ public final class ChatTemplate {
     private final Map<String, String> templates; // name -> normalised source; "" key for a single template
     /** transformers' {@code tokenizer.chat_template} when it is a string (one template), as read; else null. */
     private final String text;
+
     private final Map<String, String> specialTokens;
     private final Jinjava jinjava;
 
-    private ChatTemplate(Path source, Map<String, String> rawTemplates, String text,
-            Map<String, String> specialTokens) {
+    private ChatTemplate(
+            Path source, Map<String, String> rawTemplates, String text, Map<String, String> specialTokens) {
         this.source = source;
         this.templates = normalise(rawTemplates);
         this.text = text;
@@ -190,7 +189,9 @@ public final class ChatTemplate {
     public static ChatTemplate load(Path modelDir) throws IOException {
         Path configFile = modelDir.resolve("tokenizer_config.json");
         if (!Files.isRegularFile(configFile)) {
-            throw new NoSuchFileException(configFile.toString(), null,
+            throw new NoSuchFileException(
+                    configFile.toString(),
+                    null,
                     "tokenizer_config.json not found (is " + modelDir + " a prepared model directory?)");
         }
         JsonNode config = readJson(configFile);
@@ -200,8 +201,8 @@ public final class ChatTemplate {
 
         Map<String, String> special = new LinkedHashMap<>();
         Path specialFile = modelDir.resolve("special_tokens_map.json");
-        JsonNode specialMap = !config.has("added_tokens_decoder") && Files.isRegularFile(specialFile)
-                ? readJson(specialFile) : null;
+        JsonNode specialMap =
+                !config.has("added_tokens_decoder") && Files.isRegularFile(specialFile) ? readJson(specialFile) : null;
         for (String name : SPECIAL_TOKEN_NAMES) {
             JsonNode v = specialMap != null && specialMap.has(name) ? specialMap.get(name) : config.get(name);
             String s = tokenString(v);
@@ -223,7 +224,8 @@ public final class ChatTemplate {
                 try (DirectoryStream<Path> ds = Files.newDirectoryStream(extraDir, "*.jinja")) {
                     for (Path p : ds) {
                         String name = p.getFileName().toString();
-                        templates.put(name.substring(0, name.length() - ".jinja".length()),
+                        templates.put(
+                                name.substring(0, name.length() - ".jinja".length()),
                                 Files.readString(p, StandardCharsets.UTF_8));
                     }
                 }
@@ -242,7 +244,8 @@ public final class ChatTemplate {
                     JsonNode name = t.get("name");
                     JsonNode template = t.get("template");
                     if (name == null || !name.isTextual() || template == null || !template.isTextual()) {
-                        throw new IOException(configFile + ": malformed chat_template entry (need {name, template}): " + t);
+                        throw new IOException(
+                                configFile + ": malformed chat_template entry (need {name, template}): " + t);
                     }
                     templates.put(name.asText(), template.asText());
                 }
@@ -357,8 +360,8 @@ public final class ChatTemplate {
      * @throws TemplateException if the template raises or cannot be rendered
      * @throws IllegalArgumentException if {@code messages} is empty or holds unsupported values
      */
-    public String render(List<Map<String, Object>> messages, boolean addGenerationPrompt,
-                         Map<String, Object> extraContext) {
+    public String render(
+            List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, Object> extraContext) {
         Objects.requireNonNull(messages, "messages");
         if (messages.isEmpty()) {
             throw new IllegalArgumentException(
@@ -367,8 +370,8 @@ public final class ChatTemplate {
         Map<String, Object> extra = extraContext == null ? Map.of() : extraContext;
         for (String reserved : List.of("messages", "add_generation_prompt")) {
             if (extra.containsKey(reserved)) {
-                throw new IllegalArgumentException("extraContext must not contain \"" + reserved
-                        + "\": it is a render() argument");
+                throw new IllegalArgumentException(
+                        "extraContext must not contain \"" + reserved + "\": it is a render() argument");
             }
         }
         Object tools = plainData(extra.get("tools"), "tools");
@@ -399,12 +402,13 @@ public final class ChatTemplate {
             if (!errors.isEmpty()) {
                 List<String> lines = new ArrayList<>();
                 for (TemplateError e : errors) {
-                    lines.add(e.getSeverity() + " " + e.getReason() + " at line " + e.getLineno() + ": " + e.getMessage());
+                    lines.add(e.getSeverity() + " " + e.getReason() + " at line " + e.getLineno() + ": "
+                            + e.getMessage());
                 }
                 String first = errors.getFirst().getMessage();
                 Throwable cause = errors.getFirst().getException();
-                throw new TemplateException("chat template " + where() + " failed:\n  " + String.join("\n  ", lines),
-                        first, false, cause);
+                throw new TemplateException(
+                        "chat template " + where() + " failed:\n  " + String.join("\n  ", lines), first, false, cause);
             }
             return result.getOutput();
         } finally {
@@ -426,8 +430,12 @@ public final class ChatTemplate {
         }
         String t = templates.get("default");
         if (t == null) {
-            throw new TemplateException("This model has multiple chat templates with no default specified ("
-                    + where() + "); available: " + templates.keySet(), "no default chat template", false, null);
+            throw new TemplateException(
+                    "This model has multiple chat templates with no default specified (" + where() + "); available: "
+                            + templates.keySet(),
+                    "no default chat template",
+                    false,
+                    null);
         }
         return t;
     }
@@ -503,8 +511,8 @@ public final class ChatTemplate {
         if (v instanceof JsonNode node) {
             return plainData(JSON.convertValue(node, Object.class), where);
         }
-        throw new IllegalArgumentException(where + ": unsupported value type " + v.getClass().getName()
-                + " (use String, Number, Boolean, null, List or Map)");
+        throw new IllegalArgumentException(where + ": unsupported value type "
+                + v.getClass().getName() + " (use String, Number, Boolean, null, List or Map)");
     }
 
     private static JsonNode readJson(Path file) throws IOException {

@@ -40,6 +40,7 @@ public final class PromptPreparer implements Preparer {
      * a multi-megabyte prompt is refused at once instead of after seconds of tokenization.
      */
     private final long maxPromptChars;
+
     private final int maxPromptTokens;
     /** The thinking start marker's ids (the chat tail segment starts there); null when none. */
     private final int[] thinkStartIds;
@@ -60,8 +61,8 @@ public final class PromptPreparer implements Preparer {
      * @param thinkStartIds the model's thinking start marker as ids (the sink's think markers),
      *     or null when it has none: a chat prompt's tail segment starts at that marker
      */
-    public PromptPreparer(HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens,
-            int[] thinkStartIds) {
+    public PromptPreparer(
+            HfTokenizer tokenizer, ChatTemplate template, int vocabSize, int maxPromptTokens, int[] thinkStartIds) {
         this.thinkStartIds = thinkStartIds == null || thinkStartIds.length == 0 ? null : thinkStartIds.clone();
         this.tokenizer = tokenizer;
         this.template = template;
@@ -101,8 +102,8 @@ public final class PromptPreparer implements Preparer {
 
     private PreparedPrompt encodeChat(Prompt.Chat chat) throws RequestException {
         if (template == null) {
-            throw new RequestException(ErrorType.UNSUPPORTED,
-                    "this model has no chat template; use /v1/completions with a plain prompt");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED, "this model has no chat template; use /v1/completions with a plain prompt");
         }
         List<Map<String, Object>> messages = new ArrayList<>(chat.messages().size());
         for (ChatMessage m : chat.messages()) {
@@ -125,8 +126,8 @@ public final class PromptPreparer implements Preparer {
         }
         int[] ids = nonEmpty(encode(text, false));
         boolean lastIsUser = "user".equals(chat.messages().getLast().role());
-        List<PromptSegment> segments = ChatSegments.split(ids, lastIsUser,
-                lastIsUser ? systemTokens(messages, extra) : null, thinkStartIds);
+        List<PromptSegment> segments =
+                ChatSegments.split(ids, lastIsUser, lastIsUser ? systemTokens(messages, extra) : null, thinkStartIds);
         return new PreparedPrompt(ids, ids.length, true, segments);
     }
 
@@ -158,9 +159,12 @@ public final class PromptPreparer implements Preparer {
 
     private int[] encode(String text, boolean addSpecialTokens) throws RequestException {
         if (text.length() > maxPromptChars) {
-            throw new RequestException(ErrorType.CONTEXT_LENGTH_EXCEEDED, "The prompt is " + text.length()
-                    + " characters, more than " + maxPromptTokens + " tokens can hold (at most " + maxPromptChars
-                    + " characters for this tokenizer). Please reduce the length of the messages.");
+            throw new RequestException(
+                    ErrorType.CONTEXT_LENGTH_EXCEEDED,
+                    "The prompt is " + text.length()
+                            + " characters, more than " + maxPromptTokens + " tokens can hold (at most "
+                            + maxPromptChars
+                            + " characters for this tokenizer). Please reduce the length of the messages.");
         }
         try {
             return tokenizer.encode(text, addSpecialTokens);
@@ -173,8 +177,10 @@ public final class PromptPreparer implements Preparer {
     private int[] checked(int[] ids) throws RequestException {
         for (int i = 0; i < ids.length; i++) {
             if (ids[i] < 0 || ids[i] >= vocabSize) {
-                throw new RequestException(ErrorType.INVALID_REQUEST,
-                        "prompt token " + ids[i] + " at position " + i + " is outside the vocabulary [0, " + vocabSize + ")");
+                throw new RequestException(
+                        ErrorType.INVALID_REQUEST,
+                        "prompt token " + ids[i] + " at position " + i + " is outside the vocabulary [0, " + vocabSize
+                                + ")");
             }
         }
         return ids;

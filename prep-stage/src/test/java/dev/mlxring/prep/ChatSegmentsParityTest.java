@@ -32,11 +32,16 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ChatSegmentsParityTest {
     private static final List<List<ChatMessage>> CONVERSATIONS = List.of(
-            List.of(ChatMessage.of("system", "You are a terse assistant for the ring project. Answer in one line."),
+            List.of(
+                    ChatMessage.of("system", "You are a terse assistant for the ring project. Answer in one line."),
                     ChatMessage.of("user", "What is a ring buffer?")),
             List.of(ChatMessage.of("user", "Hello there")),
-            List.of(ChatMessage.of("system", "A"), ChatMessage.of("system", "B"), ChatMessage.of("user", "x"),
-                    ChatMessage.of("assistant", "y"), ChatMessage.of("user", "z")),
+            List.of(
+                    ChatMessage.of("system", "A"),
+                    ChatMessage.of("system", "B"),
+                    ChatMessage.of("user", "x"),
+                    ChatMessage.of("assistant", "y"),
+                    ChatMessage.of("user", "z")),
             List.of(ChatMessage.of("system", "S"), ChatMessage.of("user", "q"), ChatMessage.of("assistant", "a")),
             List.of(ChatMessage.of("system", "Same start"), ChatMessage.of("user", "Same start, then more")));
 
@@ -56,7 +61,9 @@ class ChatSegmentsParityTest {
             int[] think = t.encode("<think>", false);
             assertEquals(1, think.length, "<think> is one added token");
             List<PreparedPrompt> ours = compare(model, think);
-            assertEquals(PromptSegment.Kind.ASSISTANT, ours.getFirst().segments().getLast().kind());
+            assertEquals(
+                    PromptSegment.Kind.ASSISTANT,
+                    ours.getFirst().segments().getLast().kind());
             assertEquals(2, ours.getFirst().segments().getLast().length(), "<think> and the newline after it");
         }
     }
@@ -73,23 +80,34 @@ class ChatSegmentsParityTest {
         }
         Path file = work.resolve("cases.json");
         PythonOracle.JSON.writeValue(file.toFile(), cases);
-        JsonNode py = PythonOracle.runScriptJson("prompt_segments.py", work, "--model", model.toString(),
-                "--tokenize", file.toString());
+        JsonNode py = PythonOracle.runScriptJson(
+                "prompt_segments.py", work, "--model", model.toString(), "--tokenize", file.toString());
         List<PreparedPrompt> ours = new ArrayList<>();
         try (HfTokenizer tokenizer = HfTokenizer.load(model)) {
-            PromptPreparer prep = new PromptPreparer(tokenizer, ChatTemplate.load(model), tokenizer.vocabSize(), 0,
-                    thinkStart);
+            PromptPreparer prep =
+                    new PromptPreparer(tokenizer, ChatTemplate.load(model), tokenizer.vocabSize(), 0, thinkStart);
             for (int i = 0; i < CONVERSATIONS.size(); i++) {
                 JsonNode want = py.get("cases").get(i);
-                PreparedPrompt p = prep.prepare(new GenerationRequest("r", "m",
-                        new Prompt.Chat(CONVERSATIONS.get(i), List.of(), Map.of()), null, 4, List.of(), false, 0));
-                assertArrayEquals(PythonOracle.JSON.convertValue(want.get("prompt"), int[].class), p.tokenIds(),
+                PreparedPrompt p = prep.prepare(new GenerationRequest(
+                        "r",
+                        "m",
+                        new Prompt.Chat(CONVERSATIONS.get(i), List.of(), Map.of()),
+                        null,
+                        4,
+                        List.of(),
+                        false,
+                        0));
+                assertArrayEquals(
+                        PythonOracle.JSON.convertValue(want.get("prompt"), int[].class),
+                        p.tokenIds(),
                         "conversation " + i + ": ids");
                 List<String> wantSegments = new ArrayList<>();
                 for (JsonNode s : want.get("segments")) {
                     wantSegments.add(s.get(0).asInt() + " " + s.get(1).asText());
                 }
-                List<String> got = p.segments().stream().map(s -> s.length() + " " + s.kind().mlxName()).toList();
+                List<String> got = p.segments().stream()
+                        .map(s -> s.length() + " " + s.kind().mlxName())
+                        .toList();
                 assertEquals(wantSegments, got, "conversation " + i + ": segments");
                 ours.add(p);
             }
@@ -104,18 +122,26 @@ class ChatSegmentsParityTest {
         for (String f : List.of("config.json", "special_tokens_map.json", "generation_config.json")) {
             Files.copy(model.resolve(f), dir.resolve(f));
         }
-        ObjectNode tok = (ObjectNode) PythonOracle.JSON.readTree(model.resolve("tokenizer.json").toFile());
+        ObjectNode tok = (ObjectNode)
+                PythonOracle.JSON.readTree(model.resolve("tokenizer.json").toFile());
         ArrayNode added = (ArrayNode) tok.get("added_tokens");
         int next = 0;
         for (JsonNode a : added) {
             next = Math.max(next, a.get("id").asInt() + 1);
         }
         next = Math.max(next, tok.get("model").get("vocab").size());
-        ObjectNode config = (ObjectNode) PythonOracle.JSON.readTree(model.resolve("tokenizer_config.json").toFile());
+        ObjectNode config = (ObjectNode) PythonOracle.JSON.readTree(
+                model.resolve("tokenizer_config.json").toFile());
         ObjectNode decoder = (ObjectNode) config.get("added_tokens_decoder"); // transformers reads them from here
         for (String t : List.of("<think>", "</think>")) {
-            ObjectNode a = added.addObject().put("id", next).put("content", t).put("single_word", false)
-                    .put("lstrip", false).put("rstrip", false).put("normalized", false).put("special", false);
+            ObjectNode a = added.addObject()
+                    .put("id", next)
+                    .put("content", t)
+                    .put("single_word", false)
+                    .put("lstrip", false)
+                    .put("rstrip", false)
+                    .put("normalized", false)
+                    .put("special", false);
             decoder.set(String.valueOf(next++), a.deepCopy().without("id"));
         }
         PythonOracle.JSON.writeValue(dir.resolve("tokenizer.json").toFile(), tok);

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,7 +14,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,7 +31,8 @@ class ChatTemplateLoadParityTest {
     static Path copyDefaultModel(String name) throws IOException {
         Path src = PythonOracle.root().resolve("models/smollm2-135m-instruct");
         if (!Files.isRegularFile(src.resolve("tokenizer.json"))) {
-            fail("Default model missing: " + src.resolve("tokenizer.json") + " does not exist. Run the setup first: ./mlx-ring setup");
+            fail("Default model missing: " + src.resolve("tokenizer.json")
+                    + " does not exist. Run the setup first: ./mlx-ring setup");
         }
         Path dst = work.resolve(name);
         Files.createDirectories(dst);
@@ -46,27 +45,37 @@ class ChatTemplateLoadParityTest {
     @Test
     void selectionMatchesTransformers() throws IOException {
         Path jinja = copyDefaultModel("with-jinja-files");
-        Files.writeString(jinja.resolve("chat_template.jinja"),
+        Files.writeString(
+                jinja.resolve("chat_template.jinja"),
                 "{{ bos_token }}[default]\r\n{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}\n{% endfor %}\n");
         Files.createDirectories(jinja.resolve("additional_chat_templates"));
-        Files.writeString(jinja.resolve("additional_chat_templates/tool_use.jinja"),
+        Files.writeString(
+                jinja.resolve("additional_chat_templates/tool_use.jinja"),
                 "[tool_use {{ tools | length }}]"
                         + "{% for m in messages %}{{ m.content }}{% endfor %}{{ unk_token }}{{ pad_token }}");
 
         Path listForm = copyDefaultModel("with-list-template");
-        ObjectNode cfg = (ObjectNode) PythonOracle.JSON.readTree(listForm.resolve("tokenizer_config.json").toFile());
+        ObjectNode cfg = (ObjectNode) PythonOracle.JSON.readTree(
+                listForm.resolve("tokenizer_config.json").toFile());
         ArrayNode list = cfg.putArray("chat_template");
-        list.addObject().put("name", "default").put("template", "<D>{{ messages[-1].content }}{% if add_generation_prompt %}>{% endif %}");
+        list.addObject()
+                .put("name", "default")
+                .put("template", "<D>{{ messages[-1].content }}{% if add_generation_prompt %}>{% endif %}");
         list.addObject().put("name", "tool_use").put("template", "<T>{{ tools[0].function.name }}");
         PythonOracle.JSON.writeValue(listForm.resolve("tokenizer_config.json").toFile(), cfg);
 
         List<Map<String, Object>> cases = new ArrayList<>();
-        Map<String, Object> tool = Map.of("type", "function", "function", Map.of("name", "lookup", "parameters", Map.of()));
+        Map<String, Object> tool =
+                Map.of("type", "function", "function", Map.of("name", "lookup", "parameters", Map.of()));
         for (boolean tools : List.of(false, true)) {
             for (boolean gen : List.of(false, true)) {
                 Map<String, Object> c = new LinkedHashMap<>();
                 c.put("name", "tools=" + tools + " gen=" + gen);
-                c.put("messages", List.of(Map.of("role", "user", "content", "Hi ü"), Map.of("role", "assistant", "content", "Yo")));
+                c.put(
+                        "messages",
+                        List.of(
+                                Map.of("role", "user", "content", "Hi ü"),
+                                Map.of("role", "assistant", "content", "Yo")));
                 c.put("add_generation_prompt", gen);
                 if (tools) {
                     c.put("tools", List.of(tool));
@@ -78,14 +87,17 @@ class ChatTemplateLoadParityTest {
         PythonOracle.JSON.writeValue(casesFile.toFile(), cases);
 
         for (Path dir : List.of(jinja, listForm)) {
-            JsonNode py = PythonOracle.runScriptJson("chat_template_oracle.py", work,
-                    "--model-dir", dir.toString(), "--cases", casesFile.toString());
+            JsonNode py = PythonOracle.runScriptJson(
+                    "chat_template_oracle.py", work, "--model-dir", dir.toString(), "--cases", casesFile.toString());
             assertEquals("tokenizer", py.path("mode").asText(), "oracle must load these with AutoTokenizer");
             ChatTemplate t = ChatTemplate.load(dir);
             for (int i = 0; i < cases.size(); i++) {
                 Map<String, Object> c = cases.get(i);
                 JsonNode r = py.path("results").get(i);
-                assertTrue(r.has("text"), dir.getFileName() + " " + c.get("name") + ": python raised " + r.path("error").asText());
+                assertTrue(
+                        r.has("text"),
+                        dir.getFileName() + " " + c.get("name") + ": python raised "
+                                + r.path("error").asText());
                 @SuppressWarnings("unchecked")
                 List<Map<String, Object>> messages = (List<Map<String, Object>>) c.get("messages");
                 Map<String, Object> extra = c.containsKey("tools") ? Map.of("tools", c.get("tools")) : Map.of();

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -19,7 +18,6 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,10 +52,14 @@ class ChatTemplateTest {
     @Test
     void textIsTheSingleTemplateAsTransformersHoldsIt() throws IOException {
         // What mlx-lm's _infer_tool_parser reads: a string for one template, nothing for named ones.
-        assertEquals("a\r\nb\n", ChatTemplate.load(dirWith("{\"chat_template\": \"a\\r\\nb\\n\"}")).text());
+        assertEquals(
+                "a\r\nb\n",
+                ChatTemplate.load(dirWith("{\"chat_template\": \"a\\r\\nb\\n\"}"))
+                        .text());
         Path jinja = dirWith("{}");
         Files.writeString(jinja.resolve("chat_template.jinja"), "<tool_call>\r\n{{ tool_call.name }}\n");
-        assertEquals("<tool_call>\n{{ tool_call.name }}\n", ChatTemplate.load(jinja).text(), "read in text mode");
+        assertEquals(
+                "<tool_call>\n{{ tool_call.name }}\n", ChatTemplate.load(jinja).text(), "read in text mode");
         assertNull(ChatTemplate.load(dirWith("{\"chat_template\": [{\"name\": \"default\", \"template\": \"x\"}]}"))
                 .text());
         Files.createDirectories(jinja.resolve("additional_chat_templates"));
@@ -93,7 +95,9 @@ class ChatTemplateTest {
                 {"bos_token": {"__type": "AddedToken", "content": "<B>", "lstrip": false},
                  "eos_token": "<E>", "unk_token": null,
                  "chat_template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"}""");
-        Files.writeString(d.resolve("special_tokens_map.json"), "{\"eos_token\": {\"content\": \"<E2>\"}, \"pad_token\": \"<P>\"}");
+        Files.writeString(
+                d.resolve("special_tokens_map.json"),
+                "{\"eos_token\": {\"content\": \"<E2>\"}, \"pad_token\": \"<P>\"}");
         ChatTemplate t = ChatTemplate.load(d);
         // no added_tokens_decoder in the config: special_tokens_map.json overrides (transformers' legacy path)
         assertEquals(Map.of("bos_token", "<B>", "eos_token", "<E2>", "pad_token", "<P>"), t.specialTokens());
@@ -120,16 +124,21 @@ class ChatTemplateTest {
         assertEquals("D", t.render(user("x"), false));
         assertEquals("T1", t.render(user("x"), false, Map.of("tools", List.of(Map.of("type", "function")))));
 
-        Path noDefault = dirWith("{\"chat_template\": [{\"name\": \"a\", \"template\": \"A\"}, {\"name\": \"b\", \"template\": \"B\"}]}");
-        ChatTemplate.TemplateException e = assertThrows(ChatTemplate.TemplateException.class,
+        Path noDefault = dirWith(
+                "{\"chat_template\": [{\"name\": \"a\", \"template\": \"A\"}, {\"name\": \"b\", \"template\": \"B\"}]}");
+        ChatTemplate.TemplateException e = assertThrows(
+                ChatTemplate.TemplateException.class,
                 () -> ChatTemplate.load(noDefault).render(user("x"), false));
         assertTrue(e.getMessage().contains("no default"), e.getMessage());
     }
 
     @Test
     void raiseExceptionCarriesTheTemplateMessage() {
-        ChatTemplate t = ChatTemplate.of("{% if messages[0].role != 'system' %}{{ raise_exception('Need a system prompt, got ' ~ messages[0].role) }}{% endif %}ok", Map.of());
-        ChatTemplate.TemplateException e = assertThrows(ChatTemplate.TemplateException.class, () -> t.render(user("x"), true));
+        ChatTemplate t = ChatTemplate.of(
+                "{% if messages[0].role != 'system' %}{{ raise_exception('Need a system prompt, got ' ~ messages[0].role) }}{% endif %}ok",
+                Map.of());
+        ChatTemplate.TemplateException e =
+                assertThrows(ChatTemplate.TemplateException.class, () -> t.render(user("x"), true));
         assertTrue(e.raisedByTemplate());
         assertEquals("Need a system prompt, got user", e.templateMessage());
         assertTrue(e.getMessage().contains("Need a system prompt, got user"), e.getMessage());
@@ -139,11 +148,18 @@ class ChatTemplateTest {
 
     @Test
     void engineErrorsAreTemplateExceptions() {
-        for (String bad : List.of("{% if %}", "{{ 'a' + 1 }}", "{{ messages[0].content.nosuchmethod() }}", "{% for %}{% endfor %}",
-                "{{ nothing.attr }}", "{% include 'other.jinja' %}", "{% import 'x' as y %}", "{{ 'x'.split('') }}")) {
+        for (String bad : List.of(
+                "{% if %}",
+                "{{ 'a' + 1 }}",
+                "{{ messages[0].content.nosuchmethod() }}",
+                "{% for %}{% endfor %}",
+                "{{ nothing.attr }}",
+                "{% include 'other.jinja' %}",
+                "{% import 'x' as y %}",
+                "{{ 'x'.split('') }}")) {
             ChatTemplate t = ChatTemplate.of(bad, Map.of());
-            ChatTemplate.TemplateException e = assertThrows(ChatTemplate.TemplateException.class,
-                    () -> t.render(user("x"), true), bad);
+            ChatTemplate.TemplateException e =
+                    assertThrows(ChatTemplate.TemplateException.class, () -> t.render(user("x"), true), bad);
             assertFalse(e.raisedByTemplate(), bad);
         }
     }
@@ -157,17 +173,34 @@ class ChatTemplateTest {
         assertThrows(IllegalArgumentException.class, () -> t.render(odd, true));
         // JsonNode content is accepted as JSON data
         JsonNode json = PythonOracle.JSON.valueToTree(Map.of("k", List.of(1, "two")));
-        assertEquals("{\"k\": [1, \"two\"]}", ChatTemplate.of("{{ messages[0].content | tojson }}", Map.of())
-                .render(List.of(new LinkedHashMap<>(Map.of("role", "user", "content", json))), false));
+        assertEquals(
+                "{\"k\": [1, \"two\"]}",
+                ChatTemplate.of("{{ messages[0].content | tojson }}", Map.of())
+                        .render(List.of(new LinkedHashMap<>(Map.of("role", "user", "content", json))), false));
     }
 
     @Test
     void floatsPrintAsPythonWritesThem() {
         // As python3 prints them: str(5e-324) is '5e-324' (Double.toString says 4.9E-324);
         // json.dumps writes NaN and -Infinity as JSON's extensions.
-        ChatTemplate t = ChatTemplate.of("{{ tiny }} {{ tiny|tojson }} {{ [big, small, zero, nan, inf]|tojson }}", Map.of());
-        String out = t.render(user("x"), false, Map.of("tiny", Double.MIN_VALUE, "big", 1e16, "small", 1e-5,
-                "zero", -0.0, "nan", Double.NaN, "inf", Double.NEGATIVE_INFINITY));
+        ChatTemplate t =
+                ChatTemplate.of("{{ tiny }} {{ tiny|tojson }} {{ [big, small, zero, nan, inf]|tojson }}", Map.of());
+        String out = t.render(
+                user("x"),
+                false,
+                Map.of(
+                        "tiny",
+                        Double.MIN_VALUE,
+                        "big",
+                        1e16,
+                        "small",
+                        1e-5,
+                        "zero",
+                        -0.0,
+                        "nan",
+                        Double.NaN,
+                        "inf",
+                        Double.NEGATIVE_INFINITY));
         assertEquals("5e-324 5e-324 [1e+16, 1e-05, -0.0, NaN, -Infinity]", out);
     }
 
@@ -177,7 +210,8 @@ class ChatTemplateTest {
         ChatTemplate t = ChatTemplate.load(dir);
         List<Map<String, Object>> msgs = new ArrayList<>();
         for (int i = 0; i < 6; i++) {
-            msgs.add(new LinkedHashMap<>(Map.of("role", i % 2 == 0 ? "user" : "assistant", "content", "turn " + i + " ü")));
+            msgs.add(new LinkedHashMap<>(
+                    Map.of("role", i % 2 == 0 ? "user" : "assistant", "content", "turn " + i + " ü")));
         }
         String expected = t.render(msgs, true, Map.of("enable_thinking", false));
         ExecutorService pool = Executors.newFixedThreadPool(4);

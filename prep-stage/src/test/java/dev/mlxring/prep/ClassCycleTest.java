@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.prep.jinja.PyJinjava;
 import dev.mlxring.pycompat.PyStrings;
-
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
@@ -19,7 +18,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.spi.ToolProvider;
-
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,11 +39,13 @@ class ClassCycleTest {
 
     /** The strongly connected groups of more than one class, among the classes under {@code prefix}. */
     private static List<List<String>> cycles(Class<?> inModule, String prefix) throws Exception {
-        Path classes = Path.of(inModule.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path classes = Path.of(
+                inModule.getProtectionDomain().getCodeSource().getLocation().toURI());
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
-        int rc = ToolProvider.findFirst("jdeps").orElseThrow().run(new PrintWriter(out), new PrintWriter(err),
-                "-verbose:class", "-filter:none", classes.toString());
+        int rc = ToolProvider.findFirst("jdeps")
+                .orElseThrow()
+                .run(new PrintWriter(out), new PrintWriter(err), "-verbose:class", "-filter:none", classes.toString());
         assertEquals(0, rc, "jdeps failed: " + err);
         Map<String, Set<String>> edges = new TreeMap<>();
         for (String line : out.toString().split("\n")) {

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
-
 import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,7 +13,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -33,6 +31,7 @@ class HfTokenizerParityTest {
 
     @TempDir
     static Path work;
+
     static Path fixtureDir;
 
     @BeforeAll
@@ -54,25 +53,76 @@ class HfTokenizerParityTest {
 
     static List<String> corpus() {
         List<String> c = new ArrayList<>(List.of(
-                "", "Hello world", "Hello, world! How are you?",
-                " leading space", "trailing space ", "  both sides  ", " ", "   ", "multiple     spaces   here",
-                "line1\nline2\n\nline3", "\n", "\n\n\n", "\ttab\tseparated\t", "windows\r\nline end", "mixed \t\n \r\n ws",
-                "12345", "3.14159 and 1,000,000 and 007", "2024-01-01T12:34:56Z", "1234567890123456789",
-                "日本語のテキスト", "中文：你好，世界！", "한국어 텍스트", "日本語 and English mixed 中文",
-                "😀", "👍🏽", "👩‍💻", "👨‍👩‍👧‍👦 family", "🇫🇷🇯🇵", "❤️‍🔥", "🏳️‍🌈", "emoji😀inside👩‍💻words",
-                "Café naïve résumé", "Cafe\u0301 (NFD)", "Ångström São Paulo Straße ÆØÅ", "Ελληνικά", "Русский текст",
-                "العربية", "עברית", "हिन्दी", "Tiếng Việt có dấu",
-                "def f(x):\n    return x ** 2\n", "if (a && b || !c) { x->y[0] += 1; }",
-                "<html><body class=\"x\">&amp;</body></html>", "SELECT * FROM t WHERE id = 42;",
+                "",
+                "Hello world",
+                "Hello, world! How are you?",
+                " leading space",
+                "trailing space ",
+                "  both sides  ",
+                " ",
+                "   ",
+                "multiple     spaces   here",
+                "line1\nline2\n\nline3",
+                "\n",
+                "\n\n\n",
+                "\ttab\tseparated\t",
+                "windows\r\nline end",
+                "mixed \t\n \r\n ws",
+                "12345",
+                "3.14159 and 1,000,000 and 007",
+                "2024-01-01T12:34:56Z",
+                "1234567890123456789",
+                "日本語のテキスト",
+                "中文：你好，世界！",
+                "한국어 텍스트",
+                "日本語 and English mixed 中文",
+                "😀",
+                "👍🏽",
+                "👩‍💻",
+                "👨‍👩‍👧‍👦 family",
+                "🇫🇷🇯🇵",
+                "❤️‍🔥",
+                "🏳️‍🌈",
+                "emoji😀inside👩‍💻words",
+                "Café naïve résumé",
+                "Cafe\u0301 (NFD)",
+                "Ångström São Paulo Straße ÆØÅ",
+                "Ελληνικά",
+                "Русский текст",
+                "العربية",
+                "עברית",
+                "हिन्दी",
+                "Tiếng Việt có dấu",
+                "def f(x):\n    return x ** 2\n",
+                "if (a && b || !c) { x->y[0] += 1; }",
+                "<html><body class=\"x\">&amp;</body></html>",
+                "SELECT * FROM t WHERE id = 42;",
                 "    indented(4)\n\tindented(tab)\n        indented(8)",
                 "<|im_start|>user\nhi<|im_end|>",
                 "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
-                "<|im_start|><|im_end|>", "text<|endoftext|>more", "abc<|im_end|>def", "<|im_start", "<|im_start|> spaced <|im_end|>",
-                "<think>reasoning</think>answer", "< think >",
-                "I'm don't you're we've they'll it's", "Hello , world ! isn't it ? a . b",
-                "...!!!???", "—–-", "“quotes” ‘single’ «guillemets»",
-                "abc123def", "CamelCaseIdentifierName", "snake_case_name", "URL: https://example.com/path?q=1&r=2#frag",
-                "a\u0000b", "\u0007\u001b[31mred\u001b[0m", "\u00a0nbsp\u00a0", "a\u200bb", "\ufeffBOM", "\ufffd", "\udbff\udfff",
+                "<|im_start|><|im_end|>",
+                "text<|endoftext|>more",
+                "abc<|im_end|>def",
+                "<|im_start",
+                "<|im_start|> spaced <|im_end|>",
+                "<think>reasoning</think>answer",
+                "< think >",
+                "I'm don't you're we've they'll it's",
+                "Hello , world ! isn't it ? a . b",
+                "...!!!???",
+                "—–-",
+                "“quotes” ‘single’ «guillemets»",
+                "abc123def",
+                "CamelCaseIdentifierName",
+                "snake_case_name",
+                "URL: https://example.com/path?q=1&r=2#frag",
+                "a\u0000b",
+                "\u0007\u001b[31mred\u001b[0m",
+                "\u00a0nbsp\u00a0",
+                "a\u200bb",
+                "\ufeffBOM",
+                "\ufffd",
+                "\udbff\udfff",
                 "ﬁ ligature ① ＦＵＬＬＷＩＤＴＨ ㎏"));
         c.add(("The quick brown fox jumps over the lazy dog; 1234 times, naïvely 😀. ").repeat(120));
         return c;
@@ -93,7 +143,8 @@ class HfTokenizerParityTest {
 
             JsonNode py = PythonOracle.runJson(work, "--tokenizer", dir.toString(), "--corpus", corpusFile.toString());
             List<String> bad = new ArrayList<>();
-            String where = name + " (Python tokenizers " + py.path("tokenizers_version").asText() + ")";
+            String where = name + " (Python tokenizers "
+                    + py.path("tokenizers_version").asText() + ")";
             if (!py.path("truncation").isNull() || !py.path("padding").isNull()) {
                 System.out.println("[parity] note: " + dir + "/tokenizer.json configures truncation/padding; "
                         + "both sides run with them off");
@@ -113,14 +164,38 @@ class HfTokenizerParityTest {
                 tokens += pyPlain.length;
                 check(bad, text, "encode(add_special_tokens=True)", pySpecial, tok.encode(text, true));
                 check(bad, text, "encode(add_special_tokens=False)", pyPlain, tok.encode(text, false));
-                check(bad, text, "decode(ids_special, skip=True)", r.path("decode_special_skip").asText(), tok.decode(pySpecial, true));
-                check(bad, text, "decode(ids_special, skip=False)", r.path("decode_special_noskip").asText(), tok.decode(pySpecial, false));
-                check(bad, text, "decode(ids_plain, skip=True)", r.path("decode_plain_skip").asText(), tok.decode(pyPlain, true));
-                check(bad, text, "decode(ids_plain, skip=False)", r.path("decode_plain_noskip").asText(), tok.decode(pyPlain, false));
+                check(
+                        bad,
+                        text,
+                        "decode(ids_special, skip=True)",
+                        r.path("decode_special_skip").asText(),
+                        tok.decode(pySpecial, true));
+                check(
+                        bad,
+                        text,
+                        "decode(ids_special, skip=False)",
+                        r.path("decode_special_noskip").asText(),
+                        tok.decode(pySpecial, false));
+                check(
+                        bad,
+                        text,
+                        "decode(ids_plain, skip=True)",
+                        r.path("decode_plain_skip").asText(),
+                        tok.decode(pyPlain, true));
+                check(
+                        bad,
+                        text,
+                        "decode(ids_plain, skip=False)",
+                        r.path("decode_plain_noskip").asText(),
+                        tok.decode(pyPlain, false));
                 JsonNode prefixes = r.get("prefix_decodes_noskip");
                 if (prefixes != null) {
                     for (int k = 1; k <= pySpecial.length; k++) {
-                        check(bad, text, "decode(ids_special[:" + k + "], skip=False)", prefixes.get(k - 1).asText(),
+                        check(
+                                bad,
+                                text,
+                                "decode(ids_special[:" + k + "], skip=False)",
+                                prefixes.get(k - 1).asText(),
                                 tok.decode(Arrays.copyOf(pySpecial, k), false));
                     }
                 }
@@ -144,15 +219,26 @@ class HfTokenizerParityTest {
                 if (pyToken != null && tok.tokenId(pyToken).orElse(-1) != id) {
                     bad.add(label + ": tokenId(" + esc(pyToken) + ") = " + tok.tokenId(pyToken) + ", expected " + id);
                 }
-                check(bad, label, "decode([id], skip=False)", ids.path("decode_noskip").get(k).asText(), tok.decode(new int[] {id}, false));
-                check(bad, label, "decode([id], skip=True)", ids.path("decode_skip").get(k).asText(), tok.decode(new int[] {id}, true));
+                check(
+                        bad,
+                        label,
+                        "decode([id], skip=False)",
+                        ids.path("decode_noskip").get(k).asText(),
+                        tok.decode(new int[] {id}, false));
+                check(
+                        bad,
+                        label,
+                        "decode([id], skip=True)",
+                        ids.path("decode_skip").get(k).asText(),
+                        tok.decode(new int[] {id}, true));
             }
 
             if (!bad.isEmpty()) {
                 fail(bad.size() + " mismatch(es) between HfTokenizer and " + where + ":\n  "
                         + String.join("\n  ", bad.subList(0, Math.min(40, bad.size()))));
             }
-            System.out.printf("[parity] %s: %d texts (%d tokens), %d single-id decodes: identical to %s%n",
+            System.out.printf(
+                    "[parity] %s: %d texts (%d tokens), %d single-id decodes: identical to %s%n",
                     name, texts.size(), tokens, end - start, where);
         }
     }
@@ -167,7 +253,8 @@ class HfTokenizerParityTest {
 
     static void check(List<String> bad, String text, String what, int[] expected, int[] actual) {
         if (!Arrays.equals(expected, actual)) {
-            bad.add(what + " of " + esc(text) + ": python " + Arrays.toString(expected) + " java " + Arrays.toString(actual));
+            bad.add(what + " of " + esc(text) + ": python " + Arrays.toString(expected) + " java "
+                    + Arrays.toString(actual));
         }
     }
 

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -67,13 +66,15 @@ final class PythonOracle {
 
     /** Runs {@code scripts/oracle/<scriptName>} with {@code args}; returns stdout, fails the test on any error. */
     static String runScript(String scriptName, Path workDir, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(python().toString(), script(scriptName).toString()));
+        List<String> cmd =
+                new ArrayList<>(List.of(python().toString(), script(scriptName).toString()));
         cmd.addAll(List.of(args));
         try {
             Files.createDirectories(workDir);
             Path out = Files.createTempFile(workDir, "oracle", ".out");
             Path err = Files.createTempFile(workDir, "oracle", ".err");
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
+            ProcessBuilder pb =
+                    new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
             pb.environment().put("PYTHONIOENCODING", "utf-8");
             pb.environment().put("HF_HUB_OFFLINE", "1");
             Process p = pb.start();
@@ -109,8 +110,10 @@ final class PythonOracle {
         try {
             return JSON.readTree(stdout);
         } catch (IOException e) {
-            return fail("Python oracle printed no valid JSON: " + e.getMessage() + "\n"
-                    + stdout.substring(0, Math.min(2000, stdout.length())), e);
+            return fail(
+                    "Python oracle printed no valid JSON: " + e.getMessage() + "\n"
+                            + stdout.substring(0, Math.min(2000, stdout.length())),
+                    e);
         }
     }
 

@@ -21,7 +21,7 @@ public final class PyEscapes {
         char e = src.charAt(at);
         int pos = at + 1;
         switch (e) {
-            case '\n' -> { }
+            case '\n' -> {}
             case '\\', '\'', '"' -> out.append(e);
             case 'a' -> out.append('\u0007');
             case 'b' -> out.append('\b');

@@ -77,7 +77,8 @@ public final class PyJsonDumps {
                     entries.add(new AbstractMap.SimpleImmutableEntry<>(key(e.getKey()), e.getValue()));
                 }
                 if (sortKeys) {
-                    entries.sort((x, y) -> x.getKey().toString().compareTo(y.getKey().toString()));
+                    entries.sort(
+                            (x, y) -> x.getKey().toString().compareTo(y.getKey().toString()));
                 }
                 out.append('{');
                 boolean first = true;
@@ -144,7 +145,10 @@ public final class PyJsonDumps {
     }
 
     private static void number(Number n, StringBuilder out) {
-        if (n instanceof Integer || n instanceof Long || n instanceof Short || n instanceof Byte
+        if (n instanceof Integer
+                || n instanceof Long
+                || n instanceof Short
+                || n instanceof Byte
                 || n instanceof BigInteger) {
             out.append(n);
             return;
@@ -175,7 +179,9 @@ public final class PyJsonDumps {
                 case '\f' -> out.append("\\f");
                 default -> {
                     if (c < 0x20) {
-                        out.append("\\u00").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 15, 16));
+                        out.append("\\u00")
+                                .append(Character.forDigit(c >> 4, 16))
+                                .append(Character.forDigit(c & 15, 16));
                     } else {
                         out.append(c);
                     }

@@ -259,7 +259,7 @@ public final class PyJsonLoads {
                 if (c != 'u') {
                     end = next + 1;
                     switch (c) {
-                        case '"', '\\', '/' -> { }
+                        case '"', '\\', '/' -> {}
                         case 'b' -> c = '\b';
                         case 'f' -> c = '\f';
                         case 'n' -> c = '\n';
@@ -282,8 +282,10 @@ public final class PyJsonLoads {
                         }
                         cp = (cp << 4) | h;
                     }
-                    if (Character.isHighSurrogate((char) cp) && end + 6 < len
-                            && s.charAt(next++) == '\\' && s.charAt(next++) == 'u') {
+                    if (Character.isHighSurrogate((char) cp)
+                            && end + 6 < len
+                            && s.charAt(next++) == '\\'
+                            && s.charAt(next++) == 'u') {
                         int c2 = 0;
                         end += 6;
                         for (; next < end; next++) {

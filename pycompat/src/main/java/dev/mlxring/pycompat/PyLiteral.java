@@ -43,15 +43,46 @@ public final class PyLiteral {
         }
     }
 
-    private static final Set<String> KEYWORDS = Set.of("False", "None", "True", "and", "as", "assert", "async",
-            "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from",
-            "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-            "while", "with", "yield");
+    private static final Set<String> KEYWORDS = Set.of(
+            "False",
+            "None",
+            "True",
+            "and",
+            "as",
+            "assert",
+            "async",
+            "await",
+            "break",
+            "class",
+            "continue",
+            "def",
+            "del",
+            "elif",
+            "else",
+            "except",
+            "finally",
+            "for",
+            "from",
+            "global",
+            "if",
+            "import",
+            "in",
+            "is",
+            "lambda",
+            "nonlocal",
+            "not",
+            "or",
+            "pass",
+            "raise",
+            "return",
+            "try",
+            "while",
+            "with",
+            "yield");
 
-    private static final Pattern NUMBER = Pattern.compile(
-            "0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
-                    + "|(?:[0-9](?:_?[0-9])*(?:\\.(?:[0-9](?:_?[0-9])*)?)?|\\.[0-9](?:_?[0-9])*)"
-                    + "(?:[eE][+-]?[0-9](?:_?[0-9])*)?");
+    private static final Pattern NUMBER = Pattern.compile("0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
+            + "|(?:[0-9](?:_?[0-9])*(?:\\.(?:[0-9](?:_?[0-9])*)?)?|\\.[0-9](?:_?[0-9])*)"
+            + "(?:[eE][+-]?[0-9](?:_?[0-9])*)?");
 
     private static final int MAX_DEPTH = 200;
 
@@ -76,7 +107,9 @@ public final class PyLiteral {
                 throw new Fail("source code string cannot contain null bytes");
             }
             if (Character.isSurrogate(c)) {
-                if (Character.isHighSurrogate(c) && i + 1 < src.length() && Character.isLowSurrogate(src.charAt(i + 1))) {
+                if (Character.isHighSurrogate(c)
+                        && i + 1 < src.length()
+                        && Character.isLowSurrogate(src.charAt(i + 1))) {
                     i++;
                 } else {
                     throw new Fail("UnicodeEncodeError: surrogates not allowed");
@@ -441,8 +474,11 @@ public final class PyLiteral {
             default:
                 break;
         }
-        if ((c >= '0' && c <= '9') || (c == '.' && pos + 1 < src.length() && Character.isDigit(src.charAt(pos + 1))
-                && src.charAt(pos + 1) < 0x80)) {
+        if ((c >= '0' && c <= '9')
+                || (c == '.'
+                        && pos + 1 < src.length()
+                        && Character.isDigit(src.charAt(pos + 1))
+                        && src.charAt(pos + 1) < 0x80)) {
             return number();
         }
         int save = pos;

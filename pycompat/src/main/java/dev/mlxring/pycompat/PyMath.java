@@ -19,9 +19,11 @@ public final class PyMath {
     static {
         Linker linker = Linker.nativeLinker();
         var libm = linker.defaultLookup();
-        LOG = linker.downcallHandle(libm.find("log").orElseThrow(),
+        LOG = linker.downcallHandle(
+                libm.find("log").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_DOUBLE, ValueLayout.JAVA_DOUBLE));
-        POW = linker.downcallHandle(libm.find("pow").orElseThrow(),
+        POW = linker.downcallHandle(
+                libm.find("pow").orElseThrow(),
                 FunctionDescriptor.of(ValueLayout.JAVA_DOUBLE, ValueLayout.JAVA_DOUBLE, ValueLayout.JAVA_DOUBLE));
     }
 

@@ -10,7 +10,8 @@ public final class PyRegex {
     private PyRegex() {}
 
     /** The {@code regex} module's {@code \s} for str patterns: the Unicode White_Space property. */
-    public static final String SPACE_CHARS = "\\t\\n\\x0B\\f\\r\\x20\\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000";
+    public static final String SPACE_CHARS =
+            "\\t\\n\\x0B\\f\\r\\x20\\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000";
 
     /** {@code regex}'s {@code \s}. */
     public static final String S = "[" + SPACE_CHARS + "]";

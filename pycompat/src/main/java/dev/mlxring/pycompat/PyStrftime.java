@@ -8,8 +8,20 @@ import java.time.ZonedDateTime;
  */
 public final class PyStrftime {
     private static final String[] DAYS = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
-    private static final String[] MONTHS = {"January", "February", "March", "April", "May", "June", "July",
-        "August", "September", "October", "November", "December"};
+    private static final String[] MONTHS = {
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December"
+    };
 
     private PyStrftime() {}
 
@@ -49,7 +61,8 @@ public final class PyStrftime {
                 case 'u' -> b.append(t.getDayOfWeek().getValue());
                 case 'F' -> b.append(String.format("%d-%02d-%02d", t.getYear(), t.getMonthValue(), t.getDayOfMonth()));
                 case 'T' -> b.append(String.format("%02d:%02d:%02d", t.getHour(), t.getMinute(), t.getSecond()));
-                case 'D' -> b.append(String.format("%02d/%02d/%02d", t.getMonthValue(), t.getDayOfMonth(), t.getYear() % 100));
+                case 'D' ->
+                    b.append(String.format("%02d/%02d/%02d", t.getMonthValue(), t.getDayOfMonth(), t.getYear() % 100));
                 case '%' -> b.append('%');
                 default -> throw new PyError("strftime_now: unsupported format directive %" + d);
             }

@@ -43,7 +43,8 @@ public final class PyStrings {
         String up = Character.toString(cp).toUpperCase(java.util.Locale.ROOT);
         if (up.codePointCount(0, up.length()) > 1) {
             int first = up.codePointAt(0);
-            return Character.toString(first) + up.substring(Character.charCount(first)).toLowerCase(java.util.Locale.ROOT);
+            return Character.toString(first)
+                    + up.substring(Character.charCount(first)).toLowerCase(java.util.Locale.ROOT);
         }
         return up;
     }
@@ -74,8 +75,10 @@ public final class PyStrings {
         StringBuilder b = new StringBuilder(s.length());
         s.codePoints().forEach(cp -> {
             String c = Character.toString(cp);
-            b.append(Character.isUpperCase(cp) ? c.toLowerCase(java.util.Locale.ROOT)
-                    : Character.isLowerCase(cp) ? c.toUpperCase(java.util.Locale.ROOT) : c);
+            b.append(
+                    Character.isUpperCase(cp)
+                            ? c.toLowerCase(java.util.Locale.ROOT)
+                            : Character.isLowerCase(cp) ? c.toUpperCase(java.util.Locale.ROOT) : c);
         });
         return b.toString();
     }
@@ -215,8 +218,16 @@ public final class PyStrings {
             int eol;
             if (c == '\r' && i + 1 < s.length() && s.charAt(i + 1) == '\n') {
                 eol = 2;
-            } else if (c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || c == 0x1c || c == 0x1d || c == 0x1e
-                    || c == 0x85 || c == 0x2028 || c == 0x2029) {
+            } else if (c == '\n'
+                    || c == '\r'
+                    || c == 0x0b
+                    || c == 0x0c
+                    || c == 0x1c
+                    || c == 0x1d
+                    || c == 0x1e
+                    || c == 0x85
+                    || c == 0x2028
+                    || c == 0x2029) {
                 eol = 1;
             } else {
                 i++;
@@ -370,7 +381,8 @@ public final class PyStrings {
     }
 
     /** At least one code point that is {@code cased}, and none that is {@code other} or titlecase. */
-    private static boolean isCase(String s, java.util.function.IntPredicate cased, java.util.function.IntPredicate other) {
+    private static boolean isCase(
+            String s, java.util.function.IntPredicate cased, java.util.function.IntPredicate other) {
         boolean any = false;
         for (int cp : s.codePoints().toArray()) {
             if (other.test(cp) || Character.isTitleCase(cp)) {
@@ -481,8 +493,10 @@ public final class PyStrings {
             } else if (cp < 0x7f) {
                 b.append((char) cp);
             } else if (!isPrintable(cp)) {
-                b.append(cp <= 0xff ? String.format("\\x%02x", cp)
-                        : cp <= 0xffff ? String.format("\\u%04x", cp) : String.format("\\U%08x", cp));
+                b.append(
+                        cp <= 0xff
+                                ? String.format("\\x%02x", cp)
+                                : cp <= 0xffff ? String.format("\\u%04x", cp) : String.format("\\U%08x", cp));
             } else {
                 b.appendCodePoint(cp);
             }
@@ -496,9 +510,14 @@ public final class PyStrings {
             return true;
         }
         return switch (Character.getType(cp)) {
-            case Character.CONTROL, Character.FORMAT, Character.SURROGATE, Character.PRIVATE_USE,
-                 Character.UNASSIGNED, Character.LINE_SEPARATOR, Character.PARAGRAPH_SEPARATOR,
-                 Character.SPACE_SEPARATOR -> false;
+            case Character.CONTROL,
+                    Character.FORMAT,
+                    Character.SURROGATE,
+                    Character.PRIVATE_USE,
+                    Character.UNASSIGNED,
+                    Character.LINE_SEPARATOR,
+                    Character.PARAGRAPH_SEPARATOR,
+                    Character.SPACE_SEPARATOR -> false;
             default -> true;
         };
     }

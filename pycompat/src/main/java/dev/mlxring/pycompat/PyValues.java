@@ -33,7 +33,11 @@ public final class PyValues {
         if (o instanceof Boolean) {
             return "bool";
         }
-        if (o instanceof Integer || o instanceof Long || o instanceof Short || o instanceof Byte || o instanceof BigInteger) {
+        if (o instanceof Integer
+                || o instanceof Long
+                || o instanceof Short
+                || o instanceof Byte
+                || o instanceof BigInteger) {
             return "int";
         }
         if (o instanceof Number) {

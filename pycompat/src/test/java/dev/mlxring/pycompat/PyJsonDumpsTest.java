@@ -30,11 +30,49 @@ class PyJsonDumpsTest {
     void matchesPythonJsonDumps() throws Exception {
         List<Object> values = new ArrayList<>();
         // Floats: repr's fixed/exponent boundaries, shortest digits, extremes, specials.
-        double[] floats = {0.0, -0.0, 0.1, 0.2 + 0.1, 1.0, -1.5, 100.0, 2.5, 1.0 / 3, 1e15, 1e16, 9999999999999998.0,
-            1234567890123456.0, 12345678901234567.0, 1e17, 1e22, 1e100, 1.5e300, 0.001, 0.0001, 0.00012345, 0.00001,
-            1.5e-5, 1e-7, 5e-324, 2.2250738585072014e-308, Double.MAX_VALUE, Double.MIN_NORMAL, 123.456, 1e7, 1e-3,
-            4.35, 0.3, 2.675, 1e23, 8.41e21, 5e-5, 123456.789e3, Double.NaN, Double.POSITIVE_INFINITY,
-            Double.NEGATIVE_INFINITY};
+        double[] floats = {
+            0.0,
+            -0.0,
+            0.1,
+            0.2 + 0.1,
+            1.0,
+            -1.5,
+            100.0,
+            2.5,
+            1.0 / 3,
+            1e15,
+            1e16,
+            9999999999999998.0,
+            1234567890123456.0,
+            12345678901234567.0,
+            1e17,
+            1e22,
+            1e100,
+            1.5e300,
+            0.001,
+            0.0001,
+            0.00012345,
+            0.00001,
+            1.5e-5,
+            1e-7,
+            5e-324,
+            2.2250738585072014e-308,
+            Double.MAX_VALUE,
+            Double.MIN_NORMAL,
+            123.456,
+            1e7,
+            1e-3,
+            4.35,
+            0.3,
+            2.675,
+            1e23,
+            8.41e21,
+            5e-5,
+            123456.789e3,
+            Double.NaN,
+            Double.POSITIVE_INFINITY,
+            Double.NEGATIVE_INFINITY
+        };
         for (double d : floats) {
             values.add(d);
             values.add(-d);
@@ -55,16 +93,30 @@ class PyJsonDumpsTest {
         }
         values.add(1.5f);
         // Ints, bools, null.
-        values.addAll(List.of(0, -1, 42, Long.MAX_VALUE, Long.MIN_VALUE, new BigInteger("123456789012345678901234567890"),
-                true, false));
+        values.addAll(List.of(
+                0,
+                -1,
+                42,
+                Long.MAX_VALUE,
+                Long.MIN_VALUE,
+                new BigInteger("123456789012345678901234567890"),
+                true,
+                false));
         values.add(null);
         // Strings: escapes, controls, non-ASCII kept raw.
         StringBuilder controls = new StringBuilder();
         for (char c = 0; c < 0x20; c++) {
             controls.append(c);
         }
-        values.addAll(List.of("", "plain", "quote \" backslash \\ slash /", controls.toString(), "\u007f\u0080\u00ff",
-                "é 日本語 😀 \u2028\u2029 \ufeff", "tab\there\nnew line\r\n", "<tool_call>{\"a\": 1}</tool_call>"));
+        values.addAll(List.of(
+                "",
+                "plain",
+                "quote \" backslash \\ slash /",
+                controls.toString(),
+                "\u007f\u0080\u00ff",
+                "é 日本語 😀 \u2028\u2029 \ufeff",
+                "tab\there\nnew line\r\n",
+                "<tool_call>{\"a\": 1}</tool_call>"));
         // Containers: nesting, empties, key order, non-string keys.
         Map<Object, Object> nested = new LinkedHashMap<>();
         nested.put("z", 1);
@@ -84,7 +136,8 @@ class PyJsonDumpsTest {
         values.add(keys);
         values.add(Map.of("location", "San Francisco, CA", "unit", "celsius"));
 
-        Map<String, Object> spec = Map.of("values", values.stream().map(PyJsonDumpsTest::tag).toList());
+        Map<String, Object> spec =
+                Map.of("values", values.stream().map(PyJsonDumpsTest::tag).toList());
         Path f = work.resolve("spec.json");
         Files.writeString(f, JSON.writeValueAsString(spec));
         JsonNode out = JSON.readTree(PythonScript.run("oracle/json_dumps_oracle.py", 120, List.of(f.toString())));
@@ -146,8 +199,11 @@ class PyJsonDumpsTest {
             case Number n -> {
                 double d = n.doubleValue();
                 t.put("t", "float");
-                t.put("v", Double.isNaN(d) ? "nan" : Double.isInfinite(d) ? (d > 0 ? "inf" : "-inf")
-                        : Double.toHexString(d));
+                t.put(
+                        "v",
+                        Double.isNaN(d)
+                                ? "nan"
+                                : Double.isInfinite(d) ? (d > 0 ? "inf" : "-inf") : Double.toHexString(d));
             }
             case String s -> {
                 t.put("t", "str");

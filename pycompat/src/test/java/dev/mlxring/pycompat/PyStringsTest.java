@@ -29,7 +29,8 @@ class PyStringsTest {
     void reprOfJsonValuesIsPythons() {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("k", 2.5);
-        List<Object> values = new ArrayList<>(Arrays.asList(1e-05, null, true, "it's", "a\"b", "tab\t", m, HostNone.NONE));
+        List<Object> values =
+                new ArrayList<>(Arrays.asList(1e-05, null, true, "it's", "a\"b", "tab\t", m, HostNone.NONE));
         // python3: repr([1e-05, None, True, "it's", 'a"b', 'tab\t', {'k': 2.5}, None])
         assertEquals("[1e-05, None, True, \"it's\", 'a\"b', 'tab\\t', {'k': 2.5}, None]", PyStrings.repr(values));
         // python3: str(None), str(1e-05), str("it's")
@@ -41,7 +42,8 @@ class PyStringsTest {
 
     @Test
     void truthinessIsPythons() {
-        for (Object falsy : Arrays.asList(null, HostNone.NONE, false, 0, 0L, 0.0, -0.0, "", List.of(), Map.of(), new Object[0])) {
+        for (Object falsy :
+                Arrays.asList(null, HostNone.NONE, false, 0, 0L, 0.0, -0.0, "", List.of(), Map.of(), new Object[0])) {
             assertFalse(PyValues.truthy(falsy), String.valueOf(falsy));
         }
         for (Object truthy : Arrays.asList(true, 1, -1L, Double.NaN, 1e-300, " ", List.of(0), Map.of("", 0))) {

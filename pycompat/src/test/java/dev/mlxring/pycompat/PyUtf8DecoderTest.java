@@ -26,9 +26,10 @@ class PyUtf8DecoderTest {
     @TempDir
     Path work;
 
-    private static final int[] INTERESTING = {0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1,
-        0xC2, 0xC3, 0xDF, 0xE0, 0xE1, 0xE2, 0x96, 0x81, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xF7,
-        0xF8, 0xFE, 0xFF};
+    private static final int[] INTERESTING = {
+        0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xC3, 0xDF, 0xE0, 0xE1, 0xE2, 0x96,
+        0x81, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xF7, 0xF8, 0xFE, 0xFF
+    };
 
     @Test
     void randomBytesDecodeLikePython() throws Exception {
@@ -46,8 +47,12 @@ class PyUtf8DecoderTest {
         }
         HexFormat hex = HexFormat.of();
         Path spec = work.resolve("spec.json");
-        Files.writeString(spec, JSON.writeValueAsString(Map.of("hex", inputs.stream().map(hex::formatHex).toList())));
-        JsonNode out = JSON.readTree(PythonScript.run("oracle/detokenize_oracle.py", 600, List.of("--utf8", spec.toString())));
+        Files.writeString(
+                spec,
+                JSON.writeValueAsString(
+                        Map.of("hex", inputs.stream().map(hex::formatHex).toList())));
+        JsonNode out =
+                JSON.readTree(PythonScript.run("oracle/detokenize_oracle.py", 600, List.of("--utf8", spec.toString())));
         Random chunks = new Random(11);
         for (int k = 0; k < inputs.size(); k++) {
             byte[] b = inputs.get(k);
@@ -57,7 +62,9 @@ class PyUtf8DecoderTest {
             d.feed(b, sb);
             d.end(sb);
             // As code points, so a failure shows controls and U+FFFD plainly.
-            assertArrayEquals(expected.codePoints().toArray(), sb.toString().codePoints().toArray(),
+            assertArrayEquals(
+                    expected.codePoints().toArray(),
+                    sb.toString().codePoints().toArray(),
                     "decode of " + hex.formatHex(b));
             // Incremental: whatever was emitted before the end is a prefix of the whole decode.
             PyUtf8Decoder d2 = new PyUtf8Decoder(false);

@@ -27,9 +27,11 @@ final class BpeDetokenizer implements StreamingDetokenizer {
     private final PyUtf8Decoder decoder = new PyUtf8Decoder(false);
     /** decode(_unflushed) so far, minus an incomplete tail still pending in {@link #decoder}. */
     private final StringBuilder pendingText = new StringBuilder(32);
+
     private final PyUtf8Decoder.ByteSink toPending = b -> decoder.feed(b, pendingText);
     /** The ids whose strings make up mlx-lm's {@code _unflushed}. */
     private int[] pendingIds = new int[8];
+
     private int pendingCount;
     /** Whether mlx-lm's {@code self.text} is non-empty. */
     private boolean anyText;

@@ -10,6 +10,7 @@ final class ByteLevel {
 
     /** Characters below this have an entry (the table's largest character is U+0143). */
     static final int TABLE_SIZE = 0x144;
+
     private static final short[] DECODER = build();
 
     private static short[] build() {

@@ -26,15 +26,19 @@ public enum DetokenizerKind {
     NAIVE;
 
     private static final Map<String, Object> SPM_DECODER = Map.of(
-            "type", "Sequence",
-            "decoders", List.of(
+            "type",
+            "Sequence",
+            "decoders",
+            List.of(
                     Map.of("type", "Replace", "pattern", Map.of("String", "\u2581"), "content", " "),
                     Map.of("type", "ByteFallback"),
                     Map.of("type", "Fuse"),
                     Map.of("type", "Strip", "content", " ", "start", 1, "stop", 0)));
     private static final Map<String, Object> SPM_NO_SPACE_DECODER = Map.of(
-            "type", "Sequence",
-            "decoders", List.of(
+            "type",
+            "Sequence",
+            "decoders",
+            List.of(
                     Map.of("type", "Replace", "pattern", Map.of("String", "\u2581"), "content", " "),
                     Map.of("type", "ByteFallback"),
                     Map.of("type", "Fuse")));
@@ -74,8 +78,8 @@ public enum DetokenizerKind {
                 boolean cleanSpaces;
                 if (encoder != null) {
                     int[] probe = encoder.apply("a ,b");
-                    String decoded = NaiveDetokenizer.transformersDecode(decoder,
-                            decoder.cleanUpTokenizationSpaces(), probe, 0, probe.length);
+                    String decoded = NaiveDetokenizer.transformersDecode(
+                            decoder, decoder.cleanUpTokenizationSpaces(), probe, 0, probe.length);
                     cleanSpaces = !decoded.contains(" ,");
                 } else {
                     cleanSpaces = decoder.cleanUpTokenizationSpaces();

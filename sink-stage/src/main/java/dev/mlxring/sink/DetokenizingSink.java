@@ -28,9 +28,11 @@ final class DetokenizingSink implements TextSink {
     private final boolean callsConstrained;
     /** The finish reason while {@link #finish} parses a call still open, else null. */
     private String finishing;
+
     private final StringBuilder segment = new StringBuilder(32);
     /** The text has ended: a stop string matched, or finish ran. */
     private boolean stopped;
+
     private boolean finished;
     /** mlx_lm.server's {@code made_tool_call}: the output entered and left (or ended in) a tool call. */
     private boolean madeToolCall;
@@ -45,9 +47,15 @@ final class DetokenizingSink implements TextSink {
      *     strict or single-call tool choice): a call that does not parse then fails the session
      *     ({@link TextSinkFailure}) instead of being dropped with a warning
      */
-    DetokenizingSink(StreamingDetokenizer detokenizer, TextRules rules, int initialState,
-            TokenStopRules.Cursor tokenStops, boolean flushAtEos, ToolCallParser toolParser,
-            List<Map<String, Object>> tools, boolean callsConstrained) {
+    DetokenizingSink(
+            StreamingDetokenizer detokenizer,
+            TextRules rules,
+            int initialState,
+            TokenStopRules.Cursor tokenStops,
+            boolean flushAtEos,
+            ToolCallParser toolParser,
+            List<Map<String, Object>> tools,
+            boolean callsConstrained) {
         this.detokenizer = detokenizer;
         this.toolParser = toolParser;
         this.tools = tools;
@@ -130,17 +138,25 @@ final class DetokenizingSink implements TextSink {
             calls = toolParser.parse(toolText.toString(), tools);
         } catch (RuntimeException e) {
             if (callsConstrained && "length".equals(finishing)) {
-                throw new TextSinkFailure(ErrorType.INVALID_REQUEST, "max_tokens must leave room for the whole "
-                        + "tool call: generation reached it inside the call the tool choice holds to its grammar; "
-                        + "raise max_tokens");
+                throw new TextSinkFailure(
+                        ErrorType.INVALID_REQUEST,
+                        "max_tokens must leave room for the whole "
+                                + "tool call: generation reached it inside the call the tool choice holds to its grammar; "
+                                + "raise max_tokens");
             }
             if (callsConstrained) {
-                throw new TextSinkFailure(ErrorType.INTERNAL, "the tool call the tool choice held to its grammar "
-                        + "does not parse as " + toolParser.type() + " (" + e.getClass().getSimpleName() + ": "
-                        + e.getMessage() + ")");
+                throw new TextSinkFailure(
+                        ErrorType.INTERNAL,
+                        "the tool call the tool choice held to its grammar "
+                                + "does not parse as " + toolParser.type() + " ("
+                                + e.getClass().getSimpleName() + ": "
+                                + e.getMessage() + ")");
             }
-            LOG.log(System.Logger.Level.WARNING, "Failed to parse tool call ({0}: {1}) — tool text was likely"
-                    + " truncated mid-generation.", e.getClass().getSimpleName(), e.getMessage());
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "Failed to parse tool call ({0}: {1}) — tool text was likely" + " truncated mid-generation.",
+                    e.getClass().getSimpleName(),
+                    e.getMessage());
             return;
         }
         out.toolCalls.addAll(calls);

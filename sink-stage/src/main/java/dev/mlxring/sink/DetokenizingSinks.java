@@ -106,12 +106,21 @@ public final class DetokenizingSinks implements TextSink.Factory {
     public TextSink open(ExecutionPlan plan) {
         Rules r = rulesFor(plan.stopStrings());
         int initial = TextRules.NORMAL;
-        if (think != null && reasoningFromPrompt && plan.prompt() != null && plan.prompt().chatTemplated()
+        if (think != null
+                && reasoningFromPrompt
+                && plan.prompt() != null
+                && plan.prompt().chatTemplated()
                 && think.opensInPrompt(plan.prompt().tokenIds())) {
             initial = TextRules.REASONING;
         }
-        return new DetokenizingSink(detokenizers.open(), r.text(), initial,
-                r.tokens() == null ? null : r.tokens().cursor(), flushAtEos, toolParser, plan.tools(),
+        return new DetokenizingSink(
+                detokenizers.open(),
+                r.text(),
+                initial,
+                r.tokens() == null ? null : r.tokens().cursor(),
+                flushAtEos,
+                toolParser,
+                plan.tools(),
                 plan.constraint() != null && !plan.tools().isEmpty());
     }
 
@@ -127,8 +136,14 @@ public final class DetokenizingSinks implements TextSink.Factory {
                     }
                     tokens = TokenStopRules.compile(seqs, stops);
                 }
-                r = new Rules(TextRules.compile(think, toolParser == null ? null : toolParser.callStart(),
-                        toolParser == null ? null : toolParser.callEnd(), structuralMarkers, stops), tokens);
+                r = new Rules(
+                        TextRules.compile(
+                                think,
+                                toolParser == null ? null : toolParser.callStart(),
+                                toolParser == null ? null : toolParser.callEnd(),
+                                structuralMarkers,
+                                stops),
+                        tokens);
                 rules.put(List.copyOf(stops), r);
             }
             return r;

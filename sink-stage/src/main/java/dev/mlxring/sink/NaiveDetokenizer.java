@@ -23,11 +23,13 @@ final class NaiveDetokenizer implements StreamingDetokenizer {
     private int currentCount;
     /** mlx-lm's {@code _current_text} and its length in code points. */
     private String currentText = "";
+
     private long currentCp;
     /** {@code len(self._text)} in code points. */
     private long committedCp;
     /** {@code self._text[keepFromCp:]}: what was committed since the last read. */
     private final StringBuilder committedRecent = new StringBuilder();
+
     private long keepFromCp;
     /** mlx-lm's {@code self.offset}, in code points. */
     private long offsetCp;

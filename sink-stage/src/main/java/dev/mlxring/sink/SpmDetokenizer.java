@@ -46,8 +46,7 @@ final class SpmDetokenizer implements StreamingDetokenizer {
                 }
             }
         }
-        if (decoder.pending()
-                || pendingText.length() > 0 && pendingText.charAt(pendingText.length() - 1) == '\uFFFD') {
+        if (decoder.pending() || pendingText.length() > 0 && pendingText.charAt(pendingText.length() - 1) == '\uFFFD') {
             return;
         }
         emit(out);

@@ -27,6 +27,7 @@ final class TextRules {
 
     /** Per state: the automaton of the strings acting in it (null: no such state), and each pattern's destination. */
     private final AhoCorasick[] automata;
+
     private final int[][] destinations;
     /** Per state and pattern: the stop string it is, or null for markers. */
     private final String[][] stopStrings;
@@ -59,8 +60,12 @@ final class TextRules {
      * @param toolCallStart the tool parser's {@code tool_call_start}, or null for no tool state
      * @param toolCallEnd its {@code tool_call_end}; null or empty: a call runs to the end of the output
      */
-    static TextRules compile(ThinkMarkers think, String toolCallStart, String toolCallEnd,
-            List<String> structuralMarkers, List<String> stopStrings) {
+    static TextRules compile(
+            ThinkMarkers think,
+            String toolCallStart,
+            String toolCallEnd,
+            List<String> structuralMarkers,
+            List<String> stopStrings) {
         boolean tools = toolCallStart != null;
         AhoCorasick[] automata = new AhoCorasick[3];
         int[][] destinations = new int[3][];

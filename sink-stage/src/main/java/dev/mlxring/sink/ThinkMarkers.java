@@ -49,8 +49,8 @@ public record ThinkMarkers(String start, String end, int[] startIds, int[] endId
             OptionalInt s = vocab.tokenId(pair[0]);
             OptionalInt e = vocab.tokenId(pair[1]);
             if (s.isPresent() && e.isPresent()) {
-                return Optional.of(new ThinkMarkers(pair[0], pair[1], new int[] {s.getAsInt()},
-                        new int[] {e.getAsInt()}));
+                return Optional.of(
+                        new ThinkMarkers(pair[0], pair[1], new int[] {s.getAsInt()}, new int[] {e.getAsInt()}));
             }
         }
         if (has(vocab, "<|channel>") && has(vocab, "<channel|>")) {
@@ -70,12 +70,14 @@ public record ThinkMarkers(String start, String end, int[] startIds, int[] endId
     }
 
     private static ThinkMarkers multiToken(String start, String end, Function<String, int[]> encoder) {
-        return new ThinkMarkers(start, end, encoder == null ? null : encoder.apply(start),
-                encoder == null ? null : encoder.apply(end));
+        return new ThinkMarkers(
+                start, end, encoder == null ? null : encoder.apply(start), encoder == null ? null : encoder.apply(end));
     }
 
     private static boolean isXtmlVocab(TokenDecoder vocab) {
-        return has(vocab, "<|open|>") && has(vocab, "<|close|>") && has(vocab, "<|sep|>")
+        return has(vocab, "<|open|>")
+                && has(vocab, "<|close|>")
+                && has(vocab, "<|sep|>")
                 && has(vocab, "<|end_of_msg|>");
     }
 
@@ -110,8 +112,11 @@ public record ThinkMarkers(String start, String end, int[] startIds, int[] endId
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof ThinkMarkers t && start.equals(t.start) && end.equals(t.end)
-                && Arrays.equals(startIds, t.startIds) && Arrays.equals(endIds, t.endIds);
+        return o instanceof ThinkMarkers t
+                && start.equals(t.start)
+                && end.equals(t.end)
+                && Arrays.equals(startIds, t.startIds)
+                && Arrays.equals(endIds, t.endIds);
     }
 
     @Override
@@ -121,7 +126,7 @@ public record ThinkMarkers(String start, String end, int[] startIds, int[] endId
 
     @Override
     public String toString() {
-        return "ThinkMarkers[" + start + " " + Arrays.toString(startIds) + ", " + end + " "
-                + Arrays.toString(endIds) + "]";
+        return "ThinkMarkers[" + start + " " + Arrays.toString(startIds) + ", " + end + " " + Arrays.toString(endIds)
+                + "]";
     }
 }

@@ -17,12 +17,27 @@ import org.junit.jupiter.api.Test;
  * bytes are cut into tokens: incomplete characters are held back, never emitted broken.
  */
 class DetokenizerNoReplacementTest {
-    private static final int[][] RANGES = {{0x21, 0x7E}, {0xA1, 0x7FF}, {0x800, 0xD7FF}, {0xE000, 0xFFFC},
-        {0x10000, 0x10FFFF}, {0x4E00, 0x9FFF}, {0x1F300, 0x1F64F}};
+    private static final int[][] RANGES = {
+        {0x21, 0x7E},
+        {0xA1, 0x7FF},
+        {0x800, 0xD7FF},
+        {0xE000, 0xFFFC},
+        {0x10000, 0x10FFFF},
+        {0x4E00, 0x9FFF},
+        {0x1F300, 0x1F64F}
+    };
 
     /** Scripts a real vocabulary can spell (its byte-level alphabet lacks some lead bytes of rare planes). */
-    private static final int[][] COMMON = {{0x21, 0x7E}, {0xA1, 0x24F}, {0x370, 0x4FF}, {0x4E00, 0x9FFF},
-        {0x3040, 0x30FF}, {0xAC00, 0xD7A3}, {0x1F300, 0x1F64F}, {0x2000, 0x206F}};
+    private static final int[][] COMMON = {
+        {0x21, 0x7E},
+        {0xA1, 0x24F},
+        {0x370, 0x4FF},
+        {0x4E00, 0x9FFF},
+        {0x3040, 0x30FF},
+        {0xAC00, 0xD7A3},
+        {0x1F300, 0x1F64F},
+        {0x2000, 0x206F}
+    };
 
     static String randomText(Random rnd, int maxLen) {
         return randomText(rnd, maxLen, RANGES);
@@ -103,8 +118,14 @@ class DetokenizerNoReplacementTest {
                     }
                 }
             }
-            DetokenizingSinks spm = DetokenizingSinks.builder(v).kind(DetokenizerKind.SPM_NO_TRIM).build();
-            SinkRun r = SinkRun.run(spm, new int[0], List.of(), ids.stream().mapToInt(Integer::intValue).toArray());
+            DetokenizingSinks spm = DetokenizingSinks.builder(v)
+                    .kind(DetokenizerKind.SPM_NO_TRIM)
+                    .build();
+            SinkRun r = SinkRun.run(
+                    spm,
+                    new int[0],
+                    List.of(),
+                    ids.stream().mapToInt(Integer::intValue).toArray());
             assertClean(r, text, "spm " + k);
         }
     }

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.mlxring.tokenizer.HfTokenizer;
 import dev.mlxring.pycompat.PyUtf8Decoder;
+import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -32,6 +32,7 @@ class DetokenizerParityTest {
 
     @TempDir
     static Path work;
+
     static HfTokenizer smol;
     static JsonNode fixtures;
 
@@ -49,17 +50,59 @@ class DetokenizerParityTest {
     }
 
     static final List<String> CORPUS = List.of(
-            "Hello world", "Hello, world! How are you?", " leading space", "trailing space ", "  two  spaces  ",
-            " ", "   ", "line1\nline2\n\nline3\n", "\n", "\n\n\n", "\ttab\tseparated", "windows\r\nline end",
-            "3.14159 and 1,000,000", "日本語のテキスト", "中文：你好，世界！", "한국어 텍스트", "日本語 and English 中文",
-            "😀", " 😀", "👍🏽", "👩‍💻 coder", "👨‍👩‍👧‍👦 family", "🇫🇷🇯🇵", "❤️‍🔥", "emoji😀inside👩‍💻words",
-            "Café naïve résumé", "Cafe\u0301", "Ελληνικά", "Русский текст", "العربية", "עברית", "हिन्दी",
-            "Tiếng Việt có dấu", "def f(x):\n    return x ** 2\n", "if (a && b || !c) { x->y[0] += 1; }",
-            "<html><body class=\"x\">&amp;</body></html>", "    indented(4)\n\tindented(tab)\n        indented(8)",
-            "<|im_start|>user\nhi<|im_end|>", "text<|endoftext|>more", "<think>reasoning</think>answer",
-            "I'm don't you're we've", "Hello , world ! isn't it ? a . b", "...!!!???", "“quotes” ‘single’ «g»",
-            "a\u0000b", "\u0007\u001b[31mred\u001b[0m", "\u00a0nbsp\u00a0", "a\u200bb", "\ufeffBOM", "\ufffd",
-            "ﬁ ligature ① ＦＵＬＬＷＩＤＴＨ ㎏", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟙𝟚𝟛", "mixed 😀\n日本\n code();\n");
+            "Hello world",
+            "Hello, world! How are you?",
+            " leading space",
+            "trailing space ",
+            "  two  spaces  ",
+            " ",
+            "   ",
+            "line1\nline2\n\nline3\n",
+            "\n",
+            "\n\n\n",
+            "\ttab\tseparated",
+            "windows\r\nline end",
+            "3.14159 and 1,000,000",
+            "日本語のテキスト",
+            "中文：你好，世界！",
+            "한국어 텍스트",
+            "日本語 and English 中文",
+            "😀",
+            " 😀",
+            "👍🏽",
+            "👩‍💻 coder",
+            "👨‍👩‍👧‍👦 family",
+            "🇫🇷🇯🇵",
+            "❤️‍🔥",
+            "emoji😀inside👩‍💻words",
+            "Café naïve résumé",
+            "Cafe\u0301",
+            "Ελληνικά",
+            "Русский текст",
+            "العربية",
+            "עברית",
+            "हिन्दी",
+            "Tiếng Việt có dấu",
+            "def f(x):\n    return x ** 2\n",
+            "if (a && b || !c) { x->y[0] += 1; }",
+            "<html><body class=\"x\">&amp;</body></html>",
+            "    indented(4)\n\tindented(tab)\n        indented(8)",
+            "<|im_start|>user\nhi<|im_end|>",
+            "text<|endoftext|>more",
+            "<think>reasoning</think>answer",
+            "I'm don't you're we've",
+            "Hello , world ! isn't it ? a . b",
+            "...!!!???",
+            "“quotes” ‘single’ «g»",
+            "a\u0000b",
+            "\u0007\u001b[31mred\u001b[0m",
+            "\u00a0nbsp\u00a0",
+            "a\u200bb",
+            "\ufeffBOM",
+            "\ufffd",
+            "ﬁ ligature ① ＦＵＬＬＷＩＤＴＨ ㎏",
+            "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟙𝟚𝟛",
+            "mixed 😀\n日本\n code();\n");
 
     @Test
     void defaultModelEveryMlxLmClass() {
@@ -109,7 +152,8 @@ class DetokenizerParityTest {
             int[] ids = new int[1 + rnd.nextInt(24)];
             for (int i = 0; i < ids.length; i++) {
                 double p = rnd.nextDouble();
-                ids[i] = p < 0.45 ? partial.get(rnd.nextInt(partial.size()))
+                ids[i] = p < 0.45
+                        ? partial.get(rnd.nextInt(partial.size()))
                         : p < 0.8 ? loneBytes.get(rnd.nextInt(loneBytes.size())) : rnd.nextInt(size);
             }
             seqs.put("partial-utf8 " + k, ids);
@@ -154,8 +198,16 @@ class DetokenizerParityTest {
             for (String text : CORPUS) {
                 seqs.put("encode " + text, tok.encode(text, false));
             }
-            for (String text : List.of("hello world", " hello  world ", "hello , world ! it's", "café 日本語",
-                    "a b c", "x\ny", "hello world ? don't", "😀 ▁ x", "▁▁x")) {
+            for (String text : List.of(
+                    "hello world",
+                    " hello  world ",
+                    "hello , world ! it's",
+                    "café 日本語",
+                    "a b c",
+                    "x\ny",
+                    "hello world ? don't",
+                    "😀 ▁ x",
+                    "▁▁x")) {
                 seqs.put("encode " + text, tok.encode(text, false));
             }
             Random rnd = new Random(name.hashCode());
@@ -173,7 +225,8 @@ class DetokenizerParityTest {
                     byte[] utf8 = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
                     int[] ids = new int[utf8.length];
                     for (int i = 0; i < utf8.length; i++) {
-                        ids[i] = tok.tokenId(String.format("<0x%02X>", utf8[i] & 0xFF)).getAsInt();
+                        ids[i] = tok.tokenId(String.format("<0x%02X>", utf8[i] & 0xFF))
+                                .getAsInt();
                     }
                     seqs.put("bytes " + s, ids);
                     seqs.put("bytes-cut " + s, java.util.Arrays.copyOf(ids, ids.length - 1));
@@ -208,13 +261,16 @@ class DetokenizerParityTest {
         };
         assertEquals(meta.get("detokenizer").asText(), expectedClass, "detokenizer class mlx-lm picked");
         if (expectedClass.startsWith("SPM")) {
-            assertEquals(meta.get("trim_space").asBoolean(),
-                    DetokenizerKind.infer(tok.decoderConfig()) == DetokenizerKind.SPM, "trim_space");
+            assertEquals(
+                    meta.get("trim_space").asBoolean(),
+                    DetokenizerKind.infer(tok.decoderConfig()) == DetokenizerKind.SPM,
+                    "trim_space");
         }
         if (checkVocab) {
             JsonNode strings = out.get("token_strings");
             for (int i = 0; i < strings.size(); i++) {
-                String expected = strings.get(i).isNull() ? null : strings.get(i).asText();
+                String expected =
+                        strings.get(i).isNull() ? null : strings.get(i).asText();
                 if (!java.util.Objects.equals(expected, tok.tokenString(i))) {
                     fail("convert_ids_to_tokens(" + i + ") = " + expected + " but tokenString = " + tok.tokenString(i));
                 }
@@ -245,8 +301,9 @@ class DetokenizerParityTest {
                     all.append(seg);
                     String expected = r.get("steps").get(i).asText();
                     if (!expected.equals(seg.toString())) {
-                        mismatches.add(cls + " / " + names.get(s) + " step " + i + " ids " + java.util.Arrays.toString(ids)
-                                + ": mlx-lm " + quote(expected) + " java " + quote(seg.toString()));
+                        mismatches.add(
+                                cls + " / " + names.get(s) + " step " + i + " ids " + java.util.Arrays.toString(ids)
+                                        + ": mlx-lm " + quote(expected) + " java " + quote(seg.toString()));
                     }
                     checked++;
                 }
@@ -254,8 +311,8 @@ class DetokenizerParityTest {
                 d.finalizeTo(fin);
                 all.append(fin);
                 if (!r.get("final").asText().equals(fin.toString())) {
-                    mismatches.add(cls + " / " + names.get(s) + " final: mlx-lm " + quote(r.get("final").asText())
-                            + " java " + quote(fin.toString()));
+                    mismatches.add(cls + " / " + names.get(s) + " final: mlx-lm "
+                            + quote(r.get("final").asText()) + " java " + quote(fin.toString()));
                 }
                 // The Naive detokenizer's final text can differ from its segments (a later decode may
                 // rewrite earlier text, e.g. clean-up); mlx_lm.server returns the segments.
@@ -266,8 +323,8 @@ class DetokenizerParityTest {
                     expectedText = segs.append(r.get("final").asText()).toString();
                 }
                 if (!expectedText.equals(all.toString())) {
-                    mismatches.add(cls + " / " + names.get(s) + " text: mlx-lm " + quote(expectedText)
-                            + " java " + quote(all.toString()));
+                    mismatches.add(cls + " / " + names.get(s) + " text: mlx-lm " + quote(expectedText) + " java "
+                            + quote(all.toString()));
                 }
             }
         }

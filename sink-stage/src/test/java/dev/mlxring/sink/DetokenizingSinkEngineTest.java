@@ -50,13 +50,15 @@ class DetokenizingSinkEngineTest {
         int maxTokens = "length".equals(finishReason) ? script.length : 1000;
         try (Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(((Prompt.Tokens) r.prompt()).ids(), 0))
-                .planner((r, p) -> new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, maxTokens, new int[] {2}, r.stop(), false, 0))
+                .planner((r, p) -> new ExecutionPlan(
+                        r.id(), p, SamplingParams.GREEDY, maxTokens, new int[] {2}, r.stop(), false, 0))
                 .executor(new ScriptedExecutor(plan -> script))
                 .sinks(DetokenizingSinks.forTokenizer(tok, s -> tok.encode(s, false)))
                 .start()) {
             RecordingListener listener = new RecordingListener();
-            Session s = engine.submit(new GenerationRequest(null, "m", new Prompt.Tokens(new int[] {1}), null, null,
-                    stops, false, 0), listener);
+            Session s = engine.submit(
+                    new GenerationRequest(null, "m", new Prompt.Tokens(new int[] {1}), null, null, stops, false, 0),
+                    listener);
             Outcome o = listener.await(s);
             return new Result(listener.text.toString(), o);
         }

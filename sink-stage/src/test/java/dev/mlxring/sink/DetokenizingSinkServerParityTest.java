@@ -43,16 +43,21 @@ class DetokenizingSinkServerParityTest {
 
     @Test
     void toolCallingModel() throws IOException {
-        Path dir = Path.of(Oracle.buildFixtures(work.resolve("fixtures")).get("tools").asText());
+        Path dir = Path.of(
+                Oracle.buildFixtures(work.resolve("fixtures")).get("tools").asText());
         try (HfTokenizer tok = Oracle.load(dir)) {
             // The fixture's template is tokenizer_config.json's chat_template (what mlx-lm's
             // tokenizer.chat_template reads there; the fixture has no chat_template.jinja).
-            String template = Oracle.JSON.readTree(dir.resolve("tokenizer_config.json").toFile())
-                    .path("chat_template").asText();
+            String template = Oracle.JSON
+                    .readTree(dir.resolve("tokenizer_config.json").toFile())
+                    .path("chat_template")
+                    .asText();
             assertTrue(template.contains("<tool_call>"), "the fixture's template names the tool markers");
             assertEquals(java.util.Optional.of("json_tools"), ToolCallParsers.inferType(template, tok));
             ToolCallParser parser = ToolCallParsers.infer(template, tok).orElseThrow();
-            DetokenizingSinks sinks = DetokenizingSinks.inferred(tok, s -> tok.encode(s, false)).toolParser(parser).build();
+            DetokenizingSinks sinks = DetokenizingSinks.inferred(tok, s -> tok.encode(s, false))
+                    .toolParser(parser)
+                    .build();
             int[] prompt = tok.encode("<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n", false);
             String call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3, "
                     + "\"metric\": true, \"ratio\": 0.5, \"tags\": null}}\n</tool_call>";
@@ -62,24 +67,37 @@ class DetokenizingSinkServerParityTest {
             // 1 call, text before it.
             gens.add(tok.encode("Let me check." + call, false));
             // 2 calls, non-ASCII and nested arguments, text after.
-            gens.add(tok.encode(call + "\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": [1, 2.5, null, \"日本 😀\"], "
-                    + "\"big\": 123456789012345678901234567890, \"e\": 1e-7, \"n\": {\"k\": {}}}}\n</tool_call>Done.", false));
+            gens.add(tok.encode(
+                    call + "\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": [1, 2.5, null, \"日本 😀\"], "
+                            + "\"big\": 123456789012345678901234567890, \"e\": 1e-7, \"n\": {\"k\": {}}}}\n</tool_call>Done.",
+                    false));
             // Malformed JSON (dropped), then a good call.
-            gens.add(tok.encode("<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": }\n</tool_call>then " + call, false));
+            gens.add(tok.encode(
+                    "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": }\n</tool_call>then " + call, false));
             // A list of calls with an id, and an empty call.
-            gens.add(tok.encode("<tool_call>[{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}, \"id\": \"call_1\"}, "
-                    + "{\"name\": \"b\", \"arguments\": \"s\", \"id\": \"\"}]</tool_call><tool_call></tool_call>ok", false));
+            gens.add(tok.encode(
+                    "<tool_call>[{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}, \"id\": \"call_1\"}, "
+                            + "{\"name\": \"b\", \"arguments\": \"s\", \"id\": \"\"}]</tool_call><tool_call></tool_call>ok",
+                    false));
             // Cut off mid-call (at the token limit or by EOS).
-            gens.add(tok.encode("Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false));
+            gens.add(tok.encode(
+                    "Checking.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false));
             // A start-marker prefix held back at the end (discarded at EOS, flushed at the limit).
             gens.add(tok.encode("Almost done <tool_", false));
             // A complete call left open (no end marker).
             gens.add(tok.encode("<tool_call>{\"name\": \"f\", \"arguments\": {}}", false));
             // Markers split across tokens (not the added tokens' canonical encoding).
-            gens.add(concat(tok.encode("A<tool", false), tok.encode("_call>{\"name\": \"f\", \"arguments\": [1]}</", false),
+            gens.add(concat(
+                    tok.encode("A<tool", false),
+                    tok.encode("_call>{\"name\": \"f\", \"arguments\": [1]}</", false),
                     tok.encode("tool_call>B", false)));
-            List<List<String>> stops = List.of(List.of(), List.of("Done"), List.of("</tool_call>"), List.of("<tool_call>"),
-                    List.of("Paris"), List.of("then"));
+            List<List<String>> stops = List.of(
+                    List.of(),
+                    List.of("Done"),
+                    List.of("</tool_call>"),
+                    List.of("<tool_call>"),
+                    List.of("Paris"),
+                    List.of("then"));
             List<Case> cases = new ArrayList<>();
             for (int[] g : gens) {
                 for (List<String> st : stops) {
@@ -108,36 +126,49 @@ class DetokenizingSinkServerParityTest {
                 errors += mlx.get("tool_errors").asInt() > 0 ? 1 : 0;
                 toolFinish += mlx.get("finish_reason").asText().equals("tool_calls") ? 1 : 0;
             }
-            assertTrue(calls > 0 && twoCalls > 0 && errors > 0 && toolFinish > 0,
-                    "coverage: " + calls + " with calls, " + twoCalls + " with two, " + errors + " with a parse failure, "
-                            + toolFinish + " finished with tool_calls");
+            assertTrue(
+                    calls > 0 && twoCalls > 0 && errors > 0 && toolFinish > 0,
+                    "coverage: " + calls + " with calls, " + twoCalls + " with two, " + errors
+                            + " with a parse failure, " + toolFinish + " finished with tool_calls");
         }
     }
 
     @Test
     void thinkingModel() {
-        Path dir = Path.of(Oracle.buildFixtures(work.resolve("fixtures")).get("think").asText());
+        Path dir = Path.of(
+                Oracle.buildFixtures(work.resolve("fixtures")).get("think").asText());
         try (HfTokenizer tok = Oracle.load(dir)) {
             DetokenizingSinks sinks = DetokenizingSinks.forTokenizer(tok, s -> tok.encode(s, false));
             String chat = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n";
             int[] closedPrompt = tok.encode(chat, false);
             int[] openPrompt = tok.encode(chat + "<think>\n", false);
-            int[] pastPrompt = tok.encode(chat.replace("What", "<think>x</think>What") + "<think>\nok</think>\n", false);
+            int[] pastPrompt =
+                    tok.encode(chat.replace("What", "<think>x</think>What") + "<think>\nok</think>\n", false);
             List<String> gens = List.of(
                     "<think>\nLet me think about 2+2.\n</think>\n\nThe answer is 4. 😀 日本語",
                     "I think 2+2=4.</think>The answer is **4**.\n\nUser: thanks",
                     "Plain answer < and > with <thin and </thinking> and <think",
                     "<think>a</think>b<think>c</think>d",
                     "<think>unterminated reasoning with </thi");
-            List<List<String>> stops = List.of(List.of(), List.of("User:"), List.of("\n\n"), List.of("4.", "STOP"),
-                    List.of("</think>"), List.of("<think>"), List.of("thin"));
+            List<List<String>> stops = List.of(
+                    List.of(),
+                    List.of("User:"),
+                    List.of("\n\n"),
+                    List.of("4.", "STOP"),
+                    List.of("</think>"),
+                    List.of("<think>"),
+                    List.of("thin"));
             List<Case> cases = new ArrayList<>();
             for (int[] prompt : List.of(closedPrompt, openPrompt, pastPrompt)) {
                 for (String g : gens) {
                     for (List<String> st : stops) {
                         for (String end : List.of("length", "eos")) {
-                            cases.add(new Case(g + " | stop " + st + " | " + end + " | prompt " + prompt.length,
-                                    prompt, st, tok.encode(g, false), end));
+                            cases.add(new Case(
+                                    g + " | stop " + st + " | " + end + " | prompt " + prompt.length,
+                                    prompt,
+                                    st,
+                                    tok.encode(g, false),
+                                    end));
                         }
                     }
                 }
@@ -150,7 +181,13 @@ class DetokenizingSinkServerParityTest {
             assertEquals(meta.get("think_end").asText(), t.end());
             assertArrayEquals(ints(meta.get("think_start_tokens")), t.startIds());
             assertArrayEquals(ints(meta.get("think_end_tokens")), t.endIds());
-            assertEquals("reasoning", out.get("cases").get(gens.size() * stops.size() * 2).get("mlx").get("initial_state").asText(),
+            assertEquals(
+                    "reasoning",
+                    out.get("cases")
+                            .get(gens.size() * stops.size() * 2)
+                            .get("mlx")
+                            .get("initial_state")
+                            .asText(),
                     "the open-think prompt starts in reasoning");
         }
     }
@@ -175,8 +212,15 @@ class DetokenizingSinkServerParityTest {
             gens.add(concat(hello, new int[] {sp}));
             gens.add(concat(hello, new int[] {sp, sp}));
             for (int[] g : gens) {
-                for (List<String> st : List.of(List.<String>of(), List.of("User:"), List.of("\n\n"), List.of("###"),
-                        List.of("😀"), List.of(" 😀"), List.of("ok", "?"), List.of("Hello"))) {
+                for (List<String> st : List.of(
+                        List.<String>of(),
+                        List.of("User:"),
+                        List.of("\n\n"),
+                        List.of("###"),
+                        List.of("😀"),
+                        List.of(" 😀"),
+                        List.of("ok", "?"),
+                        List.of("Hello"))) {
                     for (String end : List.of("length", "eos")) {
                         cases.add(new Case(tok.decode(g, false) + " | stop " + st + " | " + end, prompt, st, g, end));
                     }
@@ -189,8 +233,21 @@ class DetokenizingSinkServerParityTest {
     private static JsonNode check(HfTokenizer tok, DetokenizingSinks sinks, List<Case> cases) {
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("model", tok.tokenizerFile().getParent().toString());
-        spec.put("cases", cases.stream().map(c -> Map.of("prompt", c.prompt(), "stop", c.stop(), "gen", c.gen(),
-                "end", c.end(), "tools", List.of())).toList());
+        spec.put(
+                "cases",
+                cases.stream()
+                        .map(c -> Map.of(
+                                "prompt",
+                                c.prompt(),
+                                "stop",
+                                c.stop(),
+                                "gen",
+                                c.gen(),
+                                "end",
+                                c.end(),
+                                "tools",
+                                List.of()))
+                        .toList());
         JsonNode out = Oracle.run("--server", spec, work);
         List<String> problems = new ArrayList<>();
         int agreeWithServer = 0;
@@ -201,16 +258,16 @@ class DetokenizingSinkServerParityTest {
             Case c = cases.get(k);
             JsonNode openai = out.get("cases").get(k).get("openai");
             JsonNode mlx = out.get("cases").get(k).get("mlx");
-            SinkRun ours = SinkRun.run(sinks.open(SinkRun.plan(c.prompt(), c.stop())),
-                    c.end().equals("eos") ? "stop" : "length", c.gen());
+            SinkRun ours = SinkRun.run(
+                    sinks.open(SinkRun.plan(c.prompt(), c.stop())), c.end().equals("eos") ? "stop" : "length", c.gen());
             List<Response> o = responses(ours, c);
             String where = "case " + k + " " + DetokenizerParityTest.quote(c.name());
 
             // 1. Exactly mlx-lm's machinery with OpenAI stop semantics, response for response.
             List<String> diff = compare(o, openai);
             if (!ours.finishReason.equals(openai.get("finish_reason").asText())) {
-                diff.add("finish reason: expected " + openai.get("finish_reason").asText() + ", sink "
-                        + ours.finishReason);
+                diff.add("finish reason: expected "
+                        + openai.get("finish_reason").asText() + ", sink " + ours.finishReason);
             }
             if (!diff.isEmpty()) {
                 problems.add(where + " vs openai replay: " + diff);
@@ -221,15 +278,19 @@ class DetokenizingSinkServerParityTest {
             JsonNode eosDiscarded = c.end().equals("eos") ? mlx.get("eos_discarded") : null;
             List<String> vsServer = compare(o, mlx);
             if (!ours.finishReason.equals(mlx.get("finish_reason").asText())) {
-                vsServer.add("finish reason: expected " + mlx.get("finish_reason").asText() + ", sink "
-                        + ours.finishReason);
+                vsServer.add(
+                        "finish reason: expected " + mlx.get("finish_reason").asText() + ", sink " + ours.finishReason);
             }
-            boolean mlxTokenStop = List.of("stop", "tool_calls").contains(mlx.get("finish_reason").asText())
+            boolean mlxTokenStop = List.of("stop", "tool_calls")
+                            .contains(mlx.get("finish_reason").asText())
                     && mlx.get("responses").size() <= c.gen().length;
             if (vsServer.isEmpty()) {
                 agreeWithServer++;
-                if (eosDiscarded != null && !ours.stopped()
-                        && !(eosDiscarded.get("text").asText() + eosDiscarded.get("reasoning").asText()).isEmpty()) {
+                if (eosDiscarded != null
+                        && !ours.stopped()
+                        && !(eosDiscarded.get("text").asText()
+                                        + eosDiscarded.get("reasoning").asText())
+                                .isEmpty()) {
                     eosDiscards++;
                 }
                 if (mlxTokenStop) {
@@ -241,13 +302,17 @@ class DetokenizingSinkServerParityTest {
                 problems.add(where + " vs mlx_lm.server: " + vsServer);
             }
         }
-        assertTrue(problems.isEmpty(), problems.size() + " problems in " + cases.size() + " cases:\n  "
-                + String.join("\n  ", problems.subList(0, Math.min(20, problems.size()))));
+        assertTrue(
+                problems.isEmpty(),
+                problems.size() + " problems in " + cases.size() + " cases:\n  "
+                        + String.join("\n  ", problems.subList(0, Math.min(20, problems.size()))));
         assertTrue(tokenStops > 0, "no case stopped on a canonical stop sequence");
         assertTrue(eosDiscards > 0, "no case had held-back text at EOS");
-        System.out.printf("%d cases: %d identical to mlx_lm.server (%d of them stopped by a stop string, %d discarded "
-                + "held-back text at EOS), %d stopped on a text-only stop-string match (mlx_lm.server "
-                + "strips it and continues)%n", cases.size(), agreeWithServer, tokenStops, eosDiscards, textStops);
+        System.out.printf(
+                "%d cases: %d identical to mlx_lm.server (%d of them stopped by a stop string, %d discarded "
+                        + "held-back text at EOS), %d stopped on a text-only stop-string match (mlx_lm.server "
+                        + "strips it and continues)%n",
+                cases.size(), agreeWithServer, tokenStops, eosDiscards, textStops);
         return out;
     }
 
@@ -268,8 +333,10 @@ class DetokenizingSinkServerParityTest {
             Response last = o.removeLast();
             List<Object> calls = new ArrayList<>(last.toolCalls());
             calls.addAll(typed(ours.finishToolCalls));
-            o.add(new Response(last.text() + (ours.finishText == null ? "" : ours.finishText),
-                    last.reasoning() + (ours.finishReasoning == null ? "" : ours.finishReasoning), calls));
+            o.add(new Response(
+                    last.text() + (ours.finishText == null ? "" : ours.finishText),
+                    last.reasoning() + (ours.finishReasoning == null ? "" : ours.finishReasoning),
+                    calls));
         }
         return o;
     }
@@ -328,7 +395,10 @@ class DetokenizingSinkServerParityTest {
             case BigInteger b -> Map.of("i", b.toString());
             case Number n -> Map.of("f", pyFloatHex(n.doubleValue()));
             case String s -> Map.of("s", s);
-            case List<?> l -> Map.of("l", l.stream().map(DetokenizingSinkServerParityTest::typed).toList());
+            case List<?> l ->
+                Map.of(
+                        "l",
+                        l.stream().map(DetokenizingSinkServerParityTest::typed).toList());
             case Map<?, ?> m -> {
                 List<Object> entries = new ArrayList<>();
                 m.forEach((k, x) -> entries.add(java.util.Arrays.asList(k, typed(x))));

@@ -51,8 +51,15 @@ final class Oracle {
 
     /** Builds the tokenizer fixtures (spm, spm_notrim, wordpiece, think) under {@code dir}. */
     static JsonNode buildFixtures(Path dir) {
-        return parse(PythonScript.run("oracle/detokenize_oracle.py", 600,
-                List.of("--build-fixtures", dir.toString(), "--model", defaultModel().toString()))).get("dirs");
+        return parse(PythonScript.run(
+                        "oracle/detokenize_oracle.py",
+                        600,
+                        List.of(
+                                "--build-fixtures",
+                                dir.toString(),
+                                "--model",
+                                defaultModel().toString())))
+                .get("dirs");
     }
 
     private static JsonNode parse(String stdout) {

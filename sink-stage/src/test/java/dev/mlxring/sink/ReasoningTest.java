@@ -22,7 +22,8 @@ class ReasoningTest {
     private final int think = v.special("<think>");
     private final int unthink = v.special("</think>");
     private final ThinkMarkers markers = ThinkMarkers.infer(v, null).orElseThrow();
-    private final DetokenizingSinks sinks = DetokenizingSinks.builder(v).thinkMarkers(markers).build();
+    private final DetokenizingSinks sinks =
+            DetokenizingSinks.builder(v).thinkMarkers(markers).build();
 
     private SinkRun run(int[] prompt, List<String> stops, int... ids) {
         return SinkRun.run(sinks, prompt, stops, ids);
@@ -76,7 +77,10 @@ class ReasoningTest {
 
     @Test
     void reasoningFromPromptCanBeSwitchedOff() {
-        DetokenizingSinks off = DetokenizingSinks.builder(v).thinkMarkers(markers).reasoningFromPrompt(false).build();
+        DetokenizingSinks off = DetokenizingSinks.builder(v)
+                .thinkMarkers(markers)
+                .reasoningFromPrompt(false)
+                .build();
         SinkRun r = SinkRun.run(off, new int[] {think}, List.of(), v.piece("hmm"), unthink, v.piece("a"));
         assertEquals("hmm</think>a", r.text());
     }
@@ -99,7 +103,8 @@ class ReasoningTest {
 
     @Test
     void severalBlocksAndMarkersInsideOneToken() {
-        SinkRun r = run(new int[0], List.of(), v.piece("x<think>y</think>z"), think, v.piece("c"), unthink, v.piece("d"));
+        SinkRun r =
+                run(new int[0], List.of(), v.piece("x<think>y</think>z"), think, v.piece("c"), unthink, v.piece("d"));
         assertEquals("xzd", r.text());
         assertEquals("yc", r.reasoning());
         assertEquals("xz", r.texts.get(0));
@@ -134,9 +139,15 @@ class ReasoningTest {
 
     @Test
     void structuralMarkersAreStrippedFromContent() {
-        DetokenizingSinks s = DetokenizingSinks.builder(v).structuralMarkers(List.of("<|open|>response<|sep|>",
-                "<|close|>response<|sep|>")).build();
-        SinkRun r = SinkRun.run(s, new int[0], List.of(), v.piece("<|open|>resp"), v.piece("onse<|sep|>Hi"),
+        DetokenizingSinks s = DetokenizingSinks.builder(v)
+                .structuralMarkers(List.of("<|open|>response<|sep|>", "<|close|>response<|sep|>"))
+                .build();
+        SinkRun r = SinkRun.run(
+                s,
+                new int[0],
+                List.of(),
+                v.piece("<|open|>resp"),
+                v.piece("onse<|sep|>Hi"),
                 v.piece("<|close|>response<|sep|>"));
         assertEquals("Hi", r.text());
     }
@@ -148,15 +159,19 @@ class ReasoningTest {
         channel.special("<channel|>");
         int thought = channel.piece("thought");
         ThinkMarkers m = ThinkMarkers.infer(channel, s -> switch (s) {
-            case "<|channel>thought" -> new int[] {channel.tokenId("<|channel>").getAsInt(), thought};
-            case "<channel|>" -> new int[] {channel.tokenId("<channel|>").getAsInt()};
-            default -> throw new IllegalArgumentException(s);
-        }).orElseThrow();
+                    case "<|channel>thought" ->
+                        new int[] {channel.tokenId("<|channel>").getAsInt(), thought};
+                    case "<channel|>" ->
+                        new int[] {channel.tokenId("<channel|>").getAsInt()};
+                    default -> throw new IllegalArgumentException(s);
+                })
+                .orElseThrow();
         assertEquals("<|channel>thought", m.start());
         assertEquals("<channel|>", m.end());
         int open = channel.tokenId("<|channel>").getAsInt();
         assertTrue(m.opensInPrompt(new int[] {5, open, thought}));
-        assertFalse(m.opensInPrompt(new int[] {open, thought, channel.tokenId("<channel|>").getAsInt()}));
+        assertFalse(m.opensInPrompt(
+                new int[] {open, thought, channel.tokenId("<channel|>").getAsInt()}));
         assertFalse(m.opensInPrompt(new int[] {open}), "the whole start sequence is needed");
 
         FakeVocab xtml = new FakeVocab();
@@ -168,7 +183,8 @@ class ReasoningTest {
         assertEquals("<|close|>think<|sep|>", x.end());
         assertNull(x.startIds(), "no encoder: ids unknown, so no prompt check");
         assertFalse(x.opensInPrompt(new int[] {1, 2}));
-        assertEquals(List.of("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>"),
+        assertEquals(
+                List.of("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>"),
                 ThinkMarkers.inferStructuralMarkers(xtml));
         // Single-token pairs win over the others, in mlx-lm's order.
         FakeVocab both = new FakeVocab();
@@ -176,6 +192,7 @@ class ReasoningTest {
         both.special("<|think:end|>");
         both.special("<longcat_think>");
         both.special("</longcat_think>");
-        assertEquals("<longcat_think>", ThinkMarkers.infer(both, null).orElseThrow().start());
+        assertEquals(
+                "<longcat_think>", ThinkMarkers.infer(both, null).orElseThrow().start());
     }
 }

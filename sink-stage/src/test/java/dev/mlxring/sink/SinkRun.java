@@ -14,12 +14,14 @@ import java.util.Map;
 final class SinkRun {
     /** Per committed token: text and reasoning of its span. */
     final List<String> texts = new ArrayList<>();
+
     final List<String> reasonings = new ArrayList<>();
     final List<List<ToolCall>> toolCalls = new ArrayList<>();
     /** Index of the token on which onToken returned true, or -1. */
     int stoppedAt = -1;
     /** The finish() span's text (null after a stop, where finish() delivers no text). */
     String finishText;
+
     String finishReasoning;
     /** The finish() span's tool calls (also after a stop). */
     List<ToolCall> finishToolCalls = List.of();

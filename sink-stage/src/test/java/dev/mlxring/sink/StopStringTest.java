@@ -108,7 +108,8 @@ class StopStringTest {
         SinkRun r = SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("###"))), "stop", ids);
         assertEquals("", r.finishText);
         assertEquals("Done. ", r.text());
-        DetokenizingSinks flushing = DetokenizingSinks.builder(v).flushAtEos(true).build();
+        DetokenizingSinks flushing =
+                DetokenizingSinks.builder(v).flushAtEos(true).build();
         SinkRun f = SinkRun.run(flushing.open(SinkRun.plan(new int[0], List.of("###"))), "stop", ids);
         assertEquals("Done. ##", f.text());
     }
@@ -180,22 +181,24 @@ class StopStringTest {
         // the response that carries it contributes no text, held-back text included (mlx_lm.server).
         int sp = v.piece(" ");
         int nl = v.piece("\n");
-        DetokenizingSinks withTokens = DetokenizingSinks.builder(v).encoder(s -> switch (s) {
-            case "\n" -> new int[] {nl};
-            case "User:" -> v.pieces("User", ":");
-            default -> throw new IllegalArgumentException(s);
-        }).build();
+        DetokenizingSinks withTokens = DetokenizingSinks.builder(v)
+                .encoder(s -> switch (s) {
+                    case "\n" -> new int[] {nl};
+                    case "User:" -> v.pieces("User", ":");
+                    default -> throw new IllegalArgumentException(s);
+                })
+                .build();
         SinkRun r = SinkRun.run(withTokens, new int[0], List.of("\n"), v.piece("Hello"), sp, nl, v.piece("x"));
         assertEquals(2, r.stoppedAt);
         assertEquals("Hello", r.text(), "mlx_lm.server drops the held space with the stop token's response");
         // A stop string that is a token sequence is also caught before the text could show it.
-        SinkRun r2 = SinkRun.run(withTokens, new int[0], List.of("User:"), v.piece("Hi"), v.piece("User"),
-                v.piece(":"), v.piece(" x"));
+        SinkRun r2 = SinkRun.run(
+                withTokens, new int[0], List.of("User:"), v.piece("Hi"), v.piece("User"), v.piece(":"), v.piece(" x"));
         assertEquals(2, r2.stoppedAt);
         assertEquals("Hi", r2.text());
         // A non-canonical spelling is still caught in the text (OpenAI semantics).
-        SinkRun r3 = SinkRun.run(withTokens, new int[0], List.of("User:"), v.piece("Hi"), v.piece("Us"),
-                v.piece("er: x"));
+        SinkRun r3 =
+                SinkRun.run(withTokens, new int[0], List.of("User:"), v.piece("Hi"), v.piece("Us"), v.piece("er: x"));
         assertEquals(2, r3.stoppedAt);
         assertEquals("Hi", r3.text());
     }
@@ -209,25 +212,37 @@ class StopStringTest {
         assertEquals("a ", run(List.of("a "), "xa", " ").matchedStop);
         // No match: null, at the token limit and at EOS.
         assertNull(run(List.of("world"), "hello wo", "rm", "s").matchedStop);
-        assertNull(SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("x"))), "stop", v.pieces("ab")).matchedStop);
+        assertNull(
+                SinkRun.run(textOnly.open(SinkRun.plan(new int[0], List.of("x"))), "stop", v.pieces("ab")).matchedStop);
         // Token level: the stop string whose canonical sequence completed.
         int nl = v.piece("\n");
-        DetokenizingSinks withTokens = DetokenizingSinks.builder(v).encoder(s -> switch (s) {
-            case "\n" -> new int[] {nl};
-            case "User:" -> v.pieces("User", ":");
-            default -> throw new IllegalArgumentException(s);
-        }).build();
-        assertEquals("User:", SinkRun.run(withTokens, new int[0], List.of("\n", "User:"), v.piece("Hi"),
-                v.piece("User"), v.piece(":")).matchedStop);
-        assertEquals("\n", SinkRun.run(withTokens, new int[0], List.of("User:", "\n"), v.piece("Hi"), nl)
-                .matchedStop);
+        DetokenizingSinks withTokens = DetokenizingSinks.builder(v)
+                .encoder(s -> switch (s) {
+                    case "\n" -> new int[] {nl};
+                    case "User:" -> v.pieces("User", ":");
+                    default -> throw new IllegalArgumentException(s);
+                })
+                .build();
+        assertEquals(
+                "User:",
+                SinkRun.run(
+                                withTokens,
+                                new int[0],
+                                List.of("\n", "User:"),
+                                v.piece("Hi"),
+                                v.piece("User"),
+                                v.piece(":"))
+                        .matchedStop);
+        assertEquals("\n", SinkRun.run(withTokens, new int[0], List.of("User:", "\n"), v.piece("Hi"), nl).matchedStop);
     }
 
     @Test
     void tokenLevelStopsCanBeSwitchedOff() {
         int nl = v.piece("\n");
-        DetokenizingSinks textLevel = DetokenizingSinks.builder(v).encoder(s -> new int[] {nl})
-                .tokenLevelStops(false).build();
+        DetokenizingSinks textLevel = DetokenizingSinks.builder(v)
+                .encoder(s -> new int[] {nl})
+                .tokenLevelStops(false)
+                .build();
         SinkRun r = SinkRun.run(textLevel, new int[0], List.of("\n"), v.piece("Hello"), v.piece(" "), nl);
         assertEquals("Hello ", r.text());
     }

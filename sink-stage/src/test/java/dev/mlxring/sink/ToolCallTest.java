@@ -11,9 +11,9 @@ import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.SamplingParams;
+import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.TextSinkFailure;
 import dev.mlxring.pipeline.TokenConstraint;
-import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.sink.tools.ToolCallParser;
 import java.util.ArrayList;
@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
  * (on a row whose calls are constrained it fails the request instead); a finish reason "stop" becomes "tool_calls" once a call was made.
  */
 class ToolCallTest {
-    private static final ObjectMapper JSON = new ObjectMapper()
-            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    private static final ObjectMapper JSON =
+            new ObjectMapper().enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** A test-only json_tools-like parser ({@code json.loads(text.strip())}); records the tools it was given. */
     static final class JsonParser implements ToolCallParser {
@@ -97,7 +97,9 @@ class ToolCallTest {
     void callBetweenMarkersBecomesAToolCall() {
         SinkRun r = run("stop", List.of(), v.piece("Let me check."), open, v.piece(CALL), close, v.piece(" Done."));
         assertEquals(List.of("Let me check.", "", "", "", " Done."), r.texts);
-        assertEquals(List.of(List.of(), List.of(), List.of(), List.of(PARSED), List.of()), r.toolCalls,
+        assertEquals(
+                List.of(List.of(), List.of(), List.of(), List.of(PARSED), List.of()),
+                r.toolCalls,
                 "the call is parsed by the token that closes it");
         assertEquals("", r.reasoning());
         assertEquals("tool_calls", r.finishReason, "EOS after a tool call: finish_reason tool_calls");
@@ -112,13 +114,23 @@ class ToolCallTest {
         SinkRun r = run("stop", List.of(), v.piece("plain <tool"));
         assertEquals("stop", r.finishReason);
         assertEquals("plain ", r.text(), "a marker prefix held back at EOS is discarded");
-        assertEquals("plain <tool answer", run("length", List.of(), v.pieces("plain <tool", " answer")).text());
+        assertEquals(
+                "plain <tool answer",
+                run("length", List.of(), v.pieces("plain <tool", " answer")).text());
     }
 
     @Test
     void markersSplitAcrossTokens() {
-        SinkRun r = run("stop", List.of(), v.pieces("ok<tool", "_call>{\"name\": \"get_weather\", ",
-                "\"arguments\": {\"city\": \"Paris\", \"n\": 2}}</tool_", "call>after", "<tool_ca", "ll>[]</tool_call>"));
+        SinkRun r = run(
+                "stop",
+                List.of(),
+                v.pieces(
+                        "ok<tool",
+                        "_call>{\"name\": \"get_weather\", ",
+                        "\"arguments\": {\"city\": \"Paris\", \"n\": 2}}</tool_",
+                        "call>after",
+                        "<tool_ca",
+                        "ll>[]</tool_call>"));
         assertEquals(List.of("ok", "", "", "after", "", ""), r.texts);
         assertEquals(List.of(PARSED), r.toolCalls.get(3));
         assertEquals(List.of(PARSED), r.allToolCalls(), "an empty list parses to no calls");
@@ -169,35 +181,60 @@ class ToolCallTest {
             @Override
             public void close() {}
         };
-        return new ExecutionPlan("test", new PreparedPrompt(new int[0], 0, true), SamplingParams.GREEDY, 1000, new int[0], List.of(),
-                false, 0, tools, null, mask);
+        return new ExecutionPlan(
+                "test",
+                new PreparedPrompt(new int[0], 0, true),
+                SamplingParams.GREEDY,
+                1000,
+                new int[0],
+                List.of(),
+                false,
+                0,
+                tools,
+                null,
+                mask);
     }
 
     @Test
     void aConstrainedRowsCallThatDoesNotParseFailsTheRequest() {
-        List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "get_weather")));
+        List<Map<String, Object>> tools =
+                List.of(Map.of("type", "function", "function", Map.of("name", "get_weather")));
         int bad = v.piece("{not json");
         int call = v.piece(CALL);
-        TextSinkFailure e = assertThrows(TextSinkFailure.class,
+        TextSinkFailure e = assertThrows(
+                TextSinkFailure.class,
                 () -> SinkRun.run(sinks().open(constrainedPlan(tools)), "stop", open, bad, close));
         assertEquals(ErrorType.INTERNAL, e.type());
-        assertTrue(e.getMessage().startsWith("the tool call the tool choice held to its grammar does not parse as "
-                + "test_json"), e.getMessage());
-        TextSinkFailure cut = assertThrows(TextSinkFailure.class, () -> SinkRun.run(sinks().open(constrainedPlan(tools)),
-                "length", open, v.piece("{\"name\": \"get_weather\", \"argu")));
+        assertTrue(
+                e.getMessage()
+                        .startsWith(
+                                "the tool call the tool choice held to its grammar does not parse as " + "test_json"),
+                e.getMessage());
+        TextSinkFailure cut = assertThrows(
+                TextSinkFailure.class,
+                () -> SinkRun.run(
+                        sinks().open(constrainedPlan(tools)),
+                        "length",
+                        open,
+                        v.piece("{\"name\": \"get_weather\", \"argu")));
         assertEquals(ErrorType.INVALID_REQUEST, cut.type());
         assertTrue(cut.getMessage().startsWith("max_tokens must leave room for the whole tool call"), cut.getMessage());
         SinkRun ok = SinkRun.run(sinks().open(constrainedPlan(tools)), "stop", open, call, close);
         assertEquals(List.of(PARSED), ok.allToolCalls());
         assertEquals("tool_calls", ok.finishReason);
-        SinkRun free = SinkRun.run(sinks().open(SinkRun.plan(new PreparedPrompt(new int[0], 0, true), List.of(), tools)),
-                "stop", open, bad, close);
+        SinkRun free = SinkRun.run(
+                sinks().open(SinkRun.plan(new PreparedPrompt(new int[0], 0, true), List.of(), tools)),
+                "stop",
+                open,
+                bad,
+                close);
         assertEquals(List.of(), free.allToolCalls(), "an unconstrained row drops the call, as mlx_lm.server does");
     }
 
     @Test
     void theRequestsToolsReachTheParser() {
-        List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "get_weather")));
+        List<Map<String, Object>> tools =
+                List.of(Map.of("type", "function", "function", Map.of("name", "get_weather")));
         int call = v.piece(CALL);
         TextSink sink = sinks().open(SinkRun.plan(new PreparedPrompt(new int[0], 0, true), List.of(), tools));
         SinkRun.run(sink, "stop", open, call, close);
@@ -258,16 +295,19 @@ class ToolCallTest {
         // Mistral style: tool_call_end is "", the call is everything after the start marker.
         JsonParser mistral = new JsonParser("[TOOL_CALLS]", "");
         int start = v.special("[TOOL_CALLS]");
-        int[] ids = v.pieces("Sure.", "{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\", \"n\": 2}}",
-                CALL + "\n", "\nnext");
+        int[] ids = v.pieces(
+                "Sure.",
+                "{\"name\": \"get_weather\", ",
+                "\"arguments\": {\"city\": \"Paris\", \"n\": 2}}",
+                CALL + "\n",
+                "\nnext");
         DetokenizingSinks m = DetokenizingSinks.builder(v).toolParser(mistral).build();
         SinkRun r = SinkRun.run(m.open(SinkRun.plan(new int[0], List.of())), "stop", ids[0], start, ids[1], ids[2]);
         assertEquals("Sure.", r.text());
         assertEquals(List.of(PARSED), r.finishToolCalls);
         assertEquals("tool_calls", r.finishReason);
         // With a stop string, the tool state holds back its prefixes like any other state.
-        SinkRun s = SinkRun.run(m.open(SinkRun.plan(new int[0], List.of("\n\n"))), "stop",
-                start, ids[3], ids[4]);
+        SinkRun s = SinkRun.run(m.open(SinkRun.plan(new int[0], List.of("\n\n"))), "stop", start, ids[3], ids[4]);
         assertEquals(2, s.stoppedAt);
         assertEquals(List.of(PARSED), s.finishToolCalls);
         assertEquals("tool_calls", s.finishReason);
@@ -277,26 +317,40 @@ class ToolCallTest {
     void thinkingThenTool() {
         int think = v.special("<think>");
         int unthink = v.special("</think>");
-        int[] ids = v.pieces("I should call.", CALL, "Result soon.", "hmm", "Calling.",
+        int[] ids = v.pieces(
+                "I should call.",
+                CALL,
+                "Result soon.",
+                "hmm",
+                "Calling.",
                 "{\"name\": \"f\", \"arguments\": \"</think>\"}");
-        DetokenizingSinks t = DetokenizingSinks.builder(v).thinkMarkers(ThinkMarkers.infer(v, null).orElseThrow())
-                .toolParser(json).build();
+        DetokenizingSinks t = DetokenizingSinks.builder(v)
+                .thinkMarkers(ThinkMarkers.infer(v, null).orElseThrow())
+                .toolParser(json)
+                .build();
         // reasoning -> tool on the start marker (mlx-lm adds that edge when thinking), tool -> normal.
-        SinkRun r = SinkRun.run(t.open(SinkRun.plan(new int[0], List.of())), "stop",
-                think, ids[0], open, ids[1], close, ids[2]);
+        SinkRun r = SinkRun.run(
+                t.open(SinkRun.plan(new int[0], List.of())), "stop", think, ids[0], open, ids[1], close, ids[2]);
         assertEquals("I should call.", r.reasoning());
         assertEquals("Result soon.", r.text());
         assertEquals(List.of(PARSED), r.toolCalls.get(4));
         assertEquals("tool_calls", r.finishReason);
         // normal -> reasoning -> normal -> tool, with the think edge first in normal.
-        SinkRun r2 = SinkRun.run(t.open(SinkRun.plan(new int[0], List.of())), "length",
-                think, ids[3], unthink, ids[4], open, ids[1], close);
+        SinkRun r2 = SinkRun.run(
+                t.open(SinkRun.plan(new int[0], List.of())),
+                "length",
+                think,
+                ids[3],
+                unthink,
+                ids[4],
+                open,
+                ids[1],
+                close);
         assertEquals("hmm", r2.reasoning());
         assertEquals("Calling.", r2.text());
         assertEquals(List.of(PARSED), r2.allToolCalls());
         // The end-think marker inside tool text is tool text.
-        SinkRun r3 = SinkRun.run(t.open(SinkRun.plan(new int[0], List.of())), "stop",
-                open, ids[5], close);
+        SinkRun r3 = SinkRun.run(t.open(SinkRun.plan(new int[0], List.of())), "stop", open, ids[5], close);
         assertEquals(List.of(new ToolCall("f", "</think>", null)), r3.allToolCalls());
         assertEquals("", r3.reasoning() + r3.text());
     }
@@ -307,10 +361,12 @@ class ToolCallTest {
         // text so far is parsed after the loop (mlx_lm.server's discard then post-loop parse).
         int stopTok = v.piece("<<END>>");
         int[] ids = v.pieces(CALL, "</tool");
-        DetokenizingSinks enc = DetokenizingSinks.builder(v).toolParser(json)
-                .encoder(s -> s.equals("<<END>>") ? new int[] {stopTok} : new int[0]).build();
-        SinkRun r = SinkRun.run(enc.open(SinkRun.plan(new int[0], List.of("<<END>>"))), "length",
-                open, ids[0], ids[1], stopTok);
+        DetokenizingSinks enc = DetokenizingSinks.builder(v)
+                .toolParser(json)
+                .encoder(s -> s.equals("<<END>>") ? new int[] {stopTok} : new int[0])
+                .build();
+        SinkRun r = SinkRun.run(
+                enc.open(SinkRun.plan(new int[0], List.of("<<END>>"))), "length", open, ids[0], ids[1], stopTok);
         assertEquals(3, r.stoppedAt);
         assertEquals(List.of(PARSED), r.finishToolCalls);
         assertEquals("tool_calls", r.finishReason);

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.pipeline.Utf16;
-
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -82,10 +81,18 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     private final boolean hasNormalizer;
     private final boolean cleanUpTokenizationSpaces;
 
-    private HfTokenizer(Path tokenizerFile, HuggingFaceTokenizer tokenizer, Map<String, Integer> tokenToId,
-                        String[] idToToken, int[] eosTokenIds, String bosToken, String eosToken,
-                        Boolean addBosToken, Object decoderConfig, boolean cleanUpTokenizationSpaces,
-                        boolean hasNormalizer) {
+    private HfTokenizer(
+            Path tokenizerFile,
+            HuggingFaceTokenizer tokenizer,
+            Map<String, Integer> tokenToId,
+            String[] idToToken,
+            int[] eosTokenIds,
+            String bosToken,
+            String eosToken,
+            Boolean addBosToken,
+            Object decoderConfig,
+            boolean cleanUpTokenizationSpaces,
+            boolean hasNormalizer) {
         this.tokenizerFile = tokenizerFile;
         this.nativeTokenizer = tokenizer;
         this.tokenToId = tokenToId;
@@ -113,7 +120,9 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         Path file = Files.isRegularFile(modelDir) ? modelDir : modelDir.resolve("tokenizer.json");
         Path dir = file.toAbsolutePath().getParent();
         if (!Files.isRegularFile(file)) {
-            throw new NoSuchFileException(file.toString(), null,
+            throw new NoSuchFileException(
+                    file.toString(),
+                    null,
                     "tokenizer.json not found (is " + modelDir + " a prepared model directory?)");
         }
         String json = Files.readString(file, StandardCharsets.UTF_8);
@@ -174,8 +183,10 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
         // unless the explicit "corrupt output" override is set.
         boolean isBpe = model.has("type") ? "BPE".equals(model.path("type").asText()) : model.has("merges");
         boolean cleanUp = tokConfig.path("clean_up_tokenization_spaces").asBoolean(false)
-                && (!isBpe || tokConfig.path("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output")
-                        .asBoolean(false));
+                && (!isBpe
+                        || tokConfig
+                                .path("clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output")
+                                .asBoolean(false));
         JsonNode decoderNode = root.get("decoder");
         Object decoderConfig = decoderNode == null || decoderNode.isNull() ? null : plain(decoderNode);
         Set<Integer> eosIds = new LinkedHashSet<>();
@@ -193,14 +204,24 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
             tokenizer = HuggingFaceTokenizer.newInstance(
                     new ByteArrayInputStream(json.getBytes(StandardCharsets.UTF_8)), djlOptions());
         } catch (ai.djl.engine.EngineException e) {
-            throw new IllegalStateException("Cannot load DJL's native tokenizers library (cache dir "
-                    + NATIVE_CACHE_DIR + ", override with -D" + CACHE_PROPERTY + "=DIR)", e);
+            throw new IllegalStateException(
+                    "Cannot load DJL's native tokenizers library (cache dir " + NATIVE_CACHE_DIR + ", override with -D"
+                            + CACHE_PROPERTY + "=DIR)",
+                    e);
         } catch (RuntimeException e) { // the Rust side rejected the file (unknown component, bad field)
             throw malformed(file, String.valueOf(e.getMessage()), e);
         }
-        return new HfTokenizer(file, tokenizer, Map.copyOf(t2i), i2t,
-                eosIds.stream().mapToInt(Integer::intValue).toArray(), bos, eos,
-                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null, decoderConfig, cleanUp,
+        return new HfTokenizer(
+                file,
+                tokenizer,
+                Map.copyOf(t2i),
+                i2t,
+                eosIds.stream().mapToInt(Integer::intValue).toArray(),
+                bos,
+                eos,
+                addBos != null && addBos.isBoolean() ? addBos.booleanValue() : null,
+                decoderConfig,
+                cleanUp,
                 root.hasNonNull("normalizer"));
     }
 
@@ -397,8 +418,7 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
 
     private static Path defaultCacheDir() {
         String xdg = System.getenv("XDG_CACHE_HOME");
-        Path base = xdg != null && !xdg.isEmpty()
-                ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
+        Path base = xdg != null && !xdg.isEmpty() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
         Path dir = base.resolve("mlx-ring").resolve("djl");
         try {
             Files.createDirectories(dir);
@@ -497,8 +517,8 @@ public final class HfTokenizer implements AutoCloseable, TokenDecoder {
     private static void checkWellFormed(String text) {
         int i = Utf16.firstUnpairedSurrogate(text);
         if (i >= 0) {
-            throw new IllegalArgumentException("unpaired surrogate U+" + Integer.toHexString(text.charAt(i)).toUpperCase()
-                    + " at index " + i);
+            throw new IllegalArgumentException("unpaired surrogate U+"
+                    + Integer.toHexString(text.charAt(i)).toUpperCase() + " at index " + i);
         }
     }
 

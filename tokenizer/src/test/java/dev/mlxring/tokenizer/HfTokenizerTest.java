@@ -17,7 +17,6 @@ import java.util.OptionalInt;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -123,7 +122,9 @@ class HfTokenizerTest {
     void malformedJsonNamesTheFile() throws IOException {
         Path f = write("tokenizer.json", "{\"model\": {\"vocab\": ");
         var e = assertThrows(IOException.class, () -> HfTokenizer.load(dir));
-        assertTrue(e.getMessage().contains("Malformed tokenizer.json") && e.getMessage().contains(f.toString()),
+        assertTrue(
+                e.getMessage().contains("Malformed tokenizer.json")
+                        && e.getMessage().contains(f.toString()),
                 e.getMessage());
     }
 
@@ -171,7 +172,8 @@ class HfTokenizerTest {
     void concurrentEncodeDecode() throws Exception {
         write("tokenizer.json", WORD_LEVEL);
         String text = "a b c ".repeat(200);
-        try (HfTokenizer tok = HfTokenizer.load(dir); ExecutorService pool = Executors.newFixedThreadPool(8)) {
+        try (HfTokenizer tok = HfTokenizer.load(dir);
+                ExecutorService pool = Executors.newFixedThreadPool(8)) {
             int[] expected = tok.encode(text, true);
             String decoded = tok.decode(expected, true);
             List<Future<Boolean>> futures = new ArrayList<>();

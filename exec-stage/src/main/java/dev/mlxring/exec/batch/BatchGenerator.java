@@ -79,6 +79,7 @@ public final class BatchGenerator implements AutoCloseable {
     private final int prefillStepSize;
     /** Rows whose last chunk ended a segment, in the last {@link #next()} ({@code end_of_segment}). */
     private final List<Integer> segmentsEnded = new ArrayList<>();
+
     private final int prefillBatchSize;
     private final int completionBatchSize;
     private final EngineRng engineRng;
@@ -91,6 +92,7 @@ public final class BatchGenerator implements AutoCloseable {
     private PromptBatch parked;
     /** Chunks {@link #promptBatch} has read since it became the current one. */
     private int chunksSinceCurrent;
+
     private GenerationBatch generationBatch;
     private int uidCount;
     private FinishedRows finishedRows;
@@ -102,7 +104,11 @@ public final class BatchGenerator implements AutoCloseable {
      * @param completionBatchSize the most rows in flight (mlx-lm raises it to at least {@code prefillBatchSize})
      * @param engineRng where rows without a seed draw their key (may be null when every row is greedy or seeded)
      */
-    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
+    public BatchGenerator(
+            LanguageModel model,
+            int prefillStepSize,
+            int prefillBatchSize,
+            int completionBatchSize,
             EngineRng engineRng) {
         this(model, prefillStepSize, prefillBatchSize, completionBatchSize, engineRng, 0);
     }
@@ -115,8 +121,13 @@ public final class BatchGenerator implements AutoCloseable {
      *
      * @param maxKvSize 0 for none
      */
-    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
-            EngineRng engineRng, int maxKvSize) {
+    public BatchGenerator(
+            LanguageModel model,
+            int prefillStepSize,
+            int prefillBatchSize,
+            int completionBatchSize,
+            EngineRng engineRng,
+            int maxKvSize) {
         this(model, prefillStepSize, prefillBatchSize, completionBatchSize, engineRng, maxKvSize, false);
     }
 
@@ -124,8 +135,14 @@ public final class BatchGenerator implements AutoCloseable {
      * @param shortPromptsFirst park a long prompt's batch for rows whose prompts fit in one chunk
      *     (see the class comment); false is mlx-lm's admission
      */
-    public BatchGenerator(LanguageModel model, int prefillStepSize, int prefillBatchSize, int completionBatchSize,
-            EngineRng engineRng, int maxKvSize, boolean shortPromptsFirst) {
+    public BatchGenerator(
+            LanguageModel model,
+            int prefillStepSize,
+            int prefillBatchSize,
+            int completionBatchSize,
+            EngineRng engineRng,
+            int maxKvSize,
+            boolean shortPromptsFirst) {
         if (maxKvSize < 0) {
             throw new IllegalArgumentException("maxKvSize must be >= 0, got " + maxKvSize);
         }
@@ -209,8 +226,16 @@ public final class BatchGenerator implements AutoCloseable {
         }
         TokenMask mask = request.constraint() == null ? null : new TokenMask(request.constraint(), vocab);
         int uid = uidCount++;
-        unprocessed.add(new Row(uid, prompt, request.segmentLengths(), request.maxTokens(), request.stopTokenIds(),
-                sampling, mask, history, finishedRows != null));
+        unprocessed.add(new Row(
+                uid,
+                prompt,
+                request.segmentLengths(),
+                request.maxTokens(),
+                request.stopTokenIds(),
+                sampling,
+                mask,
+                history,
+                finishedRows != null));
         return uid;
     }
 
@@ -395,7 +420,9 @@ public final class BatchGenerator implements AutoCloseable {
         if (parked != null) {
             return 0;
         }
-        if (promptBatch.size() == 0 || chunksSinceCurrent == 0 || unprocessed.isEmpty()
+        if (promptBatch.size() == 0
+                || chunksSinceCurrent == 0
+                || unprocessed.isEmpty()
                 || generationBatch.size() >= completionBatchSize) {
             return Integer.MAX_VALUE;
         }
@@ -425,7 +452,8 @@ public final class BatchGenerator implements AutoCloseable {
         if (generationBatch.size() >= completionBatchSize) {
             return tokens;
         }
-        int n = Math.min(Math.min(prefillBatchSize - promptBatch.size(), completionBatchSize - generationBatch.size()),
+        int n = Math.min(
+                Math.min(prefillBatchSize - promptBatch.size(), completionBatchSize - generationBatch.size()),
                 Math.min(unprocessed.size(), admissible));
         if (n > 0) {
             List<Row> joining = new ArrayList<>(n);

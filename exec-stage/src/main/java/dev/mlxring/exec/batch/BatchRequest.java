@@ -15,8 +15,13 @@ import dev.mlxring.pipeline.TokenConstraint;
  * @param constraint the row's token constraint, or null; the generator owns it from
  *     {@link BatchGenerator#insert} on and closes it when the row leaves
  */
-public record BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, SamplingParams sampling,
-        int[] stopTokenIds, TokenConstraint constraint) {
+public record BatchRequest(
+        int[] prompt,
+        int[] segmentLengths,
+        int maxTokens,
+        SamplingParams sampling,
+        int[] stopTokenIds,
+        TokenConstraint constraint) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -36,8 +41,8 @@ public record BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, Sa
     }
 
     /** An unconstrained row. */
-    public BatchRequest(int[] prompt, int[] segmentLengths, int maxTokens, SamplingParams sampling,
-            int[] stopTokenIds) {
+    public BatchRequest(
+            int[] prompt, int[] segmentLengths, int maxTokens, SamplingParams sampling, int[] stopTokenIds) {
         this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, null);
     }
 

@@ -11,8 +11,8 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
  * constraint allows nothing or refused its token) is reported once with {@code "error"}, no token
  * ({@code -1}, null logprobs) and the failure's {@code errorType} and {@code error}.
  */
-public record BatchToken(int uid, int token, MlxArray logprobs, String finishReason, ErrorType errorType,
-        String error) {
+public record BatchToken(
+        int uid, int token, MlxArray logprobs, String finishReason, ErrorType errorType, String error) {
     /** A token, possibly the row's last ({@code finishReason} {@code length} or {@code stop}). */
     public BatchToken(int uid, int token, MlxArray logprobs, String finishReason) {
         this(uid, token, logprobs, finishReason, null, null);

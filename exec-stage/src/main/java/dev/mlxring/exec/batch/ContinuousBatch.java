@@ -2,10 +2,11 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
@@ -18,7 +19,6 @@ import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.SpeculativeSpec;
-import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
@@ -54,6 +54,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         final int topN;
         /** The cache types of the row's segments after the restored prefix ({@code segment_types}). */
         final PromptSegment.Kind[] segmentTypes;
+
         int nextSegmentType;
         int completionTokens;
 
@@ -74,6 +75,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     private final BatchGenerator generator;
     /** KV bytes one row holds per position over all layers; measured on first use. */
     private long bytesPerPosition;
+
     private final PrefixReuse prefixReuse;
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
@@ -85,8 +87,13 @@ public final class ContinuousBatch implements ExecutionBatch {
     /**
      * @param prefixReuse the prefix cache, or null for none
      */
-    public ContinuousBatch(LanguageModel model, int prefillStepSize, int maxRows, int maxPrefillRows,
-            EngineRng engineRng, PrefixReuse prefixReuse) {
+    public ContinuousBatch(
+            LanguageModel model,
+            int prefillStepSize,
+            int maxRows,
+            int maxPrefillRows,
+            EngineRng engineRng,
+            PrefixReuse prefixReuse) {
         this(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse, false);
     }
 
@@ -95,11 +102,17 @@ public final class ContinuousBatch implements ExecutionBatch {
      * @param shortPromptsFirst a long prompt's batch is parked for prompts that fit in one chunk
      *     ({@link BatchGenerator}'s class comment)
      */
-    public ContinuousBatch(LanguageModel model, int prefillStepSize, int maxRows, int maxPrefillRows,
-            EngineRng engineRng, PrefixReuse prefixReuse, boolean shortPromptsFirst) {
+    public ContinuousBatch(
+            LanguageModel model,
+            int prefillStepSize,
+            int maxRows,
+            int maxPrefillRows,
+            EngineRng engineRng,
+            PrefixReuse prefixReuse,
+            boolean shortPromptsFirst) {
         this.model = model;
-        this.generator = new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0,
-                shortPromptsFirst);
+        this.generator =
+                new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0, shortPromptsFirst);
         this.prefixReuse = prefixReuse;
         this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
         if (prefixReuse != null) {
@@ -127,16 +140,20 @@ public final class ContinuousBatch implements ExecutionBatch {
         SamplingParams params = plan.sampling();
         if (!accepts(plan)) {
             closeConstraint(plan);
-            throw new RequestException(ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
         }
         if (plan.speculative() != null && plan.speculative().method() != SpeculativeSpec.Method.OFF) {
             closeConstraint(plan);
-            throw new RequestException(ErrorType.INVALID_REQUEST,
-                    SpeculationPolicy.refusalWithoutSpeculation(plan.speculative().method()));
+            throw new RequestException(
+                    ErrorType.INVALID_REQUEST,
+                    SpeculationPolicy.refusalWithoutSpeculation(
+                            plan.speculative().method()));
         }
         PrefixReuse.Restored restored;
         try {
-            restored = prefixReuse == null || plan.prompt().tokenIds().length == 0 ? null
+            restored = prefixReuse == null || plan.prompt().tokenIds().length == 0
+                    ? null
                     : prefixReuse.restore(namespace, plan.prompt().tokenIds());
         } catch (RuntimeException e) {
             closeConstraint(plan);
@@ -158,7 +175,8 @@ public final class ContinuousBatch implements ExecutionBatch {
         int cached = restored == null ? 0 : restored.cachedTokens();
         // mlx_lm.server serves a seeded request alone (_serve_single), which neither segments nor
         // snapshots before the end; its row here (own key stream) does the same.
-        List<PromptSegment> rest = params.seed() != null ? List.of() : afterPrefix(plan.prompt().segments(), cached);
+        List<PromptSegment> rest =
+                params.seed() != null ? List.of() : afterPrefix(plan.prompt().segments(), cached);
         int[] lengths = new int[rest.size()];
         PromptSegment.Kind[] types = new PromptSegment.Kind[rest.size()];
         for (int i = 0; i < lengths.length; i++) {
@@ -167,15 +185,27 @@ public final class ContinuousBatch implements ExecutionBatch {
         }
         int uid;
         try {
-            uid = generator.insert(new BatchRequest(Arrays.copyOfRange(prompt, cached, prompt.length),
-                    lengths.length == 0 ? null : lengths, plan.maxTokens(), params, plan.stopTokenIds(),
-                    plan.constraint()),
-                    restored == null ? null : restored.caches(), Arrays.copyOf(prompt, cached));
+            uid = generator.insert(
+                    new BatchRequest(
+                            Arrays.copyOfRange(prompt, cached, prompt.length),
+                            lengths.length == 0 ? null : lengths,
+                            plan.maxTokens(),
+                            params,
+                            plan.stopTokenIds(),
+                            plan.constraint()),
+                    restored == null ? null : restored.caches(),
+                    Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
-        rows.put(uid, new RowInfo(Arrays.copyOf(prompt, cached), prompt.length,
-                plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs(), types));
+        rows.put(
+                uid,
+                new RowInfo(
+                        Arrays.copyOf(prompt, cached),
+                        prompt.length,
+                        plan.logprobs() || plan.topLogprobs() > 0,
+                        plan.topLogprobs(),
+                        types));
         return uid;
     }
 

@@ -119,8 +119,9 @@ final class GenerationBatch implements AutoCloseable {
             MlxArray logits = model.forward(Mlx.expandDims(inputs, 1), caches.layers());
             int length = logits.dim(1);
             int vocab = logits.dim(2);
-            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {b, length, vocab},
-                    new int[] {1, 1, 1}), 1);
+            logits = Mlx.squeeze(
+                    Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {b, length, vocab}, new int[] {1, 1, 1}),
+                    1);
             int[] read = consumeMaskedTokens(inputs, logits);
             boolean anyProcessors = read != null;
             boolean allGreedy = true;

@@ -47,7 +47,8 @@ final class PromptBatch implements AutoCloseable {
         for (Row r : joining) {
             histories |= r.history != null;
         }
-        RowCaches fresh = histories ? RowCaches.fromHistories(model, joining, maxKvSize)
+        RowCaches fresh = histories
+                ? RowCaches.fromHistories(model, joining, maxKvSize)
                 : RowCaches.fresh(model, joining.size(), maxKvSize);
         if (caches == null) {
             caches = fresh;
@@ -174,6 +175,7 @@ final class PromptBatch implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "PromptBatch" + Arrays.toString(rows.stream().mapToInt(r -> r.uid).toArray());
+        return "PromptBatch"
+                + Arrays.toString(rows.stream().mapToInt(r -> r.uid).toArray());
     }
 }

@@ -39,6 +39,7 @@ final class Row {
     private int segment;
     /** Whether the last chunk fed ended a segment ({@code end_of_segment}). */
     boolean segmentEnded;
+
     int generated;
     /** The generated ids, kept only when the generator reports finished rows' caches. */
     private int[] generatedIds;
@@ -47,8 +48,16 @@ final class Row {
      * @param segmentLengths the prompt's segments (positive lengths summing to its length), or
      *     null for one segment
      */
-    Row(int uid, int[] prompt, int[] segmentLengths, int maxTokens, int[] stopTokenIds, SamplingRun sampling,
-            TokenMask mask, KvCache[] history, boolean keepIds) {
+    Row(
+            int uid,
+            int[] prompt,
+            int[] segmentLengths,
+            int maxTokens,
+            int[] stopTokenIds,
+            SamplingRun sampling,
+            TokenMask mask,
+            KvCache[] history,
+            boolean keepIds) {
         this.mask = mask;
         this.uid = uid;
         this.prompt = prompt;

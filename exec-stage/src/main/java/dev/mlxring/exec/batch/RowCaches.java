@@ -160,7 +160,7 @@ final class RowCaches implements AutoCloseable {
         return switch (solo[0]) {
             case DenseKvCache d -> BatchKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, DenseKvCache[].class));
             case RotatingKvCache r ->
-                    BatchRotatingKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, RotatingKvCache[].class));
+                BatchRotatingKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, RotatingKvCache[].class));
             default -> throw new IllegalStateException(solo[0] + " does not support batching");
         };
     }

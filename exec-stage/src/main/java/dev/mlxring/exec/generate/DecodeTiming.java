@@ -42,8 +42,13 @@ public final class DecodeTiming {
         Clock clock = new Clock(false);
         int[] tokens = run(model, prompt, maxTokens, clock);
         int k = maxTokens - 1;
-        return new Pipelined(clock.build / (double) k, clock.submit / (double) k, clock.wait / (double) k,
-                (clock.lastRead - clock.firstRead) / (double) k, clock.arrays, tokens);
+        return new Pipelined(
+                clock.build / (double) k,
+                clock.submit / (double) k,
+                clock.wait / (double) k,
+                (clock.lastRead - clock.firstRead) / (double) k,
+                clock.arrays,
+                tokens);
     }
 
     /** The same run with each step evaluated synchronously once built: build and compute never overlap. */
@@ -60,8 +65,8 @@ public final class DecodeTiming {
      * took, as {steps, ns}.
      */
     public static long[] buildOnly(LanguageModel model, double seconds) {
-        GenerationOptions options = new GenerationOptions(1, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, new int[0],
-                false);
+        GenerationOptions options =
+                new GenerationOptions(1, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, new int[0], false);
         GenerationRun.Probe neverEvaluated = new GenerationRun.Probe() {
             @Override
             public void stepStarted() {}
@@ -93,8 +98,8 @@ public final class DecodeTiming {
         if (maxTokens < 2) {
             throw new IllegalArgumentException("maxTokens must be >= 2, got " + maxTokens);
         }
-        GenerationOptions options = new GenerationOptions(maxTokens, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
-                new int[0], false);
+        GenerationOptions options =
+                new GenerationOptions(maxTokens, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, new int[0], false);
         int[] tokens = new int[maxTokens];
         int produced = 0;
         try (GenerationRun run = new GenerationRun(model, prompt, options, SamplingParams.GREEDY, null)) {

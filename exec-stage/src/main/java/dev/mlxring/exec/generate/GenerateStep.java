@@ -35,8 +35,8 @@ public final class GenerateStep {
     private GenerateStep() {}
 
     /** Greedy generation (mlx-lm's default sampler, no logits processors). */
-    public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
-            TokenListener listener) {
+    public static GenerationResult run(
+            LanguageModel model, int[] prompt, GenerationOptions options, TokenListener listener) {
         return run(model, prompt, options, SamplingParams.GREEDY, null, (token, logprobs) -> listener.onToken(token));
     }
 
@@ -44,13 +44,23 @@ public final class GenerateStep {
      * Generation with {@code sampling}; a request without a seed draws its key from
      * {@code engineRng} (may be null for greedy or seeded requests).
      */
-    public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
-            SamplingParams sampling, EngineRng engineRng, TokenListener listener) {
+    public static GenerationResult run(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams sampling,
+            EngineRng engineRng,
+            TokenListener listener) {
         return run(model, prompt, options, sampling, engineRng, (token, logprobs) -> listener.onToken(token));
     }
 
-    public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
-            SamplingParams sampling, EngineRng engineRng, StepListener listener) {
+    public static GenerationResult run(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams sampling,
+            EngineRng engineRng,
+            StepListener listener) {
         return run(model, prompt, options, sampling, engineRng, null, listener);
     }
 
@@ -58,8 +68,14 @@ public final class GenerateStep {
      * Generation under {@code constraint} (null for none; closed here when the run ends): a
      * constraint that can no longer be satisfied ends the result with reason {@code error}.
      */
-    public static GenerationResult run(LanguageModel model, int[] prompt, GenerationOptions options,
-            SamplingParams sampling, EngineRng engineRng, TokenConstraint constraint, StepListener listener) {
+    public static GenerationResult run(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams sampling,
+            EngineRng engineRng,
+            TokenConstraint constraint,
+            StepListener listener) {
         boolean wantLogprobs = sampling.logprobs() || sampling.topLogprobs() > 0;
         List<TokenLogprobs> logprobs = wantLogprobs ? new ArrayList<>() : null;
         int[] out = new int[options.maxTokens()];

@@ -15,8 +15,13 @@ import dev.mlxring.pipeline.KvQuantization;
  * @param maxKvSize {@code max_kv_size}: rotating caches of this many positions for a model
  *     without its own cache layout ({@code make_prompt_cache}); 0 = none
  */
-public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep,
-        KvQuantization kvQuantization, int maxKvSize) {
+public record GenerationOptions(
+        int maxTokens,
+        int prefillStepSize,
+        int[] stopTokenIds,
+        boolean captureFirstStep,
+        KvQuantization kvQuantization,
+        int maxKvSize) {
     public static final int DEFAULT_PREFILL_STEP_SIZE = 2048;
 
     public GenerationOptions {
@@ -28,14 +33,18 @@ public record GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTo
         }
         if (maxKvSize < 0 || (maxKvSize > 0 && maxKvSize <= LanguageModel.MAX_KV_SIZE_KEEP)) {
             // mlx-lm's RotatingKVCache(max_kv_size, keep=4) would write over its kept positions.
-            throw new IllegalArgumentException("--max-kv-size must be greater than "
-                    + LanguageModel.MAX_KV_SIZE_KEEP + " (the positions it always keeps), got " + maxKvSize);
+            throw new IllegalArgumentException("--max-kv-size must be greater than " + LanguageModel.MAX_KV_SIZE_KEEP
+                    + " (the positions it always keeps), got " + maxKvSize);
         }
         stopTokenIds = stopTokenIds.clone();
     }
 
     /** Options without a KV size limit. */
-    public GenerationOptions(int maxTokens, int prefillStepSize, int[] stopTokenIds, boolean captureFirstStep,
+    public GenerationOptions(
+            int maxTokens,
+            int prefillStepSize,
+            int[] stopTokenIds,
+            boolean captureFirstStep,
             KvQuantization kvQuantization) {
         this(maxTokens, prefillStepSize, stopTokenIds, captureFirstStep, kvQuantization, 0);
     }

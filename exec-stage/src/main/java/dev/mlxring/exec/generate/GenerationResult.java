@@ -15,8 +15,16 @@ import java.util.List;
  * @param tokenLogprobs per generated token, its logprob and top logprobs (null unless the sampling
  *     params ask for logprobs or top_logprobs)
  */
-public record GenerationResult(int[] promptTokens, int[] tokens, String finishReason, long promptTimeNs,
-        long generationTimeNs, long peakMemoryBytes, byte[] firstLogits, byte[] firstLogprobs, String logitsDtype,
+public record GenerationResult(
+        int[] promptTokens,
+        int[] tokens,
+        String finishReason,
+        long promptTimeNs,
+        long generationTimeNs,
+        long peakMemoryBytes,
+        byte[] firstLogits,
+        byte[] firstLogprobs,
+        String logitsDtype,
         List<TokenLogprobs> tokenLogprobs) {
 
     public double promptTokensPerSecond() {

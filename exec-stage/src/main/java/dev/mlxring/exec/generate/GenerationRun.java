@@ -1,7 +1,7 @@
 package dev.mlxring.exec.generate;
 
-import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
@@ -93,6 +93,7 @@ public final class GenerationRun implements AutoCloseable {
     private final SamplingRun activeSampling;
     /** mlx-lm's {@code prompt_cache}: layer caches, replaced in place when quantized. */
     private final KvCache[] cache;
+
     private final long startNs = System.nanoTime();
 
     private int processed;
@@ -116,14 +117,15 @@ public final class GenerationRun implements AutoCloseable {
     private boolean refusedCurrent;
     /** Decoded tokens fed back into the model (each read token: its successor step was built). */
     private int[] fed;
+
     private int fedCount;
 
     /**
      * @param engineRng where a request without a seed draws its key (may be null when greedy or seeded)
      * @throws IllegalArgumentException for an empty prompt or ids outside the vocabulary
      */
-    public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
-            EngineRng engineRng) {
+    public GenerationRun(
+            LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params, EngineRng engineRng) {
         this(model, prompt, options, params, engineRng, null);
     }
 
@@ -132,8 +134,13 @@ public final class GenerationRun implements AutoCloseable {
      * {@code generate_step(prompt, prompt_cache=cache)}: {@code prompt} is only the part not in
      * the cache. Takes ownership of {@code restored} (closed here if the run cannot start).
      */
-    public GenerationRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
-            EngineRng engineRng, KvCache[] restored) {
+    public GenerationRun(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams params,
+            EngineRng engineRng,
+            KvCache[] restored) {
         try {
             model.checkPrompt(prompt);
         } catch (RuntimeException e) {
@@ -212,7 +219,8 @@ public final class GenerationRun implements AutoCloseable {
     }
 
     private static String rotatingQuantizationRefusal(LanguageModel model, int maxKvSize) {
-        String why = maxKvSize > 0 && !model.hasOwnCacheLayout() ? "--max-kv-size " + maxKvSize + " makes rotating caches"
+        String why = maxKvSize > 0 && !model.hasOwnCacheLayout()
+                ? "--max-kv-size " + maxKvSize + " makes rotating caches"
                 : "model_type '" + model.modelType() + "' keeps its sliding-window layers in rotating caches";
         return "--kv-bits cannot be used here: " + why
                 + ", which mlx-lm cannot quantize (RotatingKVCache Quantization NYI)";
@@ -287,8 +295,10 @@ public final class GenerationRun implements AutoCloseable {
     private void firstStep() {
         try (ArrayScope scope = ArrayScope.open()) {
             int tail = prompt.length - processed;
-            current = step(Mlx.fromInts(Arrays.copyOfRange(prompt, processed, prompt.length), tail),
-                    options.captureFirstStep(), tail);
+            current = step(
+                    Mlx.fromInts(Arrays.copyOfRange(prompt, processed, prompt.length), tail),
+                    options.captureFirstStep(),
+                    tail);
         }
         submit(current);
         decoding = true;
@@ -355,8 +365,9 @@ public final class GenerationRun implements AutoCloseable {
             MlxArray logits = model.forward(Mlx.expandDims(inputTokens, 0), cache);
             int length = logits.dim(1);
             int vocab = logits.dim(2);
-            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
-                    new int[] {1, 1, 1}), 1);
+            logits = Mlx.squeeze(
+                    Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab}, new int[] {1, 1, 1}),
+                    1);
             MlxArray raw = logits;
             if (activeSampling != null) {
                 logits = activeSampling.process(inputTokens, inputLength, logits);
@@ -375,11 +386,14 @@ public final class GenerationRun implements AutoCloseable {
             }
             maybeQuantizeKvCache();
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, true));
-            MlxArray sampled = activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
+            MlxArray sampled =
+                    activeSampling == null ? Mlx.argmax(logprobs, -1, false) : activeSampling.sample(logprobs);
             if (probe != null) {
                 probe.stepBuilt(scope.ownedCount());
             }
-            return new Step(sampled.detach(), Mlx.squeeze(logprobs, 0).detach(),
+            return new Step(
+                    sampled.detach(),
+                    Mlx.squeeze(logprobs, 0).detach(),
                     keepLogits ? Mlx.squeeze(raw, 0).detach() : null);
         }
     }
@@ -473,8 +487,17 @@ public final class GenerationRun implements AutoCloseable {
     public GenerationResult result(int[] tokens, java.util.List<TokenLogprobs> logprobs, String reason) {
         long first = firstTokenNs == 0 ? System.nanoTime() : firstTokenNs;
         long last = lastTokenNs == 0 ? first : lastTokenNs;
-        return new GenerationResult(prompt.clone(), tokens, reason, first - startNs, last - first,
-                Mlx.memory().peakBytes(), firstLogits, firstLogprobs, logitsDtype, logprobs);
+        return new GenerationResult(
+                prompt.clone(),
+                tokens,
+                reason,
+                first - startNs,
+                last - first,
+                Mlx.memory().peakBytes(),
+                firstLogits,
+                firstLogprobs,
+                logitsDtype,
+                logprobs);
     }
 
     @Override

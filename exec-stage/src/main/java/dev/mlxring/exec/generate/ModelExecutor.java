@@ -3,15 +3,15 @@ package dev.mlxring.exec.generate;
 import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
+import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
+import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.exec.spec.SpeculativeExecutionRun;
 import dev.mlxring.exec.spec.SpeculativeRun;
-import dev.mlxring.exec.model.LanguageModel;
-import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxException;
 import dev.mlxring.pipeline.ExecutionBatch;
@@ -60,8 +60,8 @@ public final class ModelExecutor implements Executor {
      * As above, unseeded requests drawing from {@code engineRng}: the ranks of a tensor-parallel
      * group each build their executor on a generator seeded alike, so they sample the same tokens.
      */
-    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
-            EngineRng engineRng) {
+    public ModelExecutor(
+            LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse, EngineRng engineRng) {
         this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, (Speculation) null);
     }
 
@@ -74,8 +74,13 @@ public final class ModelExecutor implements Executor {
      * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
      * frees it in {@link #close()}.
      */
-    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
-            EngineRng engineRng, Speculation speculation) {
+    public ModelExecutor(
+            LanguageModel model,
+            int prefillStepSize,
+            int maxKvSize,
+            PrefixReuse prefixReuse,
+            EngineRng engineRng,
+            Speculation speculation) {
         this(model, prefillStepSize, maxKvSize, prefixReuse, engineRng, SpeculationPolicy.of(speculation));
     }
 
@@ -83,8 +88,13 @@ public final class ModelExecutor implements Executor {
      * As above, with a request's {@code speculative} choice resolved by {@code speculation}
      * ({@link SpeculationPolicy#resolve}; a choice it refuses fails the request as invalid).
      */
-    public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse,
-            EngineRng engineRng, SpeculationPolicy speculation) {
+    public ModelExecutor(
+            LanguageModel model,
+            int prefillStepSize,
+            int maxKvSize,
+            PrefixReuse prefixReuse,
+            EngineRng engineRng,
+            SpeculationPolicy speculation) {
         this.speculation = speculation;
         this.engineRng = engineRng;
         this.model = model;
@@ -99,15 +109,22 @@ public final class ModelExecutor implements Executor {
         TokenConstraint constraint = plan.constraint();
         PrefixedRun prefixed;
         try {
-            GenerationOptions options = new GenerationOptions(plan.maxTokens(), prefillStepSize, plan.stopTokenIds(),
-                    false, kvQuantization(plan.kvScheme()), maxKvSize);
+            GenerationOptions options = new GenerationOptions(
+                    plan.maxTokens(),
+                    prefillStepSize,
+                    plan.stopTokenIds(),
+                    false,
+                    kvQuantization(plan.kvScheme()),
+                    maxKvSize);
             int[] prompt = plan.prompt().tokenIds();
             Speculation how = speculation.resolve(plan.speculative());
-            if (how != null && constraint == null
+            if (how != null
+                    && constraint == null
                     && SpeculativeRun.refusal(model, prompt.length, options, params, how) == null) {
                 return new SpeculativeExecutionRun(
                         new SpeculativeRun(model, prompt, options, params, engineRng, how, true),
-                        plan.logprobs() || plan.topLogprobs() > 0, plan.topLogprobs());
+                        plan.logprobs() || plan.topLogprobs() > 0,
+                        plan.topLogprobs());
             }
             prefixed = PrefixedRun.open(prefixReuse, model, plan.prompt().tokenIds(), options, params, engineRng);
         } catch (IllegalArgumentException e) {
@@ -134,7 +151,8 @@ public final class ModelExecutor implements Executor {
             try {
                 constraint.close();
             } catch (RuntimeException e) {
-                System.getLogger("dev.mlxring.exec").log(System.Logger.Level.WARNING, "closing a token constraint failed", e);
+                System.getLogger("dev.mlxring.exec")
+                        .log(System.Logger.Level.WARNING, "closing a token constraint failed", e);
             }
         }
     }
@@ -180,8 +198,8 @@ public final class ModelExecutor implements Executor {
         if (speculation.serverDefault() != null || !batchesRotation(model, maxKvSize)) {
             return null;
         }
-        return new ContinuousBatch(model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse,
-                shortPromptsFirst);
+        return new ContinuousBatch(
+                model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse, shortPromptsFirst);
     }
 
     /**
@@ -239,8 +257,10 @@ public final class ModelExecutor implements Executor {
         public StepResult advance() {
             return switch (run.advance()) {
                 case PREFILLED -> result.prefilled();
-                case FINISHED -> run.failure() != null ? result.failed(run.failureType(), run.failure())
-                        : result.finished(run.finishReason());
+                case FINISHED ->
+                    run.failure() != null
+                            ? result.failed(run.failureType(), run.failure())
+                            : result.finished(run.finishReason());
                 case TOKEN -> {
                     result.token(run.token());
                     if (logprobs) {

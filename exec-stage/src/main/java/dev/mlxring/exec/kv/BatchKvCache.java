@@ -88,10 +88,19 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         }
         idx += length;
         int[] strides = {1, 1, 1, 1};
-        replace(Mlx.sliceUpdate(keys, newKeys, new int[] {0, 0, prev, 0},
-                        new int[] {keys.dim(0), keys.dim(1), idx, keys.dim(3)}, strides),
-                Mlx.sliceUpdate(values, newValues, new int[] {0, 0, prev, 0},
-                        new int[] {values.dim(0), values.dim(1), idx, values.dim(3)}, strides));
+        replace(
+                Mlx.sliceUpdate(
+                        keys,
+                        newKeys,
+                        new int[] {0, 0, prev, 0},
+                        new int[] {keys.dim(0), keys.dim(1), idx, keys.dim(3)},
+                        strides),
+                Mlx.sliceUpdate(
+                        values,
+                        newValues,
+                        new int[] {0, 0, prev, 0},
+                        new int[] {values.dim(0), values.dim(1), idx, values.dim(3)},
+                        strides));
         return keysAndValues();
     }
 
@@ -106,8 +115,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      */
     public void prepareRightPadding(int[] padding) {
         if (padding.length != leftPadding.length) {
-            throw new IllegalArgumentException("right padding for " + padding.length + " rows, batch has "
-                    + leftPadding.length);
+            throw new IllegalArgumentException(
+                    "right padding for " + padding.length + " rows, batch has " + leftPadding.length);
         }
         if (Arrays.stream(padding).max().orElse(0) > 0) {
             rightPadding = padding.clone();
@@ -214,10 +223,14 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      */
     public DenseKvCache extract(int row) {
         int pad = leftPadding[row];
-        MlxArray k = Mlx.contiguous(Mlx.slice(keys, new int[] {row, 0, pad, 0},
-                new int[] {row + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {1, 1, 1, 1}));
-        MlxArray v = Mlx.contiguous(Mlx.slice(values, new int[] {row, 0, pad, 0},
-                new int[] {row + 1, values.dim(1), idx, values.dim(3)}, new int[] {1, 1, 1, 1}));
+        MlxArray k = Mlx.contiguous(Mlx.slice(
+                keys, new int[] {row, 0, pad, 0}, new int[] {row + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {
+                    1, 1, 1, 1
+                }));
+        MlxArray v = Mlx.contiguous(Mlx.slice(
+                values, new int[] {row, 0, pad, 0}, new int[] {row + 1, values.dim(1), idx, values.dim(3)}, new int[] {
+                    1, 1, 1, 1
+                }));
         return new DenseKvCache(k, v);
     }
 
@@ -263,10 +276,10 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             }
             MlxArray[] kv = c.keysAndValues();
             int p = padding[i];
-            keys = Mlx.sliceUpdate(keys, kv[0], new int[] {i, 0, p, 0},
-                    new int[] {i + 1, heads, p + c.offset(), dk}, strides);
-            values = Mlx.sliceUpdate(values, kv[1], new int[] {i, 0, p, 0},
-                    new int[] {i + 1, heads, p + c.offset(), dv}, strides);
+            keys = Mlx.sliceUpdate(
+                    keys, kv[0], new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + c.offset(), dk}, strides);
+            values = Mlx.sliceUpdate(
+                    values, kv[1], new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + c.offset(), dv}, strides);
         }
         BatchKvCache cache = new BatchKvCache(padding);
         cache.replace(keys, values);

@@ -41,6 +41,7 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
     private int idx;
     /** mlx-lm's {@code _offset}: positions written through this cache (the longest row's). */
     private int offset;
+
     private boolean rotated;
     /** mlx-lm's {@code _lengths}: set by {@link #prepareRightPadding}, consumed by {@link #finalizePadding}. */
     private int[] lengths;
@@ -160,10 +161,19 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
             }
         }
         int[] strides = {1, 1, 1, 1};
-        replace(Mlx.sliceUpdate(keys, newKeys, new int[] {0, 0, idx, 0},
-                        new int[] {keys.dim(0), keys.dim(1), idx + s, keys.dim(3)}, strides),
-                Mlx.sliceUpdate(values, newValues, new int[] {0, 0, idx, 0},
-                        new int[] {values.dim(0), values.dim(1), idx + s, values.dim(3)}, strides));
+        replace(
+                Mlx.sliceUpdate(
+                        keys,
+                        newKeys,
+                        new int[] {0, 0, idx, 0},
+                        new int[] {keys.dim(0), keys.dim(1), idx + s, keys.dim(3)},
+                        strides),
+                Mlx.sliceUpdate(
+                        values,
+                        newValues,
+                        new int[] {0, 0, idx, 0},
+                        new int[] {values.dim(0), values.dim(1), idx + s, values.dim(3)},
+                        strides));
         offset += s;
         for (int i = 0; i < offsets.length; i++) {
             offsets[i] += s;
@@ -186,8 +196,8 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
      */
     public void prepareRightPadding(int[] rowLengths, int[] padding) {
         if (padding.length != leftPadding.length || rowLengths.length != leftPadding.length) {
-            throw new IllegalArgumentException("right padding for " + padding.length + " rows, batch has "
-                    + leftPadding.length);
+            throw new IllegalArgumentException(
+                    "right padding for " + padding.length + " rows, batch has " + leftPadding.length);
         }
         if (Arrays.stream(padding).max().orElse(0) > 0) {
             lengths = new int[rowLengths.length];
@@ -302,8 +312,8 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
      */
     public void extend(BatchRotatingKvCache other) {
         if (other.maxSize != maxSize) {
-            throw new IllegalArgumentException("cannot extend a rotating cache of max size " + maxSize
-                    + " with one of " + other.maxSize);
+            throw new IllegalArgumentException(
+                    "cannot extend a rotating cache of max size " + maxSize + " with one of " + other.maxSize);
         }
         if (keys == null && other.keys == null) {
             leftPadding = Paddings.concat(leftPadding, other.leftPadding);
@@ -341,10 +351,15 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
      */
     public RotatingKvCache extract(int row) {
         int padding = Math.max(0, leftPadding[row]);
-        MlxArray k = Mlx.slice(keys, new int[] {row, 0, 0, 0},
-                new int[] {row + 1, keys.dim(1), keys.dim(2), keys.dim(3)}, new int[] {1, 1, 1, 1});
-        MlxArray v = Mlx.slice(values, new int[] {row, 0, 0, 0},
-                new int[] {row + 1, values.dim(1), values.dim(2), values.dim(3)}, new int[] {1, 1, 1, 1});
+        MlxArray k = Mlx.slice(
+                keys, new int[] {row, 0, 0, 0}, new int[] {row + 1, keys.dim(1), keys.dim(2), keys.dim(3)}, new int[] {
+                    1, 1, 1, 1
+                });
+        MlxArray v = Mlx.slice(
+                values,
+                new int[] {row, 0, 0, 0},
+                new int[] {row + 1, values.dim(1), values.dim(2), values.dim(3)},
+                new int[] {1, 1, 1, 1});
         int end = idx;
         if (rotated) {
             k = roll(k, -idx);
@@ -367,7 +382,8 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
         int maxSize = caches[0].maxSize();
         for (RotatingKvCache c : caches) {
             if (c.maxSize() != maxSize) {
-                throw new IllegalArgumentException("BatchRotatingKvCache can only merge caches with the same maximum size");
+                throw new IllegalArgumentException(
+                        "BatchRotatingKvCache can only merge caches with the same maximum size");
             }
         }
         int b = caches.length;

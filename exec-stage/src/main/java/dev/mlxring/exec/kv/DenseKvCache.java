@@ -29,7 +29,8 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
      */
     public static DenseKvCache restored(MlxArray keys, MlxArray values, int offset) {
         if (offset < 0 || offset > keys.dim(2)) {
-            throw new IllegalArgumentException("offset " + offset + " outside the buffer's " + keys.dim(2) + " positions");
+            throw new IllegalArgumentException(
+                    "offset " + offset + " outside the buffer's " + keys.dim(2) + " positions");
         }
         DenseKvCache c = new DenseKvCache();
         c.keys = keys.detach();
@@ -75,7 +76,8 @@ public final class DenseKvCache extends KvBuffers implements KvCache {
         int[] stop = {keys.dim(0), keys.dim(1), offset, keys.dim(3)};
         int[] vStop = {values.dim(0), values.dim(1), offset, values.dim(3)};
         int[] strides = {1, 1, 1, 1};
-        replace(Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
+        replace(
+                Mlx.sliceUpdate(keys, newKeys, start, stop, strides),
                 Mlx.sliceUpdate(values, newValues, start, vStop, strides));
         return keysAndValues();
     }

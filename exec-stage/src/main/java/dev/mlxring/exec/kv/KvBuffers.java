@@ -90,8 +90,8 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
         int len = v.dim(2);
         start = Math.max(0, Math.min(start, len));
         stop = Math.max(start, Math.min(stop, len));
-        return Mlx.slice(v, new int[] {0, 0, start, 0}, new int[] {v.dim(0), v.dim(1), stop, v.dim(3)},
-                new int[] {1, 1, 1, 1});
+        return Mlx.slice(
+                v, new int[] {0, 0, start, 0}, new int[] {v.dim(0), v.dim(1), stop, v.dim(3)}, new int[] {1, 1, 1, 1});
     }
 
     /** {@code x} with {@code left} zero positions before and {@code right} after (axis 2). */

@@ -18,8 +18,8 @@ import dev.mlxring.mlx.MlxArray;
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
-public sealed interface KvCache extends AutoCloseable permits DenseKvCache, QuantizedKvCache,
-        RotatingKvCache, BatchKvCache, BatchRotatingKvCache {
+public sealed interface KvCache extends AutoCloseable
+        permits DenseKvCache, QuantizedKvCache, RotatingKvCache, BatchKvCache, BatchRotatingKvCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

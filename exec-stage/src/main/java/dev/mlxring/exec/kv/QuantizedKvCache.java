@@ -1,10 +1,9 @@
 package dev.mlxring.exec.kv;
 
-import dev.mlxring.pipeline.KvQuantization;
-
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 
 /**
  * mlx-lm's {@code QuantizedKVCache}: keys and values each held as the {@code (weight, scales,
@@ -24,6 +23,7 @@ public final class QuantizedKvCache implements KvCache {
     private final int bits;
     /** {weight, scales, biases} of the keys and of the values; null while empty. */
     private MlxArray[] keys;
+
     private MlxArray[] values;
     private int offset;
 
@@ -53,7 +53,8 @@ public final class QuantizedKvCache implements KvCache {
             throw new IllegalArgumentException("a quantized cache needs three key and three value arrays");
         }
         if (offset < 0 || offset > keys[0].dim(2)) {
-            throw new IllegalArgumentException("offset " + offset + " outside the buffer's " + keys[0].dim(2) + " positions");
+            throw new IllegalArgumentException(
+                    "offset " + offset + " outside the buffer's " + keys[0].dim(2) + " positions");
         }
         return new QuantizedKvCache(groupSize, bits, offset, keys, values);
     }
@@ -107,7 +108,8 @@ public final class QuantizedKvCache implements KvCache {
                 }
                 replace(expandAll(k, b, heads, newSteps), expandAll(v, b, heads, newSteps));
             } else {
-                replace(initQuant(b, heads, newSteps, kHeadDim, elPerInt, newKeys.dtype()),
+                replace(
+                        initQuant(b, heads, newSteps, kHeadDim, elPerInt, newKeys.dtype()),
                         initQuant(b, heads, newSteps, vHeadDim, elPerInt, newKeys.dtype()));
             }
         }
@@ -121,10 +123,10 @@ public final class QuantizedKvCache implements KvCache {
         for (int i = 0; i < 3; i++) {
             MlxArray k = keys[i];
             MlxArray v = values[i];
-            nk[i] = Mlx.sliceUpdate(k, qk[i], new int[] {0, 0, prev, 0},
-                    new int[] {k.dim(0), k.dim(1), offset, k.dim(3)}, strides);
-            nv[i] = Mlx.sliceUpdate(v, qv[i], new int[] {0, 0, prev, 0},
-                    new int[] {v.dim(0), v.dim(1), offset, v.dim(3)}, strides);
+            nk[i] = Mlx.sliceUpdate(
+                    k, qk[i], new int[] {0, 0, prev, 0}, new int[] {k.dim(0), k.dim(1), offset, k.dim(3)}, strides);
+            nv[i] = Mlx.sliceUpdate(
+                    v, qv[i], new int[] {0, 0, prev, 0}, new int[] {v.dim(0), v.dim(1), offset, v.dim(3)}, strides);
         }
         replace(nk, nv);
         return keysAndValues();
@@ -185,8 +187,8 @@ public final class QuantizedKvCache implements KvCache {
     }
 
     private static MlxArray prefix(MlxArray a, int length) {
-        return Mlx.slice(a, new int[] {0, 0, 0, 0}, new int[] {a.dim(0), a.dim(1), length, a.dim(3)},
-                new int[] {1, 1, 1, 1});
+        return Mlx.slice(
+                a, new int[] {0, 0, 0, 0}, new int[] {a.dim(0), a.dim(1), length, a.dim(3)}, new int[] {1, 1, 1, 1});
     }
 
     private static MlxArray[] detachAll(MlxArray[] xs) {
@@ -240,5 +242,4 @@ public final class QuantizedKvCache implements KvCache {
             }
         }
     }
-
 }

@@ -38,8 +38,8 @@ public final class RotatingKvCache extends KvBuffers implements KvCache {
      */
     public RotatingKvCache(int maxSize, int keep) {
         if (keep < 0 || maxSize <= keep) {
-            throw new IllegalArgumentException("a rotating KV cache needs max size > keep >= 0, got max size "
-                    + maxSize + ", keep " + keep);
+            throw new IllegalArgumentException(
+                    "a rotating KV cache needs max size > keep >= 0, got max size " + maxSize + ", keep " + keep);
         }
         this.maxSize = maxSize;
         this.keep = keep;
@@ -139,10 +139,19 @@ public final class RotatingKvCache extends KvBuffers implements KvCache {
             idx = keep; // rotate
         }
         int[] strides = {1, 1, 1, 1};
-        replace(Mlx.sliceUpdate(keys, newKeys, new int[] {0, 0, idx, 0},
-                        new int[] {keys.dim(0), keys.dim(1), idx + s, keys.dim(3)}, strides),
-                Mlx.sliceUpdate(values, newValues, new int[] {0, 0, idx, 0},
-                        new int[] {values.dim(0), values.dim(1), idx + s, values.dim(3)}, strides));
+        replace(
+                Mlx.sliceUpdate(
+                        keys,
+                        newKeys,
+                        new int[] {0, 0, idx, 0},
+                        new int[] {keys.dim(0), keys.dim(1), idx + s, keys.dim(3)},
+                        strides),
+                Mlx.sliceUpdate(
+                        values,
+                        newValues,
+                        new int[] {0, 0, idx, 0},
+                        new int[] {values.dim(0), values.dim(1), idx + s, values.dim(3)},
+                        strides));
         offset += s;
         idx += s;
         if (offset < keys.dim(2)) {

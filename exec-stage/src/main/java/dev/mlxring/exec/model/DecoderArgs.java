@@ -10,7 +10,19 @@ import java.util.Map;
  * @param qkvBias qwen2's q/k/v projection biases (required, not optional, when set)
  * @param maxPositionEmbeddings passed to initialize_rope; null where ModelArgs leaves it None
  */
-record DecoderArgs(int hiddenSize, int numHiddenLayers, int intermediateSize, int numAttentionHeads,
-        int numKeyValueHeads, int headDim, double rmsNormEps, int vocabSize, double ropeTheta,
-        boolean ropeTraditional, Map<String, Object> ropeScaling, boolean tieWordEmbeddings, boolean qkNorm,
-        boolean qkvBias, Integer maxPositionEmbeddings) {}
+record DecoderArgs(
+        int hiddenSize,
+        int numHiddenLayers,
+        int intermediateSize,
+        int numAttentionHeads,
+        int numKeyValueHeads,
+        int headDim,
+        double rmsNormEps,
+        int vocabSize,
+        double ropeTheta,
+        boolean ropeTraditional,
+        Map<String, Object> ropeScaling,
+        boolean tieWordEmbeddings,
+        boolean qkNorm,
+        boolean qkvBias,
+        Integer maxPositionEmbeddings) {}

@@ -54,7 +54,11 @@ final class DecoderModel extends LoadedModel {
      * block fused into one primitive where {@code fused} (null where the block has none) covers
      * the call.
      */
-    record Block(RmsNorm inputLayernorm, Attention selfAttn, RmsNorm postAttentionLayernorm, FeedForward mlp,
+    record Block(
+            RmsNorm inputLayernorm,
+            Attention selfAttn,
+            RmsNorm postAttentionLayernorm,
+            FeedForward mlp,
             FusedBlock fused) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             if (fused != null && FusedBlock.applies(mask, cache)) {
@@ -116,11 +120,19 @@ final class DecoderModel extends LoadedModel {
             Attention attention = loader.attention(p + ".self_attn");
             RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps());
             FeedForward mlp = loader.mlp(i, p + ".mlp");
-            layers.add(new Block(inputNorm, attention, postNorm, mlp,
+            layers.add(new Block(
+                    inputNorm,
+                    attention,
+                    postNorm,
+                    mlp,
                     FusedBlock.of(params, inputNorm, attention, postNorm, mlp, a.headDim())));
         }
-        DecoderModel model = new DecoderModel(config, params, a.headDim(),
-                Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()), layers,
+        DecoderModel model = new DecoderModel(
+                config,
+                params,
+                a.headDim(),
+                Embedding.load(config, params, "model.embed_tokens", a.hiddenSize()),
+                layers,
                 RmsNorm.load(params, "model.norm", a.rmsNormEps()),
                 a.tieWordEmbeddings() ? null : Linear.load(config, params, "lm_head", a.hiddenSize()));
         params.requireAllUsed();
@@ -131,15 +143,20 @@ final class DecoderModel extends LoadedModel {
         return model;
     }
 
-    private DecoderModel(ModelConfig config, Parameters params, int headDim, Embedding embedTokens,
-            List<Block> layers, RmsNorm norm, Linear lmHead) {
+    private DecoderModel(
+            ModelConfig config,
+            Parameters params,
+            int headDim,
+            Embedding embedTokens,
+            List<Block> layers,
+            RmsNorm norm,
+            Linear lmHead) {
         super(config.modelType(), headDim, config.intField("vocab_size"), config, params);
         this.embedTokens = embedTokens;
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
     }
-
 
     @Override
     public MlxArray forward(MlxArray inputs, KvCache[] cache) {
@@ -179,10 +196,6 @@ final class DecoderModel extends LoadedModel {
     public boolean batchable() {
         return layers.stream().allMatch(b -> b.selfAttn().batchable());
     }
-
-
-
-
 
     @Override
     void closeLayers() {

@@ -7,8 +7,8 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
-import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
@@ -38,8 +38,17 @@ import java.util.List;
 record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype)
         implements AutoCloseable {
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
-    record AttentionParts(Linear q, Linear k, Linear v, Linear o, int heads, int kvHeads, float scale, Rope rope,
-            RmsNorm qNorm, RmsNorm kNorm) {}
+    record AttentionParts(
+            Linear q,
+            Linear k,
+            Linear v,
+            Linear o,
+            int heads,
+            int kvHeads,
+            float scale,
+            Rope rope,
+            RmsNorm qNorm,
+            RmsNorm kNorm) {}
 
     /**
      * The fused form of a block, or null where it does not cover it: the native CPU kernels with
@@ -53,13 +62,21 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
      * that type). Projections kept dequantized ({@code --dequantized-weights}) hand the block their
      * layouts, which it reads where the activations are of their type.
      */
-    static FusedBlock of(Parameters params, RmsNorm inputNorm, DecoderModel.Attention attention, RmsNorm postNorm,
-            DecoderModel.FeedForward mlp, int headDim) {
+    static FusedBlock of(
+            Parameters params,
+            RmsNorm inputNorm,
+            DecoderModel.Attention attention,
+            RmsNorm postNorm,
+            DecoderModel.FeedForward mlp,
+            int headDim) {
         // read per load, so a test can build both forms in one JVM
         boolean off = "false".equals(System.getProperty("mlxring.fusedBlock"));
         Numerics tier = params.numerics();
-        if (off || params.kernels() != CpuKernels.NATIVE || !FusedDecoderBlock.available(tier)
-                || !(attention instanceof SelfAttention sa) || !(mlp instanceof Mlp m)) {
+        if (off
+                || params.kernels() != CpuKernels.NATIVE
+                || !FusedDecoderBlock.available(tier)
+                || !(attention instanceof SelfAttention sa)
+                || !(mlp instanceof Mlp m)) {
             return null;
         }
         AttentionParts a = sa.fusedParts();
@@ -76,7 +93,8 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
                 ropeBase = r.base();
                 ropeScale = r.scale();
             }
-            case Rope.Llama3 r when tier == Numerics.EXACT -> {
+            case Rope.Llama3 r
+            when tier == Numerics.EXACT -> {
                 ropeDims = r.dims();
                 ropeTraditional = r.traditional();
                 ropeFreqs = r.freqs();
@@ -93,9 +111,11 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         MlxArray[] qkvBias = new MlxArray[3];
         int biased = 0;
         for (int i = 0; i < linears.length; i++) {
-            if (!(linears[i] instanceof Linear.Quantized q) || q.biases() == null
+            if (!(linears[i] instanceof Linear.Quantized q)
+                    || q.biases() == null
                     || !FusedDecoderBlock.covers(tier, q.spec().bits(), q.spec().groupSize())
-                    || q.scales().dtype() != ((Linear.Quantized) linears[0]).scales().dtype()
+                    || q.scales().dtype()
+                            != ((Linear.Quantized) linears[0]).scales().dtype()
                     || q.biases().dtype() != q.scales().dtype()) {
                 return null;
             }
@@ -106,8 +126,13 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
                 qkvBias[i] = q.bias();
                 biased++;
             }
-            projections.add(new FusedDecoderBlock.Projection(q.weight(), q.scales(), q.biases(), q.spec().bits(),
-                    q.spec().groupSize(), tier == Numerics.EXACT ? q.layout() : null));
+            projections.add(new FusedDecoderBlock.Projection(
+                    q.weight(),
+                    q.scales(),
+                    q.biases(),
+                    q.spec().bits(),
+                    q.spec().groupSize(),
+                    tier == Numerics.EXACT ? q.layout() : null));
         }
         if (biased != 0 && biased != 3) {
             return null;
@@ -118,7 +143,8 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
             norms.add(a.kNorm());
         }
         for (RmsNorm n : norms) {
-            if (n.eps() != inputNorm.eps() || n.weight().dtype() != inputNorm.weight().dtype()) {
+            if (n.eps() != inputNorm.eps()
+                    || n.weight().dtype() != inputNorm.weight().dtype()) {
                 return null;
             }
         }
@@ -136,11 +162,32 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
                 }
             }
         }
-        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(a.heads(), a.kvHeads(), headDim, ropeDims,
-                ropeTraditional, ropeBase, ropeScale, inputNorm.eps(), a.scale());
-        return new FusedBlock(new FusedDecoderBlock(tier, layout, inputNorm.weight(), postNorm.weight(), projections,
-                a.qNorm() == null ? null : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
-                biased == 3 ? qkvBias : null, ropeFreqs), a.kvHeads(), headDim, normDtype, paramDtype);
+        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(
+                a.heads(),
+                a.kvHeads(),
+                headDim,
+                ropeDims,
+                ropeTraditional,
+                ropeBase,
+                ropeScale,
+                inputNorm.eps(),
+                a.scale());
+        return new FusedBlock(
+                new FusedDecoderBlock(
+                        tier,
+                        layout,
+                        inputNorm.weight(),
+                        postNorm.weight(),
+                        projections,
+                        a.qNorm() == null
+                                ? null
+                                : new MlxArray[] {a.qNorm().weight(), a.kNorm().weight()},
+                        biased == 3 ? qkvBias : null,
+                        ropeFreqs),
+                a.kvHeads(),
+                headDim,
+                normDtype,
+                paramDtype);
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */

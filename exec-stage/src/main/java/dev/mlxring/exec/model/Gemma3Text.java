@@ -29,18 +29,38 @@ import java.util.Map;
  */
 final class Gemma3Text extends LoadedModel {
     /** The resolved {@code ModelArgs}, with gemma3_text's defaults. */
-    record Args(int hiddenSize, int numHiddenLayers, int intermediateSize, int numAttentionHeads, int headDim,
-            double rmsNormEps, int vocabSize, int numKeyValueHeads, double ropeTheta, double ropeLocalBaseFreq,
-            double queryPreAttnScalar, int slidingWindow, int slidingWindowPattern, int maxPositionEmbeddings,
+    record Args(
+            int hiddenSize,
+            int numHiddenLayers,
+            int intermediateSize,
+            int numAttentionHeads,
+            int headDim,
+            double rmsNormEps,
+            int vocabSize,
+            int numKeyValueHeads,
+            double ropeTheta,
+            double ropeLocalBaseFreq,
+            double queryPreAttnScalar,
+            int slidingWindow,
+            int slidingWindowPattern,
+            int maxPositionEmbeddings,
             Map<String, Object> ropeScaling) {
         static Args of(ModelConfig c) {
-            Args a = new Args(c.intField("hidden_size", 1152), c.intField("num_hidden_layers", 26),
-                    c.intField("intermediate_size", 6912), c.intField("num_attention_heads", 4),
-                    c.intField("head_dim", 256), c.doubleField("rms_norm_eps", 1.0e-6),
-                    c.intField("vocab_size", 262144), c.intField("num_key_value_heads", 1),
-                    c.doubleField("rope_theta", 1_000_000.0), c.doubleField("rope_local_base_freq", 10_000.0),
-                    c.doubleField("query_pre_attn_scalar", 256), c.intField("sliding_window", 512),
-                    c.intField("sliding_window_pattern", 6), c.intField("max_position_embeddings", 32768),
+            Args a = new Args(
+                    c.intField("hidden_size", 1152),
+                    c.intField("num_hidden_layers", 26),
+                    c.intField("intermediate_size", 6912),
+                    c.intField("num_attention_heads", 4),
+                    c.intField("head_dim", 256),
+                    c.doubleField("rms_norm_eps", 1.0e-6),
+                    c.intField("vocab_size", 262144),
+                    c.intField("num_key_value_heads", 1),
+                    c.doubleField("rope_theta", 1_000_000.0),
+                    c.doubleField("rope_local_base_freq", 10_000.0),
+                    c.doubleField("query_pre_attn_scalar", 256),
+                    c.intField("sliding_window", 512),
+                    c.intField("sliding_window_pattern", 6),
+                    c.intField("max_position_embeddings", 32768),
                     c.ropeScaling().orElse(null));
             if (a.slidingWindowPattern < 1 || a.slidingWindowPattern > a.numHiddenLayers) {
                 // mlx-lm indexes cache[sliding_window_pattern - 1] for the global mask.
@@ -48,7 +68,8 @@ final class Gemma3Text extends LoadedModel {
                         + a.numHiddenLayers + "] (num_hidden_layers), got " + a.slidingWindowPattern);
             }
             if (a.slidingWindow < 1) {
-                throw new ModelLoadException(c.file() + ": field 'sliding_window' must be >= 1, got " + a.slidingWindow);
+                throw new ModelLoadException(
+                        c.file() + ": field 'sliding_window' must be >= 1, got " + a.slidingWindow);
             }
             return a;
         }
@@ -72,7 +93,8 @@ final class Gemma3Text extends LoadedModel {
     /** {@code MLP}: {@code down_proj(gelu_approx(gate_proj(x)) * up_proj(x))}. */
     record Mlp(Linear gateProj, Linear downProj, Linear upProj) {
         static Mlp load(ModelConfig config, Parameters params, String path, Args a) {
-            return new Mlp(Linear.load(config, params, path + ".gate_proj", a.hiddenSize()),
+            return new Mlp(
+                    Linear.load(config, params, path + ".gate_proj", a.hiddenSize()),
                     Linear.load(config, params, path + ".down_proj", a.intermediateSize()),
                     Linear.load(config, params, path + ".up_proj", a.hiddenSize()));
         }
@@ -83,22 +105,41 @@ final class Gemma3Text extends LoadedModel {
     }
 
     /** {@code Attention}: its own rope per layer kind; q/k norms on {@code [B, H, L, D]}. */
-    record Attention(int nHeads, int nKvHeads, float scale, Linear qProj, Linear kProj, Linear vProj, Linear oProj,
-            RmsNorm qNorm, RmsNorm kNorm, Rope rope, CpuKernels kernels) {
+    record Attention(
+            int nHeads,
+            int nKvHeads,
+            float scale,
+            Linear qProj,
+            Linear kProj,
+            Linear vProj,
+            Linear oProj,
+            RmsNorm qNorm,
+            RmsNorm kNorm,
+            Rope rope,
+            CpuKernels kernels) {
         static Attention load(ModelConfig config, Parameters params, String path, Args a, int layer) {
             int dim = a.hiddenSize();
             Rope rope = a.isGlobal(layer)
-                    ? Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), a.maxPositionEmbeddings(),
+                    ? Rope.initialize(
+                            a.headDim(),
+                            a.ropeTheta(),
+                            false,
+                            a.ropeScaling(),
+                            a.maxPositionEmbeddings(),
                             params.kernels())
                     : Rope.initialize(a.headDim(), a.ropeLocalBaseFreq(), false, null, null, params.kernels());
-            return new Attention(a.numAttentionHeads(), a.numKeyValueHeads(),
+            return new Attention(
+                    a.numAttentionHeads(),
+                    a.numKeyValueHeads(),
                     (float) Math.pow(a.queryPreAttnScalar(), -0.5),
                     Linear.load(config, params, path + ".q_proj", dim),
                     Linear.load(config, params, path + ".k_proj", dim),
                     Linear.load(config, params, path + ".v_proj", dim),
                     Linear.load(config, params, path + ".o_proj", a.numAttentionHeads() * a.headDim()),
                     RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()),
-                    RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()), rope, params.kernels());
+                    RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()),
+                    rope,
+                    params.kernels());
         }
 
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
@@ -124,8 +165,13 @@ final class Gemma3Text extends LoadedModel {
     }
 
     /** {@code TransformerBlock}: norms on both sides of attention and of the MLP. */
-    record Block(Attention selfAttn, Mlp mlp, RmsNorm inputLayernorm, RmsNorm postAttentionLayernorm,
-            RmsNorm preFeedforwardLayernorm, RmsNorm postFeedforwardLayernorm) {
+    record Block(
+            Attention selfAttn,
+            Mlp mlp,
+            RmsNorm inputLayernorm,
+            RmsNorm postAttentionLayernorm,
+            RmsNorm preFeedforwardLayernorm,
+            RmsNorm postFeedforwardLayernorm) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.clipResidual(x, postAttentionLayernorm.forward(r));
@@ -148,7 +194,8 @@ final class Gemma3Text extends LoadedModel {
         for (int i = 0; i < a.numHiddenLayers(); i++) {
             String p = "model.layers." + i;
             double eps = a.rmsNormEps();
-            layers.add(new Block(Attention.load(config, params, p + ".self_attn", a, i),
+            layers.add(new Block(
+                    Attention.load(config, params, p + ".self_attn", a, i),
                     Mlp.load(config, params, p + ".mlp", a),
                     RmsNorm.load(params, p + ".input_layernorm", eps),
                     RmsNorm.load(params, p + ".post_attention_layernorm", eps),
@@ -170,8 +217,14 @@ final class Gemma3Text extends LoadedModel {
         return new Gemma3Text(config, a, params, embed, layers, norm, lmHead);
     }
 
-    private Gemma3Text(ModelConfig config, Args args, Parameters params, Embedding embedTokens, List<Block> layers,
-            RmsNorm norm, Linear lmHead) {
+    private Gemma3Text(
+            ModelConfig config,
+            Args args,
+            Parameters params,
+            Embedding embedTokens,
+            List<Block> layers,
+            RmsNorm norm,
+            Linear lmHead) {
         super("gemma3_text", args.headDim(), args.vocabSize(), config, params);
         this.args = args;
         this.embedTokens = embedTokens;

@@ -34,9 +34,21 @@ import java.util.Map;
  */
 final class GptOss extends LoadedModel {
     /** The resolved {@code ModelArgs}, with gpt_oss's defaults. */
-    record Args(int numHiddenLayers, int numLocalExperts, int numExpertsPerTok, int vocabSize, double rmsNormEps,
-            int hiddenSize, int intermediateSize, int headDim, int numAttentionHeads, int numKeyValueHeads,
-            int slidingWindow, double ropeTheta, Map<String, Object> ropeScaling, List<Boolean> fullAttention) {
+    record Args(
+            int numHiddenLayers,
+            int numLocalExperts,
+            int numExpertsPerTok,
+            int vocabSize,
+            double rmsNormEps,
+            int hiddenSize,
+            int intermediateSize,
+            int headDim,
+            int numAttentionHeads,
+            int numKeyValueHeads,
+            int slidingWindow,
+            double ropeTheta,
+            Map<String, Object> ropeScaling,
+            List<Boolean> fullAttention) {
         static Args of(ModelConfig c) {
             int layers = c.intField("num_hidden_layers", 36);
             List<Boolean> full = new ArrayList<>();
@@ -65,26 +77,45 @@ final class GptOss extends LoadedModel {
                         + " layers a type and include both sliding_attention and full_attention, got " + full.size()
                         + " entries");
             }
-            Args a = new Args(layers, c.intField("num_local_experts", 128), c.intField("num_experts_per_tok", 4),
-                    c.intField("vocab_size", 201088), c.doubleField("rms_norm_eps", 1e-5),
-                    c.intField("hidden_size", 2880), c.intField("intermediate_size", 2880), c.intField("head_dim", 64),
-                    c.intField("num_attention_heads", 64), c.intField("num_key_value_heads", 8),
-                    c.intField("sliding_window", 128), c.doubleField("rope_theta", 150000),
-                    c.ropeScaling().orElse(null), List.copyOf(full.subList(0, layers)));
+            Args a = new Args(
+                    layers,
+                    c.intField("num_local_experts", 128),
+                    c.intField("num_experts_per_tok", 4),
+                    c.intField("vocab_size", 201088),
+                    c.doubleField("rms_norm_eps", 1e-5),
+                    c.intField("hidden_size", 2880),
+                    c.intField("intermediate_size", 2880),
+                    c.intField("head_dim", 64),
+                    c.intField("num_attention_heads", 64),
+                    c.intField("num_key_value_heads", 8),
+                    c.intField("sliding_window", 128),
+                    c.doubleField("rope_theta", 150000),
+                    c.ropeScaling().orElse(null),
+                    List.copyOf(full.subList(0, layers)));
             if (a.numExpertsPerTok < 1 || a.numExpertsPerTok > a.numLocalExperts) {
-                throw new ModelLoadException(c.file() + ": field 'num_experts_per_tok' must be in [1, num_local_experts="
-                        + a.numLocalExperts + "], got " + a.numExpertsPerTok);
+                throw new ModelLoadException(
+                        c.file() + ": field 'num_experts_per_tok' must be in [1, num_local_experts=" + a.numLocalExperts
+                                + "], got " + a.numExpertsPerTok);
             }
             if (a.slidingWindow < 1) {
-                throw new ModelLoadException(c.file() + ": field 'sliding_window' must be >= 1, got " + a.slidingWindow);
+                throw new ModelLoadException(
+                        c.file() + ": field 'sliding_window' must be >= 1, got " + a.slidingWindow);
             }
             return a;
         }
     }
 
     /** {@code AttentionBlock}: biased projections, rope, attention with the layer's sinks. */
-    record Attention(int headDim, float smScale, MlxArray sinks, Linear qProj, Linear kProj, Linear vProj,
-            Linear oProj, Rope rope, CpuKernels kernels) {
+    record Attention(
+            int headDim,
+            float smScale,
+            MlxArray sinks,
+            Linear qProj,
+            Linear kProj,
+            Linear vProj,
+            Linear oProj,
+            Rope rope,
+            CpuKernels kernels) {
         /**
          * With a {@code shard}, this rank's part as mlx-lm's {@code shard()}: q/k/v all-to-sharded,
          * o sharded-to-all, the head counts divided and the sinks of this rank's heads
@@ -96,11 +127,16 @@ final class GptOss extends LoadedModel {
             Rope rope = Rope.initialize(a.headDim(), a.ropeTheta(), false, a.ropeScaling(), null, params.kernels());
             float scale = (float) (1 / Math.sqrt(a.headDim()));
             if (shard == null) {
-                return new Attention(a.headDim(), scale, params.get(path + ".sinks"),
+                return new Attention(
+                        a.headDim(),
+                        scale,
+                        params.get(path + ".sinks"),
                         Linear.load(config, params, path + ".q_proj", dim),
                         Linear.load(config, params, path + ".k_proj", dim),
                         Linear.load(config, params, path + ".v_proj", dim),
-                        Linear.load(config, params, path + ".o_proj", oInDims), rope, params.kernels());
+                        Linear.load(config, params, path + ".o_proj", oInDims),
+                        rope,
+                        params.kernels());
             }
             shard.divide("num_attention_heads", a.numAttentionHeads());
             shard.divide("num_key_value_heads", a.numKeyValueHeads());
@@ -138,8 +174,8 @@ final class GptOss extends LoadedModel {
                 // before a run because the sliding layers rotate.
                 default -> throw new IllegalStateException("gpt_oss attention cannot run over " + cache);
             };
-            return oProj.forward(Mlx.sdpaMergedHeads(kernels, q, kv[0], kv[1], smScale, mask.causal(),
-                    mask.causal() ? null : mask.array(), sinks));
+            return oProj.forward(Mlx.sdpaMergedHeads(
+                    kernels, q, kv[0], kv[1], smScale, mask.causal(), mask.causal() ? null : mask.array(), sinks));
         }
     }
 
@@ -164,12 +200,15 @@ final class GptOss extends LoadedModel {
                 shard.splitOutputs(params, e + ".up_proj");
                 downInDims = shard.divide(e + ".down_proj input features", downInDims);
             }
-            return new MlpBlock(Linear.load(config, params, path + ".router", a.hiddenSize()),
-                    new SwitchGlu(SwitchLinear.load(config, params, e + ".gate_proj", a.hiddenSize()),
+            return new MlpBlock(
+                    Linear.load(config, params, path + ".router", a.hiddenSize()),
+                    new SwitchGlu(
+                            SwitchLinear.load(config, params, e + ".gate_proj", a.hiddenSize()),
                             SwitchLinear.load(config, params, e + ".up_proj", a.hiddenSize()),
                             SwitchLinear.load(config, params, e + ".down_proj", downInDims),
                             SwitchGlu.SWIGLU_OAI),
-                    a.numExpertsPerTok(), shard == null ? null : shard.group());
+                    a.numExpertsPerTok(),
+                    shard == null ? null : shard.group());
         }
 
         MlxArray forward(MlxArray x) {
@@ -216,7 +255,8 @@ final class GptOss extends LoadedModel {
         List<Block> layers = new ArrayList<>();
         for (int i = 0; i < a.numHiddenLayers(); i++) {
             String p = "model.layers." + i;
-            layers.add(new Block(Attention.load(config, params, p + ".self_attn", a, shard),
+            layers.add(new Block(
+                    Attention.load(config, params, p + ".self_attn", a, shard),
                     MlpBlock.load(config, params, p + ".mlp", a, shard),
                     RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps()),
                     RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps())));
@@ -229,8 +269,14 @@ final class GptOss extends LoadedModel {
         return new GptOss(config, a, params, embed, layers, norm, lmHead);
     }
 
-    private GptOss(ModelConfig config, Args args, Parameters params, Embedding embedTokens, List<Block> layers,
-            RmsNorm norm, Linear lmHead) {
+    private GptOss(
+            ModelConfig config,
+            Args args,
+            Parameters params,
+            Embedding embedTokens,
+            List<Block> layers,
+            RmsNorm norm,
+            Linear lmHead) {
         super("gpt_oss", args.headDim(), args.vocabSize(), config, params);
         this.args = args;
         this.embedTokens = embedTokens;

@@ -10,9 +10,11 @@ import dev.mlxring.mlx.MlxArray;
 /** The gated MLP of llama/qwen: {@code down_proj(swiglu(gate_proj(x), up_proj(x)))}. */
 record Mlp(Linear gateProj, Linear downProj, Linear upProj, CpuKernels kernels) implements DecoderModel.FeedForward {
     static Mlp load(ModelConfig config, Parameters params, String path, int dim, int hiddenDim) {
-        return new Mlp(Linear.load(config, params, path + ".gate_proj", dim),
+        return new Mlp(
+                Linear.load(config, params, path + ".gate_proj", dim),
                 Linear.load(config, params, path + ".down_proj", hiddenDim),
-                Linear.load(config, params, path + ".up_proj", dim), params.kernels());
+                Linear.load(config, params, path + ".up_proj", dim),
+                params.kernels());
     }
 
     /** This rank's part, as mlx-lm's {@code shard}: gate and up all-to-sharded, down sharded-to-all. */

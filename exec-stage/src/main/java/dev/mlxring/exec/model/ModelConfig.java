@@ -130,7 +130,8 @@ public final class ModelConfig {
 
     /** An object field as plain Java values (numbers, strings, lists, maps). */
     public Map<String, Object> objectAsMap(String field) {
-        JsonNode n = object(field).orElseThrow(() -> new ModelLoadException(file + ": field '" + field + "' is missing"));
+        JsonNode n =
+                object(field).orElseThrow(() -> new ModelLoadException(file + ": field '" + field + "' is missing"));
         Map<String, Object> m = new TreeMap<>();
         n.properties().forEach(e -> m.put(e.getKey(), JSON.convertValue(e.getValue(), Object.class)));
         return m;

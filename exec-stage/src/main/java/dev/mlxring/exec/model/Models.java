@@ -31,13 +31,19 @@ public final class Models {
 
     /** Families whose graph is not the shared llama-style decoder: each builds itself from the parameters. */
     private static final Map<String, OwnGraph> OWN_GRAPHS = Map.of(
-            "gemma3_text", (c, p, s) -> Gemma3Text.build(c, p),
-            "phi3", (c, p, s) -> Phi3.build(c, p),
-            "qwen3_moe", Qwen3Moe::build,
-            "gpt_oss", GptOss::build);
+            "gemma3_text",
+            (c, p, s) -> Gemma3Text.build(c, p),
+            "phi3",
+            (c, p, s) -> Phi3.build(c, p),
+            "qwen3_moe",
+            Qwen3Moe::build,
+            "gpt_oss",
+            GptOss::build);
 
     public static List<String> supportedModelTypes() {
-        return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream()).sorted().toList();
+        return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream())
+                .sorted()
+                .toList();
     }
 
     /** {@link #load(Path, CpuKernels)} with the default kernels ({@link CpuKernels#DEFAULT}). */
@@ -54,8 +60,8 @@ public final class Models {
      * Families that can be loaded as one rank's part of a tensor-parallel model: those whose
      * mlx-lm 0.32.2 model file has {@code shard(group)} and whose sharding is built here.
      */
-    public static final Set<String> SHARDED_FAMILIES = Set.of("llama", "mistral", "qwen2", "qwen3", "qwen3_moe",
-            "gpt_oss");
+    public static final Set<String> SHARDED_FAMILIES =
+            Set.of("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gpt_oss");
 
     /**
      * Loads the model whose quantized matmuls run on {@code kernels}; with a {@code shard}, only
@@ -80,8 +86,8 @@ public final class Models {
      * also keep their weights dequantized, made on the first forward pass: faster on the exact
      * tier, same bytes, 2 bytes a weight more memory. Not with a shard.
      */
-    public static LanguageModel load(Path modelDir, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights,
-            TensorShard shard) {
+    public static LanguageModel load(
+            Path modelDir, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights, TensorShard shard) {
         if (dequantizedWeights && shard != null) {
             throw new IllegalArgumentException("--dequantized-weights is not supported across tensor-parallel ranks");
         }
@@ -99,7 +105,9 @@ public final class Models {
         DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir), kernels, numerics, dequantizedWeights);
         try {
-            return family == null ? ownGraph.build(config, params, shard) : DecoderModel.build(config, params, args, shard);
+            return family == null
+                    ? ownGraph.build(config, params, shard)
+                    : DecoderModel.build(config, params, args, shard);
         } catch (RuntimeException e) {
             params.close();
             throw e;
@@ -112,7 +120,8 @@ public final class Models {
         if (!SHARDED_FAMILIES.contains(type)) {
             throw new ModelLoadException("model_type '" + type + "' in " + config.file()
                     + " cannot run tensor-parallel across ranks: mlx-lm 0.32.2 has no shard() for this family"
-                    + " (sharded families: " + String.join(", ", SHARDED_FAMILIES.stream().sorted().toList()) + ")");
+                    + " (sharded families: "
+                    + String.join(", ", SHARDED_FAMILIES.stream().sorted().toList()) + ")");
         }
     }
 
@@ -120,9 +129,11 @@ public final class Models {
         List<Path> files;
         try (Stream<Path> s = Files.list(modelDir)) {
             files = s.filter(p -> {
-                String n = p.getFileName().toString();
-                return n.startsWith("model") && n.endsWith(".safetensors");
-            }).sorted().toList();
+                        String n = p.getFileName().toString();
+                        return n.startsWith("model") && n.endsWith(".safetensors");
+                    })
+                    .sorted()
+                    .toList();
         } catch (IOException e) {
             throw new ModelLoadException("cannot list " + modelDir + ": " + e.getMessage());
         }

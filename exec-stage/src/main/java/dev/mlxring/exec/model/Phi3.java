@@ -30,26 +30,42 @@ final class Phi3 {
         int kvHeads = c.has("num_key_value_heads") ? c.intField("num_key_value_heads") : heads;
         int headDim = hidden / heads;
         Map<String, Object> scaling = ropeScaling(c);
-        DecoderArgs a = new DecoderArgs(hidden, c.intField("num_hidden_layers"), c.intField("intermediate_size"), heads,
-                kvHeads, headDim, c.doubleField("rms_norm_eps"), c.intField("vocab_size"),
-                c.doubleField("rope_theta", 10000), c.boolField("rope_traditional", false), scaling,
-                c.boolField("tie_word_embeddings", false), false, false,
+        DecoderArgs a = new DecoderArgs(
+                hidden,
+                c.intField("num_hidden_layers"),
+                c.intField("intermediate_size"),
+                heads,
+                kvHeads,
+                headDim,
+                c.doubleField("rms_norm_eps"),
+                c.intField("vocab_size"),
+                c.doubleField("rope_theta", 10000),
+                c.boolField("rope_traditional", false),
+                scaling,
+                c.boolField("tie_word_embeddings", false),
+                false,
+                false,
                 c.intField("max_position_embeddings", 131072));
         int ropeDim = (int) (headDim * c.doubleField("partial_rotary_factor", 1.0));
         int originalMax = c.intField("original_max_position_embeddings", 4096);
         return DecoderModel.build(c, params, a, new DecoderModel.LayerLoader() {
             @Override
             public DecoderModel.Attention attention(String path) {
-                return new Attention(a.numAttentionHeads(), a.numKeyValueHeads(), headDim,
+                return new Attention(
+                        a.numAttentionHeads(),
+                        a.numKeyValueHeads(),
+                        headDim,
                         (float) Math.pow(headDim, -0.5),
                         Linear.load(c, params, path + ".qkv_proj", hidden),
                         Linear.load(c, params, path + ".o_proj", heads * headDim),
-                        rope(a, ropeDim, originalMax, params.kernels()), params.kernels());
+                        rope(a, ropeDim, originalMax, params.kernels()),
+                        params.kernels());
             }
 
             @Override
             public DecoderModel.FeedForward mlp(int layer, String path) {
-                return new Mlp(Linear.load(c, params, path + ".gate_up_proj", hidden),
+                return new Mlp(
+                        Linear.load(c, params, path + ".gate_up_proj", hidden),
                         Linear.load(c, params, path + ".down_proj", a.intermediateSize()));
             }
         });
@@ -69,8 +85,11 @@ final class Phi3 {
         }
         Object type = s.get("type");
         if (!List.of("longrope", "su", "linear").contains(type)) {
-            System.getLogger(Phi3.class.getName()).log(System.Logger.Level.WARNING,
-                    "rope_scaling type " + type + " is not supported by phi3; running without rope scaling (as mlx-lm)");
+            System.getLogger(Phi3.class.getName())
+                    .log(
+                            System.Logger.Level.WARNING,
+                            "rope_scaling type " + type
+                                    + " is not supported by phi3; running without rope scaling (as mlx-lm)");
             return null;
         }
         return s;
@@ -82,13 +101,15 @@ final class Phi3 {
             if (!s.containsKey("short_factor")) {
                 throw new ModelLoadException("rope_scaling.short_factor is missing (" + s.get("type") + ")");
             }
-            return Rope.SuScaled.of(ropeDim, a.ropeTheta(), a.maxPositionEmbeddings(), originalMax, s.get("long_factor"), kernels);
+            return Rope.SuScaled.of(
+                    ropeDim, a.ropeTheta(), a.maxPositionEmbeddings(), originalMax, s.get("long_factor"), kernels);
         }
         double scale = 1.0;
         if (s != null) {
             if (!(s.get("factor") instanceof Double factor)) {
                 // mlx-lm asserts isinstance(factor, float)
-                throw new ModelLoadException("rope_scaling.factor must be a float for linear scaling, got " + s.get("factor"));
+                throw new ModelLoadException(
+                        "rope_scaling.factor must be a float for linear scaling, got " + s.get("factor"));
             }
             scale = 1 / factor;
         }
@@ -96,8 +117,16 @@ final class Phi3 {
     }
 
     /** {@code Attention}: one projection for q, k and v, split at the head boundaries. */
-    record Attention(int nHeads, int nKvHeads, int headDim, float scale, Linear qkvProj, Linear oProj, Rope rope,
-            CpuKernels kernels) implements DecoderModel.Attention {
+    record Attention(
+            int nHeads,
+            int nKvHeads,
+            int headDim,
+            float scale,
+            Linear qkvProj,
+            Linear oProj,
+            Rope rope,
+            CpuKernels kernels)
+            implements DecoderModel.Attention {
         @Override
         public MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             int b = x.dim(0);

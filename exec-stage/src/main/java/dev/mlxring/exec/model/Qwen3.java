@@ -28,10 +28,21 @@ final class Qwen3 {
         if (scaling == null && ropeParameters != null) {
             scaling = c.objectAsMap("rope_parameters");
         }
-        return new DecoderArgs(c.intField("hidden_size"), c.intField("num_hidden_layers"),
-                c.intField("intermediate_size"), c.intField("num_attention_heads"), c.intField("num_key_value_heads"),
-                c.intField("head_dim"), c.doubleField("rms_norm_eps"), c.intField("vocab_size"), ropeTheta, false,
-                scaling, c.boolField("tie_word_embeddings", false), true, false,
+        return new DecoderArgs(
+                c.intField("hidden_size"),
+                c.intField("num_hidden_layers"),
+                c.intField("intermediate_size"),
+                c.intField("num_attention_heads"),
+                c.intField("num_key_value_heads"),
+                c.intField("head_dim"),
+                c.doubleField("rms_norm_eps"),
+                c.intField("vocab_size"),
+                ropeTheta,
+                false,
+                scaling,
+                c.boolField("tie_word_embeddings", false),
+                true,
+                false,
                 c.intField("max_position_embeddings"));
     }
 }

@@ -32,10 +32,22 @@ final class Qwen3Moe {
      */
     static LanguageModel build(ModelConfig c, Parameters params, TensorShard shard) {
         int hidden = c.intField("hidden_size");
-        DecoderArgs a = new DecoderArgs(hidden, c.intField("num_hidden_layers"), c.intField("intermediate_size"),
-                c.intField("num_attention_heads"), c.intField("num_key_value_heads"), c.intField("head_dim"),
-                c.doubleField("rms_norm_eps"), c.intField("vocab_size"), c.doubleField("rope_theta"), false, null,
-                requiredBool(c, "tie_word_embeddings"), true, false, c.intField("max_position_embeddings"));
+        DecoderArgs a = new DecoderArgs(
+                hidden,
+                c.intField("num_hidden_layers"),
+                c.intField("intermediate_size"),
+                c.intField("num_attention_heads"),
+                c.intField("num_key_value_heads"),
+                c.intField("head_dim"),
+                c.doubleField("rms_norm_eps"),
+                c.intField("vocab_size"),
+                c.doubleField("rope_theta"),
+                false,
+                null,
+                requiredBool(c, "tie_word_embeddings"),
+                true,
+                false,
+                c.intField("max_position_embeddings"));
         int numExperts = c.intField("num_experts");
         int topK = c.intField("num_experts_per_tok");
         int sparseStep = c.intField("decoder_sparse_step");
@@ -43,7 +55,8 @@ final class Qwen3Moe {
         boolean normTopkProb = requiredBool(c, "norm_topk_prob");
         Set<Integer> mlpOnly = intSet(c, "mlp_only_layers");
         if (numExperts > 0 && sparseStep <= 0) {
-            throw new ModelLoadException(c.file() + ": field 'decoder_sparse_step' must be positive, got " + sparseStep);
+            throw new ModelLoadException(
+                    c.file() + ": field 'decoder_sparse_step' must be positive, got " + sparseStep);
         }
         if (numExperts > 0 && (topK <= 0 || topK > numExperts)) {
             throw new ModelLoadException(c.file() + ": field 'num_experts_per_tok' must be in [1, num_experts="
@@ -69,11 +82,16 @@ final class Qwen3Moe {
                     shard.splitOutputs(params, sw + ".up_proj");
                     downInDims = shard.divide(sw + ".down_proj input features", moeIntermediate);
                 }
-                return new Qwen3MoeSparseBlock(Linear.load(c, params, path + ".gate", hidden),
-                        new SwitchGlu(SwitchLinear.load(c, params, sw + ".gate_proj", hidden),
+                return new Qwen3MoeSparseBlock(
+                        Linear.load(c, params, path + ".gate", hidden),
+                        new SwitchGlu(
+                                SwitchLinear.load(c, params, sw + ".gate_proj", hidden),
                                 SwitchLinear.load(c, params, sw + ".up_proj", hidden),
-                                SwitchLinear.load(c, params, sw + ".down_proj", downInDims), SwitchGlu.SWIGLU),
-                        topK, normTopkProb, shard == null ? null : shard.group());
+                                SwitchLinear.load(c, params, sw + ".down_proj", downInDims),
+                                SwitchGlu.SWIGLU),
+                        topK,
+                        normTopkProb,
+                        shard == null ? null : shard.group());
             }
         });
     }

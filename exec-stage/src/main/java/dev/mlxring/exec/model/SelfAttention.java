@@ -45,8 +45,10 @@ final class SelfAttention implements DecoderModel.Attention {
      */
     SelfAttention(ModelConfig config, Parameters params, String path, DecoderArgs a, TensorShard shard) {
         int dim = a.hiddenSize();
-        this.nHeads = shard == null ? a.numAttentionHeads() : shard.divide("num_attention_heads", a.numAttentionHeads());
-        this.nKvHeads = shard == null ? a.numKeyValueHeads() : shard.divide("num_key_value_heads", a.numKeyValueHeads());
+        this.nHeads =
+                shard == null ? a.numAttentionHeads() : shard.divide("num_attention_heads", a.numAttentionHeads());
+        this.nKvHeads =
+                shard == null ? a.numKeyValueHeads() : shard.divide("num_key_value_heads", a.numKeyValueHeads());
         this.scale = (float) Math.pow(a.headDim(), -0.5);
         if (a.qkvBias()) {
             for (String proj : new String[] {".q_proj", ".k_proj", ".v_proj"}) {
@@ -67,8 +69,13 @@ final class SelfAttention implements DecoderModel.Attention {
         }
         this.qNorm = a.qkNorm() ? RmsNorm.load(params, path + ".q_norm", a.rmsNormEps()) : null;
         this.kNorm = a.qkNorm() ? RmsNorm.load(params, path + ".k_norm", a.rmsNormEps()) : null;
-        this.rope = Rope.initialize(a.headDim(), a.ropeTheta(), a.ropeTraditional(), a.ropeScaling(),
-                a.maxPositionEmbeddings(), params.kernels());
+        this.rope = Rope.initialize(
+                a.headDim(),
+                a.ropeTheta(),
+                a.ropeTraditional(),
+                a.ropeScaling(),
+                a.maxPositionEmbeddings(),
+                params.kernels());
         this.kernels = params.kernels();
     }
 
@@ -91,16 +98,19 @@ final class SelfAttention implements DecoderModel.Attention {
             keys = batch ? rope.forward(keys, mask.offsets()) : rope.forward(keys, offset);
         } else {
             // the rope over each projection's [B, H, L, D] view
-            queries = batch ? rope.forwardHeads(queries, nHeads, mask.offsets())
+            queries = batch
+                    ? rope.forwardHeads(queries, nHeads, mask.offsets())
                     : rope.forwardHeads(queries, nHeads, offset);
-            keys = batch ? rope.forwardHeads(keys, nKvHeads, mask.offsets()) : rope.forwardHeads(keys, nKvHeads, offset);
+            keys = batch
+                    ? rope.forwardHeads(keys, nKvHeads, mask.offsets())
+                    : rope.forwardHeads(keys, nKvHeads, offset);
         }
         if (batch) {
             // then the array mask
-            MlxArray[] kv = cache instanceof BatchKvCache bk ? bk.updateAndFetch(keys, values)
+            MlxArray[] kv = cache instanceof BatchKvCache bk
+                    ? bk.updateAndFetch(keys, values)
                     : ((BatchRotatingKvCache) cache).updateAndFetch(keys, values);
-            return oProj.forward(
-                    Mlx.sdpaMergedHeads(kernels, queries, kv[0], kv[1], scale, false, mask.array(), null));
+            return oProj.forward(Mlx.sdpaMergedHeads(kernels, queries, kv[0], kv[1], scale, false, mask.array(), null));
         }
         return oProj.forward(attend(kernels, queries, keys, values, cache, scale, mask));
     }
@@ -111,8 +121,14 @@ final class SelfAttention implements DecoderModel.Attention {
      * {@code mx.fast.scaled_dot_product_attention} with the mask as given; the result with its
      * heads merged, {@code output.transpose(0, 2, 1, 3).reshape(B, L, -1)}, as o_proj takes it.
      */
-    static MlxArray attend(CpuKernels kernels, MlxArray queries, MlxArray keys, MlxArray values, KvCache cache,
-            float scale, AttentionMask mask) {
+    static MlxArray attend(
+            CpuKernels kernels,
+            MlxArray queries,
+            MlxArray keys,
+            MlxArray values,
+            KvCache cache,
+            float scale,
+            AttentionMask mask) {
         if (cache instanceof QuantizedKvCache q) {
             MlxArray[] kv = q.updateAndFetch(keys, values);
             MlxArray out = quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
@@ -126,8 +142,8 @@ final class SelfAttention implements DecoderModel.Attention {
             case null -> new MlxArray[] {keys, values};
             default -> throw new IllegalStateException("unexpected cache " + cache);
         };
-        return Mlx.sdpaMergedHeads(kernels, queries, kv[0], kv[1], scale, mask.causal(),
-                mask.causal() ? null : mask.array(), null);
+        return Mlx.sdpaMergedHeads(
+                kernels, queries, kv[0], kv[1], scale, mask.causal(), mask.causal() ? null : mask.array(), null);
     }
 
     /**
@@ -141,8 +157,8 @@ final class SelfAttention implements DecoderModel.Attention {
      *
      * @param kv {@code kw, ks, kb, vw, vs, vb} as {@link QuantizedKvCache#updateAndFetch} returns them
      */
-    static MlxArray quantizedSdpa(MlxArray queries, MlxArray[] kv, float scale, AttentionMask mask, int groupSize,
-            int bits) {
+    static MlxArray quantizedSdpa(
+            MlxArray queries, MlxArray[] kv, float scale, AttentionMask mask, int groupSize, int bits) {
         int b = queries.dim(0);
         int nQHeads = queries.dim(1);
         int l = queries.dim(2);

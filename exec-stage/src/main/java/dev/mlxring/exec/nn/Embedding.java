@@ -44,8 +44,12 @@ public interface Embedding {
             implements Embedding {
         @Override
         public MlxArray forward(MlxArray ids) {
-            return Mlx.dequantize(Mlx.take(weight, ids, 0), Mlx.take(scales, ids, 0),
-                    biases == null ? null : Mlx.take(biases, ids, 0), spec.groupSize(), spec.bits());
+            return Mlx.dequantize(
+                    Mlx.take(weight, ids, 0),
+                    Mlx.take(scales, ids, 0),
+                    biases == null ? null : Mlx.take(biases, ids, 0),
+                    spec.groupSize(),
+                    spec.bits());
         }
 
         @Override

@@ -41,8 +41,8 @@ public interface Linear {
      * {@code quantized_matmul(x, W, scales, biases, transpose=True)} then {@code + bias}; through the
      * weight's dequantized {@code layout} where there is one ({@link QuantSpec#dequantizedLayout}).
      */
-    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, MlxArray bias, QuantSpec spec,
-            MlxArray layout) implements Linear {
+    record Quantized(MlxArray weight, MlxArray scales, MlxArray biases, MlxArray bias, QuantSpec spec, MlxArray layout)
+            implements Linear {
         @Override
         public MlxArray forward(MlxArray x) {
             MlxArray y = spec.matmul(x, weight, scales, biases, layout);

@@ -29,7 +29,8 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
      * {@link #matmul}). Same bytes either way.
      */
     public MlxArray matmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, MlxArray layout) {
-        return layout == null ? matmul(x, w, scales, biases)
+        return layout == null
+                ? matmul(x, w, scales, biases)
                 : DequantizedWeights.quantizedMatmul(x, w, scales, biases, layout, groupSize, bits);
     }
 
@@ -40,12 +41,15 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
      * otherwise) and owned by {@code params}. Null where none applies.
      */
     public MlxArray dequantizedLayout(Parameters params, MlxArray w, MlxArray scales, MlxArray biases) {
-        if (!params.dequantizedWeights() || kernels != CpuKernels.NATIVE || numerics != Numerics.EXACT
+        if (!params.dequantizedWeights()
+                || kernels != CpuKernels.NATIVE
+                || numerics != Numerics.EXACT
                 || !DequantizedWeights.covers(scales, biases, bits, groupSize)) {
             return null;
         }
         try (ArrayScope scope = ArrayScope.open()) {
-            return params.own(DequantizedWeights.layout(w, scales, biases, groupSize, bits).detach());
+            return params.own(DequantizedWeights.layout(w, scales, biases, groupSize, bits)
+                    .detach());
         }
     }
 
@@ -57,8 +61,8 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
         JsonNode quant = config.object("quantization").orElse(null);
         JsonNode entry = quant != null && quant.has(path) ? quant.get(path) : null;
         if (entry != null && entry.isBoolean() && !entry.booleanValue()) {
-            throw new ModelLoadException(config.file() + ": quantization disables '" + path
-                    + "' but the weights carry " + path + ".scales");
+            throw new ModelLoadException(
+                    config.file() + ": quantization disables '" + path + "' but the weights carry " + path + ".scales");
         }
         MlxArray scales = params.get(path + ".scales");
         MlxArray weight = params.get(path + ".weight");
@@ -68,7 +72,8 @@ public record QuantSpec(int groupSize, int bits, CpuKernels kernels, Numerics nu
         // mlx-lm quantizes every layer that has scales with its own config entry or else the
         // global bits and group size (nn.quantize), then loads strictly: a shape that disagrees
         // with config.json is an error there, and here.
-        JsonNode declared = entry != null && entry.isObject() ? entry
+        JsonNode declared = entry != null && entry.isObject()
+                ? entry
                 : quant != null && quant.has("bits") && quant.has("group_size") ? quant : null;
         int groupSize;
         int bits;

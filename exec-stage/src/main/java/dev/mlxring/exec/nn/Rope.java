@@ -28,8 +28,8 @@ public interface Rope extends AutoCloseable {
      * @throws UnsupportedOperationException for a rope type mlx-lm cannot batch either
      */
     default MlxArray forward(MlxArray x, MlxArray offsets) {
-        throw new UnsupportedOperationException(getClass().getSimpleName()
-                + " rope does not run in a batch (mlx-lm's version needs an int offset)");
+        throw new UnsupportedOperationException(
+                getClass().getSimpleName() + " rope does not run in a batch (mlx-lm's version needs an int offset)");
     }
 
     /**
@@ -68,8 +68,8 @@ public interface Rope extends AutoCloseable {
     }
 
     /** As {@link #initialize(int, double, boolean, Map, Integer, CpuKernels)} with the default kernels. */
-    static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling,
-            Integer maxPositionEmbeddings) {
+    static Rope initialize(
+            int dims, double base, boolean traditional, Map<String, Object> scaling, Integer maxPositionEmbeddings) {
         return initialize(dims, base, traditional, scaling, maxPositionEmbeddings, CpuKernels.DEFAULT);
     }
 
@@ -77,8 +77,13 @@ public interface Rope extends AutoCloseable {
      * {@code initialize_rope(dims, base, traditional, scaling_config, max_position_embeddings)};
      * {@code maxPositionEmbeddings} is null where the model's ModelArgs leaves it None (llama).
      */
-    static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling,
-            Integer maxPositionEmbeddings, CpuKernels kernels) {
+    static Rope initialize(
+            int dims,
+            double base,
+            boolean traditional,
+            Map<String, Object> scaling,
+            Integer maxPositionEmbeddings,
+            CpuKernels kernels) {
         String type = "default";
         if (scaling != null) {
             // scaling_config.get("type") or scaling_config.get("rope_type", "default")
@@ -90,22 +95,30 @@ public interface Rope extends AutoCloseable {
         }
         return switch (type) {
             case "default" -> new Standard(dims, traditional, (float) base, 1.0f, kernels);
-            case "linear" -> new Standard(dims, traditional, (float) base, (float) (1.0 / number(scaling, "factor")),
-                    kernels);
-            case "dynamic" -> new DynamicNtk(dims, required(maxPositionEmbeddings, type), traditional, base,
-                    number(scaling, "factor"), kernels);
+            case "linear" ->
+                new Standard(dims, traditional, (float) base, (float) (1.0 / number(scaling, "factor")), kernels);
+            case "dynamic" ->
+                new DynamicNtk(
+                        dims,
+                        required(maxPositionEmbeddings, type),
+                        traditional,
+                        base,
+                        number(scaling, "factor"),
+                        kernels);
             case "llama3" -> Llama3.create(dims, traditional, base, scaling, kernels);
             case "yarn", "deepseek_yarn", "telechat3-yarn" -> Yarn.create(dims, traditional, base, scaling, kernels);
             case "longrope" -> SuScaled.create(dims, base, required(maxPositionEmbeddings, type), scaling, kernels);
-            default -> throw new ModelLoadException(
-                    "rope_scaling type '" + type + "' is not supported (supported: " + SUPPORTED + ")");
+            default ->
+                throw new ModelLoadException(
+                        "rope_scaling type '" + type + "' is not supported (supported: " + SUPPORTED + ")");
         };
     }
 
     private static int required(Integer maxPositionEmbeddings, String type) {
         if (maxPositionEmbeddings == null) {
             // mlx-lm passes None and fails (TypeError) when the rope uses it
-            throw new ModelLoadException("rope_scaling type '" + type + "' needs max_position_embeddings in config.json");
+            throw new ModelLoadException(
+                    "rope_scaling type '" + type + "' needs max_position_embeddings in config.json");
         }
         return maxPositionEmbeddings;
     }
@@ -221,13 +234,13 @@ public interface Rope extends AutoCloseable {
                 MlxArray freqs = Mlx.power(f32(base), exponents);
                 MlxArray wavelens = Mlx.multiply(freqs, f32(2 * Math.PI));
                 freqs = Mlx.where(Mlx.greater(wavelens, f32(lowFreqWavelen)), Mlx.multiply(freqs, f32(factor)), freqs);
-                MlxArray isMediumFreq = Mlx.logicalAnd(Mlx.greater(wavelens, f32(highFreqWavelen)),
-                        Mlx.less(wavelens, f32(lowFreqWavelen)));
+                MlxArray isMediumFreq = Mlx.logicalAnd(
+                        Mlx.greater(wavelens, f32(highFreqWavelen)), Mlx.less(wavelens, f32(lowFreqWavelen)));
                 MlxArray smoothFactors = Mlx.divide(
                         Mlx.subtract(Mlx.divide(f32(oldContextLen), wavelens), f32(lowFreqFactor)),
                         f32(highFreqFactor - lowFreqFactor));
-                MlxArray smoothFreqs = Mlx.divide(freqs,
-                        Mlx.add(Mlx.divide(Mlx.subtract(f32(1), smoothFactors), f32(factor)), smoothFactors));
+                MlxArray smoothFreqs = Mlx.divide(
+                        freqs, Mlx.add(Mlx.divide(Mlx.subtract(f32(1), smoothFactors), f32(factor)), smoothFactors));
                 return new Llama3(dims, traditional, keep(Mlx.where(isMediumFreq, smoothFreqs, freqs)), kernels);
             }
         }
@@ -266,14 +279,15 @@ public interface Rope extends AutoCloseable {
      * {@code DynamicNTKScalingRoPE}: {@code mx.fast.rope} with a base that grows with
      * {@code max(seq_len + offset, max_position_embeddings)} at each call.
      */
-    record DynamicNtk(int dims, int maxPositionEmbeddings, boolean traditional, double base, double factor,
-            CpuKernels kernels) implements Rope {
+    record DynamicNtk(
+            int dims, int maxPositionEmbeddings, boolean traditional, double base, double factor, CpuKernels kernels)
+            implements Rope {
         @Override
         public MlxArray forward(MlxArray x, int offset) {
             // x.shape: [batch, num_heads, seq_len, head_dim]
             int seqLen = Math.max(x.dim(x.ndim() - 2) + offset, maxPositionEmbeddings);
-            double b = base * PyMath.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1),
-                    (double) dims / (dims - 2));
+            double b = base
+                    * PyMath.pow((factor * seqLen / maxPositionEmbeddings) - (factor - 1), (double) dims / (dims - 2));
             return Mlx.rope(kernels, x, dims, traditional, (float) b, 1.0f, offset);
         }
     }
@@ -311,8 +325,8 @@ public interface Rope extends AutoCloseable {
                 MlxArray freqInter = Mlx.multiply(f32(scalingFactor), freqExtra);
                 MlxArray freqMask = Mlx.subtract(f32(1.0), linearRampMask(low, high, dims / 2));
                 MlxArray num = Mlx.multiply(freqInter, freqExtra);
-                MlxArray den = Mlx.add(Mlx.multiply(freqInter, freqMask),
-                        Mlx.multiply(freqExtra, Mlx.subtract(f32(1), freqMask)));
+                MlxArray den = Mlx.add(
+                        Mlx.multiply(freqInter, freqMask), Mlx.multiply(freqExtra, Mlx.subtract(f32(1), freqMask)));
                 return new Yarn(dims, traditional, mscale, keep(Mlx.divide(num, den)), kernels);
             }
         }
@@ -377,21 +391,31 @@ public interface Rope extends AutoCloseable {
             this.kernels = kernels;
         }
 
-        static SuScaled create(int dims, double base, int maxPositionEmbeddings, Map<String, Object> cfg,
-                CpuKernels kernels) {
+        static SuScaled create(
+                int dims, double base, int maxPositionEmbeddings, Map<String, Object> cfg, CpuKernels kernels) {
             if (!cfg.containsKey("short_factor")) {
                 throw new ModelLoadException("rope_scaling.short_factor is missing (longrope)");
             }
-            return of(dims, base, maxPositionEmbeddings, number(cfg, "original_max_position_embeddings"),
-                    cfg.get("long_factor"), kernels);
+            return of(
+                    dims,
+                    base,
+                    maxPositionEmbeddings,
+                    number(cfg, "original_max_position_embeddings"),
+                    cfg.get("long_factor"),
+                    kernels);
         }
 
         /**
          * {@code SuScaledRoPE(dims, base, max_position_embeddings, original_max_position_embeddings,
          * long_factor=...)} as a model builds it directly (phi3), without long_mscale.
          */
-        public static SuScaled of(int dims, double base, int maxPositionEmbeddings, double originalMax,
-                Object longFactorValue, CpuKernels kernels) {
+        public static SuScaled of(
+                int dims,
+                double base,
+                int maxPositionEmbeddings,
+                double originalMax,
+                Object longFactorValue,
+                CpuKernels kernels) {
             double factor = maxPositionEmbeddings / originalMax;
             // long_mscale is never passed (by initialize_rope nor by phi3)
             double scale = factor <= 1.0 ? 1.0 : Math.sqrt(1 + PyMath.log(factor) / PyMath.log(originalMax));
@@ -407,7 +431,8 @@ public interface Rope extends AutoCloseable {
                 return Mlx.scalar(n.floatValue(), Dtype.FLOAT32);
             }
             if (!(v instanceof List<?> list) || list.isEmpty()) {
-                throw new ModelLoadException("rope_scaling.long_factor must be a number or a list of numbers, got " + v);
+                throw new ModelLoadException(
+                        "rope_scaling.long_factor must be a number or a list of numbers, got " + v);
             }
             if (list.size() != dims / 2 && list.size() != 1) {
                 throw new ModelLoadException("rope_scaling.long_factor has " + list.size() + " entries, expected "
@@ -416,7 +441,8 @@ public interface Rope extends AutoCloseable {
             float[] values = new float[list.size()];
             for (int i = 0; i < values.length; i++) {
                 if (!(list.get(i) instanceof Number n)) {
-                    throw new ModelLoadException("rope_scaling.long_factor[" + i + "] must be a number, got " + list.get(i));
+                    throw new ModelLoadException(
+                            "rope_scaling.long_factor[" + i + "] must be a number, got " + list.get(i));
                 }
                 values[i] = n.floatValue();
             }

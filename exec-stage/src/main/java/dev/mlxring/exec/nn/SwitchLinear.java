@@ -36,8 +36,8 @@ public interface SwitchLinear {
             }
             return new Dense(weight, bias);
         }
-        return new Quantized(params.get(path + ".weight"), params.get(path + ".scales"),
-                params.optional(path + ".biases"), bias, q);
+        return new Quantized(
+                params.get(path + ".weight"), params.get(path + ".scales"), params.optional(path + ".biases"), bias, q);
     }
 
     /** {@code x + expand_dims(bias[indices], -2)}, SwitchLinear's bias term. */
@@ -59,8 +59,8 @@ public interface SwitchLinear {
             implements SwitchLinear {
         @Override
         public MlxArray forward(MlxArray x, MlxArray indices, boolean sortedIndices) {
-            MlxArray y = Mlx.gatherQmm(x, weight, scales, biases, null, indices, true, spec.groupSize(), spec.bits(),
-                    sortedIndices);
+            MlxArray y = Mlx.gatherQmm(
+                    x, weight, scales, biases, null, indices, true, spec.groupSize(), spec.bits(), sortedIndices);
             return addBias(y, bias, indices);
         }
     }

@@ -52,8 +52,8 @@ public final class TensorShard {
      */
     public int divide(String what, int n) {
         if (n % size() != 0) {
-            throw new ModelLoadException(what + " (" + n + ") is not divisible by the " + size()
-                    + " ranks of the tensor-parallel group");
+            throw new ModelLoadException(
+                    what + " (" + n + ") is not divisible by the " + size() + " ranks of the tensor-parallel group");
         }
         return n / size();
     }
@@ -162,7 +162,9 @@ public final class TensorShard {
             start[ax] = rank() * block;
             stop[ax] = start[ax] + block;
             try (ArrayScope scope = ArrayScope.open()) {
-                params.put(name, Mlx.contiguous(Mlx.slice(full, start, stop, strides)).detach());
+                params.put(
+                        name,
+                        Mlx.contiguous(Mlx.slice(full, start, stop, strides)).detach());
             }
         } finally {
             full.close();

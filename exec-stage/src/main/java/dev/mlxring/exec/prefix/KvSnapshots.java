@@ -46,9 +46,11 @@ public final class KvSnapshots {
                     a.copyTo(data);
                     tensors.add(new KvTensor(a.dtype().mlxName, a.shape(), data));
                 }
-                b.add(c instanceof QuantizedKvCache q
-                        ? new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors)
-                        : new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors));
+                b.add(
+                        c instanceof QuantizedKvCache q
+                                ? new LayerState(
+                                        LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors)
+                                : new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors));
             }
             return b.build();
         } catch (RuntimeException e) {
@@ -63,7 +65,8 @@ public final class KvSnapshots {
      */
     public static KvCache[] restore(KvSnapshot snapshot, int keep) {
         if (keep < 0 || keep > snapshot.tokens()) {
-            throw new IllegalArgumentException("cannot keep " + keep + " of a snapshot's " + snapshot.tokens() + " positions");
+            throw new IllegalArgumentException(
+                    "cannot keep " + keep + " of a snapshot's " + snapshot.tokens() + " positions");
         }
         List<LayerState> layers = snapshot.layers();
         KvCache[] out = new KvCache[layers.size()];
@@ -77,8 +80,11 @@ public final class KvSnapshots {
                 }
                 out[made] = switch (l.kind()) {
                     case DENSE -> DenseKvCache.restored(a[0], a[1], keep);
-                    case QUANTIZED -> QuantizedKvCache.restored(l.groupSize(), l.bits(), keep,
-                            new MlxArray[] {a[0], a[1], a[2]}, new MlxArray[] {a[3], a[4], a[5]});
+                    case QUANTIZED ->
+                        QuantizedKvCache.restored(
+                                l.groupSize(), l.bits(), keep, new MlxArray[] {a[0], a[1], a[2]}, new MlxArray[] {
+                                    a[3], a[4], a[5]
+                                });
                 };
                 made++;
             }

@@ -31,8 +31,7 @@ public final class PrefixReuse {
 
     /** The namespace of a run under {@code kv} (null = full precision). */
     public CacheNamespace namespace(KvQuantization kv) {
-        String scheme = kv == null ? "dense"
-                : "kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart();
+        String scheme = kv == null ? "dense" : "kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart();
         return new CacheNamespace(modelFingerprint, scheme, "");
     }
 

@@ -37,16 +37,27 @@ public final class PrefixedRun implements AutoCloseable {
      *
      * @throws IllegalArgumentException as {@link GenerationRun}'s constructor (restored caches are freed)
      */
-    public static PrefixedRun open(PrefixReuse reuse, LanguageModel model, int[] prompt, GenerationOptions options,
-            SamplingParams params, EngineRng engineRng) {
+    public static PrefixedRun open(
+            PrefixReuse reuse,
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams params,
+            EngineRng engineRng) {
         if (reuse == null || prompt.length == 0) {
-            return new PrefixedRun(new GenerationRun(model, prompt, options, params, engineRng), null, null, new int[0]);
+            return new PrefixedRun(
+                    new GenerationRun(model, prompt, options, params, engineRng), null, null, new int[0]);
         }
         CacheNamespace ns = reuse.namespace(options.kvQuantization());
         PrefixReuse.Restored restored = reuse.restore(ns, prompt);
         int cached = restored == null ? 0 : restored.cachedTokens();
-        GenerationRun run = new GenerationRun(model, Arrays.copyOfRange(prompt, cached, prompt.length), options, params,
-                engineRng, restored == null ? null : restored.caches());
+        GenerationRun run = new GenerationRun(
+                model,
+                Arrays.copyOfRange(prompt, cached, prompt.length),
+                options,
+                params,
+                engineRng,
+                restored == null ? null : restored.caches());
         return new PrefixedRun(run, reuse, ns, Arrays.copyOf(prompt, cached));
     }
 

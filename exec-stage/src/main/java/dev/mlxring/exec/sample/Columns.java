@@ -44,8 +44,7 @@ final class Columns {
     static MlxArray subtract(MlxArray x, MlxArray idx, MlxArray update) {
         int rows = x.dim(0);
         int n = idx.dim(0);
-        return Mlx.scatterAdd(x, scatterIndices(rows, idx, n), Mlx.negative(scatterUpdates(update, rows, n)),
-                AXES_01);
+        return Mlx.scatterAdd(x, scatterIndices(rows, idx, n), Mlx.negative(scatterUpdates(update, rows, n)), AXES_01);
     }
 
     /** {@code tokens[-c:]} of a 1-D history of {@code length} tokens ({@code c == 0} keeps all, as Python). */

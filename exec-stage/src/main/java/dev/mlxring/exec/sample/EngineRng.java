@@ -102,7 +102,8 @@ public final class EngineRng {
     public record Lease(EngineRng engine, long id, boolean continuing, int k0, int k1, long independentSeed) {
         /** The request's initial sampler state. */
         public SamplingState newState(int historyToKeep) {
-            return continuing ? SamplingState.ofKey(k0, k1, historyToKeep)
+            return continuing
+                    ? SamplingState.ofKey(k0, k1, historyToKeep)
                     : SamplingState.seeded(independentSeed, historyToKeep);
         }
     }

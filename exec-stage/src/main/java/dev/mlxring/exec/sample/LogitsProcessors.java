@@ -84,7 +84,9 @@ public final class LogitsProcessors {
             MlxArray t = Columns.lastTokens(tokens, historyLength, contextSize);
             MlxArray selected = Columns.get(logits, t);
             MlxArray p = Columns.pyFloat(penalty, selected.dtype());
-            selected = Mlx.where(Mlx.less(selected, Mlx.scalar(0, selected.dtype())), Mlx.multiply(selected, p),
+            selected = Mlx.where(
+                    Mlx.less(selected, Mlx.scalar(0, selected.dtype())),
+                    Mlx.multiply(selected, p),
                     Mlx.divide(selected, p));
             return Columns.set(logits, t, selected);
         }

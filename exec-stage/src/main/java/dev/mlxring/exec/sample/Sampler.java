@@ -36,8 +36,8 @@ public final class Sampler {
      */
     public static Sampler create(SamplingParams params, int vocab) {
         if (!params.greedy() && params.topK() > 0 && params.topK() >= vocab) {
-            throw new IllegalArgumentException(
-                    "top_k must be in [0, " + vocab + ") for a vocabulary of " + vocab + " tokens, got " + params.topK());
+            throw new IllegalArgumentException("top_k must be in [0, " + vocab + ") for a vocabulary of " + vocab
+                    + " tokens, got " + params.topK());
         }
         for (int t : params.xtcSpecialTokens()) {
             if (t >= vocab) {
@@ -74,8 +74,8 @@ public final class Sampler {
             x = state.advance(Mlx.applyMinP(x, params.minP(), params.minTokensToKeep(), state.key()));
         }
         if (xtc) {
-            x = state.advance(Mlx.applyXtc(x, params.xtcProbability(), params.xtcThreshold(), xtcSpecialTokens,
-                    state.key()));
+            x = state.advance(
+                    Mlx.applyXtc(x, params.xtcProbability(), params.xtcThreshold(), xtcSpecialTokens, state.key()));
         }
         if (topK) {
             x = state.advance(Mlx.applyTopK(x, params.topK(), state.key()));

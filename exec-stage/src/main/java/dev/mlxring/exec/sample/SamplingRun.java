@@ -18,7 +18,11 @@ public final class SamplingRun implements AutoCloseable {
     private final EngineRng engineRng;
     private final EngineRng.Lease lease;
 
-    private SamplingRun(Sampler sampler, List<LogitsProcessor> processors, SamplingState state, EngineRng engineRng,
+    private SamplingRun(
+            Sampler sampler,
+            List<LogitsProcessor> processors,
+            SamplingState state,
+            EngineRng engineRng,
             EngineRng.Lease lease) {
         this.sampler = sampler;
         this.processors = processors;

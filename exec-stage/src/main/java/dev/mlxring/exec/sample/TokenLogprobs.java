@@ -20,14 +20,16 @@ public record TokenLogprobs(int token, float logprob, int[] topIds, float[] topL
     /** Reads the report for {@code token} from a step's {@code [V]} logprobs (evaluates them). */
     public static TokenLogprobs of(MlxArray logprobs, int token, int topN) {
         try (ArrayScope s = ArrayScope.open()) {
-            float chosen = Mlx.take(logprobs, Mlx.fromInts(new int[] {token}, 1), 0).toFloatArray()[0];
+            float chosen =
+                    Mlx.take(logprobs, Mlx.fromInts(new int[] {token}, 1), 0).toFloatArray()[0];
             if (topN <= 0) {
                 return new TokenLogprobs(token, chosen, new int[0], new float[0]);
             }
             MlxArray part = Mlx.argpartition(Mlx.negative(logprobs), topN - 1, -1);
             MlxArray top = Mlx.slice(part, new int[] {0}, new int[] {topN}, new int[] {1});
             int[] ids = top.toIntArray();
-            float[] values = Mlx.take(logprobs, Mlx.fromInts(ids, ids.length), 0).toFloatArray();
+            float[] values =
+                    Mlx.take(logprobs, Mlx.fromInts(ids, ids.length), 0).toFloatArray();
             return new TokenLogprobs(token, chosen, ids, values);
         }
     }

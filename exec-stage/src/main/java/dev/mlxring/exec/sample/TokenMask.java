@@ -64,8 +64,10 @@ public final class TokenMask implements AutoCloseable {
         }
         if (!any || expand() == 0) {
             String why = constraint.error();
-            fail(ErrorType.INVALID_REQUEST, constraint.name() + " can no longer be satisfied: no token is allowed after "
-                    + consumed + " generated tokens" + (why == null ? "" : " (" + why + ")"));
+            fail(
+                    ErrorType.INVALID_REQUEST,
+                    constraint.name() + " can no longer be satisfied: no token is allowed after " + consumed
+                            + " generated tokens" + (why == null ? "" : " (" + why + ")"));
             return null;
         }
         MemorySegment.copy(allowed, 0, staging, ValueLayout.JAVA_BYTE, 0, vocab);
@@ -89,8 +91,10 @@ public final class TokenMask implements AutoCloseable {
         try {
             constraint.consume(token);
         } catch (RuntimeException e) {
-            fail(ErrorType.INTERNAL, constraint.name() + " refused sampled token " + token + " after " + consumed
-                    + " tokens: " + e.getMessage());
+            fail(
+                    ErrorType.INTERNAL,
+                    constraint.name() + " refused sampled token " + token + " after " + consumed + " tokens: "
+                            + e.getMessage());
             return false;
         }
         consumed++;

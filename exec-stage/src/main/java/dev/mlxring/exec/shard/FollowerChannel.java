@@ -39,7 +39,12 @@ public final class FollowerChannel implements AutoCloseable {
     private volatile boolean closing;
     private volatile String lost;
 
-    private FollowerChannel(Socket socket, DataOutputStream out, DataInputStream in, Welcome welcome, long timeoutNs,
+    private FollowerChannel(
+            Socket socket,
+            DataOutputStream out,
+            DataInputStream in,
+            Welcome welcome,
+            long timeoutNs,
             Consumer<String> onLost) {
         this.socket = socket;
         this.out = out;
@@ -61,8 +66,14 @@ public final class FollowerChannel implements AutoCloseable {
      *
      * @throws IllegalStateException when rank 0 does not answer in time or refuses this rank
      */
-    public static FollowerChannel connect(InetSocketAddress leader, int rank, String fingerprint, long startupNs,
-            long timeoutNs, Consumer<String> onLost) throws IOException {
+    public static FollowerChannel connect(
+            InetSocketAddress leader,
+            int rank,
+            String fingerprint,
+            long startupNs,
+            long timeoutNs,
+            Consumer<String> onLost)
+            throws IOException {
         long deadline = System.nanoTime() + startupNs;
         IOException last = null;
         while (System.nanoTime() < deadline) {
@@ -70,21 +81,25 @@ public final class FollowerChannel implements AutoCloseable {
             try {
                 s.connect(leader, (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
                 s.setTcpNoDelay(true);
-                s.setSoTimeout((int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.max(timeoutNs, deadline - System.nanoTime()))));
+                s.setSoTimeout((int)
+                        Math.max(1, TimeUnit.NANOSECONDS.toMillis(Math.max(timeoutNs, deadline - System.nanoTime()))));
                 DataOutputStream out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
                 DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
                 Frame.of(Frame.HELLO, o -> {
-                    o.writeInt(rank);
-                    o.writeUTF(fingerprint);
-                }).writeTo(out);
+                            o.writeInt(rank);
+                            o.writeUTF(fingerprint);
+                        })
+                        .writeTo(out);
                 Frame reply = Frame.readFrom(in);
                 if (reply.type() == Frame.FAILED) {
                     s.close();
-                    throw new IllegalStateException("rank 0 refused rank " + rank + ": " + reply.body().readUTF());
+                    throw new IllegalStateException(
+                            "rank 0 refused rank " + rank + ": " + reply.body().readUTF());
                 }
                 if (reply.type() != Frame.WELCOME) {
                     s.close();
-                    throw new IllegalStateException("rank 0's control channel answered with frame type " + reply.type());
+                    throw new IllegalStateException(
+                            "rank 0's control channel answered with frame type " + reply.type());
                 }
                 s.setSoTimeout(0);
                 return new FollowerChannel(s, out, in, Welcome.read(reply.body()), timeoutNs, onLost);

@@ -31,6 +31,7 @@ public final class FollowerLoop {
     private final Map<Integer, BatchStep> steps = new HashMap<>();
     /** What this rank's previous unit of each run / batch committed ({@link StepDigest}). */
     private final Map<Integer, Long> runDigests = new HashMap<>();
+
     private final Map<Integer, Long> batchDigests = new HashMap<>();
     private long calls;
 
@@ -157,8 +158,8 @@ public final class FollowerLoop {
      */
     private static void checkReuse(int rank0, int mine, String what) {
         if (rank0 != mine) {
-            throw new IllegalStateException("diverged: " + what + " reused " + mine
-                    + " cached prompt tokens here and " + rank0 + " on rank 0");
+            throw new IllegalStateException(
+                    "diverged: " + what + " reused " + mine + " cached prompt tokens here and " + rank0 + " on rank 0");
         }
     }
 

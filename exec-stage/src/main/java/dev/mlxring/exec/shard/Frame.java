@@ -20,9 +20,11 @@ record Frame(byte type, byte[] payload) {
     static final byte WELCOME = 2;
     /** Leader to follower, every heartbeat interval; answered by {@link #PONG}. */
     static final byte PING = 3;
+
     static final byte PONG = 4;
     /** The executor calls rank 0 makes, replayed in order by the other ranks. */
     static final byte OPEN_RUN = 10;
+
     static final byte ADVANCE = 11;
     static final byte CLOSE_RUN = 12;
     static final byte OPEN_BATCH = 20;

@@ -61,6 +61,7 @@ public final class LeaderChannel implements AutoCloseable {
     private volatile String failure;
     /** Completes with the reason when the group fails. */
     private final CompletableFuture<String> failed = new CompletableFuture<>();
+
     private volatile boolean closing;
 
     private LeaderChannel(List<Peer> peers, long timeoutNs, Runnable abort) {
@@ -86,8 +87,15 @@ public final class LeaderChannel implements AutoCloseable {
      * @param abort what unblocks a collective stuck on a lost rank (run once, on failure)
      * @throws IllegalStateException naming the rank that did not come, or that runs another model
      */
-    public static LeaderChannel accept(InetSocketAddress bind, int ranks, String fingerprint, Welcome welcome,
-            long startupNs, long timeoutNs, Runnable abort) throws IOException {
+    public static LeaderChannel accept(
+            InetSocketAddress bind,
+            int ranks,
+            String fingerprint,
+            Welcome welcome,
+            long startupNs,
+            long timeoutNs,
+            Runnable abort)
+            throws IOException {
         long deadline = System.nanoTime() + startupNs;
         Peer[] byRank = new Peer[ranks];
         List<Socket> opened = new ArrayList<>();
@@ -127,7 +135,8 @@ public final class LeaderChannel implements AutoCloseable {
                             + " (expected each of 1.." + (ranks - 1) + " once)");
                 }
                 if (!theirs.equals(fingerprint)) {
-                    Frame.of(Frame.FAILED, o -> o.writeUTF("rank 0 runs another model")).writeTo(out);
+                    Frame.of(Frame.FAILED, o -> o.writeUTF("rank 0 runs another model"))
+                            .writeTo(out);
                     throw new IllegalStateException("rank " + rank + " loaded another model than rank 0 (fingerprint "
                             + theirs + ", rank 0 has " + fingerprint + "): give every rank the same --model");
                 }
@@ -196,8 +205,10 @@ public final class LeaderChannel implements AutoCloseable {
             failure = reason;
         }
         failed.complete(reason);
-        LOG.log(System.Logger.Level.ERROR, "tensor-parallel group failed: " + reason
-                + "; failing the requests in flight, the server reports unhealthy");
+        LOG.log(
+                System.Logger.Level.ERROR,
+                "tensor-parallel group failed: " + reason
+                        + "; failing the requests in flight, the server reports unhealthy");
         try {
             abort.run();
         } catch (RuntimeException e) {
@@ -230,7 +241,8 @@ public final class LeaderChannel implements AutoCloseable {
     }
 
     private void beat() {
-        long intervalNs = Math.max(TimeUnit.MILLISECONDS.toNanos(50), Math.min(TimeUnit.SECONDS.toNanos(1), timeoutNs / 5));
+        long intervalNs =
+                Math.max(TimeUnit.MILLISECONDS.toNanos(50), Math.min(TimeUnit.SECONDS.toNanos(1), timeoutNs / 5));
         Frame ping = Frame.empty(Frame.PING);
         while (!closing && failure == null) {
             for (Peer p : peers) {

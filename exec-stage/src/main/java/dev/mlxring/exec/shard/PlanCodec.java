@@ -61,8 +61,17 @@ final class PlanCodec {
         int top = in.readInt();
         KvQuantization kv = in.readBoolean() ? new KvQuantization(in.readInt(), in.readInt(), in.readInt()) : null;
         SamplingParams sampling = readSampling(in);
-        return new ExecutionPlan(id, new PreparedPrompt(ids, stable, templated, segments), sampling, maxTokens, stops, List.of(),
-                logprobs, top, List.of(), kv);
+        return new ExecutionPlan(
+                id,
+                new PreparedPrompt(ids, stable, templated, segments),
+                sampling,
+                maxTokens,
+                stops,
+                List.of(),
+                logprobs,
+                top,
+                List.of(),
+                kv);
     }
 
     private static void writeSampling(DataOutputStream out, SamplingParams s) throws IOException {
@@ -92,20 +101,33 @@ final class PlanCodec {
     }
 
     private static SamplingParams readSampling(DataInputStream in) throws IOException {
-        SamplingParams.Builder b = SamplingParams.builder().temperature(in.readDouble()).topP(in.readDouble())
-                .minP(in.readDouble()).minTokensToKeep(in.readInt()).topK(in.readInt())
-                .xtcProbability(in.readDouble()).xtcThreshold(in.readDouble()).xtcSpecialTokens(readInts(in));
+        SamplingParams.Builder b = SamplingParams.builder()
+                .temperature(in.readDouble())
+                .topP(in.readDouble())
+                .minP(in.readDouble())
+                .minTokensToKeep(in.readInt())
+                .topK(in.readInt())
+                .xtcProbability(in.readDouble())
+                .xtcThreshold(in.readDouble())
+                .xtcSpecialTokens(readInts(in));
         int biases = in.readInt();
         Map<Integer, Double> bias = new LinkedHashMap<>();
         for (int i = 0; i < biases; i++) {
             bias.put(in.readInt(), in.readDouble());
         }
-        b.logitBias(bias).repetitionPenalty(in.readDouble()).repetitionContextSize(in.readInt())
-                .presencePenalty(in.readDouble()).presenceContextSize(in.readInt())
-                .frequencyPenalty(in.readDouble()).frequencyContextSize(in.readInt());
+        b.logitBias(bias)
+                .repetitionPenalty(in.readDouble())
+                .repetitionContextSize(in.readInt())
+                .presencePenalty(in.readDouble())
+                .presenceContextSize(in.readInt())
+                .frequencyPenalty(in.readDouble())
+                .frequencyContextSize(in.readInt());
         boolean seeded = in.readBoolean();
         long seed = in.readLong();
-        return b.seed(seeded ? seed : null).logprobs(in.readBoolean()).topLogprobs(in.readInt()).build();
+        return b.seed(seeded ? seed : null)
+                .logprobs(in.readBoolean())
+                .topLogprobs(in.readInt())
+                .build();
     }
 
     private static List<PromptSegment> readSegments(DataInputStream in) throws IOException {

@@ -4,8 +4,8 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.nn.TensorShard;
-import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
@@ -27,14 +27,20 @@ public final class ShardFollower {
     private ShardFollower() {}
 
     /** Runs this rank to the end; returns the process exit status (0 after rank 0's shutdown). */
-    public static int run(ShardLaunch launch, Group group, Path modelDir, long startupNs, long timeoutNs,
-            PrintStream err) throws InterruptedException {
+    public static int run(
+            ShardLaunch launch, Group group, Path modelDir, long startupNs, long timeoutNs, PrintStream err)
+            throws InterruptedException {
         Runnable abort = launch.abort();
         String prefix = "mlx-ring rank " + group.rank() + ": ";
         FollowerChannel channel;
         try {
-            channel = FollowerChannel.connect(launch.controlAddress(), group.rank(), ModelFingerprint.of(modelDir),
-                    startupNs, timeoutNs, reason -> {
+            channel = FollowerChannel.connect(
+                    launch.controlAddress(),
+                    group.rank(),
+                    ModelFingerprint.of(modelDir),
+                    startupNs,
+                    timeoutNs,
+                    reason -> {
                         err.println(prefix + reason + "; exiting");
                         err.flush();
                         abort.run();
@@ -49,11 +55,13 @@ public final class ShardFollower {
             err.println(prefix + "holds its part of " + modelDir + " (" + group.size() + " ranks); following rank 0");
             err.flush();
             // The same RAM prefix cache as rank 0's, over this rank's slice of the KV state.
-            TieredPrefixCache cache = w.promptCacheEntries() == 0 ? null
+            TieredPrefixCache cache = w.promptCacheEntries() == 0
+                    ? null
                     : new TieredPrefixCache(new RamPrefixCache(w.promptCacheEntries(), w.promptCacheBytes()), null, 0);
             PrefixReuse reuse = cache == null ? null : new PrefixReuse(cache, ModelFingerprint.of(modelDir));
-            try (cache; ModelExecutor executor = new ModelExecutor(model, w.prefillStepSize(), w.maxKvSize(), reuse,
-                    EngineRng.seeded(w.engineSeed()))) {
+            try (cache;
+                    ModelExecutor executor = new ModelExecutor(
+                            model, w.prefillStepSize(), w.maxKvSize(), reuse, EngineRng.seeded(w.engineSeed()))) {
                 long calls = new FollowerLoop(executor, channel).run();
                 err.println(prefix + "rank 0 shut the group down after " + calls + " calls");
                 return 0;

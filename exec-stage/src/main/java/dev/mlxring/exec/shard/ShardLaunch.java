@@ -45,13 +45,15 @@ public record ShardLaunch(Map<String, String> env, String backend, String contro
      */
     public Group join(long timeoutNs) {
         AtomicReference<Object> result = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                result.set(Group.init(backend, true));
-            } catch (RuntimeException e) {
-                result.set(e);
-            }
-        }, "mlxring-shard-join");
+        Thread t = new Thread(
+                () -> {
+                    try {
+                        result.set(Group.init(backend, true));
+                    } catch (RuntimeException e) {
+                        result.set(e);
+                    }
+                },
+                "mlxring-shard-join");
         t.setDaemon(true);
         t.start();
         try {
@@ -65,8 +67,8 @@ public record ShardLaunch(Map<String, String> env, String backend, String contro
             return g;
         }
         if (r instanceof RuntimeException e) {
-            throw new IllegalStateException("could not join the distributed group (backend " + backend + "): "
-                    + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "could not join the distributed group (backend " + backend + "): " + e.getMessage(), e);
         }
         throw new IllegalStateException("the distributed group did not form within "
                 + TimeUnit.NANOSECONDS.toSeconds(timeoutNs) + " s (backend " + backend + ", " + RANK_VARIABLE + "="
@@ -157,7 +159,7 @@ public record ShardLaunch(Map<String, String> env, String backend, String contro
         List<String> endpoints = new ArrayList<>();
         ringNodes().forEach(endpoints::addAll);
         if (endpoints.isEmpty()) {
-            return () -> { };
+            return () -> {};
         }
         return () -> Group.abortRingSockets(endpoints);
     }

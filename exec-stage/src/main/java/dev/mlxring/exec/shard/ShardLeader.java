@@ -36,17 +36,32 @@ public final class ShardLeader {
      * @param promptCacheEntries the RAM prefix cache's entries every rank keeps (0 = none)
      * @param promptCacheBytes its byte cap, as {@code RamPrefixCache} takes it
      */
-    public static ShardLeader start(ShardLaunch launch, Group group, Path modelDir, int prefillStepSize, int maxKvSize,
-            CpuKernels kernels, int promptCacheEntries, long promptCacheBytes, long startupNs, long timeoutNs) {
-        Welcome welcome = new Welcome(System.currentTimeMillis(), prefillStepSize, maxKvSize, kernels,
-                promptCacheEntries, promptCacheBytes);
+    public static ShardLeader start(
+            ShardLaunch launch,
+            Group group,
+            Path modelDir,
+            int prefillStepSize,
+            int maxKvSize,
+            CpuKernels kernels,
+            int promptCacheEntries,
+            long promptCacheBytes,
+            long startupNs,
+            long timeoutNs) {
+        Welcome welcome = new Welcome(
+                System.currentTimeMillis(), prefillStepSize, maxKvSize, kernels, promptCacheEntries, promptCacheBytes);
         try {
-            LeaderChannel channel = LeaderChannel.accept(launch.controlAddress(), group.size(),
-                    ModelFingerprint.of(modelDir), welcome, startupNs, timeoutNs, launch.abort());
+            LeaderChannel channel = LeaderChannel.accept(
+                    launch.controlAddress(),
+                    group.size(),
+                    ModelFingerprint.of(modelDir),
+                    welcome,
+                    startupNs,
+                    timeoutNs,
+                    launch.abort());
             return new ShardLeader(group, channel, welcome);
         } catch (IOException e) {
-            throw new UncheckedIOException("rank 0's control channel on " + launch.controlAddress() + ": "
-                    + e.getMessage(), e);
+            throw new UncheckedIOException(
+                    "rank 0's control channel on " + launch.controlAddress() + ": " + e.getMessage(), e);
         }
     }
 
@@ -67,8 +82,14 @@ public final class ShardLeader {
      * which each checks against rank 0's at every insert.
      */
     public ShardedExecutor executor(LanguageModel model, PrefixReuse reuse) {
-        return new ShardedExecutor(new ModelExecutor(model, welcome.prefillStepSize(), welcome.maxKvSize(), reuse,
-                EngineRng.seeded(welcome.engineSeed())), channel);
+        return new ShardedExecutor(
+                new ModelExecutor(
+                        model,
+                        welcome.prefillStepSize(),
+                        welcome.maxKvSize(),
+                        reuse,
+                        EngineRng.seeded(welcome.engineSeed())),
+                channel);
     }
 
     /** The RAM prefix cache's entries and byte cap every rank keeps (entries 0 = none). */

@@ -30,19 +30,25 @@ public final class ShardWatch implements AutoCloseable {
     }
 
     /** Connects this rank to rank 0's control channel (rank 0: waits for every other rank). */
-    public static ShardWatch start(ShardLaunch launch, Group group, Path modelDir, long startupNs, long timeoutNs,
-            Consumer<String> onLost) {
+    public static ShardWatch start(
+            ShardLaunch launch, Group group, Path modelDir, long startupNs, long timeoutNs, Consumer<String> onLost) {
         Runnable abort = launch.abort();
         String fingerprint = ModelFingerprint.of(modelDir);
         try {
             if (group.rank() == 0) {
-                LeaderChannel channel = LeaderChannel.accept(launch.controlAddress(), group.size(), fingerprint,
-                        new Welcome(0, 0, 0, CpuKernels.MLX, 0, 0), startupNs, timeoutNs, abort);
+                LeaderChannel channel = LeaderChannel.accept(
+                        launch.controlAddress(),
+                        group.size(),
+                        fingerprint,
+                        new Welcome(0, 0, 0, CpuKernels.MLX, 0, 0),
+                        startupNs,
+                        timeoutNs,
+                        abort);
                 channel.failedFuture().thenAccept(onLost);
                 return new ShardWatch(channel, null, timeoutNs);
             }
-            FollowerChannel channel = FollowerChannel.connect(launch.controlAddress(), group.rank(), fingerprint,
-                    startupNs, timeoutNs, reason -> {
+            FollowerChannel channel = FollowerChannel.connect(
+                    launch.controlAddress(), group.rank(), fingerprint, startupNs, timeoutNs, reason -> {
                         abort.run();
                         onLost.accept(reason);
                     });

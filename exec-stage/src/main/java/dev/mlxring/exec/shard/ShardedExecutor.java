@@ -4,8 +4,8 @@ import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
-import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.Executor;
+import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
@@ -80,8 +80,8 @@ public final class ShardedExecutor implements Executor {
     private static void refuseConstraint(ExecutionPlan plan) throws RequestException {
         if (plan.constraint() != null) {
             plan.constraint().close();
-            throw new RequestException(ErrorType.UNSUPPORTED,
-                    "token constraints (structured outputs) do not run tensor-parallel yet");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED, "token constraints (structured outputs) do not run tensor-parallel yet");
         }
     }
 
@@ -121,19 +121,22 @@ public final class ShardedExecutor implements Executor {
      * on a daemon thread.
      */
     public void onWedged(Consumer<String> action, long graceNs) {
-        Thread watch = new Thread(() -> {
-            String reason;
-            try {
-                reason = channel.failedFuture().get();
-                Thread.sleep(TimeUnit.NANOSECONDS.toMillis(graceNs));
-            } catch (InterruptedException | ExecutionException e) {
-                return;
-            }
-            if (inCallSinceNs != 0) {
-                action.accept(new ShardGroupException(reason + "; rank 0's exec thread is blocked in a collective")
-                        .getMessage());
-            }
-        }, "mlxring-shard-wedge-watch");
+        Thread watch = new Thread(
+                () -> {
+                    String reason;
+                    try {
+                        reason = channel.failedFuture().get();
+                        Thread.sleep(TimeUnit.NANOSECONDS.toMillis(graceNs));
+                    } catch (InterruptedException | ExecutionException e) {
+                        return;
+                    }
+                    if (inCallSinceNs != 0) {
+                        action.accept(
+                                new ShardGroupException(reason + "; rank 0's exec thread is blocked in a collective")
+                                        .getMessage());
+                    }
+                },
+                "mlxring-shard-wedge-watch");
         watch.setDaemon(true);
         watch.start();
     }

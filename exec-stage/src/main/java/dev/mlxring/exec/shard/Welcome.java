@@ -17,8 +17,13 @@ import java.io.IOException;
  * @param promptCacheEntries the RAM prefix cache's {@code --prompt-cache-size} (0 = no prefix cache)
  * @param promptCacheBytes its {@code --prompt-cache-bytes} ({@link Long#MAX_VALUE} = no byte cap)
  */
-public record Welcome(long engineSeed, int prefillStepSize, int maxKvSize, CpuKernels cpuKernels,
-        int promptCacheEntries, long promptCacheBytes) {
+public record Welcome(
+        long engineSeed,
+        int prefillStepSize,
+        int maxKvSize,
+        CpuKernels cpuKernels,
+        int promptCacheEntries,
+        long promptCacheBytes) {
     void write(DataOutputStream out) throws IOException {
         out.writeLong(engineSeed);
         out.writeInt(prefillStepSize);
@@ -29,7 +34,12 @@ public record Welcome(long engineSeed, int prefillStepSize, int maxKvSize, CpuKe
     }
 
     static Welcome read(DataInputStream in) throws IOException {
-        return new Welcome(in.readLong(), in.readInt(), in.readInt(), CpuKernels.valueOf(in.readUTF()), in.readInt(),
+        return new Welcome(
+                in.readLong(),
+                in.readInt(),
+                in.readInt(),
+                CpuKernels.valueOf(in.readUTF()),
+                in.readInt(),
                 in.readLong());
     }
 }

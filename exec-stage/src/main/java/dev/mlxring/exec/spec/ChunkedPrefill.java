@@ -1,12 +1,12 @@
 package dev.mlxring.exec.spec;
 
-import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.pipeline.KvQuantization;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.Arrays;
 
 /**
@@ -18,8 +18,8 @@ import java.util.Arrays;
 final class ChunkedPrefill {
     private ChunkedPrefill() {}
 
-    static void run(LanguageModel model, KvCache[] cache, int[] tokens, int prefillStepSize,
-            KvQuantization quantization) {
+    static void run(
+            LanguageModel model, KvCache[] cache, int[] tokens, int prefillStepSize, KvQuantization quantization) {
         int processed = 0;
         while (tokens.length - processed > 1) {
             int count = Math.min(prefillStepSize, tokens.length - processed - 1);
@@ -31,7 +31,9 @@ final class ChunkedPrefill {
                 if (quantization != null) {
                     QuantizedKvCache.maybeQuantize(quantization, cache);
                 }
-                Mlx.eval(Arrays.stream(cache).flatMap(c -> Arrays.stream(c.state())).toArray(MlxArray[]::new));
+                Mlx.eval(Arrays.stream(cache)
+                        .flatMap(c -> Arrays.stream(c.state()))
+                        .toArray(MlxArray[]::new));
             }
             processed += count;
             Mlx.clearCache();

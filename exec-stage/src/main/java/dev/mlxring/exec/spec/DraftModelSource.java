@@ -1,14 +1,14 @@
 package dev.mlxring.exec.spec;
 
-import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.pipeline.KvQuantization;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.Arrays;
 
 /**
@@ -30,14 +30,15 @@ public final class DraftModelSource implements DraftSource {
     private final KvQuantization quantization;
     /** The tokens the draft has not seen yet: its next step's input. */
     private int[] pending;
+
     private int[] lastProposal = new int[0];
 
     /**
      * @param sampling the request's sampling (its sampler and key; greedy takes the argmax)
      * @param quantization the run's {@code kv_bits}, applied to the draft's caches too; null for none
      */
-    public DraftModelSource(LanguageModel draft, SamplingRun sampling, int prefillStepSize,
-            KvQuantization quantization) {
+    public DraftModelSource(
+            LanguageModel draft, SamplingRun sampling, int prefillStepSize, KvQuantization quantization) {
         this.draft = draft;
         this.sampling = sampling;
         this.prefillStepSize = prefillStepSize;
@@ -115,8 +116,8 @@ public final class DraftModelSource implements DraftSource {
         MlxArray logits = draft.forward(Mlx.expandDims(input, 0), cache);
         int length = logits.dim(1);
         int vocab = logits.dim(2);
-        logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab},
-                new int[] {1, 1, 1}), 0);
+        logits = Mlx.squeeze(
+                Mlx.slice(logits, new int[] {0, length - 1, 0}, new int[] {1, length, vocab}, new int[] {1, 1, 1}), 0);
         if (quantization != null) {
             QuantizedKvCache.maybeQuantize(quantization, cache);
         }

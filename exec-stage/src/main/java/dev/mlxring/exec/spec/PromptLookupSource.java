@@ -30,8 +30,8 @@ public final class PromptLookupSource implements DraftSource {
      */
     public PromptLookupSource(int minN, int maxN) {
         if (minN < 1 || maxN < minN) {
-            throw new IllegalArgumentException("n-gram sizes must satisfy 1 <= min <= max, got min " + minN
-                    + " and max " + maxN);
+            throw new IllegalArgumentException(
+                    "n-gram sizes must satisfy 1 <= min <= max, got min " + minN + " and max " + maxN);
         }
         this.minN = minN;
         this.maxN = maxN;
@@ -65,8 +65,8 @@ public final class PromptLookupSource implements DraftSource {
     @Override
     public void accepted(int acceptedCount, int next) {
         if (acceptedCount < 0 || acceptedCount > lastProposal.length) {
-            throw new IllegalArgumentException("accepted " + acceptedCount + " of a " + lastProposal.length
-                    + "-token proposal");
+            throw new IllegalArgumentException(
+                    "accepted " + acceptedCount + " of a " + lastProposal.length + "-token proposal");
         }
         for (int i = 0; i < acceptedCount; i++) {
             append(lastProposal[i]);

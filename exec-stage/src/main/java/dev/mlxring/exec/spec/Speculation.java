@@ -38,8 +38,8 @@ public sealed interface Speculation {
         public PromptLookup {
             checkCount(numDraftTokens);
             if (minN < 1 || maxN < minN) {
-                throw new IllegalArgumentException("n-gram sizes must satisfy 1 <= min <= max, got min " + minN
-                        + " and max " + maxN);
+                throw new IllegalArgumentException(
+                        "n-gram sizes must satisfy 1 <= min <= max, got min " + minN + " and max " + maxN);
             }
         }
 

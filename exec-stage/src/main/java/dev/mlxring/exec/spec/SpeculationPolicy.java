@@ -15,6 +15,7 @@ import dev.mlxring.pipeline.SpeculativeSpec;
 public final class SpeculationPolicy {
     /** Prompt lookup's n-gram sizes when the server's flags did not set them (a draft-model server). */
     public static final int DEFAULT_LOOKUP_MIN = 1;
+
     public static final int DEFAULT_LOOKUP_MAX = 3;
 
     private final Speculation serverDefault;
@@ -27,8 +28,8 @@ public final class SpeculationPolicy {
      */
     public SpeculationPolicy(Speculation serverDefault, int lookupMin, int lookupMax) {
         if (lookupMin < 1 || lookupMax < lookupMin) {
-            throw new IllegalArgumentException("n-gram sizes must satisfy 1 <= min <= max, got min " + lookupMin
-                    + " and max " + lookupMax);
+            throw new IllegalArgumentException(
+                    "n-gram sizes must satisfy 1 <= min <= max, got min " + lookupMin + " and max " + lookupMax);
         }
         this.serverDefault = serverDefault;
         this.lookupMin = lookupMin;

@@ -4,9 +4,9 @@ import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
-import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -27,8 +27,14 @@ public final class SpeculativeGenerate {
      * @param promptTimeNs from the start to the first token (mlx-lm's prompt time)
      * @param generationTimeNs from the first token to the last
      */
-    public record Result(int[] tokens, String finishReason, int proposedTokens, int acceptedTokens,
-            List<TokenLogprobs> tokenLogprobs, long promptTimeNs, long generationTimeNs) {
+    public record Result(
+            int[] tokens,
+            String finishReason,
+            int proposedTokens,
+            int acceptedTokens,
+            List<TokenLogprobs> tokenLogprobs,
+            long promptTimeNs,
+            long generationTimeNs) {
 
         public double promptTokensPerSecond(int promptTokens) {
             return promptTimeNs == 0 ? 0 : promptTokens / (promptTimeNs / 1e9);
@@ -41,8 +47,14 @@ public final class SpeculativeGenerate {
 
     private SpeculativeGenerate() {}
 
-    public static Result run(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
-            EngineRng engineRng, Speculation speculation, GenerateStep.StepListener listener) {
+    public static Result run(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams params,
+            EngineRng engineRng,
+            Speculation speculation,
+            GenerateStep.StepListener listener) {
         boolean wantLogprobs = params.logprobs() || params.topLogprobs() > 0;
         List<TokenLogprobs> logprobs = wantLogprobs ? new ArrayList<>() : null;
         int[] out = new int[options.maxTokens()];
@@ -78,11 +90,17 @@ public final class SpeculativeGenerate {
         }
     }
 
-    private static Result result(int[] out, int produced, String reason, SpeculativeRun run,
-            List<TokenLogprobs> logprobs, long[] clock) {
+    private static Result result(
+            int[] out, int produced, String reason, SpeculativeRun run, List<TokenLogprobs> logprobs, long[] clock) {
         long first = clock[1] == 0 ? System.nanoTime() : clock[1];
         long last = clock[2] == 0 ? first : clock[2];
-        return new Result(Arrays.copyOf(out, produced), reason, run.proposedTokens(), run.acceptedTokens(),
-                logprobs == null ? null : List.copyOf(logprobs), first - clock[0], last - first);
+        return new Result(
+                Arrays.copyOf(out, produced),
+                reason,
+                run.proposedTokens(),
+                run.acceptedTokens(),
+                logprobs == null ? null : List.copyOf(logprobs),
+                first - clock[0],
+                last - first);
     }
 }

@@ -1,19 +1,19 @@
 package dev.mlxring.exec.spec;
 
-import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.LogitsProcessors;
-import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.SamplingParams;
 import java.util.Arrays;
 
 /**
@@ -71,6 +71,7 @@ public final class SpeculativeRun implements AutoCloseable {
     private int acceptedTotal;
     /** The target's input for the next round: the token it has not seen yet. */
     private int pending;
+
     private int[] roundTokens = new int[0];
     /** The round's {@code [m + 1, V]} logprobs; row i belongs to {@code roundTokens[i]}. */
     private MlxArray roundLogprobs;
@@ -81,8 +82,13 @@ public final class SpeculativeRun implements AutoCloseable {
      *     processors, {@code --max-kv-size}, or a request longer than a sliding window of the model or the
      *     draft model
      */
-    public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
-            EngineRng engineRng, Speculation speculation) {
+    public SpeculativeRun(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams params,
+            EngineRng engineRng,
+            Speculation speculation) {
         this(model, prompt, options, params, engineRng, speculation, false);
     }
 
@@ -95,8 +101,14 @@ public final class SpeculativeRun implements AutoCloseable {
      * greedy row's tokens are the target's argmax whatever was proposed, while a sampled row draws
      * one key per round, so stopping would change its tokens from mlx-lm's with the same k.
      */
-    public SpeculativeRun(LanguageModel model, int[] prompt, GenerationOptions options, SamplingParams params,
-            EngineRng engineRng, Speculation speculation, boolean adaptiveStop) {
+    public SpeculativeRun(
+            LanguageModel model,
+            int[] prompt,
+            GenerationOptions options,
+            SamplingParams params,
+            EngineRng engineRng,
+            Speculation speculation,
+            boolean adaptiveStop) {
         model.checkPrompt(prompt);
         String refusal = refusal(model, prompt.length, options, params, speculation);
         if (refusal != null) {
@@ -134,8 +146,12 @@ public final class SpeculativeRun implements AutoCloseable {
      * {@code prompt + max_tokens} positions in a cache). Builds no run; the caches it inspects are
      * freed.
      */
-    public static String refusal(LanguageModel model, int promptLength, GenerationOptions options,
-            SamplingParams params, Speculation speculation) {
+    public static String refusal(
+            LanguageModel model,
+            int promptLength,
+            GenerationOptions options,
+            SamplingParams params,
+            Speculation speculation) {
         if (!LogitsProcessors.make(params).isEmpty()) {
             return "speculative decoding does not take logits processors yet "
                     + "(repetition, presence and frequency penalties, logit_bias)";
@@ -150,8 +166,8 @@ public final class SpeculativeRun implements AutoCloseable {
         return why;
     }
 
-    private static String windowRefusal(LanguageModel m, KvCache[] caches, int promptLength, int maxTokens,
-            String which) {
+    private static String windowRefusal(
+            LanguageModel m, KvCache[] caches, int promptLength, int maxTokens, String which) {
         int window = Integer.MAX_VALUE;
         for (KvCache k : caches) {
             if (k instanceof RotatingKvCache r) {
@@ -189,8 +205,8 @@ public final class SpeculativeRun implements AutoCloseable {
     private Event verifyRound() {
         boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
         int budget = Math.min(options.maxTokens() - produced, proposalLength);
-        boolean onDevice = proposing && budget > 0 && source instanceof DraftModelSource d
-                && d.proposesWithin(model.vocabSize());
+        boolean onDevice =
+                proposing && budget > 0 && source instanceof DraftModelSource d && d.proposesWithin(model.vocabSize());
         int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
         int m = proposal == null ? budget : proposal.length;
         int[] sampled;
@@ -211,8 +227,11 @@ public final class SpeculativeRun implements AutoCloseable {
             MlxArray logits = model.forward(Mlx.expandDims(input, 0), cache);
             int length = logits.dim(1);
             int vocab = logits.dim(2);
-            logits = Mlx.squeeze(Mlx.slice(logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab},
-                    new int[] {1, 1, 1}), 0);
+            logits = Mlx.squeeze(
+                    Mlx.slice(
+                            logits, new int[] {0, length - (m + 1), 0}, new int[] {1, length, vocab}, new int[] {1, 1, 1
+                            }),
+                    0);
             if (options.kvQuantization() != null) {
                 QuantizedKvCache.maybeQuantize(options.kvQuantization(), cache);
             }

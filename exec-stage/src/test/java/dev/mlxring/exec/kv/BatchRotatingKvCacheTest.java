@@ -82,7 +82,8 @@ class BatchRotatingKvCacheTest {
 
     @Test
     void refusesToMergeDifferentWindows() {
-        try (RotatingKvCache a = new RotatingKvCache(16, 0); RotatingKvCache b = new RotatingKvCache(24, 0)) {
+        try (RotatingKvCache a = new RotatingKvCache(16, 0);
+                RotatingKvCache b = new RotatingKvCache(24, 0)) {
             assertThrows(IllegalArgumentException.class, () -> BatchRotatingKvCache.merge(a, b));
         }
     }

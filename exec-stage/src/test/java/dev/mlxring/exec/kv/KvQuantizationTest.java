@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 class KvQuantizationTest {
 
     private static void rejected(int bits, int groupSize, int start, String flag) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new KvQuantization(bits, groupSize, start));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new KvQuantization(bits, groupSize, start));
         assertTrue(e.getMessage().startsWith(flag + " "), e.getMessage());
     }
 
@@ -46,16 +46,19 @@ class KvQuantizationTest {
     @Test
     void generationOptionsDefaultToFullPrecision() {
         assertNull(new GenerationOptions(1, 2048, new int[0], false).kvQuantization());
-        assertEquals(KvQuantization.of(8),
+        assertEquals(
+                KvQuantization.of(8),
                 new GenerationOptions(1, 2048, new int[0], false, KvQuantization.of(8)).kvQuantization());
     }
 
     @Test
     void groupSizeMustDivideTheHeadDimension() {
         new KvQuantization(4, 32, 0).checkFits(64);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new KvQuantization(4, 64, 0).checkFits(16));
-        assertEquals("--kv-group-size 64 does not divide this model's attention head dimension 16"
-                + " (the quantized KV cache groups that axis)", e.getMessage());
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new KvQuantization(4, 64, 0).checkFits(16));
+        assertEquals(
+                "--kv-group-size 64 does not divide this model's attention head dimension 16"
+                        + " (the quantized KV cache groups that axis)",
+                e.getMessage());
     }
 }

@@ -13,9 +13,11 @@ class RopeTest {
     @Test
     void unsupportedTypesAreRefusedNamingTheSupportedOnes() {
         for (String type : List.of("proportional", "mrope", "su")) {
-            var e = assertThrows(ModelLoadException.class,
+            var e = assertThrows(
+                    ModelLoadException.class,
                     () -> Rope.initialize(16, 10000, false, Map.of("rope_type", type, "factor", 2.0), 4096));
-            assertTrue(e.getMessage().contains("'" + type + "'") && e.getMessage().contains(Rope.SUPPORTED),
+            assertTrue(
+                    e.getMessage().contains("'" + type + "'") && e.getMessage().contains(Rope.SUPPORTED),
                     e.getMessage());
         }
     }
@@ -24,24 +26,52 @@ class RopeTest {
     void typeFallsBackToRopeTypeWhenEmpty() {
         // scaling_config.get("type") or scaling_config.get("rope_type", "default")
         assertTrue(Rope.initialize(16, 10000, false, Map.of("type", "", "rope_type", "linear", "factor", 2.0), null)
-                instanceof Rope.Standard s && s.scale() == 0.5f);
+                        instanceof Rope.Standard s
+                && s.scale() == 0.5f);
     }
 
     @Test
     void dynamicAndLongropeNeedMaxPositionEmbeddings() {
         // llama's ModelArgs leaves max_position_embeddings None; mlx-lm then fails in the rope
-        assertThrows(ModelLoadException.class,
+        assertThrows(
+                ModelLoadException.class,
                 () -> Rope.initialize(16, 10000, false, Map.of("type", "dynamic", "factor", 2.0), null));
-        assertThrows(ModelLoadException.class, () -> Rope.initialize(16, 10000, false,
-                Map.of("type", "longrope", "original_max_position_embeddings", 2048, "short_factor", 1.0,
-                        "long_factor", 1.0), null));
+        assertThrows(
+                ModelLoadException.class,
+                () -> Rope.initialize(
+                        16,
+                        10000,
+                        false,
+                        Map.of(
+                                "type",
+                                "longrope",
+                                "original_max_position_embeddings",
+                                2048,
+                                "short_factor",
+                                1.0,
+                                "long_factor",
+                                1.0),
+                        null));
     }
 
     @Test
     void longropeFactorListMustMatchHalfTheDims() {
-        var e = assertThrows(ModelLoadException.class, () -> Rope.initialize(16, 10000, false,
-                Map.of("rope_type", "longrope", "original_max_position_embeddings", 2048, "short_factor",
-                        List.of(1.0, 1.0), "long_factor", List.of(1.0, 1.0, 1.0)), 8192));
+        var e = assertThrows(
+                ModelLoadException.class,
+                () -> Rope.initialize(
+                        16,
+                        10000,
+                        false,
+                        Map.of(
+                                "rope_type",
+                                "longrope",
+                                "original_max_position_embeddings",
+                                2048,
+                                "short_factor",
+                                List.of(1.0, 1.0),
+                                "long_factor",
+                                List.of(1.0, 1.0, 1.0)),
+                        8192));
         assertTrue(e.getMessage().contains("expected 8"), e.getMessage());
     }
 }

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Test;
 class SamplingParamsTest {
 
     private static void rejected(UnaryOperator<SamplingParams.Builder> edit, String field, String range) {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> edit.apply(SamplingParams.builder()).build());
         assertTrue(e.getMessage().startsWith(field + " "), e.getMessage());
         assertTrue(e.getMessage().contains(range), e.getMessage());
@@ -74,9 +75,18 @@ class SamplingParamsTest {
     void edgeValuesMlxLmAcceptsAreAccepted() {
         // top_p 0 and 1 both mean "off" (make_sampler only applies 0 < top_p < 1); negative
         // presence/frequency penalties are accepted by mlx-lm and the server; context size 0 = all.
-        SamplingParams p = SamplingParams.builder().temperature(0.5).topP(0).minP(1).xtcThreshold(0.5)
-                .xtcProbability(1).presencePenalty(-1.5).frequencyPenalty(-0.5).repetitionContextSize(0)
-                .topLogprobs(11).seed(0L).build();
+        SamplingParams p = SamplingParams.builder()
+                .temperature(0.5)
+                .topP(0)
+                .minP(1)
+                .xtcThreshold(0.5)
+                .xtcProbability(1)
+                .presencePenalty(-1.5)
+                .frequencyPenalty(-0.5)
+                .repetitionContextSize(0)
+                .topLogprobs(11)
+                .seed(0L)
+                .build();
         assertFalse(p.greedy());
         assertFalse(p.noLogitsProcessors());
         assertEquals(0L, p.seed());
@@ -87,7 +97,10 @@ class SamplingParamsTest {
         int[] special = {1, 2};
         Map<Integer, Double> bias = new LinkedHashMap<>();
         bias.put(7, 1.0);
-        SamplingParams p = SamplingParams.builder().xtcSpecialTokens(special).logitBias(bias).build();
+        SamplingParams p = SamplingParams.builder()
+                .xtcSpecialTokens(special)
+                .logitBias(bias)
+                .build();
         special[0] = 99;
         bias.put(8, 2.0);
         assertArrayEquals(new int[] {1, 2}, p.xtcSpecialTokens());
@@ -102,22 +115,32 @@ class SamplingParamsTest {
 
     @Test
     void samplerChecksTheVocabulary() {
-        assertThrows(IllegalArgumentException.class,
-                () -> Sampler.create(SamplingParams.builder().temperature(1).topK(512).build(), 512));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Sampler.create(
+                        SamplingParams.builder().temperature(1).topK(512).build(), 512));
         Sampler.create(SamplingParams.builder().temperature(1).topK(511).build(), 512);
         // greedy ignores top_k, as make_sampler does
         Sampler.create(SamplingParams.builder().topK(512).build(), 512);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> Sampler.create(SamplingParams.builder().logitBias(Map.of(512, 1.0)).build(), 512));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> Sampler.create(
+                        SamplingParams.builder().logitBias(Map.of(512, 1.0)).build(), 512));
         assertTrue(e.getMessage().contains("logit_bias"), e.getMessage());
-        assertThrows(IllegalArgumentException.class,
-                () -> Sampler.create(SamplingParams.builder().xtcSpecialTokens(600).build(), 512));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> Sampler.create(
+                        SamplingParams.builder().xtcSpecialTokens(600).build(), 512));
     }
 
     @Test
     void processorsFollowMakeLogitsProcessorsOrder() {
-        SamplingParams p = SamplingParams.builder().frequencyPenalty(0.1).presencePenalty(0.2).repetitionPenalty(1.1)
-                .logitBias(Map.of(1, 1.0)).build();
+        SamplingParams p = SamplingParams.builder()
+                .frequencyPenalty(0.1)
+                .presencePenalty(0.2)
+                .repetitionPenalty(1.1)
+                .logitBias(Map.of(1, 1.0))
+                .build();
         List<LogitsProcessor> ps = LogitsProcessors.make(p);
         assertEquals(4, ps.size());
         assertTrue(ps.get(0) instanceof LogitsProcessors.LogitBias);
@@ -125,11 +148,19 @@ class SamplingParamsTest {
         assertTrue(ps.get(2) instanceof LogitsProcessors.PresencePenalty);
         assertTrue(ps.get(3) instanceof LogitsProcessors.FrequencyPenalty);
         assertEquals(20, SamplingState.historyToKeep(ps));
-        assertEquals(0, SamplingState.historyToKeep(
-                LogitsProcessors.make(SamplingParams.builder().presencePenalty(1).presenceContextSize(0).build())));
-        assertEquals(-1, SamplingState.historyToKeep(
-                LogitsProcessors.make(SamplingParams.builder().logitBias(Map.of(1, 1.0)).build())));
-        assertTrue(LogitsProcessors.make(SamplingParams.builder().repetitionPenalty(0).build()).isEmpty());
+        assertEquals(
+                0,
+                SamplingState.historyToKeep(LogitsProcessors.make(SamplingParams.builder()
+                        .presencePenalty(1)
+                        .presenceContextSize(0)
+                        .build())));
+        assertEquals(
+                -1,
+                SamplingState.historyToKeep(LogitsProcessors.make(
+                        SamplingParams.builder().logitBias(Map.of(1, 1.0)).build())));
+        assertTrue(LogitsProcessors.make(
+                        SamplingParams.builder().repetitionPenalty(0).build())
+                .isEmpty());
     }
 
     @Test
@@ -150,7 +181,8 @@ class SamplingParamsTest {
         assertTrue(c.continuing());
         assertEquals(11, c.k0());
         assertEquals(12, c.k1());
-        assertArrayEquals(new int[] {(int) (0x123456789abL >>> 32), (int) 0x123456789abL},
+        assertArrayEquals(
+                new int[] {(int) (0x123456789abL >>> 32), (int) 0x123456789abL},
                 EngineRng.seeded(0x123456789abL).keyWords());
     }
 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
@@ -71,7 +70,8 @@ class TokenMaskTest {
             var allowed = mask.next();
             assertNotNull(allowed, "a mask");
             assertEquals(Dtype.BOOL, allowed.dtype());
-            return TokenMask.apply(allowed, Mlx.arange(0, VOCAB, 1, Dtype.FLOAT32)).toFloatArray();
+            return TokenMask.apply(allowed, Mlx.arange(0, VOCAB, 1, Dtype.FLOAT32))
+                    .toFloatArray();
         }
     }
 
@@ -100,8 +100,10 @@ class TokenMaskTest {
             assertNull(mask.next());
         }
         assertEquals(ErrorType.INVALID_REQUEST, mask.failureType());
-        assertEquals("token constraint can no longer be satisfied: no token is allowed after 0 generated tokens"
-                + " (scripted)", mask.failure());
+        assertEquals(
+                "token constraint can no longer be satisfied: no token is allowed after 0 generated tokens"
+                        + " (scripted)",
+                mask.failure());
         assertFalse(mask.consume(1), "a failed mask consumes nothing");
     }
 

@@ -50,20 +50,43 @@ class ControlChannelTest {
         Map<Integer, Double> bias = new LinkedHashMap<>();
         bias.put(7, 2.5);
         bias.put(3, -0.1);
-        SamplingParams sampling = SamplingParams.builder().temperature(0.7).topP(0.9).minP(0.05).minTokensToKeep(2)
-                .topK(40).xtcProbability(0.3).xtcThreshold(0.2).xtcSpecialTokens(1, 2).logitBias(bias)
-                .repetitionPenalty(1.1).repetitionContextSize(0).presencePenalty(-0.4).presenceContextSize(5)
-                .frequencyPenalty(0.3).frequencyContextSize(9).seed(42L).logprobs(true).topLogprobs(3).build();
-        List<PromptSegment> segments = List.of(new PromptSegment(1, PromptSegment.Kind.SYSTEM),
-                new PromptSegment(2, PromptSegment.Kind.USER));
-        ExecutionPlan plan = new ExecutionPlan("req-1", new PreparedPrompt(new int[] {5, 6, 7}, 2, true, segments),
-                sampling, 99,
-                new int[] {2}, List.of("STOP"), true, 3, List.of(), new KvQuantization(4, 32, 100));
+        SamplingParams sampling = SamplingParams.builder()
+                .temperature(0.7)
+                .topP(0.9)
+                .minP(0.05)
+                .minTokensToKeep(2)
+                .topK(40)
+                .xtcProbability(0.3)
+                .xtcThreshold(0.2)
+                .xtcSpecialTokens(1, 2)
+                .logitBias(bias)
+                .repetitionPenalty(1.1)
+                .repetitionContextSize(0)
+                .presencePenalty(-0.4)
+                .presenceContextSize(5)
+                .frequencyPenalty(0.3)
+                .frequencyContextSize(9)
+                .seed(42L)
+                .logprobs(true)
+                .topLogprobs(3)
+                .build();
+        List<PromptSegment> segments =
+                List.of(new PromptSegment(1, PromptSegment.Kind.SYSTEM), new PromptSegment(2, PromptSegment.Kind.USER));
+        ExecutionPlan plan = new ExecutionPlan(
+                "req-1",
+                new PreparedPrompt(new int[] {5, 6, 7}, 2, true, segments),
+                sampling,
+                99,
+                new int[] {2},
+                List.of("STOP"),
+                true,
+                3,
+                List.of(),
+                new KvQuantization(4, 32, 100));
         Frame f = Frame.of(Frame.OPEN_RUN, o -> PlanCodec.write(o, plan));
         ExecutionPlan back = PlanCodec.read(f.body());
         assertEquals(sampling, back.sampling());
-        assertEquals(List.of(7, 3), List.copyOf(back.sampling().logitBias().keySet()),
-                "logit_bias order");
+        assertEquals(List.of(7, 3), List.copyOf(back.sampling().logitBias().keySet()), "logit_bias order");
         assertArrayEquals(plan.prompt().tokenIds(), back.prompt().tokenIds());
         assertEquals(2, back.prompt().stablePrefixLength());
         assertEquals(segments, back.prompt().segments(), "segments decide every rank's chunks and snapshots");
@@ -72,9 +95,10 @@ class ControlChannelTest {
         assertEquals(new KvQuantization(4, 32, 100), back.kvScheme());
         assertTrue(back.logprobs() && back.topLogprobs() == 3);
         assertEquals("req-1", back.requestId());
-        ExecutionPlan unseeded = new ExecutionPlan("r", new PreparedPrompt(new int[] {1}, 1), SamplingParams.GREEDY, 1,
-                new int[0], List.of(), false, 0);
-        ExecutionPlan back2 = PlanCodec.read(Frame.of(Frame.INSERT, o -> PlanCodec.write(o, unseeded)).body());
+        ExecutionPlan unseeded = new ExecutionPlan(
+                "r", new PreparedPrompt(new int[] {1}, 1), SamplingParams.GREEDY, 1, new int[0], List.of(), false, 0);
+        ExecutionPlan back2 = PlanCodec.read(
+                Frame.of(Frame.INSERT, o -> PlanCodec.write(o, unseeded)).body());
         assertEquals(SamplingParams.GREEDY, back2.sampling());
         assertNull(back2.kvScheme());
     }
@@ -82,9 +106,10 @@ class ControlChannelTest {
     @Test
     void callsArriveInOrderAndShutdownEndsTheFollower() throws Exception {
         InetSocketAddress at = loopback();
-        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp", () -> { }));
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp", () -> {}));
         AtomicReference<String> lost = new AtomicReference<>();
-        try (FollowerChannel follower = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, lost::set)) {
+        try (FollowerChannel follower =
+                FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, lost::set)) {
             assertEquals(WELCOME, follower.welcome());
             LeaderChannel l = leader.get(10, TimeUnit.SECONDS);
             for (int i = 0; i < 5; i++) {
@@ -107,16 +132,19 @@ class ControlChannelTest {
     void aFollowerThatStopsAnsweringFailsTheGroupWithinTheTimeout() throws Exception {
         InetSocketAddress at = loopback();
         CompletableFuture<Void> aborted = new CompletableFuture<>();
-        CompletableFuture<LeaderChannel> leader = OwnThread.supply(
-                () -> accept(at, "fp", () -> aborted.complete(null)));
+        CompletableFuture<LeaderChannel> leader =
+                OwnThread.supply(() -> accept(at, "fp", () -> aborted.complete(null)));
         // A rank that says hello and then never reads or answers again (a stopped process).
         try (Socket silent = connectWhenListening(at)) {
             DataOutputStream out = new DataOutputStream(new BufferedOutputStream(silent.getOutputStream()));
             Frame.of(Frame.HELLO, o -> {
-                o.writeInt(1);
-                o.writeUTF("fp");
-            }).writeTo(out);
-            assertEquals(Frame.WELCOME, Frame.readFrom(new DataInputStream(silent.getInputStream())).type());
+                        o.writeInt(1);
+                        o.writeUTF("fp");
+                    })
+                    .writeTo(out);
+            assertEquals(
+                    Frame.WELCOME,
+                    Frame.readFrom(new DataInputStream(silent.getInputStream())).type());
             LeaderChannel l = leader.get(10, TimeUnit.SECONDS);
             long t0 = System.nanoTime();
             aborted.get(10, TimeUnit.SECONDS);
@@ -132,9 +160,9 @@ class ControlChannelTest {
     void aFollowerThatGoesAwayFailsTheGroupAtOnce() throws Exception {
         InetSocketAddress at = loopback();
         CompletableFuture<Void> aborted = new CompletableFuture<>();
-        CompletableFuture<LeaderChannel> leader = OwnThread.supply(
-                () -> accept(at, "fp", () -> aborted.complete(null)));
-        FollowerChannel follower = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 60 * SECOND_NS, r -> { });
+        CompletableFuture<LeaderChannel> leader =
+                OwnThread.supply(() -> accept(at, "fp", () -> aborted.complete(null)));
+        FollowerChannel follower = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 60 * SECOND_NS, r -> {});
         LeaderChannel l = leader.get(10, TimeUnit.SECONDS);
         follower.close();
         aborted.get(10, TimeUnit.SECONDS);
@@ -158,8 +186,12 @@ class ControlChannelTest {
             });
             CompletableFuture<String> lost = new CompletableFuture<>();
             try (FollowerChannel follower = FollowerChannel.connect(
-                    new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()), 1, "fp",
-                    10 * SECOND_NS, SECOND_NS, lost::complete)) {
+                    new InetSocketAddress(InetAddress.getLoopbackAddress(), server.getLocalPort()),
+                    1,
+                    "fp",
+                    10 * SECOND_NS,
+                    SECOND_NS,
+                    lost::complete)) {
                 String reason = lost.get(10, TimeUnit.SECONDS);
                 assertTrue(reason.startsWith("rank 0 stopped answering"), reason);
                 assertSame(FollowerChannel.LOST, follower.take());
@@ -172,11 +204,13 @@ class ControlChannelTest {
     @Test
     void aRankWithAnotherModelIsRefusedAtConnect() throws Exception {
         InetSocketAddress at = loopback();
-        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp-a", () -> { }));
-        IllegalStateException onFollower = assertThrows(IllegalStateException.class,
-                () -> FollowerChannel.connect(at, 1, "fp-b", 10 * SECOND_NS, SECOND_NS, r -> { }));
+        CompletableFuture<LeaderChannel> leader = OwnThread.supply(() -> accept(at, "fp-a", () -> {}));
+        IllegalStateException onFollower = assertThrows(
+                IllegalStateException.class,
+                () -> FollowerChannel.connect(at, 1, "fp-b", 10 * SECOND_NS, SECOND_NS, r -> {}));
         assertTrue(onFollower.getMessage().contains("another model"), onFollower.getMessage());
-        Throwable onLeader = assertThrows(Exception.class, () -> leader.get(10, TimeUnit.SECONDS)).getCause();
+        Throwable onLeader = assertThrows(Exception.class, () -> leader.get(10, TimeUnit.SECONDS))
+                .getCause();
         assertTrue(onLeader.getMessage().contains("rank 1 loaded another model"), onLeader.getMessage());
     }
 

@@ -143,12 +143,23 @@ class FollowerLoopTest {
     }
 
     private static ExecutionPlan plan(String id) {
-        return new ExecutionPlan(id, new PreparedPrompt(new int[] {1, 2, 3}, 3), SamplingParams.GREEDY, 8, new int[0],
-                List.of(), false, 0);
+        return new ExecutionPlan(
+                id,
+                new PreparedPrompt(new int[] {1, 2, 3}, 3),
+                SamplingParams.GREEDY,
+                8,
+                new int[0],
+                List.of(),
+                false,
+                0);
     }
 
-    private record Pair(ShardedExecutor leader, FakeExecutor leaderLocal, LeaderChannel channel,
-            CompletableFuture<Long> follower, FakeExecutor followerLocal) {}
+    private record Pair(
+            ShardedExecutor leader,
+            FakeExecutor leaderLocal,
+            LeaderChannel channel,
+            CompletableFuture<Long> follower,
+            FakeExecutor followerLocal) {}
 
     private static Pair pair(IntUnaryOperator leaderTokens, IntUnaryOperator followerTokens) throws Exception {
         InetSocketAddress at;
@@ -158,12 +169,12 @@ class FollowerLoopTest {
         Welcome w = new Welcome(1, 16, 0, CpuKernels.MLX, 0, 0);
         CompletableFuture<LeaderChannel> channel = OwnThread.supply(() -> {
             try {
-                return LeaderChannel.accept(at, 2, "fp", w, 10 * SECOND_NS, 5 * SECOND_NS, () -> { });
+                return LeaderChannel.accept(at, 2, "fp", w, 10 * SECOND_NS, 5 * SECOND_NS, () -> {});
             } catch (IOException e) {
                 throw new IllegalStateException(e);
             }
         });
-        FollowerChannel fc = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, r -> { });
+        FollowerChannel fc = FollowerChannel.connect(at, 1, "fp", 10 * SECOND_NS, 5 * SECOND_NS, r -> {});
         FakeExecutor followerLocal = new FakeExecutor(followerTokens);
         CompletableFuture<Long> follower = OwnThread.supply(() -> {
             try (fc) {
@@ -192,7 +203,8 @@ class FollowerLoopTest {
         assertEquals(1, r1);
         b.close();
         p.leader().close();
-        assertEquals(9L, p.follower().get(10, TimeUnit.SECONDS), "calls replayed (open, 2 inserts, 4 steps, remove, close)");
+        assertEquals(
+                9L, p.follower().get(10, TimeUnit.SECONDS), "calls replayed (open, 2 inserts, 4 steps, remove, close)");
         List<String> leaderCalls = new ArrayList<>(p.leaderLocal().calls);
         leaderCalls.remove("close"); // the follower's own executor is closed by its owner, not the loop
         assertEquals(leaderCalls, p.followerLocal().calls, "the follower's executor saw rank 0's calls");
@@ -203,17 +215,19 @@ class FollowerLoopTest {
         CountDownLatch collective = new CountDownLatch(1);
         CountDownLatch inside = new CountDownLatch(1);
         // rank 0's third unit never returns (a collective waiting on a rank that left)
-        Pair p = pair(n -> {
-            if (n == 2) {
-                inside.countDown();
-                try {
-                    collective.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return 100 + n;
-        }, n -> 100 + n);
+        Pair p = pair(
+                n -> {
+                    if (n == 2) {
+                        inside.countDown();
+                        try {
+                            collective.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                    return 100 + n;
+                },
+                n -> 100 + n);
         CompletableFuture<String> wedged = new CompletableFuture<>();
         p.leader().onWedged(wedged::complete, TimeUnit.MILLISECONDS.toNanos(200));
         ExecutionBatch b = p.leader().openBatch(4, 2);
@@ -225,7 +239,9 @@ class FollowerLoopTest {
         assertTrue(inside.await(10, TimeUnit.SECONDS), "the third unit started");
         p.channel().fail("rank 1 stopped answering (test)");
         String reason = wedged.get(10, TimeUnit.SECONDS);
-        assertTrue(reason.contains("rank 1 stopped answering (test)") && reason.contains("blocked in a collective"), reason);
+        assertTrue(
+                reason.contains("rank 1 stopped answering (test)") && reason.contains("blocked in a collective"),
+                reason);
         collective.countDown();
         stuckStep.get(10, TimeUnit.SECONDS);
         p.leader().close();
@@ -251,11 +267,18 @@ class FollowerLoopTest {
         p.followerLocal().cached = 12;
         ExecutionBatch b = p.leader().openBatch(4, 2);
         b.insert(plan("a"));
-        Throwable e = assertThrows(ExecutionException.class, () -> p.follower().get(10, TimeUnit.SECONDS),
-                "the follower must stop").getCause();
-        assertTrue(e instanceof ShardGroupException && e.getMessage().contains("row 0 reused 12 cached prompt tokens here"
-                + " and 20 on rank 0"), String.valueOf(e));
-        assertEquals(List.of("openBatch 4/2", "insert a 3 tokens", "closeBatch"), p.followerLocal().calls,
+        Throwable e = assertThrows(
+                        ExecutionException.class,
+                        () -> p.follower().get(10, TimeUnit.SECONDS),
+                        "the follower must stop")
+                .getCause();
+        assertTrue(
+                e instanceof ShardGroupException
+                        && e.getMessage().contains("row 0 reused 12 cached prompt tokens here" + " and 20 on rank 0"),
+                String.valueOf(e));
+        assertEquals(
+                List.of("openBatch 4/2", "insert a 3 tokens", "closeBatch"),
+                p.followerLocal().calls,
                 "no step ran; the follower closed what it held");
         p.leader().close();
     }
@@ -268,10 +291,15 @@ class FollowerLoopTest {
         run.advance();
         run.advance(); // the follower commits 5 here
         assertEquals(103, run.advance().token, "rank 0 goes on with its own tokens; the digest it sends now is of 102");
-        Throwable e = assertThrows(ExecutionException.class, () -> p.follower().get(10, TimeUnit.SECONDS),
-                "the follower must stop").getCause();
+        Throwable e = assertThrows(
+                        ExecutionException.class,
+                        () -> p.follower().get(10, TimeUnit.SECONDS),
+                        "the follower must stop")
+                .getCause();
         assertTrue(e instanceof ShardGroupException && e.getMessage().contains("diverged: run 0"), String.valueOf(e));
-        assertEquals(List.of("open s", "advance", "advance", "advance"), p.followerLocal().calls.subList(0, 4));
+        assertEquals(
+                List.of("open s", "advance", "advance", "advance"),
+                p.followerLocal().calls.subList(0, 4));
         p.leader().close();
     }
 
@@ -284,16 +312,23 @@ class FollowerLoopTest {
         b.step(out);
         b.step(out); // the follower commits 7 where rank 0 committed 101
         b.step(out); // carries rank 0's digest of the previous unit: the follower finds it differs
-        Throwable e = assertThrows(ExecutionException.class, () -> p.follower().get(10, TimeUnit.SECONDS),
-                "the follower must stop").getCause();
+        Throwable e = assertThrows(
+                        ExecutionException.class,
+                        () -> p.follower().get(10, TimeUnit.SECONDS),
+                        "the follower must stop")
+                .getCause();
         assertTrue(e instanceof ShardGroupException && e.getMessage().contains("diverged"), String.valueOf(e));
         long deadline = System.nanoTime() + 10 * SECOND_NS;
         while (p.channel().failure() == null && System.nanoTime() < deadline) {
             Thread.onSpinWait();
         }
-        assertTrue(p.channel().failure() != null && p.channel().failure().contains("rank 1 failed")
-                && p.channel().failure().contains("diverged"), p.channel().failure());
-        assertTrue(p.leader().unavailableReason().contains("diverged"), p.leader().unavailableReason());
+        assertTrue(
+                p.channel().failure() != null
+                        && p.channel().failure().contains("rank 1 failed")
+                        && p.channel().failure().contains("diverged"),
+                p.channel().failure());
+        assertTrue(
+                p.leader().unavailableReason().contains("diverged"), p.leader().unavailableReason());
         assertThrows(ShardGroupException.class, () -> b.step(out));
         p.leader().close();
     }

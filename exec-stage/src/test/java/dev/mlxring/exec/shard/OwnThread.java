@@ -12,13 +12,15 @@ final class OwnThread {
 
     static <T> CompletableFuture<T> supply(Supplier<T> task) {
         CompletableFuture<T> f = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                f.complete(task.get());
-            } catch (Throwable e) {
-                f.completeExceptionally(e);
-            }
-        }, "test-async");
+        Thread t = new Thread(
+                () -> {
+                    try {
+                        f.complete(task.get());
+                    } catch (Throwable e) {
+                        f.completeExceptionally(e);
+                    }
+                },
+                "test-async");
         t.setDaemon(true);
         t.start();
         return f;

@@ -25,10 +25,13 @@ class ShardRefusalTest {
     void unshardableFamiliesAreRefusedAtLoad(String type, String reason) throws Exception {
         Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"" + type + "\"}");
         try (Group single = Group.init("any", false)) {
-            ModelLoadException e = assertThrows(ModelLoadException.class,
-                    () -> Models.load(dir, CpuKernels.DEFAULT, new TensorShard(single)));
-            assertTrue(e.getMessage().contains("model_type '" + type + "'") && e.getMessage().contains(reason)
-                    && e.getMessage().contains("sharded families: gpt_oss, llama, mistral, qwen2, qwen3, qwen3_moe"),
+            ModelLoadException e = assertThrows(
+                    ModelLoadException.class, () -> Models.load(dir, CpuKernels.DEFAULT, new TensorShard(single)));
+            assertTrue(
+                    e.getMessage().contains("model_type '" + type + "'")
+                            && e.getMessage().contains(reason)
+                            && e.getMessage()
+                                    .contains("sharded families: gpt_oss, llama, mistral, qwen2, qwen3, qwen3_moe"),
                     e.getMessage());
         }
     }

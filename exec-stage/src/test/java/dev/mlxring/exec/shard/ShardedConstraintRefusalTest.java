@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.pipeline.testing.CountingConstraint;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
@@ -12,6 +11,7 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
+import dev.mlxring.pipeline.testing.CountingConstraint;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -35,8 +35,18 @@ class ShardedConstraintRefusalTest {
         // No channel: a refused plan never reaches the followers.
         ShardedExecutor sharded = new ShardedExecutor(local, null);
         int[] prompt = {1, 2, 3};
-        ExecutionPlan plan = new ExecutionPlan("r", new PreparedPrompt(prompt, prompt.length), SamplingParams.GREEDY, 4, new int[0],
-                List.of(), false, 0, List.of(), null, constraint);
+        ExecutionPlan plan = new ExecutionPlan(
+                "r",
+                new PreparedPrompt(prompt, prompt.length),
+                SamplingParams.GREEDY,
+                4,
+                new int[0],
+                List.of(),
+                false,
+                0,
+                List.of(),
+                null,
+                constraint);
         RequestException e = assertThrows(RequestException.class, () -> sharded.open(plan));
         assertEquals(ErrorType.UNSUPPORTED, e.type());
         assertTrue(e.getMessage().contains("tensor-parallel"), e.getMessage());

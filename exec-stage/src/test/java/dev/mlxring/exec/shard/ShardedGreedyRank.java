@@ -66,11 +66,15 @@ public final class ShardedGreedyRank {
                     for (int k = 0; k < prompt.length; k++) {
                         prompt[k] = p.get(k).asInt();
                     }
-                    GenerationResult r = GenerateStep.run(model, prompt,
-                            new GenerationOptions(maxTokens, prefillStep, new int[0], true, null, 0), t -> true);
+                    GenerationResult r = GenerateStep.run(
+                            model,
+                            prompt,
+                            new GenerationOptions(maxTokens, prefillStep, new int[0], true, null, 0),
+                            t -> true);
                     ObjectNode o = results.addObject();
                     o.set("tokens", json.valueToTree(r.tokens()));
-                    o.putObject("logits0").put("dtype", r.logitsDtype())
+                    o.putObject("logits0")
+                            .put("dtype", r.logitsDtype())
                             .put("b64", Base64.getEncoder().encodeToString(r.firstLogits()));
                     o.putObject("logprobs0").put("b64", Base64.getEncoder().encodeToString(r.firstLogprobs()));
                 }

@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
  */
 class ShardedParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    static final List<String> CELLS = List.of("llama-bf16", "llama-bias", "qwen2-q4", "qwen3-f32", "qwen3_moe-f32",
-            "gpt_oss-f32");
+    static final List<String> CELLS =
+            List.of("llama-bf16", "llama-bias", "qwen2-q4", "qwen3-f32", "qwen3_moe-f32", "gpt_oss-f32");
     private static final int MAX_TOKENS = 32;
     private static final int PREFILL_STEP = 32;
 
@@ -40,16 +40,27 @@ class ShardedParityTest {
     static void buildModels() throws Exception {
         work = ProjectHome.get().resolve("build/oracle");
         Files.createDirectories(work);
-        PythonScript.run("oracle/make_tiny_models.py", 600,
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
                 List.of("--out", work.resolve("models").toString(), "--only", String.join(",", CELLS)));
         prompts = work.resolve("prompts-512.json");
-        PythonScript.run("oracle/prompts.py", 60,
+        PythonScript.run(
+                "oracle/prompts.py",
+                60,
                 List.of("--vocab", "512", "--seed", "7", "--long", "70", "--out", prompts.toString()));
     }
 
     private static List<String> args(Path out) {
-        List<String> a = new ArrayList<>(List.of("--out", out.toString(), "--prompts", prompts.toString(),
-                "--max-tokens", Integer.toString(MAX_TOKENS), "--prefill-step-size", Integer.toString(PREFILL_STEP)));
+        List<String> a = new ArrayList<>(List.of(
+                "--out",
+                out.toString(),
+                "--prompts",
+                prompts.toString(),
+                "--max-tokens",
+                Integer.toString(MAX_TOKENS),
+                "--prefill-step-size",
+                Integer.toString(PREFILL_STEP)));
         for (String c : CELLS) {
             a.addAll(List.of("--cell", c + "=" + work.resolve("models").resolve(c)));
         }
@@ -61,8 +72,11 @@ class ShardedParityTest {
         Path expectedFile = Files.createTempFile("sharded-oracle", ".json");
         Path actualFile = Files.createTempFile("sharded-java", ".json");
         try {
-            List<String> oracle = new ArrayList<>(List.of(ProjectHome.python().toString(),
-                    ProjectHome.get().resolve("scripts/oracle/sharded_greedy.py").toString()));
+            List<String> oracle = new ArrayList<>(List.of(
+                    ProjectHome.python().toString(),
+                    ProjectHome.get()
+                            .resolve("scripts/oracle/sharded_greedy.py")
+                            .toString()));
             oracle.addAll(args(expectedFile));
             MlxLaunch.run(2, oracle, 300);
             MlxLaunch.run(2, MlxLaunch.javaCommand(ShardedGreedyRank.class.getName(), args(actualFile)), 300);
@@ -77,11 +91,17 @@ class ShardedParityTest {
                 for (int p = 0; p < e.size(); p++) {
                     String where = cell + " prompt " + p;
                     assertEquals(e.get(p).get("tokens"), a.get(p).get("tokens"), where + ": tokens");
-                    assertEquals(e.get(p).get("logits0").get("dtype").asText(), a.get(p).get("logits0").get("dtype").asText(),
+                    assertEquals(
+                            e.get(p).get("logits0").get("dtype").asText(),
+                            a.get(p).get("logits0").get("dtype").asText(),
                             where + ": logits dtype");
-                    assertEquals(e.get(p).get("logits0").get("b64").asText(), a.get(p).get("logits0").get("b64").asText(),
+                    assertEquals(
+                            e.get(p).get("logits0").get("b64").asText(),
+                            a.get(p).get("logits0").get("b64").asText(),
                             where + ": logits0 bytes");
-                    assertEquals(e.get(p).get("logprobs0").get("b64").asText(), a.get(p).get("logprobs0").get("b64").asText(),
+                    assertEquals(
+                            e.get(p).get("logprobs0").get("b64").asText(),
+                            a.get(p).get("logprobs0").get("b64").asText(),
                             where + ": logprobs0 bytes");
                 }
             }

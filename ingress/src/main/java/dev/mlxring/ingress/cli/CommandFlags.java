@@ -84,13 +84,20 @@ final class CommandFlags {
      */
     String usage() {
         StringBuilder sb = new StringBuilder();
-        sb.append("usage: mlx-ring ").append(command).append(" [options]\n\n").append(summary).append("\n\noptions:\n");
+        sb.append("usage: mlx-ring ")
+                .append(command)
+                .append(" [options]\n\n")
+                .append(summary)
+                .append("\n\noptions:\n");
         for (Flag f : flags.values()) {
             String head = "  " + f.synopsis();
             String text = f.help() + " (default: " + f.defaultText() + ")";
             List<String> lines = wrap(text, LINE_WIDTH - HELP_COLUMN);
             if (head.length() < HELP_COLUMN - 1) {
-                sb.append(head).append(" ".repeat(HELP_COLUMN - head.length())).append(lines.getFirst()).append('\n');
+                sb.append(head)
+                        .append(" ".repeat(HELP_COLUMN - head.length()))
+                        .append(lines.getFirst())
+                        .append('\n');
                 lines = lines.subList(1, lines.size());
             } else {
                 sb.append(head).append('\n');

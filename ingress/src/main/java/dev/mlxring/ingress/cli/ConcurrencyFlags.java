@@ -20,20 +20,36 @@ final class ConcurrencyFlags {
     static final int DEFAULT_DECODE_CONCURRENCY = 8;
     /** mlx_lm.server's default. */
     static final int DEFAULT_PROMPT_CONCURRENCY = EngineConfig.DEFAULT_PROMPT_CONCURRENCY;
+
     static final List<Flag> FLAGS = List.of(
-            Flag.valued("--decode-concurrency", "N", DEFAULT_DECODE_CONCURRENCY,
+            Flag.valued(
+                    "--decode-concurrency",
+                    "N",
+                    DEFAULT_DECODE_CONCURRENCY,
                     "requests run at once as rows of one batch (continuous batching); 1 runs them strictly one"
                             + " after another, numerics that never depend on load"),
             Flag.valued("--batch", "N", DEFAULT_DECODE_CONCURRENCY, "alias of --decode-concurrency"),
-            Flag.valued("--prompt-concurrency", "M", DEFAULT_PROMPT_CONCURRENCY + ", at most --decode-concurrency",
+            Flag.valued(
+                    "--prompt-concurrency",
+                    "M",
+                    DEFAULT_PROMPT_CONCURRENCY + ", at most --decode-concurrency",
                     "rows that may read their prompts at once"),
-            Flag.valued("--kv-budget", "BYTES", "none",
+            Flag.valued(
+                    "--kv-budget",
+                    "BYTES",
+                    "none",
                     "hold new rows back while the batch's projected KV cache would exceed BYTES (500MB, 4GB or a"
                             + " count); a request that alone would is refused"),
-            Flag.valued("--prefill-share", "F", EngineConfig.DEFAULT_PREFILL_SHARE,
+            Flag.valued(
+                    "--prefill-share",
+                    "F",
+                    EngineConfig.DEFAULT_PREFILL_SHARE,
                     "the most of exec's time prompt chunks take while other rows generate, in (0, 1]; 1 = mlx-lm's"
                             + " schedule"),
-            Flag.valued("--short-prompts-first", "on|off", "on",
+            Flag.valued(
+                    "--short-prompts-first",
+                    "on|off",
+                    "on",
                     "read a prompt that fits in one chunk ahead of a long prompt's remaining chunks"));
     static final List<String> NAMES = Flag.names(FLAGS);
 
@@ -55,11 +71,13 @@ final class ConcurrencyFlags {
             throw new UsageException("--prefill-share must be in (0, 1] (1 = a prompt chunk in every unit, as mlx-lm),"
                     + " got " + a.get("--prefill-share"));
         }
-        String shortFirst = a.has("--short-prompts-first") ? a.get("--short-prompts-first").trim() : "on";
+        String shortFirst =
+                a.has("--short-prompts-first") ? a.get("--short-prompts-first").trim() : "on";
         if (!shortFirst.equals("on") && !shortFirst.equals("off")) {
             throw new UsageException("--short-prompts-first must be on or off, got '" + shortFirst + "'");
         }
-        return config.withConcurrency(decode, prompt).withKvBudget(budget)
+        return config.withConcurrency(decode, prompt)
+                .withKvBudget(budget)
                 .withPrefillInterleave(share, shortFirst.equals("on"));
     }
 }

@@ -12,12 +12,21 @@ import java.util.List;
  */
 final class ConnectionFlags {
     static final List<Flag> FLAGS = List.of(
-            Flag.valued("--read-timeout-seconds", "S", ConnectionLimits.DEFAULT_READ_TIMEOUT_SECONDS,
+            Flag.valued(
+                    "--read-timeout-seconds",
+                    "S",
+                    ConnectionLimits.DEFAULT_READ_TIMEOUT_SECONDS,
                     "a request's headers, then its body, must each arrive within S seconds, else 408 and the"
                             + " connection closes"),
-            Flag.valued("--idle-timeout-seconds", "S", ConnectionLimits.DEFAULT_IDLE_TIMEOUT_SECONDS,
+            Flag.valued(
+                    "--idle-timeout-seconds",
+                    "S",
+                    ConnectionLimits.DEFAULT_IDLE_TIMEOUT_SECONDS,
                     "close a connection on which no request has begun for S seconds"),
-            Flag.valued("--max-connections", "N", ConnectionLimits.DEFAULT_MAX_CONNECTIONS,
+            Flag.valued(
+                    "--max-connections",
+                    "N",
+                    ConnectionLimits.DEFAULT_MAX_CONNECTIONS,
                     "open connections at most; one more is answered 503 and closed"));
     static final List<String> NAMES = Flag.names(FLAGS);
 

@@ -9,7 +9,10 @@ import dev.mlxring.mlx.CpuKernels;
  */
 final class CpuKernelsFlag {
     static final String NAME = "--cpu-kernels";
-    static final Flag FLAG = Flag.valued(NAME, "native|mlx", CpuKernels.DEFAULT.cliName(),
+    static final Flag FLAG = Flag.valued(
+            NAME,
+            "native|mlx",
+            CpuKernels.DEFAULT.cliName(),
             "quantized matmuls on the shim's exact native kernels or on MLX's own; both give the same bytes");
 
     private CpuKernelsFlag() {}

@@ -13,7 +13,8 @@ import dev.mlxring.mlx.Numerics;
  */
 final class DequantizedWeightsFlag {
     static final String NAME = "--dequantized-weights";
-    static final Flag FLAG = Flag.toggle(NAME,
+    static final Flag FLAG = Flag.toggle(
+            NAME,
             "also keep quantized weights dequantized (2 bytes a weight): same bytes, faster for float16/bfloat16"
                     + " models; needs --cpu-kernels native and --numerics exact");
 

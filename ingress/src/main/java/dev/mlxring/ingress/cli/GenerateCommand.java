@@ -3,6 +3,7 @@ package dev.mlxring.ingress.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.engine.SpeculativeDecoding;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
@@ -10,18 +11,17 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.nn.TensorShard;
-import dev.mlxring.exec.shard.ShardLaunch;
-import dev.mlxring.exec.shard.ShardWatch;
-import dev.mlxring.mlx.ArrayScope;
-import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.Numerics;
-import dev.mlxring.mlx.Group;
-import dev.mlxring.mlx.Mlx;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
-import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.exec.shard.ShardLaunch;
+import dev.mlxring.exec.shard.ShardWatch;
 import dev.mlxring.exec.spec.Speculation;
-import dev.mlxring.engine.SpeculativeDecoding;
+import dev.mlxring.exec.spec.SpeculativeGenerate;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Group;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
@@ -48,6 +48,7 @@ final class GenerateCommand {
     static final String DEFAULT_MODEL = "models/smollm2-135m-instruct";
     /** Default of {@code --max-tokens}, as mlx_lm.generate's. */
     static final int DEFAULT_MAX_TOKENS = 256;
+
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** The sampling flags: mlx-lm's sampler chain and logits processors (docs/sampling.md). */
@@ -58,37 +59,69 @@ final class GenerateCommand {
             Flag.valued("--min-p", "P", 0.0, "min-p filter in [0, 1]; 0 = off"),
             Flag.valued("--min-tokens-to-keep", "N", 1, "tokens min-p always keeps"),
             Flag.valued("--xtc-probability", "P", 0.0, "chance XTC applies at a step, in [0, 1]; 0 = off"),
-            Flag.valued("--xtc-threshold", "T", SamplingParams.DEFAULT_XTC_THRESHOLD,
+            Flag.valued(
+                    "--xtc-threshold",
+                    "T",
+                    SamplingParams.DEFAULT_XTC_THRESHOLD,
                     "XTC probability threshold in [0, 0.5]"),
             Flag.valued("--repetition-penalty", "R", 0.0, "multiplicative penalty on recent tokens; 0 = off"),
-            Flag.valued("--repetition-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+            Flag.valued(
+                    "--repetition-context-size",
+                    "N",
+                    SamplingParams.DEFAULT_CONTEXT_SIZE,
                     "tokens the repetition penalty looks back; 0 = all"),
             Flag.valued("--presence-penalty", "P", 0.0, "additive penalty on recent tokens; 0 = off"),
-            Flag.valued("--presence-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+            Flag.valued(
+                    "--presence-context-size",
+                    "N",
+                    SamplingParams.DEFAULT_CONTEXT_SIZE,
                     "tokens the presence penalty looks back; 0 = all"),
             Flag.valued("--frequency-penalty", "F", 0.0, "additive penalty per occurrence; 0 = off"),
-            Flag.valued("--frequency-context-size", "N", SamplingParams.DEFAULT_CONTEXT_SIZE,
+            Flag.valued(
+                    "--frequency-context-size",
+                    "N",
+                    SamplingParams.DEFAULT_CONTEXT_SIZE,
                     "tokens the frequency penalty looks back; 0 = all"),
             Flag.valued("--seed", "S", "clock-seeded", "random seed, as mlx_lm.generate --seed S"));
 
     /** Every flag {@code generate} accepts: what it parses and what {@code generate --help} prints. */
-    static final CommandFlags FLAGS = CommandFlags.of("generate",
+    static final CommandFlags FLAGS = CommandFlags.of(
+            "generate",
             "Generates text from one prompt, as mlx_lm.generate; give exactly one of --prompt and --prompt-tokens.",
-            List.of(List.of(
-                    Flag.valued("--model", "DIR", DEFAULT_MODEL,
-                            "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
-                    Flag.valued("--prompt", "TEXT", "none", "user message, rendered with the model's chat template"),
-                    Flag.valued("--prompt-tokens", "IDS", "none", "comma-separated prompt token ids, no template"),
-                    Flag.valued("--max-tokens", "N", DEFAULT_MAX_TOKENS, "tokens to generate at most"),
-                    Flag.valued("--system", "TEXT", "none", "system message (with the chat template)"),
-                    Flag.toggle("--ignore-chat-template", "tokenize --prompt as plain text"),
-                    Flag.valued("--prefill-step-size", "N", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
-                            "prompt tokens per prefill chunk, as mlx-lm"),
-                    Flag.toggle("--json", "print one JSON object: token ids, text, timing, peak memory"),
-                    Flag.valued("--logprobs", "N", "off", "with --json: each token's logprob and the top N (0..11)")),
-                    SAMPLING_FLAGS, KvFlags.QUANTIZATION_FLAGS, List.of(KvFlags.MAX_KV_SIZE),
+            List.of(
+                    List.of(
+                            Flag.valued(
+                                    "--model",
+                                    "DIR",
+                                    DEFAULT_MODEL,
+                                    "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
+                            Flag.valued(
+                                    "--prompt",
+                                    "TEXT",
+                                    "none",
+                                    "user message, rendered with the model's chat template"),
+                            Flag.valued(
+                                    "--prompt-tokens", "IDS", "none", "comma-separated prompt token ids, no template"),
+                            Flag.valued("--max-tokens", "N", DEFAULT_MAX_TOKENS, "tokens to generate at most"),
+                            Flag.valued("--system", "TEXT", "none", "system message (with the chat template)"),
+                            Flag.toggle("--ignore-chat-template", "tokenize --prompt as plain text"),
+                            Flag.valued(
+                                    "--prefill-step-size",
+                                    "N",
+                                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
+                                    "prompt tokens per prefill chunk, as mlx-lm"),
+                            Flag.toggle("--json", "print one JSON object: token ids, text, timing, peak memory"),
+                            Flag.valued(
+                                    "--logprobs",
+                                    "N",
+                                    "off",
+                                    "with --json: each token's logprob and the top N (0..11)")),
+                    SAMPLING_FLAGS,
+                    KvFlags.QUANTIZATION_FLAGS,
+                    List.of(KvFlags.MAX_KV_SIZE),
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
-                    SpeculativeFlags.FLAGS, ShardFlags.FLAGS),
+                    SpeculativeFlags.FLAGS,
+                    ShardFlags.FLAGS),
             """
             tensor-parallel, under MLX's launcher (docs/distributed.md):
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring generate --model DIR --prompt TEXT
@@ -112,7 +145,8 @@ final class GenerateCommand {
                     + "(its rotating caches cannot be rolled back)");
         }
         boolean json = a.has("--json");
-        Path modelDir = a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
+        Path modelDir =
+                a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
             throw new IllegalArgumentException("model directory " + modelDir + " does not exist"
                     + (a.has("--model") ? "" : " (run ./mlx-ring setup to prepare the default model)"));
@@ -138,26 +172,32 @@ final class GenerateCommand {
         }
         // Liveness: a rank that dies or stops answering ends every rank with the reason instead
         // of leaving it blocked in a collective.
-        ShardWatch watch = !sharded ? null : ShardWatch.start(launch, group, modelDir, ShardFlags.STARTUP_NS,
-                ShardFlags.rankTimeoutNs(a), reason -> {
-                    System.err.println("mlx-ring: the tensor-parallel group is down: " + reason);
-                    System.err.flush();
-                    Runtime.getRuntime().halt(1);
-                });
+        ShardWatch watch = !sharded
+                ? null
+                : ShardWatch.start(
+                        launch, group, modelDir, ShardFlags.STARTUP_NS, ShardFlags.rankTimeoutNs(a), reason -> {
+                            System.err.println("mlx-ring: the tensor-parallel group is down: " + reason);
+                            System.err.flush();
+                            Runtime.getRuntime().halt(1);
+                        });
         if (sharded && group.rank() == 0) {
             System.err.println("mlx-ring: tensor-parallel generate over " + group.size() + " ranks ("
                     + launch.backendName() + "), this is rank 0");
         }
-        try (watch; HfTokenizer tokenizer = HfTokenizer.load(modelDir);
-                LanguageModel model = Models.load(modelDir, kernels, numerics, dequantizedWeights,
-                        sharded ? new TensorShard(group) : null);
-                LanguageModel draft = spec.draftModel() == null ? null
-                        : ((Speculation.DraftModel) spec.open(tokenizer, kernels, numerics, dequantizedWeights)).model()) {
+        try (watch;
+                HfTokenizer tokenizer = HfTokenizer.load(modelDir);
+                LanguageModel model = Models.load(
+                        modelDir, kernels, numerics, dequantizedWeights, sharded ? new TensorShard(group) : null);
+                LanguageModel draft = spec.draftModel() == null
+                        ? null
+                        : ((Speculation.DraftModel) spec.open(tokenizer, kernels, numerics, dequantizedWeights))
+                                .model()) {
             KvFlags.checkQuantizable(kv, model, maxKvSize);
             if (kv != null) {
                 kv.checkFits(model.headDim());
             }
-            int[] prompt = a.has("--prompt-tokens") ? a.intList("--prompt-tokens") : encodePrompt(a, modelDir, tokenizer);
+            int[] prompt =
+                    a.has("--prompt-tokens") ? a.intList("--prompt-tokens") : encodePrompt(a, modelDir, tokenizer);
             Set<Integer> stops = new LinkedHashSet<>();
             for (int id : tokenizer.eosTokenIds()) {
                 stops.add(id);
@@ -175,29 +215,39 @@ final class GenerateCommand {
             // Sharded, every rank must draw the same keys: rank 0's clock is the seed of all.
             // A draft model is loaded after the model, so its construction draws follow the model's.
             int initDraws = model.initRandomDraws() + (draft == null ? 0 : draft.initRandomDraws());
-            EngineRng engineRng = sampling.seed() != null ? EngineRng.seededThenDrawn(sampling.seed(), initDraws)
+            EngineRng engineRng = sampling.seed() != null
+                    ? EngineRng.seededThenDrawn(sampling.seed(), initDraws)
                     : sharded ? EngineRng.seeded(rankZeroClock(group)) : EngineRng.fromClock();
             sampling = sampling.toBuilder().seed(null).build();
             GenerationOptions options = new GenerationOptions(maxTokens, prefillStep, stopIds, false, kv, maxKvSize);
             GenerationResult r;
             SpeculativeGenerate.Result speculative = null;
             if (spec.on()) {
-                Speculation how = draft != null ? new Speculation.DraftModel(draft, spec.numDraftTokens())
+                Speculation how = draft != null
+                        ? new Speculation.DraftModel(draft, spec.numDraftTokens())
                         : spec.open(tokenizer, kernels, numerics, dequantizedWeights);
                 Mlx.resetPeakMemory();
-                speculative = SpeculativeGenerate.run(model, prompt, options, sampling, engineRng, how,
-                        (token, logprobs) -> {
+                speculative =
+                        SpeculativeGenerate.run(model, prompt, options, sampling, engineRng, how, (token, logprobs) -> {
                             if (stream != null) {
                                 stream.add(token);
                             }
                             return true;
                         });
-                r = new GenerationResult(prompt, speculative.tokens(), speculative.finishReason(),
-                        speculative.promptTimeNs(), speculative.generationTimeNs(), Mlx.memory().peakBytes(), null,
-                        null, null, speculative.tokenLogprobs());
+                r = new GenerationResult(
+                        prompt,
+                        speculative.tokens(),
+                        speculative.finishReason(),
+                        speculative.promptTimeNs(),
+                        speculative.generationTimeNs(),
+                        Mlx.memory().peakBytes(),
+                        null,
+                        null,
+                        null,
+                        speculative.tokenLogprobs());
             } else {
-                r = GenerateStep.run(model, prompt, options, sampling, engineRng,
-                        (GenerateStep.TokenListener) token -> {
+                r = GenerateStep.run(
+                        model, prompt, options, sampling, engineRng, (GenerateStep.TokenListener) token -> {
                             if (stream != null) {
                                 stream.add(token);
                             }
@@ -208,21 +258,26 @@ final class GenerateCommand {
             if (json) {
                 ObjectNode o = toJson(modelDir, r, text);
                 if (speculative != null) {
-                    o.putObject("speculative").put("method", spec.method())
-                            .put("proposed", speculative.proposedTokens()).put("accepted", speculative.acceptedTokens());
+                    o.putObject("speculative")
+                            .put("method", spec.method())
+                            .put("proposed", speculative.proposedTokens())
+                            .put("accepted", speculative.acceptedTokens());
                 }
                 out.println(o);
             } else {
                 stream.finish();
                 out.println();
                 out.println("==========");
-                out.printf("Prompt: %d tokens, %.3f tokens-per-sec%n", r.promptTokens().length, r.promptTokensPerSecond());
-                out.printf("Generation: %d tokens, %.3f tokens-per-sec%n", r.tokens().length,
-                        r.generationTokensPerSecond());
+                out.printf(
+                        "Prompt: %d tokens, %.3f tokens-per-sec%n", r.promptTokens().length, r.promptTokensPerSecond());
+                out.printf(
+                        "Generation: %d tokens, %.3f tokens-per-sec%n",
+                        r.tokens().length, r.generationTokensPerSecond());
                 out.printf("Peak memory: %.3f GB%n", r.peakMemoryBytes() / 1e9);
                 if (speculative != null) {
-                    out.printf("Speculative (%s): %d proposed, %d accepted%n", spec.method(),
-                            speculative.proposedTokens(), speculative.acceptedTokens());
+                    out.printf(
+                            "Speculative (%s): %d proposed, %d accepted%n",
+                            spec.method(), speculative.proposedTokens(), speculative.acceptedTokens());
                 }
             }
             return 0;
@@ -235,7 +290,8 @@ final class GenerateCommand {
     private static long rankZeroClock(Group group) {
         long now = group.rank() == 0 ? System.currentTimeMillis() : 0;
         try (ArrayScope scope = ArrayScope.open()) {
-            int[] words = group.allSum(Mlx.fromInts(new int[] {(int) (now >>> 32), (int) now}, 2)).toIntArray();
+            int[] words = group.allSum(Mlx.fromInts(new int[] {(int) (now >>> 32), (int) now}, 2))
+                    .toIntArray();
             return ((long) words[0] << 32) | (words[1] & 0xffffffffL);
         }
     }
@@ -255,14 +311,14 @@ final class GenerateCommand {
                 .xtcProbability(a.doubleValue("--xtc-probability", 0.0))
                 .xtcThreshold(a.doubleValue("--xtc-threshold", SamplingParams.DEFAULT_XTC_THRESHOLD))
                 .repetitionPenalty(a.doubleValue("--repetition-penalty", 0.0))
-                .repetitionContextSize(a.intValue("--repetition-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
-                        Integer.MIN_VALUE))
+                .repetitionContextSize(
+                        a.intValue("--repetition-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE, Integer.MIN_VALUE))
                 .presencePenalty(a.doubleValue("--presence-penalty", 0.0))
-                .presenceContextSize(a.intValue("--presence-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
-                        Integer.MIN_VALUE))
+                .presenceContextSize(
+                        a.intValue("--presence-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE, Integer.MIN_VALUE))
                 .frequencyPenalty(a.doubleValue("--frequency-penalty", 0.0))
-                .frequencyContextSize(a.intValue("--frequency-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE,
-                        Integer.MIN_VALUE))
+                .frequencyContextSize(
+                        a.intValue("--frequency-context-size", SamplingParams.DEFAULT_CONTEXT_SIZE, Integer.MIN_VALUE))
                 .seed(a.longValue("--seed"));
         if (a.has("--logprobs")) {
             b.logprobs(true).topLogprobs(a.intValue("--logprobs", 0, Integer.MIN_VALUE));
@@ -339,7 +395,8 @@ final class GenerateCommand {
 
         void add(int token) {
             tokens.add(token);
-            String text = tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
+            String text =
+                    tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
             if (!text.endsWith("\uFFFD") && text.length() > printed) {
                 out.print(text.substring(printed));
                 out.flush();
@@ -348,7 +405,8 @@ final class GenerateCommand {
         }
 
         void finish() {
-            String text = tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
+            String text =
+                    tokenizer.decode(tokens.stream().mapToInt(Integer::intValue).toArray(), true);
             if (text.length() > printed) {
                 out.print(text.substring(printed));
             }

@@ -58,8 +58,10 @@ final class GracefulShutdown {
      */
     static void drain(HttpServer server, Engine engine, Duration grace) throws InterruptedException {
         server.beginDrain();
-        LOG.info("draining: new requests get 503; waiting up to {} s for {} in-flight request(s)",
-                grace.toSeconds(), server.inFlight());
+        LOG.info(
+                "draining: new requests get 503; waiting up to {} s for {} in-flight request(s)",
+                grace.toSeconds(),
+                server.inFlight());
         int left = server.awaitIdle(System.nanoTime() + grace.toNanos());
         if (left > 0) {
             LOG.warn("grace period of {} s is over: cancelling {} request(s)", grace.toSeconds(), left);

@@ -16,12 +16,22 @@ final class KvFlags {
     /** The flags that configure quantization; the two tuning ones are refused without {@code --kv-bits}. */
     static final List<Flag> QUANTIZATION_FLAGS = List.of(
             Flag.valued("--kv-bits", "B", "off", "quantize the KV cache to B bits (2, 3, 4, 5, 6, 8), as mlx-lm"),
-            Flag.valued("--kv-group-size", "G", KvQuantization.DEFAULT_GROUP_SIZE,
+            Flag.valued(
+                    "--kv-group-size",
+                    "G",
+                    KvQuantization.DEFAULT_GROUP_SIZE,
                     "with --kv-bits: its group size (32, 64, 128)"),
-            Flag.valued("--quantized-kv-start", "N", KvQuantization.DEFAULT_QUANTIZED_KV_START,
+            Flag.valued(
+                    "--quantized-kv-start",
+                    "N",
+                    KvQuantization.DEFAULT_QUANTIZED_KV_START,
                     "with --kv-bits: quantize once a layer's cache holds more than N tokens"));
+
     static final List<String> NAMES = Flag.names(QUANTIZATION_FLAGS);
-    static final Flag MAX_KV_SIZE = Flag.valued("--max-kv-size", "N", "off",
+    static final Flag MAX_KV_SIZE = Flag.valued(
+            "--max-kv-size",
+            "N",
+            "off",
             "rotating KV caches of N positions (N > 4), as mlx_lm.generate; qwen2, qwen3, qwen3_moe and phi3 use it"
                     + " (llama, gemma3_text and gpt_oss keep their own layout); not with --kv-bits");
 
@@ -60,7 +70,8 @@ final class KvFlags {
             return null;
         }
         try {
-            return new KvQuantization(a.intValue("--kv-bits", 0, 1),
+            return new KvQuantization(
+                    a.intValue("--kv-bits", 0, 1),
                     a.intValue("--kv-group-size", KvQuantization.DEFAULT_GROUP_SIZE, 1),
                     a.intValue("--quantized-kv-start", KvQuantization.DEFAULT_QUANTIZED_KV_START, 0));
         } catch (IllegalArgumentException e) {

@@ -52,8 +52,9 @@ public final class Main {
             }
             CommandFlags command = COMMANDS.get(args[1]);
             if (command == null || args.length > 2) {
-                err.println("mlx-ring: help takes one command name (" + String.join(", ", COMMANDS.keySet().stream()
-                        .sorted().toList()) + "), got '" + String.join(" ", List.of(args).subList(1, args.length)) + "'");
+                err.println("mlx-ring: help takes one command name ("
+                        + String.join(", ", COMMANDS.keySet().stream().sorted().toList()) + "), got '"
+                        + String.join(" ", List.of(args).subList(1, args.length)) + "'");
                 return 2;
             }
             out.print(command.usage());
@@ -76,8 +77,10 @@ public final class Main {
             };
         } catch (UsageException e) {
             err.println("mlx-ring: " + e.getMessage());
-            err.println(command == null ? "run 'mlx-ring help' for usage"
-                    : "run 'mlx-ring " + command.command() + " --help' for its flags");
+            err.println(
+                    command == null
+                            ? "run 'mlx-ring help' for usage"
+                            : "run 'mlx-ring " + command.command() + " --help' for its flags");
             return 2;
         } catch (ModelLoadException | MlxException | IllegalArgumentException | IllegalStateException e) {
             err.println("mlx-ring: " + e.getMessage());

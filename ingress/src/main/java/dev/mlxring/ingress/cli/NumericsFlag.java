@@ -12,7 +12,10 @@ import dev.mlxring.mlx.Numerics;
  */
 final class NumericsFlag {
     static final String NAME = "--numerics";
-    static final Flag FLAG = Flag.valued(NAME, "exact|fast", Numerics.DEFAULT.cliName(),
+    static final Flag FLAG = Flag.valued(
+            NAME,
+            "exact|fast",
+            Numerics.DEFAULT.cliName(),
             "exact: mlx-lm's bytes; fast: 4/8-bit matmuls by float32 FMA kernels, not mlx-lm's bytes (held to a"
                     + " float64 rendering); fast needs --cpu-kernels native and AVX2/FMA");
 

@@ -19,39 +19,60 @@ import java.util.Map;
 final class PromptCacheFlags {
     /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
     static final long DEFAULT_DISK_BYTES = 2_000_000_000L;
+
     static final List<Flag> FLAGS = List.of(
-            Flag.valued("--prompt-cache-size", "N", RamPrefixCache.DEFAULT_MAX_ENTRIES,
+            Flag.valued(
+                    "--prompt-cache-size",
+                    "N",
+                    RamPrefixCache.DEFAULT_MAX_ENTRIES,
                     "prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server; 0 = off"),
-            Flag.valued("--prompt-cache-bytes", "B", "none", "their byte cap (500MB, 2GB or a count); oldest out first"),
-            Flag.valued("--prompt-cache-dir", "DIR", "off",
+            Flag.valued(
+                    "--prompt-cache-bytes", "B", "none", "their byte cap (500MB, 2GB or a count); oldest out first"),
+            Flag.valued(
+                    "--prompt-cache-dir",
+                    "DIR",
+                    "off",
                     "also keep them on disk (Chronicle Map files in DIR): they survive a restart"),
-            Flag.valued("--prompt-cache-disk-bytes", "B", DEFAULT_DISK_BYTES / 1_000_000_000L + "GB", "with --prompt-cache-dir: the disk tier's cap, preallocated"),
-            Flag.valued("--prompt-cache-quarantine-files", "N", QuarantineCap.DEFAULT.maxFiles(),
+            Flag.valued(
+                    "--prompt-cache-disk-bytes",
+                    "B",
+                    DEFAULT_DISK_BYTES / 1_000_000_000L + "GB",
+                    "with --prompt-cache-dir: the disk tier's cap, preallocated"),
+            Flag.valued(
+                    "--prompt-cache-quarantine-files",
+                    "N",
+                    QuarantineCap.DEFAULT.maxFiles(),
                     "with --prompt-cache-dir: damaged map files DIR/quarantine/ keeps at most"),
-            Flag.valued("--prompt-cache-quarantine-bytes", "B", QuarantineCap.DEFAULT.maxBytes(),
+            Flag.valued(
+                    "--prompt-cache-quarantine-bytes",
+                    "B",
+                    QuarantineCap.DEFAULT.maxBytes(),
                     "with --prompt-cache-dir: bytes DIR/quarantine/ keeps at most"));
     static final List<String> NAMES = Flag.names(FLAGS);
     /** The flags that configure the SSD tier, refused without {@code --prompt-cache-dir}. */
-    private static final List<String> DISK_ONLY = List.of("--prompt-cache-disk-bytes",
-            "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
+    private static final List<String> DISK_ONLY =
+            List.of("--prompt-cache-disk-bytes", "--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes");
 
-    private static final Map<String, Long> UNITS = Map.of("", 1L, "M", 1_000_000L, "MB", 1_000_000L,
-            "G", 1_000_000_000L, "GB", 1_000_000_000L);
+    private static final Map<String, Long> UNITS =
+            Map.of("", 1L, "M", 1_000_000L, "MB", 1_000_000L, "G", 1_000_000_000L, "GB", 1_000_000_000L);
 
     private PromptCacheFlags() {}
 
     static LocalEngine.PromptCache parse(CliArgs a) {
         int size = a.intValue("--prompt-cache-size", RamPrefixCache.DEFAULT_MAX_ENTRIES, 0);
-        long bytes = a.has("--prompt-cache-bytes") ? parseSize("--prompt-cache-bytes", a.get("--prompt-cache-bytes"))
+        long bytes = a.has("--prompt-cache-bytes")
+                ? parseSize("--prompt-cache-bytes", a.get("--prompt-cache-bytes"))
                 : Long.MAX_VALUE;
-        java.nio.file.Path dir = a.has("--prompt-cache-dir") ? java.nio.file.Path.of(a.get("--prompt-cache-dir")) : null;
+        java.nio.file.Path dir =
+                a.has("--prompt-cache-dir") ? java.nio.file.Path.of(a.get("--prompt-cache-dir")) : null;
         for (String flag : DISK_ONLY) {
             if (a.has(flag) && dir == null) {
                 throw new UsageException(flag + " needs --prompt-cache-dir (without it nothing goes to disk)");
             }
         }
         long disk = a.has("--prompt-cache-disk-bytes")
-                ? parseSize("--prompt-cache-disk-bytes", a.get("--prompt-cache-disk-bytes")) : DEFAULT_DISK_BYTES;
+                ? parseSize("--prompt-cache-disk-bytes", a.get("--prompt-cache-disk-bytes"))
+                : DEFAULT_DISK_BYTES;
         QuarantineCap quarantine = new QuarantineCap(
                 a.intValue("--prompt-cache-quarantine-files", QuarantineCap.DEFAULT.maxFiles(), 0),
                 a.has("--prompt-cache-quarantine-bytes")
@@ -75,10 +96,12 @@ final class PromptCacheFlags {
             if (split == 0 || unit == null) {
                 throw new NumberFormatException();
             }
-            return new BigDecimal(t.substring(0, split)).multiply(BigDecimal.valueOf(unit)).longValueExact();
+            return new BigDecimal(t.substring(0, split))
+                    .multiply(BigDecimal.valueOf(unit))
+                    .longValueExact();
         } catch (NumberFormatException | ArithmeticException e) {
-            throw new UsageException(flag + " must be a byte count such as 500000000, 500MB or 2GB, got '"
-                    + text + "'");
+            throw new UsageException(
+                    flag + " must be a byte count such as 500000000, 500MB or 2GB, got '" + text + "'");
         }
     }
 }

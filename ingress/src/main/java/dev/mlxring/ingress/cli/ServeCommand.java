@@ -1,19 +1,19 @@
 package dev.mlxring.ingress.cli;
 
+import dev.mlxring.engine.LocalEngine;
+import dev.mlxring.engine.SpeculativeDecoding;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
-import dev.mlxring.engine.LocalEngine;
-import dev.mlxring.engine.SpeculativeDecoding;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
 import dev.mlxring.mlx.CpuKernels;
-import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.EngineConfig;
@@ -42,44 +42,81 @@ final class ServeCommand {
 
     /** Default of {@code --shutdown-grace-seconds}: how long running requests may finish on SIGTERM. */
     static final int DEFAULT_SHUTDOWN_GRACE_SECONDS = 30;
+
     static final String DEFAULT_HOST = "127.0.0.1";
     static final int DEFAULT_PORT = 8080;
     /** Default of {@code --max-tokens}, as mlx_lm.server's. */
     static final int DEFAULT_MAX_TOKENS = 512;
 
     /** Every flag {@code serve} accepts: what it parses and what {@code serve --help} prints. */
-    static final CommandFlags FLAGS = CommandFlags.of("serve",
+    static final CommandFlags FLAGS = CommandFlags.of(
+            "serve",
             "Serves a model over HTTP: OpenAI chat and responses, Anthropic messages (docs/cli.md, docs/api.md).",
-            List.of(List.of(
-                    Flag.valued("--model", "DIR", GenerateCommand.DEFAULT_MODEL,
-                            "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
-                    Flag.valued("--host", "HOST", DEFAULT_HOST, "address to bind"),
-                    Flag.valued("--port", "PORT", DEFAULT_PORT, "port to bind; 0 picks a free one"),
-                    Flag.valued("--max-tokens", "N", DEFAULT_MAX_TOKENS, "max_tokens of requests that leave it out"),
-                    Flag.valued("--temp", "T", 0.0, "temperature of requests that leave it out; 0 = greedy"),
-                    Flag.valued("--top-p", "P", 1.0, "top_p of requests that leave it out"),
-                    Flag.valued("--top-k", "K", 0, "top_k of requests that leave it out; 0 = off"),
-                    Flag.valued("--min-p", "P", 0.0, "min_p of requests that leave it out; 0 = off"),
-                    Flag.valued("--api-key", "KEY", "none",
-                            "require Authorization: Bearer KEY on every route but /health"),
-                    Flag.valued("--allowed-origins", "LIST", String.join(",", HttpServer.ANY_ORIGIN),
-                            "comma-separated origins a browser page may call the server from (CORS)"),
-                    Flag.valued("--prefill-step-size", "N", GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
-                            "prompt tokens per prefill chunk, as mlx-lm"),
-                    Flag.valued("--max-queued", "N", DEFAULT_MAX_QUEUED, "requests admitted at most; beyond: 503"),
-                    Flag.valued("--wait-mode", "blocking|yielding|busy-spin", "blocking",
-                            "how idle stage threads wait")),
-                    ConcurrencyFlags.FLAGS, KvFlags.QUANTIZATION_FLAGS, List.of(KvFlags.MAX_KV_SIZE,
-                    Flag.valued("--max-body-bytes", "N", HttpServer.DEFAULT_MAX_BODY_BYTES,
-                            "larger request bodies are refused with 413 (at most " + HttpServer.MOST_MAX_BODY_BYTES
-                                    + ")"),
-                    Flag.valued("--max-prompt-tokens", "N", "the model's context less one",
-                            "longer prompts are refused with 400 context_length_exceeded"),
-                    Flag.valued("--shutdown-grace-seconds", "S", DEFAULT_SHUTDOWN_GRACE_SECONDS,
-                            "on SIGTERM or Ctrl-C, how long accepted requests may still run; 0 cancels them at once")),
+            List.of(
+                    List.of(
+                            Flag.valued(
+                                    "--model",
+                                    "DIR",
+                                    GenerateCommand.DEFAULT_MODEL,
+                                    "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
+                            Flag.valued("--host", "HOST", DEFAULT_HOST, "address to bind"),
+                            Flag.valued("--port", "PORT", DEFAULT_PORT, "port to bind; 0 picks a free one"),
+                            Flag.valued(
+                                    "--max-tokens",
+                                    "N",
+                                    DEFAULT_MAX_TOKENS,
+                                    "max_tokens of requests that leave it out"),
+                            Flag.valued("--temp", "T", 0.0, "temperature of requests that leave it out; 0 = greedy"),
+                            Flag.valued("--top-p", "P", 1.0, "top_p of requests that leave it out"),
+                            Flag.valued("--top-k", "K", 0, "top_k of requests that leave it out; 0 = off"),
+                            Flag.valued("--min-p", "P", 0.0, "min_p of requests that leave it out; 0 = off"),
+                            Flag.valued(
+                                    "--api-key",
+                                    "KEY",
+                                    "none",
+                                    "require Authorization: Bearer KEY on every route but /health"),
+                            Flag.valued(
+                                    "--allowed-origins",
+                                    "LIST",
+                                    String.join(",", HttpServer.ANY_ORIGIN),
+                                    "comma-separated origins a browser page may call the server from (CORS)"),
+                            Flag.valued(
+                                    "--prefill-step-size",
+                                    "N",
+                                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
+                                    "prompt tokens per prefill chunk, as mlx-lm"),
+                            Flag.valued(
+                                    "--max-queued", "N", DEFAULT_MAX_QUEUED, "requests admitted at most; beyond: 503"),
+                            Flag.valued(
+                                    "--wait-mode",
+                                    "blocking|yielding|busy-spin",
+                                    "blocking",
+                                    "how idle stage threads wait")),
+                    ConcurrencyFlags.FLAGS,
+                    KvFlags.QUANTIZATION_FLAGS,
+                    List.of(
+                            KvFlags.MAX_KV_SIZE,
+                            Flag.valued(
+                                    "--max-body-bytes",
+                                    "N",
+                                    HttpServer.DEFAULT_MAX_BODY_BYTES,
+                                    "larger request bodies are refused with 413 (at most "
+                                            + HttpServer.MOST_MAX_BODY_BYTES + ")"),
+                            Flag.valued(
+                                    "--max-prompt-tokens",
+                                    "N",
+                                    "the model's context less one",
+                                    "longer prompts are refused with 400 context_length_exceeded"),
+                            Flag.valued(
+                                    "--shutdown-grace-seconds",
+                                    "S",
+                                    DEFAULT_SHUTDOWN_GRACE_SECONDS,
+                                    "on SIGTERM or Ctrl-C, how long accepted requests may still run; 0 cancels them at once")),
                     ConnectionFlags.FLAGS,
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
-                    PromptCacheFlags.FLAGS, SpeculativeFlags.FLAGS, ShardFlags.FLAGS),
+                    PromptCacheFlags.FLAGS,
+                    SpeculativeFlags.FLAGS,
+                    ShardFlags.FLAGS),
             """
             tensor-parallel, under MLX's launcher (docs/distributed.md):
               .venv/bin/mlx.launch -n 2 -- ./mlx-ring serve --model DIR      (or --hostfile hosts.json)
@@ -115,8 +152,8 @@ final class ServeCommand {
         Group group = launch.launched() ? launch.join(ShardFlags.STARTUP_NS) : null;
         if (group != null && group.size() > 1 && group.rank() > 0) {
             try {
-                return ShardFollower.run(launch, group, modelDir(a), ShardFlags.STARTUP_NS, ShardFlags.rankTimeoutNs(a),
-                        System.err);
+                return ShardFollower.run(
+                        launch, group, modelDir(a), ShardFlags.STARTUP_NS, ShardFlags.rankTimeoutNs(a), System.err);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return 1;
@@ -141,8 +178,8 @@ final class ServeCommand {
 
     /** The model directory of {@code --model}, else the default model; it must exist. */
     static Path modelDir(CliArgs a) {
-        Path modelDir = a.has("--model") ? Path.of(a.get("--model"))
-                : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
+        Path modelDir =
+                a.has("--model") ? Path.of(a.get("--model")) : ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         if (!Files.isDirectory(modelDir)) {
             throw new IllegalArgumentException("model directory " + modelDir + " does not exist"
                     + (a.has("--model") ? "" : " (run ./mlx-ring setup to prepare the default model)"));
@@ -181,28 +218,50 @@ final class ServeCommand {
         double minP = doubleFlag(a, "--min-p", 0.0);
         int topK = a.intValue("--top-k", 0, 0);
         WaitMode waitMode = a.has("--wait-mode") ? waitMode(a.get("--wait-mode")) : WaitMode.BLOCKING;
-        EngineConfig engineConfig = ConcurrencyFlags.apply(a, EngineConfig.defaults().withWaitMode(waitMode)
-                .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1)));
+        EngineConfig engineConfig = ConcurrencyFlags.apply(
+                a,
+                EngineConfig.defaults()
+                        .withWaitMode(waitMode)
+                        .withMaxQueued(a.intValue("--max-queued", DEFAULT_MAX_QUEUED, 1)));
         long maxBodyBytes = longFlag(a, "--max-body-bytes", HttpServer.DEFAULT_MAX_BODY_BYTES);
         if (maxBodyBytes > HttpServer.MOST_MAX_BODY_BYTES) {
             throw new UsageException("--max-body-bytes must be at most " + HttpServer.MOST_MAX_BODY_BYTES
                     + " (a body is read whole into memory), got " + maxBodyBytes);
         }
         int maxPromptTokens = a.intValue("--max-prompt-tokens", 0, 1);
-        List<String> allowedOrigins = a.has("--allowed-origins")
-                ? List.of(a.get("--allowed-origins").split(",")) : HttpServer.ANY_ORIGIN;
+        List<String> allowedOrigins =
+                a.has("--allowed-origins") ? List.of(a.get("--allowed-origins").split(",")) : HttpServer.ANY_ORIGIN;
 
         int maxContext = LocalEngine.contextLength(modelDir);
-        ShardLeader leader = launch == null ? null : ShardLeader.start(launch, group, modelDir, prefillStep, maxKvSize,
-                kernels, promptCache.maxEntries(), promptCache.maxBytes(), ShardFlags.STARTUP_NS,
-                ShardFlags.rankTimeoutNs(a));
+        ShardLeader leader = launch == null
+                ? null
+                : ShardLeader.start(
+                        launch,
+                        group,
+                        modelDir,
+                        prefillStep,
+                        maxKvSize,
+                        kernels,
+                        promptCache.maxEntries(),
+                        promptCache.maxBytes(),
+                        ShardFlags.STARTUP_NS,
+                        ShardFlags.rankTimeoutNs(a));
         LocalEngine local;
         try {
-            local = LocalEngine.open(modelDir, new LocalEngine.Options(
-                    new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
-                            .withMaxPromptTokens(maxPromptTokens),
-                    prefillStep, engineConfig, maxKvSize, kernels, numerics, promptCache, dequantizedWeights,
-                    speculative), leader);
+            local = LocalEngine.open(
+                    modelDir,
+                    new LocalEngine.Options(
+                            new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
+                                    .withMaxPromptTokens(maxPromptTokens),
+                            prefillStep,
+                            engineConfig,
+                            maxKvSize,
+                            kernels,
+                            numerics,
+                            promptCache,
+                            dequantizedWeights,
+                            speculative),
+                    leader);
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();
@@ -213,20 +272,39 @@ final class ServeCommand {
         String modelId = modelDir.getFileName().toString();
         HttpServer server;
         try {
-            ServerMetrics metrics = new ServerMetrics(local.engine(), () -> Mlx.memory().activeBytes(),
+            ServerMetrics metrics = new ServerMetrics(
+                    local.engine(),
+                    () -> Mlx.memory().activeBytes(),
                     Mlx.memory().activeBytes());
-            server = new HttpServer(new HttpServer.Config(host, port, modelId, a.get("--api-key"),
-                    new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
-                    "mlx-ring-0.1.0-mlx-" + Mlx.version(), maxBodyBytes, allowedOrigins, connections),
-                    local.engine(), id -> tokenizer.decode(new int[] {id}, false), metrics).start();
+            server = new HttpServer(
+                            new HttpServer.Config(
+                                    host,
+                                    port,
+                                    modelId,
+                                    a.get("--api-key"),
+                                    new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
+                                    "mlx-ring-0.1.0-mlx-" + Mlx.version(),
+                                    maxBodyBytes,
+                                    allowedOrigins,
+                                    connections),
+                            local.engine(),
+                            id -> tokenizer.decode(new int[] {id}, false),
+                            metrics)
+                    .start();
         } catch (RuntimeException e) {
             local.close();
             throw e;
         }
-        out.printf("mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
-                + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%s%n", modelId, host,
-                server.port(), leader == null ? "" : "; tensor-parallel over " + group.size() + " ranks ("
-                        + launch.backendName() + "), this is rank 0");
+        out.printf(
+                "mlx-ring serving %s on http://%s:%d (OpenAI: /v1/chat/completions, /v1/completions,"
+                        + " /v1/responses; Anthropic: /v1/messages; /v1/models, /health, /metrics)%s%n",
+                modelId,
+                host,
+                server.port(),
+                leader == null
+                        ? ""
+                        : "; tensor-parallel over " + group.size() + " ranks (" + launch.backendName()
+                                + "), this is rank 0");
         if (NumericsFlag.notice(numerics) != null) {
             out.println(NumericsFlag.notice(numerics));
         }

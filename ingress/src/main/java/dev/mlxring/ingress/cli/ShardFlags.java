@@ -16,14 +16,26 @@ import java.util.concurrent.TimeUnit;
 final class ShardFlags {
     static final int DEFAULT_RANK_TIMEOUT_SECONDS = 10;
     static final List<Flag> FLAGS = List.of(
-            Flag.valued("--distributed-backend", "B", "any",
+            Flag.valued(
+                    "--distributed-backend",
+                    "B",
+                    "any",
                     "under mlx.launch: the group's backend, one of " + String.join(", ", Group.BACKENDS)
                             + " (any: MLX picks)"),
-            Flag.valued("--control-host", "H", "rank 0's first ring IP, or NCCL_HOST_IP",
+            Flag.valued(
+                    "--control-host",
+                    "H",
+                    "rank 0's first ring IP, or NCCL_HOST_IP",
                     "under mlx.launch: where the other ranks reach rank 0's control channel"),
-            Flag.valued("--control-port", "P", "rank 0's ring port - 1, or NCCL_PORT + 1",
+            Flag.valued(
+                    "--control-port",
+                    "P",
+                    "rank 0's ring port - 1, or NCCL_PORT + 1",
                     "under mlx.launch: the control channel's port; needed with mpi"),
-            Flag.valued("--rank-timeout-seconds", "S", DEFAULT_RANK_TIMEOUT_SECONDS,
+            Flag.valued(
+                    "--rank-timeout-seconds",
+                    "S",
+                    DEFAULT_RANK_TIMEOUT_SECONDS,
                     "under mlx.launch: a rank silent this long fails the group"));
     static final List<String> NAMES = Flag.names(FLAGS);
     /** How long the ranks may take to find each other at start-up (JVM start, set-up, the ring's connects). */

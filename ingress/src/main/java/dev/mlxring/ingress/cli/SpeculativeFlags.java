@@ -1,7 +1,7 @@
 package dev.mlxring.ingress.cli;
 
-import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.engine.SpeculativeDecoding;
+import dev.mlxring.exec.spec.Speculation;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -15,19 +15,25 @@ import java.util.List;
  * not ignored. The same flags on {@code serve} set the server's speculative decoding.
  */
 final class SpeculativeFlags {
-    static final List<String> NAMES = List.of("--speculative", "--draft-model", "--num-draft-tokens",
-            "--prompt-lookup-min", "--prompt-lookup-max");
+    static final List<String> NAMES = List.of(
+            "--speculative", "--draft-model", "--num-draft-tokens", "--prompt-lookup-min", "--prompt-lookup-max");
     static final int DEFAULT_LOOKUP_MIN = 1;
     static final int DEFAULT_LOOKUP_MAX = 3;
 
     /** The flags as {@code generate --help} and {@code serve --help} list them (parsed by {@link #parse}). */
     static final List<Flag> FLAGS = List.of(
-            Flag.valued("--speculative", "MODE", "off, or draft with --draft-model",
+            Flag.valued(
+                    "--speculative",
+                    "MODE",
+                    "off, or draft with --draft-model",
                     "speculative decoding: draft (a draft model proposes, as mlx_lm.generate --draft-model),"
                             + " ngram (prompt lookup) or off; output as mlx-lm's speculative_generate_step; not with"
                             + " penalties, logit_bias, --max-kv-size, or past a sliding window"),
             Flag.valued("--draft-model", "DIR", "none", "the draft model (its tokenizer must match the model's)"),
-            Flag.valued("--num-draft-tokens", "N", Speculation.DEFAULT_NUM_DRAFT_TOKENS,
+            Flag.valued(
+                    "--num-draft-tokens",
+                    "N",
+                    Speculation.DEFAULT_NUM_DRAFT_TOKENS,
                     "tokens proposed per verification step at most"),
             Flag.valued("--prompt-lookup-min", "N", DEFAULT_LOOKUP_MIN, "smallest n-gram prompt lookup matches"),
             Flag.valued("--prompt-lookup-max", "N", DEFAULT_LOOKUP_MAX, "largest n-gram, tried first"));
@@ -40,8 +46,8 @@ final class SpeculativeFlags {
             case "off" -> {
                 for (String f : NAMES.subList(1, NAMES.size())) {
                     if (a.has(f)) {
-                        throw new UsageException(f + " needs speculative decoding (--speculative ngram|draft), "
-                                + "but it is off");
+                        throw new UsageException(
+                                f + " needs speculative decoding (--speculative ngram|draft), " + "but it is off");
                     }
                 }
                 return SpeculativeDecoding.OFF;

@@ -45,11 +45,16 @@ public final class ApiError extends RuntimeException {
     public static ApiError of(Outcome outcome, String requestId) {
         return switch (outcome.errorType()) {
             case INVALID_REQUEST, UNSUPPORTED -> invalid(fieldNamedBy(outcome.message()), outcome.message());
-            case CONTEXT_LENGTH_EXCEEDED -> new ApiError(400, "invalid_request_error", outcome.message(), "messages",
-                    "context_length_exceeded");
+            case CONTEXT_LENGTH_EXCEEDED ->
+                new ApiError(400, "invalid_request_error", outcome.message(), "messages", "context_length_exceeded");
             case OVERLOADED -> overloaded(503, outcome.message());
-            case INTERNAL -> new ApiError(500, "server_error", "internal error (request id " + requestId + "): "
-                    + outcome.message(), null, "internal_error");
+            case INTERNAL ->
+                new ApiError(
+                        500,
+                        "server_error",
+                        "internal error (request id " + requestId + "): " + outcome.message(),
+                        null,
+                        "internal_error");
         };
     }
 
@@ -75,7 +80,7 @@ public final class ApiError extends RuntimeException {
     /** Structured-output refusals name a dotted field first: "response_format.json_schema.schema: …", "text.format is …". */
     private static final java.util.regex.Pattern CONSTRAINT_FIELD = java.util.regex.Pattern.compile(
             "^((?:response_format|structured_outputs|guided_[a-z]+|text\\.format|output_format|output_config\\.format"
-            + "|tool_choice|tools)[a-zA-Z0-9_.\\[\\]$/~-]*)(?::| is | must )");
+                    + "|tool_choice|tools)[a-zA-Z0-9_.\\[\\]$/~-]*)(?::| is | must )");
 
     public int status() {
         return status;

@@ -62,7 +62,8 @@ public final class ChatTools {
     }
 
     /** A codec's {@code tools} array (absent: none), each entry an object read by {@code reader}. */
-    public static List<Map<String, Object>> readTools(com.fasterxml.jackson.databind.JsonNode tools, ToolReader reader) {
+    public static List<Map<String, Object>> readTools(
+            com.fasterxml.jackson.databind.JsonNode tools, ToolReader reader) {
         List<Map<String, Object>> out = new java.util.ArrayList<>();
         if (tools == null) {
             return out;
@@ -137,9 +138,11 @@ public final class ChatTools {
      */
     public static void refuseUnenforced(Choice choice, boolean hasTools, String field, String given) {
         if (choice instanceof Choice.None && hasTools) {
-            throw ApiError.invalid(field, field + " " + given + " is not supported with tools: they would still be "
-                    + "offered to the model, and nothing keeps it from calling them; leave tools out to forbid calls, "
-                    + "or use auto");
+            throw ApiError.invalid(
+                    field,
+                    field + " " + given + " is not supported with tools: they would still be "
+                            + "offered to the model, and nothing keeps it from calling them; leave tools out to forbid calls, "
+                            + "or use auto");
         }
     }
 
@@ -155,8 +158,7 @@ public final class ChatTools {
             case Choice.Auto a -> new ToolChoiceSpec(ToolChoiceSpec.Mode.AUTO, null, parallel, schemaKey);
             case Choice.None n -> new ToolChoiceSpec(ToolChoiceSpec.Mode.NONE, null, parallel, schemaKey);
             case Choice.Required r -> new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, parallel, schemaKey);
-            case Choice.Named named -> new ToolChoiceSpec(ToolChoiceSpec.Mode.NAMED, named.name(), parallel,
-                    schemaKey);
+            case Choice.Named named -> new ToolChoiceSpec(ToolChoiceSpec.Mode.NAMED, named.name(), parallel, schemaKey);
         };
     }
 
@@ -170,8 +172,8 @@ public final class ChatTools {
     @SuppressWarnings("unchecked")
     public static void checkChoice(List<Map<String, Object>> tools, Choice choice, String field, String given) {
         switch (choice) {
-            case Choice.Required r when tools.isEmpty() -> throw ApiError.invalid(field, field
-                    + " requires a tool call but tools is empty");
+            case Choice.Required r
+            when tools.isEmpty() -> throw ApiError.invalid(field, field + " requires a tool call but tools is empty");
             case Choice.Named named -> {
                 boolean found = false;
                 for (Map<String, Object> t : tools) {

@@ -27,7 +27,14 @@ import org.xnio.conduits.ConduitStreamSourceChannel;
  * object, and the deadline's I/O runs outside the lock.
  */
 final class ConnectionClock {
-    private enum State { WAITING, HEADERS, BODY, HANDLING, TIMED_OUT, CLOSED }
+    private enum State {
+        WAITING,
+        HEADERS,
+        BODY,
+        HANDLING,
+        TIMED_OUT,
+        CLOSED
+    }
 
     private final StreamConnection connection;
     private final ConnectionLimits limits;
@@ -36,11 +43,15 @@ final class ConnectionClock {
     private State state = State.WAITING;
     /** The exchange whose body is awaited (state BODY). */
     private HttpServerExchange exchange;
+
     private XnioExecutor.Key deadline;
     /** Bumped at every state change: a deadline scheduled before it is stale. */
     private long epoch;
 
-    ConnectionClock(StreamConnection connection, ConnectionLimits limits, ServerMetrics metrics,
+    ConnectionClock(
+            StreamConnection connection,
+            ConnectionLimits limits,
+            ServerMetrics metrics,
             Function<String, ErrorShape> shapes) {
         this.connection = connection;
         this.limits = limits;
@@ -163,7 +174,12 @@ final class ConnectionClock {
     }
 
     private ApiError timeout(String part) {
-        return new ApiError(408, "invalid_request_error", "the request's " + part + " did not arrive within "
-                + limits.readTimeoutMs() + " ms (--read-timeout-seconds)", null, "request_timeout");
+        return new ApiError(
+                408,
+                "invalid_request_error",
+                "the request's " + part + " did not arrive within " + limits.readTimeoutMs()
+                        + " ms (--read-timeout-seconds)",
+                null,
+                "request_timeout");
     }
 }

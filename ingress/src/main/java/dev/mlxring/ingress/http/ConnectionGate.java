@@ -34,14 +34,21 @@ final class ConnectionGate implements ChannelListener<StreamConnection> {
      * @param shapes the error shape of a route by its path (a body timeout answers in it)
      * @param next Undertow's open listener
      */
-    ConnectionGate(ConnectionLimits limits, ServerMetrics metrics, Function<String, ErrorShape> shapes,
+    ConnectionGate(
+            ConnectionLimits limits,
+            ServerMetrics metrics,
+            Function<String, ErrorShape> shapes,
             ChannelListener<StreamConnection> next) {
         this.limits = limits;
         this.metrics = metrics;
         this.shapes = shapes;
         this.next = next;
-        ApiError busy = new ApiError(503, "server_overloaded", "the server holds its maximum of "
-                + limits.maxConnections() + " connections (--max-connections); retry shortly", null,
+        ApiError busy = new ApiError(
+                503,
+                "server_overloaded",
+                "the server holds its maximum of " + limits.maxConnections()
+                        + " connections (--max-connections); retry shortly",
+                null,
                 "too_many_connections");
         this.refusal = RawAnswer.response(503, "Service Unavailable", ErrorShape.OPENAI.body(busy), "Retry-After: 1");
     }
@@ -65,7 +72,9 @@ final class ConnectionGate implements ChannelListener<StreamConnection> {
         }
         ConnectionClock clock = new ConnectionClock(connection, limits, metrics, shapes);
         clocks.put(connection, clock);
-        connection.getSourceChannel().setConduit(new ArrivalConduit(connection.getSourceChannel().getConduit(), clock));
+        connection
+                .getSourceChannel()
+                .setConduit(new ArrivalConduit(connection.getSourceChannel().getConduit(), clock));
         clock.start();
         try {
             next.handleEvent(connection);
@@ -95,8 +104,8 @@ final class ConnectionGate implements ChannelListener<StreamConnection> {
     /** {@code root} with each request's start and end told to its connection's clock. */
     HttpHandler watch(HttpHandler root) {
         return ex -> {
-            ConnectionClock clock = ex.getConnection() instanceof HttpServerConnection c
-                    ? clocks.get(c.getChannel()) : null;
+            ConnectionClock clock =
+                    ex.getConnection() instanceof HttpServerConnection c ? clocks.get(c.getChannel()) : null;
             if (clock != null) {
                 clock.requestStarted(ex);
                 ex.addExchangeCompleteListener((exchange, nextListener) -> {

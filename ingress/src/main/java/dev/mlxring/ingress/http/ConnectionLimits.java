@@ -24,13 +24,14 @@ public record ConnectionLimits(long readTimeoutMs, long idleTimeoutMs, int maxCo
     /** {@code --max-connections} default. */
     public static final int DEFAULT_MAX_CONNECTIONS = 1024;
     /** The defaults: 30 s to read a request, 60 s idle, 1024 connections. */
-    public static final ConnectionLimits DEFAULTS = new ConnectionLimits(DEFAULT_READ_TIMEOUT_SECONDS * 1000L,
-            DEFAULT_IDLE_TIMEOUT_SECONDS * 1000L, DEFAULT_MAX_CONNECTIONS);
+    public static final ConnectionLimits DEFAULTS = new ConnectionLimits(
+            DEFAULT_READ_TIMEOUT_SECONDS * 1000L, DEFAULT_IDLE_TIMEOUT_SECONDS * 1000L, DEFAULT_MAX_CONNECTIONS);
 
     public ConnectionLimits {
         if (readTimeoutMs < 1 || idleTimeoutMs < 1 || maxConnections < 1) {
-            throw new IllegalArgumentException("readTimeoutMs, idleTimeoutMs and maxConnections must be at least 1, got "
-                    + readTimeoutMs + ", " + idleTimeoutMs + ", " + maxConnections);
+            throw new IllegalArgumentException(
+                    "readTimeoutMs, idleTimeoutMs and maxConnections must be at least 1, got " + readTimeoutMs + ", "
+                            + idleTimeoutMs + ", " + maxConnections);
         }
     }
 }

@@ -4,8 +4,8 @@ import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.OverloadedException;
-import dev.mlxring.pipeline.Session;
 import dev.mlxring.pipeline.RequestException;
+import dev.mlxring.pipeline.Session;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.server.ServerConnection;
 import io.undertow.util.AttachmentKey;
@@ -39,8 +39,12 @@ public final class EngineGateway {
     /** A request may name the served model or {@code default_model}; anything else is 404. */
     public void checkModel(String model) {
         if (!model.equals(config.modelId()) && !model.equals("default_model")) {
-            throw new ApiError(404, "invalid_request_error", "model '" + model + "' is not served here (serving '"
-                    + config.modelId() + "')", "model", "model_not_found");
+            throw new ApiError(
+                    404,
+                    "invalid_request_error",
+                    "model '" + model + "' is not served here (serving '" + config.modelId() + "')",
+                    "model",
+                    "model_not_found");
         }
     }
 
@@ -48,8 +52,8 @@ public final class EngineGateway {
      * Submits {@code request}; output goes to {@code listener} on the sink thread and is written
      * through {@code out}. Keeps the exchange open for the sink thread to complete.
      */
-    public Session submit(HttpServerExchange ex, GenerationRequest request, GenerationListener listener,
-            ExchangeWriter out) {
+    public Session submit(
+            HttpServerExchange ex, GenerationRequest request, GenerationListener listener, ExchangeWriter out) {
         Session session;
         out.submitted();
         try {
@@ -58,7 +62,11 @@ public final class EngineGateway {
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
             // EngineUnavailableException: closing, or a stage thread is gone (health says which).
-            throw new ApiError(503, "server_overloaded", "the server cannot take requests: " + e.getMessage(), null,
+            throw new ApiError(
+                    503,
+                    "server_overloaded",
+                    "the server cannot take requests: " + e.getMessage(),
+                    null,
                     "shutting_down");
         }
         out.attach(session);

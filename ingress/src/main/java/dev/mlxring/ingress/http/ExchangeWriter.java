@@ -40,6 +40,7 @@ public final class ExchangeWriter implements IoCallback {
     private volatile Session session;
     /** Set once on submission; read on the IO thread when the last bytes go out. */
     private volatile DisconnectWatch watch;
+
     private boolean started;
     private Pending inFlight;
 
@@ -49,8 +50,10 @@ public final class ExchangeWriter implements IoCallback {
         this.metrics = metrics;
         RequestRecord r = RequestRecord.of(exchange);
         // Every exchange passes ObservedHandler, which attaches the record; a bare one gets its own.
-        this.record = r != null ? r : new RequestRecord(java.util.UUID.randomUUID().toString(),
-                ServerMetrics.OTHER_ROUTE, System.nanoTime());
+        this.record = r != null
+                ? r
+                : new RequestRecord(
+                        java.util.UUID.randomUUID().toString(), ServerMetrics.OTHER_ROUTE, System.nanoTime());
     }
 
     /** The request's id (X-Request-Id), also the base of the API's response id. */

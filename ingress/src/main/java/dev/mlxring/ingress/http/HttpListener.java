@@ -44,15 +44,21 @@ final class HttpListener implements AutoCloseable {
      * @param serverOptions Undertow's options (entity size and so on)
      * @param gates builds the gate in front of Undertow's open listener
      */
-    HttpListener(String host, int port, OptionMap serverOptions, HttpHandler root,
+    HttpListener(
+            String host,
+            int port,
+            OptionMap serverOptions,
+            HttpHandler root,
             Function<HttpOpenListener, ConnectionGate> gates) {
         try {
             this.address = new InetSocketAddress(InetAddress.getByName(host), port);
         } catch (java.net.UnknownHostException e) {
             throw new IllegalArgumentException("unknown host " + host, e);
         }
-        this.serverOptions = OptionMap.builder().set(UndertowOptions.BUFFER_PIPELINED_DATA, true)
-                .addAll(serverOptions).getMap();
+        this.serverOptions = OptionMap.builder()
+                .set(UndertowOptions.BUFFER_PIPELINED_DATA, true)
+                .addAll(serverOptions)
+                .getMap();
         this.root = root;
         this.gates = gates;
     }
@@ -61,20 +67,23 @@ final class HttpListener implements AutoCloseable {
     synchronized ConnectionGate start() {
         int ioThreads = Math.max(Runtime.getRuntime().availableProcessors(), 2);
         try {
-            worker = Xnio.getInstance(Undertow.class.getClassLoader()).createWorker(OptionMap.builder()
-                    .set(Options.WORKER_IO_THREADS, ioThreads)
-                    .set(Options.CONNECTION_HIGH_WATER, 1_000_000)
-                    .set(Options.CONNECTION_LOW_WATER, 1_000_000)
-                    .set(Options.WORKER_TASK_CORE_THREADS, ioThreads * 8)
-                    .set(Options.WORKER_TASK_MAX_THREADS, ioThreads * 8)
-                    .set(Options.TCP_NODELAY, true)
-                    .set(Options.CORK, true)
-                    .getMap());
+            worker = Xnio.getInstance(Undertow.class.getClassLoader())
+                    .createWorker(OptionMap.builder()
+                            .set(Options.WORKER_IO_THREADS, ioThreads)
+                            .set(Options.CONNECTION_HIGH_WATER, 1_000_000)
+                            .set(Options.CONNECTION_LOW_WATER, 1_000_000)
+                            .set(Options.WORKER_TASK_CORE_THREADS, ioThreads * 8)
+                            .set(Options.WORKER_TASK_MAX_THREADS, ioThreads * 8)
+                            .set(Options.TCP_NODELAY, true)
+                            .set(Options.CORK, true)
+                            .getMap());
             buffers = new DefaultByteBufferPool(true, BUFFER_BYTES, -1, 4);
             HttpOpenListener open = new HttpOpenListener(buffers, serverOptions);
             gate = gates.apply(open);
             open.setRootHandler(gate.watch(root));
-            server = worker.createStreamConnectionServer(address, ChannelListeners.openListenerAdapter(gate),
+            server = worker.createStreamConnectionServer(
+                    address,
+                    ChannelListeners.openListenerAdapter(gate),
                     OptionMap.builder()
                             .set(Options.WORKER_IO_THREADS, ioThreads)
                             .set(Options.TCP_NODELAY, true)

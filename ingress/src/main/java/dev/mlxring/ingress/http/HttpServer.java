@@ -46,22 +46,50 @@ public final class HttpServer implements AutoCloseable {
      *     {@code --allowed-origins}, whose default is "*"
      * @param connections read and idle timeouts and the connection cap
      */
-    public record Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-            String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins,
+    public record Config(
+            String host,
+            int port,
+            String modelId,
+            String apiKey,
+            ServerDefaults defaults,
+            String fingerprint,
+            long maxBodyBytes,
+            java.util.List<String> allowedOrigins,
             ConnectionLimits connections) {
-        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-                String fingerprint) {
+        public Config(
+                String host, int port, String modelId, String apiKey, ServerDefaults defaults, String fingerprint) {
             this(host, port, modelId, apiKey, defaults, fingerprint, DEFAULT_MAX_BODY_BYTES);
         }
 
-        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-                String fingerprint, long maxBodyBytes) {
+        public Config(
+                String host,
+                int port,
+                String modelId,
+                String apiKey,
+                ServerDefaults defaults,
+                String fingerprint,
+                long maxBodyBytes) {
             this(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, ANY_ORIGIN);
         }
 
-        public Config(String host, int port, String modelId, String apiKey, ServerDefaults defaults,
-                String fingerprint, long maxBodyBytes, java.util.List<String> allowedOrigins) {
-            this(host, port, modelId, apiKey, defaults, fingerprint, maxBodyBytes, allowedOrigins,
+        public Config(
+                String host,
+                int port,
+                String modelId,
+                String apiKey,
+                ServerDefaults defaults,
+                String fingerprint,
+                long maxBodyBytes,
+                java.util.List<String> allowedOrigins) {
+            this(
+                    host,
+                    port,
+                    modelId,
+                    apiKey,
+                    defaults,
+                    fingerprint,
+                    maxBodyBytes,
+                    allowedOrigins,
                     ConnectionLimits.DEFAULTS);
         }
 
@@ -72,8 +100,8 @@ public final class HttpServer implements AutoCloseable {
 
         public Config {
             if (maxBodyBytes < 1 || maxBodyBytes > MOST_MAX_BODY_BYTES) {
-                throw new IllegalArgumentException("maxBodyBytes must be in [1, " + MOST_MAX_BODY_BYTES + "], got "
-                        + maxBodyBytes);
+                throw new IllegalArgumentException(
+                        "maxBodyBytes must be in [1, " + MOST_MAX_BODY_BYTES + "], got " + maxBodyBytes);
             }
             allowedOrigins = java.util.List.copyOf(allowedOrigins);
             java.util.Objects.requireNonNull(connections, "connections");
@@ -111,10 +139,14 @@ public final class HttpServer implements AutoCloseable {
         this.openAi = new OpenAiCodec(gateway, tokenText);
         this.anthropic = new AnthropicCodec(gateway);
         this.responses = new ResponsesCodec(gateway);
-        this.listener = new HttpListener(config.host(), config.port(), org.xnio.OptionMap.builder()
-                // A backstop above the receiver's own limit (post()): Undertow's check drops the
-                // connection mid-read, where no 413 can be answered or logged.
-                .set(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes() + ENTITY_SIZE_SLACK_BYTES).getMap(),
+        this.listener = new HttpListener(
+                config.host(),
+                config.port(),
+                org.xnio.OptionMap.builder()
+                        // A backstop above the receiver's own limit (post()): Undertow's check drops the
+                        // connection mid-read, where no 413 can be answered or logged.
+                        .set(UndertowOptions.MAX_ENTITY_SIZE, config.maxBodyBytes() + ENTITY_SIZE_SLACK_BYTES)
+                        .getMap(),
                 new ObservedHandler(this::route, metrics, inFlight),
                 open -> new ConnectionGate(config.connections(), metrics, HttpServer::errorShapeOf, open));
     }
@@ -230,17 +262,27 @@ public final class HttpServer implements AutoCloseable {
      */
     private static void requireFraming(HttpServerExchange ex) {
         var codings = ex.getRequestHeaders().get(Headers.TRANSFER_ENCODING);
-        if (codings != null && !(codings.size() == 1 && codings.getFirst().trim().equalsIgnoreCase("chunked"))) {
+        if (codings != null
+                && !(codings.size() == 1 && codings.getFirst().trim().equalsIgnoreCase("chunked"))) {
             ex.setPersistent(false);
-            throw new ApiError(501, "invalid_request_error", "Transfer-Encoding '" + String.join(", ", codings)
-                    + "' is not supported: send the body with Content-Length or Transfer-Encoding: chunked alone "
-                    + "(no content codings)", null, "unsupported_transfer_encoding");
+            throw new ApiError(
+                    501,
+                    "invalid_request_error",
+                    "Transfer-Encoding '" + String.join(", ", codings)
+                            + "' is not supported: send the body with Content-Length or Transfer-Encoding: chunked alone "
+                            + "(no content codings)",
+                    null,
+                    "unsupported_transfer_encoding");
         }
         var expect = ex.getRequestHeaders().get(Headers.EXPECT);
         if (expect != null && !(expect.size() == 1 && expect.getFirst().trim().equalsIgnoreCase("100-continue"))) {
             ex.setPersistent(false);
-            throw new ApiError(417, "invalid_request_error", "Expect '" + String.join(", ", expect)
-                    + "' is not supported; only 100-continue is", null, "expectation_failed");
+            throw new ApiError(
+                    417,
+                    "invalid_request_error",
+                    "Expect '" + String.join(", ", expect) + "' is not supported; only 100-continue is",
+                    null,
+                    "expectation_failed");
         }
     }
 
@@ -308,14 +350,19 @@ public final class HttpServer implements AutoCloseable {
      */
     private static void requireMethod(HttpServerExchange ex, String... methods) {
         if (java.util.List.of(methods).contains("GET")) {
-            methods = java.util.stream.Stream.concat(java.util.Arrays.stream(methods), java.util.stream.Stream.of("HEAD"))
+            methods = java.util.stream.Stream.concat(
+                            java.util.Arrays.stream(methods), java.util.stream.Stream.of("HEAD"))
                     .toArray(String[]::new);
         }
         if (!java.util.List.of(methods).contains(ex.getRequestMethod().toString())) {
             // RFC 9110: a 405 names the methods the route takes.
             ex.getResponseHeaders().put(Headers.ALLOW, String.join(", ", methods));
-            throw new ApiError(405, "invalid_request_error", ex.getRequestPath() + " accepts "
-                    + String.join(" or ", methods) + " only", null, "method_not_allowed");
+            throw new ApiError(
+                    405,
+                    "invalid_request_error",
+                    ex.getRequestPath() + " accepts " + String.join(" or ", methods) + " only",
+                    null,
+                    "method_not_allowed");
         }
     }
 
@@ -332,8 +379,9 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private static boolean matches(String given, String expected) {
-        return given != null && MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8),
-                expected.getBytes(StandardCharsets.UTF_8));
+        return given != null
+                && MessageDigest.isEqual(
+                        given.getBytes(StandardCharsets.UTF_8), expected.getBytes(StandardCharsets.UTF_8));
     }
 
     private static final String MODELS_PREFIX = "/v1/models/";
@@ -372,8 +420,12 @@ public final class HttpServer implements AutoCloseable {
     private void post(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         requireMethod(ex, "POST");
         if (draining) {
-            throw new ApiError(503, "server_overloaded", "the server is shutting down; retry on another instance",
-                    null, "shutting_down");
+            throw new ApiError(
+                    503,
+                    "server_overloaded",
+                    "the server is shutting down; retry on another instance",
+                    null,
+                    "shutting_down");
         }
         requireJsonBody(ex);
         if (HttpContinue.requiresContinueResponse(ex)) {
@@ -398,26 +450,29 @@ public final class HttpServer implements AutoCloseable {
     /** Receives the whole body, then hands it to the route's {@code handler}. */
     private void receive(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         ex.getRequestReceiver().setMaxBufferSize(Math.toIntExact(config.maxBodyBytes()));
-        ex.getRequestReceiver().receiveFullBytes(
-                (exchange, body) -> {
-                    try {
-                        handler.handle(exchange, body);
-                    } catch (ApiError e) {
-                        ObservedHandler.reject(exchange, e, shape);
-                    } catch (RuntimeException e) {
-                        ObservedHandler.internalError(exchange, e, shape);
-                    }
-                },
-                (exchange, e) -> {
-                    if (e instanceof io.undertow.io.Receiver.RequestToLargeException
-                            || e instanceof io.undertow.server.RequestTooBigException) {
-                        // A chunked body that grew past the limit while being read.
-                        tooLarge(exchange, shape);
-                    } else {
-                        ObservedHandler.reject(exchange, ApiError.invalid(null, "could not read the request body: "
-                                + e.getMessage()), shape);
-                    }
-                });
+        ex.getRequestReceiver()
+                .receiveFullBytes(
+                        (exchange, body) -> {
+                            try {
+                                handler.handle(exchange, body);
+                            } catch (ApiError e) {
+                                ObservedHandler.reject(exchange, e, shape);
+                            } catch (RuntimeException e) {
+                                ObservedHandler.internalError(exchange, e, shape);
+                            }
+                        },
+                        (exchange, e) -> {
+                            if (e instanceof io.undertow.io.Receiver.RequestToLargeException
+                                    || e instanceof io.undertow.server.RequestTooBigException) {
+                                // A chunked body that grew past the limit while being read.
+                                tooLarge(exchange, shape);
+                            } else {
+                                ObservedHandler.reject(
+                                        exchange,
+                                        ApiError.invalid(null, "could not read the request body: " + e.getMessage()),
+                                        shape);
+                            }
+                        });
     }
 
     /**
@@ -431,16 +486,25 @@ public final class HttpServer implements AutoCloseable {
             String[] parts = type.split(";");
             String media = parts[0].trim().toLowerCase(java.util.Locale.ROOT);
             if (!media.equals("application/json") && !(media.startsWith("application/") && media.endsWith("+json"))) {
-                throw new ApiError(415, "invalid_request_error", "Content-Type must be application/json, got '"
-                        + type + "'", null, "unsupported_media_type");
+                throw new ApiError(
+                        415,
+                        "invalid_request_error",
+                        "Content-Type must be application/json, got '" + type + "'",
+                        null,
+                        "unsupported_media_type");
             }
             for (int i = 1; i < parts.length; i++) {
                 String[] kv = parts[i].trim().split("=", 2);
-                String charset = kv.length == 2 ? kv[1].trim().replace("\"", "").toLowerCase(java.util.Locale.ROOT) : "";
+                String charset =
+                        kv.length == 2 ? kv[1].trim().replace("\"", "").toLowerCase(java.util.Locale.ROOT) : "";
                 // JSON is UTF-8 (RFC 8259); a body declared otherwise would be read as what it is not.
                 if (kv[0].trim().equalsIgnoreCase("charset") && !charset.equals("utf-8") && !charset.equals("utf8")) {
-                    throw new ApiError(415, "invalid_request_error", "JSON bodies must be UTF-8, got charset '"
-                            + kv[1].trim() + "'", null, "unsupported_media_type");
+                    throw new ApiError(
+                            415,
+                            "invalid_request_error",
+                            "JSON bodies must be UTF-8, got charset '" + kv[1].trim() + "'",
+                            null,
+                            "unsupported_media_type");
                 }
             }
         }
@@ -452,9 +516,15 @@ public final class HttpServer implements AutoCloseable {
     }
 
     private ApiError tooLargeError(long declared) {
-        return new ApiError(413, "invalid_request_error", "the request body is "
-                + (declared >= 0 ? declared + " bytes" : "larger than the limit") + "; this server accepts at most "
-                + config.maxBodyBytes() + " bytes (--max-body-bytes)", null, "request_too_large");
+        return new ApiError(
+                413,
+                "invalid_request_error",
+                "the request body is "
+                        + (declared >= 0 ? declared + " bytes" : "larger than the limit")
+                        + "; this server accepts at most "
+                        + config.maxBodyBytes() + " bytes (--max-body-bytes)",
+                null,
+                "request_too_large");
     }
 
     private void tooLarge(HttpServerExchange ex, ErrorShape shape) {

@@ -1,9 +1,9 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.pipeline.Utf16;
 import java.util.Iterator;
 import java.util.Map;
-import dev.mlxring.pipeline.Utf16;
 
 /**
  * What any JSON request body must satisfy before its fields are read, whatever the API: bounded
@@ -24,14 +24,17 @@ final class JsonBodyChecks {
 
     private static void walk(JsonNode node, String path, int depth) {
         if (node.isContainerNode() && depth >= MAX_DEPTH) {
-            throw ApiError.invalid(param(path), "the request body nests deeper than " + MAX_DEPTH + " levels at "
-                    + display(path));
+            throw ApiError.invalid(
+                    param(path), "the request body nests deeper than " + MAX_DEPTH + " levels at " + display(path));
         }
         if (node.isTextual()) {
             int bad = Utf16.firstUnpairedSurrogate(node.textValue());
             if (bad >= 0) {
-                throw ApiError.invalid(param(path), display(path) + " contains an unpaired UTF-16 surrogate U+"
-                        + Integer.toHexString(node.textValue().charAt(bad)).toUpperCase() + " at index " + bad);
+                throw ApiError.invalid(
+                        param(path),
+                        display(path) + " contains an unpaired UTF-16 surrogate U+"
+                                + Integer.toHexString(node.textValue().charAt(bad))
+                                        .toUpperCase() + " at index " + bad);
             }
         } else if (node.isArray()) {
             for (int i = 0; i < node.size(); i++) {
@@ -42,8 +45,8 @@ final class JsonBodyChecks {
                 Map.Entry<String, JsonNode> e = it.next();
                 String child = path.isEmpty() ? e.getKey() : path + "." + e.getKey();
                 if (Utf16.firstUnpairedSurrogate(e.getKey()) >= 0) {
-                    throw ApiError.invalid(param(path), "a key in " + display(path)
-                            + " contains an unpaired UTF-16 surrogate");
+                    throw ApiError.invalid(
+                            param(path), "a key in " + display(path) + " contains an unpaired UTF-16 surrogate");
                 }
                 walk(e.getValue(), child, depth + 1);
             }

@@ -24,6 +24,7 @@ final class LatencyHistogram implements Collector {
     private final String help;
     /** Upper bounds in seconds, ascending, ending with +Inf. */
     private final double[] bounds;
+
     private final LongAdder[] counts;
     private final DoubleAdder sumSeconds = new DoubleAdder();
 
@@ -58,7 +59,9 @@ final class LatencyHistogram implements Collector {
         for (int i = 0; i < counts.length; i++) {
             perBucket[i] = counts[i].sum();
         }
-        return HistogramSnapshot.builder().name(name).help(help)
+        return HistogramSnapshot.builder()
+                .name(name)
+                .help(help)
                 .dataPoint(HistogramSnapshot.HistogramDataPointSnapshot.builder()
                         .classicHistogramBuckets(ClassicHistogramBuckets.of(bounds, perBucket))
                         .sum(sumSeconds.sum())

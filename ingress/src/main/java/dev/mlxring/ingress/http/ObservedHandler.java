@@ -24,8 +24,15 @@ final class ObservedHandler implements HttpHandler {
     static final HttpString REQUEST_ID = new HttpString("X-Request-Id");
     private static final Logger ACCESS = LoggerFactory.getLogger("mlxring.access");
     private static final Logger LOG = LoggerFactory.getLogger(ObservedHandler.class);
-    private static final Set<String> ROUTES = Set.of("/v1/chat/completions", "/v1/completions", "/v1/models",
-            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses", "/health", "/metrics");
+    private static final Set<String> ROUTES = Set.of(
+            "/v1/chat/completions",
+            "/v1/completions",
+            "/v1/models",
+            "/v1/messages",
+            "/v1/messages/count_tokens",
+            "/v1/responses",
+            "/health",
+            "/metrics");
     /** Scraped and probed often: logged at debug so the access log stays about traffic. */
     private static final Set<String> QUIET_ROUTES = Set.of("/health", "/metrics");
 
@@ -42,8 +49,10 @@ final class ObservedHandler implements HttpHandler {
     @Override
     public void handleRequest(HttpServerExchange ex) {
         String path = ex.getRequestPath();
-        RequestRecord rec = new RequestRecord(UUID.randomUUID().toString(),
-                ROUTES.contains(path) ? path : ServerMetrics.OTHER_ROUTE, System.nanoTime());
+        RequestRecord rec = new RequestRecord(
+                UUID.randomUUID().toString(),
+                ROUTES.contains(path) ? path : ServerMetrics.OTHER_ROUTE,
+                System.nanoTime());
         ex.putAttachment(RequestRecord.KEY, rec);
         ex.getResponseHeaders().put(REQUEST_ID, rec.id);
         inFlight.enter();
@@ -79,8 +88,11 @@ final class ObservedHandler implements HttpHandler {
             ex.endExchange();
             return;
         }
-        reject(ex, new ApiError(500, "server_error", "internal error (request id " + id + "): " + e,
-                null, "internal_error"), shape);
+        reject(
+                ex,
+                new ApiError(
+                        500, "server_error", "internal error (request id " + id + "): " + e, null, "internal_error"),
+                shape);
     }
 
     /** Answers {@code e} with its status and JSON body and counts it as a rejection. */
@@ -133,19 +145,28 @@ final class ObservedHandler implements HttpHandler {
             return;
         }
         long now = System.nanoTime();
-        StringBuilder line = new StringBuilder(160).append("id=").append(rec.id)
-                .append(" method=").append(ex.getRequestMethod())
-                .append(" route=").append(rec.route.equals(ServerMetrics.OTHER_ROUTE) ? clip(ex.getRequestPath()) : rec.route)
-                .append(" status=").append(status);
+        StringBuilder line = new StringBuilder(160)
+                .append("id=")
+                .append(rec.id)
+                .append(" method=")
+                .append(ex.getRequestMethod())
+                .append(" route=")
+                .append(rec.route.equals(ServerMetrics.OTHER_ROUTE) ? clip(ex.getRequestPath()) : rec.route)
+                .append(" status=")
+                .append(status);
         if (rec.outcome == null && rec.submitted && rec.rejectReason == null) {
             // The connection ended before the engine settled the request: the client went away
             // (the session is cancelled at its next safe point; /metrics counts its outcome).
             line.append(" outcome=client_disconnected");
         } else if (rec.outcome != null) {
-            line.append(" prompt_tokens=").append(rec.promptTokens)
-                    .append(" completion_tokens=").append(rec.completionTokens)
-                    .append(" ttft_ms=").append(rec.firstTokenNs == 0 ? "-" : millis(rec.firstTokenNs - rec.startNs))
-                    .append(" outcome=").append(rec.outcome);
+            line.append(" prompt_tokens=")
+                    .append(rec.promptTokens)
+                    .append(" completion_tokens=")
+                    .append(rec.completionTokens)
+                    .append(" ttft_ms=")
+                    .append(rec.firstTokenNs == 0 ? "-" : millis(rec.firstTokenNs - rec.startNs))
+                    .append(" outcome=")
+                    .append(rec.outcome);
         }
         if (rec.rejectReason != null) {
             line.append(" reason=").append(rec.rejectReason);

@@ -12,7 +12,10 @@ import dev.mlxring.pipeline.ToolCall;
  */
 public final class OutputSegments {
     /** A block of streamed text: the model's reasoning or its answer. */
-    public enum Kind { REASONING, TEXT }
+    public enum Kind {
+        REASONING,
+        TEXT
+    }
 
     /** Receives the blocks in output order. */
     public interface Events {

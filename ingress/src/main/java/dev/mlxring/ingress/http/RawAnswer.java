@@ -39,8 +39,14 @@ final class RawAnswer {
      */
     static byte[] response(int status, String reason, String body, String... extraHeaders) {
         byte[] json = body.getBytes(StandardCharsets.UTF_8);
-        StringBuilder head = new StringBuilder(160).append("HTTP/1.1 ").append(status).append(' ').append(reason)
-                .append("\r\nContent-Type: application/json\r\nContent-Length: ").append(json.length).append("\r\n");
+        StringBuilder head = new StringBuilder(160)
+                .append("HTTP/1.1 ")
+                .append(status)
+                .append(' ')
+                .append(reason)
+                .append("\r\nContent-Type: application/json\r\nContent-Length: ")
+                .append(json.length)
+                .append("\r\n");
         for (String h : extraHeaders) {
             head.append(h).append("\r\n");
         }
@@ -84,8 +90,9 @@ final class RawAnswer {
 
     private void linger() {
         try {
-            linger = connection.getIoThread().executeAfter(() -> IoUtils.safeClose(connection), LINGER_MS,
-                    TimeUnit.MILLISECONDS);
+            linger = connection
+                    .getIoThread()
+                    .executeAfter(() -> IoUtils.safeClose(connection), LINGER_MS, TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException stopping) {
             IoUtils.safeClose(connection); // the server is stopping: no time to linger
             return;

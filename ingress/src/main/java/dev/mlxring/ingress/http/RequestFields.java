@@ -15,8 +15,7 @@ import java.util.List;
  * Immutable.
  */
 public record RequestFields(JsonNode node, String prefix) {
-    private static final ObjectMapper JSON =
-            new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    private static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     public RequestFields(JsonNode node) {
         this(node, "");
@@ -24,6 +23,7 @@ public record RequestFields(JsonNode node, String prefix) {
 
     /** Stop sequences per request, and characters per sequence (the sink holds back that much text). */
     public static final int MAX_STOP_SEQUENCES = 16;
+
     public static final int MAX_STOP_CHARS = 1024;
 
     /**
@@ -100,8 +100,10 @@ public record RequestFields(JsonNode node, String prefix) {
     public Integer intRange(String field, int min, int max) {
         Integer v = integer(field, null);
         if (v != null && (v < min || v > max)) {
-            throw ApiError.invalid(name(field), name(field) + " must be " + (max == Integer.MAX_VALUE
-                    ? "at least " + min : "between " + min + " and " + max));
+            throw ApiError.invalid(
+                    name(field),
+                    name(field) + " must be "
+                            + (max == Integer.MAX_VALUE ? "at least " + min : "between " + min + " and " + max));
         }
         return v;
     }
@@ -143,7 +145,10 @@ public record RequestFields(JsonNode node, String prefix) {
      */
     public Integer maxTokens(String field, boolean required, ServerDefaults defaults) {
         JsonNode raw = get(field);
-        if (raw != null && raw.isIntegralNumber() && !raw.canConvertToInt() && raw.bigIntegerValue().signum() > 0) {
+        if (raw != null
+                && raw.isIntegralNumber()
+                && !raw.canConvertToInt()
+                && raw.bigIntegerValue().signum() > 0) {
             throw tooManyTokens(field, defaults, raw.asText());
         }
         Integer v = integer(field, null);
@@ -163,10 +168,14 @@ public record RequestFields(JsonNode node, String prefix) {
     }
 
     private ApiError tooManyTokens(String field, ServerDefaults defaults, String got) {
-        return new ApiError(400, "invalid_request_error", name(field) + " is too large: it must be at most "
-                + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
-                + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + got,
-                name(field), "context_length_exceeded");
+        return new ApiError(
+                400,
+                "invalid_request_error",
+                name(field) + " is too large: it must be at most "
+                        + (defaults.maxContextTokens() - 1) + ": this model's maximum context length is "
+                        + defaults.maxContextTokens() + " tokens and the prompt needs at least one; got " + got,
+                name(field),
+                "context_length_exceeded");
     }
 
     /**
@@ -183,12 +192,12 @@ public record RequestFields(JsonNode node, String prefix) {
             return List.of(stopString(s, param, param));
         }
         if (!s.isArray()) {
-            throw ApiError.invalid(param, param + " must be " + (allowSingleString ? "a string or " : "")
-                    + "an array of strings");
+            throw ApiError.invalid(
+                    param, param + " must be " + (allowSingleString ? "a string or " : "") + "an array of strings");
         }
         if (s.size() > MAX_STOP_SEQUENCES) {
-            throw ApiError.invalid(param, param + " may hold at most " + MAX_STOP_SEQUENCES + " sequences, got "
-                    + s.size());
+            throw ApiError.invalid(
+                    param, param + " may hold at most " + MAX_STOP_SEQUENCES + " sequences, got " + s.size());
         }
         List<String> out = new ArrayList<>();
         for (int i = 0; i < s.size(); i++) {
@@ -206,8 +215,8 @@ public record RequestFields(JsonNode node, String prefix) {
             throw ApiError.invalid(param, at + " must not be empty");
         }
         if (v.length() > MAX_STOP_CHARS) {
-            throw ApiError.invalid(param, at + " is " + v.length() + " characters; at most " + MAX_STOP_CHARS
-                    + " are allowed");
+            throw ApiError.invalid(
+                    param, at + " is " + v.length() + " characters; at most " + MAX_STOP_CHARS + " are allowed");
         }
         return v;
     }

@@ -3,11 +3,11 @@ package dev.mlxring.ingress.http;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecActivity;
 import dev.mlxring.pipeline.Lifecycle;
+import dev.mlxring.pipeline.Usage;
 import io.prometheus.metrics.core.datapoints.CounterDataPoint;
 import io.prometheus.metrics.core.metrics.Counter;
-import io.prometheus.metrics.core.metrics.Histogram;
-import dev.mlxring.pipeline.Usage;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -36,9 +36,10 @@ public final class ServerMetrics {
 
     /** Acceptance-rate buckets: tenths of the proposed tokens accepted. */
     private static final double[] ACCEPTANCE_BOUNDS = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+
     private static final double[] TTFT_BOUNDS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-    private static final double[] ITL_BOUNDS = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64,
-            1.28, 5};
+    private static final double[] ITL_BOUNDS = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 5
+    };
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
@@ -63,66 +64,109 @@ public final class ServerMetrics {
      * @param mlxIdleBaseline MLX's active memory once the model was loaded and nothing ran (weights)
      */
     public ServerMetrics(Engine engine, LongSupplier mlxActiveMemory, long mlxIdleBaseline) {
-        requests = Counter.builder().name("mlxring_http_requests_total")
-                .help("HTTP requests answered, by route and status code").labelNames("route", "status")
-                .withoutExemplars().register(registry);
-        rejected = Counter.builder().name("mlxring_rejected_requests_total")
+        requests = Counter.builder()
+                .name("mlxring_http_requests_total")
+                .help("HTTP requests answered, by route and status code")
+                .labelNames("route", "status")
+                .withoutExemplars()
+                .register(registry);
+        rejected = Counter.builder()
+                .name("mlxring_rejected_requests_total")
                 .help("Requests answered with an error before generation, by reason (the error code or type)")
-                .labelNames("reason").withoutExemplars().register(registry);
-        completions = Counter.builder().name("mlxring_completions_total")
+                .labelNames("reason")
+                .withoutExemplars()
+                .register(registry);
+        completions = Counter.builder()
+                .name("mlxring_completions_total")
                 .help("Completion requests by terminal outcome: completed, cancelled (client gone, shutdown), "
                         + "rejected (refused: 400 or 503) or failed (internal)")
-                .labelNames("outcome").withoutExemplars().register(registry);
-        promptTokens = Counter.builder().name("mlxring_prompt_tokens_total")
-                .help("Prompt tokens of finished completion requests").withoutExemplars().register(registry);
-        generatedTokens = Counter.builder().name("mlxring_generated_tokens_total")
-                .help("Generated tokens of finished completion requests").withoutExemplars().register(registry);
-        proposedTokens = Counter.builder().name("mlxring_speculative_proposed_tokens_total")
+                .labelNames("outcome")
+                .withoutExemplars()
+                .register(registry);
+        promptTokens = Counter.builder()
+                .name("mlxring_prompt_tokens_total")
+                .help("Prompt tokens of finished completion requests")
+                .withoutExemplars()
+                .register(registry);
+        generatedTokens = Counter.builder()
+                .name("mlxring_generated_tokens_total")
+                .help("Generated tokens of finished completion requests")
+                .withoutExemplars()
+                .register(registry);
+        proposedTokens = Counter.builder()
+                .name("mlxring_speculative_proposed_tokens_total")
                 .help("Proposed tokens the model verified, over finished requests that ran speculatively")
-                .withoutExemplars().register(registry);
-        acceptedTokens = Counter.builder().name("mlxring_speculative_accepted_tokens_total")
+                .withoutExemplars()
+                .register(registry);
+        acceptedTokens = Counter.builder()
+                .name("mlxring_speculative_accepted_tokens_total")
                 .help("Proposed tokens the model accepted, over finished requests that ran speculatively")
-                .withoutExemplars().register(registry);
-        acceptanceRate = Histogram.builder().name("mlxring_speculative_acceptance_rate")
+                .withoutExemplars()
+                .register(registry);
+        acceptanceRate = Histogram.builder()
+                .name("mlxring_speculative_acceptance_rate")
                 .help("Per finished request that proposed tokens: accepted / proposed")
-                .classicUpperBounds(ACCEPTANCE_BOUNDS).classicOnly().withoutExemplars().register(registry);
-        ttft = new LatencyHistogram("mlxring_time_to_first_token_seconds",
-                "From the request's arrival to its first generated token reaching the HTTP responder", TTFT_BOUNDS);
-        interToken = new LatencyHistogram("mlxring_inter_token_latency_seconds",
-                "Between consecutive generated tokens of one request, as they reach the HTTP responder", ITL_BOUNDS);
+                .classicUpperBounds(ACCEPTANCE_BOUNDS)
+                .classicOnly()
+                .withoutExemplars()
+                .register(registry);
+        ttft = new LatencyHistogram(
+                "mlxring_time_to_first_token_seconds",
+                "From the request's arrival to its first generated token reaching the HTTP responder",
+                TTFT_BOUNDS);
+        interToken = new LatencyHistogram(
+                "mlxring_inter_token_latency_seconds",
+                "Between consecutive generated tokens of one request, as they reach the HTTP responder",
+                ITL_BOUNDS);
         registry.register(ttft);
         registry.register(interToken);
-        connectionTimeouts = Counter.builder().name("mlxring_http_connection_timeouts_total")
+        connectionTimeouts = Counter.builder()
+                .name("mlxring_http_connection_timeouts_total")
                 .help("Connections closed by a deadline, by kind: header (a request's head not read within"
                         + " --read-timeout-seconds: 408), body (its body not read within it: 408), idle (no request"
                         + " within --idle-timeout-seconds)")
-                .labelNames("kind").withoutExemplars().register(registry);
+                .labelNames("kind")
+                .withoutExemplars()
+                .register(registry);
         for (String kind : TIMEOUT_KINDS) {
             connectionTimeouts.labelValues(kind);
         }
-        connectionsRefused = Counter.builder().name("mlxring_http_connections_refused_total")
+        connectionsRefused = Counter.builder()
+                .name("mlxring_http_connections_refused_total")
                 .help("Connections answered 503 and closed because --max-connections were open")
-                .withoutExemplars().register(registry);
-        GaugeWithCallback.builder().name("mlxring_http_connections")
+                .withoutExemplars()
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("mlxring_http_connections")
                 .help("HTTP connections open now (at most --max-connections)")
-                .callback(cb -> cb.call(openConnections.getAsInt())).register(registry);
+                .callback(cb -> cb.call(openConnections.getAsInt()))
+                .register(registry);
 
-        GaugeWithCallback.builder().name("mlxring_queue_depth")
+        GaugeWithCallback.builder()
+                .name("mlxring_queue_depth")
                 .help("Accepted requests not running yet (being prepared, planned or queued for exec)")
-                .callback(cb -> cb.call(engine.sessionsIn(Lifecycle.CREATED) + engine.sessionsIn(Lifecycle.PREPARING)
+                .callback(cb -> cb.call(engine.sessionsIn(Lifecycle.CREATED)
+                        + engine.sessionsIn(Lifecycle.PREPARING)
                         + engine.sessionsIn(Lifecycle.QUEUED)))
                 .register(registry);
-        GaugeWithCallback.builder().name("mlxring_active_rows")
+        GaugeWithCallback.builder()
+                .name("mlxring_active_rows")
                 .help("Sessions running on the exec thread (batch rows in use)")
-                .callback(cb -> cb.call(engine.sessionsIn(Lifecycle.RUNNING))).register(registry);
-        GaugeWithCallback.builder().name("mlxring_live_sessions")
+                .callback(cb -> cb.call(engine.sessionsIn(Lifecycle.RUNNING)))
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("mlxring_live_sessions")
                 .help("Accepted sessions without their terminal outcome yet; each holds its credits and,"
                         + " while running, its KV cache")
-                .callback(cb -> cb.call(engine.liveSessions())).register(registry);
-        GaugeWithCallback.builder().name("mlxring_admitted_sessions")
+                .callback(cb -> cb.call(engine.liveSessions()))
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("mlxring_admitted_sessions")
                 .help("Sessions admitted by plan and not terminal (bounded by --max-queued)")
-                .callback(cb -> cb.call(engine.admittedCount())).register(registry);
-        GaugeWithCallback.builder().name("mlxring_exec_unit_age_seconds")
+                .callback(cb -> cb.call(engine.admittedCount()))
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("mlxring_exec_unit_age_seconds")
                 .help("How long the exec thread has been inside its current work unit (0 between units);"
                         + " a value that keeps growing is a stall")
                 .labelNames("unit")
@@ -131,20 +175,28 @@ public final class ServerMetrics {
                     for (ExecActivity.Unit u : ExecActivity.Unit.values()) {
                         cb.call(now.unit() == u ? now.ageNs() / 1e9 : 0, u.label());
                     }
-                }).register(registry);
-        GaugeWithCallback.builder().name("mlxring_draining")
+                })
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("mlxring_draining")
                 .help("1 while the server shuts down gracefully (new requests get 503)")
-                .callback(cb -> cb.call(draining ? 1 : 0)).register(registry);
+                .callback(cb -> cb.call(draining ? 1 : 0))
+                .register(registry);
         if (mlxActiveMemory != null) {
             // MLX's allocator counters are plain word-sized reads: a snapshot, safe from the scrape
             // thread while exec runs (no graph work, no allocation in MLX).
-            GaugeWithCallback.builder().name("mlxring_mlx_active_memory_bytes")
+            GaugeWithCallback.builder()
+                    .name("mlxring_mlx_active_memory_bytes")
                     .help("MLX active memory: weights, KV caches and the step's live arrays")
-                    .callback(cb -> cb.call(mlxActiveMemory.getAsLong())).register(registry);
-            GaugeWithCallback.builder().name("mlxring_mlx_idle_baseline_bytes")
+                    .callback(cb -> cb.call(mlxActiveMemory.getAsLong()))
+                    .register(registry);
+            GaugeWithCallback.builder()
+                    .name("mlxring_mlx_idle_baseline_bytes")
                     .help("MLX active memory right after the model loaded, before any request (the weights)")
-                    .callback(cb -> cb.call(mlxIdleBaseline)).register(registry);
-            GaugeWithCallback.builder().name("mlxring_kv_bytes_in_use")
+                    .callback(cb -> cb.call(mlxIdleBaseline))
+                    .register(registry);
+            GaugeWithCallback.builder()
+                    .name("mlxring_kv_bytes_in_use")
                     .help("Estimate: MLX active memory above the idle baseline (KV caches plus the current"
                             + " step's transient arrays; no finer per-cache figure is tracked)")
                     .callback(cb -> cb.call(Math.max(0, mlxActiveMemory.getAsLong() - mlxIdleBaseline)))

@@ -26,14 +26,16 @@ public final class SpeculativeField {
             return null;
         }
         if (!node.isObject()) {
-            throw ApiError.invalid("speculative", "speculative must be an object: {\"method\": \"ngram\"|\"draft\"|\"off\", "
-                    + "\"num_tokens\": k}");
+            throw ApiError.invalid(
+                    "speculative",
+                    "speculative must be an object: {\"method\": \"ngram\"|\"draft\"|\"off\", " + "\"num_tokens\": k}");
         }
-        for (Iterator<String> it = node.fieldNames(); it.hasNext();) {
+        for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
             String key = it.next();
             if (!KEYS.contains(key)) {
-                throw ApiError.invalid("speculative." + key, "speculative." + key
-                        + " is not supported (speculative takes method and num_tokens)");
+                throw ApiError.invalid(
+                        "speculative." + key,
+                        "speculative." + key + " is not supported (speculative takes method and num_tokens)");
             }
         }
         JsonNode method = node.get("method");
@@ -44,16 +46,21 @@ public final class SpeculativeField {
             case "ngram" -> SpeculativeSpec.Method.NGRAM;
             case "draft" -> SpeculativeSpec.Method.DRAFT;
             case "off" -> SpeculativeSpec.Method.OFF;
-            default -> throw ApiError.invalid("speculative.method", "speculative.method must be ngram, draft or off, got "
-                    + method);
+            default ->
+                throw ApiError.invalid(
+                        "speculative.method", "speculative.method must be ngram, draft or off, got " + method);
         };
         JsonNode k = node.get("num_tokens");
         Integer numTokens = null;
         if (k != null && !k.isNull()) {
-            if (!k.isIntegralNumber() || !k.canConvertToInt() || k.intValue() < 1
+            if (!k.isIntegralNumber()
+                    || !k.canConvertToInt()
+                    || k.intValue() < 1
                     || k.intValue() > SpeculativeSpec.MAX_NUM_TOKENS) {
-                throw ApiError.invalid("speculative.num_tokens", "speculative.num_tokens must be an integer between 1 and "
-                        + SpeculativeSpec.MAX_NUM_TOKENS + ", got " + k);
+                throw ApiError.invalid(
+                        "speculative.num_tokens",
+                        "speculative.num_tokens must be an integer between 1 and " + SpeculativeSpec.MAX_NUM_TOKENS
+                                + ", got " + k);
             }
             numTokens = k.intValue();
         }

@@ -29,6 +29,7 @@ public final class StructuredOutputs {
     private static final String RUST_REGEX_META = "\\.+*?()|[]{}^$#&-~";
     /** The keys each format object may carry (null-valued ones count as absent); any other is refused. */
     private static final Set<String> JSON_SCHEMA_KEYS = Set.of("name", "schema", "strict");
+
     private static final Set<String> RESPONSES_FORMAT_KEYS = Set.of("type", "name", "schema", "strict");
     private static final Set<String> ANTHROPIC_FORMAT_KEYS = Set.of("type", "schema");
 
@@ -68,8 +69,10 @@ public final class StructuredOutputs {
                 onlyKeys(format, RESPONSES_FORMAT_KEYS, "text.format");
                 yield schema(format.get("schema"), "text.format.schema");
             }
-            default -> throw ApiError.invalid("text.format", "text.format type '" + type
-                    + "' is not supported; use text, json_object or json_schema");
+            default ->
+                throw ApiError.invalid(
+                        "text.format",
+                        "text.format type '" + type + "' is not supported; use text, json_object or json_schema");
         };
     }
 
@@ -106,24 +109,28 @@ public final class StructuredOutputs {
             case "json_schema" -> {
                 JsonNode js = rf.get("json_schema");
                 if (js == null || !js.isObject()) {
-                    throw ApiError.invalid("response_format.json_schema",
+                    throw ApiError.invalid(
+                            "response_format.json_schema",
                             "response_format.json_schema must be an object with a 'schema'");
                 }
                 onlyKeys(js, JSON_SCHEMA_KEYS, "response_format.json_schema");
                 JsonNode strict = js.get("strict");
                 if (strict != null && !strict.isNull() && !strict.isBoolean()) {
-                    throw ApiError.invalid("response_format.json_schema.strict",
+                    throw ApiError.invalid(
+                            "response_format.json_schema.strict",
                             "response_format.json_schema.strict must be a boolean");
                 }
                 JsonNode name = js.get("name");
                 if (name != null && !name.isNull() && !name.isTextual()) {
-                    throw ApiError.invalid("response_format.json_schema.name",
-                            "response_format.json_schema.name must be a string");
+                    throw ApiError.invalid(
+                            "response_format.json_schema.name", "response_format.json_schema.name must be a string");
                 }
                 yield schema(js.get("schema"), "response_format.json_schema.schema");
             }
-            default -> throw ApiError.invalid("response_format", "response_format type '" + type
-                    + "' is not supported; use text, json_object or json_schema");
+            default ->
+                throw ApiError.invalid(
+                        "response_format",
+                        "response_format type '" + type + "' is not supported; use text, json_object or json_schema");
         };
     }
 
@@ -141,7 +148,8 @@ public final class StructuredOutputs {
                 continue;
             }
             if (!STRUCTURED_KEYS.contains(e.getKey())) {
-                throw ApiError.invalid(at, at + " is not supported; structured_outputs takes one of " + STRUCTURED_KEYS);
+                throw ApiError.invalid(
+                        at, at + " is not supported; structured_outputs takes one of " + STRUCTURED_KEYS);
             }
             if (e.getKey().equals("json_object")) {
                 if (!e.getValue().isBoolean()) {
@@ -178,7 +186,10 @@ public final class StructuredOutputs {
                     if (!v.get(i).isTextual()) {
                         throw ApiError.invalid(at, at + "[" + i + "] must be a string");
                     }
-                    regex.append(i == 0 ? "" : "|").append('(').append(escapeRegex(v.get(i).textValue())).append(')');
+                    regex.append(i == 0 ? "" : "|")
+                            .append('(')
+                            .append(escapeRegex(v.get(i).textValue()))
+                            .append(')');
                 }
                 yield new OutputConstraint(OutputConstraint.Kind.REGEX, regex.toString(), at);
             }
@@ -217,8 +228,11 @@ public final class StructuredOutputs {
     private static void onlyKeys(JsonNode object, Set<String> allowed, String at) {
         for (var e : object.properties()) {
             if (!e.getValue().isNull() && !allowed.contains(e.getKey())) {
-                throw ApiError.invalid(at + "." + e.getKey(), at + "." + e.getKey() + " is not supported: only "
-                        + allowed.stream().sorted().toList() + " are read (the schema alone is enforced); leave it out");
+                throw ApiError.invalid(
+                        at + "." + e.getKey(),
+                        at + "." + e.getKey() + " is not supported: only "
+                                + allowed.stream().sorted().toList()
+                                + " are read (the schema alone is enforced); leave it out");
             }
         }
     }

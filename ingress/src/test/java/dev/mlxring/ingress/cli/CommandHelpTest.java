@@ -33,7 +33,9 @@ class CommandHelpTest {
     private static Run run(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        int status = Main.run(
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
@@ -49,7 +51,8 @@ class CommandHelpTest {
 
     /** Whether the parser of {@code command} takes {@code flag} (with a value when it needs one). */
     private static boolean parserAccepts(CommandFlags command, String flag) {
-        for (String[] argv : List.of(new String[] {command.command(), flag}, new String[] {command.command(), flag, "1"})) {
+        for (String[] argv :
+                List.of(new String[] {command.command(), flag}, new String[] {command.command(), flag, "1"})) {
             try {
                 if (CliArgs.parse(argv, 1, command).has(flag)) {
                     return true;
@@ -73,14 +76,17 @@ class CommandHelpTest {
             List<String> missing = new ArrayList<>();
             for (Flag f : command.flags()) {
                 assertTrue(parserAccepts(command, f.name()), command.command() + " refuses " + f.name());
-                if (!listed.contains(f.name()) || !flat.contains(f.synopsis() + " ")
+                if (!listed.contains(f.name())
+                        || !flat.contains(f.synopsis() + " ")
                         || !flat.contains("(default: " + f.defaultText() + ")")) {
                     missing.add(f.name());
                 }
             }
             assertEquals(List.of(), missing, command.command() + " --help leaves out flags or defaults:\n" + r.out());
             for (String f : listed) {
-                assertTrue(parserAccepts(command, f), command.command() + " --help lists " + f + ", its parser refuses it");
+                assertTrue(
+                        parserAccepts(command, f),
+                        command.command() + " --help lists " + f + ", its parser refuses it");
             }
             assertFalse(parserAccepts(command, "--no-such-flag"), "the parser refuses what no table names");
         }
@@ -91,8 +97,13 @@ class CommandHelpTest {
     void serveHelpIsServesOwn() {
         Run r = run("serve", "--help");
         String flat = r.out().replaceAll("\\s+", " ");
-        for (String f : List.of("--decode-concurrency N", "--prompt-concurrency M", "--kv-budget BYTES",
-                "--max-body-bytes N", "--max-prompt-tokens N", "--allowed-origins LIST")) {
+        for (String f : List.of(
+                "--decode-concurrency N",
+                "--prompt-concurrency M",
+                "--kv-budget BYTES",
+                "--max-body-bytes N",
+                "--max-prompt-tokens N",
+                "--allowed-origins LIST")) {
             assertTrue(flat.contains(f), f + " missing:\n" + r.out());
         }
         assertTrue(flat.contains("--decode-concurrency N requests run at once"), r.out());
@@ -105,7 +116,8 @@ class CommandHelpTest {
     /** Help runs nothing: no model is looked for (the directory does not exist), whatever else is given. */
     @Test
     void helpExitsZeroWithoutLoadingAModel() {
-        for (String[] argv : List.of(new String[] {"serve", "--model", "/nonexistent/model", "--port", "x", "--help"},
+        for (String[] argv : List.of(
+                new String[] {"serve", "--model", "/nonexistent/model", "--port", "x", "--help"},
                 new String[] {"generate", "--model", "/nonexistent/model", "-h"},
                 new String[] {"help", "generate"})) {
             Run r = run(argv);
@@ -118,7 +130,8 @@ class CommandHelpTest {
         assertTrue(global.out().contains("'mlx-ring COMMAND --help'"), global.out());
         Run unknown = run("help", "nosuch");
         assertEquals(2, unknown.status());
-        assertTrue(unknown.err().contains("help takes one command name (generate, serve), got 'nosuch'"), unknown.err());
+        assertTrue(
+                unknown.err().contains("help takes one command name (generate, serve), got 'nosuch'"), unknown.err());
         Run bad = run("serve", "--no-such-flag");
         assertEquals(2, bad.status());
         assertTrue(bad.err().contains("run 'mlx-ring serve --help' for its flags"), bad.err());
@@ -135,7 +148,9 @@ class CommandHelpTest {
             int close = doc.indexOf("\n```", open + 1);
             String synopsis = doc.substring(open, close);
             assertTrue(synopsis.contains("mlx-ring " + command.command()), synopsis);
-            assertEquals(new TreeSet<>(Flag.names(command.flags())), matches(FLAG, synopsis),
+            assertEquals(
+                    new TreeSet<>(Flag.names(command.flags())),
+                    matches(FLAG, synopsis),
                     "docs/cli.md's " + command.command() + " synopsis and the parser disagree");
         }
     }

@@ -50,7 +50,8 @@ class ConcurrencyFlagsTest {
 
     @Test
     void badValuesAreRefusedNamingTheFlag() {
-        UsageException both = assertThrows(UsageException.class, () -> apply("--batch", "2", "--decode-concurrency", "4"));
+        UsageException both =
+                assertThrows(UsageException.class, () -> apply("--batch", "2", "--decode-concurrency", "4"));
         assertTrue(both.getMessage().contains("--batch"), both.getMessage());
         RuntimeException zero = assertThrows(RuntimeException.class, () -> apply("--decode-concurrency", "0"));
         assertTrue(zero.getMessage().contains("--decode-concurrency"), zero.getMessage());

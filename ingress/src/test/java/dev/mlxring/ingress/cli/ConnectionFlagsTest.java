@@ -21,7 +21,8 @@ class ConnectionFlagsTest {
 
     @Test
     void flagsAreSecondsAndACount() {
-        assertEquals(new ConnectionLimits(5_000, 120_000, 10),
+        assertEquals(
+                new ConnectionLimits(5_000, 120_000, 10),
                 parse("--read-timeout-seconds", "5", "--idle-timeout-seconds", "120", "--max-connections", "10"));
     }
 

@@ -43,7 +43,9 @@ class FamilyServerTest {
     static void buildModels() throws Exception {
         Path home = ProjectHome.get();
         Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600,
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
                 List.of("--out", models.toString(), "--only", String.join(",", CELLS)));
         for (String cell : CELLS) {
             Path modelDir = modelDir(cell);
@@ -69,16 +71,26 @@ class FamilyServerTest {
     void servesWhatMlxLmServerServes(String cell) throws Exception {
         Path modelDir = modelDir(cell);
         String[] args = {"serve", "--port", "0", "--model", modelDir.toString()};
-        try (ServeCommand.Running server = ServeCommand.start(CliArgs.parse(args, 1, Set.of("--port", "--model"),
-                Set.of()), new PrintStream(new ByteArrayOutputStream()))) {
-            String out = PythonScript.run("e2e/openai_client_check.py", 900, List.of(
-                    "--base-url", "http://127.0.0.1:" + server.server().port() + "/v1",
-                    "--model-dir", modelDir.toString(), "--compare-mlx-lm", "--compare-only",
-                    "--mlx-lm-arg=--prompt-cache-size", "--mlx-lm-arg=0"));
+        try (ServeCommand.Running server = ServeCommand.start(
+                CliArgs.parse(args, 1, Set.of("--port", "--model"), Set.of()),
+                new PrintStream(new ByteArrayOutputStream()))) {
+            String out = PythonScript.run(
+                    "e2e/openai_client_check.py",
+                    900,
+                    List.of(
+                            "--base-url",
+                            "http://127.0.0.1:" + server.server().port() + "/v1",
+                            "--model-dir",
+                            modelDir.toString(),
+                            "--compare-mlx-lm",
+                            "--compare-only",
+                            "--mlx-lm-arg=--prompt-cache-size",
+                            "--mlx-lm-arg=0"));
             JsonNode comparison = JSON.readTree(out).get("comparison");
             assertTrue(comparison.size() >= 4, out);
             for (JsonNode c : comparison) {
-                assertTrue(c.has("identical") && c.get("identical").asBoolean(),
+                assertTrue(
+                        c.has("identical") && c.get("identical").asBoolean(),
                         cell + ": greedy output differs from mlx_lm.server: " + c);
             }
         }
@@ -90,12 +102,24 @@ class FamilyServerTest {
         String expected = "--kv-bits cannot be used here: model_type 'gemma3_text' keeps its sliding-window layers"
                 + " in rotating caches, which mlx-lm cannot quantize";
         for (String[] args : List.of(
-                new String[] {"generate", "--model", modelDir.toString(), "--prompt-tokens", "1,2,3", "--kv-bits", "4",
-                    "--kv-group-size", "32"},
-                new String[] {"serve", "--model", modelDir.toString(), "--port", "0", "--kv-bits", "8",
-                    "--kv-group-size", "32"})) {
+                new String[] {
+                    "generate",
+                    "--model",
+                    modelDir.toString(),
+                    "--prompt-tokens",
+                    "1,2,3",
+                    "--kv-bits",
+                    "4",
+                    "--kv-group-size",
+                    "32"
+                },
+                new String[] {
+                    "serve", "--model", modelDir.toString(), "--port", "0", "--kv-bits", "8", "--kv-group-size", "32"
+                })) {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
-            int status = Main.run(args, new PrintStream(new ByteArrayOutputStream()),
+            int status = Main.run(
+                    args,
+                    new PrintStream(new ByteArrayOutputStream()),
                     new PrintStream(err, true, StandardCharsets.UTF_8));
             assertNotEquals(0, status, args[0]);
             assertTrue(err.toString(StandardCharsets.UTF_8).contains(expected), args[0] + ": " + err);

@@ -27,16 +27,20 @@ import org.junit.jupiter.api.Test;
  */
 class GracefulShutdownTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
     /** Opens a streaming completion and returns once its first content chunk arrived. */
     private static Iterator<String> openStream(String base, int maxTokens, List<String> events, String[] requestId)
             throws Exception {
-        HttpResponse<Stream<String>> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
-                .header("Content-Type", "application/json").timeout(Duration.ofMinutes(3))
-                .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"Once upon a time\",\"max_tokens\":" + maxTokens
-                        + ",\"stream\":true}"))
-                .build(), HttpResponse.BodyHandlers.ofLines());
+        HttpResponse<Stream<String>> r = HTTP.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                        .header("Content-Type", "application/json")
+                        .timeout(Duration.ofMinutes(3))
+                        .POST(HttpRequest.BodyPublishers.ofString(
+                                "{\"prompt\":\"Once upon a time\",\"max_tokens\":" + maxTokens + ",\"stream\":true}"))
+                        .build(),
+                HttpResponse.BodyHandlers.ofLines());
         assertEquals(200, r.statusCode());
         requestId[0] = r.headers().firstValue("X-Request-Id").orElseThrow();
         Stream<String> lines = r.body();
@@ -86,20 +90,27 @@ class GracefulShutdownTest {
             // (if the stream and the process already ended) a refused connection.
             boolean refused503 = false;
             try {
-                HttpResponse<String> refused = HTTP.send(HttpRequest.newBuilder(URI.create(server.base
-                        + "/v1/chat/completions")).header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString(
-                                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2}")).build(),
+                HttpResponse<String> refused = HTTP.send(
+                        HttpRequest.newBuilder(URI.create(server.base + "/v1/chat/completions"))
+                                .header("Content-Type", "application/json")
+                                .POST(HttpRequest.BodyPublishers.ofString(
+                                        "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2}"))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertEquals(503, refused.statusCode(), refused.body());
                 JsonNode error = JSON.readTree(refused.body()).get("error");
                 assertEquals("shutting_down", error.get("code").asText());
                 assertTrue(error.get("message").asText().contains("shutting down"), refused.body());
                 refused503 = true;
-                HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(server.base + "/health"))
-                        .GET().build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> health = HTTP.send(
+                        HttpRequest.newBuilder(URI.create(server.base + "/health"))
+                                .GET()
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertEquals(503, health.statusCode(), health.body());
-                assertEquals("shutting down", JSON.readTree(health.body()).get("reason").asText());
+                assertEquals(
+                        "shutting down",
+                        JSON.readTree(health.body()).get("reason").asText());
             } catch (ConnectException gone) {
                 assertFalse(server.process.isAlive(), "connection refused while the process still runs");
             }
@@ -110,8 +121,8 @@ class GracefulShutdownTest {
             assertTrue(server.process.waitFor(60, TimeUnit.SECONDS), "serve did not exit after draining");
             assertEquals(0, server.process.exitValue());
             String log = server.logText();
-            assertTrue(log.contains("id=" + id[0] + " method=POST route=/v1/completions status=200 prompt_tokens="),
-                    log);
+            assertTrue(
+                    log.contains("id=" + id[0] + " method=POST route=/v1/completions status=200 prompt_tokens="), log);
             assertTrue(log.contains("completion_tokens=24 "), log);
             assertTrue(log.contains("outcome=completed:length"), log);
             if (refused503) {

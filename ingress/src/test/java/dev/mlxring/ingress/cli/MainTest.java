@@ -28,7 +28,9 @@ class MainTest {
     private static Run run(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        int status = Main.run(
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
@@ -50,12 +52,22 @@ class MainTest {
 
     @Test
     void generatesFromTokenIdsAsJson() throws Exception {
-        Run r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
-                "--max-tokens", "5", "--json");
+        Run r = run(
+                "generate",
+                "--model",
+                defaultModel().toString(),
+                "--prompt-tokens",
+                "1,9690,198,504,3575,282",
+                "--max-tokens",
+                "5",
+                "--json");
         assertEquals(0, r.status(), r.err());
         JsonNode o = JSON.readTree(r.out());
         assertEquals(6, o.get("prompt_tokens").size());
-        assertTrue(o.get("generated_tokens").size() <= 5 && o.get("generated_tokens").size() > 0, r.out());
+        assertTrue(
+                o.get("generated_tokens").size() <= 5
+                        && o.get("generated_tokens").size() > 0,
+                r.out());
         assertTrue(o.get("generation_tps").asDouble() >= 0);
         assertTrue(o.get("peak_memory_bytes").asLong() > 0);
     }
@@ -65,22 +77,38 @@ class MainTest {
         JsonNode[] ids = new JsonNode[2];
         String[] kernels = {"native", "mlx"};
         for (int i = 0; i < 2; i++) {
-            Run r = run("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json",
-                    "--cpu-kernels", kernels[i]);
+            Run r = run(
+                    "generate",
+                    "--prompt-tokens",
+                    "1,9690,198,504,3575,282",
+                    "--max-tokens",
+                    "4",
+                    "--json",
+                    "--cpu-kernels",
+                    kernels[i]);
             assertEquals(0, r.status(), r.err());
             ids[i] = JSON.readTree(r.out()).get("generated_tokens");
         }
         assertEquals(ids[1], ids[0]);
-        assertEquals(2, run("generate", "--prompt", "x", "--cpu-kernels", "fast").status());
-        assertTrue(run("generate", "--prompt", "x", "--cpu-kernels", "fast").err()
+        assertEquals(
+                2, run("generate", "--prompt", "x", "--cpu-kernels", "fast").status());
+        assertTrue(run("generate", "--prompt", "x", "--cpu-kernels", "fast")
+                .err()
                 .contains("--cpu-kernels must be one of [mlx, native], got 'fast'"));
     }
 
     /** --numerics fast runs; it is refused with MLX's kernels and by an unknown name. */
     @Test
     void numericsFastIsOptInAndChecked() throws Exception {
-        Run r = run("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json",
-                "--numerics", "fast");
+        Run r = run(
+                "generate",
+                "--prompt-tokens",
+                "1,9690,198,504,3575,282",
+                "--max-tokens",
+                "4",
+                "--json",
+                "--numerics",
+                "fast");
         assertEquals(0, r.status(), r.err());
         assertEquals(4, JSON.readTree(r.out()).get("generated_tokens").size());
         Run mlx = run("generate", "--prompt", "x", "--numerics", "fast", "--cpu-kernels", "mlx");
@@ -100,8 +128,8 @@ class MainTest {
         JsonNode[] ids = new JsonNode[2];
         String[][] extra = {{}, {"--dequantized-weights"}};
         for (int i = 0; i < 2; i++) {
-            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198,504,3575,282",
-                    "--max-tokens", "4", "--json"));
+            List<String> args = new ArrayList<>(
+                    List.of("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json"));
             args.addAll(List.of(extra[i]));
             Run r = run(args.toArray(new String[0]));
             assertEquals(0, r.status(), r.err());
@@ -130,21 +158,27 @@ class MainTest {
     @Test
     void badFlagsAreUsageErrors() {
         assertEquals(2, run("generate", "--bogus").status());
-        assertTrue(run("generate", "--prompt", "x", "--max-tokens", "ten").err().contains("--max-tokens must be an integer"));
+        assertTrue(run("generate", "--prompt", "x", "--max-tokens", "ten")
+                .err()
+                .contains("--max-tokens must be an integer"));
         assertTrue(run("generate", "--prompt", "x", "--max-tokens", "-1").err().contains("--max-tokens must be >= 0"));
         assertTrue(run("generate").err().contains("exactly one of --prompt or --prompt-tokens"));
         assertTrue(run("generate", "--prompt-tokens", "1,a").err().contains("token ids"));
         assertEquals(2, run("frobnicate").status());
-        assertTrue(run("generate", "--prompt", "x", "--kv-group-size", "32").err()
+        assertTrue(run("generate", "--prompt", "x", "--kv-group-size", "32")
+                .err()
                 .contains("--kv-group-size needs --kv-bits"));
-        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "7").err()
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "7")
+                .err()
                 .contains("--kv-bits must be one of 2, 3, 4, 5, 6, 8, got 7"));
-        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "48").err()
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "48")
+                .err()
                 .contains("--kv-group-size must be 32, 64 or 128"));
         assertTrue(run("serve", "--quantized-kv-start", "10").err().contains("--quantized-kv-start needs --kv-bits"));
         assertTrue(run("generate", "--prompt", "x", "--max-kv-size", "4").err().contains("--max-kv-size must be >= 5"));
         // SmolLM2's head dimension is 64: group 128 cannot quantize it.
-        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "128").err()
+        assertTrue(run("generate", "--prompt", "x", "--kv-bits", "4", "--kv-group-size", "128")
+                .err()
                 .contains("--kv-group-size 128 does not divide this model's attention head dimension 64"));
     }
 
@@ -154,19 +188,42 @@ class MainTest {
         assertEquals(2, r.status(), r.err());
         assertTrue(r.err().contains("--max-connections must be >= 1, got 0"), r.err());
         assertTrue(run("serve", "--read-timeout-seconds", "0").err().contains("--read-timeout-seconds must be >= 1"));
-        assertTrue(run("serve", "--idle-timeout-seconds", "x").err().contains("--idle-timeout-seconds must be an integer"));
+        assertTrue(run("serve", "--idle-timeout-seconds", "x")
+                .err()
+                .contains("--idle-timeout-seconds must be an integer"));
         String usage = ServeCommand.FLAGS.usage().replaceAll("\\s+", " ");
-        assertTrue(usage.contains("--read-timeout-seconds S") && usage.contains("--idle-timeout-seconds S")
-                && usage.contains("--max-connections N") && usage.contains("(default: 30)")
-                && usage.contains("(default: 60)") && usage.contains("(default: 1024)"),
+        assertTrue(
+                usage.contains("--read-timeout-seconds S")
+                        && usage.contains("--idle-timeout-seconds S")
+                        && usage.contains("--max-connections N")
+                        && usage.contains("(default: 30)")
+                        && usage.contains("(default: 60)")
+                        && usage.contains("(default: 1024)"),
                 "the usage names the flags with their defaults");
     }
 
     @Test
     void seededSamplingIsReproducibleAndReportsLogprobs() throws Exception {
-        String[] args = {"generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,9690,198,504,3575,282",
-                "--max-tokens", "4", "--temp", "0.8", "--top-p", "0.9", "--repetition-penalty", "1.1", "--seed", "5",
-                "--json", "--logprobs", "3"};
+        String[] args = {
+            "generate",
+            "--model",
+            defaultModel().toString(),
+            "--prompt-tokens",
+            "1,9690,198,504,3575,282",
+            "--max-tokens",
+            "4",
+            "--temp",
+            "0.8",
+            "--top-p",
+            "0.9",
+            "--repetition-penalty",
+            "1.1",
+            "--seed",
+            "5",
+            "--json",
+            "--logprobs",
+            "3"
+        };
         Run a = run(args);
         Run b = run(args);
         assertEquals(0, a.status(), a.err());
@@ -175,7 +232,9 @@ class MainTest {
         JsonNode lps = x.get("logprobs");
         assertEquals(x.get("generated_tokens").size(), lps.size(), a.out());
         for (int i = 0; i < lps.size(); i++) {
-            assertEquals(x.get("generated_tokens").get(i).asInt(), lps.get(i).get("id").asInt());
+            assertEquals(
+                    x.get("generated_tokens").get(i).asInt(),
+                    lps.get(i).get("id").asInt());
             assertTrue(lps.get(i).get("logprob").asDouble() <= 0);
             assertEquals(3, lps.get(i).get("top_logprobs").size());
         }
@@ -211,7 +270,12 @@ class MainTest {
         Files.writeString(dir.resolve("config.json"), config);
         Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
         assertEquals(1, r.status());
-        assertTrue(r.err().contains("gpt_bigcode") && r.err().contains("(supported: gemma3_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_moe)"), r.err());
+        assertTrue(
+                r.err().contains("gpt_bigcode")
+                        && r.err()
+                                .contains(
+                                        "(supported: gemma3_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_moe)"),
+                r.err());
     }
 
     @Test
@@ -255,18 +319,24 @@ class MainTest {
         Run plain = run("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json");
         assertEquals(0, plain.status(), plain.err());
         JsonNode want = JSON.readTree(plain.out()).get("generated_tokens");
-        for (List<String> flags : List.of(List.of("--speculative", "ngram"),
+        for (List<String> flags : List.of(
+                List.of("--speculative", "ngram"),
                 List.of("--draft-model", defaultModel().toString(), "--num-draft-tokens", "2"))) {
-            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", prompt, "--max-tokens", "10",
-                    "--json"));
+            List<String> args =
+                    new ArrayList<>(List.of("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json"));
             args.addAll(flags);
             Run r = run(args.toArray(String[]::new));
             assertEquals(0, r.status(), r.err());
             JsonNode o = JSON.readTree(r.out());
             assertEquals(want, o.get("generated_tokens"), flags + ": " + r.out());
             JsonNode spec = o.get("speculative");
-            assertEquals(flags.get(0).equals("--speculative") ? "ngram" : "draft", spec.get("method").asText());
-            assertTrue(spec.get("proposed").asInt() > 0 && spec.get("accepted").asInt() <= spec.get("proposed").asInt(),
+            assertEquals(
+                    flags.get(0).equals("--speculative") ? "ngram" : "draft",
+                    spec.get("method").asText());
+            assertTrue(
+                    spec.get("proposed").asInt() > 0
+                            && spec.get("accepted").asInt()
+                                    <= spec.get("proposed").asInt(),
                     r.out());
         }
     }
@@ -278,24 +348,33 @@ class MainTest {
         cases.put(List.of("--num-draft-tokens", "2"), "--num-draft-tokens needs speculative decoding");
         cases.put(List.of("--speculative", "draft"), "--speculative draft needs --draft-model DIR");
         cases.put(List.of("--speculative", "maybe"), "--speculative must be ngram, draft or off, got 'maybe'");
-        cases.put(List.of("--speculative", "ngram", "--prompt-lookup-min", "3", "--prompt-lookup-max", "2"),
+        cases.put(
+                List.of("--speculative", "ngram", "--prompt-lookup-min", "3", "--prompt-lookup-max", "2"),
                 "--prompt-lookup-max 2 is below --prompt-lookup-min 3");
         cases.put(List.of("--speculative", "ngram", "--max-kv-size", "64"), "cannot be used with --max-kv-size");
         cases.put(List.of("--speculative", "ngram", "--repetition-penalty", "1.2"), "does not take logits processors");
         // A draft whose tokenizer holds one more token than the model's.
-        ObjectNode tok = (ObjectNode) JSON.readTree(defaultModel().resolve("tokenizer.json").toFile());
+        ObjectNode tok = (ObjectNode)
+                JSON.readTree(defaultModel().resolve("tokenizer.json").toFile());
         ObjectNode extra = ((ArrayNode) tok.get("added_tokens")).addObject();
-        extra.put("id", 49152).put("content", "<extra_draft_token>").put("single_word", false).put("lstrip", false)
-                .put("rstrip", false).put("normalized", false).put("special", true);
+        extra.put("id", 49152)
+                .put("content", "<extra_draft_token>")
+                .put("single_word", false)
+                .put("lstrip", false)
+                .put("rstrip", false)
+                .put("normalized", false)
+                .put("special", true);
         Files.writeString(tmp.resolve("tokenizer.json"), JSON.writeValueAsString(tok));
         Files.copy(defaultModel().resolve("tokenizer_config.json"), tmp.resolve("tokenizer_config.json"));
         Files.copy(defaultModel().resolve("config.json"), tmp.resolve("config.json"));
         cases.put(List.of("--draft-model", tmp.toString()), "the draft model's tokenizer does not match the model's");
         for (Map.Entry<List<String>, String> c : cases.entrySet()) {
-            List<String> args = new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198", "--max-tokens", "2"));
+            List<String> args =
+                    new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198", "--max-tokens", "2"));
             args.addAll(c.getKey());
             Run r = run(args.toArray(String[]::new));
-            assertTrue(r.status() != 0 && r.err().contains(c.getValue()), c.getKey() + ": " + r.status() + " " + r.err());
+            assertTrue(
+                    r.status() != 0 && r.err().contains(c.getValue()), c.getKey() + ": " + r.status() + " " + r.err());
         }
     }
 }

@@ -36,18 +36,27 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PromptCacheFaultTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    private static final Set<String> FLAGS = Set.of("--port", "--prompt-cache-dir", "--prompt-cache-disk-bytes",
-            "--decode-concurrency");
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    private static final Set<String> FLAGS =
+            Set.of("--port", "--prompt-cache-dir", "--prompt-cache-disk-bytes", "--decode-concurrency");
     /** Single-token-distinct first words, each giving a 23-token user turn with SmolLM2's template. */
-    private static final String[] WORDS = {"Apples", "Bridges", "Clouds", "Engines", "Forests", "Islands", "Kites",
-        "Lakes", "Trains"};
+    private static final String[] WORDS = {
+        "Apples", "Bridges", "Clouds", "Engines", "Forests", "Islands", "Kites", "Lakes", "Trains"
+    };
 
     private static String system(int sentences) {
         StringBuilder b = new StringBuilder("You are a careful assistant. Reference notes follow.");
         for (int i = 1; i <= sentences; i++) {
-            b.append(" Note ").append(i).append(": the warehouse on shelf ").append(i * 7 % 31)
-                    .append(" keeps item ").append(i * 13 % 97).append(" for order ").append(1000 + i).append('.');
+            b.append(" Note ")
+                    .append(i)
+                    .append(": the warehouse on shelf ")
+                    .append(i * 7 % 31)
+                    .append(" keeps item ")
+                    .append(i * 13 % 97)
+                    .append(" for order ")
+                    .append(1000 + i)
+                    .append('.');
         }
         return b.toString();
     }
@@ -61,8 +70,10 @@ class PromptCacheFaultTest {
 
     private static CompletableFuture<JsonNode> chatAsync(String base, String body) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
-                .timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+                .timeout(Duration.ofMinutes(5))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body))
+                .build();
         return HTTP.sendAsync(req, HttpResponse.BodyHandlers.ofString()).thenApply(r -> {
             assertEquals(200, r.statusCode(), r.body());
             try {
@@ -91,7 +102,8 @@ class PromptCacheFaultTest {
         args[1] = "--port";
         args[2] = "0";
         System.arraycopy(extra, 0, args, 3, extra.length);
-        return ServeCommand.start(CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
+        return ServeCommand.start(
+                CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
     }
 
     private static String base(ServeCommand.Running s) {
@@ -209,7 +221,8 @@ class PromptCacheFaultTest {
         try (ServeCommand.Running s = serve(flags)) {
             TieredPrefixCache.DiskStats stats = s.local().prefixCache().diskStats();
             System.out.println("after the SIGKILL: " + stats + " of " + asks.size() + " prompts");
-            assertTrue(stats.entries() >= 1 && stats.entries() < asks.size(),
+            assertTrue(
+                    stats.entries() >= 1 && stats.entries() < asks.size(),
                     "some but not all spills survived the kill: " + stats);
             int own = 0;
             for (int i = 0; i < asks.size(); i++) {

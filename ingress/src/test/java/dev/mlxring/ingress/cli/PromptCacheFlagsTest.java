@@ -22,20 +22,39 @@ class PromptCacheFlagsTest {
 
     @Test
     void theQuarantineCapDefaultsAndIsSetByItsFlags() {
-        assertEquals(QuarantineCap.DEFAULT, parse("--prompt-cache-dir", "/tmp/x").quarantineCap());
-        assertEquals(new QuarantineCap(3, 500_000_000L), parse("--prompt-cache-dir", "/tmp/x",
-                "--prompt-cache-quarantine-files", "3", "--prompt-cache-quarantine-bytes", "500MB").quarantineCap());
-        assertEquals(new QuarantineCap(0, 0), parse("--prompt-cache-dir", "/tmp/x",
-                "--prompt-cache-quarantine-files", "0", "--prompt-cache-quarantine-bytes", "0").quarantineCap());
+        assertEquals(
+                QuarantineCap.DEFAULT, parse("--prompt-cache-dir", "/tmp/x").quarantineCap());
+        assertEquals(
+                new QuarantineCap(3, 500_000_000L),
+                parse(
+                                "--prompt-cache-dir",
+                                "/tmp/x",
+                                "--prompt-cache-quarantine-files",
+                                "3",
+                                "--prompt-cache-quarantine-bytes",
+                                "500MB")
+                        .quarantineCap());
+        assertEquals(
+                new QuarantineCap(0, 0),
+                parse(
+                                "--prompt-cache-dir",
+                                "/tmp/x",
+                                "--prompt-cache-quarantine-files",
+                                "0",
+                                "--prompt-cache-quarantine-bytes",
+                                "0")
+                        .quarantineCap());
     }
 
     @Test
     void badQuarantineFlagsAreRefusedNamingTheFlag() {
         for (String flag : new String[] {"--prompt-cache-quarantine-files", "--prompt-cache-quarantine-bytes"}) {
             UsageException lone = assertThrows(UsageException.class, () -> parse(flag, "1"));
-            assertTrue(lone.getMessage().contains(flag) && lone.getMessage().contains("--prompt-cache-dir"),
+            assertTrue(
+                    lone.getMessage().contains(flag) && lone.getMessage().contains("--prompt-cache-dir"),
                     lone.getMessage());
-            UsageException bad = assertThrows(UsageException.class, () -> parse("--prompt-cache-dir", "/tmp/x", flag, "-1"));
+            UsageException bad =
+                    assertThrows(UsageException.class, () -> parse("--prompt-cache-dir", "/tmp/x", flag, "-1"));
             assertTrue(bad.getMessage().contains(flag), bad.getMessage());
         }
     }
@@ -43,12 +62,14 @@ class PromptCacheFlagsTest {
     @Test
     void serveKnowsTheQuarantineFlags() {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(new String[] {"serve", "--prompt-cache-quarantine-files", "2"},
+        int status = Main.run(
+                new String[] {"serve", "--prompt-cache-quarantine-files", "2"},
                 new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         String said = err.toString(StandardCharsets.UTF_8);
         assertTrue(status != 0, said);
-        assertTrue(said.contains("--prompt-cache-quarantine-files needs --prompt-cache-dir"),
+        assertTrue(
+                said.contains("--prompt-cache-quarantine-files needs --prompt-cache-dir"),
                 "parsed as a serve flag, not refused as unknown: " + said);
     }
 }

@@ -33,16 +33,21 @@ import org.junit.jupiter.api.Test;
 class PromptCacheServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final Set<String> FLAGS = Set.of("--port", "--prompt-cache-size", "--prompt-cache-bytes",
-            "--prompt-cache-dir", "--prompt-cache-disk-bytes");
+    private static final Set<String> FLAGS = Set.of(
+            "--port", "--prompt-cache-size", "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes");
 
     private static JsonNode chat(int port, String body) throws Exception {
         return chat("http://127.0.0.1:" + port, body);
     }
 
     private static JsonNode chat(String base, String body) throws Exception {
-        HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = HTTP.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
+                        .timeout(Duration.ofMinutes(5))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertEquals(200, r.statusCode(), r.body());
         return JSON.readTree(r.body());
     }
@@ -53,7 +58,8 @@ class PromptCacheServerTest {
         args[1] = "--port";
         args[2] = "0";
         System.arraycopy(extra, 0, args, 3, extra.length);
-        return ServeCommand.start(CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
+        return ServeCommand.start(
+                CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
     }
 
     private static int cached(JsonNode r) {
@@ -71,7 +77,12 @@ class PromptCacheServerTest {
             int port = s.server().port();
             warmFirst = chat(port, first);
             assertEquals(0, cached(warmFirst), "nothing is cached before the first request");
-            String answer = warmFirst.get("choices").get(0).get("message").get("content").asText();
+            String answer = warmFirst
+                    .get("choices")
+                    .get(0)
+                    .get("message")
+                    .get("content")
+                    .asText();
             second = "{\"messages\":[{\"role\":\"user\",\"content\":\"Name a colour.\"},"
                     + "{\"role\":\"assistant\",\"content\":" + JSON.writeValueAsString(answer) + "},"
                     + "{\"role\":\"user\",\"content\":\"And another?\"}],\"max_tokens\":8}";
@@ -80,7 +91,8 @@ class PromptCacheServerTest {
         }
         int reused = cached(warm);
         int prompt = warm.get("usage").get("prompt_tokens").asInt();
-        assertTrue(reused > warmFirst.get("usage").get("prompt_tokens").asInt() / 2 && reused < prompt,
+        assertTrue(
+                reused > warmFirst.get("usage").get("prompt_tokens").asInt() / 2 && reused < prompt,
                 "cached " + reused + " of " + prompt + " prompt tokens");
         try (ServeCommand.Running s = serve("--prompt-cache-size", "0")) {
             chat(s.server().port(), first);
@@ -88,8 +100,10 @@ class PromptCacheServerTest {
             assertEquals(0, cached(cold), "the cache is off");
             assertEquals(null, s.local().prefixCache());
         }
-        assertEquals(cold.get("choices").get(0).get("message").get("content").asText(),
-                warm.get("choices").get(0).get("message").get("content").asText(), "reuse changes nothing in the answer");
+        assertEquals(
+                cold.get("choices").get(0).get("message").get("content").asText(),
+                warm.get("choices").get(0).get("message").get("content").asText(),
+                "reuse changes nothing in the answer");
     }
 
     /**
@@ -100,26 +114,38 @@ class PromptCacheServerTest {
      * own {@code _tokenize} puts in the system segment (live: {@code prompt_segments.py}).
      */
     @Test
-    void aNewConversationWithTheSameSystemPromptReusesIt(@org.junit.jupiter.api.io.TempDir Path work)
-            throws Exception {
+    void aNewConversationWithTheSameSystemPromptReusesIt(@org.junit.jupiter.api.io.TempDir Path work) throws Exception {
         String system = "{\"role\":\"system\",\"content\":\"You are the ring's assistant. Answer briefly.\"}";
         String second = "[" + system + ",{\"role\":\"user\",\"content\":\"Name one sequencer.\"}]";
         Path cases = work.resolve("cases.json");
         Files.writeString(cases, "[{\"messages\":" + second + "}]");
-        JsonNode segments = JSON.readTree(PythonScript.run("oracle/prompt_segments.py", 300, List.of("--model",
-                ProjectHome.get().resolve("models/smollm2-135m-instruct").toString(), "--tokenize", cases.toString())))
-                .get("cases").get(0).get("segments");
+        JsonNode segments = JSON.readTree(PythonScript.run(
+                        "oracle/prompt_segments.py",
+                        300,
+                        List.of(
+                                "--model",
+                                ProjectHome.get()
+                                        .resolve("models/smollm2-135m-instruct")
+                                        .toString(),
+                                "--tokenize",
+                                cases.toString())))
+                .get("cases")
+                .get(0)
+                .get("segments");
         assertEquals("system", segments.get(0).get(1).asText(), "mlx-lm splits off the system prompt");
         int systemTokens = segments.get(0).get(0).asInt();
         try (ServeCommand.Running s = serve()) {
             String base = "http://127.0.0.1:" + s.server().port();
             // The first conversation cannot end early (EOS ids banned) and outlasts the second.
-            HttpResponse<Stream<String>> first = HTTP.send(HttpRequest.newBuilder(URI.create(base
-                    + "/v1/chat/completions")).timeout(Duration.ofMinutes(5)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"messages\":[" + system
-                            + ",{\"role\":\"user\",\"content\":\"What does a ring buffer do?\"}],\"max_tokens\":400,"
-                            + "\"stream\":true,\"logit_bias\":{\"0\":-100,\"2\":-100}}"))
-                    .build(), HttpResponse.BodyHandlers.ofLines());
+            HttpResponse<Stream<String>> first = HTTP.send(
+                    HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))
+                            .timeout(Duration.ofMinutes(5))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"messages\":[" + system
+                                    + ",{\"role\":\"user\",\"content\":\"What does a ring buffer do?\"}],\"max_tokens\":400,"
+                                    + "\"stream\":true,\"logit_bias\":{\"0\":-100,\"2\":-100}}"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofLines());
             assertEquals(200, first.statusCode());
             try (Stream<String> lines = first.body()) {
                 Iterator<String> it = lines.iterator();
@@ -136,19 +162,23 @@ class PromptCacheServerTest {
     @Test
     void aPromptServedBeforeARestartRestoresFromDiskAfterIt(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
             throws Exception {
-        String ask = "{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"max_tokens\":8}";
+        String ask =
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"max_tokens\":8}";
         JsonNode before;
-        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+        try (ServeCommand.Running s =
+                serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
             before = chat(s.server().port(), ask);
             assertEquals(0, cached(before));
         } // closing drains the spill queue
-        try (ServeCommand.Running s = serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
+        try (ServeCommand.Running s =
+                serve("--prompt-cache-dir", dir.toString(), "--prompt-cache-disk-bytes", "200MB")) {
             assertEquals(0, s.local().prefixCache().ram().size(), "a new process: nothing in RAM");
             assertEquals(1, s.local().prefixCache().diskStats().entries(), "one entry on disk");
             JsonNode after = chat(s.server().port(), ask);
             int prompt = after.get("usage").get("prompt_tokens").asInt();
             assertEquals(prompt - 1, cached(after), "all but the last prompt token restored from disk");
-            assertEquals(before.get("choices").get(0).get("message").get("content").asText(),
+            assertEquals(
+                    before.get("choices").get(0).get("message").get("content").asText(),
                     after.get("choices").get(0).get("message").get("content").asText());
         }
     }

@@ -24,7 +24,9 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 final class ServedModel implements BeforeAllCallback, AfterAllCallback {
     /** The client the end-to-end tests share: connects within 10 s. */
-    static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    static final HttpClient HTTP =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+
     private final String[] flags;
     private ServeCommand.Running running;
 
@@ -51,8 +53,8 @@ final class ServedModel implements BeforeAllCallback, AfterAllCallback {
         for (int i = 0; i < flags.length; i += 2) {
             valued.add(flags[i]);
         }
-        running = ServeCommand.start(CliArgs.parse(argv, 1, valued, Set.of()),
-                new PrintStream(new ByteArrayOutputStream()));
+        running = ServeCommand.start(
+                CliArgs.parse(argv, 1, valued, Set.of()), new PrintStream(new ByteArrayOutputStream()));
     }
 
     @Override
@@ -78,8 +80,12 @@ final class ServedModel implements BeforeAllCallback, AfterAllCallback {
 
     /** POSTs {@code body} as application/json to {@code path}; waits up to five minutes for the whole response. */
     HttpResponse<String> post(String path, byte[] body) throws IOException, InterruptedException {
-        return HTTP.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofMinutes(5))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+        return HTTP.send(
+                HttpRequest.newBuilder(uri(path))
+                        .timeout(Duration.ofMinutes(5))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 

@@ -27,13 +27,18 @@ class SetupScriptsTest {
     private record Result(int status, String output) {}
 
     private static Result bash(Path dir, long timeoutSeconds, String... command) throws Exception {
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(command)
+                .directory(dir.toFile())
+                .redirectErrorStream(true)
+                .start();
         if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
             p.descendants().forEach(ProcessHandle::destroyForcibly);
             p.destroyForcibly();
             p.waitFor();
-            return new Result(-1, "timed out after " + timeoutSeconds + " s: "
-                    + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            return new Result(
+                    -1,
+                    "timed out after " + timeoutSeconds + " s: "
+                            + new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
         }
         return new Result(p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
     }
@@ -60,11 +65,13 @@ class SetupScriptsTest {
     void aMovedCheckoutKeepsItsShim(@TempDir Path moved) throws Exception {
         Path native_ = HOME.resolve("build/native");
         String stamp = Files.readString(native_.resolve("libmlxr.stamp"));
-        assertTrue(stamp.contains("runpath=$ORIGIN/"), "the shim was not set up by this build_shim.sh (run"
-                + " ./mlx-ring setup): " + stamp);
+        assertTrue(
+                stamp.contains("runpath=$ORIGIN/"),
+                "the shim was not set up by this build_shim.sh (run" + " ./mlx-ring setup): " + stamp);
         copyTree(HOME.resolve("scripts"), moved.resolve("scripts"));
         copyTree(HOME.resolve("mlx-native/src/main/c"), moved.resolve("mlx-native/src/main/c"));
-        Path venv = Files.createSymbolicLink(moved.resolve(".venv"), HOME.resolve(".venv").toRealPath());
+        Path venv = Files.createSymbolicLink(
+                moved.resolve(".venv"), HOME.resolve(".venv").toRealPath());
         try {
             checkMovedShim(moved, native_);
         } finally {
@@ -75,7 +82,8 @@ class SetupScriptsTest {
     private static void checkMovedShim(Path moved, Path native_) throws Exception {
         Files.createDirectories(moved.resolve("build/native"));
         for (String f : List.of("libmlxr.so", "libmlxr.stamp")) {
-            Files.copy(native_.resolve(f), moved.resolve("build/native").resolve(f), StandardCopyOption.COPY_ATTRIBUTES);
+            Files.copy(
+                    native_.resolve(f), moved.resolve("build/native").resolve(f), StandardCopyOption.COPY_ATTRIBUTES);
         }
         Path shim = moved.resolve("build/native/libmlxr.so");
         long before = Files.getLastModifiedTime(shim).toMillis();
@@ -110,7 +118,8 @@ class SetupScriptsTest {
         assertFalse(second.output().contains("hashing source"), second.output());
         assertTrue(second.output().contains("up to date"), second.output());
 
-        assertEquals(new Result(0, ""),
+        assertEquals(
+                new Result(0, ""),
                 bash(HOME, 120, python, script, "--quiet", "--hash-cache", cache.toString(), "--out", out));
 
         // A recorded size that is not the file's: hashed again.

@@ -44,7 +44,10 @@ final class ShardedRanks implements AutoCloseable {
         return serving(() -> {
             Path log = Files.createTempFile("mlxring-sharded-", ".log");
             Process p = new ProcessBuilder(MlxLaunch.command(2, MlxLaunch.freePorts(2), serve(args)))
-                    .directory(ProjectHome.get().toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                    .directory(ProjectHome.get().toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(log.toFile())
+                    .start();
             return new ShardedRanks(List.of(p), log, null);
         });
     }
@@ -85,8 +88,10 @@ final class ShardedRanks implements AutoCloseable {
         Files.writeString(hostfile, "[[\"127.0.0.1:" + port + "\"], [\"127.0.0.1:" + (port + 1) + "\"]]");
         List<Process> ps = new ArrayList<>();
         for (int rank = 0; rank < 2; rank++) {
-            ProcessBuilder pb = new ProcessBuilder(command).directory(ProjectHome.get().toFile())
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            ProcessBuilder pb = new ProcessBuilder(command)
+                    .directory(ProjectHome.get().toFile())
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             pb.environment().put("MLX_RANK", Integer.toString(rank));
             pb.environment().put("MLX_HOSTFILE", hostfile.toString());
             ps.add(pb.start());

@@ -53,9 +53,10 @@ class ShardedServeTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String CELL = "llama-serve";
     private static final int MAX_TOKENS = 12;
-    private static final List<List<Integer>> PROMPTS = List.of(List.of(1, 2, 3, 4, 5),
-            List.of(900, 31, 7, 4242, 18000, 5, 77, 12345, 3, 9, 41000), List.of(17));
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private static final List<List<Integer>> PROMPTS =
+            List.of(List.of(1, 2, 3, 4, 5), List.of(900, 31, 7, 4242, 18000, 5, 77, 12345, 3, 9, 41000), List.of(17));
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
     private static Path modelDir;
     private static JsonNode oracle;
@@ -73,7 +74,9 @@ class ShardedServeTest {
             }
         }
         for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
-            Files.copy(home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name), modelDir.resolve(name),
+            Files.copy(
+                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
+                    modelDir.resolve(name),
                     StandardCopyOption.REPLACE_EXISTING);
         }
         Path prompts = Files.createTempFile("sharded-prompts", ".json");
@@ -81,10 +84,22 @@ class ShardedServeTest {
         try {
             JSON.writeValue(prompts.toFile(), JSON.createObjectNode().set("prompts", JSON.valueToTree(PROMPTS)));
             // mlx_lm.server's default prefill step (2048) is the server's too.
-            MlxLaunch.run(2, List.of(ProjectHome.python().toString(),
-                    home.resolve("scripts/oracle/sharded_greedy.py").toString(), "--cell", CELL + "=" + modelDir,
-                    "--prompts", prompts.toString(), "--max-tokens", Integer.toString(MAX_TOKENS),
-                    "--prefill-step-size", "2048", "--out", out.toString()), 300);
+            MlxLaunch.run(
+                    2,
+                    List.of(
+                            ProjectHome.python().toString(),
+                            home.resolve("scripts/oracle/sharded_greedy.py").toString(),
+                            "--cell",
+                            CELL + "=" + modelDir,
+                            "--prompts",
+                            prompts.toString(),
+                            "--max-tokens",
+                            Integer.toString(MAX_TOKENS),
+                            "--prefill-step-size",
+                            "2048",
+                            "--out",
+                            out.toString()),
+                    300);
             oracle = JSON.readTree(out.toFile()).get("cells").get(CELL);
         } finally {
             Files.deleteIfExists(prompts);
@@ -93,11 +108,15 @@ class ShardedServeTest {
     }
 
     private static HttpRequest completion(String base, List<Integer> prompt, int maxTokens) throws Exception {
-        String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", maxTokens).put("logprobs", true)
+        String body = JSON.writeValueAsString(JSON.createObjectNode()
+                .put("max_tokens", maxTokens)
+                .put("logprobs", true)
                 .set("prompt", JSON.valueToTree(prompt)));
         return HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
-                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+                .header("Content-Type", "application/json")
+                .timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(body))
+                .build();
     }
 
     private static HttpResponse<String> complete(String base, List<Integer> prompt, int maxTokens) throws Exception {
@@ -106,13 +125,18 @@ class ShardedServeTest {
 
     private static List<Integer> tokens(JsonNode response) {
         List<Integer> ids = new ArrayList<>();
-        response.get("choices").get(0).get("logprobs").get("content").forEach(t -> ids.add(t.get("id").asInt()));
+        response.get("choices")
+                .get(0)
+                .get("logprobs")
+                .get("content")
+                .forEach(t -> ids.add(t.get("id").asInt()));
         return ids;
     }
 
     /** The oracle's first-step logprob of {@code token}: logprobs0 holds the whole bf16 vector. */
     private static float oracleLogprob(JsonNode result, int token) {
-        byte[] raw = Base64.getDecoder().decode(result.get("logprobs0").get("b64").asText());
+        byte[] raw =
+                Base64.getDecoder().decode(result.get("logprobs0").get("b64").asText());
         assertEquals("bfloat16", result.get("logprobs0").get("dtype").asText());
         short bits = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN).getShort(2 * token);
         return Float.intBitsToFloat((bits & 0xffff) << 16);
@@ -129,7 +153,12 @@ class ShardedServeTest {
                 List<Integer> want = new ArrayList<>();
                 oracle.get(p).get("tokens").forEach(t -> want.add(t.asInt()));
                 assertEquals(want, got, "prompt " + p + ": tokens");
-                float first = (float) doc.get("choices").get(0).get("logprobs").get("content").get(0).get("logprob")
+                float first = (float) doc.get("choices")
+                        .get(0)
+                        .get("logprobs")
+                        .get("content")
+                        .get(0)
+                        .get("logprob")
                         .asDouble();
                 assertEquals(oracleLogprob(oracle.get(p), want.get(0)), first, 0f, "prompt " + p + ": first logprob");
             }
@@ -140,22 +169,37 @@ class ShardedServeTest {
             continued.addAll(List.of(7, 8, 9));
             HttpResponse<String> hit = complete(ranks.base, continued, MAX_TOKENS);
             assertEquals(200, hit.statusCode(), hit.body());
-            int cached = JSON.readTree(hit.body()).get("usage").get("prompt_tokens_details").get("cached_tokens").asInt();
+            int cached = JSON.readTree(hit.body())
+                    .get("usage")
+                    .get("prompt_tokens_details")
+                    .get("cached_tokens")
+                    .asInt();
             assertTrue(cached >= PROMPTS.get(0).size(), "the continuation reuses request 0's KV state: " + hit.body());
             // Two chat conversations with one system prompt: rank 0 snapshots the system segment
             // (mlx_lm.server's _tokenize split), and so must every rank, or the second
             // conversation's reuse differs between ranks and stops the group.
             int systemReused = -1;
             for (String user : List.of("Name a colour.", "Name a fruit.")) {
-                String chat = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 4)
-                        .set("messages", JSON.valueToTree(List.of(
-                                java.util.Map.of("role", "system", "content", "You are terse. Answer in one word."),
-                                java.util.Map.of("role", "user", "content", user)))));
-                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/chat/completions"))
-                        .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
-                        .POST(HttpRequest.BodyPublishers.ofString(chat)).build(), HttpResponse.BodyHandlers.ofString());
+                String chat = JSON.writeValueAsString(JSON.createObjectNode()
+                        .put("max_tokens", 4)
+                        .set(
+                                "messages",
+                                JSON.valueToTree(List.of(
+                                        java.util.Map.of(
+                                                "role", "system", "content", "You are terse. Answer in one word."),
+                                        java.util.Map.of("role", "user", "content", user)))));
+                HttpResponse<String> r = HTTP.send(
+                        HttpRequest.newBuilder(URI.create(ranks.base + "/v1/chat/completions"))
+                                .header("Content-Type", "application/json")
+                                .timeout(Duration.ofSeconds(120))
+                                .POST(HttpRequest.BodyPublishers.ofString(chat))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
                 assertEquals(200, r.statusCode(), r.body() + "\n" + ranks.logText());
-                systemReused = JSON.readTree(r.body()).get("usage").get("prompt_tokens_details").get("cached_tokens")
+                systemReused = JSON.readTree(r.body())
+                        .get("usage")
+                        .get("prompt_tokens_details")
+                        .get("cached_tokens")
                         .asInt();
             }
             assertTrue(systemReused > 0, "the second conversation reuses the system segment on every rank");
@@ -163,8 +207,8 @@ class ShardedServeTest {
             // whatever composition the arrivals made, so only completeness is checked here).
             List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
             for (List<Integer> prompt : PROMPTS) {
-                inFlight.add(HTTP.sendAsync(completion(ranks.base, prompt, MAX_TOKENS),
-                        HttpResponse.BodyHandlers.ofString()));
+                inFlight.add(HTTP.sendAsync(
+                        completion(ranks.base, prompt, MAX_TOKENS), HttpResponse.BodyHandlers.ofString()));
             }
             for (CompletableFuture<HttpResponse<String>> f : inFlight) {
                 HttpResponse<String> r = f.get();
@@ -174,26 +218,43 @@ class ShardedServeTest {
             // Sampled rows, seeded and unseeded, with penalties and a logit bias: every rank must
             // draw the same tokens (rank 0's plan and engine seed), or the next step's digest
             // stops the group and these requests fail.
-            for (String sampling : List.of("{\"temperature\": 0.9, \"top_p\": 0.8, \"seed\": 7}",
+            for (String sampling : List.of(
+                    "{\"temperature\": 0.9, \"top_p\": 0.8, \"seed\": 7}",
                     "{\"temperature\": 1.2, \"top_k\": 40, \"presence_penalty\": 0.5, \"logit_bias\": {\"17\": 3.0}}")) {
                 var body = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(sampling);
                 body.put("max_tokens", MAX_TOKENS).set("prompt", JSON.valueToTree(PROMPTS.get(1)));
-                HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
-                        .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
-                        .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(),
+                HttpResponse<String> r = HTTP.send(
+                        HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
+                                .header("Content-Type", "application/json")
+                                .timeout(Duration.ofSeconds(120))
+                                .POST(HttpRequest.BodyPublishers.ofString(body.toString()))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertEquals(200, r.statusCode(), r.body());
-                assertEquals(MAX_TOKENS, JSON.readTree(r.body()).get("usage").get("completion_tokens").asInt(), r.body());
+                assertEquals(
+                        MAX_TOKENS,
+                        JSON.readTree(r.body())
+                                .get("usage")
+                                .get("completion_tokens")
+                                .asInt(),
+                        r.body());
             }
-            assertEquals(200, HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/health")).build(),
-                    HttpResponse.BodyHandlers.ofString()).statusCode(), "the group is still up");
+            assertEquals(
+                    200,
+                    HTTP.send(
+                                    HttpRequest.newBuilder(URI.create(ranks.base + "/health"))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .statusCode(),
+                    "the group is still up");
             // SIGTERM to rank 0: it drains, tells rank 1 to shut down, and the launch ends with 0.
             ShardedRanks.signal(ranks.rank(0), "TERM");
             List<Integer> codes = ranks.awaitExit(60);
             assertNotNull(codes, "the launch did not end after SIGTERM to rank 0:\n" + ranks.logText());
             assertEquals(List.of(0), codes, ranks.logText());
             assertTrue(ranks.logText().contains("rank 0 shut the group down"), ranks.logText());
-            assertFalse(ranks.logText().contains("tensor-parallel group failed"),
+            assertFalse(
+                    ranks.logText().contains("tensor-parallel group failed"),
                     "an orderly shutdown is no group failure:\n" + ranks.logText());
         }
     }
@@ -201,9 +262,20 @@ class ShardedServeTest {
     @Test
     void generateUnderMlxLaunchPrintsWhatMlxLmShardedLoadGenerates() throws Exception {
         List<String> ids = PROMPTS.get(1).stream().map(String::valueOf).toList();
-        String out = MlxLaunch.run(2, MlxLaunch.javaCommand("dev.mlxring.ingress.cli.Main", List.of("generate",
-                "--model", modelDir.toString(), "--prompt-tokens", String.join(",", ids), "--max-tokens",
-                Integer.toString(MAX_TOKENS), "--json")), 300);
+        String out = MlxLaunch.run(
+                2,
+                MlxLaunch.javaCommand(
+                        "dev.mlxring.ingress.cli.Main",
+                        List.of(
+                                "generate",
+                                "--model",
+                                modelDir.toString(),
+                                "--prompt-tokens",
+                                String.join(",", ids),
+                                "--max-tokens",
+                                Integer.toString(MAX_TOKENS),
+                                "--json")),
+                300);
         List<String> docs = out.lines().filter(l -> l.startsWith("{")).toList();
         assertEquals(1, docs.size(), "only rank 0 prints:\n" + out);
         assertEquals(oracle.get(1).get("tokens"), JSON.readTree(docs.get(0)).get("generated_tokens"), out);
@@ -212,14 +284,24 @@ class ShardedServeTest {
     /** {@code generate} has no executor calls to share, but the same heartbeat: it ends, it does not hang. */
     @Test
     void generateEndsWithTheReasonWhenARankStopsAnswering() throws Exception {
-        try (ShardedRanks ranks = ShardedRanks.directCommand(MlxLaunch.javaCommand("dev.mlxring.ingress.cli.Main",
-                List.of("generate", "--model", modelDir.toString(), "--prompt-tokens", "1,2,3", "--max-tokens", "3000",
-                        "--rank-timeout-seconds", "2")))) {
+        try (ShardedRanks ranks = ShardedRanks.directCommand(MlxLaunch.javaCommand(
+                "dev.mlxring.ingress.cli.Main",
+                List.of(
+                        "generate",
+                        "--model",
+                        modelDir.toString(),
+                        "--prompt-tokens",
+                        "1,2,3",
+                        "--max-tokens",
+                        "3000",
+                        "--rank-timeout-seconds",
+                        "2")))) {
             ranks.awaitLog("tensor-parallel generate over 2 ranks", 240);
             ShardedRanks.signal(ranks.process(1).toHandle(), "STOP");
             assertTrue(ranks.process(0).waitFor(60, TimeUnit.SECONDS), "rank 0 must end:\n" + ranks.logText());
             assertEquals(1, ranks.process(0).exitValue(), ranks.logText());
-            assertTrue(ranks.logText().contains("the tensor-parallel group is down: rank 1 stopped answering"),
+            assertTrue(
+                    ranks.logText().contains("the tensor-parallel group is down: rank 1 stopped answering"),
                     ranks.logText());
         }
     }
@@ -237,36 +319,45 @@ class ShardedServeTest {
     }
 
     private static void assertRankLossFails(String signal, String reason, String concurrency) throws Exception {
-        try (ShardedRanks ranks = ShardedRanks.direct(List.of("--model", modelDir.toString(),
-                "--rank-timeout-seconds", "2", "--decode-concurrency", concurrency))) {
-            String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 4000).put("stream", true)
+        try (ShardedRanks ranks = ShardedRanks.direct(List.of(
+                "--model", modelDir.toString(), "--rank-timeout-seconds", "2", "--decode-concurrency", concurrency))) {
+            String body = JSON.writeValueAsString(JSON.createObjectNode()
+                    .put("max_tokens", 4000)
+                    .put("stream", true)
                     .set("prompt", JSON.valueToTree(PROMPTS.get(0))));
-            HttpResponse<InputStream> r = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
-                    .header("Content-Type", "application/json").timeout(Duration.ofSeconds(120))
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofInputStream());
+            HttpResponse<InputStream> r = HTTP.send(
+                    HttpRequest.newBuilder(URI.create(ranks.base + "/v1/completions"))
+                            .header("Content-Type", "application/json")
+                            .timeout(Duration.ofSeconds(120))
+                            .POST(HttpRequest.BodyPublishers.ofString(body))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, r.statusCode());
             StringBuilder events = new StringBuilder();
             long[] lostAtNs = new long[1];
             CompletableFuture<Void> reading = new CompletableFuture<>();
-            Thread reader = new Thread(() -> {
-                try (BufferedReader in = new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
-                    String line;
-                    int tokens = 0;
-                    while ((line = in.readLine()) != null) {
-                        synchronized (events) {
-                            events.append(line).append('\n');
+            Thread reader = new Thread(
+                    () -> {
+                        try (BufferedReader in =
+                                new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
+                            String line;
+                            int tokens = 0;
+                            while ((line = in.readLine()) != null) {
+                                synchronized (events) {
+                                    events.append(line).append('\n');
+                                }
+                                if (line.startsWith("data: {") && !line.contains("\"error\"") && ++tokens == 3) {
+                                    // Tokens are flowing over both ranks: now take rank 1 away.
+                                    ShardedRanks.signal(ranks.rank(1), signal);
+                                    lostAtNs[0] = System.nanoTime();
+                                }
+                            }
+                            reading.complete(null);
+                        } catch (Exception e) {
+                            reading.completeExceptionally(e);
                         }
-                        if (line.startsWith("data: {") && !line.contains("\"error\"") && ++tokens == 3) {
-                            // Tokens are flowing over both ranks: now take rank 1 away.
-                            ShardedRanks.signal(ranks.rank(1), signal);
-                            lostAtNs[0] = System.nanoTime();
-                        }
-                    }
-                    reading.complete(null);
-                } catch (Exception e) {
-                    reading.completeExceptionally(e);
-                }
-            }, "stream-reader");
+                    },
+                    "stream-reader");
             reader.setDaemon(true);
             reader.start();
             try {
@@ -282,10 +373,14 @@ class ShardedServeTest {
             long started = lostAtNs[0];
             String text = events.toString();
             assertTrue(started != 0, "no tokens streamed before the stream ended:\n" + text + ranks.logText());
-            assertTrue(text.contains("\"error\"") && text.contains("tensor-parallel group is down") && text.contains(reason),
+            assertTrue(
+                    text.contains("\"error\"")
+                            && text.contains("tensor-parallel group is down")
+                            && text.contains(reason),
                     "the stream must end with an error naming the lost rank:\n" + text);
             assertTrue(text.contains("data: [DONE]"), text);
-            HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(ranks.base + "/health")).build(),
+            HttpResponse<String> health = HTTP.send(
+                    HttpRequest.newBuilder(URI.create(ranks.base + "/health")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(503, health.statusCode(), health.body());
             assertTrue(health.body().contains(reason), health.body());

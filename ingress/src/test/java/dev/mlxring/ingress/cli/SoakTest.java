@@ -48,18 +48,30 @@ class SoakTest {
     private static final int CONCURRENCY = 4;
     private static final double DISCONNECT = 0.8;
     private static final long DIRECT_TOLERANCE = 1L << 20;
-    private static final String[] PROMPTS = {"Once upon a time", "The capital of France is", "List three colors:",
-            "What is 2 + 2?"};
+    private static final String[] PROMPTS = {
+        "Once upon a time", "The capital of France is", "List three colors:", "What is 2 + 2?"
+    };
     private static ServeCommand.Running server;
     private static int port;
 
     @BeforeAll
     static void start() {
         Path model = ProjectHome.get().resolve("build/soak-model");
-        PythonScript.run("soak/make_soak_model.py", 600, List.of("--out", model.toString(), "--tokenizer-from",
-                ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString()));
-        server = ServeCommand.start(CliArgs.parse(new String[] {"serve", "--model", model.toString(), "--port", "0"},
-                1, Set.of("--model", "--port"), Set.of()), new PrintStream(new ByteArrayOutputStream()));
+        PythonScript.run(
+                "soak/make_soak_model.py",
+                600,
+                List.of(
+                        "--out",
+                        model.toString(),
+                        "--tokenizer-from",
+                        ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString()));
+        server = ServeCommand.start(
+                CliArgs.parse(
+                        new String[] {"serve", "--model", model.toString(), "--port", "0"},
+                        1,
+                        Set.of("--model", "--port"),
+                        Set.of()),
+                new PrintStream(new ByteArrayOutputStream()));
         port = server.server().port();
     }
 
@@ -75,8 +87,10 @@ class SoakTest {
         boolean chat = rng.nextBoolean();
         int maxTokens = 2 + rng.nextInt(11);
         String prompt = PROMPTS[rng.nextInt(PROMPTS.length)];
-        String body = (chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]"
-                : "{\"prompt\":\"" + prompt + "\"") + ",\"max_tokens\":" + maxTokens + ",\"stream\":true}";
+        String body = (chat
+                        ? "{\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]"
+                        : "{\"prompt\":\"" + prompt + "\"")
+                + ",\"max_tokens\":" + maxTokens + ",\"stream\":true}";
         int readEvents = mayDisconnect && rng.nextDouble() < DISCONNECT ? rng.nextInt(maxTokens) : -1;
         boolean rst = rng.nextBoolean();
         byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
@@ -84,7 +98,8 @@ class SoakTest {
             s.setSoTimeout(120_000);
             OutputStream out = s.getOutputStream();
             out.write(("POST " + (chat ? "/v1/chat/completions" : "/v1/completions") + " HTTP/1.1\r\nHost: x\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: " + bytes.length + "\r\nConnection: close\r\n\r\n")
+                            + "Content-Type: application/json\r\nContent-Length: " + bytes.length
+                            + "\r\nConnection: close\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
             out.write(bytes);
             out.flush();
@@ -171,8 +186,11 @@ class SoakTest {
         assertTrue(outcomes.get("disconnected") >= REQUESTS / 2, outcomes.toString());
 
         // The engine lets every session go and MLX frees what they held, to the byte.
-        await("MLX active memory back to its warm baseline (" + mlxBaseline + " bytes)", () -> engine.liveSessions() == 0
-                && engine.admittedCount() == 0 && Mlx.memory().activeBytes() == mlxBaseline);
+        await(
+                "MLX active memory back to its warm baseline (" + mlxBaseline + " bytes)",
+                () -> engine.liveSessions() == 0
+                        && engine.admittedCount() == 0
+                        && Mlx.memory().activeBytes() == mlxBaseline);
         long directGrowth = direct() - directBaseline;
         assertTrue(directGrowth <= DIRECT_TOLERANCE, "direct buffers grew by " + directGrowth + " bytes");
 
@@ -183,11 +201,17 @@ class SoakTest {
         assertEquals(0, m.value("mlxring_active_rows"));
         assertEquals(0, m.value("mlxring_kv_bytes_in_use"));
         // Disconnects really cancelled generation mid-stream (not only stopped the client reading).
-        assertTrue(m.value("mlxring_completions_total{outcome=\"cancelled\"}") > 0, m.series().toString());
-        assertEquals(0, m.value("mlxring_completions_total{outcome=\"failed\"}"), m.series().toString());
+        assertTrue(
+                m.value("mlxring_completions_total{outcome=\"cancelled\"}") > 0,
+                m.series().toString());
+        assertEquals(
+                0,
+                m.value("mlxring_completions_total{outcome=\"failed\"}"),
+                m.series().toString());
 
         assertEquals("completed", request(new Random(7), false));
-        await("MLX memory back after one more request", () -> engine.liveSessions() == 0
-                && Mlx.memory().activeBytes() == mlxBaseline);
+        await(
+                "MLX memory back after one more request",
+                () -> engine.liveSessions() == 0 && Mlx.memory().activeBytes() == mlxBaseline);
     }
 }

@@ -32,12 +32,13 @@ class SpeculativeRequestTest {
         String spec = speculative == null ? "" : ",\"speculative\":" + speculative;
         String user = "{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}";
         return switch (api) {
-            case "/v1/chat/completions" -> "{\"temperature\":0,\"max_tokens\":" + MAX_TOKENS + ",\"messages\":[" + user
-                    + "]" + spec + "}";
-            case "/v1/messages" -> "{\"model\":\"default_model\",\"temperature\":0,\"max_tokens\":" + MAX_TOKENS
-                    + ",\"messages\":[" + user + "]" + spec + "}";
-            case "/v1/responses" -> "{\"temperature\":0,\"max_output_tokens\":" + MAX_TOKENS + ",\"input\":\"" + PROMPT
-                    + "\"" + spec + "}";
+            case "/v1/chat/completions" ->
+                "{\"temperature\":0,\"max_tokens\":" + MAX_TOKENS + ",\"messages\":[" + user + "]" + spec + "}";
+            case "/v1/messages" ->
+                "{\"model\":\"default_model\",\"temperature\":0,\"max_tokens\":" + MAX_TOKENS + ",\"messages\":[" + user
+                        + "]" + spec + "}";
+            case "/v1/responses" ->
+                "{\"temperature\":0,\"max_output_tokens\":" + MAX_TOKENS + ",\"input\":\"" + PROMPT + "\"" + spec + "}";
             default -> throw new IllegalArgumentException(api);
         };
     }
@@ -108,8 +109,13 @@ class SpeculativeRequestTest {
 
     /** The value of the sample line {@code name} in the server's /metrics (0 when absent). */
     private static double metric(ServedModel server, String name) throws Exception {
-        String text = ServedModel.HTTP.send(java.net.http.HttpRequest.newBuilder(server.uri("/metrics")).GET().build(),
-                HttpResponse.BodyHandlers.ofString()).body();
+        String text = ServedModel.HTTP
+                .send(
+                        java.net.http.HttpRequest.newBuilder(server.uri("/metrics"))
+                                .GET()
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body();
         for (String line : text.split("\n")) {
             if (line.startsWith(name + " ")) {
                 return Double.parseDouble(line.substring(name.length() + 1).trim());
@@ -124,7 +130,8 @@ class SpeculativeRequestTest {
             double proposedBefore = metric(NGRAM, "mlxring_speculative_proposed_tokens_total");
             double acceptedBefore = metric(NGRAM, "mlxring_speculative_accepted_tokens_total");
             double ratesBefore = metric(NGRAM, "mlxring_speculative_acceptance_rate_count");
-            JsonNode spec = ok(NGRAM, api, "{\"method\":\"ngram\",\"num_tokens\":2}").at("/usage/speculative");
+            JsonNode spec =
+                    ok(NGRAM, api, "{\"method\":\"ngram\",\"num_tokens\":2}").at("/usage/speculative");
             assertTrue(spec.isObject(), api + ": " + spec);
             int proposed = spec.get("proposed").asInt();
             int accepted = spec.get("accepted").asInt();
@@ -132,7 +139,11 @@ class SpeculativeRequestTest {
             assertEquals(proposedBefore + proposed, metric(NGRAM, "mlxring_speculative_proposed_tokens_total"), api);
             assertEquals(acceptedBefore + accepted, metric(NGRAM, "mlxring_speculative_accepted_tokens_total"), api);
             assertEquals(ratesBefore + 1, metric(NGRAM, "mlxring_speculative_acceptance_rate_count"), api);
-            assertTrue(ok(NGRAM, api, "{\"method\":\"off\"}").at("/usage/speculative").isMissingNode(), api);
+            assertTrue(
+                    ok(NGRAM, api, "{\"method\":\"off\"}")
+                            .at("/usage/speculative")
+                            .isMissingNode(),
+                    api);
             assertTrue(ok(PLAIN, api, null).at("/usage/speculative").isMissingNode(), api);
         }
     }
@@ -153,8 +164,10 @@ class SpeculativeRequestTest {
             }
         }
         assertTrue(usage != null && usage.at("/speculative/proposed").asInt() > 0, r.body());
-        assertEquals(usage.at("/speculative"), ok(NGRAM, "/v1/chat/completions",
-                "{\"method\":\"ngram\",\"num_tokens\":2}").at("/usage/speculative"),
+        assertEquals(
+                usage.at("/speculative"),
+                ok(NGRAM, "/v1/chat/completions", "{\"method\":\"ngram\",\"num_tokens\":2}")
+                        .at("/usage/speculative"),
                 "greedy: the same proposals streamed or not");
     }
 }

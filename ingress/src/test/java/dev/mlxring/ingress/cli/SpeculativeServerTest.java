@@ -27,11 +27,13 @@ import org.junit.jupiter.api.Test;
 class SpeculativeServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private static final String MODEL = ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString();
+    private static final String MODEL =
+            ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString();
 
     @Test
     void aDraftModelServesWhatMlxLmServerServes() throws Exception {
-        compare(List.of("--draft-model", MODEL, "--num-draft-tokens", "2"),
+        compare(
+                List.of("--draft-model", MODEL, "--num-draft-tokens", "2"),
                 List.of("--draft-model", MODEL, "--num-draft-tokens", "2"));
     }
 
@@ -47,17 +49,25 @@ class SpeculativeServerTest {
         for (int i = 0; i < flags.size(); i += 2) {
             valued.add(flags.get(i));
         }
-        try (ServeCommand.Running server = ServeCommand.start(CliArgs.parse(args.toArray(String[]::new), 1, valued,
-                Set.of()), new PrintStream(new ByteArrayOutputStream()))) {
-            List<String> check = new ArrayList<>(List.of("--base-url",
-                    "http://127.0.0.1:" + server.server().port() + "/v1", "--model-dir", MODEL, "--compare-mlx-lm",
-                    "--compare-only", "--mlx-lm-arg=--prompt-cache-size", "--mlx-lm-arg=0"));
+        try (ServeCommand.Running server = ServeCommand.start(
+                CliArgs.parse(args.toArray(String[]::new), 1, valued, Set.of()),
+                new PrintStream(new ByteArrayOutputStream()))) {
+            List<String> check = new ArrayList<>(List.of(
+                    "--base-url",
+                    "http://127.0.0.1:" + server.server().port() + "/v1",
+                    "--model-dir",
+                    MODEL,
+                    "--compare-mlx-lm",
+                    "--compare-only",
+                    "--mlx-lm-arg=--prompt-cache-size",
+                    "--mlx-lm-arg=0"));
             mlxLmFlags.forEach(f -> check.add("--mlx-lm-arg=" + f));
             String out = PythonScript.run("e2e/openai_client_check.py", 900, check);
             JsonNode comparison = JSON.readTree(out).get("comparison");
             assertTrue(comparison.size() >= 4, out);
             for (JsonNode c : comparison) {
-                assertTrue(c.has("identical") && c.get("identical").asBoolean(),
+                assertTrue(
+                        c.has("identical") && c.get("identical").asBoolean(),
                         flags + ": greedy output differs from mlx_lm.server " + mlxLmFlags + ": " + c);
             }
         }

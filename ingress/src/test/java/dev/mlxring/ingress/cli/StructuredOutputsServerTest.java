@@ -23,6 +23,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class StructuredOutputsServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+
     @RegisterExtension
     static final ServedModel SERVER = ServedModel.serve();
 
@@ -32,7 +33,9 @@ class StructuredOutputsServerTest {
 
     @Test
     void theOfficialClientsGetValidObjects() throws Exception {
-        String out = PythonScript.run("e2e/structured_outputs_check.py", 900,
+        String out = PythonScript.run(
+                "e2e/structured_outputs_check.py",
+                900,
                 List.of("--base-url", SERVER.base(), "--objects", "64", "--concurrency", "8"));
         JsonNode checks = JSON.readTree(out).get("checks");
         assertEquals(6, checks.size(), out);
@@ -43,17 +46,22 @@ class StructuredOutputsServerTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @CsvSource(delimiter = '|', value = {
-        "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"array\",\"uniqueItems\":true}}}"
-                + "|response_format.json_schema.schema|keyword 'uniqueItems' at / is not supported",
-        "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"strin\"}}}"
-                + "|response_format.json_schema.schema|strin",
-        "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"$ref\":\"#/$defs/none\"}}}"
-                + "|response_format.json_schema.schema|none",
-        "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}|response_format.json_schema.schema|is required"})
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"array\",\"uniqueItems\":true}}}"
+                        + "|response_format.json_schema.schema|keyword 'uniqueItems' at / is not supported",
+                "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"type\":\"strin\"}}}"
+                        + "|response_format.json_schema.schema|strin",
+                "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"$ref\":\"#/$defs/none\"}}}"
+                        + "|response_format.json_schema.schema|none",
+                "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}|response_format.json_schema.schema|is required"
+            })
     void aSchemaThatCannotBeHonouredIsRefusedBeforeAnyWork(String format, String param, String why) throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions", "{\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
-                + "\"content\":\"hi\"}],\"response_format\":" + format + "}");
+        HttpResponse<String> r = post(
+                "/v1/chat/completions",
+                "{\"max_tokens\":8,\"messages\":[{\"role\":\"user\"," + "\"content\":\"hi\"}],\"response_format\":"
+                        + format + "}");
         assertEquals(400, r.statusCode(), r.body());
         JsonNode error = JSON.readTree(r.body()).get("error");
         assertEquals(param, error.get("param").asText(), r.body());
@@ -62,19 +70,27 @@ class StructuredOutputsServerTest {
 
     @Test
     void aBadGrammarOrRegexIsRefusedNamingItsField() throws Exception {
-        HttpResponse<String> g = post("/v1/chat/completions", "{\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
-                + "\"content\":\"hi\"}],\"structured_outputs\":{\"grammar\":\"start: undefined_rule\"}}");
+        HttpResponse<String> g = post(
+                "/v1/chat/completions",
+                "{\"max_tokens\":8,\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"hi\"}],\"structured_outputs\":{\"grammar\":\"start: undefined_rule\"}}");
         assertEquals(400, g.statusCode(), g.body());
-        assertEquals("structured_outputs.grammar", JSON.readTree(g.body()).at("/error/param").asText(), g.body());
-        HttpResponse<String> re = post("/v1/completions", "{\"max_tokens\":8,\"prompt\":\"x\",\"guided_regex\":\"(a\"}");
+        assertEquals(
+                "structured_outputs.grammar",
+                JSON.readTree(g.body()).at("/error/param").asText(),
+                g.body());
+        HttpResponse<String> re =
+                post("/v1/completions", "{\"max_tokens\":8,\"prompt\":\"x\",\"guided_regex\":\"(a\"}");
         assertEquals(400, re.statusCode(), re.body());
         assertEquals("guided_regex", JSON.readTree(re.body()).at("/error/param").asText(), re.body());
     }
 
     @Test
     void jsonObjectModeAnswersAnObjectOnTheLegacyRouteToo() throws Exception {
-        HttpResponse<String> r = post("/v1/completions", "{\"max_tokens\":120,\"prompt\":\"A JSON object about a cat:\","
-                + "\"response_format\":{\"type\":\"json_object\"}}");
+        HttpResponse<String> r = post(
+                "/v1/completions",
+                "{\"max_tokens\":120,\"prompt\":\"A JSON object about a cat:\","
+                        + "\"response_format\":{\"type\":\"json_object\"}}");
         assertEquals(200, r.statusCode(), r.body());
         JsonNode choice = JSON.readTree(r.body()).at("/choices/0");
         if (choice.get("finish_reason").asText().equals("stop")) {

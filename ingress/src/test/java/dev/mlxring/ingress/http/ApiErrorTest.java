@@ -15,15 +15,23 @@ class ApiErrorTest {
 
     @Test
     void engineRefusalsNameTheirFieldAsParam() {
-        ApiError topK = of(Outcome.ErrorType.INVALID_REQUEST,
+        ApiError topK = of(
+                Outcome.ErrorType.INVALID_REQUEST,
                 "top_k must be in [0, 49152) for a vocabulary of 49152 tokens, got 60000");
         assertEquals(400, topK.status());
         assertEquals("top_k", topK.param());
-        assertEquals("top_logprobs", of(Outcome.ErrorType.UNSUPPORTED,
-                "top_logprobs must be at most 11 (mlx_lm.server's limit)").param());
-        assertEquals("stop[1]", of(Outcome.ErrorType.INVALID_REQUEST, "stop[1] must not be empty").param());
-        assertNull(of(Outcome.ErrorType.INVALID_REQUEST, "the prompt is empty after tokenization").param());
-        assertNull(of(Outcome.ErrorType.INVALID_REQUEST, "chat template: x must be y").param());
+        assertEquals(
+                "top_logprobs",
+                of(Outcome.ErrorType.UNSUPPORTED, "top_logprobs must be at most 11 (mlx_lm.server's limit)")
+                        .param());
+        assertEquals(
+                "stop[1]",
+                of(Outcome.ErrorType.INVALID_REQUEST, "stop[1] must not be empty")
+                        .param());
+        assertNull(of(Outcome.ErrorType.INVALID_REQUEST, "the prompt is empty after tokenization")
+                .param());
+        assertNull(of(Outcome.ErrorType.INVALID_REQUEST, "chat template: x must be y")
+                .param());
     }
 
     @Test

@@ -62,6 +62,7 @@ class CodecsHttpTest {
 
     /** The chat messages each request's prompt held, by request id (what the template would render). */
     private final Map<String, Prompt.Chat> prompts = new ConcurrentHashMap<>();
+
     private Engine engine;
     private HttpServer server;
     private HttpServer keyed;
@@ -86,16 +87,30 @@ class CodecsHttpTest {
                         prompts.put(r.id(), c);
                         tools = c.tools();
                     }
-                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 100 : r.maxTokens(),
-                            new int[] {0}, r.stop(), false, 0, tools);
+                    return new ExecutionPlan(
+                            r.id(),
+                            p,
+                            SamplingParams.GREEDY,
+                            r.maxTokens() == null ? 100 : r.maxTokens(),
+                            new int[] {0},
+                            r.stop(),
+                            false,
+                            0,
+                            tools);
                 })
                 .executor(executor)
                 .sinks(sinks)
                 .start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
-                engine, VOCAB::get).start();
-        keyed = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(), "fp"),
-                engine, VOCAB::get).start();
+        server = new HttpServer(
+                        new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
+                        engine,
+                        VOCAB::get)
+                .start();
+        keyed = new HttpServer(
+                        new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(), "fp"),
+                        engine,
+                        VOCAB::get)
+                .start();
     }
 
     /** The reply depends on whether the conversation ends with a tool result. */
@@ -120,8 +135,9 @@ class CodecsHttpTest {
     private HttpResponse<String> send(HttpServer s, String method, String path, String body, String... headers)
             throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + path))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-                        : HttpRequest.BodyPublishers.ofString(body));
+                .method(
+                        method,
+                        body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (headers.length > 0) {
             b.headers(headers);
         }
@@ -156,10 +172,12 @@ class CodecsHttpTest {
     @Test
     void officialClientsRoundTripToolCalls() throws Exception {
         startScripted();
-        JsonNode out = JSON.readTree(PythonScript.run("e2e/codec_tool_calls.py", 180,
-                List.of("--base-url", "http://127.0.0.1:" + server.port())));
+        JsonNode out = JSON.readTree(PythonScript.run(
+                "e2e/codec_tool_calls.py", 180, List.of("--base-url", "http://127.0.0.1:" + server.port())));
         for (String mode : List.of("claude_round_trip", "claude_stream", "responses_round_trip", "responses_stream")) {
-            assertFalse(out.get(mode).has("error"), mode + ": " + out.get(mode).path("error").asText());
+            assertFalse(
+                    out.get(mode).has("error"),
+                    mode + ": " + out.get(mode).path("error").asText());
         }
         String call = "{\"city\": \"Zürich\", \"days\": 3}";
 
@@ -171,9 +189,13 @@ class CodecsHttpTest {
         assertEquals("get_weather", first.get(2).get("name").asText());
         assertEquals(JSON.readTree(call), first.get(2).get("input"));
         assertEquals("tool_use", claude.get("first_stop").asText());
-        assertEquals("It is sunny in Zürich. STOP here", claude.get("second").get(0).get("text").asText());
+        assertEquals(
+                "It is sunny in Zürich. STOP here",
+                claude.get("second").get(0).get("text").asText());
         assertEquals("end_turn", claude.get("second_stop").asText());
-        assertEquals("It is sunny in Zürich. ", claude.get("stopped").get(0).get("text").asText());
+        assertEquals(
+                "It is sunny in Zürich. ",
+                claude.get("stopped").get(0).get("text").asText());
         assertEquals("stop_sequence", claude.get("stopped_stop").asText());
         assertEquals("STOP", claude.get("stop_sequence").asText());
         assertEquals(1, claude.get("usage").get("input_tokens").asInt(), "one message, one scripted prompt token");
@@ -182,14 +204,17 @@ class CodecsHttpTest {
         // as an object) and reasoning, then the tool result as a tool message for that call.
         String useId = first.get(2).get("id").asText();
         Prompt.Chat second = prompts.values().stream()
-                .filter(c -> c.messages().size() == 3 && useId.equals(c.messages().get(2).extra().get("tool_call_id")))
-                .findFirst().orElseThrow(() -> new AssertionError("no round-trip prompt: " + prompts.values()));
+                .filter(c -> c.messages().size() == 3
+                        && useId.equals(c.messages().get(2).extra().get("tool_call_id")))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no round-trip prompt: " + prompts.values()));
         ChatMessage assistant = second.messages().get(1);
         assertEquals("assistant", assistant.role());
         assertEquals("Let me check.", assistant.content());
         assertEquals("Hmm, weather.", assistant.extra().get("reasoning_content"));
         Map<?, ?> tc = (Map<?, ?>) ((List<?>) assistant.extra().get("tool_calls")).getFirst();
-        assertEquals(Map.of("name", "get_weather", "arguments", Map.of("city", "Zürich", "days", 3)), tc.get("function"));
+        assertEquals(
+                Map.of("name", "get_weather", "arguments", Map.of("city", "Zürich", "days", 3)), tc.get("function"));
         ChatMessage tool = second.messages().get(2);
         assertEquals("tool", tool.role());
         assertEquals("sunny, 21 C", tool.content());
@@ -200,10 +225,14 @@ class CodecsHttpTest {
         List<String> events = new ArrayList<>();
         stream.get("events").forEach(e -> events.add(e.asText()));
         assertEquals("message_start", events.getFirst());
-        assertTrue(events.containsAll(List.of("thinking", "text", "input_json", "content_block_stop", "message_delta",
-                "message_stop")), events.toString());
+        assertTrue(
+                events.containsAll(List.of(
+                        "thinking", "text", "input_json", "content_block_stop", "message_delta", "message_stop")),
+                events.toString());
         assertEquals("tool_use", stream.get("stop").asText());
-        assertEquals(JSON.readTree(call), stream.get("input_snapshots").get(stream.get("input_snapshots").size() - 1));
+        assertEquals(
+                JSON.readTree(call),
+                stream.get("input_snapshots").get(stream.get("input_snapshots").size() - 1));
         assertEquals(stripIds(first), stripIds(stream.get("final")));
 
         JsonNode resp = out.get("responses_round_trip");
@@ -214,7 +243,8 @@ class CodecsHttpTest {
         assertEquals("function_call", items.get(2).get("type").asText());
         assertEquals(call, items.get(2).get("arguments").asText(), "json.dumps, as the chat API's arguments");
         assertEquals("completed", resp.get("first_status").asText());
-        assertEquals("It is sunny in Zürich. STOP here", resp.get("chained_text").asText());
+        assertEquals(
+                "It is sunny in Zürich. STOP here", resp.get("chained_text").asText());
         assertEquals("It is sunny in Zürich. STOP here", resp.get("manual_text").asText());
 
         JsonNode rs = out.get("responses_stream");
@@ -223,10 +253,19 @@ class CodecsHttpTest {
         assertEquals(IntStream.range(0, seqs.size()).boxed().toList(), seqs);
         List<String> kinds = new ArrayList<>();
         rs.get("events").forEach(e -> kinds.add(e.asText()));
-        assertTrue(kinds.containsAll(List.of("response.created", "response.in_progress", "response.output_item.added",
-                "response.reasoning_text.delta", "response.output_text.delta", "response.output_text.done",
-                "response.function_call_arguments.delta", "response.function_call_arguments.done",
-                "response.output_item.done", "response.completed")), kinds.toString());
+        assertTrue(
+                kinds.containsAll(List.of(
+                        "response.created",
+                        "response.in_progress",
+                        "response.output_item.added",
+                        "response.reasoning_text.delta",
+                        "response.output_text.delta",
+                        "response.output_text.done",
+                        "response.function_call_arguments.delta",
+                        "response.function_call_arguments.done",
+                        "response.output_item.done",
+                        "response.completed")),
+                kinds.toString());
         assertEquals(call, rs.get("arguments").asText());
         assertEquals(stripIds(items), stripIds(rs.get("final")));
     }
@@ -245,65 +284,144 @@ class CodecsHttpTest {
         startScripted();
         String msg = "/v1/messages";
         String hi = "[{\"role\":\"user\",\"content\":\"hi\"}]";
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"messages\":" + hi + "}"), 400, "invalid_request_error",
+        assertAnthropicError(
+                post(msg, "{\"model\":\"tiny\",\"messages\":" + hi + "}"),
+                400,
+                "invalid_request_error",
                 "max_tokens is required");
         assertAnthropicError(post(msg, "{not json"), 400, "invalid_request_error", "not valid JSON");
         assertAnthropicError(post(msg, "[1]"), 400, "invalid_request_error", "JSON object");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\","
-                + "\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}]}]}"), 400,
-                "invalid_request_error", "messages[0].content[0].type 'tool_use' is not supported");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\","
-                + "\"content\":[{\"type\":\"image\",\"source\":{}}]}]}"), 400, "invalid_request_error",
+        assertAnthropicError(
+                post(
+                        msg,
+                        "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\","
+                                + "\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}]}]}"),
+                400,
+                "invalid_request_error",
+                "messages[0].content[0].type 'tool_use' is not supported");
+        assertAnthropicError(
+                post(
+                        msg,
+                        "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\","
+                                + "\"content\":[{\"type\":\"image\",\"source\":{}}]}]}"),
+                400,
+                "invalid_request_error",
                 "images and documents are not supported");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"system\","
-                + "\"content\":\"x\"}]}"), 400, "invalid_request_error", "messages[0].role");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":0,\"messages\":" + hi + "}"), 400,
-                "invalid_request_error", "max_tokens must be at least 1");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"stop_sequences\":\"x\",\"messages\":"
-                + hi + "}"), 400, "invalid_request_error", "stop_sequences must be an array");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"tools\":[{\"type\":\"web_search_1\","
-                + "\"name\":\"w\"}],\"messages\":" + hi + "}"), 400, "invalid_request_error", "tools[0].type");
-        assertAnthropicError(post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"tool_choice\":{\"type\":\"tool\","
-                + "\"name\":\"nope\"},\"messages\":" + hi + "}"), 400, "invalid_request_error", "nope");
-        assertAnthropicError(post(msg, "{\"model\":\"gpt-9\",\"max_tokens\":4,\"messages\":" + hi + "}"), 404,
-                "not_found_error", "gpt-9");
+        assertAnthropicError(
+                post(
+                        msg,
+                        "{\"model\":\"tiny\",\"max_tokens\":4,\"messages\":[{\"role\":\"system\","
+                                + "\"content\":\"x\"}]}"),
+                400,
+                "invalid_request_error",
+                "messages[0].role");
+        assertAnthropicError(
+                post(msg, "{\"model\":\"tiny\",\"max_tokens\":0,\"messages\":" + hi + "}"),
+                400,
+                "invalid_request_error",
+                "max_tokens must be at least 1");
+        assertAnthropicError(
+                post(msg, "{\"model\":\"tiny\",\"max_tokens\":4,\"stop_sequences\":\"x\",\"messages\":" + hi + "}"),
+                400,
+                "invalid_request_error",
+                "stop_sequences must be an array");
+        assertAnthropicError(
+                post(
+                        msg,
+                        "{\"model\":\"tiny\",\"max_tokens\":4,\"tools\":[{\"type\":\"web_search_1\","
+                                + "\"name\":\"w\"}],\"messages\":" + hi + "}"),
+                400,
+                "invalid_request_error",
+                "tools[0].type");
+        assertAnthropicError(
+                post(
+                        msg,
+                        "{\"model\":\"tiny\",\"max_tokens\":4,\"tool_choice\":{\"type\":\"tool\","
+                                + "\"name\":\"nope\"},\"messages\":" + hi + "}"),
+                400,
+                "invalid_request_error",
+                "nope");
+        assertAnthropicError(
+                post(msg, "{\"model\":\"gpt-9\",\"max_tokens\":4,\"messages\":" + hi + "}"),
+                404,
+                "not_found_error",
+                "gpt-9");
         assertAnthropicError(send(server, "GET", msg, null), 405, "invalid_request_error", "POST");
-        assertAnthropicError(post(msg + "/count_tokens", "{\"model\":\"tiny\"}"), 400, "invalid_request_error",
+        assertAnthropicError(
+                post(msg + "/count_tokens", "{\"model\":\"tiny\"}"),
+                400,
+                "invalid_request_error",
                 "messages is required");
         assertAnthropicError(post(msg + "/nothing", "{}"), 404, "not_found_error", "unknown route");
-        HttpResponse<String> count = post(msg + "/count_tokens", "{\"model\":\"tiny\",\"system\":\"s\",\"messages\":"
-                + hi + "}");
+        HttpResponse<String> count =
+                post(msg + "/count_tokens", "{\"model\":\"tiny\",\"system\":\"s\",\"messages\":" + hi + "}");
         assertEquals(200, count.statusCode(), count.body());
         assertEquals(2, JSON.readTree(count.body()).get("input_tokens").asInt(), "system + user: two scripted tokens");
 
         String resp = "/v1/responses";
         assertOpenAiError(post(resp, "{not json"), 400, null, "not valid JSON");
         assertOpenAiError(post(resp, "{}"), 400, "input", "input is required");
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"previous_response_id\":\"resp_nope\"}"), 404,
-                "previous_response_id", "resp_nope");
-        assertOpenAiError(post(resp, "{\"input\":[{\"type\":\"web_search_call\"}]}"), 400, "input[0].type",
-                "web_search_call");
-        assertOpenAiError(post(resp, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
-                + "\"image_url\":\"x\"}]}]}"), 400, "input[0].content[0].type", "images and files are not supported");
-        assertOpenAiError(post(resp, "{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\","
-                + "\"arguments\":\"{oops\"}]}"), 400, "input[0].arguments", "not valid JSON");
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"max_output_tokens\":\"many\"}"), 400, "max_output_tokens",
-                "integer");
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"tools\":[{\"type\":\"file_search\"}]}"), 400,
-                "tools[0].type", "file_search");
+        assertOpenAiError(
+                post(resp, "{\"input\":\"x\",\"previous_response_id\":\"resp_nope\"}"),
+                404,
+                "previous_response_id",
+                "resp_nope");
+        assertOpenAiError(
+                post(resp, "{\"input\":[{\"type\":\"web_search_call\"}]}"), 400, "input[0].type", "web_search_call");
+        assertOpenAiError(
+                post(
+                        resp,
+                        "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\","
+                                + "\"image_url\":\"x\"}]}]}"),
+                400,
+                "input[0].content[0].type",
+                "images and files are not supported");
+        assertOpenAiError(
+                post(
+                        resp,
+                        "{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\",\"name\":\"f\","
+                                + "\"arguments\":\"{oops\"}]}"),
+                400,
+                "input[0].arguments",
+                "not valid JSON");
+        assertOpenAiError(
+                post(resp, "{\"input\":\"x\",\"max_output_tokens\":\"many\"}"), 400, "max_output_tokens", "integer");
+        assertOpenAiError(
+                post(resp, "{\"input\":\"x\",\"tools\":[{\"type\":\"file_search\"}]}"),
+                400,
+                "tools[0].type",
+                "file_search");
         // Options not implemented are refused, not answered as if honoured.
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\","
-                + "\"schema\":{\"type\":\"object\"}}}}"), 400, "text.format.schema", "json_schema");
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_object\"}}}"), 400,
-                "text.format", "not supported");
+        assertOpenAiError(
+                post(
+                        resp,
+                        "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\","
+                                + "\"schema\":{\"type\":\"object\"}}}}"),
+                400,
+                "text.format.schema",
+                "json_schema");
+        assertOpenAiError(
+                post(resp, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_object\"}}}"),
+                400,
+                "text.format",
+                "not supported");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"text\":{\"format\":\"x\"}}"), 400, "text.format", "object");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"background\":true}"), 400, "background", "not supported");
         assertOpenAiError(post(resp, "{\"input\":\"x\",\"truncation\":\"auto\"}"), 400, "truncation", "'auto'");
-        assertOpenAiError(post(resp, "{\"input\":\"x\",\"conversation\":\"conv_1\"}"), 400, "conversation",
+        assertOpenAiError(
+                post(resp, "{\"input\":\"x\",\"conversation\":\"conv_1\"}"),
+                400,
+                "conversation",
                 "previous_response_id");
-        assertEquals(200, post(resp, "{\"input\":\"x\",\"max_output_tokens\":1,\"text\":{\"format\":{\"type\":"
-                + "\"text\"},\"verbosity\":\"low\"},\"background\":false,\"truncation\":\"disabled\",\"include\":"
-                + "[\"reasoning.encrypted_content\"]}").statusCode(), "the defaults and include are accepted");
+        assertEquals(
+                200,
+                post(
+                                resp,
+                                "{\"input\":\"x\",\"max_output_tokens\":1,\"text\":{\"format\":{\"type\":"
+                                        + "\"text\"},\"verbosity\":\"low\"},\"background\":false,\"truncation\":\"disabled\",\"include\":"
+                                        + "[\"reasoning.encrypted_content\"]}")
+                        .statusCode(),
+                "the defaults and include are accepted");
         assertOpenAiError(send(server, "GET", resp + "/resp_nope", null), 404, null, "resp_nope");
         assertOpenAiError(send(server, "DELETE", resp + "/resp_nope", null), 404, null, "resp_nope");
         HttpResponse<String> put = send(server, "PUT", resp + "/resp_nope", "{}");
@@ -312,15 +430,22 @@ class CodecsHttpTest {
         long big = HttpServer.DEFAULT_MAX_BODY_BYTES + 1;
         String tooBig = DeclaredBody.post(server.port(), resp, big);
         assertTrue(tooBig.startsWith("HTTP/1.1 413"), tooBig);
-        assertTrue(JSON.readTree(DeclaredBody.body(tooBig)).at("/error/message").asText().contains("accepts at most"),
+        assertTrue(
+                JSON.readTree(DeclaredBody.body(tooBig))
+                        .at("/error/message")
+                        .asText()
+                        .contains("accepts at most"),
                 tooBig);
         tooBig = DeclaredBody.post(server.port(), msg, big);
         assertTrue(tooBig.startsWith("HTTP/1.1 413"), tooBig);
         JsonNode anthropic = JSON.readTree(DeclaredBody.body(tooBig));
         assertEquals("error", anthropic.get("type").asText(), tooBig);
         assertEquals("request_too_large", anthropic.at("/error/type").asText(), tooBig);
-        assertAnthropicError(send(server, "POST", msg, "{}", "Content-Type", "text/plain"), 415,
-                "invalid_request_error", "Content-Type");
+        assertAnthropicError(
+                send(server, "POST", msg, "{}", "Content-Type", "text/plain"),
+                415,
+                "invalid_request_error",
+                "Content-Type");
         assertEquals(0, engine.admittedCount(), "nothing left running");
     }
 
@@ -329,15 +454,29 @@ class CodecsHttpTest {
         startScripted();
         String body = "{\"model\":\"tiny\",\"max_tokens\":3,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
         assertAnthropicError(send(keyed, "POST", "/v1/messages", body), 401, "authentication_error", "API key");
-        assertAnthropicError(send(keyed, "POST", "/v1/messages", body, "x-api-key", "wrong"), 401,
-                "authentication_error", "API key");
-        assertEquals(200, send(keyed, "POST", "/v1/messages", body, "x-api-key", "sekret",
-                "anthropic-version", "2023-06-01").statusCode());
-        assertEquals(200, send(keyed, "POST", "/v1/messages", body, "Authorization", "Bearer sekret").statusCode());
+        assertAnthropicError(
+                send(keyed, "POST", "/v1/messages", body, "x-api-key", "wrong"),
+                401,
+                "authentication_error",
+                "API key");
+        assertEquals(
+                200,
+                send(keyed, "POST", "/v1/messages", body, "x-api-key", "sekret", "anthropic-version", "2023-06-01")
+                        .statusCode());
+        assertEquals(
+                200,
+                send(keyed, "POST", "/v1/messages", body, "Authorization", "Bearer sekret")
+                        .statusCode());
         String r = "{\"input\":\"hi\",\"max_output_tokens\":3}";
         assertOpenAiError(send(keyed, "POST", "/v1/responses", r), 401, null, "API key");
-        assertEquals(200, send(keyed, "POST", "/v1/responses", r, "Authorization", "Bearer sekret").statusCode());
-        assertEquals(200, send(keyed, "POST", "/v1/chat/completions", body, "x-api-key", "sekret").statusCode());
+        assertEquals(
+                200,
+                send(keyed, "POST", "/v1/responses", r, "Authorization", "Bearer sekret")
+                        .statusCode());
+        assertEquals(
+                200,
+                send(keyed, "POST", "/v1/chat/completions", body, "x-api-key", "sekret")
+                        .statusCode());
     }
 
     @Test
@@ -345,9 +484,11 @@ class CodecsHttpTest {
         ScriptedExecutor exec = new ScriptedExecutor(this::script);
         exec.cachedTokens = 2;
         start(EngineConfig.defaults(), exec);
-        HttpResponse<String> r = post("/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":3,\"stream\":true,"
-                + "\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},"
-                + "{\"role\":\"user\",\"content\":\"c\"}]}");
+        HttpResponse<String> r = post(
+                "/v1/messages",
+                "{\"model\":\"tiny\",\"max_tokens\":3,\"stream\":true,"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":\"assistant\",\"content\":\"b\"},"
+                        + "{\"role\":\"user\",\"content\":\"c\"}]}");
         assertEquals(200, r.statusCode(), r.body());
         JsonNode start = null;
         JsonNode delta = null;
@@ -374,44 +515,72 @@ class CodecsHttpTest {
         HttpResponse<String> r = post("/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":5}");
         JsonNode body = JSON.readTree(r.body());
         assertEquals("incomplete", body.get("status").asText(), r.body());
-        assertEquals("max_output_tokens", body.get("incomplete_details").get("reason").asText());
+        assertEquals(
+                "max_output_tokens",
+                body.get("incomplete_details").get("reason").asText());
         JsonNode output = body.get("output");
-        assertEquals("incomplete", output.get(output.size() - 1).get("status").asText(), "the item cut short: " + r.body());
+        assertEquals(
+                "incomplete", output.get(output.size() - 1).get("status").asText(), "the item cut short: " + r.body());
         for (int i = 0; i < output.size() - 1; i++) {
             assertEquals("completed", output.get(i).get("status").asText(), "item " + i + " ended before the cut");
         }
         assertEquals(5, body.get("usage").get("output_tokens").asInt());
-        assertEquals(1, body.get("usage").get("output_tokens_details").get("reasoning_tokens").asInt(),
+        assertEquals(
+                1,
+                body.get("usage")
+                        .get("output_tokens_details")
+                        .get("reasoning_tokens")
+                        .asInt(),
                 "the one token whose text is reasoning ('Hmm, weather.'; the markers carry none)");
         String id = body.get("id").asText();
-        assertEquals(body, JSON.readTree(send(server, "GET", "/v1/responses/" + id, null).body()));
-        JsonNode del = JSON.readTree(send(server, "DELETE", "/v1/responses/" + id, null).body());
+        assertEquals(
+                body,
+                JSON.readTree(send(server, "GET", "/v1/responses/" + id, null).body()));
+        JsonNode del = JSON.readTree(
+                send(server, "DELETE", "/v1/responses/" + id, null).body());
         assertTrue(del.get("deleted").asBoolean());
         assertEquals(404, send(server, "GET", "/v1/responses/" + id, null).statusCode());
-        HttpResponse<String> m = post("/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":5,\"messages\":"
-                + "[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        HttpResponse<String> m = post(
+                "/v1/messages",
+                "{\"model\":\"tiny\",\"max_tokens\":5,\"messages\":" + "[{\"role\":\"user\",\"content\":\"hi\"}]}");
         assertEquals("max_tokens", JSON.readTree(m.body()).get("stop_reason").asText(), m.body());
-        HttpResponse<String> unstored = post("/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":2,"
-                + "\"store\":false}");
-        assertEquals(404, send(server, "GET", "/v1/responses/" + JSON.readTree(unstored.body()).get("id").asText(),
-                null).statusCode());
+        HttpResponse<String> unstored =
+                post("/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":2," + "\"store\":false}");
+        assertEquals(
+                404,
+                send(
+                                server,
+                                "GET",
+                                "/v1/responses/"
+                                        + JSON.readTree(unstored.body())
+                                                .get("id")
+                                                .asText(),
+                                null)
+                        .statusCode());
     }
 
     /** One token every 20 ms for a long time: requests stay running while the test acts. */
     private static Executor slow() {
-        return new ScriptedExecutor(plan -> IntStream.range(0, 100_000).map(i -> 8 + i % 4).toArray(), 20);
+        return new ScriptedExecutor(
+                plan -> IntStream.range(0, 100_000).map(i -> 8 + i % 4).toArray(), 20);
     }
 
     @Test
     void overloadAndDisconnectWorkTheSameOnTheNewRoutes() throws Exception {
         start(EngineConfig.defaults().withMaxQueued(1), slow());
         for (String[] route : new String[][] {
-            {"/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":8000,\"stream\":true,\"messages\":"
-                    + "[{\"role\":\"user\",\"content\":\"hi\"}]}"},
-            {"/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":8000,\"stream\":true}"}}) {
-            HttpResponse<InputStream> running = HTTP.send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + server.port() + route[0]))
-                    .POST(HttpRequest.BodyPublishers.ofString(route[1])).build(), HttpResponse.BodyHandlers.ofInputStream());
+            {
+                "/v1/messages",
+                "{\"model\":\"tiny\",\"max_tokens\":8000,\"stream\":true,\"messages\":"
+                        + "[{\"role\":\"user\",\"content\":\"hi\"}]}"
+            },
+            {"/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":8000,\"stream\":true}"}
+        }) {
+            HttpResponse<InputStream> running = HTTP.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + route[0]))
+                            .POST(HttpRequest.BodyPublishers.ofString(route[1]))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, running.statusCode());
             InputStream in = running.body();
             byte[] buf = new byte[256];

@@ -27,12 +27,14 @@ import org.junit.jupiter.params.provider.ValueSource;
 class CompatibilityHttpTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final AtomicReference<Prompt> lastPrompt = new AtomicReference<>();
+
     @RegisterExtension
-    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.alternatives())
-            .preparer(r -> {
+    final ServedEngine server = ServedEngine.eachTest(
+            () -> StageDoubles.engine(ScriptedExecutor.alternatives()).preparer(r -> {
                 lastPrompt.set(r.prompt());
                 return new PreparedPrompt(new int[] {7, 8}, 2);
-            }), ServedEngine.smallBodies());
+            }),
+            ServedEngine.smallBodies());
 
     private static JsonNode json(HttpResponse<String> r) throws Exception {
         return JSON.readTree(r.body());
@@ -42,8 +44,10 @@ class CompatibilityHttpTest {
 
     @Test
     void aNullValuedMessageKeyIsAbsent() throws Exception {
-        HttpResponse<String> r = server.post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
-                + "\"content\":\"hi\",\"name\":null,\"anything\":null}]}");
+        HttpResponse<String> r = server.post(
+                "/v1/chat/completions",
+                "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"hi\",\"name\":null,\"anything\":null}]}");
         assertEquals(200, r.statusCode(), r.body());
         ChatMessage m = ((Prompt.Chat) lastPrompt.get()).messages().get(0);
         assertEquals(Map.of(), m.extra(), "null-valued keys do not reach the template");
@@ -66,18 +70,22 @@ class CompatibilityHttpTest {
 
     @Test
     void nullToolKeysTemplateKwargsAndLogitBiasEntriesAreAbsent() throws Exception {
-        HttpResponse<String> r = server.post("/v1/chat/completions", "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
-                + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
-                + "\"description\":null,\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"default\":null}}},"
-                + "\"strict\":null}}],\"chat_template_kwargs\":{\"enable_thinking\":null},\"logit_bias\":{\"5\":null},"
-                + "\"parallel_tool_calls\":null,\"tool_choice\":null}");
+        HttpResponse<String> r = server.post(
+                "/v1/chat/completions",
+                "{\"max_tokens\":2,\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+                        + "\"description\":null,\"parameters\":{\"type\":\"object\",\"properties\":{\"x\":{\"default\":null}}},"
+                        + "\"strict\":null}}],\"chat_template_kwargs\":{\"enable_thinking\":null},\"logit_bias\":{\"5\":null},"
+                        + "\"parallel_tool_calls\":null,\"tool_choice\":null}");
         assertEquals(200, r.statusCode(), r.body());
         Prompt.Chat chat = (Prompt.Chat) lastPrompt.get();
         @SuppressWarnings("unchecked")
         Map<String, Object> fn = (Map<String, Object>) chat.tools().get(0).get("function");
         assertEquals(List.of("name", "parameters"), new ArrayList<>(fn.keySet()));
         // a JSON schema's nulls are data: they stay
-        assertEquals("{type=object, properties={x={default=null}}}", fn.get("parameters").toString());
+        assertEquals(
+                "{type=object, properties={x={default=null}}}",
+                fn.get("parameters").toString());
         assertEquals(Map.of(), chat.templateKwargs());
     }
 
@@ -92,14 +100,15 @@ class CompatibilityHttpTest {
         assertEquals(JSON.readTree("[-0.5,-0.5,-0.5]"), lp.get("token_logprobs"));
         assertEquals(JSON.readTree("[0,2,4]"), lp.get("text_offset"));
         // two alternatives per token, the likelier first
-        assertEquals("{\"t101\":-1.0,\"t100\":-2.0}", lp.get("top_logprobs").get(0).toString());
+        assertEquals(
+                "{\"t101\":-1.0,\"t100\":-2.0}", lp.get("top_logprobs").get(0).toString());
         assertEquals(3, lp.get("top_logprobs").size());
     }
 
     @Test
     void integerLogprobsStreamTheLegacyShapeWithRunningOffsets() throws Exception {
-        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":1,"
-                + "\"stream\":true}");
+        HttpResponse<String> r = server.post(
+                "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":3,\"logprobs\":1," + "\"stream\":true}");
         assertEquals(200, r.statusCode(), r.body());
         List<JsonNode> withLogprobs = new ArrayList<>();
         for (String event : r.body().split("\n\n")) {
@@ -111,15 +120,17 @@ class CompatibilityHttpTest {
             }
         }
         assertEquals(3, withLogprobs.size());
-        assertEquals("{\"tokens\":[\"t2\"],\"token_logprobs\":[-0.5],\"top_logprobs\":[{\"t200\":-1.0}],"
-                + "\"text_offset\":[2]}", withLogprobs.get(1).toString());
+        assertEquals(
+                "{\"tokens\":[\"t2\"],\"token_logprobs\":[-0.5],\"top_logprobs\":[{\"t200\":-1.0}],"
+                        + "\"text_offset\":[2]}",
+                withLogprobs.get(1).toString());
         assertEquals(4, withLogprobs.get(2).at("/text_offset/0").asInt());
     }
 
     @Test
     void booleanLogprobsOnCompletionsKeepMlxLmsShape() throws Exception {
-        HttpResponse<String> r = server.post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2,\"logprobs\":true,"
-                + "\"top_logprobs\":1}");
+        HttpResponse<String> r = server.post(
+                "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2,\"logprobs\":true," + "\"top_logprobs\":1}");
         assertEquals(200, r.statusCode(), r.body());
         JsonNode content = json(r).at("/choices/0/logprobs/content");
         assertEquals(2, content.size());
@@ -128,15 +139,16 @@ class CompatibilityHttpTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {
-        "/v1/completions|{\"prompt\":\"x\",\"logprobs\":6}|logprobs|between 0 and 5",
-        "/v1/completions|{\"prompt\":\"x\",\"logprobs\":-1}|logprobs|between 0 and 5",
-        "/v1/completions|{\"prompt\":\"x\",\"logprobs\":2,\"top_logprobs\":2}|top_logprobs|integer logprobs",
-        "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":2}|logprobs|boolean",
-        "/v1/completions|{\"prompt\":\"x\",\"max_tokens\":1000000000000}|max_tokens|too large: it must be at most 8191",
-        "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                + "\"max_completion_tokens\":99999999999999999999}|max_completion_tokens|at most 8191",
-    })
+    @ValueSource(
+            strings = {
+                "/v1/completions|{\"prompt\":\"x\",\"logprobs\":6}|logprobs|between 0 and 5",
+                "/v1/completions|{\"prompt\":\"x\",\"logprobs\":-1}|logprobs|between 0 and 5",
+                "/v1/completions|{\"prompt\":\"x\",\"logprobs\":2,\"top_logprobs\":2}|top_logprobs|integer logprobs",
+                "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":2}|logprobs|boolean",
+                "/v1/completions|{\"prompt\":\"x\",\"max_tokens\":1000000000000}|max_tokens|too large: it must be at most 8191",
+                "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                        + "\"max_completion_tokens\":99999999999999999999}|max_completion_tokens|at most 8191",
+            })
     void badLogprobsAndHugeLimitsAreNamed(String spec) throws Exception {
         String[] p = spec.split("\\|");
         HttpResponse<String> r = server.post(p[0], p[1]);

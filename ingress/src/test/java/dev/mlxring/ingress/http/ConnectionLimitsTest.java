@@ -31,11 +31,13 @@ class ConnectionLimitsTest {
     private static final long TIMEOUT_MS = 1000;
     /** How long a test waits for an answer the server owes it: far above {@link #TIMEOUT_MS}. */
     private static final int ANSWER_WAIT_MS = 10_000;
+
     private ServedEngine server;
     private String base;
 
     private void start(Executor executor, int maxConnections) {
-        server = ServedEngine.start(StageDoubles.engine(executor),
+        server = ServedEngine.start(
+                StageDoubles.engine(executor),
                 ServedEngine.mlxLm().withConnections(new ConnectionLimits(TIMEOUT_MS, TIMEOUT_MS, maxConnections)));
         base = server.base();
     }
@@ -77,7 +79,9 @@ class ConnectionLimitsTest {
         Map<String, String> headers = new TreeMap<>();
         for (String line = readLine(in); !line.isEmpty(); line = readLine(in)) {
             int colon = line.indexOf(':');
-            headers.put(line.substring(0, colon).trim().toLowerCase(Locale.ROOT), line.substring(colon + 1).trim());
+            headers.put(
+                    line.substring(0, colon).trim().toLowerCase(Locale.ROOT),
+                    line.substring(colon + 1).trim());
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         if ("chunked".equals(headers.get("transfer-encoding"))) {
@@ -89,7 +93,10 @@ class ConnectionLimitsTest {
         } else {
             body.writeBytes(in.readNBytes(Integer.parseInt(headers.getOrDefault("content-length", "0"))));
         }
-        return new Raw(Integer.parseInt(status.substring(9, 12)), headers, body.toString(StandardCharsets.UTF_8),
+        return new Raw(
+                Integer.parseInt(status.substring(9, 12)),
+                headers,
+                body.toString(StandardCharsets.UTF_8),
                 thenEof && closed(in));
     }
 
@@ -127,7 +134,8 @@ class ConnectionLimitsTest {
             try {
                 return MetricsText.awaitScrape(base, null, m -> m.value(series) == value);
             } catch (AssertionError e) {
-                if (!String.valueOf(e.getMessage()).contains("too_many_connections") || System.nanoTime() > deadlineNs) {
+                if (!String.valueOf(e.getMessage()).contains("too_many_connections")
+                        || System.nanoTime() > deadlineNs) {
                     throw e;
                 }
                 Thread.sleep(50);
@@ -148,18 +156,25 @@ class ConnectionLimitsTest {
             assertTrue(r.body().contains("\"code\":\"request_timeout\""), r.body());
             assertEquals("close", r.headers().get("connection"), r.toString());
             assertTrue(r.closedAfter(), "the connection is closed after the 408");
-            assertTrue(waitedMs >= TIMEOUT_MS - 100, "answered after the read timeout, not before: " + waitedMs + " ms");
+            assertTrue(
+                    waitedMs >= TIMEOUT_MS - 100, "answered after the read timeout, not before: " + waitedMs + " ms");
         }
         try (Socket s = connect()) {
             send(s, post("/v1/messages", "Content-Length: 100\r\n") + half);
             Raw r = read(s, true);
             assertEquals(408, r.status(), r.toString());
-            assertTrue(r.body().startsWith("{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\""),
+            assertTrue(
+                    r.body().startsWith("{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\""),
                     "Anthropic's error shape: " + r.body());
         }
         MetricsText m = awaitMetric("mlxring_http_connection_timeouts_total{kind=\"body\"}", 2);
-        assertEquals(2, m.value("mlxring_rejected_requests_total{reason=\"request_timeout\"}"), m.series().toString());
-        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/messages\",status=\"408\"}"),
+        assertEquals(
+                2,
+                m.value("mlxring_rejected_requests_total{reason=\"request_timeout\"}"),
+                m.series().toString());
+        assertEquals(
+                1,
+                m.value("mlxring_http_requests_total{route=\"/v1/messages\",status=\"408\"}"),
                 m.series().toString());
     }
 
@@ -214,7 +229,8 @@ class ConnectionLimitsTest {
                 assertEquals(408, r.status(), r.toString());
                 assertTrue(r.body().contains("\"code\":\"request_timeout\""), r.body());
                 assertTrue(r.closedAfter(), "the connection is closed after the 408");
-                assertTrue(waitedMs >= TIMEOUT_MS - 100 && waitedMs < ANSWER_WAIT_MS,
+                assertTrue(
+                        waitedMs >= TIMEOUT_MS - 100 && waitedMs < ANSWER_WAIT_MS,
                         "answered after the read timeout: " + waitedMs + " ms");
             } finally {
                 stop.set(true);
@@ -228,7 +244,8 @@ class ConnectionLimitsTest {
     @Test
     void idleConnectionsAreClosedAfterTheIdleTimeout() throws Exception {
         start(ScriptedExecutor.counting(), 16);
-        try (Socket keepAlive = connect(); Socket silent = connect()) {
+        try (Socket keepAlive = connect();
+                Socket silent = connect()) {
             send(keepAlive, get("/health"));
             Raw r = read(keepAlive, false);
             assertEquals(200, r.status(), r.toString());
@@ -260,7 +277,8 @@ class ConnectionLimitsTest {
     @Test
     void aConnectionOverTheCapIs503WithRetryAfterThenClosed() throws Exception {
         start(ScriptedExecutor.counting(), 2);
-        try (Socket first = connect(); Socket second = connect()) {
+        try (Socket first = connect();
+                Socket second = connect()) {
             for (Socket s : new Socket[] {first, second}) {
                 send(s, get("/health"));
                 assertEquals(200, read(s, false).status(), "a connection within the cap is served");
@@ -284,7 +302,10 @@ class ConnectionLimitsTest {
         }
         // Once they close, new connections are served again.
         MetricsText after = awaitMetric("mlxring_http_connections", 1);
-        assertEquals(1, after.value("mlxring_http_connections_refused_total"), after.series().toString());
+        assertEquals(
+                1,
+                after.value("mlxring_http_connections_refused_total"),
+                after.series().toString());
     }
 
     @Test

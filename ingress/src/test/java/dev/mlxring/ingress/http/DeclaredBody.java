@@ -20,8 +20,12 @@ final class DeclaredBody {
     static String post(int port, String path, long length, String... headers) throws IOException {
         try (Socket s = new Socket("127.0.0.1", port)) {
             s.setSoTimeout(10_000);
-            StringBuilder head = new StringBuilder("POST ").append(path).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-                    .append("Content-Type: application/json\r\nContent-Length: ").append(length).append("\r\n");
+            StringBuilder head = new StringBuilder("POST ")
+                    .append(path)
+                    .append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                    .append("Content-Type: application/json\r\nContent-Length: ")
+                    .append(length)
+                    .append("\r\n");
             for (int i = 0; i + 1 < headers.length; i += 2) {
                 head.append(headers[i]).append(": ").append(headers[i + 1]).append("\r\n");
             }

@@ -25,7 +25,8 @@ class DisconnectWatchTest {
     private ServedEngine server;
 
     private void start(Executor executor) {
-        server = ServedEngine.start(StageDoubles.engine(executor).config(EngineConfig.defaults()), ServedEngine.mlxLm());
+        server =
+                ServedEngine.start(StageDoubles.engine(executor).config(EngineConfig.defaults()), ServedEngine.mlxLm());
     }
 
     @AfterEach
@@ -37,7 +38,8 @@ class DisconnectWatchTest {
 
     /** One token every 20 ms for a long time: a request stays running while the test acts. */
     private static Executor slow() {
-        return new ScriptedExecutor(plan -> IntStream.range(0, 100_000).map(i -> 8 + i % 4).toArray(), 20);
+        return new ScriptedExecutor(
+                plan -> IntStream.range(0, 100_000).map(i -> 8 + i % 4).toArray(), 20);
     }
 
     private static byte[] request(String path, String body) {
@@ -64,8 +66,12 @@ class DisconnectWatchTest {
         String[][] routes = {
             {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8000}"},
             {"/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":8000}"},
-            {"/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":8000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"},
-            {"/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":8000}"}};
+            {
+                "/v1/messages",
+                "{\"model\":\"tiny\",\"max_tokens\":8000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+            },
+            {"/v1/responses", "{\"input\":\"hi\",\"max_output_tokens\":8000}"}
+        };
         for (String[] route : routes) {
             try (Socket s = new Socket("127.0.0.1", server.port())) {
                 s.getOutputStream().write(request(route[0], route[1]));
@@ -107,7 +113,9 @@ class DisconnectWatchTest {
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         if (chunked) {
-            for (int n = Integer.parseInt(readLine(in).trim(), 16); n > 0; n = Integer.parseInt(readLine(in).trim(), 16)) {
+            for (int n = Integer.parseInt(readLine(in).trim(), 16);
+                    n > 0;
+                    n = Integer.parseInt(readLine(in).trim(), 16)) {
                 body.writeBytes(in.readNBytes(n));
                 readLine(in);
             }
@@ -122,8 +130,8 @@ class DisconnectWatchTest {
     @Test
     void keepAliveRequestsFollowEachOtherOnOneConnection() throws Exception {
         start(ScriptedExecutor.counting());
-        byte[] req = request("/v1/chat/completions",
-                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3}");
+        byte[] req = request(
+                "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3}");
         try (Socket s = new Socket("127.0.0.1", server.port())) {
             s.setSoTimeout(20_000);
             OutputStream out = s.getOutputStream();

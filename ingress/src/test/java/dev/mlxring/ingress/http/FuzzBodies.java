@@ -17,17 +17,58 @@ import java.util.SplittableRandom;
  * object key set to null and left out.
  */
 public final class FuzzBodies {
-    static final String[] FIELDS = {"model", "messages", "prompt", "max_tokens", "max_completion_tokens",
-        "temperature", "top_p", "top_k", "min_p", "stop", "logit_bias", "seed", "n", "stream", "stream_options",
-        "logprobs", "top_logprobs", "tools", "tool_choice", "response_format", "user", "presence_penalty",
-        "frequency_penalty", "repetition_penalty", "repetition_context_size", "xtc_probability", "xtc_threshold",
-        "chat_template_kwargs", "unknown_field",
+    static final String[] FIELDS = {
+        "model",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "stop",
+        "logit_bias",
+        "seed",
+        "n",
+        "stream",
+        "stream_options",
+        "logprobs",
+        "top_logprobs",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "user",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+        "repetition_context_size",
+        "xtc_probability",
+        "xtc_threshold",
+        "chat_template_kwargs",
+        "unknown_field",
         // Anthropic Messages and OpenAI Responses fields
-        "system", "stop_sequences", "metadata", "thinking", "input", "instructions", "max_output_tokens",
-        "previous_response_id", "store",
+        "system",
+        "stop_sequences",
+        "metadata",
+        "thinking",
+        "input",
+        "instructions",
+        "max_output_tokens",
+        "previous_response_id",
+        "store",
         // constraints (structured outputs, tool choice), and the legacy integer logprobs
-        "parallel_tool_calls", "output_format", "output_config", "text", "max_tool_calls",
-        "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar"};
+        "parallel_tool_calls",
+        "output_format",
+        "output_config",
+        "text",
+        "max_tool_calls",
+        "structured_outputs",
+        "guided_json",
+        "guided_regex",
+        "guided_choice",
+        "guided_grammar"
+    };
 
     /**
      * The four request shapes, each with a valid minimal body ({@code base}, its fields without
@@ -63,8 +104,11 @@ public final class FuzzBodies {
                  "repetition_penalty":1.1,"presence_penalty":0.1,"frequency_penalty":0.1,"logit_bias":{"5":1},
                  "seed":7,"logprobs":3,"stop":"\\n\\n","echo":false,"suffix":"","best_of":1,"user":"u","n":1}
                 """),
-        MESSAGES("/v1/messages", "\"model\":\"default_model\",\"messages\":[{\"role\":\"user\",\"content\":"
-                + "[{\"type\":\"text\",\"text\":\"Say hi\"}]}]", """
+        MESSAGES(
+                "/v1/messages",
+                "\"model\":\"default_model\",\"messages\":[{\"role\":\"user\",\"content\":"
+                        + "[{\"type\":\"text\",\"text\":\"Say hi\"}]}]",
+                """
                 {"model":"default_model","max_tokens":4,"stream":true,
                  "system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],
                  "messages":[
@@ -111,8 +155,9 @@ public final class FuzzBodies {
     }
 
     /** Keys whose values are data (JSON schemas, call arguments, metadata), not request fields. */
-    private static final java.util.Set<String> OPAQUE = java.util.Set.of("parameters", "input_schema", "input",
-            "metadata");
+    private static final java.util.Set<String> OPAQUE =
+            java.util.Set.of("parameters", "input_schema", "input", "metadata");
+
     private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
             new com.fasterxml.jackson.databind.ObjectMapper();
 
@@ -135,8 +180,11 @@ public final class FuzzBodies {
         return out;
     }
 
-    private static void collect(com.fasterxml.jackson.databind.JsonNode root, com.fasterxml.jackson.databind.JsonNode node,
-            String path, List<NullVariant> out) {
+    private static void collect(
+            com.fasterxml.jackson.databind.JsonNode root,
+            com.fasterxml.jackson.databind.JsonNode node,
+            String path,
+            List<NullVariant> out) {
         if (node.isArray()) {
             for (int i = 0; i < node.size(); i++) {
                 collect(root, node.get(i), path + "[" + i + "]", out);
@@ -145,7 +193,8 @@ public final class FuzzBodies {
             List<String> keys = new ArrayList<>();
             node.fieldNames().forEachRemaining(keys::add);
             for (String key : keys) {
-                com.fasterxml.jackson.databind.node.ObjectNode o = (com.fasterxml.jackson.databind.node.ObjectNode) node;
+                com.fasterxml.jackson.databind.node.ObjectNode o =
+                        (com.fasterxml.jackson.databind.node.ObjectNode) node;
                 com.fasterxml.jackson.databind.JsonNode value = o.get(key);
                 String at = path.isEmpty() ? key : path + "." + key;
                 o.putNull(key);
@@ -183,8 +232,9 @@ public final class FuzzBodies {
         } else {
             fields.add(new String[] {"", api.base}); // the base fields, written as they are
         }
-        fields.add(new String[] {api == Api.RESPONSES ? "max_output_tokens" : "max_tokens",
-                Integer.toString(1 + rnd.nextInt(8))});
+        fields.add(new String[] {
+            api == Api.RESPONSES ? "max_output_tokens" : "max_tokens", Integer.toString(1 + rnd.nextInt(8))
+        });
         if (rnd.nextInt(3) == 0) {
             fields.add(new String[] {"stream", "true"});
         }
@@ -212,44 +262,121 @@ public final class FuzzBodies {
     /** A value near the field's real shape, so validation deeper than the type check is reached. */
     private String shaped(String field) {
         return switch (field) {
-            case "messages" -> "[{\"role\":" + pick("\"user\"", "\"tool\"", "\"wizard\"", "1", "null") + ",\"content\":"
-                    + pick(value(2), "\"hi\"", "null", "[{\"type\":\"text\",\"text\":" + value(3) + "}]",
-                            "[{\"type\":\"text\",\"text\":\"hi\",\"cache_control\":null}]",
-                            "[{\"type\":\"image_url\"}]")
-                    + pick("", ",\"name\":null", ",\"tool_call_id\":null", ",\"tool_calls\":null",
-                            ",\"refusal\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":null",
-                            ",\"x\":null", ",\"name\":" + value(2)) + "}]";
+            case "messages" ->
+                "[{\"role\":" + pick("\"user\"", "\"tool\"", "\"wizard\"", "1", "null") + ",\"content\":"
+                        + pick(
+                                value(2),
+                                "\"hi\"",
+                                "null",
+                                "[{\"type\":\"text\",\"text\":" + value(3) + "}]",
+                                "[{\"type\":\"text\",\"text\":\"hi\",\"cache_control\":null}]",
+                                "[{\"type\":\"image_url\"}]")
+                        + pick(
+                                "",
+                                ",\"name\":null",
+                                ",\"tool_call_id\":null",
+                                ",\"tool_calls\":null",
+                                ",\"refusal\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":null",
+                                ",\"x\":null",
+                                ",\"name\":" + value(2))
+                        + "}]";
             case "logprobs" -> pick("true", "false", "0", "1", "5", "6", "-1", "2.5", "null", value(1));
-            case "max_tokens", "max_completion_tokens", "max_output_tokens" -> pick("1000000000000",
-                    "99999999999999999999", "8191", "8192", "null", number());
+            case "max_tokens", "max_completion_tokens", "max_output_tokens" ->
+                pick("1000000000000", "99999999999999999999", "8191", "8192", "null", number());
             case "parallel_tool_calls" -> pick("true", "false", "null", value(1));
-            case "output_format", "output_config" -> pick("null", "{}", "{\"format\":null}", "{\"effort\":\"low\"}",
-                    "{\"type\":\"json_schema\",\"schema\":{}}", "{\"format\":{\"type\":\"json_schema\"}}", value(1));
-            case "text" -> "{\"format\":" + pick("null", "{\"type\":\"text\"}", "{\"type\":\"json_object\"}",
-                    "{\"type\":\"json_schema\",\"name\":\"x\",\"schema\":{}}", "{\"type\":null}", value(1)) + "}";
-            case "stop" -> "[" + join(rnd.nextInt(20), () -> pick("\"\"", "\"\\ud800\"", "\"ok\"", value(2),
-                    string("x".repeat(rnd.nextInt(2000))))) + "]";
-            case "logit_bias" -> "{" + join(rnd.nextInt(5), () -> string(pick("5", "-1", "99999999", "x", "1e3"))
-                    + ":" + pick("1", "-100", "101", "1e308", "\"a\"")) + "}";
-            case "tools" -> "[" + join(rnd.nextInt(4), () -> pick(value(2), "{\"type\":\"function\",\"function\":"
-                    + "{\"name\":" + pick("\"f\"", "\"a b\"", "1", "\"\"", "null") + ",\"parameters\":"
-                    + pick("{}", "[]", "null", value(2), "{\"type\":\"object\"}") + ",\"description\":"
-                    + pick("null", "\"d\"", value(1)) + ",\"strict\":" + pick("null", "true", "false", value(1)) + "}}",
-                    "{\"type\":\"function\",\"name\":\"f\",\"strict\":" + pick("null", "true", "false") + "}",
-                    "{\"name\":\"f\",\"input_schema\":" + pick("null", "{}", "{\"type\":\"object\"}") + "}")) + "]";
-            case "tool_choice" -> pick("\"auto\"", "\"none\"", "\"required\"", "\"x\"", "null",
-                    "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "{\"type\":\"function\",\"name\":\"f\"}",
-                    "{\"type\":" + pick("\"auto\"", "\"any\"", "\"tool\"", "\"none\"", "null") + ",\"name\":"
-                            + pick("\"f\"", "null") + ",\"disable_parallel_tool_use\":" + pick("true", "false", "null")
-                            + "}", value(1));
-            case "response_format" -> pick("{\"type\":" + pick("\"text\"", "\"json_object\"", "1", "null") + "}",
-                    "{\"type\":\"json_schema\",\"json_schema\":" + pick("null", "{}", value(1),
-                            "{\"name\":\"x\",\"strict\":" + pick("true", "false", "null", "1") + ",\"schema\":" + schema() + "}")
-                            + "}");
-            case "structured_outputs" -> "{" + pick("\"json\":" + schema(), "\"json\":" + string(schema()),
-                    "\"regex\":" + regex(), "\"choice\":" + pick("[]", "[\"a\",\"b.c\"]", "[1]", value(2)),
-                    "\"grammar\":" + grammar(), "\"json_object\":" + pick("true", "false", "1"),
-                    "\"whitespace_pattern\":\" \"", "\"regex\":\"[0-9]+\",\"choice\":[\"a\"]", "\"json\":null") + "}";
+            case "output_format", "output_config" ->
+                pick(
+                        "null",
+                        "{}",
+                        "{\"format\":null}",
+                        "{\"effort\":\"low\"}",
+                        "{\"type\":\"json_schema\",\"schema\":{}}",
+                        "{\"format\":{\"type\":\"json_schema\"}}",
+                        value(1));
+            case "text" ->
+                "{\"format\":"
+                        + pick(
+                                "null",
+                                "{\"type\":\"text\"}",
+                                "{\"type\":\"json_object\"}",
+                                "{\"type\":\"json_schema\",\"name\":\"x\",\"schema\":{}}",
+                                "{\"type\":null}",
+                                value(1))
+                        + "}";
+            case "stop" ->
+                "["
+                        + join(
+                                rnd.nextInt(20),
+                                () -> pick(
+                                        "\"\"",
+                                        "\"\\ud800\"",
+                                        "\"ok\"",
+                                        value(2),
+                                        string("x".repeat(rnd.nextInt(2000)))))
+                        + "]";
+            case "logit_bias" ->
+                "{"
+                        + join(
+                                rnd.nextInt(5),
+                                () -> string(pick("5", "-1", "99999999", "x", "1e3")) + ":"
+                                        + pick("1", "-100", "101", "1e308", "\"a\""))
+                        + "}";
+            case "tools" ->
+                "["
+                        + join(
+                                rnd.nextInt(4),
+                                () -> pick(
+                                        value(2),
+                                        "{\"type\":\"function\",\"function\":"
+                                                + "{\"name\":" + pick("\"f\"", "\"a b\"", "1", "\"\"", "null")
+                                                + ",\"parameters\":"
+                                                + pick("{}", "[]", "null", value(2), "{\"type\":\"object\"}")
+                                                + ",\"description\":"
+                                                + pick("null", "\"d\"", value(1)) + ",\"strict\":"
+                                                + pick("null", "true", "false", value(1)) + "}}",
+                                        "{\"type\":\"function\",\"name\":\"f\",\"strict\":"
+                                                + pick("null", "true", "false") + "}",
+                                        "{\"name\":\"f\",\"input_schema\":"
+                                                + pick("null", "{}", "{\"type\":\"object\"}") + "}"))
+                        + "]";
+            case "tool_choice" ->
+                pick(
+                        "\"auto\"",
+                        "\"none\"",
+                        "\"required\"",
+                        "\"x\"",
+                        "null",
+                        "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
+                        "{\"type\":\"function\",\"name\":\"f\"}",
+                        "{\"type\":" + pick("\"auto\"", "\"any\"", "\"tool\"", "\"none\"", "null") + ",\"name\":"
+                                + pick("\"f\"", "null") + ",\"disable_parallel_tool_use\":"
+                                + pick("true", "false", "null")
+                                + "}",
+                        value(1));
+            case "response_format" ->
+                pick(
+                        "{\"type\":" + pick("\"text\"", "\"json_object\"", "1", "null") + "}",
+                        "{\"type\":\"json_schema\",\"json_schema\":"
+                                + pick(
+                                        "null",
+                                        "{}",
+                                        value(1),
+                                        "{\"name\":\"x\",\"strict\":" + pick("true", "false", "null", "1")
+                                                + ",\"schema\":" + schema() + "}")
+                                + "}");
+            case "structured_outputs" ->
+                "{"
+                        + pick(
+                                "\"json\":" + schema(),
+                                "\"json\":" + string(schema()),
+                                "\"regex\":" + regex(),
+                                "\"choice\":" + pick("[]", "[\"a\",\"b.c\"]", "[1]", value(2)),
+                                "\"grammar\":" + grammar(),
+                                "\"json_object\":" + pick("true", "false", "1"),
+                                "\"whitespace_pattern\":\" \"",
+                                "\"regex\":\"[0-9]+\",\"choice\":[\"a\"]",
+                                "\"json\":null")
+                        + "}";
             case "guided_json" -> pick(schema(), string(schema()));
             case "guided_regex" -> regex();
             case "guided_choice" -> pick("[\"yes\",\"no\"]", "[]", "[\"\"]", value(2));
@@ -261,11 +388,19 @@ public final class FuzzBodies {
 
     /** A JSON schema: valid, outside the enforced subset, unresolvable, malformed, or deep. */
     private String schema() {
-        return pick("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"a\"]}",
-                "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}", "{\"type\":\"strin\"}",
-                "{\"type\":\"array\",\"uniqueItems\":true}", "{\"$ref\":\"#/$defs/none\"}", "{\"x-guidance\":{}}",
-                "{\"not\":{}}", "[]", "true", "{\"properties\":{\"a\":" + "{\"items\":".repeat(70) + "{}" + "}".repeat(70) + "}}",
-                "{\"type\":\"string\",\"pattern\":\"(\"}", value(2));
+        return pick(
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"a\"]}",
+                "{\"type\":\"array\",\"items\":{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}",
+                "{\"type\":\"strin\"}",
+                "{\"type\":\"array\",\"uniqueItems\":true}",
+                "{\"$ref\":\"#/$defs/none\"}",
+                "{\"x-guidance\":{}}",
+                "{\"not\":{}}",
+                "[]",
+                "true",
+                "{\"properties\":{\"a\":" + "{\"items\":".repeat(70) + "{}" + "}".repeat(70) + "}}",
+                "{\"type\":\"string\",\"pattern\":\"(\"}",
+                value(2));
     }
 
     private String regex() {
@@ -290,9 +425,26 @@ public final class FuzzBodies {
     }
 
     private String number() {
-        return pick("0", "1", "-1", "2", "7", "0.5", "-0.0", "1e308", "-1e308", "1e400", "4.9e-324",
-                "9223372036854775807", "9223372036854775808", "-9223372036854775809", "2147483648", "100000",
-                "1.5", "3.0e0", "12345678901234567890123456789");
+        return pick(
+                "0",
+                "1",
+                "-1",
+                "2",
+                "7",
+                "0.5",
+                "-0.0",
+                "1e308",
+                "-1e308",
+                "1e400",
+                "4.9e-324",
+                "9223372036854775807",
+                "9223372036854775808",
+                "-9223372036854775809",
+                "2147483648",
+                "100000",
+                "1.5",
+                "3.0e0",
+                "12345678901234567890123456789");
     }
 
     private String randomString() {
@@ -311,7 +463,8 @@ public final class FuzzBodies {
     private String damage(String json) {
         return switch (rnd.nextInt(12)) {
             case 0 -> json.substring(0, rnd.nextInt(json.length()));
-            case 1 -> json.replaceFirst("\"max_tokens\":\\d+", "\"max_tokens\":" + pick("NaN", "Infinity", "-Infinity"));
+            case 1 ->
+                json.replaceFirst("\"max_tokens\":\\d+", "\"max_tokens\":" + pick("NaN", "Infinity", "-Infinity"));
             case 2 -> pick("", "null", "[]", "\"text\"", "42", "{", "}", "{\"a\":}", json + json);
             default -> json;
         };

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -30,6 +30,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HttpFramingTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
+
     @RegisterExtension
     final ServedEngine server =
             ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
@@ -38,13 +39,19 @@ class HttpFramingTest {
     @ValueSource(strings = {"/health", "/v1/models", "/metrics", "/v1/models/tiny"})
     void headAnswersGetsStatusAndHeadersWithoutABody(String path) throws Exception {
         URI uri = URI.create("http://127.0.0.1:" + server.port() + path);
-        HttpResponse<String> get = HTTP.send(HttpRequest.newBuilder(uri).GET().build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> get =
+                HTTP.send(HttpRequest.newBuilder(uri).GET().build(), HttpResponse.BodyHandlers.ofString());
         String head = raw("HEAD " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", null);
         assertTrue(head.startsWith("HTTP/1.1 200 "), head);
         assertTrue(head.endsWith("\r\n\r\n"), "no body after the headers: " + head);
-        assertTrue(head.toLowerCase().contains("content-type: " + get.headers().firstValue("Content-Type").orElseThrow()
-                .toLowerCase()), head);
+        assertTrue(
+                head.toLowerCase()
+                        .contains("content-type: "
+                                + get.headers()
+                                        .firstValue("Content-Type")
+                                        .orElseThrow()
+                                        .toLowerCase()),
+                head);
     }
 
     @Test
@@ -54,7 +61,7 @@ class HttpFramingTest {
             s.setSoTimeout(10_000);
             OutputStream out = s.getOutputStream();
             out.write(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
-                    + body.length() + "\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
+                            + body.length() + "\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
             out.flush();
             InputStream in = s.getInputStream();
@@ -79,20 +86,27 @@ class HttpFramingTest {
     void anUnknownExpectationIs417() throws Exception {
         String response = DeclaredBody.post(server.port(), "/v1/completions", 10, "Expect", "tea");
         assertTrue(response.startsWith("HTTP/1.1 417 "), response);
-        assertEquals("expectation_failed", JSON.readTree(DeclaredBody.body(response)).at("/error/code").asText());
+        assertEquals(
+                "expectation_failed",
+                JSON.readTree(DeclaredBody.body(response)).at("/error/code").asText());
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"gzip, chunked", "gzip,chunked", "identity, chunked"})
     void aTransferCodingOtherThanChunkedIs501(String coding) throws Exception {
         String chunked = "5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n";
-        String openAi = raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                + "Transfer-Encoding: " + coding + "\r\n\r\n", chunked);
+        String openAi = raw(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        + "Transfer-Encoding: " + coding + "\r\n\r\n",
+                chunked);
         assertTrue(openAi.startsWith("HTTP/1.1 501 "), openAi);
-        assertEquals("unsupported_transfer_encoding", JSON.readTree(DeclaredBody.body(openAi)).at("/error/code")
-                .asText());
-        String anthropic = raw("POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                + "Transfer-Encoding: " + coding + "\r\n\r\n", chunked);
+        assertEquals(
+                "unsupported_transfer_encoding",
+                JSON.readTree(DeclaredBody.body(openAi)).at("/error/code").asText());
+        String anthropic = raw(
+                "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + "Transfer-Encoding: "
+                        + coding + "\r\n\r\n",
+                chunked);
         assertTrue(anthropic.startsWith("HTTP/1.1 501 "), anthropic);
         JsonNode error = JSON.readTree(DeclaredBody.body(anthropic));
         assertEquals("error", error.get("type").asText(), anthropic);
@@ -103,8 +117,10 @@ class HttpFramingTest {
     void plainChunkedBodiesStillWork() throws Exception {
         String body = "{\"prompt\":\"x\",\"max_tokens\":1}";
         String chunked = Integer.toHexString(body.length()) + "\r\n" + body + "\r\n0\r\n\r\n";
-        String r = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n", chunked);
+        String r = raw(
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                chunked);
         assertTrue(r.startsWith("HTTP/1.1 200 "), r);
     }
 

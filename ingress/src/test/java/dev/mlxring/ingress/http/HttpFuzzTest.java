@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import dev.mlxring.plan.RequestPlanner;
 import dev.mlxring.plan.constraint.ConstraintCompiler;
@@ -42,7 +42,8 @@ import org.junit.jupiter.api.Test;
  */
 class HttpFuzzTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private static HfTokenizer tokenizer;
     private static Engine engine;
     private static ConstraintCompiler constraints;
@@ -57,21 +58,34 @@ class HttpFuzzTest {
         int[] eos = tokenizer.eosTokenIds();
         engine = Engine.builder()
                 .preparer(new PromptPreparer(tokenizer, template, vocab, 8191))
-                .planner(new RequestPlanner(RequestPlanner.Defaults.mlxLm(8192), eos, eos, vocab, compiler(model, vocab, eos)))
+                .planner(new RequestPlanner(
+                        RequestPlanner.Defaults.mlxLm(8192), eos, eos, vocab, compiler(model, vocab, eos)))
                 .executor(new ScriptedExecutor(plan -> new int[] {28, 1431, 3159, 30, 216, 1076, 314, 549, 2, 17}))
-                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false)).build())
+                .sinks(DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))
+                        .build())
                 .start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "smollm2", null,
-                new ServerDefaults(512, 8192, vocab), "fp", 256 * 1024), engine,
-                id -> tokenizer.decode(new int[] {id}, false)).start();
+        server = new HttpServer(
+                        new HttpServer.Config(
+                                "127.0.0.1",
+                                0,
+                                "smollm2",
+                                null,
+                                new ServerDefaults(512, 8192, vocab),
+                                "fp",
+                                256 * 1024),
+                        engine,
+                        id -> tokenizer.decode(new int[] {id}, false))
+                .start();
     }
 
     /** The real structured-output compiler, so schemas, regexes and grammars reach llguidance. */
     private static ConstraintCompiler compiler(Path model, int vocab, int[] eos) {
         constraints = ConstraintCompiler.lazy(() -> {
             try {
-                return ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(model.resolve("tokenizer.json"),
-                        vocab), eos, t -> tokenizer.encode(t, false));
+                return ConstraintTokenizer.create(
+                        ConstraintVocabulary.fromTokenizerJson(model.resolve("tokenizer.json"), vocab),
+                        eos,
+                        t -> tokenizer.encode(t, false));
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
@@ -109,9 +123,12 @@ class HttpFuzzTest {
                 byte[] body = bodies.next(api);
                 String type = n % 50 == 0 ? "text/plain" : "application/json";
                 sent.add(api.path + " " + new String(body, StandardCharsets.UTF_8));
-                inFlight.add(HTTP.sendAsync(HttpRequest.newBuilder(URI.create(base + api.path))
-                        .timeout(Duration.ofSeconds(30))
-                        .header("Content-Type", type).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+                inFlight.add(HTTP.sendAsync(
+                        HttpRequest.newBuilder(URI.create(base + api.path))
+                                .timeout(Duration.ofSeconds(30))
+                                .header("Content-Type", type)
+                                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString()));
             }
             for (int i = 0; i < inFlight.size(); i++) {
@@ -122,12 +139,14 @@ class HttpFuzzTest {
                     violations.add(problem + " for body " + abbreviate(sent.get(i)));
                 }
             }
-            HttpResponse<String> health = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/health")).GET()
-                    .build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> health = HTTP.send(
+                    HttpRequest.newBuilder(URI.create(base + "/health")).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode(), "after batch " + batch + ": " + health.body());
         }
         assertTrue(violations.isEmpty(), "statuses " + statuses + "; violations: " + violations);
-        assertTrue(statuses.getOrDefault(200, 0) > 300 && statuses.getOrDefault(400, 0) > 300,
+        assertTrue(
+                statuses.getOrDefault(200, 0) > 300 && statuses.getOrDefault(400, 0) > 300,
                 "both valid and invalid bodies must be exercised: " + statuses);
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (engine.admittedCount() > 0 && System.nanoTime() < deadline) {
@@ -149,8 +168,10 @@ class HttpFuzzTest {
                 HttpResponse<String> nulled = send(base + api.path, v.nulled());
                 HttpResponse<String> removed = send(base + api.path, v.removed());
                 String problem = check(nulled);
-                if (problem == null && (nulled.statusCode() != removed.statusCode()
-                        || nulled.statusCode() != 200 && !errorMessage(nulled).equals(errorMessage(removed)))) {
+                if (problem == null
+                        && (nulled.statusCode() != removed.statusCode()
+                                || nulled.statusCode() != 200
+                                        && !errorMessage(nulled).equals(errorMessage(removed)))) {
                     problem = "null answers " + nulled.statusCode() + " " + abbreviate(nulled.body())
                             + " but absent answers " + removed.statusCode() + " " + abbreviate(removed.body());
                 }
@@ -160,13 +181,18 @@ class HttpFuzzTest {
             }
         }
         assertTrue(variants > 150, "every key of every route's full body is tried: " + variants);
-        assertTrue(violations.isEmpty(), violations.size() + " of " + variants + " variants: "
-                + String.join("\n", violations));
+        assertTrue(
+                violations.isEmpty(),
+                violations.size() + " of " + variants + " variants: " + String.join("\n", violations));
     }
 
     private static HttpResponse<String> send(String uri, String body) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create(uri)).timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create(uri))
+                        .timeout(Duration.ofSeconds(30))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 
@@ -185,7 +211,9 @@ class HttpFuzzTest {
         }
         try {
             JsonNode error = JSON.readTree(r.body()).get("error");
-            if (error == null || !error.path("message").isTextual() || !error.path("type").isTextual()) {
+            if (error == null
+                    || !error.path("message").isTextual()
+                    || !error.path("type").isTextual()) {
                 return "status " + status + " without an error body: " + abbreviate(r.body());
             }
         } catch (Exception e) {

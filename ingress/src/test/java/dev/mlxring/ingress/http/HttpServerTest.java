@@ -5,12 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
-import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Executor;
-import dev.mlxring.pipeline.PreparedPrompt;
-import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -35,8 +31,11 @@ class HttpServerTest {
     @BeforeEach
     void start() {
         engine = StageDoubles.engine(COUNTING).start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
-                "fp"), engine, id -> "t" + id).start();
+        server = new HttpServer(
+                        new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(), "fp"),
+                        engine,
+                        id -> "t" + id)
+                .start();
     }
 
     @AfterEach
@@ -47,7 +46,8 @@ class HttpServerTest {
 
     private HttpResponse<String> post(String path, String body, boolean auth) throws Exception {
         var b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
         if (auth) {
             b.header("Authorization", "Bearer sekret");
         }
@@ -58,16 +58,25 @@ class HttpServerTest {
     void apiKeyGuardsEveryRouteButHealth() throws Exception {
         HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\"}", false);
         assertEquals(401, r.statusCode());
-        assertEquals("invalid_api_key", JSON.readTree(r.body()).get("error").get("code").asText());
-        HttpResponse<String> h = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
-                + "/health")).GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(
+                "invalid_api_key",
+                JSON.readTree(r.body()).get("error").get("code").asText());
+        HttpResponse<String> h = HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + "/health"))
+                        .GET()
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         assertEquals(200, h.statusCode());
     }
 
     private static HttpResponse<String> options(int port, String origin) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
-                .method("OPTIONS", HttpRequest.BodyPublishers.noBody()).header("Origin", origin)
-                .header("Access-Control-Request-Method", "POST").build(), HttpResponse.BodyHandlers.ofString());
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                        .method("OPTIONS", HttpRequest.BodyPublishers.noBody())
+                        .header("Origin", origin)
+                        .header("Access-Control-Request-Method", "POST")
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
@@ -75,29 +84,54 @@ class HttpServerTest {
         // The preflight carries no key: it is answered before auth.
         HttpResponse<String> pre = options(server.port(), "http://ui.example");
         assertEquals(204, pre.statusCode());
-        assertEquals("*", pre.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
-        assertEquals("*", pre.headers().firstValue("Access-Control-Allow-Headers").orElse(null));
+        assertEquals(
+                "*", pre.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
+        assertEquals(
+                "*", pre.headers().firstValue("Access-Control-Allow-Headers").orElse(null));
         HttpResponse<String> r = post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":1}", true);
         assertEquals(200, r.statusCode());
         assertEquals("*", r.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
-        assertEquals("*", post("/v1/completions", "{}", false).headers().firstValue("Access-Control-Allow-Origin")
-                .orElse(null), "errors carry it too");
+        assertEquals(
+                "*",
+                post("/v1/completions", "{}", false)
+                        .headers()
+                        .firstValue("Access-Control-Allow-Origin")
+                        .orElse(null),
+                "errors carry it too");
 
-        try (HttpServer only = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                ServerDefaults.mlxLm(), "fp", HttpServer.DEFAULT_MAX_BODY_BYTES, List.of("http://ui.example")),
-                engine, id -> "t" + id).start()) {
+        try (HttpServer only = new HttpServer(
+                        new HttpServer.Config(
+                                "127.0.0.1",
+                                0,
+                                "tiny",
+                                null,
+                                ServerDefaults.mlxLm(),
+                                "fp",
+                                HttpServer.DEFAULT_MAX_BODY_BYTES,
+                                List.of("http://ui.example")),
+                        engine,
+                        id -> "t" + id)
+                .start()) {
             HttpResponse<String> allowed = options(only.port(), "http://ui.example");
-            assertEquals("http://ui.example", allowed.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
+            assertEquals(
+                    "http://ui.example",
+                    allowed.headers().firstValue("Access-Control-Allow-Origin").orElse(null));
             assertEquals("Origin", allowed.headers().firstValue("Vary").orElse(null));
             HttpResponse<String> other = options(only.port(), "http://elsewhere.example");
             assertEquals(204, other.statusCode());
-            assertTrue(other.headers().firstValue("Access-Control-Allow-Origin").isEmpty(), other.headers().toString());
+            assertTrue(
+                    other.headers().firstValue("Access-Control-Allow-Origin").isEmpty(),
+                    other.headers().toString());
         }
     }
 
     private HttpResponse<String> get(String path) throws Exception {
-        return HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                .header("Authorization", "Bearer sekret").GET().build(), HttpResponse.BodyHandlers.ofString());
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                        .header("Authorization", "Bearer sekret")
+                        .GET()
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
@@ -111,14 +145,18 @@ class HttpServerTest {
         }
         HttpResponse<String> missing = get("/v1/models/gpt-9");
         assertEquals(404, missing.statusCode());
-        assertEquals("model_not_found", JSON.readTree(missing.body()).at("/error/code").asText());
+        assertEquals(
+                "model_not_found",
+                JSON.readTree(missing.body()).at("/error/code").asText());
     }
 
     @Test
     void nonStreamingChatHasOpenAiShapeAndUsage() throws Exception {
-        HttpResponse<String> r = post("/v1/chat/completions",
+        HttpResponse<String> r = post(
+                "/v1/chat/completions",
                 "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":3,\"logprobs\":true,"
-                        + "\"top_logprobs\":1}", true);
+                        + "\"top_logprobs\":1}",
+                true);
         assertEquals(200, r.statusCode(), r.body());
         JsonNode o = JSON.readTree(r.body());
         assertEquals("chat.completion", o.get("object").asText());
@@ -136,8 +174,10 @@ class HttpServerTest {
 
     @Test
     void streamingCompletionIsSseEndingWithDone() throws Exception {
-        HttpResponse<String> r = post("/v1/completions",
-                "{\"prompt\":\"x\",\"max_tokens\":2,\"stream\":true,\"stream_options\":{\"include_usage\":true}}", true);
+        HttpResponse<String> r = post(
+                "/v1/completions",
+                "{\"prompt\":\"x\",\"max_tokens\":2,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+                true);
         assertEquals(200, r.statusCode());
         assertEquals("text/event-stream", r.headers().firstValue("Content-Type").orElse(""));
         List<JsonNode> events = new ArrayList<>();
@@ -153,6 +193,12 @@ class HttpServerTest {
         assertEquals("text_completion", events.get(0).get("object").asText());
         JsonNode last = events.get(events.size() - 1);
         assertEquals(4, last.get("usage").get("total_tokens").asInt());
-        assertEquals("length", events.get(events.size() - 2).get("choices").get(0).get("finish_reason").asText());
+        assertEquals(
+                "length",
+                events.get(events.size() - 2)
+                        .get("choices")
+                        .get(0)
+                        .get("finish_reason")
+                        .asText());
     }
 }

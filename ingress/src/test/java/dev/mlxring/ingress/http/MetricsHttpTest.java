@@ -5,14 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
-import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.lang.management.ManagementFactory;
 import java.net.URI;
@@ -35,6 +33,7 @@ class MetricsHttpTest {
     private static final HttpClient HTTP = HttpClient.newHttpClient();
     /** A request asking for this many tokens makes the executor throw (an internal failure). */
     private static final int BOOM = 13;
+
     private Engine engine;
     private HttpServer server;
     private String base;
@@ -56,8 +55,11 @@ class MetricsHttpTest {
                 })
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8, 9}, 3))
                 .start();
-        server = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(),
-                "fp"), engine, id -> "t" + id).start();
+        server = new HttpServer(
+                        new HttpServer.Config("127.0.0.1", 0, "tiny", "sekret", ServerDefaults.mlxLm(), "fp"),
+                        engine,
+                        id -> "t" + id)
+                .start();
         base = "http://127.0.0.1:" + server.port();
     }
 
@@ -69,7 +71,8 @@ class MetricsHttpTest {
 
     private HttpResponse<String> post(String path, String body, boolean auth) throws Exception {
         var b = HttpRequest.newBuilder(URI.create(base + path))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body));
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
         if (auth) {
             b.header("Authorization", "Bearer sekret");
         }
@@ -78,14 +81,26 @@ class MetricsHttpTest {
 
     @Test
     void countsRequestsTokensLatenciesAndRejections() throws Exception {
-        assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", true)
-                .statusCode());
-        assertEquals(200, post("/v1/chat/completions",
-                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}", true).statusCode());
+        assertEquals(
+                200,
+                post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":5,\"stream\":true}", true)
+                        .statusCode());
+        assertEquals(
+                200,
+                post(
+                                "/v1/chat/completions",
+                                "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":4}",
+                                true)
+                        .statusCode());
         assertEquals(401, post("/v1/completions", "{\"prompt\":\"x\"}", false).statusCode());
-        assertEquals(400, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":0}", true).statusCode());
+        assertEquals(
+                400,
+                post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":0}", true)
+                        .statusCode());
 
-        MetricsText m = MetricsText.awaitScrape(base, "sekret",
+        MetricsText m = MetricsText.awaitScrape(
+                base,
+                "sekret",
                 s -> s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"400\"}") == 1);
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"200\"}"));
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
@@ -103,7 +118,9 @@ class MetricsHttpTest {
         assertEquals(0, m.value("mlxring_active_rows"));
         assertEquals(0, m.value("mlxring_draining"));
         assertTrue(m.value("process_resident_memory_bytes") > 0, "JVM/process metrics are registered");
-        assertTrue(m.has("jvm_buffer_pool_used_bytes{pool=\"direct\"}"), m.series().keySet().toString());
+        assertTrue(
+                m.has("jvm_buffer_pool_used_bytes{pool=\"direct\"}"),
+                m.series().keySet().toString());
     }
 
     @Test
@@ -112,11 +129,12 @@ class MetricsHttpTest {
             s.setSoTimeout(20_000);
             var out = s.getOutputStream();
             out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sekret\r\n"
-                    + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                            + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
                     .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             byte[] chunk = new byte[64 << 10];
             java.util.Arrays.fill(chunk, (byte) ' ');
-            byte[] size = (Integer.toHexString(chunk.length) + "\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            byte[] size =
+                    (Integer.toHexString(chunk.length) + "\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII);
             try {
                 for (long sent = 0; sent <= HttpServer.DEFAULT_MAX_BODY_BYTES + chunk.length; sent += chunk.length) {
                     out.write(size);
@@ -132,8 +150,8 @@ class MetricsHttpTest {
                 // the server closed the connection while the body was still being sent
             }
         }
-        MetricsText m = MetricsText.awaitScrape(base, "sekret",
-                x -> x.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}") == 1);
+        MetricsText m = MetricsText.awaitScrape(
+                base, "sekret", x -> x.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}") == 1);
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"413\"}"));
         assertEquals(0, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
     }
@@ -141,27 +159,38 @@ class MetricsHttpTest {
     @Test
     void refusalsAreRejectedAndOnlyInternalErrorsFailed() {
         var none = dev.mlxring.pipeline.Usage.NONE;
-        assertEquals("rejected", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
-                dev.mlxring.pipeline.Outcome.ErrorType.OVERLOADED, "full", none)));
-        assertEquals("rejected", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
-                dev.mlxring.pipeline.Outcome.ErrorType.CONTEXT_LENGTH_EXCEEDED, "long", none)));
-        assertEquals("failed", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
-                dev.mlxring.pipeline.Outcome.ErrorType.INTERNAL, "bug", none)));
+        assertEquals(
+                "rejected",
+                ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                        dev.mlxring.pipeline.Outcome.ErrorType.OVERLOADED, "full", none)));
+        assertEquals(
+                "rejected",
+                ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                        dev.mlxring.pipeline.Outcome.ErrorType.CONTEXT_LENGTH_EXCEEDED, "long", none)));
+        assertEquals(
+                "failed",
+                ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.failed(
+                        dev.mlxring.pipeline.Outcome.ErrorType.INTERNAL, "bug", none)));
         assertEquals("cancelled", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.cancelled("gone", none)));
         assertEquals("completed", ExchangeWriter.outcomeLabel(dev.mlxring.pipeline.Outcome.completed("stop", none)));
     }
 
     @Test
     void metricsNeedTheApiKeyAndUnknownRoutesShareOneLabel() throws Exception {
-        var r = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(),
+        var r = HTTP.send(
+                HttpRequest.newBuilder(URI.create(base + "/metrics")).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
         assertEquals(401, r.statusCode());
         for (int i = 0; i < 3; i++) {
-            HTTP.send(HttpRequest.newBuilder(URI.create(base + "/random-" + i)).header("Authorization", "Bearer sekret")
-                    .GET().build(), HttpResponse.BodyHandlers.ofString());
+            HTTP.send(
+                    HttpRequest.newBuilder(URI.create(base + "/random-" + i))
+                            .header("Authorization", "Bearer sekret")
+                            .GET()
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
         }
-        MetricsText m = MetricsText.awaitScrape(base, "sekret",
-                s -> s.value("mlxring_http_requests_total{route=\"other\",status=\"404\"}") == 3);
+        MetricsText m = MetricsText.awaitScrape(
+                base, "sekret", s -> s.value("mlxring_http_requests_total{route=\"other\",status=\"404\"}") == 3);
         assertTrue(m.series().keySet().stream().noneMatch(k -> k.contains("random-")), "paths never become labels");
     }
 
@@ -175,11 +204,16 @@ class MetricsHttpTest {
         assertEquals("server_error", error.get("type").asText());
         assertTrue(error.get("message").asText().contains("request id " + requestId), r.body());
         assertTrue(error.get("message").asText().contains("scripted executor failure"), r.body());
-        MetricsText.awaitScrape(base, "sekret",
+        MetricsText.awaitScrape(
+                base,
+                "sekret",
                 s -> s.value("mlxring_rejected_requests_total{reason=\"internal_error\"}") == 1
                         && s.value("mlxring_completions_total{outcome=\"failed\"}") == 1);
         // The engine keeps serving.
-        assertEquals(200, post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}", true).statusCode());
+        assertEquals(
+                200,
+                post("/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}", true)
+                        .statusCode());
     }
 
     @Test

@@ -25,7 +25,8 @@ public record MetricsText(Map<String, Double> series) {
     private static final Pattern SAMPLE = Pattern.compile(
             "([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{[a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\"(,[a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\")*})?"
                     + " (\\S+)");
-    private static final Pattern TYPE = Pattern.compile("# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|info|unknown)");
+    private static final Pattern TYPE =
+            Pattern.compile("# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|info|unknown)");
     private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     public static MetricsText parse(String text) {
@@ -72,7 +73,8 @@ public record MetricsText(Map<String, Double> series) {
         }
         HttpResponse<String> r = HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
         assertTrue(r.statusCode() == 200, "GET /metrics: " + r.statusCode() + " " + r.body());
-        assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/plain; version=0.0.4"),
+        assertTrue(
+                r.headers().firstValue("Content-Type").orElse("").startsWith("text/plain; version=0.0.4"),
                 r.headers().toString());
         return parse(r.body());
     }

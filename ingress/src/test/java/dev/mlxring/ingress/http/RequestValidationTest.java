@@ -5,11 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
-import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.PreparedPrompt;
-import dev.mlxring.pipeline.TextSink;
 import dev.mlxring.pipeline.testing.ScriptedExecutor;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -36,6 +33,7 @@ class RequestValidationTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
     private static final String CHAT = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+
     @RegisterExtension
     final ServedEngine server =
             ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting()), ServedEngine.smallBodies());
@@ -56,54 +54,62 @@ class RequestValidationTest {
     private static JsonNode error(HttpResponse<String> r, int status) throws Exception {
         assertEquals(status, r.statusCode(), r.body());
         JsonNode e = JSON.readTree(r.body()).get("error");
-        assertTrue(e != null && e.get("message").isTextual() && !e.get("message").asText().isEmpty(), r.body());
+        assertTrue(
+                e != null
+                        && e.get("message").isTextual()
+                        && !e.get("message").asText().isEmpty(),
+                r.body());
         return e;
     }
 
     private void assertStillServing() throws Exception {
         HttpResponse<String> ok = chat(",\"max_tokens\":2");
         assertEquals(200, ok.statusCode(), ok.body());
-        assertEquals("t1 t2 ", JSON.readTree(ok.body()).at("/choices/0/message/content").asText());
+        assertEquals(
+                "t1 t2 ",
+                JSON.readTree(ok.body()).at("/choices/0/message/content").asText());
     }
 
     @ParameterizedTest(name = "{0}")
-    @CsvSource(delimiter = '|', value = {
-        ",\"stop\":[\"\\ud800\"]                                  | stop[0]",
-        ",\"stop\":\"a\\udc00b\"                                  | stop",
-        ",\"tools\":[1]                                           | tools[0]",
-        ",\"tools\":[\"a\"]                                       | tools[0]",
-        ",\"tools\":[[[]]]                                        | tools[0]",
-        ",\"tools\":[null]                                        | tools[0]",
-        ",\"tools\":{}                                            | tools",
-        ",\"tools\":[{\"type\":\"function\"}]                     | tools[0].function",
-        ",\"tools\":[{\"type\":\"web\",\"function\":{\"name\":\"f\"}}] | tools[0].type",
-        ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}] | tools[0].function.name",
-        ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":[]}}] | tools[0].function.parameters",
-        ",\"tool_choice\":\"sometimes\"                           | tool_choice",
-        ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}} | tool_choice",
-        ",\"tool_choice\":\"required\"                            | tool_choice",
-        ",\"stop\":[\"\"]                                         | stop",
-        ",\"stop\":[1]                                            | stop",
-        ",\"logit_bias\":{\"5\":101}                              | logit_bias",
-        ",\"logit_bias\":{\"1000\":1}                             | logit_bias",
-        ",\"logit_bias\":{\"x\":1}                                | logit_bias",
-        ",\"n\":2                                                 | n",
-        ",\"response_format\":{\"type\":\"json_object\"}          | response_format",
-        ",\"stream_options\":{\"include_usage\":true}             | stream_options",
-        ",\"seed\":-1                                             | seed",
-        ",\"seed\":1e30                                           | seed",
-        ",\"user\":5                                              | user",
-        ",\"temperature\":1e308                                   | temperature",
-        ",\"temperature\":2.5                                     | temperature",
-        ",\"presence_penalty\":1e308                              | presence_penalty",
-        ",\"frequency_penalty\":-3                                | frequency_penalty",
-        ",\"repetition_penalty\":1e308                            | repetition_penalty",
-        ",\"max_tokens\":0                                        | max_tokens",
-        ",\"max_tokens\":8192                                     | max_tokens",
-        ",\"max_tokens\":1e400                                    | max_tokens",
-        ",\"top_logprobs\":50                                     | top_logprobs",
-        ",\"top_logprobs\":12                                     | top_logprobs",
-    })
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                ",\"stop\":[\"\\ud800\"]                                  | stop[0]",
+                ",\"stop\":\"a\\udc00b\"                                  | stop",
+                ",\"tools\":[1]                                           | tools[0]",
+                ",\"tools\":[\"a\"]                                       | tools[0]",
+                ",\"tools\":[[[]]]                                        | tools[0]",
+                ",\"tools\":[null]                                        | tools[0]",
+                ",\"tools\":{}                                            | tools",
+                ",\"tools\":[{\"type\":\"function\"}]                     | tools[0].function",
+                ",\"tools\":[{\"type\":\"web\",\"function\":{\"name\":\"f\"}}] | tools[0].type",
+                ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}] | tools[0].function.name",
+                ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":[]}}] | tools[0].function.parameters",
+                ",\"tool_choice\":\"sometimes\"                           | tool_choice",
+                ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}} | tool_choice",
+                ",\"tool_choice\":\"required\"                            | tool_choice",
+                ",\"stop\":[\"\"]                                         | stop",
+                ",\"stop\":[1]                                            | stop",
+                ",\"logit_bias\":{\"5\":101}                              | logit_bias",
+                ",\"logit_bias\":{\"1000\":1}                             | logit_bias",
+                ",\"logit_bias\":{\"x\":1}                                | logit_bias",
+                ",\"n\":2                                                 | n",
+                ",\"response_format\":{\"type\":\"json_object\"}          | response_format",
+                ",\"stream_options\":{\"include_usage\":true}             | stream_options",
+                ",\"seed\":-1                                             | seed",
+                ",\"seed\":1e30                                           | seed",
+                ",\"user\":5                                              | user",
+                ",\"temperature\":1e308                                   | temperature",
+                ",\"temperature\":2.5                                     | temperature",
+                ",\"presence_penalty\":1e308                              | presence_penalty",
+                ",\"frequency_penalty\":-3                                | frequency_penalty",
+                ",\"repetition_penalty\":1e308                            | repetition_penalty",
+                ",\"max_tokens\":0                                        | max_tokens",
+                ",\"max_tokens\":8192                                     | max_tokens",
+                ",\"max_tokens\":1e400                                    | max_tokens",
+                ",\"top_logprobs\":50                                     | top_logprobs",
+                ",\"top_logprobs\":12                                     | top_logprobs",
+            })
     void badFieldAnswers400NamingIt(String fields, String param) throws Exception {
         JsonNode e = error(chat(fields.strip()), 400);
         assertEquals(param, e.get("param").asText(), e.toString());
@@ -131,18 +137,33 @@ class RequestValidationTest {
 
     @Test
     void hugeListsAndStringsAreRefusedAtOnce() throws Exception {
-        String stopList = IntStream.range(0, 100_000).mapToObj(i -> "\"s" + i + "\"").collect(Collectors.joining(","));
+        String stopList =
+                IntStream.range(0, 100_000).mapToObj(i -> "\"s" + i + "\"").collect(Collectors.joining(","));
         // Under the 64 KiB limit of this server: a 1000-entry stop list and a 20k-char stop string.
-        String thousand = IntStream.range(0, 1000).mapToObj(i -> "\"s" + i + "\"").collect(Collectors.joining(","));
-        assertEquals("stop", error(chat(",\"stop\":[" + thousand + "]"), 400).get("param").asText());
-        assertEquals("stop", error(chat(",\"stop\":\"" + "x".repeat(20_000) + "\""), 400).get("param").asText());
-        String bias = IntStream.range(0, 2000).mapToObj(i -> "\"" + (i % 1000) + i / 1000 + "\":1")
+        String thousand =
+                IntStream.range(0, 1000).mapToObj(i -> "\"s" + i + "\"").collect(Collectors.joining(","));
+        assertEquals(
+                "stop",
+                error(chat(",\"stop\":[" + thousand + "]"), 400).get("param").asText());
+        assertEquals(
+                "stop",
+                error(chat(",\"stop\":\"" + "x".repeat(20_000) + "\""), 400)
+                        .get("param")
+                        .asText());
+        String bias = IntStream.range(0, 2000)
+                .mapToObj(i -> "\"" + (i % 1000) + i / 1000 + "\":1")
                 .collect(Collectors.joining(","));
-        assertEquals("logit_bias", error(chat(",\"logit_bias\":{" + bias + "}"), 400).get("param").asText());
+        assertEquals(
+                "logit_bias",
+                error(chat(",\"logit_bias\":{" + bias + "}"), 400).get("param").asText());
         // Beyond the body limit: 413 from the declared length, before the body is read.
-        String tooBig = DeclaredBody.post(server.port(), "/v1/chat/completions", CHAT.length() + stopList.length() + 12L);
+        String tooBig =
+                DeclaredBody.post(server.port(), "/v1/chat/completions", CHAT.length() + stopList.length() + 12L);
         assertTrue(tooBig.startsWith("HTTP/1.1 413"), tooBig);
-        assertEquals("request_too_large", JSON.readTree(DeclaredBody.body(tooBig)).at("/error/code").asText(), tooBig);
+        assertEquals(
+                "request_too_large",
+                JSON.readTree(DeclaredBody.body(tooBig)).at("/error/code").asText(),
+                tooBig);
         assertStillServing();
     }
 
@@ -151,7 +172,9 @@ class RequestValidationTest {
         String deep = "[".repeat(5000) + "]".repeat(5000);
         error(chat(",\"extra\":" + deep), 400);
         String nested = "{\"a\":".repeat(100) + "1" + "}".repeat(100);
-        error(chat(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":" + nested + "}}]"),
+        error(
+                chat(",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":" + nested
+                        + "}}]"),
                 400);
         assertStillServing();
     }
@@ -172,11 +195,17 @@ class RequestValidationTest {
 
     @Test
     void jsonContentTypesAndAMissingOneAreAccepted() throws Exception {
-        assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json; charset=utf-8")
-                .statusCode());
-        assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json;charset=\"UTF-8\"")
-                .statusCode());
-        assertEquals(200, post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", null).statusCode());
+        assertEquals(
+                200,
+                post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json; charset=utf-8")
+                        .statusCode());
+        assertEquals(
+                200,
+                post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", "application/json;charset=\"UTF-8\"")
+                        .statusCode());
+        assertEquals(
+                200,
+                post("/v1/chat/completions", CHAT + ",\"max_tokens\":1}", null).statusCode());
     }
 
     @Test
@@ -207,7 +236,8 @@ class RequestValidationTest {
             OutputStream out = s.getOutputStream();
             try {
                 out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                        + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                                + "Transfer-Encoding: chunked\r\n\r\n")
+                        .getBytes(StandardCharsets.US_ASCII));
                 byte[] chunk = ("1000\r\n" + "x".repeat(0x1000) + "\r\n").getBytes(StandardCharsets.US_ASCII);
                 for (int i = 0; i < 64 && !response.isDone(); i++) { // up to 256 KiB against a 64 KiB limit
                     out.write(chunk);
@@ -219,41 +249,56 @@ class RequestValidationTest {
             String r = response.get(10, java.util.concurrent.TimeUnit.SECONDS);
             // The body is cut off at the limit either way; whether the 413 reaches the client
             // before the connection's reset depends on the TCP stacks (documented in api.md).
-            assertTrue(r.startsWith("HTTP/1.1 413") && r.contains("request_too_large")
-                    || r.equals("[read failed: Connection reset]"), r);
+            assertTrue(
+                    r.startsWith("HTTP/1.1 413") && r.contains("request_too_large")
+                            || r.equals("[read failed: Connection reset]"),
+                    r);
         }
         assertStillServing();
     }
 
     @ParameterizedTest(name = "{0}")
-    @CsvSource(delimiter = '|', value = {
-        ",\"echo\":true           | echo",
-        ",\"suffix\":\"tail\"     | suffix",
-        ",\"best_of\":3           | best_of",
-    })
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                ",\"echo\":true           | echo",
+                ",\"suffix\":\"tail\"     | suffix",
+                ",\"best_of\":3           | best_of",
+            })
     void legacyCompletionOptionsThatChangeTheAnswerAreRefused(String fields, String param) throws Exception {
-        JsonNode e = error(post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":1" + fields.strip() + "}",
-                "application/json"), 400);
+        JsonNode e = error(
+                post(
+                        "/v1/completions",
+                        "{\"prompt\":\"Hi\",\"max_tokens\":1" + fields.strip() + "}",
+                        "application/json"),
+                400);
         assertEquals(param, e.get("param").asText(), e.toString());
-        HttpResponse<String> defaults = post("/v1/completions", "{\"prompt\":\"Hi\",\"max_tokens\":1,\"echo\":false,"
-                + "\"suffix\":null,\"best_of\":1}", "application/json");
+        HttpResponse<String> defaults = post(
+                "/v1/completions",
+                "{\"prompt\":\"Hi\",\"max_tokens\":1,\"echo\":false," + "\"suffix\":null,\"best_of\":1}",
+                "application/json");
         assertEquals(200, defaults.statusCode(), defaults.body());
     }
 
     @Test
     void internalErrorsCarryAJsonBodyAndTheRequestId() throws Exception {
         try (Engine failing = Engine.builder()
-                .preparer(r -> new PreparedPrompt(new int[] {7}, 1))
-                .planner((r, p) -> {
-                    throw new IllegalStateException("planner bug");
-                })
-                .executor(ScriptedExecutor.counting())
-                .sinks(plan -> null)
-                .start();
-                HttpServer s = new HttpServer(new HttpServer.Config("127.0.0.1", 0, "tiny", null,
-                        ServerDefaults.mlxLm(), "fp"), failing, id -> "").start()) {
-            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port()
-                    + "/v1/completions")).POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"x\"}")).build(),
+                        .preparer(r -> new PreparedPrompt(new int[] {7}, 1))
+                        .planner((r, p) -> {
+                            throw new IllegalStateException("planner bug");
+                        })
+                        .executor(ScriptedExecutor.counting())
+                        .sinks(plan -> null)
+                        .start();
+                HttpServer s = new HttpServer(
+                                new HttpServer.Config("127.0.0.1", 0, "tiny", null, ServerDefaults.mlxLm(), "fp"),
+                                failing,
+                                id -> "")
+                        .start()) {
+            HttpResponse<String> r = HTTP.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + "/v1/completions"))
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\":\"x\"}"))
+                            .build(),
                     HttpResponse.BodyHandlers.ofString());
             JsonNode e = error(r, 500);
             assertEquals("server_error", e.get("type").asText());

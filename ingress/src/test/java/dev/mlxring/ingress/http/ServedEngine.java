@@ -27,8 +27,8 @@ final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEach
     private Engine engine;
     private HttpServer server;
 
-    private ServedEngine(Supplier<Engine.Builder> engineBuilder, HttpServer.Config config,
-            IntFunction<String> tokenText) {
+    private ServedEngine(
+            Supplier<Engine.Builder> engineBuilder, HttpServer.Config config, IntFunction<String> tokenText) {
         this.engineBuilder = engineBuilder;
         this.config = config;
         this.tokenText = tokenText;
@@ -41,8 +41,8 @@ final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEach
 
     /** mlx_lm.server's token defaults with a vocabulary of 1000 ids and bodies capped at 64 KiB. */
     static HttpServer.Config smallBodies() {
-        return new HttpServer.Config("127.0.0.1", 0, "tiny", null, new ServerDefaults(512, 8192, 1000), "fp",
-                64 * 1024);
+        return new HttpServer.Config(
+                "127.0.0.1", 0, "tiny", null, new ServerDefaults(512, 8192, 1000), "fp", 64 * 1024);
     }
 
     /** Starts {@code engine} and a server on it with {@code config}, rendering token id n as "tn". */
@@ -58,8 +58,8 @@ final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEach
     }
 
     /** A server with {@code config} and {@code tokenText} on a fresh engine from {@code engine} for each test. */
-    static ServedEngine eachTest(Supplier<Engine.Builder> engine, HttpServer.Config config,
-            IntFunction<String> tokenText) {
+    static ServedEngine eachTest(
+            Supplier<Engine.Builder> engine, HttpServer.Config config, IntFunction<String> tokenText) {
         return new ServedEngine(engine, config, tokenText);
     }
 
@@ -103,8 +103,11 @@ final class ServedEngine implements AutoCloseable, BeforeEachCallback, AfterEach
 
     /** POSTs {@code body} as application/json to {@code path} and waits for the whole response. */
     HttpResponse<String> post(String path, String body) throws IOException, InterruptedException {
-        return HTTP.send(HttpRequest.newBuilder(URI.create(base() + path))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+        return HTTP.send(
+                HttpRequest.newBuilder(URI.create(base() + path))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body))
+                        .build(),
                 HttpResponse.BodyHandlers.ofString());
     }
 

@@ -3,13 +3,13 @@ package dev.mlxring.ingress.http;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.Outcome;
+import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
-import dev.mlxring.plan.RequestPlanner;
-import dev.mlxring.pipeline.Executor;
-import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.TextSink;
+import dev.mlxring.plan.RequestPlanner;
 
 /**
  * Stage doubles for the HTTP tests (no model): every prompt prepares to the two ids 7 and 8; the
@@ -24,8 +24,15 @@ final class StageDoubles {
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
                 .planner((r, p) -> {
                     refuseConstraint(r);
-                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 512 : r.maxTokens(),
-                            new int[0], r.stop(), r.logprobs(), r.topLogprobs());
+                    return new ExecutionPlan(
+                            r.id(),
+                            p,
+                            SamplingParams.GREEDY,
+                            r.maxTokens() == null ? 512 : r.maxTokens(),
+                            new int[0],
+                            r.stop(),
+                            r.logprobs(),
+                            r.topLogprobs());
                 })
                 .executor(executor)
                 .sinks(StageDoubles::tokenText);
@@ -34,7 +41,8 @@ final class StageDoubles {
     /** What RequestPlanner without a compiler does with a request's output constraint: never drops it. */
     static void refuseConstraint(dev.mlxring.pipeline.GenerationRequest r) throws RequestException {
         if (r.constraint() != null) {
-            throw new RequestException(Outcome.ErrorType.UNSUPPORTED, RequestPlanner.unsupportedConstraint(r.constraint()));
+            throw new RequestException(
+                    Outcome.ErrorType.UNSUPPORTED, RequestPlanner.unsupportedConstraint(r.constraint()));
         }
     }
 

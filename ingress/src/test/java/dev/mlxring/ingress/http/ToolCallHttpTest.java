@@ -7,12 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.Executor;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.Prompt;
-import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenDecoder;
 import dev.mlxring.pipeline.testing.ScriptedExecutor;
@@ -55,6 +55,7 @@ class ToolCallHttpTest {
 
     @RegisterExtension
     final ServedEngine server = ServedEngine.eachTest(this::engine, ServedEngine.mlxLm(), id -> VOCAB.get(id));
+
     private final List<List<Map<String, Object>>> toolsSeen = new CopyOnWriteArrayList<>();
     private volatile int[] script = SCRIPT;
 
@@ -74,8 +75,16 @@ class ToolCallHttpTest {
                     StageDoubles.refuseConstraint(r);
                     List<Map<String, Object>> tools = r.prompt() instanceof Prompt.Chat c ? c.tools() : List.of();
                     toolsSeen.add(tools);
-                    return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, r.maxTokens() == null ? 100 : r.maxTokens(),
-                            new int[] {0}, r.stop(), false, 0, tools);
+                    return new ExecutionPlan(
+                            r.id(),
+                            p,
+                            SamplingParams.GREEDY,
+                            r.maxTokens() == null ? 100 : r.maxTokens(),
+                            new int[] {0},
+                            r.stop(),
+                            false,
+                            0,
+                            tools);
                 })
                 .executor(scripted)
                 .sinks(sinks);
@@ -128,7 +137,8 @@ class ToolCallHttpTest {
         assertEquals("{}", calls.get(1).get("function").get("arguments").asText());
         assertEquals("call_9", calls.get(1).get("id").asText());
         assertFalse(first.has("index"), "index only when streaming");
-        assertEquals(7, JSON.readTree(r.body()).get("usage").get("completion_tokens").asInt());
+        assertEquals(
+                7, JSON.readTree(r.body()).get("usage").get("completion_tokens").asInt());
         assertEquals(JSON.readValue(TOOLS, List.class), toolsSeen.getLast(), "the request's tools reach the plan");
     }
 
@@ -158,15 +168,17 @@ class ToolCallHttpTest {
         assertEquals(1, calls.get(1).get("index").asInt());
         assertEquals(ARGS, calls.get(0).get("function").get("arguments").asText());
         assertEquals("call_9", calls.get(1).get("id").asText());
-        assertEquals("tool_calls", events.getLast().get("choices").get(0).get("finish_reason").asText());
+        assertEquals(
+                "tool_calls",
+                events.getLast().get("choices").get(0).get("finish_reason").asText());
     }
 
     @Test
     void officialOpenAiClientReadsTheCalls() throws Exception {
         // The official SDK, as an agent harness uses it: non-streaming, a raw stream merged by
         // delta index, and the SDK's stream helper, which accumulates and validates the calls.
-        JsonNode out = JSON.readTree(PythonScript.run("e2e/openai_tool_calls.py", 120,
-                List.of("--base-url", "http://127.0.0.1:" + server.port() + "/v1")));
+        JsonNode out = JSON.readTree(PythonScript.run(
+                "e2e/openai_tool_calls.py", 120, List.of("--base-url", "http://127.0.0.1:" + server.port() + "/v1")));
         for (String mode : List.of("create", "raw_stream", "stream_helper")) {
             JsonNode r = out.get(mode);
             assertFalse(r.has("error"), mode + ": " + r.path("error").asText());
@@ -190,12 +202,21 @@ class ToolCallHttpTest {
         HttpResponse<String> r = server.post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3"));
         JsonNode c = JSON.readTree(r.body()).get("choices").get(0);
         assertEquals("length", c.get("finish_reason").asText());
-        assertEquals(ARGS, c.get("message").get("tool_calls").get(0).get("function").get("arguments").asText());
+        assertEquals(
+                ARGS,
+                c.get("message")
+                        .get("tool_calls")
+                        .get(0)
+                        .get("function")
+                        .get("arguments")
+                        .asText());
         assertEquals("Let me check.", c.get("message").get("content").asText());
         // Cut inside the JSON: the call is dropped.
         script = new int[] {1, 2, 6, 4};
-        JsonNode cut = JSON.readTree(server.post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3")).body())
-                .get("choices").get(0);
+        JsonNode cut = JSON.readTree(server.post("/v1/chat/completions", chat(false, ", \"max_tokens\": 3"))
+                        .body())
+                .get("choices")
+                .get(0);
         assertEquals("length", cut.get("finish_reason").asText());
         assertFalse(cut.get("message").has("tool_calls"));
     }
@@ -225,6 +246,8 @@ class ToolCallHttpTest {
         for (JsonNode e : events) {
             assertFalse(e.get("choices").get(0).has("tool_calls"));
         }
-        assertEquals("tool_calls", events.getLast().get("choices").get(0).get("finish_reason").asText());
+        assertEquals(
+                "tool_calls",
+                events.getLast().get("choices").get(0).get("finish_reason").asText());
     }
 }

@@ -33,37 +33,42 @@ class ToolChoiceHttpTest {
     private static final String MESSAGES = PlaceOrderRequests.MESSAGES;
     private static final String RESPONSES = PlaceOrderRequests.RESPONSES;
     private final AtomicReference<GenerationRequest> planned = new AtomicReference<>();
+
     @RegisterExtension
-    final ServedEngine server = ServedEngine.eachTest(() -> StageDoubles.engine(ScriptedExecutor.counting())
-            .planner((r, p) -> {
+    final ServedEngine server = ServedEngine.eachTest(
+            () -> StageDoubles.engine(ScriptedExecutor.counting()).planner((r, p) -> {
                 planned.set(r);
                 return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, 1, new int[0], r.stop(), false, 0);
-            }), ServedEngine.mlxLm());
+            }),
+            ServedEngine.mlxLm());
 
     /**
      * Each case: route|body, then the choice plan must see: mode|name|parallel|schemaKey|strict
      * (whether the tool reaches plan with {@code "strict": true}).
      */
     @ParameterizedTest
-    @ValueSource(strings = {
-        CHAT + "}}],\"tool_choice\":\"required\"}|REQUIRED||true|function.parameters|false",
-        CHAT + "}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"place_order\"}},"
-                + "\"parallel_tool_calls\":false}|NAMED|place_order|false|function.parameters|false",
-        CHAT + ",\"strict\":true}}]}|AUTO||true|function.parameters|true",
-        CHAT + "}}],\"parallel_tool_calls\":false}|AUTO||false|function.parameters|false",
-        CHAT + "}}]}|AUTO||true|function.parameters|false",
-        MESSAGES + "}],\"tool_choice\":{\"type\":\"any\"}}|REQUIRED||true|input_schema|false",
-        MESSAGES + "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"place_order\",\"disable_parallel_tool_use\":true}}"
-                + "|NAMED|place_order|false|input_schema|false",
-        MESSAGES + "}],\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"
-                + "|AUTO||false|input_schema|false",
-        MESSAGES + ",\"strict\":true}]}|AUTO||true|input_schema|true",
-        RESPONSES + "}],\"tool_choice\":\"required\"}|REQUIRED||true|parameters|false",
-        RESPONSES + "}],\"tool_choice\":{\"type\":\"function\",\"name\":\"place_order\"}}|NAMED|place_order|true"
-                + "|parameters|false",
-        RESPONSES + "}],\"parallel_tool_calls\":false}|AUTO||false|parameters|false",
-        RESPONSES + ",\"strict\":true}]}|AUTO||true|parameters|true",
-    })
+    @ValueSource(
+            strings = {
+                CHAT + "}}],\"tool_choice\":\"required\"}|REQUIRED||true|function.parameters|false",
+                CHAT + "}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"place_order\"}},"
+                        + "\"parallel_tool_calls\":false}|NAMED|place_order|false|function.parameters|false",
+                CHAT + ",\"strict\":true}}]}|AUTO||true|function.parameters|true",
+                CHAT + "}}],\"parallel_tool_calls\":false}|AUTO||false|function.parameters|false",
+                CHAT + "}}]}|AUTO||true|function.parameters|false",
+                MESSAGES + "}],\"tool_choice\":{\"type\":\"any\"}}|REQUIRED||true|input_schema|false",
+                MESSAGES
+                        + "}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"place_order\",\"disable_parallel_tool_use\":true}}"
+                        + "|NAMED|place_order|false|input_schema|false",
+                MESSAGES + "}],\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"
+                        + "|AUTO||false|input_schema|false",
+                MESSAGES + ",\"strict\":true}]}|AUTO||true|input_schema|true",
+                RESPONSES + "}],\"tool_choice\":\"required\"}|REQUIRED||true|parameters|false",
+                RESPONSES
+                        + "}],\"tool_choice\":{\"type\":\"function\",\"name\":\"place_order\"}}|NAMED|place_order|true"
+                        + "|parameters|false",
+                RESPONSES + "}],\"parallel_tool_calls\":false}|AUTO||false|parameters|false",
+                RESPONSES + ",\"strict\":true}]}|AUTO||true|parameters|true",
+            })
     @SuppressWarnings("unchecked")
     void anEnforcedToolChoiceReachesPlan(String spec) throws Exception {
         String[] p = spec.split("\\|", -1);
@@ -71,8 +76,8 @@ class ToolChoiceHttpTest {
         assertEquals(200, r.statusCode(), r.body());
         GenerationRequest req = planned.get();
         assertNotNull(req);
-        ToolChoiceSpec expected = new ToolChoiceSpec(ToolChoiceSpec.Mode.valueOf(p[2]), p[3].isEmpty() ? null : p[3],
-                Boolean.parseBoolean(p[4]), p[5]);
+        ToolChoiceSpec expected = new ToolChoiceSpec(
+                ToolChoiceSpec.Mode.valueOf(p[2]), p[3].isEmpty() ? null : p[3], Boolean.parseBoolean(p[4]), p[5]);
         assertEquals(expected, req.toolChoice(), p[1]);
         List<Map<String, Object>> tools = ((Prompt.Chat) req.prompt()).tools();
         Map<String, Object> fn = (Map<String, Object>) tools.getFirst().get("function");

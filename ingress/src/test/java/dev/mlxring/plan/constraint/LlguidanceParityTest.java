@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.constraint.ConstraintTokenizer;
 import dev.mlxring.constraint.ConstraintVocabulary;
+import dev.mlxring.exec.BatchParityTest;
 import dev.mlxring.exec.batch.BatchGenerator;
 import dev.mlxring.exec.batch.BatchRequest;
 import dev.mlxring.exec.batch.BatchToken;
@@ -20,7 +21,6 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
-import dev.mlxring.exec.BatchParityTest;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
@@ -147,19 +147,26 @@ class LlguidanceParityTest {
 
     @BeforeAll
     static void open() throws Exception {
-        assertTrue(Files.isRegularFile(DEFAULT_DIR.resolve("tokenizer.json")),
+        assertTrue(
+                Files.isRegularFile(DEFAULT_DIR.resolve("tokenizer.json")),
                 "the default model is missing at " + DEFAULT_DIR + " (run ./mlx-ring setup)");
         work = ProjectHome.get().resolve("build/oracle");
         Files.createDirectories(work.resolve("llguidance"));
-        PythonScript.run("oracle/make_tiny_models.py", 600,
+        PythonScript.run(
+                "oracle/make_tiny_models.py",
+                600,
                 List.of("--out", work.resolve("models").toString(), "--only", String.join(",", TINY)));
-        vocab = JSON.readTree(DEFAULT_DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
+        vocab = JSON.readTree(DEFAULT_DIR.resolve("config.json").toFile())
+                .path("vocab_size")
+                .intValue();
         hf = HfTokenizer.load(DEFAULT_DIR);
         int[] eosIds = hf.eosTokenIds();
         assertEquals(1, eosIds.length, "the oracle's matcher takes one EOS id");
         eos = eosIds[0];
-        tokenizer = ConstraintTokenizer.create(ConstraintVocabulary.fromTokenizerJson(
-                DEFAULT_DIR.resolve("tokenizer.json"), vocab), eosIds, text -> hf.encode(text, false));
+        tokenizer = ConstraintTokenizer.create(
+                ConstraintVocabulary.fromTokenizerJson(DEFAULT_DIR.resolve("tokenizer.json"), vocab),
+                eosIds,
+                text -> hf.encode(text, false));
         compiler = new ConstraintCompiler(tokenizer);
     }
 
@@ -184,11 +191,12 @@ class LlguidanceParityTest {
         Map<String, Object> seeded = sampling("temp", 0.9, "top_k", 40, "seed", 7);
         Map<String, Object> seededTopP = sampling("temp", 1.0, "top_p", 0.95, "seed", 11);
         // A bias and a penalty ahead of the mask (mlx-lm's processors first, the constraint last).
-        Map<String, Object> penalties = sampling("temp", 0.7, "seed", 5, "logit_bias", Map.of("28", 3.0, "90", -2.0),
-                "repetition_penalty", 1.3);
+        Map<String, Object> penalties = sampling(
+                "temp", 0.7, "seed", 5, "logit_bias", Map.of("28", 3.0, "90", -2.0), "repetition_penalty", 1.3);
         List<Cell> cells = List.of(
                 new Cell("default/greedy", "default", null, ALL, 14),
-                new Cell("default/seeded", "default", seeded, List.of("nested", "ref", "nullable", "regex", "lark"), 14),
+                new Cell(
+                        "default/seeded", "default", seeded, List.of("nested", "ref", "nullable", "regex", "lark"), 14),
                 new Cell("llama-serve/greedy", "llama-serve", null, ALL, 24),
                 new Cell("llama-serve/seeded-top-p", "llama-serve", seededTopP, ALL, 24),
                 new Cell("llama-serve/penalties", "llama-serve", penalties, ALL, 24),
@@ -200,23 +208,33 @@ class LlguidanceParityTest {
         Map<String, Object> seeded = sampling("temp", 0.9, "top_k", 40, "seed", 3);
         Map<String, Object> seededTopP = sampling("temp", 1.0, "top_p", 0.9, "seed", 21);
         List<BatchCell> cells = List.of(
-                new BatchCell("batch/default", "default", 8, 32, List.of(
-                        new Row(0, "Give me a person as JSON.", "nested", null, 12),
-                        new Row(0, "Write anything.", null, null, 10),
-                        new Row(1, "Answer yes or no.", "regex", seeded, 12),
-                        new Row(2, "Key-value pairs:", "lark", seededTopP, 10))),
-                new BatchCell("batch/llama-serve", "llama-serve", 4, 8, List.of(
-                        new Row(0, "Give me a person as JSON.", "nested", null, 20),
-                        new Row(0, "Some tags please.", "array", seeded, 20),
-                        new Row(0, "Write anything at all, as you like.", null, seededTopP, 16),
-                        new Row(1, "A color and a size.", "enum", seededTopP, 20),
-                        new Row(1, "Two points.", "ref", null, 20),
-                        new Row(2, "Phone and code.", "pattern", seeded, 20),
-                        new Row(3, "A title.", "nullable", seededTopP, 20),
-                        new Row(3, "Free text.", null, null, 12),
-                        new Row(4, "An event.", "const", seeded, 20),
-                        new Row(5, "Answer yes or no.", "regex", null, 16),
-                        new Row(6, "Key-value pairs:", "lark", seeded, 16))));
+                new BatchCell(
+                        "batch/default",
+                        "default",
+                        8,
+                        32,
+                        List.of(
+                                new Row(0, "Give me a person as JSON.", "nested", null, 12),
+                                new Row(0, "Write anything.", null, null, 10),
+                                new Row(1, "Answer yes or no.", "regex", seeded, 12),
+                                new Row(2, "Key-value pairs:", "lark", seededTopP, 10))),
+                new BatchCell(
+                        "batch/llama-serve",
+                        "llama-serve",
+                        4,
+                        8,
+                        List.of(
+                                new Row(0, "Give me a person as JSON.", "nested", null, 20),
+                                new Row(0, "Some tags please.", "array", seeded, 20),
+                                new Row(0, "Write anything at all, as you like.", null, seededTopP, 16),
+                                new Row(1, "A color and a size.", "enum", seededTopP, 20),
+                                new Row(1, "Two points.", "ref", null, 20),
+                                new Row(2, "Phone and code.", "pattern", seeded, 20),
+                                new Row(3, "A title.", "nullable", seededTopP, 20),
+                                new Row(3, "Free text.", null, null, 12),
+                                new Row(4, "An event.", "const", seeded, 20),
+                                new Row(5, "Answer yes or no.", "regex", null, 16),
+                                new Row(6, "Key-value pairs:", "lark", seeded, 16))));
         return cells.stream().filter(c -> selected(c.name()));
     }
 
@@ -235,12 +253,14 @@ class LlguidanceParityTest {
     private static Map<String, Object> spec(String grammar) {
         Grammar g = GRAMMARS.get(grammar);
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("kind", switch (g.kind()) {
-            case JSON_SCHEMA -> "json_schema";
-            case REGEX -> "regex";
-            case LARK -> "lark";
-            case GRAMMAR -> "llguidance";
-        });
+        m.put(
+                "kind",
+                switch (g.kind()) {
+                    case JSON_SCHEMA -> "json_schema";
+                    case REGEX -> "regex";
+                    case LARK -> "lark";
+                    case GRAMMAR -> "llguidance";
+                });
         m.put("source", g.source());
         m.put("tokenizer_json", DEFAULT_DIR.resolve("tokenizer.json").toString());
         m.put("vocab_size", vocab);
@@ -272,8 +292,17 @@ class LlguidanceParityTest {
         if (s == null) {
             return a;
         }
-        Map<String, String> flags = Map.of("temp", "--temp", "top_k", "--top-k", "top_p", "--top-p", "seed", "--seed",
-                "repetition_penalty", "--repetition-penalty");
+        Map<String, String> flags = Map.of(
+                "temp",
+                "--temp",
+                "top_k",
+                "--top-k",
+                "top_p",
+                "--top-p",
+                "seed",
+                "--seed",
+                "repetition_penalty",
+                "--repetition-penalty");
         for (Map.Entry<String, Object> e : s.entrySet()) {
             if (e.getKey().equals("logit_bias")) {
                 a.addAll(List.of("--logit-bias", JSON.writeValueAsString(e.getValue())));
@@ -289,15 +318,28 @@ class LlguidanceParityTest {
     void serialRunMatchesGenerateStepWithLlguidance(Cell cell) throws Exception {
         Path dir = work.resolve("llguidance");
         String file = cell.name().replace('/', '-');
-        List<int[]> prompts = cell.grammars().stream().map(g -> prompt(promptFor(g))).toList();
+        List<int[]> prompts =
+                cell.grammars().stream().map(g -> prompt(promptFor(g))).toList();
         Path promptFile = dir.resolve("prompts-" + file + ".json");
         JSON.writeValue(promptFile.toFile(), Map.of("prompts", prompts));
         Path specFile = dir.resolve("specs-" + file + ".json");
-        JSON.writeValue(specFile.toFile(), cell.grammars().stream().map(LlguidanceParityTest::spec).toList());
+        JSON.writeValue(
+                specFile.toFile(),
+                cell.grammars().stream().map(LlguidanceParityTest::spec).toList());
         Path expectedFile = dir.resolve("expected-" + file + ".json");
-        List<String> args = new ArrayList<>(List.of("--model", modelDir(cell.model()).toString(), "--prompts",
-                promptFile.toString(), "--max-tokens", String.valueOf(cell.maxTokens()), "--prefill-step-size",
-                String.valueOf(PREFILL_STEP), "--llguidance", specFile.toString(), "--out", expectedFile.toString()));
+        List<String> args = new ArrayList<>(List.of(
+                "--model",
+                modelDir(cell.model()).toString(),
+                "--prompts",
+                promptFile.toString(),
+                "--max-tokens",
+                String.valueOf(cell.maxTokens()),
+                "--prefill-step-size",
+                String.valueOf(PREFILL_STEP),
+                "--llguidance",
+                specFile.toString(),
+                "--out",
+                expectedFile.toString()));
         args.addAll(sampleFlags(cell.sampling()));
         PythonScript.run("oracle/sample.py", 900, args);
         JsonNode expected = JSON.readTree(expectedFile.toFile()).get("results");
@@ -311,20 +353,29 @@ class LlguidanceParityTest {
                 String where = cell + " " + cell.grammars().get(i);
                 List<String> digests = new ArrayList<>();
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
-                GenerationResult got = GenerateStep.run(model, prompts.get(i),
-                        new GenerationOptions(cell.maxTokens(), PREFILL_STEP, new int[] {eos}, false), params, null,
-                        compile(cell.grammars().get(i)), (token, logprobs) -> {
+                GenerationResult got = GenerateStep.run(
+                        model,
+                        prompts.get(i),
+                        new GenerationOptions(cell.maxTokens(), PREFILL_STEP, new int[] {eos}, false),
+                        params,
+                        null,
+                        compile(cell.grammars().get(i)),
+                        (token, logprobs) -> {
                             digests.add(HexFormat.of().formatHex(sha.digest(logprobs.toBytes())));
                             return true;
                         });
                 int[] want = JSON.convertValue(r.get("tokens"), int[].class);
                 assertFalse(r.get("error").asBoolean(), where + ": the oracle's matcher failed");
                 assertArrayEquals(want, got.tokens(), where + ": token ids differ from mlx-lm with llguidance");
-                assertEquals(JSON.convertValue(r.get("logprobs_sha256"), List.class), digests,
+                assertEquals(
+                        JSON.convertValue(r.get("logprobs_sha256"), List.class),
+                        digests,
                         where + ": the steps' logprobs differ from mlx-lm's");
                 List<TokenLogprobs> lps = got.tokenLogprobs();
                 for (int s = 0; s < lps.size(); s++) {
-                    assertEquals(r.get("chosen_logprob").get(s).asDouble(), (double) lps.get(s).logprob(),
+                    assertEquals(
+                            r.get("chosen_logprob").get(s).asDouble(),
+                            (double) lps.get(s).logprob(),
                             where + ": step " + s + " chosen logprob");
                 }
                 boolean stopped = r.get("stopped").asBoolean();
@@ -362,8 +413,16 @@ class LlguidanceParityTest {
         Path scriptFile = dir.resolve("script-" + file + ".json");
         JSON.writeValue(scriptFile.toFile(), script);
         Path out = dir.resolve("expected-" + file + ".json");
-        PythonScript.run("oracle/batch.py", 900, List.of("--model", modelDir(cell.model()).toString(), "--script",
-                scriptFile.toString(), "--out", out.toString()));
+        PythonScript.run(
+                "oracle/batch.py",
+                900,
+                List.of(
+                        "--model",
+                        modelDir(cell.model()).toString(),
+                        "--script",
+                        scriptFile.toString(),
+                        "--out",
+                        out.toString()));
         List<List<String>> expected = new ArrayList<>();
         for (JsonNode step : JSON.readTree(out.toFile()).get("steps")) {
             List<String> s = new ArrayList<>();
@@ -378,15 +437,19 @@ class LlguidanceParityTest {
         List<List<String>> got = new ArrayList<>();
         MessageDigest sha = MessageDigest.getInstance("SHA-256");
         try (LanguageModel model = Models.load(modelDir(cell.model()));
-                BatchGenerator gen = new BatchGenerator(model, PREFILL_STEP, cell.prefillBatch(),
-                        cell.completionBatch(), null)) {
+                BatchGenerator gen =
+                        new BatchGenerator(model, PREFILL_STEP, cell.prefillBatch(), cell.completionBatch(), null)) {
             int finished = 0;
             for (int step = 0; finished < cell.rows().size(); step++) {
                 assertFalse(step > 10_000, "the script does not finish");
                 for (Row r : cell.rows()) {
                     if (r.at() == step) {
-                        gen.insert(new BatchRequest(prompt(r.prompt()), null, r.maxTokens(),
-                                params(r.sampling(), false), new int[] {eos},
+                        gen.insert(new BatchRequest(
+                                prompt(r.prompt()),
+                                null,
+                                r.maxTokens(),
+                                params(r.sampling(), false),
+                                new int[] {eos},
                                 r.grammar() == null ? null : compile(r.grammar())));
                     }
                 }
@@ -401,7 +464,8 @@ class LlguidanceParityTest {
             }
             assertTrue(gen.idle(), "every row finished but the generator is not idle");
         }
-        assertTrue(expected.stream().flatMap(List::stream).anyMatch(s -> s.contains(":stop:")),
+        assertTrue(
+                expected.stream().flatMap(List::stream).anyMatch(s -> s.contains(":stop:")),
                 cell + ": no row reached the end of its grammar (the cell never checks the EOS step)");
         for (int i = 0; i < Math.min(expected.size(), got.size()); i++) {
             assertEquals(expected.get(i), got.get(i), cell + ": call " + i + " (uid:token:finish:logprobs sha256)");

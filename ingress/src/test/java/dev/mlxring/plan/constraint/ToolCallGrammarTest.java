@@ -43,25 +43,34 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ToolCallGrammarTest {
     private static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final List<String> ADDED = List.of("<tool_call>", "</tool_call>", "<think>", "</think>",
-            "[TOOL_CALLS]", "[ARGS]");
+    private static final List<String> ADDED =
+            List.of("<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "[ARGS]");
     private static final String WEATHER = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"},"
             + "\"days\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"city\",\"days\"],"
             + "\"additionalProperties\":false}";
-    private static final String TIME = "{\"type\":\"object\",\"properties\":{\"zone\":{\"enum\":[\"UTC\",\"CET\"]}},"
-            + "\"required\":[\"zone\"]}";
+    private static final String TIME =
+            "{\"type\":\"object\",\"properties\":{\"zone\":{\"enum\":[\"UTC\",\"CET\"]}}," + "\"required\":[\"zone\"]}";
 
     @TempDir
     static Path tmp;
+
     private static Model plain;
     private static Model special;
 
     /** One tokenizer with its llguidance view and a compiler. */
-    record Model(String name, HfTokenizer hf, ConstraintVocabulary vocabulary, ConstraintTokenizer tokenizer,
+    record Model(
+            String name,
+            HfTokenizer hf,
+            ConstraintVocabulary vocabulary,
+            ConstraintTokenizer tokenizer,
             ConstraintCompiler compiler) {
         ToolSyntax syntax(String format, boolean thinks) {
-            return ToolSyntax.of(format, thinks ? "<think>" : null, thinks ? "</think>" : null,
-                    text -> hf.encode(text, false), vocabulary);
+            return ToolSyntax.of(
+                    format,
+                    thinks ? "<think>" : null,
+                    thinks ? "</think>" : null,
+                    text -> hf.encode(text, false),
+                    vocabulary);
         }
 
         int[] encode(String text) {
@@ -76,13 +85,22 @@ class ToolCallGrammarTest {
 
     @BeforeAll
     static void open() throws Exception {
-        int vocab = JSON.readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
+        int vocab = JSON.readTree(DIR.resolve("config.json").toFile())
+                .path("vocab_size")
+                .intValue();
         plain = model("plain markers", DIR, vocab);
-        ObjectNode json = (ObjectNode) JSON.readTree(DIR.resolve("tokenizer.json").toFile());
+        ObjectNode json =
+                (ObjectNode) JSON.readTree(DIR.resolve("tokenizer.json").toFile());
         ArrayNode added = (ArrayNode) json.get("added_tokens");
         for (int i = 0; i < ADDED.size(); i++) {
-            added.addObject().put("id", vocab + i).put("content", ADDED.get(i)).put("single_word", false)
-                    .put("lstrip", false).put("rstrip", false).put("normalized", false).put("special", false);
+            added.addObject()
+                    .put("id", vocab + i)
+                    .put("content", ADDED.get(i))
+                    .put("single_word", false)
+                    .put("lstrip", false)
+                    .put("rstrip", false)
+                    .put("normalized", false)
+                    .put("special", false);
         }
         Path dir = Files.createDirectories(tmp.resolve("added"));
         JSON.writeValue(dir.resolve("tokenizer.json").toFile(), json);
@@ -112,8 +130,11 @@ class ToolCallGrammarTest {
     }
 
     private static Map<String, Object> tool(String name, String parameters, boolean strict) throws Exception {
-        return Map.of("type", "function", "function", Map.of("name", name, "parameters",
-                JSON.readValue(parameters, Map.class), "strict", strict));
+        return Map.of(
+                "type",
+                "function",
+                "function",
+                Map.of("name", name, "parameters", JSON.readValue(parameters, Map.class), "strict", strict));
     }
 
     private static List<Map<String, Object>> tools() throws Exception {
@@ -180,24 +201,26 @@ class ToolCallGrammarTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void aForcedJsonToolsCallPassesAndTheSinkParsesItBack(Model m) throws Exception {
-        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.named("get_weather", true),
-                m.syntax("json_tools", false), false);
+        OutputConstraint g = ToolCallGrammar.forTools(
+                tools(), ToolChoice.named("get_weather", true), m.syntax("json_tools", false), false);
         assertEquals(OutputConstraint.Kind.LARK, g.kind());
         String text = jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": 3}");
         assertEquals(-1, walk(m, g, text), g.source());
         List<ToolCall> calls = parse(ToolCallParsers.forType("json_tools").orElseThrow(), text, tools());
         assertEquals(List.of(new ToolCall("get_weather", Map.of("city", "Paris", "days", 3), null)), calls);
-        String compact = "<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\",\"days\":1}}</tool_call>";
+        String compact =
+                "<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\",\"days\":1}}</tool_call>";
         assertEquals(-1, walk(m, g, compact), "json.loads' whitespace is optional");
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void anotherFunctionOrBadArgumentsAreMaskedAtTheFirstWrongToken(Model m) throws Exception {
-        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.named("get_weather", true),
-                m.syntax("json_tools", false), false);
+        OutputConstraint g = ToolCallGrammar.forTools(
+                tools(), ToolChoice.named("get_weather", true), m.syntax("json_tools", false), false);
         String right = jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": 3}");
-        for (String wrong : List.of(jsonCall("get_time", "{\"zone\": \"UTC\"}"),
+        for (String wrong : List.of(
+                jsonCall("get_time", "{\"zone\": \"UTC\"}"),
                 jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": \"three\"}"),
                 jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": 0}"),
                 jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": 3, \"x\": 1}"),
@@ -216,39 +239,51 @@ class ToolCallGrammarTest {
         assertEquals(-1, walk(m, parallel, weather));
         assertEquals(-1, walk(m, parallel, time));
         assertEquals(-1, walk(m, parallel, weather + "\n" + time));
-        assertEquals(List.of("get_weather", "get_time"), parse(ToolCallParsers.forType("json_tools").orElseThrow(),
-                weather + "\n" + time, tools()).stream().map(ToolCall::name).toList());
-        assertEquals(divergence(m, time, jsonCall("get_time", "{\"zone\": \"PST\"}")),
-                walk(m, parallel, jsonCall("get_time", "{\"zone\": \"PST\"}")), "the enum is enforced");
+        assertEquals(
+                List.of("get_weather", "get_time"),
+                parse(ToolCallParsers.forType("json_tools").orElseThrow(), weather + "\n" + time, tools()).stream()
+                        .map(ToolCall::name)
+                        .toList());
+        assertEquals(
+                divergence(m, time, jsonCall("get_time", "{\"zone\": \"PST\"}")),
+                walk(m, parallel, jsonCall("get_time", "{\"zone\": \"PST\"}")),
+                "the enum is enforced");
         OutputConstraint single = ToolCallGrammar.forTools(tools(), ToolChoice.required(false), syntax, false);
         assertEquals(-1, walk(m, single, weather));
-        assertEquals(m.encode(weather).length, walk(m, single, weather + "\n" + time),
+        assertEquals(
+                m.encode(weather).length,
+                walk(m, single, weather + "\n" + time),
                 "nothing but the end may follow the one call");
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void aReasoningBlockIsFreeBeforeTheCall(Model m) throws Exception {
-        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.required(true),
-                m.syntax("json_tools", true), false);
+        OutputConstraint g =
+                ToolCallGrammar.forTools(tools(), ToolChoice.required(true), m.syntax("json_tools", true), false);
         String call = jsonCall("get_time", "{\"zone\": \"UTC\"}");
         String thought = "The user wants the time: {\"zone\"?} <b>tags</b> and </thin are fine.\n";
         assertEquals(-1, walk(m, g, call), "the block is optional");
         assertEquals(-1, walk(m, g, "<think>\n" + thought + "</think>\n\n" + call));
-        assertEquals(List.of(new ToolCall("get_time", Map.of("zone", "UTC"), null)),
-                parse(ToolCallParsers.forType("json_tools").orElseThrow(), "<think>\n" + thought + "</think>\n\n"
-                        + call, tools()));
+        assertEquals(
+                List.of(new ToolCall("get_time", Map.of("zone", "UTC"), null)),
+                parse(
+                        ToolCallParsers.forType("json_tools").orElseThrow(),
+                        "<think>\n" + thought + "</think>\n\n" + call,
+                        tools()));
         String early = "<think>\nnow <tool_call>";
         int refused = walk(m, g, early + " {}</think>" + call);
-        assertTrue(refused >= m.encode("<think>\nnow ").length && refused < m.encode(early).length,
+        assertTrue(
+                refused >= m.encode("<think>\nnow ").length && refused < m.encode(early).length,
                 "a call start inside the block is refused (the sink would leave the block there): " + refused);
 
-        OutputConstraint open = ToolCallGrammar.forTools(tools(), ToolChoice.required(true),
-                m.syntax("json_tools", true), true);
+        OutputConstraint open =
+                ToolCallGrammar.forTools(tools(), ToolChoice.required(true), m.syntax("json_tools", true), true);
         assertEquals(-1, walk(m, open, thought + "</think>\n" + call), "the prompt opened the block");
         assertEquals(m.encode(thought).length, walk(m, open, thought), "the open block must be closed");
         refused = walk(m, open, call);
-        assertTrue(refused >= 0 && refused < m.encode("<tool_call>").length,
+        assertTrue(
+                refused >= 0 && refused < m.encode("<tool_call>").length,
                 "a call cannot start inside the open block: " + refused);
     }
 
@@ -256,8 +291,8 @@ class ToolCallGrammarTest {
     @MethodSource("models")
     void strictToolsUnderAutoLeaveTextFreeAndHoldCallsToTheSchema(Model m) throws Exception {
         List<Map<String, Object>> tools = List.of(tool("get_weather", WEATHER, true), tool("get_time", TIME, false));
-        OutputConstraint g = ToolCallGrammar.forTools(tools, ToolChoice.auto(true), m.syntax("json_tools", false),
-                false);
+        OutputConstraint g =
+                ToolCallGrammar.forTools(tools, ToolChoice.auto(true), m.syntax("json_tools", false), false);
         String call = jsonCall("get_weather", "{\"city\": \"Paris\", \"days\": 3}");
         assertEquals(-1, walk(m, g, "It is sunny in Paris < 30 degrees."));
         assertEquals(-1, walk(m, g, "Let me check.\n" + call + "\nDone."));
@@ -269,22 +304,23 @@ class ToolCallGrammarTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void autoWithoutParallelCallsAllowsTextAndAtMostOneCallOfAnyArguments(Model m) throws Exception {
-        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.auto(false), m.syntax("json_tools", false),
-                false);
+        OutputConstraint g =
+                ToolCallGrammar.forTools(tools(), ToolChoice.auto(false), m.syntax("json_tools", false), false);
         String call = jsonCall("get_time", "{\"anything\": [1, 2]}");
         assertEquals(-1, walk(m, g, "No call needed."));
         assertEquals(-1, walk(m, g, "Checking.\n" + call + "\nDone."), "no tool is strict: any arguments");
         String twice = call + "\n" + call;
         int refused = walk(m, g, twice);
-        assertTrue(refused >= m.encode(call).length && refused < m.encode(twice).length,
+        assertTrue(
+                refused >= m.encode(call).length && refused < m.encode(twice).length,
                 "a second call is masked out within its start marker: " + refused);
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void mistralListAndHeaderCallsPassAndTheSinkParsesThem(Model m) throws Exception {
-        OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.named("get_time", true),
-                m.syntax("mistral", false), false);
+        OutputConstraint g = ToolCallGrammar.forTools(
+                tools(), ToolChoice.named("get_time", true), m.syntax("mistral", false), false);
         ToolCallParser parser = ToolCallParsers.forType("mistral").orElseThrow();
         ToolCall expected = new ToolCall("get_time", Map.of("zone", "CET"), null);
         String list = "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]";
@@ -303,7 +339,11 @@ class ToolCallGrammarTest {
     private static String xmlCall(String name, String... keyValues) {
         StringBuilder b = new StringBuilder("<tool_call>\n<function=" + name + ">\n");
         for (int i = 0; i < keyValues.length; i += 2) {
-            b.append("<parameter=").append(keyValues[i]).append(">\n").append(keyValues[i + 1]).append("\n</parameter>\n");
+            b.append("<parameter=")
+                    .append(keyValues[i])
+                    .append(">\n")
+                    .append(keyValues[i + 1])
+                    .append("\n</parameter>\n");
         }
         return b.append("</function>\n</tool_call>").toString();
     }
@@ -318,9 +358,13 @@ class ToolCallGrammarTest {
         String time = xmlCall("get_time", "zone", "CET");
         assertEquals(-1, walk(m, g, weather), g.source());
         assertEquals(-1, walk(m, g, "<think>\nWeather first.\n</think>\n\n" + weather + "\n" + time));
-        assertEquals(List.of(new ToolCall("get_weather", Map.of("city", "New York\nNY", "days", 3), null),
-                new ToolCall("get_time", Map.of("zone", "CET"), null)), parse(parser, weather + "\n" + time, tools()));
-        for (String wrong : List.of(xmlCall("get_weather", "city", "Paris", "days", "three"),
+        assertEquals(
+                List.of(
+                        new ToolCall("get_weather", Map.of("city", "New York\nNY", "days", 3), null),
+                        new ToolCall("get_time", Map.of("zone", "CET"), null)),
+                parse(parser, weather + "\n" + time, tools()));
+        for (String wrong : List.of(
+                xmlCall("get_weather", "city", "Paris", "days", "three"),
                 xmlCall("get_weather", "city", "Paris", "days", "0"),
                 xmlCall("get_weather", "city", "Paris"),
                 xmlCall("get_time", "zone", "PST"),
@@ -330,34 +374,50 @@ class ToolCallGrammarTest {
         }
         String early = xmlCall("get_weather", "city", "Paris </tool_call> x", "days", "3");
         int refused = walk(m, g, early);
-        assertTrue(refused > m.encode(early.substring(0, early.indexOf("Paris"))).length
-                && refused < m.encode(early.substring(0, early.indexOf(" x"))).length,
+        assertTrue(
+                refused > m.encode(early.substring(0, early.indexOf("Paris"))).length
+                        && refused < m.encode(early.substring(0, early.indexOf(" x"))).length,
                 "a value cannot end the call early: " + refused);
         List<Map<String, Object>> loose = List.of(tool("get_weather", WEATHER, true), tool("get_time", TIME, false));
         OutputConstraint auto = ToolCallGrammar.forTools(loose, ToolChoice.auto(true), syntax, false);
         assertEquals(-1, walk(m, auto, "No call needed."));
-        assertEquals(-1, walk(m, auto, "Checking.\n" + xmlCall("get_time", "anything", "goes")),
-                "get_time is not strict");
+        assertEquals(
+                -1, walk(m, auto, "Checking.\n" + xmlCall("get_time", "anything", "goes")), "get_time is not strict");
     }
 
     @Test
     void qwen3CoderValuesTheRawTextCannotHoldAreRefused() throws Exception {
         ToolSyntax syntax = plain.syntax("qwen3_coder", false);
         for (String[] c : new String[][] {
-                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}",
-                        "tools[0].function.parameters /properties/a: keyword 'pattern'"},
-                {"{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,2]}}}",
-                        "tools[0].function.parameters /properties/a: qwen3_coder's raw-text values hold an enum"},
-                {"{\"type\":\"object\",\"properties\":{\"a\":{\"anyOf\":[{\"type\":\"string\"}]}}}",
-                        "tools[0].function.parameters /properties/a: qwen3_coder converts a value by its property's"},
-                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}}}",
-                        "tools[0].function.parameters /properties/a: qwen3_coder converts"},
-                {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[\"NULL\"]}}}",
-                        "reads the value 'NULL' as null"},
-                {"{\"type\":\"object\",\"properties\":{},\"required\":[\"b\"]}",
-                        "tools[0].function.parameters /required: 'b' is not in properties"}}) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
-                    List.of(tool("f", c[0], false)), ToolChoice.required(true), syntax, false));
+            {
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}",
+                "tools[0].function.parameters /properties/a: keyword 'pattern'"
+            },
+            {
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,2]}}}",
+                "tools[0].function.parameters /properties/a: qwen3_coder's raw-text values hold an enum"
+            },
+            {
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"anyOf\":[{\"type\":\"string\"}]}}}",
+                "tools[0].function.parameters /properties/a: qwen3_coder converts a value by its property's"
+            },
+            {
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]}}}",
+                "tools[0].function.parameters /properties/a: qwen3_coder converts"
+            },
+            {
+                "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"enum\":[\"NULL\"]}}}",
+                "reads the value 'NULL' as null"
+            },
+            {
+                "{\"type\":\"object\",\"properties\":{},\"required\":[\"b\"]}",
+                "tools[0].function.parameters /required: 'b' is not in properties"
+            }
+        }) {
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> ToolCallGrammar.forTools(
+                            List.of(tool("f", c[0], false)), ToolChoice.required(true), syntax, false));
             assertTrue(e.getMessage().startsWith(c[1]) || e.getMessage().contains(c[1]), e.getMessage());
         }
     }
@@ -365,43 +425,73 @@ class ToolCallGrammarTest {
     @Test
     void formatsNotCoveredAreRefusedNamingTheFormat() {
         for (String format : List.of("pythonic", "gemma4", "glm47")) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
-                    tools(), ToolChoice.required(true), plain.syntax(format, false), false));
-            assertEquals("tool_choice \"required\" is not supported for this model's tool format " + format
-                    + " (supported: json_tools, mistral, qwen3_coder)", e.getMessage());
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> ToolCallGrammar.forTools(
+                            tools(), ToolChoice.required(true), plain.syntax(format, false), false));
+            assertEquals(
+                    "tool_choice \"required\" is not supported for this model's tool format " + format
+                            + " (supported: json_tools, mistral, qwen3_coder)",
+                    e.getMessage());
         }
-        IllegalArgumentException strict = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
-                List.of(tool("get_time", TIME, true)), ToolChoice.auto(true), plain.syntax("pythonic", false), false));
-        assertTrue(strict.getMessage().startsWith("tool_choice \"auto\" with strict tools is not supported for this "
-                + "model's tool format pythonic"), strict.getMessage());
-        IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ToolCallGrammar.forTools(
-                tools(), ToolChoice.named("get_time", true), plain.syntax(null, false), false));
+        IllegalArgumentException strict = assertThrows(
+                IllegalArgumentException.class,
+                () -> ToolCallGrammar.forTools(
+                        List.of(tool("get_time", TIME, true)),
+                        ToolChoice.auto(true),
+                        plain.syntax("pythonic", false),
+                        false));
+        assertTrue(
+                strict.getMessage()
+                        .startsWith("tool_choice \"auto\" with strict tools is not supported for this "
+                                + "model's tool format pythonic"),
+                strict.getMessage());
+        IllegalArgumentException none = assertThrows(
+                IllegalArgumentException.class,
+                () -> ToolCallGrammar.forTools(
+                        tools(), ToolChoice.named("get_time", true), plain.syntax(null, false), false));
         assertTrue(none.getMessage().contains("this model has none"), none.getMessage());
     }
 
     @Test
     void whatCannotBeEnforcedIsRefusedNamingIt() throws Exception {
         ToolSyntax syntax = plain.syntax("json_tools", false);
-        List<Map<String, Object>> unique = List.of(tool("get_time", TIME, false), tool("tags",
-                "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"array\",\"uniqueItems\":true}}}", false));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        List<Map<String, Object>> unique = List.of(
+                tool("get_time", TIME, false),
+                tool(
+                        "tags",
+                        "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"array\",\"uniqueItems\":true}}}",
+                        false));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(unique, ToolChoice.required(true), syntax, false));
-        assertTrue(e.getMessage().startsWith("tools[1].function.parameters: keyword 'uniqueItems' at /properties/t "
-                + "is not supported"), e.getMessage());
-        // a choice naming another tool leaves that schema out: nothing to refuse
-        assertEquals(-1, walk(plain, ToolCallGrammar.forTools(unique, ToolChoice.named("get_time", true), syntax,
-                false), jsonCall("get_time", "{\"zone\": \"UTC\"}")));
-        e = assertThrows(IllegalArgumentException.class,
-                () -> ToolCallGrammar.forTools(tools(), ToolChoice.named("get_date", true), syntax, false));
-        assertTrue(e.getMessage().contains("'get_date'") && e.getMessage().contains("no such function"),
+        assertTrue(
+                e.getMessage()
+                        .startsWith("tools[1].function.parameters: keyword 'uniqueItems' at /properties/t "
+                                + "is not supported"),
                 e.getMessage());
-        e = assertThrows(IllegalArgumentException.class,
+        // a choice naming another tool leaves that schema out: nothing to refuse
+        assertEquals(
+                -1,
+                walk(
+                        plain,
+                        ToolCallGrammar.forTools(unique, ToolChoice.named("get_time", true), syntax, false),
+                        jsonCall("get_time", "{\"zone\": \"UTC\"}")));
+        e = assertThrows(
+                IllegalArgumentException.class,
+                () -> ToolCallGrammar.forTools(tools(), ToolChoice.named("get_date", true), syntax, false));
+        assertTrue(
+                e.getMessage().contains("'get_date'") && e.getMessage().contains("no such function"), e.getMessage());
+        e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(tools(), ToolChoice.auto(true), syntax, false));
         assertTrue(e.getMessage().contains("no tool is strict and calls may be parallel"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class,
+        e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(tools(), ToolChoice.required(true), syntax, true));
         assertTrue(e.getMessage().contains("no think markers"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class,
+        e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(List.of(), ToolChoice.required(true), syntax, false));
         assertTrue(e.getMessage().contains("at least one tool"), e.getMessage());
     }
@@ -409,36 +499,41 @@ class ToolCallGrammarTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("models")
     void aMarkerOfASpecialTokenAndTextIsWrittenPieceByPiece(Model m) throws Exception {
-        ToolSyntax syntax = ToolSyntax.of("json_tools", "<think>\n", "</think>", text -> m.encode(text),
-                m.vocabulary());
+        ToolSyntax syntax =
+                ToolSyntax.of("json_tools", "<think>\n", "</think>", text -> m.encode(text), m.vocabulary());
         List<MarkerPiece> pieces = syntax.pieces().apply("<think>\n");
         assertEquals(String.join("", pieces.stream().map(MarkerPiece::text).toList()), "<think>\n");
         assertEquals(m == special, pieces.getFirst().isSpecial(), pieces.toString());
         OutputConstraint g = ToolCallGrammar.forTools(tools(), ToolChoice.required(true), syntax, false);
         String call = jsonCall("get_time", "{\"zone\": \"UTC\"}");
         assertEquals(-1, walk(m, g, "<think>\nShort.</think>" + call), g.source());
-        assertEquals(m.encode("<think>\nShort.</think>").length,
-                walk(m, g, "<think>\nShort.</think>Sure! " + call), "after the block only calls");
+        assertEquals(
+                m.encode("<think>\nShort.</think>").length,
+                walk(m, g, "<think>\nShort.</think>Sure! " + call),
+                "after the block only calls");
     }
 
     @Test
     void aMarkerThatFreeTextCannotEndAtIsRefused() {
-        ToolSyntax syntax = ToolSyntax.of("json_tools", "<think>", "\n</think>", text -> special.encode(text),
-                special.vocabulary());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        ToolSyntax syntax = ToolSyntax.of(
+                "json_tools", "<think>", "\n</think>", text -> special.encode(text), special.vocabulary());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> ToolCallGrammar.forTools(tools(), ToolChoice.required(true), syntax, false));
         assertTrue(e.getMessage().startsWith("marker \n</think> starts with text"), e.getMessage());
     }
 
     @Test
     void markersThatAreAddedTokensAreWrittenAsThoseTokens() throws Exception {
-        String source = ToolCallGrammar.forTools(tools(), ToolChoice.required(true), special.syntax("json_tools", true),
-                false).source();
+        String source = ToolCallGrammar.forTools(
+                        tools(), ToolChoice.required(true), special.syntax("json_tools", true), false)
+                .source();
         int start = special.hf().tokenId("<tool_call>").orElseThrow();
         assertTrue(source.contains("<[" + start + "]>"), source);
         assertFalse(source.contains("\"<tool_call>\""), source);
-        String plainSource = ToolCallGrammar.forTools(tools(), ToolChoice.required(true),
-                plain.syntax("json_tools", true), false).source();
+        String plainSource = ToolCallGrammar.forTools(
+                        tools(), ToolChoice.required(true), plain.syntax("json_tools", true), false)
+                .source();
         assertTrue(plainSource.contains("\"<tool_call>\""), plainSource);
     }
 }

@@ -62,8 +62,15 @@ import org.openjdk.jmh.runner.IterationType;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 1, jvmArgs = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
-        "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "-Xms1g", "-Xmx1g"})
+@Fork(
+        value = 1,
+        jvmArgs = {
+            "--enable-native-access=ALL-UNNAMED",
+            "--sun-misc-unsafe-memory-access=allow",
+            "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+            "-Xms1g",
+            "-Xmx1g"
+        })
 public class PipelineBenchmark {
     public static final int STREAM_TOKENS = 4096;
     public static final int PACED_TOKENS = 256;
@@ -123,10 +130,18 @@ public class PipelineBenchmark {
                 default -> throw new IllegalArgumentException("waiter: park or yield, got " + waiter);
             };
             EngineConfig d = EngineConfig.defaults().withWaitMode(waitMode);
-            EngineConfig c = new EngineConfig(d.requestRingSize(), d.tokenRingSize(), prepShards, d.maxQueued(),
-                    d.creditsPerSession(), d.idleConsumerTimeoutNs(), d.maxTopLogprobs(), waitMode);
+            EngineConfig c = new EngineConfig(
+                    d.requestRingSize(),
+                    d.tokenRingSize(),
+                    prepShards,
+                    d.maxQueued(),
+                    d.creditsPerSession(),
+                    d.idleConsumerTimeoutNs(),
+                    d.maxTopLogprobs(),
+                    waitMode);
             engine = TrivialStages.engine(c, 1, 0, stamps, null, null);
-            probe = new Probe("firstSpan", waitMode.name() + "/" + waiter + (prepShards == 2 ? "" : "/prep" + prepShards));
+            probe = new Probe(
+                    "firstSpan", waitMode.name() + "/" + waiter + (prepShards == 2 ? "" : "/prep" + prepShards));
         }
 
         @Setup(Level.Iteration)
@@ -208,8 +223,16 @@ public class PipelineBenchmark {
             EngineConfig d = EngineConfig.defaults().withWaitMode(waitMode);
             EngineConfig c = switch (window) {
                 case "default" -> d;
-                case "unbounded" -> new EngineConfig(d.requestRingSize(), 2 * STREAM_TOKENS, d.prepShards(),
-                        d.maxQueued(), 4 * STREAM_TOKENS, d.idleConsumerTimeoutNs(), d.maxTopLogprobs(), waitMode);
+                case "unbounded" ->
+                    new EngineConfig(
+                            d.requestRingSize(),
+                            2 * STREAM_TOKENS,
+                            d.prepShards(),
+                            d.maxQueued(),
+                            4 * STREAM_TOKENS,
+                            d.idleConsumerTimeoutNs(),
+                            d.maxTopLogprobs(),
+                            waitMode);
                 default -> throw new IllegalArgumentException("window: default or unbounded, got " + window);
             };
             engine = TrivialStages.engine(c, STREAM_TOKENS, 0, null, null, null);
@@ -253,8 +276,13 @@ public class PipelineBenchmark {
 
         @Setup(Level.Trial)
         public void start() {
-            engine = TrivialStages.engine(EngineConfig.defaults().withWaitMode(waitMode), PACED_TOKENS,
-                    paceUs * 1000, null, tokenStamps, execGaps);
+            engine = TrivialStages.engine(
+                    EngineConfig.defaults().withWaitMode(waitMode),
+                    PACED_TOKENS,
+                    paceUs * 1000,
+                    null,
+                    tokenStamps,
+                    execGaps);
             probe = new Probe("paced", waitMode.name() + "/" + paceUs + "us");
         }
 

@@ -130,9 +130,17 @@ final class Probe {
         StringBuilder out = new StringBuilder();
         for (var e : samples.entrySet()) {
             long[] s = e.getValue().sorted();
-            out.append(String.format(Locale.ROOT, "%s\t%s\tlatency\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f%n", bench, config,
-                    e.getKey(), s.length, us(Samples.percentile(s, 50)), us(Samples.percentile(s, 90)),
-                    us(Samples.percentile(s, 99)), us(Samples.percentile(s, 99.9)),
+            out.append(String.format(
+                    Locale.ROOT,
+                    "%s\t%s\tlatency\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f%n",
+                    bench,
+                    config,
+                    e.getKey(),
+                    s.length,
+                    us(Samples.percentile(s, 50)),
+                    us(Samples.percentile(s, 90)),
+                    us(Samples.percentile(s, 99)),
+                    us(Samples.percentile(s, 99.9)),
                     us(s.length == 0 ? Double.NaN : s[s.length - 1])));
         }
         Map<String, Double> perUnit = new LinkedHashMap<>();
@@ -144,13 +152,13 @@ final class Probe {
             total += b;
         }
         for (var e : perUnit.entrySet()) {
-            out.append(String.format(Locale.ROOT, "%s\t%s\talloc\t%s\t%d\t%.3f%n", bench, config, e.getKey(), n,
-                    e.getValue()));
+            out.append(String.format(
+                    Locale.ROOT, "%s\t%s\talloc\t%s\t%d\t%.3f%n", bench, config, e.getKey(), n, e.getValue()));
         }
         out.append(String.format(Locale.ROOT, "%s\t%s\talloc\tall threads\t%d\t%.3f%n", bench, config, n, total));
         out.append(String.format(Locale.ROOT, "%s\t%s\tcpu\tprocess cores\t%d\t%.2f%n", bench, config, n, cores));
-        out.append(String.format(Locale.ROOT, "%s\t%s\tunits\t%s\t%d\t%.1f%n", bench, config, unit, n,
-                n / (wall / 1e9)));
+        out.append(
+                String.format(Locale.ROOT, "%s\t%s\tunits\t%s\t%d\t%.1f%n", bench, config, unit, n, n / (wall / 1e9)));
         System.out.print(out);
         String file = System.getProperty("mlxring.pipeline.probe");
         if (file != null) {

@@ -67,10 +67,16 @@ public final class TrivialStages {
      * @param execGaps per token after a session's first: the time the exec thread spent outside
      *     {@code advance()} between two tokens (publishing, the loop's safe-point checks), or null
      */
-    public static Engine engine(EngineConfig config, int maxTokens, long paceNs, Stamps stamps, long[] tokenStamps,
+    public static Engine engine(
+            EngineConfig config,
+            int maxTokens,
+            long paceNs,
+            Stamps stamps,
+            long[] tokenStamps,
             Probe.Samples execGaps) {
         PreparedPrompt prepared = new PreparedPrompt(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 8);
-        ExecutionPlan plan = new ExecutionPlan("bench", prepared, SamplingParams.GREEDY, maxTokens, new int[0], List.of(), false, 0);
+        ExecutionPlan plan =
+                new ExecutionPlan("bench", prepared, SamplingParams.GREEDY, maxTokens, new int[0], List.of(), false, 0);
         return Engine.builder()
                 .config(config)
                 .preparer(r -> {

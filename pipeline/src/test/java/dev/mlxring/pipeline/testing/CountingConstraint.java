@@ -27,10 +27,12 @@ public final class CountingConstraint implements TokenConstraint {
 
     /** Allows every token and ignores what it consumes. */
     public static CountingConstraint allowingEverything() {
-        return new CountingConstraint(words -> {
-            Arrays.fill(words, -1);
-            return true;
-        }, token -> {});
+        return new CountingConstraint(
+                words -> {
+                    Arrays.fill(words, -1);
+                    return true;
+                },
+                token -> {});
     }
 
     /** How many times {@link #close} was called. */

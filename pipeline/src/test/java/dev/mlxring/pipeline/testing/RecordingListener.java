@@ -33,6 +33,7 @@ public class RecordingListener implements GenerationListener {
     public final CountDownLatch done = new CountDownLatch(1);
     /** The session's cachedPromptTokens() as its first span arrived (-1 before any). */
     public final AtomicInteger cachedAtFirstSpan = new AtomicInteger(-1);
+
     private final boolean autoRelease;
 
     /** @param autoRelease what {@link #autoRelease()} answers */

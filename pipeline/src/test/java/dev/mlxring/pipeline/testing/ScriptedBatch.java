@@ -53,6 +53,7 @@ public final class ScriptedBatch implements ExecutionBatch {
         final ExecutionPlan plan;
         /** The script, null for counting ({@link ScriptedExecutor#idAt}). */
         final int[] ids;
+
         int prefillLeft;
         int produced;
 

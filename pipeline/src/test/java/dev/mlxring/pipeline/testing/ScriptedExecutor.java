@@ -40,6 +40,7 @@ public final class ScriptedExecutor implements Executor {
 
     /** The ids per plan; null for 1, 2, 3, ... without end (the run ends at max_tokens). */
     private final Function<ExecutionPlan, int[]> script;
+
     private final boolean alternatives;
 
     /** Runs opened, all runs together. */

@@ -119,8 +119,10 @@ public final class ConstraintCompiler implements AutoCloseable {
         try {
             think = ToolCallGrammar.reasoningRules(rules, syntax, open);
         } catch (IllegalArgumentException e) {
-            throw new RequestException(ErrorType.UNSUPPORTED, inner.field() + " is not supported on this model: its "
-                    + "reasoning block cannot be left free ahead of the constraint (" + e.getMessage() + ")");
+            throw new RequestException(
+                    ErrorType.UNSUPPORTED,
+                    inner.field() + " is not supported on this model: its "
+                            + "reasoning block cannot be left free ahead of the constraint (" + e.getMessage() + ")");
         }
         grammars.addObject().put("lark_grammar", "start: " + think + "@inner\n" + rules);
         var sub = grammars.addObject().put("name", "inner");
@@ -138,8 +140,8 @@ public final class ConstraintCompiler implements AutoCloseable {
         try {
             schema = JSON.readTree(c.source());
         } catch (JsonProcessingException e) {
-            throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " is not valid JSON: "
-                    + e.getOriginalMessage());
+            throw new RequestException(
+                    ErrorType.INVALID_REQUEST, c.field() + " is not valid JSON: " + e.getOriginalMessage());
         }
         if (schema == null || !schema.isObject() && !schema.isBoolean()) {
             throw new RequestException(ErrorType.INVALID_REQUEST, c.field() + " must be a JSON Schema object");

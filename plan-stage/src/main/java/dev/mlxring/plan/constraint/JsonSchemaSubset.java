@@ -20,18 +20,50 @@ import java.util.Set;
  * Stateless; any thread.
  */
 public final class JsonSchemaSubset {
-    private static final Set<String> ENFORCED = Set.of("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
-            "$defs", "definitions", "properties", "required", "additionalProperties", "items", "prefixItems",
-            "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
-            "exclusiveMinimum", "exclusiveMaximum", "multipleOf");
-    private static final Set<String> ANNOTATIONS = Set.of("title", "description", "default", "examples", "$schema",
-            "$id", "$comment", "deprecated", "readOnly", "writeOnly");
+    private static final Set<String> ENFORCED = Set.of(
+            "type",
+            "enum",
+            "const",
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "$ref",
+            "$defs",
+            "definitions",
+            "properties",
+            "required",
+            "additionalProperties",
+            "items",
+            "prefixItems",
+            "minItems",
+            "maxItems",
+            "minLength",
+            "maxLength",
+            "pattern",
+            "format",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf");
+    private static final Set<String> ANNOTATIONS = Set.of(
+            "title",
+            "description",
+            "default",
+            "examples",
+            "$schema",
+            "$id",
+            "$comment",
+            "deprecated",
+            "readOnly",
+            "writeOnly");
     /** Keywords whose value is a schema. */
     private static final Set<String> SCHEMA_VALUED = Set.of("additionalProperties", "items");
     /** Keywords whose value is an array of schemas. */
     private static final Set<String> SCHEMA_ARRAYS = Set.of("anyOf", "oneOf", "allOf", "prefixItems");
     /** Keywords whose value is an object of schemas. */
     private static final Set<String> SCHEMA_MAPS = Set.of("properties", "$defs", "definitions");
+
     private static final int MAX_DEPTH = 64;
 
     private JsonSchemaSubset() {}

@@ -47,7 +47,8 @@ final class MatcherConstraint implements TokenConstraint {
         MemorySegment.copy(mask, ValueLayout.JAVA_INT, 0, out, 0, n);
         java.util.Arrays.fill(out, n, out.length, 0);
         if (TokenMask.allowedCount(mask) == 0) {
-            error = "the constraint allows no next token" + matcher.error().map(m -> ": " + m).orElse("");
+            error = "the constraint allows no next token"
+                    + matcher.error().map(m -> ": " + m).orElse("");
             return false;
         }
         return true;

@@ -50,6 +50,7 @@ public final class ToolCallGrammar {
     private static final ObjectMapper JSON = new ObjectMapper();
     /** The request field a compiled grammar's errors name. */
     private static final String FIELD = "tools";
+
     private static final String ANY_TEXT = "(?s:.*)";
     private static final String SPACE = "[ \\t\\r\\n]*";
 
@@ -76,18 +77,20 @@ public final class ToolCallGrammar {
      *     tool and parallel calls, an open reasoning block for a model without think markers, or a marker the
      *     tokenizer cannot write in a way the grammar can follow
      */
-    public static OutputConstraint forTools(List<Map<String, Object>> tools, ToolChoice choice, ToolSyntax syntax,
-            boolean thinkOpenInPrompt) {
+    public static OutputConstraint forTools(
+            List<Map<String, Object>> tools, ToolChoice choice, ToolSyntax syntax, boolean thinkOpenInPrompt) {
         String format = syntax.format();
         if (format == null) {
-            throw new IllegalArgumentException(choice.describe() + " needs a tool-call format, and this model has none");
+            throw new IllegalArgumentException(
+                    choice.describe() + " needs a tool-call format, and this model has none");
         }
         if (!COVERED.contains(format)) {
             throw new IllegalArgumentException(choice.describe() + " is not supported for this model's tool format "
                     + format + " (supported: " + String.join(", ", COVERED) + ")");
         }
         if (thinkOpenInPrompt && !syntax.thinks()) {
-            throw new IllegalArgumentException("the prompt opens a reasoning block, but the model has no think markers");
+            throw new IllegalArgumentException(
+                    "the prompt opens a reasoning block, but the model has no think markers");
         }
         List<Tool> callable = callable(tools, choice);
         Markers m = new Markers(syntax, format);
@@ -98,8 +101,11 @@ public final class ToolCallGrammar {
             think = thinkRules(rules, m, thinkOpenInPrompt);
         }
         if (format.equals("qwen3_coder")) {
-            XmlToolFrames.rules(rules, callable.stream().map(Tool::name).toList(),
-                    callable.stream().map(Tool::schema).toList(), callable.stream().map(Tool::at).toList());
+            XmlToolFrames.rules(
+                    rules,
+                    callable.stream().map(Tool::name).toList(),
+                    callable.stream().map(Tool::schema).toList(),
+                    callable.stream().map(Tool::at).toList());
         } else {
             frameRules(rules, callable);
         }
@@ -115,8 +121,11 @@ public final class ToolCallGrammar {
      * parser allows one newline after {@code </function>}); adds the rules they use.
      */
     private static String taggedCalls(StringBuilder g, Markers m, ToolChoice choice) {
-        g.append("call_rest: WS? ").append(m.xml ? "xframe \"\\n\"?" : "frame WS?").append(' ')
-                .append(m.rule(m.end)).append('\n');
+        g.append("call_rest: WS? ")
+                .append(m.xml ? "xframe \"\\n\"?" : "frame WS?")
+                .append(' ')
+                .append(m.rule(m.end))
+                .append('\n');
         if (choice.mode() == ToolChoice.Mode.AUTO) {
             leadRules(g, m);
             return "(lead call_rest)" + (choice.parallel() ? "*" : "?") + " TEXT";
@@ -139,7 +148,12 @@ public final class ToolCallGrammar {
 
     /** {@code lead}: free text up to and including the first call start; {@code TEXT}: free text without one. */
     private static void leadRules(StringBuilder g, Markers m) {
-        g.append("TEXT: /").append(ANY_TEXT).append("/ & ~/").append(ANY_TEXT).append(rx(m.start)).append(ANY_TEXT)
+        g.append("TEXT: /")
+                .append(ANY_TEXT)
+                .append("/ & ~/")
+                .append(ANY_TEXT)
+                .append(rx(m.start))
+                .append(ANY_TEXT)
                 .append("/\n");
         g.append(m.delimited("lead", "TEXT", m.start, null));
     }
@@ -164,8 +178,17 @@ public final class ToolCallGrammar {
         if (!open) {
             g.append("think: ").append(m.rule(m.thinkStart)).append(" think_rest\n");
         }
-        g.append("THINK_TEXT: /").append(ANY_TEXT).append("/ & ~/").append(ANY_TEXT).append('(')
-                .append(rx(m.thinkEnd)).append('|').append(rx(m.start)).append(')').append(ANY_TEXT).append("/\n");
+        g.append("THINK_TEXT: /")
+                .append(ANY_TEXT)
+                .append("/ & ~/")
+                .append(ANY_TEXT)
+                .append('(')
+                .append(rx(m.thinkEnd))
+                .append('|')
+                .append(rx(m.start))
+                .append(')')
+                .append(ANY_TEXT)
+                .append("/\n");
         g.append(m.delimited("think_rest", "THINK_TEXT", m.thinkEnd, m.start));
         return open ? "think_rest " : "think? ";
     }
@@ -178,13 +201,34 @@ public final class ToolCallGrammar {
     private static void frameRules(StringBuilder g, List<Tool> callable) {
         for (int i = 0; i < callable.size(); i++) {
             Tool t = callable.get(i);
-            g.append("args_").append(i).append(": %json ").append(t.schema == null ? "{\"type\":\"object\"}"
-                    : t.schema.toString()).append('\n');
-            g.append("frame_").append(i).append(": HEAD_").append(i).append(" WS? args_").append(i)
+            g.append("args_")
+                    .append(i)
+                    .append(": %json ")
+                    .append(t.schema == null ? "{\"type\":\"object\"}" : t.schema.toString())
+                    .append('\n');
+            g.append("frame_")
+                    .append(i)
+                    .append(": HEAD_")
+                    .append(i)
+                    .append(" WS? args_")
+                    .append(i)
                     .append(" WS? \"}\"\n");
-            g.append("HEAD_").append(i).append(": /").append(rx("{")).append(SPACE).append(rx("\"name\""))
-                    .append(SPACE).append(rx(":")).append(SPACE).append(rx(jsonString(t.name))).append(SPACE)
-                    .append(rx(",")).append(SPACE).append(rx("\"arguments\"")).append(SPACE).append(rx(":"))
+            g.append("HEAD_")
+                    .append(i)
+                    .append(": /")
+                    .append(rx("{"))
+                    .append(SPACE)
+                    .append(rx("\"name\""))
+                    .append(SPACE)
+                    .append(rx(":"))
+                    .append(SPACE)
+                    .append(rx(jsonString(t.name)))
+                    .append(SPACE)
+                    .append(rx(","))
+                    .append(SPACE)
+                    .append(rx("\"arguments\""))
+                    .append(SPACE)
+                    .append(rx(":"))
                     .append("/\n");
         }
         g.append("frame: ").append(alternatives("frame_", callable.size())).append('\n');
@@ -193,8 +237,15 @@ public final class ToolCallGrammar {
     /** Per tool, {@code hcall_i}: mistral's {@code f[ARGS]{...}}; and {@code hcall}: any of them. */
     private static void headerRules(StringBuilder g, Markers m, List<Tool> callable) {
         for (int i = 0; i < callable.size(); i++) {
-            g.append("hcall_").append(i).append(": ").append(jsonString(callable.get(i).name)).append(' ')
-                    .append(m.rule(m.argsMarker)).append(" WS? args_").append(i).append('\n');
+            g.append("hcall_")
+                    .append(i)
+                    .append(": ")
+                    .append(jsonString(callable.get(i).name))
+                    .append(' ')
+                    .append(m.rule(m.argsMarker))
+                    .append(" WS? args_")
+                    .append(i)
+                    .append('\n');
         }
         g.append("hcall: ").append(alternatives("hcall_", callable.size())).append('\n');
     }
@@ -241,8 +292,8 @@ public final class ToolCallGrammar {
             throw new IllegalArgumentException(choice.describe() + ": no such function in tools");
         }
         if (choice.mode() == ToolChoice.Mode.AUTO && !anyStrict && choice.parallel()) {
-            throw new IllegalArgumentException("no tool is strict and calls may be parallel: tool_choice auto has "
-                    + "nothing to enforce");
+            throw new IllegalArgumentException(
+                    "no tool is strict and calls may be parallel: tool_choice auto has " + "nothing to enforce");
         }
         return out;
     }
@@ -272,6 +323,7 @@ public final class ToolCallGrammar {
         final String thinkEnd;
         /** Whether calls are qwen3_coder's XML function blocks. */
         final boolean xml;
+
         private final ToolSyntax syntax;
 
         Markers(ToolSyntax syntax, String format) {
@@ -289,7 +341,8 @@ public final class ToolCallGrammar {
         String rule(String marker) {
             StringBuilder b = new StringBuilder();
             for (MarkerPiece p : syntax.pieces().apply(marker)) {
-                b.append(b.isEmpty() ? "" : " ").append(p.isSpecial() ? "<[" + p.tokenId() + "]>" : jsonString(p.text()));
+                b.append(b.isEmpty() ? "" : " ")
+                        .append(p.isSpecial() ? "<[" + p.tokenId() + "]>" : jsonString(p.text()));
             }
             return b.toString();
         }

@@ -22,13 +22,14 @@ import java.util.function.Function;
  * @param thinkEnd its closing marker ({@code ThinkMarkers.end()}), null exactly when {@code thinkStart} is
  * @param pieces a marker's text as the tokenizer writes it: special tokens and text runs, in order
  */
-public record ToolSyntax(String format, String thinkStart, String thinkEnd,
-        Function<String, List<MarkerPiece>> pieces) {
+public record ToolSyntax(
+        String format, String thinkStart, String thinkEnd, Function<String, List<MarkerPiece>> pieces) {
 
     public ToolSyntax {
         Objects.requireNonNull(pieces, "pieces");
         if ((thinkStart == null) != (thinkEnd == null)) {
-            throw new IllegalArgumentException("think markers come in pairs: start " + thinkStart + ", end " + thinkEnd);
+            throw new IllegalArgumentException(
+                    "think markers come in pairs: start " + thinkStart + ", end " + thinkEnd);
         }
         if (thinkStart != null && (thinkStart.isEmpty() || thinkEnd.isEmpty())) {
             throw new IllegalArgumentException("think markers must not be empty");
@@ -42,7 +43,11 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
      * ({@link ConstraintVocabulary#isSpecial}) are special pieces, the runs between them text.
      * A marker whose tokens do not spell it exactly is refused when a grammar asks for it.
      */
-    public static ToolSyntax of(String format, String thinkStart, String thinkEnd, Function<String, int[]> encoder,
+    public static ToolSyntax of(
+            String format,
+            String thinkStart,
+            String thinkEnd,
+            Function<String, int[]> encoder,
             ConstraintVocabulary vocabulary) {
         Objects.requireNonNull(encoder, "encoder");
         Objects.requireNonNull(vocabulary, "vocabulary");
@@ -54,12 +59,16 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
      * from {@code vocabulary} on the first marker asked for (reading it takes up to a second, which
      * a server that never constrains tool calls never pays; the supplier memoizes it).
      */
-    public static ToolSyntax of(String format, String thinkStart, String thinkEnd, Function<String, int[]> encoder,
+    public static ToolSyntax of(
+            String format,
+            String thinkStart,
+            String thinkEnd,
+            Function<String, int[]> encoder,
             java.util.function.Supplier<ConstraintVocabulary> vocabulary) {
         Objects.requireNonNull(encoder, "encoder");
         Objects.requireNonNull(vocabulary, "vocabulary");
-        return new ToolSyntax(format, thinkStart, thinkEnd,
-                marker -> split(marker, encoder.apply(marker), vocabulary.get()));
+        return new ToolSyntax(
+                format, thinkStart, thinkEnd, marker -> split(marker, encoder.apply(marker), vocabulary.get()));
     }
 
     private static List<MarkerPiece> split(String marker, int[] ids, ConstraintVocabulary vocabulary) {
@@ -68,8 +77,8 @@ public record ToolSyntax(String format, String thinkStart, String thinkEnd,
         StringBuilder spelled = new StringBuilder();
         for (int id : ids) {
             if (id < 0 || id >= vocabulary.size()) {
-                throw new IllegalArgumentException("marker " + marker + " encodes to token " + id
-                        + ", outside the vocabulary");
+                throw new IllegalArgumentException(
+                        "marker " + marker + " encodes to token " + id + ", outside the vocabulary");
             }
             byte[] b = vocabulary.tokenBytes(id);
             if (vocabulary.isSpecial(id)) {

@@ -24,8 +24,9 @@ import java.util.regex.Pattern;
  */
 final class XmlToolFrames {
     /** A name or key the parser reads whole ({@code [^\s<>]+}). */
-    private static final Pattern WORD = Pattern.compile("[^\\s<>\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029"
-            + "\\u202F\\u205F\\u3000]+");
+    private static final Pattern WORD =
+            Pattern.compile("[^\\s<>\\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029" + "\\u202F\\u205F\\u3000]+");
+
     private static final Set<String> JSON_TYPES = Set.of("integer", "number", "object", "array");
     private static final Set<String> STRING_CONSTRAINTS = Set.of("pattern", "minLength", "maxLength", "format");
     private static final String ANY = "(?s:.*)";
@@ -51,7 +52,11 @@ final class XmlToolFrames {
                 throw new IllegalArgumentException(at.get(i).replace(".parameters", ".name") + " '" + name
                         + "' cannot be written in qwen3_coder's <function=NAME>");
             }
-            g.append("xframe_").append(i).append(": ").append(lit("<function=" + name + ">")).append(" WS? ");
+            g.append("xframe_")
+                    .append(i)
+                    .append(": ")
+                    .append(lit("<function=" + name + ">"))
+                    .append(" WS? ");
             if (schemas.get(i) == null) {
                 g.append("(xany WS?)* ");
             } else {
@@ -62,9 +67,13 @@ final class XmlToolFrames {
         }
         g.append(values);
         if (schemas.contains(null)) {
-            g.append("xany[lazy]: XANY\nXANY: /\\x3Cparameter=[^ \\t\\r\\n\\x3C\\x3E]+\\x3E").append(ANY)
-                    .append("\\x3C\\x2Fparameter\\x3E/ & ~/").append(ANY).append("\\x3C\\x2Ftool_call\\x3E")
-                    .append(ANY).append("/\n");
+            g.append("xany[lazy]: XANY\nXANY: /\\x3Cparameter=[^ \\t\\r\\n\\x3C\\x3E]+\\x3E")
+                    .append(ANY)
+                    .append("\\x3C\\x2Fparameter\\x3E/ & ~/")
+                    .append(ANY)
+                    .append("\\x3C\\x2Ftool_call\\x3E")
+                    .append(ANY)
+                    .append("/\n");
         }
         g.append("xframe: ").append(all).append('\n');
     }
@@ -88,11 +97,15 @@ final class XmlToolFrames {
             String key = e.getKey();
             String here = at + " /properties/" + key.replace("~", "~0").replace("/", "~1");
             if (!WORD.matcher(key).matches()) {
-                throw new IllegalArgumentException(here + ": the key cannot be written in qwen3_coder's "
-                        + "<parameter=KEY>");
+                throw new IllegalArgumentException(
+                        here + ": the key cannot be written in qwen3_coder's " + "<parameter=KEY>");
             }
             String rule = "xv_" + i + "_" + j++;
-            frame.append('(').append(lit("<parameter=" + key + ">\n")).append(' ').append(rule).append(" WS?)")
+            frame.append('(')
+                    .append(lit("<parameter=" + key + ">\n"))
+                    .append(' ')
+                    .append(rule)
+                    .append(" WS?)")
                     .append(required.contains(key) ? " " : "? ");
             values.append(value(rule, e.getValue(), schema, here));
         }
@@ -163,8 +176,8 @@ final class XmlToolFrames {
         }
         String t = o.textValue().strip();
         if (t.startsWith("{") || t.startsWith("[")) {
-            throw new IllegalArgumentException(here + ": qwen3_coder may read the value '" + o.textValue()
-                    + "' as JSON");
+            throw new IllegalArgumentException(
+                    here + ": qwen3_coder may read the value '" + o.textValue() + "' as JSON");
         }
         if (o.textValue().equalsIgnoreCase("null")) {
             throw new IllegalArgumentException(here + ": qwen3_coder reads the value '" + o.textValue() + "' as null");

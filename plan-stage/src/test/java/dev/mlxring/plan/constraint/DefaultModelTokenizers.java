@@ -15,15 +15,22 @@ import java.nio.file.Path;
  *
  * @param vocab the model's vocab_size (the masks' width)
  */
-public record DefaultModelTokenizers(HfTokenizer hf, int vocab, ConstraintVocabulary vocabulary,
-        ConstraintTokenizer tokenizer) implements AutoCloseable {
+public record DefaultModelTokenizers(
+        HfTokenizer hf, int vocab, ConstraintVocabulary vocabulary, ConstraintTokenizer tokenizer)
+        implements AutoCloseable {
     public static final Path DIR = ProjectHome.get().resolve("models/smollm2-135m-instruct");
 
     public static DefaultModelTokenizers open() throws IOException {
-        int vocab = new ObjectMapper().readTree(DIR.resolve("config.json").toFile()).path("vocab_size").intValue();
+        int vocab = new ObjectMapper()
+                .readTree(DIR.resolve("config.json").toFile())
+                .path("vocab_size")
+                .intValue();
         HfTokenizer hf = HfTokenizer.load(DIR);
         ConstraintVocabulary vocabulary = ConstraintVocabulary.fromTokenizerJson(DIR.resolve("tokenizer.json"), vocab);
-        return new DefaultModelTokenizers(hf, vocab, vocabulary,
+        return new DefaultModelTokenizers(
+                hf,
+                vocab,
+                vocabulary,
                 ConstraintTokenizer.create(vocabulary, hf.eosTokenIds(), text -> hf.encode(text, false)));
     }
 

@@ -2,7 +2,6 @@ package dev.mlxring.prep.jinja;
 
 import com.hubspot.jinjava.objects.SafeString;
 import com.hubspot.jinjava.util.HasObjectTruthValue;
-
 import dev.mlxring.pycompat.PyStrings;
 import dev.mlxring.pycompat.PyValues;
 

@@ -1,18 +1,15 @@
 package dev.mlxring.prep.jinja;
 
 import static dev.mlxring.prep.jinja.JinjaValues.noneToNull;
-import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 import static dev.mlxring.prep.jinja.JinjaValues.unwrap;
+import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 
 import com.hubspot.jinjava.el.ext.AstRangeBracket;
 import com.hubspot.jinjava.objects.collections.PyList;
-
 import dev.mlxring.pycompat.PyValues;
-
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-
 import jinjava.de.odysseus.el.tree.Bindings;
 import jinjava.de.odysseus.el.tree.impl.ast.AstBracket;
 import jinjava.de.odysseus.el.tree.impl.ast.AstDot;
@@ -43,7 +40,8 @@ final class PyAccess {
         context.setPropertyResolved(false);
         Object result = context.getELResolver().getValue(context, base, property);
         if (!context.isPropertyResolved()) {
-            throw new PropertyNotFoundException("Cannot resolve property '" + property + "' of " + PyValues.typeName(base));
+            throw new PropertyNotFoundException(
+                    "Cannot resolve property '" + property + "' of " + PyValues.typeName(base));
         }
         return result;
     }

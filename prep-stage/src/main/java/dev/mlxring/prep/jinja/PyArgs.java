@@ -4,10 +4,8 @@ import static dev.mlxring.prep.jinja.JinjaValues.noneToNull;
 import static dev.mlxring.prep.jinja.JinjaValues.unwrap;
 
 import com.hubspot.jinjava.el.ext.NamedParameter;
-
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyValues;
-
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -40,13 +38,15 @@ final class PyArgs {
 
     void none() {
         if (!positional.isEmpty() || !named.isEmpty()) {
-            throw new PyError("str." + method + "() takes no arguments (" + (positional.size() + named.size()) + " given)");
+            throw new PyError(
+                    "str." + method + "() takes no arguments (" + (positional.size() + named.size()) + " given)");
         }
     }
 
     Object get(int i, String name, int max) {
         if (positional.size() > max) {
-            throw new PyError("str." + method + "() takes at most " + max + " arguments (" + positional.size() + " given)");
+            throw new PyError(
+                    "str." + method + "() takes at most " + max + " arguments (" + positional.size() + " given)");
         }
         if (i < positional.size()) {
             return positional.get(i);
@@ -77,7 +77,8 @@ final class PyArgs {
     String optStr(int i, String name, int max) {
         Object o = get(i, name, max);
         if (o != null && !(o instanceof String)) {
-            throw new PyError("str." + method + "() argument '" + name + "' must be str or None, not " + PyValues.typeName(o));
+            throw new PyError(
+                    "str." + method + "() argument '" + name + "' must be str or None, not " + PyValues.typeName(o));
         }
         return (String) o;
     }
@@ -95,7 +96,8 @@ final class PyArgs {
         if (o instanceof Number n && !(o instanceof Double) && !(o instanceof Float)) {
             return n.intValue();
         }
-        throw new PyError("str." + method + "() argument '" + name + "' must be an integer, not " + PyValues.typeName(o));
+        throw new PyError(
+                "str." + method + "() argument '" + name + "' must be an integer, not " + PyValues.typeName(o));
     }
 
     boolean optBool(int i, String name, boolean dflt, int max) {

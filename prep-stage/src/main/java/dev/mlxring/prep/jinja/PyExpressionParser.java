@@ -14,7 +14,6 @@ import com.hubspot.jinjava.el.ext.AstNamedParameter;
 import com.hubspot.jinjava.el.ext.CollectionMembershipOperator;
 import com.hubspot.jinjava.el.ext.ExtendedParser;
 import com.hubspot.jinjava.el.ext.StringConcatOperator;
-
 import dev.mlxring.prep.jinja.PyAccess.PyBracket;
 import dev.mlxring.prep.jinja.PyAccess.PyDot;
 import dev.mlxring.prep.jinja.PyAccess.PySlice;
@@ -26,10 +25,8 @@ import dev.mlxring.prep.jinja.PyOperators.PyMod;
 import dev.mlxring.prep.jinja.PyOperators.PyMul;
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyEscapes;
-
 import java.util.ArrayList;
 import java.util.List;
-
 import jinjava.de.odysseus.el.tree.impl.Builder;
 import jinjava.de.odysseus.el.tree.impl.Parser;
 import jinjava.de.odysseus.el.tree.impl.Scanner;
@@ -121,7 +118,8 @@ final class PyExpressionParser {
          * namespace(i=messages|length - 1)}), where Jinjava's '=' operator bound tighter than {@code -}.
          */
         @Override
-        protected AstParameters params(Scanner.Symbol left, Scanner.Symbol right) throws Scanner.ScanException, ParseException {
+        protected AstParameters params(Scanner.Symbol left, Scanner.Symbol right)
+                throws Scanner.ScanException, ParseException {
             consumeToken(left);
             List<AstNode> l = new ArrayList<>();
             AstNode v = argument(false);
@@ -140,7 +138,8 @@ final class PyExpressionParser {
         }
 
         private AstNode argument(boolean required) throws Scanner.ScanException, ParseException {
-            if (getToken().getSymbol() == IDENTIFIER && "=".equals(lookahead(0).getImage())
+            if (getToken().getSymbol() == IDENTIFIER
+                    && "=".equals(lookahead(0).getImage())
                     && lookahead(0).getSymbol() == Scanner.Symbol.EXTENSION) {
                 String name = consumeToken().getImage();
                 consumeToken(); // =
@@ -153,7 +152,8 @@ final class PyExpressionParser {
         /** Jinja2: {@code not} applies to a whole comparison ({@code not a in b}, {@code not a == b}). */
         @Override
         protected AstNode eq(boolean required) throws Scanner.ScanException, ParseException {
-            if (getToken().getSymbol() == Scanner.Symbol.NOT && "not".equals(getToken().getImage())) {
+            if (getToken().getSymbol() == Scanner.Symbol.NOT
+                    && "not".equals(getToken().getImage())) {
                 consumeToken();
                 return createAstUnary(eq(true), AstUnary.NOT);
             }
@@ -244,13 +244,15 @@ final class PyExpressionParser {
             if ("|".equals(getToken().getImage()) && lookahead(0).getSymbol() == IDENTIFIER) {
                 return operators(parseFiltersAsNestedMethods(left)); // x|f is none
             }
-            if ("is".equals(getToken().getImage()) && "not".equals(lookahead(0).getImage())
+            if ("is".equals(getToken().getImage())
+                    && "not".equals(lookahead(0).getImage())
                     && isExpTestSymbol(lookahead(1).getSymbol())) {
                 consumeToken(); // is
                 consumeToken(); // not
                 return expTest(left, "evaluateNegated");
             }
-            if ("is".equals(getToken().getImage()) && isExpTestSymbol(lookahead(0).getSymbol())) {
+            if ("is".equals(getToken().getImage())
+                    && isExpTestSymbol(lookahead(0).getSymbol())) {
                 consumeToken(); // is
                 return expTest(left, "evaluate");
             }

@@ -1,23 +1,21 @@
 package dev.mlxring.prep.jinja;
 
-import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 import static dev.mlxring.prep.jinja.JinjaValues.truthy;
 import static dev.mlxring.prep.jinja.JinjaValues.unwrap;
 import static dev.mlxring.prep.jinja.PyOperators.compare;
 import static dev.mlxring.prep.jinja.PyOperators.isIntegral;
 import static dev.mlxring.prep.jinja.PyOperators.isNumber;
 import static dev.mlxring.prep.jinja.PyOperators.toNumber;
+import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 
 import com.hubspot.jinjava.el.ext.NamedParameter;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.lib.filter.Filter;
 import com.hubspot.jinjava.objects.collections.PyList;
-
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyJsonDumps;
 import dev.mlxring.pycompat.PyStrings;
 import dev.mlxring.pycompat.PyValues;
-
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -112,8 +110,11 @@ final class PyFilters {
             @Override
             Object apply(Object value, PyArgs a) {
                 Integer count = a.optInteger(2, "count");
-                return PyStrings.replace(JinjaValues.str(value), JinjaValues.str(a.req(0, "old", 3)),
-                        JinjaValues.str(a.req(1, "new", 3)), count == null ? -1 : count);
+                return PyStrings.replace(
+                        JinjaValues.str(value),
+                        JinjaValues.str(a.req(0, "old", 3)),
+                        JinjaValues.str(a.req(1, "new", 3)),
+                        count == null ? -1 : count);
             }
         });
         f.add(new PyFilter("join") {
@@ -169,7 +170,8 @@ final class PyFilters {
                 for (Object o : PyValues.iterable(value)) {
                     Object x = unwrap(itemAttribute(o, attribute));
                     if (!isNumber(x)) {
-                        throw new PyError("unsupported operand type(s) for +: 'int' and '" + PyValues.typeName(x) + "'");
+                        throw new PyError(
+                                "unsupported operand type(s) for +: 'int' and '" + PyValues.typeName(x) + "'");
                     }
                     if (integral && isIntegral(x)) {
                         lsum += ((Number) toNumber(x)).longValue();
@@ -193,7 +195,8 @@ final class PyFilters {
                     for (Object o : PyValues.iterable(value)) {
                         Object x = unwrap(itemAttribute(o, attribute));
                         Object key = !caseSensitive && x instanceof String str ? PyStrings.lower(str) : x;
-                        if (best == null || (name.equals("min") ? compare(key, bestKey) < 0 : compare(key, bestKey) > 0)) {
+                        if (best == null
+                                || (name.equals("min") ? compare(key, bestKey) < 0 : compare(key, bestKey) > 0)) {
                             best = unwrap(o);
                             bestKey = key;
                         }
@@ -221,7 +224,9 @@ final class PyFilters {
                 if (isIntegral(v)) {
                     return n.longValue(); // Python: round(int, n) is the int
                 }
-                return new java.math.BigDecimal(n.doubleValue()).setScale(precision, mode).doubleValue();
+                return new java.math.BigDecimal(n.doubleValue())
+                        .setScale(precision, mode)
+                        .doubleValue();
             }
         });
         for (String name : List.of("default", "d")) {

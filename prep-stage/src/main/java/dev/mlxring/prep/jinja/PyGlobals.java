@@ -4,11 +4,9 @@ import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 
 import com.hubspot.jinjava.el.ext.NamedParameter;
 import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
-
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyStrftime;
 import dev.mlxring.pycompat.PyValues;
-
 import java.time.ZonedDateTime;
 import java.util.LinkedHashMap;
 import java.util.List;

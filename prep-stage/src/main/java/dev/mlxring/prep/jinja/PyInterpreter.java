@@ -10,7 +10,6 @@ import com.hubspot.jinjava.interpret.ErrorHandlingStrategy;
 import com.hubspot.jinjava.interpret.InterpreterFactory;
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.tree.Node;
-
 import java.util.Map;
 
 /** Jinjava's interpreter that prints values the way Jinja2 does (Python's {@code str()}) and caches parsed templates. */
@@ -22,6 +21,7 @@ final class PyInterpreter extends JinjavaInterpreter {
      * templates that parsed without any error are kept; the map is bounded by clearing it.
      */
     private static final Map<String, Node> PARSED = new java.util.concurrent.ConcurrentHashMap<>();
+
     private static final int PARSED_MAX = 256;
 
     PyInterpreter(Jinjava application, Context context, JinjavaConfig config) {

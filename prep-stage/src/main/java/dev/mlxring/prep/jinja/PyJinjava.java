@@ -15,14 +15,11 @@ import com.hubspot.jinjava.lib.fn.ELFunctionDefinition;
 import com.hubspot.jinjava.lib.tag.IfTag;
 import com.hubspot.jinjava.loader.ResourceLocator;
 import com.hubspot.jinjava.tree.TagNode;
-
 import dev.mlxring.prep.jinja.PyExpressionParser.PyTreeBuilder;
-
 import java.nio.charset.Charset;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-
 import jinjava.de.odysseus.el.ExpressionFactoryImpl;
 import jinjava.de.odysseus.el.tree.TreeStore;
 import jinjava.de.odysseus.el.tree.impl.Builder;
@@ -80,8 +77,8 @@ public final class PyJinjava {
     /** A Jinjava that renders chat templates as transformers' Jinja2 environment does; one may serve many threads. */
     public static Jinjava create() {
         LegacyOverrides overrides = LegacyOverrides.newBuilder()
-                .withEvaluateMapKeys(true)            // {k: v} evaluates k, as in Python
-                .withIterateOverMapKeys(true)         // for k in dict -> keys
+                .withEvaluateMapKeys(true) // {k: v} evaluates k, as in Python
+                .withIterateOverMapKeys(true) // for k in dict -> keys
                 .withParseWhitespaceControlStrictly(true)
                 .withUseTrimmingForNotesAndExpressions(true) // {{- x -}} trims, as in Jinja2
                 .withKeepNullableLoopValues(true)
@@ -100,7 +97,8 @@ public final class PyJinjava {
         JinjavaConfig config = JinjavaConfig.newBuilder()
                 .withTrimBlocks(true)
                 .withLstripBlocks(false) // Jinjava strips before every tag; lstripBlocks() below does Jinja2's rule
-                .withKeepTrailingNewline(true) // Jinja2 strips the template's last newline, not the output's; ChatTemplate does that
+                .withKeepTrailingNewline(
+                        true) // Jinja2 strips the template's last newline, not the output's; ChatTemplate does that
                 .withNestedInterpretationEnabled(false)
                 .withFailOnUnknownTokens(false)
                 .withLegacyOverrides(overrides)
@@ -132,7 +130,9 @@ public final class PyJinjava {
     /** Jinjava whose expression factory builds {@link PyExpressionParser.PyParser}s. */
     static final class PyJinjavaApp extends Jinjava {
         private final ExpressionFactory factory = new ExpressionFactoryImpl(
-                new TreeStore(new PyTreeBuilder(Builder.Feature.METHOD_INVOCATIONS, Builder.Feature.VARARGS), new Cache(1000)),
+                new TreeStore(
+                        new PyTreeBuilder(Builder.Feature.METHOD_INVOCATIONS, Builder.Feature.VARARGS),
+                        new Cache(1000)),
                 new PyTypeConverter());
 
         PyJinjavaApp(JinjavaConfig config) {
@@ -176,8 +176,8 @@ public final class PyJinjava {
 
         @Override
         public boolean isPositiveIfElseNode(TagNode tagNode, JinjavaInterpreter interpreter) {
-            return JinjaValues.truthy(interpreter.resolveELExpression(tagNode.getHelpers(), tagNode.getLineNumber(),
-                    tagNode.getStartPosition()));
+            return JinjaValues.truthy(interpreter.resolveELExpression(
+                    tagNode.getHelpers(), tagNode.getLineNumber(), tagNode.getStartPosition()));
         }
     }
 
@@ -213,7 +213,9 @@ public final class PyJinjava {
                 int lpos = text.lastIndexOf('\n') + 1;
                 if (lpos > 0 || textStart == 0) {
                     String tail = text.substring(lpos);
-                    if (!tail.isEmpty() && tail.chars().allMatch(c -> c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == 0x0b)) {
+                    if (!tail.isEmpty()
+                            && tail.chars()
+                                    .allMatch(c -> c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == 0x0b)) {
                         text = text.substring(0, lpos);
                     }
                 }
@@ -265,7 +267,8 @@ public final class PyJinjava {
     }
 
     private static int indexOfEndRaw(String src, int from) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\{%[-+]?\\s*endraw\\s*[-+]?%}").matcher(src);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\\{%[-+]?\\s*endraw\\s*[-+]?%}")
+                .matcher(src);
         return m.find(from) ? m.start() : src.length();
     }
 }

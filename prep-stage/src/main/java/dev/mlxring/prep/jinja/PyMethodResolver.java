@@ -4,17 +4,14 @@ import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 
 import com.hubspot.jinjava.objects.SafeString;
 import com.hubspot.jinjava.objects.collections.PyList;
-
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyStrings;
 import dev.mlxring.pycompat.PyUnicode;
-
 import java.beans.FeatureDescriptor;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.function.Supplier;
-
 import jinjava.javax.el.ELContext;
 import jinjava.javax.el.ELResolver;
 
@@ -72,21 +69,34 @@ final class PyMethodResolver extends ELResolver {
             case "strip" -> PyStrings.strip(s, a.optStr(0, "chars", 1));
             case "lstrip" -> PyStrings.lstrip(s, a.optStr(0, "chars", 1));
             case "rstrip" -> PyStrings.rstrip(s, a.optStr(0, "chars", 1));
-            case "split" -> new PyList(new ArrayList<>(PyStrings.split(s, a.optStr(0, "sep", 2), a.optInt(1, "maxsplit", -1))));
-            case "rsplit" -> new PyList(new ArrayList<>(PyStrings.rsplit(s, a.optStr(0, "sep", 2), a.optInt(1, "maxsplit", -1))));
-            case "splitlines" -> new PyList(new ArrayList<>(PyStrings.splitlines(s, a.optBool(0, "keepends", false, 1))));
-            case "startswith" -> PyStrings.startswith(s, a.req(0, "prefix", 3), a.optInteger(1, "start"), a.optInteger(2, "end"));
-            case "endswith" -> PyStrings.endswith(s, a.req(0, "suffix", 3), a.optInteger(1, "start"), a.optInteger(2, "end"));
+            case "split" ->
+                new PyList(new ArrayList<>(PyStrings.split(s, a.optStr(0, "sep", 2), a.optInt(1, "maxsplit", -1))));
+            case "rsplit" ->
+                new PyList(new ArrayList<>(PyStrings.rsplit(s, a.optStr(0, "sep", 2), a.optInt(1, "maxsplit", -1))));
+            case "splitlines" ->
+                new PyList(new ArrayList<>(PyStrings.splitlines(s, a.optBool(0, "keepends", false, 1))));
+            case "startswith" ->
+                PyStrings.startswith(s, a.req(0, "prefix", 3), a.optInteger(1, "start"), a.optInteger(2, "end"));
+            case "endswith" ->
+                PyStrings.endswith(s, a.req(0, "suffix", 3), a.optInteger(1, "start"), a.optInteger(2, "end"));
             case "upper" -> noArgs(a, () -> PyStrings.upper(s));
             case "lower", "casefold" -> noArgs(a, () -> PyStrings.lower(s));
             case "title" -> noArgs(a, () -> PyStrings.title(s));
             case "capitalize" -> noArgs(a, () -> PyStrings.capitalize(s));
             case "swapcase" -> noArgs(a, () -> PyStrings.swapcase(s));
-            case "replace" -> PyStrings.replace(s, a.reqStr(0, "old", 3), a.reqStr(1, "new", 3), a.optInt(2, "count", -1));
-            case "find" -> PyStrings.find(s, a.reqStr(0, "sub", 3), a.optInteger(1, "start"), a.optInteger(2, "end"), false);
-            case "rfind" -> PyStrings.find(s, a.reqStr(0, "sub", 3), a.optInteger(1, "start"), a.optInteger(2, "end"), true);
+            case "replace" ->
+                PyStrings.replace(s, a.reqStr(0, "old", 3), a.reqStr(1, "new", 3), a.optInt(2, "count", -1));
+            case "find" ->
+                PyStrings.find(s, a.reqStr(0, "sub", 3), a.optInteger(1, "start"), a.optInteger(2, "end"), false);
+            case "rfind" ->
+                PyStrings.find(s, a.reqStr(0, "sub", 3), a.optInteger(1, "start"), a.optInteger(2, "end"), true);
             case "index", "rindex" -> {
-                int i = PyStrings.find(s, a.reqStr(0, "sub", 3), a.optInteger(1, "start"), a.optInteger(2, "end"), name.equals("rindex"));
+                int i = PyStrings.find(
+                        s,
+                        a.reqStr(0, "sub", 3),
+                        a.optInteger(1, "start"),
+                        a.optInteger(2, "end"),
+                        name.equals("rindex"));
                 if (i < 0) {
                     throw new PyError("substring not found");
                 }

@@ -1,7 +1,6 @@
 package dev.mlxring.prep.jinja;
 
 import com.hubspot.jinjava.util.HasObjectTruthValue;
-
 import dev.mlxring.pycompat.NoneValue;
 
 /**

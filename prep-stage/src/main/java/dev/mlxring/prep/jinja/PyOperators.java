@@ -1,19 +1,16 @@
 package dev.mlxring.prep.jinja;
 
-import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 import static dev.mlxring.prep.jinja.JinjaValues.truthy;
 import static dev.mlxring.prep.jinja.JinjaValues.unwrap;
+import static dev.mlxring.prep.jinja.RenderErrors.pyError;
 
 import com.hubspot.jinjava.objects.collections.PyList;
-
 import dev.mlxring.pycompat.PyError;
 import dev.mlxring.pycompat.PyValues;
-
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-
 import jinjava.de.odysseus.el.misc.NumberOperations;
 import jinjava.de.odysseus.el.tree.Bindings;
 import jinjava.de.odysseus.el.tree.impl.ast.AstBinary;
@@ -153,7 +150,11 @@ final class PyOperators {
         }
         if (o instanceof Double || o instanceof Float) {
             double d = ((Number) o).doubleValue();
-            return Double.isFinite(d) ? new java.math.BigDecimal(d) : java.math.BigDecimal.valueOf(Long.MAX_VALUE).multiply(java.math.BigDecimal.TEN.pow(400)).multiply(java.math.BigDecimal.valueOf(Math.signum(d)));
+            return Double.isFinite(d)
+                    ? new java.math.BigDecimal(d)
+                    : java.math.BigDecimal.valueOf(Long.MAX_VALUE)
+                            .multiply(java.math.BigDecimal.TEN.pow(400))
+                            .multiply(java.math.BigDecimal.valueOf(Math.signum(d)));
         }
         return java.math.BigDecimal.valueOf(((Number) o).longValue());
     }
@@ -209,8 +210,12 @@ final class PyOperators {
     }
 
     static boolean isIntegral(Object o) {
-        return o instanceof Boolean || o instanceof Integer || o instanceof Long || o instanceof Short
-                || o instanceof Byte || o instanceof java.math.BigInteger;
+        return o instanceof Boolean
+                || o instanceof Integer
+                || o instanceof Long
+                || o instanceof Short
+                || o instanceof Byte
+                || o instanceof java.math.BigInteger;
     }
 
     static Object toNumber(Object o) {

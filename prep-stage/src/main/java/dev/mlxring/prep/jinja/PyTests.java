@@ -5,7 +5,6 @@ import static dev.mlxring.prep.jinja.PyOperators.isNumber;
 
 import com.hubspot.jinjava.interpret.JinjavaInterpreter;
 import com.hubspot.jinjava.lib.exptest.ExpTest;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -40,7 +39,10 @@ final class PyTests {
                 public boolean evaluate(Object var, JinjavaInterpreter interpreter, Object... args) {
                     Object v = unwrap(var);
                     // Jinja2's Undefined iterates as empty and has len(), so it is iterable and a sequence
-                    return v == null || v instanceof String || v instanceof Map || v instanceof Iterable
+                    return v == null
+                            || v instanceof String
+                            || v instanceof Map
+                            || v instanceof Iterable
                             || v instanceof Object[];
                 }
             });

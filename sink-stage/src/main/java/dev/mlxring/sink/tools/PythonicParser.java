@@ -53,7 +53,9 @@ public final class PythonicParser implements ToolCallParser {
         if (start != -1 && end > start) {
             List<PyLiteral.KeywordCall> calls = PyLiteral.callList(text.substring(start, end + 1));
             if (calls != null) {
-                return calls.stream().map(c -> new ToolCall(c.name(), c.arguments(), null)).toList();
+                return calls.stream()
+                        .map(c -> new ToolCall(c.name(), c.arguments(), null))
+                        .toList();
             }
         }
         Matcher m = TOOL_CALL.matcher(text);

@@ -36,8 +36,10 @@ import java.util.regex.Pattern;
  */
 public final class Qwen3CoderParser implements ToolCallParser {
     private static final String NOT_SPACE = "[^" + PyRegex.SPACE_CHARS + "<>]";
-    private static final Pattern FUNCTION = Pattern.compile("<function=(.*?)</function>$", Pattern.DOTALL | PyRegex.FLAGS);
-    private static final Pattern PARAMETER = Pattern.compile("<parameter=(.*?)</parameter>", Pattern.DOTALL | PyRegex.FLAGS);
+    private static final Pattern FUNCTION =
+            Pattern.compile("<function=(.*?)</function>$", Pattern.DOTALL | PyRegex.FLAGS);
+    private static final Pattern PARAMETER =
+            Pattern.compile("<parameter=(.*?)</parameter>", Pattern.DOTALL | PyRegex.FLAGS);
     private static final Pattern NAME = Pattern.compile(PyRegex.S + "*(" + NOT_SPACE + "+)>?", PyRegex.FLAGS);
 
     private static final Set<String> STRING_TYPES = Set.of("string", "str", "text", "varchar", "char", "enum");
@@ -149,8 +151,11 @@ public final class Qwen3CoderParser implements ToolCallParser {
         String type = PyStrings.strip(PyStrings.str(p.get("type")), null).toLowerCase(Locale.ROOT);
         if (STRING_TYPES.contains(type)) {
             return value;
-        } else if (type.startsWith("int") || type.startsWith("uint") || type.startsWith("long")
-                || type.startsWith("short") || type.startsWith("unsigned")) {
+        } else if (type.startsWith("int")
+                || type.startsWith("uint")
+                || type.startsWith("long")
+                || type.startsWith("short")
+                || type.startsWith("unsigned")) {
             double f = PyNumbers.parseFloat(value);
             Number i = PyNumbers.intOfFloat(f);
             if (f - i.doubleValue() != 0) {

@@ -24,13 +24,14 @@ public final class ToolCallParsers {
         if (type == null) {
             return Optional.empty();
         }
-        return Optional.ofNullable(switch (type) {
-            case "json_tools" -> new JsonToolsParser();
-            case "mistral" -> new MistralParser();
-            case "qwen3_coder" -> new Qwen3CoderParser();
-            case "pythonic" -> new PythonicParser();
-            default -> null;
-        });
+        return Optional.ofNullable(
+                switch (type) {
+                    case "json_tools" -> new JsonToolsParser();
+                    case "mistral" -> new MistralParser();
+                    case "qwen3_coder" -> new Qwen3CoderParser();
+                    case "pythonic" -> new PythonicParser();
+                    default -> null;
+                });
     }
 
     /** {@code _infer_tool_parser}'s module name (implemented here or not), or empty. */
@@ -70,7 +71,8 @@ public final class ToolCallParsers {
             }
             if (xtml) {
                 return Optional.of("kimi_k3");
-            } else if (vocab.tokenId("<|tool_call_start|>").isPresent() && vocab.tokenId("<|tool_call_end|>").isPresent()) {
+            } else if (vocab.tokenId("<|tool_call_start|>").isPresent()
+                    && vocab.tokenId("<|tool_call_end|>").isPresent()) {
                 return Optional.of("pythonic");
             }
         }

@@ -63,10 +63,14 @@ class ToolCallParserParityTest {
                 c(t, "\n  {\"name\": \"f\",\n \"arguments\": {\"a\": 1}}\n\n"),
                 c(t, "[{\"name\":\"a\",\"arguments\":{}},{\"name\":\"b\",\"arguments\":{\"x\":[1,2]}}]"),
                 c(t, "{\"name\":\"f\",\"arguments\":{\"o\":{\"p\":[{\"q\":null}],\"r\":true,\"s\":false},\"e\":[]}}"),
-                c(t, "{\"name\":\"f\",\"arguments\":{\"t\":\"h\u00e9llo \uD83D\uDE00 \\u00e9 \\ud83d\\ude00 \\ud800 x \\uDC00\\u0041\"}}"),
-                c(t, "{\"name\":\"f\",\"arguments\":{\"i\":1,\"f\":1.5,\"e\":1e3,\"E\":-2.5E-3,\"big\":123456789012345678901234567890,"
-                        + "\"neg\":-0,\"negf\":-0.0,\"l\":9007199254740993,\"huge\":1e400,\"tiny\":5e-324,\"m\":2147483648,"
-                        + "\"x\":0.1,\"y\":9223372036854775808}}"),
+                c(
+                        t,
+                        "{\"name\":\"f\",\"arguments\":{\"t\":\"h\u00e9llo \uD83D\uDE00 \\u00e9 \\ud83d\\ude00 \\ud800 x \\uDC00\\u0041\"}}"),
+                c(
+                        t,
+                        "{\"name\":\"f\",\"arguments\":{\"i\":1,\"f\":1.5,\"e\":1e3,\"E\":-2.5E-3,\"big\":123456789012345678901234567890,"
+                                + "\"neg\":-0,\"negf\":-0.0,\"l\":9007199254740993,\"huge\":1e400,\"tiny\":5e-324,\"m\":2147483648,"
+                                + "\"x\":0.1,\"y\":9223372036854775808}}"),
                 c(t, "{\"name\":\"f\",\"arguments\":{\"a\":NaN,\"b\":Infinity,\"c\":-Infinity}}"),
                 c(t, "{\"name\":\"f\",\"arguments\":{\"a\":1,\"b\":2,\"a\":3}}"),
                 c(t, "{\"name\":\"f\",\"arguments\":{},\"id\":\"call_1\"}"),
@@ -109,7 +113,9 @@ class ToolCallParserParityTest {
                 c(t, "[{\"name\":\"f\",\"arguments\":{},\"id\":\"abc123XYZ\"}]"),
                 c(t, "[{\"name\":\"f\",\"arguments\":{},\"id\":\"\"}]"),
                 c(t, "[{\"name\":\"f\",\"arguments\":{},\"id\":5}]"),
-                c(t, "[{\"name\":\"a\",\"arguments\":{\"x\":1}}, {\"name\":\"b\",\"arguments\":{\"y\":{\"z\":[null,true]}}}]"),
+                c(
+                        t,
+                        "[{\"name\":\"a\",\"arguments\":{\"x\":1}}, {\"name\":\"b\",\"arguments\":{\"y\":{\"z\":[null,true]}}}]"),
                 c(t, "[{\"name\":\"f\"}]"),
                 c(t, " \n[{\"name\":\"f\",\"arguments\":{}}]\n "),
                 c(t, "get_weather[ARGS]{\"city\": \"Paris\"}"),
@@ -152,7 +158,11 @@ class ToolCallParserParityTest {
     private static String qc(String function, String... params) {
         StringBuilder sb = new StringBuilder("\n<function=" + function + ">\n");
         for (int i = 0; i < params.length; i += 2) {
-            sb.append("<parameter=").append(params[i]).append(">\n").append(params[i + 1]).append("\n</parameter>\n");
+            sb.append("<parameter=")
+                    .append(params[i])
+                    .append(">\n")
+                    .append(params[i + 1])
+                    .append("\n</parameter>\n");
         }
         return sb.append("</function>\n").toString();
     }
@@ -176,23 +186,91 @@ class ToolCallParserParityTest {
         cases.add(c(t, qc("f", "i", "1__0"), tools));
         cases.add(c(t, qc("f", "i", "0x10"), tools));
         // numbers
-        cases.add(c(t, qc("f", "n", "1.5", "fl", "2.0", "n", "1e3", "n", "-0.0", "n", "1e20", "fl", " 3.25 ", "n", ".5",
-                "n", "5.", "n", "1E-5", "n", "0.1"), tools));
+        cases.add(c(
+                t,
+                qc(
+                        "f", "n", "1.5", "fl", "2.0", "n", "1e3", "n", "-0.0", "n", "1e20", "fl", " 3.25 ", "n", ".5",
+                        "n", "5.", "n", "1E-5", "n", "0.1"),
+                tools));
         cases.add(c(t, qc("f", "n", "NaN"), tools));
         cases.add(c(t, qc("f", "n", "-Infinity"), tools));
         cases.add(c(t, qc("f", "n", "1,5"), tools));
         // booleans
         cases.add(c(t, qc("f", "b", "True", "b", "false", "b", "yes", "b", "TRUE"), tools));
         // objects / arrays / dict / list: json.loads(strict=False), then literal_eval
-        cases.add(c(t, qc("f", "o", "{\"a\": [1, 2], \"b\": {\"c\": null}}", "a", "[1, 2.5, \"x\", true]",
-                "o", "{\"t\": \"raw\ttab\nnewline\"}"), tools));
-        cases.add(c(t, qc("f", "o", "{'a': 1, 'b': (1, 2), 'c': None, 'd': True}", "l", "(1, 2)", "d", "{'k': -3.5}",
-                "a", "not json", "o", "{\"a\": Infinity}"), tools));
+        cases.add(c(
+                t,
+                qc(
+                        "f",
+                        "o",
+                        "{\"a\": [1, 2], \"b\": {\"c\": null}}",
+                        "a",
+                        "[1, 2.5, \"x\", true]",
+                        "o",
+                        "{\"t\": \"raw\ttab\nnewline\"}"),
+                tools));
+        cases.add(c(
+                t,
+                qc(
+                        "f",
+                        "o",
+                        "{'a': 1, 'b': (1, 2), 'c': None, 'd': True}",
+                        "l",
+                        "(1, 2)",
+                        "d",
+                        "{'k': -3.5}",
+                        "a",
+                        "not json",
+                        "o",
+                        "{\"a\": Infinity}"),
+                tools));
         // any other type: literal_eval or the raw string
-        cases.add(c(t, qc("f", "any", "[1, 'two', 3.0]", "any", "hello", "any", "-5", "any", "0x1F", "any", "1, 2",
-                "any", "'''tri\nple'''", "any", "'\\N{DEGREE SIGN}\\t\\x41\\101\\u00e9'", "any", "r'\\d+'",
-                "any", "true", "any", "None", "any", "1_000.5", "any", "'a' \"b\"", "any", "  (1,)", "any", "()",
-                "any", "{}", "any", "--1", "any", "-(1)", "any", "007", "any", "0o17", "any", "0b101", "any", "1e400"),
+        cases.add(c(
+                t,
+                qc(
+                        "f",
+                        "any",
+                        "[1, 'two', 3.0]",
+                        "any",
+                        "hello",
+                        "any",
+                        "-5",
+                        "any",
+                        "0x1F",
+                        "any",
+                        "1, 2",
+                        "any",
+                        "'''tri\nple'''",
+                        "any",
+                        "'\\N{DEGREE SIGN}\\t\\x41\\101\\u00e9'",
+                        "any",
+                        "r'\\d+'",
+                        "any",
+                        "true",
+                        "any",
+                        "None",
+                        "any",
+                        "1_000.5",
+                        "any",
+                        "'a' \"b\"",
+                        "any",
+                        "  (1,)",
+                        "any",
+                        "()",
+                        "any",
+                        "{}",
+                        "any",
+                        "--1",
+                        "any",
+                        "-(1)",
+                        "any",
+                        "007",
+                        "any",
+                        "0o17",
+                        "any",
+                        "0b101",
+                        "any",
+                        "1e400"),
                 tools));
         cases.add(c(t, qc("f", "ty", "abc", "ty", "12", "nu", "[1]", "nu", "x y"), tools));
         // unknown function / no parameters / parameters without properties / no tools
@@ -201,8 +279,14 @@ class ToolCallParserParityTest {
         cases.add(c(t, qc("h", "i", "1"), tools));
         cases.add(c(t, qc("f", "i", "1", "n", "2.5"), null));
         // layout: value newlines, odd parameter headers, several functions, unicode
-        cases.add(c(t, "<function=f>\n<parameter=s>\n\nline1\nline2\n\n</parameter>\n<parameter= s2 >x</parameter></function>", tools));
-        cases.add(c(t, "<function=f><parameter=s>a</parameter></function>\n<function=g><parameter=x>b</parameter></function>", tools));
+        cases.add(c(
+                t,
+                "<function=f>\n<parameter=s>\n\nline1\nline2\n\n</parameter>\n<parameter= s2 >x</parameter></function>",
+                tools));
+        cases.add(c(
+                t,
+                "<function=f><parameter=s>a</parameter></function>\n<function=g><parameter=x>b</parameter></function>",
+                tools));
         cases.add(c(t, qc("wetter_pr\u00fcfen", "stadt", "Z\u00fcrich \uD83D\uDE00"), tools));
         cases.add(c(t, "<function=f>\n<parameter=>x</parameter>\n<parameter=s>y</parameter>\n</function>", tools));
         // errors
@@ -224,9 +308,13 @@ class ToolCallParserParityTest {
                 c(t, "[a(x=1), b.c(y=\"two\", z=[1, 2])]"),
                 c(t, "[f(a=true, b=null, c={\"k\": false}, d=[true, None, False])]"),
                 c(t, "[f(a={\"x\": (1, 2), \"y\": [{\"z\": -3.5}]}, b=())]"),
-                c(t, "[f(i=1, fl=1.5, e=1e3, big=123456789012345678901234567890, neg=-7, h=0xff, u=1_000, inf=1e400, "
-                        + "pos=+2, z=-0.0, p=(-1))]"),
-                c(t, "[f(s=\"h\u00e9llo \uD83D\uDE00\", t='\\u00e9\\N{DEGREE SIGN}\\x41', r=r'\\d+', q=\"\"\"tri\nple\"\"\")]"),
+                c(
+                        t,
+                        "[f(i=1, fl=1.5, e=1e3, big=123456789012345678901234567890, neg=-7, h=0xff, u=1_000, inf=1e400, "
+                                + "pos=+2, z=-0.0, p=(-1))]"),
+                c(
+                        t,
+                        "[f(s=\"h\u00e9llo \uD83D\uDE00\", t='\\u00e9\\N{DEGREE SIGN}\\x41', r=r'\\d+', q=\"\"\"tri\nple\"\"\")]"),
                 c(t, "[pr\u00fcfe(ort=\"Z\u00fcrich\")]"),
                 c(t, "\n  [ f( a = 1 ,\n b = \"x\" ,) ,\n ]  \n"),
                 c(t, "Sure! [f(a=1)] done"),
@@ -277,10 +365,14 @@ class ToolCallParserParityTest {
         List<JsonNode> expected = oracle(cases);
         for (int i = 0; i < cases.size(); i++) {
             String where = "case " + i + " " + cases.get(i).text();
-            assertTrue(expected.get(i).toString().contains("\"other\"") || expected.get(i).toString().contains("\"dict\":[[{\"int\""),
+            assertTrue(
+                    expected.get(i).toString().contains("\"other\"")
+                            || expected.get(i).toString().contains("\"dict\":[[{\"int\""),
                     where + ": " + expected.get(i));
-            ToolCall call = ToolCallParsers.forType(cases.get(i).type()).orElseThrow()
-                    .parse(cases.get(i).text(), tools).getFirst();
+            ToolCall call = ToolCallParsers.forType(cases.get(i).type())
+                    .orElseThrow()
+                    .parse(cases.get(i).text(), tools)
+                    .getFirst();
             assertEquals(String.class, ((Map<?, ?>) call.arguments()).get("any").getClass(), where);
         }
     }
@@ -289,7 +381,8 @@ class ToolCallParserParityTest {
     void numbersTakeJacksonsJavaTypes() {
         String text = "{\"name\":\"f\",\"arguments\":{\"a\":1,\"b\":2147483648,\"c\":9223372036854775808,\"d\":1.5,"
                 + "\"e\":-2147483648,\"f\":1e3}}";
-        Map<?, ?> args = (Map<?, ?>) new JsonToolsParser().parse(text, List.of()).getFirst().arguments();
+        Map<?, ?> args = (Map<?, ?>)
+                new JsonToolsParser().parse(text, List.of()).getFirst().arguments();
         assertEquals(Integer.class, args.get("a").getClass());
         assertEquals(Long.class, args.get("b").getClass());
         assertEquals(BigInteger.class, args.get("c").getClass());
@@ -343,18 +436,24 @@ class ToolCallParserParityTest {
         Path dir = ProjectHome.get().resolve("prep-stage/src/test/resources/templates");
         List<Path> configs;
         try (var s = Files.list(dir)) {
-            configs = s.filter(p -> Files.isRegularFile(p.resolve("tokenizer_config.json"))).sorted().toList();
+            configs = s.filter(p -> Files.isRegularFile(p.resolve("tokenizer_config.json")))
+                    .sorted()
+                    .toList();
         }
         assertTrue(configs.size() >= 7, "vendored templates: " + configs);
         for (Path p : configs) {
             String name = p.getFileName().toString();
-            templates.add(JSON.readTree(p.resolve("tokenizer_config.json").toFile()).get("chat_template").asText());
+            templates.add(JSON.readTree(p.resolve("tokenizer_config.json").toFile())
+                    .get("chat_template")
+                    .asText());
             vocabs.add(List.of());
-            realExpected.put(name, switch (name) {
-                case "qwen3" -> "json_tools";
-                case "mistral_nemo", "mistral_small3_2" -> "mistral";
-                default -> null;
-            });
+            realExpected.put(
+                    name,
+                    switch (name) {
+                        case "qwen3" -> "json_tools";
+                        case "mistral_nemo", "mistral_small3_2" -> "mistral";
+                        default -> null;
+                    });
         }
         List<String> xtml = List.of("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>");
         List<String> lfm = List.of("<|tool_call_start|>", "<|tool_call_end|>");
@@ -403,20 +502,28 @@ class ToolCallParserParityTest {
         assertEquals(templates.size(), results.size());
         for (int i = 0; i < templates.size(); i++) {
             String expected = results.get(i).isNull() ? null : results.get(i).asText();
-            String got = ToolCallParsers.inferType(templates.get(i), new StubVocab(Set.copyOf(vocabs.get(i)))).orElse(null);
-            String label = i < configs.size() ? configs.get(i).getFileName().toString()
+            String got = ToolCallParsers.inferType(templates.get(i), new StubVocab(Set.copyOf(vocabs.get(i))))
+                    .orElse(null);
+            String label = i < configs.size()
+                    ? configs.get(i).getFileName().toString()
                     : "synthetic " + (i - configs.size()) + " " + templates.get(i) + " " + vocabs.get(i);
             assertEquals(expected, got, label);
             if (i < configs.size()) {
                 assertEquals(realExpected.get(label), expected, "mlx-lm's inference for " + label);
             }
             var parser = ToolCallParsers.infer(templates.get(i), new StubVocab(Set.copyOf(vocabs.get(i))));
-            boolean implemented = expected != null && Set.of("json_tools", "mistral", "qwen3_coder", "pythonic").contains(expected);
+            boolean implemented = expected != null
+                    && Set.of("json_tools", "mistral", "qwen3_coder", "pythonic")
+                            .contains(expected);
             assertEquals(implemented, parser.isPresent(), label);
             parser.ifPresent(p -> assertEquals(expected, p.type()));
         }
-        assertEquals("qwen3_coder", ToolCallParsers.resolveType("qwen3_coder", "[TOOL_CALLS]", null).orElseThrow());
-        assertEquals("mistral", ToolCallParsers.resolveType(null, "[TOOL_CALLS]", null).orElseThrow());
+        assertEquals(
+                "qwen3_coder",
+                ToolCallParsers.resolveType("qwen3_coder", "[TOOL_CALLS]", null).orElseThrow());
+        assertEquals(
+                "mistral",
+                ToolCallParsers.resolveType(null, "[TOOL_CALLS]", null).orElseThrow());
         assertTrue(ToolCallParsers.forType("kimi_k2").isEmpty());
     }
 
@@ -481,7 +588,8 @@ class ToolCallParserParityTest {
         if (!skipGaps) {
             assertEquals(cases.size(), compared);
         }
-        System.out.printf("%s: %d cases, %d compared (%d raise in Python), %d skipped as documented gaps%n",
+        System.out.printf(
+                "%s: %d cases, %d compared (%d raise in Python), %d skipped as documented gaps%n",
                 cases.getFirst().type(), cases.size(), compared, pyErrors, cases.size() - compared);
         // Neither side may be trivially all errors or all calls.
         assertTrue(pyErrors > 0 && pyErrors < compared, pyErrors + " Python errors in " + compared + " cases");
@@ -491,11 +599,70 @@ class ToolCallParserParityTest {
     // -----------------------------------------------------------------------------------------
     // Random fragments: literal_eval / float() / json.loads / the pythonic parse on near-miss text.
 
-    private static final String[] FRAGMENTS = {"1", "0", "7", "-", "+", ".", "e", "E", "_", "x", "j", "'", "\"", "\\",
-        "n", "u", "N{DEGREE SIGN}", "[", "]", "(", ")", "{", "}", ":", ",", " ", "\n", "\t", "#", "True", "None",
-        "true", "null", "NaN", "Infinity", "r", "b", "f", "\"\"\"", "\u00e9", "\uD83D\uDE00", "\u00a0", "0x", "0o",
-        "a", "=", "g(", "\r", "inf", "\u0663", "1e5", "2.5", "\u2028", "\\u00e9", "\\x4", "/", "\f", "\\\n",
-        "1_0", "0b1", "*", "'''"};
+    private static final String[] FRAGMENTS = {
+        "1",
+        "0",
+        "7",
+        "-",
+        "+",
+        ".",
+        "e",
+        "E",
+        "_",
+        "x",
+        "j",
+        "'",
+        "\"",
+        "\\",
+        "n",
+        "u",
+        "N{DEGREE SIGN}",
+        "[",
+        "]",
+        "(",
+        ")",
+        "{",
+        "}",
+        ":",
+        ",",
+        " ",
+        "\n",
+        "\t",
+        "#",
+        "True",
+        "None",
+        "true",
+        "null",
+        "NaN",
+        "Infinity",
+        "r",
+        "b",
+        "f",
+        "\"\"\"",
+        "\u00e9",
+        "\uD83D\uDE00",
+        "\u00a0",
+        "0x",
+        "0o",
+        "a",
+        "=",
+        "g(",
+        "\r",
+        "inf",
+        "\u0663",
+        "1e5",
+        "2.5",
+        "\u2028",
+        "\\u00e9",
+        "\\x4",
+        "/",
+        "\f",
+        "\\\n",
+        "1_0",
+        "0b1",
+        "*",
+        "'''"
+    };
 
     private static String fuzz(Random rnd) {
         StringBuilder sb = new StringBuilder();
@@ -518,19 +685,65 @@ class ToolCallParserParityTest {
                 case 0, 1 -> cases.add(c("qwen3_coder", qc("f", params[rnd.nextInt(params.length)], v), tools));
                 case 2 -> cases.add(c("json_tools", "{\"name\": \"f\", \"arguments\": {\"a\": " + v + "}}"));
                 case 3 -> cases.add(c("pythonic", "[f(a=" + v + ")]"));
-                default -> cases.add(c("mistral", rnd.nextBoolean() ? "f[ARGS]" + v : "[{\"name\": \"f\", \"arguments\": " + v + "}]"));
+                default ->
+                    cases.add(c(
+                            "mistral",
+                            rnd.nextBoolean() ? "f[ARGS]" + v : "[{\"name\": \"f\", \"arguments\": " + v + "}]"));
             }
         }
         int compared = check(cases, true);
         assertTrue(compared > 1400, "compared " + compared);
     }
 
-    private static final String[] NUMBERS = {"0", "1", "-7", "42", "1.5", "-0.0", "1e3", "2.5E-3", "1e400", "0.1",
-        "123456789012345678901234567890", "9223372036854775808", "2147483648", "5e-324", "1_000", "0x1F", "0o17",
-        "0b101", ".5", "5.", "007", "00", "1E+05", "NaN", "Infinity", "-Infinity", "+3", "- 4"};
-    private static final String[] STRINGS = {"\"plain\"", "'single'", "\"esc\\n\\t\\\\\"", "\"\\u00e9\\ud83d\\ude00\"",
-        "\"h\u00e9llo \uD83D\uDE00\"", "'\\x41\\101\\N{DEGREE SIGN}'", "r'\\d+'", "\"\"\"tri\nple\"\"\"", "''", "\"\"",
-        "u'u'", "'a' 'b'", "\"\\/\"", "\"\\ud800\"", "'it\\'s'", "\"tab\there\"", "\"\\q\""};
+    private static final String[] NUMBERS = {
+        "0",
+        "1",
+        "-7",
+        "42",
+        "1.5",
+        "-0.0",
+        "1e3",
+        "2.5E-3",
+        "1e400",
+        "0.1",
+        "123456789012345678901234567890",
+        "9223372036854775808",
+        "2147483648",
+        "5e-324",
+        "1_000",
+        "0x1F",
+        "0o17",
+        "0b101",
+        ".5",
+        "5.",
+        "007",
+        "00",
+        "1E+05",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "+3",
+        "- 4"
+    };
+    private static final String[] STRINGS = {
+        "\"plain\"",
+        "'single'",
+        "\"esc\\n\\t\\\\\"",
+        "\"\\u00e9\\ud83d\\ude00\"",
+        "\"h\u00e9llo \uD83D\uDE00\"",
+        "'\\x41\\101\\N{DEGREE SIGN}'",
+        "r'\\d+'",
+        "\"\"\"tri\nple\"\"\"",
+        "''",
+        "\"\"",
+        "u'u'",
+        "'a' 'b'",
+        "\"\\/\"",
+        "\"\\ud800\"",
+        "'it\\'s'",
+        "\"tab\there\"",
+        "\"\\q\""
+    };
     private static final String[] CONSTS = {"True", "False", "None", "true", "false", "null"};
 
     private static String literal(Random rnd, int depth) {
@@ -559,7 +772,10 @@ class ToolCallParserParityTest {
                 int n = rnd.nextInt(4);
                 for (int i = 0; i < n; i++) {
                     String key = rnd.nextInt(8) == 0 ? "\"k\"" : rnd.nextBoolean() ? "\"k" + i + "\"" : "'k" + i + "'";
-                    sb.append(i == 0 ? "" : ", ").append(key).append(rnd.nextBoolean() ? ": " : ":").append(literal(rnd, depth + 1));
+                    sb.append(i == 0 ? "" : ", ")
+                            .append(key)
+                            .append(rnd.nextBoolean() ? ": " : ":")
+                            .append(literal(rnd, depth + 1));
                 }
                 return sb.append('}').toString();
             }
@@ -571,7 +787,8 @@ class ToolCallParserParityTest {
             return s;
         }
         int at = rnd.nextInt(s.length());
-        return rnd.nextBoolean() ? s.substring(0, at) + s.substring(at + 1)
+        return rnd.nextBoolean()
+                ? s.substring(0, at) + s.substring(at + 1)
                 : s.substring(0, at) + FRAGMENTS[rnd.nextInt(FRAGMENTS.length)] + s.substring(at);
     }
 
@@ -587,7 +804,12 @@ class ToolCallParserParityTest {
                 case 0 -> cases.add(c("qwen3_coder", qc("f", params[rnd.nextInt(params.length)], v), tools));
                 case 1 -> cases.add(c("json_tools", "{\"name\": \"f\", \"arguments\": {\"a\": " + v + "}}"));
                 case 2 -> cases.add(c("pythonic", "[f(a=" + v + ", b=" + mutate(rnd, literal(rnd, 1)) + ")]"));
-                default -> cases.add(c("mistral", rnd.nextBoolean() ? "f[ARGS]" + v : "[{\"name\": \"f\", \"arguments\": {\"a\": " + v + "}}]"));
+                default ->
+                    cases.add(c(
+                            "mistral",
+                            rnd.nextBoolean()
+                                    ? "f[ARGS]" + v
+                                    : "[{\"name\": \"f\", \"arguments\": {\"a\": " + v + "}}]"));
             }
         }
         int compared = check(cases, true);

@@ -53,8 +53,14 @@ public final class AnthropicCodec {
                 out.error(e, "");
             } catch (RuntimeException e) {
                 // prep failed outside its own refusals: a bug, answered as one (the request id names it)
-                out.error(new ApiError(500, "server_error", "internal error (request id " + out.requestId() + "): "
-                        + e, null, "internal_error"), "");
+                out.error(
+                        new ApiError(
+                                500,
+                                "server_error",
+                                "internal error (request id " + out.requestId() + "): " + e,
+                                null,
+                                "internal_error"),
+                        "");
             }
         });
     }

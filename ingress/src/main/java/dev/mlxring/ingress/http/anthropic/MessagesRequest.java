@@ -7,8 +7,8 @@ import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.SpeculativeField;
-import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.ingress.http.StructuredOutputs;
+import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.OutputConstraint;
 import dev.mlxring.pipeline.Prompt;
@@ -42,8 +42,19 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         }
         int maxTokens = countOnly ? 1 : f.maxTokens("max_tokens", true, defaults);
         boolean stream = !countOnly && f.bool("stream", false);
-        SamplingSpec sampling = new SamplingSpec(f.number("temperature", 0, 1), f.number("top_p", 0, 1),
-                f.intRange("top_k", 0, Integer.MAX_VALUE), null, null, null, null, null, null, null, null, null);
+        SamplingSpec sampling = new SamplingSpec(
+                f.number("temperature", 0, 1),
+                f.number("top_p", 0, 1),
+                f.intRange("top_k", 0, Integer.MAX_VALUE),
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null);
         List<String> stop = countOnly ? List.of() : f.stopStrings("stop_sequences", false);
         f.object("metadata"); // accepted (user_id); nothing here depends on it
 
@@ -64,7 +75,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
             switch (type) {
                 case "enabled", "adaptive" -> kwargs.put("enable_thinking", true);
                 case "disabled" -> kwargs.put("enable_thinking", false);
-                default -> throw ApiError.invalid("thinking.type", "thinking.type must be enabled, adaptive or disabled");
+                default ->
+                    throw ApiError.invalid("thinking.type", "thinking.type must be enabled, adaptive or disabled");
             }
         }
         JsonNode toolsNode = f.array("tools");
@@ -72,13 +84,27 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.object("tool_choice");
         ChatTools.Choice toolChoice = toolChoice(choice);
-        ChatTools.checkChoice(tools, toolChoice, "tool_choice", choice == null ? "auto"
-                : "type '" + RequestFields.at(choice, "tool_choice").string("type", "") + "'");
-        boolean parallel = choice == null
-                || !RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false);
+        ChatTools.checkChoice(
+                tools,
+                toolChoice,
+                "tool_choice",
+                choice == null
+                        ? "auto"
+                        : "type '" + RequestFields.at(choice, "tool_choice").string("type", "") + "'");
+        boolean parallel =
+                choice == null || !RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false);
         OutputConstraint constraint = StructuredOutputs.anthropic(f.node());
-        GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, stop, false, 0, constraint, ChatTools.spec(toolChoice, parallel, "input_schema"))
+        GenerationRequest req = new GenerationRequest(
+                        id,
+                        model,
+                        new Prompt.Chat(messages, tools, kwargs),
+                        sampling,
+                        maxTokens,
+                        stop,
+                        false,
+                        0,
+                        constraint,
+                        ChatTools.spec(toolChoice, parallel, "input_schema"))
                 .withSpeculative(SpeculativeField.parse(f.node()));
         return new MessagesRequest(req, stream, model);
     }
@@ -127,10 +153,13 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
 
     private static ApiError unsupported(String type, String at, String allowed) {
         if (type.equals("image") || type.equals("document")) {
-            return ApiError.invalid(at + ".type", at + " is an " + type + " block: images and documents are not"
-                    + " supported (the served model has no vision input)");
+            return ApiError.invalid(
+                    at + ".type",
+                    at + " is an " + type + " block: images and documents are not"
+                            + " supported (the served model has no vision input)");
         }
-        return ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported here (expected " + allowed + ")");
+        return ApiError.invalid(
+                at + ".type", at + ".type '" + type + "' is not supported here (expected " + allowed + ")");
     }
 
     private static String text(JsonNode block, String at) {
@@ -179,8 +208,9 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                 case "assistant:redacted_thinking" -> {
                     // opaque to this server: nothing to render
                 }
-                default -> throw unsupported(type, bt, role.equals("user") ? "text or tool_result"
-                        : "text, tool_use or thinking");
+                default ->
+                    throw unsupported(
+                            type, bt, role.equals("user") ? "text or tool_result" : "text, tool_use or thinking");
             }
         }
         if (role.equals("user")) {
@@ -234,8 +264,10 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         return ChatTools.readTools(tools, (f, at, names) -> {
             String type = f.string("type", "custom");
             if (!type.equals("custom")) {
-                throw ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported: only client tools"
-                        + " (name, description, input_schema) run here");
+                throw ApiError.invalid(
+                        at + ".type",
+                        at + ".type '" + type + "' is not supported: only client tools"
+                                + " (name, description, input_schema) run here");
             }
             String name = f.string("name", null);
             ChatTools.checkName(name, at + ".name", names);
@@ -243,8 +275,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
             if (schema == null) {
                 throw ApiError.invalid(at + ".input_schema", at + ".input_schema is required");
             }
-            return ChatTools.function(name, f.string("description", null), JSON.convertValue(schema, Map.class),
-                    f.bool("strict", false));
+            return ChatTools.function(
+                    name, f.string("description", null), JSON.convertValue(schema, Map.class), f.bool("strict", false));
         });
     }
 

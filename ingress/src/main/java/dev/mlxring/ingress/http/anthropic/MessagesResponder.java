@@ -1,12 +1,12 @@
 package dev.mlxring.ingress.http.anthropic;
 
-import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ExchangeWriter;
 import dev.mlxring.ingress.http.OutputSegments;
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.Lifecycle;
@@ -39,6 +39,7 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
     private final StringBuilder blockText = new StringBuilder();
     /** The events of the span being handled (streaming). */
     private final StringBuilder events = new StringBuilder();
+
     private int index = -1;
     private Session session;
 
@@ -243,11 +244,16 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
         index++;
         ObjectNode b = JSON.createObjectNode();
         b.put("type", "tool_use");
-        b.put("id", call.id() != null && !call.id().isEmpty() ? call.id()
-                : "toolu_" + UUID.randomUUID().toString().replace("-", ""));
+        b.put(
+                "id",
+                call.id() != null && !call.id().isEmpty()
+                        ? call.id()
+                        : "toolu_" + UUID.randomUUID().toString().replace("-", ""));
         b.put("name", call.name());
         if (!req.stream()) {
-            b.set("input", JSON.valueToTree(call.arguments() instanceof java.util.Map<?, ?> m ? m : java.util.Map.of()));
+            b.set(
+                    "input",
+                    JSON.valueToTree(call.arguments() instanceof java.util.Map<?, ?> m ? m : java.util.Map.of()));
             content.add(b);
             return;
         }
@@ -262,8 +268,9 @@ final class MessagesResponder implements GenerationListener, OutputSegments.Even
         e.put("index", index);
         ObjectNode d = e.putObject("delta");
         d.put("type", "input_json_delta");
-        d.put("partial_json", PyJsonDumps.dumps(call.arguments() instanceof java.util.Map<?, ?> m ? m
-                : java.util.Map.of()));
+        d.put(
+                "partial_json",
+                PyJsonDumps.dumps(call.arguments() instanceof java.util.Map<?, ?> m ? m : java.util.Map.of()));
         event("content_block_delta", e);
         blockStop();
     }

@@ -53,8 +53,11 @@ final class CompletionResponder implements GenerationListener {
         }
         OpenAiFrames.LogprobEntry lp = null;
         if (req.request().logprobs() && span.tokenId >= 0 && !Float.isNaN(span.logprob)) {
-            lp = new OpenAiFrames.LogprobEntry(span.tokenId, span.logprob,
-                    Arrays.copyOf(span.topIds, span.topCount), Arrays.copyOf(span.topLogprobs, span.topCount));
+            lp = new OpenAiFrames.LogprobEntry(
+                    span.tokenId,
+                    span.logprob,
+                    Arrays.copyOf(span.topIds, span.topCount),
+                    Arrays.copyOf(span.topLogprobs, span.topCount));
         }
         if (!req.stream()) {
             text.append(span.text);
@@ -88,8 +91,10 @@ final class CompletionResponder implements GenerationListener {
         }
         String reason = outcome.state() == Lifecycle.COMPLETED ? outcome.finishReason() : "stop";
         if (!req.stream()) {
-            out.json(200, frames.complete(text.toString(), reasoning.toString(), toolCalls, logprobs, reason,
-                    outcome.usage()));
+            out.json(
+                    200,
+                    frames.complete(
+                            text.toString(), reasoning.toString(), toolCalls, logprobs, reason, outcome.usage()));
             return;
         }
         out.startEventStream();

@@ -28,8 +28,19 @@ public final class OpenAiCodec {
         String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
         OpenAiRequest req = OpenAiRequest.parse(body, chat, gateway.config().defaults(), id);
         gateway.checkModel(req.model());
-        gateway.submit(ex, req.request(), new CompletionResponder(out, req,
-                new OpenAiFrames(id, req.model(), chat, gateway.config().fingerprint(), tokenText,
-                        req.legacyTopLogprobs())), out);
+        gateway.submit(
+                ex,
+                req.request(),
+                new CompletionResponder(
+                        out,
+                        req,
+                        new OpenAiFrames(
+                                id,
+                                req.model(),
+                                chat,
+                                gateway.config().fingerprint(),
+                                tokenText,
+                                req.legacyTopLogprobs())),
+                out);
     }
 }

@@ -1,9 +1,9 @@
 package dev.mlxring.ingress.http.openai;
 
-import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import dev.mlxring.pipeline.ToolCall;
 import dev.mlxring.pipeline.Usage;
 import dev.mlxring.pycompat.PyJsonDumps;
@@ -41,7 +41,12 @@ final class OpenAiFrames {
      * @param legacyTopLogprobs text completions' integer {@code logprobs}: logprobs are written in
      *     OpenAI's legacy shape with that many alternatives per token; -1 for mlx_lm.server's shape
      */
-    OpenAiFrames(String id, String model, boolean chat, String fingerprint, IntFunction<String> tokenText,
+    OpenAiFrames(
+            String id,
+            String model,
+            boolean chat,
+            String fingerprint,
+            IntFunction<String> tokenText,
             int legacyTopLogprobs) {
         this.legacyTopLogprobs = legacyTopLogprobs;
         this.id = id;
@@ -78,7 +83,11 @@ final class OpenAiFrames {
      * One streamed chunk carrying text, reasoning and/or tool calls (and the token's logprobs when
      * asked). Text completions carry only text, as in mlx_lm.server.
      */
-    String chunk(CharSequence text, CharSequence reasoning, List<ToolCall> toolCalls, LogprobEntry logprob,
+    String chunk(
+            CharSequence text,
+            CharSequence reasoning,
+            List<ToolCall> toolCalls,
+            LogprobEntry logprob,
             String finishReason) {
         ObjectNode o = envelope(true);
         ObjectNode c = choice(o, finishReason);
@@ -114,8 +123,13 @@ final class OpenAiFrames {
     }
 
     /** A whole non-streamed response. */
-    String complete(String text, String reasoning, List<ToolCall> toolCalls, List<LogprobEntry> logprobs,
-            String finishReason, Usage usage) {
+    String complete(
+            String text,
+            String reasoning,
+            List<ToolCall> toolCalls,
+            List<LogprobEntry> logprobs,
+            String finishReason,
+            Usage usage) {
         ObjectNode o = envelope(false);
         ObjectNode c = choice(o, finishReason);
         if (chat) {
@@ -195,7 +209,11 @@ final class OpenAiFrames {
             function.put("name", tc.name());
             function.put("arguments", PyJsonDumps.dumps(tc.arguments()));
             call.put("type", "function");
-            call.put("id", tc.id() != null && !tc.id().isEmpty() ? tc.id() : UUID.randomUUID().toString());
+            call.put(
+                    "id",
+                    tc.id() != null && !tc.id().isEmpty()
+                            ? tc.id()
+                            : UUID.randomUUID().toString());
             if (stream) {
                 call.put("index", toolCallIndex++);
             }

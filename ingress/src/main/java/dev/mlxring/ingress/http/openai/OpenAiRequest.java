@@ -13,7 +13,6 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingSpec;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -34,11 +33,17 @@ import java.util.Set;
  *     {@value #MAX_LEGACY_LOGPROBS}): the legacy logprobs shape with that many alternatives per
  *     token; -1 when not asked for that way ({@code logprobs: true} keeps mlx_lm.server's shape)
  */
-record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, boolean includeUsage, String model,
+record OpenAiRequest(
+        GenerationRequest request,
+        boolean chat,
+        boolean stream,
+        boolean includeUsage,
+        String model,
         int legacyTopLogprobs) {
     static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool");
     /** mlx_lm.server's bound, which the planner also enforces (docs/api.md). */
     static final int MAX_TOP_LOGPROBS = 11;
+
     static final int MAX_LOGIT_BIAS_ENTRIES = 1024;
     /** OpenAI's bound on the legacy completions API's integer {@code logprobs}. */
     static final int MAX_LEGACY_LOGPROBS = 5;
@@ -91,19 +96,22 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
         }
         if (legacyTop >= 0) {
             if (top != -1) {
-                throw ApiError.invalid("top_logprobs", "top_logprobs goes with logprobs: true; with an integer "
-                        + "logprobs (the legacy form) that integer is the number of alternatives");
+                throw ApiError.invalid(
+                        "top_logprobs",
+                        "top_logprobs goes with logprobs: true; with an integer "
+                                + "logprobs (the legacy form) that integer is the number of alternatives");
             }
             top = legacyTop;
         }
         List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
-        GenerationRequest req = new GenerationRequest(requestId, model, prompt, sampling, maxTokens, stop,
-                logprobs || top > 0, Math.max(top, 0)).withConstraint(constraint)
+        GenerationRequest req = new GenerationRequest(
+                        requestId, model, prompt, sampling, maxTokens, stop, logprobs || top > 0, Math.max(top, 0))
+                .withConstraint(constraint)
                 .withSpeculative(SpeculativeField.parse(root));
         if (chat) {
-            req = req.withToolChoice(OpenAiTools.choice(root.get("tool_choice"),
-                    new RequestFields(root).bool("parallel_tool_calls", true)));
+            req = req.withToolChoice(OpenAiTools.choice(
+                    root.get("tool_choice"), new RequestFields(root).bool("parallel_tool_calls", true)));
         }
         return new OpenAiRequest(req, chat, stream, includeUsage, model, legacyTop);
     }
@@ -118,8 +126,10 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             return -1;
         }
         if (!v.isIntegralNumber() || !v.canConvertToInt() || v.intValue() < 0 || v.intValue() > MAX_LEGACY_LOGPROBS) {
-            throw ApiError.invalid("logprobs", "logprobs must be a boolean or an integer between 0 and "
-                    + MAX_LEGACY_LOGPROBS + " (the number of alternatives per token), got " + v);
+            throw ApiError.invalid(
+                    "logprobs",
+                    "logprobs must be a boolean or an integer between 0 and " + MAX_LEGACY_LOGPROBS
+                            + " (the number of alternatives per token), got " + v);
         }
         return v.intValue();
     }
@@ -152,11 +162,16 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             if (m.path("tool_calls").isArray()) {
                 extra.put("tool_calls", toolCalls(m.get("tool_calls")));
             }
-            out.add(new ChatMessage(role.asText(), content(m.get("content"), at + ".content",
-                    role.asText().equals("assistant") && extra.containsKey("tool_calls")), extra));
+            out.add(new ChatMessage(
+                    role.asText(),
+                    content(
+                            m.get("content"),
+                            at + ".content",
+                            role.asText().equals("assistant") && extra.containsKey("tool_calls")),
+                    extra));
         }
-        List<Map<String, Object>> tools = OpenAiTools.parse(root.get("tools"), root.get("tool_choice"),
-                new RequestFields(root).bool("parallel_tool_calls", true));
+        List<Map<String, Object>> tools = OpenAiTools.parse(
+                root.get("tools"), root.get("tool_choice"), new RequestFields(root).bool("parallel_tool_calls", true));
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode k = root.get("chat_template_kwargs");
         if (k != null && !k.isNull()) {
@@ -203,7 +218,8 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             StringBuilder sb = new StringBuilder();
             for (JsonNode part : c) {
                 if (!part.isObject() || !"text".equals(part.path("type").asText())) {
-                    throw ApiError.invalid(at, at + " parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
+                    throw ApiError.invalid(
+                            at, at + " parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
                 }
                 JsonNode text = part.get("text");
                 if (text == null || !text.isTextual()) {
@@ -264,8 +280,9 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             throw ApiError.invalid("logit_bias", "logit_bias must be an object of token id to bias");
         }
         if (b.size() > MAX_LOGIT_BIAS_ENTRIES) {
-            throw ApiError.invalid("logit_bias", "logit_bias may hold at most " + MAX_LOGIT_BIAS_ENTRIES
-                    + " token ids, got " + b.size());
+            throw ApiError.invalid(
+                    "logit_bias",
+                    "logit_bias may hold at most " + MAX_LOGIT_BIAS_ENTRIES + " token ids, got " + b.size());
         }
         Map<Integer, Double> out = new HashMap<>();
         for (var e : b.properties()) {
@@ -273,20 +290,22 @@ record OpenAiRequest(GenerationRequest request, boolean chat, boolean stream, bo
             try {
                 id = Integer.parseInt(e.getKey());
             } catch (NumberFormatException ex) {
-                throw ApiError.invalid("logit_bias", "logit_bias keys must be integer token ids, got '"
-                        + e.getKey() + "'");
+                throw ApiError.invalid(
+                        "logit_bias", "logit_bias keys must be integer token ids, got '" + e.getKey() + "'");
             }
             if (id < 0 || vocabSize > 0 && id >= vocabSize) {
-                throw ApiError.invalid("logit_bias", "logit_bias token id " + id + " is outside the vocabulary [0, "
-                        + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
+                throw ApiError.invalid(
+                        "logit_bias",
+                        "logit_bias token id " + id + " is outside the vocabulary [0, "
+                                + (vocabSize > 0 ? vocabSize : "vocabulary size") + ")");
             }
             JsonNode v = e.getValue();
             if (v.isNull()) {
                 continue; // null means absent
             }
             if (!v.isNumber() || !(v.doubleValue() >= -100 && v.doubleValue() <= 100)) {
-                throw ApiError.invalid("logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 "
-                        + "and 100");
+                throw ApiError.invalid(
+                        "logit_bias", "logit_bias[" + e.getKey() + "] must be a number between -100 " + "and 100");
             }
             out.put(id, v.doubleValue());
         }

@@ -47,8 +47,9 @@ final class OpenAiTools {
                 String at = "tools[" + i + "]";
                 String name = checkTool(tools.get(i), at);
                 if (!names.add(name)) {
-                    throw ApiError.invalid(at + ".function.name", at + ".function.name '" + name
-                            + "' is used by an earlier tool; tool names must be unique");
+                    throw ApiError.invalid(
+                            at + ".function.name",
+                            at + ".function.name '" + name + "' is used by an earlier tool; tool names must be unique");
                 }
                 Map<String, Object> tool = RequestFields.withoutNullKeys(tools.get(i));
                 tool.put("function", RequestFields.withoutNullKeys(tools.get(i).get("function")));
@@ -75,7 +76,8 @@ final class OpenAiTools {
                 default -> ChatTools.Choice.AUTO;
             };
         } else {
-            c = new ChatTools.Choice.Named(toolChoice.path("function").path("name").textValue());
+            c = new ChatTools.Choice.Named(
+                    toolChoice.path("function").path("name").textValue());
         }
         return ChatTools.spec(c, parallelToolCalls, "function.parameters");
     }
@@ -94,8 +96,9 @@ final class OpenAiTools {
         }
         JsonNode name = fn.get("name");
         if (name == null || !name.isTextual() || !NAME.matcher(name.textValue()).matches()) {
-            throw ApiError.invalid(at + ".function.name", at + ".function.name must be a string of 1 to 64 "
-                    + "letters, digits, underscores or dashes");
+            throw ApiError.invalid(
+                    at + ".function.name",
+                    at + ".function.name must be a string of 1 to 64 " + "letters, digits, underscores or dashes");
         }
         JsonNode description = fn.get("description");
         if (description != null && !description.isNull() && !description.isTextual()) {
@@ -103,8 +106,8 @@ final class OpenAiTools {
         }
         JsonNode parameters = fn.get("parameters");
         if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
-            throw ApiError.invalid(at + ".function.parameters", at + ".function.parameters must be a JSON Schema "
-                    + "object");
+            throw ApiError.invalid(
+                    at + ".function.parameters", at + ".function.parameters must be a JSON Schema " + "object");
         }
         JsonNode strict = fn.get("strict");
         if (strict != null && !strict.isNull() && !strict.isBoolean()) {
@@ -119,29 +122,42 @@ final class OpenAiTools {
         }
         if (choice.isTextual()) {
             if (!CHOICES.contains(choice.textValue())) {
-                throw ApiError.invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
-                        + "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"" + choice.textValue() + "\"");
+                throw ApiError.invalid(
+                        "tool_choice",
+                        "tool_choice must be \"none\", \"auto\", \"required\" or "
+                                + "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"" + choice.textValue()
+                                + "\"");
             }
             if (choice.textValue().equals("required") && names.isEmpty()) {
                 throw ApiError.invalid("tool_choice", "tool_choice \"required\" needs at least one tool in tools");
             }
-            ChatTools.refuseUnenforced(switch (choice.textValue()) {
-                case "none" -> ChatTools.Choice.NONE;
-                case "required" -> ChatTools.Choice.REQUIRED;
-                default -> ChatTools.Choice.AUTO;
-            }, !names.isEmpty(), "tool_choice", "\"" + choice.textValue() + "\"");
+            ChatTools.refuseUnenforced(
+                    switch (choice.textValue()) {
+                        case "none" -> ChatTools.Choice.NONE;
+                        case "required" -> ChatTools.Choice.REQUIRED;
+                        default -> ChatTools.Choice.AUTO;
+                    },
+                    !names.isEmpty(),
+                    "tool_choice",
+                    "\"" + choice.textValue() + "\"");
             return;
         }
-        if (!choice.isObject() || !"function".equals(choice.path("type").textValue())
+        if (!choice.isObject()
+                || !"function".equals(choice.path("type").textValue())
                 || !choice.path("function").path("name").isTextual()) {
-            throw ApiError.invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
-                    + "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+            throw ApiError.invalid(
+                    "tool_choice",
+                    "tool_choice must be \"none\", \"auto\", \"required\" or "
+                            + "{\"type\": \"function\", \"function\": {\"name\": ...}}");
         }
         String name = choice.path("function").path("name").textValue();
         if (!names.contains(name)) {
             throw ApiError.invalid("tool_choice", "tool_choice names function '" + name + "', which is not in tools");
         }
-        ChatTools.refuseUnenforced(new ChatTools.Choice.Named(name), true, "tool_choice",
+        ChatTools.refuseUnenforced(
+                new ChatTools.Choice.Named(name),
+                true,
+                "tool_choice",
                 "{\"type\": \"function\", \"function\": {\"name\": \"" + name + "\"}}");
     }
 }

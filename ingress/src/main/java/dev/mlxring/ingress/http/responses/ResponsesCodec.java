@@ -18,6 +18,7 @@ import java.util.UUID;
 public final class ResponsesCodec {
     /** How many stored responses are kept (the oldest is evicted first). */
     public static final int STORE_CAPACITY = 1024;
+
     private static final String PREFIX = "/v1/responses/";
     private static final ObjectMapper JSON = new ObjectMapper();
 

@@ -9,8 +9,8 @@ import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.SpeculativeField;
-import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.ingress.http.StructuredOutputs;
+import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingSpec;
@@ -33,23 +33,39 @@ import java.util.function.Function;
  *     do not carry over to a later {@code previous_response_id}, as in OpenAI's API)
  * @param echo the request fields a response object repeats
  */
-record ResponsesRequest(GenerationRequest request, boolean stream, boolean store, String model,
-        List<ChatMessage> conversation, ObjectNode echo) {
+record ResponsesRequest(
+        GenerationRequest request,
+        boolean stream,
+        boolean store,
+        String model,
+        List<ChatMessage> conversation,
+        ObjectNode echo) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /**
      * @param previous the stored conversation of a response id, or null when unknown
      */
-    static ResponsesRequest parse(byte[] body, ServerDefaults defaults, String id,
-            Function<String, List<ChatMessage>> previous) {
+    static ResponsesRequest parse(
+            byte[] body, ServerDefaults defaults, String id, Function<String, List<ChatMessage>> previous) {
         JsonNode root = RequestFields.parseObject(body);
         RequestFields f = new RequestFields(root);
         String model = f.string("model", "default_model");
         boolean stream = f.bool("stream", false);
         boolean store = f.bool("store", true);
         Integer maxTokens = f.maxTokens("max_output_tokens", false, defaults);
-        SamplingSpec sampling = new SamplingSpec(f.number("temperature", 0, 2), f.number("top_p", 0, 1),
-                f.intRange("top_k", 0, Integer.MAX_VALUE), null, null, null, null, null, null, null, null, null);
+        SamplingSpec sampling = new SamplingSpec(
+                f.number("temperature", 0, 2),
+                f.number("top_p", 0, 1),
+                f.intRange("top_k", 0, Integer.MAX_VALUE),
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null);
         String instructions = f.string("instructions", null);
         JsonNode metadata = f.object("metadata");
         String previousId = f.string("previous_response_id", null);
@@ -59,8 +75,12 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         if (previousId != null) {
             List<ChatMessage> prior = previous.apply(previousId);
             if (prior == null) {
-                throw new ApiError(404, "invalid_request_error", "previous response with id '" + previousId
-                        + "' not found (never stored, deleted, or evicted)", "previous_response_id", "not_found");
+                throw new ApiError(
+                        404,
+                        "invalid_request_error",
+                        "previous response with id '" + previousId + "' not found (never stored, deleted, or evicted)",
+                        "previous_response_id",
+                        "not_found");
             }
             conversation.addAll(prior);
         }
@@ -71,8 +91,11 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         List<Map<String, Object>> tools = tools(toolsNode);
         JsonNode choice = f.get("tool_choice");
         ChatTools.Choice toolChoice = toolChoice(choice);
-        ChatTools.checkChoice(tools, toolChoice, "tool_choice", choice == null ? "auto"
-                : choice.isTextual() ? "\"" + choice.textValue() + "\"" : choice.toString());
+        ChatTools.checkChoice(
+                tools,
+                toolChoice,
+                "tool_choice",
+                choice == null ? "auto" : choice.isTextual() ? "\"" + choice.textValue() + "\"" : choice.toString());
         boolean parallel = f.bool("parallel_tool_calls", true);
         Map<String, Object> kwargs = new HashMap<>();
         JsonNode reasoning = f.object("reasoning");
@@ -89,9 +112,18 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
             messages.add(ChatMessage.of("system", instructions));
         }
         messages.addAll(conversation);
-        GenerationRequest req = new GenerationRequest(id, model, new Prompt.Chat(messages, tools, kwargs), sampling,
-                maxTokens, List.of(), false, 0, StructuredOutputs.responses(root),
-                ChatTools.spec(toolChoice, parallel, "parameters")).withSpeculative(SpeculativeField.parse(root));
+        GenerationRequest req = new GenerationRequest(
+                        id,
+                        model,
+                        new Prompt.Chat(messages, tools, kwargs),
+                        sampling,
+                        maxTokens,
+                        List.of(),
+                        false,
+                        0,
+                        StructuredOutputs.responses(root),
+                        ChatTools.spec(toolChoice, parallel, "parameters"))
+                .withSpeculative(SpeculativeField.parse(root));
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
@@ -107,7 +139,10 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         echo.set("tools", f.get("tools") == null ? JSON.createArrayNode() : f.get("tools"));
         echo.set("top_p", JSON.valueToTree(sampling.topP()));
         JsonNode format = root.path("text").path("format");
-        echo.putObject("text").set("format", format.isObject() ? format : JSON.createObjectNode().put("type", "text"));
+        echo.putObject("text")
+                .set(
+                        "format",
+                        format.isObject() ? format : JSON.createObjectNode().put("type", "text"));
         echo.put("truncation", "disabled");
         return new ResponsesRequest(req, stream, store, model, List.copyOf(conversation), echo);
     }
@@ -122,30 +157,40 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
     private static void refuseUnsupported(RequestFields f) {
         Integer n = f.integer("n", null);
         if (n != null && n != 1) {
-            throw ApiError.invalid("n", "n " + n + " is not supported: one output per response is generated; "
-                    + "leave it out or send 1");
+            throw ApiError.invalid(
+                    "n",
+                    "n " + n + " is not supported: one output per response is generated; " + "leave it out or send 1");
         }
         Integer topLogprobs = f.integer("top_logprobs", null);
         if (topLogprobs != null && topLogprobs != 0) {
-            throw ApiError.invalid("top_logprobs", "top_logprobs is not supported on /v1/responses (its output "
-                    + "carries no logprobs); leave it out or send 0");
+            throw ApiError.invalid(
+                    "top_logprobs",
+                    "top_logprobs is not supported on /v1/responses (its output "
+                            + "carries no logprobs); leave it out or send 0");
         }
         if (f.get("max_tool_calls") != null) {
-            throw ApiError.invalid("max_tool_calls", "max_tool_calls is not supported: the number of calls is not "
-                    + "capped; leave it out (parallel_tool_calls: false allows at most one call)");
+            throw ApiError.invalid(
+                    "max_tool_calls",
+                    "max_tool_calls is not supported: the number of calls is not "
+                            + "capped; leave it out (parallel_tool_calls: false allows at most one call)");
         }
         if (f.bool("background", false)) {
-            throw ApiError.invalid("background", "background responses are not supported; send background: false "
-                    + "(the response is generated while the request waits, or streamed)");
+            throw ApiError.invalid(
+                    "background",
+                    "background responses are not supported; send background: false "
+                            + "(the response is generated while the request waits, or streamed)");
         }
         String truncation = f.string("truncation", "disabled");
         if (!truncation.equals("disabled")) {
-            throw ApiError.invalid("truncation", "truncation '" + truncation + "' is not supported; only 'disabled' is "
-                    + "(an input longer than the context is refused with context_length_exceeded)");
+            throw ApiError.invalid(
+                    "truncation",
+                    "truncation '" + truncation + "' is not supported; only 'disabled' is "
+                            + "(an input longer than the context is refused with context_length_exceeded)");
         }
         if (f.get("conversation") != null) {
-            throw ApiError.invalid("conversation", "conversation objects are not supported; continue a response "
-                    + "with previous_response_id");
+            throw ApiError.invalid(
+                    "conversation",
+                    "conversation objects are not supported; continue a response " + "with previous_response_id");
         }
     }
 
@@ -164,6 +209,7 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         private String pendingReasoning;
         /** The assistant turn being built from this input's items (not yet in {@code out}). */
         private String assistantText;
+
         private List<Map<String, Object>> assistantCalls;
 
         InputItems(List<ChatMessage> out) {
@@ -212,8 +258,8 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                     try {
                         args = JSON.readValue(arguments, Object.class);
                     } catch (JsonProcessingException e) {
-                        throw ApiError.invalid(at + ".arguments", at + ".arguments is not valid JSON: "
-                                + e.getOriginalMessage());
+                        throw ApiError.invalid(
+                                at + ".arguments", at + ".arguments is not valid JSON: " + e.getOriginalMessage());
                     }
                     if (assistantText == null) {
                         assistantText = "";
@@ -247,14 +293,18 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                     }
                     pendingReasoning = sb.toString();
                 }
-                default -> throw ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported (expected"
-                        + " message, function_call, function_call_output or reasoning)");
+                default ->
+                    throw ApiError.invalid(
+                            at + ".type",
+                            at + ".type '" + type + "' is not supported (expected"
+                                    + " message, function_call, function_call_output or reasoning)");
             }
         }
 
         private void message(RequestFields f, String at) {
             String role = f.string("role", null);
-            if (role == null || !List.of("user", "assistant", "system", "developer").contains(role)) {
+            if (role == null
+                    || !List.of("user", "assistant", "system", "developer").contains(role)) {
                 throw ApiError.invalid(at + ".role", at + ".role must be user, assistant, system or developer");
             }
             String text = text(f.required("content"), at + ".content");
@@ -304,10 +354,15 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                         }
                         sb.append(t.asText());
                     }
-                    case "input_image", "input_file" -> throw ApiError.invalid(pt + ".type", pt + " is an " + type
-                            + " part: images and files are not supported (the served model has no vision input)");
-                    default -> throw ApiError.invalid(pt + ".type", pt + ".type '" + type + "' is not supported"
-                            + " (expected input_text or output_text)");
+                    case "input_image", "input_file" ->
+                        throw ApiError.invalid(
+                                pt + ".type",
+                                pt + " is an " + type
+                                        + " part: images and files are not supported (the served model has no vision input)");
+                    default ->
+                        throw ApiError.invalid(
+                                pt + ".type",
+                                pt + ".type '" + type + "' is not supported" + " (expected input_text or output_text)");
                 }
             }
             return sb.toString();
@@ -318,14 +373,17 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
         return ChatTools.readTools(tools, (f, at, names) -> {
             String type = f.string("type", null);
             if (!"function".equals(type)) {
-                throw ApiError.invalid(at + ".type", at + ".type '" + type + "' is not supported: only function"
-                        + " tools run here");
+                throw ApiError.invalid(
+                        at + ".type", at + ".type '" + type + "' is not supported: only function" + " tools run here");
             }
             String name = f.string("name", null);
             ChatTools.checkName(name, at + ".name", names);
             JsonNode params = f.object("parameters");
-            return ChatTools.function(name, f.string("description", null),
-                    params == null ? null : JSON.convertValue(params, Map.class), f.bool("strict", false));
+            return ChatTools.function(
+                    name,
+                    f.string("description", null),
+                    params == null ? null : JSON.convertValue(params, Map.class),
+                    f.bool("strict", false));
         });
     }
 
@@ -338,15 +396,18 @@ record ResponsesRequest(GenerationRequest request, boolean stream, boolean store
                 case "auto" -> ChatTools.Choice.AUTO;
                 case "required" -> ChatTools.Choice.REQUIRED;
                 case "none" -> ChatTools.Choice.NONE;
-                default -> throw ApiError.invalid("tool_choice", "tool_choice must be auto, required, none or"
-                        + " {\"type\": \"function\", \"name\": ...}");
+                default ->
+                    throw ApiError.invalid(
+                            "tool_choice",
+                            "tool_choice must be auto, required, none or" + " {\"type\": \"function\", \"name\": ...}");
             };
         }
         RequestFields f = RequestFields.at(c, "tool_choice");
         String name = f.string("name", null);
         if (!c.isObject() || !"function".equals(f.string("type", null)) || name == null) {
-            throw ApiError.invalid("tool_choice", "tool_choice must be auto, required, none or"
-                    + " {\"type\": \"function\", \"name\": ...}");
+            throw ApiError.invalid(
+                    "tool_choice",
+                    "tool_choice must be auto, required, none or" + " {\"type\": \"function\", \"name\": ...}");
         }
         return new ChatTools.Choice.Named(name);
     }

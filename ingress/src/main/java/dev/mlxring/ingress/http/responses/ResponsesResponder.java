@@ -1,6 +1,5 @@
 package dev.mlxring.ingress.http.responses;
 
-import dev.mlxring.ingress.http.SpeculativeUsage;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -8,6 +7,7 @@ import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.ExchangeWriter;
 import dev.mlxring.ingress.http.OutputSegments;
+import dev.mlxring.ingress.http.SpeculativeUsage;
 import dev.mlxring.pipeline.ChatMessage;
 import dev.mlxring.pipeline.CommittedSpan;
 import dev.mlxring.pipeline.GenerationListener;
@@ -50,6 +50,7 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
 
     /** The open reasoning or message item. */
     private String itemId;
+
     private final StringBuilder itemText = new StringBuilder();
     /** An output item's status when it closes: "incomplete" for the last one of a cut response. */
     private String closingStatus = "completed";
@@ -107,7 +108,8 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
         start();
         // The item open when generation ends is cut short unless it ended of its own accord.
         closingStatus = outcome.state() == Lifecycle.COMPLETED && !"length".equals(outcome.finishReason())
-                ? "completed" : "incomplete";
+                ? "completed"
+                : "incomplete";
         segments.finish(this);
         String status;
         String event;
@@ -303,7 +305,10 @@ final class ResponsesResponder implements GenerationListener, OutputSegments.Eve
             if (kind == OutputSegments.Kind.TEXT) {
                 done.putArray("logprobs");
             }
-            emit(kind == OutputSegments.Kind.REASONING ? "response.reasoning_text.done" : "response.output_text.done",
+            emit(
+                    kind == OutputSegments.Kind.REASONING
+                            ? "response.reasoning_text.done"
+                            : "response.output_text.done",
                     done);
             ObjectNode partDone = at(index);
             partDone.put("content_index", 0);

@@ -44,7 +44,8 @@ class OpenAiRequestFuzzTest {
         int variants = 0;
         for (FuzzBodies.Api api : new FuzzBodies.Api[] {FuzzBodies.Api.CHAT, FuzzBodies.Api.COMPLETIONS}) {
             boolean chat = api == FuzzBodies.Api.CHAT;
-            assertTrue(outcome(api.full, chat) instanceof OpenAiRequest, api + "'s full body: " + outcome(api.full, chat));
+            assertTrue(
+                    outcome(api.full, chat) instanceof OpenAiRequest, api + "'s full body: " + outcome(api.full, chat));
             for (FuzzBodies.NullVariant v : FuzzBodies.nullVariants(api)) {
                 variants++;
                 assertEquals(outcome(v.removed(), chat), outcome(v.nulled(), chat), api + " " + v.path() + " null");
