@@ -101,6 +101,10 @@ class LlguidanceParityTest {
         schema(g, "const", """
                 {"type":"object","properties":{"kind":{"const":"event"},"items":{"type":"array","items":{"enum":[1,2,3]},
                 "maxItems":3}},"required":["kind","items"],"additionalProperties":false}""");
+        schema(g, "numbers", """
+                {"type":"object","properties":{"price":{"type":"number","minimum":0,"maximum":1000},
+                "count":{"type":"integer","minimum":1,"maximum":99},"in_stock":{"type":"boolean"}},
+                "required":["price","count","in_stock"],"additionalProperties":false}""");
         g.put("regex", new Grammar("regex", OutputConstraint.Kind.REGEX, "(yes|no): [0-9]{1,3} (apples|pears)"));
         g.put("lark", new Grammar("lark", OutputConstraint.Kind.LARK, """
                 start: item ("," item)*
@@ -233,6 +237,7 @@ class LlguidanceParityTest {
                                 new Row(3, "A title.", "nullable", seededTopP, 20),
                                 new Row(3, "Free text.", null, null, 12),
                                 new Row(4, "An event.", "const", seeded, 20),
+                                new Row(4, "A price and a count.", "numbers", seededTopP, 20),
                                 new Row(5, "Answer yes or no.", "regex", null, 16),
                                 new Row(6, "Key-value pairs:", "lark", seeded, 16))));
         return cells.stream().filter(c -> selected(c.name()));
