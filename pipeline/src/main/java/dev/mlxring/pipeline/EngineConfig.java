@@ -57,59 +57,6 @@ public record EngineConfig(
      */
     public static final int DEFAULT_PROMPT_CONCURRENCY = 8;
 
-    /** A configuration with the default prefill interleaving. */
-    public EngineConfig(
-            int requestRingSize,
-            int tokenRingSize,
-            int prepShards,
-            int maxQueued,
-            int creditsPerSession,
-            long idleConsumerTimeoutNs,
-            int maxTopLogprobs,
-            WaitMode waitMode,
-            int decodeConcurrency,
-            int promptConcurrency,
-            long kvBudgetBytes) {
-        this(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                DEFAULT_PREFILL_SHARE,
-                true);
-    }
-
-    /** A serial configuration (decode and prompt concurrency 1). */
-    public EngineConfig(
-            int requestRingSize,
-            int tokenRingSize,
-            int prepShards,
-            int maxQueued,
-            int creditsPerSession,
-            long idleConsumerTimeoutNs,
-            int maxTopLogprobs,
-            WaitMode waitMode) {
-        this(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                1,
-                1,
-                0);
-    }
-
     /**
      * The defaults: 1024 request-ring and 4096 token-ring slots, 2 prep threads, 256 sessions
      * queued at most, 512 credits per session, a paused row cancelled after 30 s, top_logprobs up
@@ -118,7 +65,8 @@ public record EngineConfig(
      * {@link Builder#decodeConcurrency}.
      */
     public static EngineConfig defaults() {
-        return new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 20, WaitMode.BLOCKING);
+        return new EngineConfig(
+                1024, 4096, 2, 256, 512, 30_000_000_000L, 20, WaitMode.BLOCKING, 1, 1, 0, DEFAULT_PREFILL_SHARE, true);
     }
 
     /** A builder that starts from {@link #defaults()}. */
@@ -153,90 +101,32 @@ public record EngineConfig(
         }
     }
 
+    /** How idle stage threads wait. */
     public EngineConfig withWaitMode(WaitMode mode) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                mode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder().waitMode(mode).build();
     }
 
+    /** Admitted sessions not yet settled at most, running ones included. */
     public EngineConfig withMaxQueued(int n) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                n,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder().maxQueued(n).build();
     }
 
+    /** Undelivered spans a session may hold, and how long a paused row waits for credits. */
     public EngineConfig withCredits(int credits, long idleTimeoutNs) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                credits,
-                idleTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder()
+                .creditsPerSession(credits)
+                .idleConsumerTimeoutNs(idleTimeoutNs)
+                .build();
     }
 
+    /** Request-ring slots, a power of two. */
     public EngineConfig withRequestRingSize(int n) {
-        return new EngineConfig(
-                n,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder().requestRingSize(n).build();
     }
 
     /** Admission holds rows back while the batch's projected KV bytes would exceed {@code bytes} (0 = no limit). */
     public EngineConfig withKvBudget(long bytes) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                bytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder().kvBudgetBytes(bytes).build();
     }
 
     /**
@@ -244,20 +134,10 @@ public record EngineConfig(
      * reading their prompts ({@code prompt} is capped at {@code decode}).
      */
     public EngineConfig withConcurrency(int decode, int prompt) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decode,
-                Math.min(prompt, decode),
-                kvBudgetBytes,
-                prefillShare,
-                shortPromptsFirst);
+        return toBuilder()
+                .decodeConcurrency(decode)
+                .promptConcurrency(Math.min(prompt, decode))
+                .build();
     }
 
     /**
@@ -266,20 +146,7 @@ public record EngineConfig(
      * {@code (1.0, false)} is mlx-lm's {@code BatchGenerator} unit for unit.
      */
     public EngineConfig withPrefillInterleave(double share, boolean shortFirst) {
-        return new EngineConfig(
-                requestRingSize,
-                tokenRingSize,
-                prepShards,
-                maxQueued,
-                creditsPerSession,
-                idleConsumerTimeoutNs,
-                maxTopLogprobs,
-                waitMode,
-                decodeConcurrency,
-                promptConcurrency,
-                kvBudgetBytes,
-                share,
-                shortFirst);
+        return toBuilder().prefillShare(share).shortPromptsFirst(shortFirst).build();
     }
 
     /**

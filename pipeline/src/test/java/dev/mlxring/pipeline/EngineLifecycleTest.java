@@ -306,7 +306,7 @@ class EngineLifecycleTest {
 
     @Test
     void moreTopLogprobsThanTheEngineCarriesIsRefusedAndTheEngineGoesOn() throws Exception {
-        start(new EngineConfig(1024, 4096, 2, 256, 512, 30_000_000_000L, 2, WaitMode.BLOCKING));
+        start(EngineConfig.builder().maxTopLogprobs(2).build());
         var r = new RecordingListener();
         Session s =
                 engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);

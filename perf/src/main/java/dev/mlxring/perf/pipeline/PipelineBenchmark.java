@@ -129,16 +129,10 @@ public class PipelineBenchmark {
                 case "yield" -> false;
                 default -> throw new IllegalArgumentException("waiter: park or yield, got " + waiter);
             };
-            EngineConfig d = EngineConfig.defaults().withWaitMode(waitMode);
-            EngineConfig c = new EngineConfig(
-                    d.requestRingSize(),
-                    d.tokenRingSize(),
-                    prepShards,
-                    d.maxQueued(),
-                    d.creditsPerSession(),
-                    d.idleConsumerTimeoutNs(),
-                    d.maxTopLogprobs(),
-                    waitMode);
+            EngineConfig c = EngineConfig.builder()
+                    .waitMode(waitMode)
+                    .prepShards(prepShards)
+                    .build();
             engine = TrivialStages.engine(c, 1, 0, stamps, null, null);
             probe = new Probe(
                     "firstSpan", waitMode.name() + "/" + waiter + (prepShards == 2 ? "" : "/prep" + prepShards));
@@ -224,15 +218,10 @@ public class PipelineBenchmark {
             EngineConfig c = switch (window) {
                 case "default" -> d;
                 case "unbounded" ->
-                    new EngineConfig(
-                            d.requestRingSize(),
-                            2 * STREAM_TOKENS,
-                            d.prepShards(),
-                            d.maxQueued(),
-                            4 * STREAM_TOKENS,
-                            d.idleConsumerTimeoutNs(),
-                            d.maxTopLogprobs(),
-                            waitMode);
+                    d.toBuilder()
+                            .tokenRingSize(2 * STREAM_TOKENS)
+                            .creditsPerSession(4 * STREAM_TOKENS)
+                            .build();
                 default -> throw new IllegalArgumentException("window: default or unbounded, got " + window);
             };
             engine = TrivialStages.engine(c, STREAM_TOKENS, 0, null, null, null);
