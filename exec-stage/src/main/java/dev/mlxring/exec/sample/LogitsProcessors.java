@@ -63,25 +63,53 @@ public final class LogitsProcessors {
         }
     }
 
-    /** Sign-aware multiplicative penalty on the last {@code contextSize} tokens (make_repetition_penalty). */
-    static final class RepetitionPenalty implements LogitsProcessor {
-        private final double penalty;
+    /**
+     * A penalty over the last {@code contextSize} tokens of the history (mlx-lm's three
+     * {@code make_*_penalty} processors share this frame): nothing before the first token,
+     * otherwise {@link #penalize} over the window's token ids.
+     */
+    abstract static sealed class HistoryPenalty implements LogitsProcessor
+            permits RepetitionPenalty, PresencePenalty, FrequencyPenalty {
+        final double penalty;
         private final int contextSize;
 
-        RepetitionPenalty(double penalty, int contextSize) {
-            if (penalty < 0) {
-                throw new IllegalArgumentException("penalty must be a non-negative float, got " + penalty);
-            }
+        HistoryPenalty(double penalty, int contextSize) {
             this.penalty = penalty;
             this.contextSize = contextSize;
         }
 
         @Override
-        public MlxArray apply(MlxArray tokens, int historyLength, MlxArray logits) {
+        public final MlxArray apply(MlxArray tokens, int historyLength, MlxArray logits) {
             if (historyLength == 0) {
                 return logits;
             }
-            MlxArray t = Columns.lastTokens(tokens, historyLength, contextSize);
+            return penalize(Columns.lastTokens(tokens, historyLength, contextSize), logits);
+        }
+
+        /** The penalised logits, given the window's token ids {@code t}. */
+        abstract MlxArray penalize(MlxArray t, MlxArray logits);
+
+        @Override
+        public final int contextSize() {
+            return contextSize;
+        }
+    }
+
+    /** Sign-aware multiplicative penalty on the last {@code contextSize} tokens (make_repetition_penalty). */
+    static final class RepetitionPenalty extends HistoryPenalty {
+        RepetitionPenalty(double penalty, int contextSize) {
+            super(requireNonNegative(penalty), contextSize);
+        }
+
+        private static double requireNonNegative(double penalty) {
+            if (penalty < 0) {
+                throw new IllegalArgumentException("penalty must be a non-negative float, got " + penalty);
+            }
+            return penalty;
+        }
+
+        @Override
+        MlxArray penalize(MlxArray t, MlxArray logits) {
             MlxArray selected = Columns.get(logits, t);
             MlxArray p = Columns.pyFloat(penalty, selected.dtype());
             selected = Mlx.where(
@@ -90,62 +118,31 @@ public final class LogitsProcessors {
                     Mlx.divide(selected, p));
             return Columns.set(logits, t, selected);
         }
-
-        @Override
-        public int contextSize() {
-            return contextSize;
-        }
     }
 
     /** {@code logits[:, tokens] -= penalty} on the last {@code contextSize} tokens (make_presence_penalty). */
-    static final class PresencePenalty implements LogitsProcessor {
-        private final double penalty;
-        private final int contextSize;
-
+    static final class PresencePenalty extends HistoryPenalty {
         PresencePenalty(double penalty, int contextSize) {
-            this.penalty = penalty;
-            this.contextSize = contextSize;
+            super(penalty, contextSize);
         }
 
         @Override
-        public MlxArray apply(MlxArray tokens, int historyLength, MlxArray logits) {
-            if (historyLength == 0) {
-                return logits;
-            }
-            MlxArray t = Columns.lastTokens(tokens, historyLength, contextSize);
+        MlxArray penalize(MlxArray t, MlxArray logits) {
             MlxArray selected = Columns.get(logits, t);
             selected = Mlx.subtract(selected, Columns.pyFloat(penalty, selected.dtype()));
             return Columns.set(logits, t, selected);
         }
-
-        @Override
-        public int contextSize() {
-            return contextSize;
-        }
     }
 
     /** {@code logits.at[:, tokens].subtract(penalty)}: once per occurrence (make_frequency_penalty). */
-    static final class FrequencyPenalty implements LogitsProcessor {
-        private final double penalty;
-        private final int contextSize;
-
+    static final class FrequencyPenalty extends HistoryPenalty {
         FrequencyPenalty(double penalty, int contextSize) {
-            this.penalty = penalty;
-            this.contextSize = contextSize;
+            super(penalty, contextSize);
         }
 
         @Override
-        public MlxArray apply(MlxArray tokens, int historyLength, MlxArray logits) {
-            if (historyLength == 0) {
-                return logits;
-            }
-            MlxArray t = Columns.lastTokens(tokens, historyLength, contextSize);
+        MlxArray penalize(MlxArray t, MlxArray logits) {
             return Columns.subtract(logits, t, Columns.pyFloat(penalty, logits.dtype()));
-        }
-
-        @Override
-        public int contextSize() {
-            return contextSize;
         }
     }
 }
