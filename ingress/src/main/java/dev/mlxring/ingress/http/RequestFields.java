@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.pipeline.SamplingSpec;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -132,6 +133,27 @@ public record RequestFields(JsonNode node, String prefix) {
             throw ApiError.invalid(name(field), name(field) + " must be between " + fmt(min) + " and " + fmt(max));
         }
         return d;
+    }
+
+    /**
+     * The sampling fields Anthropic Messages and Responses share: {@code temperature} (0 to
+     * {@code maxTemperature}), {@code top_p} (0 to 1) and {@code top_k} (a non-negative integer);
+     * an absent field keeps the engine's default.
+     */
+    public SamplingSpec temperatureTopPTopK(double maxTemperature) {
+        return new SamplingSpec(
+                number("temperature", 0, maxTemperature),
+                number("top_p", 0, 1),
+                intRange("top_k", 0, Integer.MAX_VALUE),
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null,
+                null);
     }
 
     private static String fmt(double d) {

@@ -42,19 +42,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         }
         int maxTokens = countOnly ? 1 : f.maxTokens("max_tokens", true, defaults);
         boolean stream = !countOnly && f.bool("stream", false);
-        SamplingSpec sampling = new SamplingSpec(
-                f.number("temperature", 0, 1),
-                f.number("top_p", 0, 1),
-                f.intRange("top_k", 0, Integer.MAX_VALUE),
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null);
+        SamplingSpec sampling = f.temperatureTopPTopK(1);
         List<String> stop = countOnly ? List.of() : f.stopStrings("stop_sequences", false);
         f.object("metadata"); // accepted (user_id); nothing here depends on it
 

@@ -53,19 +53,7 @@ record ResponsesRequest(
         boolean stream = f.bool("stream", false);
         boolean store = f.bool("store", true);
         Integer maxTokens = f.maxTokens("max_output_tokens", false, defaults);
-        SamplingSpec sampling = new SamplingSpec(
-                f.number("temperature", 0, 2),
-                f.number("top_p", 0, 1),
-                f.intRange("top_k", 0, Integer.MAX_VALUE),
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null,
-                null);
+        SamplingSpec sampling = f.temperatureTopPTopK(2);
         String instructions = f.string("instructions", null);
         JsonNode metadata = f.object("metadata");
         String previousId = f.string("previous_response_id", null);
