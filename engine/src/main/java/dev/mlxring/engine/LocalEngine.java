@@ -134,7 +134,8 @@ public final class LocalEngine implements AutoCloseable {
                     cpuKernels,
                     numerics,
                     promptCache,
-                    dequantizedWeights);
+                    dequantizedWeights,
+                    speculative);
         }
 
         /** These options with {@code p} as the prefix cache. */
@@ -151,6 +152,7 @@ public final class LocalEngine implements AutoCloseable {
                     speculative);
         }
 
+        /** These options with {@code s} as the speculative decoding. */
         public Options withSpeculative(SpeculativeDecoding s) {
             return new Options(
                     defaults,
