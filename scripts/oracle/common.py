@@ -165,6 +165,8 @@ def reinit(model, seed):
             v = 1.0 + 0.1 * noise
         elif path.endswith("embed_tokens.weight"):
             v = 0.5 * noise
+        elif path.endswith(".layer_scalar"):  # gemma4_text's per-layer output scale (ones at init)
+            v = mx.ones(p.shape, dtype=mx.float32)
         elif path.endswith(".sinks"):  # gpt_oss's per-head attention sink logits
             v = noise
         elif path.endswith(".bias"):

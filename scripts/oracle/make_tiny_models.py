@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,gemma4_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -222,6 +222,42 @@ def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types
     return cfg
 
 
+def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, pattern, window, kv_shared,
+            per_layer, kv_heads=2, k_eq_v=False, global_kv_heads=None, rope_parameters=None, softcap=30.0):
+    # gemma4_text: every `pattern`-th layer is full attention (global_head_dim, proportional rope
+    # over part of it, a KVCache), the others slide over `window` positions (head_dim, a
+    # RotatingKVCache); the last `kv_shared` layers have no K/V of their own and read those of the
+    # last earlier layer of their kind (and run a double-wide MLP); `per_layer` > 0 adds the
+    # per-layer input embeddings; logits are soft-capped at `softcap`.
+    cfg = {
+        "model_type": "gemma4_text",
+        "architectures": ["Gemma4ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "global_head_dim": global_head_dim,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "vocab_size_per_layer_input": vocab,
+        "hidden_size_per_layer_input": per_layer,
+        "num_kv_shared_layers": kv_shared,
+        "max_position_embeddings": 32768,
+        "sliding_window": window,
+        "sliding_window_pattern": pattern,
+        "attention_k_eq_v": k_eq_v,
+        "final_logit_softcapping": softcap,
+        "tie_word_embeddings": tie,
+    }
+    if global_kv_heads is not None:
+        cfg["num_global_key_value_heads"] = global_kv_heads
+    if rope_parameters is not None:
+        cfg["rope_parameters"] = rope_parameters
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -320,6 +356,34 @@ CELLS = {
     "gemma3-q8": ("gemma3_text", "q8", _gemma3(128, 256, 512, tie=True, head_dim=32, layers=2, pattern=2,
                                                window=24, query_pre_attn_scalar=32),
                   {"bits": 8, "group_size": 128}),
+    # --- gemma4_text (per-layer inputs, global head dim, KV-shared layers, soft-capped logits) ---
+    # layers S S F | S S F (S sliding over 16 positions, F full with head_dim 32, a quarter of it
+    # rotated); the last three share layer 1's (S) and layer 2's (F) keys and values; per-layer
+    # inputs of 16 per layer.
+    "gemma4-bf16": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                   layers=6, pattern=3, window=16, kv_shared=3, per_layer=16), None),
+    # no per-layer inputs and no shared layers; K = V on the full layers (one global KV head);
+    # window 48 (the 70-token prompt's second chunk gets an array mask); untied head.
+    "gemma4-f32": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                                 layers=3, pattern=3, window=48, kv_shared=0, per_layer=0,
+                                                 k_eq_v=True, global_kv_heads=1), None),
+    # layers S S F S | S F: layer 4 reads layer 3's K/V, layer 5 layer 2's; half the global head
+    # rotated (rope_parameters from the config); window 48; 4-bit (the 32-wide per-layer
+    # projection stays float: 32 does not split into groups of 64).
+    "gemma4-q4": ("gemma4_text", "q4", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                               layers=6, pattern=4, window=48, kv_shared=2, per_layer=32,
+                                               rope_parameters={
+                                                   "full_attention": {"partial_rotary_factor": 0.5,
+                                                                      "rope_theta": 1000000.0,
+                                                                      "rope_type": "proportional"},
+                                                   "sliding_attention": {"rope_theta": 10000.0,
+                                                                         "rope_type": "default"}}),
+                  {"bits": 4, "group_size": 64}),
+    # layers S F | S F, window 24, K = V on the full layers, 8-bit group 128, tied head.
+    "gemma4-q8": ("gemma4_text", "q8", _gemma4(128, 256, 512, tie=True, head_dim=32, global_head_dim=64,
+                                               layers=4, pattern=2, window=24, kv_shared=2, per_layer=32,
+                                               k_eq_v=True, global_kv_heads=1, softcap=10.0),
+                  {"bits": 8, "group_size": 128}),
     # --- phi3 (fused projections, partial rotary) ---
     # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
     # sqrt(1 + ln 32 / ln 4096) = 1.19..
@@ -391,10 +455,16 @@ def _features(family, config, quant):
         f.append("head_dim_decoupled")
     if family == "qwen2":
         f.append("qkv_bias")
-    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
+    if family in ("qwen3", "qwen3_moe", "gemma3_text", "gemma4_text"):
         f.append("qk_norm")
-    if family == "gemma3_text":
+    if family in ("gemma3_text", "gemma4_text"):
         f.append("sliding_window")
+    if family == "gemma4_text":
+        f.append("logit_softcapping")
+        if config["hidden_size_per_layer_input"]:
+            f.append("per_layer_inputs")
+        if config["num_kv_shared_layers"]:
+            f.append("kv_shared_layers")
     if family in ("qwen3_moe", "gpt_oss"):
         f.append("mixture_of_experts")
     if family == "gpt_oss":
@@ -435,7 +505,7 @@ def manifest_entry(name):
         "head_dim": hd,
         "vocab_size": config["vocab_size"],
         "tie_word_embeddings": config["tie_word_embeddings"],
-        "rope_theta": config["rope_theta"],
+        "rope_theta": config.get("rope_theta"),
         "rope_scaling": config.get("rope_scaling"),
         "features": _features(family, config, quant),
     }
@@ -455,6 +525,16 @@ def _prepare_gemma3(model, tie):
     emb.weight = emb.weight * 0.15
     if tie:
         model.pop("lm_head")
+
+
+def _prepare_gemma4(model):
+    """As Gemma 3 (the embedding scaled down so that the layers speak); the per-layer scalars
+    (ones at init, which reinit leaves alone) get 1 + 0.1 N(0, 1) so that they are exercised."""
+    emb = model.model.embed_tokens
+    emb.weight = emb.weight * 0.15
+    key = mx.random.key(len(model.model.layers))
+    for layer, k in zip(model.model.layers, mx.random.split(key, len(model.model.layers))):
+        layer.layer_scalar = 1.0 + 0.1 * mx.random.normal((1,), key=k)
 
 
 def _unstack_experts(model_dir: Path):
@@ -491,6 +571,8 @@ def build(name, out_dir: Path):
     prepare = None
     if family == "gemma3_text":
         prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
+    elif family == "gemma4_text":
+        prepare = _prepare_gemma4
     elif family == "gpt_oss":
         prepare = _prepare_gpt_oss
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)

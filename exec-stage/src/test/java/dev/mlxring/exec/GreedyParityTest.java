@@ -77,6 +77,10 @@ class GreedyParityTest {
         // gemma3_text: sliding windows of 16, 48 and 24 positions (RotatingKVCache) against the
         // 5-, 23- and 70-token prompts in chunks of 32 and 64 decode steps.
         names.addAll(List.of("gemma3-bf16", "gemma3-q4", "gemma3-q8"));
+        // gemma4_text: per-layer inputs, a global head dim with proportional rope over part of it,
+        // KV-shared layers (sliding and full), K = V full layers and soft-capped logits; windows of
+        // 16, 48 and 24 positions against the 5-, 23- and 70-token prompts in chunks of 32.
+        names.addAll(List.of("gemma4-bf16", "gemma4-f32", "gemma4-q4", "gemma4-q8"));
         // phi3: fused projections; longrope over 3/4 of the head (bf16), plain rope (4-bit, tied),
         // linear scaling over half the head (8-bit).
         names.addAll(List.of("phi3-bf16", "phi3-q4", "phi3-q8"));
