@@ -223,7 +223,8 @@ def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types
 
 
 def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, pattern, window, kv_shared,
-            per_layer, kv_heads=2, k_eq_v=False, global_kv_heads=None, rope_parameters=None, softcap=30.0):
+            per_layer, kv_heads=2, k_eq_v=False, global_kv_heads=None, rope_parameters=None, softcap=30.0,
+            layer_types=None):
     # gemma4_text: every `pattern`-th layer is full attention (global_head_dim, proportional rope
     # over part of it, a KVCache), the others slide over `window` positions (head_dim, a
     # RotatingKVCache); the last `kv_shared` layers have no K/V of their own and read those of the
@@ -255,6 +256,8 @@ def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, patter
         cfg["num_global_key_value_heads"] = global_kv_heads
     if rope_parameters is not None:
         cfg["rope_parameters"] = rope_parameters
+    if layer_types is not None:
+        cfg["layer_types"] = layer_types
     return cfg
 
 
@@ -384,6 +387,11 @@ CELLS = {
                                                layers=4, pattern=2, window=24, kv_shared=2, per_layer=32,
                                                k_eq_v=True, global_kv_heads=1, softcap=10.0),
                   {"bits": 8, "group_size": 128}),
+    # Full attention only (no rotating cache: the prefix cache holds it), the last of three
+    # layers KV-shared with layer 1; per-layer inputs.
+    "gemma4-full": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                   layers=3, pattern=3, window=16, kv_shared=1, per_layer=16,
+                                                   layer_types=["full_attention"] * 3), None),
     # --- phi3 (fused projections, partial rotary) ---
     # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
     # sqrt(1 + ln 32 / ln 4096) = 1.19..

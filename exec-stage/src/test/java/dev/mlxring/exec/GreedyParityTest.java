@@ -243,6 +243,25 @@ class GreedyParityTest {
     }
 
     /**
+     * gemma4_text's KV-shared layers read their source layer's fetched keys and values, which a
+     * quantized cache returns as tuples mlx-lm's attention cannot take: {@code --kv-bits} is
+     * refused before any work (a full-attention-only model, so no rotating cache refuses it first).
+     */
+    @Test
+    void kvBitsIsRefusedForKvSharedLayers() {
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-full"))) {
+            String why = dev.mlxring.exec.generate.GenerationRun.kvQuantizationRefusal(model, 0);
+            assertTrue(why != null && why.contains("KV-shared layers"), String.valueOf(why));
+            GenerationOptions options =
+                    new GenerationOptions(4, PREFILL_STEP, new int[0], false, new KvQuantization(4, 32, 0));
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> GenerateStep.run(model, new int[] {1, 2, 3, 4, 5}, options, t -> true));
+            assertTrue(e.getMessage().contains("KV-shared layers"), e.getMessage());
+        }
+    }
+
+    /**
      * A config.json whose sizes disagree with the weights (hidden_size doubled) is refused at
      * load naming a parameter and both shapes, as mlx-lm's strict load_weights refuses it; before,
      * the 4-bit weights were read as 2-bit ones and the model answered garbage.

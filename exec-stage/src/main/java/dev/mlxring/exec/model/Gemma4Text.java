@@ -579,6 +579,19 @@ final class Gemma4Text extends LoadedModel {
         return fullOrSlidingCaches(args.firstKvShared(), i -> !args.isSliding(i), args.slidingWindow());
     }
 
+    /**
+     * KV-shared layers attend over their source layer's fetched keys and values; over a
+     * quantized cache those are (weight, scales, biases) tuples, which mlx-lm hands to
+     * {@code mx.fast.scaled_dot_product_attention} and fails.
+     */
+    @Override
+    public String kvQuantizationRefusal() {
+        return args.numKvSharedLayers() > 0
+                ? "model_type 'gemma4_text' has " + args.numKvSharedLayers()
+                        + " KV-shared layers, which cannot attend over a quantized cache (mlx-lm fails there too)"
+                : null;
+    }
+
     @Override
     public boolean hasOwnCacheLayout() {
         return true;
