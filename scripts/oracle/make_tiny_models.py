@@ -224,7 +224,7 @@ def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types
 
 def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, pattern, window, kv_shared,
             per_layer, kv_heads=2, k_eq_v=False, global_kv_heads=None, rope_parameters=None, softcap=30.0,
-            layer_types=None):
+            layer_types=None, experts=None, top_k=None, moe_inter=None):
     # gemma4_text: every `pattern`-th layer is full attention (global_head_dim, proportional rope
     # over part of it, a KVCache), the others slide over `window` positions (head_dim, a
     # RotatingKVCache); the last `kv_shared` layers have no K/V of their own and read those of the
@@ -258,6 +258,9 @@ def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, patter
         cfg["rope_parameters"] = rope_parameters
     if layer_types is not None:
         cfg["layer_types"] = layer_types
+    if experts is not None:
+        cfg.update({"enable_moe_block": True, "num_experts": experts, "top_k_experts": top_k,
+                    "moe_intermediate_size": moe_inter})
     return cfg
 
 
@@ -392,6 +395,20 @@ CELLS = {
     "gemma4-full": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
                                                    layers=3, pattern=3, window=16, kv_shared=1, per_layer=16,
                                                    layer_types=["full_attention"] * 3), None),
+    # enable_moe_block: a router and GELU-gated SwitchGLU experts beside every layer's MLP. float32
+    # (gather_mm runs float32 only on the CPU): 8 experts, top-2 (the 32-token prefill chunks route
+    # 64 pairs: the sorted path); 4-bit: 4 experts, top-2, the router 8-bit (quant_predicate).
+    "gemma4_moe-f32": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                     layers=4, pattern=2, window=16, kv_shared=2, per_layer=16,
+                                                     experts=8, top_k=2, moe_inter=64), None),
+    "gemma4_moe-q4": ("gemma4_text", "q4", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                                   layers=3, pattern=2, window=48, kv_shared=1, per_layer=0,
+                                                   experts=4, top_k=2, moe_inter=64), {"bits": 4, "group_size": 64}),
+    # The original Hugging Face layout: each layer's experts as one fused experts.gate_up_proj
+    # [E, 2 * moe_inter, hidden] and experts.down_proj, which mlx-lm's sanitize splits at load.
+    "gemma4_moe-fused": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                       layers=2, pattern=2, window=16, kv_shared=0, per_layer=16,
+                                                       experts=4, top_k=2, moe_inter=64), None),
     # --- phi3 (fused projections, partial rotary) ---
     # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
     # sqrt(1 + ln 32 / ln 4096) = 1.19..
@@ -564,6 +581,30 @@ def _unstack_experts(model_dir: Path):
     index.write_text(json.dumps(doc, indent=4))
 
 
+def _fuse_gemma4_experts(model_dir: Path):
+    """Rewrites a gemma4_text model's experts.switch_glu.{gate,up,down}_proj.weight as the Hugging
+    Face layout: experts.gate_up_proj (gate then up along axis -2) and experts.down_proj."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    out = {}
+    for k, v in weights.items():
+        if k.endswith(".experts.switch_glu.gate_proj.weight"):
+            base = k.removesuffix(".switch_glu.gate_proj.weight")
+            up = weights[base + ".switch_glu.up_proj.weight"]
+            out[base + ".gate_up_proj"] = mx.concatenate([v, up], axis=-2)
+        elif k.endswith(".experts.switch_glu.up_proj.weight"):
+            continue
+        elif k.endswith(".experts.switch_glu.down_proj.weight"):
+            out[k.removesuffix(".switch_glu.down_proj.weight") + ".down_proj"] = v
+        else:
+            out[k] = v
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
 def _prepare_gpt_oss(model):
     """Scale the experts' gate and up projections by 4 so that their outputs (about N(0, 16))
     cross swiglu_oai's clamp at 7 in a few percent of the entries: otherwise the clamp is never
@@ -586,6 +627,8 @@ def build(name, out_dir: Path):
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
     if name.endswith("-experts"):
         _unstack_experts(out_dir)
+    if name == "gemma4_moe-fused":
+        _fuse_gemma4_experts(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

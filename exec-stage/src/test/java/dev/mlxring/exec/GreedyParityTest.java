@@ -81,6 +81,10 @@ class GreedyParityTest {
         // KV-shared layers (sliding and full), K = V full layers and soft-capped logits; windows of
         // 16, 48 and 24 positions against the 5-, 23- and 70-token prompts in chunks of 32.
         names.addAll(List.of("gemma4-bf16", "gemma4-f32", "gemma4-q4", "gemma4-q8"));
+        // gemma4_text with enable_moe_block: router and GELU-gated experts beside every MLP
+        // (float32 gather_mm with the sorted path in prefill chunks; 4-bit experts, 8-bit router).
+        // gemma4_moe-fused: the Hugging Face layout (fused experts.gate_up_proj) split at load.
+        names.addAll(List.of("gemma4_moe-f32", "gemma4_moe-q4", "gemma4_moe-fused"));
         // phi3: fused projections; longrope over 3/4 of the head (bf16), plain rope (4-bit, tied),
         // linear scaling over half the head (8-bit).
         names.addAll(List.of("phi3-bf16", "phi3-q4", "phi3-q8"));

@@ -13,6 +13,8 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.exec.nn.SwitchLinear;
+import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -35,7 +37,11 @@ import java.util.Map;
  * norms per block, the GELU-gated MLP, a learnt scalar per layer, and logits soft-capped by
  * {@code tanh(x / cap) * cap}.
  *
- * <p>The mixture-of-experts block ({@code enable_moe_block}) is refused at load.
+ * <p>With {@code enable_moe_block} every layer adds a mixture of experts beside its MLP: a router
+ * on the residual stream (norm with a learnt scale, top-k, softmax, per-expert scale) and
+ * GELU-gated SwitchGLU experts, each branch with its own norms, summed before the last
+ * feed-forward norm. A checkpoint's fused {@code experts.gate_up_proj} is split at load as mlx-lm's
+ * {@code sanitize} splits it.
  *
  * <p>Owns its parameters; single-threaded (the exec thread).
  */
@@ -65,12 +71,20 @@ final class Gemma4Text extends LoadedModel {
             boolean attentionKEqV,
             Double finalLogitSoftcapping,
             boolean useDoubleWideMlp,
-            List<String> layerTypes) {
+            List<String> layerTypes,
+            boolean enableMoeBlock,
+            int numExperts,
+            int topKExperts,
+            int moeIntermediateSize) {
         static Args of(ModelConfig c) {
-            if (c.boolField("enable_moe_block", false)) {
-                throw new ModelLoadException(c.file()
-                        + ": field 'enable_moe_block' (Gemma 4's mixture-of-experts block) is not supported;"
-                        + " the dense gemma4_text models are");
+            boolean moe = c.boolField("enable_moe_block", false);
+            if (moe) {
+                for (String f : List.of("num_experts", "top_k_experts", "moe_intermediate_size")) {
+                    if (!c.has(f)) {
+                        throw new ModelLoadException(
+                                c.file() + ": field '" + f + "' is required with enable_moe_block");
+                    }
+                }
             }
             int layers = c.intField("num_hidden_layers", 35);
             int pattern = c.intField("sliding_window_pattern", 5);
@@ -131,7 +145,15 @@ final class Gemma4Text extends LoadedModel {
                     c.boolField("attention_k_eq_v", false),
                     softcap,
                     c.boolField("use_double_wide_mlp", true),
-                    List.copyOf(types.subList(0, layers)));
+                    List.copyOf(types.subList(0, layers)),
+                    moe,
+                    moe ? c.intField("num_experts") : 0,
+                    moe ? c.intField("top_k_experts") : 0,
+                    moe ? c.intField("moe_intermediate_size") : 0);
+            if (moe && (a.topKExperts < 1 || a.topKExperts > a.numExperts)) {
+                throw new ModelLoadException(c.file() + ": field 'top_k_experts' must be in [1, " + a.numExperts
+                        + "] (num_experts), got " + a.topKExperts);
+            }
             if (a.slidingWindow < 1) {
                 throw new ModelLoadException(
                         c.file() + ": field 'sliding_window' must be >= 1, got " + a.slidingWindow);
@@ -213,6 +235,64 @@ final class Gemma4Text extends LoadedModel {
         MlxArray forward(MlxArray x) {
             // mx.compile'd geglu: the same bytes as the two ops (gelu_approx is compiled itself)
             return downProj.forward(Mlx.multiply(Mlx.geluApprox(gateProj.forward(x)), upProj.forward(x)));
+        }
+    }
+
+    /**
+     * {@code Router}: {@code rms_norm(x, scale * hidden_size ** -0.5)}, the projection, the top
+     * {@code top_k_experts} scores by {@code argpartition}, softmaxed among themselves and scaled
+     * per expert ({@code per_expert_scale[top_k_indices]}).
+     */
+    record Router(Linear proj, MlxArray scale, MlxArray perExpertScale, float eps, int topK, double rootSize) {
+        MlxArray[] forward(MlxArray x) {
+            x = Mlx.rmsNorm(x, times(scale, rootSize), eps);
+            MlxArray expertScores = proj.forward(x);
+            MlxArray topKIndices = TopK.indices(expertScores, topK);
+            MlxArray topKWeights = Mlx.takeAlongAxis(expertScores, topKIndices, -1);
+            topKWeights = Mlx.softmax(topKWeights, -1, false);
+            topKWeights = Mlx.multiply(topKWeights, Mlx.take(perExpertScale, topKIndices, 0));
+            return new MlxArray[] {topKIndices, topKWeights};
+        }
+    }
+
+    /** {@code Experts}: SwitchGLU with the GELU-gated activation, weighted and summed over the selected experts. */
+    record Experts(SwitchGlu switchGlu) {
+        /** {@code GeGLU()(x, gate)}: {@code geglu(gate, x)}. */
+        static final SwitchGlu.Activation GEGLU = (x, gate) -> Mlx.multiply(Mlx.geluApprox(gate), x);
+
+        MlxArray forward(MlxArray x, MlxArray topKIndices, MlxArray topKWeights) {
+            MlxArray w = Mlx.expandDims(topKWeights, -1);
+            MlxArray y = switchGlu.forward(x, topKIndices);
+            return Mlx.sum(Mlx.multiply(w, y), -2, false);
+        }
+    }
+
+    /** The MoE branch of a layer ({@code enable_moe_block}): router, experts and their three norms. */
+    record MoeBranch(
+            Router router,
+            Experts experts,
+            RmsNorm postFeedforwardLayernorm1,
+            RmsNorm postFeedforwardLayernorm2,
+            RmsNorm preFeedforwardLayernorm2) {
+        static MoeBranch load(ModelConfig config, Parameters params, String p, Args a) {
+            float eps = (float) a.rmsNormEps();
+            String e = p + ".experts.switch_glu";
+            return new MoeBranch(
+                    new Router(
+                            Linear.load(config, params, p + ".router.proj", a.hiddenSize()),
+                            params.get(p + ".router.scale"),
+                            params.get(p + ".router.per_expert_scale"),
+                            eps,
+                            a.topKExperts(),
+                            Math.pow(a.hiddenSize(), -0.5)),
+                    new Experts(new SwitchGlu(
+                            SwitchLinear.load(config, params, e + ".gate_proj", a.hiddenSize()),
+                            SwitchLinear.load(config, params, e + ".up_proj", a.hiddenSize()),
+                            SwitchLinear.load(config, params, e + ".down_proj", a.moeIntermediateSize()),
+                            Experts.GEGLU)),
+                    RmsNorm.load(params, p + ".post_feedforward_layernorm_1", eps),
+                    RmsNorm.load(params, p + ".post_feedforward_layernorm_2", eps),
+                    RmsNorm.load(params, p + ".pre_feedforward_layernorm_2", eps));
         }
     }
 
@@ -350,7 +430,8 @@ final class Gemma4Text extends LoadedModel {
             Linear perLayerInputGate,
             Linear perLayerProjection,
             RmsNorm postPerLayerInputNorm,
-            MlxArray layerScalar) {
+            MlxArray layerScalar,
+            MoeBranch moe) {
         MlxArray forward(
                 MlxArray x, AttentionMask mask, KvCache cache, MlxArray perLayerInput, Shared shared, Shared[] out) {
             MlxArray residual = x;
@@ -360,8 +441,21 @@ final class Gemma4Text extends LoadedModel {
             h = Mlx.add(residual, h);
 
             residual = h;
-            h = preFeedforwardLayernorm.forward(h);
-            h = mlp.forward(h);
+            if (moe != null) {
+                MlxArray h1 = preFeedforwardLayernorm.forward(h);
+                h1 = mlp.forward(h1);
+                h1 = moe.postFeedforwardLayernorm1().forward(h1);
+
+                MlxArray[] routed = moe.router().forward(h);
+                MlxArray h2 = moe.preFeedforwardLayernorm2().forward(h);
+                h2 = moe.experts().forward(h2, routed[0], routed[1]);
+                h2 = moe.postFeedforwardLayernorm2().forward(h2);
+
+                h = Mlx.add(h1, h2);
+            } else {
+                h = preFeedforwardLayernorm.forward(h);
+                h = mlp.forward(h);
+            }
             h = postFeedforwardLayernorm.forward(h);
             h = Mlx.add(residual, h);
 
@@ -407,7 +501,8 @@ final class Gemma4Text extends LoadedModel {
                     perLayer > 0 ? Linear.load(config, params, p + ".per_layer_input_gate", a.hiddenSize()) : null,
                     perLayer > 0 ? Linear.load(config, params, p + ".per_layer_projection", perLayer) : null,
                     perLayer > 0 ? RmsNorm.load(params, p + ".post_per_layer_input_norm", eps) : null,
-                    params.get(p + ".layer_scalar")));
+                    params.get(p + ".layer_scalar"),
+                    a.enableMoeBlock() ? MoeBranch.load(config, params, p, a) : null));
         }
         RmsNorm norm = RmsNorm.load(params, "model.norm", eps);
         Embedding perLayerEmbed = null;
@@ -457,8 +552,37 @@ final class Gemma4Text extends LoadedModel {
             }
             if (drop) {
                 params.discard(k);
+            } else if (k.endsWith(".experts.gate_up_proj")) {
+                // gate, up = map(mx.contiguous, mx.split(v, 2, axis=-2))
+                String base = k.substring(0, k.length() - ".gate_up_proj".length());
+                MlxArray v = params.remove(k);
+                int[] shape = v.shape();
+                int n = shape.length;
+                int half = shape[n - 2] / 2;
+                int[] start = new int[n];
+                int[] mid = shape.clone();
+                mid[n - 2] = half;
+                int[] strides = new int[n];
+                java.util.Arrays.fill(strides, 1);
+                int[] start2 = new int[n];
+                start2[n - 2] = half;
+                try (ArrayScope scope = ArrayScope.open()) {
+                    params.put(base + ".switch_glu.gate_proj.weight", detached(Mlx.slice(v, start, mid, strides)));
+                    params.put(base + ".switch_glu.up_proj.weight", detached(Mlx.slice(v, start2, shape, strides)));
+                }
+                v.close();
+            } else if (k.endsWith(".experts.down_proj")) {
+                String base = k.substring(0, k.length() - ".down_proj".length());
+                params.put(base + ".switch_glu.down_proj.weight", params.remove(k));
             }
         }
+    }
+
+    /** {@code mx.contiguous} of a split half, evaluated and owned by the parameters. */
+    private static MlxArray detached(MlxArray half) {
+        MlxArray c = Mlx.contiguous(half);
+        Mlx.eval(c);
+        return c.detach();
     }
 
     private Gemma4Text(
