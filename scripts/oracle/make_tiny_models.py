@@ -458,6 +458,11 @@ CELLS = {
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
                                                   window=16, query_pre_attn_scalar=16),
                      {"bits": 4, "group_size": 64}),
+    # The same for gemma4_text (ingress FamilyServerTest): sliding and full layers, a KV-shared
+    # layer of each kind, per-layer inputs (a 4-bit 49152 x 64 per-layer embedding).
+    "gemma4-serve": ("gemma4_text", "q4", _gemma4(64, 128, 49152, tie=True, head_dim=16, global_head_dim=32,
+                                                  layers=4, pattern=2, window=16, kv_shared=2, per_layer=16),
+                     {"bits": 4, "group_size": 64}),
     # The same for qwen3_moe (ingress FamilyServerTest): 4-bit experts, 8-bit router.
     "qwen3_moe-serve": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 49152, tie=True, experts=4, top_k=2),
                         {"bits": 4, "group_size": 64}),

@@ -342,6 +342,15 @@ public class BatchParityTest {
                         2,
                         3,
                         List.of(greedy(0, 70, 86, 20), greedy(0, 9, 87, 40), greedy(2, 55, 88, 10))),
+                // gemma4_text's mixture-of-experts block over a batch (the sorted expert path over
+                // the batch's routed pairs), 4-bit experts, 8-bit router; joins and leaves.
+                new Cell(
+                        "gemma4-moe",
+                        "gemma4_moe-q4",
+                        32,
+                        8,
+                        32,
+                        List.of(greedy(0, 40, 89, 16), greedy(0, 6, 90, 24), greedy(5, 20, 91, 10))),
                 // gpt_oss (sinks, alternating sliding / full layers, window 16, f32 experts):
                 // rows joining and leaving over rotated sliding caches.
                 new Cell(
