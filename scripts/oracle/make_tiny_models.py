@@ -395,6 +395,11 @@ CELLS = {
     "gemma4-full": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
                                                    layers=3, pattern=3, window=16, kv_shared=1, per_layer=16,
                                                    layer_types=["full_attention"] * 3), None),
+    # Full attention only and no shared layers: --kv-bits runs (QuantizedKVCache of global_head_dim
+    # 32 on every layer, the quantized attention at scale 1).
+    "gemma4-fullkv": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                     layers=2, pattern=2, window=16, kv_shared=0, per_layer=16,
+                                                     layer_types=["full_attention"] * 2), None),
     # enable_moe_block: a router and GELU-gated SwitchGLU experts beside every layer's MLP. float32
     # (gather_mm runs float32 only on the CPU): 8 experts, top-2 (the 32-token prefill chunks route
     # 64 pairs: the sorted path); 4-bit: 4 experts, top-2, the router 8-bit (quant_predicate).

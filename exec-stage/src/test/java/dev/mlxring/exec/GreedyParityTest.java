@@ -143,6 +143,9 @@ class GreedyParityTest {
                 // a mixture of experts (head_dim 32) over a 4-bit cache, converting inside the
                 // 70-token prompt's prefill.
                 new KvCell("qwen3_moe-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
+                // gemma4_text with full attention only (global_head_dim 32), no KV-shared layers:
+                // the quantized attention at scale 1, converting inside the 70-token prefill.
+                new KvCell("gemma4-fullkv", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
                 // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
                 // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
                 new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
@@ -244,6 +247,20 @@ class GreedyParityTest {
                         && e.getMessage().contains("bfloat16")
                         && e.getMessage().contains("float32 only"),
                 e.getMessage());
+    }
+
+    /**
+     * A model's head dim is the last axis of its KV caches, which KV quantization groups: for
+     * gemma4_text with full attention only, {@code global_head_dim} (32), not {@code head_dim} (16).
+     */
+    @Test
+    void gemma4HeadDimIsTheCachedLayersOne() {
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-fullkv"))) {
+            assertEquals(32, model.headDim());
+        }
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-bf16"))) {
+            assertEquals(16, model.headDim());
+        }
     }
 
     /**

@@ -181,6 +181,20 @@ final class Gemma4Text extends LoadedModel {
                     Map.of("partial_rotary_factor", 1.0, "rope_theta", 10000.0, "rope_type", "default"));
         }
 
+        /** A layer's head size: {@code global_head_dim} on full layers when set, else {@code head_dim}. */
+        int headDimOf(int layer) {
+            return isSliding(layer) || globalHeadDim == 0 ? headDim : globalHeadDim;
+        }
+
+        /**
+         * The last axis of the caches (which KV quantization groups): the full layers' head size
+         * when every layer is full attention, else {@code head_dim} (sliding layers rotate, and
+         * rotating caches are never quantized).
+         */
+        int cachedHeadDim() {
+            return layerTypes.contains(SLIDING) ? headDim : headDimOf(0);
+        }
+
         /** {@code num_hidden_layers - num_kv_shared_layers}: the layers with caches. */
         int firstKvShared() {
             return numHiddenLayers - numKvSharedLayers;
@@ -320,8 +334,7 @@ final class Gemma4Text extends LoadedModel {
             CpuKernels kernels) {
         static Attention load(ModelConfig config, Parameters params, String path, Args a, int layer) {
             boolean sliding = a.isSliding(layer);
-            // global_head_dim when the layer is full attention and it is set (non-zero)
-            int headDim = sliding || a.globalHeadDim() == 0 ? a.headDim() : a.globalHeadDim();
+            int headDim = a.headDimOf(layer);
             int dim = a.hiddenSize();
             boolean useKEqV = a.attentionKEqV() && !sliding;
             int nKvHeads =
@@ -596,7 +609,7 @@ final class Gemma4Text extends LoadedModel {
             List<Block> layers,
             RmsNorm norm,
             Linear lmHead) {
-        super("gemma4_text", args.headDim(), args.vocabSize(), config, params);
+        super("gemma4_text", args.cachedHeadDim(), args.vocabSize(), config, params);
         this.args = args;
         this.embedTokens = embedTokens;
         this.embedTokensPerLayer = embedTokensPerLayer;
