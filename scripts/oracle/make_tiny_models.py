@@ -410,9 +410,11 @@ CELLS = {
                                                    layers=3, pattern=2, window=48, kv_shared=1, per_layer=0,
                                                    experts=4, top_k=2, moe_inter=64), {"bits": 4, "group_size": 64}),
     # The original Hugging Face layout: each layer's experts as one fused experts.gate_up_proj
-    # [E, 2 * moe_inter, hidden] and experts.down_proj, which mlx-lm's sanitize splits at load.
+    # [E, 2 * moe_inter, hidden] and experts.down_proj, which mlx-lm's sanitize splits at load;
+    # the KV-shared layer 2 carries K/V projections and a k_norm, and layer 0 a rotary table,
+    # which sanitize drops. Layers S F S.
     "gemma4_moe-fused": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
-                                                       layers=2, pattern=2, window=16, kv_shared=0, per_layer=16,
+                                                       layers=3, pattern=2, window=16, kv_shared=1, per_layer=16,
                                                        experts=4, top_k=2, moe_inter=64), None),
     # --- phi3 (fused projections, partial rotary) ---
     # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
@@ -608,6 +610,12 @@ def _fuse_gemma4_experts(model_dir: Path):
             out[k.removesuffix(".switch_glu.down_proj.weight") + ".down_proj"] = v
         else:
             out[k] = v
+    # What a Hugging Face checkpoint also holds and mlx-lm's sanitize drops.
+    key = mx.random.key(11)
+    for name, shape in (("k_proj.weight", (32, 64)), ("v_proj.weight", (32, 64)), ("k_norm.weight", (16,))):
+        key, sub = mx.random.split(key)
+        out[f"model.layers.2.self_attn.{name}"] = mx.random.normal(shape, key=sub)
+    out["model.layers.0.self_attn.rotary_emb.inv_freq"] = mx.ones((8,))
     mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
     index = model_dir / "model.safetensors.index.json"
     doc = json.loads(index.read_text())
