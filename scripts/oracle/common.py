@@ -161,10 +161,14 @@ def reinit(model, seed):
     new = []
     for i, (path, p) in enumerate(flat):
         noise = mx.random.normal(p.shape, dtype=mx.float32, key=keys[i])
-        if path.endswith("norm.weight"):
+        if path.endswith("norm.weight") or (p.ndim == 1 and "_layernorm_" in path):  # gemma4's *_layernorm_1/2
             v = 1.0 + 0.1 * noise
         elif path.endswith("embed_tokens.weight"):
             v = 0.5 * noise
+        elif path.endswith(".layer_scalar"):  # gemma4_text's per-layer output scale (ones at init)
+            v = mx.ones(p.shape, dtype=mx.float32)
+        elif path.endswith((".router.scale", ".router.per_expert_scale")):  # gemma4_text's router scales
+            v = 1.0 + 0.1 * noise
         elif path.endswith(".sinks"):  # gpt_oss's per-head attention sink logits
             v = noise
         elif path.endswith(".bias"):

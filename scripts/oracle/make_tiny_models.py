@@ -5,7 +5,7 @@ Usage:
     make_tiny_models.py --out DIR [--only NAME,...] [--force] [--no-check]
 
 Every model is built with mlx-lm's own model classes
-(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,phi3}.Model(ModelArgs.from_dict(config))),
+(mlx_lm.models.{llama,qwen2,qwen3,qwen3_moe,gpt_oss,gemma3_text,gemma4_text,phi3}.Model(ModelArgs.from_dict(config))),
 re-initialised from a fixed per-model seed, cast the way `mlx_lm.convert`
 casts (float params -> cell dtype), quantized (quantized cells only) through
 `mlx_lm.utils.quantize_model`, and written with `mlx_lm.utils.save_model` +
@@ -222,6 +222,48 @@ def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types
     return cfg
 
 
+def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, pattern, window, kv_shared,
+            per_layer, kv_heads=2, k_eq_v=False, global_kv_heads=None, rope_parameters=None, softcap=30.0,
+            layer_types=None, experts=None, top_k=None, moe_inter=None):
+    # gemma4_text: every `pattern`-th layer is full attention (global_head_dim, proportional rope
+    # over part of it, a KVCache), the others slide over `window` positions (head_dim, a
+    # RotatingKVCache); the last `kv_shared` layers have no K/V of their own and read those of the
+    # last earlier layer of their kind (and run a double-wide MLP); `per_layer` > 0 adds the
+    # per-layer input embeddings; logits are soft-capped at `softcap`.
+    cfg = {
+        "model_type": "gemma4_text",
+        "architectures": ["Gemma4ForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "global_head_dim": global_head_dim,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "vocab_size_per_layer_input": vocab,
+        "hidden_size_per_layer_input": per_layer,
+        "num_kv_shared_layers": kv_shared,
+        "max_position_embeddings": 32768,
+        "sliding_window": window,
+        "sliding_window_pattern": pattern,
+        "attention_k_eq_v": k_eq_v,
+        "final_logit_softcapping": softcap,
+        "tie_word_embeddings": tie,
+    }
+    if global_kv_heads is not None:
+        cfg["num_global_key_value_heads"] = global_kv_heads
+    if rope_parameters is not None:
+        cfg["rope_parameters"] = rope_parameters
+    if layer_types is not None:
+        cfg["layer_types"] = layer_types
+    if experts is not None:
+        cfg.update({"enable_moe_block": True, "num_experts": experts, "top_k_experts": top_k,
+                    "moe_intermediate_size": moe_inter})
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -320,6 +362,60 @@ CELLS = {
     "gemma3-q8": ("gemma3_text", "q8", _gemma3(128, 256, 512, tie=True, head_dim=32, layers=2, pattern=2,
                                                window=24, query_pre_attn_scalar=32),
                   {"bits": 8, "group_size": 128}),
+    # --- gemma4_text (per-layer inputs, global head dim, KV-shared layers, soft-capped logits) ---
+    # layers S S F | S S F (S sliding over 16 positions, F full with head_dim 32, a quarter of it
+    # rotated); the last three share layer 1's (S) and layer 2's (F) keys and values; per-layer
+    # inputs of 16 per layer.
+    "gemma4-bf16": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                   layers=6, pattern=3, window=16, kv_shared=3, per_layer=16), None),
+    # no per-layer inputs and no shared layers; K = V on the full layers (one global KV head);
+    # window 48 (the 70-token prompt's second chunk gets an array mask); untied head.
+    "gemma4-f32": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                                 layers=3, pattern=3, window=48, kv_shared=0, per_layer=0,
+                                                 k_eq_v=True, global_kv_heads=1), None),
+    # layers S S F S | S F: layer 4 reads layer 3's K/V, layer 5 layer 2's; half the global head
+    # rotated (rope_parameters from the config); window 48; 4-bit (the 32-wide per-layer
+    # projection stays float: 32 does not split into groups of 64).
+    "gemma4-q4": ("gemma4_text", "q4", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                               layers=6, pattern=4, window=48, kv_shared=2, per_layer=32,
+                                               rope_parameters={
+                                                   "full_attention": {"partial_rotary_factor": 0.5,
+                                                                      "rope_theta": 1000000.0,
+                                                                      "rope_type": "proportional"},
+                                                   "sliding_attention": {"rope_theta": 10000.0,
+                                                                         "rope_type": "default"}}),
+                  {"bits": 4, "group_size": 64}),
+    # layers S F | S F, window 24, K = V on the full layers, 8-bit group 128, tied head.
+    "gemma4-q8": ("gemma4_text", "q8", _gemma4(128, 256, 512, tie=True, head_dim=32, global_head_dim=64,
+                                               layers=4, pattern=2, window=24, kv_shared=2, per_layer=32,
+                                               k_eq_v=True, global_kv_heads=1, softcap=10.0),
+                  {"bits": 8, "group_size": 128}),
+    # Full attention only (no rotating cache: the prefix cache holds it), the last of three
+    # layers KV-shared with layer 1; per-layer inputs.
+    "gemma4-full": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                   layers=3, pattern=3, window=16, kv_shared=1, per_layer=16,
+                                                   layer_types=["full_attention"] * 3), None),
+    # Full attention only and no shared layers: --kv-bits runs (QuantizedKVCache of global_head_dim
+    # 32 on every layer, the quantized attention at scale 1).
+    "gemma4-fullkv": ("gemma4_text", "bf16", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                     layers=2, pattern=2, window=16, kv_shared=0, per_layer=16,
+                                                     layer_types=["full_attention"] * 2), None),
+    # enable_moe_block: a router and GELU-gated SwitchGLU experts beside every layer's MLP. float32
+    # (gather_mm runs float32 only on the CPU): 8 experts, top-2 (the 32-token prefill chunks route
+    # 64 pairs: the sorted path); 4-bit: 4 experts, top-2, the router 8-bit (quant_predicate).
+    "gemma4_moe-f32": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                     layers=4, pattern=2, window=16, kv_shared=2, per_layer=16,
+                                                     experts=8, top_k=2, moe_inter=64), None),
+    "gemma4_moe-q4": ("gemma4_text", "q4", _gemma4(64, 128, 512, tie=False, head_dim=16, global_head_dim=32,
+                                                   layers=3, pattern=2, window=48, kv_shared=1, per_layer=0,
+                                                   experts=4, top_k=2, moe_inter=64), {"bits": 4, "group_size": 64}),
+    # The original Hugging Face layout: each layer's experts as one fused experts.gate_up_proj
+    # [E, 2 * moe_inter, hidden] and experts.down_proj, which mlx-lm's sanitize splits at load;
+    # the KV-shared layer 2 carries K/V projections and a k_norm, and layer 0 a rotary table,
+    # which sanitize drops. Layers S F S.
+    "gemma4_moe-fused": ("gemma4_text", "f32", _gemma4(64, 128, 512, tie=True, head_dim=16, global_head_dim=32,
+                                                       layers=3, pattern=2, window=16, kv_shared=1, per_layer=16,
+                                                       experts=4, top_k=2, moe_inter=64), None),
     # --- phi3 (fused projections, partial rotary) ---
     # longrope over 12 of the 16 head dims (6 factors), max 131072 / original 4096: input scale
     # sqrt(1 + ln 32 / ln 4096) = 1.19..
@@ -369,6 +465,11 @@ CELLS = {
     "gemma3-serve": ("gemma3_text", "q4", _gemma3(64, 192, 49152, tie=True, head_dim=16, layers=3, pattern=2,
                                                   window=16, query_pre_attn_scalar=16),
                      {"bits": 4, "group_size": 64}),
+    # The same for gemma4_text (ingress FamilyServerTest): sliding and full layers, a KV-shared
+    # layer of each kind, per-layer inputs (a 4-bit 49152 x 64 per-layer embedding).
+    "gemma4-serve": ("gemma4_text", "q4", _gemma4(64, 128, 49152, tie=True, head_dim=16, global_head_dim=32,
+                                                  layers=4, pattern=2, window=16, kv_shared=2, per_layer=16),
+                     {"bits": 4, "group_size": 64}),
     # The same for qwen3_moe (ingress FamilyServerTest): 4-bit experts, 8-bit router.
     "qwen3_moe-serve": ("qwen3_moe", "q4", _qwen3_moe(64, 128, 64, 49152, tie=True, experts=4, top_k=2),
                         {"bits": 4, "group_size": 64}),
@@ -391,10 +492,16 @@ def _features(family, config, quant):
         f.append("head_dim_decoupled")
     if family == "qwen2":
         f.append("qkv_bias")
-    if family in ("qwen3", "qwen3_moe", "gemma3_text"):
+    if family in ("qwen3", "qwen3_moe", "gemma3_text", "gemma4_text"):
         f.append("qk_norm")
-    if family == "gemma3_text":
+    if family in ("gemma3_text", "gemma4_text"):
         f.append("sliding_window")
+    if family == "gemma4_text":
+        f.append("logit_softcapping")
+        if config["hidden_size_per_layer_input"]:
+            f.append("per_layer_inputs")
+        if config["num_kv_shared_layers"]:
+            f.append("kv_shared_layers")
     if family in ("qwen3_moe", "gpt_oss"):
         f.append("mixture_of_experts")
     if family == "gpt_oss":
@@ -435,7 +542,7 @@ def manifest_entry(name):
         "head_dim": hd,
         "vocab_size": config["vocab_size"],
         "tie_word_embeddings": config["tie_word_embeddings"],
-        "rope_theta": config["rope_theta"],
+        "rope_theta": config.get("rope_theta"),
         "rope_scaling": config.get("rope_scaling"),
         "features": _features(family, config, quant),
     }
@@ -457,6 +564,16 @@ def _prepare_gemma3(model, tie):
         model.pop("lm_head")
 
 
+def _prepare_gemma4(model):
+    """As Gemma 3 (the embedding scaled down so that the layers speak); the per-layer scalars
+    (ones at init, which reinit leaves alone) get 1 + 0.1 N(0, 1) so that they are exercised."""
+    emb = model.model.embed_tokens
+    emb.weight = emb.weight * 0.15
+    key = mx.random.key(len(model.model.layers))
+    for layer, k in zip(model.model.layers, mx.random.split(key, len(model.model.layers))):
+        layer.layer_scalar = 1.0 + 0.1 * mx.random.normal((1,), key=k)
+
+
 def _unstack_experts(model_dir: Path):
     """Rewrites a model's stacked SwitchGLU weights (mlp.switch_mlp.P.weight [E, out, in]) as the
     per-expert weights of a Hugging Face checkpoint (mlp.experts.e.P.weight)."""
@@ -469,6 +586,36 @@ def _unstack_experts(model_dir: Path):
                 out[k.replace(".switch_mlp.", f".experts.{e}.")] = v[e]
         else:
             out[k] = v
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
+def _fuse_gemma4_experts(model_dir: Path):
+    """Rewrites a gemma4_text model's experts.switch_glu.{gate,up,down}_proj.weight as the Hugging
+    Face layout: experts.gate_up_proj (gate then up along axis -2) and experts.down_proj."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    out = {}
+    for k, v in weights.items():
+        if k.endswith(".experts.switch_glu.gate_proj.weight"):
+            base = k.removesuffix(".switch_glu.gate_proj.weight")
+            up = weights[base + ".switch_glu.up_proj.weight"]
+            out[base + ".gate_up_proj"] = mx.concatenate([v, up], axis=-2)
+        elif k.endswith(".experts.switch_glu.up_proj.weight"):
+            continue
+        elif k.endswith(".experts.switch_glu.down_proj.weight"):
+            out[k.removesuffix(".switch_glu.down_proj.weight") + ".down_proj"] = v
+        else:
+            out[k] = v
+    # What a Hugging Face checkpoint also holds and mlx-lm's sanitize drops.
+    key = mx.random.key(11)
+    for name, shape in (("k_proj.weight", (32, 64)), ("v_proj.weight", (32, 64)), ("k_norm.weight", (16,))):
+        key, sub = mx.random.split(key)
+        out[f"model.layers.2.self_attn.{name}"] = mx.random.normal(shape, key=sub)
+    out["model.layers.0.self_attn.rotary_emb.inv_freq"] = mx.ones((8,))
     mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
     index = model_dir / "model.safetensors.index.json"
     doc = json.loads(index.read_text())
@@ -491,11 +638,15 @@ def build(name, out_dir: Path):
     prepare = None
     if family == "gemma3_text":
         prepare = lambda model: _prepare_gemma3(model, config["tie_word_embeddings"])
+    elif family == "gemma4_text":
+        prepare = _prepare_gemma4
     elif family == "gpt_oss":
         prepare = _prepare_gpt_oss
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
     if name.endswith("-experts"):
         _unstack_experts(out_dir)
+    if name == "gemma4_moe-fused":
+        _fuse_gemma4_experts(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

@@ -315,6 +315,7 @@ MLXR_BINARY(matmul)
     return guard_array([&] { return mx::name(A(a)); });   \
   }
 MLXR_UNARY(sigmoid)
+MLXR_UNARY(tanh)
 MLXR_UNARY(exp)
 MLXR_UNARY(log)
 MLXR_UNARY(negative)

@@ -312,6 +312,45 @@ public class BatchParityTest {
                                 greedy(0, 100, 47, 16),
                                 greedy(0, 9, 48, 60),
                                 greedy(2, 55, 49, 10))),
+                // gemma4_text: sliding layers (window 16) over BatchRotatingKVCache, full ones over
+                // BatchKVCache, the KV-shared layers attending over their source's batch keys and
+                // values with the per-row rope offsets; rows joining, leaving and rotating; seeded
+                // top-k sampling on one row.
+                new Cell(
+                        "gemma4-shared",
+                        "gemma4-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 23, 81, 30),
+                                greedy(0, 5, 82, 24),
+                                new ScriptRow(
+                                        3,
+                                        prompt(40, 83, 512),
+                                        12,
+                                        new int[0],
+                                        new LinkedHashMap<>(Map.of("temp", 0.8, "top_k", 20, "seed", 5))),
+                                greedy(8, 10, 84, 20),
+                                greedy(30, 3, 85, 8))),
+                // Window 48 above the 32-token chunk, unequal prompts (right padding rolled by
+                // lengths), 4-bit weights, a lone row joined later (solo caches merged).
+                new Cell(
+                        "gemma4-chunks",
+                        "gemma4-q4",
+                        32,
+                        2,
+                        3,
+                        List.of(greedy(0, 70, 86, 20), greedy(0, 9, 87, 40), greedy(2, 55, 88, 10))),
+                // gemma4_text's mixture-of-experts block over a batch (the sorted expert path over
+                // the batch's routed pairs), 4-bit experts, 8-bit router; joins and leaves.
+                new Cell(
+                        "gemma4-moe",
+                        "gemma4_moe-q4",
+                        32,
+                        8,
+                        32,
+                        List.of(greedy(0, 40, 89, 16), greedy(0, 6, 90, 24), greedy(5, 20, 91, 10))),
                 // gpt_oss (sinks, alternating sliding / full layers, window 16, f32 experts):
                 // rows joining and leaving over rotated sliding caches.
                 new Cell(

@@ -77,6 +77,14 @@ class GreedyParityTest {
         // gemma3_text: sliding windows of 16, 48 and 24 positions (RotatingKVCache) against the
         // 5-, 23- and 70-token prompts in chunks of 32 and 64 decode steps.
         names.addAll(List.of("gemma3-bf16", "gemma3-q4", "gemma3-q8"));
+        // gemma4_text: per-layer inputs, a global head dim with proportional rope over part of it,
+        // KV-shared layers (sliding and full), K = V full layers and soft-capped logits; windows of
+        // 16, 48 and 24 positions against the 5-, 23- and 70-token prompts in chunks of 32.
+        names.addAll(List.of("gemma4-bf16", "gemma4-f32", "gemma4-q4", "gemma4-q8"));
+        // gemma4_text with enable_moe_block: router and GELU-gated experts beside every MLP
+        // (float32 gather_mm with the sorted path in prefill chunks; 4-bit experts, 8-bit router).
+        // gemma4_moe-fused: the Hugging Face layout (fused experts.gate_up_proj) split at load.
+        names.addAll(List.of("gemma4_moe-f32", "gemma4_moe-q4", "gemma4_moe-fused"));
         // phi3: fused projections; longrope over 3/4 of the head (bf16), plain rope (4-bit, tied),
         // linear scaling over half the head (8-bit).
         names.addAll(List.of("phi3-bf16", "phi3-q4", "phi3-q8"));
@@ -135,6 +143,9 @@ class GreedyParityTest {
                 // a mixture of experts (head_dim 32) over a 4-bit cache, converting inside the
                 // 70-token prompt's prefill.
                 new KvCell("qwen3_moe-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
+                // gemma4_text with full attention only (global_head_dim 32), no KV-shared layers:
+                // the quantized attention at scale 1, converting inside the 70-token prefill.
+                new KvCell("gemma4-fullkv", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
                 // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
                 // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
                 new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
@@ -236,6 +247,39 @@ class GreedyParityTest {
                         && e.getMessage().contains("bfloat16")
                         && e.getMessage().contains("float32 only"),
                 e.getMessage());
+    }
+
+    /**
+     * A model's head dim is the last axis of its KV caches, which KV quantization groups: for
+     * gemma4_text with full attention only, {@code global_head_dim} (32), not {@code head_dim} (16).
+     */
+    @Test
+    void gemma4HeadDimIsTheCachedLayersOne() {
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-fullkv"))) {
+            assertEquals(32, model.headDim());
+        }
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-bf16"))) {
+            assertEquals(16, model.headDim());
+        }
+    }
+
+    /**
+     * gemma4_text's KV-shared layers read their source layer's fetched keys and values, which a
+     * quantized cache returns as tuples mlx-lm's attention cannot take: {@code --kv-bits} is
+     * refused before any work (a full-attention-only model, so no rotating cache refuses it first).
+     */
+    @Test
+    void kvBitsIsRefusedForKvSharedLayers() {
+        try (LanguageModel model = Models.load(work.resolve("models/gemma4-full"))) {
+            String why = dev.mlxring.exec.generate.GenerationRun.kvQuantizationRefusal(model, 0);
+            assertTrue(why != null && why.contains("KV-shared layers"), String.valueOf(why));
+            GenerationOptions options =
+                    new GenerationOptions(4, PREFILL_STEP, new int[0], false, new KvQuantization(4, 32, 0));
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> GenerateStep.run(model, new int[] {1, 2, 3, 4, 5}, options, t -> true));
+            assertTrue(e.getMessage().contains("KV-shared layers"), e.getMessage());
+        }
     }
 
     /**

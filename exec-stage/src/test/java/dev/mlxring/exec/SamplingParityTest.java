@@ -163,6 +163,12 @@ class SamplingParityTest {
         names.add("gemma3-bf16/everything");
         names.add("gemma3-q4/temp");
         names.add("phi3-bf16/temp_top_p");
+        // gemma4_text: the seeded key starts after its construction draws (the per-layer
+        // embedding and projection, no K/V projections on the KV-shared layers); soft-capped
+        // logits into every processor (tied, bf16) and plain temperature (4-bit, untied).
+        names.add("gemma4-bf16/everything");
+        names.add("gemma4-q4/temp");
+        names.add("gemma4_moe-q4/top_k");
         // qwen3_moe: the seeded key starts after mlx-lm's construction draws, which include each
         // SwitchLinear's and (4-bit) each QuantizedSwitchLinear's and the 8-bit router's.
         names.add("qwen3_moe-q4/temp");

@@ -102,6 +102,9 @@ class SpeculativeParityTest {
             cells.add(new Cell("gemma3-q4/draft-self/" + mode, "gemma3-q4", "gemma3-q4", sampled, 0, true));
             cells.add(new Cell("gemma3-q4/ngram/" + mode, "gemma3-q4", null, sampled, 0, true));
         }
+        // gemma4_text (window 48, KV-shared layers): the shared layers' source caches rolled back.
+        cells.add(new Cell("gemma4-q4/draft-self/greedy", "gemma4-q4", "gemma4-q4", false, 0, true));
+        cells.add(new Cell("gemma4-q4/ngram/seeded", "gemma4-q4", null, true, 0, true));
         // The default model (SmolLM2, 4-bit, the exact native kernels over m + 1 rows).
         cells.add(new Cell("default/draft-self/greedy", "default", "default", false, 0));
         cells.add(new Cell("default/ngram/seeded", "default", null, true, 0));

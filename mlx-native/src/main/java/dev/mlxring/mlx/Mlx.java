@@ -220,6 +220,11 @@ public final class Mlx {
         return own(Shim.sigmoid(a.handle()));
     }
 
+    /** {@code mx.tanh}, elementwise. */
+    public static MlxArray tanh(MlxArray a) {
+        return own(Shim.tanh(a.handle()));
+    }
+
     public static MlxArray exp(MlxArray a) {
         return own(Shim.exp(a.handle()));
     }

@@ -120,6 +120,7 @@ final class Shim {
     private static final MethodHandle MATMUL =
             NativeLibrary.handle("mlxr_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR));
     private static final MethodHandle SIGMOID = NativeLibrary.handle("mlxr_sigmoid", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle TANH = NativeLibrary.handle("mlxr_tanh", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle EXP = NativeLibrary.handle("mlxr_exp", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle LOG = NativeLibrary.handle("mlxr_log", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle NEGATIVE =
@@ -575,6 +576,14 @@ final class Shim {
     static MemorySegment sigmoid(MemorySegment a) {
         try {
             return (MemorySegment) SIGMOID.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment tanh(MemorySegment a) {
+        try {
+            return (MemorySegment) TANH.invokeExact(a);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -188,17 +188,19 @@ public final class GenerationRun implements AutoCloseable {
     /**
      * generate_step's {@code make_prompt_cache(model, max_kv_size)}. KV quantization of a rotating
      * cache is refused here, before any work: mlx-lm's {@code RotatingKVCache.to_quantized} raises
-     * ("RotatingKVCache Quantization NYI") once the cache reaches {@code quantized_kv_start}.
+     * ("RotatingKVCache Quantization NYI") once the cache reaches {@code quantized_kv_start}; so is
+     * KV quantization of a model that refuses it ({@link LanguageModel#kvQuantizationRefusal()}).
      *
-     * @throws IllegalArgumentException for {@code kv_bits} with a rotating cache
+     * @throws IllegalArgumentException for {@code kv_bits} with a rotating cache or such a model
      */
     public static KvCache[] newPromptCache(LanguageModel model, GenerationOptions options) {
-        KvCache[] c = model.newCache(options.maxKvSize());
-        if (options.kvQuantization() != null && Arrays.stream(c).anyMatch(k -> k instanceof RotatingKvCache)) {
-            Arrays.stream(c).forEach(KvCache::close);
-            throw new IllegalArgumentException(rotatingQuantizationRefusal(model, options.maxKvSize()));
+        if (options.kvQuantization() != null) {
+            String refusal = kvQuantizationRefusal(model, options.maxKvSize());
+            if (refusal != null) {
+                throw new IllegalArgumentException(refusal);
+            }
         }
-        return c;
+        return model.newCache(options.maxKvSize());
     }
 
     /**
@@ -215,7 +217,11 @@ public final class GenerationRun implements AutoCloseable {
 
     /** Why {@code --kv-bits} cannot run with this model and {@code --max-kv-size}, or null when it can. */
     public static String kvQuantizationRefusal(LanguageModel model, int maxKvSize) {
-        return rotates(model, maxKvSize) ? rotatingQuantizationRefusal(model, maxKvSize) : null;
+        if (rotates(model, maxKvSize)) {
+            return rotatingQuantizationRefusal(model, maxKvSize);
+        }
+        String why = model.kvQuantizationRefusal();
+        return why == null ? null : "--kv-bits cannot be used here: " + why;
     }
 
     private static String rotatingQuantizationRefusal(LanguageModel model, int maxKvSize) {

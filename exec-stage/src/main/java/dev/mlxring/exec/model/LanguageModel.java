@@ -39,6 +39,15 @@ public interface LanguageModel extends AutoCloseable {
     String modelType();
 
     /**
+     * Why this model cannot run over quantized KV caches ({@code --kv-bits}) whatever its cache
+     * layout, or null when it can (e.g. gemma4_text's KV-shared layers, which would be handed the
+     * quantized tuples that mlx-lm's attention cannot take either).
+     */
+    default String kvQuantizationRefusal() {
+        return null;
+    }
+
+    /**
      * Whether several rows can share one forward ({@code BatchKvCache}: per-row rope offsets and
      * an array mask). False for dynamic-NTK rope, whose base depends on one int offset (mlx-lm's
      * batch fails there too); such a model runs its rows one at a time.

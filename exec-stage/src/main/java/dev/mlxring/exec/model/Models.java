@@ -33,6 +33,8 @@ public final class Models {
     private static final Map<String, OwnGraph> OWN_GRAPHS = Map.of(
             "gemma3_text",
             (c, p, s) -> Gemma3Text.build(c, p),
+            "gemma4_text",
+            (c, p, s) -> Gemma4Text.build(c, p),
             "phi3",
             (c, p, s) -> Phi3.build(c, p),
             "qwen3_moe",

@@ -60,7 +60,8 @@ public interface Rope extends AutoCloseable {
     default void close() {}
 
     /** The rope types this engine reproduces; anything else is refused at load. */
-    String SUPPORTED = "default, linear, dynamic, llama3, yarn (also deepseek_yarn, telechat3-yarn), longrope";
+    String SUPPORTED =
+            "default, linear, dynamic, llama3, yarn (also deepseek_yarn, telechat3-yarn), longrope, proportional";
 
     /** As {@link #initialize(int, double, boolean, Map, Integer, CpuKernels)} without max_position_embeddings. */
     static Rope initialize(int dims, double base, boolean traditional, Map<String, Object> scaling) {
@@ -108,6 +109,7 @@ public interface Rope extends AutoCloseable {
             case "llama3" -> Llama3.create(dims, traditional, base, scaling, kernels);
             case "yarn", "deepseek_yarn", "telechat3-yarn" -> Yarn.create(dims, traditional, base, scaling, kernels);
             case "longrope" -> SuScaled.create(dims, base, required(maxPositionEmbeddings, type), scaling, kernels);
+            case "proportional" -> Proportional.create(dims, traditional, base, scaling, kernels);
             default ->
                 throw new ModelLoadException(
                         "rope_scaling type '" + type + "' is not supported (supported: " + SUPPORTED + ")");
@@ -457,6 +459,60 @@ public interface Rope extends AutoCloseable {
         @Override
         public MlxArray forward(MlxArray x, MlxArray offsets) {
             return Mlx.rope(kernels, multiplyLeading(x, dims, scale), dims, false, 1.0f, offsets, freqs);
+        }
+
+        @Override
+        public void close() {
+            freqs.close();
+        }
+    }
+    /**
+     * {@code ProportionalRoPE} (Gemma 4's full-attention layers): the first
+     * {@code int(dims * partial_rotary_factor)} dimensions rotate at
+     * {@code factor * base ** (arange(0, rotated, 2) / dims)}, the rest get infinite wavelengths
+     * (no rotation); {@code mx.fast.rope(x, dims, base=None, scale=1.0, freqs=...)}. Owns its freqs.
+     */
+    final class Proportional implements Rope {
+        private final int dims;
+        private final boolean traditional;
+        private final MlxArray freqs;
+        private final CpuKernels kernels;
+
+        private Proportional(int dims, boolean traditional, MlxArray freqs, CpuKernels kernels) {
+            this.dims = dims;
+            this.traditional = traditional;
+            this.freqs = freqs;
+            this.kernels = kernels;
+        }
+
+        static Proportional create(
+                int dims, boolean traditional, double base, Map<String, Object> cfg, CpuKernels kernels) {
+            // rotated_dims = int(dims * scaling_config.get("partial_rotary_factor", 1.0))
+            int rotated = (int) (dims * number(cfg, "partial_rotary_factor", 1.0));
+            double factor = number(cfg, "factor", 1.0);
+            if (rotated > dims) {
+                throw new ModelLoadException("rotated_dims should be smaller than dims (proportional rope: " + rotated
+                        + " of " + dims + ")");
+            }
+            try (ArrayScope s = ArrayScope.open()) {
+                MlxArray exponents = Mlx.divide(Mlx.arange(0, rotated, 2, Dtype.FLOAT32), f32(dims));
+                int still = (dims - rotated) / 2;
+                float[] inf = new float[still];
+                Arrays.fill(inf, Float.POSITIVE_INFINITY);
+                MlxArray freqs = Mlx.concatenate(
+                        0, Mlx.multiply(f32(factor), Mlx.power(f32(base), exponents)), Mlx.fromFloats(inf, still));
+                return new Proportional(dims, traditional, keep(freqs), kernels);
+            }
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, int offset) {
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offset, freqs);
+        }
+
+        @Override
+        public MlxArray forward(MlxArray x, MlxArray offsets) {
+            return Mlx.rope(kernels, x, dims, traditional, 1.0f, offsets, freqs);
         }
 
         @Override

@@ -27,7 +27,8 @@ import org.junit.jupiter.params.provider.FieldSource;
  * vocabulary) paired with the default model's tokenizer. gemma3_text (sliding window 16): chat
  * prompts pass the window and every greedy answer runs over rotating caches; qwen3_moe (4 experts,
  * top-2): chat prompts route through the sorted path in prefill and the unsorted one in decode;
- * gpt_oss (window 16, sinks, 4 experts): its sliding layers rotate like gemma3's.
+ * gpt_oss (window 16, sinks, 4 experts): its sliding layers rotate like gemma3's; gemma4_text
+ * (window 16, KV-shared layers, per-layer inputs, soft-capped logits) likewise.
  * mlx_lm.server's prompt cache is off ({@code --prompt-cache-size 0}) so that both prefill every
  * prompt from scratch. Also: the {@code --kv-bits} refusal for gemma3's rotating caches, from
  * {@code generate} and {@code serve}.
@@ -37,7 +38,8 @@ class FamilyServerTest {
     private static final List<String> TOKENIZER_FILES =
             List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
 
-    private static final List<String> CELLS = List.of("gemma3-serve", "qwen3_moe-serve", "gpt_oss-serve");
+    private static final List<String> CELLS =
+            List.of("gemma3-serve", "gemma4-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
     @BeforeAll
     static void buildModels() throws Exception {
