@@ -118,6 +118,15 @@ class AdapterLoadTest {
     }
 
     @Test
+    void anUnreadableTensorFileIsNamed() throws Exception {
+        Path dir = Files.createDirectories(tmp.resolve("corrupt"));
+        Files.copy(good.resolve("adapter_config.json"), dir.resolve("adapter_config.json"));
+        Files.writeString(dir.resolve("adapters.safetensors"), "not a safetensors file");
+        String e = refusal(dir);
+        assertTrue(e.contains(dir.resolve("adapters.safetensors").toString()) && e.contains("cannot be read"), e);
+    }
+
+    @Test
     void anUnknownFineTuneTypeIsRefused() throws Exception {
         String e = refusal(withConfig(c -> c.put("fine_tune_type", "qlora")));
         assertTrue(e.contains("fine_tune_type 'qlora'") && e.contains("adapter_config.json"), e);

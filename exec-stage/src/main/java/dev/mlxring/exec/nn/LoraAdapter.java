@@ -62,13 +62,14 @@ public final class LoraAdapter implements AutoCloseable {
     public static LoraAdapter load(Path dir) {
         AdapterConfig config = AdapterConfig.read(dir);
         Path file = dir.resolve(AdapterConfig.WEIGHTS_FILE);
+        String fingerprint = fingerprint(dir); // before the tensors, which a failure here would leak
         Weights tensors;
         try {
             tensors = Weights.loadSafetensors(file);
         } catch (MlxException e) {
             throw new ModelLoadException("adapter " + file + " cannot be read: " + e.getMessage());
         }
-        return new LoraAdapter(config, tensors, fingerprint(dir));
+        return new LoraAdapter(config, tensors, fingerprint);
     }
 
     public AdapterConfig config() {
