@@ -1,7 +1,7 @@
 """End-to-end checks of an mlx-ring server through the official `openai` client.
 
 Usage: openai_client_check.py --base-url http://127.0.0.1:PORT/v1 --model-dir DIR [--compare-mlx-lm]
-                              [--mlx-lm-arg ARG ...] [--compare-only]
+                              [--mlx-lm-arg ARG ...] [--mlx-lm-model-id ID] [--compare-only]
 
 Runs streaming and non-streaming chat and completions, logprobs, stops and usage through
 the `openai` SDK and prints one JSON object: {"checks": [{"name", "ok", "detail"}], ...}.
@@ -64,6 +64,9 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=24)
     ap.add_argument("--mlx-lm-arg", action="append", default=[])
     ap.add_argument("--compare-only", action="store_true")
+    ap.add_argument("--mlx-lm-model-id", default=None,
+                    help="the model mlx_lm.server's requests name (default: --model-dir); default_model makes "
+                         "it apply its own --adapter-path, which it skips for a request naming a path")
     args = ap.parse_args()
 
     client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0, timeout=300)
@@ -184,15 +187,16 @@ def main():
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             wait_ready(f"http://127.0.0.1:{port}/v1/models", proc)
+            theirs_model = args.mlx_lm_model_id or args.model_dir
             theirs = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0,
                                    timeout=300)
             for q in QUESTIONS:
                 ours = chat(client, model, q, max_tokens=n).choices[0].message.content
-                ref = chat(theirs, args.model_dir, q, max_tokens=n).choices[0].message.content
+                ref = chat(theirs, theirs_model, q, max_tokens=n).choices[0].message.content
                 comparison.append({"question": q, "ours": ours, "mlx_lm": ref, "identical": ours == ref})
             ours = client.completions.create(model=model, prompt="Once upon a time", max_tokens=n,
                                              temperature=0.0).choices[0].text
-            ref = theirs.completions.create(model=args.model_dir, prompt="Once upon a time", max_tokens=n,
+            ref = theirs.completions.create(model=theirs_model, prompt="Once upon a time", max_tokens=n,
                                             temperature=0.0).choices[0].text
             comparison.append({"question": "completion: Once upon a time", "ours": ours, "mlx_lm": ref,
                                "identical": ours == ref})

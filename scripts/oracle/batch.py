@@ -92,7 +92,7 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
-from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
+from common import apply_adapter, dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
 from llg_processor import LlgProcessor
 from scripted_mask import ScriptedMask
 
@@ -229,11 +229,13 @@ def main(argv=None):
     ap.add_argument("--script", required=True)
     ap.add_argument("--out", default=None)
     ap.add_argument("--sharded", action="store_true")
+    ap.add_argument("--adapter", default=None, help="an adapter folder, applied as mlx_lm.utils.load applies adapter_path")
     args = ap.parse_args(argv)
 
     with open(args.script) as f:
         script = json.load(f)
     model = sharded_model(args.model) if args.sharded else load_model(Path(args.model))[0]
+    apply_adapter(model, args.adapter)
     gen = BatchGenerator(
         model,
         prefill_step_size=script["prefill_step_size"],

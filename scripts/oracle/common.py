@@ -276,3 +276,14 @@ def write_marker(model_dir: Path, recipe_version, name, **extra):
     """Marks model_dir complete (last step of its build); the marker records the versions."""
     info = {"recipe_version": recipe_version, **versions(), "name": name, **extra}
     (model_dir / MARKER).write_text(json.dumps(info, indent=1) + "\n")
+
+
+def apply_adapter(model, adapter_path):
+    """mlx_lm.utils.load's adapter step: load_adapters(model, adapter_path) then model.eval()
+    (nothing when adapter_path is None). --adapter on greedy.py, sample.py and batch.py."""
+    if adapter_path is None:
+        return
+    from mlx_lm.tuner.utils import load_adapters
+
+    load_adapters(model, adapter_path)
+    model.eval()

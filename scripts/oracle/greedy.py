@@ -66,7 +66,7 @@ import mlx.core as mx
 from mlx_lm.generate import generate_step
 from mlx_lm.utils import load_model
 
-from common import encode_array, oracle_args, read_prompts, versions, write_json
+from common import apply_adapter, encode_array, oracle_args, read_prompts, versions, write_json
 
 
 class RecordingModel:
@@ -186,6 +186,7 @@ def main(argv=None):
     ap.add_argument("--kv-group-size", type=int, default=None)
     ap.add_argument("--quantized-kv-start", type=int, default=None)
     ap.add_argument("--max-kv-size", type=int, default=None)
+    ap.add_argument("--adapter", default=None, help="an adapter folder, applied as mlx_lm.utils.load applies adapter_path")
     args = ap.parse_args(argv)
     kv_kwargs = {}
     if args.kv_bits is not None:
@@ -200,6 +201,7 @@ def main(argv=None):
 
     prompts = read_prompts(args.prompts)
     model, _config = load_model(Path(args.model))
+    apply_adapter(model, args.adapter)
 
     results = [run_prompt(model, p, args.max_tokens, args.prefill_step_size, kv_kwargs, cache_kwargs)
                for p in prompts]

@@ -70,7 +70,7 @@ from mlx_lm.generate import generate_step
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 from mlx_lm.utils import load_model
 
-from common import encode_array, oracle_args, raw_bytes, read_prompts, versions, write_json
+from common import apply_adapter, encode_array, oracle_args, raw_bytes, read_prompts, versions, write_json
 from llg_processor import LlgProcessor, read_specs
 from scripted_mask import ScriptedMask
 
@@ -166,6 +166,7 @@ def main(argv=None):
     ap.add_argument("--mask", default=None, help="JSON object: a scripted token constraint (scripted_mask.py)")
     ap.add_argument("--llguidance", default=None, help="JSON file: llguidance constraint spec(s) (llg_processor.py)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--adapter", default=None, help="an adapter folder, applied as mlx_lm.utils.load applies adapter_path")
     args = ap.parse_args(argv)
     if args.mask and args.llguidance:
         ap.error("--mask and --llguidance are exclusive")
@@ -176,6 +177,7 @@ def main(argv=None):
     # (mlx_lm.generate seeds before loading, so its sampling starts that many splits later).
     mx.random.seed(0)
     model, _config = load_model(Path(args.model))
+    apply_adapter(model, args.adapter)
     load_draws = count_draws(0, mx.random.state[0])
 
     special = [int(t) for t in args.xtc_special_tokens.split(",") if t.strip()]

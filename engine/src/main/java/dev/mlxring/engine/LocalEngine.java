@@ -66,6 +66,8 @@ public final class LocalEngine implements AutoCloseable {
      *     same bytes, faster with float16/bfloat16 activations, 2 bytes a weight more memory)
      * @param speculative speculative decoding ({@code --speculative}, {@code --draft-model}): when on,
      *     requests run one at a time and each that can speculate does
+     * @param adapterPath an adapter folder applied to the model at load ({@code --adapter-path}), or
+     *     null; the prefix cache's namespace carries its fingerprint
      */
     public record Options(
             RequestPlanner.Defaults defaults,
@@ -76,7 +78,32 @@ public final class LocalEngine implements AutoCloseable {
             Numerics numerics,
             PromptCache promptCache,
             boolean dequantizedWeights,
-            SpeculativeDecoding speculative) {
+            SpeculativeDecoding speculative,
+            Path adapterPath) {
+        /** Without an adapter. */
+        public Options(
+                RequestPlanner.Defaults defaults,
+                int prefillStepSize,
+                EngineConfig engine,
+                int maxKvSize,
+                CpuKernels cpuKernels,
+                Numerics numerics,
+                PromptCache promptCache,
+                boolean dequantizedWeights,
+                SpeculativeDecoding speculative) {
+            this(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
+                    speculative,
+                    null);
+        }
+
         /** Without speculative decoding. */
         public Options(
                 RequestPlanner.Defaults defaults,
@@ -135,7 +162,8 @@ public final class LocalEngine implements AutoCloseable {
                     numerics,
                     promptCache,
                     dequantizedWeights,
-                    speculative);
+                    speculative,
+                    adapterPath);
         }
 
         /** These options with {@code p} as the prefix cache. */
@@ -149,7 +177,8 @@ public final class LocalEngine implements AutoCloseable {
                     numerics,
                     p,
                     dequantizedWeights,
-                    speculative);
+                    speculative,
+                    adapterPath);
         }
 
         /** These options with {@code s} as the speculative decoding. */
@@ -163,7 +192,23 @@ public final class LocalEngine implements AutoCloseable {
                     numerics,
                     promptCache,
                     dequantizedWeights,
-                    s);
+                    s,
+                    adapterPath);
+        }
+
+        /** These options with the adapter folder {@code dir} (null: none). */
+        public Options withAdapter(Path dir) {
+            return new Options(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
+                    speculative,
+                    dir);
         }
     }
 
@@ -257,7 +302,8 @@ public final class LocalEngine implements AutoCloseable {
                     options.cpuKernels(),
                     options.numerics(),
                     options.dequantizedWeights(),
-                    leader == null ? null : leader.tensorShard());
+                    leader == null ? null : leader.tensorShard(),
+                    options.adapterPath());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;
@@ -323,7 +369,7 @@ public final class LocalEngine implements AutoCloseable {
         } else if (pc != null && pc.on()) {
             prefixCache = new TieredPrefixCache(
                     new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(), pc.diskBytes(), pc.quarantineCap());
-            reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir));
+            reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir), model.adapterFingerprint());
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
         DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))

@@ -100,6 +100,14 @@ public interface LanguageModel extends AutoCloseable {
         return 0;
     }
 
+    /**
+     * The fingerprint of the adapter applied at load ({@link dev.mlxring.exec.nn.LoraAdapter#fingerprint}),
+     * or "" without one: the adapter slot of the prefix cache's namespace.
+     */
+    default String adapterFingerprint() {
+        return "";
+    }
+
     @Override
     void close();
 }

@@ -78,6 +78,11 @@ abstract class LoadedModel implements LanguageModel {
     }
 
     @Override
+    public final String adapterFingerprint() {
+        return params.adapter() == null ? "" : params.adapter().fingerprint();
+    }
+
+    @Override
     public final void close() {
         try {
             closeLayers();

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.model;
 
+import dev.mlxring.exec.nn.LoraAdapter;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.CpuKernels;
@@ -90,6 +91,25 @@ public final class Models {
      */
     public static LanguageModel load(
             Path modelDir, CpuKernels kernels, Numerics numerics, boolean dequantizedWeights, TensorShard shard) {
+        return load(modelDir, kernels, numerics, dequantizedWeights, shard, null);
+    }
+
+    /** Families an adapter ({@code --adapter-path}) can be applied to: the shared llama-style decoder. */
+    public static final Set<String> ADAPTER_FAMILIES = Set.of("llama", "mistral", "qwen2", "qwen3");
+
+    /**
+     * As {@link #load(Path, CpuKernels, Numerics, boolean, TensorShard)} with the adapter folder
+     * {@code adapterDir} (null: none) applied as mlx-lm's {@code load(path, adapter_path=...)}
+     * applies it ({@link LoraAdapter}): a LoRA, DoRA or full fine-tune as mlx_lm.lora wrote it.
+     * Refused with a shard, and for families outside {@link #ADAPTER_FAMILIES}.
+     */
+    public static LanguageModel load(
+            Path modelDir,
+            CpuKernels kernels,
+            Numerics numerics,
+            boolean dequantizedWeights,
+            TensorShard shard,
+            Path adapterDir) {
         if (dequantizedWeights && shard != null) {
             throw new IllegalArgumentException("--dequantized-weights is not supported across tensor-parallel ranks");
         }
@@ -104,16 +124,43 @@ public final class Models {
         if (shard != null) {
             checkShardable(config);
         }
+        if (adapterDir != null) {
+            if (shard != null) {
+                throw new ModelLoadException("an adapter cannot be applied across tensor-parallel ranks");
+            }
+            if (!ADAPTER_FAMILIES.contains(type)) {
+                throw new ModelLoadException("adapter " + adapterDir + ": model_type '" + type
+                        + "' cannot take adapters (supported: "
+                        + String.join(", ", ADAPTER_FAMILIES.stream().sorted().toList()) + ")");
+            }
+        }
         DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir), kernels, numerics, dequantizedWeights);
+        LanguageModel model;
         try {
-            return family == null
+            if (adapterDir != null) {
+                LoraAdapter adapter = LoraAdapter.load(adapterDir);
+                params.attach(adapter, args.numHiddenLayers());
+                if (adapter.config().full()) {
+                    adapter.overlay(params);
+                }
+            }
+            model = family == null
                     ? ownGraph.build(config, params, shard)
                     : DecoderModel.build(config, params, args, shard);
         } catch (RuntimeException e) {
             params.close();
             throw e;
         }
+        if (params.adapter() != null) {
+            try {
+                params.adapter().finish();
+            } catch (RuntimeException e) {
+                model.close();
+                throw e;
+            }
+        }
+        return model;
     }
 
     /** Refuses, by name, a family the tensor-parallel path cannot run. */

@@ -5,7 +5,11 @@ import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 
-/** {@code nn.Linear} / {@code nn.QuantizedLinear}: picked by whether the weights carry scales. */
+/**
+ * {@code nn.Linear} / {@code nn.QuantizedLinear}: picked by whether the weights carry scales; with
+ * an adapter attached to the parameters, the LoRA or DoRA layer over it where the adapter converts
+ * it ({@link LoraAdapter#adapt}).
+ */
 public interface Linear {
     MlxArray forward(MlxArray x);
 
@@ -14,12 +18,18 @@ public interface Linear {
         MlxArray bias = params.optional(path + ".bias");
         params.countInitRandomDraws(1 + (bias != null ? 1 : 0) + (q != null ? 1 : 0));
         if (q == null) {
-            return new Dense(params.get(path + ".weight", inDims, "the layer's inputs"), bias, params.kernels());
+            return params.adapt(
+                    path,
+                    new Dense(params.get(path + ".weight", inDims, "the layer's inputs"), bias, params.kernels()),
+                    inDims);
         }
         MlxArray weight = params.get(path + ".weight");
         MlxArray scales = params.get(path + ".scales");
         MlxArray biases = params.optional(path + ".biases");
-        return new Quantized(weight, scales, biases, bias, q, q.dequantizedLayout(params, weight, scales, biases));
+        return params.adapt(
+                path,
+                new Quantized(weight, scales, biases, bias, q, q.dequantizedLayout(params, weight, scales, biases)),
+                inDims);
     }
 
     /**

@@ -27,6 +27,8 @@ public final class Parameters implements AutoCloseable {
     private final Set<String> used = new HashSet<>();
     private final List<MlxArray> derived = new ArrayList<>();
     private int initRandomDraws;
+    private LoraAdapter adapter;
+    private int layerCount;
 
     public Parameters(Weights weights, CpuKernels kernels, Numerics numerics) {
         this(weights, kernels, numerics, false);
@@ -59,6 +61,36 @@ public final class Parameters implements AutoCloseable {
     /** The numeric tier of the model's quantized matmuls ({@code --numerics}). */
     public Numerics numerics() {
         return numerics;
+    }
+
+    /**
+     * Applies {@code adapter} to the linear layers built from here on ({@link #adapt}); it is
+     * closed with these parameters. {@code layerCount} is the model's number of blocks
+     * (num_layers counts from the last).
+     */
+    public void attach(LoraAdapter adapter, int layerCount) {
+        this.adapter = adapter;
+        this.layerCount = layerCount;
+    }
+
+    /** The attached adapter, or null. */
+    public LoraAdapter adapter() {
+        return adapter;
+    }
+
+    /** The model's number of blocks, as {@link #attach} was told. */
+    int layerCount() {
+        return layerCount;
+    }
+
+    /** {@code base} as the attached adapter leaves the layer at {@code path} ({@code base} without one). */
+    Linear adapt(String path, Linear base, int inDims) {
+        return adapter == null ? base : adapter.adapt(this, path, base, inDims);
+    }
+
+    /** The parameter without recording it as taken (null if absent). */
+    MlxArray peek(String name) {
+        return weights.contains(name) ? weights.get(name) : null;
     }
 
     public boolean has(String name) {
@@ -149,6 +181,9 @@ public final class Parameters implements AutoCloseable {
         try {
             derived.forEach(MlxArray::close);
             derived.clear();
+            if (adapter != null) {
+                adapter.close();
+            }
         } finally {
             weights.close();
         }

@@ -20,10 +20,22 @@ import java.util.Arrays;
 public final class PrefixReuse {
     private final PrefixCache cache;
     private final String modelFingerprint;
+    private final String adapter;
 
+    /** For a model without an adapter. */
     public PrefixReuse(PrefixCache cache, String modelFingerprint) {
+        this(cache, modelFingerprint, "");
+    }
+
+    /**
+     * For a model with the adapter whose fingerprint is {@code adapter} ("" for none): its entries
+     * live in their own namespace, so a prefix computed under one adapter is never restored
+     * under another, or without one.
+     */
+    public PrefixReuse(PrefixCache cache, String modelFingerprint, String adapter) {
         this.cache = cache;
         this.modelFingerprint = modelFingerprint;
+        this.adapter = java.util.Objects.requireNonNull(adapter, "adapter");
     }
 
     /** A restored prefix: {@code caches} (the caller owns them) hold {@code cachedTokens} positions. */
@@ -32,7 +44,7 @@ public final class PrefixReuse {
     /** The namespace of a run under {@code kv} (null = full precision). */
     public CacheNamespace namespace(KvQuantization kv) {
         String scheme = kv == null ? "dense" : "kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart();
-        return new CacheNamespace(modelFingerprint, scheme, "");
+        return new CacheNamespace(modelFingerprint, scheme, adapter);
     }
 
     /** The restored prefix of {@code prompt}, or null on a miss. */

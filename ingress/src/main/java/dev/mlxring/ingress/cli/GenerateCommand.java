@@ -120,6 +120,7 @@ final class GenerateCommand {
                     KvFlags.QUANTIZATION_FLAGS,
                     List.of(KvFlags.MAX_KV_SIZE),
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
+                    List.of(AdapterFlag.FLAG),
                     SpeculativeFlags.FLAGS,
                     ShardFlags.FLAGS),
             """
@@ -164,6 +165,7 @@ final class GenerateCommand {
         }
         Numerics numerics = NumericsFlag.parse(a, kernels, sharded);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, sharded);
+        Path adapterDir = AdapterFlag.parse(a, sharded);
         if (NumericsFlag.notice(numerics) != null) {
             System.err.println(NumericsFlag.notice(numerics));
         }
@@ -187,7 +189,12 @@ final class GenerateCommand {
         try (watch;
                 HfTokenizer tokenizer = HfTokenizer.load(modelDir);
                 LanguageModel model = Models.load(
-                        modelDir, kernels, numerics, dequantizedWeights, sharded ? new TensorShard(group) : null);
+                        modelDir,
+                        kernels,
+                        numerics,
+                        dequantizedWeights,
+                        sharded ? new TensorShard(group) : null,
+                        adapterDir);
                 LanguageModel draft = spec.draftModel() == null
                         ? null
                         : ((Speculation.DraftModel) spec.open(tokenizer, kernels, numerics, dequantizedWeights))

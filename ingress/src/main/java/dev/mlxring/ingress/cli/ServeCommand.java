@@ -114,6 +114,7 @@ final class ServeCommand {
                                     "on SIGTERM or Ctrl-C, how long accepted requests may still run; 0 cancels them at once")),
                     ConnectionFlags.FLAGS,
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
+                    List.of(AdapterFlag.FLAG),
                     PromptCacheFlags.FLAGS,
                     SpeculativeFlags.FLAGS,
                     ShardFlags.FLAGS),
@@ -207,6 +208,7 @@ final class ServeCommand {
         CpuKernels kernels = CpuKernelsFlag.parse(a);
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
+        Path adapterDir = AdapterFlag.parse(a, launch != null);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : DEFAULT_HOST;
@@ -260,7 +262,8 @@ final class ServeCommand {
                             numerics,
                             promptCache,
                             dequantizedWeights,
-                            speculative),
+                            speculative,
+                            adapterDir),
                     leader);
         } catch (RuntimeException e) {
             if (leader != null) {
@@ -282,7 +285,11 @@ final class ServeCommand {
                                     port,
                                     modelId,
                                     a.get("--api-key"),
-                                    new ServerDefaults(maxTokens, maxContext, local.vocabSize()),
+                                    new ServerDefaults(
+                                            maxTokens,
+                                            maxContext,
+                                            local.vocabSize(),
+                                            adapterDir == null ? null : adapterDir.toString()),
                                     "mlx-ring-0.1.0-mlx-" + Mlx.version(),
                                     maxBodyBytes,
                                     allowedOrigins,

@@ -2,6 +2,7 @@ package dev.mlxring.ingress.http.anthropic;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
@@ -36,6 +37,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
      */
     static MessagesRequest parse(byte[] body, ServerDefaults defaults, String id, boolean countOnly) {
         RequestFields f = new RequestFields(RequestFields.parseObject(body));
+        AdaptersField.check(f.node(), defaults);
         String model = f.string("model", null);
         if (model == null) {
             throw ApiError.invalid("model", "model is required");

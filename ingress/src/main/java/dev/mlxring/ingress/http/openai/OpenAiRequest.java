@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.http.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -50,6 +51,7 @@ record OpenAiRequest(
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
         JsonNode root = RequestFields.parseObject(body);
+        AdaptersField.check(root, defaults);
         RequestFields f = new RequestFields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;

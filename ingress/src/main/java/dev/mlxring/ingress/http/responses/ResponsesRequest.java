@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
@@ -48,6 +49,7 @@ record ResponsesRequest(
     static ResponsesRequest parse(
             byte[] body, ServerDefaults defaults, String id, Function<String, List<ChatMessage>> previous) {
         JsonNode root = RequestFields.parseObject(body);
+        AdaptersField.check(root, defaults);
         RequestFields f = new RequestFields(root);
         String model = f.string("model", "default_model");
         boolean stream = f.bool("stream", false);

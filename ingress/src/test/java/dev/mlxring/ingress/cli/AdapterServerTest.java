@@ -1,0 +1,235 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.mlx.PythonScript;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code --adapter-path} through the commands, against mlx-lm with the same adapter: a tiny llama
+ * (SmolLM2's vocabulary and tokenizer) and a LoRA adapter over all its blocks written as
+ * mlx_lm.lora writes one. {@code generate} gives mlx-lm's greedy tokens (greedy.py with the
+ * adapter loaded by load_adapters) and not the base model's; {@code serve} answers the openai
+ * SDK's greedy chat and completions requests with mlx_lm.server {@code --adapter-path}'s texts,
+ * refuses an {@code adapters} field naming another folder with a 400 and keeps serving; a broken
+ * adapter stops {@code serve} at start-up naming the file.
+ */
+class AdapterServerTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String CELL = "llama-serve";
+    private static final String PROMPT = "1,900,31,7,4242,18000,5";
+    private static Path modelDir;
+    private static Path adapter;
+
+    @BeforeAll
+    static void buildModelAndAdapter() throws Exception {
+        Path home = ProjectHome.get();
+        Path models = home.resolve("build/oracle/models");
+        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
+        modelDir = home.resolve("build/oracle/serve").resolve(CELL);
+        Files.createDirectories(modelDir);
+        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+            }
+        }
+        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
+            Files.copy(
+                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
+                    modelDir.resolve(name),
+                    StandardCopyOption.REPLACE_EXISTING);
+        }
+        adapter = home.resolve("build/oracle/adapters/serve-lora");
+        PythonScript.run(
+                "oracle/make_adapter.py",
+                300,
+                List.of(
+                        "--model",
+                        modelDir.toString(),
+                        "--out",
+                        adapter.toString(),
+                        "--type",
+                        "lora",
+                        "--num-layers",
+                        "0",
+                        "--rank",
+                        "8",
+                        "--scale",
+                        "20"));
+    }
+
+    private record Run(int status, String out, String err) {}
+
+    private static Run run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = Main.run(
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static List<Integer> generate(Path adapterDir) throws Exception {
+        List<String> args = new ArrayList<>(List.of(
+                "generate", "--model", modelDir.toString(), "--prompt-tokens", PROMPT, "--max-tokens", "16", "--json"));
+        if (adapterDir != null) {
+            args.addAll(List.of("--adapter-path", adapterDir.toString()));
+        }
+        Run r = run(args.toArray(new String[0]));
+        assertEquals(0, r.status(), r.err());
+        List<Integer> ids = new ArrayList<>();
+        JSON.readTree(r.out()).get("generated_tokens").forEach(t -> ids.add(t.asInt()));
+        return ids;
+    }
+
+    @Test
+    void generateGivesMlxLmsTokensWithTheAdapter() throws Exception {
+        Path prompts = Files.createTempFile("adapter-prompts", ".json");
+        Path out = Files.createTempFile("adapter-greedy", ".json");
+        try {
+            List<Integer> prompt = new ArrayList<>();
+            for (String t : PROMPT.split(",")) {
+                prompt.add(Integer.parseInt(t));
+            }
+            JSON.writeValue(
+                    prompts.toFile(), JSON.createObjectNode().set("prompts", JSON.valueToTree(List.of(prompt))));
+            PythonScript.run(
+                    "oracle/greedy.py",
+                    300,
+                    List.of(
+                            "--model",
+                            modelDir.toString(),
+                            "--prompts",
+                            prompts.toString(),
+                            "--max-tokens",
+                            "16",
+                            "--prefill-step-size",
+                            "2048",
+                            "--adapter",
+                            adapter.toString(),
+                            "--out",
+                            out.toString()));
+            List<Integer> want = new ArrayList<>();
+            JSON.readTree(out.toFile()).get("results").get(0).get("tokens").forEach(t -> want.add(t.asInt()));
+            List<Integer> got = generate(adapter);
+            // generate stops at an EOS id, which greedy.py does not
+            assertEquals(want.subList(0, got.size()), got, "generate --adapter-path against mlx-lm");
+            assertNotEquals(generate(null), got, "the adapter changed nothing");
+        } finally {
+            Files.deleteIfExists(prompts);
+            Files.deleteIfExists(out);
+        }
+    }
+
+    @Test
+    void generateNamesAMissingAdapter() {
+        Run r = run(
+                "generate",
+                "--model",
+                modelDir.toString(),
+                "--prompt-tokens",
+                "1,2",
+                "--adapter-path",
+                modelDir.resolve("no-such-adapter").toString());
+        assertNotEquals(0, r.status());
+        assertTrue(r.err().contains("no-such-adapter"), r.err());
+    }
+
+    @Test
+    void serveAnswersAsMlxLmServerWithTheAdapter() throws Exception {
+        String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", adapter.toString()};
+        try (ServeCommand.Running server = ServeCommand.start(
+                CliArgs.parse(args, 1, ServeCommand.FLAGS), new PrintStream(new ByteArrayOutputStream()))) {
+            String base = "http://127.0.0.1:" + server.server().port();
+            String out = PythonScript.run(
+                    "e2e/openai_client_check.py",
+                    900,
+                    List.of(
+                            "--base-url",
+                            base + "/v1",
+                            "--model-dir",
+                            modelDir.toString(),
+                            "--compare-mlx-lm",
+                            "--compare-only",
+                            // mlx_lm.server applies its --adapter-path to requests for default_model only
+                            "--mlx-lm-model-id",
+                            "default_model",
+                            "--mlx-lm-arg=--adapter-path",
+                            "--mlx-lm-arg=" + adapter,
+                            "--mlx-lm-arg=--prompt-cache-size",
+                            "--mlx-lm-arg=0"));
+            JsonNode comparison = JSON.readTree(out).get("comparison");
+            assertTrue(comparison.size() >= 4, out);
+            for (JsonNode c : comparison) {
+                assertTrue(
+                        c.has("identical") && c.get("identical").asBoolean(),
+                        "greedy output differs from mlx_lm.server --adapter-path: " + c);
+            }
+            HttpClient http = HttpClient.newHttpClient();
+            String other = modelDir.resolve("other-adapter").toString();
+            HttpResponse<String> refused = http.send(
+                    HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(
+                                    "{\"prompt\":\"hi\",\"max_tokens\":2,\"adapters\":\"" + other + "\"}"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(400, refused.statusCode(), refused.body());
+            assertTrue(refused.body().contains(other), refused.body());
+            HttpResponse<String> served = http.send(
+                    HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
+                            .header("Content-Type", "application/json")
+                            .POST(HttpRequest.BodyPublishers.ofString(
+                                    "{\"prompt\":\"hi\",\"max_tokens\":2,\"adapters\":"
+                                            + JSON.writeValueAsString(adapter.toString()) + "}"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, served.statusCode(), served.body());
+        }
+    }
+
+    @Test
+    void serveRefusesABrokenAdapterAtStartUpNamingTheFile() throws Exception {
+        Path broken = Files.createTempDirectory("broken-adapter");
+        try {
+            Files.copy(adapter.resolve("adapter_config.json"), broken.resolve("adapter_config.json"));
+            String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", broken.toString()
+            };
+            ModelLoadException e = assertThrows(
+                    ModelLoadException.class,
+                    () -> ServeCommand.start(
+                                    CliArgs.parse(args, 1, ServeCommand.FLAGS),
+                                    new PrintStream(new ByteArrayOutputStream()))
+                            .close());
+            assertTrue(
+                    e.getMessage().contains("adapters.safetensors")
+                            && e.getMessage().contains(broken.toString()),
+                    e.getMessage());
+        } finally {
+            Files.deleteIfExists(broken.resolve("adapter_config.json"));
+            Files.delete(broken);
+        }
+    }
+}
