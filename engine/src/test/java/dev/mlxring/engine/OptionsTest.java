@@ -12,9 +12,11 @@ class OptionsTest {
             new SpeculativeDecoding("draft", Path.of("/models/draft"), 3, 0, 0);
 
     @Test
-    void withEngineKeepsSpeculativeDecodingAndThePromptCache() {
-        LocalEngine.Options base =
-                LocalEngine.Options.defaults(4096).withSpeculative(DRAFT).withPromptCache(LocalEngine.PromptCache.OFF);
+    void withEngineKeepsSpeculativeDecodingThePromptCacheAndTheAdapter() {
+        LocalEngine.Options base = LocalEngine.Options.defaults(4096)
+                .withSpeculative(DRAFT)
+                .withPromptCache(LocalEngine.PromptCache.OFF)
+                .withAdapter(Path.of("/adapters/a"));
         EngineConfig batched = EngineConfig.builder().decodeConcurrency(8).build();
 
         LocalEngine.Options changed = base.withEngine(batched);
@@ -22,6 +24,7 @@ class OptionsTest {
         assertEquals(batched, changed.engine());
         assertEquals(DRAFT, changed.speculative());
         assertEquals(base.promptCache(), changed.promptCache());
+        assertEquals(Path.of("/adapters/a"), changed.adapterPath());
         assertEquals(base.defaults(), changed.defaults());
         assertEquals(base.prefillStepSize(), changed.prefillStepSize());
     }
