@@ -222,6 +222,33 @@ def _gpt_oss(hidden, inter, vocab, experts, top_k, window, layers=2, layer_types
     return cfg
 
 
+def _qwen3_5(hidden, inter, vocab, tie, layers, interval, k_heads, v_heads, head_k, head_v, partial=0.5, kernel=4):
+    # qwen3_5 (text, no text_config): every `interval`-th layer gated attention (q/k norms, an
+    # output gate, rope over `partial` of the head), the others gated delta nets (conv state +
+    # recurrence state in an ArraysCache); v_heads > k_heads repeats q and k.
+    return {
+        "model_type": "qwen3_5",
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "max_position_embeddings": 32768,
+        "full_attention_interval": interval,
+        "linear_num_key_heads": k_heads,
+        "linear_num_value_heads": v_heads,
+        "linear_key_head_dim": head_k,
+        "linear_value_head_dim": head_v,
+        "linear_conv_kernel_dim": kernel,
+        "rope_parameters": {"type": "default", "rope_theta": 100000.0, "partial_rotary_factor": partial},
+        "tie_word_embeddings": tie,
+    }
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -361,6 +388,17 @@ CELLS = {
                    {"bits": 4, "group_size": 64}),
     "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
                    {"bits": 8, "group_size": 128}),
+    # --- qwen3_5 (hybrid: gated delta net layers + gated attention layers) ---
+    # layers linear, attention, linear, attention; 2 key heads repeated to 4 value heads.
+    "qwen3_5-bf16": ("qwen3_5", "bf16", _qwen3_5(64, 192, 512, tie=False, layers=4, interval=2, k_heads=2,
+                                                 v_heads=4, head_k=16, head_v=16), None),
+    # linear, linear, attention (interval 3); as many value heads as key heads; tied; kernel 3.
+    "qwen3_5-f32": ("qwen3_5", "f32", _qwen3_5(64, 192, 512, tie=True, layers=3, interval=3, k_heads=2,
+                                               v_heads=2, head_k=32, head_v=16, partial=0.25, kernel=3), None),
+    "qwen3_5-q4": ("qwen3_5", "q4", _qwen3_5(64, 192, 512, tie=True, layers=4, interval=2, k_heads=2,
+                                             v_heads=4, head_k=16, head_v=16), {"bits": 4, "group_size": 64}),
+    "qwen3_5-q8": ("qwen3_5", "q8", _qwen3_5(128, 256, 512, tie=False, layers=3, interval=3, k_heads=2,
+                                             v_heads=4, head_k=32, head_v=32), {"bits": 8, "group_size": 64}),
     # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
     # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
     "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),
@@ -435,7 +473,7 @@ def manifest_entry(name):
         "head_dim": hd,
         "vocab_size": config["vocab_size"],
         "tie_word_embeddings": config["tie_word_embeddings"],
-        "rope_theta": config["rope_theta"],
+        "rope_theta": config.get("rope_theta", (config.get("rope_parameters") or {}).get("rope_theta")),
         "rope_scaling": config.get("rope_scaling"),
         "features": _features(family, config, quant),
     }

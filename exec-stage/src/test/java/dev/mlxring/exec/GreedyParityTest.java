@@ -89,6 +89,11 @@ class GreedyParityTest {
         // gpt_oss: attention sinks, sliding/full layers (windows 16, 48 and 24), biased experts with
         // the clamped swiglu_oai (f32 gather_mm, 4-bit top-4 of 8 with yarn, 8-bit).
         names.addAll(List.of("gpt_oss-f32", "gpt_oss-q4", "gpt_oss-q8"));
+        // qwen3_5: gated delta net layers (conv state and recurrence state in an ArraysCache, the
+        // ops path of gated_delta_update) between gated attention layers; the 70-token prompt's
+        // 32-token chunks carry both states from chunk to chunk. bf16 and 4-bit repeat 2 key heads
+        // to 4 value heads; f32 is tied with a 3-tap convolution; 8-bit is hidden 128.
+        names.addAll(List.of("qwen3_5-bf16", "qwen3_5-f32", "qwen3_5-q4", "qwen3_5-q8"));
         names.add("default");
         return only(names.stream());
     }

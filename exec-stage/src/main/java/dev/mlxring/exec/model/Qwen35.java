@@ -1,0 +1,300 @@
+package dev.mlxring.exec.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.exec.kv.ArraysCache;
+import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.DenseKvCache;
+import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.nn.Embedding;
+import dev.mlxring.exec.nn.Linear;
+import dev.mlxring.exec.nn.Parameters;
+import dev.mlxring.exec.nn.RmsNorm;
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * mlx-lm's {@code models/qwen3_5.py} (Qwen3.5, the text model of {@code Qwen3_5ForConditionalGeneration}):
+ * a hybrid decoder whose every {@code full_attention_interval}-th layer is {@link GatedAttention}
+ * over a KV cache and the others a {@link GatedDeltaNet} over an {@link ArraysCache} (conv state
+ * and recurrence state), each followed by a dense {@link Mlp}. The text settings are read from
+ * {@code text_config} when the config has one, else from the top level, with TextModelArgs'
+ * defaults; the rope settings come from {@code rope_parameters} (its default when absent).
+ *
+ * <p>Weights, as {@code Model.sanitize}: vision tower and {@code mtp.} entries are dropped; names
+ * are read under {@code language_model.} ({@code model.language_model.} and unprefixed names are
+ * moved there); a checkpoint whose conv1d weights are in the Hugging Face layout
+ * ({@code [C, 1, K]}) gets them moved to MLX's {@code [C, K, 1]} and 1 added to its
+ * decoder-layer, final and q/k norm weights. {@code make_cache} gives the layout, so
+ * {@code max_kv_size} does not apply.
+ */
+final class Qwen35 extends LoadedModel {
+    private static final String ROOT = "language_model.";
+
+    /** One decoder layer: a gated delta net or gated attention, then the MLP. */
+    private record Layer(
+            RmsNorm inputLayernorm,
+            GatedDeltaNet linearAttn,
+            GatedAttention selfAttn,
+            RmsNorm postAttentionLayernorm,
+            DecoderModel.FeedForward mlp) {
+        boolean isLinear() {
+            return linearAttn != null;
+        }
+
+        MlxArray forward(MlxArray x, MlxArray ssmMask, AttentionMask faMask, KvCache cache) {
+            MlxArray n = inputLayernorm.forward(x);
+            MlxArray r = isLinear()
+                    ? linearAttn.forward(n, ssmMask, (ArraysCache) cache)
+                    : selfAttn.forward(n, faMask, cache);
+            MlxArray h = Mlx.add(x, r);
+            return Mlx.add(h, mlp.forward(postAttentionLayernorm.forward(h)));
+        }
+    }
+
+    private final Embedding embedTokens;
+    private final List<Layer> layers;
+    private final RmsNorm norm;
+    private final Linear lmHead;
+    private final int ssmIdx;
+    private final int faIdx;
+
+    private Qwen35(
+            ModelConfig config,
+            ModelConfig text,
+            Parameters params,
+            int headDim,
+            Embedding embedTokens,
+            List<Layer> layers,
+            RmsNorm norm,
+            Linear lmHead,
+            int interval) {
+        super(config.modelType(), headDim, text.intField("vocab_size"), config, params);
+        this.embedTokens = embedTokens;
+        this.layers = List.copyOf(layers);
+        this.norm = norm;
+        this.lmHead = lmHead;
+        this.ssmIdx = 0;
+        this.faIdx = interval - 1;
+    }
+
+    /** The text model's settings: {@code text_config} when present (mlx-lm's ModelArgs.from_dict), else the config itself. */
+    static ModelConfig textConfig(ModelConfig c) {
+        JsonNode t = c.json().get("text_config");
+        if (t == null || t.isNull()) {
+            return c;
+        }
+        if (!t.isObject()) {
+            throw new ModelLoadException(c.file() + ": field 'text_config' must be an object, got " + t);
+        }
+        ObjectNode copy = ((ObjectNode) t).deepCopy();
+        if (!copy.has("model_type")) {
+            copy.put("model_type", c.modelType());
+        }
+        return ModelConfig.of(c.file(), copy);
+    }
+
+    /** Builds the model from {@code params} (which it then owns), as load_model + sanitize. */
+    static LanguageModel build(ModelConfig config, Parameters params) {
+        ModelConfig t = textConfig(config);
+        int hidden = t.intField("hidden_size", 4096);
+        int layersCount = t.intField("num_hidden_layers", 32);
+        int heads = t.intField("num_attention_heads", 32);
+        int kvHeads = t.intField("num_key_value_heads", 8);
+        int headDim = t.has("head_dim") && !t.json().get("head_dim").isNull() ? t.intField("head_dim") : hidden / heads;
+        double eps = t.doubleField("rms_norm_eps", 1e-6);
+        int interval = t.intField("full_attention_interval", 4);
+        boolean tie = t.boolField("tie_word_embeddings", false);
+        int maxPos = t.intField("max_position_embeddings", 131072);
+        int numExperts = t.intField("num_experts", 0);
+        if (numExperts > 0) {
+            throw new ModelLoadException(
+                    config.file() + ": a qwen3_5 config with num_experts > 0 (mixture of experts) is"
+                            + " not supported; the dense variant is");
+        }
+        if (interval < 1 || interval > layersCount) {
+            throw new ModelLoadException(config.file() + ": full_attention_interval " + interval
+                    + " must be in [1, num_hidden_layers=" + layersCount + "] (mlx-lm reads the first attention"
+                    + " layer's cache at index full_attention_interval - 1)");
+        }
+        GatedDeltaArgs g = new GatedDeltaArgs(
+                hidden,
+                t.intField("linear_num_key_heads", 16),
+                t.intField("linear_num_value_heads", 64),
+                t.intField("linear_key_head_dim", 192),
+                t.intField("linear_value_head_dim", 128),
+                t.intField("linear_conv_kernel_dim", 4),
+                eps);
+        // rope_parameters: its default_factory when absent; rope_theta and partial_rotary_factor
+        // read from it (with their defaults) when it is a non-empty object.
+        double ropeTheta = t.doubleField("rope_theta", 100000.0);
+        double partial = t.doubleField("partial_rotary_factor", 0.25);
+        Map<String, Object> ropeScaling = t.ropeScaling().orElse(null);
+        JsonNode rp = t.json().get("rope_parameters");
+        if (rp == null) {
+            ropeTheta = 100000.0;
+            partial = 0.25;
+            ropeScaling = Map.of("type", "default", "rope_theta", 100000, "partial_rotary_factor", 0.25);
+        } else if (rp.isObject() && !rp.isEmpty()) {
+            Map<String, Object> m = t.objectAsMap("rope_parameters");
+            if (!m.containsKey("type") && m.containsKey("rope_type")) {
+                m = new java.util.HashMap<>(m);
+                m.put("type", m.remove("rope_type"));
+            }
+            partial = rp.has("partial_rotary_factor")
+                    ? rp.get("partial_rotary_factor").doubleValue()
+                    : 0.25;
+            ropeTheta = rp.has("rope_theta") ? rp.get("rope_theta").doubleValue() : 100000.0;
+            ropeScaling = m;
+        }
+        int ropeDims = (int) (headDim * partial);
+
+        sanitize(params, layersCount);
+        List<Layer> layers = new ArrayList<>();
+        for (int i = 0; i < layersCount; i++) {
+            String p = ROOT + "model.layers." + i;
+            boolean linear = (i + 1) % interval != 0;
+            RmsNorm inputNorm = RmsNorm.load(params, p + ".input_layernorm", eps);
+            GatedDeltaNet gdn = null;
+            GatedAttention attn = null;
+            if (linear) {
+                String a = p + ".linear_attn";
+                Linear qkv = Linear.load(config, params, a + ".in_proj_qkv", hidden);
+                Linear z = Linear.load(config, params, a + ".in_proj_z", hidden);
+                Linear b = Linear.load(config, params, a + ".in_proj_b", hidden);
+                Linear aProj = Linear.load(config, params, a + ".in_proj_a", hidden);
+                gdn = GatedDeltaNet.load(
+                        config,
+                        params,
+                        a,
+                        new GatedDeltaNet.SplitProjections(qkv, z, b, aProj, g.numVHeads(), g.headVDim()),
+                        g);
+            } else {
+                attn = new GatedAttention(
+                        config,
+                        params,
+                        p + ".self_attn",
+                        hidden,
+                        heads,
+                        kvHeads,
+                        headDim,
+                        eps,
+                        ropeDims,
+                        ropeTheta,
+                        ropeScaling,
+                        maxPos);
+            }
+            RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", eps);
+            DecoderModel.FeedForward mlp =
+                    Mlp.load(config, params, p + ".mlp", hidden, t.intField("intermediate_size", 14336));
+            layers.add(new Layer(inputNorm, gdn, attn, postNorm, mlp));
+        }
+        Embedding embed = Embedding.load(config, params, ROOT + "model.embed_tokens", hidden);
+        RmsNorm finalNorm = RmsNorm.load(params, ROOT + "model.norm", eps);
+        Linear head = tie ? null : Linear.load(config, params, ROOT + "lm_head", hidden);
+        Qwen35 model = new Qwen35(config, t, params, headDim, embed, layers, finalNorm, head, interval);
+        params.requireAllUsed();
+        params.evalAll();
+        return model;
+    }
+
+    /**
+     * {@code Model.sanitize} then {@code TextModel.sanitize}: names moved under
+     * {@code language_model.}, vision and multi-token-prediction weights dropped, and a Hugging
+     * Face checkpoint's conv1d weights ({@code [C, 1, K]}) moved to {@code [C, K, 1]} with 1 added
+     * to its norms.
+     */
+    private static void sanitize(Parameters params, int layers) {
+        for (String name : List.copyOf(params.names())) {
+            String to = name;
+            if (name.startsWith("vision_tower") || name.startsWith("model.visual")) {
+                params.discard(name);
+                continue;
+            }
+            if (name.startsWith("model.language_model")) {
+                to = name.replaceFirst("^model\\.language_model", "language_model.model");
+            } else if (!name.startsWith(ROOT)) {
+                to = ROOT + name;
+            }
+            if (to.contains("mtp.")) {
+                params.discard(name);
+                continue;
+            }
+            if (!to.equals(name)) {
+                params.put(to, params.remove(name));
+            }
+        }
+        boolean unsanitized = false;
+        for (String name : params.names()) {
+            if (name.contains("conv1d.weight") && params.get(name).dim(-1) != 1) {
+                unsanitized = true;
+                break;
+            }
+        }
+        if (!unsanitized) {
+            return;
+        }
+        List<String> norms = List.of(
+                ".input_layernorm.weight",
+                ".post_attention_layernorm.weight",
+                "model.norm.weight",
+                ".q_norm.weight",
+                ".k_norm.weight");
+        for (String name : List.copyOf(params.names())) {
+            boolean conv = name.contains("conv1d.weight") && params.get(name).dim(-1) != 1;
+            boolean isNorm =
+                    norms.stream().anyMatch(name::endsWith) && params.get(name).ndim() == 1;
+            if (!conv && !isNorm) {
+                continue;
+            }
+            try (ArrayScope scope = ArrayScope.open()) {
+                MlxArray v = params.remove(name);
+                MlxArray fixed = conv ? Mlx.transpose(v, 0, 2, 1) : Mlx.add(v, Mlx.scalar(1.0, v.dtype()));
+                Mlx.eval(fixed);
+                params.put(name, fixed.detach());
+                v.close();
+            }
+        }
+    }
+
+    @Override
+    public MlxArray forward(MlxArray inputs, KvCache[] cache) {
+        MlxArray h = embedTokens.forward(inputs);
+        int n = h.dim(1);
+        AttentionMask faMask = AttentionMask.create(n, cache[faIdx], null);
+        MlxArray ssmMask = null;
+        for (int i = 0; i < layers.size(); i++) {
+            h = layers.get(i).forward(h, ssmMask, faMask, cache[i]);
+        }
+        MlxArray out = norm.forward(h);
+        return lmHead == null ? embedTokens.asLinear(out) : lmHead.forward(out);
+    }
+
+    /** {@code make_cache}: an {@link ArraysCache} of two arrays per linear layer, a KV cache per attention layer. */
+    @Override
+    public KvCache[] newCache(int maxKvSize) {
+        KvCache[] caches = new KvCache[layers.size()];
+        for (int i = 0; i < caches.length; i++) {
+            caches[i] = layers.get(i).isLinear() ? new ArraysCache(2) : new DenseKvCache();
+        }
+        return caches;
+    }
+
+    @Override
+    public boolean hasOwnCacheLayout() {
+        return true;
+    }
+
+    @Override
+    void closeLayers() {
+        for (Layer l : layers) {
+            if (l.selfAttn() != null) {
+                l.selfAttn().close();
+            }
+        }
+    }
+}
