@@ -131,13 +131,27 @@ final class GatedDeltaNet {
         MlxArray convInput = Mlx.concatenate(1, convState, qkv);
         if (cache != null) {
             int nKeep = convKernel - 1;
-            int total = convInput.dim(1);
-            cache.set(
-                    0,
-                    Mlx.contiguous(Mlx.slice(
-                            convInput, new int[] {0, total - nKeep, 0}, new int[] {b, total, convDim}, new int[] {
-                                1, 1, 1
-                            })));
+            int[] lengths = cache.lengths();
+            if (lengths != null) {
+                // ends = clip(lengths, 0, S); take_along_axis(conv_input, (ends[:, None] + arange(n_keep))[..., None],
+                // 1)
+                int[] positions = new int[b * nKeep];
+                for (int r = 0; r < b; r++) {
+                    int end = Math.clamp(lengths[r], 0, s);
+                    for (int j = 0; j < nKeep; j++) {
+                        positions[r * nKeep + j] = end + j;
+                    }
+                }
+                cache.set(0, Mlx.takeAlongAxis(convInput, Mlx.fromInts(positions, b, nKeep, 1), 1));
+            } else {
+                int total = convInput.dim(1);
+                cache.set(
+                        0,
+                        Mlx.contiguous(Mlx.slice(
+                                convInput, new int[] {0, total - nKeep, 0}, new int[] {b, total, convDim}, new int[] {
+                                    1, 1, 1
+                                })));
+            }
         }
         MlxArray convOut = Mlx.silu(Mlx.conv1d(convInput, convWeight, 1, 0, 1, convDim));
 

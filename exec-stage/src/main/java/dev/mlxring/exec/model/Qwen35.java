@@ -266,7 +266,8 @@ final class Qwen35 extends LoadedModel {
         MlxArray h = embedTokens.forward(inputs);
         int n = h.dim(1);
         AttentionMask faMask = AttentionMask.create(n, cache[faIdx], null);
-        MlxArray ssmMask = null;
+        // create_ssm_mask(h, cache[ssm_idx]): the batch's padding mask, null for a solo row
+        MlxArray ssmMask = cache[ssmIdx] instanceof ArraysCache a ? a.makeMask(n) : null;
         for (int i = 0; i < layers.size(); i++) {
             h = layers.get(i).forward(h, ssmMask, faMask, cache[i]);
         }
@@ -282,6 +283,12 @@ final class Qwen35 extends LoadedModel {
             caches[i] = layers.get(i).isLinear() ? new ArraysCache(2) : new DenseKvCache();
         }
         return caches;
+    }
+
+    /** Rows batch over {@link dev.mlxring.exec.kv.BatchKvCache}s and merged {@link ArraysCache}s. */
+    @Override
+    public boolean batchable() {
+        return layers.stream().allMatch(l -> l.isLinear() || l.selfAttn().batchable());
     }
 
     @Override
