@@ -98,7 +98,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
-     * @param prefixReuse the prefix cache, or null for none
+     * @param prefixReuse the prefix cache, or null for none; not used for a model it cannot serve
+     *     ({@link PrefixReuse#supports})
      * @param shortPromptsFirst a long prompt's batch is parked for prompts that fit in one chunk
      *     ({@link BatchGenerator}'s class comment)
      */
@@ -113,9 +114,9 @@ public final class ContinuousBatch implements ExecutionBatch {
         this.model = model;
         this.generator =
                 new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0, shortPromptsFirst);
-        this.prefixReuse = prefixReuse;
-        this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
-        if (prefixReuse != null) {
+        this.prefixReuse = PrefixReuse.forModel(prefixReuse, model);
+        this.namespace = this.prefixReuse == null ? null : this.prefixReuse.namespace(null);
+        if (this.prefixReuse != null) {
             generator.onFinished(this::captureFinished);
         }
     }
