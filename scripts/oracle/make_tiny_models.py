@@ -249,6 +249,22 @@ def _qwen3_5(hidden, inter, vocab, tie, layers, interval, k_heads, v_heads, head
     }
 
 
+def _qwen3_5_moe(hidden, moe_inter, shared_inter, vocab, tie, layers, interval, experts, top_k, norm_topk_prob=True):
+    # qwen3_5_moe: qwen3_5's hybrid layers, every MLP a qwen3_next sparse block (routed SwitchGLU
+    # experts plus a sigmoid-gated shared expert).
+    cfg = _qwen3_5(hidden, hidden * 2, vocab, tie, layers, interval, k_heads=2, v_heads=4, head_k=16, head_v=16)
+    cfg.update({
+        "model_type": "qwen3_5_moe",
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "moe_intermediate_size": moe_inter,
+        "shared_expert_intermediate_size": shared_inter,
+        "norm_topk_prob": norm_topk_prob,
+    })
+    return cfg
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -399,6 +415,12 @@ CELLS = {
                                              v_heads=4, head_k=16, head_v=16), {"bits": 4, "group_size": 64}),
     "qwen3_5-q8": ("qwen3_5", "q8", _qwen3_5(128, 256, 512, tie=False, layers=3, interval=3, k_heads=2,
                                              v_heads=4, head_k=32, head_v=32), {"bits": 8, "group_size": 64}),
+    # --- qwen3_5_moe (gather_mm is float32 only on the CPU: f32 and quantized experts) ---
+    "qwen3_5_moe-f32": ("qwen3_5_moe", "f32", _qwen3_5_moe(64, 64, 96, 512, tie=False, layers=4, interval=2,
+                                                         experts=4, top_k=2), None),
+    "qwen3_5_moe-q4": ("qwen3_5_moe", "q4", _qwen3_5_moe(64, 64, 128, 512, tie=True, layers=3, interval=3,
+                                                       experts=4, top_k=2, norm_topk_prob=False),
+                       {"bits": 4, "group_size": 64}),
     # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
     # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
     "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),

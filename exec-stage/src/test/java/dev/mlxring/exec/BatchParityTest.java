@@ -314,6 +314,15 @@ public class BatchParityTest {
                                 greedy(0, 9, 70, 10),
                                 new ScriptRow(0, prompt(20, 71, 512), 16, new int[0], null, 8),
                                 greedy(2, 33, 72, 7))),
+                // qwen3_5_moe: the hybrid layers batched with routed experts and a shared expert
+                // (4-bit); unequal prompts at once, a joiner.
+                new Cell(
+                        "qwen3_5_moe-batch",
+                        "qwen3_5_moe-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 27, 73, 12), greedy(0, 6, 74, 14), greedy(4, 18, 75, 8))),
                 // gemma3_text's sliding layers (window 16) over BatchRotatingKVCache, its global
                 // layer over BatchKVCache: prompts longer than the window (trimmed concat), decode
                 // past it (in-place rotation), rows joining a rotated batch at a different index

@@ -174,6 +174,7 @@ class SamplingParityTest {
         // conv1d and A besides its Linears; untied bf16 and tied 4-bit.
         names.add("qwen3_5-bf16/temp");
         names.add("qwen3_5-q4/top_p");
+        names.add("qwen3_5_moe-q4/temp");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

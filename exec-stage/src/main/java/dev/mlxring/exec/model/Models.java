@@ -40,6 +40,8 @@ public final class Models {
             "gpt_oss",
             GptOss::build,
             "qwen3_5",
+            (c, p, s) -> Qwen35.build(c, p),
+            "qwen3_5_moe",
             (c, p, s) -> Qwen35.build(c, p));
 
     public static List<String> supportedModelTypes() {

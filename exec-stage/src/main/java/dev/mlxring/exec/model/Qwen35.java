@@ -111,10 +111,10 @@ final class Qwen35 extends LoadedModel {
         boolean tie = t.boolField("tie_word_embeddings", false);
         int maxPos = t.intField("max_position_embeddings", 131072);
         int numExperts = t.intField("num_experts", 0);
-        if (numExperts > 0) {
-            throw new ModelLoadException(
-                    config.file() + ": a qwen3_5 config with num_experts > 0 (mixture of experts) is"
-                            + " not supported; the dense variant is");
+        int topK = t.intField("num_experts_per_tok", 0);
+        if (numExperts > 0 && (topK <= 0 || topK > numExperts)) {
+            throw new ModelLoadException(config.file() + ": field 'num_experts_per_tok' must be in [1, num_experts="
+                    + numExperts + "], got " + topK);
         }
         if (interval < 1 || interval > layersCount) {
             throw new ModelLoadException(config.file() + ": full_attention_interval " + interval
@@ -189,8 +189,18 @@ final class Qwen35 extends LoadedModel {
                         maxPos);
             }
             RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", eps);
-            DecoderModel.FeedForward mlp =
-                    Mlp.load(config, params, p + ".mlp", hidden, t.intField("intermediate_size", 14336));
+            // DecoderLayer: the mixture of experts on every layer when num_experts > 0
+            DecoderModel.FeedForward mlp = numExperts > 0
+                    ? Qwen3NextSparseBlock.load(
+                            config,
+                            params,
+                            p + ".mlp",
+                            hidden,
+                            t.intField("moe_intermediate_size", 0),
+                            t.intField("shared_expert_intermediate_size", 0),
+                            topK,
+                            t.boolField("norm_topk_prob", true))
+                    : Mlp.load(config, params, p + ".mlp", hidden, t.intField("intermediate_size", 14336));
             layers.add(new Layer(inputNorm, gdn, attn, postNorm, mlp));
         }
         Embedding embed = Embedding.load(config, params, ROOT + "model.embed_tokens", hidden);
@@ -227,6 +237,37 @@ final class Qwen35 extends LoadedModel {
             if (!to.equals(name)) {
                 params.put(to, params.remove(name));
             }
+        }
+        // qwen3_5_moe's sanitize: a fused experts.gate_up_proj [E, 2 * I, D] split in halves along
+        // its rows into switch_mlp.gate_proj / up_proj, experts.down_proj renamed.
+        for (int l = 0; l < layers; l++) {
+            String prefix = ROOT + "model.layers." + l + ".mlp";
+            MlxArray gateUp = params.remove(prefix + ".experts.gate_up_proj");
+            if (gateUp == null) {
+                continue;
+            }
+            try (ArrayScope scope = ArrayScope.open()) {
+                int n = gateUp.ndim();
+                int mid = gateUp.dim(-2) / 2;
+                int[] strides = new int[n];
+                java.util.Arrays.fill(strides, 1);
+                int[] midStop = gateUp.shape();
+                midStop[n - 2] = mid;
+                int[] midStart = new int[n];
+                midStart[n - 2] = mid;
+                MlxArray gate = Mlx.contiguous(Mlx.slice(gateUp, new int[n], midStop, strides));
+                MlxArray up = Mlx.contiguous(Mlx.slice(gateUp, midStart, gateUp.shape(), strides));
+                Mlx.eval(gate, up);
+                params.put(prefix + ".switch_mlp.gate_proj.weight", gate.detach());
+                params.put(prefix + ".switch_mlp.up_proj.weight", up.detach());
+            } finally {
+                gateUp.close();
+            }
+            MlxArray down = params.remove(prefix + ".experts.down_proj");
+            if (down == null) {
+                throw new ModelLoadException("weights are missing parameter '" + prefix + ".experts.down_proj'");
+            }
+            params.put(prefix + ".switch_mlp.down_proj.weight", down);
         }
         boolean unsanitized = false;
         for (String name : params.names()) {
