@@ -265,6 +265,42 @@ def _qwen3_5_moe(hidden, moe_inter, shared_inter, vocab, tie, layers, interval, 
     return cfg
 
 
+def _qwen3_next(hidden, inter, moe_inter, shared_inter, vocab, tie, layers, interval, experts, top_k,
+                mlp_only=(), norm_topk_prob=False):
+    # qwen3_next: the hybrid layers with packed delta net projections (in_proj_qkvz, in_proj_ba per
+    # key head); sparse blocks except on mlp_only_layers; top-level rope_theta and
+    # partial_rotary_factor.
+    return {
+        "model_type": "qwen3_next",
+        "architectures": ["Qwen3NextForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "linear_num_value_heads": 4,
+        "linear_num_key_heads": 2,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 16,
+        "linear_conv_kernel_dim": 4,
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "decoder_sparse_step": 1,
+        "shared_expert_intermediate_size": shared_inter,
+        "mlp_only_layers": list(mlp_only),
+        "moe_intermediate_size": moe_inter,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "rope_theta": 10000000.0,
+        "partial_rotary_factor": 0.25,
+        "max_position_embeddings": 32768,
+        "norm_topk_prob": norm_topk_prob,
+        "tie_word_embeddings": tie,
+        "full_attention_interval": interval,
+    }
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -421,6 +457,13 @@ CELLS = {
     "qwen3_5_moe-q4": ("qwen3_5_moe", "q4", _qwen3_5_moe(64, 64, 128, 512, tie=True, layers=3, interval=3,
                                                        experts=4, top_k=2, norm_topk_prob=False),
                        {"bits": 4, "group_size": 64}),
+    # --- qwen3_next (packed delta net projections; f32 experts and 4-bit) ---
+    # layers linear, attention, linear, attention; layer 1 a dense MLP (mlp_only_layers).
+    "qwen3_next-f32": ("qwen3_next", "f32", _qwen3_next(64, 128, 64, 96, 512, tie=False, layers=4, interval=2,
+                                                       experts=4, top_k=2, mlp_only=(1,)), None),
+    "qwen3_next-q4": ("qwen3_next", "q4", _qwen3_next(64, 128, 64, 128, 512, tie=True, layers=3, interval=3,
+                                                     experts=4, top_k=2, norm_topk_prob=True),
+                      {"bits": 4, "group_size": 64}),
     # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
     # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
     "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),

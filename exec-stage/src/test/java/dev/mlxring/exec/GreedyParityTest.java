@@ -97,6 +97,8 @@ class GreedyParityTest {
         // qwen3_5_moe: every MLP routed SwitchGLU experts plus a sigmoid-gated shared expert
         // (f32 gather_mm; 4-bit, tied, without norm_topk_prob).
         names.addAll(List.of("qwen3_5_moe-f32", "qwen3_5_moe-q4"));
+        // qwen3_next: the delta net's projections packed per key head; a dense mlp_only layer (f32).
+        names.addAll(List.of("qwen3_next-f32", "qwen3_next-q4"));
         names.add("default");
         return only(names.stream());
     }

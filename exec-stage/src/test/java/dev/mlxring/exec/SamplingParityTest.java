@@ -175,6 +175,7 @@ class SamplingParityTest {
         names.add("qwen3_5-bf16/temp");
         names.add("qwen3_5-q4/top_p");
         names.add("qwen3_5_moe-q4/temp");
+        names.add("qwen3_next-q4/top_k");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

@@ -65,21 +65,19 @@ final class Qwen35 extends LoadedModel {
 
     private Qwen35(
             ModelConfig config,
-            ModelConfig text,
             Parameters params,
-            int headDim,
+            HybridArgs a,
             Embedding embedTokens,
             List<Layer> layers,
             RmsNorm norm,
-            Linear lmHead,
-            int interval) {
-        super(config.modelType(), headDim, text.intField("vocab_size"), config, params);
+            Linear lmHead) {
+        super(config.modelType(), a.headDim(), a.vocabSize(), config, params);
         this.embedTokens = embedTokens;
         this.layers = List.copyOf(layers);
         this.norm = norm;
         this.lmHead = lmHead;
         this.ssmIdx = 0;
-        this.faIdx = interval - 1;
+        this.faIdx = a.fullAttentionInterval() - 1;
     }
 
     /** The text model's settings: {@code text_config} when present (mlx-lm's ModelArgs.from_dict), else the config itself. */
@@ -116,11 +114,6 @@ final class Qwen35 extends LoadedModel {
             throw new ModelLoadException(config.file() + ": field 'num_experts_per_tok' must be in [1, num_experts="
                     + numExperts + "], got " + topK);
         }
-        if (interval < 1 || interval > layersCount) {
-            throw new ModelLoadException(config.file() + ": full_attention_interval " + interval
-                    + " must be in [1, num_hidden_layers=" + layersCount + "] (mlx-lm reads the first attention"
-                    + " layer's cache at index full_attention_interval - 1)");
-        }
         GatedDeltaArgs g = new GatedDeltaArgs(
                 hidden,
                 t.intField("linear_num_key_heads", 16),
@@ -154,59 +147,122 @@ final class Qwen35 extends LoadedModel {
         int ropeDims = (int) (headDim * partial);
 
         sanitize(params, layersCount);
+        HybridArgs a = new HybridArgs(
+                ROOT,
+                hidden,
+                layersCount,
+                heads,
+                kvHeads,
+                headDim,
+                eps,
+                interval,
+                tie,
+                maxPos,
+                t.intField("vocab_size", 151936),
+                ropeDims,
+                ropeTheta,
+                ropeScaling,
+                g);
+        int moeIntermediate = t.intField("moe_intermediate_size", 0);
+        int sharedIntermediate = t.intField("shared_expert_intermediate_size", 0);
+        boolean normTopkProb = t.boolField("norm_topk_prob", true);
+        int intermediate = t.intField("intermediate_size", 14336);
+        return assemble(
+                config,
+                params,
+                a,
+                path -> new GatedDeltaNet.SplitProjections(
+                        Linear.load(config, params, path + ".in_proj_qkv", hidden),
+                        Linear.load(config, params, path + ".in_proj_z", hidden),
+                        Linear.load(config, params, path + ".in_proj_b", hidden),
+                        Linear.load(config, params, path + ".in_proj_a", hidden),
+                        g.numVHeads(),
+                        g.headVDim()),
+                // DecoderLayer: the mixture of experts on every layer when num_experts > 0
+                (layer, path) -> numExperts > 0
+                        ? Qwen3NextSparseBlock.load(
+                                config, params, path, hidden, moeIntermediate, sharedIntermediate, topK, normTopkProb)
+                        : Mlp.load(config, params, path, hidden, intermediate));
+    }
+
+    /**
+     * The settings a hybrid family's file resolves from its config.
+     *
+     * @param root the weight-name prefix ({@code language_model.} for qwen3_5, none for qwen3_next)
+     * @param ropeDims {@code int(head_dim * partial_rotary_factor)}
+     */
+    record HybridArgs(
+            String root,
+            int hiddenSize,
+            int numHiddenLayers,
+            int numAttentionHeads,
+            int numKeyValueHeads,
+            int headDim,
+            double rmsNormEps,
+            int fullAttentionInterval,
+            boolean tieWordEmbeddings,
+            int maxPositionEmbeddings,
+            int vocabSize,
+            int ropeDims,
+            double ropeTheta,
+            Map<String, Object> ropeScaling,
+            GatedDeltaArgs gatedDelta) {}
+
+    /** A family's delta net input projections under a {@code linear_attn} path. */
+    interface ProjectionLoader {
+        GatedDeltaNet.Projections load(String path);
+    }
+
+    /** A family's MLP of layer {@code layer} under its {@code mlp} path. */
+    interface MlpLoader {
+        DecoderModel.FeedForward load(int layer, String path);
+    }
+
+    /**
+     * The decoder of {@code a} from {@code params} (sanitized; the model then owns them): every
+     * {@code full_attention_interval}-th layer gated attention, the others gated delta nets with
+     * the family's projections, each with the family's MLP; the final norm and a tied or untied
+     * head. Fails if a parameter is left unused.
+     */
+    static LanguageModel assemble(
+            ModelConfig config, Parameters params, HybridArgs a, ProjectionLoader projections, MlpLoader mlps) {
+        if (a.fullAttentionInterval() < 1 || a.fullAttentionInterval() > a.numHiddenLayers()) {
+            throw new ModelLoadException(config.file() + ": full_attention_interval " + a.fullAttentionInterval()
+                    + " must be in [1, num_hidden_layers=" + a.numHiddenLayers() + "] (mlx-lm reads the first"
+                    + " attention layer's cache at index full_attention_interval - 1)");
+        }
         List<Layer> layers = new ArrayList<>();
-        for (int i = 0; i < layersCount; i++) {
-            String p = ROOT + "model.layers." + i;
-            boolean linear = (i + 1) % interval != 0;
-            RmsNorm inputNorm = RmsNorm.load(params, p + ".input_layernorm", eps);
+        for (int i = 0; i < a.numHiddenLayers(); i++) {
+            String p = a.root() + "model.layers." + i;
+            boolean linear = (i + 1) % a.fullAttentionInterval() != 0;
+            RmsNorm inputNorm = RmsNorm.load(params, p + ".input_layernorm", a.rmsNormEps());
             GatedDeltaNet gdn = null;
             GatedAttention attn = null;
             if (linear) {
-                String a = p + ".linear_attn";
-                Linear qkv = Linear.load(config, params, a + ".in_proj_qkv", hidden);
-                Linear z = Linear.load(config, params, a + ".in_proj_z", hidden);
-                Linear b = Linear.load(config, params, a + ".in_proj_b", hidden);
-                Linear aProj = Linear.load(config, params, a + ".in_proj_a", hidden);
-                gdn = GatedDeltaNet.load(
-                        config,
-                        params,
-                        a,
-                        new GatedDeltaNet.SplitProjections(qkv, z, b, aProj, g.numVHeads(), g.headVDim()),
-                        g);
+                String path = p + ".linear_attn";
+                gdn = GatedDeltaNet.load(config, params, path, projections.load(path), a.gatedDelta());
             } else {
                 attn = new GatedAttention(
                         config,
                         params,
                         p + ".self_attn",
-                        hidden,
-                        heads,
-                        kvHeads,
-                        headDim,
-                        eps,
-                        ropeDims,
-                        ropeTheta,
-                        ropeScaling,
-                        maxPos);
+                        a.hiddenSize(),
+                        a.numAttentionHeads(),
+                        a.numKeyValueHeads(),
+                        a.headDim(),
+                        a.rmsNormEps(),
+                        a.ropeDims(),
+                        a.ropeTheta(),
+                        a.ropeScaling(),
+                        a.maxPositionEmbeddings());
             }
-            RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", eps);
-            // DecoderLayer: the mixture of experts on every layer when num_experts > 0
-            DecoderModel.FeedForward mlp = numExperts > 0
-                    ? Qwen3NextSparseBlock.load(
-                            config,
-                            params,
-                            p + ".mlp",
-                            hidden,
-                            t.intField("moe_intermediate_size", 0),
-                            t.intField("shared_expert_intermediate_size", 0),
-                            topK,
-                            t.boolField("norm_topk_prob", true))
-                    : Mlp.load(config, params, p + ".mlp", hidden, t.intField("intermediate_size", 14336));
-            layers.add(new Layer(inputNorm, gdn, attn, postNorm, mlp));
+            RmsNorm postNorm = RmsNorm.load(params, p + ".post_attention_layernorm", a.rmsNormEps());
+            layers.add(new Layer(inputNorm, gdn, attn, postNorm, mlps.load(i, p + ".mlp")));
         }
-        Embedding embed = Embedding.load(config, params, ROOT + "model.embed_tokens", hidden);
-        RmsNorm finalNorm = RmsNorm.load(params, ROOT + "model.norm", eps);
-        Linear head = tie ? null : Linear.load(config, params, ROOT + "lm_head", hidden);
-        Qwen35 model = new Qwen35(config, t, params, headDim, embed, layers, finalNorm, head, interval);
+        Embedding embed = Embedding.load(config, params, a.root() + "model.embed_tokens", a.hiddenSize());
+        RmsNorm finalNorm = RmsNorm.load(params, a.root() + "model.norm", a.rmsNormEps());
+        Linear head = a.tieWordEmbeddings() ? null : Linear.load(config, params, a.root() + "lm_head", a.hiddenSize());
+        Qwen35 model = new Qwen35(config, params, a, embed, layers, finalNorm, head);
         params.requireAllUsed();
         params.evalAll();
         return model;
@@ -276,9 +332,17 @@ final class Qwen35 extends LoadedModel {
                 break;
             }
         }
-        if (!unsanitized) {
-            return;
+        if (unsanitized) {
+            fixHuggingFaceLayout(params, true);
         }
+    }
+
+    /**
+     * The Hugging Face layout's fixes in {@code sanitize}: conv1d weights {@code [C, 1, K]} moved
+     * to MLX's {@code [C, K, 1]} ({@code moveaxis(2, 1)}) and, with {@code shiftNorms}, 1 added to
+     * the decoder-layer, final and q/k norm weights (those checkpoints store {@code weight - 1}).
+     */
+    static void fixHuggingFaceLayout(Parameters params, boolean shiftNorms) {
         List<String> norms = List.of(
                 ".input_layernorm.weight",
                 ".post_attention_layernorm.weight",
@@ -287,8 +351,9 @@ final class Qwen35 extends LoadedModel {
                 ".k_norm.weight");
         for (String name : List.copyOf(params.names())) {
             boolean conv = name.contains("conv1d.weight") && params.get(name).dim(-1) != 1;
-            boolean isNorm =
-                    norms.stream().anyMatch(name::endsWith) && params.get(name).ndim() == 1;
+            boolean isNorm = shiftNorms
+                    && norms.stream().anyMatch(name::endsWith)
+                    && params.get(name).ndim() == 1;
             if (!conv && !isNorm) {
                 continue;
             }
