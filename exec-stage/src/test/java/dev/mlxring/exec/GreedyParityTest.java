@@ -145,6 +145,9 @@ class GreedyParityTest {
                 // a mixture of experts (head_dim 32) over a 4-bit cache, converting inside the
                 // 70-token prompt's prefill.
                 new KvCell("qwen3_moe-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
+                // a hybrid model (head_dim 32): the attention layers' caches quantize after the
+                // second chunk of the 70-token prompt, the delta nets' states stay as they are.
+                new KvCell("qwen3_5-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
                 // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
                 // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
                 new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
