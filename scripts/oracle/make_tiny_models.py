@@ -444,6 +444,10 @@ CELLS = {
     # layers linear, attention, linear, attention; 2 key heads repeated to 4 value heads.
     "qwen3_5-bf16": ("qwen3_5", "bf16", _qwen3_5(64, 192, 512, tie=False, layers=4, interval=2, k_heads=2,
                                                  v_heads=4, head_k=16, head_v=16), None),
+    # The same model in the Hugging Face layout (model.language_model. names, conv1d [C, 1, K],
+    # norms stored minus 1, an mtp. weight), which sanitize converts at load.
+    "qwen3_5-hf": ("qwen3_5", "bf16", _qwen3_5(64, 192, 512, tie=False, layers=4, interval=2, k_heads=2,
+                                               v_heads=4, head_k=16, head_v=16), None),
     # linear, linear, attention (interval 3); as many value heads as key heads; tied; kernel 3.
     "qwen3_5-f32": ("qwen3_5", "f32", _qwen3_5(64, 192, 512, tie=True, layers=3, interval=3, k_heads=2,
                                                v_heads=2, head_k=32, head_v=16, partial=0.25, kernel=3), None),
@@ -579,6 +583,35 @@ def _unstack_experts(model_dir: Path):
     index.write_text(json.dumps(doc, indent=4))
 
 
+def _to_hf_qwen3_5(model_dir: Path):
+    """Rewrites a qwen3_5 model as a Hugging Face Qwen3_5ForConditionalGeneration checkpoint holds
+    it: names under model.language_model. (lm_head unprefixed), conv1d weights [C, 1, K], the
+    decoder-layer, final and q/k norms stored as weight - 1, and an mtp. weight; mlx-lm's sanitize
+    undoes each (bf16 norms near 1 round-trip exactly)."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+             ".q_norm.weight", ".k_norm.weight")
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(2, 1)
+        elif k.endswith(norms) and v.ndim == 1:
+            v = v - 1.0
+        if k.startswith("language_model.model."):
+            k = "model.language_model." + k[len("language_model.model."):]
+        elif k.startswith("language_model."):
+            k = k[len("language_model."):]
+        out[k] = v
+    out["mtp.fc.weight"] = mx.zeros((4, 4), dtype=mx.bfloat16)
+    mx.eval(out)
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
 def _prepare_gpt_oss(model):
     """Scale the experts' gate and up projections by 4 so that their outputs (about N(0, 16))
     cross swiglu_oai's clamp at 7 in a few percent of the entries: otherwise the clamp is never
@@ -599,6 +632,8 @@ def build(name, out_dir: Path):
     build_model_dir(out_dir, family, config, seed_for(name), target, quant, prepare)
     if name.endswith("-experts"):
         _unstack_experts(out_dir)
+    if name == "qwen3_5-hf":
+        _to_hf_qwen3_5(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

@@ -94,6 +94,8 @@ class GreedyParityTest {
         // 32-token chunks carry both states from chunk to chunk. bf16 and 4-bit repeat 2 key heads
         // to 4 value heads; f32 is tied with a 3-tap convolution; 8-bit is hidden 128.
         names.addAll(List.of("qwen3_5-bf16", "qwen3_5-f32", "qwen3_5-q4", "qwen3_5-q8"));
+        // qwen3_5-hf: the Hugging Face layout sanitize converts (names, conv1d axes, norms + 1, mtp.).
+        names.add("qwen3_5-hf");
         // qwen3_5_moe: every MLP routed SwitchGLU experts plus a sigmoid-gated shared expert
         // (f32 gather_mm; 4-bit, tied, without norm_topk_prob).
         names.addAll(List.of("qwen3_5_moe-f32", "qwen3_5_moe-q4"));
