@@ -221,6 +221,42 @@ class ContinuousBatchTest {
     }
 
     /**
+     * A hybrid model's projection: its attention layers' KV bytes per position, stepped as above,
+     * plus each row's recurrent state, which does not grow: per delta net layer the conv state
+     * ({@code kernel - 1} inputs of {@code 2 * keyDim + valueDim} channels, bfloat16) and the
+     * float32 recurrence state {@code [Hv, Dv, Dk]}.
+     */
+    @Test
+    void aHybridModelsProjectionAddsItsRecurrentStatePerRow() throws Exception {
+        Path dir = models.resolve("qwen3_5-bf16");
+        var config = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(dir.resolve("config.json").toFile());
+        int layers = config.get("num_hidden_layers").asInt();
+        int interval = config.get("full_attention_interval").asInt();
+        int attentionLayers = layers / interval;
+        int linearLayers = layers - attentionLayers;
+        long perPosition = (long) attentionLayers
+                * config.get("num_key_value_heads").asInt()
+                * config.get("head_dim").asInt()
+                * 2 /* keys and values */
+                * 2 /* bfloat16 */;
+        int kHeads = config.get("linear_num_key_heads").asInt();
+        int vHeads = config.get("linear_num_value_heads").asInt();
+        int dk = config.get("linear_key_head_dim").asInt();
+        int dv = config.get("linear_value_head_dim").asInt();
+        int convDim = 2 * kHeads * dk + vHeads * dv;
+        long conv = (long) (config.get("linear_conv_kernel_dim").asInt() - 1) * convDim * 2 /* bfloat16 */;
+        long recurrence = (long) vHeads * dv * dk * 4 /* float32 */;
+        long perRow = linearLayers * (conv + recurrence);
+        try (LanguageModel model = Models.load(dir)) {
+            try (ExecutionBatch batch = new ModelExecutor(model, PREFILL_STEP, 0, null).openBatch(8, 8)) {
+                assertEquals(3 * (256 * perPosition + perRow), batch.projectedKvBytes(3, 1));
+                assertEquals(2 * (512 * perPosition + perRow), batch.projectedKvBytes(2, 257));
+            }
+        }
+    }
+
+    /**
      * Sliding windows (keep 0) batch; a {@code --max-kv-size} cache (keep 4, which mlx-lm's batch
      * cache drops) is served serially; a family that ignores {@code --max-kv-size} still batches.
      */
