@@ -171,6 +171,14 @@ def reinit(model, seed):
             v = 1.0 + 0.1 * noise
         elif path.endswith(".sinks"):  # gpt_oss's per-head attention sink logits
             v = noise
+        elif path.endswith(".A_log"):  # gated delta net (qwen3_5): exp(A_log) around 1
+            v = 0.5 * noise
+        elif path.endswith(".dt_bias"):
+            v = 0.2 * noise
+        elif path.endswith("conv1d.weight"):  # depthwise [C, K, 1]: fan-in is the kernel
+            v = noise / (p.shape[1] ** 0.5)
+        elif path.endswith("linear_attn.out_proj.weight"):  # writes the residual
+            v = RESID_GAIN * noise / (p.shape[-1] ** 0.5)
         elif path.endswith(".bias"):
             v = 0.2 * noise
         elif path.endswith(("o_proj.weight", "down_proj.weight")):

@@ -89,7 +89,10 @@ class RecordingModel:
     def __call__(self, *args, **kwargs):
         cache = kwargs.get("cache")
         if cache:
-            self.cache_states.append((cache[0].offset, hasattr(cache[0], "bits")))
+            # the first cache with an offset (a hybrid model's layer 0 may hold an ArraysCache)
+            kv = next((c for c in cache if hasattr(c, "offset")), None)
+            if kv is not None:
+                self.cache_states.append((kv.offset, hasattr(kv, "bits")))
         out = self._model(*args, **kwargs)
         idx = len(self.call_input_lens)
         inputs = args[0] if args else kwargs.get("inputs", kwargs.get("input_tokens"))

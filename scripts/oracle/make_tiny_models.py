@@ -264,6 +264,85 @@ def _gemma4(hidden, inter, vocab, tie, head_dim, global_head_dim, layers, patter
     return cfg
 
 
+def _qwen3_5(hidden, inter, vocab, tie, layers, interval, k_heads, v_heads, head_k, head_v, partial=0.5, kernel=4):
+    # qwen3_5 (text, no text_config): every `interval`-th layer gated attention (q/k norms, an
+    # output gate, rope over `partial` of the head), the others gated delta nets (conv state +
+    # recurrence state in an ArraysCache); v_heads > k_heads repeats q and k.
+    return {
+        "model_type": "qwen3_5",
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "max_position_embeddings": 32768,
+        "full_attention_interval": interval,
+        "linear_num_key_heads": k_heads,
+        "linear_num_value_heads": v_heads,
+        "linear_key_head_dim": head_k,
+        "linear_value_head_dim": head_v,
+        "linear_conv_kernel_dim": kernel,
+        "rope_parameters": {"type": "default", "rope_theta": 100000.0, "partial_rotary_factor": partial},
+        "tie_word_embeddings": tie,
+    }
+
+
+def _qwen3_5_moe(hidden, moe_inter, shared_inter, vocab, tie, layers, interval, experts, top_k, norm_topk_prob=True):
+    # qwen3_5_moe: qwen3_5's hybrid layers, every MLP a qwen3_next sparse block (routed SwitchGLU
+    # experts plus a sigmoid-gated shared expert).
+    cfg = _qwen3_5(hidden, hidden * 2, vocab, tie, layers, interval, k_heads=2, v_heads=4, head_k=16, head_v=16)
+    cfg.update({
+        "model_type": "qwen3_5_moe",
+        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "moe_intermediate_size": moe_inter,
+        "shared_expert_intermediate_size": shared_inter,
+        "norm_topk_prob": norm_topk_prob,
+    })
+    return cfg
+
+
+def _qwen3_next(hidden, inter, moe_inter, shared_inter, vocab, tie, layers, interval, experts, top_k,
+                mlp_only=(), norm_topk_prob=False):
+    # qwen3_next: the hybrid layers with packed delta net projections (in_proj_qkvz, in_proj_ba per
+    # key head); sparse blocks except on mlp_only_layers; top-level rope_theta and
+    # partial_rotary_factor.
+    return {
+        "model_type": "qwen3_next",
+        "architectures": ["Qwen3NextForCausalLM"],
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "intermediate_size": inter,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": hidden // 4,
+        "linear_num_value_heads": 4,
+        "linear_num_key_heads": 2,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 16,
+        "linear_conv_kernel_dim": 4,
+        "num_experts": experts,
+        "num_experts_per_tok": top_k,
+        "decoder_sparse_step": 1,
+        "shared_expert_intermediate_size": shared_inter,
+        "mlp_only_layers": list(mlp_only),
+        "moe_intermediate_size": moe_inter,
+        "rms_norm_eps": 1e-6,
+        "vocab_size": vocab,
+        "rope_theta": 10000000.0,
+        "partial_rotary_factor": 0.25,
+        "max_position_embeddings": 32768,
+        "norm_topk_prob": norm_topk_prob,
+        "tie_word_embeddings": tie,
+        "full_attention_interval": interval,
+    }
+
+
 LLAMA3_SCALING = {
     "rope_type": "llama3",
     "factor": 8.0,
@@ -457,6 +536,34 @@ CELLS = {
                    {"bits": 4, "group_size": 64}),
     "gpt_oss-q8": ("gpt_oss", "q8", _gpt_oss(128, 128, 512, experts=4, top_k=2, window=24),
                    {"bits": 8, "group_size": 128}),
+    # --- qwen3_5 (hybrid: gated delta net layers + gated attention layers) ---
+    # layers linear, attention, linear, attention; 2 key heads repeated to 4 value heads.
+    "qwen3_5-bf16": ("qwen3_5", "bf16", _qwen3_5(64, 192, 512, tie=False, layers=4, interval=2, k_heads=2,
+                                                 v_heads=4, head_k=16, head_v=16), None),
+    # The same model in the Hugging Face layout (model.language_model. names, conv1d [C, 1, K],
+    # norms stored minus 1, an mtp. weight), which sanitize converts at load.
+    "qwen3_5-hf": ("qwen3_5", "bf16", _qwen3_5(64, 192, 512, tie=False, layers=4, interval=2, k_heads=2,
+                                               v_heads=4, head_k=16, head_v=16), None),
+    # linear, linear, attention (interval 3); as many value heads as key heads; tied; kernel 3.
+    "qwen3_5-f32": ("qwen3_5", "f32", _qwen3_5(64, 192, 512, tie=True, layers=3, interval=3, k_heads=2,
+                                               v_heads=2, head_k=32, head_v=16, partial=0.25, kernel=3), None),
+    "qwen3_5-q4": ("qwen3_5", "q4", _qwen3_5(64, 192, 512, tie=True, layers=4, interval=2, k_heads=2,
+                                             v_heads=4, head_k=16, head_v=16), {"bits": 4, "group_size": 64}),
+    "qwen3_5-q8": ("qwen3_5", "q8", _qwen3_5(128, 256, 512, tie=False, layers=3, interval=3, k_heads=2,
+                                             v_heads=4, head_k=32, head_v=32), {"bits": 8, "group_size": 64}),
+    # --- qwen3_5_moe (gather_mm is float32 only on the CPU: f32 and quantized experts) ---
+    "qwen3_5_moe-f32": ("qwen3_5_moe", "f32", _qwen3_5_moe(64, 64, 96, 512, tie=False, layers=4, interval=2,
+                                                         experts=4, top_k=2), None),
+    "qwen3_5_moe-q4": ("qwen3_5_moe", "q4", _qwen3_5_moe(64, 64, 128, 512, tie=True, layers=3, interval=3,
+                                                       experts=4, top_k=2, norm_topk_prob=False),
+                       {"bits": 4, "group_size": 64}),
+    # --- qwen3_next (packed delta net projections; f32 experts and 4-bit) ---
+    # layers linear, attention, linear, attention; layer 1 a dense MLP (mlp_only_layers).
+    "qwen3_next-f32": ("qwen3_next", "f32", _qwen3_next(64, 128, 64, 96, 512, tie=False, layers=4, interval=2,
+                                                       experts=4, top_k=2, mlp_only=(1,)), None),
+    "qwen3_next-q4": ("qwen3_next", "q4", _qwen3_next(64, 128, 64, 128, 512, tie=True, layers=3, interval=3,
+                                                     experts=4, top_k=2, norm_topk_prob=True),
+                      {"bits": 4, "group_size": 64}),
     # llama with SmolLM2's vocabulary and 4 heads / 2 KV heads: the tensor-parallel server's
     # model (two ranks each hold 2 heads and 1 KV head; the default model's 9 / 3 do not split).
     "llama-serve": ("llama", "bf16", _llama(64, 192, 49152, tie=True), None),
@@ -542,7 +649,7 @@ def manifest_entry(name):
         "head_dim": hd,
         "vocab_size": config["vocab_size"],
         "tie_word_embeddings": config["tie_word_embeddings"],
-        "rope_theta": config.get("rope_theta"),
+        "rope_theta": config.get("rope_theta", (config.get("rope_parameters") or {}).get("rope_theta")),
         "rope_scaling": config.get("rope_scaling"),
         "features": _features(family, config, quant),
     }
@@ -623,6 +730,35 @@ def _fuse_gemma4_experts(model_dir: Path):
     index.write_text(json.dumps(doc, indent=4))
 
 
+def _to_hf_qwen3_5(model_dir: Path):
+    """Rewrites a qwen3_5 model as a Hugging Face Qwen3_5ForConditionalGeneration checkpoint holds
+    it: names under model.language_model. (lm_head unprefixed), conv1d weights [C, 1, K], the
+    decoder-layer, final and q/k norms stored as weight - 1, and an mtp. weight; mlx-lm's sanitize
+    undoes each (bf16 norms near 1 round-trip exactly)."""
+    path = model_dir / "model.safetensors"
+    weights = mx.load(str(path))
+    norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+             ".q_norm.weight", ".k_norm.weight")
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(2, 1)
+        elif k.endswith(norms) and v.ndim == 1:
+            v = v - 1.0
+        if k.startswith("language_model.model."):
+            k = "model.language_model." + k[len("language_model.model."):]
+        elif k.startswith("language_model."):
+            k = k[len("language_model."):]
+        out[k] = v
+    out["mtp.fc.weight"] = mx.zeros((4, 4), dtype=mx.bfloat16)
+    mx.eval(out)
+    mx.save_safetensors(str(path), out, metadata={"format": "mlx"})
+    index = model_dir / "model.safetensors.index.json"
+    doc = json.loads(index.read_text())
+    doc["weight_map"] = {k: "model.safetensors" for k in sorted(out)}
+    index.write_text(json.dumps(doc, indent=4))
+
+
 def _prepare_gpt_oss(model):
     """Scale the experts' gate and up projections by 4 so that their outputs (about N(0, 16))
     cross swiglu_oai's clamp at 7 in a few percent of the entries: otherwise the clamp is never
@@ -647,6 +783,8 @@ def build(name, out_dir: Path):
         _unstack_experts(out_dir)
     if name == "gemma4_moe-fused":
         _fuse_gemma4_experts(out_dir)
+    if name == "qwen3_5-hf":
+        _to_hf_qwen3_5(out_dir)
 
 
 def check_generation(model_dir: Path, vocab, n=64):

@@ -273,6 +273,56 @@ public class BatchParityTest {
                                 greedy(0, 7, 33, 16),
                                 greedy(0, 45, 34, 6),
                                 greedy(5, 20, 35, 10))),
+                // qwen3_5 (hybrid): the gated delta nets' conv and recurrence states batched
+                // (ArraysCache.merge of empty caches: left padding zeros, the masked step), unequal
+                // prompts at once in chunks of 16 (prepare(lengths): the padded positions masked
+                // out of the recurrence and the conv state taken at each row's end), rows joining
+                // a decoding batch (extend) and finishing early (filter).
+                new Cell(
+                        "qwen3_5-hybrid",
+                        "qwen3_5-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 23, 61, 20),
+                                greedy(0, 5, 62, 8),
+                                greedy(0, 40, 63, 16),
+                                greedy(3, 11, 64, 12),
+                                greedy(9, 30, 65, 6))),
+                // A lone row (solo caches, the serial graph) decoding, then a joiner: its conv and
+                // recurrence states merged into a batch of two (ArraysCache.merge with history);
+                // 4-bit weights, 2 key heads repeated to 4 value heads.
+                new Cell(
+                        "qwen3_5-lone-then-join",
+                        "qwen3_5-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 30, 66, 24), greedy(6, 19, 67, 10))),
+                // Capped admission with a row cancelled while prefilling and one while generating,
+                // seeded sampling beside greedy rows (f32, tied, 3-tap convolution).
+                new Cell(
+                        "qwen3_5-capped",
+                        "qwen3_5-f32",
+                        16,
+                        2,
+                        3,
+                        List.of(
+                                new ScriptRow(0, prompt(45, 68, 512), 12, new int[0], null, 2),
+                                new ScriptRow(0, prompt(14, 69, 512), 14, new int[0], seededTopK),
+                                greedy(0, 9, 70, 10),
+                                new ScriptRow(0, prompt(20, 71, 512), 16, new int[0], null, 8),
+                                greedy(2, 33, 72, 7))),
+                // qwen3_5_moe: the hybrid layers batched with routed experts and a shared expert
+                // (4-bit); unequal prompts at once, a joiner.
+                new Cell(
+                        "qwen3_5_moe-batch",
+                        "qwen3_5_moe-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 27, 73, 12), greedy(0, 6, 74, 14), greedy(4, 18, 75, 8))),
                 // gemma3_text's sliding layers (window 16) over BatchRotatingKVCache, its global
                 // layer over BatchKVCache: prompts longer than the window (trimmed concat), decode
                 // past it (in-place rotation), rows joining a rotated batch at a different index

@@ -120,6 +120,49 @@ class ContinuousBatchTest {
         return out;
     }
 
+    /**
+     * A hybrid model (qwen3_5) batches, but without the prefix cache: with an entry for a row's
+     * prompt planted under its namespace, neither the batch nor the serial executor restores it
+     * (no hits, nothing cached in the usage), both compute the same tokens, and nothing is
+     * published.
+     */
+    @Test
+    void aHybridModelBatchesWithoutThePrefixCache() throws Exception {
+        Path dir = models.resolve("qwen3_5-bf16");
+        int[] first = BatchParityTest.prompt(40, 51, 512);
+        int[] second = BatchParityTest.prompt(13, 52, 512);
+        try (LanguageModel model = Models.load(dir);
+                LanguageModel donor = Models.load(models.resolve("qwen3-bf16"));
+                RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE)) {
+            PrefixReuse reuse = new PrefixReuse(cache, ModelFingerprint.of(dir));
+            try (var run = new dev.mlxring.exec.generate.GenerationRun(
+                    donor,
+                    first,
+                    new dev.mlxring.exec.generate.GenerationOptions(4, PREFILL_STEP, new int[0], false),
+                    SamplingParams.GREEDY,
+                    null)) {
+                while (run.advance() != dev.mlxring.exec.generate.GenerationRun.Event.FINISHED) {}
+                assertTrue(reuse.publish(reuse.namespace(null), new int[0], run.cachedSequence(), run.caches()));
+            }
+            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, reuse);
+            List<ExecutionPlan> plans =
+                    List.of(plan("a", first, 10, SamplingParams.GREEDY), plan("b", second, 8, SamplingParams.GREEDY));
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                assertNotNull(batch, "a hybrid model batches");
+                Map<Integer, Usage> usages = new HashMap<>();
+                Map<Integer, List<String>> got = batched(batch, plans, Map.of(), usages);
+                for (int i = 0; i < plans.size(); i++) {
+                    Usage[] serialUsage = new Usage[1];
+                    assertEquals(serial(executor, plans.get(i), serialUsage), got.get(i), "row " + i + " vs serial");
+                    assertEquals(0, usages.get(i).cachedTokens(), "row " + i + ": cached tokens");
+                    assertEquals(0, serialUsage[0].cachedTokens(), "serial " + i + ": cached tokens");
+                }
+            }
+            assertEquals(0, cache.hits(), "prefix hits");
+            assertEquals(1, cache.size(), "entries: only the planted one");
+        }
+    }
+
     @Test
     void aLoneRowEqualsTheSerialExecutorAlsoFromAPrefixHit() throws Exception {
         Path dir = models.resolve("llama-bf16");
@@ -173,6 +216,42 @@ class ContinuousBatchTest {
                 assertEquals(3 * 256 * perPosition, batch.projectedKvBytes(3, 1));
                 assertEquals(3 * 256 * perPosition, batch.projectedKvBytes(3, 256));
                 assertEquals(2 * 512 * perPosition, batch.projectedKvBytes(2, 257));
+            }
+        }
+    }
+
+    /**
+     * A hybrid model's projection: its attention layers' KV bytes per position, stepped as above,
+     * plus each row's recurrent state, which does not grow: per delta net layer the conv state
+     * ({@code kernel - 1} inputs of {@code 2 * keyDim + valueDim} channels, bfloat16) and the
+     * float32 recurrence state {@code [Hv, Dv, Dk]}.
+     */
+    @Test
+    void aHybridModelsProjectionAddsItsRecurrentStatePerRow() throws Exception {
+        Path dir = models.resolve("qwen3_5-bf16");
+        var config = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(dir.resolve("config.json").toFile());
+        int layers = config.get("num_hidden_layers").asInt();
+        int interval = config.get("full_attention_interval").asInt();
+        int attentionLayers = layers / interval;
+        int linearLayers = layers - attentionLayers;
+        long perPosition = (long) attentionLayers
+                * config.get("num_key_value_heads").asInt()
+                * config.get("head_dim").asInt()
+                * 2 /* keys and values */
+                * 2 /* bfloat16 */;
+        int kHeads = config.get("linear_num_key_heads").asInt();
+        int vHeads = config.get("linear_num_value_heads").asInt();
+        int dk = config.get("linear_key_head_dim").asInt();
+        int dv = config.get("linear_value_head_dim").asInt();
+        int convDim = 2 * kHeads * dk + vHeads * dv;
+        long conv = (long) (config.get("linear_conv_kernel_dim").asInt() - 1) * convDim * 2 /* bfloat16 */;
+        long recurrence = (long) vHeads * dv * dk * 4 /* float32 */;
+        long perRow = linearLayers * (conv + recurrence);
+        try (LanguageModel model = Models.load(dir)) {
+            try (ExecutionBatch batch = new ModelExecutor(model, PREFILL_STEP, 0, null).openBatch(8, 8)) {
+                assertEquals(3 * (256 * perPosition + perRow), batch.projectedKvBytes(3, 1));
+                assertEquals(2 * (512 * perPosition + perRow), batch.projectedKvBytes(2, 257));
             }
         }
     }

@@ -97,6 +97,18 @@ class GreedyParityTest {
         // gpt_oss: attention sinks, sliding/full layers (windows 16, 48 and 24), biased experts with
         // the clamped swiglu_oai (f32 gather_mm, 4-bit top-4 of 8 with yarn, 8-bit).
         names.addAll(List.of("gpt_oss-f32", "gpt_oss-q4", "gpt_oss-q8"));
+        // qwen3_5: gated delta net layers (conv state and recurrence state in an ArraysCache, the
+        // ops path of gated_delta_update) between gated attention layers; the 70-token prompt's
+        // 32-token chunks carry both states from chunk to chunk. bf16 and 4-bit repeat 2 key heads
+        // to 4 value heads; f32 is tied with a 3-tap convolution; 8-bit is hidden 128.
+        names.addAll(List.of("qwen3_5-bf16", "qwen3_5-f32", "qwen3_5-q4", "qwen3_5-q8"));
+        // qwen3_5-hf: the Hugging Face layout sanitize converts (names, conv1d axes, norms + 1, mtp.).
+        names.add("qwen3_5-hf");
+        // qwen3_5_moe: every MLP routed SwitchGLU experts plus a sigmoid-gated shared expert
+        // (f32 gather_mm; 4-bit, tied, without norm_topk_prob).
+        names.addAll(List.of("qwen3_5_moe-f32", "qwen3_5_moe-q4"));
+        // qwen3_next: the delta net's projections packed per key head; a dense mlp_only layer (f32).
+        names.addAll(List.of("qwen3_next-f32", "qwen3_next-q4"));
         names.add("default");
         return only(names.stream());
     }
@@ -146,6 +158,9 @@ class GreedyParityTest {
                 // gemma4_text with full attention only (global_head_dim 32), no KV-shared layers:
                 // the quantized attention at scale 1, converting inside the 70-token prefill.
                 new KvCell("gemma4-fullkv", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
+                // a hybrid model (head_dim 32): the attention layers' caches quantize after the
+                // second chunk of the 70-token prompt, the delta nets' states stay as they are.
+                new KvCell("qwen3_5-q8", new KvQuantization(4, 32, 40), PREFILL_STEP, null),
                 // 3 bits (10 values per word); a 300-token prompt in chunks of 50 converts after
                 // the first chunk, then the quantized buffers grow at offset 250 (trim + concat).
                 new KvCell("qwen3-bf16", new KvQuantization(3, 32, 40), 50, "300"),
@@ -356,6 +371,30 @@ class GreedyParityTest {
                 Mlx.synchronize();
                 Mlx.clearCache();
                 assertEquals(before, Mlx.memory().activeBytes(), name + ": active bytes after a rotating-cache run");
+            }
+        }
+    }
+
+    /**
+     * A hybrid model's run frees what its delta net layers replace each forward (conv and
+     * recurrence states, in chunks of 50 and in decode) and its caches at the end: a run leaves
+     * MLX's active memory as it found it.
+     */
+    @Test
+    void hybridRunReleasesItsArrays() {
+        int[] prompt = IntStream.range(0, 120).map(i -> (i * 131) % 512).toArray();
+        GenerationOptions options = new GenerationOptions(20, 50, new int[0], false, null);
+        for (String name : List.of("qwen3_5-bf16", "qwen3_next-q4")) {
+            try (LanguageModel model = Models.load(work.resolve("models/" + name))) {
+                GenerateStep.run(model, prompt, options, t -> true); // compiles and caches what it needs
+                Mlx.synchronize();
+                Mlx.clearCache();
+                long before = Mlx.memory().activeBytes();
+                GenerationResult r = GenerateStep.run(model, prompt, options, t -> true);
+                assertEquals(20, r.tokens().length);
+                Mlx.synchronize();
+                Mlx.clearCache();
+                assertEquals(before, Mlx.memory().activeBytes(), name + ": active bytes after a hybrid run");
             }
         }
     }

@@ -176,6 +176,12 @@ class SamplingParityTest {
         // gpt_oss: biased router and projections (two draws each), zero-initialised expert biases
         // and sinks (none); over its rotating sliding-window caches.
         names.add("gpt_oss-q4/temp_top_p");
+        // qwen3_5: the seeded key starts after the construction draws of each gated delta net's
+        // conv1d and A besides its Linears; untied bf16 and tied 4-bit.
+        names.add("qwen3_5-bf16/temp");
+        names.add("qwen3_5-q4/top_p");
+        names.add("qwen3_5_moe-q4/temp");
+        names.add("qwen3_next-q4/top_k");
         for (String s : DEFAULT_MODEL_SETTINGS) {
             names.add("default/" + s);
         }

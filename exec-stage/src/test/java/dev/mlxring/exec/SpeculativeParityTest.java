@@ -266,6 +266,32 @@ class SpeculativeParityTest {
                 : work.resolve("models").resolve(name);
     }
 
+    /**
+     * A hybrid model (qwen3_5) cannot roll its recurrent state back to the accepted tokens: a
+     * speculative request is refused before any work, naming the model type, as mlx-lm's
+     * speculative_generate_step refuses a cache it cannot trim.
+     */
+    @Test
+    void aHybridModelIsRefused() throws Exception {
+        try (LanguageModel model = Models.load(work.resolve("models").resolve("qwen3_5-bf16"))) {
+            int[] prompt = IntStream.range(0, 30).map(i -> (i * 7) % 512).toArray();
+            GenerationOptions options = new GenerationOptions(8, PREFILL_STEP, new int[0], false);
+            IllegalArgumentException e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> new SpeculativeRun(
+                            model,
+                            prompt,
+                            options,
+                            SamplingParams.GREEDY,
+                            null,
+                            new Speculation.PromptLookup(1, 3, NUM_DRAFT)));
+            assertTrue(
+                    e.getMessage().contains("model_type 'qwen3_5'")
+                            && e.getMessage().contains("recurrent state"),
+                    e.getMessage());
+        }
+    }
+
     /** A request that could wrap gemma3-q4's 48-position sliding window is refused before any work. */
     @Test
     void aRequestLongerThanASlidingWindowIsRefused() throws Exception {

@@ -794,6 +794,53 @@ public final class Mlx {
         return own(Shim.clipResidual(x.handle(), y.handle()));
     }
 
+    // ---- gated delta net (mlxr_gated_delta.cpp) -------------------------------------
+
+    /** {@code mx.conv1d(x, w, stride, padding, dilation, groups)}: x {@code [B, L, C_in]}, w {@code [C_out, K, C_in / groups]}. */
+    public static MlxArray conv1d(MlxArray x, MlxArray w, int stride, int padding, int dilation, int groups) {
+        return own(Shim.conv1d(x.handle(), w.handle(), stride, padding, dilation, groups));
+    }
+
+    /** {@code mlx.nn.silu}: compiled {@code x * sigmoid(x)}. */
+    public static MlxArray silu(MlxArray x) {
+        return own(Shim.silu(x.handle()));
+    }
+
+    /**
+     * mlx-lm's {@code activations.precise_swiglu(h, gate, x)}: compiled
+     * {@code (silu(gate.astype(float32)) * x.astype(float32)).astype(h.dtype)}.
+     */
+    public static MlxArray preciseSwiglu(MlxArray h, MlxArray gate, MlxArray x) {
+        return own(Shim.preciseSwiglu(h.handle(), gate.handle(), x.handle()));
+    }
+
+    /**
+     * mlx-lm's {@code gated_delta.compute_g(A_log, a, dt_bias)}: compiled
+     * {@code exp(-exp(A_log.astype(float32)) * softplus(a + dt_bias))}.
+     */
+    public static MlxArray gdnComputeG(MlxArray aLog, MlxArray a, MlxArray dtBias) {
+        return own(Shim.gdnComputeG(aLog.handle(), a.handle(), dtBias.handle()));
+    }
+
+    /**
+     * mlx-lm's compiled {@code gated_delta._gated_delta_step_ops(q, k, v, g, beta, state, mask)}:
+     * one step of the gated delta recurrence, {y [B, H, Dv] of q's dtype, new state [B, H, Dv, Dk]};
+     * a null {@code mask} is Python's {@code mask=None}, else rows where {@code mask} [B] is false
+     * keep their old state.
+     */
+    public static MlxArray[] gdnStep(
+            MlxArray q, MlxArray k, MlxArray v, MlxArray g, MlxArray beta, MlxArray state, MlxArray mask) {
+        return pair(Shim.gdnStep(
+                q.handle(),
+                k.handle(),
+                v.handle(),
+                g.handle(),
+                beta.handle(),
+                state.handle(),
+                MlxArray.handleOrNull(mask),
+                SCRATCH.get().ptrs));
+    }
+
     // ---- random, indexing and sampling (mlxr_sampling.cpp) ---------------------------
 
     /** {@code mx.random.key(seed)}: the key {@code mx.random.seed(seed)} installs ({@code seed} read as uint64). */

@@ -223,6 +223,15 @@ final class Shim {
             NativeLibrary.handle("mlxr_gelu_approx", FunctionDescriptor.of(ADDR, ADDR));
     private static final MethodHandle CLIP_RESIDUAL =
             NativeLibrary.handle("mlxr_clip_residual", FunctionDescriptor.of(ADDR, ADDR, ADDR));
+    private static final MethodHandle CONV1D =
+            NativeLibrary.handle("mlxr_conv1d", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, INT, INT, INT));
+    private static final MethodHandle SILU = NativeLibrary.handle("mlxr_silu", FunctionDescriptor.of(ADDR, ADDR));
+    private static final MethodHandle PRECISE_SWIGLU =
+            NativeLibrary.handle("mlxr_precise_swiglu", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
+    private static final MethodHandle GDN_COMPUTE_G =
+            NativeLibrary.handle("mlxr_gdn_compute_g", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR));
+    private static final MethodHandle GDN_STEP = NativeLibrary.handle(
+            "mlxr_gdn_step", FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR, ADDR));
     private static final MethodHandle WEIGHTS_FREE =
             NativeLibrary.handle("mlxr_weights_free", FunctionDescriptor.ofVoid(ADDR));
     private static final MethodHandle LOAD_SAFETENSORS =
@@ -1089,6 +1098,54 @@ final class Shim {
     static MemorySegment clipResidual(MemorySegment x, MemorySegment y) {
         try {
             return (MemorySegment) CLIP_RESIDUAL.invokeExact(x, y);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment conv1d(MemorySegment x, MemorySegment w, int stride, int padding, int dilation, int groups) {
+        try {
+            return (MemorySegment) CONV1D.invokeExact(x, w, stride, padding, dilation, groups);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment silu(MemorySegment x) {
+        try {
+            return (MemorySegment) SILU.invokeExact(x);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment preciseSwiglu(MemorySegment h, MemorySegment gate, MemorySegment x) {
+        try {
+            return (MemorySegment) PRECISE_SWIGLU.invokeExact(h, gate, x);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment gdnComputeG(MemorySegment aLog, MemorySegment a, MemorySegment dtBias) {
+        try {
+            return (MemorySegment) GDN_COMPUTE_G.invokeExact(aLog, a, dtBias);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int gdnStep(
+            MemorySegment q,
+            MemorySegment k,
+            MemorySegment v,
+            MemorySegment g,
+            MemorySegment beta,
+            MemorySegment state,
+            MemorySegment mask,
+            MemorySegment out) {
+        try {
+            return (int) GDN_STEP.invokeExact(q, k, v, g, beta, state, mask, out);
         } catch (Throwable t) {
             throw rethrow(t);
         }

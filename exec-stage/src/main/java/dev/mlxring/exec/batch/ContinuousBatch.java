@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
@@ -76,6 +77,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     /** KV bytes one row holds per position over all layers; measured on first use. */
     private long bytesPerPosition;
 
+    private long recurrentBytesPerRow;
+
     private final PrefixReuse prefixReuse;
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
@@ -98,7 +101,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
-     * @param prefixReuse the prefix cache, or null for none
+     * @param prefixReuse the prefix cache, or null for none; not used for a model it cannot serve
+     *     ({@link PrefixReuse#supports})
      * @param shortPromptsFirst a long prompt's batch is parked for prompts that fit in one chunk
      *     ({@link BatchGenerator}'s class comment)
      */
@@ -113,9 +117,9 @@ public final class ContinuousBatch implements ExecutionBatch {
         this.model = model;
         this.generator =
                 new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0, shortPromptsFirst);
-        this.prefixReuse = prefixReuse;
-        this.namespace = prefixReuse == null ? null : prefixReuse.namespace(null);
-        if (prefixReuse != null) {
+        this.prefixReuse = PrefixReuse.forModel(prefixReuse, model);
+        this.namespace = this.prefixReuse == null ? null : this.prefixReuse.namespace(null);
+        if (this.prefixReuse != null) {
             generator.onFinished(this::captureFinished);
         }
     }
@@ -292,37 +296,49 @@ public final class ContinuousBatch implements ExecutionBatch {
         generator.releaseLastStep();
     }
 
-    /** {@code rows} rows padded to the longest, each buffer grown in mlx-lm's 256-position steps. */
+    /**
+     * {@code rows} rows padded to the longest, each KV buffer grown in mlx-lm's 256-position
+     * steps, plus each row's recurrent state (a hybrid model's delta net layers: the same bytes
+     * whatever the positions).
+     */
     @Override
     public long projectedKvBytes(int rows, int positions) {
         long step = BatchKvCache.STEP;
         long capacity = (positions + step - 1) / step * step;
-        return rows * capacity * bytesPerPosition();
+        measureRow();
+        return rows * (capacity * bytesPerPosition + recurrentBytesPerRow);
     }
 
     /**
-     * The layers' KV bytes per position of one row: the shapes and dtypes a one-token forward
-     * gives its fresh caches (built, never evaluated, so nothing is computed or kept).
+     * Measures one row from the shapes and dtypes a one-token forward gives fresh caches (built,
+     * never evaluated, so nothing is computed or kept): the KV layers' bytes per position and the
+     * {@link ArraysCache} layers' bytes, which do not grow with the sequence.
      */
-    private long bytesPerPosition() {
-        if (bytesPerPosition == 0) {
-            KvCache[] probe = model.newCache();
-            try (ArrayScope scope = ArrayScope.open()) {
-                model.forward(Mlx.fromInts(new int[] {0}, 1, 1), probe);
-                long bytes = 0;
-                for (KvCache c : probe) {
-                    for (MlxArray a : c.state()) {
-                        bytes += a.nbytes() / a.dim(2);
+    private void measureRow() {
+        if (bytesPerPosition != 0 || recurrentBytesPerRow != 0) {
+            return;
+        }
+        KvCache[] probe = model.newCache();
+        try (ArrayScope scope = ArrayScope.open()) {
+            model.forward(Mlx.fromInts(new int[] {0}, 1, 1), probe);
+            long perPosition = 0;
+            long perRow = 0;
+            for (KvCache c : probe) {
+                for (MlxArray a : c.state()) {
+                    if (c instanceof ArraysCache) {
+                        perRow += a.nbytes();
+                    } else {
+                        perPosition += a.nbytes() / a.dim(2);
                     }
                 }
-                bytesPerPosition = bytes;
-            } finally {
-                for (KvCache c : probe) {
-                    c.close();
-                }
+            }
+            bytesPerPosition = perPosition;
+            recurrentBytesPerRow = perRow;
+        } finally {
+            for (KvCache c : probe) {
+                c.close();
             }
         }
-        return bytesPerPosition;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
@@ -46,6 +47,7 @@ final class RowCaches implements AutoCloseable {
             solo[i] = switch (c) {
                 case DenseKvCache d -> new BatchKvCache(new int[rows]);
                 case RotatingKvCache r -> new BatchRotatingKvCache(r.maxSize(), new int[rows]);
+                case ArraysCache a -> ArraysCache.merge(emptyArrays(a.size(), rows));
                 default -> throw new IllegalStateException("a batch cannot hold " + c);
             };
             c.close();
@@ -118,6 +120,7 @@ final class RowCaches implements AutoCloseable {
                 extracted[i] = switch (layers[i]) {
                     case BatchKvCache b -> b.extract(row);
                     case BatchRotatingKvCache b -> b.extract(row);
+                    case ArraysCache a -> a.extract(row);
                     default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
                 };
             }
@@ -139,8 +142,25 @@ final class RowCaches implements AutoCloseable {
         return layers;
     }
 
+    /**
+     * Whether the group still holds solo caches. A hybrid model's {@link ArraysCache} is one class
+     * for both forms, so the attention layers tell (every such model has one).
+     */
     boolean solo() {
-        return !(layers[0] instanceof BatchKvCache || layers[0] instanceof BatchRotatingKvCache);
+        for (KvCache c : layers) {
+            if (c instanceof BatchKvCache || c instanceof BatchRotatingKvCache) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static ArraysCache[] emptyArrays(int size, int rows) {
+        ArraysCache[] empty = new ArraysCache[rows];
+        for (int i = 0; i < rows; i++) {
+            empty[i] = new ArraysCache(size);
+        }
+        return empty;
     }
 
     /** Solo caches become a batch of one (each layer's {@code merge([cache])}); a batch stays as it is. */
@@ -161,6 +181,7 @@ final class RowCaches implements AutoCloseable {
             case DenseKvCache d -> BatchKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, DenseKvCache[].class));
             case RotatingKvCache r ->
                 BatchRotatingKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, RotatingKvCache[].class));
+            case ArraysCache a -> ArraysCache.merge(java.util.Arrays.copyOf(solo, solo.length, ArraysCache[].class));
             default -> throw new IllegalStateException(solo[0] + " does not support batching");
         };
     }
@@ -173,6 +194,7 @@ final class RowCaches implements AutoCloseable {
             switch (layers[i]) {
                 case BatchKvCache b -> b.extend((BatchKvCache) other.layers[i]);
                 case BatchRotatingKvCache b -> b.extend((BatchRotatingKvCache) other.layers[i]);
+                case ArraysCache a -> a.extend((ArraysCache) other.layers[i]);
                 default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
             }
         }
@@ -192,6 +214,7 @@ final class RowCaches implements AutoCloseable {
             switch (c) {
                 case BatchKvCache b -> b.filter(keep);
                 case BatchRotatingKvCache b -> b.filter(keep);
+                case ArraysCache a -> a.filter(keep);
                 default -> throw new IllegalStateException("not a batch cache: " + c);
             }
         }
@@ -205,6 +228,7 @@ final class RowCaches implements AutoCloseable {
             out[i] = switch (layers[i]) {
                 case BatchKvCache b -> b.select(keep);
                 case BatchRotatingKvCache b -> b.select(keep);
+                case ArraysCache a -> a.select(keep);
                 default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
             };
         }
@@ -217,6 +241,7 @@ final class RowCaches implements AutoCloseable {
             switch (c) {
                 case BatchKvCache b -> b.prepareRightPadding(padding);
                 case BatchRotatingKvCache b -> b.prepareRightPadding(lengths, padding);
+                case ArraysCache a -> a.prepare(lengths);
                 default -> throw new IllegalStateException("not a batch cache: " + c);
             }
         }
@@ -227,6 +252,7 @@ final class RowCaches implements AutoCloseable {
             switch (c) {
                 case BatchKvCache b -> b.finalizePadding();
                 case BatchRotatingKvCache b -> b.finalizePadding();
+                case ArraysCache a -> a.finalizePadding();
                 default -> throw new IllegalStateException("not a batch cache: " + c);
             }
         }

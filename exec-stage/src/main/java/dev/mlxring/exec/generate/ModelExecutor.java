@@ -50,7 +50,8 @@ public final class ModelExecutor implements Executor {
     /**
      * @param maxKvSize {@code --max-kv-size} for every run; 0 = none
      * @param prefixReuse the prefix cache; null = none. Models whose layers rotate (sliding windows,
-     *     {@code --max-kv-size}) run without it: it holds dense and quantized layers only.
+     *     {@code --max-kv-size}) and models with recurrent state ({@link PrefixReuse#supports}) run
+     *     without it: it holds dense and quantized layers only.
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse) {
         this(model, prefillStepSize, maxKvSize, prefixReuse, EngineRng.fromClock());
@@ -100,7 +101,9 @@ public final class ModelExecutor implements Executor {
         this.model = model;
         this.prefillStepSize = prefillStepSize;
         this.maxKvSize = maxKvSize;
-        this.prefixReuse = prefixReuse != null && GenerationRun.rotates(model, maxKvSize) ? null : prefixReuse;
+        this.prefixReuse = prefixReuse != null && GenerationRun.rotates(model, maxKvSize)
+                ? null
+                : PrefixReuse.forModel(prefixReuse, model);
     }
 
     @Override

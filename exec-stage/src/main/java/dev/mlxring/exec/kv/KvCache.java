@@ -19,7 +19,7 @@ import dev.mlxring.mlx.MlxArray;
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
 public sealed interface KvCache extends AutoCloseable
-        permits DenseKvCache, QuantizedKvCache, RotatingKvCache, BatchKvCache, BatchRotatingKvCache {
+        permits DenseKvCache, QuantizedKvCache, RotatingKvCache, BatchKvCache, BatchRotatingKvCache, ArraysCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

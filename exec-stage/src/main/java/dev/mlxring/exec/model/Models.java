@@ -41,7 +41,13 @@ public final class Models {
             "qwen3_moe",
             Qwen3Moe::build,
             "gpt_oss",
-            GptOss::build);
+            GptOss::build,
+            "qwen3_5",
+            (c, p, s) -> Qwen35.build(c, p),
+            "qwen3_5_moe",
+            (c, p, s) -> Qwen35.build(c, p),
+            "qwen3_next",
+            (c, p, s) -> Qwen3Next.build(c, p));
 
     public static List<String> supportedModelTypes() {
         return Stream.concat(FAMILIES.keySet().stream(), OWN_GRAPHS.keySet().stream())

@@ -101,7 +101,7 @@ final class Qwen3Moe {
      * ({@code mlp.experts.E.up_proj.weight}); they are stacked, in expert order, into
      * {@code mlp.switch_mlp.up_proj.weight} {@code [experts, out, in]} (likewise down and gate).
      */
-    private static void stackExperts(Parameters params, int layers, int numExperts) {
+    static void stackExperts(Parameters params, int layers, int numExperts) {
         for (int l = 0; l < layers; l++) {
             String prefix = "model.layers." + l + ".mlp";
             if (!params.has(prefix + ".experts.0.up_proj.weight")) {
@@ -134,14 +134,14 @@ final class Qwen3Moe {
         }
     }
 
-    private static boolean requiredBool(ModelConfig c, String field) {
+    static boolean requiredBool(ModelConfig c, String field) {
         if (!c.has(field)) {
             throw new ModelLoadException(c.file() + ": required field '" + field + "' is missing");
         }
         return c.boolField(field, false);
     }
 
-    private static Set<Integer> intSet(ModelConfig c, String field) {
+    static Set<Integer> intSet(ModelConfig c, String field) {
         JsonNode n = c.json().get(field);
         if (n == null || n.isNull()) {
             throw new ModelLoadException(c.file() + ": required field '" + field + "' is missing");

@@ -1,6 +1,8 @@
 package dev.mlxring.exec.prefix;
 
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.kvstore.PrefixCache;
@@ -36,6 +38,26 @@ public final class PrefixReuse {
         this.cache = cache;
         this.modelFingerprint = modelFingerprint;
         this.adapter = java.util.Objects.requireNonNull(adapter, "adapter");
+    }
+
+    /**
+     * Whether the prefix cache can serve {@code model}: not when its layers keep recurrent state
+     * ({@link ArraysCache}: a gated delta net's conv and recurrence state), which a snapshot of
+     * KV buffers cannot hold and a restore cannot roll back to an earlier position. Such a model
+     * runs every prompt whole: nothing is restored for it and nothing published.
+     */
+    public static boolean supports(LanguageModel model) {
+        KvCache[] caches = model.newCache();
+        try {
+            return Arrays.stream(caches).noneMatch(c -> c instanceof ArraysCache);
+        } finally {
+            Arrays.stream(caches).forEach(KvCache::close);
+        }
+    }
+
+    /** {@code reuse}, or null where it cannot serve {@code model} ({@link #supports}). */
+    public static PrefixReuse forModel(PrefixReuse reuse, LanguageModel model) {
+        return reuse != null && supports(model) ? reuse : null;
     }
 
     /** A restored prefix: {@code caches} (the caller owns them) hold {@code cachedTokens} positions. */

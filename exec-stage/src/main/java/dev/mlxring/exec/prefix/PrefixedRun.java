@@ -33,7 +33,8 @@ public final class PrefixedRun implements AutoCloseable {
     }
 
     /**
-     * Opens a run of {@code prompt}; {@code reuse} null = no prefix cache (the whole prompt runs).
+     * Opens a run of {@code prompt}; {@code reuse} null = no prefix cache (the whole prompt runs),
+     * as for a model the prefix cache cannot serve ({@link PrefixReuse#supports}: recurrent state).
      *
      * @throws IllegalArgumentException as {@link GenerationRun}'s constructor (restored caches are freed)
      */
@@ -44,7 +45,7 @@ public final class PrefixedRun implements AutoCloseable {
             GenerationOptions options,
             SamplingParams params,
             EngineRng engineRng) {
-        if (reuse == null || prompt.length == 0) {
+        if (reuse == null || prompt.length == 0 || !PrefixReuse.supports(model)) {
             return new PrefixedRun(
                     new GenerationRun(model, prompt, options, params, engineRng), null, null, new int[0]);
         }

@@ -2,6 +2,7 @@ package dev.mlxring.exec.spec;
 
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
@@ -159,11 +160,37 @@ public final class SpeculativeRun implements AutoCloseable {
         if (options.maxKvSize() > 0) {
             return "speculative decoding cannot be used with --max-kv-size (its rotating caches cannot be rolled back)";
         }
-        String why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
+        String why = recurrentRefusal(model, "the model");
+        if (why == null && speculation instanceof Speculation.DraftModel d) {
+            why = recurrentRefusal(d.model(), "the draft model");
+        }
+        if (why == null) {
+            why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
+        }
         if (why == null && speculation instanceof Speculation.DraftModel d) {
             why = windowRefusal(d.model(), d.model().newCache(0), promptLength, options.maxTokens(), "the draft model");
         }
         return why;
+    }
+
+    /**
+     * Why {@code m} cannot verify proposals: its layers keep recurrent state ({@link ArraysCache},
+     * a gated delta net's), which cannot be rolled back to the accepted length (mlx-lm's
+     * {@code speculative_generate_step} refuses a cache {@code can_trim_prompt_cache} rejects); null
+     * when every layer can be trimmed.
+     */
+    private static String recurrentRefusal(LanguageModel m, String which) {
+        KvCache[] caches = m.newCache(0);
+        try {
+            if (Arrays.stream(caches).noneMatch(c -> c instanceof ArraysCache)) {
+                return null;
+            }
+        } finally {
+            Arrays.stream(caches).forEach(KvCache::close);
+        }
+        return "speculative decoding cannot be used with " + which + " (model_type '" + m.modelType()
+                + "'): its gated delta net layers keep recurrent state, which cannot be rolled back to the"
+                + " accepted tokens";
     }
 
     private static String windowRefusal(

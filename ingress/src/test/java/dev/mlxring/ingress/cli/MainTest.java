@@ -274,7 +274,8 @@ class MainTest {
                 r.err().contains("gpt_bigcode")
                         && r.err()
                                 .contains(
-                                        "(supported: gemma3_text, gemma4_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_moe)"),
+                                        "(supported: gemma3_text, gemma4_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_5,"
+                                                + " qwen3_5_moe, qwen3_moe, qwen3_next)"),
                 r.err());
     }
 

@@ -1,0 +1,283 @@
+package dev.mlxring.exec.kv;
+
+import dev.mlxring.mlx.Dtype;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * mlx-lm's {@code ArraysCache(size, left_padding)}: a layer's recurrent state as a fixed number
+ * of arrays (a gated delta net layer keeps two: the convolution's last {@code kernel - 1} inputs
+ * {@code [B, kernel - 1, convDim]} and the recurrence state {@code [B, Hv, Dv, Dk]}), null until
+ * the first forward writes them. Unlike the KV caches it does not grow with the sequence: each
+ * forward replaces the arrays. {@link #offset()} counts the positions the layer has consumed
+ * ({@code advance}), which mlx-lm does not keep but the engine reports; the state cannot be
+ * rolled back ({@link #isTrimmable()} is false).
+ *
+ * <p>One class serves a solo row and a batch of rows, as in mlx-lm: {@link #merge} builds a
+ * batch from solo caches, {@link #extract} gives one row back, {@link #filter}, {@link #select}
+ * and {@link #extend} change the rows. A batch may carry {@code left_padding} (an all-empty
+ * merge: zeros) and, while a right-padded prompt chunk runs, {@code lengths} ({@link #prepare});
+ * {@link #makeMask} turns them into the {@code [B, N]} mask the layer applies, and
+ * {@link #advance} steps both back by the positions consumed, as mlx-lm does.
+ *
+ * <p>Ownership: the cache owns the arrays it holds (detached from any scope), frees superseded
+ * ones as {@link #set} replaces them, and the rest on {@link #close()}. Single-threaded (the exec
+ * thread).
+ */
+public final class ArraysCache implements KvCache {
+    private final MlxArray[] slots;
+    private int offset;
+    private int[] leftPadding;
+    private int[] lengths;
+
+    /** An empty cache of {@code size} arrays ({@code ArraysCache(size=size)}). */
+    public ArraysCache(int size) {
+        if (size < 1) {
+            throw new IllegalArgumentException("an ArraysCache holds at least one array, got " + size);
+        }
+        this.slots = new MlxArray[size];
+    }
+
+    /** How many arrays the cache holds. */
+    public int size() {
+        return slots.length;
+    }
+
+    /** {@code cache[i]}: the array in slot {@code i}, owned by the cache; null while unset. */
+    public MlxArray get(int i) {
+        return slots[i];
+    }
+
+    /** {@code cache[i] = value}: takes ownership of {@code value} and frees the array it replaces. */
+    public void set(int i, MlxArray value) {
+        Objects.requireNonNull(value, "value");
+        MlxArray old = slots[i];
+        slots[i] = value.detach();
+        if (old != null && old != value) {
+            old.close();
+        }
+    }
+
+    /** {@code lengths}: each row's valid positions in the chunk being prompted ({@link #prepare}), or null. */
+    public int[] lengths() {
+        return lengths == null ? null : lengths.clone();
+    }
+
+    /** {@code batch_size}: the rows of the first array held, else of the padding or lengths, else 1. */
+    public int batchSize() {
+        for (MlxArray s : slots) {
+            if (s != null) {
+                return s.dim(0);
+            }
+        }
+        if (leftPadding != null) {
+            return leftPadding.length;
+        }
+        return lengths != null ? lengths.length : 1;
+    }
+
+    /** {@code advance(n)}: the layer consumed {@code n} more positions; lengths and left padding step back by {@code n}. */
+    public void advance(int n) {
+        offset += n;
+        if (lengths != null) {
+            lengths = Paddings.shifted(lengths, -n);
+        }
+        if (leftPadding != null) {
+            leftPadding = Paddings.shifted(leftPadding, -n);
+        }
+    }
+
+    /**
+     * {@code make_mask(N)}: null without left padding and lengths; else {@code [B, N]} booleans,
+     * true where {@code pos >= left_padding} and {@code pos < lengths} (each where present).
+     */
+    public MlxArray makeMask(int n) {
+        if (leftPadding == null && lengths == null) {
+            return null;
+        }
+        MlxArray pos = Mlx.arange(0, n, 1, Dtype.INT32);
+        MlxArray mask = null;
+        if (leftPadding != null) {
+            mask = Mlx.greaterEqual(pos, Mlx.expandDims(Mlx.fromInts(leftPadding, leftPadding.length), 1));
+        }
+        if (lengths != null) {
+            MlxArray in = Mlx.less(pos, Mlx.expandDims(Mlx.fromInts(lengths, lengths.length), 1));
+            mask = mask == null ? in : Mlx.logicalAnd(mask, in);
+        }
+        return mask;
+    }
+
+    /** {@code prepare(lengths=lengths)}: the rows of the next chunk hold {@code lengths} valid positions each. */
+    public void prepare(int[] rowLengths) {
+        this.lengths = rowLengths.clone();
+    }
+
+    /** {@code finalize()}: drops the lengths and the left padding. */
+    public void finalizePadding() {
+        lengths = null;
+        leftPadding = null;
+    }
+
+    /** In-place {@code filter(batch_indices)}: keeps those rows of every array, the padding and the lengths. */
+    public void filter(int[] keep) {
+        MlxArray index = Mlx.fromInts(keep, keep.length);
+        for (int i = 0; i < slots.length; i++) {
+            if (slots[i] != null) {
+                set(i, Mlx.take(slots[i], index, 0));
+            }
+        }
+        if (leftPadding != null) {
+            leftPadding = Paddings.gather(leftPadding, keep);
+        }
+        if (lengths != null) {
+            lengths = Paddings.gather(lengths, keep);
+        }
+    }
+
+    /** A copy holding only {@code rows} ({@code copy.deepcopy} then {@code filter}); this cache is unchanged. */
+    public ArraysCache select(int[] rows) {
+        ArraysCache copy = new ArraysCache(slots.length);
+        copy.offset = offset;
+        copy.leftPadding = leftPadding == null ? null : leftPadding.clone();
+        copy.lengths = lengths == null ? null : lengths.clone();
+        MlxArray index = Mlx.fromInts(rows, rows.length);
+        for (int i = 0; i < slots.length; i++) {
+            if (slots[i] != null) {
+                copy.set(i, Mlx.take(slots[i], index, 0));
+            }
+        }
+        if (copy.leftPadding != null) {
+            copy.leftPadding = Paddings.gather(copy.leftPadding, rows);
+        }
+        if (copy.lengths != null) {
+            copy.lengths = Paddings.gather(copy.lengths, rows);
+        }
+        return copy;
+    }
+
+    /**
+     * In-place {@code extend(other)}: {@code other}'s rows appended after this cache's; an array
+     * one side lacks is zeros of the other's shape for its rows, likewise the padding and lengths.
+     * Takes over {@code other}'s arrays and leaves it empty.
+     */
+    public void extend(ArraysCache other) {
+        int a = batchSize();
+        int b = other.batchSize();
+        for (int i = 0; i < slots.length; i++) {
+            MlxArray x = slots[i];
+            MlxArray y = other.slots[i];
+            if (x == null && y == null) {
+                continue;
+            }
+            MlxArray ref = y != null ? y : x;
+            MlxArray left = x != null ? x : Mlx.zeros(withRows(ref, a), ref.dtype());
+            MlxArray right = y != null ? y : Mlx.zeros(withRows(ref, b), ref.dtype());
+            set(i, Mlx.concatenate(0, left, right));
+        }
+        leftPadding = concat(leftPadding, a, other.leftPadding, b);
+        lengths = concat(lengths, a, other.lengths, b);
+        offset = Math.max(offset, other.offset);
+        other.close();
+    }
+
+    private static int[] concat(int[] x, int a, int[] y, int b) {
+        if (x == null && y == null) {
+            return null;
+        }
+        return Paddings.concat(x != null ? x : new int[a], y != null ? y : new int[b]);
+    }
+
+    private static int[] withRows(MlxArray ref, int rows) {
+        int[] shape = ref.shape();
+        shape[0] = rows;
+        return shape;
+    }
+
+    /** {@code extract(idx)}: row {@code row}'s arrays ({@code c[idx:idx+1]}) as a solo cache; this cache is unchanged. */
+    public ArraysCache extract(int row) {
+        ArraysCache c = new ArraysCache(slots.length);
+        c.offset = offset;
+        for (int i = 0; i < slots.length; i++) {
+            MlxArray s = slots[i];
+            int[] start = new int[s.ndim()];
+            int[] stop = s.shape();
+            int[] strides = new int[s.ndim()];
+            Arrays.fill(strides, 1);
+            start[0] = row;
+            stop[0] = row + 1;
+            c.set(i, Mlx.slice(s, start, stop, strides));
+        }
+        return c;
+    }
+
+    /**
+     * {@code ArraysCache.merge(caches)}: solo caches into one batch; when all are empty, an empty
+     * batch with a left padding of zeros, else each array zeros with every row's own copied in
+     * (a row without it stays zero). The solo caches are unchanged (the caller closes them).
+     */
+    public static ArraysCache merge(ArraysCache... caches) {
+        int n = caches[0].slots.length;
+        int b = caches.length;
+        ArraysCache cache = new ArraysCache(n);
+        if (Arrays.stream(caches).allMatch(ArraysCache::isEmpty)) {
+            cache.leftPadding = new int[b];
+            return cache;
+        }
+        for (int e = 0; e < n; e++) {
+            MlxArray init = null;
+            for (ArraysCache c : caches) {
+                if (c.slots[e] != null) {
+                    init = c.slots[e];
+                    break;
+                }
+            }
+            MlxArray merged = Mlx.zeros(withRows(init, b), init.dtype());
+            for (int i = 0; i < b; i++) {
+                MlxArray s = caches[i].slots[e];
+                if (s == null) {
+                    continue;
+                }
+                int[] start = new int[s.ndim()];
+                int[] stop = s.shape();
+                int[] strides = new int[s.ndim()];
+                Arrays.fill(strides, 1);
+                start[0] = i;
+                stop[0] = i + 1;
+                merged = Mlx.sliceUpdate(merged, s, start, stop, strides);
+            }
+            cache.set(e, merged);
+        }
+        cache.offset = Arrays.stream(caches).mapToInt(ArraysCache::offset).max().orElse(0);
+        return cache;
+    }
+
+    @Override
+    public int offset() {
+        return offset;
+    }
+
+    @Override
+    public MlxArray[] state() {
+        return Arrays.stream(slots).filter(Objects::nonNull).toArray(MlxArray[]::new);
+    }
+
+    /** mlx-lm's {@code empty()}: {@code cache[0] is None}. */
+    @Override
+    public boolean isEmpty() {
+        return slots[0] == null;
+    }
+
+    @Override
+    public void close() {
+        for (int i = 0; i < slots.length; i++) {
+            if (slots[i] != null) {
+                slots[i].close();
+                slots[i] = null;
+            }
+        }
+        leftPadding = null;
+        lengths = null;
+    }
+}

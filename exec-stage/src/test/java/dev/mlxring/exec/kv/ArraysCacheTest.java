@@ -1,0 +1,82 @@
+package dev.mlxring.exec.kv;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Mlx;
+import dev.mlxring.mlx.MlxArray;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ArraysCache}'s row operations as mlx-lm's {@code ArraysCache} defines them: merge copies
+ * each row's arrays (an empty row stays zero), extract gives a row back, filter and select keep
+ * rows, extend appends (zeros for the side without state); the mask combines left padding and
+ * lengths and steps back with {@code advance}. BatchParityTest checks the same operations
+ * against mlx-lm's BatchGenerator end to end.
+ */
+class ArraysCacheTest {
+    /** A solo cache whose two arrays are {@code [1, 2]} and {@code [1, 3]} filled from {@code base}. */
+    private static ArraysCache solo(float base) {
+        ArraysCache c = new ArraysCache(2);
+        c.set(0, Mlx.fromFloats(new float[] {base, base + 1}, 1, 2));
+        c.set(1, Mlx.fromFloats(new float[] {base + 2, base + 3, base + 4}, 1, 3));
+        return c;
+    }
+
+    private static float[] values(MlxArray a) {
+        Mlx.eval(a);
+        return Mlx.contiguous(a).toFloatArray();
+    }
+
+    @Test
+    void mergeExtractFilterAndExtendKeepEachRowsState() {
+        try (ArrayScope scope = ArrayScope.open();
+                ArraysCache a = solo(10);
+                ArraysCache empty = new ArraysCache(2);
+                ArraysCache b = solo(20)) {
+            try (ArraysCache merged = ArraysCache.merge(a, empty, b)) {
+                assertEquals(3, merged.batchSize());
+                assertArrayEquals(new float[] {10, 11, 0, 0, 20, 21}, values(merged.get(0)));
+                assertNull(merged.makeMask(4), "a merge with state has no padding");
+                try (ArraysCache row2 = merged.extract(2)) {
+                    assertArrayEquals(new float[] {22, 23, 24}, values(row2.get(1)));
+                }
+                try (ArraysCache kept = merged.select(new int[] {2, 0})) {
+                    assertArrayEquals(new float[] {22, 23, 24, 12, 13, 14}, values(kept.get(1)));
+                }
+                merged.filter(new int[] {0, 2});
+                assertArrayEquals(new float[] {10, 11, 20, 21}, values(merged.get(0)));
+                ArraysCache joining = ArraysCache.merge(new ArraysCache(2), new ArraysCache(2));
+                merged.extend(joining);
+                assertEquals(4, merged.batchSize());
+                assertArrayEquals(new float[] {12, 13, 14, 22, 23, 24, 0, 0, 0, 0, 0, 0}, values(merged.get(1)));
+                assertTrue(joining.isEmpty(), "extend takes the other's arrays");
+            }
+        }
+    }
+
+    @Test
+    void theMaskCombinesLeftPaddingAndLengthsAndAdvances() {
+        try (ArrayScope scope = ArrayScope.open();
+                ArraysCache c = ArraysCache.merge(new ArraysCache(2), new ArraysCache(2))) {
+            // an all-empty merge: left padding of zeros, every position valid
+            assertArrayEquals(new int[] {1, 1, 1, 1, 1, 1}, bools(c.makeMask(3)));
+            c.prepare(new int[] {2, 3});
+            assertArrayEquals(new int[] {1, 1, 0, 1, 1, 1}, bools(c.makeMask(3)));
+            c.advance(2);
+            assertArrayEquals(new int[] {0, 0, 1, 0}, bools(c.makeMask(2)));
+            assertArrayEquals(new int[] {0, 1}, c.lengths());
+            c.finalizePadding();
+            assertNull(c.makeMask(2));
+            assertFalse(c.isTrimmable());
+        }
+    }
+
+    private static int[] bools(MlxArray mask) {
+        return Mlx.astype(mask, dev.mlxring.mlx.Dtype.INT32).toIntArray();
+    }
+}
