@@ -1,0 +1,252 @@
+package dev.mlxring.ingress.cli;
+
+import dev.mlxring.bench.ApiDialect;
+import dev.mlxring.bench.BenchOptions;
+import dev.mlxring.bench.BenchServe;
+import dev.mlxring.bench.LengthRange;
+import dev.mlxring.bench.LoadLevel;
+import dev.mlxring.bench.Slo;
+import dev.mlxring.bench.Target;
+import dev.mlxring.bench.Workloads;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code mlx-ring bench serve}: benchmarks one or more OpenAI-compatible servers side by side
+ * ({@link BenchServe}), the flags parsed here into {@link BenchOptions}. Per-target flags
+ * ({@code --api-key}, {@code --header}, {@code --model}) name the target they belong to
+ * ({@code NAME=…}); a name no {@code --target} declares is refused.
+ */
+final class BenchCommand {
+    static final int DEFAULT_NUM_PROMPTS = 32;
+    static final String DEFAULT_LEN = "128";
+    static final int DEFAULT_PREFIX_COUNT = 4;
+    static final int DEFAULT_ROUNDS = 1;
+    static final int DEFAULT_WARMUP = 2;
+    static final int DEFAULT_TIMEOUT_SECONDS = 600;
+    static final double DEFAULT_CPU_BOUND = 0.5;
+
+    static final CommandFlags FLAGS = CommandFlags.of(
+            "bench",
+            "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]",
+            "benchmark OpenAI-compatible servers side by side: targets in ABBA order, one under load at a time;"
+                    + " results JSON, a Markdown table and PNG plots in --out",
+            List.of(List.of(
+                    Flag.repeated(
+                            "--target", "NAME=URL", "none", "a server to load, by name and base URL; repeat for more"),
+                    Flag.repeated("--api-key", "NAME=KEY", "none", "send Authorization: Bearer KEY to target NAME"),
+                    Flag.repeated(
+                            "--header", "NAME=H:V", "none", "send header H with value V to target NAME; repeatable"),
+                    Flag.repeated(
+                            "--model",
+                            "NAME=ID",
+                            "the first id of the target's /v1/models",
+                            "the model id requests to target NAME carry"),
+                    Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
+                    Flag.valued(
+                            "--max-concurrency",
+                            "LIST",
+                            "none",
+                            "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
+                                    + " its last ends"),
+                    Flag.valued(
+                            "--request-rate",
+                            "LIST",
+                            "none",
+                            "open loop: each of these mean request rates per second (inf: all at once)"),
+                    Flag.valued("--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
+                    Flag.valued(
+                            "--workload",
+                            "W",
+                            "random",
+                            "random, prefix-shared, agent-edit, sharegpt:FILE or jsonl:FILE"),
+                    Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
+                    Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
+                    Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
+                    Flag.valued(
+                            "--prefix-count",
+                            "N",
+                            DEFAULT_PREFIX_COUNT,
+                            "shared system prompts (prefix-shared) or files (agent-edit)"),
+                    Flag.valued("--seed", "N", 0, "seed of the workload and of the arrival times"),
+                    Flag.valued(
+                            "--rounds",
+                            "N",
+                            DEFAULT_ROUNDS,
+                            "times every target runs every level (results pool them and give the spread)"),
+                    Flag.valued("--warmup", "N", DEFAULT_WARMUP, "unrecorded requests to each target first"),
+                    Flag.valued(
+                            "--slo",
+                            "ttft=MS,tpot=MS",
+                            "none",
+                            "goodput objectives (also e2el=MS): requests/s meeting all of them"),
+                    Flag.valued(
+                            "--timeout-seconds",
+                            "S",
+                            DEFAULT_TIMEOUT_SECONDS,
+                            "a request without response headers after S seconds fails (timeout)"),
+                    Flag.valued(
+                            "--cpu-bound",
+                            "CORES",
+                            DEFAULT_CPU_BOUND,
+                            "flag a phase in which the rest of the machine used more CPU than this"),
+                    Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
+                    Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots"))),
+            """
+            Rows use vllm bench serve's field names (completed, request_throughput, output_throughput,
+            total_token_throughput, mean_/median_/p99_ttft_ms, tpot, itl, e2el) plus target and
+            max_concurrency or request_rate. See docs/bench.md.
+            """);
+
+    private BenchCommand() {}
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length < 2 || !args[1].equals("serve")) {
+            throw new UsageException(
+                    "bench takes a sub-command: serve; got '" + (args.length < 2 ? "" : args[1]) + "'");
+        }
+        BenchOptions options = parse(args);
+        try {
+            BenchServe.run(options, out, err, System.console() != null);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted");
+        }
+        return 0;
+    }
+
+    /** The options of {@code args} ({@code bench serve …}); bad input raises {@link UsageException}. */
+    static BenchOptions parse(String[] args) {
+        CliArgs a = CliArgs.parse(args, 2, FLAGS);
+        try {
+            Map<String, Target> targets = new LinkedHashMap<>();
+            for (String spec : a.all("--target")) {
+                Target t = Target.parse(spec);
+                if (targets.put(t.name(), t) != null) {
+                    throw new UsageException("--target " + t.name() + " is given twice");
+                }
+            }
+            if (targets.isEmpty()) {
+                throw new UsageException("bench serve needs at least one --target NAME=URL");
+            }
+            for (String spec : a.all("--api-key")) {
+                String[] kv = perTarget("--api-key", spec, targets);
+                targets.put(kv[0], targets.get(kv[0]).withHeader("Authorization", "Bearer " + kv[1]));
+            }
+            for (String spec : a.all("--header")) {
+                String[] kv = perTarget("--header", spec, targets);
+                int colon = kv[1].indexOf(':');
+                if (colon <= 0) {
+                    throw new UsageException("--header takes NAME=HEADER:VALUE, got '" + spec + "'");
+                }
+                targets.put(
+                        kv[0],
+                        targets.get(kv[0])
+                                .withHeader(
+                                        kv[1].substring(0, colon).trim(),
+                                        kv[1].substring(colon + 1).trim()));
+            }
+            for (String spec : a.all("--model")) {
+                String[] kv = perTarget("--model", spec, targets);
+                targets.put(kv[0], targets.get(kv[0]).withModel(kv[1]));
+            }
+            if (a.has("--max-concurrency") == a.has("--request-rate")) {
+                throw new UsageException("bench serve takes one of --max-concurrency LIST and --request-rate LIST");
+            }
+            double burstiness = a.doubleValue("--burstiness", 1.0);
+            if (a.has("--burstiness") && !a.has("--request-rate")) {
+                throw new UsageException("--burstiness shapes --request-rate's arrivals; it needs --request-rate");
+            }
+            List<LoadLevel> levels = new ArrayList<>();
+            String flag = a.has("--max-concurrency") ? "--max-concurrency" : "--request-rate";
+            for (String v : a.get(flag).split(",")) {
+                String s = v.trim();
+                try {
+                    if (flag.equals("--max-concurrency")) {
+                        levels.add(new LoadLevel.Concurrency(Integer.parseInt(s)));
+                    } else {
+                        double rate = s.equals("inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(s);
+                        levels.add(new LoadLevel.Rate(rate, burstiness));
+                    }
+                } catch (NumberFormatException e) {
+                    throw new UsageException(flag + " takes comma-separated numbers, got '" + s + "'");
+                }
+            }
+            Long seed = a.longValue("--seed");
+            Workloads.Params params = new Workloads.Params(
+                    LengthRange.parse("--input-len", a.has("--input-len") ? a.get("--input-len") : DEFAULT_LEN),
+                    LengthRange.parse("--output-len", a.has("--output-len") ? a.get("--output-len") : DEFAULT_LEN),
+                    a.intValue("--num-prompts", DEFAULT_NUM_PROMPTS, 1),
+                    a.intValue("--prefix-count", DEFAULT_PREFIX_COUNT, 1),
+                    seed == null ? 0 : seed);
+            String workload = a.has("--workload") ? a.get("--workload") : "random";
+            double cpuBound = a.doubleValue("--cpu-bound", DEFAULT_CPU_BOUND);
+            if (!(cpuBound >= 0)) {
+                throw new UsageException("--cpu-bound must be a number of cores >= 0, got " + cpuBound);
+            }
+            Path outDir = a.has("--out")
+                    ? Path.of(a.get("--out"))
+                    : Path.of(
+                            "bench-results",
+                            LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+            return new BenchOptions(
+                    List.copyOf(targets.values()),
+                    ApiDialect.parse(a.has("--api") ? a.get("--api") : "chat"),
+                    levels,
+                    workload,
+                    params,
+                    Workloads.load(workload, params),
+                    a.intValue("--rounds", DEFAULT_ROUNDS, 1),
+                    a.intValue("--warmup", DEFAULT_WARMUP, 0),
+                    a.has("--slo") ? Slo.parse(a.get("--slo")) : Slo.NONE,
+                    outDir,
+                    Duration.ofSeconds(a.intValue("--timeout-seconds", DEFAULT_TIMEOUT_SECONDS, 1)),
+                    cpuBound,
+                    !a.has("--no-plots"),
+                    commandLine(args));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+    }
+
+    /** {@code NAME=VALUE} of a per-target flag, NAME one of {@code targets}. */
+    private static String[] perTarget(String flag, String spec, Map<String, Target> targets) {
+        int eq = spec.indexOf('=');
+        if (eq <= 0) {
+            throw new UsageException(flag + " takes NAME=VALUE, NAME a --target's name; got '" + spec + "'");
+        }
+        String name = spec.substring(0, eq);
+        if (!targets.containsKey(name)) {
+            throw new UsageException(
+                    flag + " names target '" + name + "', which no --target declares (" + targets.keySet() + ")");
+        }
+        return new String[] {name, spec.substring(eq + 1)};
+    }
+
+    /** The command as typed, each argument shell-quoted where it needs it; API keys masked. */
+    static String commandLine(String[] args) {
+        StringBuilder sb = new StringBuilder("mlx-ring");
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            if (i > 0 && args[i - 1].equals("--api-key") && arg.contains("=")) {
+                arg = arg.substring(0, arg.indexOf('=') + 1) + "***";
+            } else if (arg.startsWith("--api-key=")) {
+                arg = "--api-key=***";
+            }
+            sb.append(' ');
+            sb.append(arg.matches("[A-Za-z0-9_./:=,@%+-]+") ? arg : "'" + arg.replace("'", "'\\''") + "'");
+        }
+        return sb.toString();
+    }
+}
