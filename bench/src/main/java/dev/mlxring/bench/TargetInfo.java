@@ -2,6 +2,7 @@ package dev.mlxring.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
@@ -17,6 +18,14 @@ public record TargetInfo(
         Target target, JsonNode models, String modelsError, String serverHeader, String modelId, long pid) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    private static JsonNode parse(String body) {
+        try {
+            return JSON.readTree(body);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
     /** Asks {@code target} for its models through {@code client}; never throws. */
     public static TargetInfo probe(Target target, StreamingClient client) {
         JsonNode models = null;
@@ -30,7 +39,14 @@ public record TargetInfo(
             HttpResponse<String> r = client.http().send(b.build(), HttpResponse.BodyHandlers.ofString());
             server = r.headers().firstValue("server").orElse(null);
             if (r.statusCode() == 200) {
-                models = JSON.readTree(r.body());
+                JsonNode body = parse(r.body());
+                if (body != null && body.isObject()) {
+                    models = body;
+                } else {
+                    // mlx_lm.server answers 200, then fails to list a missing Hugging Face cache
+                    error = "HTTP 200 with a body that is not a JSON object: "
+                            + (r.body().length() > 200 ? r.body().substring(0, 200) + "…" : "'" + r.body() + "'");
+                }
             } else {
                 error = "HTTP " + r.statusCode();
             }

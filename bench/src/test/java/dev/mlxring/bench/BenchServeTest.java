@@ -219,4 +219,20 @@ class BenchServeTest {
         assertEquals(24, r.get("total_output_tokens").asInt());
         assertFalse(r.get("median_ttft_ms").isNull());
     }
+
+    /** A /v1/models that answers 200 with no JSON object (mlx_lm.server without a Hugging Face cache) is an error, not a model list. */
+    @Test
+    void aModelsAnswerThatIsNotJsonIsRecordedAsAnError() throws Exception {
+        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        s.createContext("/v1/models", ex -> reply(ex, 200, ""));
+        s.start();
+        servers.add(s);
+        Target t = new Target(
+                "empty", URI.create("http://127.0.0.1:" + s.getAddress().getPort()), Map.of(), null);
+        TargetInfo info = TargetInfo.probe(t, new StreamingClient(ApiDialect.CHAT, Duration.ofSeconds(5)));
+        assertEquals(null, info.models());
+        assertEquals("HTTP 200 with a body that is not a JSON object: ''", info.modelsError());
+        assertEquals("default_model", info.modelId());
+        assertEquals(ProcessHandle.current().pid(), info.pid(), "the listener on a loopback port is found");
+    }
 }
