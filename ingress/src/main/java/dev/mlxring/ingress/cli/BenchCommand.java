@@ -5,6 +5,7 @@ import dev.mlxring.bench.BenchOptions;
 import dev.mlxring.bench.BenchServe;
 import dev.mlxring.bench.LengthRange;
 import dev.mlxring.bench.LoadLevel;
+import dev.mlxring.bench.ResultsComparison;
 import dev.mlxring.bench.Slo;
 import dev.mlxring.bench.Target;
 import dev.mlxring.bench.Workloads;
@@ -38,8 +39,7 @@ final class BenchCommand {
     static final CommandFlags FLAGS = CommandFlags.of(
             "bench",
             "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]",
-            "benchmark OpenAI-compatible servers side by side: targets in ABBA order, one under load at a time;"
-                    + " results JSON, a Markdown table and PNG plots in --out",
+            "benchmark OpenAI-compatible servers side by side, one at a time in ABBA order (docs/bench.md)",
             List.of(List.of(
                     Flag.repeated(
                             "--target", "NAME=URL", "none", "a server to load, by name and base URL; repeat for more"),
@@ -102,6 +102,10 @@ final class BenchCommand {
                     Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
                     Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots"))),
             """
+            mlx-ring bench compare A B    two runs' results.json (or their folders) side by side:
+                                          output tok/s, B/A, TTFT and TPOT p50, and whether the
+                                          rounds' spreads overlap
+
             Rows use vllm bench serve's field names (completed, request_throughput, output_throughput,
             total_token_throughput, mean_/median_/p99_ttft_ms, tpot, itl, e2el) plus target and
             max_concurrency or request_rate. See docs/bench.md.
@@ -122,6 +126,26 @@ final class BenchCommand {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted");
+        }
+        return 0;
+    }
+
+    /**
+     * {@code bench compare A B}: two results JSONs (or folders holding one) side by side
+     * ({@link ResultsComparison}), printed as Markdown.
+     */
+    private static int compare(String[] args, PrintStream out) {
+        if (args.length != 4 || args[2].startsWith("--") || args[3].startsWith("--")) {
+            throw new UsageException("bench compare takes two results files or folders: bench compare A B");
+        }
+        try {
+            out.print(ResultsComparison.markdown(
+                    ResultsComparison.read(Path.of(args[2])),
+                    args[2],
+                    ResultsComparison.read(Path.of(args[3])),
+                    args[3]));
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
         }
         return 0;
     }
