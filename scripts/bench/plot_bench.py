@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -64,6 +65,7 @@ def main(argv):
         ax.legend(fontsize=8)
         if field == "max_concurrency":
             ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     fig.suptitle(doc["config"]["workload"] + ", " + doc["config"]["endpoint_type"] + " API", fontsize=10)
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=110)
@@ -83,7 +85,8 @@ def main(argv):
             values.sort()
             n = len(values)
             ax.step(values, [(i + 1) / n for i in range(n)], where="post", label=key)
-        ax.set_xlabel(title + " (ms)")
+        ax.set_xscale("log")
+        ax.set_xlabel(title + " (ms, log scale)")
         ax.set_ylabel("fraction of requests")
         ax.set_title(title + " CDF")
         ax.grid(True, alpha=0.3)
