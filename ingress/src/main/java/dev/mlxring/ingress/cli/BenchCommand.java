@@ -114,9 +114,12 @@ final class BenchCommand {
     private BenchCommand() {}
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length >= 2 && args[1].equals("compare")) {
+            return compare(args, out);
+        }
         if (args.length < 2 || !args[1].equals("serve")) {
             throw new UsageException(
-                    "bench takes a sub-command: serve; got '" + (args.length < 2 ? "" : args[1]) + "'");
+                    "bench takes a sub-command: serve or compare; got '" + (args.length < 2 ? "" : args[1]) + "'");
         }
         BenchOptions options = parse(args);
         try {
