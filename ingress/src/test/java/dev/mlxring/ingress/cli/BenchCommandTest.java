@@ -183,6 +183,34 @@ class BenchCommandTest {
                 dir.toString());
     }
 
+    /** A target nobody listens on stops the run at its warm-up with one line naming it: exit 1, no results. */
+    @Test
+    void anUnreachableTargetFailsTheWarmUpNamingIt() throws IOException {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        Path out = dir.resolve("out");
+        Run r = run(
+                "bench",
+                "serve",
+                "--target",
+                "gone=http://127.0.0.1:" + port,
+                "--max-concurrency",
+                "1",
+                "--num-prompts",
+                "1",
+                "--out",
+                out.toString());
+        assertEquals(1, r.status(), r.err());
+        assertTrue(
+                r.err()
+                        .contains("mlx-ring: warm-up request to gone (http://127.0.0.1:" + port
+                                + "/v1/chat/completions) failed: connect"),
+                r.err());
+        assertTrue(!Files.exists(out.resolve("results.json")));
+    }
+
     @Test
     void helpListsBothSubCommands() {
         Run r = run("bench", "--help");
