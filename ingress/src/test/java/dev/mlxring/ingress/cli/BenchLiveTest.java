@@ -180,4 +180,54 @@ class BenchLiveTest {
         }
         assertTrue(left.containsAll(List.of("results.json", "results.md")), left.toString());
     }
+
+    /** The other three APIs against our server: every request completes with usage-counted tokens and a TTFT. */
+    @Test
+    void completionsMessagesAndResponsesStreamsAreMeasured() throws Exception {
+        for (String api : List.of("completions", "messages", "responses")) {
+            Path out = dir.resolve(api);
+            ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+            int status = Main.run(
+                    new String[] {
+                        "bench",
+                        "serve",
+                        "--target",
+                        "ours=" + OURS.base(),
+                        "--api",
+                        api,
+                        "--max-concurrency",
+                        "2",
+                        "--workload",
+                        "prefix-shared",
+                        "--prefix-count",
+                        "1",
+                        "--input-len",
+                        "24",
+                        "--output-len",
+                        "5",
+                        "--num-prompts",
+                        "2",
+                        "--warmup",
+                        "0",
+                        "--no-plots",
+                        "--out",
+                        out.toString()
+                    },
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                    new PrintStream(stderr, true, StandardCharsets.UTF_8));
+            assertEquals(0, status, api + ": " + stderr.toString(StandardCharsets.UTF_8));
+            JsonNode r = JSON.readTree(out.resolve("results.json").toFile()).at("/results/0");
+            assertEquals(2, r.get("completed").asInt(), api + ": " + r);
+            assertEquals(0, r.get("failed").asInt(), api + ": " + r);
+            assertEquals(10, r.get("total_output_tokens").asInt(), api + ": the usage's 5 tokens each: " + r);
+            assertTrue(r.get("total_input_tokens").asInt() >= 2 * 20, api + ": " + r);
+            assertTrue(r.get("median_ttft_ms").asDouble() > 0, api + ": " + r);
+            JsonNode requests =
+                    JSON.readTree(out.resolve("results.json").toFile()).get("requests");
+            for (JsonNode q : requests) {
+                assertTrue(q.get("text_events").asInt() >= 1, api + ": " + q);
+                assertEquals(5, q.get("usage_output_tokens").asInt(), api + ": " + q);
+            }
+        }
+    }
 }
