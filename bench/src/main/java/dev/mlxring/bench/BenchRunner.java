@@ -28,6 +28,8 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class BenchRunner {
     /** What a run produced: the targets as probed, the phases in the order run, and when it started and ended. */
     public record Run(
+            String tool,
+            String endpoint,
             List<TargetInfo> targets,
             List<PhaseResult> phases,
             Instant started,
@@ -36,15 +38,50 @@ public final class BenchRunner {
 
     private final BenchOptions options;
     private final PrintStream err;
-    private final StreamingClient client;
+    private final RequestSender client;
+    private final java.util.function.Function<Target, TargetInfo> probe;
+    private final String tool;
+    private final String endpoint;
     private final boolean terminal;
 
-    /** {@code terminal}: whether {@code err} is a console (the progress line then redraws in place). */
+    /**
+     * A run over HTTP ({@code bench serve}); {@code terminal}: whether {@code err} is a console (the
+     * progress line then redraws in place).
+     */
     public BenchRunner(BenchOptions options, PrintStream err, boolean terminal) {
+        this(options, err, terminal, new StreamingClient(options.api(), options.timeout()));
+    }
+
+    private BenchRunner(BenchOptions options, PrintStream err, boolean terminal, StreamingClient http) {
+        this(
+                options,
+                err,
+                terminal,
+                http,
+                t -> TargetInfo.probe(t, http),
+                "mlx-ring bench serve",
+                options.api().path());
+    }
+
+    /**
+     * A run whose requests go through {@code sender} and whose targets {@code probe} describes
+     * (what a run records about each), recorded as {@code tool} at {@code endpoint}.
+     */
+    public BenchRunner(
+            BenchOptions options,
+            PrintStream err,
+            boolean terminal,
+            RequestSender sender,
+            java.util.function.Function<Target, TargetInfo> probe,
+            String tool,
+            String endpoint) {
         this.options = options;
         this.err = err;
         this.terminal = terminal;
-        this.client = new StreamingClient(options.api(), options.timeout());
+        this.client = sender;
+        this.tool = tool;
+        this.endpoint = endpoint;
+        this.probe = java.util.Objects.requireNonNull(probe, "probe");
     }
 
     public Run run() throws InterruptedException {
@@ -52,7 +89,7 @@ public final class BenchRunner {
         Map<String, Object> machine = MachineInfo.now();
         List<TargetInfo> infos = new ArrayList<>();
         for (Target t : options.targets()) {
-            TargetInfo info = TargetInfo.probe(t, client);
+            TargetInfo info = probe.apply(t);
             infos.add(info);
             err.printf(
                     Locale.ROOT,
@@ -74,7 +111,7 @@ public final class BenchRunner {
             TargetInfo info = infos.get(probed.indexOf(p.target()));
             results.add(runPhase(p, i, plan.size(), info));
         }
-        return new Run(infos, results, started, Instant.now(), machine);
+        return new Run(tool, endpoint, infos, results, started, Instant.now(), machine);
     }
 
     private void warmUp(TargetInfo info) {

@@ -18,7 +18,12 @@ public final class BenchServe {
     /** Runs {@code options}; returns the results document as written. */
     public static Map<String, Object> run(BenchOptions options, PrintStream out, PrintStream err, boolean terminal)
             throws IOException, InterruptedException {
-        BenchRunner.Run run = new BenchRunner(options, err, terminal).run();
+        return write(options, new BenchRunner(options, err, terminal).run(), out, err);
+    }
+
+    /** Writes the results folder of {@code run} (JSON, Markdown, plots) and prints the table; returns the document. */
+    public static Map<String, Object> write(BenchOptions options, BenchRunner.Run run, PrintStream out, PrintStream err)
+            throws IOException {
         Map<String, Object> doc = ResultsWriter.document(options, run);
         Path dir = options.out();
         ResultsWriter.write(dir, doc, "");

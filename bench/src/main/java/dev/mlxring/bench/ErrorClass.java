@@ -15,7 +15,9 @@ public final class ErrorClass {
     public static final String HTTP_4XX = "http_4xx";
     /** A 5xx status. */
     public static final String HTTP_5XX = "http_5xx";
-    /** The stream carried an error event. */
+    /** An in-process engine refused the request: its queue was full. */
+    public static final String OVERLOADED = "overloaded";
+    /** The stream carried an error event (in-process: the request failed or was cancelled). */
     public static final String STREAM_ERROR = "stream_error";
     /** The stream ended without any generated text. */
     public static final String NO_TOKENS = "no_tokens";

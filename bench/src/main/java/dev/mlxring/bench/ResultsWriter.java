@@ -38,7 +38,7 @@ public final class ResultsWriter {
     public static Map<String, Object> document(BenchOptions options, BenchRunner.Run run) {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("schema_version", SCHEMA_VERSION);
-        doc.put("tool", "mlx-ring bench serve");
+        doc.put("tool", run.tool());
         doc.put("date", run.started().toString());
         doc.put("duration_s", Duration.between(run.started(), run.ended()).toMillis() / 1000.0);
         doc.put("command", options.command());
@@ -59,7 +59,7 @@ public final class ResultsWriter {
         doc.put("targets", targets);
         Map<String, Object> config = new LinkedHashMap<>();
         config.put("endpoint_type", options.api().cliName());
-        config.put("endpoint", options.api().path());
+        config.put("endpoint", run.endpoint());
         config.put("workload", options.workload());
         config.put("input_len", options.workloadParams().inputLen().toString());
         config.put("output_len", options.workloadParams().outputLen().toString());
@@ -211,7 +211,7 @@ public final class ResultsWriter {
     /** The Markdown report: the command, machine and targets, then one row per target and level. */
     @SuppressWarnings("unchecked")
     static String markdown(Map<String, Object> doc, String plotNote) {
-        StringBuilder sb = new StringBuilder("# mlx-ring bench serve\n\n");
+        StringBuilder sb = new StringBuilder("# " + doc.get("tool") + "\n\n");
         sb.append("Command: `").append(doc.get("command")).append("`  \n");
         Map<String, Object> machine = (Map<String, Object>) doc.get("machine");
         sb.append("Machine: ")

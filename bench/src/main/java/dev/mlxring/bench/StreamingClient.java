@@ -23,7 +23,7 @@ import java.util.function.IntConsumer;
  * {@link HttpClient} is shared; each call is independent). A failure of any kind becomes a
  * {@link RequestRecord} with its {@link ErrorClass}, never an exception.
  */
-public final class StreamingClient {
+public final class StreamingClient implements RequestSender {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final HttpClient http;
@@ -49,6 +49,7 @@ public final class StreamingClient {
      * Sends {@code prompt} to {@code target} as request {@code index}; {@code onText} is told the
      * number of text events so far each time one arrives (for the progress line).
      */
+    @Override
     public RequestRecord send(Target target, BenchPrompt prompt, int index, IntConsumer onText) {
         byte[] body;
         try {

@@ -8,7 +8,8 @@ import java.util.Objects;
  * A server under test: its name in the results, its base URL (the part before {@code /v1/…}; a
  * trailing {@code /v1} is accepted and dropped), the headers every request to it carries (an API
  * key becomes {@code Authorization: Bearer KEY}) and the model id sent in each request (null:
- * the first id its {@code /v1/models} lists, else {@code default_model}).
+ * the first id its {@code /v1/models} lists, else {@code default_model}). An embedded engine is
+ * {@link #inProcess}: base {@code in-process://NAME}.
  */
 public record Target(String name, URI base, Map<String, String> headers, String model) {
     public Target {
@@ -19,6 +20,14 @@ public record Target(String name, URI base, Map<String, String> headers, String 
             throw new IllegalArgumentException(
                     "a target's name is letters, digits, '.', '_' or '-', got '" + name + "'");
         }
+        String scheme = base.getScheme();
+        if (!"in-process".equals(scheme)) {
+            base = httpBase(name, base);
+        }
+    }
+
+    /** {@code base} checked as an http(s) URL, trailing slashes and {@code /v1} dropped. */
+    private static URI httpBase(String name, URI base) {
         String scheme = base.getScheme();
         if (scheme == null || !(scheme.equals("http") || scheme.equals("https")) || base.getHost() == null) {
             throw new IllegalArgumentException(
@@ -31,7 +40,12 @@ public record Target(String name, URI base, Map<String, String> headers, String 
         if (path.endsWith("/v1")) {
             path = path.substring(0, path.length() - 3);
         }
-        base = URI.create(scheme + "://" + base.getRawAuthority() + path);
+        return URI.create(scheme + "://" + base.getRawAuthority() + path);
+    }
+
+    /** An embedded engine ({@code bench engine}): base {@code in-process://NAME}, no headers, serving {@code model}. */
+    public static Target inProcess(String name, String model) {
+        return new Target(name, URI.create("in-process://" + name), Map.of(), model);
     }
 
     /** {@code NAME=URL}, as {@code --target} takes it. */
@@ -45,6 +59,9 @@ public record Target(String name, URI base, Map<String, String> headers, String 
             uri = URI.create(spec.substring(eq + 1).trim());
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--target " + spec.substring(0, eq) + ": not a URL: " + e.getMessage());
+        }
+        if ("in-process".equals(uri.getScheme())) {
+            throw new IllegalArgumentException("--target " + spec.substring(0, eq) + ": in-process is bench engine's");
         }
         return new Target(spec.substring(0, eq).trim(), uri, Map.of(), null);
     }

@@ -2,13 +2,18 @@ package dev.mlxring.ingress.cli;
 
 import dev.mlxring.bench.ApiDialect;
 import dev.mlxring.bench.BenchOptions;
+import dev.mlxring.bench.BenchRunner;
 import dev.mlxring.bench.BenchServe;
 import dev.mlxring.bench.LengthRange;
 import dev.mlxring.bench.LoadLevel;
 import dev.mlxring.bench.ResultsComparison;
 import dev.mlxring.bench.Slo;
 import dev.mlxring.bench.Target;
+import dev.mlxring.bench.TargetInfo;
 import dev.mlxring.bench.Workloads;
+import dev.mlxring.engine.LocalEngine;
+import dev.mlxring.mlx.ProjectHome;
+import dev.mlxring.pipeline.EngineConfig;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -38,7 +43,8 @@ final class BenchCommand {
 
     static final CommandFlags FLAGS = CommandFlags.of(
             "bench",
-            "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]",
+            "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]\n"
+                    + "       mlx-ring bench engine [--model DIR] (--max-concurrency LIST | --request-rate LIST) [options]",
             "benchmark OpenAI-compatible servers side by side, one at a time in ABBA order (docs/bench.md)",
             List.of(List.of(
                     Flag.repeated(
@@ -48,9 +54,14 @@ final class BenchCommand {
                             "--header", "NAME=H:V", "none", "send header H with value V to target NAME; repeatable"),
                     Flag.repeated(
                             "--model",
-                            "NAME=ID",
-                            "the first id of the target's /v1/models",
-                            "the model id requests to target NAME carry"),
+                            "NAME=ID|DIR",
+                            "the first id of the target's /v1/models; engine: " + GenerateCommand.DEFAULT_MODEL,
+                            "serve: the model id requests to target NAME carry; engine: the model directory to load"),
+                    Flag.valued(
+                            "--decode-concurrency",
+                            "N",
+                            ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY,
+                            "engine: rows of the embedded engine's batch (as serve's flag)"),
                     Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
                     Flag.valued(
                             "--max-concurrency",
@@ -102,6 +113,8 @@ final class BenchCommand {
                     Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
                     Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots"))),
             """
+            mlx-ring bench engine runs the same workloads in-process through LocalEngine (no HTTP),
+            the one target named engine; --target, --api-key, --header and --api are serve's.
             mlx-ring bench compare A B    two runs' results.json (or their folders) side by side:
                                           output tok/s, B/A, TTFT and TPOT p50, and whether the
                                           rounds' spreads overlap
@@ -117,13 +130,84 @@ final class BenchCommand {
         if (args.length >= 2 && args[1].equals("compare")) {
             return compare(args, out);
         }
+        if (args.length >= 2 && args[1].equals("engine")) {
+            return engine(args, out, err);
+        }
         if (args.length < 2 || !args[1].equals("serve")) {
-            throw new UsageException(
-                    "bench takes a sub-command: serve or compare; got '" + (args.length < 2 ? "" : args[1]) + "'");
+            throw new UsageException("bench takes a sub-command: serve, engine or compare; got '"
+                    + (args.length < 2 ? "" : args[1]) + "'");
         }
         BenchOptions options = parse(args);
         try {
             BenchServe.run(options, out, err, System.console() != null);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted");
+        }
+        return 0;
+    }
+
+    /**
+     * {@code bench engine}: the same workloads in-process through an embedded {@link LocalEngine}
+     * (no HTTP), the results written as {@code bench serve}'s with the one target {@code engine}.
+     */
+    private static int engine(String[] args, PrintStream out, PrintStream err) {
+        CliArgs a = CliArgs.parse(args, 2, FLAGS);
+        for (String serveOnly : List.of("--target", "--api-key", "--header", "--api")) {
+            if (a.has(serveOnly)) {
+                throw new UsageException(serveOnly + " is bench serve's; bench engine loads --model DIR in-process");
+            }
+        }
+        List<String> models = a.all("--model");
+        if (models.size() > 1) {
+            throw new UsageException("bench engine loads one --model DIR");
+        }
+        Path modelDir = models.isEmpty()
+                ? ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL)
+                : Path.of(models.getFirst());
+        int rows = a.intValue("--decode-concurrency", ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY, 1);
+        BenchOptions parsed;
+        try {
+            parsed = options(a, List.of(Target.inProcess("engine", "default_model")), args);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+        EngineConfig config = EngineConfig.builder()
+                .decodeConcurrency(rows)
+                .promptConcurrency(rows)
+                .build();
+        try (LocalEngine engine = LocalEngine.open(
+                modelDir,
+                LocalEngine.Options.defaults(LocalEngine.contextLength(modelDir))
+                        .withEngine(config))) {
+            Target target = Target.inProcess("engine", engine.modelId());
+            BenchOptions options = new BenchOptions(
+                    List.of(target),
+                    parsed.api(),
+                    parsed.levels(),
+                    parsed.workload(),
+                    parsed.workloadParams(),
+                    parsed.prompts(),
+                    parsed.rounds(),
+                    parsed.warmup(),
+                    parsed.slo(),
+                    parsed.out(),
+                    parsed.timeout(),
+                    parsed.cpuBoundCores(),
+                    parsed.plots(),
+                    parsed.command());
+            BenchRunner runner = new BenchRunner(
+                    options,
+                    err,
+                    System.console() != null,
+                    new EngineSender(engine, options.timeout()),
+                    t -> new TargetInfo(
+                            t, null, null, "mlx-ring LocalEngine, decode concurrency " + rows, engine.modelId(), -1),
+                    "mlx-ring bench engine",
+                    "in-process (LocalEngine.submit)");
+            BenchServe.write(options, runner.run(), out, err);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {
@@ -188,8 +272,22 @@ final class BenchCommand {
                 String[] kv = perTarget("--model", spec, targets);
                 targets.put(kv[0], targets.get(kv[0]).withModel(kv[1]));
             }
+            if (a.has("--decode-concurrency")) {
+                throw new UsageException(
+                        "--decode-concurrency sizes bench engine's embedded engine; a server sets its own");
+            }
+            return options(a, List.copyOf(targets.values()), args);
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+    }
+
+    /** The options every sub-command shares (levels, workload, rounds, SLOs, output), for {@code targets}. */
+    private static BenchOptions options(CliArgs a, List<Target> targets, String[] args) {
+        try {
             if (a.has("--max-concurrency") == a.has("--request-rate")) {
-                throw new UsageException("bench serve takes one of --max-concurrency LIST and --request-rate LIST");
+                throw new UsageException(
+                        "bench " + args[1] + " takes one of --max-concurrency LIST and --request-rate LIST");
             }
             double burstiness = a.doubleValue("--burstiness", 1.0);
             if (a.has("--burstiness") && !a.has("--request-rate")) {
@@ -228,7 +326,7 @@ final class BenchCommand {
                             "bench-results",
                             LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
             return new BenchOptions(
-                    List.copyOf(targets.values()),
+                    targets,
                     ApiDialect.parse(a.has("--api") ? a.get("--api") : "chat"),
                     levels,
                     workload,

@@ -73,7 +73,25 @@ class BenchCommandTest {
     @Test
     void badInputIsAUsageErrorNamingIt() throws IOException {
         String t = "--target";
-        refused("bench takes a sub-command: serve or compare; got 'run'", "bench", "run");
+        refused("bench takes a sub-command: serve, engine or compare; got 'run'", "bench", "run");
+        refused(
+                "--target is bench serve's; bench engine loads --model DIR in-process",
+                "bench",
+                "engine",
+                "--target",
+                "a=http://x",
+                "--max-concurrency",
+                "1");
+        refused(
+                "--decode-concurrency sizes bench engine's embedded engine",
+                "bench",
+                "serve",
+                "--target",
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--decode-concurrency",
+                "2");
         refused("bench serve needs at least one --target NAME=URL", "bench", "serve", "--max-concurrency", "1");
         refused(
                 "bench serve takes one of --max-concurrency LIST and --request-rate LIST",

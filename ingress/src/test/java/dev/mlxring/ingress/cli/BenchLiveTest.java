@@ -230,4 +230,52 @@ class BenchLiveTest {
             }
         }
     }
+
+    /** bench engine: the same workload in-process through LocalEngine, written as bench serve's results. */
+    @Test
+    void benchEngineRunsTheWorkloadInProcess() throws Exception {
+        Path out = dir.resolve("engine");
+        ByteArrayOutputStream stderr = new ByteArrayOutputStream();
+        int status = Main.run(
+                new String[] {
+                    "bench",
+                    "engine",
+                    "--decode-concurrency",
+                    "2",
+                    "--max-concurrency",
+                    "1,2",
+                    "--workload",
+                    "prefix-shared",
+                    "--prefix-count",
+                    "1",
+                    "--input-len",
+                    "24",
+                    "--output-len",
+                    "5",
+                    "--num-prompts",
+                    "2",
+                    "--warmup",
+                    "1",
+                    "--no-plots",
+                    "--out",
+                    out.toString()
+                },
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8),
+                new PrintStream(stderr, true, StandardCharsets.UTF_8));
+        assertEquals(0, status, stderr.toString(StandardCharsets.UTF_8));
+        JsonNode doc = JSON.readTree(out.resolve("results.json").toFile());
+        assertEquals("mlx-ring bench engine", doc.get("tool").asText());
+        assertEquals("in-process://engine", doc.at("/targets/0/base_url").asText());
+        assertEquals("smollm2-135m-instruct", doc.at("/targets/0/model_id").asText());
+        assertEquals(2, doc.get("results").size());
+        for (JsonNode r : doc.get("results")) {
+            assertEquals("engine", r.get("target").asText());
+            assertEquals(2, r.get("completed").asInt(), r.toString());
+            assertEquals(10, r.get("total_output_tokens").asInt(), r.toString());
+            assertTrue(r.get("total_input_tokens").asInt() >= 2 * 20, r.toString());
+            assertTrue(r.get("median_ttft_ms").asDouble() > 0, r.toString());
+            assertTrue(r.get("mean_e2el_ms").asDouble() >= r.get("mean_ttft_ms").asDouble(), r.toString());
+        }
+        assertTrue(Files.readString(out.resolve("results.md")).startsWith("# mlx-ring bench engine"));
+    }
 }
