@@ -42,6 +42,7 @@ public final class BenchRunner {
     private final java.util.function.Function<Target, TargetInfo> probe;
     private final String tool;
     private final String endpoint;
+    private final boolean measureAllocation;
     private final boolean terminal;
 
     /**
@@ -81,6 +82,8 @@ public final class BenchRunner {
         this.client = sender;
         this.tool = tool;
         this.endpoint = endpoint;
+        // In-process the JVM's allocation is the engine's (and the client's); over HTTP it is only the client's.
+        this.measureAllocation = !(sender instanceof StreamingClient);
         this.probe = java.util.Objects.requireNonNull(probe, "probe");
     }
 
@@ -155,6 +158,7 @@ public final class BenchRunner {
                 p.level().label(),
                 p.target().name());
         CpuMonitor.Sample before = cpu.sample();
+        long allocatedBefore = measureAllocation ? allocatedBytes() : -1;
         long startNs = System.nanoTime();
         ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "bench-progress");
@@ -240,7 +244,17 @@ public final class BenchRunner {
                     foreign,
                     options.cpuBoundCores());
         }
-        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign);
+        long allocated = allocatedBefore >= 0 ? allocatedBytes() - allocatedBefore : -1;
+        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign, allocated);
+    }
+
+    /** Bytes every thread of this JVM has allocated so far (HotSpot's count), or -1 where unsupported. */
+    private static long allocatedBytes() {
+        if (java.lang.management.ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                && t.isThreadAllocatedMemorySupported()) {
+            return t.getTotalThreadAllocatedBytes();
+        }
+        return -1;
     }
 
     private synchronized void progress(

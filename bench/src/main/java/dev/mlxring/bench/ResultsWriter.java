@@ -102,6 +102,7 @@ public final class ResultsWriter {
             m.putAll(LevelSummary.of(p.records(), p.durationNs(), options.slo()));
             m.put("foreign_cpu_cores", p.foreignCores());
             m.put("cpu_flagged", p.foreignCores() > options.cpuBoundCores());
+            putAllocation(m, p.allocatedBytes(), ((Number) m.get("total_output_tokens")).longValue());
             phases.add(m);
             for (RequestRecord r : p.records()) {
                 Map<String, Object> q = head(p.phase().target(), p.phase().level());
@@ -172,9 +173,22 @@ public final class ResultsWriter {
         spread.put("max", d.percentile(100));
         spread.put("std", d.std());
         m.put("output_throughput_spread", spread);
+        long allocated = 0;
+        for (PhaseResult p : rounds) {
+            allocated = p.allocatedBytes() < 0 || allocated < 0 ? -1 : allocated + p.allocatedBytes();
+        }
+        putAllocation(m, allocated, ((Number) m.get("total_output_tokens")).longValue());
         m.put("foreign_cpu_cores_max", foreignMax);
         m.put("cpu_flagged", foreignMax > options.cpuBoundCores());
         return m;
+    }
+
+    /** {@code allocated_bytes} and {@code allocated_bytes_per_output_token}, for an in-process run that measured them. */
+    private static void putAllocation(Map<String, Object> m, long allocatedBytes, long outputTokens) {
+        if (allocatedBytes >= 0) {
+            m.put("allocated_bytes", allocatedBytes);
+            m.put("allocated_bytes_per_output_token", outputTokens > 0 ? (double) allocatedBytes / outputTokens : null);
+        }
     }
 
     /** {@code value} with every NaN or infinite double (also inside arrays) replaced by null. */
@@ -297,6 +311,23 @@ public final class ResultsWriter {
                     .append(num(r.get("foreign_cpu_cores_max"), 2))
                     .append(Boolean.TRUE.equals(r.get("cpu_flagged")) ? " **FLAGGED**" : "")
                     .append(" |\n");
+        }
+        StringBuilder alloc = new StringBuilder();
+        for (Map<String, Object> r : (List<Map<String, Object>>) doc.get("results")) {
+            if (r.get("allocated_bytes_per_output_token") instanceof Number n) {
+                alloc.append(alloc.isEmpty() ? "" : ", ")
+                        .append(r.get("target"))
+                        .append(" at ")
+                        .append(r.get(field))
+                        .append(": ")
+                        .append(num(n, 0))
+                        .append(" B");
+            }
+        }
+        if (!alloc.isEmpty()) {
+            sb.append("\nAllocated per output token (the whole JVM: engine, sink and client): ")
+                    .append(alloc)
+                    .append(".\n");
         }
         sb.append("\nLatencies over completed requests; ITL pools every gap between text events. Output tokens are"
                 + " the servers' usage counts (the counted events where a server reports none). Targets ran one at a"

@@ -185,6 +185,7 @@ class BenchServeTest {
         assertEquals(1, results.get(0).get("max_concurrency").asInt());
         assertEquals(3, results.get(3).get("max_concurrency").asInt());
         assertEquals(8, doc.get("phases").size());
+        assertTrue(!doc.at("/phases/0").has("allocated_bytes"), "over HTTP the client's allocation is not recorded");
         assertEquals(48, doc.get("requests").size());
         // ABBA: A B | B A | A B | B A, six requests a phase, one target under load at a time
         StringBuilder seen = new StringBuilder();

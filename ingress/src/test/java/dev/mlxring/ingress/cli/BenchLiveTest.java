@@ -275,6 +275,12 @@ class BenchLiveTest {
             assertTrue(r.get("total_input_tokens").asInt() >= 2 * 20, r.toString());
             assertTrue(r.get("median_ttft_ms").asDouble() > 0, r.toString());
             assertTrue(r.get("mean_e2el_ms").asDouble() >= r.get("mean_ttft_ms").asDouble(), r.toString());
+            // The JVM allocates while it generates: engine, sink and client together, per output token
+            assertTrue(r.get("allocated_bytes").asLong() > 0, r.toString());
+            assertEquals(
+                    r.get("allocated_bytes").asDouble() / 10,
+                    r.get("allocated_bytes_per_output_token").asDouble(),
+                    1e-6);
         }
         assertTrue(Files.readString(out.resolve("results.md")).startsWith("# mlx-ring bench engine"));
     }
