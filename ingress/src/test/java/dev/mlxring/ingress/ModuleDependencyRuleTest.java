@@ -49,6 +49,18 @@ final class ModuleDependencyRuleTest {
         assertEquals(List.of(), violations, "only " + COMPOSITION_ROOTS + " may depend on a stage module");
     }
 
+    /**
+     * {@code bench}, the benchmark client, measures servers over HTTP; it depends on no module of
+     * this project, so what it measures is never linked into what measures it.
+     */
+    @Test
+    void theBenchmarkClientDependsOnNoModuleOfTheEngine() throws Exception {
+        Path home = ProjectHome.get();
+        assertTrue(childTexts(parse(home.resolve("pom.xml")).getDocumentElement(), "modules", "module")
+                .contains("bench"));
+        assertEquals(List.of(), internalDependencies(home.resolve("bench").resolve("pom.xml")));
+    }
+
     private static boolean isStage(String artifactId) {
         return artifactId.endsWith("-stage");
     }

@@ -2,6 +2,7 @@ package dev.mlxring.perf;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.bench.CpuMonitor;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;

@@ -12,16 +12,26 @@ import java.util.Set;
  */
 final class CliArgs {
     private final Map<String, String> values = new HashMap<>();
+    private final Map<String, List<String>> repeated = new HashMap<>();
 
     private CliArgs() {}
 
     /** Parses {@code args[from..]} against the flags {@code command} accepts. */
     static CliArgs parse(String[] args, int from, CommandFlags command) {
-        return parse(args, from, command.valued(), command.switches());
+        return parse(args, from, command.valued(), command.switches(), command.repeatable());
     }
 
     /** Parses {@code args[from..]} knowing {@code valued} as the flags that take a value and {@code switches}. */
     static CliArgs parse(String[] args, int from, Set<String> valued, Set<String> switches) {
+        return parse(args, from, valued, switches, Set.of());
+    }
+
+    /**
+     * Parses {@code args[from..]} knowing {@code valued} as the flags that take a value,
+     * {@code switches}, and {@code repeatable} (among {@code valued}) as those that may be given
+     * more than once ({@link #all(String)} lists their values).
+     */
+    static CliArgs parse(String[] args, int from, Set<String> valued, Set<String> switches, Set<String> repeatable) {
         CliArgs a = new CliArgs();
         List<String> extra = new ArrayList<>();
         for (int i = from; i < args.length; i++) {
@@ -41,7 +51,10 @@ final class CliArgs {
                     }
                     v = args[++i];
                 }
-                if (a.values.put(name, v) != null) {
+                if (repeatable.contains(name)) {
+                    a.repeated.computeIfAbsent(name, k -> new ArrayList<>()).add(v);
+                    a.values.putIfAbsent(name, v);
+                } else if (a.values.put(name, v) != null) {
                     throw new UsageException(name + " given more than once");
                 }
             } else if (switches.contains(name) && inline == null) {
@@ -62,6 +75,15 @@ final class CliArgs {
 
     String get(String flag) {
         return values.get(flag);
+    }
+
+    /** Every value of a repeatable {@code flag}, in the order given; empty when absent. */
+    List<String> all(String flag) {
+        List<String> v = repeated.get(flag);
+        if (v != null) {
+            return List.copyOf(v);
+        }
+        return values.containsKey(flag) ? List.of(values.get(flag)) : List.of();
     }
 
     int intValue(String flag, int dflt, int min) {

@@ -20,12 +20,14 @@ final class CommandFlags {
     private static final int LINE_WIDTH = 100;
 
     private final String command;
+    private final String synopsis;
     private final String summary;
     private final Map<String, Flag> flags;
     private final String notes;
 
-    private CommandFlags(String command, String summary, Map<String, Flag> flags, String notes) {
+    private CommandFlags(String command, String synopsis, String summary, Map<String, Flag> flags, String notes) {
         this.command = command;
+        this.synopsis = synopsis;
         this.summary = summary;
         this.flags = flags;
         this.notes = notes;
@@ -36,6 +38,15 @@ final class CommandFlags {
      * {@code notes} (may be empty) is printed after the flags as it is.
      */
     static CommandFlags of(String command, String summary, List<List<Flag>> groups, String notes) {
+        return of(command, command + " [options]", summary, groups, notes);
+    }
+
+    /**
+     * As {@link #of(String, String, List, String)}, the usage's first line being
+     * {@code usage: mlx-ring SYNOPSIS} ({@code bench serve --target NAME=URL [options]}) for a
+     * command with a sub-command or required flags.
+     */
+    static CommandFlags of(String command, String synopsis, String summary, List<List<Flag>> groups, String notes) {
         Map<String, Flag> byName = new LinkedHashMap<>();
         for (List<Flag> group : groups) {
             for (Flag f : group) {
@@ -44,7 +55,7 @@ final class CommandFlags {
                 }
             }
         }
-        return new CommandFlags(command, summary, byName, notes);
+        return new CommandFlags(command, synopsis, summary, byName, notes);
     }
 
     String command() {
@@ -61,6 +72,17 @@ final class CommandFlags {
         Set<String> out = new LinkedHashSet<>();
         for (Flag f : flags.values()) {
             if (f.takesValue()) {
+                out.add(f.name());
+            }
+        }
+        return out;
+    }
+
+    /** The names of the flags that may be given more than once. */
+    Set<String> repeatable() {
+        Set<String> out = new LinkedHashSet<>();
+        for (Flag f : flags.values()) {
+            if (f.repeatable()) {
                 out.add(f.name());
             }
         }
@@ -85,8 +107,8 @@ final class CommandFlags {
     String usage() {
         StringBuilder sb = new StringBuilder();
         sb.append("usage: mlx-ring ")
-                .append(command)
-                .append(" [options]\n\n")
+                .append(synopsis)
+                .append("\n\n")
                 .append(summary)
                 .append("\n\noptions:\n");
         for (Flag f : flags.values()) {

@@ -11,7 +11,8 @@ public final class Main {
     /** The commands the CLI runs, by name, with every flag each accepts. */
     static final Map<String, CommandFlags> COMMANDS = Map.of(
             ServeCommand.FLAGS.command(), ServeCommand.FLAGS,
-            GenerateCommand.FLAGS.command(), GenerateCommand.FLAGS);
+            GenerateCommand.FLAGS.command(), GenerateCommand.FLAGS,
+            BenchCommand.FLAGS.command(), BenchCommand.FLAGS);
 
     static final String USAGE = """
             usage: mlx-ring <command> [options]
@@ -19,6 +20,8 @@ public final class Main {
             commands:
               serve      serve a model over HTTP (OpenAI chat / responses, Anthropic messages)
               generate   generate text from a prompt with a model
+              bench      bench serve: benchmark OpenAI-compatible servers side by side; bench engine:
+                         the same in-process; bench compare A B: two runs (docs/bench.md)
               help       show this text; 'mlx-ring help COMMAND' shows a command's flags
 
             'mlx-ring COMMAND --help' lists every flag COMMAND takes, with its default.
@@ -73,6 +76,7 @@ public final class Main {
             return switch (args[0]) {
                 case "generate" -> GenerateCommand.run(args, out);
                 case "serve" -> ServeCommand.run(args, out);
+                case "bench" -> BenchCommand.run(args, out, err);
                 default -> throw new UsageException("unknown command '" + args[0] + "'");
             };
         } catch (UsageException e) {

@@ -66,7 +66,7 @@ class CommandHelpTest {
 
     @Test
     void eachCommandsHelpListsEveryFlagItsParserAcceptsWithItsDefault() {
-        assertEquals(Set.of("serve", "generate"), Main.COMMANDS.keySet());
+        assertEquals(Set.of("serve", "generate", "bench"), Main.COMMANDS.keySet());
         for (CommandFlags command : Main.COMMANDS.values()) {
             Run r = run(command.command(), "--help");
             assertEquals(0, r.status(), r.err());
@@ -131,7 +131,8 @@ class CommandHelpTest {
         Run unknown = run("help", "nosuch");
         assertEquals(2, unknown.status());
         assertTrue(
-                unknown.err().contains("help takes one command name (generate, serve), got 'nosuch'"), unknown.err());
+                unknown.err().contains("help takes one command name (bench, generate, serve), got 'nosuch'"),
+                unknown.err());
         Run bad = run("serve", "--no-such-flag");
         assertEquals(2, bad.status());
         assertTrue(bad.err().contains("run 'mlx-ring serve --help' for its flags"), bad.err());

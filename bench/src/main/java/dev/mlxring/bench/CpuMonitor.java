@@ -1,4 +1,4 @@
-package dev.mlxring.perf;
+package dev.mlxring.bench;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,29 +8,30 @@ import java.util.Locale;
 /**
  * Measures how much CPU the rest of the machine used while a benchmark run was going: busy time
  * of all CPUs ({@code /proc/stat}, including steal) minus the CPU time of this JVM and of the
- * engine subprocess ({@code /proc/<pid>/stat}), in cores (1.0 = one core fully busy). On a 2-core
+ * processes given as its own (a subprocess engine, a server under test; {@code /proc/<pid>/stat}), in cores (1.0 = one core fully busy). On a 2-core
  * machine anything well above 0 means the numbers of that run are contaminated. Linux only;
  * elsewhere {@link #available()} is false and the numbers are NaN.
  */
-final class CpuMonitor {
+public final class CpuMonitor {
     /** USER_HZ; 100 on every mainstream Linux build. */
     private static final double TICKS_PER_S = 100.0;
 
     private static final Path STAT = Path.of("/proc/stat");
 
-    record Sample(long nanos, long busyTicks, long ownTicks) {}
+    public record Sample(long nanos, long busyTicks, long ownTicks) {}
 
     private final long[] pids;
 
-    CpuMonitor(long... pids) {
+    /** A monitor that counts this JVM and the processes {@code pids} as its own. */
+    public CpuMonitor(long... pids) {
         this.pids = pids.clone();
     }
 
-    static boolean available() {
+    public static boolean available() {
         return Files.isReadable(STAT);
     }
 
-    Sample sample() {
+    public Sample sample() {
         if (!available()) {
             return new Sample(System.nanoTime(), -1, -1);
         }
@@ -43,7 +44,7 @@ final class CpuMonitor {
     }
 
     /** Foreign CPU between two samples, in cores. */
-    static double foreignCores(Sample a, Sample b) {
+    public static double foreignCores(Sample a, Sample b) {
         if (a.busyTicks() < 0 || b.busyTicks() < 0) {
             return Double.NaN;
         }
@@ -53,7 +54,7 @@ final class CpuMonitor {
     }
 
     /** Samples for {@code windowMs} and returns the foreign CPU in that window, in cores. */
-    double foreignNow(long windowMs) throws InterruptedException {
+    public double foreignNow(long windowMs) throws InterruptedException {
         Sample a = sample();
         Thread.sleep(windowMs);
         return foreignCores(a, sample());
@@ -86,7 +87,7 @@ final class CpuMonitor {
         }
     }
 
-    static String cores(double v) {
+    public static String cores(double v) {
         return Double.isNaN(v) ? "n/a" : String.format(Locale.ROOT, "%.2f", v);
     }
 }
