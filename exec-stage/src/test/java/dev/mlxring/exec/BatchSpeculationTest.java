@@ -70,6 +70,14 @@ class BatchSpeculationTest {
 
     /** Per row: {@code token:logprob bits} for each token, in order. */
     private static List<List<String>> batched(LanguageModel model, List<Spec> script) {
+        return batched(model, script, -1, 0);
+    }
+
+    /**
+     * As above; with {@code cancelRow >= 0}, that row is removed between units once it has
+     * {@code cancelAfter} tokens (its list then ends there).
+     */
+    private static List<List<String>> batched(LanguageModel model, List<Spec> script, int cancelRow, int cancelAfter) {
         Map<Integer, List<String>> out = new HashMap<>();
         Map<Integer, int[]> counts = new HashMap<>();
         int mostGenerating = 0;
@@ -92,6 +100,10 @@ class BatchSpeculationTest {
                     out.get(t.uid()).add(t.token() + ":" + logprobBits(t.logprobs(), t.token()));
                 }
                 mostGenerating = Math.max(mostGenerating, g.generating());
+                if (cancelRow >= 0 && out.get(uids.get(cancelRow)).size() >= cancelAfter) {
+                    assertTrue(g.remove(uids.get(cancelRow)), "the row is still in flight");
+                    cancelRow = -1;
+                }
             }
             assertEquals(script.size(), mostGenerating, "every row decodes in one batch at some step");
             int proposed = 0;
@@ -161,31 +173,62 @@ class BatchSpeculationTest {
         }
     }
 
+    /**
+     * A speculating row cancelled between its rounds (the draft-model row, whose own caches close
+     * with it, and a prompt-lookup row) leaves the other rows' tokens and logprobs exactly as in
+     * the run where nobody left.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 3})
+    void aSpeculatingRowCancelledBetweenRoundsLeavesTheOthersAsTheyWere(int cancelled) throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            List<Spec> script = List.of(
+                    new Spec(repeating(31, 0), 24, GREEDY, new Speculation.PromptLookup(1, 3, 3)),
+                    new Spec(repeating(20, 4), 26, GREEDY, null),
+                    new Spec(repeating(27, 2), 24, SEEDED, new Speculation.PromptLookup(1, 2, 2)),
+                    new Spec(repeating(22, 3), 24, GREEDY, new Speculation.DraftModel(model, 2)));
+            List<List<String>> whole = batched(model, script);
+            List<List<String>> cut = batched(model, script, cancelled, 5);
+            for (int r = 0; r < script.size(); r++) {
+                if (r == cancelled) {
+                    assertTrue(cut.get(r).size() < whole.get(r).size(), "the row was cancelled before its end");
+                    assertEquals(whole.get(r).subList(0, cut.get(r).size()), cut.get(r));
+                } else {
+                    assertEquals(whole.get(r), cut.get(r), "row " + r + " after row " + cancelled + " left");
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"llama-bf16", "llama-q4", "gemma3-q4"})
     void mixedRowsDecodeTogetherEachAsItsOwnPathDecodesIt(String family) throws Exception {
         boolean windowed = family.startsWith("gemma3");
-        // gemma3-q4's window is 48 positions: its speculating rows stay below it.
-        int len = 24;
+        // gemma3-q4's window is 48 positions, one per batch (the rows share its index): every row
+        // stays below it by more than a round's positions, so no proposal is cut short by it.
+        int len = windowed ? 20 : 24;
         try (LanguageModel model = Models.load(models.resolve(family))) {
             List<Spec> script = List.of(
                     new Spec(
-                            windowed ? repeating(20, 0) : repeating(31, 0),
+                            windowed ? repeating(18, 0) : repeating(31, 0),
                             len,
                             GREEDY,
                             new Speculation.PromptLookup(1, 3, 3)),
-                    new Spec(repeating(20, 4), len + 2, GREEDY, null),
+                    new Spec(repeating(windowed ? 18 : 20, 4), len + 2, GREEDY, null),
                     new Spec(
-                            windowed ? repeating(19, 2) : repeating(27, 2),
+                            windowed ? repeating(17, 2) : repeating(27, 2),
                             len,
                             SEEDED,
                             new Speculation.PromptLookup(1, 2, 2)),
-                    new Spec(repeating(18, 5), len, SEEDED, null),
+                    new Spec(repeating(windowed ? 16 : 18, 5), len, SEEDED, null),
                     new Spec(
-                            windowed ? repeating(17, 1) : repeating(25, 1),
+                            windowed ? repeating(15, 1) : repeating(25, 1),
                             len - 1,
                             GREEDY,
-                            new Speculation.PromptLookup(2, 3, 1)));
+                            new Speculation.PromptLookup(2, 3, 1)),
+                    // The model drafting for itself: its own caches per row, proposals read on the host.
+                    new Spec(repeating(windowed ? 15 : 22, 3), len, GREEDY, new Speculation.DraftModel(model, 2)),
+                    new Spec(repeating(windowed ? 16 : 23, 6), len - 2, SEEDED, new Speculation.DraftModel(model, 3)));
             List<List<String>> got = batched(model, script);
             int[] counts = lastCounts;
             // Both kinds of round ran: some proposed tokens were accepted, some rolled back.

@@ -147,8 +147,9 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * The count every row drops is taken off the shared index; a row that drops more is rolled
      * right by the difference ({@code dynamic_roll}, as {@link #finalizePadding}), so its positions
      * still end at the index, and its left padding grows by it (its forgotten positions wrap into
-     * that padding, where the mask hides them). Counts are capped at each row's filled positions
-     * ({@link KvCache#trimCount}).
+     * that padding, where the mask hides them); then the padding every row has is dropped, as
+     * {@link #filter} drops it, so the shared index stays the longest row's length. Counts are
+     * capped at each row's filled positions ({@link KvCache#trimCount}).
      *
      * @return the counts forgotten per row
      * @throws IllegalArgumentException for a negative count or a count per row that is not one per row
@@ -183,8 +184,23 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             for (int r = 0; r < b; r++) {
                 leftPadding[r] += shift[r];
             }
+            dropCommonPadding();
         }
         return done;
+    }
+
+    /** Drops the left padding every row has (the positions before the shortest padding), as {@link #filter} does. */
+    private void dropCommonPadding() {
+        int minPad = Arrays.stream(leftPadding).min().orElse(0);
+        if (minPad > 0) {
+            if (keys != null) {
+                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
+            }
+            idx -= minPad;
+            for (int i = 0; i < leftPadding.length; i++) {
+                leftPadding[i] -= minPad;
+            }
+        }
     }
 
     /** Each row's positions (the whole buffer) rolled right by its shift, wrapping ({@code dynamic_roll}). */
@@ -214,16 +230,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         if (rightPadding != null) {
             rightPadding = Paddings.gather(rightPadding, keep);
         }
-        int minPad = Arrays.stream(leftPadding).min().orElse(0);
-        if (minPad > 0) {
-            if (keys != null) {
-                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
-            }
-            idx -= minPad;
-            for (int i = 0; i < leftPadding.length; i++) {
-                leftPadding[i] -= minPad;
-            }
-        }
+        dropCommonPadding();
     }
 
     /**

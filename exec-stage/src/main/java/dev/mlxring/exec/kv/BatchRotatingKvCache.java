@@ -279,7 +279,8 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
      * Rolls row {@code r} back by {@code counts[r]} positions, as {@link BatchKvCache#trimRows}
      * does (the common count off the shared index and {@code _offset}, a row that drops more
      * rolled right by the difference into its left padding), each row's rope offset stepping back
-     * by its count. Only while the cache is a plain prefix of its window: not rotated and holding
+     * by its count, then the padding every row has dropped (the shared index and {@code _offset}
+     * stay the longest row's length). Only while the cache is a plain prefix of its window: not rotated and holding
      * fewer than {@code maxSize} positions (mlx-lm's {@code is_trimmable}), which
      * {@link #trimmableAfter} lets a caller check before it writes the positions it may trim.
      *
@@ -333,6 +334,16 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
             replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
             for (int r = 0; r < b; r++) {
                 leftPadding[r] += shift[r];
+            }
+            // The padding every row has goes, so the window's room is the longest row's.
+            int minPad = Arrays.stream(leftPadding).min().orElse(0);
+            if (minPad > 0) {
+                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
+                idx -= minPad;
+                offset -= minPad;
+                for (int r = 0; r < b; r++) {
+                    leftPadding[r] -= minPad;
+                }
             }
         }
         return done;
