@@ -112,8 +112,6 @@ class BatchSpeculationTest {
                 int[] c = counts.getOrDefault(uids.get(r), new int[2]);
                 if (script.get(r).speculation() == null) {
                     assertEquals(0, c[0], "a row without speculation proposes nothing");
-                } else {
-                    assertTrue(c[0] > 0, "row " + r + " proposes");
                 }
                 proposed += c[0];
                 accepted += c[1];
@@ -169,6 +167,7 @@ class BatchSpeculationTest {
                         params,
                         new Speculation.PromptLookup(1, 3, 3));
                 assertEquals(serial(model, s), batched(model, List.of(s)).getFirst(), family + " " + params);
+                assertTrue(lastCounts[0] > 0, "the lone row proposes");
             }
         }
     }
@@ -197,6 +196,28 @@ class BatchSpeculationTest {
                     assertEquals(whole.get(r), cut.get(r), "row " + r + " after row " + cancelled + " left");
                 }
             }
+        }
+    }
+
+    /**
+     * Every row of a round runs its K + 1 positions, so a greedy row's proposal counts only when at
+     * least half the batch proposes as far: one greedy speculating row among three plain ones
+     * verifies no proposal (its tokens stay the plain run's), while alone it does.
+     */
+    @org.junit.jupiter.api.Test
+    void aGreedyProposalFewRowsShareIsNotVerified() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            Spec speculating = new Spec(repeating(31, 0), 24, GREEDY, new Speculation.PromptLookup(1, 3, 3));
+            batched(model, List.of(speculating));
+            assertTrue(lastCounts[0] > 0, "alone, the row proposes");
+            List<Spec> script = List.of(
+                    speculating,
+                    new Spec(repeating(20, 4), 26, GREEDY, null),
+                    new Spec(repeating(18, 5), 24, GREEDY, null),
+                    new Spec(repeating(22, 2), 24, GREEDY, null));
+            List<List<String>> got = batched(model, script);
+            assertEquals(0, lastCounts[0], "a proposal one row of four makes is not verified");
+            assertEquals(tokens(serial(model, speculating)), tokens(got.getFirst()));
         }
     }
 

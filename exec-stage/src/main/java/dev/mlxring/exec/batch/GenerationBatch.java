@@ -213,14 +213,18 @@ final class GenerationBatch implements AutoCloseable {
         n = rows.size();
         int room = caches.speculativeRoom();
         int[][] proposals = new int[n][];
-        int k = 0;
         int vocab = model.vocabSize();
         for (int e = 0; e < n; e++) {
             Row row = rows.get(e);
             proposals[e] = row.speculating()
                     ? withinVocabulary(row.spec.propose(row.maxTokens - row.generated, room), vocab)
                     : new int[0];
-            k = Math.max(k, proposals[e].length);
+        }
+        int k = roundWidth(proposals);
+        for (int e = 0; e < n; e++) {
+            if (proposals[e].length > k) {
+                proposals[e] = java.util.Arrays.copyOf(proposals[e], k);
+            }
         }
         int width = k + 1;
         int[][] sampled = new int[n][];
@@ -343,6 +347,30 @@ final class GenerationBatch implements AutoCloseable {
             filter(kept(leaves));
         }
         return out;
+    }
+
+    /**
+     * The round's proposal length K: every row runs K + 1 positions, so a proposal few rows share
+     * makes every row pay for it. A sampled row keeps its whole proposal (its key draws follow its
+     * proposal length, as the serial round's); a greedy row's tokens are the model's argmax
+     * whatever it proposed, so its proposal counts only up to the longest length that at least half
+     * the batch's rows propose (a lone row: its own), and is cut to K.
+     */
+    private int roundWidth(int[][] proposals) {
+        int n = rows.size();
+        int sampled = 0;
+        int[] greedy = new int[n];
+        for (int e = 0; e < n; e++) {
+            if (rows.get(e).sampling.params().greedy()) {
+                greedy[e] = proposals[e].length;
+            } else {
+                sampled = Math.max(sampled, proposals[e].length);
+            }
+        }
+        java.util.Arrays.sort(greedy);
+        // greedy[n - half] is the longest length reached by at least half of the rows.
+        int half = (n + 1) / 2;
+        return Math.max(sampled, greedy[n - half]);
     }
 
     /** Counts {@code token} as generated; {@code "length"} or {@code "stop"} when it ends the row, else null. */
