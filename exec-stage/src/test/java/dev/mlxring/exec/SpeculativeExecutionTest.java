@@ -2,7 +2,7 @@ package dev.mlxring.exec;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.exec.generate.GenerationOptions;
@@ -30,7 +30,8 @@ import org.junit.jupiter.api.Test;
  * A speculating {@link ModelExecutor} under the pipeline's step contract: each request it can take
  * yields, one token per unit, exactly what {@link SpeculativeGenerate} yields (tokens, logprobs,
  * finish reason; the parity with mlx-lm is {@code SpeculativeParityTest}'s); a request it cannot
- * take (logits processors) runs as a plain executor runs it; and it opens no batch.
+ * take (logits processors) runs as a plain executor runs it; and it opens a batch (which speculates
+ * too: {@code BatchSpeculationTest}).
  */
 class SpeculativeExecutionTest {
     private static final int PREFILL_STEP = 32;
@@ -109,7 +110,9 @@ class SpeculativeExecutionTest {
                 assertEquals(expected(prompt, 24, params, new int[] {stop}, speculation), stopped);
                 assertTrue(stopped.getLast().startsWith("end:FINISHED:stop:"), stopped.getLast());
             }
-            assertNull(executor.openBatch(8, 8), "a speculating executor serves one request at a time");
+            try (var batch = executor.openBatch(8, 8)) {
+                assertNotNull(batch, "a speculating executor batches its requests (the batch speculates too)");
+            }
         }
     }
 

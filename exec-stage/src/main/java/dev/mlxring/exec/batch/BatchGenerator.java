@@ -1,11 +1,15 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.exec.spec.DraftSource;
+import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import java.util.ArrayDeque;
@@ -63,6 +67,13 @@ public final class BatchGenerator implements AutoCloseable {
          * @param caches the row's caches, valid during the call only (do not keep or close them)
          */
         void finished(int uid, int[] cachedSequence, KvCache[] caches);
+    }
+
+    /** Told about every verification round of a speculating row. */
+    @FunctionalInterface
+    public interface SpeculatedRows {
+        /** Row {@code uid}'s round verified {@code proposed} proposed tokens and accepted {@code accepted}. */
+        void verified(int uid, int proposed, int accepted);
     }
 
     /** Gets a prefilling row's caches at a segment end ({@link #withSegmentCaches}). */
@@ -211,6 +222,11 @@ public final class BatchGenerator implements AutoCloseable {
         generationBatch.finished = listener;
     }
 
+    /** Reports every speculating row's verification rounds to {@code listener}, on the exec thread inside {@link #next()}. */
+    public void onSpeculated(SpeculatedRows listener) {
+        generationBatch.speculated = listener;
+    }
+
     private int insertRow(BatchRequest request, KvCache[] history, int[] historyTokens) {
         int[] prompt = request.prompt();
         model.checkPrompt(prompt);
@@ -224,6 +240,13 @@ public final class BatchGenerator implements AutoCloseable {
                 sampling.observe(Mlx.fromInts(historyTokens, historyTokens.length), historyTokens.length);
             }
         }
+        RowSpeculation spec;
+        try {
+            spec = speculation(request, historyTokens, sampling);
+        } catch (RuntimeException e) {
+            sampling.close();
+            throw e;
+        }
         TokenMask mask = request.constraint() == null ? null : new TokenMask(request.constraint(), vocab);
         int uid = uidCount++;
         unprocessed.add(new Row(
@@ -235,8 +258,39 @@ public final class BatchGenerator implements AutoCloseable {
                 sampling,
                 mask,
                 history,
-                finishedRows != null));
+                finishedRows != null,
+                spec));
         return uid;
+    }
+
+    /**
+     * The row's speculation, its source started with the whole prompt (the restored history, then
+     * the rest); null when the request asks for none or cannot speculate (a token constraint, or
+     * {@link SpeculativeRun#refusal}: logits processors, a sliding window the request could wrap),
+     * which then decodes one position per step as the serial executor runs it without speculation.
+     * A greedy row adapts its proposal length and may stop proposing, as the serial executor's.
+     */
+    private RowSpeculation speculation(BatchRequest request, int[] historyTokens, SamplingRun sampling) {
+        Speculation how = request.speculation();
+        if (how == null || request.constraint() != null) {
+            return null;
+        }
+        int[] whole = Arrays.copyOf(historyTokens, historyTokens.length + request.prompt().length);
+        System.arraycopy(request.prompt(), 0, whole, historyTokens.length, request.prompt().length);
+        GenerationOptions options = new GenerationOptions(
+                request.maxTokens(), prefillStepSize, request.stopTokenIds(), false, null, maxKvSize);
+        if (SpeculativeRun.refusal(model, whole.length, options, request.sampling(), how) != null) {
+            return null;
+        }
+        DraftSource source = how.open(sampling, options);
+        try {
+            source.start(whole);
+        } catch (RuntimeException e) {
+            source.close();
+            throw e;
+        }
+        return new RowSpeculation(
+                source, how.numDraftTokens(), request.sampling().greedy());
     }
 
     /**

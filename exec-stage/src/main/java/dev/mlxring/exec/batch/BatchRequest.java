@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
 
@@ -14,6 +15,8 @@ import dev.mlxring.pipeline.TokenConstraint;
  * @param segmentLengths positive lengths summing to the prompt's, or null for one segment
  * @param constraint the row's token constraint, or null; the generator owns it from
  *     {@link BatchGenerator#insert} on and closes it when the row leaves
+ * @param speculation how the row speculates, or null for never; a row that cannot
+ *     ({@link dev.mlxring.exec.spec.SpeculativeRun#refusal}, or a constraint) decodes without
  */
 public record BatchRequest(
         int[] prompt,
@@ -21,7 +24,8 @@ public record BatchRequest(
         int maxTokens,
         SamplingParams sampling,
         int[] stopTokenIds,
-        TokenConstraint constraint) {
+        TokenConstraint constraint,
+        Speculation speculation) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -38,6 +42,17 @@ public record BatchRequest(
                 throw new IllegalArgumentException("segments hold " + sum + " tokens, the prompt " + prompt.length);
             }
         }
+    }
+
+    /** A row without speculation. */
+    public BatchRequest(
+            int[] prompt,
+            int[] segmentLengths,
+            int maxTokens,
+            SamplingParams sampling,
+            int[] stopTokenIds,
+            TokenConstraint constraint) {
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, null);
     }
 
     /** An unconstrained row. */

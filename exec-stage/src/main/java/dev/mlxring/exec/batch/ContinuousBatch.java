@@ -7,6 +7,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
+import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.mlx.ArrayScope;
@@ -19,7 +20,6 @@ import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
-import dev.mlxring.pipeline.SpeculativeSpec;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
@@ -58,6 +58,11 @@ public final class ContinuousBatch implements ExecutionBatch {
 
         int nextSegmentType;
         int completionTokens;
+        /** Whether the row ran verification rounds, and their proposed and accepted tokens. */
+        boolean speculated;
+
+        int proposedTokens;
+        int acceptedTokens;
 
         RowInfo(int[] prefix, int promptTokens, boolean logprobs, int topN, PromptSegment.Kind[] segmentTypes) {
             this.prefix = prefix;
@@ -68,7 +73,11 @@ public final class ContinuousBatch implements ExecutionBatch {
         }
 
         Usage usage() {
-            return new Usage(promptTokens, completionTokens, prefix.length);
+            return new Usage(
+                    promptTokens,
+                    completionTokens,
+                    prefix.length,
+                    speculated ? new Usage.Speculative(proposedTokens, acceptedTokens) : null);
         }
     }
 
@@ -80,6 +89,9 @@ public final class ContinuousBatch implements ExecutionBatch {
     private long recurrentBytesPerRow;
 
     private final PrefixReuse prefixReuse;
+    /** The server's default speculation and what a request may ask instead. */
+    private final SpeculationPolicy speculation;
+
     private final CacheNamespace namespace;
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
@@ -114,7 +126,35 @@ public final class ContinuousBatch implements ExecutionBatch {
             EngineRng engineRng,
             PrefixReuse prefixReuse,
             boolean shortPromptsFirst) {
+        this(
+                model,
+                prefillStepSize,
+                maxRows,
+                maxPrefillRows,
+                engineRng,
+                prefixReuse,
+                shortPromptsFirst,
+                SpeculationPolicy.of(null));
+    }
+
+    /**
+     * As above, each row speculating as {@code speculation} resolves its request's choice (the
+     * server's default unless the request's {@code speculative} field overrides it; a choice it
+     * refuses fails the insert as invalid). A row that cannot speculate (a token constraint,
+     * logits processors, a sliding window it could wrap) decodes without, as the serial executor
+     * runs it.
+     */
+    public ContinuousBatch(
+            LanguageModel model,
+            int prefillStepSize,
+            int maxRows,
+            int maxPrefillRows,
+            EngineRng engineRng,
+            PrefixReuse prefixReuse,
+            boolean shortPromptsFirst,
+            SpeculationPolicy speculation) {
         this.model = model;
+        this.speculation = speculation;
         this.generator =
                 new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0, shortPromptsFirst);
         this.prefixReuse = PrefixReuse.forModel(prefixReuse, model);
@@ -122,6 +162,14 @@ public final class ContinuousBatch implements ExecutionBatch {
         if (this.prefixReuse != null) {
             generator.onFinished(this::captureFinished);
         }
+        generator.onSpeculated((uid, proposed, accepted) -> {
+            RowInfo info = rows.get(uid);
+            if (info != null) {
+                info.speculated = true;
+                info.proposedTokens += proposed;
+                info.acceptedTokens += accepted;
+            }
+        });
     }
 
     /**
@@ -147,12 +195,12 @@ public final class ContinuousBatch implements ExecutionBatch {
             throw new RequestException(
                     ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
         }
-        if (plan.speculative() != null && plan.speculative().method() != SpeculativeSpec.Method.OFF) {
+        Speculation how;
+        try {
+            how = speculation.resolve(plan.speculative());
+        } catch (IllegalArgumentException e) {
             closeConstraint(plan);
-            throw new RequestException(
-                    ErrorType.INVALID_REQUEST,
-                    SpeculationPolicy.refusalWithoutSpeculation(
-                            plan.speculative().method()));
+            throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
         PrefixReuse.Restored restored;
         try {
@@ -163,7 +211,7 @@ public final class ContinuousBatch implements ExecutionBatch {
             closeConstraint(plan);
             throw e;
         }
-        return insert(plan, params, restored);
+        return insert(plan, params, restored, how);
     }
 
     private static void closeConstraint(ExecutionPlan plan) {
@@ -173,7 +221,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /** Inserts the row; the generator owns the constraint and the restored caches from here on. */
-    private int insert(ExecutionPlan plan, SamplingParams params, PrefixReuse.Restored restored)
+    private int insert(ExecutionPlan plan, SamplingParams params, PrefixReuse.Restored restored, Speculation how)
             throws RequestException {
         int[] prompt = plan.prompt().tokenIds();
         int cached = restored == null ? 0 : restored.cachedTokens();
@@ -196,7 +244,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                             plan.maxTokens(),
                             params,
                             plan.stopTokenIds(),
-                            plan.constraint()),
+                            plan.constraint(),
+                            how),
                     restored == null ? null : restored.caches(),
                     Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {

@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -37,6 +38,8 @@ final class GenerationBatch implements AutoCloseable {
     private boolean[] failedRows = new boolean[0];
     /** Told about each row that finishes, with its caches, before the row is filtered out; may be null. */
     BatchGenerator.FinishedRows finished;
+    /** Told about each speculating row's verification round; may be null. */
+    BatchGenerator.SpeculatedRows speculated;
 
     /** An empty batch. */
     GenerationBatch(LanguageModel model) {
@@ -52,7 +55,23 @@ final class GenerationBatch implements AutoCloseable {
         try (ArrayScope scope = ArrayScope.open()) {
             nextTokens = Mlx.fromInts(lastTokens, lastTokens.length).detach();
         }
+        boolean speculating = false;
+        for (Row r : rows) {
+            speculating |= r.spec != null;
+            r.pendingReturned = true;
+        }
+        if (speculating) {
+            // A speculating row's first round verifies its proposal after the prompt's last token,
+            // as the serial path's first round does: the rows run their first step with the batch.
+            for (int i = 0; i < rows.size(); i++) {
+                nextLogprobs.add(null);
+            }
+            return;
+        }
         step();
+        for (Row r : rows) {
+            r.pendingReturned = false;
+        }
     }
 
     int size() {
@@ -64,17 +83,35 @@ final class GenerationBatch implements AutoCloseable {
         return caches != null && caches.solo();
     }
 
-    /** Generates one token per row ({@code next()}); rows that finished are filtered out after it. */
+    /**
+     * Generates one token per row ({@code next()}), or, when some row speculates, one
+     * verification round ({@link #verifyStep}); rows that finished are filtered out after it.
+     */
     List<BatchToken> next() {
         List<BatchToken> out = new ArrayList<>(rows.size());
         if (rows.isEmpty()) {
             return out;
+        }
+        for (Row r : rows) {
+            if (r.speculating()) {
+                return verifyStep();
+            }
+        }
+        boolean[] returned = new boolean[rows.size()];
+        for (int i = 0; i < returned.length; i++) {
+            returned[i] = rows.get(i).pendingReturned;
+            rows.get(i).pendingReturned = false;
         }
         int[] tokens = step();
         int[] keep = new int[rows.size()];
         int kept = 0;
         for (int i = 0; i < rows.size(); i++) {
             Row row = rows.get(i);
+            if (returned[i] && !failedRows[i]) {
+                // Its input was reported when it was committed; its sampled token follows next step.
+                keep[kept++] = i;
+                continue;
+            }
             if (failedRows[i]) {
                 // No token for this row: its caches are not published, and it leaves alone.
                 out.add(BatchToken.failed(row.uid, row.mask.failureType(), row.mask.failure()));
@@ -104,6 +141,278 @@ final class GenerationBatch implements AutoCloseable {
             filter(java.util.Arrays.copyOf(keep, kept));
         }
         return out;
+    }
+
+    /**
+     * One verification round over every row, in one forward of {@code K + 1} positions per row
+     * ({@code K}: the longest proposal of the round). The rows' next inputs are read first; a
+     * token a one-position step sampled and has not reported yet is reported now (a row it ends
+     * leaves before the forward). Each speculating row then asks its source for up to
+     * {@code min(max_tokens - generated, its proposal length, the caches' room)} tokens and feeds
+     * its input and its proposal; every other row feeds its input alone; the positions after a
+     * row's own are padding, which its queries never see (causal) and its cache forgets. Per row,
+     * on its own {@code [m + 1, V]} slice of the logits: {@code logits - logsumexp}, then one
+     * sampler call (a speculating row: all {@code m + 1} positions, as the serial round; the other
+     * rows: their processors and mask on position 0, as the pipelined step). A speculating row
+     * accepts the longest prefix of its proposal equal to its sampled tokens (mlx-lm's rule),
+     * reports the accepted tokens and the target's token after them at once, and keeps that
+     * token as its next input; the other rows keep their sampled token, reported next step. Then
+     * every row's caches are rolled back to what it keeps ({@link RowCaches#trimRows}).
+     */
+    private List<BatchToken> verifyStep() {
+        closeCurrent();
+        List<BatchToken> out = new ArrayList<>(rows.size());
+        int[] pending;
+        try (ArrayScope scope = ArrayScope.open()) {
+            List<MlxArray> read = new ArrayList<>(rows.size() + 1);
+            read.add(nextTokens);
+            for (MlxArray a : nextLogprobs) {
+                if (a != null) {
+                    read.add(a);
+                }
+            }
+            Mlx.eval(read.toArray(new MlxArray[0]));
+            pending = nextTokens.toIntArray();
+        }
+        int n = rows.size();
+        boolean[] leaves = new boolean[n];
+        boolean anyLeaves = false;
+        for (int e = 0; e < n; e++) {
+            Row row = rows.get(e);
+            if (row.mask != null && row.maskStarted && (row.mask.failure() != null || !row.mask.consume(pending[e]))) {
+                out.add(BatchToken.failed(row.uid, row.mask.failureType(), row.mask.failure()));
+                row.closeRun();
+                leaves[e] = anyLeaves = true;
+                continue;
+            }
+            if (!row.pendingReturned) {
+                MlxArray logprobs = nextLogprobs.set(e, null);
+                currentLogprobs.add(logprobs);
+                row.pendingReturned = true;
+                String reason = commit(row, pending[e]);
+                out.add(new BatchToken(row.uid, pending[e], logprobs, reason));
+                if (reason != null) {
+                    // Its caches have not seen this token.
+                    finish(e, row, row.generated - 1);
+                    leaves[e] = anyLeaves = true;
+                }
+            }
+        }
+        if (anyLeaves) {
+            int[] keep = kept(leaves);
+            int[] stay = new int[keep.length];
+            for (int i = 0; i < keep.length; i++) {
+                stay[i] = pending[keep[i]];
+            }
+            pending = stay;
+            filter(keep);
+            if (keep.length == 0) {
+                return out;
+            }
+        }
+        n = rows.size();
+        int room = caches.speculativeRoom();
+        int[][] proposals = new int[n][];
+        int vocab = model.vocabSize();
+        for (int e = 0; e < n; e++) {
+            Row row = rows.get(e);
+            proposals[e] = row.speculating()
+                    ? withinVocabulary(row.spec.propose(row.maxTokens - row.generated, room), vocab)
+                    : new int[0];
+        }
+        int k = roundWidth(proposals);
+        for (int e = 0; e < n; e++) {
+            if (proposals[e].length > k) {
+                proposals[e] = java.util.Arrays.copyOf(proposals[e], k);
+            }
+        }
+        int width = k + 1;
+        int[][] sampled = new int[n][];
+        MlxArray[] roundLogprobs = new MlxArray[n];
+        MlxArray[] plainLogprobs = new MlxArray[n];
+        try (ArrayScope scope = ArrayScope.open()) {
+            int[] ids = new int[n * width];
+            for (int e = 0; e < n; e++) {
+                ids[e * width] = pending[e];
+                System.arraycopy(proposals[e], 0, ids, e * width + 1, proposals[e].length);
+            }
+            MlxArray logits = model.forward(Mlx.fromInts(ids, n, width), caches.layers());
+            int length = logits.dim(1);
+            int v = logits.dim(2);
+            MlxArray[] tokens = new MlxArray[n];
+            List<MlxArray> evaluate = new ArrayList<>(2 * n);
+            for (int e = 0; e < n; e++) {
+                Row row = rows.get(e);
+                int m = proposals[e].length;
+                int first = length - width;
+                MlxArray rowLogits = Mlx.squeeze(
+                        Mlx.slice(
+                                logits, new int[] {e, first, 0}, new int[] {e + 1, first + m + 1, v}, new int[] {1, 1, 1
+                                }),
+                        0);
+                if (!row.speculating()) {
+                    if (row.sampling.hasProcessors()) {
+                        rowLogits = row.sampling.process(Mlx.fromInts(new int[] {pending[e]}, 1), 1, rowLogits);
+                    }
+                    if (row.mask != null) {
+                        MlxArray allowed = row.mask.next();
+                        if (allowed != null) {
+                            rowLogits = TokenMask.apply(allowed, rowLogits);
+                        }
+                        row.maskStarted = true;
+                    }
+                }
+                MlxArray logprobs = Mlx.subtract(rowLogits, Mlx.logsumexp(model.cpuKernels(), rowLogits, -1, true));
+                tokens[e] = row.speculating() || !row.sampling.params().greedy()
+                        ? row.sampling.sample(logprobs)
+                        : Mlx.argmax(logprobs, -1, false);
+                if (row.speculating()) {
+                    roundLogprobs[e] = logprobs.detach();
+                    evaluate.add(roundLogprobs[e]);
+                } else {
+                    plainLogprobs[e] = Mlx.squeeze(logprobs, 0).detach();
+                    evaluate.add(plainLogprobs[e]);
+                }
+                evaluate.add(tokens[e]);
+            }
+            Mlx.eval(evaluate.toArray(new MlxArray[0]));
+            for (int e = 0; e < n; e++) {
+                sampled[e] = tokens[e].toIntArray();
+            }
+        }
+        int[] accepted = new int[n];
+        int[] trim = new int[n];
+        boolean anyTrim = false;
+        for (int e = 0; e < n; e++) {
+            accepted[e] = rows.get(e).speculating() ? SpeculativeRun.acceptedPrefix(proposals[e], sampled[e]) : 0;
+            trim[e] = k - accepted[e];
+            anyTrim |= trim[e] > 0;
+        }
+        if (anyTrim) {
+            caches.trimRows(trim);
+        }
+        int[] next = new int[n];
+        java.util.Arrays.fill(leaves, false);
+        anyLeaves = false;
+        for (int e = 0; e < n; e++) {
+            Row row = rows.get(e);
+            int a = accepted[e];
+            next[e] = sampled[e][a];
+            if (!row.speculating()) {
+                nextLogprobs.set(e, plainLogprobs[e]);
+                row.pendingReturned = false;
+                continue;
+            }
+            row.spec.verified(proposals[e].length, a, sampled[e][a]);
+            if (speculated != null) {
+                speculated.verified(row.uid, proposals[e].length, a);
+            }
+            currentLogprobs.add(roundLogprobs[e]);
+            row.pendingReturned = true;
+            for (int i = 0; i <= a; i++) {
+                MlxArray logprobs;
+                try (ArrayScope scope = ArrayScope.open()) {
+                    logprobs = Mlx.squeeze(
+                                    Mlx.slice(
+                                            roundLogprobs[e],
+                                            new int[] {i, 0},
+                                            new int[] {i + 1, roundLogprobs[e].dim(1)},
+                                            new int[] {1, 1}),
+                                    0)
+                            .detach();
+                }
+                currentLogprobs.add(logprobs);
+                String reason = commit(row, sampled[e][i]);
+                out.add(new BatchToken(row.uid, sampled[e][i], logprobs, reason));
+                if (reason != null) {
+                    // The caches hold the round's input and accepted tokens; those past the one
+                    // that ended the row are forgotten, so they hold exactly what was reported.
+                    if (i < a) {
+                        int[] extra = new int[n];
+                        extra[e] = a - 1 - i;
+                        caches.trimRows(extra);
+                    }
+                    finish(e, row, i < a ? row.generated : row.generated - 1);
+                    leaves[e] = anyLeaves = true;
+                    break;
+                }
+            }
+        }
+        try (ArrayScope scope = ArrayScope.open()) {
+            MlxArray old = nextTokens;
+            nextTokens = Mlx.fromInts(next, n).detach();
+            old.close();
+        }
+        if (anyLeaves) {
+            filter(kept(leaves));
+        }
+        return out;
+    }
+
+    /**
+     * The round's proposal length K: every row runs K + 1 positions, so a proposal few rows share
+     * makes every row pay for it. A sampled row keeps its whole proposal (its key draws follow its
+     * proposal length, as the serial round's); a greedy row's tokens are the model's argmax
+     * whatever it proposed, so its proposal counts only up to the longest length that at least half
+     * the batch's rows propose (a lone row: its own), and is cut to K.
+     */
+    private int roundWidth(int[][] proposals) {
+        int n = rows.size();
+        int sampled = 0;
+        int[] greedy = new int[n];
+        for (int e = 0; e < n; e++) {
+            if (rows.get(e).sampling.params().greedy()) {
+                greedy[e] = proposals[e].length;
+            } else {
+                sampled = Math.max(sampled, proposals[e].length);
+            }
+        }
+        java.util.Arrays.sort(greedy);
+        // greedy[n - half] is the longest length reached by at least half of the rows.
+        int half = (n + 1) / 2;
+        return Math.max(sampled, greedy[n - half]);
+    }
+
+    /** Counts {@code token} as generated; {@code "length"} or {@code "stop"} when it ends the row, else null. */
+    private static String commit(Row row, int token) {
+        row.generated(token);
+        String reason = null;
+        if (row.generated >= row.maxTokens) {
+            reason = "length";
+        }
+        if (row.isStop(token)) {
+            reason = "stop";
+        }
+        return reason;
+    }
+
+    /** A row that ends: its caches (holding its prompt and its first {@code fed} tokens) go to the listener, its run closes. */
+    private void finish(int e, Row row, int fed) {
+        if (finished != null) {
+            caches.withRow(e, c -> finished.finished(row.uid, row.cachedSequence(fed), c));
+        }
+        row.closeRun();
+    }
+
+    private static int[] kept(boolean[] leaves) {
+        int[] keep = new int[leaves.length];
+        int kept = 0;
+        for (int i = 0; i < leaves.length; i++) {
+            if (!leaves[i]) {
+                keep[kept++] = i;
+            }
+        }
+        return java.util.Arrays.copyOf(keep, kept);
+    }
+
+    /** The proposal cut before its first id outside {@code [0, vocab)}, as the serial round cuts it. */
+    private static int[] withinVocabulary(int[] proposal, int vocab) {
+        for (int i = 0; i < proposal.length; i++) {
+            if (proposal[i] < 0 || proposal[i] >= vocab) {
+                return java.util.Arrays.copyOf(proposal, i);
+            }
+        }
+        return proposal;
     }
 
     /** {@code _step()}: returns the current step's tokens; the next step is already submitted. */
@@ -169,12 +478,14 @@ final class GenerationBatch implements AutoCloseable {
                 submit[e + 1] = row;
             }
             Mlx.asyncEval(submit);
-            MlxArray[] now = new MlxArray[currentLogprobs.size() + 1];
-            now[0] = inputs;
-            for (int e = 0; e < currentLogprobs.size(); e++) {
-                now[e + 1] = currentLogprobs.get(e);
+            List<MlxArray> now = new ArrayList<>(currentLogprobs.size() + 1);
+            now.add(inputs);
+            for (MlxArray a : currentLogprobs) {
+                if (a != null) {
+                    now.add(a);
+                }
             }
-            Mlx.eval(now);
+            Mlx.eval(now.toArray(new MlxArray[0]));
             return read != null ? read : inputs.toIntArray();
         }
     }
@@ -227,7 +538,7 @@ final class GenerationBatch implements AutoCloseable {
             stays[k] = true;
         }
         for (int i = 0; i < stays.length; i++) {
-            if (!stays[i]) {
+            if (!stays[i] && nextLogprobs.get(i) != null) {
                 nextLogprobs.get(i).close();
             }
         }
@@ -286,7 +597,9 @@ final class GenerationBatch implements AutoCloseable {
             currentTokens = null;
         }
         for (MlxArray a : currentLogprobs) {
-            a.close();
+            if (a != null) {
+                a.close();
+            }
         }
         currentLogprobs = new ArrayList<>();
     }
@@ -299,7 +612,9 @@ final class GenerationBatch implements AutoCloseable {
             nextTokens = null;
         }
         for (MlxArray a : nextLogprobs) {
-            a.close();
+            if (a != null) {
+                a.close();
+            }
         }
         nextLogprobs = new ArrayList<>();
         if (caches != null) {

@@ -22,6 +22,15 @@ final class Row {
     final TokenMask mask;
     /** Whether a masked step was built for the row: its token is consumed before the next mask. */
     boolean maskStarted;
+    /** The row's speculative decoding; null when it decodes one position per step. */
+    final RowSpeculation spec;
+    /**
+     * Whether the row's next input (the token its caches have not seen yet) was already given to
+     * the caller: the prompt's last token, or a token a verification round committed. False when
+     * it is a token sampled by a one-position step and not reported yet (the pipelined step
+     * reports each token one step after sampling it).
+     */
+    boolean pendingReturned;
     /**
      * Solo caches already holding the positions before {@code prompt} (a restored prefix), owned
      * by the row until its prompt batch merges them; null when the row starts empty.
@@ -57,8 +66,10 @@ final class Row {
             SamplingRun sampling,
             TokenMask mask,
             KvCache[] history,
-            boolean keepIds) {
+            boolean keepIds,
+            RowSpeculation spec) {
         this.mask = mask;
+        this.spec = spec;
         this.uid = uid;
         this.prompt = prompt;
         this.prefillEnds = prefillEnds(prompt.length, segmentLengths);
@@ -82,18 +93,34 @@ final class Row {
 
     /** The ids whose KV the row's caches hold after its last step: its prompt, then every generated token. */
     int[] cachedSequence() {
-        int[] out = Arrays.copyOf(prompt, prompt.length + generated);
-        System.arraycopy(generatedIds, 0, out, prompt.length, generated);
+        return cachedSequence(generated);
+    }
+
+    /** The row's prompt, then its first {@code fedGenerated} generated tokens. */
+    int[] cachedSequence(int fedGenerated) {
+        int[] out = Arrays.copyOf(prompt, prompt.length + fedGenerated);
+        System.arraycopy(generatedIds, 0, out, prompt.length, fedGenerated);
         return out;
     }
 
-    /** Closes the row's sampling run and its mask (the constraint): the row has left. */
+    /** Whether the row proposes tokens this step (it speculates and has not stopped proposing). */
+    boolean speculating() {
+        return spec != null && spec.active();
+    }
+
+    /** Closes the row's sampling run, its mask (the constraint) and its draft source: the row has left. */
     void closeRun() {
         try {
             sampling.close();
         } finally {
-            if (mask != null) {
-                mask.close();
+            try {
+                if (mask != null) {
+                    mask.close();
+                }
+            } finally {
+                if (spec != null) {
+                    spec.close();
+                }
             }
         }
     }

@@ -235,6 +235,42 @@ final class RowCaches implements AutoCloseable {
         return new RowCaches(out, keep.length);
     }
 
+    /**
+     * Rolls row {@code r} of every layer back by {@code counts[r]} positions (a verification
+     * round's rejected and padding positions): a solo group's caches by {@link KvCache#trim}, a
+     * batch's by each layer's {@code trimRows}.
+     */
+    void trimRows(int[] counts) {
+        if (counts.length != rows) {
+            throw new IllegalArgumentException("trim counts for " + counts.length + " rows, the group has " + rows);
+        }
+        for (KvCache c : layers) {
+            switch (c) {
+                case BatchKvCache b -> b.trimRows(counts);
+                case BatchRotatingKvCache b -> b.trimRows(counts);
+                default -> c.trim(counts[0]);
+            }
+        }
+    }
+
+    /**
+     * The most positions beyond one that a step may write and still roll back ({@code trimRows}):
+     * unbounded without rotating layers; for a rotating layer, what keeps it short of its window
+     * and unrotated (mlx-lm's {@code is_trimmable}); 0 when a rotating layer cannot be rolled back.
+     */
+    int speculativeRoom() {
+        int room = Integer.MAX_VALUE;
+        for (KvCache c : layers) {
+            switch (c) {
+                case BatchRotatingKvCache b ->
+                    room = Math.min(room, b.trimmableAfter(1) ? b.maxSize() - b.offset() - 2 : 0);
+                case RotatingKvCache r -> room = Math.min(room, r.isTrimmable() ? r.maxSize() - r.offset() - 2 : 0);
+                default -> {}
+            }
+        }
+        return Math.max(0, room);
+    }
+
     /** {@code prepare(lengths=lengths, right_padding=padding)} of every layer. */
     void prepareRightPadding(int[] lengths, int[] padding) {
         for (KvCache c : layers) {

@@ -71,9 +71,9 @@ public final class ModelExecutor implements Executor {
      * ({@link SpeculativeRun#refusal}; no token constraint) runs as mlx-lm's
      * {@code speculative_generate_step}, without the prefix cache; the others run as without it.
      * A greedy request stops proposing once its acceptance stays low ({@link dev.mlxring.exec.spec.AdaptiveStop}).
-     * A speculating executor serves one request at a time ({@link #openBatch} answers null), as
-     * mlx_lm.server does with a draft model. It owns a draft model other than {@code model} and
-     * frees it in {@link #close()}.
+     * Its batch ({@link #openBatch}) speculates too, row by row inside the continuous batch
+     * ({@link ContinuousBatch}). It owns a draft model other than {@code model} and frees it in
+     * {@link #close()}.
      */
     public ModelExecutor(
             LanguageModel model,
@@ -198,11 +198,18 @@ public final class ModelExecutor implements Executor {
 
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows, boolean shortPromptsFirst) {
-        if (speculation.serverDefault() != null || !batchesRotation(model, maxKvSize)) {
+        if (!batchesRotation(model, maxKvSize)) {
             return null;
         }
         return new ContinuousBatch(
-                model, prefillStepSize, maxRows, maxPrefillRows, engineRng, prefixReuse, shortPromptsFirst);
+                model,
+                prefillStepSize,
+                maxRows,
+                maxPrefillRows,
+                engineRng,
+                prefixReuse,
+                shortPromptsFirst,
+                speculation);
     }
 
     /**

@@ -133,19 +133,88 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             return;
         }
         int b = leftPadding.length;
-        int n = keys.dim(2);
-        int[] index = new int[b * n];
-        for (int r = 0; r < b; r++) {
-            for (int j = 0; j < n; j++) {
-                index[r * n + j] = Math.floorMod(j - rightPadding[r], n);
-            }
-        }
-        MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
-        replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+        rollRowsRight(rightPadding);
         for (int r = 0; r < b; r++) {
             leftPadding[r] += rightPadding[r];
         }
         rightPadding = null;
+    }
+
+    /**
+     * Rolls row {@code r} back by {@code counts[r]} positions (speculative decoding's rejected
+     * proposals; not an mlx-lm operation): afterwards the cache is, position for position, the one
+     * that would hold each row's remaining positions had the forgotten ones never been written.
+     * The count every row drops is taken off the shared index; a row that drops more is rolled
+     * right by the difference ({@code dynamic_roll}, as {@link #finalizePadding}), so its positions
+     * still end at the index, and its left padding grows by it (its forgotten positions wrap into
+     * that padding, where the mask hides them); then the padding every row has is dropped, as
+     * {@link #filter} drops it, so the shared index stays the longest row's length. Counts are
+     * capped at each row's filled positions ({@link KvCache#trimCount}).
+     *
+     * @return the counts forgotten per row
+     * @throws IllegalArgumentException for a negative count or a count per row that is not one per row
+     * @throws IllegalStateException during a prefill chunk (right padding pending)
+     */
+    public int[] trimRows(int[] counts) {
+        int b = leftPadding.length;
+        if (counts.length != b) {
+            throw new IllegalArgumentException("trim counts for " + counts.length + " rows, batch has " + b);
+        }
+        if (rightPadding != null) {
+            throw new IllegalStateException("trimRows during a prefill chunk (finalizePadding first)");
+        }
+        int[] done = new int[b];
+        int common = Integer.MAX_VALUE;
+        for (int r = 0; r < b; r++) {
+            done[r] = KvCache.trimCount(idx - leftPadding[r], counts[r]);
+            common = Math.min(common, done[r]);
+        }
+        if (b == 0 || keys == null) {
+            return new int[b];
+        }
+        idx -= common;
+        int[] shift = new int[b];
+        boolean any = false;
+        for (int r = 0; r < b; r++) {
+            shift[r] = done[r] - common;
+            any |= shift[r] > 0;
+        }
+        if (any) {
+            rollRowsRight(shift);
+            for (int r = 0; r < b; r++) {
+                leftPadding[r] += shift[r];
+            }
+            dropCommonPadding();
+        }
+        return done;
+    }
+
+    /** Drops the left padding every row has (the positions before the shortest padding), as {@link #filter} does. */
+    private void dropCommonPadding() {
+        int minPad = Arrays.stream(leftPadding).min().orElse(0);
+        if (minPad > 0) {
+            if (keys != null) {
+                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
+            }
+            idx -= minPad;
+            for (int i = 0; i < leftPadding.length; i++) {
+                leftPadding[i] -= minPad;
+            }
+        }
+    }
+
+    /** Each row's positions (the whole buffer) rolled right by its shift, wrapping ({@code dynamic_roll}). */
+    private void rollRowsRight(int[] shift) {
+        int b = shift.length;
+        int n = keys.dim(2);
+        int[] index = new int[b * n];
+        for (int r = 0; r < b; r++) {
+            for (int j = 0; j < n; j++) {
+                index[r * n + j] = Math.floorMod(j - shift[r], n);
+            }
+        }
+        MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
+        replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
     }
 
     /** In-place {@code filter(batch_indices)}: keeps those rows, then trims the common left padding. */
@@ -161,16 +230,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         if (rightPadding != null) {
             rightPadding = Paddings.gather(rightPadding, keep);
         }
-        int minPad = Arrays.stream(leftPadding).min().orElse(0);
-        if (minPad > 0) {
-            if (keys != null) {
-                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
-            }
-            idx -= minPad;
-            for (int i = 0; i < leftPadding.length; i++) {
-                leftPadding[i] -= minPad;
-            }
-        }
+        dropCommonPadding();
     }
 
     /**

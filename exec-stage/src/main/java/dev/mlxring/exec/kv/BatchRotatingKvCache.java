@@ -275,6 +275,88 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
         return mask;
     }
 
+    /**
+     * Rolls row {@code r} back by {@code counts[r]} positions, as {@link BatchKvCache#trimRows}
+     * does (the common count off the shared index and {@code _offset}, a row that drops more
+     * rolled right by the difference into its left padding), each row's rope offset stepping back
+     * by its count, then the padding every row has dropped (the shared index and {@code _offset}
+     * stay the longest row's length). Only while the cache is a plain prefix of its window: not rotated and holding
+     * fewer than {@code maxSize} positions (mlx-lm's {@code is_trimmable}), which
+     * {@link #trimmableAfter} lets a caller check before it writes the positions it may trim.
+     *
+     * @return the counts forgotten per row (capped at each row's filled positions)
+     * @throws IllegalStateException when the cache has rotated or filled its window, or during a
+     *     prefill chunk
+     * @throws IllegalArgumentException for a negative count or not one count per row
+     */
+    public int[] trimRows(int[] counts) {
+        int b = leftPadding.length;
+        if (counts.length != b) {
+            throw new IllegalArgumentException("trim counts for " + counts.length + " rows, batch has " + b);
+        }
+        if (lengths != null) {
+            throw new IllegalStateException("trimRows during a prefill chunk (finalizePadding first)");
+        }
+        if (keys == null) {
+            for (int c : counts) {
+                KvCache.trimCount(0, c);
+            }
+            return new int[b];
+        }
+        if (rotated || idx != offset || offset >= maxSize) {
+            throw new IllegalStateException("a rotating batch cache cannot be trimmed once it fills its window of "
+                    + maxSize + " positions (offset " + offset + ")");
+        }
+        int[] done = new int[b];
+        int common = Integer.MAX_VALUE;
+        for (int r = 0; r < b; r++) {
+            done[r] = KvCache.trimCount(idx - Math.max(0, leftPadding[r]), counts[r]);
+            common = Math.min(common, done[r]);
+        }
+        idx -= common;
+        offset -= common;
+        int[] shift = new int[b];
+        boolean any = false;
+        for (int r = 0; r < b; r++) {
+            shift[r] = done[r] - common;
+            offsets[r] -= done[r];
+            any |= shift[r] > 0;
+        }
+        if (any) {
+            int n = keys.dim(2);
+            int[] index = new int[b * n];
+            for (int r = 0; r < b; r++) {
+                for (int j = 0; j < n; j++) {
+                    index[r * n + j] = Math.floorMod(j - shift[r], n);
+                }
+            }
+            MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
+            replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+            for (int r = 0; r < b; r++) {
+                leftPadding[r] += shift[r];
+            }
+            // The padding every row has goes, so the window's room is the longest row's.
+            int minPad = Arrays.stream(leftPadding).min().orElse(0);
+            if (minPad > 0) {
+                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
+                idx -= minPad;
+                offset -= minPad;
+                for (int r = 0; r < b; r++) {
+                    leftPadding[r] -= minPad;
+                }
+            }
+        }
+        return done;
+    }
+
+    /**
+     * Whether {@link #trimRows} can still run after {@code positions} more are written: the cache
+     * has not rotated and will hold fewer than {@code maxSize} positions.
+     */
+    public boolean trimmableAfter(int positions) {
+        return !rotated && idx == offset && (long) offset + positions < maxSize;
+    }
+
     /** In-place {@code filter(batch_indices)}: keeps those rows (no padding trim, as mlx-lm's). */
     public void filter(int[] keep) {
         if (keep.length == 0) {

@@ -36,7 +36,8 @@ public sealed interface KvCache extends AutoCloseable
      * mlx-lm's {@code is_trimmable()}: whether {@link #trim} can forget the last positions
      * (speculative decoding rolls rejected proposals back with it). Full-precision and quantized
      * caches always can; a rotating cache only while it has not wrapped ({@code offset < max_size});
-     * batch caches do not here (rolling a batch cache back is not implemented).
+     * batch caches answer false here: they roll back per row instead ({@link BatchKvCache#trimRows},
+     * {@link BatchRotatingKvCache#trimRows}).
      */
     default boolean isTrimmable() {
         return false;

@@ -10,7 +10,7 @@ import dev.mlxring.pipeline.SpeculativeSpec;
  * {@value #DEFAULT_LOOKUP_MIN}..{@value #DEFAULT_LOOKUP_MAX} on a draft-model server). Refused
  * (an {@link IllegalArgumentException} whose message starts with the field's name): {@code draft}
  * without a draft model, and any method but {@code off} on a server that runs without speculation
- * (it batches requests, and the batch does not speculate). Immutable.
+ * (it has loaded no draft model and chose no default). Immutable.
  */
 public final class SpeculationPolicy {
     /** Prompt lookup's n-gram sizes when the server's flags did not set them (a draft-model server). */

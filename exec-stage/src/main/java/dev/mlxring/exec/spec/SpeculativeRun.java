@@ -296,7 +296,7 @@ public final class SpeculativeRun implements AutoCloseable {
      * mlx-lm's acceptance rule: the number of leading proposed tokens equal to the target's
      * sampled token at the same position ({@code sampled} holds one more token than the proposal).
      */
-    static int acceptedPrefix(int[] proposal, int[] sampled) {
+    public static int acceptedPrefix(int[] proposal, int[] sampled) {
         int n = 0;
         while (n < proposal.length && proposal[n] == sampled[n]) {
             n++;

@@ -5,7 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -14,7 +19,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * three APIs: a request overrides the server's default ({@code off} or {@code ngram} with its own
  * {@code num_tokens} on an ngram server), values the field does not take are refused with a 400
  * naming the field, {@code draft} without a draft model and any method but {@code off} on a
- * server without speculation are refused with a 400 naming {@code speculative}.
+ * server without speculation are refused with a 400 naming {@code speculative}; the server batches
+ * while it speculates, rows with and without speculation in one batch.
  */
 class SpeculativeRequestTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -105,6 +111,67 @@ class SpeculativeRequestTest {
             refused(PLAIN, api, "{\"method\":\"ngram\"}", "speculative");
             refused(PLAIN, api, "{\"method\":\"draft\",\"num_tokens\":2}", "speculative");
         }
+    }
+
+    /**
+     * Six greedy requests at once on the ngram server, mixed rows in one continuous batch: the
+     * server default, {@code off}, and {@code ngram} with {@code num_tokens} 1, 2 and 5, on
+     * different prompts. Each answer's text equals the same request's alone, and only the rows that
+     * speculated report {@code usage.speculative}. The exec stage is watched while they run: at
+     * least four rows shared a unit.
+     */
+    @Test
+    void concurrentRequestsWithMixedSpeculationEachGiveTheirAloneText() throws Exception {
+        String[] prompts = {
+            PROMPT,
+            "Count: one two three, one two three, one two three.",
+            "Say the alphabet twice: a b c d e f, a b c d e f.",
+            "Repeat: red green blue, red green blue, red green blue.",
+            "Copy this line: x = x + 1; y = y + 1; x = x + 1;",
+            "Echo: hello world hello world hello world.",
+        };
+        String[] specs = {
+            null,
+            "{\"method\":\"off\"}",
+            "{\"method\":\"ngram\",\"num_tokens\":1}",
+            "{\"method\":\"ngram\",\"num_tokens\":5}",
+            "{\"method\":\"off\"}",
+            "{\"method\":\"ngram\",\"num_tokens\":2}",
+        };
+        String api = "/v1/chat/completions";
+        String[] bodies = new String[prompts.length];
+        String[] alone = new String[prompts.length];
+        for (int i = 0; i < prompts.length; i++) {
+            bodies[i] = body(api, specs[i]).replace(PROMPT, prompts[i]);
+            HttpResponse<String> r = NGRAM.post(api, bodies[i]);
+            assertEquals(200, r.statusCode(), r.body());
+            alone[i] = text(api, JSON.readTree(r.body()));
+        }
+        List<CompletableFuture<HttpResponse<String>>> inFlight = new ArrayList<>();
+        for (String b : bodies) {
+            inFlight.add(ServedModel.HTTP.sendAsync(
+                    HttpRequest.newBuilder(NGRAM.uri(api))
+                            .header("Content-Type", "application/json")
+                            .timeout(Duration.ofMinutes(5))
+                            .POST(HttpRequest.BodyPublishers.ofString(b))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString()));
+        }
+        CompletableFuture<Void> all = CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new));
+        int mostRows = 0;
+        while (!all.isDone()) {
+            mostRows = Math.max(mostRows, NGRAM.engine().execActivity().rows());
+            Thread.onSpinWait();
+        }
+        for (int i = 0; i < prompts.length; i++) {
+            HttpResponse<String> r = inFlight.get(i).join();
+            assertEquals(200, r.statusCode(), r.body());
+            JsonNode answer = JSON.readTree(r.body());
+            assertEquals(alone[i], text(api, answer), "request " + i + " (" + specs[i] + ") batched vs alone");
+            boolean off = specs[i] != null && specs[i].contains("off");
+            assertEquals(!off, answer.at("/usage/speculative").isObject(), "request " + i + ": " + answer.at("/usage"));
+        }
+        assertTrue(mostRows >= 4, "the requests shared the batch: at most " + mostRows + " rows in one unit");
     }
 
     /** The value of the sample line {@code name} in the server's /metrics (0 when absent). */

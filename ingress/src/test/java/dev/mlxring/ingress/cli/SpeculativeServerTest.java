@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
  * mlx_lm.server with the same flags; and {@code serve --speculative ngram} (which mlx-lm lacks)
  * against plain mlx_lm.server, since greedy speculative output equals plain output wherever a
  * verification forward rounds each position as a one-position step does (it has on every parity
- * prompt so far; a difference here would be the first such case). Requests run one at a time
- * through the serial speculative path. Both prompt caches are off, so both prefill every prompt
- * from scratch (the speculative path does not use the prefix cache).
+ * prompt so far; a difference here would be the first such case). The check sends its requests
+ * one at a time, so each is a lone row of the server's continuous batch, whose forward is the serial
+ * speculative round's. Both prompt caches are off, so both prefill every prompt from scratch.
  */
 class SpeculativeServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -1,0 +1,70 @@
+package dev.mlxring.exec.batch;
+
+import dev.mlxring.exec.spec.AdaptiveStop;
+import dev.mlxring.exec.spec.DraftSource;
+
+/**
+ * One batch row's speculative decoding state, the per-row half of {@code SpeculativeRun}: its
+ * {@link DraftSource}, the most tokens it proposes per round ({@code num_draft_tokens}), and for a
+ * greedy row the adaptive proposal length and stop (1 token after a round that rejected one, one
+ * more after a round that accepted all, none once {@link AdaptiveStop} stops it), plus its
+ * proposed and accepted counts. Owns the source; exec thread only.
+ */
+final class RowSpeculation implements AutoCloseable {
+    private final DraftSource source;
+    private final int numDraftTokens;
+    /** Null: the row proposes {@link #numDraftTokens} every round (a sampled row). */
+    private final AdaptiveStop adaptiveStop;
+
+    private int proposalLength;
+    private int proposedTokens;
+    private int acceptedTokens;
+
+    /**
+     * @param source the row's source, already {@link DraftSource#start started} with its whole prompt
+     * @param adaptive whether the row adapts its proposal length and may stop proposing (greedy rows)
+     */
+    RowSpeculation(DraftSource source, int numDraftTokens, boolean adaptive) {
+        this.source = source;
+        this.numDraftTokens = numDraftTokens;
+        this.adaptiveStop = adaptive ? new AdaptiveStop() : null;
+        this.proposalLength = adaptive ? 1 : numDraftTokens;
+    }
+
+    /** Whether the row still proposes (its adaptive stop has not ended its proposals). */
+    boolean active() {
+        return adaptiveStop == null || !adaptiveStop.stopped();
+    }
+
+    /** The source's proposal of at most {@code min(remaining, proposal length, room)} tokens. */
+    int[] propose(int remaining, int room) {
+        return source.propose(Math.max(0, Math.min(Math.min(remaining, proposalLength), room)));
+    }
+
+    /**
+     * The round verified {@code proposed} tokens and accepted the first {@code accepted}, then
+     * committed {@code next}: the source rolls back, the counts grow, the adaptive length follows.
+     */
+    void verified(int proposed, int accepted, int next) {
+        proposedTokens += proposed;
+        acceptedTokens += accepted;
+        source.accepted(accepted, next);
+        if (adaptiveStop != null && proposed > 0) {
+            adaptiveStop.record(proposed, accepted);
+            proposalLength = accepted == proposed ? Math.min(proposalLength + 1, numDraftTokens) : 1;
+        }
+    }
+
+    int proposedTokens() {
+        return proposedTokens;
+    }
+
+    int acceptedTokens() {
+        return acceptedTokens;
+    }
+
+    @Override
+    public void close() {
+        source.close();
+    }
+}
