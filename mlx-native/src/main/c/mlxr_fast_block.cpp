@@ -21,7 +21,10 @@
 // The primitive, its outputs and its cache writes: mlxr_block.h.
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -397,7 +400,31 @@ int attention_ranges(int B, int kv_heads, int positions) {
   return std::max(1, std::min(want, positions / kMinRangePositions));
 }
 
+// Profiling only (dev.mlxring.perf.BatchStepProfile): with MLXR_FAST_BLOCK_PHASES=1 in the
+// environment each block adds its phases' wall times here (mlxr_fast_block_phases reads them);
+// otherwise a block reads one flag and nothing more.
+constexpr int kPhases = 7;  // norm + q/k/v, rope + cache write, attention, o, norm + gate/up, silu, down
+std::atomic<long long> phase_ns[kPhases];
+std::atomic<long long> phase_blocks;
+
+bool phase_timing() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLXR_FAST_BLOCK_PHASES");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
 void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+  using clock = std::chrono::steady_clock;
+  const bool timing = phase_timing();
+  clock::time_point t0 = timing ? clock::now() : clock::time_point{};
+  auto mark = [&](int phase) {
+    if (!timing) return;
+    const clock::time_point t1 = clock::now();
+    phase_ns[phase] += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    t0 = t1;
+  };
   const mx::array& x = in[kX];
   const int B = x.shape(0), L = x.shape(1), Dm = x.shape(2);
   const int M = B * L, H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
@@ -452,6 +479,7 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     rms_norm(q, norm_weight(kQkNorm, qn), s.norm_eps, M * H, Dh, q);
     rms_norm(k, norm_weight(kQkNorm + 1, kn), s.norm_eps, M * Hkv, Dh, k);
   }
+  mark(0);
   const bool per_row = !s.left_padding.empty();
   const RopeTable& table = rope_table(s, offset, L);
   const float* cos_t = table.cos_sin.data();
@@ -468,6 +496,7 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
         narrow(k + src, act, out[1].data<char>() + dst * es, Dh);
         narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
       }
+  mark(1);
   float* attn = scratch(as, size_t(M) * H * Dh);
   const int* pads = per_row ? s.left_padding.data() : nullptr;
   const int min_pad = per_row ? *std::min_element(s.left_padding.begin(), s.left_padding.end()) : 0;
@@ -476,9 +505,11 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   Attention a{&s, B, L, offset, capacity, ranges, pads, q, out[1].data<void>(), out[2].data<void>(), act, parts, attn};
   mlxr::qmm::parallel_chunks(B * Hkv * ranges, attend_chunk, &a);
   merge_parts(a);
+  mark(2);
   float* h = scratch(hs, size_t(M) * Dm);
   mm(kO, 1, attn, H * Dh, &h);
   for (size_t i = 0; i < size_t(M) * Dm; i++) h[i] += X[i];
+  mark(3);
 
   // MLP
   rms_norm(h, norm_weight(kPostNorm, wbuf), s.norm_eps, M, Dm, xn);
@@ -488,11 +519,15 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     float* const gate_up[2] = {g, u};
     mm(kGate, 2, xn, Dm, gate_up);
   }
+  mark(4);
   silu_times(g, u, g, M * inter, scratch(ex, size_t(M) * inter));
+  mark(5);
   float* d = scratch(ws, size_t(M) * Dm);
   mm(kDown, 1, g, inter, &d);
   for (size_t i = 0; i < size_t(M) * Dm; i++) d[i] += h[i];
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
+  mark(6);
+  if (timing) phase_blocks++;
 }
 
 }  // namespace
@@ -506,6 +541,25 @@ extern "C" {
 int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
                                  int n_rows, mlxr_array* out);
+
+// Profiling only: the fast blocks' phase times since the last call (ns[0 .. 6]: norm + q/k/v,
+// rope + cache write, attention, o projection, norm + gate/up, silu, down), then zeroed; returns
+// the blocks timed, or -1 when MLXR_FAST_BLOCK_PHASES=1 was not set (nothing timed).
+long long mlxr_fast_block_phases(long long* ns, int n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  using namespace mlxr::fastnum;
+  if (!phase_timing()) return -1;
+  for (int i = 0; i < kPhases; i++) {
+    const long long v = phase_ns[i].exchange(0);
+    if (i < n) ns[i] = v;
+  }
+  return phase_blocks.exchange(0);
+#else
+  (void)ns;
+  (void)n;
+  return -1;
+#endif
+}
 
 // The fast tier's fused block (above). weights: input_layernorm.weight,
 // post_attention_layernorm.weight, then weight, scales, biases of q, k, v, o,
