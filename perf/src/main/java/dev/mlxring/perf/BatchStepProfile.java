@@ -26,7 +26,8 @@ import java.util.Map;
  * --prompt-tokens} + 3 r tokens for row r) prefilled alone and merged into left-padded batch
  * caches, as the batch generator holds them; then greedy decode steps of all rows at once (one
  * forward of {@code [rows, 1]} tokens, argmax, read back). Prints the median step time and
- * aggregate tok/s over {@code --steps} steps; the step's arithmetic (the projections' and head's
+ * aggregate tok/s over {@code --steps} steps, and the process's CPU time per step (clock ticks of 10 ms
+ * assumed, Linux's usual USER_HZ); the step's arithmetic (the projections' and head's
  * multiply-adds, attention's over the rows' filled positions) against the time, as GFLOP/s and as
  * a share of {@code --peak-gflops} (the CPU's float32 FMA peak, when given); one step evaluated a
  * primitive at a time ({@link Mlx#profileEval}: time by primitive); and, with {@code
@@ -64,6 +65,7 @@ public final class BatchStepProfile {
                 FastBlockPhases.read(); // zero the warm-up's phases
                 List<Double> stepMs = new ArrayList<>();
                 double flops = 0;
+                double cpu0 = processCpuMs();
                 for (int i = 0; i < o.steps(); i++) {
                     flops += stepFlops(config, filled);
                     long t0 = System.nanoTime();
@@ -71,6 +73,7 @@ public final class BatchStepProfile {
                     stepMs.add((System.nanoTime() - t0) / 1e6);
                     increment(filled);
                 }
+                double cpuMsPerStep = (processCpuMs() - cpu0) / o.steps();
                 FastBlockPhases.Reading phases = FastBlockPhases.read();
                 double totalS = stepMs.stream().mapToDouble(Double::doubleValue).sum() / 1e3;
                 double median = median(stepMs);
@@ -78,7 +81,7 @@ public final class BatchStepProfile {
                 System.out.printf(
                         Locale.ROOT,
                         "%s, %s, %d rows: step ms median %.1f (min %.1f, max %.1f) over %d steps, aggregate"
-                                + " %.1f tok/s; %.2f GFLOP per step, %.1f GFLOP/s%s%n",
+                                + " %.1f tok/s; process CPU %.1f ms per step; %.2f GFLOP per step, %.1f GFLOP/s%s%n",
                         o.model().getFileName(),
                         o.numerics().cliName(),
                         rows,
@@ -87,6 +90,7 @@ public final class BatchStepProfile {
                         stepMs.stream().mapToDouble(Double::doubleValue).max().orElse(0),
                         stepMs.size(),
                         rows / (median / 1e3),
+                        cpuMsPerStep,
                         flops / o.steps() / 1e9,
                         gflops,
                         o.peakGflops() > 0
@@ -220,6 +224,21 @@ public final class BatchStepProfile {
             macs += layers * perLayer + d * vocab + layers * 2.0 * heads * headDim * (f + 1);
         }
         return 2 * macs;
+    }
+
+    /**
+     * This process's CPU time (user + system, all threads) in ms, from {@code /proc/self/stat}: on
+     * a shared machine it moves less with the other load than wall time does.
+     */
+    private static double processCpuMs() {
+        try {
+            String stat = java.nio.file.Files.readString(Path.of("/proc/self/stat"));
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            // fields 14 and 15 of the line (utime, stime) are 12 and 13 after the name
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10.0;
+        } catch (java.io.IOException | RuntimeException e) {
+            return Double.NaN;
+        }
     }
 
     private static void increment(int[] filled) {
