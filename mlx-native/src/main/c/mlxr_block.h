@@ -60,6 +60,10 @@ struct BlockSpec {
   bool layouts;     // the projections' dequantized layouts (mlxr_dequantized.h) follow, exact block only
   int bits[kProjections], group_size[kProjections];
   Isa isa;
+  // Rows of a batch cache (mlx-lm's BatchKVCache): row b's positions are left_padding[b] ..
+  // offset + L - 1, its rope positions start at offset - left_padding[b], and attention reads no
+  // position before left_padding[b]. Empty for a single-row cache (no padding). Fast block only.
+  std::vector<int> left_padding;
 
   int qkv_bias_input() const {
     return kQkNorm + (qk_norm ? 2 : 0);
@@ -224,6 +228,13 @@ std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::a
     throw std::invalid_argument(w + ": cache buffers do not match the block (or hold fewer than offset + L)");
   std::vector<mx::array> inputs{x, ka, va};
   for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
+  if (!s.left_padding.empty()) {
+    if (int(s.left_padding.size()) != x.shape(0))
+      throw std::invalid_argument(w + ": " + std::to_string(s.left_padding.size()) + " left paddings for " +
+                                  std::to_string(x.shape(0)) + " rows");
+    for (int pad : s.left_padding)
+      if (pad < 0 || pad > offset) throw std::invalid_argument(w + ": a left padding outside 0 .. offset");
+  }
   const mx::Dtype act = activations_dtype(x, weights);
   if (ka.dtype() != act) throw std::invalid_argument(w + ": cache dtype differs from the activations'");
   return mx::array::make_arrays({x.shape(), ka.shape(), va.shape()}, {act, act, act},

@@ -21,7 +21,10 @@
 // The primitive, its outputs and its cache writes: mlxr_block.h.
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -222,26 +225,37 @@ void rms_norm(const float* x, const float* w, float eps, int rows, int n, float*
   }
 }
 
-// cos and sin of positions offset .. offset + L - 1 times each frequency, [L, dims / 2] each.
-// Every block of a step asks for the same table (one rope per model), so the last one is kept.
+// cos and sin of each row's positions times each frequency, [rows, dims / 2] each: without left
+// padding one table row per position offset + l (rows = L, shared by the batch's rows), with it
+// one per (b, l) at position offset - left_padding[b] + l (rows = B * L, mlx-lm's per-row rope
+// offsets). Every block of a step asks for the same table (one rope per model), so the last one
+// is kept.
 struct RopeTable {
   int offset = -1, L = 0, dims = 0;
   float base = 0, scale = 0;
+  std::vector<int> left_padding;
   std::vector<float> cos_sin;  // cos rows, then sin rows
 };
 
 const RopeTable& rope_table(const BlockSpec& s, int offset, int L) {
   thread_local RopeTable t;
-  if (t.offset == offset && t.L == L && t.dims == s.rope_dims && t.base == s.rope_base && t.scale == s.rope_scale)
+  if (t.offset == offset && t.L == L && t.dims == s.rope_dims && t.base == s.rope_base &&
+      t.scale == s.rope_scale && t.left_padding == s.left_padding)
     return t;
   const int half = s.rope_dims / 2;
-  t.cos_sin.resize(size_t(2) * L * half);
+  const int B = s.left_padding.empty() ? 1 : int(s.left_padding.size());
+  const size_t rows = size_t(B) * L;
+  t.cos_sin.resize(2 * rows * half);
   for (int i = 0; i < half; i++) {
     const double inv_freq = std::pow(double(s.rope_base), -double(i) / half);
-    for (int l = 0; l < L; l++) {
-      const double pos = double(float(offset + l) * s.rope_scale);
-      t.cos_sin[size_t(l) * half + i] = float(std::cos(pos * inv_freq));
-      t.cos_sin[(size_t(L) + l) * half + i] = float(std::sin(pos * inv_freq));
+    for (int b = 0; b < B; b++) {
+      const int start = offset - (s.left_padding.empty() ? 0 : s.left_padding[b]);
+      for (int l = 0; l < L; l++) {
+        const size_t row = size_t(b) * L + l;
+        const double pos = double(float(start + l) * s.rope_scale);
+        t.cos_sin[row * half + i] = float(std::cos(pos * inv_freq));
+        t.cos_sin[(rows + row) * half + i] = float(std::sin(pos * inv_freq));
+      }
     }
   }
   t.offset = offset;
@@ -249,17 +263,20 @@ const RopeTable& rope_table(const BlockSpec& s, int offset, int L) {
   t.dims = s.rope_dims;
   t.base = s.rope_base;
   t.scale = s.rope_scale;
+  t.left_padding = s.left_padding;
   return t;
 }
 
 // Rotates the first `dims` elements of every head of rows [B * L, heads * D]
-// by the angles of positions offset + l (cos/sin tables [L, dims / 2]).
-void rope(float* x, int B, int L, int heads, int D, const BlockSpec& s, const float* cos_t, const float* sin_t) {
+// by the angles of rope_table's rows (cos/sin tables [L or B * L, dims / 2]: per_row for the latter).
+void rope(float* x, int B, int L, int heads, int D, const BlockSpec& s, const float* cos_t, const float* sin_t,
+          bool per_row) {
   const int half = s.rope_dims / 2;
   for (int b = 0; b < B; b++) {
     for (int l = 0; l < L; l++) {
-      const float* c = cos_t + size_t(l) * half;
-      const float* sn = sin_t + size_t(l) * half;
+      const size_t row = per_row ? size_t(b) * L + l : size_t(l);
+      const float* c = cos_t + row * half;
+      const float* sn = sin_t + row * half;
       for (int h = 0; h < heads; h++) {
         float* v = x + (size_t(b) * L + l) * heads * D + size_t(h) * D;
         for (int i = 0; i < half; i++) {
@@ -301,6 +318,7 @@ struct Attention {
   const BlockSpec* spec;
   int B, L, offset, capacity;
   int ranges;          // position ranges per kv head
+  const int* left_padding;  // [B]: row b's first position, or null (every row from 0)
   const float* q;      // [B * L, heads * D], roped
   const void* keys;    // the cache [B, kv_heads, capacity, D] of dt, row-contiguous, positions
   const void* values;  // < offset + L written
@@ -320,8 +338,10 @@ void attend_chunk(void* ctx, int chunk) {
   const int D = s.head_dim, H = s.heads, Hkv = s.kv_heads, group = H / Hkv, R = a.ranges;
   const int r = chunk % R, kvh = chunk / R % Hkv, b = chunk / R / Hkv;
   const size_t row = size_t(D) * dt_size(a.dt);
-  const int n_max = a.offset + a.L;
-  const int p0 = range_start(n_max, r, R), p1 = range_start(n_max, r + 1, R);
+  // the row's positions start .. offset + L - 1 (no work on its left padding), cut into R ranges
+  const int start = a.left_padding != nullptr ? a.left_padding[b] : 0;
+  const int n_row = a.offset + a.L - start;
+  const int p0 = start + range_start(n_row, r, R), p1 = start + range_start(n_row, r + 1, R);
   const size_t at = ((size_t(b) * Hkv + kvh) * a.capacity + p0) * row;
   const char* kc = static_cast<const char*>(a.keys) + at;
   const char* vc = static_cast<const char*>(a.values) + at;
@@ -380,7 +400,31 @@ int attention_ranges(int B, int kv_heads, int positions) {
   return std::max(1, std::min(want, positions / kMinRangePositions));
 }
 
+// Profiling only (dev.mlxring.perf.BatchStepProfile): with MLXR_FAST_BLOCK_PHASES=1 in the
+// environment each block adds its phases' wall times here (mlxr_fast_block_phases reads them);
+// otherwise a block reads one flag and nothing more.
+constexpr int kPhases = 7;  // norm + q/k/v, rope + cache write, attention, o, norm + gate/up, silu, down
+std::atomic<long long> phase_ns[kPhases];
+std::atomic<long long> phase_blocks;
+
+bool phase_timing() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLXR_FAST_BLOCK_PHASES");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
 void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in, std::vector<mx::array>& out) {
+  using clock = std::chrono::steady_clock;
+  const bool timing = phase_timing();
+  clock::time_point t0 = timing ? clock::now() : clock::time_point{};
+  auto mark = [&](int phase) {
+    if (!timing) return;
+    const clock::time_point t1 = clock::now();
+    phase_ns[phase] += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    t0 = t1;
+  };
   const mx::array& x = in[kX];
   const int B = x.shape(0), L = x.shape(1), Dm = x.shape(2);
   const int M = B * L, H = s.heads, Hkv = s.kv_heads, Dh = s.head_dim;
@@ -435,11 +479,13 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     rms_norm(q, norm_weight(kQkNorm, qn), s.norm_eps, M * H, Dh, q);
     rms_norm(k, norm_weight(kQkNorm + 1, kn), s.norm_eps, M * Hkv, Dh, k);
   }
+  mark(0);
+  const bool per_row = !s.left_padding.empty();
   const RopeTable& table = rope_table(s, offset, L);
   const float* cos_t = table.cos_sin.data();
-  const float* sin_t = cos_t + size_t(L) * (s.rope_dims / 2);
-  rope(q, B, L, H, Dh, s, cos_t, sin_t);
-  rope(k, B, L, Hkv, Dh, s, cos_t, sin_t);
+  const float* sin_t = cos_t + size_t(per_row ? M : L) * (s.rope_dims / 2);
+  rope(q, B, L, H, Dh, s, cos_t, sin_t, per_row);
+  rope(k, B, L, Hkv, Dh, s, cos_t, sin_t, per_row);
   // the new keys and values, [B, L, Hkv, D] -> the cache's [B, Hkv, offset + l, D], in its dtype
   const size_t es = dt_size(act);
   for (int b = 0; b < B; b++)
@@ -450,15 +496,20 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
         narrow(k + src, act, out[1].data<char>() + dst * es, Dh);
         narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
       }
+  mark(1);
   float* attn = scratch(as, size_t(M) * H * Dh);
-  const int ranges = attention_ranges(B, Hkv, offset + L);
+  const int* pads = per_row ? s.left_padding.data() : nullptr;
+  const int min_pad = per_row ? *std::min_element(s.left_padding.begin(), s.left_padding.end()) : 0;
+  const int ranges = attention_ranges(B, Hkv, offset + L - min_pad);
   float* parts = scratch(ps, size_t(M) * H * ranges * (Dh + 2));
-  Attention a{&s, B, L, offset, capacity, ranges, q, out[1].data<void>(), out[2].data<void>(), act, parts, attn};
+  Attention a{&s, B, L, offset, capacity, ranges, pads, q, out[1].data<void>(), out[2].data<void>(), act, parts, attn};
   mlxr::qmm::parallel_chunks(B * Hkv * ranges, attend_chunk, &a);
   merge_parts(a);
+  mark(2);
   float* h = scratch(hs, size_t(M) * Dm);
   mm(kO, 1, attn, H * Dh, &h);
   for (size_t i = 0; i < size_t(M) * Dm; i++) h[i] += X[i];
+  mark(3);
 
   // MLP
   rms_norm(h, norm_weight(kPostNorm, wbuf), s.norm_eps, M, Dm, xn);
@@ -468,11 +519,15 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     float* const gate_up[2] = {g, u};
     mm(kGate, 2, xn, Dm, gate_up);
   }
+  mark(4);
   silu_times(g, u, g, M * inter, scratch(ex, size_t(M) * inter));
+  mark(5);
   float* d = scratch(ws, size_t(M) * Dm);
   mm(kDown, 1, g, inter, &d);
   for (size_t i = 0; i < size_t(M) * Dm; i++) d[i] += h[i];
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
+  mark(6);
+  if (timing) phase_blocks++;
 }
 
 }  // namespace
@@ -482,6 +537,29 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
 #endif
 
 extern "C" {
+
+int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                 int n_weights, const int* ints, const float* floats, const int* left_padding,
+                                 int n_rows, mlxr_array* out);
+
+// Profiling only: the fast blocks' phase times since the last call (ns[0 .. 6]: norm + q/k/v,
+// rope + cache write, attention, o projection, norm + gate/up, silu, down), then zeroed; returns
+// the blocks timed, or -1 when MLXR_FAST_BLOCK_PHASES=1 was not set (nothing timed).
+long long mlxr_fast_block_phases(long long* ns, int n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  using namespace mlxr::fastnum;
+  if (!phase_timing()) return -1;
+  for (int i = 0; i < kPhases; i++) {
+    const long long v = phase_ns[i].exchange(0);
+    if (i < n) ns[i] = v;
+  }
+  return phase_blocks.exchange(0);
+#else
+  (void)ns;
+  (void)n;
+  return -1;
+#endif
+}
 
 // The fast tier's fused block (above). weights: input_layernorm.weight,
 // post_attention_layernorm.weight, then weight, scales, biases of q, k, v, o,
@@ -496,6 +574,18 @@ extern "C" {
 // where it applies.
 int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                             int n_weights, const int* ints, const float* floats, mlxr_array* out) {
+  return mlxr_fast_decoder_block_rows(x, keys, values, weights, n_weights, ints, floats, nullptr, 0, out);
+}
+
+// The same block over the rows of a batch cache (mlx-lm's BatchKVCache): left_padding [n_rows]
+// (n_rows = B) gives each row's first filled position, so row b's rope positions are
+// offset - left_padding[b] + l and its attention reads positions left_padding[b] .. offset + l
+// only; the new keys and values go to the shared positions offset .. offset + L - 1 of every
+// row. Each padding must lie in 0 .. offset. left_padding null (n_rows 0): no padding, the
+// single-row block above.
+int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                 int n_weights, const int* ints, const float* floats, const int* left_padding,
+                                 int n_rows, mlxr_array* out) {
 #if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
   return mlxr::guard_int([] { throw std::invalid_argument("fast block: x86-64 only"); });
 #else
@@ -510,6 +600,9 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
         throw std::invalid_argument("fast block: projection " + std::to_string(p) + " has " +
                                     std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
     }
+    if (n_rows < 0 || (n_rows > 0 && left_padding == nullptr))
+      throw std::invalid_argument("fast block: no left paddings for " + std::to_string(n_rows) + " rows");
+    if (n_rows > 0) s.left_padding.assign(left_padding, left_padding + n_rows);
     s.isa = default_isa();
     auto stream = mx::default_stream(mx::default_device());
     if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
@@ -38,7 +40,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Teacher-forced over a set of prompts (one forward each, logits of every position), and again
  * fed one token per forward through the KV cache as decode steps are (the kernels' one-row
  * passes differ from a whole prompt's), our exact tier (mlx-lm's bytes) and our fast tier are
- * both compared with it, in each of the two modes:
+ * both compared with it, in each of the three modes (the third: all prompts as the rows of one
+ * batch, each prefilled alone to its own length, merged into left-padded batch caches and fed one
+ * token per row per forward, as a batch's decode steps are, with ragged offsets):
  * <ul>
  *   <li>the fast tier's logits must be at least as close to the reference as the exact tier's,
  *       in RMS difference and in mean KL(reference || ours) of the softmaxes;
@@ -48,6 +52,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  *       the exact tier matching the reference's argmax less often than the fast tier), the fast
  *       tier's argmax must match the reference's at least as often as the exact tier's.
  * </ul>
+ * The batched rows must also agree with the same rows run alone (one token at a time) in the
+ * same tier: for the fast tier, whose batched decode step is its fused block over all rows, the
+ * RMS difference between the two over the rows' decode positions must not exceed the exact
+ * tier's own RMS distance to the reference (the oracle's tolerance), and their argmax must match
+ * at >= 95% of those positions.
  * The reference the assertions use is the float64 rendering: with float32 activations MLX's
  * float32 rendering rounds as the exact tier does (bit for bit on the tiny models), so it can only
  * say how far a scheme is from the exact tier; its figures are printed beside.
@@ -131,6 +140,63 @@ class FastNumericsOracleTest {
         compare(name + ", teacher-forced", exact.forced(), fast.forced(), f64, f32, float32Activations);
         // The decode step runs other kernel passes than a whole prompt (one activation row).
         compare(name + ", one token at a time", exact.stepwise(), fast.stepwise(), f64, f32, float32Activations);
+        compare(name + ", batched rows", exact.batched(), fast.batched(), f64, f32, float32Activations);
+        batchedAgreesWithAlone(name, fast, distance(exact.stepwise(), f64.logits(), f64.vocab()).rms, f64);
+    }
+
+    /**
+     * The fast tier's batched rows against the same rows alone, over the positions the batch
+     * decoded: RMS difference at most {@code tolerance} (the exact tier's RMS distance to the
+     * reference), argmax equal at >= 95% of them.
+     */
+    private static void batchedAgreesWithAlone(String name, Logits fast, double tolerance, Reference f64) {
+        int vocab = f64.vocab();
+        double sq = 0;
+        long n = 0;
+        int agree = 0;
+        int positions = 0;
+        for (int p = 0; p < f64.prompts().size(); p++) {
+            int length = f64.prompts().get(p).length;
+            for (int i = prefillLength(p, length); i < length; i++) {
+                for (int v = 0; v < vocab; v++) {
+                    double d = (double) fast.batched().get(p)[i * vocab + v]
+                            - fast.stepwise().get(p)[i * vocab + v];
+                    sq += d * d;
+                }
+                n += vocab;
+                agree += argmax(fast.batched().get(p), i, vocab)
+                                == argmax(fast.stepwise().get(p), i, vocab)
+                        ? 1
+                        : 0;
+                positions++;
+            }
+        }
+        double rms = Math.sqrt(sq / n);
+        System.out.printf(
+                Locale.ROOT,
+                "FastNumericsOracleTest %s, fast batched rows vs alone: RMS %.4g (tolerance %.4g), argmax equal at"
+                        + " %d/%d%n",
+                name,
+                rms,
+                tolerance,
+                agree,
+                positions);
+        assertTrue(
+                rms <= tolerance,
+                name + ": the fast tier's batched rows differ from the same rows alone by RMS " + rms
+                        + ", beyond the exact tier's distance to the reference " + tolerance);
+        assertTrue(
+                agree >= MIN_ARGMAX_AGREEMENT * positions,
+                name + ": the fast tier's batched rows' argmax equals the rows' alone at only " + agree + " of "
+                        + positions + " positions");
+    }
+
+    /**
+     * Prompt {@code p}'s prefix prefilled alone before the batch decodes the rest: 3, 8, 13, 18, ..
+     * tokens (at most all but one), so the rows' left paddings and rope offsets differ.
+     */
+    private static int prefillLength(int p, int length) {
+        return Math.min(length - 1, 3 + 5 * p);
     }
 
     private static void compare(
@@ -244,8 +310,8 @@ class FastNumericsOracleTest {
         return new Reference(prompts, logits, vocab);
     }
 
-    /** Every position's logits of each prompt, teacher-forced and one token at a time. */
-    record Logits(List<float[]> forced, List<float[]> stepwise) {}
+    /** Every position's logits of each prompt: teacher-forced, one token at a time, and as batched rows. */
+    record Logits(List<float[]> forced, List<float[]> stepwise, List<float[]> batched) {}
 
     /**
      * Teacher-forced: one forward of the whole prompt into fresh caches. Stepwise: the prompt fed
@@ -282,8 +348,81 @@ class FastNumericsOracleTest {
                 }
                 stepwise.add(steps);
             }
+            return new Logits(forced, stepwise, batched(model, prompts));
         }
-        return new Logits(forced, stepwise);
+    }
+
+    /**
+     * The prompts as the rows of one batch: each prompt's first {@link #prefillLength} tokens in
+     * one forward into its own cache (those positions' logits), the caches merged into left-padded
+     * batch caches ({@link BatchKvCache#merge}), then every row fed its next token per forward
+     * until all are through (a row past its prompt is fed token 0, its logits dropped).
+     */
+    private static List<float[]> batched(LanguageModel model, List<int[]> prompts) {
+        int rows = prompts.size();
+        float[][] out = new float[rows][];
+        int[] start = new int[rows];
+        KvCache[] batch = null;
+        KvCache[][] alone = new KvCache[rows][];
+        try {
+            int steps = 0;
+            for (int p = 0; p < rows; p++) {
+                int[] prompt = prompts.get(p);
+                start[p] = prefillLength(p, prompt.length);
+                steps = Math.max(steps, prompt.length - start[p]);
+                alone[p] = model.newCache();
+                try (ArrayScope s = ArrayScope.open()) {
+                    MlxArray l = model.forward(
+                            Mlx.fromInts(java.util.Arrays.copyOf(prompt, start[p]), 1, start[p]), alone[p]);
+                    float[] prefix = Mlx.astype(l, Dtype.FLOAT32).toFloatArray();
+                    out[p] = new float[prefix.length / start[p] * prompt.length];
+                    System.arraycopy(prefix, 0, out[p], 0, prefix.length);
+                }
+            }
+            batch = new KvCache[alone[0].length];
+            for (int layer = 0; layer < batch.length; layer++) {
+                DenseKvCache[] layerCaches = new DenseKvCache[rows];
+                for (int p = 0; p < rows; p++) {
+                    layerCaches[p] = (DenseKvCache) alone[p][layer];
+                }
+                try (ArrayScope s = ArrayScope.open()) {
+                    batch[layer] = BatchKvCache.merge(layerCaches);
+                    Mlx.eval(((BatchKvCache) batch[layer]).state());
+                }
+            }
+            for (int step = 0; step < steps; step++) {
+                int[] tokens = new int[rows];
+                for (int p = 0; p < rows; p++) {
+                    int at = start[p] + step;
+                    tokens[p] = at < prompts.get(p).length ? prompts.get(p)[at] : 0;
+                }
+                try (ArrayScope s = ArrayScope.open()) {
+                    float[] all = Mlx.astype(model.forward(Mlx.fromInts(tokens, rows, 1), batch), Dtype.FLOAT32)
+                            .toFloatArray();
+                    int vocab = all.length / rows;
+                    for (int p = 0; p < rows; p++) {
+                        int at = start[p] + step;
+                        if (at < prompts.get(p).length) {
+                            System.arraycopy(all, p * vocab, out[p], at * vocab, vocab);
+                        }
+                    }
+                }
+            }
+        } finally {
+            for (KvCache[] c : alone) {
+                if (c != null) {
+                    close(c);
+                }
+            }
+            if (batch != null) {
+                for (KvCache c : batch) {
+                    if (c != null) {
+                        c.close();
+                    }
+                }
+            }
+        }
+        return List.of(out);
     }
 
     private static void close(KvCache[] caches) {

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
@@ -172,6 +174,48 @@ class FusedBlockTest {
         assertEquals(0, fusedBlocksInAStep(dir, false, Numerics.FAST, 0), "fast tier, -Dmlxring.fusedBlock=false");
         assertEquals(0, fusedBlocksInAStep(dir, true, Numerics.FAST, 16), "fast tier, rotating cache");
         assertEquals(0, fusedBlocksInAStep(llama3, true, Numerics.FAST, 0), "fast tier, llama3 rope");
+    }
+
+    /**
+     * A decode step of a batch's rows (left-padded batch caches, ragged offsets) is one fast-tier
+     * fused block per block under the fast tier, and the graph under the exact tier (whose batched
+     * bytes are mlx-lm's BatchGenerator's, BatchParityTest).
+     */
+    @Test
+    void aBatchDecodeStepIsOnePrimitivePerBlockInTheFastTier() {
+        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+        Path dir = models.resolve("qwen3-f32-q8g64");
+        assertEquals(2, fusedBlocksInABatchStep(dir, Numerics.FAST, "FastDecoderBlock"), "fast tier, batch");
+        assertEquals(0, fusedBlocksInABatchStep(dir, Numerics.EXACT, "ExactDecoderBlock"), "exact tier, batch");
+        assertEquals(0, fusedBlocksInABatchStep(dir, Numerics.EXACT, "FastDecoderBlock"), "exact tier, batch");
+    }
+
+    /** Fused blocks named {@code primitive} in a decode step of two rows of 3 and 5 cached positions. */
+    private static int fusedBlocksInABatchStep(Path dir, Numerics numerics, String primitive) {
+        try (LanguageModel model = load(dir, true, numerics)) {
+            KvCache[] a = model.newCache();
+            KvCache[] b = model.newCache();
+            KvCache[] batch = new KvCache[a.length];
+            try (ArrayScope s = ArrayScope.open()) {
+                Mlx.eval(model.forward(Mlx.fromInts(new int[] {1, 2, 3}, 1, 3), a));
+                Mlx.eval(model.forward(Mlx.fromInts(new int[] {4, 5, 6, 7, 8}, 1, 5), b));
+                for (int i = 0; i < a.length; i++) {
+                    batch[i] = BatchKvCache.merge((DenseKvCache) a[i], (DenseKvCache) b[i]);
+                }
+                MlxArray step = model.forward(Mlx.fromInts(new int[] {9, 10}, 2, 1), batch);
+                return (int) Arrays.stream(Mlx.profileEval(step).split("\n"))
+                        .filter(line -> line.startsWith(primitive + "\t"))
+                        .count();
+            } finally {
+                for (KvCache[] caches : List.of(a, b, batch)) {
+                    for (KvCache c : caches) {
+                        if (c != null) {
+                            c.close();
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /**

@@ -32,6 +32,9 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final FunctionDescriptor BLOCK_ABI =
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR);
     private static final MethodHandle FAST_BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block", BLOCK_ABI);
+    private static final MethodHandle FAST_BLOCK_ROWS = NativeLibrary.handle(
+            "mlxr_fast_decoder_block_rows",
+            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR));
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
     private static final MethodHandle EXACT_AVAILABLE =
             NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
@@ -76,6 +79,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
     }
 
     private final MethodHandle entry;
+    private final Numerics numerics;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment weights;
     private final int weightCount;
@@ -137,6 +141,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
             throw new IllegalArgumentException("the fast tier's fused block takes no rope frequencies");
         }
         this.entry = numerics == Numerics.FAST ? FAST_BLOCK : EXACT_BLOCK;
+        this.numerics = numerics;
         if (projections.size() != 7) {
             throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
         }
@@ -223,6 +228,52 @@ public final class FusedDecoderBlock implements AutoCloseable {
         try {
             rc = (int) entry.invokeExact(
                     x.handle(), keys.handle(), values.handle(), weights, weightCount, ints, floats, out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        Shim.check(rc);
+        return new MlxArray[] {
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))
+        };
+    }
+
+    /** The tier this block computes in. */
+    public Numerics numerics() {
+        return numerics;
+    }
+
+    /**
+     * The {@link Numerics#FAST} block over the rows of a left-padded batch cache (mlx-lm's {@code
+     * BatchKVCache}): {@code {h, keys', values'}} as {@link #forward}, with row {@code b}'s rope at
+     * positions {@code offset - leftPadding[b] ..} and its causal attention over its own positions
+     * {@code leftPadding[b] .. offset + L - 1} only (none of its padding read), the new keys and
+     * values written at the shared positions {@code offset .. offset + L - 1} of every row.
+     *
+     * @param leftPadding one per row of {@code x}, each in {@code 0 .. offset}
+     * @throws IllegalStateException for an exact-tier block (its batched rows run mlx-lm's graph)
+     */
+    public MlxArray[] forwardRows(MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding) {
+        if (numerics != Numerics.FAST) {
+            throw new IllegalStateException("only the fast tier's fused block takes a batch's rows");
+        }
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 1);
+        int rc;
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment pads = call.allocateFrom(ValueLayout.JAVA_INT, leftPadding);
+            rc = (int) FAST_BLOCK_ROWS.invokeExact(
+                    x.handle(),
+                    keys.handle(),
+                    values.handle(),
+                    weights,
+                    weightCount,
+                    ints,
+                    floats,
+                    pads,
+                    leftPadding.length,
+                    out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }

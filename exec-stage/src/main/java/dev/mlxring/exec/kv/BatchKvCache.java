@@ -104,6 +104,37 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         return keysAndValues();
     }
 
+    /**
+     * The buffers, grown as {@link #updateAndFetch} grows them for {@code length} new positions of
+     * that batch, heads, head dims and dtype, for a caller that writes the positions itself (the
+     * fast tier's fused block over the batch's rows); {@link #written} then hands over the buffers
+     * it wrote.
+     */
+    public MlxArray[] reserve(int batch, int heads, int keyDim, int valueDim, Dtype dtype, int length) {
+        if (batch != leftPadding.length) {
+            throw new IllegalArgumentException("reserve for " + batch + " rows, batch has " + leftPadding.length);
+        }
+        if (keys == null || idx + length > keys.dim(2)) {
+            int nSteps = (STEP + length - 1) / STEP;
+            grow(batch, heads, keyDim, valueDim, dtype, nSteps * STEP, idx % STEP != 0 ? idx : -1);
+        }
+        return new MlxArray[] {keys, values};
+    }
+
+    /**
+     * Takes ownership of {@code k} and {@code v}: the {@link #reserve reserved} buffers with
+     * {@code length} more positions written at the shared index (the slice updates of
+     * {@link #updateAndFetch}, done by the caller's primitive); the index advances by {@code length}.
+     */
+    public void written(MlxArray k, MlxArray v, int length) {
+        if (keys == null || k.dim(2) != keys.dim(2) || idx + length > k.dim(2)) {
+            throw new IllegalArgumentException("written buffers of " + k.dim(2) + " positions for index " + idx + " + "
+                    + length + " in a buffer of " + (keys == null ? 0 : keys.dim(2)));
+        }
+        replace(k, v);
+        idx += length;
+    }
+
     /** {@code keys_and_values()}: always the {@code [..., :idx, :]} views. */
     public MlxArray[] keysAndValues() {
         return new MlxArray[] {positions(keys, 0, idx), positions(values, 0, idx)};

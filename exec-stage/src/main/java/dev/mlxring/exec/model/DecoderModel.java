@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
@@ -63,6 +64,9 @@ final class DecoderModel extends LoadedModel {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
             if (fused != null && FusedBlock.applies(mask, cache)) {
                 return fused.forward(x, mask, (DenseKvCache) cache);
+            }
+            if (fused != null && fused.appliesToRows(x, cache)) {
+                return fused.forwardRows(x, (BatchKvCache) cache);
             }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
+import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.nn.Linear;
@@ -25,8 +26,11 @@ import java.util.List;
  * everything between its projections in float32 (FusedBlockTest, FastNumericsOracleTest).
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
- * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and the
- * graph for everything else (batches, rotating or quantized caches, sliding windows). The cache
+ * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal"; under
+ * {@code --numerics fast} also for a decode step of a batch's rows over a {@link BatchKvCache}
+ * ({@link #appliesToRows}: left padding skipped, per-row rope offsets); and the graph for
+ * everything else (the exact tier's batches, prefill chunks of a batch, rotating or quantized
+ * caches, sliding windows). The cache
  * grows as the graph's ({@link DenseKvCache#reserve}) and the primitive writes the new keys and
  * values into its buffers as the graph's two slice updates would (in place only where nothing
  * else holds them), so prefix snapshots and restores see the same buffers.
@@ -202,6 +206,36 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
         MlxArray[] r = block.forward(x, buffers[0], buffers[1], cache.offset(), mask.causal());
+        cache.written(r[1], r[2], length);
+        return r[0];
+    }
+
+    /**
+     * Whether this call takes the fast tier's block over a batch's rows: a fast-tier block, one
+     * new position per row (a decode step) and a full-precision batch cache ({@link
+     * BatchKvCache}: left padding, per-row rope offsets) with something stored. The exact tier's
+     * batched rows, prefill chunks and rotating batch caches run the graph (mlx-lm's bytes), and
+     * so does every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
+     */
+    boolean appliesToRows(MlxArray x, KvCache cache) {
+        return block.numerics() == Numerics.FAST
+                && !"false".equals(System.getProperty("mlxring.fusedBatch"))
+                && x.dim(1) == 1
+                && cache instanceof BatchKvCache batch
+                && !batch.isEmpty()
+                && x.dim(0) == batch.batchSize();
+    }
+
+    /**
+     * The block over a decode step's rows {@code x} {@code [B, 1, D]}: each row's rope at its own
+     * offset and attention over its own filled positions, the new keys and values written into
+     * {@code cache} at its shared index, as {@code BatchKVCache.update_and_fetch} writes them.
+     */
+    MlxArray forwardRows(MlxArray x, BatchKvCache cache) {
+        int length = x.dim(1);
+        Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
+        MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
+        MlxArray[] r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), cache.leftPadding());
         cache.written(r[1], r[2], length);
         return r[0];
     }
