@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class RopeTest {
     @Test
     void unsupportedTypesAreRefusedNamingTheSupportedOnes() {
-        for (String type : List.of("proportional", "mrope", "su")) {
+        for (String type : List.of("xpos", "mrope", "su")) {
             var e = assertThrows(
                     ModelLoadException.class,
                     () -> Rope.initialize(16, 10000, false, Map.of("rope_type", type, "factor", 2.0), 4096));
