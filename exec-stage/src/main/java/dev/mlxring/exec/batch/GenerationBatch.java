@@ -4,6 +4,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
+import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -53,7 +54,9 @@ final class GenerationBatch implements AutoCloseable {
         this.rows = new ArrayList<>(rows);
         this.caches = caches;
         try (ArrayScope scope = ArrayScope.open()) {
-            nextTokens = Mlx.fromInts(lastTokens, lastTokens.length).detach();
+            // uint32, as the sampler's tokens are, so batches that merge concatenate one dtype.
+            nextTokens = Mlx.astype(Mlx.fromInts(lastTokens, lastTokens.length), Dtype.UINT32)
+                    .detach();
         }
         boolean speculating = false;
         for (Row r : rows) {
@@ -340,7 +343,9 @@ final class GenerationBatch implements AutoCloseable {
         }
         try (ArrayScope scope = ArrayScope.open()) {
             MlxArray old = nextTokens;
-            nextTokens = Mlx.fromInts(next, n).detach();
+            // uint32, as the sampler's tokens are: a batch joining later concatenates its sampled
+            // uint32 tokens to these, and int32 with uint32 would promote to int64.
+            nextTokens = Mlx.astype(Mlx.fromInts(next, n), Dtype.UINT32).detach();
             old.close();
         }
         if (anyLeaves) {
