@@ -36,6 +36,7 @@ final class BenchCommand {
     static final int DEFAULT_NUM_PROMPTS = 32;
     static final String DEFAULT_LEN = "128";
     static final int DEFAULT_PREFIX_COUNT = 4;
+    static final int DEFAULT_TURNS = 4;
     static final int DEFAULT_ROUNDS = 1;
     static final int DEFAULT_WARMUP = 2;
     static final int DEFAULT_TIMEOUT_SECONDS = 600;
@@ -79,7 +80,12 @@ final class BenchCommand {
                             "--workload",
                             "W",
                             "random",
-                            "random, prefix-shared, agent-edit, sharegpt:FILE or jsonl:FILE"),
+                            "random, prefix-shared, agent-edit, multi-turn, sharegpt:FILE or jsonl:FILE"),
+                    Flag.valued(
+                            "--turns",
+                            "N",
+                            DEFAULT_TURNS,
+                            "multi-turn: turns of each conversation (--num-prompts counts conversations)"),
                     Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
                     Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
                     Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
@@ -309,13 +315,18 @@ final class BenchCommand {
                 }
             }
             Long seed = a.longValue("--seed");
+            String workload = a.has("--workload") ? a.get("--workload") : "random";
+            if (a.has("--turns") && !workload.equals(Workloads.MULTI_TURN)) {
+                throw new UsageException(
+                        "--turns applies to --workload " + Workloads.MULTI_TURN + " only; got --workload " + workload);
+            }
             Workloads.Params params = new Workloads.Params(
                     LengthRange.parse("--input-len", a.has("--input-len") ? a.get("--input-len") : DEFAULT_LEN),
                     LengthRange.parse("--output-len", a.has("--output-len") ? a.get("--output-len") : DEFAULT_LEN),
                     a.intValue("--num-prompts", DEFAULT_NUM_PROMPTS, 1),
                     a.intValue("--prefix-count", DEFAULT_PREFIX_COUNT, 1),
-                    seed == null ? 0 : seed);
-            String workload = a.has("--workload") ? a.get("--workload") : "random";
+                    seed == null ? 0 : seed,
+                    workload.equals(Workloads.MULTI_TURN) ? a.intValue("--turns", DEFAULT_TURNS, 1) : 1);
             double cpuBound = a.doubleValue("--cpu-bound", DEFAULT_CPU_BOUND);
             if (!(cpuBound >= 0)) {
                 throw new UsageException("--cpu-bound must be a number of cores >= 0, got " + cpuBound);

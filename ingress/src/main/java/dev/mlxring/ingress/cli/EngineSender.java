@@ -29,11 +29,13 @@ import java.util.function.IntConsumer;
 
 /**
  * {@code bench engine}'s sender: each request goes to an embedded {@link LocalEngine} as a greedy
- * chat ({@link Prompt.Chat}: the prompt's system message, then its user turn), timed as an
+ * chat ({@link Prompt.Chat}: the prompt's system message, a multi-turn request's earlier turns as
+ * user and assistant messages, then its user turn), timed as an
  * embedding host sees it: submit → each committed span with text or reasoning (on the sink
  * thread) → completion. Usage comes from the {@link Outcome}. A full queue is
  * {@link ErrorClass#OVERLOADED}; a failed or cancelled session {@link ErrorClass#STREAM_ERROR}; no
- * completion within the timeout cancels the session and counts as {@link ErrorClass#TIMEOUT}.
+ * completion within the timeout cancels the session and counts as {@link ErrorClass#TIMEOUT}. The
+ * record's answer is the committed spans' text (reasoning excluded).
  */
 final class EngineSender implements RequestSender {
     private final LocalEngine engine;
@@ -49,6 +51,10 @@ final class EngineSender implements RequestSender {
         List<ChatMessage> messages = new ArrayList<>();
         if (prompt.system() != null) {
             messages.add(ChatMessage.of("system", prompt.system()));
+        }
+        for (BenchPrompt.Exchange e : prompt.history()) {
+            messages.add(ChatMessage.of("user", e.user()));
+            messages.add(ChatMessage.of("assistant", e.assistant()));
         }
         messages.add(ChatMessage.of("user", prompt.user()));
         GenerationRequest request = GenerationRequest.builder()
@@ -104,7 +110,17 @@ final class EngineSender implements RequestSender {
                     ErrorClass.NO_TOKENS,
                     "the session completed without text");
         }
-        return new RequestRecord(index, 200, sendNs, times, timeline.endNs, promptTokens, completionTokens, null, null);
+        return new RequestRecord(
+                index,
+                200,
+                sendNs,
+                times,
+                timeline.endNs,
+                promptTokens,
+                completionTokens,
+                null,
+                null,
+                timeline.answer.toString());
     }
 
     private static RequestRecord failed(int index, long sendNs, String errorClass, String detail) {
@@ -120,6 +136,7 @@ final class EngineSender implements RequestSender {
         final IntConsumer onText;
         long[] times = new long[64];
         int count;
+        final StringBuilder answer = new StringBuilder();
         long endNs;
 
         Timeline(IntConsumer onText) {
@@ -131,6 +148,7 @@ final class EngineSender implements RequestSender {
             if (span.text.isEmpty() && span.reasoning.isEmpty()) {
                 return;
             }
+            answer.append(span.text);
             if (count == times.length) {
                 times = Arrays.copyOf(times, count * 2);
             }

@@ -180,6 +180,28 @@ class BenchCommandTest {
                 "1",
                 "--max-concurrency",
                 "2");
+        refused(
+                "--turns applies to --workload multi-turn only; got --workload random",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--turns",
+                "3");
+        refused(
+                "--turns must be >= 1, got 0",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--workload",
+                "multi-turn",
+                "--turns",
+                "0");
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"prompt\": \"ok\"}\n{\"prompt\": 5}\n");
         refused(
@@ -227,6 +249,31 @@ class BenchCommandTest {
                                 + "/v1/chat/completions) failed: connect"),
                 r.err());
         assertTrue(!Files.exists(out.resolve("results.json")));
+    }
+
+    /** --workload multi-turn: --num-prompts conversations of --turns turns, in conversation order. */
+    @Test
+    void multiTurnIsConversationsOfTurns() {
+        BenchOptions o = BenchCommand.parse(new String[] {
+            "bench",
+            "serve",
+            "--target",
+            "a=http://x",
+            "--max-concurrency",
+            "2",
+            "--workload",
+            "multi-turn",
+            "--turns",
+            "3",
+            "--num-prompts",
+            "2",
+            "--out",
+            dir.toString()
+        });
+        assertEquals(3, o.workloadParams().turns());
+        assertEquals(
+                List.of(1, 2, 3, 1, 2, 3),
+                o.prompts().stream().map(dev.mlxring.bench.BenchPrompt::turn).toList());
     }
 
     @Test
