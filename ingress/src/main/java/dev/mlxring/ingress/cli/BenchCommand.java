@@ -69,12 +69,13 @@ final class BenchCommand {
                             "LIST",
                             "none",
                             "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
-                                    + " its last ends"),
+                                    + " its last ends; the list is the sweep"),
                     Flag.valued(
                             "--request-rate",
                             "LIST",
                             "none",
-                            "open loop: each of these mean request rates per second (inf: all at once)"),
+                            "open loop: each of these mean request rates per second (inf: all at once); the list is"
+                                    + " the sweep"),
                     Flag.valued("--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
                     Flag.valued(
                             "--workload",
@@ -133,6 +134,12 @@ final class BenchCommand {
     private BenchCommand() {}
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        for (String arg : args) {
+            if (arg.equals("--sweep") || arg.startsWith("--sweep=")) {
+                throw new UsageException("bench has no --sweep: the level lists are the sweep (--max-concurrency"
+                        + " 1,2,4,8 or --request-rate 1,2,4,inf runs every level in turn)");
+            }
+        }
         if (args.length >= 2 && args[1].equals("compare")) {
             return compare(args, out);
         }

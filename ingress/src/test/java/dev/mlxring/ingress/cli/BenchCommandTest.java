@@ -202,6 +202,15 @@ class BenchCommandTest {
                 "multi-turn",
                 "--turns",
                 "0");
+        refused(
+                "bench has no --sweep: the level lists are the sweep",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--sweep",
+                "--max-concurrency",
+                "1");
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"prompt\": \"ok\"}\n{\"prompt\": 5}\n");
         refused(
