@@ -161,6 +161,10 @@ public final class BenchRunner {
                 p.target().name());
         CpuMonitor.Sample before = cpu.sample();
         long allocatedBefore = measureAllocation ? allocatedBytes() : -1;
+        StageTimed staged = client instanceof StageTimed t ? t : null;
+        if (staged != null) {
+            staged.startPhase();
+        }
         long startNs = System.nanoTime();
         ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "bench-progress");
@@ -247,6 +251,7 @@ public final class BenchRunner {
         } finally {
             ticker.shutdownNow();
         }
+        StageLatencies stages = staged == null ? null : staged.endPhase();
         long endNs = startNs;
         for (RequestRecord r : records) {
             endNs = Math.max(endNs, r.endNs());
@@ -263,7 +268,7 @@ public final class BenchRunner {
                     options.cpuBoundCores());
         }
         long allocated = allocatedBefore >= 0 ? allocatedBytes() - allocatedBefore : -1;
-        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign, allocated);
+        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign, allocated, stages);
     }
 
     /** Where each conversation starts in {@code prompts}: at every turn 1. */

@@ -107,6 +107,9 @@ public final class ResultsWriter {
             m.put("foreign_cpu_cores", p.foreignCores());
             m.put("cpu_flagged", p.foreignCores() > options.cpuBoundCores());
             putAllocation(m, p.allocatedBytes(), ((Number) m.get("total_output_tokens")).longValue());
+            if (p.stages() != null) {
+                m.put("stage_latencies_us", p.stages().toMap());
+            }
             if (multiTurn(options)) {
                 m.putAll(TurnSummary.of(p.records(), options.prompts()));
             }
@@ -186,6 +189,11 @@ public final class ResultsWriter {
             allocated = p.allocatedBytes() < 0 || allocated < 0 ? -1 : allocated + p.allocatedBytes();
         }
         putAllocation(m, allocated, ((Number) m.get("total_output_tokens")).longValue());
+        if (rounds.stream().allMatch(p -> p.stages() != null)) {
+            StageLatencies pooledStages = new StageLatencies();
+            rounds.forEach(p -> pooledStages.add(p.stages()));
+            m.put("stage_latencies_us", pooledStages.toMap());
+        }
         m.put("foreign_cpu_cores_max", foreignMax);
         m.put("cpu_flagged", foreignMax > options.cpuBoundCores());
         if (multiTurn(options)) {
@@ -351,6 +359,7 @@ public final class ResultsWriter {
                     .append(alloc)
                     .append(".\n");
         }
+        sb.append(stageTable(doc, field));
         sb.append(turnTable(doc, field));
         sb.append("\nLatencies over completed requests; ITL pools every gap between text events. Output tokens are"
                 + " the servers' usage counts (the counted events where a server reports none). Targets ran one at a"
@@ -415,6 +424,46 @@ public final class ResultsWriter {
                     .append(" | ")
                     .append(perTurn)
                     .append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The hand-off table of an in-process run (empty when no row has {@code stage_latencies_us}):
+     * per target, level and hand-off, the count and the latency's mean, p50, p90, p99, p99.9 and
+     * max in microseconds.
+     */
+    @SuppressWarnings("unchecked")
+    private static String stageTable(Map<String, Object> doc, String field) {
+        List<Map<String, Object>> rows = (List<Map<String, Object>>) doc.get("results");
+        if (rows.stream().noneMatch(r -> r.get("stage_latencies_us") instanceof Map<?, ?>)) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder("\nPipeline hand-offs, µs (HdrHistogram; the first token's way through the"
+                + " stages, then every token's exec → sink → listener):\n\n");
+        sb.append("| target | ")
+                .append(field.equals("max_concurrency") ? "concurrency" : "rate (req/s)")
+                .append(" | hand-off | count | mean | p50 | p90 | p99 | p99.9 | max |\n")
+                .append("|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Map<String, Object> r : rows) {
+            if (!(r.get("stage_latencies_us") instanceof Map<?, ?> stages)) {
+                continue;
+            }
+            stages.forEach((name, v) -> {
+                Map<String, Object> h = (Map<String, Object>) v;
+                sb.append("| ")
+                        .append(r.get("target"))
+                        .append(" | ")
+                        .append(r.get(field))
+                        .append(" | ")
+                        .append(name)
+                        .append(" | ")
+                        .append(h.get("count"));
+                for (String k : List.of("mean_us", "p50_us", "p90_us", "p99_us", "p99.9_us", "max_us")) {
+                    sb.append(" | ").append(num(h.get(k), 1));
+                }
+                sb.append(" |\n");
+            });
         }
         return sb.toString();
     }

@@ -4,6 +4,8 @@ import dev.mlxring.bench.BenchPrompt;
 import dev.mlxring.bench.ErrorClass;
 import dev.mlxring.bench.RequestRecord;
 import dev.mlxring.bench.RequestSender;
+import dev.mlxring.bench.StageLatencies;
+import dev.mlxring.bench.StageTimed;
 import dev.mlxring.bench.Target;
 import dev.mlxring.engine.LocalEngine;
 import dev.mlxring.pipeline.ChatMessage;
@@ -36,10 +38,29 @@ import java.util.function.IntConsumer;
  * {@link ErrorClass#OVERLOADED}; a failed or cancelled session {@link ErrorClass#STREAM_ERROR}; no
  * completion within the timeout cancels the session and counts as {@link ErrorClass#TIMEOUT}. The
  * record's answer is the committed spans' text (reasoning excluded).
+ *
+ * <p>Within a phase ({@link StageTimed}) it records the pipeline's hand-offs: for each completed
+ * session, its first token's way from {@link LocalEngine#submit} through the stages
+ * ({@link Session#stageNs}): {@value #SUBMIT_TO_PREP}, {@value #PREP_TO_PLAN}, {@value #PLAN_TO_EXEC},
+ * {@value #EXEC_TO_FIRST_TOKEN}, {@value #FIRST_TOKEN_TO_SINK}, {@value #SINK_TO_LISTENER}; and for
+ * every token, {@value #TOKEN_EXEC_TO_SINK} (the token ring) and {@value #TOKEN_SINK_TO_LISTENER}
+ * (the text sink's decoding), from the span's {@link CommittedSpan#committedNs} and
+ * {@link CommittedSpan#sinkNs}.
  */
-final class EngineSender implements RequestSender {
+final class EngineSender implements RequestSender, StageTimed {
+    static final String SUBMIT_TO_PREP = "submit_to_prep";
+    static final String PREP_TO_PLAN = "prep_to_plan";
+    static final String PLAN_TO_EXEC = "plan_to_exec";
+    static final String EXEC_TO_FIRST_TOKEN = "exec_to_first_token";
+    static final String FIRST_TOKEN_TO_SINK = "first_token_to_sink";
+    static final String SINK_TO_LISTENER = "sink_to_listener";
+    static final String TOKEN_EXEC_TO_SINK = "token_exec_to_sink";
+    static final String TOKEN_SINK_TO_LISTENER = "token_sink_to_listener";
+
     private final LocalEngine engine;
     private final Duration timeout;
+    /** The phase's hand-offs, null outside a phase. */
+    private volatile StageLatencies phase;
 
     EngineSender(LocalEngine engine, Duration timeout) {
         this.engine = engine;
@@ -62,7 +83,7 @@ final class EngineSender implements RequestSender {
                 .maxTokens(prompt.maxTokens())
                 .sampling(SamplingSpec.builder().temperature(0.0).build())
                 .build();
-        Timeline timeline = new Timeline(onText);
+        Timeline timeline = new Timeline(onText, phase);
         long sendNs = System.nanoTime();
         Session session;
         try {
@@ -123,6 +144,18 @@ final class EngineSender implements RequestSender {
                 timeline.answer.toString());
     }
 
+    @Override
+    public void startPhase() {
+        phase = new StageLatencies();
+    }
+
+    @Override
+    public StageLatencies endPhase() {
+        StageLatencies out = phase;
+        phase = null;
+        return out == null ? new StageLatencies() : out;
+    }
+
     private static RequestRecord failed(int index, long sendNs, String errorClass, String detail) {
         return new RequestRecord(index, 0, sendNs, new long[0], System.nanoTime(), -1, -1, errorClass, detail);
     }
@@ -138,13 +171,26 @@ final class EngineSender implements RequestSender {
         int count;
         final StringBuilder answer = new StringBuilder();
         long endNs;
+        /** Where this request's hand-offs go; null when not recorded (the warm-up). */
+        final StageLatencies stages;
+        /** When the listener got the first span with a token, 0 before. */
+        long firstSpanNs;
 
-        Timeline(IntConsumer onText) {
+        Timeline(IntConsumer onText, StageLatencies stages) {
             this.onText = onText;
+            this.stages = stages;
         }
 
         @Override
         public void onCommitted(Session session, CommittedSpan span) {
+            if (stages != null && span.committedNs != 0) {
+                long now = System.nanoTime();
+                if (firstSpanNs == 0) {
+                    firstSpanNs = now;
+                }
+                stages.record(TOKEN_EXEC_TO_SINK, span.sinkNs - span.committedNs);
+                stages.record(TOKEN_SINK_TO_LISTENER, now - span.sinkNs);
+            }
             if (span.text.isEmpty() && span.reasoning.isEmpty()) {
                 return;
             }
@@ -159,6 +205,21 @@ final class EngineSender implements RequestSender {
         @Override
         public void onComplete(Session session, Outcome outcome) {
             endNs = System.nanoTime();
+            if (stages != null && outcome.state() == Lifecycle.COMPLETED && firstSpanNs != 0) {
+                long prep = session.stageNs(Session.Stage.PREP);
+                long plan = session.stageNs(Session.Stage.PLAN);
+                long exec = session.stageNs(Session.Stage.EXEC);
+                long token = session.stageNs(Session.Stage.FIRST_TOKEN);
+                long sink = session.stageNs(Session.Stage.SINK);
+                if (prep != 0 && plan != 0 && exec != 0 && token != 0 && sink != 0) {
+                    stages.record(SUBMIT_TO_PREP, prep - session.createdNs());
+                    stages.record(PREP_TO_PLAN, plan - prep);
+                    stages.record(PLAN_TO_EXEC, exec - plan);
+                    stages.record(EXEC_TO_FIRST_TOKEN, token - exec);
+                    stages.record(FIRST_TOKEN_TO_SINK, sink - token);
+                    stages.record(SINK_TO_LISTENER, firstSpanNs - sink);
+                }
+            }
             done.complete(outcome);
         }
     }
