@@ -122,6 +122,12 @@ final class BenchCommand {
             """
             mlx-ring bench engine runs the same workloads in-process through LocalEngine (no HTTP),
             the one target named engine; --target, --api-key, --header and --api are serve's.
+            mlx-ring bench decode [--model DIR] [--prompt-tokens 128] [--gen-tokens 64] [--runs 3]
+                   [--warmup 1] [--seed 42] [--variants exact,fast,mlx] [--no-mlx-lm]
+                   [--gguf FILE --llama-bench BIN [--threads N]] [--prefill-step-size 2048]
+                   [--cpu-bound 0.5] [--out DIR]
+                                          B=1 prefill/decode tok/s of ours (each variant) against
+                                          mlx-lm and llama.cpp, alternating, into results.json/md
             mlx-ring bench compare A B    two runs' results.json (or their folders) side by side:
                                           output tok/s, B/A, TTFT and TPOT p50, and whether the
                                           rounds' spreads overlap
@@ -146,8 +152,11 @@ final class BenchCommand {
         if (args.length >= 2 && args[1].equals("engine")) {
             return engine(args, out, err);
         }
+        if (args.length >= 2 && args[1].equals("decode")) {
+            return DecodeCommand.run(args, out, err);
+        }
         if (args.length < 2 || !args[1].equals("serve")) {
-            throw new UsageException("bench takes a sub-command: serve, engine or compare; got '"
+            throw new UsageException("bench takes a sub-command: serve, engine, decode or compare; got '"
                     + (args.length < 2 ? "" : args[1]) + "'");
         }
         BenchOptions options = parse(args);

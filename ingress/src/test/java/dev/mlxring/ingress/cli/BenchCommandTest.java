@@ -73,7 +73,7 @@ class BenchCommandTest {
     @Test
     void badInputIsAUsageErrorNamingIt() throws IOException {
         String t = "--target";
-        refused("bench takes a sub-command: serve, engine or compare; got 'run'", "bench", "run");
+        refused("bench takes a sub-command: serve, engine, decode or compare; got 'run'", "bench", "run");
         refused(
                 "--target is bench serve's; bench engine loads --model DIR in-process",
                 "bench",
