@@ -52,7 +52,7 @@ public final class DecodeReport {
                         .filter(r -> r.engine().equals(reference) && r.tokens() != null)
                         .findFirst()
                         .orElse(null);
-        double refDecode = reference == null ? Double.NaN : median(runs, reference, false);
+        double refDecode = reference == null ? Double.NaN : decodeMedian(runs, reference);
         List<Map<String, Object>> rows = new ArrayList<>();
         for (String e : engines) {
             List<DecodeRun> mine =
@@ -124,10 +124,10 @@ public final class DecodeReport {
         return clean;
     }
 
-    private static double median(List<DecodeRun> runs, String engine, boolean prefill) {
+    private static double decodeMedian(List<DecodeRun> runs, String engine) {
         return Distribution.of(runs.stream()
                         .filter(r -> r.engine().equals(engine))
-                        .mapToDouble(r -> prefill ? r.prefillTps() : r.decodeTps())
+                        .mapToDouble(DecodeRun::decodeTps)
                         .toArray())
                 .median();
     }
