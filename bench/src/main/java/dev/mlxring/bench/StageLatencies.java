@@ -5,8 +5,9 @@ import java.util.Map;
 import org.HdrHistogram.Histogram;
 
 /**
- * Latencies of the pipeline's hand-offs ({@code bench engine}), one HdrHistogram per hand-off,
- * in the order each was first recorded. Values go in as nanoseconds and are reported in
+ * Latencies of the pipeline's hand-offs ({@code bench engine}), one HdrHistogram per hand-off:
+ * the hand-offs named at construction in that order (the pipeline's), then any other in the order
+ * first recorded; one with no samples is left out of {@link #toMap}. Values go in as nanoseconds and are reported in
  * microseconds; the histograms keep 3 significant digits, so a reported percentile is within 0.1%
  * of the recorded value it stands for. Thread-safe: any thread may record, merge or read.
  */
@@ -17,6 +18,13 @@ public final class StageLatencies {
     private static final double NS_PER_US = 1e3;
 
     private final Map<String, Histogram> byHandOff = new LinkedHashMap<>();
+
+    /** Latencies reported in the order of {@code order} (hand-offs named later go after them). */
+    public StageLatencies(String... order) {
+        for (String handOff : order) {
+            byHandOff.put(handOff, new Histogram(SIGNIFICANT_DIGITS));
+        }
+    }
 
     /** Records one hand-off of {@code handOff} that took {@code nanos} (a negative reading counts as 0). */
     public synchronized void record(String handOff, long nanos) {
@@ -50,6 +58,9 @@ public final class StageLatencies {
     public synchronized Map<String, Object> toMap() {
         Map<String, Object> out = new LinkedHashMap<>();
         byHandOff.forEach((k, h) -> {
+            if (h.getTotalCount() == 0) {
+                return;
+            }
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("count", h.getTotalCount());
             m.put("mean_us", h.getMean() / NS_PER_US);

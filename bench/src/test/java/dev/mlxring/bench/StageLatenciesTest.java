@@ -34,6 +34,20 @@ class StageLatenciesTest {
     }
 
     @Test
+    void namedHandOffsComeInTheirOrderAndEmptyOnesAreLeftOut() {
+        StageLatencies s = new StageLatencies("submit_to_prep", "prep_to_plan", "plan_to_exec");
+        s.record("token_exec_to_sink", 1_000);
+        s.record("plan_to_exec", 3_000);
+        s.record("submit_to_prep", 2_000);
+        assertEquals(
+                List.of("submit_to_prep", "plan_to_exec", "token_exec_to_sink"),
+                List.copyOf(s.toMap().keySet()));
+        StageLatencies pooled = new StageLatencies();
+        pooled.add(s);
+        assertEquals(List.copyOf(s.toMap().keySet()), List.copyOf(pooled.toMap().keySet()), "pooling keeps the order");
+    }
+
+    @Test
     void roundsMergeIntoOneHistogramPerHandOff() {
         StageLatencies a = new StageLatencies();
         StageLatencies b = new StageLatencies();

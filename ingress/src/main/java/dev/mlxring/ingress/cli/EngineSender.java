@@ -146,7 +146,15 @@ final class EngineSender implements RequestSender, StageTimed {
 
     @Override
     public void startPhase() {
-        phase = new StageLatencies();
+        phase = new StageLatencies(
+                SUBMIT_TO_PREP,
+                PREP_TO_PLAN,
+                PLAN_TO_EXEC,
+                EXEC_TO_FIRST_TOKEN,
+                FIRST_TOKEN_TO_SINK,
+                SINK_TO_LISTENER,
+                TOKEN_EXEC_TO_SINK,
+                TOKEN_SINK_TO_LISTENER);
     }
 
     @Override
