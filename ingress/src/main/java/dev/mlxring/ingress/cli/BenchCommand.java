@@ -47,78 +47,89 @@ final class BenchCommand {
             "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]\n"
                     + "       mlx-ring bench engine [--model DIR] (--max-concurrency LIST | --request-rate LIST) [options]",
             "benchmark OpenAI-compatible servers side by side, one at a time in ABBA order (docs/bench.md)",
-            List.of(List.of(
-                    Flag.repeated(
-                            "--target", "NAME=URL", "none", "a server to load, by name and base URL; repeat for more"),
-                    Flag.repeated("--api-key", "NAME=KEY", "none", "send Authorization: Bearer KEY to target NAME"),
-                    Flag.repeated(
-                            "--header", "NAME=H:V", "none", "send header H with value V to target NAME; repeatable"),
-                    Flag.repeated(
-                            "--model",
-                            "NAME=ID|DIR",
-                            "the first id of the target's /v1/models; engine: " + GenerateCommand.DEFAULT_MODEL,
-                            "serve: the model id requests to target NAME carry; engine: the model directory to load"),
-                    Flag.valued(
-                            "--decode-concurrency",
-                            "N",
-                            ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY,
-                            "engine: rows of the embedded engine's batch (as serve's flag)"),
-                    Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
-                    Flag.valued(
-                            "--max-concurrency",
-                            "LIST",
-                            "none",
-                            "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
-                                    + " its last ends; the list is the sweep"),
-                    Flag.valued(
-                            "--request-rate",
-                            "LIST",
-                            "none",
-                            "open loop: each of these mean request rates per second (inf: all at once); the list is"
-                                    + " the sweep"),
-                    Flag.valued("--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
-                    Flag.valued(
-                            "--workload",
-                            "W",
-                            "random",
-                            "random, prefix-shared, agent-edit, multi-turn, sharegpt:FILE or jsonl:FILE"),
-                    Flag.valued(
-                            "--turns",
-                            "N",
-                            DEFAULT_TURNS,
-                            "multi-turn: turns of each conversation (--num-prompts counts conversations)"),
-                    Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
-                    Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
-                    Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
-                    Flag.valued(
-                            "--prefix-count",
-                            "N",
-                            DEFAULT_PREFIX_COUNT,
-                            "shared system prompts (prefix-shared) or files (agent-edit)"),
-                    Flag.valued("--seed", "N", 0, "seed of the workload and of the arrival times"),
-                    Flag.valued(
-                            "--rounds",
-                            "N",
-                            DEFAULT_ROUNDS,
-                            "times every target runs every level (results pool them and give the spread)"),
-                    Flag.valued("--warmup", "N", DEFAULT_WARMUP, "unrecorded requests to each target first"),
-                    Flag.valued(
-                            "--slo",
-                            "ttft=MS,tpot=MS",
-                            "none",
-                            "goodput objectives (also e2el=MS): requests/s meeting all of them"),
-                    Flag.valued(
-                            "--timeout-seconds",
-                            "S",
-                            DEFAULT_TIMEOUT_SECONDS,
-                            "a request without response headers after S seconds fails (timeout)"),
-                    Flag.valued(
-                            "--cpu-bound",
-                            "CORES",
-                            DEFAULT_CPU_BOUND,
-                            "flag a phase in which the rest of the machine used more CPU than this"),
-                    Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
-                    Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots"))),
+            List.of(
+                    List.of(
+                            Flag.repeated(
+                                    "--target",
+                                    "NAME=URL",
+                                    "none",
+                                    "a server to load, by name and base URL; repeat for more"),
+                            Flag.repeated(
+                                    "--api-key", "NAME=KEY", "none", "send Authorization: Bearer KEY to target NAME"),
+                            Flag.repeated(
+                                    "--header",
+                                    "NAME=H:V",
+                                    "none",
+                                    "send header H with value V to target NAME; repeatable"),
+                            Flag.repeated(
+                                    "--model",
+                                    "NAME=ID|DIR",
+                                    "the first id of the target's /v1/models; engine: " + GenerateCommand.DEFAULT_MODEL,
+                                    "serve: the model id requests to target NAME carry; engine: the model directory to load"),
+                            Flag.valued(
+                                    "--decode-concurrency",
+                                    "N",
+                                    ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY,
+                                    "engine: rows of the embedded engine's batch (as serve's flag)"),
+                            Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
+                            Flag.valued(
+                                    "--max-concurrency",
+                                    "LIST",
+                                    "none",
+                                    "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
+                                            + " its last ends; the list is the sweep"),
+                            Flag.valued(
+                                    "--request-rate",
+                                    "LIST",
+                                    "none",
+                                    "open loop: each of these mean request rates per second (inf: all at once); the list is"
+                                            + " the sweep"),
+                            Flag.valued(
+                                    "--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
+                            Flag.valued(
+                                    "--workload",
+                                    "W",
+                                    "random",
+                                    "random, prefix-shared, agent-edit, multi-turn, sharegpt:FILE or jsonl:FILE"),
+                            Flag.valued(
+                                    "--turns",
+                                    "N",
+                                    DEFAULT_TURNS,
+                                    "multi-turn: turns of each conversation (--num-prompts counts conversations)"),
+                            Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
+                            Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
+                            Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
+                            Flag.valued(
+                                    "--prefix-count",
+                                    "N",
+                                    DEFAULT_PREFIX_COUNT,
+                                    "shared system prompts (prefix-shared) or files (agent-edit)"),
+                            Flag.valued("--seed", "N", 0, "seed of the workload and of the arrival times"),
+                            Flag.valued(
+                                    "--rounds",
+                                    "N",
+                                    DEFAULT_ROUNDS,
+                                    "times every target runs every level (results pool them and give the spread)"),
+                            Flag.valued("--warmup", "N", DEFAULT_WARMUP, "unrecorded requests to each target first"),
+                            Flag.valued(
+                                    "--slo",
+                                    "ttft=MS,tpot=MS",
+                                    "none",
+                                    "goodput objectives (also e2el=MS): requests/s meeting all of them"),
+                            Flag.valued(
+                                    "--timeout-seconds",
+                                    "S",
+                                    DEFAULT_TIMEOUT_SECONDS,
+                                    "a request without response headers after S seconds fails (timeout)"),
+                            Flag.valued(
+                                    "--cpu-bound",
+                                    "CORES",
+                                    DEFAULT_CPU_BOUND,
+                                    "flag a phase in which the rest of the machine used more CPU than this"),
+                            Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
+                            Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots")),
+                    // bench engine's embedded engine keeps prompt caches as serve does, with serve's defaults
+                    PromptCacheFlags.FLAGS),
             """
             mlx-ring bench engine runs the same workloads in-process through LocalEngine (no HTTP),
             the one target named engine; --target, --api-key, --header and --api are serve's.
@@ -190,6 +201,7 @@ final class BenchCommand {
                 ? ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL)
                 : Path.of(models.getFirst());
         int rows = a.intValue("--decode-concurrency", ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY, 1);
+        LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         BenchOptions parsed;
         try {
             parsed = options(a, List.of(Target.inProcess("engine", "default_model")), args);
@@ -203,7 +215,8 @@ final class BenchCommand {
         try (LocalEngine engine = LocalEngine.open(
                 modelDir,
                 LocalEngine.Options.defaults(LocalEngine.contextLength(modelDir))
-                        .withEngine(config))) {
+                        .withEngine(config)
+                        .withPromptCache(promptCache))) {
             Target target = Target.inProcess("engine", engine.modelId());
             BenchOptions options = new BenchOptions(
                     List.of(target),
@@ -226,7 +239,13 @@ final class BenchCommand {
                     System.console() != null,
                     new EngineSender(engine, options.timeout()),
                     t -> new TargetInfo(
-                            t, null, null, "mlx-ring LocalEngine, decode concurrency " + rows, engine.modelId(), -1),
+                            t,
+                            null,
+                            null,
+                            "mlx-ring LocalEngine, decode concurrency " + rows + ", prompt cache "
+                                    + (promptCache.maxEntries() > 0 ? promptCache.maxEntries() + " entries" : "off"),
+                            engine.modelId(),
+                            -1),
                     "mlx-ring bench engine",
                     "in-process (LocalEngine.submit)");
             BenchServe.write(options, runner.run(), out, err);
@@ -294,14 +313,23 @@ final class BenchCommand {
                 String[] kv = perTarget("--model", spec, targets);
                 targets.put(kv[0], targets.get(kv[0]).withModel(kv[1]));
             }
-            if (a.has("--decode-concurrency")) {
-                throw new UsageException(
-                        "--decode-concurrency sizes bench engine's embedded engine; a server sets its own");
+            for (String engineOnly : engineOnlyFlags()) {
+                if (a.has(engineOnly)) {
+                    throw new UsageException(
+                            engineOnly + " configures bench engine's embedded engine; a server sets its" + " own");
+                }
             }
             return options(a, List.copyOf(targets.values()), args);
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
+    }
+
+    /** The flags only bench engine takes: the embedded engine's batch rows and prompt cache. */
+    private static List<String> engineOnlyFlags() {
+        List<String> out = new ArrayList<>(List.of("--decode-concurrency"));
+        out.addAll(PromptCacheFlags.NAMES);
+        return out;
     }
 
     /** The options every sub-command shares (levels, workload, rounds, SLOs, output), for {@code targets}. */

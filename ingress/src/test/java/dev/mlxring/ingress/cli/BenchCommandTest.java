@@ -83,7 +83,7 @@ class BenchCommandTest {
                 "--max-concurrency",
                 "1");
         refused(
-                "--decode-concurrency sizes bench engine's embedded engine",
+                "--decode-concurrency configures bench engine's embedded engine; a server sets its own",
                 "bench",
                 "serve",
                 "--target",
@@ -92,6 +92,16 @@ class BenchCommandTest {
                 "1",
                 "--decode-concurrency",
                 "2");
+        refused(
+                "--prompt-cache-size configures bench engine's embedded engine; a server sets its own",
+                "bench",
+                "serve",
+                "--target",
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--prompt-cache-size",
+                "0");
         refused("bench serve needs at least one --target NAME=URL", "bench", "serve", "--max-concurrency", "1");
         refused(
                 "bench serve takes one of --max-concurrency LIST and --request-rate LIST",
