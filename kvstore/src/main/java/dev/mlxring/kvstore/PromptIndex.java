@@ -20,10 +20,11 @@ import java.util.Map;
  * {@code min(len - 1, shared)}; an exact entry is trimmed by one token (at least one prompt token
  * is always computed). That holds for trimmable entries (dense and quantized KV). An entry with
  * boundaries (a hybrid model's: its recurrent state restores only where it was snapshotted)
- * serves only at one of them: when the selection lands on such an entry, the prompt's entries
- * (each prefix entry on its path and the longer one) are weighed at their largest boundary
- * within the usable length, the most positions winning (the deeper entry on a tie), as
- * mlx_lm.server would restore a non-trimmable cache only whole.
+ * serves only at one of them: when the selection lands on such an entry, every entry of the
+ * namespace is weighed at its largest boundary within the prefix it shares with the prompt
+ * (and below the prompt's length), the most positions winning (the least recently used on a
+ * tie); mlx_lm.server restores a non-trimmable cache only whole, which is this rule with each
+ * entry's length its only boundary.
  *
  * <p>Not thread-safe: the owning tier locks.
  */
@@ -99,7 +100,6 @@ final class PromptIndex<V> {
         Entry<V> deepest = null;
         int deepestLen = 0;
         int index = 0;
-        List<Entry<V>> onPath = new ArrayList<>();
         while (index < prompt.length) {
             Node<V> next = cur.children.get(prompt[index]);
             if (next == null) {
@@ -110,7 +110,6 @@ final class PromptIndex<V> {
             if (cur.entry != null) {
                 deepest = cur.entry;
                 deepestLen = index;
-                onPath.add(cur.entry);
             }
         }
         Entry<V> chosen = null;
@@ -132,15 +131,12 @@ final class PromptIndex<V> {
         if (chosen != null && chosen.boundaries() != null) {
             chosen = null;
             keep = 0;
-            List<Entry<V>> candidates = new ArrayList<>(onPath);
-            Entry<V> longer = index > 0 ? shortestBelow(cur) : null;
-            if (longer != null) {
-                candidates.add(longer);
-            }
-            for (Entry<V> e : candidates) {
-                int usable = Math.min(prompt.length - 1, e == longer ? index : e.tokens().length);
-                int k = e.floor(usable);
-                if (k > 1 && k >= keep) {
+            for (Entry<V> e : lru.values()) {
+                if (!e.key().ns().equals(ns)) {
+                    continue;
+                }
+                int k = e.floor(Math.min(prompt.length - 1, shared(e.tokens(), prompt)));
+                if (k > 1 && k > keep) {
                     chosen = e;
                     keep = k;
                 }
@@ -153,6 +149,15 @@ final class PromptIndex<V> {
             lru.get(chosen.key());
         }
         return new Match<>(chosen, keep);
+    }
+
+    private static int shared(int[] a, int[] b) {
+        int n = Math.min(a.length, b.length);
+        int i = 0;
+        while (i < n && a[i] == b[i]) {
+            i++;
+        }
+        return i;
     }
 
     /** The entry with the fewest tokens below {@code from} (itself included), breadth first. */

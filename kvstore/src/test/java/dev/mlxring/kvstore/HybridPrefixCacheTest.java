@@ -140,6 +140,20 @@ class HybridPrefixCacheTest {
     }
 
     @Test
+    void aCheckpointOfAnEntryOffThePromptsPathServes() {
+        try (RamPrefixCache c = new RamPrefixCache(10, Long.MAX_VALUE)) {
+            c.publish(NS, seq(0, 40), hybrid(40, 16, 32));
+            int[] branch = diverging(23, 38);
+            c.publish(NS, branch, hybrid(38));
+            try (PrefixHit hit = c.lookup(NS, java.util.Arrays.copyOf(branch, 35))) {
+                assertNotNull(hit, "the 38-token entry has no boundary below 35; the first one has 16");
+                assertEquals(16, hit.cachedTokens());
+                assertEquals((byte) (16 * 3), recurrentMark(hit));
+            }
+        }
+    }
+
+    @Test
     void aPrefixEntryIsDroppedOnlyWhenTheNewEntryRestoresItsBoundaries() {
         try (RamPrefixCache c = new RamPrefixCache(10, Long.MAX_VALUE)) {
             c.publishSegment(NS, seq(0, 16), hybrid(16), Kind.SYSTEM);
