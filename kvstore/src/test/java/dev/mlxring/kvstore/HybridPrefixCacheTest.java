@@ -165,6 +165,23 @@ class HybridPrefixCacheTest {
     }
 
     @Test
+    void aHybridSegmentSnapshotIsSpilledToo() {
+        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 64L << 20)) {
+            c.publishSegment(NS, seq(0, 20), hybrid(20), Kind.SYSTEM);
+            c.publish(NS, seq(0, 40), hybrid(40));
+            c.flushSpills();
+            assertEquals(2, c.diskStats().entries(), "the finished entry cannot restore at the segment's end");
+        }
+        try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 64L << 20)) {
+            try (PrefixHit hit = c.lookup(NS, diverging(30, 50))) {
+                assertNotNull(hit, "the system segment's end, from disk after a restart");
+                assertEquals("ssd", hit.tier());
+                assertEquals(20, hit.cachedTokens());
+            }
+        }
+    }
+
+    @Test
     void theSsdTierKeepsTheRecurrentStateAndItsCheckpointsAcrossARestart() {
         try (TieredPrefixCache c = new TieredPrefixCache(new RamPrefixCache(10, Long.MAX_VALUE), dir, 64L << 20)) {
             c.publish(NS, seq(0, 40), hybrid(40, 16, 32));
