@@ -131,8 +131,8 @@ class BatchQuantizedKvParityTest {
         return List.of(
                 new ScriptRow(0, BatchParityTest.prompt(40, 61, 512), 12, sampling, -1),
                 new ScriptRow(0, BatchParityTest.prompt(13, 62, 512), 7, sampling, -1),
-                new ScriptRow(4, BatchParityTest.prompt(27, 63, 512), 10, sampling, -1),
-                new ScriptRow(4, BatchParityTest.prompt(5, 64, 512), 16, sampling, 9),
+                new ScriptRow(3, BatchParityTest.prompt(27, 63, 512), 10, sampling, -1),
+                new ScriptRow(5, BatchParityTest.prompt(5, 64, 512), 16, sampling, 9),
                 new ScriptRow(8, BatchParityTest.prompt(33, 65, 512), 6, sampling, -1));
     }
 

@@ -136,6 +136,7 @@ final class PromptBatch implements AutoCloseable {
                     row.sampling.observe(Mlx.fromInts(chunks.get(i), lengths[i]), lengths[i]);
                 }
             }
+            caches.freshenEmptyQuantized();
             if (maxPadding > 0) {
                 caches.prepareRightPadding(lengths, padding);
             }

@@ -343,6 +343,31 @@ final class RowCaches implements AutoCloseable {
     }
 
     /**
+     * Layers that are quantized but hold no position (rows that joined a prompt batch whose other
+     * rows, already quantized, split off before this chunk) start over as fresh full-precision
+     * layers: a layer holding nothing is a fresh cache, and a row's first forward attends in full
+     * precision, as generate_step's first call does before {@code maybe_quantize_kv_cache}. Call
+     * before a prefill chunk's forward.
+     */
+    void freshenEmptyQuantized() {
+        for (int i = 0; i < layers.length; i++) {
+            switch (layers[i]) {
+                case BatchQuantizedKvCache b
+                when b.offset() == 0 && !b.paddingPending() -> {
+                    layers[i] = new BatchKvCache(b.leftPadding());
+                    b.close();
+                }
+                case QuantizedKvCache q
+                when q.offset() == 0 -> {
+                    layers[i] = new DenseKvCache();
+                    q.close();
+                }
+                default -> {}
+            }
+        }
+    }
+
+    /**
      * Before extending layer {@code i}: when one side is quantized and the other not yet (a
      * quantized-KV start above 0 that one group has reached), the full-precision side converts,
      * so the layer holds one kind.

@@ -156,6 +156,11 @@ public final class BatchQuantizedKvCache implements KvCache {
         }
     }
 
+    /** Whether a prefill chunk's right padding waits for {@link #finalizePadding}. */
+    public boolean paddingPending() {
+        return rightPadding != null;
+    }
+
     /** As {@link BatchKvCache#finalizePadding}: each row rolled right by its right padding, which becomes left padding. */
     public void finalizePadding() {
         if (rightPadding == null) {
