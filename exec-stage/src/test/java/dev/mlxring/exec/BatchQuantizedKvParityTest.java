@@ -1,6 +1,7 @@
 package dev.mlxring.exec;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -207,6 +208,45 @@ class BatchQuantizedKvParityTest {
             System.out.println(
                     "kv-bits " + bits + ": a row joining a quantized prompt batch agrees with its serial run on "
                             + tokens + "/" + want.size() + " tokens, " + entries + " bit-equal entries");
+        }
+    }
+
+    /**
+     * Schemes do not mix in one batch: while full-precision rows run, a quantized plan is not
+     * accepted (it waits at the head of the queue), and once they have left it is; while it runs,
+     * neither a full-precision plan nor one of another width is accepted, and one of its own
+     * scheme is. A model whose attention has no batch form over quantized caches (qwen3_5's gated
+     * attention) never accepts one: the scheduler runs it alone, as before.
+     */
+    @org.junit.jupiter.api.Test
+    void aBatchHoldsOneKvSchemeAtATime() throws Exception {
+        KvQuantization eight = new KvQuantization(8, 32, 0);
+        ScriptRow row = new ScriptRow(0, BatchParityTest.prompt(9, 71, 512), 3, SamplingParams.GREEDY, -1);
+        try (LanguageModel model = Models.load(models.resolve("qwen3-bf16"))) {
+            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, null);
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                BatchStep step = new BatchStep(8, 2);
+                batch.insert(plan("fp", row, null));
+                assertFalse(batch.accepts(plan("q8", row, eight)), "a quantized plan while full-precision rows run");
+                while (batch.rows() > 0) {
+                    batch.step(step);
+                }
+                assertTrue(batch.accepts(plan("q8", row, eight)), "a quantized plan once the batch is empty");
+                batch.insert(plan("q8", row, eight));
+                assertFalse(batch.accepts(plan("fp", row, null)), "a full-precision plan while quantized rows run");
+                assertFalse(batch.accepts(plan("q4", row, new KvQuantization(4, 32, 0))), "another width");
+                assertTrue(batch.accepts(plan("q8b", row, eight)), "the same scheme");
+                while (batch.rows() > 0) {
+                    batch.step(step);
+                }
+            }
+        }
+        try (LanguageModel hybrid = Models.load(models.resolve("qwen3_5-bf16"))) {
+            ModelExecutor executor = new ModelExecutor(hybrid, PREFILL_STEP, 0, null);
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                assertFalse(batch.accepts(plan("q8", row, eight)), "qwen3_5 has no quantized batch form");
+                assertTrue(batch.accepts(plan("fp", row, null)));
+            }
         }
     }
 
