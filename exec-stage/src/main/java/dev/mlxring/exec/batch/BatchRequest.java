@@ -1,6 +1,7 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
 
@@ -17,6 +18,10 @@ import dev.mlxring.pipeline.TokenConstraint;
  *     {@link BatchGenerator#insert} on and closes it when the row leaves
  * @param speculation how the row speculates, or null for never; a row that cannot
  *     ({@link dev.mlxring.exec.spec.SpeculativeRun#refusal}, or a constraint) decodes without
+ * @param kvQuantization the row's KV quantization ({@code --kv-bits}), or null for full
+ *     precision: after each forward its layers holding at least {@code quantizedKvStart}
+ *     positions become quantized, as generate_step's {@code maybe_quantize_kv_cache}; rows of one
+ *     generator share one scheme ({@link BatchGenerator#insert})
  */
 public record BatchRequest(
         int[] prompt,
@@ -25,7 +30,8 @@ public record BatchRequest(
         SamplingParams sampling,
         int[] stopTokenIds,
         TokenConstraint constraint,
-        Speculation speculation) {
+        Speculation speculation,
+        KvQuantization kvQuantization) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -42,6 +48,18 @@ public record BatchRequest(
                 throw new IllegalArgumentException("segments hold " + sum + " tokens, the prompt " + prompt.length);
             }
         }
+    }
+
+    /** A full-precision row. */
+    public BatchRequest(
+            int[] prompt,
+            int[] segmentLengths,
+            int maxTokens,
+            SamplingParams sampling,
+            int[] stopTokenIds,
+            TokenConstraint constraint,
+            Speculation speculation) {
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null);
     }
 
     /** A row without speculation. */

@@ -7,6 +7,7 @@ import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -79,6 +80,11 @@ final class GenerationBatch implements AutoCloseable {
 
     int size() {
         return rows.size();
+    }
+
+    /** The rows' KV quantization; null for full precision or no rows. */
+    KvQuantization scheme() {
+        return rows.isEmpty() ? null : rows.getFirst().kvQuantization;
     }
 
     /** True when the batch holds rows on solo caches (one row, never merged). */
@@ -240,6 +246,7 @@ final class GenerationBatch implements AutoCloseable {
                 System.arraycopy(proposals[e], 0, ids, e * width + 1, proposals[e].length);
             }
             MlxArray logits = model.forward(Mlx.fromInts(ids, n, width), caches.layers());
+            caches.maybeQuantize();
             int length = logits.dim(1);
             int v = logits.dim(2);
             MlxArray[] tokens = new MlxArray[n];
@@ -431,6 +438,7 @@ final class GenerationBatch implements AutoCloseable {
             MlxArray inputs = currentTokens;
             int b = rows.size();
             MlxArray logits = model.forward(Mlx.expandDims(inputs, 1), caches.layers());
+            caches.maybeQuantize();
             int length = logits.dim(1);
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(

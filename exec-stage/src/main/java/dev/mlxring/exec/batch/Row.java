@@ -3,6 +3,7 @@ package dev.mlxring.exec.batch;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.Arrays;
 
 /**
@@ -24,6 +25,8 @@ final class Row {
     boolean maskStarted;
     /** The row's speculative decoding; null when it decodes one position per step. */
     final RowSpeculation spec;
+    /** The row's KV quantization, or null for full precision. */
+    final KvQuantization kvQuantization;
     /**
      * Whether the row's next input (the token its caches have not seen yet) was already given to
      * the caller: the prompt's last token, or a token a verification round committed. False when
@@ -67,7 +70,9 @@ final class Row {
             TokenMask mask,
             KvCache[] history,
             boolean keepIds,
-            RowSpeculation spec) {
+            RowSpeculation spec,
+            KvQuantization kvQuantization) {
+        this.kvQuantization = kvQuantization;
         this.mask = mask;
         this.spec = spec;
         this.uid = uid;
