@@ -284,6 +284,33 @@ class ModelPoolServerTest {
         }
     }
 
+    @Test
+    void aModelsFilePinsAndIdleModelsAreUnloadedAfterTheirTtl() throws Exception {
+        Path file = folder.resolve("../models.json");
+        Files.writeString(
+                file,
+                "{\"pinned-gemma\": {\"path\": \"models/gemma3-serve\", \"pinned\": true},"
+                        + " \"qwen\": {\"path\": \"models/qwen3_moe-serve\", \"max-kv-size\": 64}}");
+        try (ServeCommand.Running pool = pooled("--models", file.toString(), "--model-ttl", "1")) {
+            assertEquals("loaded", state(pool, "pinned-gemma"), "a pinned model loads at start");
+            assertTrue(model(pool, "pinned-gemma").get("pinned").asBoolean());
+            HttpResponse<String> r = complete(pool, "qwen", PROMPT, 12);
+            assertEquals(200, r.statusCode(), r.body());
+            assertEquals(OWN.get("qwen3_moe-serve"), text(r), "a rotating cache of 64 holds this whole answer");
+            HttpResponse<String> gemma = complete(pool, "pinned-gemma", PROMPT, 12);
+            assertEquals(OWN.get("gemma3-serve"), text(gemma));
+            long deadlineNs = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+            while (!state(pool, "qwen").equals("unloaded") && System.nanoTime() < deadlineNs) {
+                Thread.onSpinWait();
+            }
+            assertEquals("unloaded", state(pool, "qwen"), "idle past --model-ttl");
+            assertEquals("loaded", state(pool, "pinned-gemma"), "pinned: never unloaded");
+            assertEquals("loaded", state(pool, DEFAULT), "the default: never unloaded");
+            HttpResponse<String> again = complete(pool, "qwen", PROMPT, 12);
+            assertEquals(OWN.get("qwen3_moe-serve"), text(again), "loaded again on its next request");
+        }
+    }
+
     // ---- helpers -------------------------------------------------------------------------------
 
     private static long resident(String cell) {
