@@ -2,6 +2,7 @@ package dev.mlxring.exec;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -199,6 +200,47 @@ class ContinuousBatchTest {
         }
     }
 
+    /**
+     * Rows whose prompts are read and that wait only for their first step (the split) are not
+     * prefill: the policy must not hold them behind decode-only units that repay the chunk they
+     * were read in, which doubled the time to first token of rows joining a generating row.
+     */
+    @Test
+    void rowsWhosePromptsAreReadAreNotPrefillThatDecodeOnlyUnitsHoldBack() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        try (LanguageModel model = Models.load(dir)) {
+            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, null);
+            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                BatchStep step = new BatchStep(8, 3);
+                batch.insert(plan("running", BatchParityTest.prompt(5, 43, 512), 64, SamplingParams.GREEDY));
+                for (int unit = 0; step.count == 0; unit++) {
+                    assertTrue(unit < 10, "the first row does not start");
+                    batch.step(step);
+                }
+                int[] joiners = {
+                    batch.insert(plan("a", BatchParityTest.prompt(PREFILL_STEP, 44, 512), 8, SamplingParams.GREEDY)),
+                    batch.insert(plan("b", BatchParityTest.prompt(PREFILL_STEP - 3, 45, 512), 8, SamplingParams.GREEDY))
+                };
+                assertTrue(batch.prefillPending(), "queued rows are prefill");
+                batch.step(step); // admits both and reads their prompts but for the last token
+                assertEquals(1, step.count, "only the running row stepped");
+                assertFalse(batch.prefillPending(), "no prompt token is left to read");
+                assertFalse(batch.decodeOnlyUseful(), "a decode-only unit would hold the joiners' first step");
+                // Their first step runs in the next unit and is reported in the one after it.
+                List<Integer> stepped = new ArrayList<>();
+                for (int unit = 0; unit < 2; unit++) {
+                    batch.step(step, true);
+                    for (int e = 0; e < step.count; e++) {
+                        stepped.add(step.rows[e]);
+                    }
+                }
+                assertTrue(
+                        stepped.contains(joiners[0]) && stepped.contains(joiners[1]),
+                        "the joiners' first tokens came within two units: " + stepped);
+            }
+        }
+    }
+
     @Test
     void theKvProjectionIsTheModelsKvBytesPerPositionPaddedAndStepped() throws Exception {
         Path dir = models.resolve("llama-bf16");
@@ -335,7 +377,7 @@ class ContinuousBatchTest {
                         List.of(),
                         false,
                         0));
-                BatchStep step = new BatchStep(8, 0);
+                BatchStep step = new BatchStep(8, 3);
                 List<String> seen = new ArrayList<>();
                 while (batch.rows() > 0) {
                     batch.step(step);

@@ -426,11 +426,36 @@ public final class BatchGenerator implements AutoCloseable {
     }
 
     /**
-     * True when a full unit ({@link #next()}) would read prompt tokens or admit rows that a
-     * decode-only unit would not: rows are queued, prefilling or parked.
+     * True when a full unit ({@link #next()}) would admit queued rows or read prompt tokens: rows
+     * are queued, or a prefilling or parked row has prompt tokens left to read. A row whose prompt
+     * is read but for its last token is not prefill: it waits only for its first step
+     * ({@link #startPending()}).
      */
     public boolean prefillPending() {
-        return !unprocessed.isEmpty() || prefilling() > 0;
+        return !unprocessed.isEmpty() || tokensLeft(promptBatch) || parked != null && tokensLeft(parked);
+    }
+
+    /**
+     * True when rows of the current prompt batch have read their prompts but for the last token:
+     * the next full unit splits them off into their first step (their first token), which a
+     * decode-only unit would put off.
+     */
+    public boolean startPending() {
+        for (Row r : promptBatch.rows) {
+            if (r.remainingPrefill() == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean tokensLeft(PromptBatch batch) {
+        for (Row r : batch.rows) {
+            if (r.remainingPrefill() > 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Rows whose prompt batch is parked for short prompts (for tests and diagnostics). */

@@ -333,9 +333,13 @@ public final class ContinuousBatch implements ExecutionBatch {
         step(out, true);
     }
 
+    /**
+     * Rows are generating and others have prompt tokens to read, and no row waits only for its
+     * first step: rows whose prompts are read start in the next unit, whatever the prefill share.
+     */
     @Override
     public boolean decodeOnlyUseful() {
-        return generator.generating() > 0 && generator.prefillPending();
+        return generator.generating() > 0 && generator.prefillPending() && !generator.startPending();
     }
 
     @Override

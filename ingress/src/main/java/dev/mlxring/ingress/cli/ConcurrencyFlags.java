@@ -17,7 +17,12 @@ import java.util.List;
  * what a forward computes: every row's bytes stay mlx-lm's for the batch it ran in.
  */
 final class ConcurrencyFlags {
-    static final int DEFAULT_DECODE_CONCURRENCY = 8;
+    /**
+     * Rows of one batch by default: 16 streams arriving together all start at once (at 8 the last
+     * 8 waited for a whole generation of the first 8 before their first token; docs/benchmarks.md,
+     * "Time to first token under load").
+     */
+    static final int DEFAULT_DECODE_CONCURRENCY = 16;
     /** mlx_lm.server's default. */
     static final int DEFAULT_PROMPT_CONCURRENCY = EngineConfig.DEFAULT_PROMPT_CONCURRENCY;
 

@@ -14,9 +14,9 @@ class ConcurrencyFlagsTest {
     }
 
     @Test
-    void defaultsBatchEightRowsWithoutABudget() {
+    void defaultsBatchSixteenRowsEightReadingPromptsWithoutABudget() {
         EngineConfig c = apply();
-        assertEquals(8, c.decodeConcurrency());
+        assertEquals(16, c.decodeConcurrency());
         assertEquals(8, c.promptConcurrency());
         assertEquals(0, c.kvBudgetBytes());
         assertEquals(EngineConfig.DEFAULT_PREFILL_SHARE, c.prefillShare());

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Faults of the prompt cache through the real {@code serve} (issue 11, item 6), default batching
- * ({@code --decode-concurrency 8}) on the default model, greedy.
+ * ({@code --decode-concurrency 16}; its rounds of eight rows run whole) on the default model, greedy.
  *
  * <p>The prompts: one system prompt {@code S}, then a user message that starts with a different
  * first token per request and has the same token count for all ({@code "<Word>: tell me one
