@@ -43,6 +43,13 @@ void parallel_chunks(int chunks, void (*body)(void* ctx, int chunk), void* ctx);
 // Threads parallel_chunks spreads over.
 int parallel_threads();
 
+// MLXR_KERNEL_PASS_ROWS, read once: a positive number caps the activation
+// rows of the kernels' passes (exact and fast tiers; each kernel file caps
+// it at its own most), 0 when unset or not positive (each file's default).
+// For measuring the pass size in one build: an output's arithmetic does not
+// depend on it.
+int pass_rows_env();
+
 // A 64-byte-aligned buffer of at least `floats` floats owned by the calling
 // thread, valid until that thread's next call.
 float* thread_scratch(size_t floats);
