@@ -43,11 +43,10 @@ void parallel_chunks(int chunks, void (*body)(void* ctx, int chunk), void* ctx);
 // Threads parallel_chunks spreads over.
 int parallel_threads();
 
-// MLXR_KERNEL_PASS_ROWS, read once: a positive number caps the activation
-// rows of the kernels' passes (exact and fast tiers; each kernel file caps
-// it at its own most), 0 when unset or not positive (each file's default).
-// For measuring the pass size in one build: an output's arithmetic does not
-// depend on it.
+// MLXR_KERNEL_PASS_ROWS, read once: a positive number sets the activation
+// rows of the fast tier's passes (mlxr_fastnum.h, pass_rows_cap), 0 when
+// unset or not positive (the kernel file's default). For measuring the pass
+// size in one build.
 int pass_rows_env();
 
 // A 64-byte-aligned buffer of at least `floats` floats owned by the calling
