@@ -1,7 +1,7 @@
 // Single-thread cost of the fast tier's quantized_matmul kernels (mlxr_fastnum_kernels.h, for
 // each instruction set this CPU has), without MLX's graph: thread CPU ms per SmolLM2-135M
 // forward pass of quantized matmuls (30 x q/k/v/o/gate/up/down at 4 bits, group 32, float16
-// group parameters, and the 49152x576 8-bit head), float32 activations, M = 1, 2, 4, 8, with
+// group parameters, and the 49152x576 8-bit head), float32 activations, M = 1, 2, 4, 8, 16, with
 // each matrix's weights cold (every call reads the next of enough copies to exceed the
 // last-level cache, as a decode step does) or, with FASTNUM_HOT=1, hot (one matrix re-run). The worker pool is held to one thread
 // (MLXR_KERNEL_THREADS=1). The activations are random and not in the order the primitive
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i <= sizeof kShapes / sizeof kShapes[0]; i++) std::printf("---:|");
   std::printf("\n");
   for (const std::string& isa : isas) {
-    for (int M : {1, 2, 4, 8}) {
+    for (int M : {1, 2, 4, 8, 16}) {
       double pass = 0;
       std::printf("| %s | %d | ", isa.c_str(), M);
       for (const Shape& s : kShapes) {

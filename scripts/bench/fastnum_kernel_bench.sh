@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs scripts/bench/fastnum_kernel_bench.cpp (see there): single-thread CPU ms per
-# SmolLM2 forward pass of the fast tier's (--numerics fast) quantized matmul kernels, M = 1, 2, 4, 8,
+# SmolLM2 forward pass of the fast tier's (--numerics fast) quantized matmul kernels, M = 1, 2, 4, 8, 16,
 # per instruction set.
 #   fastnum_kernel_bench.sh [seconds per case, default 0.3] [avx2|avx512 ...]
 set -euo pipefail

@@ -2,7 +2,7 @@
 // instruction set this CPU has), without MLX's graph: thread CPU time per call and per weight,
 // for SmolLM2's shapes, with the weights hot in cache (one matrix re-run) and cold (every call
 // reads the next of enough matrices to exceed the last-level cache, as a decode step does), and
-// the cost of M = 2, 4, 8 rows against one. The worker pool is held to one thread
+// the cost of M = 2, 4, 8, 16 rows against one. The worker pool is held to one thread
 // (MLXR_KERNEL_THREADS=1), so the kernels run on the calling thread. Thread CPU time, so other
 // processes on a shared machine inflate it far less than wall time.
 // A developer's tool for comparing kernel variants; QuantizedMatmulExactnessTest is what
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   for (const std::string& isa : isas) {
     for (bool cold : {false, true}) {
       double pass1 = 0;
-      for (int M : {1, 2, 4, 8}) {
+      for (int M : {1, 2, 4, 8, 16}) {
         double pass = 0;
         for (int i = 0; i < 4; i++) pass += count[i] * run_case(isa, cases[i], cold, seconds, M);
         if (M == 1) pass1 = pass;

@@ -24,6 +24,7 @@
 #include "mlxr_fastnum.h"
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
+#include "mlxr_qmm.h"
 #include "mlxr_qmm_primitive.h"
 #include "mlxr_row_major.h"
 
@@ -53,6 +54,10 @@ bool cpu_has(Isa isa) {
 Isa default_isa() {
   Isa isa = mlxr::default_isa();
   return has_fma() ? isa : Isa::None;
+}
+
+int pass_rows_cap() {
+  return mlxr::qmm::pass_rows_env();
 }
 
 bool covered(int bits, int group_size) {

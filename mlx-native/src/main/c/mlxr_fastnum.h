@@ -69,6 +69,17 @@ constexpr int kWordLaneRows = 4;
 // The most problems one run takes.
 constexpr int kMaxProblems = 4;
 
+// The activation rows one pass of the kernels serves (their tile): a positive
+// MLXR_KERNEL_PASS_ROWS (mlxr::qmm::pass_rows_env; each kernel file caps it at its own most,
+// 16 on AVX-512 and 8 on AVX2), else 0 for the kernel file's default, the
+// most rows of a pass over two weight rows (8 on AVX-512, 4 on AVX2). A call
+// of more rows runs several passes, each decoding every weight again; the
+// longer passes over one weight row measured slower (their activations come
+// from L1/L2 once per FMA: docs/benchmarks.md). For measuring the tile size
+// in one build; an output's arithmetic does not depend on it. Defined in
+// mlxr_fastnum.cpp.
+int pass_rows_cap();
+
 // Every row, all N columns of each of the n problems (one width, group size,
 // K and M; n <= kMaxProblems), spread over mlxr::qmm's worker pool in one
 // pass; false when (bits, group_size) is not covered (4 or 8 bits, group 32,

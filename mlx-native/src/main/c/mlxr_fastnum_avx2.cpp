@@ -1,7 +1,7 @@
 // The fast tier's kernels (mlxr_fastnum_kernels.h) for AVX2 + FMA + F16C:
-// eight float lanes, up to four activation rows per pass over a weight row
-// (4 accumulators + 4 group sums + 2 decoded vectors + the scale, of 16
-// registers). Compiled for that instruction set by the pragma below and run
+// eight float lanes; up to four activation rows per pass over two weight rows
+// (8 accumulators + 4 decoded vectors + 2 scales, of 16 registers), up to
+// eight over one (8 + 2 + 1). Compiled for that instruction set by the pragma below and run
 // only when the CPU has it (mlxr_fastnum.cpp checks).
 #include "mlxr_fastnum.h"
 #include "mlxr_qmm.h"
@@ -26,8 +26,9 @@ using mlxr::qmm::thread_scratch;
 #include "mlxr_fastnum_x86.h"
 
 constexpr int kL = kLanesAvx2;
-constexpr int kMaxRows = 4;
+constexpr int kMaxRows = 8;
 constexpr int kScaledRows = 3;
+constexpr int kPairedRows = 4;
 
 using vf = __m256;
 

@@ -1,7 +1,7 @@
 // The fast tier's kernels (mlxr_fastnum_kernels.h) for AVX-512 F/BW/VL + FMA
-// + F16C: sixteen float lanes, up to eight activation rows per pass over a
-// weight row (8 accumulators + 8 group sums + 2 decoded vectors of 32
-// registers). Compiled for that instruction set by the pragma below and run
+// + F16C: sixteen float lanes; up to eight activation rows per pass over two
+// weight rows (16 accumulators + 4 decoded vectors + 2 scales of 32
+// registers), up to sixteen over one (16 + 2 + 1). Compiled for that instruction set by the pragma below and run
 // only when the CPU has it (mlxr_fastnum.cpp checks).
 #include "mlxr_fastnum.h"
 #include "mlxr_qmm.h"
@@ -27,8 +27,9 @@ using mlxr::qmm::thread_scratch;
 #include "mlxr_fastnum_x86.h"
 
 constexpr int kL = kLanesAvx512;
-constexpr int kMaxRows = 8;
+constexpr int kMaxRows = 16;
 constexpr int kScaledRows = kWordLaneRows;  // fewer rows take tile_words
+constexpr int kPairedRows = 8;
 
 using vf = __m512;
 
@@ -106,6 +107,44 @@ MLXR_INLINE vf lane_scales(const float* s, int count) {
   }
 }
 
+// The low and the high nibbles of kL packed bytes looked up in table: vpermps
+// reads only the low four bits of each lane's index, so the low nibble needs
+// no mask; three operations where decode4 and two scalings take nine.
+MLXR_INLINE void decode4_scaled(const uint8_t* p, vf table, vf& lo, vf& hi) {
+  const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  lo = _mm512_permutexvar_ps(v, table);
+  hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
+}
+
+// out[i] = the sum of v[i]'s sixteen lanes for i < 16, by a tree of shuffles
+// and adds over all sixteen at once (45 operations where sixteen
+// _mm512_reduce_add_ps take ~140; at eight rows of K = 576 the reductions had
+// been a fifth of a pass's operations). First, per four vectors a, b, c, d,
+// the sums within each 128-bit block: lanes 4k..4k+3 = block k's sums of
+// (a, b, c, d); then the four blocks added across by 128-bit shuffles.
+MLXR_INLINE vf hsum4_blocks(vf a, vf b, vf c, vf d) {
+  const vf ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
+  const vf cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  return _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+MLXR_INLINE void hsum_lanes(const vf* v, float* out) {
+  const vf v0 = hsum4_blocks(v[0], v[1], v[2], v[3]);
+  const vf v1 = hsum4_blocks(v[4], v[5], v[6], v[7]);
+  const vf v2 = hsum4_blocks(v[8], v[9], v[10], v[11]);
+  const vf v3 = hsum4_blocks(v[12], v[13], v[14], v[15]);
+  // blocks (0 + 2, 1 + 3) of v0 then of v1, and of v2, v3
+  const vf x01 = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(v0, v1, _MM_SHUFFLE(3, 2, 3, 2)));
+  const vf x23 = _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, _MM_SHUFFLE(1, 0, 1, 0)),
+                               _mm512_shuffle_f32x4(v2, v3, _MM_SHUFFLE(3, 2, 3, 2)));
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_f32x4(x01, x23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_f32x4(x01, x23, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+
+#define MLXR_FASTNUM_HSUM16 1
+#define MLXR_FASTNUM_SCALED_TABLE 1
 #define MLXR_FASTNUM_WORD_LANES 1
 #include "mlxr_fastnum_kernels.h"
 

@@ -6,10 +6,16 @@
 //   void vstore(float*, vf);  float hsum(vf)
 //   void decode4(const uint8_t* p, vf& lo, vf& hi)  kL packed bytes: low, high nibbles, minus 8
 //   vf decode8(const uint8_t* p)                     kL packed bytes, minus 128
+// and, where MLXR_FASTNUM_SCALED_TABLE is defined (AVX-512: a 16-entry permute),
+//   void decode4_scaled(const uint8_t* p, vf table, vf& lo, vf& hi)  as decode4, each value
+//                           looked up in table (table[q] = s (q - 8), so scaled as well)
+// and, where MLXR_FASTNUM_HSUM16 is defined,
+//   void hsum_lanes(const vf* v, float* out)  out[i] = the sum of v[i]'s lanes, i < kL, at once
 //   vf widen_params(const void* base, Dt, size_t i, int n)  n (<= kL) group parameters as floats, zero past n
 //   void store_out(void* out, Dt, size_t i, float v)
-//   kMaxRows                rows of activations one pass over a weight row serves
+//   kMaxRows                rows of activations one pass over a weight row serves at most
 //   kScaledRows             from how many rows a pass scales the decoded weights (below)
+//   kPairedRows             up to how many rows a scaled pass takes two weight rows (NB = 2)
 // and the pool of mlxr_qmm.h (parallel_chunks, parallel_threads, thread_scratch).
 //
 // Centred weights: the kernels sum x (q - c) with c = 2^(bits-1) and use the
@@ -41,6 +47,7 @@ constexpr int kRowsAhead = 4;
 struct Job {
   const Problem* p;
   int rows_per_chunk;
+  int pass_rows;  // activation rows per tile: kPairedRows, or up to kMaxRows under MLXR_KERNEL_PASS_ROWS
 };
 
 // The end of a tile: the bias term b' . X joins each accumulator, then one
@@ -55,6 +62,12 @@ MLXR_INLINE void finish(const Problem& p, const float* bi, int m0, vf (&acc)[NB]
       MLXR_UNROLL for (int j = 0; j < NB; j++) acc[j][r] = vfma(vload(bi + j * gs + g), xr, acc[j][r]);
     }
   }
+#ifdef MLXR_FASTNUM_HSUM16
+  if constexpr (NB * R == kL) {
+    hsum_lanes(&acc[0][0], res);
+    return;
+  }
+#endif
   MLXR_UNROLL for (int j = 0; j < NB; j++) {
     MLXR_UNROLL for (int r = 0; r < R; r++) res[j * R + r] = hsum(acc[j][r]);
   }
@@ -70,8 +83,14 @@ MLXR_INLINE void finish(const Problem& p, const float* bi, int m0, vf (&acc)[NB]
 // by the R rows) and FMA'd straight into each row's accumulator, and NB = 2
 // weight rows share each activation load (an FMA's other operand comes from
 // memory; with one weight row per pass the loads, not the FMAs, were the
-// bound). Two weight rows per pass measured slower for few rows (8 bits). Every loop over rows, weight rows and a group's vectors has a
-// constant trip count and is unrolled, so the accumulators stay in registers.
+// bound). Two weight rows per pass measured slower for few rows (8 bits).
+// Past kPairedRows rows (only under MLXR_KERNEL_PASS_ROWS, mlxr_fastnum.h) a
+// pass takes one weight row (R accumulators fill the register file) and each
+// FMA loads its activations: every weight group is decoded once for up to 16
+// rows, but the loads, one per FMA from L1/L2, cost more than the second
+// decode they save (measured 10-40% slower at 16 rows on AVX-512).
+// Every loop over rows, weight rows and a group's vectors has a constant trip
+// count and is unrolled, so the accumulators stay in registers.
 template <int R, int NB, int BITS, int GS>
 MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, const float* sc, const float* bi,
                       int m0, float* res) {
@@ -87,15 +106,36 @@ MLXR_INLINE void tile(const Problem& p, const uint8_t* wrow, size_t row_bytes, c
   if constexpr (R >= kScaledRows) {
     for (int g = 0; g < G; g++) {
       const float* xg = x + size_t(g) * GS;
+      // kRowsAhead weight rows ahead, each line once (rows are contiguous): without it a pass
+      // waited on every cold line of its weights (a step's weights come from L3 or memory).
+      MLXR_UNROLL for (int j = 0; j < NB; j++) {
+        MLXR_UNROLL for (int c = 0; c < gbytes; c += 64) {
+          if (gbytes >= 64 || (size_t(g) * gbytes + c) % 64 == 0) {
+            __builtin_prefetch(wrow + (j + kRowsAhead) * row_bytes + size_t(g) * gbytes + c, 0, 3);
+          }
+        }
+      }
       vf s[NB];
       MLXR_UNROLL for (int j = 0; j < NB; j++) s[j] = vset1(sc[j * gs + g]);
+#ifdef MLXR_FASTNUM_SCALED_TABLE
+      // s (q - c) for q = 0 .. 15, once per group: each decoded vector is then one table
+      // lookup, the same products as decoding and scaling it.
+      vf st[NB];
+      if constexpr (BITS == 4) {
+        MLXR_UNROLL for (int j = 0; j < NB; j++) st[j] = vmul(centred_table(), s[j]);
+      }
+#endif
       MLXR_UNROLL for (int c = 0; c < gbytes; c += kL) {
         if constexpr (BITS == 4) {
           vf lo[NB], hi[NB];
           MLXR_UNROLL for (int j = 0; j < NB; j++) {
+#ifdef MLXR_FASTNUM_SCALED_TABLE
+            decode4_scaled(wrow + j * row_bytes + size_t(g) * gbytes + c, st[j], lo[j], hi[j]);
+#else
             decode4(wrow + j * row_bytes + size_t(g) * gbytes + c, lo[j], hi[j]);
             lo[j] = vmul(lo[j], s[j]);
             hi[j] = vmul(hi[j], s[j]);
+#endif
           }
           MLXR_UNROLL for (int r = 0; r < R; r++) {
             const vf xl = vload(xg + r * ks + 2 * c);
@@ -225,7 +265,7 @@ MLXR_INLINE void tile_words(const Problem& p, const uint8_t* wrow, size_t row_by
 #endif
 
 // One tile of `rows` (1..kMaxRows) activation rows against `nb` weight rows
-// (2 only when rows >= kScaledRows or in the word-lane layout).
+// (2 only when kScaledRows <= rows <= kPairedRows or in the word-lane layout).
 template <int BITS, int GS>
 inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, size_t row_bytes, const float* sc,
                       const float* bi, int m0, float* res) {
@@ -253,7 +293,7 @@ inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, s
 #define MLXR_FASTNUM_TILE(R)                                                                 \
   case R:                                                                                    \
     if constexpr (R <= kMaxRows) {                                                           \
-      if constexpr (R >= kScaledRows) {                                                      \
+      if constexpr (R >= kScaledRows && R <= kPairedRows) {                                  \
         if (nb == 2) {                                                                       \
           tile<R, 2, BITS, GS>(p, wrow, row_bytes, sc, bi, m0, res);                         \
           break;                                                                             \
@@ -270,6 +310,14 @@ inline void tile_rows(const Problem& p, int rows, int nb, const uint8_t* wrow, s
     MLXR_FASTNUM_TILE(6)
     MLXR_FASTNUM_TILE(7)
     MLXR_FASTNUM_TILE(8)
+    MLXR_FASTNUM_TILE(9)
+    MLXR_FASTNUM_TILE(10)
+    MLXR_FASTNUM_TILE(11)
+    MLXR_FASTNUM_TILE(12)
+    MLXR_FASTNUM_TILE(13)
+    MLXR_FASTNUM_TILE(14)
+    MLXR_FASTNUM_TILE(15)
+    MLXR_FASTNUM_TILE(16)
 #undef MLXR_FASTNUM_TILE
     default: break;
   }
@@ -319,10 +367,11 @@ void run_chunk(void* ctx, int chunk) {
   for (int n = n0; n < fimin(n1, n0 + kRowsAhead); n++) prefetch_params(n);
   const uint8_t* w = reinterpret_cast<const uint8_t*>(p.w);
   float res[2 * kMaxRows];
-  for (int m0 = 0; m0 < p.M; m0 += kMaxRows) {
-    const int rows = fimin(kMaxRows, p.M - m0);
+  const int pass_rows = job.pass_rows;
+  for (int m0 = 0; m0 < p.M; m0 += pass_rows) {
+    const int rows = fimin(pass_rows, p.M - m0);
     for (int n = n0; n < n1;) {
-      const int nb = (rows >= kScaledRows || p.word_lanes) && n + 1 < n1 ? 2 : 1;
+      const int nb = ((rows >= kScaledRows && rows <= kPairedRows) || p.word_lanes) && n + 1 < n1 ? 2 : 1;
       if (m0 == 0) {
         for (int j = 0; j < nb; j++) {
           prefetch_params(n + j + kRowsAhead);
@@ -375,7 +424,7 @@ inline bool run_any(const Problem* ps, int n) {
   many.first_chunk[0] = 0;
   for (int i = 0; i < n; i++) {
     if (ps[i].bits != p.bits || ps[i].group_size != p.group_size || ps[i].K != p.K || ps[i].M != p.M) return false;
-    many.jobs[i] = Job{&ps[i], rows_per_chunk(ps[i].N, parallel_threads())};
+    many.jobs[i] = Job{&ps[i], rows_per_chunk(ps[i].N, parallel_threads()), pass_rows_cap() > 0 ? fimin(kMaxRows, pass_rows_cap()) : kPairedRows};
     many.first_chunk[i + 1] = many.first_chunk[i] + (ps[i].N + many.jobs[i].rows_per_chunk - 1) / many.jobs[i].rows_per_chunk;
   }
   void (*body)(void*, int) = p.bits == 4 ? (p.group_size == 32   ? run_many_chunk<4, 32>

@@ -228,6 +228,15 @@ int parallel_threads() {
   return WorkerPool::instance().size();
 }
 
+int pass_rows_env() {
+  static const int rows = [] {
+    const char* env = std::getenv("MLXR_KERNEL_PASS_ROWS");
+    const int n = env == nullptr ? 0 : std::atoi(env);
+    return n > 0 ? n : 0;
+  }();
+  return rows;
+}
+
 float* thread_scratch(size_t floats) {
   thread_local std::vector<float> scratch;
   scratch.resize(floats + 16);

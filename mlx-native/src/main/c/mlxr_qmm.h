@@ -43,6 +43,12 @@ void parallel_chunks(int chunks, void (*body)(void* ctx, int chunk), void* ctx);
 // Threads parallel_chunks spreads over.
 int parallel_threads();
 
+// MLXR_KERNEL_PASS_ROWS, read once: a positive number sets the activation
+// rows of the fast tier's passes (mlxr_fastnum.h, pass_rows_cap), 0 when
+// unset or not positive (the kernel file's default). For measuring the pass
+// size in one build.
+int pass_rows_env();
+
 // A 64-byte-aligned buffer of at least `floats` floats owned by the calling
 // thread, valid until that thread's next call.
 float* thread_scratch(size_t floats);

@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code TOLERANCE * sum_k |x[m, k]| (|s q| + |b|)} of it (float32 accumulation of K terms in
  * vector lanes, each lane summing K / lanes of them, then the lanes pairwise), plus
  * half an ulp of the output dtype's rounding. Cases: 4 and 8 bits × groups 32/64/128, rows 1 to
- * 9 and 17 (tiles of 1..8 rows and a tail), the default model's shapes (its 49152×576 8-bit
+ * 9, 16 and 17 (tiles of 1..8 rows, a 16-row call, a tail), the default model's shapes (its 49152×576 8-bit
  * head, 1536×576, 576×1536), float16/bfloat16/float32 parameters and activations, and views
  * as activations, K that is no whole number of 128-weight blocks, each on every instruction set
  * this CPU runs.
@@ -53,7 +53,7 @@ class FastKernelsTest {
         List<Case> c = new ArrayList<>();
         for (int bits : new int[] {4, 8}) {
             for (int g : new int[] {32, 64, 128}) {
-                for (int m : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+                for (int m : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17}) {
                     c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, bits, g, 84, 384, m, false));
                 }
             }
