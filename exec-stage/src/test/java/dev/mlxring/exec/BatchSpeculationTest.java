@@ -10,6 +10,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
+import dev.mlxring.exec.spec.ProposalLength;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
@@ -218,6 +219,42 @@ class BatchSpeculationTest {
             List<List<String>> got = batched(model, script);
             assertEquals(0, lastCounts[0], "a proposal one row of four makes is not verified");
             assertEquals(tokens(serial(model, speculating)), tokens(got.getFirst()));
+        }
+    }
+
+    /**
+     * A greedy row in the batch proposes what {@link ProposalLength} picks from the row's own
+     * rounds (at most: the lookup may find fewer), as the serial run does, and while it keeps
+     * copying it reaches {@code num_tokens} = 7 through 1 and 3 tokens.
+     */
+    @org.junit.jupiter.api.Test
+    void aGreedyRowsProposalFollowsTheCostModelOfItsAcceptance() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"));
+                BatchGenerator g = new BatchGenerator(model, PREFILL_STEP, 8, 8, EngineRng.seeded(3))) {
+            ProposalLength mirror = new ProposalLength(7);
+            java.util.TreeSet<Integer> lengths = new java.util.TreeSet<>();
+            List<String> violations = new ArrayList<>();
+            g.onSpeculated((uid, proposed, accepted) -> {
+                int allowed = mirror.next();
+                if (proposed > allowed) {
+                    violations.add(proposed + " proposed where at most " + allowed + " may be");
+                }
+                if (proposed == allowed) {
+                    lengths.add(proposed);
+                }
+                mirror.record(proposed, accepted);
+            });
+            g.insert(new BatchRequest(
+                    repeating(31, 0), null, 64, GREEDY, new int[0], null, new Speculation.PromptLookup(1, 3, 7)));
+            for (int unit = 0; !g.idle(); unit++) {
+                assertTrue(unit < 2000, "the batch does not end");
+                g.next();
+            }
+            assertEquals(List.of(), violations);
+            assertEquals(7, lengths.last(), "a row that keeps being accepted grows to num_tokens: " + lengths);
+            assertTrue(
+                    lengths.stream().allMatch(k -> k == 1 || k == 3 || k == 7),
+                    "only the pass-filling lengths are chosen: " + lengths);
         }
     }
 

@@ -11,6 +11,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.spec.AdaptiveStop;
+import dev.mlxring.exec.spec.ProposalLength;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculativeGenerate;
 import dev.mlxring.exec.spec.SpeculativeRun;
@@ -179,31 +180,42 @@ class SpeculativeExecutionTest {
                 serial(speculating, plan(prompt, maxTokens, greedy, new int[0])));
     }
 
-    /** A greedy row proposes 1 token after a rejection and one more after each round it accepted whole. */
+    /**
+     * A greedy row proposes what {@link ProposalLength} picks from the row's own rounds (at most;
+     * the lookup may find fewer), and a row that keeps copying reaches {@code num_draft_tokens} = 7
+     * through 1 and 3 tokens, never the lengths that cost as much as a longer one.
+     */
     @Test
-    void aGreedyRowsProposalGrowsAfterFullAcceptanceAndShrinksAfterARejection() {
+    void aGreedyRowsProposalFollowsTheCostModelOfItsAcceptance() {
         int[] prompt =
                 IntStream.range(0, 31).map(i -> PHRASE[i % PHRASE.length]).toArray();
         SamplingParams greedy = SamplingParams.builder().build();
-        GenerationOptions options = new GenerationOptions(48, PREFILL_STEP, new int[0], false);
+        GenerationOptions options = new GenerationOptions(64, PREFILL_STEP, new int[0], false);
         try (SpeculativeRun run =
-                new SpeculativeRun(model, prompt, options, greedy, null, new Speculation.PromptLookup(1, 3, 3), true)) {
-            int allowed = 1;
-            int longest = 0;
+                new SpeculativeRun(model, prompt, options, greedy, null, new Speculation.PromptLookup(1, 3, 7), true)) {
+            ProposalLength mirror = new ProposalLength(7);
+            java.util.TreeSet<Integer> lengths = new java.util.TreeSet<>();
             int proposedBefore = 0;
             int acceptedBefore = 0;
-            while (!run.isFinished() && run.advance() != SpeculativeRun.Event.FINISHED) {
+            while (!run.isFinished()) {
+                int allowed = mirror.next();
+                if (run.advance() == SpeculativeRun.Event.PREFILLED) {
+                    continue;
+                }
                 int m = run.proposedTokens() - proposedBefore;
                 int a = run.acceptedTokens() - acceptedBefore;
                 proposedBefore = run.proposedTokens();
                 acceptedBefore = run.acceptedTokens();
                 assertTrue(m <= allowed, m + " proposed where at most " + allowed + " may be");
-                longest = Math.max(longest, m);
-                if (m > 0) {
-                    allowed = a == m ? Math.min(m + 1, 3) : 1;
+                mirror.record(m, a);
+                if (m == allowed) {
+                    lengths.add(m);
                 }
             }
-            assertEquals(3, longest, "a row that keeps being accepted grows to num_draft_tokens");
+            assertEquals(7, lengths.last(), "a row that keeps being accepted grows to num_draft_tokens: " + lengths);
+            assertTrue(
+                    lengths.stream().allMatch(k -> k == 1 || k == 3 || k == 7),
+                    "only the pass-filling lengths are chosen: " + lengths);
         }
     }
 }

@@ -2,13 +2,14 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.spec.AdaptiveStop;
 import dev.mlxring.exec.spec.DraftSource;
+import dev.mlxring.exec.spec.ProposalLength;
 
 /**
  * One batch row's speculative decoding state, the per-row half of {@code SpeculativeRun}: its
  * {@link DraftSource}, the most tokens it proposes per round ({@code num_draft_tokens}), and for a
- * greedy row the adaptive proposal length and stop (1 token after a round that rejected one, one
- * more after a round that accepted all, none once {@link AdaptiveStop} stops it), plus its
- * proposed and accepted counts. Owns the source; exec thread only.
+ * greedy row the adaptive proposal length and stop (the length {@link ProposalLength} picks from
+ * the row's acceptance history, none once {@link AdaptiveStop} stops it), plus its proposed and
+ * accepted counts. Owns the source; exec thread only.
  */
 final class RowSpeculation implements AutoCloseable {
     private final DraftSource source;
@@ -16,7 +17,9 @@ final class RowSpeculation implements AutoCloseable {
     /** Null: the row proposes {@link #numDraftTokens} every round (a sampled row). */
     private final AdaptiveStop adaptiveStop;
 
-    private int proposalLength;
+    /** Null: the row proposes {@link #numDraftTokens} every round (a sampled row). */
+    private final ProposalLength proposalLength;
+
     private int proposedTokens;
     private int acceptedTokens;
 
@@ -28,7 +31,7 @@ final class RowSpeculation implements AutoCloseable {
         this.source = source;
         this.numDraftTokens = numDraftTokens;
         this.adaptiveStop = adaptive ? new AdaptiveStop() : null;
-        this.proposalLength = adaptive ? 1 : numDraftTokens;
+        this.proposalLength = adaptive ? new ProposalLength(numDraftTokens) : null;
     }
 
     /** Whether the row still proposes (its adaptive stop has not ended its proposals). */
@@ -38,7 +41,8 @@ final class RowSpeculation implements AutoCloseable {
 
     /** The source's proposal of at most {@code min(remaining, proposal length, room)} tokens. */
     int[] propose(int remaining, int room) {
-        return source.propose(Math.max(0, Math.min(Math.min(remaining, proposalLength), room)));
+        int length = proposalLength != null ? proposalLength.next() : numDraftTokens;
+        return source.propose(Math.max(0, Math.min(Math.min(remaining, length), room)));
     }
 
     /**
@@ -51,7 +55,7 @@ final class RowSpeculation implements AutoCloseable {
         source.accepted(accepted, next);
         if (adaptiveStop != null && proposed > 0) {
             adaptiveStop.record(proposed, accepted);
-            proposalLength = accepted == proposed ? Math.min(proposalLength + 1, numDraftTokens) : 1;
+            proposalLength.record(proposed, accepted);
         }
     }
 

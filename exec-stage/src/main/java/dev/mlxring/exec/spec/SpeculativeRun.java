@@ -58,11 +58,8 @@ public final class SpeculativeRun implements AutoCloseable {
     private final KvCache[] cache;
     /** Null: the row proposes every round it can. */
     private final AdaptiveStop adaptiveStop;
-    /**
-     * With the adaptive stop, the next round's proposal length: 1 after a round that rejected a
-     * proposed token, one more (up to {@code numDraftTokens}) after a round that accepted all.
-     */
-    private int proposalLength;
+    /** With the adaptive stop, what picks each round's proposal length; null: always {@code numDraftTokens}. */
+    private final ProposalLength proposalLength;
 
     private boolean prefilled;
     private boolean finished;
@@ -94,11 +91,12 @@ public final class SpeculativeRun implements AutoCloseable {
     }
 
     /**
-     * As above; with {@code adaptiveStop} and greedy {@code params}, the row proposes 1 token after
-     * a round that rejected one and one more, up to {@code num_draft_tokens}, after a round that
-     * accepted all (a round of more positions costs more, so long proposals are kept for text the
-     * row is copying), and stops proposing once its acceptance falls below {@link AdaptiveStop}'s
-     * threshold for a window. Greedy only: a
+     * As above; with {@code adaptiveStop} and greedy {@code params}, each round's proposal length,
+     * up to {@code num_draft_tokens}, is the one {@link ProposalLength} expects the most tokens per
+     * unit of verification cost from, given the row's acceptance history (a round of more positions
+     * costs more, so long proposals are kept for text the row is copying), and the row stops
+     * proposing once its acceptance falls below {@link AdaptiveStop}'s threshold for a window.
+     * Greedy only: a
      * greedy row's tokens are the target's argmax whatever was proposed, while a sampled row draws
      * one key per round, so stopping would change its tokens from mlx-lm's with the same k.
      */
@@ -135,7 +133,7 @@ public final class SpeculativeRun implements AutoCloseable {
         this.sampling = s;
         this.cache = c;
         this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
-        this.proposalLength = this.adaptiveStop != null ? 1 : numDraftTokens;
+        this.proposalLength = this.adaptiveStop != null ? new ProposalLength(numDraftTokens) : null;
     }
 
     /**
@@ -231,7 +229,8 @@ public final class SpeculativeRun implements AutoCloseable {
 
     private Event verifyRound() {
         boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
-        int budget = Math.min(options.maxTokens() - produced, proposalLength);
+        int budget = Math.min(
+                options.maxTokens() - produced, proposalLength != null ? proposalLength.next() : numDraftTokens);
         boolean onDevice =
                 proposing && budget > 0 && source instanceof DraftModelSource d && d.proposesWithin(model.vocabSize());
         int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
@@ -285,7 +284,7 @@ public final class SpeculativeRun implements AutoCloseable {
             source.accepted(accepted, sampled[accepted]);
             if (adaptiveStop != null && m > 0) {
                 adaptiveStop.record(m, accepted);
-                proposalLength = accepted == m ? Math.min(proposalLength + 1, numDraftTokens) : 1;
+                proposalLength.record(m, accepted);
             }
         }
         pending = sampled[accepted];
