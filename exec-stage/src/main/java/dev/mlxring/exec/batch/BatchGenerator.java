@@ -204,6 +204,9 @@ public final class BatchGenerator implements AutoCloseable {
             if (request.constraint() != null) {
                 request.constraint().close();
             }
+            if (request.adapter() != null) {
+                request.adapter().close();
+            }
             if (history != null) {
                 for (KvCache c : history) {
                     c.close();
@@ -259,7 +262,8 @@ public final class BatchGenerator implements AutoCloseable {
                 mask,
                 history,
                 finishedRows != null,
-                spec));
+                spec,
+                request.adapter()));
         return uid;
     }
 

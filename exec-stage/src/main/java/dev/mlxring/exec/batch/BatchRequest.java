@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
@@ -17,6 +18,8 @@ import dev.mlxring.pipeline.TokenConstraint;
  *     {@link BatchGenerator#insert} on and closes it when the row leaves
  * @param speculation how the row speculates, or null for never; a row that cannot
  *     ({@link dev.mlxring.exec.spec.SpeculativeRun#refusal}, or a constraint) decodes without
+ * @param adapter the row's hold on its named adapter, or null for the base model; the generator
+ *     owns it from {@link BatchGenerator#insert} on and closes it when the row leaves
  */
 public record BatchRequest(
         int[] prompt,
@@ -25,7 +28,8 @@ public record BatchRequest(
         SamplingParams sampling,
         int[] stopTokenIds,
         TokenConstraint constraint,
-        Speculation speculation) {
+        Speculation speculation,
+        AdapterCache.Lease adapter) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -42,6 +46,18 @@ public record BatchRequest(
                 throw new IllegalArgumentException("segments hold " + sum + " tokens, the prompt " + prompt.length);
             }
         }
+    }
+
+    /** A row on the base model. */
+    public BatchRequest(
+            int[] prompt,
+            int[] segmentLengths,
+            int maxTokens,
+            SamplingParams sampling,
+            int[] stopTokenIds,
+            TokenConstraint constraint,
+            Speculation speculation) {
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null);
     }
 
     /** A row without speculation. */

@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -142,7 +143,7 @@ final class PromptBatch implements AutoCloseable {
             // The forward's activations are released before the caches are evaluated, as Python
             // drops the model call's result (see GenerationRun's prefill).
             try (ArrayScope forward = ArrayScope.open()) {
-                model.forward(tokens, caches.layers());
+                RowAdapters.during(Row.adapters(rows), () -> model.forward(tokens, caches.layers()));
             }
             Mlx.eval(caches.state());
         }

@@ -1,9 +1,13 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.nn.AdapterCache;
+import dev.mlxring.exec.nn.NamedAdapter;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One sequence's bookkeeping in a {@link BatchGenerator}: its prompt split as mlx-lm's
@@ -24,6 +28,8 @@ final class Row {
     boolean maskStarted;
     /** The row's speculative decoding; null when it decodes one position per step. */
     final RowSpeculation spec;
+    /** The row's hold on its named adapter; null on the base model. */
+    final AdapterCache.Lease adapter;
     /**
      * Whether the row's next input (the token its caches have not seen yet) was already given to
      * the caller: the prompt's last token, or a token a verification round committed. False when
@@ -67,7 +73,9 @@ final class Row {
             TokenMask mask,
             KvCache[] history,
             boolean keepIds,
-            RowSpeculation spec) {
+            RowSpeculation spec,
+            AdapterCache.Lease adapter) {
+        this.adapter = adapter;
         this.mask = mask;
         this.spec = spec;
         this.uid = uid;
@@ -118,11 +126,27 @@ final class Row {
                     mask.close();
                 }
             } finally {
-                if (spec != null) {
-                    spec.close();
+                try {
+                    if (spec != null) {
+                        spec.close();
+                    }
+                } finally {
+                    if (adapter != null) {
+                        adapter.close();
+                    }
                 }
             }
         }
+    }
+
+    /** The named adapters of {@code rows}, in order, for their forward pass; null when none has one. */
+    static RowAdapters adapters(List<Row> rows) {
+        NamedAdapter[] a = new NamedAdapter[rows.size()];
+        for (int i = 0; i < a.length; i++) {
+            AdapterCache.Lease l = rows.get(i).adapter;
+            a[i] = l == null ? null : l.adapter();
+        }
+        return RowAdapters.of(a);
     }
 
     /** Frees what the row still owns besides its sampling run (a history never merged). */
