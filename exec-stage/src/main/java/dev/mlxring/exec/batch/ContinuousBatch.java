@@ -4,6 +4,8 @@ import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -55,6 +57,8 @@ public final class ContinuousBatch implements ExecutionBatch {
         final int topN;
         /** The cache types of the row's segments after the restored prefix ({@code segment_types}). */
         final PromptSegment.Kind[] segmentTypes;
+        /** The prefix cache namespace of the row's model and adapter; null without a prefix cache. */
+        final CacheNamespace namespace;
 
         int nextSegmentType;
         int completionTokens;
@@ -64,7 +68,14 @@ public final class ContinuousBatch implements ExecutionBatch {
         int proposedTokens;
         int acceptedTokens;
 
-        RowInfo(int[] prefix, int promptTokens, boolean logprobs, int topN, PromptSegment.Kind[] segmentTypes) {
+        RowInfo(
+                int[] prefix,
+                int promptTokens,
+                boolean logprobs,
+                int topN,
+                PromptSegment.Kind[] segmentTypes,
+                CacheNamespace namespace) {
+            this.namespace = namespace;
             this.prefix = prefix;
             this.promptTokens = promptTokens;
             this.logprobs = logprobs;
@@ -93,11 +104,17 @@ public final class ContinuousBatch implements ExecutionBatch {
     private final SpeculationPolicy speculation;
 
     private final CacheNamespace namespace;
+    /** The named adapters rows may lease; null when the server serves none. */
+    private AdapterCache adapters;
+
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
     private Consumer<List<BatchToken>> unitTap;
+    /** A finished row's snapshot and the namespace it is published under. */
+    private record Finished(CacheNamespace namespace, PrefixReuse.Captured captured) {}
+
     /** Finished rows' snapshots of this unit, published after its segment snapshots. */
-    private final List<PrefixReuse.Captured> finishedSnapshots = new ArrayList<>();
+    private final List<Finished> finishedSnapshots = new ArrayList<>();
 
     /**
      * @param prefixReuse the prefix cache, or null for none
@@ -181,6 +198,15 @@ public final class ContinuousBatch implements ExecutionBatch {
         this.unitTap = tap;
     }
 
+    /**
+     * Serves the named adapters of {@code cache} (a plan names one by {@link ExecutionPlan#adapter}):
+     * each such row leases its adapter for its lifetime and its prefix cache entries live under the
+     * adapter's fingerprint. Call before inserting rows; the cache stays the caller's.
+     */
+    public void serveAdapters(AdapterCache cache) {
+        this.adapters = cache;
+    }
+
     /** Full-precision KV only: mlx-lm cannot merge quantized caches (mlx_lm.server runs --kv-bits alone). */
     @Override
     public boolean accepts(ExecutionPlan plan) {
@@ -202,16 +228,40 @@ public final class ContinuousBatch implements ExecutionBatch {
             closeConstraint(plan);
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
+        AdapterCache.Lease adapter = lease(plan);
+        CacheNamespace ns = adapter == null || prefixReuse == null
+                ? namespace
+                : prefixReuse.namespace(null, adapter.adapter().fingerprint());
         PrefixReuse.Restored restored;
         try {
             restored = prefixReuse == null || plan.prompt().tokenIds().length == 0
                     ? null
-                    : prefixReuse.restore(namespace, plan.prompt().tokenIds());
+                    : prefixReuse.restore(ns, plan.prompt().tokenIds());
         } catch (RuntimeException e) {
             closeConstraint(plan);
+            if (adapter != null) {
+                adapter.close();
+            }
             throw e;
         }
-        return insert(plan, params, restored, how);
+        return insert(plan, params, restored, how, adapter, ns);
+    }
+
+    /** The plan's adapter leased, or null for the base model; refuses (closing the constraint) a name not served or a folder that no longer loads. */
+    private AdapterCache.Lease lease(ExecutionPlan plan) throws RequestException {
+        if (plan.adapter() == null) {
+            return null;
+        }
+        try {
+            if (adapters == null) {
+                throw new IllegalArgumentException(
+                        "adapter '" + plan.adapter() + "' is not served (this server serves no named adapters)");
+            }
+            return adapters.lease(plan.adapter());
+        } catch (IllegalArgumentException | ModelLoadException e) {
+            closeConstraint(plan);
+            throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
+        }
     }
 
     private static void closeConstraint(ExecutionPlan plan) {
@@ -221,7 +271,13 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /** Inserts the row; the generator owns the constraint and the restored caches from here on. */
-    private int insert(ExecutionPlan plan, SamplingParams params, PrefixReuse.Restored restored, Speculation how)
+    private int insert(
+            ExecutionPlan plan,
+            SamplingParams params,
+            PrefixReuse.Restored restored,
+            Speculation how,
+            AdapterCache.Lease adapter,
+            CacheNamespace ns)
             throws RequestException {
         int[] prompt = plan.prompt().tokenIds();
         int cached = restored == null ? 0 : restored.cachedTokens();
@@ -245,7 +301,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                             params,
                             plan.stopTokenIds(),
                             plan.constraint(),
-                            how),
+                            how,
+                            adapter),
                     restored == null ? null : restored.caches(),
                     Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
@@ -258,7 +315,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                         prompt.length,
                         plan.logprobs() || plan.topLogprobs() > 0,
                         plan.topLogprobs(),
-                        types));
+                        types,
+                        ns));
         return uid;
     }
 
@@ -413,7 +471,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         try {
             PrefixReuse.Captured c = prefixReuse.capture(info.prefix, cachedSequence, caches);
             if (c != null) {
-                finishedSnapshots.add(c);
+                finishedSnapshots.add(new Finished(info.namespace, c));
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
@@ -438,7 +496,7 @@ public final class ContinuousBatch implements ExecutionBatch {
                 generator.withSegmentCaches(uid, (fed, caches) -> {
                     PrefixReuse.Captured c = prefixReuse.capture(info.prefix, fed, caches);
                     if (c != null) {
-                        prefixReuse.publishSegment(namespace, c, kind);
+                        prefixReuse.publishSegment(info.namespace, c, kind);
                     }
                 });
             } catch (RuntimeException e) {
@@ -446,9 +504,9 @@ public final class ContinuousBatch implements ExecutionBatch {
             }
         }
         while (!finishedSnapshots.isEmpty()) {
-            PrefixReuse.Captured c = finishedSnapshots.removeFirst();
+            Finished f = finishedSnapshots.removeFirst();
             try {
-                prefixReuse.publish(namespace, c);
+                prefixReuse.publish(f.namespace(), f.captured());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
             }
@@ -458,7 +516,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     /** Snapshots a failed unit left unpublished. */
     private void discardFinishedSnapshots() {
         while (!finishedSnapshots.isEmpty()) {
-            finishedSnapshots.removeFirst().discard();
+            finishedSnapshots.removeFirst().captured().discard();
         }
     }
 

@@ -6,6 +6,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
+import dev.mlxring.ingress.http.AdapterNames;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -115,6 +116,7 @@ final class ServeCommand {
                     ConnectionFlags.FLAGS,
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
                     List.of(AdapterFlag.FLAG),
+                    NamedAdapterFlags.FLAGS,
                     PromptCacheFlags.FLAGS,
                     SpeculativeFlags.FLAGS,
                     ShardFlags.FLAGS),
@@ -209,6 +211,7 @@ final class ServeCommand {
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
         Path adapterDir = AdapterFlag.parse(a, launch != null);
+        LocalEngine.NamedAdapters namedAdapters = NamedAdapterFlags.parse(a, launch != null, adapterDir);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : DEFAULT_HOST;
@@ -263,7 +266,8 @@ final class ServeCommand {
                             promptCache,
                             dequantizedWeights,
                             speculative,
-                            adapterDir),
+                            adapterDir,
+                            namedAdapters),
                     leader);
         } catch (RuntimeException e) {
             if (leader != null) {
@@ -289,7 +293,9 @@ final class ServeCommand {
                                             maxTokens,
                                             maxContext,
                                             local.vocabSize(),
-                                            adapterDir == null ? null : adapterDir.toString()),
+                                            new AdapterNames(
+                                                    adapterDir == null ? null : adapterDir.toString(),
+                                                    names(namedAdapters))),
                                     "mlx-ring-0.1.0-mlx-" + Mlx.version(),
                                     maxBodyBytes,
                                     allowedOrigins,
@@ -317,6 +323,13 @@ final class ServeCommand {
         }
         out.flush();
         return new Running(server, local);
+    }
+
+    /** The named adapters' folders as given, by name. */
+    private static java.util.Map<String, String> names(LocalEngine.NamedAdapters named) {
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        named.dirs().forEach((n, d) -> out.put(n, d.toString()));
+        return out;
     }
 
     private static long longFlag(CliArgs a, String flag, long dflt) {

@@ -36,13 +36,23 @@ public final class EngineGateway {
         return config;
     }
 
-    /** A request may name the served model or {@code default_model}; anything else is 404. */
+    /**
+     * A request may name the served model, {@code default_model} or a named adapter's
+     * {@code <model>:<NAME>} ({@link AdapterNames}); anything else is 404 naming it.
+     */
     public void checkModel(String model) {
-        if (!model.equals(config.modelId()) && !model.equals("default_model")) {
+        AdapterNames adapters = config.defaults().adapters();
+        if (!adapters.serves(model, config.modelId())) {
             throw new ApiError(
                     404,
                     "invalid_request_error",
-                    "model '" + model + "' is not served here (serving '" + config.modelId() + "')",
+                    "model '" + model + "' is not served here (serving "
+                            + String.join(
+                                    ", ",
+                                    adapters.modelIds(config.modelId()).stream()
+                                            .map(m -> "'" + m + "'")
+                                            .toList())
+                            + ")",
                     "model",
                     "model_not_found");
         }
@@ -55,6 +65,11 @@ public final class EngineGateway {
     public Session submit(
             HttpServerExchange ex, GenerationRequest request, GenerationListener listener, ExchangeWriter out) {
         Session session;
+        // the adapter its model names ({@code <model>:<NAME>}), checked against its adapters field's
+        String adapter = config.defaults().adapters().resolve(request.model(), config.modelId(), request.adapter());
+        if (!java.util.Objects.equals(adapter, request.adapter())) {
+            request = request.withAdapter(adapter);
+        }
         out.submitted();
         try {
             session = engine.submit(request, listener);

@@ -389,18 +389,25 @@ public final class HttpServer implements AutoCloseable {
     private String models() {
         ObjectNode root = JSON.createObjectNode();
         root.put("object", "list");
-        modelObject(root.putArray("data").addObject());
+        var data = root.putArray("data");
+        for (String id : config.defaults().adapters().modelIds(config.modelId())) {
+            modelObject(data.addObject(), id);
+        }
         return root.toString();
     }
 
-    /** {@code GET /v1/models/{id}} (OpenAI's retrieve): the served model, by its id or {@code default_model}. */
+    /**
+     * {@code GET /v1/models/{id}} (OpenAI's retrieve): the served model by its id or
+     * {@code default_model}, or a named adapter by {@code <model>:<NAME>}.
+     */
     private String model(String id) {
         gateway.checkModel(id);
-        return modelObject(JSON.createObjectNode()).toString();
+        return modelObject(JSON.createObjectNode(), id.equals("default_model") ? config.modelId() : id)
+                .toString();
     }
 
-    private ObjectNode modelObject(ObjectNode m) {
-        m.put("id", config.modelId());
+    private ObjectNode modelObject(ObjectNode m, String id) {
+        m.put("id", id);
         m.put("object", "model");
         m.put("created", startedSeconds);
         m.put("owned_by", "mlx-ring");
