@@ -37,7 +37,12 @@ public final class AdapterSlots {
      * folder, file and tensor as {@link LoraAdapter} refuses it, and for a {@code full} adapter.
      */
     public NamedAdapter load(String name, Path dir) {
-        LoraAdapter adapter = LoraAdapter.load(dir);
+        LoraAdapter adapter;
+        try {
+            adapter = LoraAdapter.load(dir);
+        } catch (ModelLoadException e) {
+            throw named(name, e);
+        }
         try {
             if (adapter.config().full()) {
                 throw new ModelLoadException("adapter '" + name + "' (" + dir
@@ -55,12 +60,19 @@ public final class AdapterSlots {
             NamedAdapter named = new NamedAdapter(name, adapter, layers);
             named.attach();
             return named;
+        } catch (ModelLoadException e) {
+            adapter.close();
+            throw named(name, e);
         } catch (RuntimeException e) {
             adapter.close();
-            if (e instanceof ModelLoadException && !e.getMessage().contains("'" + name + "'")) {
-                throw new ModelLoadException("adapter '" + name + "': " + e.getMessage());
-            }
             throw e;
         }
+    }
+
+    /** {@code e} with the adapter's name in front, unless its message names it already. */
+    private static ModelLoadException named(String name, ModelLoadException e) {
+        return e.getMessage().contains("'" + name + "'")
+                ? e
+                : new ModelLoadException("adapter '" + name + "': " + e.getMessage());
     }
 }
