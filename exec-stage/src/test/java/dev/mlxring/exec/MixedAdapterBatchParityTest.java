@@ -64,7 +64,7 @@ class MixedAdapterBatchParityTest {
     static Stream<Cell> cells() {
         List<Adapter> adapters = List.of(
                 new Adapter("a", "lora", 0, 8, 20.0, 11),
-                new Adapter("b", "lora", 2, 4, 16.0, 12),
+                new Adapter("b", "lora", 2, 8, 16.0, 12),
                 new Adapter("c", "dora", 1, 4, 10.0, 13));
         Map<String, Object> seeded = Map.of("temp", 0.8, "top_k", 20, "seed", 3);
         List<Cell> cells = new ArrayList<>();

@@ -93,6 +93,11 @@ public final class RowAdapters {
         return masks[i];
     }
 
+    /** The index in {@link #distinct()} of row {@code r}'s adapter, -1 for none. */
+    int distinctIndex(int r) {
+        return rows[r] == null ? -1 : distinct.indexOf(rows[r]);
+    }
+
     int rowCount() {
         return rows.length;
     }
