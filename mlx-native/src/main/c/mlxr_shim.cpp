@@ -277,6 +277,7 @@ int64_t mlxr_cache_memory() { return mx::get_cache_memory(); }
 void mlxr_reset_peak_memory() { mx::reset_peak_memory(); }
 void mlxr_clear_cache() { mx::clear_cache(); }
 int64_t mlxr_set_cache_limit(int64_t limit) { return mx::set_cache_limit(limit); }
+int64_t mlxr_set_memory_limit(int64_t limit) { return mx::set_memory_limit(limit); }
 
 // ---- creation -------------------------------------------------------------
 

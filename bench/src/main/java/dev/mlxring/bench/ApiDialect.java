@@ -13,7 +13,9 @@ import java.util.Locale;
  * Messages ({@code /v1/messages}, {@code content_block_delta}'s text or thinking) and OpenAI
  * Responses ({@code /v1/responses}, {@code response.output_text.delta} /
  * {@code response.reasoning_text.delta}). Every request is greedy (temperature 0) and asks for the
- * usage where the API needs asking.
+ * usage where the API needs asking. A multi-turn request's earlier turns go in as alternating user
+ * and assistant messages (Responses: an {@code input} array of them; completions: joined into the
+ * prompt text, {@link BenchPrompt#asText}).
  */
 public enum ApiDialect {
     CHAT("/v1/chat/completions"),
@@ -74,7 +76,11 @@ public enum ApiDialect {
                 if (prompt.system() != null) {
                     b.put("instructions", prompt.system());
                 }
-                b.put("input", prompt.user());
+                if (prompt.history().isEmpty()) {
+                    b.put("input", prompt.user());
+                } else {
+                    b.set("input", messages(prompt, false));
+                }
                 b.put("max_output_tokens", prompt.maxTokens());
                 b.put("store", false);
             }
@@ -89,18 +95,28 @@ public enum ApiDialect {
         if (withSystem && prompt.system() != null) {
             a.addObject().put("role", "system").put("content", prompt.system());
         }
+        for (BenchPrompt.Exchange e : prompt.history()) {
+            a.addObject().put("role", "user").put("content", e.user());
+            a.addObject().put("role", "assistant").put("content", e.assistant());
+        }
         a.addObject().put("role", "user").put("content", prompt.user());
         return a;
     }
 
-    /** What one event told: generated text (empty for none), usage counts (-1 when absent), an error. */
-    public record Event(String text, int promptTokens, int completionTokens, String error) {}
+    /**
+     * What one event told: generated text of any kind ({@code text}, empty for none: what TTFT and
+     * ITL time), the part of it that is the answer's visible content ({@code answer}: reasoning
+     * excluded; what a multi-turn conversation carries into its next turn), usage counts (-1 when
+     * absent), an error.
+     */
+    public record Event(String text, String answer, int promptTokens, int completionTokens, String error) {}
 
     /** Reads one event's JSON ({@code eventType}: its SSE {@code event:} line, or null). */
     public Event read(String eventType, JsonNode data) {
         int prompt = -1;
         int completion = -1;
         String text = "";
+        String answer = "";
         String error = null;
         if (data.has("error") && !data.get("error").isNull()) {
             JsonNode e = data.get("error");
@@ -114,8 +130,10 @@ public enum ApiDialect {
                     if (this == CHAT) {
                         JsonNode d = c.path("delta");
                         text = first(d, "content", "reasoning", "reasoning_content");
+                        answer = first(d, "content");
                     } else {
                         text = c.path("text").asText("");
+                        answer = text;
                     }
                 }
                 JsonNode u = data.path("usage");
@@ -134,7 +152,10 @@ public enum ApiDialect {
                                     + u.path("cache_read_input_tokens").asInt(0);
                         }
                     }
-                    case "content_block_delta" -> text = first(data.path("delta"), "text", "thinking", "partial_json");
+                    case "content_block_delta" -> {
+                        text = first(data.path("delta"), "text", "thinking", "partial_json");
+                        answer = first(data.path("delta"), "text");
+                    }
                     case "message_delta" ->
                         completion = data.path("usage").path("output_tokens").asInt(-1);
                     case "error" -> error = data.path("error").path("message").asText("error event");
@@ -144,7 +165,11 @@ public enum ApiDialect {
             case RESPONSES -> {
                 String type = data.path("type").asText(eventType == null ? "" : eventType);
                 switch (type) {
-                    case "response.output_text.delta", "response.reasoning_text.delta" ->
+                    case "response.output_text.delta" -> {
+                        text = data.path("delta").asText("");
+                        answer = text;
+                    }
+                    case "response.reasoning_text.delta" ->
                         text = data.path("delta").asText("");
                     case "response.completed", "response.incomplete" -> {
                         JsonNode u = data.path("response").path("usage");
@@ -160,7 +185,7 @@ public enum ApiDialect {
                 }
             }
         }
-        return new Event(text, prompt, completion, error);
+        return new Event(text, answer, prompt, completion, error);
     }
 
     private static String first(JsonNode node, String... fields) {

@@ -20,7 +20,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * Runs a {@code bench serve} plan: probes every target ({@link TargetInfo}), warms each up with
  * {@code --warmup} sequential requests, then runs the phases in {@link PhasePlan}'s ABBA order, one
  * target under load at a time, each phase sending the whole workload at its {@link LoadLevel}
- * while a progress line on {@code err} counts finished requests and tokens. Around each phase it
+ * (a level's clients, or its arrivals, are conversations: a multi-turn conversation sends its turns
+ * one after another, each with the earlier turns and the answers they got; a turn after a failed
+ * one is not sent and counts as {@link ErrorClass#EARLIER_TURN_FAILED}) while a progress line on {@code err} counts finished requests and tokens. Around each phase it
  * samples the machine's CPU ({@link CpuMonitor}): busy time less this JVM's and, for a loopback
  * target, the listening server's; a phase above the bound is flagged in the results and on
  * {@code err}.
@@ -159,6 +161,10 @@ public final class BenchRunner {
                 p.target().name());
         CpuMonitor.Sample before = cpu.sample();
         long allocatedBefore = measureAllocation ? allocatedBytes() : -1;
+        StageTimed staged = client instanceof StageTimed t ? t : null;
+        if (staged != null) {
+            staged.startPhase();
+        }
         long startNs = System.nanoTime();
         ScheduledExecutorService ticker = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "bench-progress");
@@ -174,29 +180,45 @@ public final class BenchRunner {
         }
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<?>> futures = new ArrayList<>();
-            Runnable[] send = new Runnable[prompts.size()];
-            for (int i = 0; i < prompts.size(); i++) {
-                int index = i;
-                send[i] = () -> {
-                    int[] last = {0};
-                    RequestRecord r = client.send(p.target(), prompts.get(index), index, n -> {
-                        textEvents.addAndGet(n - last[0]);
-                        last[0] = n;
-                    });
-                    records[index] = r;
-                    if (!r.ok()) {
-                        failed.incrementAndGet();
-                    }
-                    int d = done.incrementAndGet();
-                    if (!terminal && d < prompts.size() && prompts.size() >= 8 && d % (prompts.size() / 4) == 0) {
-                        progress(what, d, failed.get(), prompts.size(), textEvents.get(), startNs, false);
+            int[] starts = conversationStarts(prompts);
+            // One task per conversation (a single-turn request is a conversation of one turn): its
+            // turns in order, each carrying the earlier turns and the answers they actually got.
+            Runnable[] send = new Runnable[starts.length];
+            for (int c = 0; c < starts.length; c++) {
+                int from = starts[c];
+                int to = c + 1 < starts.length ? starts[c + 1] : prompts.size();
+                send[c] = () -> {
+                    List<BenchPrompt.Exchange> history = new ArrayList<>();
+                    RequestRecord broken = null;
+                    for (int index = from; index < to; index++) {
+                        BenchPrompt prompt = prompts.get(index);
+                        RequestRecord r;
+                        if (broken != null) {
+                            r = earlierTurnFailed(index, prompt.turn(), broken);
+                        } else {
+                            int[] last = {0};
+                            r = client.send(p.target(), prompt.withHistory(history), index, n -> {
+                                textEvents.addAndGet(n - last[0]);
+                                last[0] = n;
+                            });
+                            history.add(new BenchPrompt.Exchange(prompt.user(), r.answer()));
+                        }
+                        records[index] = r;
+                        if (!r.ok()) {
+                            failed.incrementAndGet();
+                            broken = broken == null ? r : broken;
+                        }
+                        int d = done.incrementAndGet();
+                        if (!terminal && d < prompts.size() && prompts.size() >= 8 && d % (prompts.size() / 4) == 0) {
+                            progress(what, d, failed.get(), prompts.size(), textEvents.get(), startNs, false);
+                        }
                     }
                 };
             }
             switch (p.level()) {
                 case LoadLevel.Concurrency c -> {
                     AtomicInteger next = new AtomicInteger();
-                    for (int w = 0; w < Math.min(c.clients(), prompts.size()); w++) {
+                    for (int w = 0; w < Math.min(c.clients(), send.length); w++) {
                         futures.add(pool.submit(() -> {
                             int i;
                             while ((i = next.getAndIncrement()) < send.length) {
@@ -207,7 +229,7 @@ public final class BenchRunner {
                 }
                 case LoadLevel.Rate rate -> {
                     long[] gaps = rate.gapsNs(
-                            prompts.size(), new Random(options.workloadParams().seed() + order));
+                            send.length, new Random(options.workloadParams().seed() + order));
                     long due = System.nanoTime();
                     for (int i = 0; i < send.length; i++) {
                         due += gaps[i];
@@ -229,6 +251,7 @@ public final class BenchRunner {
         } finally {
             ticker.shutdownNow();
         }
+        StageLatencies stages = staged == null ? null : staged.endPhase();
         long endNs = startNs;
         for (RequestRecord r : records) {
             endNs = Math.max(endNs, r.endNs());
@@ -245,7 +268,32 @@ public final class BenchRunner {
                     options.cpuBoundCores());
         }
         long allocated = allocatedBefore >= 0 ? allocatedBytes() - allocatedBefore : -1;
-        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign, allocated);
+        return new PhaseResult(p, order, List.of(records), Math.max(1, endNs - startNs), foreign, allocated, stages);
+    }
+
+    /** Where each conversation starts in {@code prompts}: at every turn 1. */
+    static int[] conversationStarts(List<BenchPrompt> prompts) {
+        if (!prompts.isEmpty() && prompts.getFirst().turn() != 1) {
+            throw new IllegalArgumentException("a workload's first request is a conversation's turn 1");
+        }
+        return java.util.stream.IntStream.range(0, prompts.size())
+                .filter(i -> prompts.get(i).turn() == 1)
+                .toArray();
+    }
+
+    /** Turn {@code turn}, not sent: an earlier turn of its conversation ({@code cause}) failed, so there is no history to send. */
+    private static RequestRecord earlierTurnFailed(int index, int turn, RequestRecord cause) {
+        long now = System.nanoTime();
+        return new RequestRecord(
+                index,
+                0,
+                now,
+                new long[0],
+                now,
+                -1,
+                -1,
+                ErrorClass.EARLIER_TURN_FAILED,
+                "turn " + turn + " not sent: an earlier turn failed (" + cause.errorClass() + ")");
     }
 
     /** Bytes every thread of this JVM has allocated so far (HotSpot's count), or -1 where unsupported. */

@@ -21,10 +21,25 @@ public final class CpuMonitor {
     public record Sample(long nanos, long busyTicks, long ownTicks) {}
 
     private final long[] pids;
+    private final boolean reapedChildren;
 
     /** A monitor that counts this JVM and the processes {@code pids} as its own. */
     public CpuMonitor(long... pids) {
+        this(false, pids);
+    }
+
+    private CpuMonitor(boolean reapedChildren, long... pids) {
         this.pids = pids.clone();
+        this.reapedChildren = reapedChildren;
+    }
+
+    /**
+     * A monitor that counts this JVM and the child processes it has waited for as its own: a
+     * short-lived child's CPU (a {@code llama-bench} run) is its own once {@link Process#waitFor}
+     * returned, taken before the second sample.
+     */
+    public static CpuMonitor withReapedChildren() {
+        return new CpuMonitor(true);
     }
 
     public static boolean available() {
@@ -36,9 +51,9 @@ public final class CpuMonitor {
             return new Sample(System.nanoTime(), -1, -1);
         }
         long busy = machineBusyTicks();
-        long own = processTicks(ProcessHandle.current().pid());
+        long own = processTicks(ProcessHandle.current().pid(), reapedChildren);
         for (long pid : pids) {
-            own += processTicks(pid);
+            own += processTicks(pid, false);
         }
         return new Sample(System.nanoTime(), busy, own);
     }
@@ -76,12 +91,13 @@ public final class CpuMonitor {
         }
     }
 
-    private static long processTicks(long pid) {
+    private static long processTicks(long pid, boolean reapedChildren) {
         try {
             String s = Files.readString(Path.of("/proc/" + pid + "/stat"));
             String[] f = s.substring(s.lastIndexOf(')') + 2).trim().split("\\s+");
-            // after "pid (comm) ": state=0 ... utime=11 stime=12
-            return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+            // after "pid (comm) ": state=0 ... utime=11 stime=12 cutime=13 cstime=14
+            long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+            return reapedChildren ? ticks + Long.parseLong(f[13]) + Long.parseLong(f[14]) : ticks;
         } catch (IOException | RuntimeException e) {
             return 0;
         }

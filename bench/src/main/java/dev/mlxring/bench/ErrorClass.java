@@ -23,6 +23,8 @@ public final class ErrorClass {
     public static final String NO_TOKENS = "no_tokens";
     /** An event that was not JSON, or a connection that broke mid-stream. */
     public static final String PROTOCOL = "protocol";
+    /** A multi-turn conversation's later turn, not sent because an earlier turn of it failed. */
+    public static final String EARLIER_TURN_FAILED = "earlier_turn_failed";
 
     private ErrorClass() {}
 

@@ -7,7 +7,8 @@ import java.util.List;
  * record, its wall time (first send to last end) and the CPU the rest of the machine used meanwhile
  * (cores; NaN where it cannot be measured) and, for an in-process run, the bytes the whole JVM
  * allocated meanwhile (-1 when not measured: over HTTP the client's allocation says nothing of the
- * server's).
+ * server's) and the pipeline's hand-off latencies ({@code stages}; null when not measured, as over
+ * HTTP).
  */
 public record PhaseResult(
         PhasePlan.Phase phase,
@@ -15,8 +16,20 @@ public record PhaseResult(
         List<RequestRecord> records,
         long durationNs,
         double foreignCores,
-        long allocatedBytes) {
+        long allocatedBytes,
+        StageLatencies stages) {
     public PhaseResult {
         records = List.copyOf(records);
+    }
+
+    /** A phase without hand-off latencies. */
+    public PhaseResult(
+            PhasePlan.Phase phase,
+            int order,
+            List<RequestRecord> records,
+            long durationNs,
+            double foreignCores,
+            long allocatedBytes) {
+        this(phase, order, records, durationNs, foreignCores, allocatedBytes, null);
     }
 }

@@ -9,6 +9,8 @@ import java.util.Objects;
  * server's usage reported ({@code promptTokens}, {@code completionTokens}; -1 when it reported
  * none), the HTTP status (0 when no response came) and, for a failed request, its error class
  * ({@link ErrorClass}) and a detail; {@code errorClass} is null for a request that succeeded.
+ * {@code answer} is the answer's visible text as received (reasoning excluded; empty for a failed
+ * request): what a multi-turn conversation sends back in its next turn.
  *
  * <p>The metrics follow {@code vllm bench serve}: TTFT is send → first text event; E2E latency is
  * send → end; ITL are the gaps between consecutive text events (a server that puts several tokens
@@ -25,17 +27,33 @@ public record RequestRecord(
         int promptTokens,
         int completionTokens,
         String errorClass,
-        String errorDetail) {
+        String errorDetail,
+        String answer) {
     private static final double NS_PER_MS = 1e6;
 
     public RequestRecord {
         Objects.requireNonNull(tokenEventNs, "tokenEventNs");
+        Objects.requireNonNull(answer, "answer");
         tokenEventNs = tokenEventNs.clone();
         for (int i = 1; i < tokenEventNs.length; i++) {
             if (tokenEventNs[i] < tokenEventNs[i - 1]) {
                 throw new IllegalArgumentException("token event times go backwards at " + i);
             }
         }
+    }
+
+    /** A request whose answer text was not kept (empty {@code answer}). */
+    public RequestRecord(
+            int index,
+            int status,
+            long sendNs,
+            long[] tokenEventNs,
+            long endNs,
+            int promptTokens,
+            int completionTokens,
+            String errorClass,
+            String errorDetail) {
+        this(index, status, sendNs, tokenEventNs, endNs, promptTokens, completionTokens, errorClass, errorDetail, "");
     }
 
     /** A request that succeeded: status 200, at least one text event, no error. */

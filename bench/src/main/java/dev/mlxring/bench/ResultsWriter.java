@@ -65,6 +65,10 @@ public final class ResultsWriter {
         config.put("output_len", options.workloadParams().outputLen().toString());
         config.put("num_prompts", options.prompts().size());
         config.put("prefix_count", options.workloadParams().prefixCount());
+        if (multiTurn(options)) {
+            config.put("turns", options.workloadParams().turns());
+            config.put("conversations", options.workloadParams().numPrompts());
+        }
         config.put("seed", options.workloadParams().seed());
         config.put("rounds", options.rounds());
         config.put("warmup", options.warmup());
@@ -103,11 +107,18 @@ public final class ResultsWriter {
             m.put("foreign_cpu_cores", p.foreignCores());
             m.put("cpu_flagged", p.foreignCores() > options.cpuBoundCores());
             putAllocation(m, p.allocatedBytes(), ((Number) m.get("total_output_tokens")).longValue());
+            if (p.stages() != null) {
+                m.put("stage_latencies_us", p.stages().toMap());
+            }
+            if (multiTurn(options)) {
+                m.putAll(TurnSummary.of(p.records(), options.prompts()));
+            }
             phases.add(m);
             for (RequestRecord r : p.records()) {
                 Map<String, Object> q = head(p.phase().target(), p.phase().level());
                 q.put("round", p.phase().round());
                 q.put("index", r.index());
+                q.put("turn", options.prompts().get(r.index()).turn());
                 q.put("ok", r.ok());
                 q.put("status", r.status());
                 q.put("ttft_ms", r.ttftMs());
@@ -178,9 +189,22 @@ public final class ResultsWriter {
             allocated = p.allocatedBytes() < 0 || allocated < 0 ? -1 : allocated + p.allocatedBytes();
         }
         putAllocation(m, allocated, ((Number) m.get("total_output_tokens")).longValue());
+        if (rounds.stream().allMatch(p -> p.stages() != null)) {
+            StageLatencies pooledStages = new StageLatencies();
+            rounds.forEach(p -> pooledStages.add(p.stages()));
+            m.put("stage_latencies_us", pooledStages.toMap());
+        }
         m.put("foreign_cpu_cores_max", foreignMax);
         m.put("cpu_flagged", foreignMax > options.cpuBoundCores());
+        if (multiTurn(options)) {
+            m.putAll(TurnSummary.of(all, options.prompts()));
+        }
         return m;
+    }
+
+    /** Whether the run's workload is multi-turn conversations (its rows then carry TTFT by turn). */
+    private static boolean multiTurn(BenchOptions options) {
+        return options.workload().equals(Workloads.MULTI_TURN);
     }
 
     /** {@code allocated_bytes} and {@code allocated_bytes_per_output_token}, for an in-process run that measured them. */
@@ -246,7 +270,13 @@ public final class ResultsWriter {
                 .append(config.get("output_len"))
                 .append(", ")
                 .append(config.get("num_prompts"))
-                .append(" prompts, API ")
+                .append(" prompts")
+                .append(
+                        config.containsKey("turns")
+                                ? " (" + config.get("conversations") + " conversations of " + config.get("turns")
+                                        + " turns)"
+                                : "")
+                .append(", API ")
                 .append(config.get("endpoint_type"))
                 .append(", ")
                 .append(config.get("rounds"))
@@ -329,12 +359,111 @@ public final class ResultsWriter {
                     .append(alloc)
                     .append(".\n");
         }
+        sb.append(stageTable(doc, field));
+        sb.append(turnTable(doc, field));
         sb.append("\nLatencies over completed requests; ITL pools every gap between text events. Output tokens are"
                 + " the servers' usage counts (the counted events where a server reports none). Targets ran one at a"
                 + " time in ABBA order; \"rounds' spread\" is the lowest and highest output tok/s of the rounds;"
                 + " foreign CPU is the most the rest of the machine used in any of the rounds, in cores.\n");
         if (plotNote != null && !plotNote.isEmpty()) {
             sb.append('\n').append(plotNote).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The multi-turn table (empty for other workloads): per target and level, TTFT p50 / p99 of
+     * turn 1 and of the later turns, their p50 ratio, and each turn's p50 with its mean prompt
+     * tokens.
+     */
+    @SuppressWarnings("unchecked")
+    private static String turnTable(Map<String, Object> doc, String field) {
+        List<Map<String, Object>> rows = (List<Map<String, Object>>) doc.get("results");
+        if (rows.isEmpty() || !rows.getFirst().containsKey("ttft_by_turn")) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder("\nTTFT by turn (a later turn resends the conversation so far: a prompt"
+                + " cache that keeps it answers later turns faster than turn 1):\n\n");
+        sb.append("| target | ")
+                .append(field.equals("max_concurrency") ? "concurrency" : "rate (req/s)")
+                .append(" | turn 1 TTFT p50 / p99 ms | later turns TTFT p50 / p99 ms | later / turn 1 (p50)"
+                        + " | TTFT p50 ms by turn (mean prompt tokens) |\n")
+                .append("|---|---|---|---|---|---|\n");
+        for (Map<String, Object> r : rows) {
+            Map<String, Object> first = (Map<String, Object>) r.get("ttft_first_turn");
+            Map<String, Object> later = (Map<String, Object>) r.get("ttft_later_turns");
+            Object ratio = first.get("median_ttft_ms") instanceof Number f
+                            && later.get("median_ttft_ms") instanceof Number l
+                            && f.doubleValue() > 0
+                    ? l.doubleValue() / f.doubleValue()
+                    : null;
+            StringBuilder perTurn = new StringBuilder();
+            for (Map<String, Object> t : (List<Map<String, Object>>) r.get("ttft_by_turn")) {
+                perTurn.append(perTurn.isEmpty() ? "" : ", ")
+                        .append(t.get("turn"))
+                        .append(": ")
+                        .append(num(t.get("median_ttft_ms"), 1))
+                        .append(" (")
+                        .append(num(t.get("mean_prompt_tokens"), 0))
+                        .append(")");
+            }
+            sb.append("| ")
+                    .append(r.get("target"))
+                    .append(" | ")
+                    .append(r.get(field))
+                    .append(" | ")
+                    .append(num(first.get("median_ttft_ms"), 1))
+                    .append(" / ")
+                    .append(num(first.get("p99_ttft_ms"), 1))
+                    .append(" | ")
+                    .append(num(later.get("median_ttft_ms"), 1))
+                    .append(" / ")
+                    .append(num(later.get("p99_ttft_ms"), 1))
+                    .append(" | ")
+                    .append(num(ratio, 2))
+                    .append(" | ")
+                    .append(perTurn)
+                    .append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The hand-off table of an in-process run (empty when no row has {@code stage_latencies_us}):
+     * per target, level and hand-off, the count and the latency's mean, p50, p90, p99, p99.9 and
+     * max in microseconds.
+     */
+    @SuppressWarnings("unchecked")
+    private static String stageTable(Map<String, Object> doc, String field) {
+        List<Map<String, Object>> rows = (List<Map<String, Object>>) doc.get("results");
+        if (rows.stream().noneMatch(r -> r.get("stage_latencies_us") instanceof Map<?, ?>)) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder("\nPipeline hand-offs, µs (HdrHistogram; the first token's way through the"
+                + " stages, then every token's exec → sink → listener):\n\n");
+        sb.append("| target | ")
+                .append(field.equals("max_concurrency") ? "concurrency" : "rate (req/s)")
+                .append(" | hand-off | count | mean | p50 | p90 | p99 | p99.9 | max |\n")
+                .append("|---|---|---|---|---|---|---|---|---|---|\n");
+        for (Map<String, Object> r : rows) {
+            if (!(r.get("stage_latencies_us") instanceof Map<?, ?> stages)) {
+                continue;
+            }
+            stages.forEach((name, v) -> {
+                Map<String, Object> h = (Map<String, Object>) v;
+                sb.append("| ")
+                        .append(r.get("target"))
+                        .append(" | ")
+                        .append(r.get(field))
+                        .append(" | ")
+                        .append(name)
+                        .append(" | ")
+                        .append(h.get("count"));
+                for (String k : List.of("mean_us", "p50_us", "p90_us", "p99_us", "p99.9_us", "max_us")) {
+                    sb.append(" | ").append(num(h.get(k), 1));
+                }
+                sb.append(" |\n");
+            });
         }
         return sb.toString();
     }

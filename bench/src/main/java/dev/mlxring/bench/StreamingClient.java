@@ -96,6 +96,7 @@ public final class StreamingClient implements RequestSender {
         int promptTokens = -1;
         int completionTokens = -1;
         String eventType = null;
+        StringBuilder answer = new StringBuilder();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
@@ -134,6 +135,7 @@ public final class StreamingClient implements RequestSender {
                             ErrorClass.STREAM_ERROR,
                             ev.error());
                 }
+                answer.append(ev.answer());
                 if (!ev.text().isEmpty()) {
                     if (n == times.length) {
                         times = Arrays.copyOf(times, n * 2);
@@ -165,7 +167,16 @@ public final class StreamingClient implements RequestSender {
                     "the stream ended without generated text");
         }
         return new RequestRecord(
-                index, 200, sendNs, Arrays.copyOf(times, n), endNs, promptTokens, completionTokens, null, null);
+                index,
+                200,
+                sendNs,
+                Arrays.copyOf(times, n),
+                endNs,
+                promptTokens,
+                completionTokens,
+                null,
+                null,
+                answer.toString());
     }
 
     private static RequestRecord failed(int index, int status, long sendNs, String errorClass, String detail) {

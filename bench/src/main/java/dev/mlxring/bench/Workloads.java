@@ -67,8 +67,13 @@ public final class Workloads {
         "Give one question the text above answers."
     };
 
-    /** What a workload needs besides its name: lengths, counts and the seed. */
-    public record Params(LengthRange inputLen, LengthRange outputLen, int numPrompts, int prefixCount, long seed) {
+    /**
+     * What a workload needs besides its name: lengths, counts, the seed and, for
+     * {@code multi-turn}, the turns of each conversation ({@code numPrompts} is then the number of
+     * conversations).
+     */
+    public record Params(
+            LengthRange inputLen, LengthRange outputLen, int numPrompts, int prefixCount, long seed, int turns) {
         public Params {
             if (numPrompts < 1) {
                 throw new IllegalArgumentException("--num-prompts must be >= 1, got " + numPrompts);
@@ -76,19 +81,38 @@ public final class Workloads {
             if (prefixCount < 1) {
                 throw new IllegalArgumentException("--prefix-count must be >= 1, got " + prefixCount);
             }
+            if (turns < 1) {
+                throw new IllegalArgumentException("--turns must be >= 1, got " + turns);
+            }
+        }
+
+        /** Single-turn requests. */
+        public Params(LengthRange inputLen, LengthRange outputLen, int numPrompts, int prefixCount, long seed) {
+            this(inputLen, outputLen, numPrompts, prefixCount, seed, 1);
         }
     }
+
+    /** The multi-turn workload's name. */
+    public static final String MULTI_TURN = "multi-turn";
 
     private Workloads() {}
 
     /** The names {@code --workload} takes; FILE-based ones as {@code name:FILE}. */
     public static final List<String> NAMES =
-            List.of("random", "prefix-shared", "agent-edit", "sharegpt:FILE", "jsonl:FILE");
+            List.of("random", "prefix-shared", "agent-edit", MULTI_TURN, "sharegpt:FILE", "jsonl:FILE");
 
-    /** The prompts of workload {@code spec} under {@code p}. */
+    /**
+     * The prompts of workload {@code spec} under {@code p}; a multi-turn workload's in conversation
+     * order (each conversation's turns 1..N one after another, their history left to the runner).
+     */
     public static List<BenchPrompt> load(String spec, Params p) {
         Random random = new Random(p.seed());
+        if (p.turns() != 1 && !spec.equals(MULTI_TURN)) {
+            throw new IllegalArgumentException(
+                    "--turns applies to --workload " + MULTI_TURN + " only; got --workload " + spec);
+        }
         return switch (spec) {
+            case MULTI_TURN -> multiTurn(p, random);
             case "random" -> random(p, random);
             case "prefix-shared" -> prefixShared(p, random);
             case "agent-edit" -> agentEdit(p, random);
@@ -124,6 +148,41 @@ public final class Workloads {
             // The tag is a few tokens of the prompt; the words make up the rest.
             String tag = "Request " + i + ":";
             out.add(new BenchPrompt(null, tag + " " + words(Math.max(1, in - 4), random), outLen, in));
+        }
+        return out;
+    }
+
+    private static final String[] FOLLOW_UPS = {
+        "Say that again in fewer words.",
+        "Which part of your answer matters most?",
+        "Give an example of what you just said.",
+        "Now explain it to a child.",
+        "What would you add to your answer?",
+        "Turn your answer into a list.",
+        "Is anything in your answer wrong?",
+        "Summarise our conversation so far."
+    };
+
+    /**
+     * {@code numPrompts} conversations of {@code turns} turns: turn 1 a unique text of about
+     * {@code inputLen} words and a question on it, each later turn a short follow-up on the answer
+     * so far. The requests' approximate lengths count the earlier turns' messages and their
+     * {@code max_tokens} answers, as the conversation's history grows.
+     */
+    private static List<BenchPrompt> multiTurn(Params p, Random random) {
+        List<BenchPrompt> out = new ArrayList<>();
+        for (int c = 0; c < p.numPrompts(); c++) {
+            int in = p.inputLen().sample(random);
+            String first = "Conversation " + c + ": " + words(Math.max(1, in - 12), random) + " "
+                    + QUESTIONS[random.nextInt(QUESTIONS.length)];
+            int context = 0;
+            for (int t = 1; t <= p.turns(); t++) {
+                String user = t == 1 ? first : "Turn " + t + ": " + FOLLOW_UPS[random.nextInt(FOLLOW_UPS.length)];
+                int own = t == 1 ? in : approxTokens(user) + 2;
+                int maxTokens = p.outputLen().sample(random);
+                out.add(new BenchPrompt(null, user, maxTokens, context + own, t, List.of()));
+                context += own + maxTokens;
+            }
         }
         return out;
     }

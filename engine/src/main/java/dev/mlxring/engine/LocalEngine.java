@@ -295,14 +295,29 @@ public final class LocalEngine implements AutoCloseable {
      * The prefix cache: the RAM tier's caps ({@code --prompt-cache-size}, {@code --prompt-cache-bytes};
      * 0 entries = no RAM tier) and the SSD tier ({@code --prompt-cache-dir}, null = none,
      * {@code --prompt-cache-disk-bytes}, and its quarantine's cap,
-     * {@code --prompt-cache-quarantine-files} / {@code --prompt-cache-quarantine-bytes}). Off when
-     * both tiers are.
+     * {@code --prompt-cache-quarantine-files} / {@code --prompt-cache-quarantine-bytes}), and the
+     * prompt positions between a hybrid model's checkpoints of its recurrent state
+     * ({@code --prompt-cache-checkpoint}, 0 = only at a run's end). Off when both tiers are.
      */
-    public record PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes, QuarantineCap quarantineCap) {
+    public record PromptCache(
+            int maxEntries,
+            long maxBytes,
+            Path dir,
+            long diskBytes,
+            QuarantineCap quarantineCap,
+            int checkpointTokens) {
         public static final PromptCache OFF = new PromptCache(0, 0, null, 0);
 
         public PromptCache {
             java.util.Objects.requireNonNull(quarantineCap, "quarantineCap");
+            if (checkpointTokens < 0) {
+                throw new IllegalArgumentException("--prompt-cache-checkpoint must be >= 0, got " + checkpointTokens);
+            }
+        }
+
+        /** With the default checkpoint interval ({@link PrefixReuse#DEFAULT_CHECKPOINT_TOKENS}). */
+        public PromptCache(int maxEntries, long maxBytes, Path dir, long diskBytes, QuarantineCap quarantineCap) {
+            this(maxEntries, maxBytes, dir, diskBytes, quarantineCap, PrefixReuse.DEFAULT_CHECKPOINT_TOKENS);
         }
 
         public PromptCache(int maxEntries, long maxBytes) {
@@ -467,7 +482,8 @@ public final class LocalEngine implements AutoCloseable {
         } else if (pc != null && pc.on()) {
             prefixCache = new TieredPrefixCache(
                     new RamPrefixCache(pc.maxEntries(), pc.maxBytes()), pc.dir(), pc.diskBytes(), pc.quarantineCap());
-            reuse = new PrefixReuse(prefixCache, ModelFingerprint.of(modelDir), model.adapterFingerprint());
+            reuse = new PrefixReuse(
+                    prefixCache, ModelFingerprint.of(modelDir), model.adapterFingerprint(), pc.checkpointTokens());
         }
         ShardedExecutor sharded = leader == null ? null : leader.executor(model, reuse);
         DetokenizingSinks sinks = DetokenizingSinks.inferred(tokenizer, s -> tokenizer.encode(s, false))

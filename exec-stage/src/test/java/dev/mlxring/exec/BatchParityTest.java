@@ -300,6 +300,21 @@ public class BatchParityTest {
                         8,
                         32,
                         List.of(greedy(0, 30, 66, 24), greedy(6, 19, 67, 10))),
+                // Hybrid rows arriving with restored prefixes (a prefix-cache hit's conv and
+                // recurrence states): two merged at admission with a fresh row (ArraysCache.merge
+                // of full and empty states), a lone one joining the decoding batch (extend), one
+                // seeded.
+                new Cell(
+                        "qwen3_5-restored-prefix",
+                        "qwen3_5-bf16",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                restored(0, 30, 73, 12, 20, null),
+                                restored(0, 12, 74, 10, 5, null),
+                                greedy(0, 9, 75, 10),
+                                restored(3, 40, 76, 8, 37, seededTopK))),
                 // Capped admission with a row cancelled while prefilling and one while generating,
                 // seeded sampling beside greedy rows (f32, tied, 3-tap convolution).
                 new Cell(

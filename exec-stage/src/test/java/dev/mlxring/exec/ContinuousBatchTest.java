@@ -1,5 +1,6 @@
 package dev.mlxring.exec;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -121,45 +122,42 @@ class ContinuousBatchTest {
     }
 
     /**
-     * A hybrid model (qwen3_5) batches, but without the prefix cache: with an entry for a row's
-     * prompt planted under its namespace, neither the batch nor the serial executor restores it
-     * (no hits, nothing cached in the usage), both compute the same tokens, and nothing is
-     * published.
+     * A hybrid model (qwen3_5) batches with the prefix cache: a lone row publishes the same entry
+     * as the serial executor (prompt and output, its recurrent state at its end), and a prompt
+     * extending that entry restores it whole on both paths, giving the serial executor's tokens
+     * and usage.
      */
     @Test
-    void aHybridModelBatchesWithoutThePrefixCache() throws Exception {
+    void aHybridLoneRowEqualsTheSerialExecutorAlsoFromAPrefixHit() throws Exception {
         Path dir = models.resolve("qwen3_5-bf16");
         int[] first = BatchParityTest.prompt(40, 51, 512);
-        int[] second = BatchParityTest.prompt(13, 52, 512);
         try (LanguageModel model = Models.load(dir);
-                LanguageModel donor = Models.load(models.resolve("qwen3-bf16"));
-                RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE)) {
-            PrefixReuse reuse = new PrefixReuse(cache, ModelFingerprint.of(dir));
-            try (var run = new dev.mlxring.exec.generate.GenerationRun(
-                    donor,
-                    first,
-                    new dev.mlxring.exec.generate.GenerationOptions(4, PREFILL_STEP, new int[0], false),
-                    SamplingParams.GREEDY,
-                    null)) {
-                while (run.advance() != dev.mlxring.exec.generate.GenerationRun.Event.FINISHED) {}
-                assertTrue(reuse.publish(reuse.namespace(null), new int[0], run.cachedSequence(), run.caches()));
-            }
-            ModelExecutor executor = new ModelExecutor(model, PREFILL_STEP, 0, reuse);
-            List<ExecutionPlan> plans =
-                    List.of(plan("a", first, 10, SamplingParams.GREEDY), plan("b", second, 8, SamplingParams.GREEDY));
-            try (ExecutionBatch batch = executor.openBatch(8, 8)) {
+                RamPrefixCache serialCache = new RamPrefixCache(10, Long.MAX_VALUE);
+                RamPrefixCache batchCache = new RamPrefixCache(10, Long.MAX_VALUE)) {
+            ModelExecutor serial =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(serialCache, ModelFingerprint.of(dir)));
+            ModelExecutor batching =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(batchCache, ModelFingerprint.of(dir)));
+            try (ExecutionBatch batch = batching.openBatch(8, 8)) {
                 assertNotNull(batch, "a hybrid model batches");
+                ExecutionPlan p1 = plan("first", first, 10, SamplingParams.GREEDY);
+                assertEquals(
+                        serial(serial, p1, new Usage[1]),
+                        batched(batch, List.of(p1), Map.of(), new HashMap<>()).get(0));
+                int[] entry = serialCache.entries().getLast();
+                assertArrayEquals(entry, batchCache.entries().getLast(), "the finished entry on both paths");
+                int[] second = Arrays.copyOf(entry, entry.length + 5);
+                System.arraycopy(BatchParityTest.prompt(5, 52, 512), 0, second, entry.length, 5);
+                ExecutionPlan p2 = plan("second", second, 8, SamplingParams.GREEDY);
+                Usage[] serialUsage = new Usage[1];
+                List<String> expected = serial(serial, p2, serialUsage);
                 Map<Integer, Usage> usages = new HashMap<>();
-                Map<Integer, List<String>> got = batched(batch, plans, Map.of(), usages);
-                for (int i = 0; i < plans.size(); i++) {
-                    Usage[] serialUsage = new Usage[1];
-                    assertEquals(serial(executor, plans.get(i), serialUsage), got.get(i), "row " + i + " vs serial");
-                    assertEquals(0, usages.get(i).cachedTokens(), "row " + i + ": cached tokens");
-                    assertEquals(0, serialUsage[0].cachedTokens(), "serial " + i + ": cached tokens");
-                }
+                assertEquals(
+                        expected, batched(batch, List.of(p2), Map.of(), usages).get(0), "lone row vs serial");
+                assertEquals(entry.length, serialUsage[0].cachedTokens(), "serial: the entry restored whole");
+                assertEquals(serialUsage[0], usages.get(0), "usage");
             }
-            assertEquals(0, cache.hits(), "prefix hits");
-            assertEquals(1, cache.size(), "entries: only the planted one");
+            assertTrue(serialCache.hits() > 0 && batchCache.hits() > 0, "prefix hits on both paths");
         }
     }
 

@@ -235,6 +235,16 @@ class GreedyParityTest {
         }
     }
 
+    /**
+     * A hybrid model's prompt chunk of more than 1024 positions (1100 tokens, prefill step 2048:
+     * one chunk of 1099): the delta net's per-position outputs are joined in one piece, as
+     * mlx-lm's, not refused by the shim's array-count limit.
+     */
+    @Test
+    void aHybridChunkOfMoreThan1024PositionsMatchesMlxLm() throws Exception {
+        check("qwen3_5-bf16+p2048L1100", "qwen3_5-bf16", null, 2048, "1100", 0, false);
+    }
+
     @ParameterizedTest(name = "{0}", allowZeroInvocations = true)
     @MethodSource("kvCells")
     void quantizedKvCacheMatchesMlxLm(KvCell cell) throws Exception {

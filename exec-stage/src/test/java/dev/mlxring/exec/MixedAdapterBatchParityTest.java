@@ -207,6 +207,7 @@ class MixedAdapterBatchParityTest {
                                         r.stop(),
                                         null,
                                         null,
+                                        null,
                                         k < 0
                                                 ? null
                                                 : adapters.lease(

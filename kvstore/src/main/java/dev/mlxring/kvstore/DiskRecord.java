@@ -18,18 +18,21 @@ import java.util.zip.CRC32C;
  *   <li><b>Key</b>: hex SHA-256 of the format version, namespace (model fingerprint, KV scheme,
  *       adapter) and token ids — content-addressed, so a new format or another model never finds
  *       an old entry.</li>
- *   <li><b>Header</b> (index map): magic, format version, namespace, token ids, the value's
+ *   <li><b>Header</b> (index map): magic, format version, namespace, token ids, the positions
+ *       the entry restores at (a count, 0 for a trimmable entry, then the positions), the value's
  *       length and CRC32C.</li>
- *   <li><b>Value</b> (data map): magic, format version, then per layer its kind, offset, group
- *       size, bits and per tensor the dtype, shape, byte length, followed by every tensor's bytes
- *       in order.</li>
+ *   <li><b>Value</b> (data map): magic, format version, then per layer its kind (dense,
+ *       quantized, recurrent), offset, group size, bits and per tensor the dtype, shape, byte
+ *       length; then the checkpoints' count and per checkpoint its position and its recurrent
+ *       layers in the same form; followed by every tensor's bytes in that order.</li>
  * </ul>
  * Any mismatch (magic, version, length, checksum, shape × dtype against the byte length)
  * throws {@link Corrupt}: the caller quarantines the entry and recomputes.
  */
 final class DiskRecord {
     static final int MAGIC = 0x4D4C5243; // "MLRC"
-    static final int FORMAT_VERSION = 1;
+    /** 2: recurrent layers, checkpoints, and the header's restorable boundaries. */
+    static final int FORMAT_VERSION = 2;
 
     /** An entry whose bytes cannot be trusted. */
     static final class Corrupt extends Exception {
@@ -39,7 +42,7 @@ final class DiskRecord {
     }
 
     /** An index header: what the entry is for and how to check its value. */
-    record Header(CacheNamespace ns, int[] tokens, long valueLength, long valueCrc) {}
+    record Header(CacheNamespace ns, int[] tokens, int[] boundaries, long valueLength, long valueCrc) {}
 
     private DiskRecord() {}
 
@@ -64,8 +67,13 @@ final class DiskRecord {
     }
 
     static byte[] encodeValue(KvSnapshot s) {
-        long size = 8 + 4;
-        for (LayerState l : s.layers()) {
+        List<LayerState> all = new ArrayList<>(s.layers());
+        long size = 8 + 4 + 4 + 8;
+        for (KvSnapshot.Checkpoint c : s.checkpoints()) {
+            size += 4 + 4;
+            all.addAll(c.layers());
+        }
+        for (LayerState l : all) {
             size += 1 + 4 + 4 + 4 + 1;
             for (KvTensor t : l.tensors()) {
                 size += 2
@@ -76,34 +84,44 @@ final class DiskRecord {
                         + t.data().byteSize();
             }
         }
-        size += 8;
         if (size > Integer.MAX_VALUE - 16) {
             throw new IllegalArgumentException("snapshot of " + size + " bytes is too large for one entry");
         }
         ByteBuffer b = ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(MAGIC).putInt(FORMAT_VERSION).putInt(s.layers().size());
         for (LayerState l : s.layers()) {
-            b.put((byte) l.kind().ordinal())
-                    .putInt(l.offset())
-                    .putInt(l.groupSize())
-                    .putInt(l.bits())
-                    .put((byte) l.tensors().size());
-            for (KvTensor t : l.tensors()) {
-                putString(b, t.dtype());
-                b.put((byte) t.shape().length);
-                for (int d : t.shape()) {
-                    b.putInt(d);
-                }
-                b.putLong(t.data().byteSize());
+            putLayerSpec(b, l);
+        }
+        b.putInt(s.checkpoints().size());
+        for (KvSnapshot.Checkpoint c : s.checkpoints()) {
+            b.putInt(c.position()).putInt(c.layers().size());
+            for (LayerState l : c.layers()) {
+                putLayerSpec(b, l);
             }
         }
-        for (LayerState l : s.layers()) {
+        for (LayerState l : all) {
             for (KvTensor t : l.tensors()) {
                 b.put(t.data().asByteBuffer());
             }
         }
         b.putLong(crc(b.array(), b.position()));
         return b.array();
+    }
+
+    private static void putLayerSpec(ByteBuffer b, LayerState l) {
+        b.put((byte) l.kind().ordinal())
+                .putInt(l.offset())
+                .putInt(l.groupSize())
+                .putInt(l.bits())
+                .put((byte) l.tensors().size());
+        for (KvTensor t : l.tensors()) {
+            putString(b, t.dtype());
+            b.put((byte) t.shape().length);
+            for (int d : t.shape()) {
+                b.putInt(d);
+            }
+            b.putLong(t.data().byteSize());
+        }
     }
 
     /** Parses a value into a new snapshot (the caller owns it). */
@@ -126,61 +144,37 @@ final class DiskRecord {
             if (layers < 0 || layers > 100_000) {
                 throw new Corrupt("layer count " + layers);
             }
-            record Spec(
-                    LayerState.Kind kind,
-                    int offset,
-                    int group,
-                    int bits,
-                    List<String> dtypes,
-                    List<int[]> shapes,
-                    List<Long> lengths) {}
-            List<Spec> specs = new ArrayList<>();
+            List<LayerSpec> specs = new ArrayList<>();
             for (int i = 0; i < layers; i++) {
-                int k = b.get();
-                if (k < 0 || k >= LayerState.Kind.values().length) {
-                    throw new Corrupt("layer kind " + k);
-                }
-                Spec s = new Spec(
-                        LayerState.Kind.values()[k],
-                        b.getInt(),
-                        b.getInt(),
-                        b.getInt(),
-                        new ArrayList<>(),
-                        new ArrayList<>(),
-                        new ArrayList<>());
-                int n = b.get();
-                for (int j = 0; j < n; j++) {
-                    s.dtypes().add(getString(b));
-                    int ndim = b.get();
-                    int[] shape = new int[Math.max(ndim, 0)];
-                    long elems = 1;
-                    for (int d = 0; d < shape.length; d++) {
-                        shape[d] = b.getInt();
-                        elems *= shape[d];
-                    }
-                    long len = b.getLong();
-                    if (len != elems * itemSize(s.dtypes().getLast())) {
-                        throw new Corrupt("tensor of shape " + java.util.Arrays.toString(shape) + " "
-                                + s.dtypes().getLast() + " holds " + len + " bytes");
-                    }
-                    s.shapes().add(shape);
-                    s.lengths().add(len);
-                }
-                specs.add(s);
+                specs.add(readLayerSpec(b));
             }
-            for (Spec s : specs) {
-                List<KvTensor> tensors = new ArrayList<>();
-                for (int j = 0; j < s.dtypes().size(); j++) {
-                    long len = s.lengths().get(j);
-                    if (len > b.remaining()) {
-                        throw new Corrupt("value truncated");
-                    }
-                    var seg = builder.allocate(len);
-                    MemorySegment.copy(v, b.position(), seg, 0, len);
-                    b.position(b.position() + (int) len);
-                    tensors.add(new KvTensor(s.dtypes().get(j), s.shapes().get(j), seg));
+            int checkpoints = b.getInt();
+            if (checkpoints < 0 || checkpoints > 1_000_000) {
+                throw new Corrupt("checkpoint count " + checkpoints);
+            }
+            int[] positions = new int[checkpoints];
+            List<List<LayerSpec>> checkpointSpecs = new ArrayList<>();
+            for (int c = 0; c < checkpoints; c++) {
+                positions[c] = b.getInt();
+                int n = b.getInt();
+                if (n < 0 || n > layers) {
+                    throw new Corrupt("checkpoint of " + n + " layers");
                 }
-                builder.add(new LayerState(s.kind(), s.offset(), s.group(), s.bits(), tensors));
+                List<LayerSpec> cs = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    cs.add(readLayerSpec(b));
+                }
+                checkpointSpecs.add(cs);
+            }
+            for (LayerSpec s : specs) {
+                builder.add(readLayer(v, b, builder, s));
+            }
+            for (int c = 0; c < checkpoints; c++) {
+                List<LayerState> cl = new ArrayList<>();
+                for (LayerSpec s : checkpointSpecs.get(c)) {
+                    cl.add(readLayer(v, b, builder, s));
+                }
+                builder.checkpoint(new KvSnapshot.Checkpoint(positions[c], cl));
             }
             if (b.hasRemaining()) {
                 throw new Corrupt(b.remaining() + " trailing bytes");
@@ -195,10 +189,84 @@ final class DiskRecord {
         }
     }
 
+    private record LayerSpec(
+            LayerState.Kind kind,
+            int offset,
+            int group,
+            int bits,
+            List<String> dtypes,
+            List<int[]> shapes,
+            List<Long> lengths) {}
+
+    private static LayerSpec readLayerSpec(ByteBuffer b) throws Corrupt {
+        int k = b.get();
+        if (k < 0 || k >= LayerState.Kind.values().length) {
+            throw new Corrupt("layer kind " + k);
+        }
+        LayerSpec s = new LayerSpec(
+                LayerState.Kind.values()[k],
+                b.getInt(),
+                b.getInt(),
+                b.getInt(),
+                new ArrayList<>(),
+                new ArrayList<>(),
+                new ArrayList<>());
+        int n = b.get();
+        for (int j = 0; j < n; j++) {
+            s.dtypes().add(getString(b));
+            int ndim = b.get();
+            int[] shape = new int[Math.max(ndim, 0)];
+            long elems = 1;
+            for (int d = 0; d < shape.length; d++) {
+                shape[d] = b.getInt();
+                elems *= shape[d];
+            }
+            long len = b.getLong();
+            if (len != elems * itemSize(s.dtypes().getLast())) {
+                throw new Corrupt("tensor of shape " + java.util.Arrays.toString(shape) + " "
+                        + s.dtypes().getLast() + " holds " + len + " bytes");
+            }
+            s.shapes().add(shape);
+            s.lengths().add(len);
+        }
+        return s;
+    }
+
+    private static LayerState readLayer(MemorySegment v, ByteBuffer b, KvSnapshot.Builder builder, LayerSpec s)
+            throws Corrupt {
+        List<KvTensor> tensors = new ArrayList<>();
+        for (int j = 0; j < s.dtypes().size(); j++) {
+            long len = s.lengths().get(j);
+            if (len > b.remaining()) {
+                throw new Corrupt("value truncated");
+            }
+            var seg = builder.allocate(len);
+            MemorySegment.copy(v, b.position(), seg, 0, len);
+            b.position(b.position() + (int) len);
+            tensors.add(new KvTensor(s.dtypes().get(j), s.shapes().get(j), seg));
+        }
+        return new LayerState(s.kind(), s.offset(), s.group(), s.bits(), tensors);
+    }
+
     static byte[] encodeHeader(CacheNamespace ns, int[] tokens, byte[] value) {
+        return encodeHeader(ns, tokens, null, value);
+    }
+
+    /** A header for an entry restorable at {@code boundaries} (null: anywhere, trimmable). */
+    static byte[] encodeHeader(CacheNamespace ns, int[] tokens, int[] boundaries, byte[] value) {
+        int[] bounds = boundaries == null ? new int[0] : boundaries;
         byte[][] strings = {utf8(ns.modelFingerprint()), utf8(ns.kvScheme()), utf8(ns.adapter())};
-        int size =
-                8 + 3 * 4 + strings[0].length + strings[1].length + strings[2].length + 4 + 4 * tokens.length + 16 + 8;
+        int size = 8
+                + 3 * 4
+                + strings[0].length
+                + strings[1].length
+                + strings[2].length
+                + 4
+                + 4 * tokens.length
+                + 4
+                + 4 * bounds.length
+                + 16
+                + 8;
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(MAGIC).putInt(FORMAT_VERSION);
         for (byte[] s : strings) {
@@ -207,6 +275,10 @@ final class DiskRecord {
         b.putInt(tokens.length);
         for (int t : tokens) {
             b.putInt(t);
+        }
+        b.putInt(bounds.length);
+        for (int p : bounds) {
+            b.putInt(p);
         }
         b.putLong(value.length).putLong(crc(value, value.length - 8));
         b.putLong(crc(b.array(), b.position()));
@@ -229,7 +301,20 @@ final class DiskRecord {
             for (int i = 0; i < tokens.length; i++) {
                 tokens[i] = b.getInt();
             }
-            return new Header(new CacheNamespace(s[0], s[1], s[2]), tokens, b.getLong(), b.getLong());
+            int[] bounds = new int[b.getInt()];
+            for (int i = 0; i < bounds.length; i++) {
+                bounds[i] = b.getInt();
+            }
+            if (bounds.length > 0 && bounds[bounds.length - 1] != tokens.length) {
+                throw new Corrupt(
+                        "an entry of " + tokens.length + " ids restores at " + java.util.Arrays.toString(bounds));
+            }
+            return new Header(
+                    new CacheNamespace(s[0], s[1], s[2]),
+                    tokens,
+                    bounds.length == 0 ? null : bounds,
+                    b.getLong(),
+                    b.getLong());
         } catch (RuntimeException e) {
             throw new Corrupt("unreadable header: " + e);
         }

@@ -1,5 +1,6 @@
 package dev.mlxring.kvstore;
 
+import dev.mlxring.pipeline.PromptSegment;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -229,7 +230,13 @@ final class DiskTier implements AutoCloseable {
                 if (!key.equals(DiskRecord.key(header.ns(), header.tokens())) || !data.containsKey(key)) {
                     throw new DiskRecord.Corrupt("key, header and value disagree");
                 }
-                entries.put(header.ns(), header.tokens(), header, new ArrayList<>());
+                entries.put(
+                        header.ns(),
+                        header.tokens(),
+                        header,
+                        PromptSegment.Kind.ASSISTANT,
+                        header.boundaries(),
+                        new ArrayList<>());
                 bytes += header.valueLength();
             } catch (DiskRecord.Corrupt e) {
                 bad.add(key);
@@ -375,7 +382,7 @@ final class DiskTier implements AutoCloseable {
         }
         String key = DiskRecord.key(s.ns(), s.tokens());
         byte[] value = DiskRecord.encodeValue(s.snapshot());
-        byte[] header = DiskRecord.encodeHeader(s.ns(), s.tokens(), value);
+        byte[] header = DiskRecord.encodeHeader(s.ns(), s.tokens(), s.snapshot().boundaries(), value);
         synchronized (this) {
             if (value.length > maxBytes) {
                 dropped.incrementAndGet();
@@ -405,7 +412,8 @@ final class DiskTier implements AutoCloseable {
         synchronized (this) {
             index.put(key, header); // visible from here on
             List<PromptIndex.Entry<DiskRecord.Header>> removed = new ArrayList<>();
-            entries.put(s.ns(), s.tokens(), DiskRecord.decodeHeaderUnchecked(header), removed);
+            DiskRecord.Header h = DiskRecord.decodeHeaderUnchecked(header);
+            entries.put(s.ns(), s.tokens(), h, PromptSegment.Kind.ASSISTANT, h.boundaries(), removed);
             bytes += value.length;
             spilledBytes.addAndGet(value.length);
             for (PromptIndex.Entry<DiskRecord.Header> e : removed) {

@@ -10,28 +10,81 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A whole model's KV cache as bytes (one {@link LayerState} per layer, all at the same offset),
  * in native memory from one shared {@link Arena}.
  *
+ * <p>A hybrid model's snapshot holds {@link LayerState.Kind#RECURRENT} layers: their state cannot
+ * be trimmed, so the snapshot restores only at a {@linkplain #boundaries() boundary}: its own
+ * length, or a {@link Checkpoint}'s position, where the recurrent layers' state was copied while
+ * the prompt ran (the KV layers are trimmed to that position, the recurrent ones taken from the
+ * checkpoint). A snapshot without recurrent layers restores at any position up to its length.
+ *
  * <p>Ownership: reference-counted. The creator holds one reference; the cache that accepts it in
  * {@link PrefixCache#publish} takes that reference over. Every reader ({@link PrefixHit}, a spill)
  * {@link #retain()}s before use and {@link #release()}s after; the last release frees the memory,
  * so an entry evicted while a row restores from it stays valid until that row is done. Thread-safe.
  */
 public final class KvSnapshot {
+    /**
+     * The recurrent layers' state after {@code position} positions, one {@link LayerState.Kind#RECURRENT}
+     * layer per recurrent layer of the snapshot, in layer order.
+     */
+    public record Checkpoint(int position, List<LayerState> layers) {
+        public Checkpoint {
+            layers = List.copyOf(layers);
+            for (LayerState l : layers) {
+                if (l.kind() != LayerState.Kind.RECURRENT || l.offset() != position) {
+                    throw new IllegalArgumentException("a checkpoint at " + position + " holds recurrent layers at "
+                            + position + ", got " + l.kind() + " at " + l.offset());
+                }
+            }
+        }
+
+        long nbytes() {
+            long n = 0;
+            for (LayerState l : layers) {
+                n += l.nbytes();
+            }
+            return n;
+        }
+    }
+
     private final Arena arena;
     private final List<LayerState> layers;
+    private final List<Checkpoint> checkpoints;
+    private final int recurrentLayers;
     private final long nbytes;
     private final AtomicInteger refs = new AtomicInteger(1);
 
-    private KvSnapshot(Arena arena, List<LayerState> layers) {
+    private KvSnapshot(Arena arena, List<LayerState> layers, List<Checkpoint> checkpoints) {
         this.arena = arena;
         this.layers = List.copyOf(layers);
+        List<Checkpoint> sorted = new ArrayList<>(checkpoints);
+        sorted.sort(java.util.Comparator.comparingInt(Checkpoint::position));
+        this.checkpoints = List.copyOf(sorted);
         long n = 0;
         int offset = layers.isEmpty() ? 0 : layers.get(0).offset();
+        int recurrent = 0;
         for (LayerState l : layers) {
             if (l.offset() != offset) {
                 throw new IllegalArgumentException("layers disagree on the offset: " + l.offset() + " vs " + offset);
             }
+            if (l.kind() == LayerState.Kind.RECURRENT) {
+                recurrent++;
+            }
             n += l.nbytes();
         }
+        int previous = 0;
+        for (Checkpoint c : this.checkpoints) {
+            if (c.position() <= previous || c.position() >= offset) {
+                throw new IllegalArgumentException("checkpoint at " + c.position() + " of a snapshot of " + offset
+                        + " positions (positions are distinct, above 0 and below the length)");
+            }
+            if (c.layers().size() != recurrent) {
+                throw new IllegalArgumentException("checkpoint at " + c.position() + " holds "
+                        + c.layers().size() + " layers for " + recurrent + " recurrent layers");
+            }
+            previous = c.position();
+            n += c.nbytes();
+        }
+        this.recurrentLayers = recurrent;
         this.nbytes = n;
     }
 
@@ -53,9 +106,55 @@ public final class KvSnapshot {
         return nbytes;
     }
 
-    /** mlx-lm's {@code can_trim_prompt_cache}: dense and quantized caches trim by moving the offset. */
+    /**
+     * mlx-lm's {@code can_trim_prompt_cache}: dense and quantized caches trim by moving the
+     * offset; a recurrent layer's state does not.
+     */
     public boolean trimmable() {
-        return true;
+        return recurrentLayers == 0;
+    }
+
+    /** The recurrent layers' checkpoints below the snapshot's length, by position. */
+    public List<Checkpoint> checkpoints() {
+        return checkpoints;
+    }
+
+    /**
+     * The positions the snapshot restores at, ascending: null for a {@linkplain #trimmable()
+     * trimmable} one (every position up to its length), else its checkpoints' positions and its
+     * length.
+     */
+    public int[] boundaries() {
+        if (trimmable()) {
+            return null;
+        }
+        int[] b = new int[checkpoints.size() + 1];
+        for (int i = 0; i < checkpoints.size(); i++) {
+            b[i] = checkpoints.get(i).position();
+        }
+        b[checkpoints.size()] = tokens();
+        return b;
+    }
+
+    /**
+     * The recurrent layers' state after {@code position} positions, in layer order: the
+     * snapshot's own at its length, else the checkpoint's there.
+     *
+     * @throws IllegalArgumentException when {@code position} is not a {@linkplain #boundaries() boundary}
+     */
+    public List<LayerState> recurrentAt(int position) {
+        if (position == tokens()) {
+            return layers.stream()
+                    .filter(l -> l.kind() == LayerState.Kind.RECURRENT)
+                    .toList();
+        }
+        for (Checkpoint c : checkpoints) {
+            if (c.position() == position) {
+                return c.layers();
+            }
+        }
+        throw new IllegalArgumentException("no recurrent state at " + position + " in a snapshot restorable at "
+                + java.util.Arrays.toString(boundaries()));
     }
 
     /** Takes one more reference; fails when the snapshot was already freed. */
@@ -89,6 +188,7 @@ public final class KvSnapshot {
     public static final class Builder {
         private final Arena arena = Arena.ofShared();
         private final List<LayerState> layers = new ArrayList<>();
+        private final List<Checkpoint> checkpoints = new ArrayList<>();
 
         /** Native bytes for one tensor, owned by the snapshot being built. */
         public MemorySegment allocate(long bytes) {
@@ -100,9 +200,15 @@ public final class KvSnapshot {
             return this;
         }
 
+        /** Adds the recurrent layers' state at a position below the snapshot's length. */
+        public Builder checkpoint(Checkpoint checkpoint) {
+            checkpoints.add(checkpoint);
+            return this;
+        }
+
         public KvSnapshot build() {
             try {
-                return new KvSnapshot(arena, layers);
+                return new KvSnapshot(arena, layers, checkpoints);
             } catch (RuntimeException e) {
                 arena.close();
                 throw e;

@@ -18,7 +18,13 @@ import java.util.Map;
  * beyond one token, mlx-lm's {@code last_index > 0}); the shortest entry below the deepest shared
  * node is the longer one, used when it shares more than the shorter prefix, trimmed to
  * {@code min(len - 1, shared)}; an exact entry is trimmed by one token (at least one prompt token
- * is always computed). Every value is assumed trimmable (dense and quantized KV are).
+ * is always computed). That holds for trimmable entries (dense and quantized KV). An entry with
+ * boundaries (a hybrid model's: its recurrent state restores only where it was snapshotted)
+ * serves only at one of them: when the selection lands on such an entry, every entry of the
+ * namespace is weighed at its largest boundary within the prefix it shares with the prompt
+ * (and below the prompt's length), the most positions winning (the least recently used on a
+ * tie); mlx_lm.server restores a non-trimmable cache only whole, which is this rule with each
+ * entry's length its only boundary.
  *
  * <p>Not thread-safe: the owning tier locks.
  */
@@ -34,8 +40,42 @@ final class PromptIndex<V> {
         }
     }
 
-    /** An entry: its ids, value and cache type. */
-    record Entry<V>(Key key, int[] tokens, V value, Kind kind) {}
+    /**
+     * An entry: its ids, value and cache type, and the positions it restores at (ascending, its
+     * length last), or null when it restores at any position (trimmable).
+     */
+    record Entry<V>(Key key, int[] tokens, V value, Kind kind, int[] boundaries) {
+        /** The largest position at most {@code limit} the entry restores at, or 0. */
+        int floor(int limit) {
+            int cap = Math.min(limit, tokens.length);
+            if (boundaries == null) {
+                return Math.max(cap, 0);
+            }
+            int best = 0;
+            for (int b : boundaries) {
+                if (b <= cap) {
+                    best = b;
+                }
+            }
+            return best;
+        }
+
+        /** Whether {@code other} restores nothing this entry cannot (it is a prefix of this one). */
+        boolean covers(Entry<?> other) {
+            if (boundaries == null) {
+                return true;
+            }
+            if (other.boundaries == null) {
+                return false;
+            }
+            for (int b : other.boundaries) {
+                if (Arrays.binarySearch(boundaries, b) < 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
 
     /** A selected entry and the positions of it to keep. */
     record Match<V>(Entry<V> entry, int keep) {}
@@ -88,6 +128,20 @@ final class PromptIndex<V> {
                 keep = shortLen;
             }
         }
+        if (chosen != null && chosen.boundaries() != null) {
+            chosen = null;
+            keep = 0;
+            for (Entry<V> e : lru.values()) {
+                if (!e.key().ns().equals(ns)) {
+                    continue;
+                }
+                int k = e.floor(Math.min(prompt.length - 1, shared(e.tokens(), prompt)));
+                if (k > 1 && k > keep) {
+                    chosen = e;
+                    keep = k;
+                }
+            }
+        }
         if (chosen == null || keep <= 0) {
             return null;
         }
@@ -95,6 +149,15 @@ final class PromptIndex<V> {
             lru.get(chosen.key());
         }
         return new Match<>(chosen, keep);
+    }
+
+    private static int shared(int[] a, int[] b) {
+        int n = Math.min(a.length, b.length);
+        int i = 0;
+        while (i < n && a[i] == b[i]) {
+            i++;
+        }
+        return i;
     }
 
     /** The entry with the fewest tokens below {@code from} (itself included), breadth first. */
@@ -122,11 +185,24 @@ final class PromptIndex<V> {
      *     {@code tokens} (a trimmable cache makes them redundant: {@code pop_prefixes})
      */
     void put(CacheNamespace ns, int[] tokens, V value, List<Entry<V>> removed) {
-        put(ns, tokens, value, Kind.ASSISTANT, removed);
+        put(ns, tokens, value, Kind.ASSISTANT, null, removed);
     }
 
     /** As above, the entry of cache type {@code kind}. */
     void put(CacheNamespace ns, int[] tokens, V value, Kind kind, List<Entry<V>> removed) {
+        put(ns, tokens, value, kind, null, removed);
+    }
+
+    /**
+     * As above, an entry that restores only at {@code boundaries} (ascending, ending at its
+     * length; null: anywhere). A prefix entry is dropped only when this one restores every
+     * position it does.
+     */
+    void put(CacheNamespace ns, int[] tokens, V value, Kind kind, int[] boundaries, List<Entry<V>> removed) {
+        if (boundaries != null && (boundaries.length == 0 || boundaries[boundaries.length - 1] != tokens.length)) {
+            throw new IllegalArgumentException(
+                    "an entry of " + tokens.length + " ids restores at its length, got " + Arrays.toString(boundaries));
+        }
         Key key = Key.of(ns, tokens);
         Node<V> cur = roots.computeIfAbsent(ns, k -> new Node<>());
         List<Entry<V>> prefixes = new ArrayList<>();
@@ -137,7 +213,7 @@ final class PromptIndex<V> {
             cur = cur.children.computeIfAbsent(t, k -> new Node<>());
         }
         Entry<V> prev = cur.entry;
-        Entry<V> entry = new Entry<>(key, tokens.clone(), value, kind);
+        Entry<V> entry = new Entry<>(key, tokens.clone(), value, kind, boundaries == null ? null : boundaries.clone());
         cur.entry = entry;
         if (prev != null) {
             lru.remove(prev.key());
@@ -145,7 +221,7 @@ final class PromptIndex<V> {
         }
         lru.put(key, entry);
         for (Entry<V> p : prefixes) {
-            if (remove(p)) {
+            if (entry.covers(p) && remove(p)) {
                 removed.add(p);
             }
         }

@@ -8,7 +8,8 @@ import java.util.List;
  * The RAM tier: snapshots in a {@link PromptIndex} (mlx_lm.server's {@code LRUPromptCache}
  * selection), capped by entry count ({@code --prompt-cache-size}) and by snapshot bytes
  * ({@code --prompt-cache-bytes}), least recently used first out. Publishing replaces an entry
- * with the same tokens and drops the entries that are prefixes of it ({@code pop_prefixes}).
+ * with the same tokens and drops the entries that are prefixes of it ({@code pop_prefixes}), a
+ * hybrid model's only where the new entry restores every position the prefix entry does.
  * Hits and publishes both count as use (mlx-lm orders by insertion only).
  *
  * <p>Eviction is by cache type as {@code LRUPromptCache.CacheOrder.pop}: entries keep the type
@@ -84,7 +85,7 @@ public final class RamPrefixCache implements PrefixCache {
             return;
         }
         List<PromptIndex.Entry<KvSnapshot>> removed = new ArrayList<>();
-        index.put(ns, tokens, snapshot, kind, removed);
+        index.put(ns, tokens, snapshot, kind, snapshot.boundaries(), removed);
         bytes += snapshot.nbytes();
         for (PromptIndex.Entry<KvSnapshot> e : removed) {
             drop(e);

@@ -9,8 +9,9 @@ import java.nio.file.Path;
  * that wins is read, checked, promoted into RAM and restored from there. Every publish goes to
  * RAM and is queued for the disk (never waiting for it); a segment end's snapshot goes to RAM
  * only: the same request's finished snapshot extends it and, on disk, replaces it (a disk entry
- * restores any prefix of itself), so spilling it would write the prompt's bytes twice. Callers
- * never see which tier served.
+ * restores any prefix of itself), so spilling it would write the prompt's bytes twice. A hybrid
+ * model's segment snapshot (not {@linkplain KvSnapshot#trimmable() trimmable}) is spilled too:
+ * the finished entry restores only at its own boundaries. Callers never see which tier served.
  *
  * <p>Thread-safe. Owns both tiers.
  */
@@ -100,6 +101,9 @@ public final class TieredPrefixCache implements PrefixCache {
 
     @Override
     public void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, PromptSegment.Kind kind) {
+        if (disk != null && !snapshot.trimmable() && tokens.length == snapshot.tokens()) {
+            disk.spill(ns, tokens, snapshot.retain()); // the finished entry cannot restore here
+        }
         ram.publishSegment(ns, tokens, snapshot, kind);
     }
 

@@ -120,6 +120,30 @@ public final class Mlx {
         Shim.clearCache();
     }
 
+    /**
+     * MLX's {@code set_cache_limit}: freed buffers MLX keeps for reuse are held to {@code
+     * limitInBytes}. Process-wide; returns the previous limit.
+     */
+    public static long setCacheLimit(long limitInBytes) {
+        return Shim.setCacheLimit(requireNonNegative(limitInBytes));
+    }
+
+    /**
+     * MLX's {@code set_memory_limit}: the bytes MLX aims to stay under while evaluating graphs
+     * (a guideline its allocator enforces by freeing its cache and waiting on scheduled work;
+     * backends differ). Process-wide; returns the previous limit.
+     */
+    public static long setMemoryLimit(long limitInBytes) {
+        return Shim.setMemoryLimit(requireNonNegative(limitInBytes));
+    }
+
+    private static long requireNonNegative(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("a memory limit is a byte count >= 0, got " + bytes);
+        }
+        return bytes;
+    }
+
     // ---- creation --------------------------------------------------------------
 
     /** Copies {@code data} (row-major, little-endian, {@code dtype} elements) into a new array. */

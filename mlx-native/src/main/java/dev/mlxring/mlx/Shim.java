@@ -80,6 +80,8 @@ final class Shim {
             NativeLibrary.handle("mlxr_clear_cache", FunctionDescriptor.ofVoid());
     private static final MethodHandle SET_CACHE_LIMIT =
             NativeLibrary.handle("mlxr_set_cache_limit", FunctionDescriptor.of(LONG, LONG));
+    private static final MethodHandle SET_MEMORY_LIMIT =
+            NativeLibrary.handle("mlxr_set_memory_limit", FunctionDescriptor.of(LONG, LONG));
     private static final MethodHandle ZEROS =
             NativeLibrary.handle("mlxr_zeros", FunctionDescriptor.of(ADDR, ADDR, INT, INT));
     private static final MethodHandle ARANGE =
@@ -457,6 +459,14 @@ final class Shim {
     static long setCacheLimit(long limit) {
         try {
             return (long) SET_CACHE_LIMIT.invokeExact(limit);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long setMemoryLimit(long limit) {
+        try {
+            return (long) SET_MEMORY_LIMIT.invokeExact(limit);
         } catch (Throwable t) {
             throw rethrow(t);
         }

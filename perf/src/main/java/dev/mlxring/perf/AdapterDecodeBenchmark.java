@@ -141,6 +141,7 @@ public final class AdapterDecodeBenchmark {
                                 new int[0],
                                 null,
                                 null,
+                                null,
                                 a == null ? null : cache.lease(a)),
                         null,
                         new int[0]);

@@ -171,6 +171,7 @@ final class BatchScheduler {
                 continue;
             }
             s.advanceTo(Lifecycle.RUNNING);
+            s.stamp(Session.Stage.EXEC);
             int row;
             try {
                 s.planHandedOff = true;

@@ -31,6 +31,15 @@ public final class CommittedSpan {
     public final int[] topIds;
     public final float[] topLogprobs;
     public int topCount;
+    /**
+     * When exec published this span's token to the token ring, and when the sink took it from
+     * there ({@link System#nanoTime()}); 0 in the final span. What a host measures the pipeline's
+     * per-token hand-offs with: exec → sink is the token ring, sink → its listener call the text
+     * sink's decoding.
+     */
+    public long committedNs;
+
+    public long sinkNs;
 
     public CommittedSpan(int maxTopLogprobs) {
         topIds = new int[maxTopLogprobs];
@@ -44,5 +53,7 @@ public final class CommittedSpan {
         toolCalls.clear();
         logprob = Float.NaN;
         topCount = 0;
+        committedNs = 0;
+        sinkNs = 0;
     }
 }

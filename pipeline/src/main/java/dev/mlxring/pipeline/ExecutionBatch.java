@@ -13,9 +13,10 @@ package dev.mlxring.pipeline;
  */
 public interface ExecutionBatch extends AutoCloseable {
     /**
-     * Whether {@code plan} can run as a batch row. A plan that cannot (a quantized KV scheme,
-     * which cannot be merged) runs alone through {@link Executor#open} once the batch is empty,
-     * as mlx_lm.server serves such requests.
+     * Whether {@code plan} can run as a batch row now. A plan refused while rows run (a KV scheme
+     * other than theirs) waits at the head of the queue; one the batch still refuses once it is
+     * empty (a quantized KV scheme the model's batch has no form for) runs alone through
+     * {@link Executor#open}, as mlx_lm.server serves every quantized-KV request.
      */
     boolean accepts(ExecutionPlan plan);
 

@@ -46,6 +46,7 @@ final class PlanHandler implements EventHandler<RequestEvent> {
     @Override
     public void onEvent(RequestEvent event, long sequence, boolean endOfBatch) {
         Session s = event.session;
+        s.stamp(Session.Stage.PLAN);
         if (s.failure == null && !s.isCancelRequested()) {
             admit(s);
         }

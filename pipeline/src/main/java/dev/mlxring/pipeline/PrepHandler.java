@@ -27,6 +27,7 @@ final class PrepHandler implements EventHandler<RequestEvent> {
         if (s.isCancelRequested() || !s.advanceTo(Lifecycle.PREPARING)) {
             return;
         }
+        s.stamp(Session.Stage.PREP);
         try {
             s.prepared = preparer.prepare(s.request());
         } catch (RequestException e) {

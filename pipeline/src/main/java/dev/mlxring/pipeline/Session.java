@@ -24,6 +24,8 @@ public final class Session {
 
     private final CompletableFuture<Outcome> result = new CompletableFuture<>();
     private final long createdNs = System.nanoTime();
+    /** When the session first reached each {@link Stage} (by ordinal), 0 before; each written by that stage's thread. */
+    private final long[] stageNs = new long[STAGES];
 
     private volatile boolean cancelRequested;
     private volatile String cancelReason;
@@ -77,6 +79,45 @@ public final class Session {
         } catch (RuntimeException e) {
             System.getLogger("dev.mlxring.pipeline")
                     .log(System.Logger.Level.WARNING, "closing the token constraint of session " + id + " failed", e);
+        }
+    }
+
+    /**
+     * The points of a session's way through the stages whose times {@link #stageNs} gives, in
+     * pipeline order: prep takes it from the request ring ({@link #PREP}), plan takes it from prep
+     * ({@link #PLAN}), exec starts its run or batch row ({@link #EXEC}), exec publishes its first
+     * token to the token ring ({@link #FIRST_TOKEN}), the sink takes that token ({@link #SINK}).
+     */
+    public enum Stage {
+        PREP,
+        PLAN,
+        EXEC,
+        FIRST_TOKEN,
+        SINK
+    }
+
+    private static final int STAGES = Stage.values().length;
+
+    /**
+     * When this session first reached {@code stage} ({@link System#nanoTime()}, as
+     * {@link #createdNs()}), or 0 if it has not. Read it once the session settled (in
+     * {@link GenerationListener#onComplete} or after {@link #result()} completes): each stage writes
+     * its time before handing the session on, and the hand-offs order those writes before the
+     * settle.
+     */
+    public long stageNs(Stage stage) {
+        return stageNs[stage.ordinal()];
+    }
+
+    /** Records that the calling stage has reached {@code stage} now, unless it was recorded already. */
+    void stamp(Stage stage) {
+        stamp(stage, System.nanoTime());
+    }
+
+    /** Records that the calling stage reached {@code stage} at {@code nowNs}, unless it was recorded already. */
+    void stamp(Stage stage, long nowNs) {
+        if (stageNs[stage.ordinal()] == 0) {
+            stageNs[stage.ordinal()] = nowNs;
         }
     }
 

@@ -78,6 +78,8 @@ final class SinkHandler implements EventHandler<TokenEvent> {
     }
 
     private void onToken(Session s, TokenEvent e) {
+        long takenNs = System.nanoTime();
+        s.stamp(Session.Stage.SINK, takenNs);
         if (s.sinkStopped) {
             s.release(1);
             return;
@@ -94,6 +96,8 @@ final class SinkHandler implements EventHandler<TokenEvent> {
         span.clear();
         span.sequence = s.spanSequence++;
         span.tokenId = e.token;
+        span.committedNs = e.publishedNs;
+        span.sinkNs = takenNs;
         span.logprob = e.logprob;
         span.topCount = e.topCount;
         System.arraycopy(e.topIds, 0, span.topIds, 0, e.topCount);

@@ -16,6 +16,8 @@ final class TokenEvent {
     final float[] topLogprobs;
     int topCount;
     Outcome outcome;
+    /** When exec published this token ({@link System#nanoTime()}). */
+    long publishedNs;
 
     TokenEvent(int maxTopLogprobs) {
         topIds = new int[maxTopLogprobs];

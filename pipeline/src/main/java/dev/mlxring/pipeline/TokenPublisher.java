@@ -88,6 +88,8 @@ final class TokenPublisher {
         e.topCount = r.topCount;
         System.arraycopy(r.topIds, 0, e.topIds, 0, r.topCount);
         System.arraycopy(r.topLogprobs, 0, e.topLogprobs, 0, r.topCount);
+        e.publishedNs = System.nanoTime();
+        s.stamp(Session.Stage.FIRST_TOKEN, e.publishedNs);
         tokens.publish(seq);
         return true;
     }

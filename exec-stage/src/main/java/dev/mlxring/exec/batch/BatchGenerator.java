@@ -12,6 +12,7 @@ import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -233,6 +234,7 @@ public final class BatchGenerator implements AutoCloseable {
     private int insertRow(BatchRequest request, KvCache[] history, int[] historyTokens) {
         int[] prompt = request.prompt();
         model.checkPrompt(prompt);
+        checkKvQuantization(request, history);
         int vocab = model.vocabSize();
         if (request.maxTokens() <= 0) {
             throw new IllegalArgumentException("max_tokens must be > 0, got " + request.maxTokens());
@@ -263,8 +265,71 @@ public final class BatchGenerator implements AutoCloseable {
                 history,
                 finishedRows != null,
                 spec,
+                request.kvQuantization(),
                 request.adapter()));
         return uid;
+    }
+
+    /**
+     * Refuses a quantized row this generator cannot run: a model whose attention has no batch
+     * form over quantized caches ({@link LanguageModel#batchesQuantizedKv()}; a model that runs
+     * rows one at a time keeps solo caches and needs none), a model or cache layout that cannot
+     * quantize at all ({@link GenerationRun#kvQuantizationRefusal}), groups that do not divide the
+     * head dimension, speculation (quantized rows run it serially), a restored history (the
+     * prefix cache's full-precision namespace), and a scheme other than the rows' in flight: one
+     * group's caches share one group size and width, so rows of another scheme wait until these
+     * have left.
+     */
+    private void checkKvQuantization(BatchRequest request, KvCache[] history) {
+        KvQuantization q = request.kvQuantization();
+        if (q == null) {
+            if (schemeInFlight() != null) {
+                throw new IllegalArgumentException(
+                        "a full-precision row cannot join rows with KV scheme " + schemeInFlight());
+            }
+            return;
+        }
+        if (model.batchable() && !model.batchesQuantizedKv()) {
+            throw new IllegalArgumentException(
+                    "model_type '" + model.modelType() + "' cannot batch quantized KV caches (--kv-bits)");
+        }
+        String refusal = GenerationRun.kvQuantizationRefusal(model, maxKvSize);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
+        }
+        q.checkFits(model.headDim());
+        if (history != null) {
+            throw new IllegalArgumentException("a quantized KV row cannot start from a restored prefix in a batch");
+        }
+        if (request.speculation() != null) {
+            throw new IllegalArgumentException(
+                    "speculative decoding over quantized KV caches runs serially, not in a batch");
+        }
+        KvQuantization running = schemeInFlight();
+        boolean empty = unprocessed.isEmpty()
+                && promptBatch.size() == 0
+                && (parked == null || parked.size() == 0)
+                && generationBatch.size() == 0;
+        if (!empty && !q.equals(running)) {
+            throw new IllegalArgumentException("a row with KV scheme " + q + " cannot join rows with KV scheme "
+                    + (running == null ? "full precision" : running));
+        }
+    }
+
+    /** The KV scheme of the rows in flight (queued, prefilling, parked or generating); null for full precision or none. */
+    private KvQuantization schemeInFlight() {
+        for (Row r : unprocessed) {
+            return r.kvQuantization;
+        }
+        for (Row r : promptBatch.rows) {
+            return r.kvQuantization;
+        }
+        if (parked != null) {
+            for (Row r : parked.rows) {
+                return r.kvQuantization;
+            }
+        }
+        return generationBatch.scheme();
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.spec.Speculation;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.TokenConstraint;
 
@@ -18,6 +19,10 @@ import dev.mlxring.pipeline.TokenConstraint;
  *     {@link BatchGenerator#insert} on and closes it when the row leaves
  * @param speculation how the row speculates, or null for never; a row that cannot
  *     ({@link dev.mlxring.exec.spec.SpeculativeRun#refusal}, or a constraint) decodes without
+ * @param kvQuantization the row's KV quantization ({@code --kv-bits}), or null for full
+ *     precision: after each forward its layers holding at least {@code quantizedKvStart}
+ *     positions become quantized, as generate_step's {@code maybe_quantize_kv_cache}; rows of one
+ *     generator share one scheme ({@link BatchGenerator#insert})
  * @param adapter the row's hold on its named adapter, or null for the base model; the generator
  *     owns it from {@link BatchGenerator#insert} on and closes it when the row leaves
  */
@@ -29,6 +34,7 @@ public record BatchRequest(
         int[] stopTokenIds,
         TokenConstraint constraint,
         Speculation speculation,
+        KvQuantization kvQuantization,
         AdapterCache.Lease adapter) {
     public BatchRequest {
         prompt = prompt.clone();
@@ -48,7 +54,7 @@ public record BatchRequest(
         }
     }
 
-    /** A row on the base model. */
+    /** A full-precision row on the base model. */
     public BatchRequest(
             int[] prompt,
             int[] segmentLengths,
@@ -57,7 +63,7 @@ public record BatchRequest(
             int[] stopTokenIds,
             TokenConstraint constraint,
             Speculation speculation) {
-        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null);
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null, null);
     }
 
     /** A row without speculation. */

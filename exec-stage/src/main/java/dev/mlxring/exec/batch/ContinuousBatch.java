@@ -18,6 +18,7 @@ import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
+import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.Outcome.ErrorType;
 import dev.mlxring.pipeline.PromptSegment;
 import dev.mlxring.pipeline.RequestException;
@@ -27,6 +28,7 @@ import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.Consumer;
 import org.agrona.collections.Int2ObjectHashMap;
 
@@ -108,6 +110,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     private AdapterCache adapters;
 
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
+    /** The KV scheme of the rows in {@link #rows} (null: full precision); meaningless while it is empty. */
+    private KvQuantization rowsScheme;
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
     private Consumer<List<BatchToken>> unitTap;
     /** A finished row's snapshot and the namespace it is published under. */
@@ -207,10 +211,31 @@ public final class ContinuousBatch implements ExecutionBatch {
         this.adapters = cache;
     }
 
-    /** Full-precision KV only: mlx-lm cannot merge quantized caches (mlx_lm.server runs --kv-bits alone). */
+    /**
+     * Full-precision plans always (while no quantized rows run). A plan with a KV scheme
+     * ({@code --kv-bits}) runs as a batch row over {@link dev.mlxring.exec.kv.BatchQuantizedKvCache}s
+     * when the model's attention takes them ({@link LanguageModel#batchesQuantizedKv()}) and the
+     * plan does not speculate; the batch holds one scheme at a time, so such a plan waits (false)
+     * while rows of another scheme (full precision included) are in flight and joins once they
+     * have left. Otherwise (a model without the batch form, speculation) it runs alone, as
+     * mlx_lm.server runs every {@code --kv-bits} request.
+     */
     @Override
     public boolean accepts(ExecutionPlan plan) {
-        return plan.kvScheme() == null;
+        KvQuantization scheme = plan.kvScheme();
+        if (scheme != null) {
+            if (!model.batchesQuantizedKv() && model.batchable()) {
+                return false;
+            }
+            try {
+                if (speculation.resolve(plan.speculative()) != null) {
+                    return false;
+                }
+            } catch (IllegalArgumentException e) {
+                return true; // insert fails it with the reason
+            }
+        }
+        return rows.isEmpty() || Objects.equals(scheme, rowsScheme);
     }
 
     @Override
@@ -219,7 +244,15 @@ public final class ContinuousBatch implements ExecutionBatch {
         if (!accepts(plan)) {
             closeConstraint(plan);
             throw new RequestException(
-                    ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in a batch");
+                    ErrorType.UNSUPPORTED, "KV scheme " + plan.kvScheme() + " cannot run in this batch now");
+        }
+        if (plan.kvScheme() != null) {
+            try {
+                plan.kvScheme().checkFits(model.headDim());
+            } catch (IllegalArgumentException e) {
+                closeConstraint(plan);
+                throw new RequestException(ErrorType.UNSUPPORTED, e.getMessage());
+            }
         }
         Speculation how;
         try {
@@ -234,7 +267,10 @@ public final class ContinuousBatch implements ExecutionBatch {
                 : prefixReuse.namespace(null, adapter.adapter().fingerprint());
         PrefixReuse.Restored restored;
         try {
-            restored = prefixReuse == null || plan.prompt().tokenIds().length == 0
+            // quantized rows do not use the prefix cache here (its batch namespace is full precision)
+            restored = prefixReuse == null
+                            || plan.kvScheme() != null
+                            || plan.prompt().tokenIds().length == 0
                     ? null
                     : prefixReuse.restore(ns, plan.prompt().tokenIds());
         } catch (RuntimeException e) {
@@ -283,8 +319,10 @@ public final class ContinuousBatch implements ExecutionBatch {
         int cached = restored == null ? 0 : restored.cachedTokens();
         // mlx_lm.server serves a seeded request alone (_serve_single), which neither segments nor
         // snapshots before the end; its row here (own key stream) does the same.
-        List<PromptSegment> rest =
-                params.seed() != null ? List.of() : afterPrefix(plan.prompt().segments(), cached);
+        // A quantized row neither segments nor snapshots either: its chunks are the serial run's.
+        List<PromptSegment> rest = params.seed() != null || plan.kvScheme() != null
+                ? List.of()
+                : afterPrefix(plan.prompt().segments(), cached);
         int[] lengths = new int[rest.size()];
         PromptSegment.Kind[] types = new PromptSegment.Kind[rest.size()];
         for (int i = 0; i < lengths.length; i++) {
@@ -302,12 +340,14 @@ public final class ContinuousBatch implements ExecutionBatch {
                             plan.stopTokenIds(),
                             plan.constraint(),
                             how,
+                            plan.kvScheme(),
                             adapter),
                     restored == null ? null : restored.caches(),
                     Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
+        rowsScheme = plan.kvScheme();
         rows.put(
                 uid,
                 new RowInfo(
@@ -465,8 +505,8 @@ public final class ContinuousBatch implements ExecutionBatch {
      */
     private void captureFinished(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
-        if (info == null) {
-            return;
+        if (info == null || rowsScheme != null) {
+            return; // quantized rows are not published to the full-precision namespace
         }
         try {
             PrefixReuse.Captured c = prefixReuse.capture(info.prefix, cachedSequence, caches);

@@ -8,6 +8,7 @@ import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -80,6 +81,11 @@ final class GenerationBatch implements AutoCloseable {
 
     int size() {
         return rows.size();
+    }
+
+    /** The rows' KV quantization; null for full precision or no rows. */
+    KvQuantization scheme() {
+        return rows.isEmpty() ? null : rows.getFirst().kvQuantization;
     }
 
     /** True when the batch holds rows on solo caches (one row, never merged). */
@@ -243,6 +249,7 @@ final class GenerationBatch implements AutoCloseable {
             int rowCount = n;
             MlxArray logits = RowAdapters.during(
                     Row.adapters(rows), () -> model.forward(Mlx.fromInts(ids, rowCount, width), caches.layers()));
+            caches.maybeQuantize();
             int length = logits.dim(1);
             int v = logits.dim(2);
             MlxArray[] tokens = new MlxArray[n];
@@ -435,6 +442,7 @@ final class GenerationBatch implements AutoCloseable {
             int b = rows.size();
             MlxArray logits = RowAdapters.during(
                     Row.adapters(rows), () -> model.forward(Mlx.expandDims(inputs, 1), caches.layers()));
+            caches.maybeQuantize();
             int length = logits.dim(1);
             int vocab = logits.dim(2);
             logits = Mlx.squeeze(

@@ -48,9 +48,10 @@ final class PromptBatch implements AutoCloseable {
         for (Row r : joining) {
             histories |= r.history != null;
         }
+        var scheme = joining.getFirst().kvQuantization;
         RowCaches fresh = histories
-                ? RowCaches.fromHistories(model, joining, maxKvSize)
-                : RowCaches.fresh(model, joining.size(), maxKvSize);
+                ? RowCaches.fromHistories(model, joining, maxKvSize, scheme)
+                : RowCaches.fresh(model, joining.size(), maxKvSize, scheme);
         if (caches == null) {
             caches = fresh;
         } else {
@@ -136,6 +137,7 @@ final class PromptBatch implements AutoCloseable {
                     row.sampling.observe(Mlx.fromInts(chunks.get(i), lengths[i]), lengths[i]);
                 }
             }
+            caches.freshenEmptyQuantized();
             if (maxPadding > 0) {
                 caches.prepareRightPadding(lengths, padding);
             }
@@ -145,12 +147,17 @@ final class PromptBatch implements AutoCloseable {
             try (ArrayScope forward = ArrayScope.open()) {
                 RowAdapters.during(Row.adapters(rows), () -> model.forward(tokens, caches.layers()));
             }
+            if (maxPadding == 0) {
+                // generate_step's order: the model call, maybe_quantize_kv_cache, then eval
+                caches.maybeQuantize();
+            }
             Mlx.eval(caches.state());
         }
         Mlx.clearCache();
         if (maxPadding > 0) {
             try (ArrayScope scope = ArrayScope.open()) {
                 caches.finalizePadding();
+                caches.maybeQuantize();
                 Mlx.eval(caches.state());
             }
             Mlx.clearCache();

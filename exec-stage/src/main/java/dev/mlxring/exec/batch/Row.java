@@ -6,6 +6,7 @@ import dev.mlxring.exec.nn.NamedAdapter;
 import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.Arrays;
 import java.util.List;
 
@@ -28,6 +29,8 @@ final class Row {
     boolean maskStarted;
     /** The row's speculative decoding; null when it decodes one position per step. */
     final RowSpeculation spec;
+    /** The row's KV quantization, or null for full precision. */
+    final KvQuantization kvQuantization;
     /** The row's hold on its named adapter; null on the base model. */
     final AdapterCache.Lease adapter;
     /**
@@ -74,7 +77,9 @@ final class Row {
             KvCache[] history,
             boolean keepIds,
             RowSpeculation spec,
+            KvQuantization kvQuantization,
             AdapterCache.Lease adapter) {
+        this.kvQuantization = kvQuantization;
         this.adapter = adapter;
         this.mask = mask;
         this.spec = spec;

@@ -2,14 +2,18 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchQuantizedKvCache;
 import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.pipeline.KvQuantization;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * The per-layer KV state of one group of rows (a prompt batch or the generation batch). A group
@@ -26,10 +30,13 @@ import java.util.List;
 final class RowCaches implements AutoCloseable {
     private final KvCache[] layers;
     private int rows;
+    /** The rows' KV quantization, or null for full precision. */
+    private final KvQuantization kvQuantization;
 
-    private RowCaches(KvCache[] layers, int rows) {
+    private RowCaches(KvCache[] layers, int rows, KvQuantization kvQuantization) {
         this.layers = layers;
         this.rows = rows;
+        this.kvQuantization = kvQuantization;
     }
 
     /**
@@ -37,10 +44,10 @@ final class RowCaches implements AutoCloseable {
      * empty solo caches ({@code BatchKVCache([0] * rows)}, or
      * {@code BatchRotatingKVCache(max_size, [0] * rows)} for a rotating layer).
      */
-    static RowCaches fresh(LanguageModel model, int rows, int maxKvSize) {
+    static RowCaches fresh(LanguageModel model, int rows, int maxKvSize, KvQuantization kvQuantization) {
         KvCache[] solo = model.newCache(maxKvSize);
         if (rows == 1) {
-            return lone(solo);
+            return lone(solo, kvQuantization);
         }
         for (int i = 0; i < solo.length; i++) {
             KvCache c = solo[i];
@@ -52,7 +59,7 @@ final class RowCaches implements AutoCloseable {
             };
             c.close();
         }
-        return new RowCaches(solo, rows);
+        return new RowCaches(solo, rows, kvQuantization);
     }
 
     /**
@@ -60,7 +67,8 @@ final class RowCaches implements AutoCloseable {
      * caches as they are; several are merged as {@code _merge_caches} does ({@code KVCache.merge}:
      * right-aligned, an empty row padded whole). The rows' histories are consumed.
      */
-    static RowCaches fromHistories(LanguageModel model, List<Row> joining, int maxKvSize) {
+    static RowCaches fromHistories(
+            LanguageModel model, List<Row> joining, int maxKvSize, KvQuantization kvQuantization) {
         int n = joining.size();
         KvCache[][] solo = new KvCache[n][];
         for (int r = 0; r < n; r++) {
@@ -69,7 +77,7 @@ final class RowCaches implements AutoCloseable {
             row.history = null;
         }
         if (n == 1) {
-            return lone(solo[0]);
+            return lone(solo[0], kvQuantization);
         }
         int layers = solo[0].length;
         KvCache[] merged = new KvCache[layers];
@@ -85,7 +93,7 @@ final class RowCaches implements AutoCloseable {
                 c.close();
             }
         }
-        return new RowCaches(merged, n);
+        return new RowCaches(merged, n, kvQuantization);
     }
 
     /**
@@ -94,8 +102,8 @@ final class RowCaches implements AutoCloseable {
      * then the row runs as mlx-lm's one-row batch from the start, so it is the same row whether
      * it stays alone or not.
      */
-    private static RowCaches lone(KvCache[] solo) {
-        RowCaches caches = new RowCaches(solo, 1);
+    private static RowCaches lone(KvCache[] solo, KvQuantization kvQuantization) {
+        RowCaches caches = new RowCaches(solo, 1, kvQuantization);
         for (KvCache c : solo) {
             if (c instanceof RotatingKvCache r && r.keep() != 0) {
                 caches.batch();
@@ -119,6 +127,7 @@ final class RowCaches implements AutoCloseable {
             for (int i = 0; i < layers.length; i++) {
                 extracted[i] = switch (layers[i]) {
                     case BatchKvCache b -> b.extract(row);
+                    case BatchQuantizedKvCache b -> b.extract(row);
                     case BatchRotatingKvCache b -> b.extract(row);
                     case ArraysCache a -> a.extract(row);
                     default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
@@ -148,7 +157,7 @@ final class RowCaches implements AutoCloseable {
      */
     boolean solo() {
         for (KvCache c : layers) {
-            if (c instanceof BatchKvCache || c instanceof BatchRotatingKvCache) {
+            if (c instanceof BatchKvCache || c instanceof BatchQuantizedKvCache || c instanceof BatchRotatingKvCache) {
                 return false;
             }
         }
@@ -179,6 +188,8 @@ final class RowCaches implements AutoCloseable {
     private static KvCache merge(KvCache... solo) {
         return switch (solo[0]) {
             case DenseKvCache d -> BatchKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, DenseKvCache[].class));
+            case QuantizedKvCache q ->
+                BatchQuantizedKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, QuantizedKvCache[].class));
             case RotatingKvCache r ->
                 BatchRotatingKvCache.merge(java.util.Arrays.copyOf(solo, solo.length, RotatingKvCache[].class));
             case ArraysCache a -> ArraysCache.merge(java.util.Arrays.copyOf(solo, solo.length, ArraysCache[].class));
@@ -188,11 +199,17 @@ final class RowCaches implements AutoCloseable {
 
     /** {@code _extend_cache}: {@code other}'s rows appended (both batched first); {@code other} is emptied. */
     void extend(RowCaches other) {
+        if (!Objects.equals(kvQuantization, other.kvQuantization)) {
+            throw new IllegalStateException(
+                    "rows with KV scheme " + other.kvQuantization + " cannot join rows with " + kvQuantization);
+        }
         batch();
         other.batch();
         for (int i = 0; i < layers.length; i++) {
+            alignQuantized(i, other);
             switch (layers[i]) {
                 case BatchKvCache b -> b.extend((BatchKvCache) other.layers[i]);
+                case BatchQuantizedKvCache b -> b.extend((BatchQuantizedKvCache) other.layers[i]);
                 case BatchRotatingKvCache b -> b.extend((BatchRotatingKvCache) other.layers[i]);
                 case ArraysCache a -> a.extend((ArraysCache) other.layers[i]);
                 default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
@@ -213,6 +230,7 @@ final class RowCaches implements AutoCloseable {
         for (KvCache c : layers) {
             switch (c) {
                 case BatchKvCache b -> b.filter(keep);
+                case BatchQuantizedKvCache b -> b.filter(keep);
                 case BatchRotatingKvCache b -> b.filter(keep);
                 case ArraysCache a -> a.filter(keep);
                 default -> throw new IllegalStateException("not a batch cache: " + c);
@@ -227,12 +245,13 @@ final class RowCaches implements AutoCloseable {
         for (int i = 0; i < layers.length; i++) {
             out[i] = switch (layers[i]) {
                 case BatchKvCache b -> b.select(keep);
+                case BatchQuantizedKvCache b -> b.select(keep);
                 case BatchRotatingKvCache b -> b.select(keep);
                 case ArraysCache a -> a.select(keep);
                 default -> throw new IllegalStateException("not a batch cache: " + layers[i]);
             };
         }
-        return new RowCaches(out, keep.length);
+        return new RowCaches(out, keep.length, kvQuantization);
     }
 
     /**
@@ -247,6 +266,7 @@ final class RowCaches implements AutoCloseable {
         for (KvCache c : layers) {
             switch (c) {
                 case BatchKvCache b -> b.trimRows(counts);
+                case BatchQuantizedKvCache b -> b.trimRows(counts);
                 case BatchRotatingKvCache b -> b.trimRows(counts);
                 default -> c.trim(counts[0]);
             }
@@ -276,6 +296,7 @@ final class RowCaches implements AutoCloseable {
         for (KvCache c : layers) {
             switch (c) {
                 case BatchKvCache b -> b.prepareRightPadding(padding);
+                case BatchQuantizedKvCache b -> b.prepareRightPadding(padding);
                 case BatchRotatingKvCache b -> b.prepareRightPadding(lengths, padding);
                 case ArraysCache a -> a.prepare(lengths);
                 default -> throw new IllegalStateException("not a batch cache: " + c);
@@ -287,10 +308,77 @@ final class RowCaches implements AutoCloseable {
         for (KvCache c : layers) {
             switch (c) {
                 case BatchKvCache b -> b.finalizePadding();
+                case BatchQuantizedKvCache b -> b.finalizePadding();
                 case BatchRotatingKvCache b -> b.finalizePadding();
                 case ArraysCache a -> a.finalizePadding();
                 default -> throw new IllegalStateException("not a batch cache: " + c);
             }
+        }
+    }
+
+    /**
+     * generate_step's {@code maybe_quantize_kv_cache} after a forward, for quantized rows (nothing
+     * for full-precision ones): a solo group's layers convert exactly as the serial path's do
+     * ({@link QuantizedKvCache#maybeQuantize}, each layer once it holds {@code quantizedKvStart}
+     * positions); a batch layer converts ({@link BatchQuantizedKvCache#fromDense}) once its
+     * longest row holds that many, so a shorter row's positions are quantized from then on, earlier
+     * than its serial run would quantize them when the start is above 0 and the rows straddle it.
+     * Call between a prefill chunk's forward and its padding finalized only when no right padding
+     * is pending.
+     */
+    void maybeQuantize() {
+        if (kvQuantization == null) {
+            return;
+        }
+        if (solo()) {
+            QuantizedKvCache.maybeQuantize(kvQuantization, layers);
+            return;
+        }
+        for (int i = 0; i < layers.length; i++) {
+            if (layers[i] instanceof BatchKvCache b && b.offset() >= kvQuantization.quantizedKvStart()) {
+                layers[i] = BatchQuantizedKvCache.fromDense(b, kvQuantization.groupSize(), kvQuantization.bits());
+                b.close();
+            }
+        }
+    }
+
+    /**
+     * Layers that are quantized but hold no position (rows that joined a prompt batch whose other
+     * rows, already quantized, split off before this chunk) start over as fresh full-precision
+     * layers: a layer holding nothing is a fresh cache, and a row's first forward attends in full
+     * precision, as generate_step's first call does before {@code maybe_quantize_kv_cache}. Call
+     * before a prefill chunk's forward.
+     */
+    void freshenEmptyQuantized() {
+        for (int i = 0; i < layers.length; i++) {
+            switch (layers[i]) {
+                case BatchQuantizedKvCache b
+                when b.offset() == 0 && !b.paddingPending() -> {
+                    layers[i] = new BatchKvCache(b.leftPadding());
+                    b.close();
+                }
+                case QuantizedKvCache q
+                when q.offset() == 0 -> {
+                    layers[i] = new DenseKvCache();
+                    q.close();
+                }
+                default -> {}
+            }
+        }
+    }
+
+    /**
+     * Before extending layer {@code i}: when one side is quantized and the other not yet (a
+     * quantized-KV start above 0 that one group has reached), the full-precision side converts,
+     * so the layer holds one kind.
+     */
+    private void alignQuantized(int i, RowCaches other) {
+        if (layers[i] instanceof BatchQuantizedKvCache && other.layers[i] instanceof BatchKvCache b) {
+            other.layers[i] = BatchQuantizedKvCache.fromDense(b, kvQuantization.groupSize(), kvQuantization.bits());
+            b.close();
+        } else if (layers[i] instanceof BatchKvCache b && other.layers[i] instanceof BatchQuantizedKvCache) {
+            layers[i] = BatchQuantizedKvCache.fromDense(b, kvQuantization.groupSize(), kvQuantization.bits());
+            b.close();
         }
     }
 

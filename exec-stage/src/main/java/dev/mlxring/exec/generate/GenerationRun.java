@@ -111,6 +111,7 @@ public final class GenerationRun implements AutoCloseable {
     private byte[] firstLogprobs;
     private String logitsDtype;
     private Probe probe;
+    private java.util.function.IntConsumer prefillHook;
     /** The request's token constraint as a mask; null when unconstrained. */
     private TokenMask mask;
     /** Whether the constraint refused the current step's token (read while building the next step). */
@@ -257,6 +258,15 @@ public final class GenerationRun implements AutoCloseable {
         mask = new TokenMask(constraint, model.vocabSize());
     }
 
+    /**
+     * Runs {@code hook} after each prefill chunk, its caches evaluated, with the prompt positions
+     * this run has fed so far (the prefix cache checkpoints a hybrid model's recurrent state
+     * there). Install before the first {@link #advance()}; the hook must not change the caches.
+     */
+    public void onPrefillChunk(java.util.function.IntConsumer hook) {
+        this.prefillHook = hook;
+    }
+
     /** Installs a profiling hook, before the first {@link #advance()}. */
     void probe(Probe probe) {
         this.probe = probe;
@@ -296,6 +306,9 @@ public final class GenerationRun implements AutoCloseable {
         }
         processed += count;
         Mlx.clearCache();
+        if (prefillHook != null) {
+            prefillHook.accept(processed);
+        }
     }
 
     private void firstStep() {

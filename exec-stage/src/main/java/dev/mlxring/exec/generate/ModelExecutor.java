@@ -53,8 +53,8 @@ public final class ModelExecutor implements Executor {
     /**
      * @param maxKvSize {@code --max-kv-size} for every run; 0 = none
      * @param prefixReuse the prefix cache; null = none. Models whose layers rotate (sliding windows,
-     *     {@code --max-kv-size}) and models with recurrent state ({@link PrefixReuse#supports}) run
-     *     without it: it holds dense and quantized layers only.
+     *     {@code --max-kv-size}) and models it cannot snapshot ({@link PrefixReuse#supports}) run
+     *     without it: it holds dense, quantized and recurrent layers.
      */
     public ModelExecutor(LanguageModel model, int prefillStepSize, int maxKvSize, PrefixReuse prefixReuse) {
         this(model, prefillStepSize, maxKvSize, prefixReuse, EngineRng.fromClock());

@@ -40,6 +40,24 @@ public final class ArraysCache implements KvCache {
         this.slots = new MlxArray[size];
     }
 
+    /**
+     * A solo cache holding {@code arrays} (one per slot, taking ownership) after {@code offset}
+     * positions: a prefix-cache restore of a recurrent layer's state.
+     */
+    public static ArraysCache restored(MlxArray[] arrays, int offset) {
+        ArraysCache c = new ArraysCache(arrays.length);
+        for (int i = 0; i < arrays.length; i++) {
+            c.set(i, arrays[i]);
+        }
+        c.offset = offset;
+        return c;
+    }
+
+    /** Whether every slot holds an array (a state a snapshot can restore whole). */
+    public boolean isFull() {
+        return Arrays.stream(slots).allMatch(Objects::nonNull);
+    }
+
     /** How many arrays the cache holds. */
     public int size() {
         return slots.length;

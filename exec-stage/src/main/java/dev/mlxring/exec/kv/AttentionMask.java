@@ -12,7 +12,8 @@ import dev.mlxring.mlx.MlxArray;
  *
  * <p>Ownership: the array (when present) belongs to the caller's {@link dev.mlxring.mlx.ArrayScope}.
  *
- * <p>Several rows decoding together ({@link BatchKvCache}, {@link BatchRotatingKvCache}) get the batch form: the cache's own
+ * <p>Several rows decoding together ({@link BatchKvCache}, {@link BatchQuantizedKvCache},
+ * {@link BatchRotatingKvCache}) get the batch form: the cache's own
  * boolean {@code [B, 1, L, idx + L]} mask (left padding, per-row offsets) and the per-row rope
  * offsets, both read before any layer updates the cache.
  *
@@ -33,6 +34,9 @@ public record AttentionMask(boolean causal, MlxArray array, MlxArray offsets) {
      */
     public static AttentionMask create(int n, KvCache cache, Integer windowSize) {
         if (cache instanceof BatchKvCache batch) {
+            return new AttentionMask(false, batch.makeMask(n), batch.offsets());
+        }
+        if (cache instanceof BatchQuantizedKvCache batch) {
             return new AttentionMask(false, batch.makeMask(n), batch.offsets());
         }
         if (cache instanceof BatchRotatingKvCache batch) {

@@ -58,11 +58,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
 
     /** mlx-lm's {@code offset} array: each row's rope position, {@code idx - leftPadding[i]} (int32). */
     public MlxArray offsets() {
-        int[] o = new int[leftPadding.length];
-        for (int i = 0; i < o.length; i++) {
-            o[i] = idx - leftPadding[i];
-        }
-        return Mlx.fromInts(o, o.length);
+        return Paddings.offsets(idx, leftPadding);
     }
 
     /**
@@ -71,11 +67,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * {@code idx + q >= k} and {@code k >= leftPadding[row]}. Built before the layers update.
      */
     public MlxArray makeMask(int n) {
-        MlxArray rinds = Mlx.arange(0, idx + n, 1, Dtype.INT32);
-        MlxArray linds = idx != 0 ? Mlx.arange(idx, idx + n, 1, Dtype.INT32) : rinds;
-        MlxArray causal = Mlx.greaterEqual(Mlx.expandDims(linds, 1), Mlx.expandDims(rinds, 0));
-        MlxArray pad = Mlx.fromInts(leftPadding, leftPadding.length, 1, 1, 1);
-        return Mlx.logicalAnd(causal, Mlx.greaterEqual(Mlx.expandDims(rinds, 0), pad));
+        return Paddings.causalMask(idx, leftPadding, n);
     }
 
     /** Appends {@code [B, H, L, D]} keys and values at {@code idx}; returns views of {@code [..., :idx, :]}. */
@@ -152,6 +144,11 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         if (Arrays.stream(padding).max().orElse(0) > 0) {
             rightPadding = padding.clone();
         }
+    }
+
+    /** Whether a prefill chunk's right padding waits for {@link #finalizePadding}. */
+    boolean paddingPending() {
+        return rightPadding != null;
     }
 
     /**

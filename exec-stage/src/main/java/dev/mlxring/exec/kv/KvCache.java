@@ -13,13 +13,20 @@ import dev.mlxring.mlx.MlxArray;
  * decoding together share one {@link BatchKvCache} per layer ({@code BatchKVCache}: left padding,
  * per-row offsets), built from solo caches by {@link BatchKvCache#merge} and giving one back by
  * {@link BatchKvCache#extract}, as {@code KVCache.merge} and {@code BatchKVCache.extract} relate;
- * rotating layers share one {@link BatchRotatingKvCache} ({@code BatchRotatingKVCache}) the same way.
+ * rotating layers share one {@link BatchRotatingKvCache} ({@code BatchRotatingKVCache}) the same way,
+ * and quantized layers one {@link BatchQuantizedKvCache} (ours: mlx-lm cannot merge quantized caches).
  *
  * <p>Ownership: each cache owns the arrays it holds (detached from any scope), frees superseded
  * ones as it replaces them, and the rest on {@link #close()}. Single-threaded (the exec thread).
  */
 public sealed interface KvCache extends AutoCloseable
-        permits DenseKvCache, QuantizedKvCache, RotatingKvCache, BatchKvCache, BatchRotatingKvCache, ArraysCache {
+        permits DenseKvCache,
+                QuantizedKvCache,
+                RotatingKvCache,
+                BatchKvCache,
+                BatchQuantizedKvCache,
+                BatchRotatingKvCache,
+                ArraysCache {
     /** mlx-lm's {@code offset}: the number of filled positions. */
     int offset();
 

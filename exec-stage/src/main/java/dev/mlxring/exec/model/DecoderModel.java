@@ -34,6 +34,11 @@ final class DecoderModel extends LoadedModel {
             return false;
         }
 
+        /** Whether it runs over a {@link dev.mlxring.exec.kv.BatchQuantizedKvCache} (quantized rows in a batch). */
+        default boolean batchesQuantizedKv() {
+            return false;
+        }
+
         @Override
         void close();
     }
@@ -202,6 +207,11 @@ final class DecoderModel extends LoadedModel {
     @Override
     public boolean batchable() {
         return layers.stream().allMatch(b -> b.selfAttn().batchable());
+    }
+
+    @Override
+    public boolean batchesQuantizedKv() {
+        return batchable() && layers.stream().allMatch(b -> b.selfAttn().batchesQuantizedKv());
     }
 
     @Override

@@ -210,7 +210,27 @@ final class GatedDeltaNet {
             ys[i] = Mlx.expandDims(r[0], 1);
             state = r[1];
         }
-        return new MlxArray[] {t == 1 ? ys[0] : Mlx.concatenate(1, ys), state};
+        return new MlxArray[] {t == 1 ? ys[0] : joinPositions(ys), state};
+    }
+
+    /** Most arrays one {@link Mlx#concatenate} call takes (the shim's handle scratch). */
+    static final int MAX_CONCATENATED = 1024;
+
+    /**
+     * {@code concatenate(ys, axis=1)} of any number of positions: in pieces of at most
+     * {@link #MAX_CONCATENATED}, then the pieces (a copy either way: the same bytes).
+     */
+    private static MlxArray joinPositions(MlxArray[] ys) {
+        if (ys.length <= MAX_CONCATENATED) {
+            return Mlx.concatenate(1, ys);
+        }
+        MlxArray[] pieces = new MlxArray[(ys.length + MAX_CONCATENATED - 1) / MAX_CONCATENATED];
+        for (int p = 0; p < pieces.length; p++) {
+            int from = p * MAX_CONCATENATED;
+            pieces[p] = Mlx.concatenate(
+                    1, java.util.Arrays.copyOfRange(ys, from, Math.min(ys.length, from + MAX_CONCATENATED)));
+        }
+        return joinPositions(pieces);
     }
 
     /** {@code x[:, i]}: position {@code i} of a {@code [B, T, ...]} array. */

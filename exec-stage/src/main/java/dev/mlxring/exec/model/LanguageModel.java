@@ -56,6 +56,15 @@ public interface LanguageModel extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Whether rows with quantized KV caches ({@code --kv-bits}) can share one forward
+     * ({@link dev.mlxring.exec.kv.BatchQuantizedKvCache}: every attention layer takes it). False
+     * by default: such rows then run alone, as mlx_lm.server runs them.
+     */
+    default boolean batchesQuantizedKv() {
+        return false;
+    }
+
     int vocabSize();
 
     /**

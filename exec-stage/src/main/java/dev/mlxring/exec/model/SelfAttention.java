@@ -2,6 +2,7 @@ package dev.mlxring.exec.model;
 
 import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.BatchKvCache;
+import dev.mlxring.exec.kv.BatchQuantizedKvCache;
 import dev.mlxring.exec.kv.BatchRotatingKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
@@ -88,7 +89,9 @@ final class SelfAttention implements DecoderModel.Attention {
         MlxArray keys = kProj.forward(x);
         MlxArray values = Mlx.transpose(Mlx.reshape(vProj.forward(x), b, l, nKvHeads, -1), 0, 2, 1, 3);
         // llama.py: rope(x, offset=cache.offset), the offset array of a batch cache
-        boolean batch = cache instanceof BatchKvCache || cache instanceof BatchRotatingKvCache;
+        boolean batch = cache instanceof BatchKvCache
+                || cache instanceof BatchRotatingKvCache
+                || cache instanceof BatchQuantizedKvCache;
         int offset = cache == null || batch ? 0 : cache.offset();
         if (qNorm != null) {
             // qwen3: the norms run on [B, L, H, D], before the transpose
@@ -104,6 +107,12 @@ final class SelfAttention implements DecoderModel.Attention {
             keys = batch
                     ? rope.forwardHeads(keys, nKvHeads, mask.offsets())
                     : rope.forwardHeads(keys, nKvHeads, offset);
+        }
+        if (cache instanceof BatchQuantizedKvCache q) {
+            // quantized rows: mlx-lm's quantized attention with the batch's array mask
+            MlxArray[] kv = q.updateAndFetch(keys, values);
+            MlxArray out = quantizedSdpa(queries, kv, scale, mask, q.groupSize(), q.bits());
+            return oProj.forward(Mlx.reshape(Mlx.transpose(out, 0, 2, 1, 3), b, l, -1));
         }
         if (batch) {
             // then the array mask
@@ -186,8 +195,12 @@ final class SelfAttention implements DecoderModel.Attention {
             MlxArray kIndices = Mlx.arange(0, kL, 1, Dtype.INT32);
             m = Mlx.greaterEqual(Mlx.expandDims(qIndices, 1), Mlx.expandDims(kIndices, 0));
         }
+        if (m != null && nRepeats > 1 && m.ndim() > 3) {
+            // a batch's [B, 1, L, kL] mask gets the repeats axis
+            m = Mlx.expandDims(m, -3);
+        }
         if (m != null) {
-            // The masks made here are boolean and 2-d: no expand_dims for the repeats axis.
+            // The masks are boolean.
             scores = Mlx.where(m, scores, Mlx.scalar(finfoMin(scores.dtype()), scores.dtype()));
         }
         scores = Mlx.softmax(scores, -1, true);
@@ -212,6 +225,11 @@ final class SelfAttention implements DecoderModel.Attention {
     /** Whether this layer runs over a {@link BatchKvCache} (its rope takes per-row offsets). */
     @Override
     public boolean batchable() {
+        return rope.batchable();
+    }
+
+    @Override
+    public boolean batchesQuantizedKv() {
         return rope.batchable();
     }
 

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.prefix;
 
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
@@ -18,7 +19,9 @@ import java.util.List;
  * {@code prompt_cache} for {@code LRUPromptCache}. A snapshot keeps each layer's whole buffers
  * (capacity included) and its offset, so a restored cache holds the same arrays and grows
  * exactly as the cache it was taken from, and restoring with a smaller offset is mlx-lm's
- * {@code trim_prompt_cache}.
+ * {@code trim_prompt_cache}. A recurrent layer ({@link ArraysCache}) is copied as its arrays at
+ * the caches' offset, and may carry {@linkplain #checkpoint checkpoints} of its state taken at
+ * earlier positions; such a snapshot restores only at those positions or its length.
  *
  * <p>Exec thread only (it evaluates and creates MLX arrays).
  */
@@ -31,26 +34,45 @@ public final class KvSnapshots {
      * the returned snapshot's reference; the caches are unchanged.
      */
     public static KvSnapshot capture(KvCache[] caches) {
+        return capture(caches, List.of());
+    }
+
+    /**
+     * As above, carrying {@code checkpoints} ({@link #checkpoint}s of the same caches at earlier
+     * positions, below their offset; copied, still owned by the caller) as the snapshot's
+     * restorable positions besides its length.
+     */
+    public static KvSnapshot capture(KvCache[] caches, List<KvSnapshot> checkpoints) {
         List<KvCache> layers = List.of(caches);
         for (KvCache c : layers) {
-            if (c.isEmpty() || !(c instanceof DenseKvCache || c instanceof QuantizedKvCache)) {
+            if (c.isEmpty() || !snapshottable(c)) {
                 return null;
             }
         }
         KvSnapshot.Builder b = KvSnapshot.builder();
         try {
             for (KvCache c : layers) {
-                List<KvTensor> tensors = new ArrayList<>();
-                for (MlxArray a : c.state()) {
-                    var data = b.allocate(a.nbytes());
-                    a.copyTo(data);
-                    tensors.add(new KvTensor(a.dtype().mlxName, a.shape(), data));
-                }
+                List<KvTensor> tensors = copy(b, c.state());
                 b.add(
-                        c instanceof QuantizedKvCache q
-                                ? new LayerState(
-                                        LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors)
-                                : new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors));
+                        switch (c) {
+                            case QuantizedKvCache q ->
+                                new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors);
+                            case ArraysCache a -> new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, tensors);
+                            default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
+                        });
+            }
+            for (KvSnapshot cp : checkpoints) {
+                List<LayerState> recurrent = new ArrayList<>();
+                for (LayerState l : cp.layers()) {
+                    List<KvTensor> tensors = new ArrayList<>();
+                    for (KvTensor t : l.tensors()) {
+                        var data = b.allocate(t.data().byteSize());
+                        data.copyFrom(t.data());
+                        tensors.add(new KvTensor(t.dtype(), t.shape(), data));
+                    }
+                    recurrent.add(new LayerState(LayerState.Kind.RECURRENT, l.offset(), 0, 0, tensors));
+                }
+                b.checkpoint(new KvSnapshot.Checkpoint(cp.tokens(), recurrent));
             }
             return b.build();
         } catch (RuntimeException e) {
@@ -60,19 +82,68 @@ public final class KvSnapshots {
     }
 
     /**
+     * The recurrent layers' state alone ({@link LayerState.Kind#RECURRENT} layers, in layer
+     * order, at their offset): a checkpoint for {@link #capture(KvCache[], List)}, taken between
+     * prefill chunks. Null when the caches hold no full recurrent state. The caller owns it.
+     */
+    public static KvSnapshot checkpoint(KvCache[] caches) {
+        KvSnapshot.Builder b = KvSnapshot.builder();
+        int n = 0;
+        try {
+            for (KvCache c : caches) {
+                if (c instanceof ArraysCache a) {
+                    if (!a.isFull()) {
+                        b.abandon();
+                        return null;
+                    }
+                    b.add(new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, copy(b, a.state())));
+                    n++;
+                }
+            }
+            if (n == 0) {
+                b.abandon();
+                return null;
+            }
+            return b.build();
+        } catch (RuntimeException e) {
+            b.abandon();
+            throw e;
+        }
+    }
+
+    private static boolean snapshottable(KvCache c) {
+        return c instanceof DenseKvCache || c instanceof QuantizedKvCache || (c instanceof ArraysCache a && a.isFull());
+    }
+
+    private static List<KvTensor> copy(KvSnapshot.Builder b, MlxArray[] arrays) {
+        List<KvTensor> tensors = new ArrayList<>();
+        for (MlxArray a : arrays) {
+            var data = b.allocate(a.nbytes());
+            a.copyTo(data);
+            tensors.add(new KvTensor(a.dtype().mlxName, a.shape(), data));
+        }
+        return tensors;
+    }
+
+    /**
      * New layer caches holding the snapshot's buffers with every offset set to {@code keep}
-     * (at most the snapshot's tokens). The caller owns them; the snapshot is unchanged.
+     * (at most the snapshot's tokens; for a snapshot with recurrent layers one of its
+     * {@linkplain KvSnapshot#boundaries() boundaries}, whose recurrent state they take). The
+     * caller owns them; the snapshot is unchanged.
      */
     public static KvCache[] restore(KvSnapshot snapshot, int keep) {
         if (keep < 0 || keep > snapshot.tokens()) {
             throw new IllegalArgumentException(
                     "cannot keep " + keep + " of a snapshot's " + snapshot.tokens() + " positions");
         }
+        List<LayerState> recurrent = snapshot.trimmable() ? List.of() : snapshot.recurrentAt(keep);
+        int nextRecurrent = 0;
         List<LayerState> layers = snapshot.layers();
         KvCache[] out = new KvCache[layers.size()];
         int made = 0;
         try (ArrayScope scope = ArrayScope.open()) {
-            for (LayerState l : layers) {
+            for (LayerState layer : layers) {
+                LayerState l = layer.kind() == LayerState.Kind.RECURRENT ? recurrent.get(nextRecurrent++) : layer;
                 MlxArray[] a = new MlxArray[l.tensors().size()];
                 for (int i = 0; i < a.length; i++) {
                     KvTensor t = l.tensors().get(i);
@@ -85,6 +156,7 @@ public final class KvSnapshots {
                                 l.groupSize(), l.bits(), keep, new MlxArray[] {a[0], a[1], a[2]}, new MlxArray[] {
                                     a[3], a[4], a[5]
                                 });
+                    case RECURRENT -> ArraysCache.restored(a, keep);
                 };
                 made++;
             }

@@ -1,7 +1,9 @@
 package dev.mlxring.exec.prefix;
 
 import dev.mlxring.exec.kv.ArraysCache;
+import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.KvSnapshot;
@@ -10,6 +12,7 @@ import dev.mlxring.kvstore.PrefixHit;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PromptSegment;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * exec's side of the prefix cache for one resident model: before a run, the longest reusable
@@ -17,12 +20,22 @@ import java.util.Arrays;
  * (mlx_lm.server's {@code fetch_nearest_cache} then {@code insert_cache} around
  * {@code stream_generate}); a batched row's caches also at each prompt segment's end. The cache decides what matches and which tier serves it.
  *
+ * <p>A hybrid model's recurrent layers ({@link ArraysCache}) are snapshotted with the KV layers;
+ * their state cannot be trimmed, so an entry restores only at its length or at a checkpoint of
+ * that state: a serial run takes one after the prefill chunk that ends at least
+ * {@link #checkpointTokens()} positions past the run's previous boundary (its restored prefix or
+ * its last checkpoint).
+ *
  * <p>Exec thread only. Does not own the {@link PrefixCache} (the composition root closes it).
  */
 public final class PrefixReuse {
+    /** The default {@link #checkpointTokens()}: a checkpoint per 2048 prompt positions. */
+    public static final int DEFAULT_CHECKPOINT_TOKENS = 2048;
+
     private final PrefixCache cache;
     private final String modelFingerprint;
     private final String adapter;
+    private final int checkpointTokens;
 
     /** For a model without an adapter. */
     public PrefixReuse(PrefixCache cache, String modelFingerprint) {
@@ -35,21 +48,41 @@ public final class PrefixReuse {
      * under another, or without one.
      */
     public PrefixReuse(PrefixCache cache, String modelFingerprint, String adapter) {
-        this.cache = cache;
-        this.modelFingerprint = modelFingerprint;
-        this.adapter = java.util.Objects.requireNonNull(adapter, "adapter");
+        this(cache, modelFingerprint, adapter, DEFAULT_CHECKPOINT_TOKENS);
     }
 
     /**
-     * Whether the prefix cache can serve {@code model}: not when its layers keep recurrent state
-     * ({@link ArraysCache}: a gated delta net's conv and recurrence state), which a snapshot of
-     * KV buffers cannot hold and a restore cannot roll back to an earlier position. Such a model
-     * runs every prompt whole: nothing is restored for it and nothing published.
+     * As above, a hybrid model's run checkpointing its recurrent state every
+     * {@code checkpointTokens} prompt positions (rounded up to whole prefill chunks; 0: only at
+     * the run's end).
+     */
+    public PrefixReuse(PrefixCache cache, String modelFingerprint, String adapter, int checkpointTokens) {
+        if (checkpointTokens < 0) {
+            throw new IllegalArgumentException("--prompt-cache-checkpoint must be >= 0, got " + checkpointTokens);
+        }
+        this.cache = cache;
+        this.modelFingerprint = modelFingerprint;
+        this.adapter = java.util.Objects.requireNonNull(adapter, "adapter");
+        this.checkpointTokens = checkpointTokens;
+    }
+
+    /** Prompt positions between a hybrid run's checkpoints of its recurrent state (0: none). */
+    public int checkpointTokens() {
+        return checkpointTokens;
+    }
+
+    /**
+     * Whether the prefix cache can serve {@code model}: when its layers are full-precision or
+     * quantized KV caches, or recurrent state ({@link ArraysCache}: a gated delta net's conv and
+     * recurrence state). A model with rotating layers (sliding windows) runs every prompt whole:
+     * nothing is restored for it and nothing published.
      */
     public static boolean supports(LanguageModel model) {
         KvCache[] caches = model.newCache();
         try {
-            return Arrays.stream(caches).noneMatch(c -> c instanceof ArraysCache);
+            return Arrays.stream(caches)
+                    .allMatch(c ->
+                            c instanceof DenseKvCache || c instanceof QuantizedKvCache || c instanceof ArraysCache);
         } finally {
             Arrays.stream(caches).forEach(KvCache::close);
         }
@@ -105,13 +138,21 @@ public final class PrefixReuse {
      * disagrees with the ids (nothing inconsistent is ever stored) or they cannot be captured.
      */
     public Captured capture(int[] prefix, int[] runSequence, KvCache[] caches) {
+        return capture(prefix, runSequence, caches, List.of());
+    }
+
+    /**
+     * As above, with {@code checkpoints} of the caches' recurrent state taken while the run's
+     * prompt was prefilled ({@link KvSnapshots#checkpoint}; copied, still the caller's).
+     */
+    public Captured capture(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
         int total = prefix.length + runSequence.length;
         for (KvCache c : caches) {
             if (c.offset() != total) {
                 return null;
             }
         }
-        KvSnapshot s = KvSnapshots.capture(caches);
+        KvSnapshot s = KvSnapshots.capture(caches, checkpoints);
         if (s == null) {
             return null;
         }
@@ -136,7 +177,13 @@ public final class PrefixReuse {
      * @return whether a snapshot was handed to the cache
      */
     public boolean publish(CacheNamespace ns, int[] prefix, int[] runSequence, KvCache[] caches) {
-        Captured c = capture(prefix, runSequence, caches);
+        return publish(ns, prefix, runSequence, caches, List.of());
+    }
+
+    /** As above, with checkpoints of the recurrent state ({@link #capture(int[], int[], KvCache[], List)}). */
+    public boolean publish(
+            CacheNamespace ns, int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
+        Captured c = capture(prefix, runSequence, caches, checkpoints);
         if (c == null) {
             return false;
         }

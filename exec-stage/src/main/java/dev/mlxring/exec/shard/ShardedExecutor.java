@@ -271,9 +271,13 @@ public final class ShardedExecutor implements Executor {
             this.batch = batch;
         }
 
+        /**
+         * As the local batch, except quantized KV plans: the sharded batch has no parity cell
+         * over {@code BatchQuantizedKvCache}, so they run alone (the sharded serial path), as before.
+         */
         @Override
         public boolean accepts(ExecutionPlan plan) {
-            return batch.accepts(plan);
+            return plan.kvScheme() == null && batch.accepts(plan);
         }
 
         @Override

@@ -36,6 +36,7 @@ final class BenchCommand {
     static final int DEFAULT_NUM_PROMPTS = 32;
     static final String DEFAULT_LEN = "128";
     static final int DEFAULT_PREFIX_COUNT = 4;
+    static final int DEFAULT_TURNS = 4;
     static final int DEFAULT_ROUNDS = 1;
     static final int DEFAULT_WARMUP = 2;
     static final int DEFAULT_TIMEOUT_SECONDS = 600;
@@ -46,75 +47,98 @@ final class BenchCommand {
             "bench serve --target NAME=URL [--target …] (--max-concurrency LIST | --request-rate LIST) [options]\n"
                     + "       mlx-ring bench engine [--model DIR] (--max-concurrency LIST | --request-rate LIST) [options]",
             "benchmark OpenAI-compatible servers side by side, one at a time in ABBA order (docs/bench.md)",
-            List.of(List.of(
-                    Flag.repeated(
-                            "--target", "NAME=URL", "none", "a server to load, by name and base URL; repeat for more"),
-                    Flag.repeated("--api-key", "NAME=KEY", "none", "send Authorization: Bearer KEY to target NAME"),
-                    Flag.repeated(
-                            "--header", "NAME=H:V", "none", "send header H with value V to target NAME; repeatable"),
-                    Flag.repeated(
-                            "--model",
-                            "NAME=ID|DIR",
-                            "the first id of the target's /v1/models; engine: " + GenerateCommand.DEFAULT_MODEL,
-                            "serve: the model id requests to target NAME carry; engine: the model directory to load"),
-                    Flag.valued(
-                            "--decode-concurrency",
-                            "N",
-                            ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY,
-                            "engine: rows of the embedded engine's batch (as serve's flag)"),
-                    Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
-                    Flag.valued(
-                            "--max-concurrency",
-                            "LIST",
-                            "none",
-                            "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
-                                    + " its last ends"),
-                    Flag.valued(
-                            "--request-rate",
-                            "LIST",
-                            "none",
-                            "open loop: each of these mean request rates per second (inf: all at once)"),
-                    Flag.valued("--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
-                    Flag.valued(
-                            "--workload",
-                            "W",
-                            "random",
-                            "random, prefix-shared, agent-edit, sharegpt:FILE or jsonl:FILE"),
-                    Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
-                    Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
-                    Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
-                    Flag.valued(
-                            "--prefix-count",
-                            "N",
-                            DEFAULT_PREFIX_COUNT,
-                            "shared system prompts (prefix-shared) or files (agent-edit)"),
-                    Flag.valued("--seed", "N", 0, "seed of the workload and of the arrival times"),
-                    Flag.valued(
-                            "--rounds",
-                            "N",
-                            DEFAULT_ROUNDS,
-                            "times every target runs every level (results pool them and give the spread)"),
-                    Flag.valued("--warmup", "N", DEFAULT_WARMUP, "unrecorded requests to each target first"),
-                    Flag.valued(
-                            "--slo",
-                            "ttft=MS,tpot=MS",
-                            "none",
-                            "goodput objectives (also e2el=MS): requests/s meeting all of them"),
-                    Flag.valued(
-                            "--timeout-seconds",
-                            "S",
-                            DEFAULT_TIMEOUT_SECONDS,
-                            "a request without response headers after S seconds fails (timeout)"),
-                    Flag.valued(
-                            "--cpu-bound",
-                            "CORES",
-                            DEFAULT_CPU_BOUND,
-                            "flag a phase in which the rest of the machine used more CPU than this"),
-                    Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
-                    Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots"))),
+            List.of(
+                    List.of(
+                            Flag.repeated(
+                                    "--target",
+                                    "NAME=URL",
+                                    "none",
+                                    "a server to load, by name and base URL; repeat for more"),
+                            Flag.repeated(
+                                    "--api-key", "NAME=KEY", "none", "send Authorization: Bearer KEY to target NAME"),
+                            Flag.repeated(
+                                    "--header",
+                                    "NAME=H:V",
+                                    "none",
+                                    "send header H with value V to target NAME; repeatable"),
+                            Flag.repeated(
+                                    "--model",
+                                    "NAME=ID|DIR",
+                                    "the first id of the target's /v1/models; engine: " + GenerateCommand.DEFAULT_MODEL,
+                                    "serve: the model id requests to target NAME carry; engine: the model directory to load"),
+                            Flag.valued(
+                                    "--decode-concurrency",
+                                    "N",
+                                    ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY,
+                                    "engine: rows of the embedded engine's batch (as serve's flag)"),
+                            Flag.valued("--api", "API", "chat", "chat, completions, messages (Anthropic) or responses"),
+                            Flag.valued(
+                                    "--max-concurrency",
+                                    "LIST",
+                                    "none",
+                                    "closed loop: each of these numbers of clients (1,4,8), each sending its next request when"
+                                            + " its last ends; the list is the sweep"),
+                            Flag.valued(
+                                    "--request-rate",
+                                    "LIST",
+                                    "none",
+                                    "open loop: each of these mean request rates per second (inf: all at once); the list is"
+                                            + " the sweep"),
+                            Flag.valued(
+                                    "--burstiness", "B", 1.0, "gamma shape of the gaps between arrivals (1: Poisson)"),
+                            Flag.valued(
+                                    "--workload",
+                                    "W",
+                                    "random",
+                                    "random, prefix-shared, agent-edit, multi-turn, sharegpt:FILE or jsonl:FILE"),
+                            Flag.valued(
+                                    "--turns",
+                                    "N",
+                                    DEFAULT_TURNS,
+                                    "multi-turn: turns of each conversation (--num-prompts counts conversations)"),
+                            Flag.valued("--input-len", "N|MIN:MAX", DEFAULT_LEN, "prompt length in tokens, about"),
+                            Flag.valued("--output-len", "N|MIN:MAX", DEFAULT_LEN, "max_tokens of each request"),
+                            Flag.valued("--num-prompts", "N", DEFAULT_NUM_PROMPTS, "requests per phase"),
+                            Flag.valued(
+                                    "--prefix-count",
+                                    "N",
+                                    DEFAULT_PREFIX_COUNT,
+                                    "shared system prompts (prefix-shared) or files (agent-edit)"),
+                            Flag.valued("--seed", "N", 0, "seed of the workload and of the arrival times"),
+                            Flag.valued(
+                                    "--rounds",
+                                    "N",
+                                    DEFAULT_ROUNDS,
+                                    "times every target runs every level (results pool them and give the spread)"),
+                            Flag.valued("--warmup", "N", DEFAULT_WARMUP, "unrecorded requests to each target first"),
+                            Flag.valued(
+                                    "--slo",
+                                    "ttft=MS,tpot=MS",
+                                    "none",
+                                    "goodput objectives (also e2el=MS): requests/s meeting all of them"),
+                            Flag.valued(
+                                    "--timeout-seconds",
+                                    "S",
+                                    DEFAULT_TIMEOUT_SECONDS,
+                                    "a request without response headers after S seconds fails (timeout)"),
+                            Flag.valued(
+                                    "--cpu-bound",
+                                    "CORES",
+                                    DEFAULT_CPU_BOUND,
+                                    "flag a phase in which the rest of the machine used more CPU than this"),
+                            Flag.valued("--out", "DIR", "bench-results/DATE-TIME", "the results folder"),
+                            Flag.toggle("--no-plots", "write the JSON and Markdown only, no PNG plots")),
+                    // bench engine's embedded engine keeps prompt caches as serve does, with serve's defaults
+                    PromptCacheFlags.FLAGS),
             """
             mlx-ring bench engine runs the same workloads in-process through LocalEngine (no HTTP),
             the one target named engine; --target, --api-key, --header and --api are serve's.
+            mlx-ring bench decode [--model DIR] [--prompt-tokens 128] [--gen-tokens 64] [--runs 3]
+                   [--warmup 1] [--seed 42] [--variants exact,fast,mlx] [--no-mlx-lm]
+                   [--gguf FILE --llama-bench BIN [--threads N]] [--prefill-step-size 2048]
+                   [--cpu-bound 0.5] [--out DIR]
+                                          B=1 prefill/decode tok/s of ours (each variant) against
+                                          mlx-lm and llama.cpp, alternating, into results.json/md
             mlx-ring bench compare A B    two runs' results.json (or their folders) side by side:
                                           output tok/s, B/A, TTFT and TPOT p50, and whether the
                                           rounds' spreads overlap
@@ -127,14 +151,23 @@ final class BenchCommand {
     private BenchCommand() {}
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        for (String arg : args) {
+            if (arg.equals("--sweep") || arg.startsWith("--sweep=")) {
+                throw new UsageException("bench has no --sweep: the level lists are the sweep (--max-concurrency"
+                        + " 1,2,4,8 or --request-rate 1,2,4,inf runs every level in turn)");
+            }
+        }
         if (args.length >= 2 && args[1].equals("compare")) {
             return compare(args, out);
         }
         if (args.length >= 2 && args[1].equals("engine")) {
             return engine(args, out, err);
         }
+        if (args.length >= 2 && args[1].equals("decode")) {
+            return DecodeCommand.run(args, out, err);
+        }
         if (args.length < 2 || !args[1].equals("serve")) {
-            throw new UsageException("bench takes a sub-command: serve, engine or compare; got '"
+            throw new UsageException("bench takes a sub-command: serve, engine, decode or compare; got '"
                     + (args.length < 2 ? "" : args[1]) + "'");
         }
         BenchOptions options = parse(args);
@@ -168,6 +201,7 @@ final class BenchCommand {
                 ? ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL)
                 : Path.of(models.getFirst());
         int rows = a.intValue("--decode-concurrency", ConcurrencyFlags.DEFAULT_DECODE_CONCURRENCY, 1);
+        LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         BenchOptions parsed;
         try {
             parsed = options(a, List.of(Target.inProcess("engine", "default_model")), args);
@@ -181,7 +215,8 @@ final class BenchCommand {
         try (LocalEngine engine = LocalEngine.open(
                 modelDir,
                 LocalEngine.Options.defaults(LocalEngine.contextLength(modelDir))
-                        .withEngine(config))) {
+                        .withEngine(config)
+                        .withPromptCache(promptCache))) {
             Target target = Target.inProcess("engine", engine.modelId());
             BenchOptions options = new BenchOptions(
                     List.of(target),
@@ -204,7 +239,13 @@ final class BenchCommand {
                     System.console() != null,
                     new EngineSender(engine, options.timeout()),
                     t -> new TargetInfo(
-                            t, null, null, "mlx-ring LocalEngine, decode concurrency " + rows, engine.modelId(), -1),
+                            t,
+                            null,
+                            null,
+                            "mlx-ring LocalEngine, decode concurrency " + rows + ", prompt cache "
+                                    + (promptCache.maxEntries() > 0 ? promptCache.maxEntries() + " entries" : "off"),
+                            engine.modelId(),
+                            -1),
                     "mlx-ring bench engine",
                     "in-process (LocalEngine.submit)");
             BenchServe.write(options, runner.run(), out, err);
@@ -272,14 +313,23 @@ final class BenchCommand {
                 String[] kv = perTarget("--model", spec, targets);
                 targets.put(kv[0], targets.get(kv[0]).withModel(kv[1]));
             }
-            if (a.has("--decode-concurrency")) {
-                throw new UsageException(
-                        "--decode-concurrency sizes bench engine's embedded engine; a server sets its own");
+            for (String engineOnly : engineOnlyFlags()) {
+                if (a.has(engineOnly)) {
+                    throw new UsageException(
+                            engineOnly + " configures bench engine's embedded engine; a server sets its" + " own");
+                }
             }
             return options(a, List.copyOf(targets.values()), args);
         } catch (IllegalArgumentException e) {
             throw new UsageException(e.getMessage());
         }
+    }
+
+    /** The flags only bench engine takes: the embedded engine's batch rows and prompt cache. */
+    private static List<String> engineOnlyFlags() {
+        List<String> out = new ArrayList<>(List.of("--decode-concurrency"));
+        out.addAll(PromptCacheFlags.NAMES);
+        return out;
     }
 
     /** The options every sub-command shares (levels, workload, rounds, SLOs, output), for {@code targets}. */
@@ -309,13 +359,18 @@ final class BenchCommand {
                 }
             }
             Long seed = a.longValue("--seed");
+            String workload = a.has("--workload") ? a.get("--workload") : "random";
+            if (a.has("--turns") && !workload.equals(Workloads.MULTI_TURN)) {
+                throw new UsageException(
+                        "--turns applies to --workload " + Workloads.MULTI_TURN + " only; got --workload " + workload);
+            }
             Workloads.Params params = new Workloads.Params(
                     LengthRange.parse("--input-len", a.has("--input-len") ? a.get("--input-len") : DEFAULT_LEN),
                     LengthRange.parse("--output-len", a.has("--output-len") ? a.get("--output-len") : DEFAULT_LEN),
                     a.intValue("--num-prompts", DEFAULT_NUM_PROMPTS, 1),
                     a.intValue("--prefix-count", DEFAULT_PREFIX_COUNT, 1),
-                    seed == null ? 0 : seed);
-            String workload = a.has("--workload") ? a.get("--workload") : "random";
+                    seed == null ? 0 : seed,
+                    workload.equals(Workloads.MULTI_TURN) ? a.intValue("--turns", DEFAULT_TURNS, 1) : 1);
             double cpuBound = a.doubleValue("--cpu-bound", DEFAULT_CPU_BOUND);
             if (!(cpuBound >= 0)) {
                 throw new UsageException("--cpu-bound must be a number of cores >= 0, got " + cpuBound);

@@ -16,6 +16,15 @@ final class CliArgs {
 
     private CliArgs() {}
 
+    /** These arguments with {@code values} (flag → value) given instead of, or besides, the parsed ones. */
+    CliArgs with(Map<String, String> values) {
+        CliArgs a = new CliArgs();
+        a.values.putAll(this.values);
+        a.repeated.putAll(this.repeated);
+        a.values.putAll(values);
+        return a;
+    }
+
     /** Parses {@code args[from..]} against the flags {@code command} accepts. */
     static CliArgs parse(String[] args, int from, CommandFlags command) {
         return parse(args, from, command.valued(), command.switches(), command.repeatable());

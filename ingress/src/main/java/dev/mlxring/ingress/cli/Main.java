@@ -21,7 +21,8 @@ public final class Main {
               serve      serve a model over HTTP (OpenAI chat / responses, Anthropic messages)
               generate   generate text from a prompt with a model
               bench      bench serve: benchmark OpenAI-compatible servers side by side; bench engine:
-                         the same in-process; bench compare A B: two runs (docs/bench.md)
+                         the same in-process; bench decode: B=1 tok/s against mlx-lm and llama.cpp;
+                         bench compare A B: two runs (docs/bench.md)
               help       show this text; 'mlx-ring help COMMAND' shows a command's flags
 
             'mlx-ring COMMAND --help' lists every flag COMMAND takes, with its default.

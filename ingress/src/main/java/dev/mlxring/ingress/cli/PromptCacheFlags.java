@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.engine.LocalEngine;
+import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.kvstore.QuarantineCap;
 import dev.mlxring.kvstore.RamPrefixCache;
 import java.math.BigDecimal;
@@ -14,7 +15,9 @@ import java.util.Map;
  * suffixes are decimal, as mlx-lm's {@code _parse_size}); and the SSD tier, off unless
  * {@code --prompt-cache-dir DIR} is given, capped by {@code --prompt-cache-disk-bytes} (default 2GB),
  * whose {@code quarantine/} keeps at most {@code --prompt-cache-quarantine-files N} damaged map
- * files and {@code --prompt-cache-quarantine-bytes B} bytes ({@link QuarantineCap#DEFAULT}).
+ * files and {@code --prompt-cache-quarantine-bytes B} bytes ({@link QuarantineCap#DEFAULT}); and
+ * {@code --prompt-cache-checkpoint N}, the prompt positions between a hybrid model's checkpoints of
+ * its recurrent state (ours: mlx-lm restores such a cache only whole).
  */
 final class PromptCacheFlags {
     /** The SSD tier's default byte cap; Chronicle Map preallocates about this much disk. */
@@ -47,7 +50,12 @@ final class PromptCacheFlags {
                     "--prompt-cache-quarantine-bytes",
                     "B",
                     QuarantineCap.DEFAULT.maxBytes(),
-                    "with --prompt-cache-dir: bytes DIR/quarantine/ keeps at most"));
+                    "with --prompt-cache-dir: bytes DIR/quarantine/ keeps at most"),
+            Flag.valued(
+                    "--prompt-cache-checkpoint",
+                    "N",
+                    PrefixReuse.DEFAULT_CHECKPOINT_TOKENS,
+                    "hybrid models: keep the recurrent state every N prompt tokens (restorable there); 0 = at the end only"));
     static final List<String> NAMES = Flag.names(FLAGS);
     /** The flags that configure the SSD tier, refused without {@code --prompt-cache-dir}. */
     private static final List<String> DISK_ONLY =
@@ -78,7 +86,8 @@ final class PromptCacheFlags {
                 a.has("--prompt-cache-quarantine-bytes")
                         ? parseSize("--prompt-cache-quarantine-bytes", a.get("--prompt-cache-quarantine-bytes"))
                         : QuarantineCap.DEFAULT.maxBytes());
-        return new LocalEngine.PromptCache(size, bytes, dir, disk, quarantine);
+        int checkpoint = a.intValue("--prompt-cache-checkpoint", PrefixReuse.DEFAULT_CHECKPOINT_TOKENS, 0);
+        return new LocalEngine.PromptCache(size, bytes, dir, disk, quarantine, checkpoint);
     }
 
     static long parseSize(String text) {

@@ -9,8 +9,14 @@ import dev.mlxring.exec.shard.ShardLeader;
 import dev.mlxring.ingress.http.AdapterNames;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
+import dev.mlxring.ingress.http.ModelRoute;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
+import dev.mlxring.ingress.pool.MemoryBudget;
+import dev.mlxring.ingress.pool.ModelPool;
+import dev.mlxring.ingress.pool.ModelSources;
+import dev.mlxring.ingress.pool.ModelSpec;
+import dev.mlxring.ingress.pool.PoolMetrics;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
@@ -60,6 +66,26 @@ final class ServeCommand {
                                     "DIR",
                                     GenerateCommand.DEFAULT_MODEL,
                                     "MLX model directory (config.json, *.safetensors, tokenizer.json)"),
+                            Flag.valued(
+                                    "--model-dir",
+                                    "DIR",
+                                    "none",
+                                    "serve every model folder under DIR too, named by its folder, loaded on first use"),
+                            Flag.valued(
+                                    "--models",
+                                    "FILE",
+                                    "none",
+                                    "JSON: model name -> {path, pinned, kv-bits, max-kv-size, numerics, ...}"),
+                            Flag.valued(
+                                    "--memory-budget",
+                                    "BYTES",
+                                    "75% of physical memory",
+                                    "models' resident bytes + admitted requests' peaks stay under it (8GB, 500MB or a count)"),
+                            Flag.valued(
+                                    "--model-ttl",
+                                    "S",
+                                    0,
+                                    "unload a model idle S seconds (not the default or pinned ones); 0 = only for room"),
                             Flag.valued("--host", "HOST", DEFAULT_HOST, "address to bind"),
                             Flag.valued("--port", "PORT", DEFAULT_PORT, "port to bind; 0 picks a free one"),
                             Flag.valued(
@@ -128,20 +154,26 @@ final class ServeCommand {
     private ServeCommand() {}
 
     /** What {@link #start} built, closed in reverse order (once). */
-    record Running(HttpServer server, LocalEngine local, AtomicBoolean closed) implements AutoCloseable {
-        Running(HttpServer server, LocalEngine local) {
-            this(server, local, new AtomicBoolean());
+    record Running(HttpServer server, ModelPool pool, AtomicBoolean closed) implements AutoCloseable {
+        Running(HttpServer server, ModelPool pool) {
+            this(server, pool, new AtomicBoolean());
         }
 
+        /** The default model's pipeline. */
         Engine engine() {
-            return local.engine();
+            return pool.defaultRoute().engine();
+        }
+
+        /** The default model's engine (its prefix cache, tokenizer). */
+        LocalEngine local() {
+            return ((PooledEngine) pool.defaultLoaded()).local();
         }
 
         @Override
         public void close() {
             if (closed.compareAndSet(false, true)) {
                 server.close();
-                local.close();
+                pool.close();
             }
         }
     }
@@ -237,7 +269,22 @@ final class ServeCommand {
         List<String> allowedOrigins =
                 a.has("--allowed-origins") ? List.of(a.get("--allowed-origins").split(",")) : HttpServer.ANY_ORIGIN;
 
-        int maxContext = LocalEngine.contextLength(modelDir);
+        String modelId = modelDir.getFileName().toString();
+        List<ModelSpec> specs = modelSpecs(a, modelId, modelDir);
+        if (launch != null && specs.size() > 1) {
+            throw new UsageException("--model-dir and --models cannot run tensor-parallel (one model only)");
+        }
+        if (speculative.on() && specs.size() > 1) {
+            throw new UsageException("--speculative cannot be used with --model-dir or --models");
+        }
+        long budgetBytes = a.has("--memory-budget")
+                ? PromptCacheFlags.parseSize("--memory-budget", a.get("--memory-budget"))
+                : MemoryBudget.defaultBytes();
+        if (budgetBytes < 1) {
+            throw new UsageException(
+                    "--memory-budget must be at least one byte, got '" + a.get("--memory-budget") + "'");
+        }
+        long ttlSeconds = a.intValue("--model-ttl", 0, 0);
         ShardLeader leader = launch == null
                 ? null
                 : ShardLeader.start(
@@ -251,61 +298,87 @@ final class ServeCommand {
                         promptCache.maxBytes(),
                         ShardFlags.STARTUP_NS,
                         ShardFlags.rankTimeoutNs(a));
-        LocalEngine local;
-        try {
-            local = LocalEngine.open(
-                    modelDir,
+        ModelPool.Loader loader = spec -> {
+            boolean isDefault = spec.name().equals(modelId);
+            CliArgs m = a.with(spec.flags());
+            int modelMaxKvSize = KvFlags.maxKvSize(m);
+            int maxContext = LocalEngine.contextLength(spec.dir());
+            LocalEngine local = LocalEngine.open(
+                    spec.dir(),
                     new LocalEngine.Options(
-                            new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, kv)
+                            new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, KvFlags.parse(m))
                                     .withMaxPromptTokens(maxPromptTokens),
                             prefillStep,
                             engineConfig,
-                            maxKvSize,
+                            modelMaxKvSize,
                             kernels,
-                            numerics,
-                            promptCache,
+                            NumericsFlag.parse(m, kernels, launch != null),
+                            // One SSD tier per folder: the default model's.
+                            isDefault
+                                    ? promptCache
+                                    : new LocalEngine.PromptCache(promptCache.maxEntries(), promptCache.maxBytes()),
                             dequantizedWeights,
-                            speculative,
-                            adapterDir,
-                            namedAdapters),
-                    leader);
+                            isDefault ? speculative : SpeculativeDecoding.OFF,
+                            isDefault ? adapterDir : null,
+                            // Named adapters belong to the default model: <default>:<NAME>.
+                            isDefault ? namedAdapters : LocalEngine.NamedAdapters.NONE),
+                    isDefault ? leader : null);
+            HfTokenizer tokenizer = local.tokenizer();
+            return new PooledEngine(
+                    local,
+                    new ServerDefaults(
+                            maxTokens,
+                            maxContext,
+                            local.vocabSize(),
+                            isDefault
+                                    ? new AdapterNames(
+                                            adapterDir == null ? null : adapterDir.toString(), names(namedAdapters))
+                                    : AdapterNames.NONE),
+                    id -> tokenizer.decode(new int[] {id}, false),
+                    prefillStep,
+                    modelMaxKvSize);
+        };
+        ModelPool pool;
+        try {
+            pool = new ModelPool(
+                            specs,
+                            modelId,
+                            new java.util.LinkedHashSet<>(namedAdapters.dirs().keySet()),
+                            loader,
+                            new MemoryBudget(budgetBytes),
+                            java.util.concurrent.TimeUnit.SECONDS.toNanos(ttlSeconds),
+                            ServeCommand::mlxLimits)
+                    .start();
         } catch (RuntimeException e) {
             if (leader != null) {
                 leader.abandon();
             }
             throw e;
         }
-        HfTokenizer tokenizer = local.tokenizer();
-        String modelId = modelDir.getFileName().toString();
+        ModelRoute defaults = pool.defaultRoute();
         HttpServer server;
         try {
             ServerMetrics metrics = new ServerMetrics(
-                    local.engine(),
+                    defaults.engine(),
                     () -> Mlx.memory().activeBytes(),
                     Mlx.memory().activeBytes());
+            PoolMetrics.register(pool, metrics);
             server = new HttpServer(
                             new HttpServer.Config(
                                     host,
                                     port,
                                     modelId,
                                     a.get("--api-key"),
-                                    new ServerDefaults(
-                                            maxTokens,
-                                            maxContext,
-                                            local.vocabSize(),
-                                            new AdapterNames(
-                                                    adapterDir == null ? null : adapterDir.toString(),
-                                                    names(namedAdapters))),
+                                    defaults.defaults(),
                                     "mlx-ring-0.1.0-mlx-" + Mlx.version(),
                                     maxBodyBytes,
                                     allowedOrigins,
                                     connections),
-                            local.engine(),
-                            id -> tokenizer.decode(new int[] {id}, false),
+                            pool,
                             metrics)
                     .start();
         } catch (RuntimeException e) {
-            local.close();
+            pool.close();
             throw e;
         }
         out.printf(
@@ -322,7 +395,74 @@ final class ServeCommand {
             out.println(NumericsFlag.notice(numerics));
         }
         out.flush();
-        return new Running(server, local);
+        return new Running(server, pool);
+    }
+
+    /**
+     * The models served: {@code --model} (the default, pinned), then {@code --model-dir}'s
+     * folders, then {@code --models}' entries; a name given twice must name one directory.
+     */
+    static List<ModelSpec> modelSpecs(CliArgs a, String defaultName, Path defaultDir) {
+        java.util.Map<String, ModelSpec> byName = new java.util.LinkedHashMap<>();
+        byName.put(defaultName, ModelSpec.of(defaultName, defaultDir, true));
+        List<ModelSpec> more = new java.util.ArrayList<>();
+        try {
+            if (a.has("--model-dir")) {
+                more.addAll(ModelSources.scan(Path.of(a.get("--model-dir"))));
+            }
+            if (a.has("--models")) {
+                more.addAll(ModelSources.read(Path.of(a.get("--models"))));
+            }
+        } catch (IllegalArgumentException e) {
+            throw new UsageException(e.getMessage());
+        }
+        for (ModelSpec s : more) {
+            ModelSpec before = byName.get(s.name());
+            if (before == null) {
+                byName.put(s.name(), s);
+            } else if (!sameDir(before.dir(), s.dir())) {
+                throw new UsageException(
+                        "two models are named '" + s.name() + "': " + before.dir() + " and " + s.dir());
+            } else if (!s.flags().isEmpty() || s.pinned()) {
+                // The models file's settings for a model also found elsewhere.
+                byName.put(s.name(), new ModelSpec(s.name(), s.dir(), s.pinned() || before.pinned(), s.flags()));
+            }
+        }
+        return List.copyOf(byName.values());
+    }
+
+    private static boolean sameDir(Path x, Path y) {
+        try {
+            return Files.isSameFile(x, y);
+        } catch (java.io.IOException e) {
+            return x.toAbsolutePath().normalize().equals(y.toAbsolutePath().normalize());
+        }
+    }
+
+    /** MLX's memory and cache limits, from the pool's budget. */
+    private static void mlxLimits(long memoryLimitBytes, long cacheLimitBytes) {
+        Mlx.setMemoryLimit(memoryLimitBytes);
+        Mlx.setCacheLimit(cacheLimitBytes);
+    }
+
+    /** A {@link LocalEngine} as a pool's loaded model; closing it frees its arrays, then MLX's cached buffers. */
+    private record PooledEngine(
+            LocalEngine local,
+            ServerDefaults defaults,
+            java.util.function.IntFunction<String> tokenText,
+            int prefillChunkTokens,
+            int maxKvSize)
+            implements ModelPool.Loaded {
+        @Override
+        public Engine engine() {
+            return local.engine();
+        }
+
+        @Override
+        public void close() {
+            local.close();
+            Mlx.clearCache();
+        }
     }
 
     /** The named adapters' folders as given, by name. */

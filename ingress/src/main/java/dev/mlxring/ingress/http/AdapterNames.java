@@ -1,16 +1,17 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.mlxring.ingress.pool.ModelNames;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 
 /**
- * Which adapter a request is served with: the one place that maps a request's {@code model}
- * ({@code <base>:<NAME>}) and {@code adapters} field (mlx_lm.server's: a folder; here also a
+ * Which adapter a request is served with: maps a request's {@code model} ({@code <base>:<NAME>},
+ * as {@link ModelNames} resolves it) and {@code adapters} field (mlx_lm.server's: a folder; here also a
  * name) to a named adapter ({@code serve --adapter NAME=DIR}), or to the model as loaded (with
  * its {@code --adapter-path} adapter, if any). A name or folder not served is refused naming it:
  * 404 {@code model_not_found} for a {@code model}, 400 for the {@code adapters} field or for the
@@ -22,33 +23,18 @@ import java.util.Map;
 public record AdapterNames(String adapterPath, Map<String, String> named) {
     public static final AdapterNames NONE = new AdapterNames(null, Map.of());
 
-    /** The separator of a named adapter's model id: {@code <base>:<NAME>}. */
-    public static final String SEPARATOR = ":";
-
     public AdapterNames {
         named = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(named));
     }
 
-    /** The model ids {@code /v1/models} lists: the base, then {@code <base>:<NAME>} per adapter. */
-    public List<String> modelIds(String base) {
-        List<String> ids = new ArrayList<>(List.of(base));
-        named.keySet().forEach(n -> ids.add(base + SEPARATOR + n));
-        return ids;
-    }
-
-    /** Whether {@code model} names the served model: the base, {@code default_model} or a served {@code <base>:<NAME>}. */
-    public boolean serves(String model, String base) {
-        return model.equals(base) || model.equals("default_model") || fromModel(model, base) != null;
-    }
-
-    /** The adapter name in {@code model} ({@code <base>:<NAME>} with NAME served), else null. */
+    /**
+     * The adapter name in {@code model} ({@code <base>:<NAME>} with NAME served, as {@link
+     * ModelNames} resolves it), else null.
+     */
     public String fromModel(String model, String base) {
-        String prefix = base + SEPARATOR;
-        if (model == null || !model.startsWith(prefix)) {
-            return null;
-        }
-        String name = model.substring(prefix.length());
-        return named.containsKey(name) ? name : null;
+        return new ModelNames(base, new LinkedHashSet<>(List.of(base)), new LinkedHashSet<>(named.keySet()))
+                .adapter(model)
+                .orElse(null);
     }
 
     /**

@@ -1,6 +1,5 @@
 package dev.mlxring.ingress.http;
 
-import dev.mlxring.pipeline.Engine;
 import dev.mlxring.pipeline.GenerationListener;
 import dev.mlxring.pipeline.GenerationRequest;
 import dev.mlxring.pipeline.OverloadedException;
@@ -11,18 +10,21 @@ import io.undertow.server.ServerConnection;
 import io.undertow.util.AttachmentKey;
 
 /**
- * The one request path every ingress codec takes into the engine: the served-model check,
- * submission with back-pressure (a full request ring answers 429, a closed engine 503),
- * cancellation when the client disconnects, and prep-only token counting. Codecs differ only in
- * how they parse requests and frame output. Thread-safe (the engine is).
+ * The one request path every ingress codec takes into an engine: the model a request names
+ * ({@link #route}), admission by memory, submission with back-pressure (a full request ring
+ * answers 429, a closed engine 503), cancellation when the client disconnects, and prep-only
+ * token counting. Codecs differ only in how they parse requests and frame output. Thread-safe
+ * (the engines and the router are).
  */
 public final class EngineGateway {
-    private final Engine engine;
+    private static final com.fasterxml.jackson.core.JsonFactory JSON_FACTORY =
+            new com.fasterxml.jackson.core.JsonFactory();
+    private final ModelRouter models;
     private final HttpServer.Config config;
     private final ServerMetrics metrics;
 
-    EngineGateway(Engine engine, HttpServer.Config config, ServerMetrics metrics) {
-        this.engine = engine;
+    EngineGateway(ModelRouter models, HttpServer.Config config, ServerMetrics metrics) {
+        this.models = models;
         this.config = config;
         this.metrics = metrics;
     }
@@ -37,45 +39,75 @@ public final class EngineGateway {
     }
 
     /**
-     * A request may name the served model, {@code default_model} or a named adapter's
-     * {@code <model>:<NAME>} ({@link AdapterNames}); anything else is 404 naming it.
+     * The model a request body names in its top-level {@code model} string (the default model when
+     * it names none or the body is not a JSON object: parsing then answers the body's own error).
+     *
+     * @throws ApiError 404 {@code model_not_found}, or 503 when the model failed to load
+     * @throws ModelLoading while the model loads: the server handles the request again once it has
      */
-    public void checkModel(String model) {
-        AdapterNames adapters = config.defaults().adapters();
-        if (!adapters.serves(model, config.modelId())) {
-            throw new ApiError(
-                    404,
-                    "invalid_request_error",
-                    "model '" + model + "' is not served here (serving "
-                            + String.join(
-                                    ", ",
-                                    adapters.modelIds(config.modelId()).stream()
-                                            .map(m -> "'" + m + "'")
-                                            .toList())
-                            + ")",
-                    "model",
-                    "model_not_found");
+    public ModelRoute route(byte[] body) {
+        return models.route(modelNamed(body));
+    }
+
+    /** The route of a model by its id, as {@code GET /v1/models/{id}} names it. */
+    ModelRoute routeNamed(String model) {
+        return models.route(model);
+    }
+
+    /** The top-level {@code model} string of a JSON object body, or null. */
+    static String modelNamed(byte[] body) {
+        try (var p = JSON_FACTORY.createParser(body)) {
+            if (p.nextToken() != com.fasterxml.jackson.core.JsonToken.START_OBJECT) {
+                return null;
+            }
+            com.fasterxml.jackson.core.JsonToken t;
+            while ((t = p.nextToken()) == com.fasterxml.jackson.core.JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                t = p.nextToken();
+                if (field.equals("model")) {
+                    return t == com.fasterxml.jackson.core.JsonToken.VALUE_STRING ? p.getText() : null;
+                }
+                p.skipChildren();
+            }
+            return null;
+        } catch (java.io.IOException e) {
+            return null;
         }
     }
 
     /**
-     * Submits {@code request}; output goes to {@code listener} on the sink thread and is written
-     * through {@code out}. Keeps the exchange open for the sink thread to complete.
+     * Admits {@code request} on {@code model} by its peak memory ({@link Admission}), then
+     * submits it; output goes to {@code listener} on the sink thread and is written through
+     * {@code out}. The admission's reservation is returned when the session settles. Keeps the
+     * exchange open for the sink thread to complete.
      */
     public Session submit(
-            HttpServerExchange ex, GenerationRequest request, GenerationListener listener, ExchangeWriter out) {
-        Session session;
+            HttpServerExchange ex,
+            ModelRoute model,
+            GenerationRequest request,
+            GenerationListener listener,
+            ExchangeWriter out) {
         // the adapter its model names ({@code <model>:<NAME>}), checked against its adapters field's
-        String adapter = config.defaults().adapters().resolve(request.model(), config.modelId(), request.adapter());
+        // (before admission: a refusal then holds no reservation)
+        String adapter = model.defaults().adapters().resolve(request.model(), model.name(), request.adapter());
         if (!java.util.Objects.equals(adapter, request.adapter())) {
             request = request.withAdapter(adapter);
         }
+        Admission.Reservation held = model.admission()
+                .admit(
+                        model.admission().needsPromptTokens() ? promptTokens(model, request) : 0,
+                        request.maxTokens() != null
+                                ? request.maxTokens()
+                                : model.defaults().maxTokens());
+        Session session;
         out.submitted();
         try {
-            session = engine.submit(request, listener);
+            session = model.engine().submit(request, new Releasing(listener, held));
         } catch (OverloadedException e) {
+            held.release();
             throw ApiError.overloaded(429, e.getMessage());
         } catch (IllegalStateException e) {
+            held.release();
             // EngineUnavailableException: closing, or a stage thread is gone (health says which).
             throw new ApiError(
                     503,
@@ -143,11 +175,30 @@ public final class EngineGateway {
      * The prompt tokens {@code request} would have: prep's rendering and tokenization, no
      * generation. Prep's refusals are 400s, as they would be for a submitted request.
      */
-    public int promptTokens(GenerationRequest request) {
+    public int promptTokens(ModelRoute model, GenerationRequest request) {
         try {
-            return engine.prepare(request).length();
+            return model.engine().prepare(request).length();
         } catch (RequestException e) {
             throw ApiError.invalid(null, e.getMessage());
+        }
+    }
+
+    /** A listener that returns its request's memory reservation when the session settles. */
+    private record Releasing(GenerationListener listener, Admission.Reservation held) implements GenerationListener {
+        @Override
+        public void onCommitted(Session session, dev.mlxring.pipeline.CommittedSpan span) {
+            listener.onCommitted(session, span);
+        }
+
+        @Override
+        public void onComplete(Session session, dev.mlxring.pipeline.Outcome outcome) {
+            held.release();
+            listener.onComplete(session, outcome);
+        }
+
+        @Override
+        public boolean autoRelease() {
+            return listener.autoRelease();
         }
     }
 }

@@ -114,7 +114,7 @@ public final class HttpServer implements AutoCloseable {
     private static final HttpString ALLOW_HEADERS = new HttpString("Access-Control-Allow-Headers");
 
     private final Config config;
-    private final Engine engine;
+    private final ModelRouter models;
     private final HttpListener listener;
     private final EngineGateway gateway;
     private final OpenAiCodec openAi;
@@ -131,12 +131,25 @@ public final class HttpServer implements AutoCloseable {
         this(config, engine, tokenText, new ServerMetrics(engine, null, 0));
     }
 
+    /** A server of one model, {@code config}'s {@code modelId}, admitting every request it can queue. */
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText, ServerMetrics metrics) {
+        this(
+                config,
+                ModelRouter.single(
+                        new ModelRoute(config.modelId(), engine, config.defaults(), tokenText, Admission.UNBOUNDED)),
+                metrics);
+    }
+
+    /**
+     * A server of the models {@code models} routes to; health and the engine gauges follow its
+     * default model ({@link ModelRouter#defaultRoute}).
+     */
+    public HttpServer(Config config, ModelRouter models, ServerMetrics metrics) {
         this.config = config;
-        this.engine = engine;
+        this.models = models;
         this.metrics = metrics;
-        this.gateway = new EngineGateway(engine, config, metrics);
-        this.openAi = new OpenAiCodec(gateway, tokenText);
+        this.gateway = new EngineGateway(models, config, metrics);
+        this.openAi = new OpenAiCodec(gateway);
         this.anthropic = new AnthropicCodec(gateway);
         this.responses = new ResponsesCodec(gateway);
         this.listener = new HttpListener(
@@ -306,6 +319,7 @@ public final class HttpServer implements AutoCloseable {
      * stall (one unit running for minutes) shows here while it lasts.
      */
     private void health(HttpServerExchange ex) {
+        Engine engine = models.defaultRoute().engine();
         var h = engine.health();
         ObjectNode body = JSON.createObjectNode();
         int status;
@@ -389,29 +403,27 @@ public final class HttpServer implements AutoCloseable {
     private String models() {
         ObjectNode root = JSON.createObjectNode();
         root.put("object", "list");
-        var data = root.putArray("data");
-        for (String id : config.defaults().adapters().modelIds(config.modelId())) {
-            modelObject(data.addObject(), id);
-        }
+        models.list(root.putArray("data"), startedSeconds);
         return root.toString();
     }
 
     /**
-     * {@code GET /v1/models/{id}} (OpenAI's retrieve): the served model by its id or
-     * {@code default_model}, or a named adapter by {@code <model>:<NAME>}.
+     * {@code GET /v1/models/{id}} (OpenAI's retrieve): a served model, by its id or {@code
+     * default_model}, or a named adapter by {@code <model>:<NAME>}, as {@code /v1/models} lists
+     * it; retrieving loads nothing.
      */
     private String model(String id) {
-        gateway.checkModel(id);
-        return modelObject(JSON.createObjectNode(), id.equals("default_model") ? config.modelId() : id)
-                .toString();
-    }
-
-    private ObjectNode modelObject(ObjectNode m, String id) {
-        m.put("id", id);
-        m.put("object", "model");
-        m.put("created", startedSeconds);
-        m.put("owned_by", "mlx-ring");
-        return m;
+        String wanted = id.equals("default_model") ? models.defaultRoute().name() : id;
+        var all = JSON.createArrayNode();
+        models.list(all, startedSeconds);
+        java.util.List<String> served = new java.util.ArrayList<>();
+        for (var m : all) {
+            if (m.path("id").asText().equals(wanted)) {
+                return m.toString();
+            }
+            served.add(m.path("id").asText());
+        }
+        throw ModelRouter.notFound(id, served);
     }
 
     /** What a route does with a received POST body; throws {@link ApiError} for a bad request. */
@@ -458,29 +470,47 @@ public final class HttpServer implements AutoCloseable {
     private void receive(HttpServerExchange ex, ErrorShape shape, BodyHandler handler) {
         ex.getRequestReceiver().setMaxBufferSize(Math.toIntExact(config.maxBodyBytes()));
         ex.getRequestReceiver()
-                .receiveFullBytes(
-                        (exchange, body) -> {
-                            try {
-                                handler.handle(exchange, body);
-                            } catch (ApiError e) {
-                                ObservedHandler.reject(exchange, e, shape);
-                            } catch (RuntimeException e) {
-                                ObservedHandler.internalError(exchange, e, shape);
-                            }
-                        },
-                        (exchange, e) -> {
-                            if (e instanceof io.undertow.io.Receiver.RequestToLargeException
-                                    || e instanceof io.undertow.server.RequestTooBigException) {
-                                // A chunked body that grew past the limit while being read.
-                                tooLarge(exchange, shape);
-                            } else {
-                                ObservedHandler.reject(
-                                        exchange,
-                                        ApiError.invalid(null, "could not read the request body: " + e.getMessage()),
-                                        shape);
-                            }
-                        });
+                .receiveFullBytes((exchange, body) -> handle(exchange, body, shape, handler), (exchange, e) -> {
+                    if (e instanceof io.undertow.io.Receiver.RequestToLargeException
+                            || e instanceof io.undertow.server.RequestTooBigException) {
+                        // A chunked body that grew past the limit while being read.
+                        tooLarge(exchange, shape);
+                    } else {
+                        ObservedHandler.reject(
+                                exchange,
+                                ApiError.invalid(null, "could not read the request body: " + e.getMessage()),
+                                shape);
+                    }
+                });
     }
+
+    /**
+     * Runs the route's {@code handler} on a received body. A request for a model that is loading
+     * waits for the load on a virtual thread (never an IO thread), then is handled again.
+     */
+    private static void handle(HttpServerExchange ex, byte[] body, ErrorShape shape, BodyHandler handler) {
+        try {
+            handler.handle(ex, body);
+        } catch (ModelLoading loading) {
+            ex.dispatch(LOAD_WAITERS, exchange -> {
+                try {
+                    loading.loaded().join();
+                } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+                    // The route, asked again, answers the failed load in its own words.
+                }
+                handle(exchange, body, shape, handler);
+            });
+        } catch (ApiError e) {
+            ObservedHandler.reject(ex, e, shape);
+        } catch (RuntimeException e) {
+            ObservedHandler.internalError(ex, e, shape);
+        }
+    }
+
+    /** Where requests wait for their model's load: a virtual thread each. */
+    private static final java.util.concurrent.Executor LOAD_WAITERS =
+            java.util.concurrent.Executors.newThreadPerTaskExecutor(
+                    Thread.ofVirtual().name("mlxring-load-wait-", 0).factory());
 
     /**
      * A JSON body within {@code maxBodyBytes}: a declared length beyond it is refused with 413

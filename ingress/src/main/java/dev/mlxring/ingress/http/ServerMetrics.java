@@ -269,6 +269,11 @@ public final class ServerMetrics {
     }
 
     /** Writes every metric in the Prometheus text format. */
+    /** Adds {@code metrics} to what {@code /metrics} writes (e.g. a model pool's per-model rows). */
+    public void register(io.prometheus.metrics.model.registry.Collector metrics) {
+        registry.register(metrics);
+    }
+
     void scrape(OutputStream out) throws IOException {
         writer.write(out, registry.scrape());
     }

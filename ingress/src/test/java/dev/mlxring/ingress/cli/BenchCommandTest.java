@@ -73,7 +73,7 @@ class BenchCommandTest {
     @Test
     void badInputIsAUsageErrorNamingIt() throws IOException {
         String t = "--target";
-        refused("bench takes a sub-command: serve, engine or compare; got 'run'", "bench", "run");
+        refused("bench takes a sub-command: serve, engine, decode or compare; got 'run'", "bench", "run");
         refused(
                 "--target is bench serve's; bench engine loads --model DIR in-process",
                 "bench",
@@ -83,7 +83,7 @@ class BenchCommandTest {
                 "--max-concurrency",
                 "1");
         refused(
-                "--decode-concurrency sizes bench engine's embedded engine",
+                "--decode-concurrency configures bench engine's embedded engine; a server sets its own",
                 "bench",
                 "serve",
                 "--target",
@@ -92,6 +92,16 @@ class BenchCommandTest {
                 "1",
                 "--decode-concurrency",
                 "2");
+        refused(
+                "--prompt-cache-size configures bench engine's embedded engine; a server sets its own",
+                "bench",
+                "serve",
+                "--target",
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--prompt-cache-size",
+                "0");
         refused("bench serve needs at least one --target NAME=URL", "bench", "serve", "--max-concurrency", "1");
         refused(
                 "bench serve takes one of --max-concurrency LIST and --request-rate LIST",
@@ -180,6 +190,37 @@ class BenchCommandTest {
                 "1",
                 "--max-concurrency",
                 "2");
+        refused(
+                "--turns applies to --workload multi-turn only; got --workload random",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--turns",
+                "3");
+        refused(
+                "--turns must be >= 1, got 0",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--max-concurrency",
+                "1",
+                "--workload",
+                "multi-turn",
+                "--turns",
+                "0");
+        refused(
+                "bench has no --sweep: the level lists are the sweep",
+                "bench",
+                "serve",
+                t,
+                "a=http://x",
+                "--sweep",
+                "--max-concurrency",
+                "1");
         Path bad = dir.resolve("bad.jsonl");
         Files.writeString(bad, "{\"prompt\": \"ok\"}\n{\"prompt\": 5}\n");
         refused(
@@ -227,6 +268,31 @@ class BenchCommandTest {
                                 + "/v1/chat/completions) failed: connect"),
                 r.err());
         assertTrue(!Files.exists(out.resolve("results.json")));
+    }
+
+    /** --workload multi-turn: --num-prompts conversations of --turns turns, in conversation order. */
+    @Test
+    void multiTurnIsConversationsOfTurns() {
+        BenchOptions o = BenchCommand.parse(new String[] {
+            "bench",
+            "serve",
+            "--target",
+            "a=http://x",
+            "--max-concurrency",
+            "2",
+            "--workload",
+            "multi-turn",
+            "--turns",
+            "3",
+            "--num-prompts",
+            "2",
+            "--out",
+            dir.toString()
+        });
+        assertEquals(3, o.workloadParams().turns());
+        assertEquals(
+                List.of(1, 2, 3, 1, 2, 3),
+                o.prompts().stream().map(dev.mlxring.bench.BenchPrompt::turn).toList());
     }
 
     @Test

@@ -231,7 +231,11 @@ class BenchLiveTest {
         }
     }
 
-    /** bench engine: the same workload in-process through LocalEngine, written as bench serve's results. */
+    /**
+     * bench engine: a multi-turn workload in-process through LocalEngine, written as bench serve's
+     * results: the second turn carries the first's answer (its prompt is longer by more than the
+     * answer), TTFT by turn, and the pipeline's hand-offs for every completed request and token.
+     */
     @Test
     void benchEngineRunsTheWorkloadInProcess() throws Exception {
         Path out = dir.resolve("engine");
@@ -245,15 +249,15 @@ class BenchLiveTest {
                     "--max-concurrency",
                     "1,2",
                     "--workload",
-                    "prefix-shared",
-                    "--prefix-count",
-                    "1",
+                    "multi-turn",
+                    "--turns",
+                    "2",
                     "--input-len",
                     "24",
                     "--output-len",
                     "5",
                     "--num-prompts",
-                    "2",
+                    "1",
                     "--warmup",
                     "1",
                     "--no-plots",
@@ -281,7 +285,33 @@ class BenchLiveTest {
                     r.get("allocated_bytes").asDouble() / 10,
                     r.get("allocated_bytes_per_output_token").asDouble(),
                     1e-6);
+            JsonNode turns = r.get("ttft_by_turn");
+            assertEquals(2, turns.size(), r.toString());
+            assertEquals(1, turns.get(1).get("completed").asInt(), r.toString());
+            assertTrue(
+                    turns.get(1).get("mean_prompt_tokens").asDouble()
+                            > turns.get(0).get("mean_prompt_tokens").asDouble() + 5,
+                    "turn 2 resends turn 1 and its 5-token answer: " + turns);
+            JsonNode stages = r.get("stage_latencies_us");
+            for (String firstToken : List.of(
+                    "submit_to_prep",
+                    "prep_to_plan",
+                    "plan_to_exec",
+                    "exec_to_first_token",
+                    "first_token_to_sink",
+                    "sink_to_listener")) {
+                assertEquals(2, stages.at("/" + firstToken + "/count").asInt(), firstToken + ": " + stages);
+            }
+            for (String perToken : List.of("token_exec_to_sink", "token_sink_to_listener")) {
+                assertEquals(10, stages.at("/" + perToken + "/count").asInt(), perToken + ": " + stages);
+                assertTrue(stages.at("/" + perToken + "/p99_us").asDouble() >= 0, stages.toString());
+            }
+            assertTrue(stages.at("/exec_to_first_token/p50_us").asDouble() > 0, "prefill takes time: " + stages);
         }
-        assertTrue(Files.readString(out.resolve("results.md")).startsWith("# mlx-ring bench engine"));
+        String md = Files.readString(out.resolve("results.md"));
+        assertTrue(md.startsWith("# mlx-ring bench engine"), md);
+        assertTrue(md.contains("| engine | 2 | exec_to_first_token | 2 |"), md);
+        assertTrue(
+                md.contains("(1 conversations of 2 turns)") && md.contains("| target | concurrency | turn 1 TTFT"), md);
     }
 }

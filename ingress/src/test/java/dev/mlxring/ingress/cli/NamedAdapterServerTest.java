@@ -12,6 +12,10 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -28,7 +32,8 @@ import org.junit.jupiter.api.Test;
  * as sent one at a time, and each adapter's differ from the base model's and the other's; the
  * {@code adapters} field picks an adapter as its model id does; an unknown adapter is a 404 (model)
  * or 400 (field) naming it and the server keeps serving; a prompt cached under one adapter is
- * restored under it and not under the other; a broken adapter stops start-up naming it.
+ * restored under it and not under the other; under a model pool the adapters belong to the
+ * default model; a broken adapter stops start-up naming it.
  */
 class NamedAdapterServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -82,7 +87,12 @@ class NamedAdapterServerTest {
     }
 
     private static ServeCommand.Running serve(String... adapters) {
+        return serve(List.of(), adapters);
+    }
+
+    private static ServeCommand.Running serve(List<String> flags, String... adapters) {
         List<String> args = new java.util.ArrayList<>(List.of("serve", "--port", "0", "--model", modelDir.toString()));
+        args.addAll(flags);
         for (String a : adapters) {
             args.addAll(List.of("--adapter", a));
         }
@@ -143,6 +153,78 @@ class NamedAdapterServerTest {
             assertTrue(prefix.get(1).get("cached_tokens").asInt() > 0, "a did not restore its own prefix: " + prefix);
             assertEquals(0, prefix.get(2).get("cached_tokens").asInt(), "b restored a's prefix: " + prefix);
         }
+    }
+
+    /**
+     * Under a pool ({@code --models}), the named adapters belong to the default model: listed
+     * right after it, retrievable, answering as on a server of that model alone; another model's
+     * {@code <model>:<NAME>} is the pool's 404 and its {@code adapters} field cannot name them.
+     */
+    @Test
+    void namedAdaptersBelongToThePoolsDefaultModel() throws Exception {
+        Path models = Files.createTempFile("named-adapter-pool", ".json");
+        Files.writeString(models, "{\"other\": {\"path\": " + JSON.writeValueAsString(modelDir.toString()) + "}}");
+        String alone;
+        try (ServeCommand.Running server = serve("a=" + adapterA)) {
+            alone = chat(server, CELL + ":a", null)
+                    .at("/choices/0/message/content")
+                    .asText();
+        }
+        try (ServeCommand.Running pool = serve(List.of("--models", models.toString()), "a=" + adapterA)) {
+            List<String> ids = new java.util.ArrayList<>();
+            get(pool, "/v1/models").get("data").forEach(m -> ids.add(m.get("id").asText()));
+            assertEquals(List.of(CELL, CELL + ":a", "other"), ids);
+            JsonNode retrieved = get(pool, "/v1/models/" + CELL + ":a");
+            assertEquals(CELL + ":a", retrieved.get("id").asText(), retrieved.toString());
+            assertEquals("a", retrieved.get("adapter").asText(), retrieved.toString());
+
+            JsonNode viaModel = chat(pool, CELL + ":a", null);
+            assertEquals(alone, viaModel.at("/choices/0/message/content").asText(), viaModel.toString());
+            assertEquals(
+                    alone,
+                    chat(pool, CELL, "a").at("/choices/0/message/content").asText(),
+                    "the adapters field picks a as its model id does");
+            assertNotEquals(
+                    alone,
+                    chat(pool, CELL, null).at("/choices/0/message/content").asText(),
+                    "a answers as the base");
+
+            JsonNode otherAdapter = chat(pool, "other:a", null);
+            assertEquals("model_not_found", otherAdapter.at("/error/code").asText(), otherAdapter.toString());
+            assertTrue(otherAdapter.at("/error/message").asText().contains("other:a"), otherAdapter.toString());
+            JsonNode otherField = chat(pool, "other", "a");
+            assertEquals("adapters", otherField.at("/error/param").asText(), otherField.toString());
+            JsonNode unknown = get(pool, "/v1/models/" + CELL + ":nope");
+            assertEquals("model_not_found", unknown.at("/error/code").asText(), unknown.toString());
+        } finally {
+            Files.delete(models);
+        }
+    }
+
+    private static JsonNode chat(ServeCommand.Running server, String model, String adapters) throws Exception {
+        String body =
+                "{\"model\":\"" + model + "\",\"messages\":[{\"role\":\"user\",\"content\":\"Tell me about rivers.\"}],"
+                        + "\"max_tokens\":12,\"temperature\":0"
+                        + (adapters == null ? "" : ",\"adapters\":\"" + adapters + "\"") + "}";
+        return JSON.readTree(HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(
+                                        "http://127.0.0.1:" + server.server().port() + "/v1/chat/completions"))
+                                .header("Content-Type", "application/json")
+                                .POST(HttpRequest.BodyPublishers.ofString(body))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body());
+    }
+
+    private static JsonNode get(ServeCommand.Running server, String path) throws Exception {
+        return JSON.readTree(HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(
+                                        "http://127.0.0.1:" + server.server().port() + path))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString())
+                .body());
     }
 
     @Test

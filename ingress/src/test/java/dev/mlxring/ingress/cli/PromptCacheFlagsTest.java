@@ -60,6 +60,15 @@ class PromptCacheFlagsTest {
     }
 
     @Test
+    void theHybridCheckpointIntervalDefaultsAndIsSetByItsFlag() {
+        assertEquals(dev.mlxring.exec.prefix.PrefixReuse.DEFAULT_CHECKPOINT_TOKENS, parse().checkpointTokens());
+        assertEquals(512, parse("--prompt-cache-checkpoint", "512").checkpointTokens());
+        assertEquals(0, parse("--prompt-cache-checkpoint", "0").checkpointTokens());
+        UsageException bad = assertThrows(UsageException.class, () -> parse("--prompt-cache-checkpoint", "-1"));
+        assertTrue(bad.getMessage().contains("--prompt-cache-checkpoint"), bad.getMessage());
+    }
+
+    @Test
     void serveKnowsTheQuarantineFlags() {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int status = Main.run(

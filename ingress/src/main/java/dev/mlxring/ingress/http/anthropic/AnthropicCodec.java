@@ -4,6 +4,7 @@ import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.EngineGateway;
 import dev.mlxring.ingress.http.ErrorShape;
 import dev.mlxring.ingress.http.ExchangeWriter;
+import dev.mlxring.ingress.http.ModelRoute;
 import io.undertow.server.HttpServerExchange;
 import java.util.UUID;
 
@@ -32,10 +33,10 @@ public final class AnthropicCodec {
     /** {@code POST /v1/messages}. */
     public void messages(HttpServerExchange ex, byte[] body) {
         String id = "msg_" + UUID.randomUUID().toString().replace("-", "");
-        MessagesRequest req = MessagesRequest.parse(body, gateway.config().defaults(), id, false);
-        gateway.checkModel(req.model());
+        ModelRoute model = gateway.route(body);
+        MessagesRequest req = MessagesRequest.parse(body, model.defaults(), id, false);
         ExchangeWriter out = gateway.writer(ex, ERRORS);
-        gateway.submit(ex, req.request(), new MessagesResponder(out, req, id), out);
+        gateway.submit(ex, model, req.request(), new MessagesResponder(out, req, id), out);
     }
 
     /**
@@ -43,12 +44,12 @@ public final class AnthropicCodec {
      * request would be, on a worker thread (tokenizing a long prompt must not hold an IO thread).
      */
     public void countTokens(HttpServerExchange ex, byte[] body) {
-        MessagesRequest req = MessagesRequest.parse(body, gateway.config().defaults(), "count", true);
-        gateway.checkModel(req.model());
+        ModelRoute model = gateway.route(body);
+        MessagesRequest req = MessagesRequest.parse(body, model.defaults(), "count", true);
         ExchangeWriter out = gateway.writer(ex, ERRORS);
         ex.dispatch(() -> {
             try {
-                out.json(200, "{\"input_tokens\":" + gateway.promptTokens(req.request()) + "}");
+                out.json(200, "{\"input_tokens\":" + gateway.promptTokens(model, req.request()) + "}");
             } catch (ApiError e) {
                 out.error(e, "");
             } catch (RuntimeException e) {

@@ -3,8 +3,8 @@ package dev.mlxring.ingress.http.openai;
 import dev.mlxring.ingress.http.EngineGateway;
 import dev.mlxring.ingress.http.ErrorShape;
 import dev.mlxring.ingress.http.ExchangeWriter;
+import dev.mlxring.ingress.http.ModelRoute;
 import io.undertow.server.HttpServerExchange;
-import java.util.function.IntFunction;
 
 /**
  * OpenAI's chat completions and text completions as an ingress codec ({@code POST
@@ -14,22 +14,21 @@ import java.util.function.IntFunction;
  */
 public final class OpenAiCodec {
     private final EngineGateway gateway;
-    private final IntFunction<String> tokenText;
 
-    /** @param tokenText a token id's text, for logprobs' alternatives */
-    public OpenAiCodec(EngineGateway gateway, IntFunction<String> tokenText) {
+    /** Token texts (logprobs' alternatives) come from the model each request names ({@link ModelRoute#tokenText}). */
+    public OpenAiCodec(EngineGateway gateway) {
         this.gateway = gateway;
-        this.tokenText = tokenText;
     }
 
     /** {@code POST /v1/chat/completions} when {@code chat}, else {@code POST /v1/completions}. */
     public void completions(HttpServerExchange ex, byte[] body, boolean chat) {
         ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
         String id = (chat ? "chatcmpl-" : "cmpl-") + out.requestId();
-        OpenAiRequest req = OpenAiRequest.parse(body, chat, gateway.config().defaults(), id);
-        gateway.checkModel(req.model());
+        ModelRoute model = gateway.route(body);
+        OpenAiRequest req = OpenAiRequest.parse(body, chat, model.defaults(), id);
         gateway.submit(
                 ex,
+                model,
                 req.request(),
                 new CompletionResponder(
                         out,
@@ -39,7 +38,7 @@ public final class OpenAiCodec {
                                 req.model(),
                                 chat,
                                 gateway.config().fingerprint(),
-                                tokenText,
+                                model.tokenText(),
                                 req.legacyTopLogprobs())),
                 out);
     }

@@ -6,6 +6,7 @@ import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.EngineGateway;
 import dev.mlxring.ingress.http.ErrorShape;
 import dev.mlxring.ingress.http.ExchangeWriter;
+import dev.mlxring.ingress.http.ModelRoute;
 import io.undertow.server.HttpServerExchange;
 import java.util.UUID;
 
@@ -42,13 +43,13 @@ public final class ResponsesCodec {
     /** {@code POST /v1/responses}. */
     public void create(HttpServerExchange ex, byte[] body) {
         String id = "resp_" + UUID.randomUUID().toString().replace("-", "");
-        ResponsesRequest req = ResponsesRequest.parse(body, gateway.config().defaults(), id, prior -> {
+        ModelRoute model = gateway.route(body);
+        ResponsesRequest req = ResponsesRequest.parse(body, model.defaults(), id, prior -> {
             ResponseStore.Stored s = store.get(prior);
             return s == null ? null : s.conversation();
         });
-        gateway.checkModel(req.model());
         ExchangeWriter out = gateway.writer(ex, ErrorShape.OPENAI);
-        gateway.submit(ex, req.request(), new ResponsesResponder(out, req, store, id), out);
+        gateway.submit(ex, model, req.request(), new ResponsesResponder(out, req, store, id), out);
     }
 
     /** {@code GET /v1/responses/{id}} (the stored response) or {@code DELETE} (removes it): the JSON body. */
