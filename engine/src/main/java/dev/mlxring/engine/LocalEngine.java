@@ -10,6 +10,7 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelConfig;
 import dev.mlxring.exec.model.Models;
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.shard.ShardLeader;
@@ -42,6 +43,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
@@ -68,6 +70,8 @@ public final class LocalEngine implements AutoCloseable {
      *     requests run one at a time and each that can speculate does
      * @param adapterPath an adapter folder applied to the model at load ({@code --adapter-path}), or
      *     null; the prefix cache's namespace carries its fingerprint
+     * @param namedAdapters the adapters a request may name ({@code --adapter NAME=DIR},
+     *     {@code --adapter-cache-bytes}); {@link NamedAdapters#NONE} for none
      */
     public record Options(
             RequestPlanner.Defaults defaults,
@@ -79,7 +83,38 @@ public final class LocalEngine implements AutoCloseable {
             PromptCache promptCache,
             boolean dequantizedWeights,
             SpeculativeDecoding speculative,
-            Path adapterPath) {
+            Path adapterPath,
+            NamedAdapters namedAdapters) {
+        public Options {
+            java.util.Objects.requireNonNull(namedAdapters, "namedAdapters");
+        }
+
+        /** Without named adapters. */
+        public Options(
+                RequestPlanner.Defaults defaults,
+                int prefillStepSize,
+                EngineConfig engine,
+                int maxKvSize,
+                CpuKernels cpuKernels,
+                Numerics numerics,
+                PromptCache promptCache,
+                boolean dequantizedWeights,
+                SpeculativeDecoding speculative,
+                Path adapterPath) {
+            this(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
+                    speculative,
+                    adapterPath,
+                    NamedAdapters.NONE);
+        }
+
         /** Without an adapter. */
         public Options(
                 RequestPlanner.Defaults defaults,
@@ -163,7 +198,8 @@ public final class LocalEngine implements AutoCloseable {
                     promptCache,
                     dequantizedWeights,
                     speculative,
-                    adapterPath);
+                    adapterPath,
+                    namedAdapters);
         }
 
         /** These options with {@code p} as the prefix cache. */
@@ -178,7 +214,8 @@ public final class LocalEngine implements AutoCloseable {
                     p,
                     dequantizedWeights,
                     speculative,
-                    adapterPath);
+                    adapterPath,
+                    namedAdapters);
         }
 
         /** These options with {@code s} as the speculative decoding. */
@@ -193,7 +230,8 @@ public final class LocalEngine implements AutoCloseable {
                     promptCache,
                     dequantizedWeights,
                     s,
-                    adapterPath);
+                    adapterPath,
+                    namedAdapters);
         }
 
         /** These options with the adapter folder {@code dir} (null: none). */
@@ -208,7 +246,48 @@ public final class LocalEngine implements AutoCloseable {
                     promptCache,
                     dequantizedWeights,
                     speculative,
-                    dir);
+                    dir,
+                    namedAdapters);
+        }
+
+        /** These options with {@code a} as the named adapters. */
+        public Options withNamedAdapters(NamedAdapters a) {
+            return new Options(
+                    defaults,
+                    prefillStepSize,
+                    engine,
+                    maxKvSize,
+                    cpuKernels,
+                    numerics,
+                    promptCache,
+                    dequantizedWeights,
+                    speculative,
+                    adapterPath,
+                    a);
+        }
+    }
+
+    /**
+     * The adapters requests may name ({@code --adapter NAME=DIR}, repeatable) and the byte cap of
+     * those kept loaded ({@code --adapter-cache-bytes}): see {@link AdapterCache}.
+     *
+     * @param dirs adapter folders by name, in the order given
+     */
+    public record NamedAdapters(Map<String, Path> dirs, long cacheBytes) {
+        /** mlx-ring's default cap: 1 GiB of adapter arrays kept loaded. */
+        public static final long DEFAULT_CACHE_BYTES = 1L << 30;
+
+        public static final NamedAdapters NONE = new NamedAdapters(Map.of(), DEFAULT_CACHE_BYTES);
+
+        public NamedAdapters {
+            dirs = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(dirs));
+            if (cacheBytes <= 0) {
+                throw new IllegalArgumentException("the adapter cache's byte cap must be > 0, got " + cacheBytes);
+            }
+        }
+
+        public boolean any() {
+            return !dirs.isEmpty();
         }
     }
 
@@ -318,10 +397,29 @@ public final class LocalEngine implements AutoCloseable {
                     options.numerics(),
                     options.dequantizedWeights(),
                     leader == null ? null : leader.tensorShard(),
-                    options.adapterPath());
+                    options.adapterPath(),
+                    options.namedAdapters().any());
         } catch (RuntimeException e) {
             tokenizer.close();
             throw e;
+        }
+        AdapterCache adapters = null;
+        if (options.namedAdapters().any()) {
+            try {
+                // each adapter is loaded once now, so a broken one stops start-up naming it
+                adapters = new AdapterCache(
+                        model.adapterSlots(),
+                        options.namedAdapters().dirs(),
+                        options.namedAdapters().cacheBytes());
+                adapters.validate();
+            } catch (RuntimeException e) {
+                if (adapters != null) {
+                    adapters.close();
+                }
+                model.close();
+                tokenizer.close();
+                throw e;
+            }
         }
         if (options.defaults().kvQuantization() != null) {
             try {
@@ -414,12 +512,13 @@ public final class LocalEngine implements AutoCloseable {
                         sharded != null
                                 ? sharded
                                 : new ModelExecutor(
-                                        model,
-                                        options.prefillStepSize(),
-                                        options.maxKvSize(),
-                                        reuse,
-                                        EngineRng.fromClock(),
-                                        speculation))
+                                                model,
+                                                options.prefillStepSize(),
+                                                options.maxKvSize(),
+                                                reuse,
+                                                EngineRng.fromClock(),
+                                                speculation)
+                                        .serveAdapters(adapters))
                 .sinks(sinks)
                 .start();
         if (sharded != null) {

@@ -19,6 +19,8 @@ import java.util.Objects;
  *     {@link ExecutionBatch#insert}, also when they throw), the exec loop when the session
  *     settles before that (cancelled or refused while queued)
  * @param speculative the request's speculative-decoding choice; null = the executor's default
+ * @param adapter the named adapter the request is served with ({@link GenerationRequest#adapter});
+ *     null = the base model. An executor that cannot serve it refuses the plan
  */
 public record ExecutionPlan(
         String requestId,
@@ -32,7 +34,8 @@ public record ExecutionPlan(
         List<Map<String, Object>> tools,
         KvQuantization kvScheme,
         TokenConstraint constraint,
-        SpeculativeSpec speculative) {
+        SpeculativeSpec speculative,
+        String adapter) {
     public ExecutionPlan {
         Objects.requireNonNull(sampling, "sampling");
         stopTokenIds = stopTokenIds.clone();
@@ -41,6 +44,54 @@ public record ExecutionPlan(
         if (maxTokens < 0) {
             throw new IllegalArgumentException("maxTokens must be >= 0, got " + maxTokens);
         }
+    }
+
+    /** The same plan served with the named adapter {@code name} (null: the base model). */
+    public ExecutionPlan withAdapter(String name) {
+        return new ExecutionPlan(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                tools,
+                kvScheme,
+                constraint,
+                speculative,
+                name);
+    }
+
+    /** A plan on the base model. */
+    public ExecutionPlan(
+            String requestId,
+            PreparedPrompt prompt,
+            SamplingParams sampling,
+            int maxTokens,
+            int[] stopTokenIds,
+            List<String> stopStrings,
+            boolean logprobs,
+            int topLogprobs,
+            List<Map<String, Object>> tools,
+            KvQuantization kvScheme,
+            TokenConstraint constraint,
+            SpeculativeSpec speculative) {
+        this(
+                requestId,
+                prompt,
+                sampling,
+                maxTokens,
+                stopTokenIds,
+                stopStrings,
+                logprobs,
+                topLogprobs,
+                tools,
+                kvScheme,
+                constraint,
+                speculative,
+                null);
     }
 
     /** A plan that speculates as the executor's default says. */

@@ -28,6 +28,9 @@ import java.util.List;
  *     A choice that constrains the output (forced, strict or single calls) excludes {@code constraint}:
  *     plan refuses a request with both
  * @param speculative the request's speculative-decoding choice; null = the server's default
+ * @param adapter the named adapter ({@code serve --adapter NAME=DIR}) to serve the request with;
+ *     null = the base model. Resolved from the protocol's fields by ingress; a name the engine does
+ *     not serve fails the request as invalid
  */
 public record GenerationRequest(
         String id,
@@ -40,7 +43,36 @@ public record GenerationRequest(
         int topLogprobs,
         OutputConstraint constraint,
         ToolChoiceSpec toolChoice,
-        SpeculativeSpec speculative) {
+        SpeculativeSpec speculative,
+        String adapter) {
+
+    /** A request on the base model. */
+    public GenerationRequest(
+            String id,
+            String model,
+            Prompt prompt,
+            SamplingSpec sampling,
+            Integer maxTokens,
+            List<String> stop,
+            boolean logprobs,
+            int topLogprobs,
+            OutputConstraint constraint,
+            ToolChoiceSpec toolChoice,
+            SpeculativeSpec speculative) {
+        this(
+                id,
+                model,
+                prompt,
+                sampling,
+                maxTokens,
+                stop,
+                logprobs,
+                topLogprobs,
+                constraint,
+                toolChoice,
+                speculative,
+                null);
+    }
 
     /** A request that speculates as the server's default says. */
     public GenerationRequest(
@@ -87,19 +119,69 @@ public record GenerationRequest(
     /** The same request with {@code c} as its output constraint. */
     public GenerationRequest withConstraint(OutputConstraint c) {
         return new GenerationRequest(
-                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, c, toolChoice, speculative);
+                id,
+                model,
+                prompt,
+                sampling,
+                maxTokens,
+                stop,
+                logprobs,
+                topLogprobs,
+                c,
+                toolChoice,
+                speculative,
+                adapter);
     }
 
     /** The same request with {@code choice} as its tool choice. */
     public GenerationRequest withToolChoice(ToolChoiceSpec choice) {
         return new GenerationRequest(
-                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, choice, speculative);
+                id,
+                model,
+                prompt,
+                sampling,
+                maxTokens,
+                stop,
+                logprobs,
+                topLogprobs,
+                constraint,
+                choice,
+                speculative,
+                adapter);
     }
 
     /** The same request with {@code spec} as its speculative-decoding choice (null: the server's default). */
     public GenerationRequest withSpeculative(SpeculativeSpec spec) {
         return new GenerationRequest(
-                id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, toolChoice, spec);
+                id,
+                model,
+                prompt,
+                sampling,
+                maxTokens,
+                stop,
+                logprobs,
+                topLogprobs,
+                constraint,
+                toolChoice,
+                spec,
+                adapter);
+    }
+
+    /** The same request served with the named adapter {@code name} (null: the base model). */
+    public GenerationRequest withAdapter(String name) {
+        return new GenerationRequest(
+                id,
+                model,
+                prompt,
+                sampling,
+                maxTokens,
+                stop,
+                logprobs,
+                topLogprobs,
+                constraint,
+                toolChoice,
+                speculative,
+                name);
     }
 
     /** A builder with nothing set: {@link Builder#build()} needs a prompt; every other field has its default. */
@@ -134,6 +216,7 @@ public record GenerationRequest(
         private OutputConstraint constraint;
         private ToolChoiceSpec toolChoice;
         private SpeculativeSpec speculative;
+        private String adapter;
 
         private Builder() {}
 
@@ -217,6 +300,12 @@ public record GenerationRequest(
             return this;
         }
 
+        /** The named adapter to serve the request with ({@code serve --adapter NAME=DIR}); without it, the base model. */
+        public Builder adapter(String adapter) {
+            this.adapter = adapter;
+            return this;
+        }
+
         /** The request; refuses one without a prompt. */
         public GenerationRequest build() {
             if (prompt == null) {
@@ -234,7 +323,8 @@ public record GenerationRequest(
                     topLogprobs,
                     constraint,
                     toolChoice,
-                    speculative);
+                    speculative,
+                    adapter);
         }
     }
 }

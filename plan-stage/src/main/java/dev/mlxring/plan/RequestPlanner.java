@@ -151,7 +151,8 @@ public final class RequestPlanner implements Planner {
                     tools,
                     defaults.kvQuantization(),
                     constraint,
-                    request.speculative());
+                    request.speculative(),
+                    request.adapter());
         } catch (RuntimeException e) {
             if (constraint != null) {
                 constraint.close();

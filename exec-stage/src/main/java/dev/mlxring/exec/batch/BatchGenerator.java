@@ -205,6 +205,9 @@ public final class BatchGenerator implements AutoCloseable {
             if (request.constraint() != null) {
                 request.constraint().close();
             }
+            if (request.adapter() != null) {
+                request.adapter().close();
+            }
             if (history != null) {
                 for (KvCache c : history) {
                     c.close();
@@ -262,7 +265,8 @@ public final class BatchGenerator implements AutoCloseable {
                 history,
                 finishedRows != null,
                 spec,
-                request.kvQuantization()));
+                request.kvQuantization(),
+                request.adapter()));
         return uid;
     }
 

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.batch;
 
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.SamplingParams;
@@ -22,6 +23,8 @@ import dev.mlxring.pipeline.TokenConstraint;
  *     precision: after each forward its layers holding at least {@code quantizedKvStart}
  *     positions become quantized, as generate_step's {@code maybe_quantize_kv_cache}; rows of one
  *     generator share one scheme ({@link BatchGenerator#insert})
+ * @param adapter the row's hold on its named adapter, or null for the base model; the generator
+ *     owns it from {@link BatchGenerator#insert} on and closes it when the row leaves
  */
 public record BatchRequest(
         int[] prompt,
@@ -31,7 +34,8 @@ public record BatchRequest(
         int[] stopTokenIds,
         TokenConstraint constraint,
         Speculation speculation,
-        KvQuantization kvQuantization) {
+        KvQuantization kvQuantization,
+        AdapterCache.Lease adapter) {
     public BatchRequest {
         prompt = prompt.clone();
         stopTokenIds = stopTokenIds.clone();
@@ -50,7 +54,7 @@ public record BatchRequest(
         }
     }
 
-    /** A full-precision row. */
+    /** A full-precision row on the base model. */
     public BatchRequest(
             int[] prompt,
             int[] segmentLengths,
@@ -59,7 +63,7 @@ public record BatchRequest(
             int[] stopTokenIds,
             TokenConstraint constraint,
             Speculation speculation) {
-        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null);
+        this(prompt, segmentLengths, maxTokens, sampling, stopTokenIds, constraint, speculation, null, null);
     }
 
     /** A row without speculation. */

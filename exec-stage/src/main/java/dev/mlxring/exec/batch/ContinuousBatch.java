@@ -4,6 +4,8 @@ import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.model.ModelLoadException;
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -57,6 +59,8 @@ public final class ContinuousBatch implements ExecutionBatch {
         final int topN;
         /** The cache types of the row's segments after the restored prefix ({@code segment_types}). */
         final PromptSegment.Kind[] segmentTypes;
+        /** The prefix cache namespace of the row's model and adapter; null without a prefix cache. */
+        final CacheNamespace namespace;
 
         int nextSegmentType;
         int completionTokens;
@@ -66,7 +70,14 @@ public final class ContinuousBatch implements ExecutionBatch {
         int proposedTokens;
         int acceptedTokens;
 
-        RowInfo(int[] prefix, int promptTokens, boolean logprobs, int topN, PromptSegment.Kind[] segmentTypes) {
+        RowInfo(
+                int[] prefix,
+                int promptTokens,
+                boolean logprobs,
+                int topN,
+                PromptSegment.Kind[] segmentTypes,
+                CacheNamespace namespace) {
+            this.namespace = namespace;
             this.prefix = prefix;
             this.promptTokens = promptTokens;
             this.logprobs = logprobs;
@@ -95,13 +106,19 @@ public final class ContinuousBatch implements ExecutionBatch {
     private final SpeculationPolicy speculation;
 
     private final CacheNamespace namespace;
+    /** The named adapters rows may lease; null when the server serves none. */
+    private AdapterCache adapters;
+
     private final Int2ObjectHashMap<RowInfo> rows = new Int2ObjectHashMap<>();
     /** The KV scheme of the rows in {@link #rows} (null: full precision); meaningless while it is empty. */
     private KvQuantization rowsScheme;
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
     private Consumer<List<BatchToken>> unitTap;
+    /** A finished row's snapshot and the namespace it is published under. */
+    private record Finished(CacheNamespace namespace, PrefixReuse.Captured captured) {}
+
     /** Finished rows' snapshots of this unit, published after its segment snapshots. */
-    private final List<PrefixReuse.Captured> finishedSnapshots = new ArrayList<>();
+    private final List<Finished> finishedSnapshots = new ArrayList<>();
 
     /**
      * @param prefixReuse the prefix cache, or null for none
@@ -186,6 +203,15 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
+     * Serves the named adapters of {@code cache} (a plan names one by {@link ExecutionPlan#adapter}):
+     * each such row leases its adapter for its lifetime and its prefix cache entries live under the
+     * adapter's fingerprint. Call before inserting rows; the cache stays the caller's.
+     */
+    public void serveAdapters(AdapterCache cache) {
+        this.adapters = cache;
+    }
+
+    /**
      * Full-precision plans always (while no quantized rows run). A plan with a KV scheme
      * ({@code --kv-bits}) runs as a batch row over {@link dev.mlxring.exec.kv.BatchQuantizedKvCache}s
      * when the model's attention takes them ({@link LanguageModel#batchesQuantizedKv()}) and the
@@ -235,6 +261,10 @@ public final class ContinuousBatch implements ExecutionBatch {
             closeConstraint(plan);
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
+        AdapterCache.Lease adapter = lease(plan);
+        CacheNamespace ns = adapter == null || prefixReuse == null
+                ? namespace
+                : prefixReuse.namespace(null, adapter.adapter().fingerprint());
         PrefixReuse.Restored restored;
         try {
             // quantized rows do not use the prefix cache here (its batch namespace is full precision)
@@ -242,12 +272,32 @@ public final class ContinuousBatch implements ExecutionBatch {
                             || plan.kvScheme() != null
                             || plan.prompt().tokenIds().length == 0
                     ? null
-                    : prefixReuse.restore(namespace, plan.prompt().tokenIds());
+                    : prefixReuse.restore(ns, plan.prompt().tokenIds());
         } catch (RuntimeException e) {
             closeConstraint(plan);
+            if (adapter != null) {
+                adapter.close();
+            }
             throw e;
         }
-        return insert(plan, params, restored, how);
+        return insert(plan, params, restored, how, adapter, ns);
+    }
+
+    /** The plan's adapter leased, or null for the base model; refuses (closing the constraint) a name not served or a folder that no longer loads. */
+    private AdapterCache.Lease lease(ExecutionPlan plan) throws RequestException {
+        if (plan.adapter() == null) {
+            return null;
+        }
+        try {
+            if (adapters == null) {
+                throw new IllegalArgumentException(
+                        "adapter '" + plan.adapter() + "' is not served (this server serves no named adapters)");
+            }
+            return adapters.lease(plan.adapter());
+        } catch (IllegalArgumentException | ModelLoadException e) {
+            closeConstraint(plan);
+            throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
+        }
     }
 
     private static void closeConstraint(ExecutionPlan plan) {
@@ -257,7 +307,13 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /** Inserts the row; the generator owns the constraint and the restored caches from here on. */
-    private int insert(ExecutionPlan plan, SamplingParams params, PrefixReuse.Restored restored, Speculation how)
+    private int insert(
+            ExecutionPlan plan,
+            SamplingParams params,
+            PrefixReuse.Restored restored,
+            Speculation how,
+            AdapterCache.Lease adapter,
+            CacheNamespace ns)
             throws RequestException {
         int[] prompt = plan.prompt().tokenIds();
         int cached = restored == null ? 0 : restored.cachedTokens();
@@ -284,7 +340,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                             plan.stopTokenIds(),
                             plan.constraint(),
                             how,
-                            plan.kvScheme()),
+                            plan.kvScheme(),
+                            adapter),
                     restored == null ? null : restored.caches(),
                     Arrays.copyOf(prompt, cached));
         } catch (IllegalArgumentException e) {
@@ -298,7 +355,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                         prompt.length,
                         plan.logprobs() || plan.topLogprobs() > 0,
                         plan.topLogprobs(),
-                        types));
+                        types,
+                        ns));
         return uid;
     }
 
@@ -457,7 +515,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         try {
             PrefixReuse.Captured c = prefixReuse.capture(info.prefix, cachedSequence, caches);
             if (c != null) {
-                finishedSnapshots.add(c);
+                finishedSnapshots.add(new Finished(info.namespace, c));
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
@@ -482,7 +540,7 @@ public final class ContinuousBatch implements ExecutionBatch {
                 generator.withSegmentCaches(uid, (fed, caches) -> {
                     PrefixReuse.Captured c = prefixReuse.capture(info.prefix, fed, caches);
                     if (c != null) {
-                        prefixReuse.publishSegment(namespace, c, kind);
+                        prefixReuse.publishSegment(info.namespace, c, kind);
                     }
                 });
             } catch (RuntimeException e) {
@@ -490,9 +548,9 @@ public final class ContinuousBatch implements ExecutionBatch {
             }
         }
         while (!finishedSnapshots.isEmpty()) {
-            PrefixReuse.Captured c = finishedSnapshots.removeFirst();
+            Finished f = finishedSnapshots.removeFirst();
             try {
-                prefixReuse.publish(namespace, c);
+                prefixReuse.publish(f.namespace(), f.captured());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
             }
@@ -502,7 +560,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     /** Snapshots a failed unit left unpublished. */
     private void discardFinishedSnapshots() {
         while (!finishedSnapshots.isEmpty()) {
-            finishedSnapshots.removeFirst().discard();
+            finishedSnapshots.removeFirst().captured().discard();
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
@@ -245,7 +246,9 @@ final class GenerationBatch implements AutoCloseable {
                 ids[e * width] = pending[e];
                 System.arraycopy(proposals[e], 0, ids, e * width + 1, proposals[e].length);
             }
-            MlxArray logits = model.forward(Mlx.fromInts(ids, n, width), caches.layers());
+            int rowCount = n;
+            MlxArray logits = RowAdapters.during(
+                    Row.adapters(rows), () -> model.forward(Mlx.fromInts(ids, rowCount, width), caches.layers()));
             caches.maybeQuantize();
             int length = logits.dim(1);
             int v = logits.dim(2);
@@ -437,7 +440,8 @@ final class GenerationBatch implements AutoCloseable {
         try (ArrayScope scope = ArrayScope.open()) {
             MlxArray inputs = currentTokens;
             int b = rows.size();
-            MlxArray logits = model.forward(Mlx.expandDims(inputs, 1), caches.layers());
+            MlxArray logits = RowAdapters.during(
+                    Row.adapters(rows), () -> model.forward(Mlx.expandDims(inputs, 1), caches.layers()));
             caches.maybeQuantize();
             int length = logits.dim(1);
             int vocab = logits.dim(2);

@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -144,7 +145,7 @@ final class PromptBatch implements AutoCloseable {
             // The forward's activations are released before the caches are evaluated, as Python
             // drops the model call's result (see GenerationRun's prefill).
             try (ArrayScope forward = ArrayScope.open()) {
-                model.forward(tokens, caches.layers());
+                RowAdapters.during(Row.adapters(rows), () -> model.forward(tokens, caches.layers()));
             }
             if (maxPadding == 0) {
                 // generate_step's order: the model call, maybe_quantize_kv_cache, then eval

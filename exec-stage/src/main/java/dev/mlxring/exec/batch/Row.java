@@ -1,10 +1,14 @@
 package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.nn.AdapterCache;
+import dev.mlxring.exec.nn.NamedAdapter;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.pipeline.KvQuantization;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One sequence's bookkeeping in a {@link BatchGenerator}: its prompt split as mlx-lm's
@@ -27,6 +31,8 @@ final class Row {
     final RowSpeculation spec;
     /** The row's KV quantization, or null for full precision. */
     final KvQuantization kvQuantization;
+    /** The row's hold on its named adapter; null on the base model. */
+    final AdapterCache.Lease adapter;
     /**
      * Whether the row's next input (the token its caches have not seen yet) was already given to
      * the caller: the prompt's last token, or a token a verification round committed. False when
@@ -71,8 +77,10 @@ final class Row {
             KvCache[] history,
             boolean keepIds,
             RowSpeculation spec,
-            KvQuantization kvQuantization) {
+            KvQuantization kvQuantization,
+            AdapterCache.Lease adapter) {
         this.kvQuantization = kvQuantization;
+        this.adapter = adapter;
         this.mask = mask;
         this.spec = spec;
         this.uid = uid;
@@ -123,11 +131,27 @@ final class Row {
                     mask.close();
                 }
             } finally {
-                if (spec != null) {
-                    spec.close();
+                try {
+                    if (spec != null) {
+                        spec.close();
+                    }
+                } finally {
+                    if (adapter != null) {
+                        adapter.close();
+                    }
                 }
             }
         }
+    }
+
+    /** The named adapters of {@code rows}, in order, for their forward pass; null when none has one. */
+    static RowAdapters adapters(List<Row> rows) {
+        NamedAdapter[] a = new NamedAdapter[rows.size()];
+        for (int i = 0; i < a.length; i++) {
+            AdapterCache.Lease l = rows.get(i).adapter;
+            a[i] = l == null ? null : l.adapter();
+        }
+        return RowAdapters.of(a);
     }
 
     /** Frees what the row still owns besides its sampling run (a history never merged). */

@@ -4,6 +4,7 @@ import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.model.LanguageModel;
+import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.prefix.PrefixedRun;
 import dev.mlxring.exec.sample.EngineRng;
@@ -42,6 +43,8 @@ public final class ModelExecutor implements Executor {
     private final PrefixReuse prefixReuse;
     /** The server's default speculation (null: none) and what a request may ask instead. */
     private final SpeculationPolicy speculation;
+    /** The named adapters its batch serves; null for none. Owned: closed before the model. */
+    private AdapterCache adapters;
 
     public ModelExecutor(LanguageModel model, int prefillStepSize) {
         this(model, prefillStepSize, 0, null);
@@ -110,6 +113,13 @@ public final class ModelExecutor implements Executor {
     public ExecutionRun open(ExecutionPlan plan) throws RequestException {
         SamplingParams params = plan.sampling();
         TokenConstraint constraint = plan.constraint();
+        if (plan.adapter() != null) {
+            closeQuietly(constraint);
+            throw new RequestException(
+                    ErrorType.INVALID_REQUEST,
+                    "adapter '" + plan.adapter() + "' is served only in the continuous batch, which cannot run this"
+                            + " request (e.g. a quantized KV cache); ask without the adapter or without that option");
+        }
         PrefixedRun prefixed;
         try {
             GenerationOptions options = new GenerationOptions(
@@ -191,6 +201,17 @@ public final class ModelExecutor implements Executor {
         }
     }
 
+    /**
+     * Serves the named adapters of {@code cache} (null: none) in its batch ({@link
+     * ContinuousBatch#serveAdapters}); requests naming one that run serially are refused. Takes
+     * ownership: the cache is closed with the executor, before the model. Call before the engine
+     * starts.
+     */
+    public ModelExecutor serveAdapters(AdapterCache cache) {
+        this.adapters = cache;
+        return this;
+    }
+
     @Override
     public ExecutionBatch openBatch(int maxRows, int maxPrefillRows) {
         return openBatch(maxRows, maxPrefillRows, false);
@@ -201,7 +222,7 @@ public final class ModelExecutor implements Executor {
         if (!batchesRotation(model, maxKvSize)) {
             return null;
         }
-        return new ContinuousBatch(
+        ContinuousBatch batch = new ContinuousBatch(
                 model,
                 prefillStepSize,
                 maxRows,
@@ -210,6 +231,8 @@ public final class ModelExecutor implements Executor {
                 prefixReuse,
                 shortPromptsFirst,
                 speculation);
+        batch.serveAdapters(adapters);
+        return batch;
     }
 
     /**
@@ -225,6 +248,9 @@ public final class ModelExecutor implements Executor {
             // The stream failed earlier; that error reached its request, and the queue was waited for.
         } finally {
             try {
+                if (adapters != null) {
+                    adapters.close();
+                }
                 model.close();
             } finally {
                 if (speculation.serverDefault() instanceof Speculation.DraftModel d && d.model() != model) {

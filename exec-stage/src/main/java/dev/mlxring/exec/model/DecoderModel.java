@@ -9,6 +9,7 @@ import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -67,10 +68,12 @@ final class DecoderModel extends LoadedModel {
             FeedForward mlp,
             FusedBlock fused) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
-            if (fused != null && FusedBlock.applies(mask, cache)) {
+            // a row with a named adapter runs the adapted layers, which the fused block does not hold
+            boolean plain = fused != null && !RowAdapters.active();
+            if (plain && FusedBlock.applies(mask, cache)) {
                 return fused.forward(x, mask, (DenseKvCache) cache);
             }
-            if (fused != null && fused.appliesToRows(x, cache)) {
+            if (plain && fused.appliesToRows(x, cache)) {
                 return fused.forwardRows(x, (BatchKvCache) cache);
             }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);

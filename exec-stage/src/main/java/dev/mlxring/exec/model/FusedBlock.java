@@ -111,6 +111,13 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
             return null;
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
+        for (int i = 0; i < linears.length; i++) {
+            // a slot for named adapters: the block fuses its base layer, and runs only for rows
+            // without an adapter (DecoderModel.Block)
+            if (linears[i] instanceof dev.mlxring.exec.nn.AdaptableLinear s) {
+                linears[i] = s.base();
+            }
+        }
         List<FusedDecoderBlock.Projection> projections = new ArrayList<>(7);
         MlxArray[] qkvBias = new MlxArray[3];
         int biased = 0;

@@ -117,6 +117,14 @@ public interface LanguageModel extends AutoCloseable {
         return "";
     }
 
+    /**
+     * The model's slots for named adapters chosen per row ({@link Models#load} with
+     * {@code adapterSlots}), or null when it was built without them.
+     */
+    default dev.mlxring.exec.nn.AdapterSlots adapterSlots() {
+        return null;
+    }
+
     @Override
     void close();
 }

@@ -78,6 +78,11 @@ abstract class LoadedModel implements LanguageModel {
     }
 
     @Override
+    public final dev.mlxring.exec.nn.AdapterSlots adapterSlots() {
+        return params.slots();
+    }
+
+    @Override
     public final String adapterFingerprint() {
         return params.adapter() == null ? "" : params.adapter().fingerprint();
     }

@@ -116,6 +116,23 @@ public final class Models {
             boolean dequantizedWeights,
             TensorShard shard,
             Path adapterDir) {
+        return load(modelDir, kernels, numerics, dequantizedWeights, shard, adapterDir, false);
+    }
+
+    /**
+     * As {@link #load(Path, CpuKernels, Numerics, boolean, TensorShard, Path)}; with
+     * {@code adapterSlots} every linear layer is built as a slot for named adapters chosen per row
+     * ({@link LanguageModel#adapterSlots}, {@code serve --adapter NAME=DIR}). Refused with an
+     * adapter folder, a shard, and for families outside {@link #ADAPTER_FAMILIES}.
+     */
+    public static LanguageModel load(
+            Path modelDir,
+            CpuKernels kernels,
+            Numerics numerics,
+            boolean dequantizedWeights,
+            TensorShard shard,
+            Path adapterDir,
+            boolean adapterSlots) {
         if (dequantizedWeights && shard != null) {
             throw new IllegalArgumentException("--dequantized-weights is not supported across tensor-parallel ranks");
         }
@@ -140,10 +157,26 @@ public final class Models {
                         + String.join(", ", ADAPTER_FAMILIES.stream().sorted().toList()) + ")");
             }
         }
+        if (adapterSlots) {
+            if (adapterDir != null) {
+                throw new ModelLoadException(
+                        "named adapters (--adapter) cannot be served over --adapter-path " + adapterDir);
+            }
+            if (shard != null) {
+                throw new ModelLoadException("named adapters cannot be served across tensor-parallel ranks");
+            }
+            if (!ADAPTER_FAMILIES.contains(type)) {
+                throw new ModelLoadException("model_type '" + type + "' cannot take adapters (supported: "
+                        + String.join(", ", ADAPTER_FAMILIES.stream().sorted().toList()) + ")");
+            }
+        }
         DecoderArgs args = family == null ? null : family.apply(config);
         Parameters params = new Parameters(loadWeights(modelDir), kernels, numerics, dequantizedWeights);
         LanguageModel model;
         try {
+            if (adapterSlots) {
+                params.openSlots(args.numHiddenLayers());
+            }
             if (adapterDir != null) {
                 LoraAdapter adapter = LoraAdapter.load(adapterDir);
                 params.attach(adapter, args.numHiddenLayers());

@@ -119,10 +119,26 @@ public final class LoraAdapter implements AutoCloseable {
      * {@code base}.
      */
     public Linear adapt(Parameters params, String path, Linear base, int inDims) {
-        if (config.full() || !converts(path, params)) {
+        if (config.full() || !converts(path, params.layerCount())) {
             return base;
         }
         params.countInitRandomDraws(2); // nn.Linear's weight and lora_a's uniform draw
+        return convert(path, base, inDims);
+    }
+
+    /**
+     * As {@link #adapt(Parameters, String, Linear, int)} for a model already built with
+     * {@code layerCount} blocks (a named adapter, {@link AdapterSlots}): no random draws are
+     * counted, as the model's own were taken at its load.
+     */
+    Linear adapt(int layerCount, String path, Linear base, int inDims) {
+        if (config.full() || !converts(path, layerCount)) {
+            return base;
+        }
+        return convert(path, base, inDims);
+    }
+
+    private Linear convert(String path, Linear base, int inDims) {
         converted++;
         MlxArray weight = switch (base) {
             case Linear.Dense d -> d.weight();
@@ -167,12 +183,11 @@ public final class LoraAdapter implements AutoCloseable {
     }
 
     /** Whether linear_to_lora_layers converts the module at {@code path}. */
-    private boolean converts(String path, Parameters params) {
+    private boolean converts(String path, int layers) {
         Matcher m = LAYER.matcher(path);
         if (m.matches()) {
             int layer = Integer.parseInt(m.group(1));
             String key = m.group(2);
-            int layers = params.layerCount();
             int n = Math.max(config.numLayers(), 0);
             boolean inRange = n == 0 || layer >= layers - n;
             boolean keyed = config.keys() == null || config.keys().contains(key);
@@ -223,6 +238,18 @@ public final class LoraAdapter implements AutoCloseable {
         }
         throwErrors();
         Mlx.eval(tensors.arrays().values().toArray(new MlxArray[0]));
+    }
+
+    /** Bytes of the adapter's arrays: the file's tensors and what the layers derive from them (DoRA's). */
+    public long lengthInBytes() {
+        long n = 0;
+        for (MlxArray a : tensors.arrays().values()) {
+            n += a.nbytes();
+        }
+        for (MlxArray a : derived) {
+            n += a.nbytes();
+        }
+        return n;
     }
 
     private void throwErrors() {

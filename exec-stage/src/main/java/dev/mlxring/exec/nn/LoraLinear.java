@@ -16,7 +16,11 @@ import dev.mlxring.mlx.MlxArray;
 public record LoraLinear(Linear base, MlxArray loraA, MlxArray loraB, double scale) implements Linear {
     @Override
     public MlxArray forward(MlxArray x) {
-        MlxArray y = base.forward(x);
+        return addDelta(x, base.forward(x));
+    }
+
+    /** The layer's output given {@code y}, the base layer's output for {@code x}: {@code y + (scale * z).astype(x.dtype)}. */
+    MlxArray addDelta(MlxArray x, MlxArray y) {
         MlxArray z = Mlx.matmul(Mlx.matmul(x, loraA), loraB);
         return Mlx.add(y, Mlx.astype(Mlx.multiply(Mlx.scalar(scale, z.dtype()), z), x.dtype()));
     }

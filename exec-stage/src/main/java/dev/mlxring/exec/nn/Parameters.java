@@ -28,6 +28,7 @@ public final class Parameters implements AutoCloseable {
     private final List<MlxArray> derived = new ArrayList<>();
     private int initRandomDraws;
     private LoraAdapter adapter;
+    private AdapterSlots slots;
     private int layerCount;
 
     public Parameters(Weights weights, CpuKernels kernels, Numerics numerics) {
@@ -73,6 +74,23 @@ public final class Parameters implements AutoCloseable {
         this.layerCount = layerCount;
     }
 
+    /**
+     * Builds every linear layer from here on as an {@link AdaptableLinear} slot, so that named
+     * adapters can be loaded into the built model and chosen per row ({@link AdapterSlots});
+     * {@code layerCount} is the model's number of blocks. Not with an attached adapter.
+     */
+    public void openSlots(int layerCount) {
+        if (adapter != null) {
+            throw new IllegalStateException("named adapters cannot be served over an --adapter-path adapter");
+        }
+        this.slots = new AdapterSlots(layerCount);
+    }
+
+    /** The model's adapter slots, or null when it was not built to serve named adapters. */
+    public AdapterSlots slots() {
+        return slots;
+    }
+
     /** The attached adapter, or null. */
     public LoraAdapter adapter() {
         return adapter;
@@ -85,7 +103,8 @@ public final class Parameters implements AutoCloseable {
 
     /** {@code base} as the attached adapter leaves the layer at {@code path} ({@code base} without one). */
     Linear adapt(String path, Linear base, int inDims) {
-        return adapter == null ? base : adapter.adapt(this, path, base, inDims);
+        Linear layer = adapter == null ? base : adapter.adapt(this, path, base, inDims);
+        return slots == null ? layer : slots.add(path, layer, inDims);
     }
 
     /** The parameter without recording it as taken (null if absent). */

@@ -98,8 +98,17 @@ public final class PrefixReuse {
 
     /** The namespace of a run under {@code kv} (null = full precision). */
     public CacheNamespace namespace(KvQuantization kv) {
+        return namespace(kv, adapter);
+    }
+
+    /**
+     * The namespace of a run under {@code kv} (null = full precision) with the named adapter whose
+     * fingerprint is {@code adapterFingerprint} ({@link dev.mlxring.exec.nn.NamedAdapter#fingerprint};
+     * "" = the model as loaded), so rows of one batch on different adapters never share a prefix.
+     */
+    public CacheNamespace namespace(KvQuantization kv, String adapterFingerprint) {
         String scheme = kv == null ? "dense" : "kv" + kv.bits() + "g" + kv.groupSize() + "s" + kv.quantizedKvStart();
-        return new CacheNamespace(modelFingerprint, scheme, adapter);
+        return new CacheNamespace(modelFingerprint, scheme, java.util.Objects.requireNonNull(adapterFingerprint));
     }
 
     /** The restored prefix of {@code prompt}, or null on a miss. */

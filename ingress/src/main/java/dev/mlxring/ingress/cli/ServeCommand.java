@@ -6,6 +6,7 @@ import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.shard.ShardFollower;
 import dev.mlxring.exec.shard.ShardLaunch;
 import dev.mlxring.exec.shard.ShardLeader;
+import dev.mlxring.ingress.http.AdapterNames;
 import dev.mlxring.ingress.http.ConnectionLimits;
 import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ModelRoute;
@@ -141,6 +142,7 @@ final class ServeCommand {
                     ConnectionFlags.FLAGS,
                     List.of(CpuKernelsFlag.FLAG, NumericsFlag.FLAG, DequantizedWeightsFlag.FLAG),
                     List.of(AdapterFlag.FLAG),
+                    NamedAdapterFlags.FLAGS,
                     PromptCacheFlags.FLAGS,
                     SpeculativeFlags.FLAGS,
                     ShardFlags.FLAGS),
@@ -241,6 +243,7 @@ final class ServeCommand {
         Numerics numerics = NumericsFlag.parse(a, kernels, launch != null);
         boolean dequantizedWeights = DequantizedWeightsFlag.parse(a, kernels, numerics, launch != null);
         Path adapterDir = AdapterFlag.parse(a, launch != null);
+        LocalEngine.NamedAdapters namedAdapters = NamedAdapterFlags.parse(a, launch != null, adapterDir);
         LocalEngine.PromptCache promptCache = PromptCacheFlags.parse(a);
         Path modelDir = modelDir(a);
         String host = a.has("--host") ? a.get("--host") : DEFAULT_HOST;
@@ -316,7 +319,9 @@ final class ServeCommand {
                                     : new LocalEngine.PromptCache(promptCache.maxEntries(), promptCache.maxBytes()),
                             dequantizedWeights,
                             isDefault ? speculative : SpeculativeDecoding.OFF,
-                            isDefault ? adapterDir : null),
+                            isDefault ? adapterDir : null,
+                            // Named adapters belong to the default model: <default>:<NAME>.
+                            isDefault ? namedAdapters : LocalEngine.NamedAdapters.NONE),
                     isDefault ? leader : null);
             HfTokenizer tokenizer = local.tokenizer();
             return new PooledEngine(
@@ -325,7 +330,10 @@ final class ServeCommand {
                             maxTokens,
                             maxContext,
                             local.vocabSize(),
-                            isDefault && adapterDir != null ? adapterDir.toString() : null),
+                            isDefault
+                                    ? new AdapterNames(
+                                            adapterDir == null ? null : adapterDir.toString(), names(namedAdapters))
+                                    : AdapterNames.NONE),
                     id -> tokenizer.decode(new int[] {id}, false),
                     prefillStep,
                     modelMaxKvSize);
@@ -335,6 +343,7 @@ final class ServeCommand {
             pool = new ModelPool(
                             specs,
                             modelId,
+                            new java.util.LinkedHashSet<>(namedAdapters.dirs().keySet()),
                             loader,
                             new MemoryBudget(budgetBytes),
                             java.util.concurrent.TimeUnit.SECONDS.toNanos(ttlSeconds),
@@ -454,6 +463,13 @@ final class ServeCommand {
             local.close();
             Mlx.clearCache();
         }
+    }
+
+    /** The named adapters' folders as given, by name. */
+    private static java.util.Map<String, String> names(LocalEngine.NamedAdapters named) {
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        named.dirs().forEach((n, d) -> out.put(n, d.toString()));
+        return out;
     }
 
     private static long longFlag(CliArgs a, String flag, long dflt) {

@@ -87,6 +87,12 @@ public final class EngineGateway {
             GenerationRequest request,
             GenerationListener listener,
             ExchangeWriter out) {
+        // the adapter its model names ({@code <model>:<NAME>}), checked against its adapters field's
+        // (before admission: a refusal then holds no reservation)
+        String adapter = model.defaults().adapters().resolve(request.model(), model.name(), request.adapter());
+        if (!java.util.Objects.equals(adapter, request.adapter())) {
+            request = request.withAdapter(adapter);
+        }
         Admission.Reservation held = model.admission()
                 .admit(
                         model.admission().needsPromptTokens() ? promptTokens(model, request) : 0,

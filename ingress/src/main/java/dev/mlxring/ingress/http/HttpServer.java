@@ -409,7 +409,8 @@ public final class HttpServer implements AutoCloseable {
 
     /**
      * {@code GET /v1/models/{id}} (OpenAI's retrieve): a served model, by its id or {@code
-     * default_model}, as {@code /v1/models} lists it; retrieving loads nothing.
+     * default_model}, or a named adapter by {@code <model>:<NAME>}, as {@code /v1/models} lists
+     * it; retrieving loads nothing.
      */
     private String model(String id) {
         String wanted = id.equals("default_model") ? models.defaultRoute().name() : id;

@@ -1,6 +1,7 @@
 package dev.mlxring.ingress.http;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import dev.mlxring.ingress.pool.ModelNames;
 
 /**
  * The models a server serves, by the name a request gives: one model ({@link #single}) or a pool
@@ -22,13 +23,22 @@ public interface ModelRouter {
     /** Appends one OpenAI model object per model served (id, object, created, owned_by, and the pool's fields). */
     void list(ArrayNode data, long createdSeconds);
 
-    /** One model that is always loaded; requests may name it or {@code default_model}. */
+    /**
+     * One model that is always loaded; requests may name it, {@code default_model}, or one of its
+     * named adapters as {@code <model>:<NAME>} ({@link ServerDefaults#adapters}), which are listed
+     * after it.
+     */
     static ModelRouter single(ModelRoute route) {
+        ModelNames names = new ModelNames(
+                route.name(),
+                new java.util.LinkedHashSet<>(java.util.List.of(route.name())),
+                new java.util.LinkedHashSet<>(
+                        route.defaults().adapters().named().keySet()));
         return new ModelRouter() {
             @Override
             public ModelRoute route(String requested) {
-                if (requested != null && !requested.equals(route.name()) && !requested.equals("default_model")) {
-                    throw notFound(requested, java.util.List.of(route.name()));
+                if (names.resolve(requested).isEmpty()) {
+                    throw notFound(requested, names.ids());
                 }
                 return route;
             }
@@ -40,11 +50,13 @@ public interface ModelRouter {
 
             @Override
             public void list(ArrayNode data, long createdSeconds) {
-                var m = data.addObject();
-                m.put("id", route.name());
-                m.put("object", "model");
-                m.put("created", createdSeconds);
-                m.put("owned_by", "mlx-ring");
+                for (String id : names.ids()) {
+                    var m = data.addObject();
+                    m.put("id", id);
+                    m.put("object", "model");
+                    m.put("created", createdSeconds);
+                    m.put("owned_by", "mlx-ring");
+                }
             }
         };
     }

@@ -8,13 +8,21 @@ package dev.mlxring.ingress.http;
  *     prompt is refused with 400 {@code context_length_exceeded}
  * @param vocabSize the model's vocabulary size, for {@code logit_bias} ids; 0 = unknown (plan
  *     checks them then)
- * @param adapterPath the adapter folder the model was loaded with ({@code --adapter-path}, as
- *     given), or null: the only value a request's {@code adapters} field may name
- *     ({@link AdaptersField})
+ * @param adapters the adapters a request may name ({@code --adapter-path}, {@code --adapter
+ *     NAME=DIR}) and how its {@code model} and {@code adapters} fields name them ({@link AdapterNames})
  */
-public record ServerDefaults(int maxTokens, int maxContextTokens, int vocabSize, String adapterPath) {
+public record ServerDefaults(int maxTokens, int maxContextTokens, int vocabSize, AdapterNames adapters) {
+    public ServerDefaults {
+        adapters = adapters == null ? AdapterNames.NONE : adapters;
+    }
+
+    /** With the model loaded with the adapter folder {@code adapterPath} (null: none) and no named adapters. */
+    public ServerDefaults(int maxTokens, int maxContextTokens, int vocabSize, String adapterPath) {
+        this(maxTokens, maxContextTokens, vocabSize, new AdapterNames(adapterPath, java.util.Map.of()));
+    }
+
     public ServerDefaults(int maxTokens, int maxContextTokens, int vocabSize) {
-        this(maxTokens, maxContextTokens, vocabSize, null);
+        this(maxTokens, maxContextTokens, vocabSize, AdapterNames.NONE);
     }
 
     public ServerDefaults(int maxTokens, int maxContextTokens) {

@@ -79,12 +79,32 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
     private volatile boolean closed;
 
     /**
+     * A pool whose default model serves no named adapter.
+     *
      * @param specs every model, in listing order; {@code defaultName} among them
      * @param ttlNs a model idle this long is unloaded (not pinned ones); 0 = only for room
      */
     public ModelPool(
             List<ModelSpec> specs,
             String defaultName,
+            Loader loader,
+            MemoryBudget budget,
+            long ttlNs,
+            MemoryLimits limits) {
+        this(specs, defaultName, new LinkedHashSet<>(), loader, budget, ttlNs, limits);
+    }
+
+    /**
+     * @param specs every model, in listing order; {@code defaultName} among them
+     * @param defaultAdapters the default model's named adapters ({@code serve --adapter NAME=DIR}):
+     *     requests name them {@code <default>:<NAME>} ({@link ModelNames}), and they are listed
+     *     after the default model
+     * @param ttlNs a model idle this long is unloaded (not pinned ones); 0 = only for room
+     */
+    public ModelPool(
+            List<ModelSpec> specs,
+            String defaultName,
+            java.util.SequencedSet<String> defaultAdapters,
             Loader loader,
             MemoryBudget budget,
             long ttlNs,
@@ -107,7 +127,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             }
             entries.put(s.name(), new PooledModel(s, cost, error));
         }
-        this.names = new ModelNames(defaultName, ids);
+        this.names = new ModelNames(defaultName, ids, defaultAdapters);
         this.loader = loader;
         this.budget = budget;
         this.ttlNs = ttlNs;
@@ -125,7 +145,8 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
     /**
      * Loads the default model and the pinned ones on the calling thread.
      *
-     * @throws IllegalArgumentException when one of them cannot load or they do not fit the budget
+     * @throws RuntimeException what the loader threw when one of them cannot load
+     * @throws IllegalArgumentException when they do not fit the budget
      */
     public ModelPool start() {
         for (PooledModel e : entries.values()) {
@@ -144,6 +165,11 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 }
                 load(e, List.of());
                 if (e.state == PooledModel.State.FAILED) {
+                    // The loader's own exception (a ModelLoadException naming the file): start-up
+                    // fails as a server of that model alone does.
+                    if (e.loadFailure != null) {
+                        throw e.loadFailure;
+                    }
                     throw new IllegalArgumentException("model '" + e.name() + "' failed to load: " + e.error);
                 }
                 loading.join();
@@ -164,7 +190,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
 
     @Override
     public ModelRoute route(String requested) {
-        String name = names.resolve(requested).orElseThrow(() -> ModelRouter.notFound(requested, names.names()));
+        String name = names.resolve(requested).orElseThrow(() -> ModelRouter.notFound(requested, names.ids()));
         PooledModel e = entries.get(name);
         List<PooledModel> victims;
         CompletableFuture<Void> loading;
@@ -230,6 +256,18 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             m.put("resident_bytes", r.residentBytes());
             if (r.error() != null) {
                 m.put("error", r.error());
+            }
+            if (r.name().equals(names.defaultName())) {
+                for (String id : names.adapterIds()) {
+                    ObjectNode a = data.addObject();
+                    a.put("id", id);
+                    a.put("object", "model");
+                    a.put("created", createdSeconds);
+                    a.put("owned_by", "mlx-ring");
+                    a.put("state", r.state());
+                    a.put("base", r.name());
+                    a.put("adapter", id.substring(r.name().length() + ModelNames.ADAPTER_SEPARATOR.length()));
+                }
             }
         }
     }
@@ -401,9 +439,11 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
         long t0 = System.nanoTime();
         Loaded loaded = null;
         String error = null;
+        RuntimeException failure = null;
         try {
             loaded = loader.load(e.spec);
         } catch (RuntimeException | Error x) {
+            failure = x instanceof RuntimeException r ? r : null;
             error = x.getMessage() == null ? x.toString() : x.getMessage();
             LOG.log(System.Logger.Level.WARNING, "model '" + e.name() + "' failed to load", x);
         }
@@ -414,6 +454,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             if (loaded == null) {
                 e.state = PooledModel.State.FAILED;
                 e.error = error;
+                e.loadFailure = failure;
                 budget.give(e.residentBytes());
             } else {
                 e.loads++;

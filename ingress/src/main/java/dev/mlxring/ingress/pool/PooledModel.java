@@ -30,6 +30,8 @@ final class PooledModel {
     State state = State.UNLOADED;
     /** Why the load failed (state FAILED). */
     String error;
+    /** What the loader threw (state FAILED), or null: {@link ModelPool#start} rethrows it. */
+    RuntimeException loadFailure;
     /** What the loader returned (state LOADED and UNLOADING). */
     ModelPool.Loaded loaded;
 

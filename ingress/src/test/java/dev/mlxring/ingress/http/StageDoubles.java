@@ -25,14 +25,15 @@ final class StageDoubles {
                 .planner((r, p) -> {
                     refuseConstraint(r);
                     return new ExecutionPlan(
-                            r.id(),
-                            p,
-                            SamplingParams.GREEDY,
-                            r.maxTokens() == null ? 512 : r.maxTokens(),
-                            new int[0],
-                            r.stop(),
-                            r.logprobs(),
-                            r.topLogprobs());
+                                    r.id(),
+                                    p,
+                                    SamplingParams.GREEDY,
+                                    r.maxTokens() == null ? 512 : r.maxTokens(),
+                                    new int[0],
+                                    r.stop(),
+                                    r.logprobs(),
+                                    r.topLogprobs())
+                            .withAdapter(r.adapter());
                 })
                 .executor(executor)
                 .sinks(StageDoubles::tokenText);

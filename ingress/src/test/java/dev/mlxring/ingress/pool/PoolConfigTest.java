@@ -59,4 +59,29 @@ class PoolConfigTest {
         assertEquals(Optional.of("a"), names.resolve(null));
         assertEquals(Optional.empty(), names.resolve("B"));
     }
+
+    @Test
+    void theDefaultModelsNamedAdaptersResolveToIt() {
+        ModelNames names = new ModelNames(
+                "a",
+                new java.util.LinkedHashSet<>(List.of("a", "b")),
+                new java.util.LinkedHashSet<>(List.of("x", "y")));
+        assertEquals(Optional.of("a"), names.resolve("a:x"));
+        assertEquals(Optional.of("x"), names.adapter("a:x"));
+        assertEquals(Optional.of("a"), names.resolve("a:y"));
+        assertEquals(Optional.of("b"), names.resolve("b"));
+        assertEquals(Optional.empty(), names.adapter("a"));
+        // Adapters belong to the default model only, and only served ones resolve.
+        assertEquals(Optional.empty(), names.resolve("b:x"));
+        assertEquals(Optional.empty(), names.resolve("a:z"));
+        assertEquals(Optional.empty(), names.resolve("a:"));
+        assertEquals(List.of("a", "a:x", "a:y", "b"), names.ids());
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> new ModelNames(
+                        "a",
+                        new java.util.LinkedHashSet<>(List.of("a", "a:x")),
+                        new java.util.LinkedHashSet<>(List.of("x"))));
+        assertTrue(e.getMessage().contains("'a:x'"), e.getMessage());
+    }
 }

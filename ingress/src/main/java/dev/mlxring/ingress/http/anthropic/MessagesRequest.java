@@ -2,7 +2,6 @@ package dev.mlxring.ingress.http.anthropic;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
@@ -37,7 +36,7 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
      */
     static MessagesRequest parse(byte[] body, ServerDefaults defaults, String id, boolean countOnly) {
         RequestFields f = new RequestFields(RequestFields.parseObject(body));
-        AdaptersField.check(f.node(), defaults);
+        String adapter = defaults.adapters().fromField(f.node());
         String model = f.string("model", null);
         if (model == null) {
             throw ApiError.invalid("model", "model is required");
@@ -95,7 +94,8 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
                         0,
                         constraint,
                         ChatTools.spec(toolChoice, parallel, "input_schema"))
-                .withSpeculative(SpeculativeField.parse(f.node()));
+                .withSpeculative(SpeculativeField.parse(f.node()))
+                .withAdapter(adapter);
         return new MessagesRequest(req, stream, model);
     }
 

@@ -1,7 +1,6 @@
 package dev.mlxring.ingress.http.openai;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.RequestFields;
 import dev.mlxring.ingress.http.ServerDefaults;
@@ -51,7 +50,7 @@ record OpenAiRequest(
 
     static OpenAiRequest parse(byte[] body, boolean chat, ServerDefaults defaults, String requestId) {
         JsonNode root = RequestFields.parseObject(body);
-        AdaptersField.check(root, defaults);
+        String adapter = defaults.adapters().fromField(root);
         RequestFields f = new RequestFields(root);
         boolean stream = f.bool("stream", false);
         boolean includeUsage = false;
@@ -110,7 +109,8 @@ record OpenAiRequest(
         GenerationRequest req = new GenerationRequest(
                         requestId, model, prompt, sampling, maxTokens, stop, logprobs || top > 0, Math.max(top, 0))
                 .withConstraint(constraint)
-                .withSpeculative(SpeculativeField.parse(root));
+                .withSpeculative(SpeculativeField.parse(root))
+                .withAdapter(adapter);
         if (chat) {
             req = req.withToolChoice(OpenAiTools.choice(
                     root.get("tool_choice"), new RequestFields(root).bool("parallel_tool_calls", true)));

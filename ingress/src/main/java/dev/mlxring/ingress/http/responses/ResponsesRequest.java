@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.mlxring.ingress.http.AdaptersField;
 import dev.mlxring.ingress.http.ApiError;
 import dev.mlxring.ingress.http.ChatTools;
 import dev.mlxring.ingress.http.RequestFields;
@@ -49,7 +48,7 @@ record ResponsesRequest(
     static ResponsesRequest parse(
             byte[] body, ServerDefaults defaults, String id, Function<String, List<ChatMessage>> previous) {
         JsonNode root = RequestFields.parseObject(body);
-        AdaptersField.check(root, defaults);
+        String adapter = defaults.adapters().fromField(root);
         RequestFields f = new RequestFields(root);
         String model = f.string("model", "default_model");
         boolean stream = f.bool("stream", false);
@@ -113,7 +112,8 @@ record ResponsesRequest(
                         0,
                         StructuredOutputs.responses(root),
                         ChatTools.spec(toolChoice, parallel, "parameters"))
-                .withSpeculative(SpeculativeField.parse(root));
+                .withSpeculative(SpeculativeField.parse(root))
+                .withAdapter(adapter);
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
