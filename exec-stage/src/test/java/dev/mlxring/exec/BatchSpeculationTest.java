@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -316,6 +317,32 @@ class BatchSpeculationTest {
                     "%s mixed batch: %d of %d rows bit-equal to their own path; %d of %d token logprobs bit-equal;"
                             + " %d of %d proposed accepted%n",
                     family, rowsBitEqual, script.size(), logprobsEqual, tokensCompared, counts[1], counts[0]);
+        }
+    }
+
+    /**
+     * A round in which rows leave before the verify (a plain row whose pending token was its last)
+     * and during it (the speculating row reaching its length): the round's leavers are indexed over
+     * the rows the first leavers left, not over the round's starting rows (an index past the rows
+     * failed the whole unit).
+     */
+    @Test
+    void rowsLeavingBeforeAndDuringOneRoundLeaveAsTheirOwnPathsDo() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            List<Spec> script = new ArrayList<>();
+            script.add(new Spec(repeating(31, 0), 6, GREEDY, new Speculation.PromptLookup(1, 3, 3)));
+            for (int m = 2; m <= 8; m++) {
+                script.add(new Spec(repeating(18 + m, m % 7), m, GREEDY, null));
+            }
+            List<List<String>> got = batched(model, script);
+            List<List<String>> plain = batched(
+                    model,
+                    script.stream()
+                            .map(s -> new Spec(s.prompt(), s.maxTokens(), s.params(), null))
+                            .toList());
+            for (int r = 0; r < script.size(); r++) {
+                assertEquals(tokens(plain.get(r)), tokens(got.get(r)), "row " + r);
+            }
         }
     }
 }

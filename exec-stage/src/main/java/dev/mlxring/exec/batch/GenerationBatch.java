@@ -221,6 +221,8 @@ final class GenerationBatch implements AutoCloseable {
             }
         }
         n = rows.size();
+        // The rows that left above are gone: the round's leavers are indexed over the rows left.
+        leaves = new boolean[n];
         int room = caches.speculativeRoom();
         int[][] proposals = new int[n][];
         int vocab = model.vocabSize();
