@@ -37,15 +37,11 @@ class EmbeddedEngineTest {
     }
 
     private static GenerationRequest chat(String question, int maxTokens) {
-        return new GenerationRequest(
-                null,
-                "default_model",
-                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()),
-                null,
-                maxTokens,
-                List.of(),
-                false,
-                0);
+        return GenerationRequest.builder()
+                .model("default_model")
+                .prompt(new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()))
+                .maxTokens(maxTokens)
+                .build();
     }
 
     /** Collects text; the span is a flyweight, so it copies what it keeps. */

@@ -52,20 +52,19 @@ class HeadOfLineTest {
         int[] ids = IntStream.range(0, length)
                 .map(i -> 1000 + (int) ((i * 7919L + seed * 104729L) % 30000))
                 .toArray();
-        return new GenerationRequest(
-                null, "default_model", new Prompt.Tokens(ids), null, maxTokens, List.of(), false, 0);
+        return GenerationRequest.builder()
+                .model("default_model")
+                .prompt(new Prompt.Tokens(ids))
+                .maxTokens(maxTokens)
+                .build();
     }
 
     private static GenerationRequest chat(String question, int maxTokens) {
-        return new GenerationRequest(
-                null,
-                "default_model",
-                new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()),
-                null,
-                maxTokens,
-                List.of(),
-                false,
-                0);
+        return GenerationRequest.builder()
+                .model("default_model")
+                .prompt(new Prompt.Chat(List.of(ChatMessage.of("user", question)), List.of(), Map.of()))
+                .maxTokens(maxTokens)
+                .build();
     }
 
     /**

@@ -46,147 +46,47 @@ public record GenerationRequest(
         SpeculativeSpec speculative,
         String adapter) {
 
-    /** A request on the base model. */
-    public GenerationRequest(
-            String id,
-            String model,
-            Prompt prompt,
-            SamplingSpec sampling,
-            Integer maxTokens,
-            List<String> stop,
-            boolean logprobs,
-            int topLogprobs,
-            OutputConstraint constraint,
-            ToolChoiceSpec toolChoice,
-            SpeculativeSpec speculative) {
-        this(
-                id,
-                model,
-                prompt,
-                sampling,
-                maxTokens,
-                stop,
-                logprobs,
-                topLogprobs,
-                constraint,
-                toolChoice,
-                speculative,
-                null);
-    }
-
-    /** A request that speculates as the server's default says. */
-    public GenerationRequest(
-            String id,
-            String model,
-            Prompt prompt,
-            SamplingSpec sampling,
-            Integer maxTokens,
-            List<String> stop,
-            boolean logprobs,
-            int topLogprobs,
-            OutputConstraint constraint,
-            ToolChoiceSpec toolChoice) {
-        this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, toolChoice, null);
-    }
-
-    /** A request whose tool choice is the default ({@code auto}). */
-    public GenerationRequest(
-            String id,
-            String model,
-            Prompt prompt,
-            SamplingSpec sampling,
-            Integer maxTokens,
-            List<String> stop,
-            boolean logprobs,
-            int topLogprobs,
-            OutputConstraint constraint) {
-        this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, constraint, null);
-    }
-
-    /** A request whose output is free text. */
-    public GenerationRequest(
-            String id,
-            String model,
-            Prompt prompt,
-            SamplingSpec sampling,
-            Integer maxTokens,
-            List<String> stop,
-            boolean logprobs,
-            int topLogprobs) {
-        this(id, model, prompt, sampling, maxTokens, stop, logprobs, topLogprobs, null);
-    }
-
     /** The same request with {@code c} as its output constraint. */
     public GenerationRequest withConstraint(OutputConstraint c) {
-        return new GenerationRequest(
-                id,
-                model,
-                prompt,
-                sampling,
-                maxTokens,
-                stop,
-                logprobs,
-                topLogprobs,
-                c,
-                toolChoice,
-                speculative,
-                adapter);
+        return toBuilder().constraint(c).build();
     }
 
     /** The same request with {@code choice} as its tool choice. */
     public GenerationRequest withToolChoice(ToolChoiceSpec choice) {
-        return new GenerationRequest(
-                id,
-                model,
-                prompt,
-                sampling,
-                maxTokens,
-                stop,
-                logprobs,
-                topLogprobs,
-                constraint,
-                choice,
-                speculative,
-                adapter);
+        return toBuilder().toolChoice(choice).build();
     }
 
     /** The same request with {@code spec} as its speculative-decoding choice (null: the server's default). */
     public GenerationRequest withSpeculative(SpeculativeSpec spec) {
-        return new GenerationRequest(
-                id,
-                model,
-                prompt,
-                sampling,
-                maxTokens,
-                stop,
-                logprobs,
-                topLogprobs,
-                constraint,
-                toolChoice,
-                spec,
-                adapter);
+        return toBuilder().speculative(spec).build();
     }
 
     /** The same request served with the named adapter {@code name} (null: the base model). */
     public GenerationRequest withAdapter(String name) {
-        return new GenerationRequest(
-                id,
-                model,
-                prompt,
-                sampling,
-                maxTokens,
-                stop,
-                logprobs,
-                topLogprobs,
-                constraint,
-                toolChoice,
-                speculative,
-                name);
+        return toBuilder().adapter(name).build();
     }
 
     /** A builder with nothing set: {@link Builder#build()} needs a prompt; every other field has its default. */
     public static Builder builder() {
         return new Builder();
+    }
+
+    /** A builder with every field of this request set, for a copy that changes some. */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.id = id;
+        b.model = model;
+        b.prompt = prompt;
+        b.sampling = sampling;
+        b.maxTokens = maxTokens;
+        b.stop = stop;
+        b.logprobs = logprobs;
+        b.topLogprobs = topLogprobs;
+        b.constraint = constraint;
+        b.toolChoice = toolChoice;
+        b.speculative = speculative;
+        b.adapter = adapter;
+        return b;
     }
 
     public GenerationRequest {
@@ -249,9 +149,9 @@ public record GenerationRequest(
             return this;
         }
 
-        /** Tokens to generate at most; without it, the engine's default. */
-        public Builder maxTokens(int maxTokens) {
-            if (maxTokens < 1) {
+        /** Tokens to generate at most, at least 1; without it (or null), the engine's default. */
+        public Builder maxTokens(Integer maxTokens) {
+            if (maxTokens != null && maxTokens < 1) {
                 throw new IllegalArgumentException("maxTokens must be >= 1, got " + maxTokens);
             }
             this.maxTokens = maxTokens;

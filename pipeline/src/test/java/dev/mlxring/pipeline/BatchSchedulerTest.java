@@ -70,7 +70,13 @@ class BatchSchedulerTest {
     }
 
     private static GenerationRequest text(String id, String prompt, int maxTokens, String... stops) {
-        return new GenerationRequest(id, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
+        return GenerationRequest.builder()
+                .id(id)
+                .model("m")
+                .prompt(new Prompt.Text(prompt))
+                .maxTokens(maxTokens)
+                .stop(List.of(stops))
+                .build();
     }
 
     private static Outcome await(Session s, RecordingListener r) throws Exception {

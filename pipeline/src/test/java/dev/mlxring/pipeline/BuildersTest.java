@@ -105,7 +105,9 @@ class BuildersTest {
                 .constraint(constraint)
                 .build();
         assertEquals(
-                new GenerationRequest("r1", "m", prompt, sampling, 12, List.of("\n", "END"), true, 3, constraint), r);
+                new GenerationRequest(
+                        "r1", "m", prompt, sampling, 12, List.of("\n", "END"), true, 3, constraint, null, null, null),
+                r);
         ToolChoiceSpec required = new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, true, "function.parameters");
         assertEquals(
                 required,
@@ -146,7 +148,11 @@ class BuildersTest {
                         null,
                         List.of(),
                         false,
-                        0),
+                        0,
+                        null,
+                        null,
+                        null,
+                        null),
                 r);
         assertEquals(SamplingSpec.DEFAULTS, r.sampling());
         assertEquals(ToolChoiceSpec.DEFAULT, r.toolChoice());
@@ -160,6 +166,58 @@ class BuildersTest {
                                 IllegalArgumentException.class,
                                 () -> GenerationRequest.builder().maxTokens(0))
                         .getMessage());
+    }
+
+    /** Each with-method changes its own field and keeps the other eleven; toBuilder copies every field. */
+    @Test
+    void generationRequestWithMethodsChangeOnlyTheirField() {
+        GenerationRequest r = new GenerationRequest(
+                "r1",
+                "m",
+                new Prompt.Text("a"),
+                SamplingSpec.builder().temperature(0.5).build(),
+                null,
+                List.of("END"),
+                true,
+                2,
+                null,
+                null,
+                new SpeculativeSpec(SpeculativeSpec.Method.NGRAM, 2),
+                "fr");
+        assertEquals(r, r.toBuilder().build());
+        OutputConstraint c = new OutputConstraint(OutputConstraint.Kind.REGEX, "[a-z]+", "regex");
+        ToolChoiceSpec required = new ToolChoiceSpec(ToolChoiceSpec.Mode.REQUIRED, null, true, "function.parameters");
+        SpeculativeSpec off = new SpeculativeSpec(SpeculativeSpec.Method.OFF, null);
+        assertEquals(fields(r, 8, c), fields(r.withConstraint(c), -1, null));
+        assertEquals(fields(r, 9, required), fields(r.withToolChoice(required), -1, null));
+        assertEquals(fields(r, 10, off), fields(r.withSpeculative(off), -1, null));
+        assertEquals(fields(r, 11, "de"), fields(r.withAdapter("de"), -1, null));
+        assertNull(GenerationRequest.builder()
+                .prompt(r.prompt())
+                .maxTokens(null)
+                .build()
+                .maxTokens());
+    }
+
+    /** The request's fields in order, the one at {@code index} replaced by {@code value}. */
+    private static List<Object> fields(GenerationRequest r, int index, Object value) {
+        List<Object> f = new java.util.ArrayList<>(java.util.Arrays.asList(
+                r.id(),
+                r.model(),
+                r.prompt(),
+                r.sampling(),
+                r.maxTokens(),
+                r.stop(),
+                r.logprobs(),
+                r.topLogprobs(),
+                r.constraint(),
+                r.toolChoice(),
+                r.speculative(),
+                r.adapter()));
+        if (index >= 0) {
+            f.set(index, value);
+        }
+        return f;
     }
 
     @Test

@@ -20,7 +20,11 @@ import org.junit.jupiter.api.Test;
  */
 class EngineAbandonTest {
     private static GenerationRequest text(String prompt, int maxTokens) {
-        return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(), false, 0);
+        return GenerationRequest.builder()
+                .model("m")
+                .prompt(new Prompt.Text(prompt))
+                .maxTokens(maxTokens)
+                .build();
     }
 
     @Test

@@ -43,7 +43,12 @@ class EngineLifecycleTest {
     }
 
     private static GenerationRequest text(String prompt, int maxTokens, String... stops) {
-        return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(stops), false, 0);
+        return GenerationRequest.builder()
+                .model("m")
+                .prompt(new Prompt.Text(prompt))
+                .maxTokens(maxTokens)
+                .stop(List.of(stops))
+                .build();
     }
 
     private static Outcome await(Session s, RecordingListener r) throws Exception {
@@ -308,8 +313,14 @@ class EngineLifecycleTest {
     void moreTopLogprobsThanTheEngineCarriesIsRefusedAndTheEngineGoesOn() throws Exception {
         start(EngineConfig.builder().maxTopLogprobs(2).build());
         var r = new RecordingListener();
-        Session s =
-                engine.submit(new GenerationRequest(null, "m", new Prompt.Text("a"), null, 3, List.of(), true, 5), r);
+        Session s = engine.submit(
+                GenerationRequest.builder()
+                        .model("m")
+                        .prompt(new Prompt.Text("a"))
+                        .maxTokens(3)
+                        .logprobs(5)
+                        .build(),
+                r);
         Outcome o = await(s, r);
         assertEquals(Lifecycle.FAILED, o.state());
         assertEquals(Outcome.ErrorType.INVALID_REQUEST, o.errorType());
@@ -343,13 +354,24 @@ class EngineLifecycleTest {
         var wide = new RecordingListener();
         Outcome o = await(
                 engine.submit(
-                        new GenerationRequest("wide-1", "m", new Prompt.Text("a"), null, 2, List.of(), false, 0), wide),
+                        GenerationRequest.builder()
+                                .id("wide-1")
+                                .model("m")
+                                .prompt(new Prompt.Text("a"))
+                                .maxTokens(2)
+                                .build(),
+                        wide),
                 wide);
         assertEquals(Lifecycle.FAILED, o.state(), o.toString());
         var next = new RecordingListener();
         Outcome ok = await(
                 engine.submit(
-                        new GenerationRequest("narrow-1", "m", new Prompt.Text("a"), null, 2, List.of(), false, 0),
+                        GenerationRequest.builder()
+                                .id("narrow-1")
+                                .model("m")
+                                .prompt(new Prompt.Text("a"))
+                                .maxTokens(2)
+                                .build(),
                         next),
                 next);
         assertEquals(Lifecycle.COMPLETED, ok.state(), "the engine goes on: " + ok);
@@ -595,7 +617,8 @@ class EngineLifecycleTest {
     @Test
     void anEmbeddersMissingPromptOrNegativeReleaseIsRefusedNamingIt() throws Exception {
         NullPointerException npe = assertThrows(
-                NullPointerException.class, () -> new GenerationRequest(null, "m", null, null, 1, List.of(), false, 0));
+                NullPointerException.class,
+                () -> new GenerationRequest(null, "m", null, null, 1, List.of(), false, 0, null, null, null, null));
         assertTrue(npe.getMessage().contains("prompt"), npe.getMessage());
         assertThrows(NullPointerException.class, () -> new Prompt.Text(null));
         start(EngineConfig.defaults());

@@ -81,7 +81,13 @@ class SinkFinishTest {
                 .start();
         Calls r = new Calls();
         Session s = engine.submit(
-                new GenerationRequest(null, "m", new Prompt.Text("a"), null, maxTokens, List.of(stops), false, 0), r);
+                GenerationRequest.builder()
+                        .model("m")
+                        .prompt(new Prompt.Text("a"))
+                        .maxTokens(maxTokens)
+                        .stop(List.of(stops))
+                        .build(),
+                r);
         Outcome o = s.result().get(10, TimeUnit.SECONDS);
         assertTrue(r.done.await(10, TimeUnit.SECONDS));
         last = r;

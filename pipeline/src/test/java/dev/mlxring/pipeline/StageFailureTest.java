@@ -171,7 +171,11 @@ class StageFailureTest {
     }
 
     private static GenerationRequest request(String prompt, int maxTokens) {
-        return new GenerationRequest(null, "m", new Prompt.Text(prompt), null, maxTokens, List.of(), false, 0);
+        return GenerationRequest.builder()
+                .model("m")
+                .prompt(new Prompt.Text(prompt))
+                .maxTokens(maxTokens)
+                .build();
     }
 
     private Outcome run(String prompt, int maxTokens) throws Exception {

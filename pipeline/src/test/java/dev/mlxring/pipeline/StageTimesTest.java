@@ -52,7 +52,12 @@ class StageTimesTest {
     void aSessionsStagesAreStampedInPipelineOrderAndEachTokensHandOffs() throws Exception {
         Stamps listener = new Stamps();
         Session s = engine.submit(
-                new GenerationRequest(null, "m", new Prompt.Text("a bb c"), null, 4, List.of(), false, 0), listener);
+                GenerationRequest.builder()
+                        .model("m")
+                        .prompt(new Prompt.Text("a bb c"))
+                        .maxTokens(4)
+                        .build(),
+                listener);
         assertEquals(Lifecycle.COMPLETED, s.result().get(10, TimeUnit.SECONDS).state());
         assertTrue(listener.done.await(10, TimeUnit.SECONDS));
         long previous = s.createdNs();
@@ -79,7 +84,12 @@ class StageTimesTest {
     void aSessionThatFailedInPrepNeverReachedExec() throws Exception {
         RecordingListener listener = new RecordingListener();
         Session s = engine.submit(
-                new GenerationRequest(null, "m", new Prompt.Text("FAIL"), null, 4, List.of(), false, 0), listener);
+                GenerationRequest.builder()
+                        .model("m")
+                        .prompt(new Prompt.Text("FAIL"))
+                        .maxTokens(4)
+                        .build(),
+                listener);
         assertEquals(Lifecycle.FAILED, s.result().get(10, TimeUnit.SECONDS).state());
         assertTrue(s.stageNs(Session.Stage.PREP) >= s.createdNs());
         for (Session.Stage never : List.of(Session.Stage.EXEC, Session.Stage.FIRST_TOKEN, Session.Stage.SINK)) {

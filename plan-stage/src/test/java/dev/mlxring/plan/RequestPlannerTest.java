@@ -25,8 +25,17 @@ class RequestPlannerTest {
     private final PreparedPrompt prompt = new PreparedPrompt(new int[] {1, 2, 3}, 3);
 
     private static GenerationRequest req(SamplingSpec s, Integer maxTokens, int topLogprobs) {
-        return new GenerationRequest(
-                "r", "m", new Prompt.Tokens(new int[] {1}), s, maxTokens, List.of("x"), topLogprobs > 0, topLogprobs);
+        GenerationRequest.Builder b = GenerationRequest.builder()
+                .id("r")
+                .model("m")
+                .prompt(new Prompt.Tokens(new int[] {1}))
+                .sampling(s)
+                .maxTokens(maxTokens)
+                .stop("x");
+        if (topLogprobs > 0) {
+            b.logprobs(topLogprobs);
+        }
+        return b.build();
     }
 
     @Test
@@ -47,7 +56,8 @@ class RequestPlannerTest {
     void theChatRequestsToolsReachThePlan() throws Exception {
         List<Map<String, Object>> tools = List.of(Map.of("type", "function", "function", Map.of("name", "f")));
         Prompt.Chat chat = new Prompt.Chat(List.of(ChatMessage.of("user", "hi")), tools, null);
-        ExecutionPlan p = planner.plan(new GenerationRequest("r", "m", chat, null, null, List.of(), false, 0), prompt);
+        ExecutionPlan p = planner.plan(
+                GenerationRequest.builder().id("r").model("m").prompt(chat).build(), prompt);
         assertEquals(tools, p.tools());
         assertEquals(List.of(), planner.plan(req(null, null, 0), prompt).tools(), "no tools for other prompts");
     }
@@ -121,8 +131,13 @@ class RequestPlannerTest {
     @Test
     void stopStringsThatCanNeverMatchAreRefused() {
         for (String bad : new String[] {"\ud800", "a\udc00", ""}) {
-            GenerationRequest r = new GenerationRequest(
-                    "r", "m", new Prompt.Tokens(new int[] {1}), null, 4, List.of("ok", bad), false, 0);
+            GenerationRequest r = GenerationRequest.builder()
+                    .id("r")
+                    .model("m")
+                    .prompt(new Prompt.Tokens(new int[] {1}))
+                    .maxTokens(4)
+                    .stop(List.of("ok", bad))
+                    .build();
             RequestException e = assertThrows(RequestException.class, () -> planner.plan(r, prompt));
             assertEquals(ErrorType.INVALID_REQUEST, e.type());
             assertTrue(e.getMessage().startsWith("stop[1]"), e.getMessage());

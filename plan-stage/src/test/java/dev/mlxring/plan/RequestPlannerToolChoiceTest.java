@@ -84,7 +84,13 @@ class RequestPlannerToolChoiceTest {
 
     private static GenerationRequest request(List<Map<String, Object>> tools, ToolChoiceSpec choice) {
         Prompt.Chat chat = new Prompt.Chat(List.of(ChatMessage.of("user", "weather?")), tools, null);
-        return new GenerationRequest("r", "m", chat, null, 64, List.of(), false, 0, null, choice);
+        return GenerationRequest.builder()
+                .id("r")
+                .model("m")
+                .prompt(chat)
+                .maxTokens(64)
+                .toolChoice(choice)
+                .build();
     }
 
     private static ToolChoiceSpec choice(ToolChoiceSpec.Mode mode, String name, boolean parallel) {

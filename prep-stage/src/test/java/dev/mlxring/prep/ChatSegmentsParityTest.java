@@ -88,15 +88,12 @@ class ChatSegmentsParityTest {
                     new PromptPreparer(tokenizer, ChatTemplate.load(model), tokenizer.vocabSize(), 0, thinkStart);
             for (int i = 0; i < CONVERSATIONS.size(); i++) {
                 JsonNode want = py.get("cases").get(i);
-                PreparedPrompt p = prep.prepare(new GenerationRequest(
-                        "r",
-                        "m",
-                        new Prompt.Chat(CONVERSATIONS.get(i), List.of(), Map.of()),
-                        null,
-                        4,
-                        List.of(),
-                        false,
-                        0));
+                PreparedPrompt p = prep.prepare(GenerationRequest.builder()
+                        .id("r")
+                        .model("m")
+                        .prompt(new Prompt.Chat(CONVERSATIONS.get(i), List.of(), Map.of()))
+                        .maxTokens(4)
+                        .build());
                 assertArrayEquals(
                         PythonOracle.JSON.convertValue(want.get("prompt"), int[].class),
                         p.tokenIds(),

@@ -11,7 +11,6 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.tokenizer.HfTokenizer;
 import java.nio.file.Path;
-import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -31,7 +30,12 @@ class PromptPreparerTest {
     }
 
     private static GenerationRequest text(String s) {
-        return new GenerationRequest("r", "m", new Prompt.Text(s), null, 4, List.of(), false, 0);
+        return GenerationRequest.builder()
+                .id("r")
+                .model("m")
+                .prompt(new Prompt.Text(s))
+                .maxTokens(4)
+                .build();
     }
 
     @Test

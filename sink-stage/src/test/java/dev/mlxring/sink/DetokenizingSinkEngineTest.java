@@ -57,7 +57,11 @@ class DetokenizingSinkEngineTest {
                 .start()) {
             RecordingListener listener = new RecordingListener();
             Session s = engine.submit(
-                    new GenerationRequest(null, "m", new Prompt.Tokens(new int[] {1}), null, null, stops, false, 0),
+                    GenerationRequest.builder()
+                            .model("m")
+                            .prompt(new Prompt.Tokens(new int[] {1}))
+                            .stop(stops)
+                            .build(),
                     listener);
             Outcome o = listener.await(s);
             return new Result(listener.text.toString(), o);

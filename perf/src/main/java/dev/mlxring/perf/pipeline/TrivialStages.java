@@ -98,7 +98,10 @@ public final class TrivialStages {
 
     /** A request the doubles accept: the prompt is never read (prep returns fixed ids). */
     public static GenerationRequest request() {
-        return new GenerationRequest(null, "bench", new Prompt.Text("x"), null, null, List.of(), false, 0);
+        return GenerationRequest.builder()
+                .model("bench")
+                .prompt(new Prompt.Text("x"))
+                .build();
     }
 
     /** One token per advance(), ids 0, 1, 2, ...; "length" after the plan's max tokens. */

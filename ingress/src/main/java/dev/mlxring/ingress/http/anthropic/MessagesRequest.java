@@ -83,19 +83,18 @@ record MessagesRequest(GenerationRequest request, boolean stream, String model) 
         boolean parallel =
                 choice == null || !RequestFields.at(choice, "tool_choice").bool("disable_parallel_tool_use", false);
         OutputConstraint constraint = StructuredOutputs.anthropic(f.node());
-        GenerationRequest req = new GenerationRequest(
-                        id,
-                        model,
-                        new Prompt.Chat(messages, tools, kwargs),
-                        sampling,
-                        maxTokens,
-                        stop,
-                        false,
-                        0,
-                        constraint,
-                        ChatTools.spec(toolChoice, parallel, "input_schema"))
-                .withSpeculative(SpeculativeField.parse(f.node()))
-                .withAdapter(adapter);
+        GenerationRequest req = GenerationRequest.builder()
+                .id(id)
+                .model(model)
+                .prompt(new Prompt.Chat(messages, tools, kwargs))
+                .sampling(sampling)
+                .maxTokens(maxTokens)
+                .stop(stop)
+                .constraint(constraint)
+                .toolChoice(ChatTools.spec(toolChoice, parallel, "input_schema"))
+                .speculative(SpeculativeField.parse(f.node()))
+                .adapter(adapter)
+                .build();
         return new MessagesRequest(req, stream, model);
     }
 

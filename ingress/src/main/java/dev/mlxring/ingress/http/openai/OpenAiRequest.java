@@ -106,16 +106,24 @@ record OpenAiRequest(
         }
         List<String> stop = f.stopStrings("stop", true);
         Prompt prompt = chat ? chatPrompt(root) : textPrompt(root);
-        GenerationRequest req = new GenerationRequest(
-                        requestId, model, prompt, sampling, maxTokens, stop, logprobs || top > 0, Math.max(top, 0))
-                .withConstraint(constraint)
-                .withSpeculative(SpeculativeField.parse(root))
-                .withAdapter(adapter);
+        GenerationRequest.Builder req = GenerationRequest.builder()
+                .id(requestId)
+                .model(model)
+                .prompt(prompt)
+                .sampling(sampling)
+                .maxTokens(maxTokens)
+                .stop(stop)
+                .constraint(constraint)
+                .speculative(SpeculativeField.parse(root))
+                .adapter(adapter);
+        if (logprobs || top > 0) {
+            req.logprobs(Math.max(top, 0));
+        }
         if (chat) {
-            req = req.withToolChoice(OpenAiTools.choice(
+            req.toolChoice(OpenAiTools.choice(
                     root.get("tool_choice"), new RequestFields(root).bool("parallel_tool_calls", true)));
         }
-        return new OpenAiRequest(req, chat, stream, includeUsage, model, legacyTop);
+        return new OpenAiRequest(req.build(), chat, stream, includeUsage, model, legacyTop);
     }
 
     /**

@@ -101,19 +101,17 @@ record ResponsesRequest(
             messages.add(ChatMessage.of("system", instructions));
         }
         messages.addAll(conversation);
-        GenerationRequest req = new GenerationRequest(
-                        id,
-                        model,
-                        new Prompt.Chat(messages, tools, kwargs),
-                        sampling,
-                        maxTokens,
-                        List.of(),
-                        false,
-                        0,
-                        StructuredOutputs.responses(root),
-                        ChatTools.spec(toolChoice, parallel, "parameters"))
-                .withSpeculative(SpeculativeField.parse(root))
-                .withAdapter(adapter);
+        GenerationRequest req = GenerationRequest.builder()
+                .id(id)
+                .model(model)
+                .prompt(new Prompt.Chat(messages, tools, kwargs))
+                .sampling(sampling)
+                .maxTokens(maxTokens)
+                .constraint(StructuredOutputs.responses(root))
+                .toolChoice(ChatTools.spec(toolChoice, parallel, "parameters"))
+                .speculative(SpeculativeField.parse(root))
+                .adapter(adapter)
+                .build();
 
         ObjectNode echo = JSON.createObjectNode();
         putNullable(echo, "instructions", instructions);
