@@ -49,17 +49,15 @@ class BatchQuantizedKvParityTest {
     record ScriptRow(int at, int[] prompt, int maxTokens, SamplingParams sampling, int removeAfter) {}
 
     private static ExecutionPlan plan(String id, ScriptRow row, KvQuantization kv) {
-        return new ExecutionPlan(
-                id,
-                new PreparedPrompt(row.prompt(), row.prompt().length),
-                row.sampling(),
-                row.maxTokens(),
-                new int[0],
-                List.of(),
-                true,
-                2,
-                List.of(),
-                kv);
+        return ExecutionPlan.builder()
+                .requestId(id)
+                .prompt(new PreparedPrompt(row.prompt(), row.prompt().length))
+                .sampling(row.sampling())
+                .maxTokens(row.maxTokens())
+                .logprobs(true)
+                .topLogprobs(2)
+                .kvScheme(kv)
+                .build();
     }
 
     private static String describe(StepResult r) {

@@ -61,18 +61,15 @@ class ConstrainedExecutionTest {
 
     private static ExecutionPlan plan(
             int[] prompt, int maxTokens, SamplingParams params, int[] stop, TokenConstraint constraint) {
-        return new ExecutionPlan(
-                "r",
-                new PreparedPrompt(prompt, prompt.length),
-                params,
-                maxTokens,
-                stop,
-                List.of(),
-                true,
-                0,
-                List.of(),
-                null,
-                constraint);
+        return ExecutionPlan.builder()
+                .requestId("r")
+                .prompt(new PreparedPrompt(prompt, prompt.length))
+                .sampling(params)
+                .maxTokens(maxTokens)
+                .stopTokenIds(stop)
+                .logprobs(true)
+                .constraint(constraint)
+                .build();
     }
 
     /** A run's entries: {@code token:logprob bits} per token, then its end. */

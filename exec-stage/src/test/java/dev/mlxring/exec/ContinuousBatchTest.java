@@ -47,8 +47,14 @@ class ContinuousBatchTest {
     }
 
     private static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
-        return new ExecutionPlan(
-                id, new PreparedPrompt(prompt, prompt.length), params, maxTokens, new int[0], List.of(), true, 3);
+        return ExecutionPlan.builder()
+                .requestId(id)
+                .prompt(new PreparedPrompt(prompt, prompt.length))
+                .sampling(params)
+                .maxTokens(maxTokens)
+                .logprobs(true)
+                .topLogprobs(3)
+                .build();
     }
 
     private static String describe(StepResult r) {
@@ -368,15 +374,12 @@ class ContinuousBatchTest {
                     ExecutionBatch batch = new ModelExecutor(
                                     model, PREFILL_STEP, 0, new PrefixReuse(cache, ModelFingerprint.of(dir)))
                             .openBatch(8, 8)) {
-                batch.insert(new ExecutionPlan(
-                        "s",
-                        new PreparedPrompt(prompt, prompt.length, true, segments),
-                        params,
-                        4,
-                        new int[0],
-                        List.of(),
-                        false,
-                        0));
+                batch.insert(ExecutionPlan.builder()
+                        .requestId("s")
+                        .prompt(new PreparedPrompt(prompt, prompt.length, true, segments))
+                        .sampling(params)
+                        .maxTokens(4)
+                        .build());
                 BatchStep step = new BatchStep(8, 3);
                 List<String> seen = new ArrayList<>();
                 while (batch.rows() > 0) {

@@ -184,15 +184,12 @@ class PromptSegmentsParityTest {
                     s.get(0).asInt(),
                     PromptSegment.Kind.valueOf(s.get(1).asText().toUpperCase(java.util.Locale.ROOT))));
         }
-        return new ExecutionPlan(
-                "r" + i,
-                new PreparedPrompt(prompt, prompt.length, true, segments),
-                SamplingParams.GREEDY,
-                request.get("max_tokens").asInt(),
-                new int[0],
-                List.of(),
-                false,
-                0);
+        return ExecutionPlan.builder()
+                .requestId("r" + i)
+                .prompt(new PreparedPrompt(prompt, prompt.length, true, segments))
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(request.get("max_tokens").asInt())
+                .build();
     }
 
     private static Map<String, List<Integer>> entries(JsonNode byType) {

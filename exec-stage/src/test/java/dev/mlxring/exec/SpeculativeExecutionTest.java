@@ -50,8 +50,15 @@ class SpeculativeExecutionTest {
     }
 
     private static ExecutionPlan plan(int[] prompt, int maxTokens, SamplingParams params, int[] stop) {
-        return new ExecutionPlan(
-                "r", new PreparedPrompt(prompt, prompt.length), params, maxTokens, stop, List.of(), true, 2, List.of());
+        return ExecutionPlan.builder()
+                .requestId("r")
+                .prompt(new PreparedPrompt(prompt, prompt.length))
+                .sampling(params)
+                .maxTokens(maxTokens)
+                .stopTokenIds(stop)
+                .logprobs(true)
+                .topLogprobs(2)
+                .build();
     }
 
     /** A run's entries: {@code token:logprob bits:top ids} per token, then its end. */

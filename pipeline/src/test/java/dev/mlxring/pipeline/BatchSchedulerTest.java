@@ -36,17 +36,15 @@ class BatchSchedulerTest {
         Planner planner = (r, p) -> {
             ExecutionPlan plain = WordStages.plan(r, p);
             boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
-            return new ExecutionPlan(
-                    plain.requestId(),
-                    plain.prompt(),
-                    SamplingParams.GREEDY,
-                    plain.maxTokens(),
-                    plain.stopTokenIds(),
-                    plain.stopStrings(),
-                    false,
-                    0,
-                    List.of(),
-                    kv ? KvQuantization.of(8) : null);
+            return ExecutionPlan.builder()
+                    .requestId(plain.requestId())
+                    .prompt(plain.prompt())
+                    .sampling(SamplingParams.GREEDY)
+                    .maxTokens(plain.maxTokens())
+                    .stopTokenIds(plain.stopTokenIds())
+                    .stopStrings(plain.stopStrings())
+                    .kvScheme(kv ? KvQuantization.of(8) : null)
+                    .build();
         };
         engine = Engine.builder()
                 .config(config)

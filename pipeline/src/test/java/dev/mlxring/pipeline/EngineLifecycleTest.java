@@ -151,18 +151,15 @@ class EngineLifecycleTest {
             ExecutionPlan plain = WordStages.plan(r, p);
             CountingConstraint c = CountingConstraint.allowingEverything();
             constraints.put(((Prompt.Text) r.prompt()).text(), c);
-            return new ExecutionPlan(
-                    plain.requestId(),
-                    plain.prompt(),
-                    SamplingParams.GREEDY,
-                    plain.maxTokens(),
-                    plain.stopTokenIds(),
-                    plain.stopStrings(),
-                    false,
-                    0,
-                    List.of(),
-                    null,
-                    c);
+            return ExecutionPlan.builder()
+                    .requestId(plain.requestId())
+                    .prompt(plain.prompt())
+                    .sampling(SamplingParams.GREEDY)
+                    .maxTokens(plain.maxTokens())
+                    .stopTokenIds(plain.stopTokenIds())
+                    .stopStrings(plain.stopStrings())
+                    .constraint(c)
+                    .build();
         };
         engine = Engine.builder()
                 .config(EngineConfig.defaults())

@@ -124,15 +124,14 @@ class StageFailureTest {
                     }
                     // The poisoned prompt travels to exec and sink as the plan's first stop string.
                     String t = ((Prompt.Text) r.prompt()).text();
-                    return new ExecutionPlan(
-                            r.id(),
-                            p,
-                            SamplingParams.GREEDY,
-                            r.maxTokens(),
-                            new int[] {0},
-                            t.contains("BOOM") ? List.of(t) : List.of(),
-                            false,
-                            0);
+                    return ExecutionPlan.builder()
+                            .requestId(r.id())
+                            .prompt(p)
+                            .sampling(SamplingParams.GREEDY)
+                            .maxTokens(r.maxTokens())
+                            .stopTokenIds(new int[] {0})
+                            .stopStrings(t.contains("BOOM") ? List.of(t) : List.of())
+                            .build();
                 })
                 .executor(failing)
                 .sinks(plan -> {

@@ -139,20 +139,21 @@ public final class RequestPlanner implements Planner {
         OutputConstraint spec = outputConstraint(request, tools, prompt);
         TokenConstraint constraint = constraint(spec);
         try {
-            return new ExecutionPlan(
-                    request.id(),
-                    prompt,
-                    sampling,
-                    maxTokens,
-                    eosTokenIds,
-                    request.stop(),
-                    request.logprobs(),
-                    request.topLogprobs(),
-                    tools,
-                    defaults.kvQuantization(),
-                    constraint,
-                    request.speculative(),
-                    request.adapter());
+            return ExecutionPlan.builder()
+                    .requestId(request.id())
+                    .prompt(prompt)
+                    .sampling(sampling)
+                    .maxTokens(maxTokens)
+                    .stopTokenIds(eosTokenIds)
+                    .stopStrings(request.stop())
+                    .logprobs(request.logprobs())
+                    .topLogprobs(request.topLogprobs())
+                    .tools(tools)
+                    .kvScheme(defaults.kvQuantization())
+                    .constraint(constraint)
+                    .speculative(request.speculative())
+                    .adapter(request.adapter())
+                    .build();
         } catch (RuntimeException e) {
             if (constraint != null) {
                 constraint.close();

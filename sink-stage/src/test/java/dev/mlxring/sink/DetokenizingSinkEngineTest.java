@@ -50,8 +50,14 @@ class DetokenizingSinkEngineTest {
         int maxTokens = "length".equals(finishReason) ? script.length : 1000;
         try (Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(((Prompt.Tokens) r.prompt()).ids(), 0))
-                .planner((r, p) -> new ExecutionPlan(
-                        r.id(), p, SamplingParams.GREEDY, maxTokens, new int[] {2}, r.stop(), false, 0))
+                .planner((r, p) -> ExecutionPlan.builder()
+                        .requestId(r.id())
+                        .prompt(p)
+                        .sampling(SamplingParams.GREEDY)
+                        .maxTokens(maxTokens)
+                        .stopTokenIds(new int[] {2})
+                        .stopStrings(r.stop())
+                        .build())
                 .executor(new ScriptedExecutor(plan -> script))
                 .sinks(DetokenizingSinks.forTokenizer(tok, s -> tok.encode(s, false)))
                 .start()) {

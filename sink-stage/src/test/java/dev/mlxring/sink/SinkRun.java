@@ -43,7 +43,14 @@ final class SinkRun {
     }
 
     static ExecutionPlan plan(PreparedPrompt prompt, List<String> stops, List<Map<String, Object>> tools) {
-        return new ExecutionPlan("test", prompt, SamplingParams.GREEDY, 1000, new int[0], stops, false, 0, tools);
+        return ExecutionPlan.builder()
+                .requestId("test")
+                .prompt(prompt)
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(1000)
+                .stopStrings(stops)
+                .tools(tools)
+                .build();
     }
 
     /** Runs the ids through a chat-prompt session that ends at the token limit ("length"). */

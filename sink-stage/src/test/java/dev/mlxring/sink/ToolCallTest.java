@@ -181,18 +181,14 @@ class ToolCallTest {
             @Override
             public void close() {}
         };
-        return new ExecutionPlan(
-                "test",
-                new PreparedPrompt(new int[0], 0, true),
-                SamplingParams.GREEDY,
-                1000,
-                new int[0],
-                List.of(),
-                false,
-                0,
-                tools,
-                null,
-                mask);
+        return ExecutionPlan.builder()
+                .requestId("test")
+                .prompt(new PreparedPrompt(new int[0], 0, true))
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(1000)
+                .tools(tools)
+                .constraint(mask)
+                .build();
     }
 
     @Test

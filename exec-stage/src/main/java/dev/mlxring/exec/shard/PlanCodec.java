@@ -61,17 +61,16 @@ final class PlanCodec {
         int top = in.readInt();
         KvQuantization kv = in.readBoolean() ? new KvQuantization(in.readInt(), in.readInt(), in.readInt()) : null;
         SamplingParams sampling = readSampling(in);
-        return new ExecutionPlan(
-                id,
-                new PreparedPrompt(ids, stable, templated, segments),
-                sampling,
-                maxTokens,
-                stops,
-                List.of(),
-                logprobs,
-                top,
-                List.of(),
-                kv);
+        return ExecutionPlan.builder()
+                .requestId(id)
+                .prompt(new PreparedPrompt(ids, stable, templated, segments))
+                .sampling(sampling)
+                .maxTokens(maxTokens)
+                .stopTokenIds(stops)
+                .logprobs(logprobs)
+                .topLogprobs(top)
+                .kvScheme(kv)
+                .build();
     }
 
     private static void writeSampling(DataOutputStream out, SamplingParams s) throws IOException {

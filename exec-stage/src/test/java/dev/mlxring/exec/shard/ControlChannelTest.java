@@ -72,17 +72,17 @@ class ControlChannelTest {
                 .build();
         List<PromptSegment> segments =
                 List.of(new PromptSegment(1, PromptSegment.Kind.SYSTEM), new PromptSegment(2, PromptSegment.Kind.USER));
-        ExecutionPlan plan = new ExecutionPlan(
-                "req-1",
-                new PreparedPrompt(new int[] {5, 6, 7}, 2, true, segments),
-                sampling,
-                99,
-                new int[] {2},
-                List.of("STOP"),
-                true,
-                3,
-                List.of(),
-                new KvQuantization(4, 32, 100));
+        ExecutionPlan plan = ExecutionPlan.builder()
+                .requestId("req-1")
+                .prompt(new PreparedPrompt(new int[] {5, 6, 7}, 2, true, segments))
+                .sampling(sampling)
+                .maxTokens(99)
+                .stopTokenIds(new int[] {2})
+                .stopStrings(List.of("STOP"))
+                .logprobs(true)
+                .topLogprobs(3)
+                .kvScheme(new KvQuantization(4, 32, 100))
+                .build();
         Frame f = Frame.of(Frame.OPEN_RUN, o -> PlanCodec.write(o, plan));
         ExecutionPlan back = PlanCodec.read(f.body());
         assertEquals(sampling, back.sampling());
@@ -95,8 +95,12 @@ class ControlChannelTest {
         assertEquals(new KvQuantization(4, 32, 100), back.kvScheme());
         assertTrue(back.logprobs() && back.topLogprobs() == 3);
         assertEquals("req-1", back.requestId());
-        ExecutionPlan unseeded = new ExecutionPlan(
-                "r", new PreparedPrompt(new int[] {1}, 1), SamplingParams.GREEDY, 1, new int[0], List.of(), false, 0);
+        ExecutionPlan unseeded = ExecutionPlan.builder()
+                .requestId("r")
+                .prompt(new PreparedPrompt(new int[] {1}, 1))
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(1)
+                .build();
         ExecutionPlan back2 = PlanCodec.read(
                 Frame.of(Frame.INSERT, o -> PlanCodec.write(o, unseeded)).body());
         assertEquals(SamplingParams.GREEDY, back2.sampling());

@@ -143,15 +143,12 @@ class FollowerLoopTest {
     }
 
     private static ExecutionPlan plan(String id) {
-        return new ExecutionPlan(
-                id,
-                new PreparedPrompt(new int[] {1, 2, 3}, 3),
-                SamplingParams.GREEDY,
-                8,
-                new int[0],
-                List.of(),
-                false,
-                0);
+        return ExecutionPlan.builder()
+                .requestId(id)
+                .prompt(new PreparedPrompt(new int[] {1, 2, 3}, 3))
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(8)
+                .build();
     }
 
     private record Pair(

@@ -12,7 +12,6 @@ import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.testing.CountingConstraint;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,18 +34,13 @@ class ShardedConstraintRefusalTest {
         // No channel: a refused plan never reaches the followers.
         ShardedExecutor sharded = new ShardedExecutor(local, null);
         int[] prompt = {1, 2, 3};
-        ExecutionPlan plan = new ExecutionPlan(
-                "r",
-                new PreparedPrompt(prompt, prompt.length),
-                SamplingParams.GREEDY,
-                4,
-                new int[0],
-                List.of(),
-                false,
-                0,
-                List.of(),
-                null,
-                constraint);
+        ExecutionPlan plan = ExecutionPlan.builder()
+                .requestId("r")
+                .prompt(new PreparedPrompt(prompt, prompt.length))
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(4)
+                .constraint(constraint)
+                .build();
         RequestException e = assertThrows(RequestException.class, () -> sharded.open(plan));
         assertEquals(ErrorType.UNSUPPORTED, e.type());
         assertTrue(e.getMessage().contains("tensor-parallel"), e.getMessage());

@@ -87,16 +87,15 @@ class CodecsHttpTest {
                         prompts.put(r.id(), c);
                         tools = c.tools();
                     }
-                    return new ExecutionPlan(
-                            r.id(),
-                            p,
-                            SamplingParams.GREEDY,
-                            r.maxTokens() == null ? 100 : r.maxTokens(),
-                            new int[] {0},
-                            r.stop(),
-                            false,
-                            0,
-                            tools);
+                    return ExecutionPlan.builder()
+                            .requestId(r.id())
+                            .prompt(p)
+                            .sampling(SamplingParams.GREEDY)
+                            .maxTokens(r.maxTokens() == null ? 100 : r.maxTokens())
+                            .stopTokenIds(new int[] {0})
+                            .stopStrings(r.stop())
+                            .tools(tools)
+                            .build();
                 })
                 .executor(executor)
                 .sinks(sinks)

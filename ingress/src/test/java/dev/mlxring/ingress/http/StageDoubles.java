@@ -24,16 +24,16 @@ final class StageDoubles {
                 .preparer(r -> new PreparedPrompt(new int[] {7, 8}, 2))
                 .planner((r, p) -> {
                     refuseConstraint(r);
-                    return new ExecutionPlan(
-                                    r.id(),
-                                    p,
-                                    SamplingParams.GREEDY,
-                                    r.maxTokens() == null ? 512 : r.maxTokens(),
-                                    new int[0],
-                                    r.stop(),
-                                    r.logprobs(),
-                                    r.topLogprobs())
-                            .withAdapter(r.adapter());
+                    return ExecutionPlan.builder()
+                            .requestId(r.id())
+                            .prompt(p)
+                            .sampling(SamplingParams.GREEDY)
+                            .maxTokens(r.maxTokens() == null ? 512 : r.maxTokens())
+                            .stopStrings(r.stop())
+                            .logprobs(r.logprobs())
+                            .topLogprobs(r.topLogprobs())
+                            .adapter(r.adapter())
+                            .build();
                 })
                 .executor(executor)
                 .sinks(StageDoubles::tokenText);

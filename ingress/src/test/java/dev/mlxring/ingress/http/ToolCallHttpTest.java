@@ -75,16 +75,15 @@ class ToolCallHttpTest {
                     StageDoubles.refuseConstraint(r);
                     List<Map<String, Object>> tools = r.prompt() instanceof Prompt.Chat c ? c.tools() : List.of();
                     toolsSeen.add(tools);
-                    return new ExecutionPlan(
-                            r.id(),
-                            p,
-                            SamplingParams.GREEDY,
-                            r.maxTokens() == null ? 100 : r.maxTokens(),
-                            new int[] {0},
-                            r.stop(),
-                            false,
-                            0,
-                            tools);
+                    return ExecutionPlan.builder()
+                            .requestId(r.id())
+                            .prompt(p)
+                            .sampling(SamplingParams.GREEDY)
+                            .maxTokens(r.maxTokens() == null ? 100 : r.maxTokens())
+                            .stopTokenIds(new int[] {0})
+                            .stopStrings(r.stop())
+                            .tools(tools)
+                            .build();
                 })
                 .executor(scripted)
                 .sinks(sinks);

@@ -38,7 +38,13 @@ class ToolChoiceHttpTest {
     final ServedEngine server = ServedEngine.eachTest(
             () -> StageDoubles.engine(ScriptedExecutor.counting()).planner((r, p) -> {
                 planned.set(r);
-                return new ExecutionPlan(r.id(), p, SamplingParams.GREEDY, 1, new int[0], r.stop(), false, 0);
+                return ExecutionPlan.builder()
+                        .requestId(r.id())
+                        .prompt(p)
+                        .sampling(SamplingParams.GREEDY)
+                        .maxTokens(1)
+                        .stopStrings(r.stop())
+                        .build();
             }),
             ServedEngine.mlxLm());
 

@@ -12,7 +12,6 @@ import dev.mlxring.pipeline.Prompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.TextSink;
-import java.util.List;
 
 /**
  * Stage doubles that do no work, so that a benchmark over them measures the pipeline alone: the
@@ -75,8 +74,12 @@ public final class TrivialStages {
             long[] tokenStamps,
             Probe.Samples execGaps) {
         PreparedPrompt prepared = new PreparedPrompt(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 8);
-        ExecutionPlan plan =
-                new ExecutionPlan("bench", prepared, SamplingParams.GREEDY, maxTokens, new int[0], List.of(), false, 0);
+        ExecutionPlan plan = ExecutionPlan.builder()
+                .requestId("bench")
+                .prompt(prepared)
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(maxTokens)
+                .build();
         return Engine.builder()
                 .config(config)
                 .preparer(r -> {

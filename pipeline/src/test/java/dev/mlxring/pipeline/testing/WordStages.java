@@ -40,15 +40,14 @@ public final class WordStages {
 
     /** Greedy, the request's max_tokens ({@value #DEFAULT_MAX_TOKENS} when absent) and stop strings, stop id 0. */
     public static ExecutionPlan plan(GenerationRequest r, PreparedPrompt p) {
-        return new ExecutionPlan(
-                r.id(),
-                p,
-                SamplingParams.GREEDY,
-                r.maxTokens() == null ? DEFAULT_MAX_TOKENS : r.maxTokens(),
-                new int[] {0},
-                r.stop(),
-                false,
-                0);
+        return ExecutionPlan.builder()
+                .requestId(r.id())
+                .prompt(p)
+                .sampling(SamplingParams.GREEDY)
+                .maxTokens(r.maxTokens() == null ? DEFAULT_MAX_TOKENS : r.maxTokens())
+                .stopTokenIds(new int[] {0})
+                .stopStrings(r.stop())
+                .build();
     }
 
     /**
