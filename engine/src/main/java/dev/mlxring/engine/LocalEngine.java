@@ -58,8 +58,12 @@ public final class LocalEngine implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LocalEngine.class.getName());
 
     /**
+     * How {@link #open} loads and serves a model; built with {@link #builder} (or
+     * {@link #defaults(int)} for mlx_lm.server's), changed with the with-methods.
+     *
      * @param defaults server-wide request defaults (max tokens, sampling, context)
      * @param prefillStepSize prompt tokens per prefill chunk (mlx-lm: 2048)
+     * @param engine the pipeline's sizes and policies (concurrency, wait mode, rings, KV budget)
      * @param maxKvSize {@code --max-kv-size} (mlx-lm's {@code max_kv_size}); 0 = none
      * @param cpuKernels the CPU kernels of the model's quantized matmuls ({@code --cpu-kernels})
      * @param numerics their numeric tier ({@code --numerics}; {@link Numerics#FAST} is not mlx-lm's bytes)
@@ -89,181 +93,163 @@ public final class LocalEngine implements AutoCloseable {
             java.util.Objects.requireNonNull(namedAdapters, "namedAdapters");
         }
 
-        /** Without named adapters. */
-        public Options(
-                RequestPlanner.Defaults defaults,
-                int prefillStepSize,
-                EngineConfig engine,
-                int maxKvSize,
-                CpuKernels cpuKernels,
-                Numerics numerics,
-                PromptCache promptCache,
-                boolean dequantizedWeights,
-                SpeculativeDecoding speculative,
-                Path adapterPath) {
-            this(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    speculative,
-                    adapterPath,
-                    NamedAdapters.NONE);
-        }
-
-        /** Without an adapter. */
-        public Options(
-                RequestPlanner.Defaults defaults,
-                int prefillStepSize,
-                EngineConfig engine,
-                int maxKvSize,
-                CpuKernels cpuKernels,
-                Numerics numerics,
-                PromptCache promptCache,
-                boolean dequantizedWeights,
-                SpeculativeDecoding speculative) {
-            this(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    speculative,
-                    null);
-        }
-
-        /** Without speculative decoding. */
-        public Options(
-                RequestPlanner.Defaults defaults,
-                int prefillStepSize,
-                EngineConfig engine,
-                int maxKvSize,
-                CpuKernels cpuKernels,
-                Numerics numerics,
-                PromptCache promptCache,
-                boolean dequantizedWeights) {
-            this(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    SpeculativeDecoding.OFF);
-        }
-
-        /** Weights kept packed only. */
-        public Options(
-                RequestPlanner.Defaults defaults,
-                int prefillStepSize,
-                EngineConfig engine,
-                int maxKvSize,
-                CpuKernels cpuKernels,
-                Numerics numerics,
-                PromptCache promptCache) {
-            this(defaults, prefillStepSize, engine, maxKvSize, cpuKernels, numerics, promptCache, false);
-        }
-
-        /** No rotating cache, the default CPU kernels, no prompt cache (every prompt is prefilled whole). */
-        public Options(RequestPlanner.Defaults defaults, int prefillStepSize, EngineConfig engine) {
-            this(defaults, prefillStepSize, engine, 0, CpuKernels.DEFAULT, Numerics.DEFAULT, PromptCache.OFF);
-        }
-
         /** mlx_lm.server's defaults for a model with {@code maxContextTokens}. */
         public static Options defaults(int maxContextTokens) {
-            return new Options(
-                    RequestPlanner.Defaults.mlxLm(maxContextTokens),
-                    GenerationOptions.DEFAULT_PREFILL_STEP_SIZE,
-                    EngineConfig.defaults());
+            return builder(RequestPlanner.Defaults.mlxLm(maxContextTokens)).build();
+        }
+
+        /**
+         * A builder from the request defaults {@code defaults}; every other knob starts at
+         * mlx-ring's default, as {@link Builder} lists.
+         */
+        public static Builder builder(RequestPlanner.Defaults defaults) {
+            return new Builder(defaults);
+        }
+
+        /** A builder with every field of these options set, for a copy that changes some. */
+        public Builder toBuilder() {
+            return new Builder(defaults)
+                    .prefillStepSize(prefillStepSize)
+                    .engine(engine)
+                    .maxKvSize(maxKvSize)
+                    .cpuKernels(cpuKernels)
+                    .numerics(numerics)
+                    .promptCache(promptCache)
+                    .dequantizedWeights(dequantizedWeights)
+                    .speculative(speculative)
+                    .adapterPath(adapterPath)
+                    .namedAdapters(namedAdapters);
         }
 
         /** These options with {@code config} as the pipeline's sizes and policies (concurrency, wait mode, ...). */
         public Options withEngine(EngineConfig config) {
-            return new Options(
-                    defaults,
-                    prefillStepSize,
-                    java.util.Objects.requireNonNull(config, "engine"),
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    speculative,
-                    adapterPath,
-                    namedAdapters);
+            return toBuilder().engine(config).build();
         }
 
         /** These options with {@code p} as the prefix cache. */
         public Options withPromptCache(PromptCache p) {
-            return new Options(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    p,
-                    dequantizedWeights,
-                    speculative,
-                    adapterPath,
-                    namedAdapters);
+            return toBuilder().promptCache(p).build();
         }
 
         /** These options with {@code s} as the speculative decoding. */
         public Options withSpeculative(SpeculativeDecoding s) {
-            return new Options(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    s,
-                    adapterPath,
-                    namedAdapters);
+            return toBuilder().speculative(s).build();
         }
 
         /** These options with the adapter folder {@code dir} (null: none). */
         public Options withAdapter(Path dir) {
-            return new Options(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    speculative,
-                    dir,
-                    namedAdapters);
+            return toBuilder().adapterPath(dir).build();
         }
 
         /** These options with {@code a} as the named adapters. */
         public Options withNamedAdapters(NamedAdapters a) {
-            return new Options(
-                    defaults,
-                    prefillStepSize,
-                    engine,
-                    maxKvSize,
-                    cpuKernels,
-                    numerics,
-                    promptCache,
-                    dequantizedWeights,
-                    speculative,
-                    adapterPath,
-                    a);
+            return toBuilder().namedAdapters(a).build();
+        }
+
+        /**
+         * Names each knob of {@link Options}; the request defaults are given to
+         * {@link Options#builder}. What is not set: mlx-lm's prefill step
+         * ({@link GenerationOptions#DEFAULT_PREFILL_STEP_SIZE}), {@link EngineConfig#defaults()},
+         * no rotating cache, {@link CpuKernels#DEFAULT}, {@link Numerics#DEFAULT}, no prompt cache
+         * ({@link PromptCache#OFF}), weights kept packed only, no speculative decoding
+         * ({@link SpeculativeDecoding#OFF}), no adapter and no named adapters
+         * ({@link NamedAdapters#NONE}).
+         */
+        public static final class Builder {
+            private final RequestPlanner.Defaults defaults;
+            private int prefillStepSize = GenerationOptions.DEFAULT_PREFILL_STEP_SIZE;
+            private EngineConfig engine = EngineConfig.defaults();
+            private int maxKvSize;
+            private CpuKernels cpuKernels = CpuKernels.DEFAULT;
+            private Numerics numerics = Numerics.DEFAULT;
+            private PromptCache promptCache = PromptCache.OFF;
+            private boolean dequantizedWeights;
+            private SpeculativeDecoding speculative = SpeculativeDecoding.OFF;
+            private Path adapterPath;
+            private NamedAdapters namedAdapters = NamedAdapters.NONE;
+
+            private Builder(RequestPlanner.Defaults defaults) {
+                this.defaults = defaults;
+            }
+
+            /** Prompt tokens per prefill chunk ({@code --prefill-step-size}; mlx-lm: 2048). */
+            public Builder prefillStepSize(int prefillStepSize) {
+                this.prefillStepSize = prefillStepSize;
+                return this;
+            }
+
+            /** The pipeline's sizes and policies: concurrency, wait mode, rings, KV budget. */
+            public Builder engine(EngineConfig engine) {
+                this.engine = java.util.Objects.requireNonNull(engine, "engine");
+                return this;
+            }
+
+            /** {@code --max-kv-size} (mlx-lm's {@code max_kv_size}): a rotating cache of that many tokens; 0 = none. */
+            public Builder maxKvSize(int maxKvSize) {
+                this.maxKvSize = maxKvSize;
+                return this;
+            }
+
+            /** The CPU kernels of the model's quantized matmuls ({@code --cpu-kernels}). */
+            public Builder cpuKernels(CpuKernels cpuKernels) {
+                this.cpuKernels = cpuKernels;
+                return this;
+            }
+
+            /** Their numeric tier ({@code --numerics}; {@link Numerics#FAST} is not mlx-lm's bytes). */
+            public Builder numerics(Numerics numerics) {
+                this.numerics = numerics;
+                return this;
+            }
+
+            /** The prefix cache's tiers and caps ({@code --prompt-cache-*}). */
+            public Builder promptCache(PromptCache promptCache) {
+                this.promptCache = promptCache;
+                return this;
+            }
+
+            /**
+             * Keep quantized weights dequantized too ({@code --dequantized-weights}): same bytes,
+             * faster with float16/bfloat16 activations, 2 bytes a weight more memory.
+             */
+            public Builder dequantizedWeights(boolean dequantizedWeights) {
+                this.dequantizedWeights = dequantizedWeights;
+                return this;
+            }
+
+            /** Speculative decoding ({@code --speculative}, {@code --draft-model}). */
+            public Builder speculative(SpeculativeDecoding speculative) {
+                this.speculative = speculative;
+                return this;
+            }
+
+            /** An adapter folder applied to the model at load ({@code --adapter-path}); null = none. */
+            public Builder adapterPath(Path adapterPath) {
+                this.adapterPath = adapterPath;
+                return this;
+            }
+
+            /** The adapters a request may name ({@code --adapter NAME=DIR}, {@code --adapter-cache-bytes}). */
+            public Builder namedAdapters(NamedAdapters namedAdapters) {
+                this.namedAdapters = namedAdapters;
+                return this;
+            }
+
+            /** The options. */
+            public Options build() {
+                return new Options(
+                        defaults,
+                        prefillStepSize,
+                        engine,
+                        maxKvSize,
+                        cpuKernels,
+                        numerics,
+                        promptCache,
+                        dequantizedWeights,
+                        speculative,
+                        adapterPath,
+                        namedAdapters);
+            }
         }
     }
 

@@ -44,7 +44,12 @@ class HeadOfLineTest {
     private static LocalEngine open(double share, boolean shortFirst) {
         int context = LocalEngine.contextLength(MODEL);
         EngineConfig config = EngineConfig.defaults().withConcurrency(8, 8).withPrefillInterleave(share, shortFirst);
-        return LocalEngine.open(MODEL, new LocalEngine.Options(RequestPlanner.Defaults.mlxLm(context), STEP, config));
+        return LocalEngine.open(
+                MODEL,
+                LocalEngine.Options.builder(RequestPlanner.Defaults.mlxLm(context))
+                        .prefillStepSize(STEP)
+                        .engine(config)
+                        .build());
     }
 
     /** Prompt ids that no chat template produces, distinct per {@code seed} (no prefix shared). */

@@ -305,23 +305,26 @@ final class ServeCommand {
             int maxContext = LocalEngine.contextLength(spec.dir());
             LocalEngine local = LocalEngine.open(
                     spec.dir(),
-                    new LocalEngine.Options(
-                            new RequestPlanner.Defaults(maxTokens, temp, topP, topK, minP, maxContext, KvFlags.parse(m))
-                                    .withMaxPromptTokens(maxPromptTokens),
-                            prefillStep,
-                            engineConfig,
-                            modelMaxKvSize,
-                            kernels,
-                            NumericsFlag.parse(m, kernels, launch != null),
+                    LocalEngine.Options.builder(new RequestPlanner.Defaults(
+                                            maxTokens, temp, topP, topK, minP, maxContext, KvFlags.parse(m))
+                                    .withMaxPromptTokens(maxPromptTokens))
+                            .prefillStepSize(prefillStep)
+                            .engine(engineConfig)
+                            .maxKvSize(modelMaxKvSize)
+                            .cpuKernels(kernels)
+                            .numerics(NumericsFlag.parse(m, kernels, launch != null))
                             // One SSD tier per folder: the default model's.
-                            isDefault
-                                    ? promptCache
-                                    : new LocalEngine.PromptCache(promptCache.maxEntries(), promptCache.maxBytes()),
-                            dequantizedWeights,
-                            isDefault ? speculative : SpeculativeDecoding.OFF,
-                            isDefault ? adapterDir : null,
+                            .promptCache(
+                                    isDefault
+                                            ? promptCache
+                                            : new LocalEngine.PromptCache(
+                                                    promptCache.maxEntries(), promptCache.maxBytes()))
+                            .dequantizedWeights(dequantizedWeights)
+                            .speculative(isDefault ? speculative : SpeculativeDecoding.OFF)
+                            .adapterPath(isDefault ? adapterDir : null)
                             // Named adapters belong to the default model: <default>:<NAME>.
-                            isDefault ? namedAdapters : LocalEngine.NamedAdapters.NONE),
+                            .namedAdapters(isDefault ? namedAdapters : LocalEngine.NamedAdapters.NONE)
+                            .build(),
                     isDefault ? leader : null);
             HfTokenizer tokenizer = local.tokenizer();
             return new PooledEngine(
