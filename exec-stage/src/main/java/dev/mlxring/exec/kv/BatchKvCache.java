@@ -3,7 +3,6 @@ package dev.mlxring.exec.kv;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
-import java.util.Arrays;
 
 /**
  * mlx-lm's {@code BatchKVCache}: one layer's keys and values for {@code B} rows decoding together,
@@ -32,33 +31,31 @@ import java.util.Arrays;
 public final class BatchKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
-    private int[] leftPadding;
-    private int idx;
-    /** Set by {@link #prepareRightPadding} for one prefill call, consumed by {@link #finalizePadding}. */
-    private int[] rightPadding;
+    /** The rows' paddings and the shared index, rolling and cutting {@link #keys} and {@link #values}. */
+    private RowPadding rows;
 
     /** An empty cache for rows with the given left padding ({@code BatchKVCache(left_padding)}). */
     public BatchKvCache(int[] leftPadding) {
-        this.leftPadding = leftPadding.clone();
+        this.rows = new RowPadding(leftPadding, new Buffers());
     }
 
     public int batchSize() {
-        return leftPadding.length;
+        return rows.batchSize();
     }
 
     /** The shared write index (mlx-lm's {@code _idx}): the key length attention sees. */
     @Override
     public int offset() {
-        return idx;
+        return rows.idx();
     }
 
     public int[] leftPadding() {
-        return leftPadding.clone();
+        return rows.leftPadding();
     }
 
     /** mlx-lm's {@code offset} array: each row's rope position, {@code idx - leftPadding[i]} (int32). */
     public MlxArray offsets() {
-        return Paddings.offsets(idx, leftPadding);
+        return rows.offsets();
     }
 
     /**
@@ -67,18 +64,19 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * {@code idx + q >= k} and {@code k >= leftPadding[row]}. Built before the layers update.
      */
     public MlxArray makeMask(int n) {
-        return Paddings.causalMask(idx, leftPadding, n);
+        return rows.causalMask(n);
     }
 
     /** Appends {@code [B, H, L, D]} keys and values at {@code idx}; returns views of {@code [..., :idx, :]}. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
-        int prev = idx;
+        int prev = rows.idx();
         int length = newKeys.dim(2);
         if (keys == null || prev + length > keys.dim(2)) {
             int nSteps = (STEP + length - 1) / STEP;
             grow(newKeys, newValues, nSteps * STEP, prev % STEP != 0 ? prev : -1);
         }
-        idx += length;
+        rows.advance(length);
+        int idx = rows.idx();
         int[] strides = {1, 1, 1, 1};
         replace(
                 Mlx.sliceUpdate(
@@ -103,9 +101,10 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * it wrote.
      */
     public MlxArray[] reserve(int batch, int heads, int keyDim, int valueDim, Dtype dtype, int length) {
-        if (batch != leftPadding.length) {
-            throw new IllegalArgumentException("reserve for " + batch + " rows, batch has " + leftPadding.length);
+        if (batch != rows.batchSize()) {
+            throw new IllegalArgumentException("reserve for " + batch + " rows, batch has " + rows.batchSize());
         }
+        int idx = rows.idx();
         if (keys == null || idx + length > keys.dim(2)) {
             int nSteps = (STEP + length - 1) / STEP;
             grow(batch, heads, keyDim, valueDim, dtype, nSteps * STEP, idx % STEP != 0 ? idx : -1);
@@ -119,17 +118,18 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * {@link #updateAndFetch}, done by the caller's primitive); the index advances by {@code length}.
      */
     public void written(MlxArray k, MlxArray v, int length) {
+        int idx = rows.idx();
         if (keys == null || k.dim(2) != keys.dim(2) || idx + length > k.dim(2)) {
             throw new IllegalArgumentException("written buffers of " + k.dim(2) + " positions for index " + idx + " + "
                     + length + " in a buffer of " + (keys == null ? 0 : keys.dim(2)));
         }
         replace(k, v);
-        idx += length;
+        rows.advance(length);
     }
 
     /** {@code keys_and_values()}: always the {@code [..., :idx, :]} views. */
     public MlxArray[] keysAndValues() {
-        return new MlxArray[] {positions(keys, 0, idx), positions(values, 0, idx)};
+        return new MlxArray[] {positions(keys, 0, rows.idx()), positions(values, 0, rows.idx())};
     }
 
     /**
@@ -137,18 +137,12 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * amounts (padding tokens after the real ones, which the causal mask keeps out of their view).
      */
     public void prepareRightPadding(int[] padding) {
-        if (padding.length != leftPadding.length) {
-            throw new IllegalArgumentException(
-                    "right padding for " + padding.length + " rows, batch has " + leftPadding.length);
-        }
-        if (Arrays.stream(padding).max().orElse(0) > 0) {
-            rightPadding = padding.clone();
-        }
+        rows.prepareRightPadding(padding);
     }
 
     /** Whether a prefill chunk's right padding waits for {@link #finalizePadding}. */
     boolean paddingPending() {
-        return rightPadding != null;
+        return rows.paddingPending();
     }
 
     /**
@@ -157,15 +151,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * becomes left padding.
      */
     public void finalizePadding() {
-        if (rightPadding == null) {
-            return;
-        }
-        int b = leftPadding.length;
-        rollRowsRight(rightPadding);
-        for (int r = 0; r < b; r++) {
-            leftPadding[r] += rightPadding[r];
-        }
-        rightPadding = null;
+        rows.finalizePadding();
     }
 
     /**
@@ -184,65 +170,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * @throws IllegalStateException during a prefill chunk (right padding pending)
      */
     public int[] trimRows(int[] counts) {
-        int b = leftPadding.length;
-        if (counts.length != b) {
-            throw new IllegalArgumentException("trim counts for " + counts.length + " rows, batch has " + b);
-        }
-        if (rightPadding != null) {
-            throw new IllegalStateException("trimRows during a prefill chunk (finalizePadding first)");
-        }
-        int[] done = new int[b];
-        int common = Integer.MAX_VALUE;
-        for (int r = 0; r < b; r++) {
-            done[r] = KvCache.trimCount(idx - leftPadding[r], counts[r]);
-            common = Math.min(common, done[r]);
-        }
-        if (b == 0 || keys == null) {
-            return new int[b];
-        }
-        idx -= common;
-        int[] shift = new int[b];
-        boolean any = false;
-        for (int r = 0; r < b; r++) {
-            shift[r] = done[r] - common;
-            any |= shift[r] > 0;
-        }
-        if (any) {
-            rollRowsRight(shift);
-            for (int r = 0; r < b; r++) {
-                leftPadding[r] += shift[r];
-            }
-            dropCommonPadding();
-        }
-        return done;
-    }
-
-    /** Drops the left padding every row has (the positions before the shortest padding), as {@link #filter} does. */
-    private void dropCommonPadding() {
-        int minPad = Arrays.stream(leftPadding).min().orElse(0);
-        if (minPad > 0) {
-            if (keys != null) {
-                replace(positions(keys, minPad, keys.dim(2)), positions(values, minPad, values.dim(2)));
-            }
-            idx -= minPad;
-            for (int i = 0; i < leftPadding.length; i++) {
-                leftPadding[i] -= minPad;
-            }
-        }
-    }
-
-    /** Each row's positions (the whole buffer) rolled right by its shift, wrapping ({@code dynamic_roll}). */
-    private void rollRowsRight(int[] shift) {
-        int b = shift.length;
-        int n = keys.dim(2);
-        int[] index = new int[b * n];
-        for (int r = 0; r < b; r++) {
-            for (int j = 0; j < n; j++) {
-                index[r * n + j] = Math.floorMod(j - shift[r], n);
-            }
-        }
-        MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
-        replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+        return rows.trimRows(counts);
     }
 
     /** In-place {@code filter(batch_indices)}: keeps those rows, then trims the common left padding. */
@@ -254,11 +182,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             replace(Mlx.take(keys, index, 0), Mlx.take(values, index, 0));
         }
-        leftPadding = Paddings.gather(leftPadding, keep);
-        if (rightPadding != null) {
-            rightPadding = Paddings.gather(rightPadding, keep);
-        }
-        dropCommonPadding();
+        rows.keep(keep);
     }
 
     /**
@@ -266,9 +190,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * ({@code copy.deepcopy} then {@code filter}, as {@code PromptProcessingBatch.split} does).
      */
     public BatchKvCache select(int[] rows) {
-        BatchKvCache copy = new BatchKvCache(leftPadding);
-        copy.idx = idx;
-        copy.rightPadding = rightPadding == null ? null : rightPadding.clone();
+        BatchKvCache copy = new BatchKvCache(new int[0]);
+        copy.rows = this.rows.copy(copy.new Buffers());
         // The first filter step gathers new arrays, so the copy can start from shared views.
         copy.viewsOf(this);
         copy.filter(rows);
@@ -283,11 +206,11 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      */
     public void extend(BatchKvCache other) {
         if (keys == null && other.keys == null) {
-            leftPadding = Paddings.concat(leftPadding, other.leftPadding);
+            rows.appendEmpty(other.rows);
             other.close();
             return;
         }
-        int maxIdx = Math.max(idx, other.idx);
+        int maxIdx = rows.joinedIdx(other.rows);
         MlxArray ref = keys != null ? keys : other.keys;
         MlxArray refV = keys != null ? values : other.values;
         int heads = ref.dim(1);
@@ -295,13 +218,10 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         int m = refV.dim(3);
         int maxSize = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
         Dtype dtype = ref.dtype();
-        MlxArray[] a = justified(this, leftPadding.length, maxIdx - idx, maxSize, heads, d, m, dtype);
-        MlxArray[] b = justified(other, other.leftPadding.length, maxIdx - other.idx, maxSize, heads, d, m, dtype);
-        int[] lpA = Paddings.shifted(leftPadding, maxIdx - idx);
-        int[] lpB = Paddings.shifted(other.leftPadding, maxIdx - other.idx);
+        MlxArray[] a = justified(this, rows.batchSize(), maxIdx - rows.idx(), maxSize, heads, d, m, dtype);
+        MlxArray[] b = justified(other, other.rows.batchSize(), maxIdx - other.rows.idx(), maxSize, heads, d, m, dtype);
         replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
-        leftPadding = Paddings.concat(lpA, lpB);
-        idx = maxIdx;
+        rows.append(other.rows);
         other.close();
     }
 
@@ -310,7 +230,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * ({@code contiguous(keys[row:row+1, :, padding:idx])}); this cache is unchanged.
      */
     public DenseKvCache extract(int row) {
-        int pad = leftPadding[row];
+        int pad = rows.leftPadding(row);
+        int idx = rows.idx();
         MlxArray k = Mlx.contiguous(Mlx.slice(
                 keys, new int[] {row, 0, pad, 0}, new int[] {row + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {
                     1, 1, 1, 1
@@ -371,15 +292,36 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         }
         BatchKvCache cache = new BatchKvCache(padding);
         cache.replace(keys, values);
-        cache.idx = maxLength;
+        cache.rows.setIdx(maxLength);
         return cache;
     }
 
     @Override
     public void close() {
         closeBuffers();
-        idx = 0;
-        leftPadding = new int[0];
-        rightPadding = null;
+        rows.clear();
+    }
+
+    /** {@link #keys} and {@link #values} as {@link RowPadding} rolls and cuts them. */
+    private final class Buffers implements RowPadding.Positions {
+        @Override
+        public boolean stored() {
+            return keys != null;
+        }
+
+        @Override
+        public int capacity() {
+            return keys.dim(2);
+        }
+
+        @Override
+        public void takeAlongPositions(MlxArray indices) {
+            replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+        }
+
+        @Override
+        public void dropLeadingPositions(int start) {
+            replace(positions(keys, start, keys.dim(2)), positions(values, start, values.dim(2)));
+        }
     }
 }

@@ -3,7 +3,6 @@ package dev.mlxring.exec.kv;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
-import java.util.Arrays;
 
 /**
  * One layer's quantized keys and values for {@code B} rows decoding together (mlx-lm has no such
@@ -36,16 +35,14 @@ public final class BatchQuantizedKvCache implements KvCache {
     /** {@code kw, ks, kb, vw, vs, vb}, each {@code [B, kvHeads, capacity, ·]}; null while empty. */
     private MlxArray[] buffers;
 
-    private int[] leftPadding;
-    private int idx;
-    /** Set by {@link #prepareRightPadding} for one prefill call, consumed by {@link #finalizePadding}. */
-    private int[] rightPadding;
+    /** The rows' paddings and the shared index, rolling and cutting {@link #buffers}. */
+    private RowPadding rows;
 
     /** An empty cache for rows with the given left padding. */
     public BatchQuantizedKvCache(int groupSize, int bits, int[] leftPadding) {
         this.groupSize = groupSize;
         this.bits = bits;
-        this.leftPadding = leftPadding.clone();
+        this.rows = new RowPadding(leftPadding, new Buffers());
     }
 
     public int groupSize() {
@@ -57,27 +54,27 @@ public final class BatchQuantizedKvCache implements KvCache {
     }
 
     public int batchSize() {
-        return leftPadding.length;
+        return rows.batchSize();
     }
 
     /** The shared write index: the key length attention sees. */
     @Override
     public int offset() {
-        return idx;
+        return rows.idx();
     }
 
     public int[] leftPadding() {
-        return leftPadding.clone();
+        return rows.leftPadding();
     }
 
     /** Each row's rope position, {@code idx - leftPadding[i]} (int32), as {@link BatchKvCache#offsets()}. */
     public MlxArray offsets() {
-        return Paddings.offsets(idx, leftPadding);
+        return rows.offsets();
     }
 
     /** {@code create_causal_mask(N, offset=idx, left_padding)}, as {@link BatchKvCache#makeMask}. */
     public MlxArray makeMask(int n) {
-        return Paddings.causalMask(idx, leftPadding, n);
+        return rows.causalMask(n);
     }
 
     /**
@@ -87,12 +84,12 @@ public final class BatchQuantizedKvCache implements KvCache {
      */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
         int b = newKeys.dim(0);
-        if (b != leftPadding.length) {
-            throw new IllegalArgumentException("keys for " + b + " rows, batch has " + leftPadding.length);
+        if (b != rows.batchSize()) {
+            throw new IllegalArgumentException("keys for " + b + " rows, batch has " + rows.batchSize());
         }
         int heads = newKeys.dim(1);
         int numSteps = newKeys.dim(2);
-        int prev = idx;
+        int prev = rows.idx();
         if (buffers == null || prev + numSteps > buffers[0].dim(2)) {
             int newSteps = (STEP + numSteps - 1) / STEP * STEP;
             if (buffers != null) {
@@ -110,7 +107,8 @@ public final class BatchQuantizedKvCache implements KvCache {
                 replace(new MlxArray[] {k[0], k[1], k[2], v[0], v[1], v[2]});
             }
         }
-        idx += numSteps;
+        rows.advance(numSteps);
+        int idx = rows.idx();
         MlxArray[] qk = Mlx.quantize(newKeys, groupSize, bits);
         MlxArray[] qv = Mlx.quantize(newValues, groupSize, bits);
         MlxArray[] written = new MlxArray[6];
@@ -131,7 +129,7 @@ public final class BatchQuantizedKvCache implements KvCache {
 
     /** The six arrays over {@code [..., :idx, :]}. */
     public MlxArray[] keysAndValues() {
-        return positionsAll(buffers, 0, idx);
+        return positionsAll(buffers, 0, rows.idx());
     }
 
     /** The six buffers (whole), for evaluating the cache; empty while nothing is stored. */
@@ -147,32 +145,17 @@ public final class BatchQuantizedKvCache implements KvCache {
 
     /** As {@link BatchKvCache#prepareRightPadding}. */
     public void prepareRightPadding(int[] padding) {
-        if (padding.length != leftPadding.length) {
-            throw new IllegalArgumentException(
-                    "right padding for " + padding.length + " rows, batch has " + leftPadding.length);
-        }
-        if (Arrays.stream(padding).max().orElse(0) > 0) {
-            rightPadding = padding.clone();
-        }
+        rows.prepareRightPadding(padding);
     }
 
     /** Whether a prefill chunk's right padding waits for {@link #finalizePadding}. */
     public boolean paddingPending() {
-        return rightPadding != null;
+        return rows.paddingPending();
     }
 
     /** As {@link BatchKvCache#finalizePadding}: each row rolled right by its right padding, which becomes left padding. */
     public void finalizePadding() {
-        if (rightPadding == null) {
-            return;
-        }
-        if (buffers != null) {
-            rollRowsRight(rightPadding);
-        }
-        for (int r = 0; r < leftPadding.length; r++) {
-            leftPadding[r] += rightPadding[r];
-        }
-        rightPadding = null;
+        rows.finalizePadding();
     }
 
     /**
@@ -184,37 +167,7 @@ public final class BatchQuantizedKvCache implements KvCache {
      * @throws IllegalStateException during a prefill chunk (right padding pending)
      */
     public int[] trimRows(int[] counts) {
-        int b = leftPadding.length;
-        if (counts.length != b) {
-            throw new IllegalArgumentException("trim counts for " + counts.length + " rows, batch has " + b);
-        }
-        if (rightPadding != null) {
-            throw new IllegalStateException("trimRows during a prefill chunk (finalizePadding first)");
-        }
-        int[] done = new int[b];
-        int common = Integer.MAX_VALUE;
-        for (int r = 0; r < b; r++) {
-            done[r] = KvCache.trimCount(idx - leftPadding[r], counts[r]);
-            common = Math.min(common, done[r]);
-        }
-        if (b == 0 || buffers == null) {
-            return new int[b];
-        }
-        idx -= common;
-        int[] shift = new int[b];
-        boolean any = false;
-        for (int r = 0; r < b; r++) {
-            shift[r] = done[r] - common;
-            any |= shift[r] > 0;
-        }
-        if (any) {
-            rollRowsRight(shift);
-            for (int r = 0; r < b; r++) {
-                leftPadding[r] += shift[r];
-            }
-            dropCommonPadding();
-        }
-        return done;
+        return rows.trimRows(counts);
     }
 
     /** In-place filter: keeps those rows, then drops the left padding every kept row has. */
@@ -230,18 +183,13 @@ public final class BatchQuantizedKvCache implements KvCache {
             }
             replace(kept);
         }
-        leftPadding = Paddings.gather(leftPadding, keep);
-        if (rightPadding != null) {
-            rightPadding = Paddings.gather(rightPadding, keep);
-        }
-        dropCommonPadding();
+        rows.keep(keep);
     }
 
     /** A copy of this cache holding only {@code rows}, filtered as {@link #filter} does. */
     public BatchQuantizedKvCache select(int[] rows) {
-        BatchQuantizedKvCache copy = new BatchQuantizedKvCache(groupSize, bits, leftPadding);
-        copy.idx = idx;
-        copy.rightPadding = rightPadding == null ? null : rightPadding.clone();
+        BatchQuantizedKvCache copy = new BatchQuantizedKvCache(groupSize, bits, new int[0]);
+        copy.rows = this.rows.copy(copy.new Buffers());
         if (buffers != null) {
             // The filter gathers new arrays, so the copy can start from views of these buffers.
             copy.buffers = detachAll(positionsAll(buffers, 0, buffers[0].dim(2)));
@@ -263,25 +211,22 @@ public final class BatchQuantizedKvCache implements KvCache {
                     + " quantized cache with a " + other.bits + "-bit, group-" + other.groupSize + " one");
         }
         if (buffers == null && other.buffers == null) {
-            leftPadding = Paddings.concat(leftPadding, other.leftPadding);
+            rows.appendEmpty(other.rows);
             other.close();
             return;
         }
-        int maxIdx = Math.max(idx, other.idx);
+        int maxIdx = rows.joinedIdx(other.rows);
         MlxArray[] ref = buffers != null ? buffers : other.buffers;
         int size =
                 Math.max(buffers == null ? 0 : buffers[0].dim(2), other.buffers == null ? 0 : other.buffers[0].dim(2));
-        MlxArray[] a = justified(this, ref, maxIdx - idx, size);
-        MlxArray[] b = justified(other, ref, maxIdx - other.idx, size);
+        MlxArray[] a = justified(this, ref, maxIdx - rows.idx(), size);
+        MlxArray[] b = justified(other, ref, maxIdx - other.rows.idx(), size);
         MlxArray[] joined = new MlxArray[6];
         for (int i = 0; i < 6; i++) {
             joined[i] = Mlx.concatenate(0, a[i], b[i]);
         }
-        int[] lpA = Paddings.shifted(leftPadding, maxIdx - idx);
-        int[] lpB = Paddings.shifted(other.leftPadding, maxIdx - other.idx);
         replace(joined);
-        leftPadding = Paddings.concat(lpA, lpB);
-        idx = maxIdx;
+        rows.append(other.rows);
         other.close();
     }
 
@@ -293,7 +238,8 @@ public final class BatchQuantizedKvCache implements KvCache {
         if (buffers == null) {
             return new QuantizedKvCache(groupSize, bits);
         }
-        int pad = leftPadding[row];
+        int pad = rows.leftPadding(row);
+        int idx = rows.idx();
         MlxArray[] out = new MlxArray[6];
         for (int i = 0; i < 6; i++) {
             MlxArray x = buffers[i];
@@ -333,11 +279,10 @@ public final class BatchQuantizedKvCache implements KvCache {
         for (int i = 0; i < b; i++) {
             padding[i] = maxLength - caches[i].offset();
         }
-        BatchQuantizedKvCache cache = new BatchQuantizedKvCache(groupSize, bits, padding);
         if (maxLength == 0) {
-            cache.leftPadding = new int[b];
-            return cache;
+            return new BatchQuantizedKvCache(groupSize, bits, new int[b]);
         }
+        BatchQuantizedKvCache cache = new BatchQuantizedKvCache(groupSize, bits, padding);
         MlxArray[] refState = ref.state();
         MlxArray[] merged = new MlxArray[6];
         for (int i = 0; i < 6; i++) {
@@ -363,7 +308,7 @@ public final class BatchQuantizedKvCache implements KvCache {
             }
         }
         cache.replace(merged);
-        cache.idx = maxLength;
+        cache.rows.setIdx(maxLength);
         return cache;
     }
 
@@ -379,7 +324,7 @@ public final class BatchQuantizedKvCache implements KvCache {
             throw new IllegalStateException("cannot quantize a batch cache during a prefill chunk");
         }
         BatchQuantizedKvCache cache = new BatchQuantizedKvCache(groupSize, bits, dense.leftPadding());
-        cache.idx = dense.offset();
+        cache.rows.setIdx(dense.offset());
         if (!dense.isEmpty()) {
             MlxArray[] k = Mlx.quantize(dense.keys, groupSize, bits);
             MlxArray[] v = Mlx.quantize(dense.values, groupSize, bits);
@@ -388,45 +333,13 @@ public final class BatchQuantizedKvCache implements KvCache {
         return cache;
     }
 
-    /** Drops the left padding every row has, as {@link #filter} does. */
-    private void dropCommonPadding() {
-        int minPad = Arrays.stream(leftPadding).min().orElse(0);
-        if (minPad > 0) {
-            if (buffers != null) {
-                replace(positionsAll(buffers, minPad, buffers[0].dim(2)));
-            }
-            idx -= minPad;
-            for (int i = 0; i < leftPadding.length; i++) {
-                leftPadding[i] -= minPad;
-            }
-        }
-    }
-
-    /** Each row's positions rolled right by its shift, wrapping ({@code dynamic_roll}). */
-    private void rollRowsRight(int[] shift) {
-        int b = shift.length;
-        int n = buffers[0].dim(2);
-        int[] index = new int[b * n];
-        for (int r = 0; r < b; r++) {
-            for (int j = 0; j < n; j++) {
-                index[r * n + j] = Math.floorMod(j - shift[r], n);
-            }
-        }
-        MlxArray indices = Mlx.fromInts(index, b, 1, n, 1);
-        MlxArray[] rolled = new MlxArray[6];
-        for (int i = 0; i < 6; i++) {
-            rolled[i] = Mlx.takeAlongAxis(buffers[i], indices, 2);
-        }
-        replace(rolled);
-    }
-
     /**
      * {@code c}'s six buffers shifted right by {@code left} zero positions, then cut or
      * zero-padded on the right to {@code size}; an empty {@code c} as zero-position buffers shaped
      * as {@code ref}'s.
      */
     private static MlxArray[] justified(BatchQuantizedKvCache c, MlxArray[] ref, int left, int size) {
-        int rows = c.leftPadding.length;
+        int rows = c.rows.batchSize();
         MlxArray[] out = new MlxArray[6];
         for (int i = 0; i < 6; i++) {
             MlxArray x = c.buffers != null
@@ -491,8 +404,33 @@ public final class BatchQuantizedKvCache implements KvCache {
             }
             buffers = null;
         }
-        idx = 0;
-        leftPadding = new int[0];
-        rightPadding = null;
+        rows.clear();
+    }
+
+    /** {@link #buffers} as {@link RowPadding} rolls and cuts them. */
+    private final class Buffers implements RowPadding.Positions {
+        @Override
+        public boolean stored() {
+            return buffers != null;
+        }
+
+        @Override
+        public int capacity() {
+            return buffers[0].dim(2);
+        }
+
+        @Override
+        public void takeAlongPositions(MlxArray indices) {
+            MlxArray[] rolled = new MlxArray[6];
+            for (int i = 0; i < 6; i++) {
+                rolled[i] = Mlx.takeAlongAxis(buffers[i], indices, 2);
+            }
+            replace(rolled);
+        }
+
+        @Override
+        public void dropLeadingPositions(int start) {
+            replace(positionsAll(buffers, start, buffers[0].dim(2)));
+        }
     }
 }
