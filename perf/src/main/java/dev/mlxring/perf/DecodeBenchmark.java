@@ -3,6 +3,7 @@ package dev.mlxring.perf;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.bench.CpuMonitor;
+import dev.mlxring.bench.MlxLmServe;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
@@ -12,11 +13,7 @@ import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.Numerics;
 import dev.mlxring.mlx.ProjectHome;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -27,8 +24,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -257,7 +252,7 @@ public final class DecodeBenchmark {
             List<Run> theirs = new ArrayList<>();
             List<String> mismatches = new ArrayList<>();
             System.err.printf(Locale.ROOT, "[bench] %s: starting mlx-lm (load + %d warm-up)%n", name, o.warmup());
-            try (MlxLmProcess py = MlxLmProcess.start(o, dir, promptFile, name)) {
+            try (MlxLmServe py = startMlxLm(o, dir, promptFile, name)) {
                 JsonNode header = py.header();
                 versions[0] = header.path("mlx_version").asText("?");
                 versions[1] = header.path("mlx_lm_version").asText("?");
@@ -280,7 +275,7 @@ public final class DecodeBenchmark {
                     }
                     double waited = waitQuiet(cpu, o, name + " run " + (i + 1) + " mlx-lm");
                     CpuMonitor.Sample s0 = cpu.sample();
-                    Run b = py.run();
+                    Run b = theirs(py.run());
                     b = b.withContention(CpuMonitor.foreignCores(s0, cpu.sample()), waited);
                     theirs.add(b);
                     for (int v = 0; v < round.size(); v++) {
@@ -479,152 +474,38 @@ public final class DecodeBenchmark {
 
     // ---- the mlx-lm subprocess ----------------------------------------------------
 
-    /** {@code mlxlm_bench.py --serve}: one JSON line per {@code run} command, stderr to a log file. */
-    private static final class MlxLmProcess implements AutoCloseable {
-        private static final String EOF = "\u0000EOF";
-        private final Process process;
-        private final Writer stdin;
-        private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
-        private final Path log;
-        private final JsonNode header;
-        private int runs;
+    /** {@code mlxlm_bench.py --serve} on {@code dir}, its stderr to {@code build/bench/mlxlm-<name>.log}. */
+    private static MlxLmServe startMlxLm(Options o, Path dir, Path promptFile, String name) throws Exception {
+        Path home = ProjectHome.get();
+        return MlxLmServe.start(
+                ProjectHome.python(),
+                home.resolve("scripts/bench/mlxlm_bench.py"),
+                new MlxLmServe.Script(
+                        dir,
+                        promptFile,
+                        o.promptTokens(),
+                        o.genTokens(),
+                        o.runs(),
+                        o.seed(),
+                        o.warmup(),
+                        o.prefillStepSize()),
+                home.resolve("build/bench").resolve("mlxlm-" + name + ".log"),
+                TimeUnit.SECONDS.toNanos(PYTHON_TIMEOUT_S));
+    }
 
-        private MlxLmProcess(Process process, Path log) throws Exception {
-            this.process = process;
-            this.log = log;
-            this.stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-            Thread reader = new Thread(
-                    () -> {
-                        try (BufferedReader r = new BufferedReader(
-                                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                            for (String line; (line = r.readLine()) != null; ) {
-                                lines.add(line);
-                            }
-                        } catch (IOException e) {
-                            // the process went away; EOF below tells the waiting side
-                        } finally {
-                            lines.add(EOF);
-                        }
-                    },
-                    "mlxlm-stdout");
-            reader.setDaemon(true);
-            reader.start();
-            this.header = next("header");
-        }
-
-        static MlxLmProcess start(Options o, Path dir, Path promptFile, String name) throws Exception {
-            Path home = ProjectHome.get();
-            Path python = ProjectHome.python();
-            if (!Files.isExecutable(python)) {
-                throw new IllegalStateException("the project venv is missing (" + python + ")");
-            }
-            Path script = home.resolve("scripts/bench/mlxlm_bench.py");
-            List<String> cmd = List.of(
-                    python.toString(),
-                    script.toString(),
-                    "--model",
-                    dir.toString(),
-                    "--prompt-tokens",
-                    String.valueOf(o.promptTokens()),
-                    "--gen-tokens",
-                    String.valueOf(o.genTokens()),
-                    "--runs",
-                    String.valueOf(o.runs()),
-                    "--seed",
-                    String.valueOf(o.seed()),
-                    "--prompt-file",
-                    promptFile.toString(),
-                    "--warmup",
-                    String.valueOf(o.warmup()),
-                    "--prefill-step-size",
-                    String.valueOf(o.prefillStepSize()),
-                    "--serve");
-            Path log = home.resolve("build/bench").resolve("mlxlm-" + name + ".log");
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(log.toFile());
-            pb.environment().put("PYTHONIOENCODING", "utf-8");
-            pb.environment().put("PYTHONUNBUFFERED", "1");
-            pb.environment().put("HF_HUB_OFFLINE", "1");
-            pb.environment().put("TRANSFORMERS_OFFLINE", "1");
-            return new MlxLmProcess(pb.start(), log);
-        }
-
-        JsonNode header() {
-            return header;
-        }
-
-        long pid() {
-            return process.pid();
-        }
-
-        Run run() throws Exception {
-            stdin.write("run\n");
-            stdin.flush();
-            JsonNode r = next("run");
-            if (r.path("run").asInt(-1) != runs) {
-                throw new IllegalStateException("mlx-lm answered run " + r.path("run") + ", expected " + runs);
-            }
-            runs++;
-            return new Run(
-                    r.get("prompt_tps").asDouble(),
-                    r.get("generation_tps").asDouble(),
-                    r.get("prompt_time_s").asDouble(),
-                    r.get("generation_time_s").asDouble(),
-                    r.get("peak_memory").asLong(),
-                    JSON.convertValue(r.get("tokens"), int[].class),
-                    Double.NaN,
-                    0,
-                    -1,
-                    -1);
-        }
-
-        private JsonNode next(String kind) throws Exception {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(PYTHON_TIMEOUT_S);
-            while (true) {
-                long left = deadline - System.nanoTime();
-                String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
-                if (line == null) {
-                    throw new IllegalStateException(
-                            "mlx-lm gave no '" + kind + "' line within " + PYTHON_TIMEOUT_S + " s" + stderrTail());
-                }
-                if (line.equals(EOF)) {
-                    throw new IllegalStateException("mlx-lm exited before its '" + kind + "' line" + stderrTail());
-                }
-                if (!line.startsWith("{")) {
-                    System.err.println("[mlx-lm] " + line);
-                    continue;
-                }
-                JsonNode node = JSON.readTree(line);
-                if (!kind.equals(node.path("kind").asText())) {
-                    throw new IllegalStateException(
-                            "mlx-lm sent '" + node.path("kind").asText() + "', expected '" + kind + "'");
-                }
-                return node;
-            }
-        }
-
-        private String stderrTail() {
-            try {
-                process.waitFor(2, TimeUnit.SECONDS);
-                String err = Files.readString(log, StandardCharsets.UTF_8);
-                return " (exit " + (process.isAlive() ? "-" : process.exitValue()) + ", log " + log
-                        + ")\n--- stderr tail ---\n" + err.substring(Math.max(0, err.length() - 4000));
-            } catch (Exception e) {
-                return " (log " + log + ")";
-            }
-        }
-
-        @Override
-        public void close() throws Exception {
-            try {
-                stdin.write("quit\n");
-                stdin.close();
-            } catch (IOException e) {
-                // already gone
-            }
-            if (!process.waitFor(30, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-            }
-        }
+    /** One mlx-lm run as a {@link Run}: the contention is filled in by the caller. */
+    private static Run theirs(MlxLmServe.Run r) {
+        return new Run(
+                r.promptTps(),
+                r.genTps(),
+                r.promptSeconds(),
+                r.genSeconds(),
+                r.peakMemoryBytes(),
+                r.tokens(),
+                Double.NaN,
+                0,
+                -1,
+                -1);
     }
 
     // ---- statistics and the report ------------------------------------------------

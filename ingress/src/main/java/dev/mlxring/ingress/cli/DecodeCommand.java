@@ -5,6 +5,7 @@ import dev.mlxring.bench.DecodeOrder;
 import dev.mlxring.bench.DecodeReport;
 import dev.mlxring.bench.DecodeRun;
 import dev.mlxring.bench.MachineInfo;
+import dev.mlxring.bench.MlxLmServe;
 import dev.mlxring.exec.generate.GenerateStep;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.exec.generate.GenerationResult;
@@ -28,11 +29,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * {@code mlx-ring bench decode}: B=1 prefill and decode tok/s of our engine (each of
  * {@code --variants}: {@code exact} and {@code fast} on the native kernels, {@code mlx} on MLX's)
- * against mlx-lm ({@link MlxLmDecode}, unless {@code --no-mlx-lm}) and, with {@code --gguf FILE
+ * against mlx-lm ({@link MlxLmServe}, unless {@code --no-mlx-lm}) and, with {@code --gguf FILE
  * --llama-bench BIN}, llama.cpp ({@link LlamaBenchDecode}). Every engine of ours and mlx-lm get the
  * same prompt ids (splitmix64 of {@code --seed} over the vocabulary), greedy, no stop ids;
  * {@code --warmup} unrecorded runs each first; then {@code --runs} rounds, one engine at a time in
@@ -57,6 +59,8 @@ final class DecodeCommand {
     static final Set<String> SWITCHES = Set.of("--no-mlx-lm");
     static final String MLX_LM = "mlx-lm";
     static final String LLAMA_CPP = "llama.cpp";
+    /** How long mlx-lm may take to send its header (load and warm-up) or one run's line. */
+    private static final long MLX_LM_LINE_TIMEOUT_S = 600;
 
     /** One configuration of our engine: {@code exact}, {@code fast} (native kernels) or {@code mlx} (MLX's). */
     record Variant(String flag, CpuKernels kernels, Numerics numerics) {
@@ -173,7 +177,7 @@ final class DecodeCommand {
     private static Map<String, Object> measure(Options o, PrintStream err) throws IOException, InterruptedException {
         Map<String, Object> machine = MachineInfo.now();
         Map<String, LanguageModel> ours = new LinkedHashMap<>();
-        MlxLmDecode mlxLm = null;
+        MlxLmServe mlxLm = null;
         try {
             for (Variant v : o.variants()) {
                 err.println("[bench] loading " + o.model() + " as " + v.engine());
@@ -196,14 +200,25 @@ final class DecodeCommand {
             Map<String, Object> versions = new LinkedHashMap<>();
             if (o.mlxLm()) {
                 err.println("[bench] starting mlx-lm (scripts/bench/mlxlm_bench.py) on " + o.model());
-                mlxLm = MlxLmDecode.start(
-                        o.model(),
-                        promptFile,
-                        o.promptTokens(),
-                        o.genTokens(),
-                        o.warmup(),
-                        o.prefillStepSize(),
-                        o.out().resolve("mlx-lm.log"));
+                Path python = ProjectHome.python();
+                if (!Files.isExecutable(python)) {
+                    throw new IllegalStateException(
+                            "mlx-lm needs the project venv (" + python + "); or pass --no-mlx-lm");
+                }
+                mlxLm = MlxLmServe.start(
+                        python,
+                        ProjectHome.get().resolve("scripts/bench/mlxlm_bench.py"),
+                        new MlxLmServe.Script(
+                                o.model(),
+                                promptFile,
+                                o.promptTokens(),
+                                o.genTokens(),
+                                1,
+                                null,
+                                o.warmup(),
+                                o.prefillStepSize()),
+                        o.out().resolve("mlx-lm.log"),
+                        TimeUnit.SECONDS.toNanos(MLX_LM_LINE_TIMEOUT_S));
                 engines.add(MLX_LM);
                 versions.put(MLX_LM, mlxLm.versions());
             }
@@ -225,7 +240,7 @@ final class DecodeCommand {
                 CpuMonitor.Sample before = cpu.sample();
                 DecodeRun r;
                 if (slot.engine().equals(MLX_LM)) {
-                    MlxLmDecode.Result m = mlxLm.run();
+                    MlxLmServe.Run m = mlxLm.run();
                     r = new DecodeRun(
                             MLX_LM,
                             slot.round(),
