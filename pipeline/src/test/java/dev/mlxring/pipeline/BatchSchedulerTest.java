@@ -36,15 +36,7 @@ class BatchSchedulerTest {
         Planner planner = (r, p) -> {
             ExecutionPlan plain = WordStages.plan(r, p);
             boolean kv = ((Prompt.Text) r.prompt()).text().startsWith("kv");
-            return ExecutionPlan.builder()
-                    .requestId(plain.requestId())
-                    .prompt(plain.prompt())
-                    .sampling(SamplingParams.GREEDY)
-                    .maxTokens(plain.maxTokens())
-                    .stopTokenIds(plain.stopTokenIds())
-                    .stopStrings(plain.stopStrings())
-                    .kvScheme(kv ? KvQuantization.of(8) : null)
-                    .build();
+            return plain.toBuilder().kvScheme(kv ? KvQuantization.of(8) : null).build();
         };
         engine = Engine.builder()
                 .config(config)

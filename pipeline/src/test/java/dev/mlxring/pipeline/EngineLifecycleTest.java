@@ -151,15 +151,7 @@ class EngineLifecycleTest {
             ExecutionPlan plain = WordStages.plan(r, p);
             CountingConstraint c = CountingConstraint.allowingEverything();
             constraints.put(((Prompt.Text) r.prompt()).text(), c);
-            return ExecutionPlan.builder()
-                    .requestId(plain.requestId())
-                    .prompt(plain.prompt())
-                    .sampling(SamplingParams.GREEDY)
-                    .maxTokens(plain.maxTokens())
-                    .stopTokenIds(plain.stopTokenIds())
-                    .stopStrings(plain.stopStrings())
-                    .constraint(c)
-                    .build();
+            return plain.toBuilder().constraint(c).build();
         };
         engine = Engine.builder()
                 .config(EngineConfig.defaults())
