@@ -46,7 +46,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code EngineRng.seeded(seed)}. The prompts are the fixture's three (5, 23 and 70 tokens; the
  * last prefills in chunks) and one that repeats a 9-token phrase, where prompt lookup matches.
  * After all cells it prints, for the greedy cells, how many prompts' speculative output equals
- * mlx-lm's plain {@code generate_step} output token for token.
+ * mlx-lm's plain {@code generate_step} output token for token; for a hybrid target (qwen3_5,
+ * qwen3_next: the oracle rolls mlx-lm's recurrent caches back with scripts/oracle/recurrent_rollback.py)
+ * a greedy cell also asserts it, since a wrong rollback in the oracle and here alike would
+ * otherwise pass.
  */
 class SpeculativeParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -259,8 +262,13 @@ class SpeculativeParityTest {
                             Integer.toUnsignedString(have[0]) + "," + Integer.toUnsignedString(have[1]),
                             where + ": the random key after the request differs from mx.random.state[0]");
                 }
-                if (Arrays.equals(want, JSON.convertValue(r.get("plain_tokens"), int[].class))) {
+                int[] plain = JSON.convertValue(r.get("plain_tokens"), int[].class);
+                if (Arrays.equals(want, plain)) {
                     equalToPlain++;
+                }
+                if (!cell.sampled() && isHybrid(cell.target())) {
+                    // The rolled-back recurrent state is the one plain decoding reaches: greedy output equal.
+                    assertArrayEquals(plain, got.tokens(), where + ": greedy speculative tokens differ from plain");
                 }
                 i++;
             }
@@ -269,6 +277,11 @@ class SpeculativeParityTest {
         if (!cell.sampled()) {
             plainReport.add(cell + ": " + equalToPlain + " of " + i);
         }
+    }
+
+    /** Whether the cell's model is a hybrid (gated delta net layers with recurrent state). */
+    private static boolean isHybrid(String model) {
+        return model.startsWith("qwen3_5") || model.startsWith("qwen3_next");
     }
 
     /** A tiny model cell under build/oracle/models, or "default": the default model. */
