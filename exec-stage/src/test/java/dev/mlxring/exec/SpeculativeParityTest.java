@@ -120,6 +120,9 @@ class SpeculativeParityTest {
         }
         cells.add(new Cell("qwen3_5-bf16/draft-qwen3_next/greedy", "qwen3_5-bf16", "qwen3_next-q4", false, 0));
         cells.add(new Cell("llama-bf16/draft-qwen3_5/greedy", "llama-bf16", "qwen3_5-bf16", false, 0));
+        cells.add(new Cell("qwen3_5_moe-q4/ngram/greedy", "qwen3_5_moe-q4", null, false, 0));
+        // A quantized KV cache on the attention layers beside the rolled-back recurrent ones.
+        cells.add(new Cell("qwen3_5-q8/ngram-kv4/seeded", "qwen3_5-q8", null, true, 4));
         // The default model (SmolLM2, 4-bit, the exact native kernels over m + 1 rows).
         cells.add(new Cell("default/draft-self/greedy", "default", "default", false, 0));
         cells.add(new Cell("default/ngram/seeded", "default", null, true, 0));
