@@ -28,6 +28,12 @@ random state (the sampler is wrapped: a draft step's sample is the proposal). Th
 for n from MAX down to MIN, the suffix of the last n tokens; its earliest earlier occurrence
 tokens[i:i+n] with i + n < len(tokens); propose tokens[i+n : i+n+k]; first n that matches wins.
 
+Hybrid models (qwen3_5, qwen3_5_moe, qwen3_next): mlx-lm's gated delta net caches cannot be
+trimmed, so speculative_generate_step would refuse them; recurrent_rollback.install() (see that
+module) makes their ArraysCache trimmable by recording, during mlx-lm's own forwards, the
+convolution's input and the recurrence's state after each position, and restoring those after
+the last kept position. The model, the verification loop and the arithmetic stay mlx-lm's.
+
 --plain also runs mlx-lm's generate_step (no speculation) on the same prompt and settings, for
 the report of how often speculative output equals plain output.
 
@@ -56,6 +62,7 @@ from mlx_lm.generate import generate_step, speculative_generate_step
 from mlx_lm.sample_utils import make_sampler
 from mlx_lm.utils import load_model
 
+import recurrent_rollback
 from common import oracle_args, raw_bytes, read_prompts, versions, write_json
 
 PROPOSAL_LINE = "num_draft = min(max_tokens - ntoks, num_draft_tokens)"
@@ -171,6 +178,7 @@ def main(argv=None):
     if (args.draft_model is None) == (args.ngram is None):
         ap.error("give exactly one of --draft-model and --ngram")
 
+    recurrent_rollback.install()
     model, config = load_model(Path(args.model))
     sampler = make_sampler(args.temp, args.top_p, args.min_p, top_k=args.top_k)
     if args.draft_model is not None:

@@ -46,7 +46,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code EngineRng.seeded(seed)}. The prompts are the fixture's three (5, 23 and 70 tokens; the
  * last prefills in chunks) and one that repeats a 9-token phrase, where prompt lookup matches.
  * After all cells it prints, for the greedy cells, how many prompts' speculative output equals
- * mlx-lm's plain {@code generate_step} output token for token.
+ * mlx-lm's plain {@code generate_step} output token for token; for a hybrid target (qwen3_5,
+ * qwen3_next: the oracle rolls mlx-lm's recurrent caches back with scripts/oracle/recurrent_rollback.py)
+ * a greedy cell also asserts it, since a wrong rollback in the oracle and here alike would
+ * otherwise pass.
  */
 class SpeculativeParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -105,6 +108,21 @@ class SpeculativeParityTest {
         // gemma4_text (window 48, KV-shared layers): the shared layers' source caches rolled back.
         cells.add(new Cell("gemma4-q4/draft-self/greedy", "gemma4-q4", "gemma4-q4", false, 0, true));
         cells.add(new Cell("gemma4-q4/ngram/seeded", "gemma4-q4", null, true, 0, true));
+        // Hybrid families (gated delta net + attention): the recurrent layers' conv and recurrence
+        // state rolled back to the accepted tokens, the draft's too; drafts of another model roll back
+        // nearly every round.
+        for (String model : List.of("qwen3_5-bf16", "qwen3_5-q4", "qwen3_next-q4")) {
+            for (boolean sampled : List.of(false, true)) {
+                String mode = sampled ? "seeded" : "greedy";
+                cells.add(new Cell(model + "/draft-self/" + mode, model, model, sampled, 0));
+                cells.add(new Cell(model + "/ngram/" + mode, model, null, sampled, 0));
+            }
+        }
+        cells.add(new Cell("qwen3_5-bf16/draft-qwen3_next/greedy", "qwen3_5-bf16", "qwen3_next-q4", false, 0));
+        cells.add(new Cell("llama-bf16/draft-qwen3_5/greedy", "llama-bf16", "qwen3_5-bf16", false, 0));
+        cells.add(new Cell("qwen3_5_moe-q4/ngram/greedy", "qwen3_5_moe-q4", null, false, 0));
+        // A quantized KV cache on the attention layers beside the rolled-back recurrent ones.
+        cells.add(new Cell("qwen3_5-q8/ngram-kv4/seeded", "qwen3_5-q8", null, true, 4));
         // The default model (SmolLM2, 4-bit, the exact native kernels over m + 1 rows).
         cells.add(new Cell("default/draft-self/greedy", "default", "default", false, 0));
         cells.add(new Cell("default/ngram/seeded", "default", null, true, 0));
@@ -247,8 +265,13 @@ class SpeculativeParityTest {
                             Integer.toUnsignedString(have[0]) + "," + Integer.toUnsignedString(have[1]),
                             where + ": the random key after the request differs from mx.random.state[0]");
                 }
-                if (Arrays.equals(want, JSON.convertValue(r.get("plain_tokens"), int[].class))) {
+                int[] plain = JSON.convertValue(r.get("plain_tokens"), int[].class);
+                if (Arrays.equals(want, plain)) {
                     equalToPlain++;
+                }
+                if (!cell.sampled() && isHybrid(cell.target())) {
+                    // The rolled-back recurrent state is the one plain decoding reaches: greedy output equal.
+                    assertArrayEquals(plain, got.tokens(), where + ": greedy speculative tokens differ from plain");
                 }
                 i++;
             }
@@ -259,6 +282,11 @@ class SpeculativeParityTest {
         }
     }
 
+    /** Whether the cell's model is a hybrid (gated delta net layers with recurrent state). */
+    private static boolean isHybrid(String model) {
+        return model.startsWith("qwen3_5") || model.startsWith("qwen3_next");
+    }
+
     /** A tiny model cell under build/oracle/models, or "default": the default model. */
     private static Path modelDir(String name) {
         return name.equals("default")
@@ -267,28 +295,27 @@ class SpeculativeParityTest {
     }
 
     /**
-     * A hybrid model (qwen3_5) cannot roll its recurrent state back to the accepted tokens: a
-     * speculative request is refused before any work, naming the model type, as mlx-lm's
-     * speculative_generate_step refuses a cache it cannot trim.
+     * A hybrid model (qwen3_5) speculates serially, while a row of the continuous batch cannot
+     * (its recurrent caches keep no rollback points per row): the batch's refusal names the model
+     * type and the recurrent state, for the target and for a hybrid draft of another target.
      */
     @Test
-    void aHybridModelIsRefused() throws Exception {
-        try (LanguageModel model = Models.load(work.resolve("models").resolve("qwen3_5-bf16"))) {
-            int[] prompt = IntStream.range(0, 30).map(i -> (i * 7) % 512).toArray();
+    void aHybridModelSpeculatesSeriallyButNotInTheBatch() throws Exception {
+        try (LanguageModel model = Models.load(work.resolve("models").resolve("qwen3_5-bf16"));
+                LanguageModel plain = Models.load(work.resolve("models").resolve("llama-bf16"))) {
             GenerationOptions options = new GenerationOptions(8, PREFILL_STEP, new int[0], false);
-            IllegalArgumentException e = assertThrows(
-                    IllegalArgumentException.class,
-                    () -> new SpeculativeRun(
-                            model,
-                            prompt,
-                            options,
-                            SamplingParams.GREEDY,
-                            null,
-                            new Speculation.PromptLookup(1, 3, NUM_DRAFT)));
+            Speculation lookup = new Speculation.PromptLookup(1, 3, NUM_DRAFT);
+            assertEquals(null, SpeculativeRun.refusal(model, 30, options, SamplingParams.GREEDY, lookup));
+            String target = SpeculativeRun.batchRefusal(model, 30, options, SamplingParams.GREEDY, lookup);
             assertTrue(
-                    e.getMessage().contains("model_type 'qwen3_5'")
-                            && e.getMessage().contains("recurrent state"),
-                    e.getMessage());
+                    target != null
+                            && target.contains("the model (model_type 'qwen3_5')")
+                            && target.contains("recurrent state"),
+                    target);
+            Speculation hybridDraft = new Speculation.DraftModel(model, NUM_DRAFT);
+            assertEquals(null, SpeculativeRun.batchRefusal(plain, 30, options, SamplingParams.GREEDY, lookup));
+            String draft = SpeculativeRun.batchRefusal(plain, 30, options, SamplingParams.GREEDY, hybridDraft);
+            assertTrue(draft != null && draft.contains("the draft model (model_type 'qwen3_5')"), draft);
         }
     }
 

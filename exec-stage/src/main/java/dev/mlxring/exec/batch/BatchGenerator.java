@@ -335,7 +335,8 @@ public final class BatchGenerator implements AutoCloseable {
     /**
      * The row's speculation, its source started with the whole prompt (the restored history, then
      * the rest); null when the request asks for none or cannot speculate (a token constraint, or
-     * {@link SpeculativeRun#refusal}: logits processors, a sliding window the request could wrap),
+     * {@link SpeculativeRun#batchRefusal}: logits processors, a sliding window the request could
+     * wrap, a model or draft model with recurrent layers),
      * which then decodes one position per step as the serial executor runs it without speculation.
      * A greedy row adapts its proposal length and may stop proposing, as the serial executor's.
      */
@@ -348,7 +349,7 @@ public final class BatchGenerator implements AutoCloseable {
         System.arraycopy(request.prompt(), 0, whole, historyTokens.length, request.prompt().length);
         GenerationOptions options = new GenerationOptions(
                 request.maxTokens(), prefillStepSize, request.stopTokenIds(), false, null, maxKvSize);
-        if (SpeculativeRun.refusal(model, whole.length, options, request.sampling(), how) != null) {
+        if (SpeculativeRun.batchRefusal(model, whole.length, options, request.sampling(), how) != null) {
             return null;
         }
         DraftSource source = how.open(sampling, options);

@@ -1,10 +1,16 @@
 package dev.mlxring.exec.kv;
 
+import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * mlx-lm's {@code ArraysCache(size, left_padding)}: a layer's recurrent state as a fixed number
@@ -12,8 +18,17 @@ import java.util.Objects;
  * {@code [B, kernel - 1, convDim]} and the recurrence state {@code [B, Hv, Dv, Dk]}), null until
  * the first forward writes them. Unlike the KV caches it does not grow with the sequence: each
  * forward replaces the arrays. {@link #offset()} counts the positions the layer has consumed
- * ({@code advance}), which mlx-lm does not keep but the engine reports; the state cannot be
- * rolled back ({@link #isTrimmable()} is false).
+ * ({@code advance}), which mlx-lm does not keep but the engine reports.
+ *
+ * <p>Rollback: the state cannot be trimmed as a KV cache is, so a caller that may need to forget
+ * positions (a speculative verification, a draft model's steps) first calls
+ * {@link #keepRollbackPoints()}; the forwards that follow {@link #recordPositions record} the
+ * convolution's whole input and the recurrence's state after each position, which the layer
+ * computes anyway, and {@link #trim trim(n)} then makes the state the one after the last kept
+ * position: the conv state the {@code kernel - 1} inputs ending there (a slice of the recorded
+ * input, the same values) and the recurrence's state after that step (the very array the forward
+ * computed). Trimming ends the recording; without a recording the cache is not
+ * {@link #isTrimmable() trimmable}.
  *
  * <p>One class serves a solo row and a batch of rows, as in mlx-lm: {@link #merge} builds a
  * batch from solo caches, {@link #extract} gives one row back, {@link #filter}, {@link #select}
@@ -31,6 +46,24 @@ public final class ArraysCache implements KvCache {
     private int offset;
     private int[] leftPadding;
     private int[] lengths;
+    /** The forwards recorded since {@link #keepRollbackPoints()}, oldest first; null while not recording. */
+    private List<Span> recorded;
+    /** Arrays the recording keeps alive (its spans' and the slots' superseded ones), freed when it ends. */
+    private final Set<MlxArray> recordingOwns = Collections.newSetFromMap(new IdentityHashMap<>());
+
+    /**
+     * One recorded forward over {@code states.length - 1} positions.
+     *
+     * @param convInput the convolution's input {@code [1, kernel - 1 + T, convDim]}: the conv state before, then the
+     *     positions
+     * @param states {@code states[0]} the recurrence's state before the forward, {@code states[t + 1]} after position
+     *     {@code t}
+     */
+    private record Span(MlxArray convInput, MlxArray[] states) {
+        int positions() {
+            return states.length - 1;
+        }
+    }
 
     /** An empty cache of {@code size} arrays ({@code ArraysCache(size=size)}). */
     public ArraysCache(int size) {
@@ -74,8 +107,141 @@ public final class ArraysCache implements KvCache {
         MlxArray old = slots[i];
         slots[i] = value.detach();
         if (old != null && old != value) {
-            old.close();
+            if (recorded != null) {
+                recordingOwns.add(old);
+            } else {
+                old.close();
+            }
         }
+    }
+
+    /**
+     * Starts (or restarts) recording the positions of the forwards that follow, so that
+     * {@link #trim} can roll back within them. A solo cache only ({@code batch_size} 1, no padding
+     * or lengths).
+     *
+     * @throws IllegalStateException for a batch or a padded cache
+     */
+    public void keepRollbackPoints() {
+        if (batchSize() != 1 || leftPadding != null || lengths != null) {
+            throw new IllegalStateException("rollback points are kept for a solo unpadded cache only, this one has "
+                    + batchSize() + " rows" + (leftPadding != null || lengths != null ? " and padding" : ""));
+        }
+        endRecording();
+        recorded = new ArrayList<>();
+    }
+
+    /** {@link #keepRollbackPoints()} on every {@link ArraysCache} among {@code caches}; the other caches trim as they are. */
+    public static void keepRollbackPoints(KvCache[] caches) {
+        for (KvCache c : caches) {
+            if (c instanceof ArraysCache a) {
+                a.keepRollbackPoints();
+            }
+        }
+    }
+
+    /** Whether the forwards are being recorded ({@link #keepRollbackPoints()} and no {@link #trim} since). */
+    public boolean keepsRollbackPoints() {
+        return recorded != null;
+    }
+
+    /**
+     * The layer's forward over {@code states.length - 1} positions, while recording: takes
+     * ownership of {@code convInput} ({@code [1, kernel - 1 + T, convDim]}, the conv state before
+     * the forward then the positions' inputs) and of every state ({@code states[0]} the recurrence's
+     * state before the forward, {@code states[t + 1]} after position {@code t}). Ignored when not
+     * recording (the caller's scope keeps the arrays).
+     */
+    public void recordPositions(MlxArray convInput, MlxArray[] states) {
+        if (recorded == null) {
+            return;
+        }
+        if (states.length < 2 || convInput.dim(1) < states.length - 1) {
+            throw new IllegalArgumentException("a recorded forward needs at least one position and its conv input, got "
+                    + (states.length - 1) + " positions and " + convInput.dim(1) + " conv inputs");
+        }
+        recordingOwns.add(convInput.detach());
+        for (MlxArray s : states) {
+            recordingOwns.add(s.detach());
+        }
+        recorded.add(new Span(convInput, states.clone()));
+    }
+
+    private void endRecording() {
+        recorded = null;
+        for (MlxArray a : recordingOwns) {
+            if (!isHeld(a)) {
+                a.close();
+            }
+        }
+        recordingOwns.clear();
+    }
+
+    private boolean isHeld(MlxArray a) {
+        for (MlxArray s : slots) {
+            if (s == a) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Trimmable while {@link #keepsRollbackPoints() recording}: within the recorded positions. */
+    @Override
+    public boolean isTrimmable() {
+        return recorded != null;
+    }
+
+    /**
+     * Forgets the last {@code n} recorded positions: the conv state becomes the {@code kernel - 1}
+     * inputs ending at the last kept position and the recurrence's state the one after it, and
+     * {@link #offset()} steps back by {@code n}; then the recording ends (a {@code trim(0)} only
+     * ends it).
+     *
+     * @return {@code n}
+     * @throws IllegalStateException when not recording (and {@code n > 0}), or {@code n} exceeds the positions recorded
+     */
+    @Override
+    public int trim(int n) {
+        if (recorded == null && n == 0) {
+            return 0;
+        }
+        if (recorded == null) {
+            throw new IllegalStateException("ArraysCache cannot be trimmed: no rollback points were kept"
+                    + " (keepRollbackPoints before the forwards to roll back)");
+        }
+        int total = recorded.stream().mapToInt(Span::positions).sum();
+        if (n < 0 || n > total) {
+            endRecording();
+            throw new IllegalStateException("cannot roll back " + n + " positions, " + total + " were recorded");
+        }
+        if (n > 0) {
+            int keep = total - n;
+            Span span = recorded.getFirst();
+            int at = keep;
+            for (Span sp : recorded) {
+                span = sp;
+                if (at <= sp.positions()) {
+                    break;
+                }
+                at -= sp.positions();
+            }
+            // span's first `at` positions are kept: its conv input rows [at, at + kernel - 1), its states[at].
+            try (ArrayScope scope = ArrayScope.open()) {
+                MlxArray in = span.convInput();
+                int nKeep = in.dim(1) - span.positions();
+                set(
+                        0,
+                        Mlx.contiguous(Mlx.slice(
+                                in, new int[] {0, at, 0}, new int[] {in.dim(0), at + nKeep, in.dim(2)}, new int[] {
+                                    1, 1, 1
+                                })));
+                set(1, span.states()[at]);
+            }
+            offset -= n;
+        }
+        endRecording();
+        return n;
     }
 
     /** {@code lengths}: each row's valid positions in the chunk being prompted ({@link #prepare}), or null. */
@@ -289,6 +455,13 @@ public final class ArraysCache implements KvCache {
 
     @Override
     public void close() {
+        recorded = null;
+        for (MlxArray a : recordingOwns) {
+            if (!isHeld(a)) {
+                a.close();
+            }
+        }
+        recordingOwns.clear();
         for (int i = 0; i < slots.length; i++) {
             if (slots[i] != null) {
                 slots[i].close();

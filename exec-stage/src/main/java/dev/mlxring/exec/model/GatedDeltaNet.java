@@ -166,8 +166,10 @@ final class GatedDeltaNet {
         q = Mlx.multiply(Mlx.scalar((float) (invScale * invScale), q.dtype()), Mlx.rmsNorm(q, null, rmsEps));
         k = Mlx.multiply(Mlx.scalar((float) invScale, k.dtype()), Mlx.rmsNorm(k, null, rmsEps));
 
-        MlxArray[] out = update(q, k, v, p.a(), p.b(), state, mask);
+        MlxArray[] steps = cache != null && cache.keepsRollbackPoints() ? new MlxArray[s + 1] : null;
+        MlxArray[] out = update(q, k, v, p.a(), p.b(), state, mask, steps);
         if (cache != null) {
+            cache.recordPositions(convInput, steps == null ? new MlxArray[0] : steps);
             cache.set(1, out[1]);
             cache.advance(s);
         }
@@ -181,10 +183,19 @@ final class GatedDeltaNet {
      * when there is none, q and k repeated to the value heads, then one compiled step per position
      * and the outputs stacked along the sequence.
      *
+     * @param steps null, or {@code S + 1} slots that receive the state before the first position and
+     *     the state after each position (the arrays the recurrence computes; nothing is added to the graph)
      * @return {y [B, S, Hv, Dv], the final state}
      */
     private MlxArray[] update(
-            MlxArray q, MlxArray k, MlxArray v, MlxArray a, MlxArray bIn, MlxArray state, MlxArray mask) {
+            MlxArray q,
+            MlxArray k,
+            MlxArray v,
+            MlxArray a,
+            MlxArray bIn,
+            MlxArray state,
+            MlxArray mask,
+            MlxArray[] steps) {
         MlxArray beta = Mlx.sigmoid(bIn);
         MlxArray g = Mlx.gdnComputeG(aLog, a, dtBias);
         int b = q.dim(0);
@@ -198,6 +209,9 @@ final class GatedDeltaNet {
             k = repeatHeads(k, repeat);
         }
         MlxArray[] ys = new MlxArray[t];
+        if (steps != null) {
+            steps[0] = state;
+        }
         for (int i = 0; i < t; i++) {
             MlxArray[] r = Mlx.gdnStep(
                     position(q, i),
@@ -209,6 +223,9 @@ final class GatedDeltaNet {
                     mask == null ? null : position(mask, i));
             ys[i] = Mlx.expandDims(r[0], 1);
             state = r[1];
+            if (steps != null) {
+                steps[i + 1] = state;
+            }
         }
         return new MlxArray[] {t == 1 ? ys[0] : joinPositions(ys), state};
     }

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.spec;
 
+import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.exec.model.LanguageModel;
@@ -18,7 +19,9 @@ import java.util.Arrays;
  * the request's own sampler, so a seeded request's draft draws come out of the same key as the
  * target's, in mlx-lm's order); after verification its caches are trimmed by
  * {@code max(k - accepted - 1, 0)} and, when every proposed token was accepted, the last proposed
- * token is fed again with the target's next one (the draft never saw it).
+ * token is fed again with the target's next one (the draft never saw it). A draft with recurrent
+ * layers keeps {@link ArraysCache#keepRollbackPoints() rollback points} over each proposal's steps,
+ * so the trim restores their state after the last kept position.
  *
  * <p>The source owns its caches and borrows the model and the request's {@link SamplingRun}.
  */
@@ -60,6 +63,7 @@ public final class DraftModelSource implements DraftSource {
     @Override
     public int[] propose(int maxTokens) {
         int[] out = new int[Math.max(0, maxTokens)];
+        ArraysCache.keepRollbackPoints(cache);
         for (int i = 0; i < out.length; i++) {
             out[i] = step(pending);
             pending = new int[] {out[i]};
@@ -90,6 +94,7 @@ public final class DraftModelSource implements DraftSource {
             throw new IllegalArgumentException("a proposal on the device needs at least one token, got " + maxTokens);
         }
         MlxArray[] ys = new MlxArray[maxTokens];
+        ArraysCache.keepRollbackPoints(cache);
         MlxArray y = Mlx.fromInts(pending, pending.length);
         for (int i = 0; i < maxTokens; i++) {
             y = Mlx.astype(stepOnDevice(y), Dtype.INT32);

@@ -27,6 +27,10 @@ import java.util.Arrays;
  * one sampler call (one key draw for the round), then accepts the longest prefix of the proposal
  * equal to the target's sampled tokens (mlx-lm's rule), commits it and the target's token after
  * it, and rolls the target's caches back by {@code m - accepted} and the source's as it needs.
+ * Recurrent layers (a gated delta net's {@link ArraysCache}) keep
+ * {@link ArraysCache#keepRollbackPoints() rollback points} over the verification, so their
+ * rollback restores the conv and recurrence state after the last accepted position, which the
+ * verification computed; the forward's operations are those of one without them.
  * Committed tokens are always the target's samples, so the output follows the target alone; the
  * proposal changes only how many positions one forward verifies.
  *
@@ -158,13 +162,7 @@ public final class SpeculativeRun implements AutoCloseable {
         if (options.maxKvSize() > 0) {
             return "speculative decoding cannot be used with --max-kv-size (its rotating caches cannot be rolled back)";
         }
-        String why = recurrentRefusal(model, "the model");
-        if (why == null && speculation instanceof Speculation.DraftModel d) {
-            why = recurrentRefusal(d.model(), "the draft model");
-        }
-        if (why == null) {
-            why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
-        }
+        String why = windowRefusal(model, model.newCache(0), promptLength, options.maxTokens(), "the model");
         if (why == null && speculation instanceof Speculation.DraftModel d) {
             why = windowRefusal(d.model(), d.model().newCache(0), promptLength, options.maxTokens(), "the draft model");
         }
@@ -172,10 +170,27 @@ public final class SpeculativeRun implements AutoCloseable {
     }
 
     /**
-     * Why {@code m} cannot verify proposals: its layers keep recurrent state ({@link ArraysCache},
-     * a gated delta net's), which cannot be rolled back to the accepted length (mlx-lm's
-     * {@code speculative_generate_step} refuses a cache {@code can_trim_prompt_cache} rejects); null
-     * when every layer can be trimmed.
+     * {@link #refusal}, and for a row of the continuous batch also a model or draft model whose
+     * layers keep recurrent state ({@link ArraysCache}): the batch's recurrent caches keep no
+     * rollback points per row, so such a row decodes without speculation there.
+     */
+    public static String batchRefusal(
+            LanguageModel model,
+            int promptLength,
+            GenerationOptions options,
+            SamplingParams params,
+            Speculation speculation) {
+        String why = recurrentRefusal(model, "the model");
+        if (why == null && speculation instanceof Speculation.DraftModel d) {
+            why = recurrentRefusal(d.model(), "the draft model");
+        }
+        return why != null ? why : refusal(model, promptLength, options, params, speculation);
+    }
+
+    /**
+     * Why {@code m} cannot verify proposals in the continuous batch: its layers keep recurrent
+     * state ({@link ArraysCache}, a gated delta net's), which the batch does not roll back per row;
+     * null when no layer does.
      */
     private static String recurrentRefusal(LanguageModel m, String which) {
         KvCache[] caches = m.newCache(0);
@@ -187,8 +202,8 @@ public final class SpeculativeRun implements AutoCloseable {
             Arrays.stream(caches).forEach(KvCache::close);
         }
         return "speculative decoding cannot be used with " + which + " (model_type '" + m.modelType()
-                + "'): its gated delta net layers keep recurrent state, which cannot be rolled back to the"
-                + " accepted tokens";
+                + "') in the continuous batch: its gated delta net layers keep recurrent state, which the batch"
+                + " does not roll back per row";
     }
 
     private static String windowRefusal(
@@ -250,6 +265,7 @@ public final class SpeculativeRun implements AutoCloseable {
                 System.arraycopy(proposal, 0, ids, 1, m);
                 input = Mlx.fromInts(ids, ids.length);
             }
+            ArraysCache.keepRollbackPoints(cache);
             MlxArray logits = model.forward(Mlx.expandDims(input, 0), cache);
             int length = logits.dim(1);
             int vocab = logits.dim(2);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.mlx.ArrayScope;
@@ -74,6 +75,55 @@ class ArraysCacheTest {
             assertNull(c.makeMask(2));
             assertFalse(c.isTrimmable());
         }
+    }
+
+    /**
+     * Rollback points: two recorded forwards (2 positions, then 1) over a kernel of 3; forgetting
+     * the last 2 positions leaves the conv inputs ending at the first position and the state after
+     * it, steps the offset back and ends the recording; without a recording, or beyond it, trim
+     * refuses (fail closed), and a batch keeps no rollback points.
+     */
+    @Test
+    void trimRestoresTheRecordedStateAfterTheLastKeptPosition() {
+        try (ArrayScope scope = ArrayScope.open();
+                ArraysCache c = new ArraysCache(2)) {
+            c.set(0, column(1, 2));
+            c.set(1, column(100));
+            assertThrows(IllegalStateException.class, () -> c.trim(1), "no rollback points kept");
+            assertEquals(0, c.trim(0), "nothing to forget needs no rollback points");
+            c.keepRollbackPoints();
+            assertTrue(c.isTrimmable());
+            // forward 1: positions 3, 4; states 100 -> 101 -> 102
+            c.recordPositions(column(1, 2, 3, 4), new MlxArray[] {c.get(1), column(101), column(102)});
+            c.set(0, column(3, 4));
+            c.set(1, column(102));
+            c.advance(2);
+            // forward 2: position 5; state 102 -> 103
+            c.recordPositions(column(3, 4, 5), new MlxArray[] {c.get(1), column(103)});
+            c.set(0, column(4, 5));
+            c.set(1, column(103));
+            c.advance(1);
+            assertThrows(IllegalStateException.class, () -> c.trim(4), "only 3 positions were recorded");
+            c.keepRollbackPoints();
+            c.recordPositions(column(1, 2, 3, 4), new MlxArray[] {c.get(1), column(101), column(102)});
+            c.recordPositions(column(3, 4, 5), new MlxArray[] {column(102), column(103)});
+            assertEquals(2, c.trim(2));
+            assertArrayEquals(new float[] {2, 3}, values(c.get(0)), "the conv inputs ending at the kept position");
+            assertArrayEquals(new float[] {101}, values(c.get(1)), "the state after the kept position");
+            assertEquals(1, c.offset());
+            assertFalse(c.isTrimmable(), "a trim ends the recording");
+        }
+        try (ArrayScope scope = ArrayScope.open();
+                ArraysCache a = solo(1);
+                ArraysCache b = solo(2);
+                ArraysCache batch = ArraysCache.merge(a, b)) {
+            assertThrows(IllegalStateException.class, batch::keepRollbackPoints);
+        }
+    }
+
+    /** {@code [1, n, 1]} holding {@code values}. */
+    private static MlxArray column(float... values) {
+        return Mlx.fromFloats(values, 1, values.length, 1);
     }
 
     private static int[] bools(MlxArray mask) {
