@@ -82,9 +82,9 @@ final class BudgetFlood {
     /**
      * Floods a fresh server with {@code requests} concurrent requests of {@link #PROMPT_TOKENS}
      * prompt tokens, under a budget with room for the flooded model and {@code roomInRequests}
-     * requests' peaks ({@link ModelCost#requestBytes}).
+     * requests' peaks ({@link ModelCost#requestBytes}); {@code moreServeFlags} follow the budget's.
      */
-    static Outcome run(double roomInRequests, int requests) throws Exception {
+    static Outcome run(double roomInRequests, int requests, String... moreServeFlags) throws Exception {
         Path home = ProjectHome.get();
         Path folder = home.resolve("build/pool-flood");
         Path defaultModel = tinyDefaultModel(home, folder.resolve("default"));
@@ -99,14 +99,15 @@ final class BudgetFlood {
         long need = floodedCost.requestBytes(PROMPT_TOKENS, MAX_TOKENS, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 0);
         long room = floodedCost.residentBytes() + (long) (need * roomInRequests);
         long budget = defaultResident + room;
-        try (ServerProcess server = ServerProcess.start(
-                        SERVER_JVM,
-                        "--model",
-                        defaultModel.toString(),
-                        "--model-dir",
-                        dir.toString(),
-                        "--memory-budget",
-                        Long.toString(budget));
+        List<String> flags = new ArrayList<>(List.of(
+                "--model",
+                defaultModel.toString(),
+                "--model-dir",
+                dir.toString(),
+                "--memory-budget",
+                Long.toString(budget)));
+        flags.addAll(List.of(moreServeFlags));
+        try (ServerProcess server = ServerProcess.start(SERVER_JVM, flags.toArray(String[]::new));
                 RssSampler rss = new RssSampler(server.process.pid())) {
             List<String> alone = new ArrayList<>();
             for (int p = 0; p < DISTINCT_PROMPTS; p++) {

@@ -94,8 +94,12 @@ class ModelPoolBench {
                 Files.readString(Path.of("/proc/loadavg")).trim());
         System.out.println("| room (requests' peaks) | budget, MB | room, MB | served / sent | RSS baseline, MB"
                 + " | RSS peak − baseline, MB | peak growth / room | samples |");
-        for (double room : new double[] {1, 2.5, 5, 10}) {
-            BudgetFlood.Outcome o = BudgetFlood.run(room, 24);
+        String[] flags = System.getProperty("mlxring.bench.serveFlags", "").isBlank()
+                ? new String[0]
+                : System.getProperty("mlxring.bench.serveFlags").trim().split("\\s+");
+        for (String r : System.getProperty("mlxring.bench.rooms", "1,2.5,5,10").split(",")) {
+            double room = Double.parseDouble(r);
+            BudgetFlood.Outcome o = BudgetFlood.run(room, 24, flags);
             System.out.printf(
                     "| %.1f | %.1f | %.1f | %d / %d | %.1f | %.1f | %.2f | %d |%n",
                     room,
