@@ -116,6 +116,17 @@ public final class Engine implements AutoCloseable {
      *     (see {@link #health()})
      */
     public Session submit(GenerationRequest request, GenerationListener listener) {
+        return submit(request, null, listener);
+    }
+
+    /**
+     * As {@link #submit(GenerationRequest, GenerationListener)}, with the request's prompt already
+     * prepared by {@link #prepare} (for instance to count its tokens for admission): prep hands
+     * {@code prepared} on instead of rendering and tokenizing the prompt again.
+     *
+     * @param prepared what {@link #prepare} returned for this very request; null: prep prepares it
+     */
+    public Session submit(GenerationRequest request, PreparedPrompt prepared, GenerationListener listener) {
         Objects.requireNonNull(request, "request");
         Objects.requireNonNull(listener, "listener");
         EngineHealth health = health();
@@ -124,6 +135,8 @@ public final class Engine implements AutoCloseable {
         }
         String id = request.id() != null ? request.id() : "req-" + ids.incrementAndGet();
         Session session = new Session(id, request, listener, config.creditsPerSession(), execLoop::wake);
+        // Published with the ring slot below: prep's thread sees it.
+        session.prepared = prepared;
         long seq;
         try {
             seq = requests.tryNext();

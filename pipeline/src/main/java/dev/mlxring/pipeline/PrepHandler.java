@@ -4,8 +4,9 @@ import com.lmax.disruptor.EventHandler;
 
 /**
  * One prep shard: handles the request-ring slots whose sequence maps to it ({@code seq % shards}),
- * so tokenization runs in parallel while ring order is kept. Input: a session in CREATED. Output:
- * the session with {@code prepared} set, or {@code failure} set.
+ * so tokenization runs in parallel while ring order is kept. Input: a session in CREATED, its
+ * prompt prepared already where the submitter prepared it. Output: the session with {@code
+ * prepared} set, or {@code failure} set.
  */
 final class PrepHandler implements EventHandler<RequestEvent> {
     private final Preparer preparer;
@@ -29,7 +30,9 @@ final class PrepHandler implements EventHandler<RequestEvent> {
         }
         s.stamp(Session.Stage.PREP);
         try {
-            s.prepared = preparer.prepare(s.request());
+            if (s.prepared == null) { // else prepared before submission (Engine#submit with a prompt)
+                s.prepared = preparer.prepare(s.request());
+            }
         } catch (RequestException e) {
             s.failure = Outcome.failed(e.type(), e.getMessage(), Usage.NONE);
         } catch (RuntimeException | StackOverflowError e) {

@@ -93,16 +93,19 @@ public final class EngineGateway {
         if (!java.util.Objects.equals(adapter, request.adapter())) {
             request = request.withAdapter(adapter);
         }
+        // Prepared once: the tokens admission counts are the ones prep hands on.
+        dev.mlxring.pipeline.PreparedPrompt prepared =
+                model.admission().needsPromptTokens() ? prepare(model, request) : null;
         Admission.Reservation held = model.admission()
                 .admit(
-                        model.admission().needsPromptTokens() ? promptTokens(model, request) : 0,
+                        prepared == null ? 0 : prepared.length(),
                         request.maxTokens() != null
                                 ? request.maxTokens()
                                 : model.defaults().maxTokens());
         Session session;
         out.submitted();
         try {
-            session = model.engine().submit(request, new Releasing(listener, held));
+            session = model.engine().submit(request, prepared, new Releasing(listener, held));
         } catch (OverloadedException e) {
             held.release();
             throw ApiError.overloaded(429, e.getMessage());
@@ -176,8 +179,12 @@ public final class EngineGateway {
      * generation. Prep's refusals are 400s, as they would be for a submitted request.
      */
     public int promptTokens(ModelRoute model, GenerationRequest request) {
+        return prepare(model, request).length();
+    }
+
+    private static dev.mlxring.pipeline.PreparedPrompt prepare(ModelRoute model, GenerationRequest request) {
         try {
-            return model.engine().prepare(request).length();
+            return model.engine().prepare(request);
         } catch (RequestException e) {
             throw ApiError.invalid(null, e.getMessage());
         }

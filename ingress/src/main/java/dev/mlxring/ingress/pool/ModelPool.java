@@ -29,7 +29,8 @@ import java.util.function.IntFunction;
  * unloaded too. The default model and pinned models are loaded by {@link #start} and never
  * unloaded. Admission ({@link Admission}) reserves a request's peak bytes ({@link ModelCost}) until
  * it settles: 400 when it could never fit beside the models that cannot be unloaded, 503 with
- * {@code Retry-After} when it does not fit now. Thread-safe (one lock guards every entry and the
+ * {@code Retry-After} when it does not fit now. A model whose load threw answers 503 {@code model_load_failed} until
+ * the back-off after its failure has passed; the next request then loads it again. Thread-safe (one lock guards every entry and the
  * budget; loads and unloads run outside it).
  */
 public final class ModelPool implements ModelRouter, AutoCloseable {
@@ -69,7 +70,11 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
         MemoryLimits NONE = (memory, cache) -> {};
     }
 
+    /** How long a model whose load failed stays failed before a request may load it again: 30 s. */
+    public static final long DEFAULT_LOAD_RETRY_BACKOFF_NS = TimeUnit.SECONDS.toNanos(30);
+
     private final Map<String, PooledModel> entries = new LinkedHashMap<>();
+    private final long loadRetryBackoffNs;
     private final ModelNames names;
     private final Loader loader;
     private final MemoryBudget budget;
@@ -109,6 +114,26 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             MemoryBudget budget,
             long ttlNs,
             MemoryLimits limits) {
+        this(specs, defaultName, defaultAdapters, loader, budget, ttlNs, limits, DEFAULT_LOAD_RETRY_BACKOFF_NS);
+    }
+
+    /**
+     * @param loadRetryBackoffNs a model whose load failed answers 503 {@code model_load_failed}
+     *     for this long after the failure; the first request after it loads the model again
+     */
+    public ModelPool(
+            List<ModelSpec> specs,
+            String defaultName,
+            java.util.SequencedSet<String> defaultAdapters,
+            Loader loader,
+            MemoryBudget budget,
+            long ttlNs,
+            MemoryLimits limits,
+            long loadRetryBackoffNs) {
+        if (loadRetryBackoffNs < 0) {
+            throw new IllegalArgumentException("a load retry back-off is >= 0 ns, got " + loadRetryBackoffNs);
+        }
+        this.loadRetryBackoffNs = loadRetryBackoffNs;
         LinkedHashSet<String> ids = new LinkedHashSet<>();
         for (ModelSpec given : specs) {
             // The default model serves health and is never unloaded.
@@ -201,7 +226,13 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                     return e.route;
                 }
                 case LOADING, UNLOADING -> throw new ModelLoading(name, e.transition);
-                case FAILED -> throw loadFailed(e);
+                case FAILED -> {
+                    // A failure reading the files at start (no cost) is for good; a load that threw is retried after
+                    // the back-off.
+                    if (e.cost == null || System.nanoTime() - e.failedAtNs < loadRetryBackoffNs) {
+                        throw loadFailed(e);
+                    }
+                }
                 case UNLOADED -> {}
             }
             long need = e.residentBytes();
@@ -410,11 +441,15 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 "memory_busy");
     }
 
-    private static ApiError loadFailed(PooledModel e) {
+    private ApiError loadFailed(PooledModel e) {
         return new ApiError(
                 503,
                 "server_error",
-                "model '" + e.name() + "' failed to load: " + e.error,
+                "model '" + e.name() + "' failed to load: " + e.error
+                        + (e.cost == null
+                                ? ""
+                                : " (a request " + TimeUnit.NANOSECONDS.toSeconds(loadRetryBackoffNs)
+                                        + " s after the failure loads it again)"),
                 "model",
                 "model_load_failed");
     }
@@ -455,12 +490,15 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 e.state = PooledModel.State.FAILED;
                 e.error = error;
                 e.loadFailure = failure;
+                e.failedAtNs = System.nanoTime();
                 budget.give(e.residentBytes());
             } else {
                 e.loads++;
                 e.loadNanos += System.nanoTime() - t0;
                 e.loaded = loaded;
                 e.state = PooledModel.State.LOADED;
+                e.error = null;
+                e.loadFailure = null;
                 e.lastUsedNs = System.nanoTime();
                 e.route = new ModelRoute(
                         e.name(), loaded.engine(), loaded.defaults(), loaded.tokenText(), new Admitting(e));

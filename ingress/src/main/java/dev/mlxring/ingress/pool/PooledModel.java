@@ -28,6 +28,8 @@ final class PooledModel {
     final ModelCost cost;
 
     State state = State.UNLOADED;
+    /** When the last load failed ({@link System#nanoTime()}); meaningful in {@link State#FAILED} with a cost. */
+    long failedAtNs;
     /** Why the load failed (state FAILED). */
     String error;
     /** What the loader threw (state FAILED), or null: {@link ModelPool#start} rethrows it. */

@@ -82,6 +82,41 @@ class ModelPoolBench {
                 Files.readString(Path.of("/proc/loadavg")).trim());
     }
 
+    /**
+     * RSS against the budget under a flood ({@link BudgetFlood}): per budget (room for the flooded
+     * model and 1, 2.5, 5 and 10 requests' peaks), 24 concurrent 600-token prompts on a fresh
+     * server process; how many were served, and the RSS growth over the baseline against the room.
+     */
+    @Test
+    void rssUnderAFlood() throws Exception {
+        System.out.printf(
+                "load average at start: %s%n",
+                Files.readString(Path.of("/proc/loadavg")).trim());
+        System.out.println("| room (requests' peaks) | budget, MB | room, MB | served / sent | RSS baseline, MB"
+                + " | RSS peak − baseline, MB | peak growth / room | samples |");
+        String[] flags = System.getProperty("mlxring.bench.serveFlags", "").isBlank()
+                ? new String[0]
+                : System.getProperty("mlxring.bench.serveFlags").trim().split("\\s+");
+        for (String r : System.getProperty("mlxring.bench.rooms", "1,2.5,5,10").split(",")) {
+            double room = Double.parseDouble(r);
+            BudgetFlood.Outcome o = BudgetFlood.run(room, 24, flags);
+            System.out.printf(
+                    "| %.1f | %.1f | %.1f | %d / %d | %.1f | %.1f | %.2f | %d |%n",
+                    room,
+                    o.budgetBytes() / 1e6,
+                    o.roomBytes() / 1e6,
+                    o.served(),
+                    o.answers().size(),
+                    o.baselineBytes() / 1e6,
+                    o.growthBytes() / 1e6,
+                    (double) o.growthBytes() / o.roomBytes(),
+                    o.samples());
+        }
+        System.out.printf(
+                "load average at end: %s%n",
+                Files.readString(Path.of("/proc/loadavg")).trim());
+    }
+
     private static long weightsBytes(Path dir) throws Exception {
         try (Stream<Path> files = Files.list(dir)) {
             long sum = 0;

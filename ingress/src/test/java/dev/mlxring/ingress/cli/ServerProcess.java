@@ -34,17 +34,22 @@ final class ServerProcess implements AutoCloseable {
 
     /** Starts {@code serve --port 0 <args>} and returns once it prints the address it serves on. */
     static ServerProcess start(String... args) throws IOException {
+        return start(List.of(), args);
+    }
+
+    /**
+     * Starts {@code java <jvmOptions> ... serve --port 0 <args>} and returns once it prints the
+     * address it serves on.
+     */
+    static ServerProcess start(List<String> jvmOptions, String... args) throws IOException {
         Path home = ProjectHome.get();
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "@" + home.resolve("jvm.args"),
-                "-Dmlxring.home=" + home,
-                "-cp",
-                System.getProperty("java.class.path"),
-                "dev.mlxring.ingress.cli.Main",
-                "serve",
-                "--port",
-                "0"));
+                "-Dmlxring.home=" + home));
+        cmd.addAll(jvmOptions);
+        cmd.addAll(List.of(
+                "-cp", System.getProperty("java.class.path"), "dev.mlxring.ingress.cli.Main", "serve", "--port", "0"));
         cmd.addAll(List.of(args));
         Path log = Files.createTempFile("mlxring-serve-", ".log");
         Process p = new ProcessBuilder(cmd).redirectError(log.toFile()).start();

@@ -1,0 +1,66 @@
+package dev.mlxring.ingress.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A flood of long prompts against {@code serve --memory-budget}, the server in a process of its
+ * own so that its resident set is its own ({@link BudgetFlood}): some requests are answered 503
+ * with {@code Retry-After}, the others their own text, the process lives on, and its resident set
+ * stays within the budget. The bound (docs/api.md, "How the budget is counted"): the budget counts
+ * the models' weights and runtime and the admitted requests' peaks; the process also holds the JVM
+ * and the native libraries, measured as the baseline right after start-up, before any request (the
+ * tiny default model is loaded in it, so its resident bytes come off the budget). Every sample of
+ * RSS − baseline must be at most the rest of the budget.
+ */
+class MemoryBudgetFloodTest {
+    @Test
+    void aFloodOfLongPromptsIsRefused503AndTheResidentSetStaysWithinTheBudget() throws Exception {
+        // Room for the flooded model and two and a half requests: two run together, the rest are refused.
+        BudgetFlood.Outcome o = BudgetFlood.run(2.5, 12);
+        System.out.printf(
+                "flood: %d of %d served; RSS baseline %d, peak +%d, room %d (budget %d), %d samples%n",
+                o.served(),
+                o.answers().size(),
+                o.baselineBytes(),
+                o.growthBytes(),
+                o.roomBytes(),
+                o.budgetBytes(),
+                o.samples());
+        assertTrue(o.aliveAfter(), "the server died under the flood:\n" + o.log());
+        int busy = 0;
+        for (int i = 0; i < o.answers().size(); i++) {
+            HttpResponse<String> r = o.answers().get(i);
+            if (r.statusCode() == 200) {
+                assertEquals(o.expected().get(i), BudgetFlood.text(r), "request " + i);
+            } else {
+                assertEquals(503, r.statusCode(), r.body());
+                assertEquals("memory_busy", BudgetFlood.errorCode(r), r.body());
+                assertEquals("1", r.headers().firstValue("Retry-After").orElse(null), r.body());
+                busy++;
+            }
+        }
+        assertTrue(o.served() >= 1, "none of the flood was served");
+        assertTrue(busy >= 1, "the flood never exceeded a budget that fits two requests and a half");
+        assertNotNull(o.after());
+        assertEquals(
+                200,
+                o.after().statusCode(),
+                "every reservation was returned: " + o.after().body());
+        assertEquals(o.afterExpected(), BudgetFlood.text(o.after()));
+        assertTrue(o.samples() >= 10, "too few RSS samples to speak for the flood: " + o.samples());
+        assertTrue(
+                o.growthBytes() >= o.floodedWeightsBytes() / 2,
+                "the samples missed the flooded model's load: RSS grew by " + o.growthBytes()
+                        + " bytes, its weights and tokenizer are " + o.floodedWeightsBytes());
+        assertTrue(
+                o.growthBytes() <= o.roomBytes(),
+                "RSS peaked " + o.growthBytes() + " bytes over the baseline's " + o.baselineBytes()
+                        + ", more than the " + o.roomBytes() + " the budget of " + o.budgetBytes()
+                        + " leaves beside the default model");
+    }
+}
