@@ -43,7 +43,9 @@ import org.agrona.collections.Int2ObjectHashMap;
  * there with the segment's cache type, and a row that finishes publishes its caches back
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
  * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
- * is a copy of the row's KV made on the exec thread, inside the unit. Each unit maps the
+ * is a copy of the row's KV made on the exec thread, inside the unit. A hybrid model's row also
+ * copies its recurrent state between prefill chunks every {@link PrefixReuse#checkpointTokens()}
+ * positions, as the serial run does, and its snapshots carry those checkpoints. Each unit maps the
  * generator's tokens to the pipeline's step entries: a token for every row that produced one
  * (not the EOS token, which ends the row unreported, as the serial path does), then the row's
  * end with its usage; a row whose token constraint failed ends alone with its failure.
