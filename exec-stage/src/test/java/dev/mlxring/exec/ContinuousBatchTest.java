@@ -168,6 +168,129 @@ class ContinuousBatchTest {
         }
     }
 
+    /**
+     * Hybrid rows of different prompt lengths prefilled and decoded in one batch (right-padded
+     * chunks, rows finishing at different steps) each publish the entry the serial executor
+     * publishes, and their prompt segment: their recurrent state at their own position, not the
+     * batch's padded one. Each
+     * entry extended by a few ids is then restored whole on both paths, and the rows batched
+     * again give the serial executor's tokens, logprobs bits and usage.
+     */
+    @Test
+    void hybridRowsOfDifferentLengthsEachPublishTheirOwnPrefix() throws Exception {
+        Path dir = models.resolve("qwen3_5-bf16");
+        int[][] prompts = {
+            BatchParityTest.prompt(23, 53, 512), BatchParityTest.prompt(5, 54, 512), BatchParityTest.prompt(40, 55, 512)
+        };
+        int[] maxTokens = {10, 6, 8};
+        try (LanguageModel model = Models.load(dir);
+                RamPrefixCache serialCache = new RamPrefixCache(16, Long.MAX_VALUE);
+                RamPrefixCache batchCache = new RamPrefixCache(16, Long.MAX_VALUE)) {
+            ModelExecutor serial =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(serialCache, ModelFingerprint.of(dir)));
+            ModelExecutor batching =
+                    new ModelExecutor(model, PREFILL_STEP, 0, new PrefixReuse(batchCache, ModelFingerprint.of(dir)));
+            try (ExecutionBatch batch = batching.openBatch(8, 8)) {
+                List<ExecutionPlan> firsts = new ArrayList<>();
+                for (int i = 0; i < prompts.length; i++) {
+                    firsts.add(plan("first" + i, prompts[i], maxTokens[i], SamplingParams.GREEDY));
+                }
+                Map<Integer, List<String>> firstOut = batched(batch, firsts, Map.of(), new HashMap<>());
+                for (int i = 0; i < firsts.size(); i++) {
+                    assertEquals(serial(serial, firsts.get(i), new Usage[1]), firstOut.get(i), "first turn, row " + i);
+                }
+                List<String> serialEntries = sortedEntries(serialCache);
+                assertEquals(prompts.length, serialEntries.size(), "the serial runs' entries");
+                // The batch also publishes each row's prompt segment (its prompt less the id its
+                // first step feeds), as mlx_lm.server's batch loop does; the serial path does not.
+                List<String> batchExpected = new ArrayList<>(serialEntries);
+                for (int[] p : prompts) {
+                    batchExpected.add(Arrays.toString(Arrays.copyOf(p, p.length - 1)));
+                }
+                assertEquals(
+                        batchExpected.stream().sorted().toList(),
+                        sortedEntries(batchCache),
+                        "every batched row published its segment and finished entries at its own length");
+
+                List<ExecutionPlan> seconds = new ArrayList<>();
+                List<List<String>> expected = new ArrayList<>();
+                List<Usage> expectedUsage = new ArrayList<>();
+                int i = 0;
+                for (int[] entry : serialCache.entries()) {
+                    int[] second = Arrays.copyOf(entry, entry.length + 5);
+                    System.arraycopy(BatchParityTest.prompt(5, 56 + i, 512), 0, second, entry.length, 5);
+                    ExecutionPlan p = plan("second" + i, second, 6, SamplingParams.GREEDY);
+                    Usage[] u = new Usage[1];
+                    expected.add(serial(serial, p, u));
+                    assertEquals(entry.length, u[0].cachedTokens(), "serial: entry " + i + " restored whole");
+                    expectedUsage.add(u[0]);
+                    seconds.add(p);
+                    i++;
+                }
+                Map<Integer, Usage> usages = new HashMap<>();
+                Map<Integer, List<String>> secondOut = batched(batch, seconds, Map.of(), usages);
+                for (int r = 0; r < seconds.size(); r++) {
+                    assertEquals(expected.get(r), secondOut.get(r), "second turn from the prefix cache, row " + r);
+                    assertEquals(expectedUsage.get(r), usages.get(r), "second turn usage, row " + r);
+                }
+            }
+        }
+    }
+
+    /**
+     * Batched hybrid rows checkpoint their recurrent state between prefill chunks as the serial
+     * run does ({@code --prompt-cache-checkpoint} 16, chunks of 16): a prompt that shares part of
+     * a row's finished entry and then branches off restores the same checkpoint on both paths
+     * (the most positions within the shared ids) and gives the serial executor's tokens, logprobs
+     * bits and usage.
+     */
+    @Test
+    void batchedHybridRowsCheckpointTheirRecurrentStateAsTheSerialRunDoes() throws Exception {
+        Path dir = models.resolve("qwen3_5-bf16");
+        int[][] prompts = {BatchParityTest.prompt(40, 57, 512), BatchParityTest.prompt(23, 58, 512)};
+        int[] shared = {35, 20};
+        int[] checkpoint = {32, 16};
+        try (LanguageModel model = Models.load(dir);
+                RamPrefixCache serialCache = new RamPrefixCache(16, Long.MAX_VALUE);
+                RamPrefixCache batchCache = new RamPrefixCache(16, Long.MAX_VALUE)) {
+            ModelExecutor serial = new ModelExecutor(
+                    model, PREFILL_STEP, 0, new PrefixReuse(serialCache, ModelFingerprint.of(dir), "", PREFILL_STEP));
+            ModelExecutor batching = new ModelExecutor(
+                    model, PREFILL_STEP, 0, new PrefixReuse(batchCache, ModelFingerprint.of(dir), "", PREFILL_STEP));
+            try (ExecutionBatch batch = batching.openBatch(8, 8)) {
+                List<ExecutionPlan> firsts = new ArrayList<>();
+                for (int i = 0; i < prompts.length; i++) {
+                    firsts.add(plan("first" + i, prompts[i], 6 + 2 * i, SamplingParams.GREEDY));
+                }
+                batched(batch, firsts, Map.of(), new HashMap<>());
+                List<ExecutionPlan> branches = new ArrayList<>();
+                List<List<String>> expected = new ArrayList<>();
+                List<Usage> expectedUsage = new ArrayList<>();
+                for (int i = 0; i < prompts.length; i++) {
+                    serial(serial, firsts.get(i), new Usage[1]);
+                    int[] branch = Arrays.copyOf(prompts[i], shared[i] + 6);
+                    System.arraycopy(BatchParityTest.prompt(6, 59 + i, 512), 0, branch, shared[i], 6);
+                    ExecutionPlan p = plan("branch" + i, branch, 6, SamplingParams.GREEDY);
+                    Usage[] u = new Usage[1];
+                    expected.add(serial(serial, p, u));
+                    assertEquals(checkpoint[i], u[0].cachedTokens(), "serial: row " + i + "'s checkpoint restored");
+                    expectedUsage.add(u[0]);
+                    branches.add(p);
+                }
+                Map<Integer, Usage> usages = new HashMap<>();
+                Map<Integer, List<String>> out = batched(batch, branches, Map.of(), usages);
+                for (int r = 0; r < branches.size(); r++) {
+                    assertEquals(expectedUsage.get(r), usages.get(r), "branch usage (cached tokens), row " + r);
+                    assertEquals(expected.get(r), out.get(r), "branch from the batched row's checkpoint, row " + r);
+                }
+            }
+        }
+    }
+
+    private static List<String> sortedEntries(RamPrefixCache cache) {
+        return cache.entries().stream().map(Arrays::toString).sorted().toList();
+    }
+
     @Test
     void aLoneRowEqualsTheSerialExecutorAlsoFromAPrefixHit() throws Exception {
         Path dir = models.resolve("llama-bf16");

@@ -91,6 +91,8 @@ public final class BatchGenerator implements AutoCloseable {
     private final int prefillStepSize;
     /** Rows whose last chunk ended a segment, in the last {@link #next()} ({@code end_of_segment}). */
     private final List<Integer> segmentsEnded = new ArrayList<>();
+    /** Rows that read a prompt chunk in the last {@link #next()}. */
+    private final List<Integer> chunksRead = new ArrayList<>();
 
     private final int prefillBatchSize;
     private final int completionBatchSize;
@@ -501,6 +503,7 @@ public final class BatchGenerator implements AutoCloseable {
      */
     public List<BatchToken> next(boolean prefill) {
         segmentsEnded.clear();
+        chunksRead.clear();
         // Cache merges, filters and extends build small graphs outside the step's own scopes;
         // their handles are freed when the unit ends (the caches keep what they detached).
         try (ArrayScope scope = ArrayScope.open()) {
@@ -516,6 +519,21 @@ public final class BatchGenerator implements AutoCloseable {
      */
     public List<Integer> segmentsEnded() {
         return List.copyOf(segmentsEnded);
+    }
+
+    /**
+     * The rows (uids) that read a prompt chunk in the last {@link #next()}, in prompt batch
+     * order. They are still prefilling, so {@link #prefilledTokens} and
+     * {@link #withSegmentCaches} reach them until the next call.
+     */
+    public List<Integer> chunksRead() {
+        return List.copyOf(chunksRead);
+    }
+
+    /** The prompt tokens a prefilling row has fed so far (after its restored prefix); -1 when it is not prefilling. */
+    public int prefilledTokens(int uid) {
+        int i = indexOf(promptBatch.rows, uid);
+        return i < 0 ? -1 : promptBatch.rows.get(i).prefilled;
     }
 
     /**
@@ -637,6 +655,9 @@ public final class BatchGenerator implements AutoCloseable {
             chunksSinceCurrent++;
         }
         for (Row r : promptBatch.rows) {
+            if (!chunks.isEmpty()) {
+                chunksRead.add(r.uid);
+            }
             if (r.segmentEnded) {
                 segmentsEnded.add(r.uid);
             }

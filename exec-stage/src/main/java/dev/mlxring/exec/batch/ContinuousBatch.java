@@ -6,12 +6,14 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.exec.nn.AdapterCache;
+import dev.mlxring.exec.prefix.KvSnapshots;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculationPolicy;
 import dev.mlxring.kvstore.CacheNamespace;
+import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -41,7 +43,9 @@ import org.agrona.collections.Int2ObjectHashMap;
  * there with the segment's cache type, and a row that finishes publishes its caches back
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
  * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
- * is a copy of the row's KV made on the exec thread, inside the unit. Each unit maps the
+ * is a copy of the row's KV made on the exec thread, inside the unit. A hybrid model's row also
+ * copies its recurrent state between prefill chunks every {@link PrefixReuse#checkpointTokens()}
+ * positions, as the serial run does, and its snapshots carry those checkpoints. Each unit maps the
  * generator's tokens to the pipeline's step entries: a token for every row that produced one
  * (not the EOS token, which ends the row unreported, as the serial path does), then the row's
  * end with its usage; a row whose token constraint failed ends alone with its failure.
@@ -61,6 +65,14 @@ public final class ContinuousBatch implements ExecutionBatch {
         final PromptSegment.Kind[] segmentTypes;
         /** The prefix cache namespace of the row's model and adapter; null without a prefix cache. */
         final CacheNamespace namespace;
+
+        /**
+         * Copies of the row's recurrent state taken between its prefill chunks (a hybrid model's
+         * mid-prompt checkpoints), owned by the row until it ends ({@link #releaseCheckpoints}).
+         */
+        final List<KvSnapshot> checkpoints = new ArrayList<>();
+        /** The position of the row's last boundary: its restored prefix or its last checkpoint. */
+        int lastBoundary;
 
         int nextSegmentType;
         int completionTokens;
@@ -83,6 +95,17 @@ public final class ContinuousBatch implements ExecutionBatch {
             this.logprobs = logprobs;
             this.topN = topN;
             this.segmentTypes = segmentTypes;
+            this.lastBoundary = prefix.length;
+        }
+
+        /** The checkpoints below {@code position} (a snapshot's checkpoints lie below its length). */
+        List<KvSnapshot> checkpointsBelow(int position) {
+            return checkpoints.stream().filter(c -> c.tokens() < position).toList();
+        }
+
+        void releaseCheckpoints() {
+            checkpoints.forEach(KvSnapshot::release);
+            checkpoints.clear();
         }
 
         Usage usage() {
@@ -102,6 +125,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     private long recurrentBytesPerRow;
 
     private final PrefixReuse prefixReuse;
+    /** Whether prefilling rows checkpoint their recurrent state (a hybrid model with a prefix cache). */
+    private final boolean checkpointing;
     /** The server's default speculation and what a request may ask instead. */
     private final SpeculationPolicy speculation;
 
@@ -180,6 +205,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                 new BatchGenerator(model, prefillStepSize, maxPrefillRows, maxRows, engineRng, 0, shortPromptsFirst);
         this.prefixReuse = PrefixReuse.forModel(prefixReuse, model);
         this.namespace = this.prefixReuse == null ? null : this.prefixReuse.namespace(null);
+        this.checkpointing =
+                this.prefixReuse != null && this.prefixReuse.checkpointTokens() > 0 && hasRecurrentLayers(model);
         if (this.prefixReuse != null) {
             generator.onFinished(this::captureFinished);
         }
@@ -379,9 +406,29 @@ public final class ContinuousBatch implements ExecutionBatch {
         return out;
     }
 
+    private static boolean hasRecurrentLayers(LanguageModel model) {
+        KvCache[] probe = model.newCache();
+        try {
+            return Arrays.stream(probe).anyMatch(c -> c instanceof ArraysCache);
+        } finally {
+            for (KvCache c : probe) {
+                c.close();
+            }
+        }
+    }
+
+    /** Forgets a row that ended, releasing its checkpoints; null when it is not known. */
+    private RowInfo forget(int uid) {
+        RowInfo info = rows.remove(uid);
+        if (info != null) {
+            info.releaseCheckpoints();
+        }
+        return info;
+    }
+
     @Override
     public Usage remove(int row) {
-        RowInfo info = rows.remove(row);
+        RowInfo info = forget(row);
         generator.remove(row);
         return info == null ? Usage.NONE : info.usage();
     }
@@ -411,6 +458,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         List<BatchToken> tokens;
         try {
             tokens = generator.next(prefill);
+            takeCheckpoints();
             publishSnapshots();
             if (unitTap != null) {
                 unitTap.accept(tokens);
@@ -423,7 +471,7 @@ public final class ContinuousBatch implements ExecutionBatch {
             RowInfo info = rows.get(t.uid());
             String reason = t.finishReason();
             if (t.error() != null) {
-                rows.remove(t.uid());
+                forget(t.uid());
                 out.fail(t.uid(), t.errorType(), t.error(), info.usage());
                 continue;
             }
@@ -439,7 +487,7 @@ public final class ContinuousBatch implements ExecutionBatch {
                 }
             }
             if (reason != null) {
-                rows.remove(t.uid());
+                forget(t.uid());
                 out.finish(t.uid(), reason, info.usage());
             }
         }
@@ -513,12 +561,52 @@ public final class ContinuousBatch implements ExecutionBatch {
             return; // quantized rows are not published to the full-precision namespace
         }
         try {
-            PrefixReuse.Captured c = prefixReuse.capture(info.prefix, cachedSequence, caches);
+            PrefixReuse.Captured c = prefixReuse.capture(
+                    info.prefix,
+                    cachedSequence,
+                    caches,
+                    info.checkpointsBelow(info.prefix.length + cachedSequence.length));
             if (c != null) {
                 finishedSnapshots.add(new Finished(info.namespace, c));
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
+        }
+    }
+
+    /**
+     * A hybrid model's mid-prompt checkpoints, as the serial run takes them: each row that read a
+     * prompt chunk this unit and is now at least {@link PrefixReuse#checkpointTokens()} positions
+     * past its last boundary copies its own recurrent state (extracted from the batch at the
+     * row's own position, never a padded one). A failure never fails the request.
+     */
+    private void takeCheckpoints() {
+        if (!checkpointing || rowsScheme != null) {
+            return;
+        }
+        for (int uid : generator.chunksRead()) {
+            RowInfo info = rows.get(uid);
+            int fed = generator.prefilledTokens(uid);
+            if (info == null || fed < 0) {
+                continue;
+            }
+            int position = info.prefix.length + fed;
+            if (position - info.lastBoundary < prefixReuse.checkpointTokens()) {
+                continue;
+            }
+            try {
+                generator.withSegmentCaches(uid, (ids, caches) -> {
+                    KvSnapshot cp = KvSnapshots.checkpoint(caches);
+                    if (cp != null && cp.tokens() == position) {
+                        info.checkpoints.add(cp);
+                        info.lastBoundary = position;
+                    } else if (cp != null) {
+                        cp.release();
+                    }
+                });
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not checkpoint a row's recurrent state", e);
+            }
         }
     }
 
@@ -538,7 +626,8 @@ public final class ContinuousBatch implements ExecutionBatch {
             PromptSegment.Kind kind = info.segmentTypes[info.nextSegmentType++];
             try {
                 generator.withSegmentCaches(uid, (fed, caches) -> {
-                    PrefixReuse.Captured c = prefixReuse.capture(info.prefix, fed, caches);
+                    PrefixReuse.Captured c = prefixReuse.capture(
+                            info.prefix, fed, caches, info.checkpointsBelow(info.prefix.length + fed.length));
                     if (c != null) {
                         prefixReuse.publishSegment(info.namespace, c, kind);
                     }
@@ -567,6 +656,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     @Override
     public void close() {
         discardFinishedSnapshots();
+        rows.values().forEach(RowInfo::releaseCheckpoints);
         rows.clear();
         generator.close();
     }

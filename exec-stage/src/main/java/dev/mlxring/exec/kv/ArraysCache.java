@@ -18,7 +18,10 @@ import java.util.Set;
  * {@code [B, kernel - 1, convDim]} and the recurrence state {@code [B, Hv, Dv, Dk]}), null until
  * the first forward writes them. Unlike the KV caches it does not grow with the sequence: each
  * forward replaces the arrays. {@link #offset()} counts the positions the layer has consumed
- * ({@code advance}), which mlx-lm does not keep but the engine reports.
+ * ({@code advance}), which mlx-lm does not keep but the engine reports. In a batch {@link #offset()}
+ * is the positions the batch stepped (padding included) and {@link #rowOffset(int)} each row's own:
+ * the positions its state has consumed, which a padded or masked position does not count (a row's
+ * state is valid only at that position, so {@link #extract} gives it as the solo cache's offset).
  *
  * <p>Rollback: the state cannot be trimmed as a KV cache is, so a caller that may need to forget
  * positions (a speculative verification, a draft model's steps) first calls
@@ -44,6 +47,9 @@ import java.util.Set;
 public final class ArraysCache implements KvCache {
     private final MlxArray[] slots;
     private int offset;
+    /** Each row's consumed positions; null while every row is at {@link #offset}. */
+    private int[] rowOffsets;
+
     private int[] leftPadding;
     private int[] lengths;
     /** The forwards recorded since {@link #keepRollbackPoints()}, oldest first; null while not recording. */
@@ -262,8 +268,26 @@ public final class ArraysCache implements KvCache {
         return lengths != null ? lengths.length : 1;
     }
 
-    /** {@code advance(n)}: the layer consumed {@code n} more positions; lengths and left padding step back by {@code n}. */
+    /**
+     * {@code advance(n)}: the layer stepped {@code n} more positions; lengths and left padding step
+     * back by {@code n}. Each row's own offset grows by the positions {@link #makeMask} leaves
+     * valid for it ({@code pos >= left_padding} and {@code pos < lengths}), so a padded position
+     * never counts.
+     */
     public void advance(int n) {
+        if (leftPadding != null || lengths != null) {
+            int[] rows = rowOffsets();
+            for (int i = 0; i < rows.length; i++) {
+                int from = leftPadding == null ? 0 : Math.clamp(leftPadding[i], 0, n);
+                int to = lengths == null ? n : Math.clamp(lengths[i], 0, n);
+                rows[i] += Math.max(0, to - from);
+            }
+            rowOffsets = rows;
+        } else if (rowOffsets != null) {
+            for (int i = 0; i < rowOffsets.length; i++) {
+                rowOffsets[i] += n;
+            }
+        }
         offset += n;
         if (lengths != null) {
             lengths = Paddings.shifted(lengths, -n);
@@ -293,6 +317,25 @@ public final class ArraysCache implements KvCache {
         return mask;
     }
 
+    /**
+     * Row {@code row}'s own offset: the positions its state has consumed (not the padding the
+     * batch stepped through), the position at which its state is valid.
+     */
+    public int rowOffset(int row) {
+        Objects.checkIndex(row, batchSize());
+        return rowOffsets == null ? offset : rowOffsets[row];
+    }
+
+    /** Every row's own offset (a fresh array): {@link #offset} each while none differs. */
+    private int[] rowOffsets() {
+        if (rowOffsets != null) {
+            return rowOffsets.clone();
+        }
+        int[] rows = new int[batchSize()];
+        Arrays.fill(rows, offset);
+        return rows;
+    }
+
     /** {@code prepare(lengths=lengths)}: the rows of the next chunk hold {@code lengths} valid positions each. */
     public void prepare(int[] rowLengths) {
         this.lengths = rowLengths.clone();
@@ -318,6 +361,9 @@ public final class ArraysCache implements KvCache {
         if (lengths != null) {
             lengths = Paddings.gather(lengths, keep);
         }
+        if (rowOffsets != null) {
+            rowOffsets = Paddings.gather(rowOffsets, keep);
+        }
     }
 
     /** A copy holding only {@code rows} ({@code copy.deepcopy} then {@code filter}); this cache is unchanged. */
@@ -326,6 +372,7 @@ public final class ArraysCache implements KvCache {
         copy.offset = offset;
         copy.leftPadding = leftPadding == null ? null : leftPadding.clone();
         copy.lengths = lengths == null ? null : lengths.clone();
+        copy.rowOffsets = rowOffsets == null ? null : Paddings.gather(rowOffsets, rows);
         MlxArray index = Mlx.fromInts(rows, rows.length);
         for (int i = 0; i < slots.length; i++) {
             if (slots[i] != null) {
@@ -362,6 +409,9 @@ public final class ArraysCache implements KvCache {
         }
         leftPadding = concat(leftPadding, a, other.leftPadding, b);
         lengths = concat(lengths, a, other.lengths, b);
+        rowOffsets = rowOffsets == null && other.rowOffsets == null && offset == other.offset
+                ? null
+                : Paddings.concat(rowOffsets(a), other.rowOffsets(b));
         offset = Math.max(offset, other.offset);
         other.close();
     }
@@ -373,16 +423,29 @@ public final class ArraysCache implements KvCache {
         return Paddings.concat(x != null ? x : new int[a], y != null ? y : new int[b]);
     }
 
+    /** {@link #rowOffsets()} for a side of {@code rows} rows (its batch size before an extend). */
+    private int[] rowOffsets(int rows) {
+        if (rowOffsets != null) {
+            return rowOffsets.clone();
+        }
+        int[] all = new int[rows];
+        Arrays.fill(all, offset);
+        return all;
+    }
+
     private static int[] withRows(MlxArray ref, int rows) {
         int[] shape = ref.shape();
         shape[0] = rows;
         return shape;
     }
 
-    /** {@code extract(idx)}: row {@code row}'s arrays ({@code c[idx:idx+1]}) as a solo cache; this cache is unchanged. */
+    /**
+     * {@code extract(idx)}: row {@code row}'s arrays ({@code c[idx:idx+1]}) as a solo cache whose
+     * offset is the row's own ({@link #rowOffset}); this cache is unchanged.
+     */
     public ArraysCache extract(int row) {
         ArraysCache c = new ArraysCache(slots.length);
-        c.offset = offset;
+        c.offset = rowOffset(row);
         for (int i = 0; i < slots.length; i++) {
             MlxArray s = slots[i];
             int[] start = new int[s.ndim()];
@@ -407,6 +470,9 @@ public final class ArraysCache implements KvCache {
         ArraysCache cache = new ArraysCache(n);
         if (Arrays.stream(caches).allMatch(ArraysCache::isEmpty)) {
             cache.leftPadding = new int[b];
+            cache.rowOffsets =
+                    Arrays.stream(caches).mapToInt(ArraysCache::offset).toArray();
+            cache.offset = Arrays.stream(cache.rowOffsets).max().orElse(0);
             return cache;
         }
         for (int e = 0; e < n; e++) {
@@ -433,7 +499,8 @@ public final class ArraysCache implements KvCache {
             }
             cache.set(e, merged);
         }
-        cache.offset = Arrays.stream(caches).mapToInt(ArraysCache::offset).max().orElse(0);
+        cache.rowOffsets = Arrays.stream(caches).mapToInt(ArraysCache::offset).toArray();
+        cache.offset = Arrays.stream(cache.rowOffsets).max().orElse(0);
         return cache;
     }
 
@@ -470,5 +537,6 @@ public final class ArraysCache implements KvCache {
         }
         leftPadding = null;
         lengths = null;
+        rowOffsets = null;
     }
 }

@@ -33,6 +33,49 @@ class ArraysCacheTest {
         return Mlx.contiguous(a).toFloatArray();
     }
 
+    /**
+     * Each row's offset counts only the positions its mask leaves valid: a right-padded chunk
+     * advances a row by its own length, left padding is not counted, and merge, filter, extend
+     * and extract carry the row's own offset, not the batch's.
+     */
+    @Test
+    void eachRowsOffsetCountsOnlyItsOwnPositions() {
+        try (ArrayScope scope = ArrayScope.open();
+                ArraysCache a = solo(10);
+                ArraysCache b = solo(20)) {
+            a.advance(7);
+            b.advance(3);
+            try (ArraysCache merged = ArraysCache.merge(a, new ArraysCache(2), b)) {
+                assertEquals(7, merged.rowOffset(0));
+                assertEquals(0, merged.rowOffset(1), "an empty row has consumed nothing");
+                assertEquals(3, merged.rowOffset(2));
+                merged.prepare(new int[] {16, 5, 0});
+                merged.advance(16);
+                assertEquals(23, merged.offset(), "the batch stepped the whole chunk");
+                assertArrayEquals(
+                        new int[] {23, 5, 3},
+                        new int[] {merged.rowOffset(0), merged.rowOffset(1), merged.rowOffset(2)},
+                        "a right-padded chunk advances each row by its own length");
+                merged.finalizePadding();
+                merged.advance(1);
+                try (ArraysCache row1 = merged.extract(1)) {
+                    assertEquals(6, row1.offset(), "extract gives the row's own offset");
+                }
+                merged.filter(new int[] {2, 1});
+                ArraysCache joining = ArraysCache.merge(new ArraysCache(2), new ArraysCache(2));
+                joining.set(0, Mlx.zeros(new int[] {2, 2}, merged.get(0).dtype()));
+                joining.set(1, Mlx.zeros(new int[] {2, 3}, merged.get(1).dtype()));
+                joining.prepare(new int[] {2, 4});
+                joining.advance(4);
+                merged.extend(joining);
+                assertArrayEquals(
+                        new int[] {4, 6, 2, 4},
+                        new int[] {merged.rowOffset(0), merged.rowOffset(1), merged.rowOffset(2), merged.rowOffset(3)},
+                        "filter keeps and extend appends the rows' own offsets");
+            }
+        }
+    }
+
     @Test
     void mergeExtractFilterAndExtendKeepEachRowsState() {
         try (ArrayScope scope = ArrayScope.open();
