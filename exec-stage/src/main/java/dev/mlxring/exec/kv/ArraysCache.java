@@ -245,6 +245,11 @@ public final class ArraysCache implements KvCache {
                 set(1, span.states()[at]);
             }
             offset -= n;
+            if (rowOffsets != null) {
+                for (int i = 0; i < rowOffsets.length; i++) {
+                    rowOffsets[i] -= n;
+                }
+            }
         }
         endRecording();
         return n;
