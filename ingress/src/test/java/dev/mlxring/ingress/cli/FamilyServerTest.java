@@ -10,12 +10,9 @@ import dev.mlxring.mlx.PythonScript;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -35,33 +32,12 @@ import org.junit.jupiter.params.provider.FieldSource;
  */
 class FamilyServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final List<String> TOKENIZER_FILES =
-            List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
-
     private static final List<String> CELLS =
             List.of("gemma3-serve", "gemma4-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
     @BeforeAll
     static void buildModels() throws Exception {
-        Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run(
-                "oracle/make_tiny_models.py",
-                600,
-                List.of("--out", models.toString(), "--only", String.join(",", CELLS)));
-        for (String cell : CELLS) {
-            Path modelDir = modelDir(cell);
-            Files.createDirectories(modelDir);
-            try (Stream<Path> files = Files.list(models.resolve(cell))) {
-                for (Path f : files.filter(Files::isRegularFile).toList()) {
-                    Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-            Path tokenizer = home.resolve(GenerateCommand.DEFAULT_MODEL);
-            for (String name : TOKENIZER_FILES) {
-                Files.copy(tokenizer.resolve(name), modelDir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
+        TinyServeModels.build(ProjectHome.get().resolve("build/oracle/serve"), CELLS);
     }
 
     private static Path modelDir(String cell) {

@@ -18,9 +18,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -45,21 +43,7 @@ class NamedAdapterServerTest {
     @BeforeAll
     static void buildModelAndAdapters() throws Exception {
         Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
-        modelDir = home.resolve("build/oracle/serve-named").resolve(CELL);
-        Files.createDirectories(modelDir);
-        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
-            for (Path f : files.filter(Files::isRegularFile).toList()) {
-                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
-        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
-            Files.copy(
-                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
-                    modelDir.resolve(name),
-                    StandardCopyOption.REPLACE_EXISTING);
-        }
+        modelDir = TinyServeModels.build(home.resolve("build/oracle/serve-named"), CELL);
         adapterA = adapter(home.resolve("build/oracle/adapters/serve-named-a"), "lora", "0", "8", "20", "21");
         adapterB = adapter(home.resolve("build/oracle/adapters/serve-named-b"), "dora", "1", "4", "10", "22");
     }
