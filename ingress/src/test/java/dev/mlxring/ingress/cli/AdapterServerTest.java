@@ -143,10 +143,9 @@ class AdapterServerTest {
 
     @Test
     void serveAnswersAsMlxLmServerWithTheAdapter() throws Exception {
-        String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", adapter.toString()};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args, 1, ServeCommand.FLAGS), new PrintStream(new ByteArrayOutputStream()))) {
-            String base = "http://127.0.0.1:" + server.server().port();
+        try (ServeCommand.Running server =
+                InProcessServer.start("--model", modelDir.toString(), "--adapter-path", adapter.toString())) {
+            String base = InProcessServer.base(server);
             String out = PythonScript.run(
                     "e2e/openai_client_check.py",
                     900,
@@ -199,13 +198,9 @@ class AdapterServerTest {
         Path broken = Files.createTempDirectory("broken-adapter");
         try {
             Files.copy(adapter.resolve("adapter_config.json"), broken.resolve("adapter_config.json"));
-            String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", broken.toString()
-            };
             ModelLoadException e = assertThrows(
                     ModelLoadException.class,
-                    () -> ServeCommand.start(
-                                    CliArgs.parse(args, 1, ServeCommand.FLAGS),
-                                    new PrintStream(new ByteArrayOutputStream()))
+                    () -> InProcessServer.start("--model", modelDir.toString(), "--adapter-path", broken.toString())
                             .close());
             assertTrue(
                     e.getMessage().contains("adapters.safetensors")

@@ -12,7 +12,6 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -48,16 +47,13 @@ class FamilyServerTest {
     @FieldSource("CELLS")
     void servesWhatMlxLmServerServes(String cell) throws Exception {
         Path modelDir = modelDir(cell);
-        String[] args = {"serve", "--port", "0", "--model", modelDir.toString()};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args, 1, Set.of("--port", "--model"), Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
+        try (ServeCommand.Running server = InProcessServer.start("--model", modelDir.toString())) {
             String out = PythonScript.run(
                     "e2e/openai_client_check.py",
                     900,
                     List.of(
                             "--base-url",
-                            "http://127.0.0.1:" + server.server().port() + "/v1",
+                            InProcessServer.base(server) + "/v1",
                             "--model-dir",
                             modelDir.toString(),
                             "--compare-mlx-lm",

@@ -6,10 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,21 +21,14 @@ class KvQuantizedServerTest {
 
     @Test
     void quantizedKvCacheServesWhatMlxLmServerServes() throws Exception {
-        String[] flags = {"--kv-bits", "8", "--quantized-kv-start", "16"};
-        String[] args = {"serve", "--port", "0", flags[0], flags[1], flags[2], flags[3], "--prompt-cache-size", "0"};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(
-                        args,
-                        1,
-                        Set.of("--port", "--kv-bits", "--quantized-kv-start", "--prompt-cache-size"),
-                        Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
+        try (ServeCommand.Running server =
+                InProcessServer.start("--kv-bits", "8", "--quantized-kv-start", "16", "--prompt-cache-size", "0")) {
             String out = PythonScript.run(
                     "e2e/openai_client_check.py",
                     900,
                     List.of(
                             "--base-url",
-                            "http://127.0.0.1:" + server.server().port() + "/v1",
+                            InProcessServer.base(server) + "/v1",
                             "--model-dir",
                             ProjectHome.get()
                                     .resolve(GenerateCommand.DEFAULT_MODEL)

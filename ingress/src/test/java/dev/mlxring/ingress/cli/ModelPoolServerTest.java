@@ -8,8 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.ingress.pool.ModelCost;
 import dev.mlxring.mlx.ProjectHome;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -317,11 +315,7 @@ class ModelPoolServerTest {
     }
 
     private static ServeCommand.Running serve(String... flagValuePairs) {
-        List<String> argv = new ArrayList<>(List.of("serve", "--port", "0"));
-        argv.addAll(List.of(flagValuePairs));
-        return ServeCommand.start(
-                CliArgs.parse(argv.toArray(String[]::new), 1, ServeCommand.FLAGS),
-                new PrintStream(new ByteArrayOutputStream()));
+        return InProcessServer.start(flagValuePairs);
     }
 
     private static String body(String model, String prompt, int maxTokens, boolean stream) {
@@ -330,8 +324,7 @@ class ModelPoolServerTest {
     }
 
     private static HttpRequest post(ServeCommand.Running server, String path, String body) {
-        return HttpRequest.newBuilder(
-                        URI.create("http://127.0.0.1:" + server.server().port() + path))
+        return HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                 .timeout(Duration.ofMinutes(5))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body))
@@ -360,8 +353,7 @@ class ModelPoolServerTest {
 
     private static HttpResponse<String> get(ServeCommand.Running server, String path) throws Exception {
         return HTTP.send(
-                HttpRequest.newBuilder(
-                                URI.create("http://127.0.0.1:" + server.server().port() + path))
+                HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                         .timeout(Duration.ofMinutes(1))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());

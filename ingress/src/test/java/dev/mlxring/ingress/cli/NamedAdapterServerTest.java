@@ -10,8 +10,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -75,20 +73,18 @@ class NamedAdapterServerTest {
     }
 
     private static ServeCommand.Running serve(List<String> flags, String... adapters) {
-        List<String> args = new java.util.ArrayList<>(List.of("serve", "--port", "0", "--model", modelDir.toString()));
+        List<String> args = new java.util.ArrayList<>(List.of("--model", modelDir.toString()));
         args.addAll(flags);
         for (String a : adapters) {
             args.addAll(List.of("--adapter", a));
         }
-        return ServeCommand.start(
-                CliArgs.parse(args.toArray(new String[0]), 1, ServeCommand.FLAGS),
-                new PrintStream(new ByteArrayOutputStream()));
+        return InProcessServer.start(args);
     }
 
     @Test
     void eachAdapterAnswersAsMlxLmServerWithItAlsoInOneBatch() throws Exception {
         try (ServeCommand.Running server = serve("a=" + adapterA, "b=" + adapterB)) {
-            String base = "http://127.0.0.1:" + server.server().port() + "/v1";
+            String base = InProcessServer.base(server) + "/v1";
             for (Object[] named : new Object[][] {{"a", adapterA}, {"b", adapterB}}) {
                 String out = PythonScript.run(
                         "e2e/openai_client_check.py",
@@ -192,8 +188,7 @@ class NamedAdapterServerTest {
                         + (adapters == null ? "" : ",\"adapters\":\"" + adapters + "\"") + "}";
         return JSON.readTree(HttpClient.newHttpClient()
                 .send(
-                        HttpRequest.newBuilder(URI.create(
-                                        "http://127.0.0.1:" + server.server().port() + "/v1/chat/completions"))
+                        HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + "/v1/chat/completions"))
                                 .header("Content-Type", "application/json")
                                 .POST(HttpRequest.BodyPublishers.ofString(body))
                                 .build(),
@@ -204,8 +199,7 @@ class NamedAdapterServerTest {
     private static JsonNode get(ServeCommand.Running server, String path) throws Exception {
         return JSON.readTree(HttpClient.newHttpClient()
                 .send(
-                        HttpRequest.newBuilder(URI.create(
-                                        "http://127.0.0.1:" + server.server().port() + path))
+                        HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                                 .build(),
                         HttpResponse.BodyHandlers.ofString())
                 .body());

@@ -6,12 +6,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -43,18 +39,12 @@ class SpeculativeServerTest {
     }
 
     private static void compare(List<String> flags, List<String> mlxLmFlags) throws Exception {
-        List<String> args = new ArrayList<>(List.of("serve", "--port", "0", "--prompt-cache-size", "0"));
+        List<String> args = new ArrayList<>(List.of("--prompt-cache-size", "0"));
         args.addAll(flags);
-        Set<String> valued = new HashSet<>(List.of("--port", "--prompt-cache-size"));
-        for (int i = 0; i < flags.size(); i += 2) {
-            valued.add(flags.get(i));
-        }
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args.toArray(String[]::new), 1, valued, Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
+        try (ServeCommand.Running server = InProcessServer.start(args)) {
             List<String> check = new ArrayList<>(List.of(
                     "--base-url",
-                    "http://127.0.0.1:" + server.server().port() + "/v1",
+                    InProcessServer.base(server) + "/v1",
                     "--model-dir",
                     MODEL,
                     "--compare-mlx-lm",
