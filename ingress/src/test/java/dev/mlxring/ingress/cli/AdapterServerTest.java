@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
@@ -146,30 +145,13 @@ class AdapterServerTest {
         try (ServeCommand.Running server =
                 InProcessServer.start("--model", modelDir.toString(), "--adapter-path", adapter.toString())) {
             String base = InProcessServer.base(server);
-            String out = PythonScript.run(
-                    "e2e/openai_client_check.py",
-                    900,
-                    List.of(
-                            "--base-url",
-                            base + "/v1",
-                            "--model-dir",
-                            modelDir.toString(),
-                            "--compare-mlx-lm",
-                            "--compare-only",
-                            // mlx_lm.server applies its --adapter-path to requests for default_model only
-                            "--mlx-lm-model-id",
-                            "default_model",
-                            "--mlx-lm-arg=--adapter-path",
-                            "--mlx-lm-arg=" + adapter,
-                            "--mlx-lm-arg=--prompt-cache-size",
-                            "--mlx-lm-arg=0"));
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        "greedy output differs from mlx_lm.server --adapter-path: " + c);
-            }
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    base,
+                    modelDir,
+                    // mlx_lm.server applies its --adapter-path to requests for default_model only
+                    List.of("--mlx-lm-model-id", "default_model"),
+                    List.of("--adapter-path", adapter.toString()),
+                    "greedy output differs from mlx_lm.server --adapter-path");
             HttpClient http = HttpClient.newHttpClient();
             String other = modelDir.resolve("other-adapter").toString();
             HttpResponse<String> refused = http.send(

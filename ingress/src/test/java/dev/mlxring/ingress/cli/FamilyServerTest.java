@@ -3,10 +3,7 @@ package dev.mlxring.ingress.cli;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -30,7 +27,6 @@ import org.junit.jupiter.params.provider.FieldSource;
  * {@code generate} and {@code serve}.
  */
 class FamilyServerTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final List<String> CELLS =
             List.of("gemma3-serve", "gemma4-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
@@ -48,25 +44,12 @@ class FamilyServerTest {
     void servesWhatMlxLmServerServes(String cell) throws Exception {
         Path modelDir = modelDir(cell);
         try (ServeCommand.Running server = InProcessServer.start("--model", modelDir.toString())) {
-            String out = PythonScript.run(
-                    "e2e/openai_client_check.py",
-                    900,
-                    List.of(
-                            "--base-url",
-                            InProcessServer.base(server) + "/v1",
-                            "--model-dir",
-                            modelDir.toString(),
-                            "--compare-mlx-lm",
-                            "--compare-only",
-                            "--mlx-lm-arg=--prompt-cache-size",
-                            "--mlx-lm-arg=0"));
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        cell + ": greedy output differs from mlx_lm.server: " + c);
-            }
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    InProcessServer.base(server),
+                    modelDir,
+                    List.of(),
+                    List.of(),
+                    cell + ": greedy output differs from mlx_lm.server");
         }
     }
 

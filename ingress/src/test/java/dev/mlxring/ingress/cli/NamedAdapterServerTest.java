@@ -86,31 +86,12 @@ class NamedAdapterServerTest {
         try (ServeCommand.Running server = serve("a=" + adapterA, "b=" + adapterB)) {
             String base = InProcessServer.base(server) + "/v1";
             for (Object[] named : new Object[][] {{"a", adapterA}, {"b", adapterB}}) {
-                String out = PythonScript.run(
-                        "e2e/openai_client_check.py",
-                        900,
-                        List.of(
-                                "--base-url",
-                                base,
-                                "--model-dir",
-                                modelDir.toString(),
-                                "--model-id",
-                                CELL + ":" + named[0],
-                                "--compare-mlx-lm",
-                                "--compare-only",
-                                "--mlx-lm-model-id",
-                                "default_model",
-                                "--mlx-lm-arg=--adapter-path",
-                                "--mlx-lm-arg=" + named[1],
-                                "--mlx-lm-arg=--prompt-cache-size",
-                                "--mlx-lm-arg=0"));
-                JsonNode comparison = JSON.readTree(out).get("comparison");
-                assertTrue(comparison.size() >= 4, out);
-                for (JsonNode c : comparison) {
-                    assertTrue(
-                            c.has("identical") && c.get("identical").asBoolean(),
-                            "adapter " + named[0] + ": greedy output differs from mlx_lm.server --adapter-path: " + c);
-                }
+                MlxLmServerComparison.assertSameGreedyAnswers(
+                        InProcessServer.base(server),
+                        modelDir,
+                        List.of("--model-id", CELL + ":" + named[0], "--mlx-lm-model-id", "default_model"),
+                        List.of("--adapter-path", named[1].toString()),
+                        "adapter " + named[0] + ": greedy output differs from mlx_lm.server --adapter-path");
             }
             JsonNode r = JSON.readTree(PythonScript.run(
                     "e2e/adapters_client_check.py",

@@ -1,11 +1,7 @@
 package dev.mlxring.ingress.cli;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -21,7 +17,6 @@ import org.junit.jupiter.api.Test;
  * speculative round's. Both prompt caches are off, so both prefill every prompt from scratch.
  */
 class SpeculativeServerTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private static final String MODEL =
             ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString();
@@ -42,24 +37,12 @@ class SpeculativeServerTest {
         List<String> args = new ArrayList<>(List.of("--prompt-cache-size", "0"));
         args.addAll(flags);
         try (ServeCommand.Running server = InProcessServer.start(args)) {
-            List<String> check = new ArrayList<>(List.of(
-                    "--base-url",
-                    InProcessServer.base(server) + "/v1",
-                    "--model-dir",
-                    MODEL,
-                    "--compare-mlx-lm",
-                    "--compare-only",
-                    "--mlx-lm-arg=--prompt-cache-size",
-                    "--mlx-lm-arg=0"));
-            mlxLmFlags.forEach(f -> check.add("--mlx-lm-arg=" + f));
-            String out = PythonScript.run("e2e/openai_client_check.py", 900, check);
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        flags + ": greedy output differs from mlx_lm.server " + mlxLmFlags + ": " + c);
-            }
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    InProcessServer.base(server),
+                    Path.of(MODEL),
+                    List.of(),
+                    mlxLmFlags,
+                    flags + ": greedy output differs from mlx_lm.server " + mlxLmFlags);
         }
     }
 }
