@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,13 +10,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,25 +60,13 @@ class AdapterServerTest {
                         "20"));
     }
 
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
-
     private static List<Integer> generate(Path adapterDir) throws Exception {
         List<String> args = new ArrayList<>(List.of(
                 "generate", "--model", modelDir.toString(), "--prompt-tokens", PROMPT, "--max-tokens", "16", "--json"));
         if (adapterDir != null) {
             args.addAll(List.of("--adapter-path", adapterDir.toString()));
         }
-        Run r = run(args.toArray(new String[0]));
+        CliRun r = run(args.toArray(new String[0]));
         assertEquals(0, r.status(), r.err());
         List<Integer> ids = new ArrayList<>();
         JSON.readTree(r.out()).get("generated_tokens").forEach(t -> ids.add(t.asInt()));
@@ -128,7 +114,7 @@ class AdapterServerTest {
 
     @Test
     void generateNamesAMissingAdapter() {
-        Run r = run(
+        CliRun r = run(
                 "generate",
                 "--model",
                 modelDir.toString(),
