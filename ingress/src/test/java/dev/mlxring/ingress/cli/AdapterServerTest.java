@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.OracleAdapters;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
@@ -41,23 +42,8 @@ class AdapterServerTest {
     static void buildModelAndAdapter() throws Exception {
         Path home = ProjectHome.get();
         modelDir = TinyServeModels.build(home.resolve("build/oracle/serve"), CELL);
-        adapter = home.resolve("build/oracle/adapters/serve-lora");
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        modelDir.toString(),
-                        "--out",
-                        adapter.toString(),
-                        "--type",
-                        "lora",
-                        "--num-layers",
-                        "0",
-                        "--rank",
-                        "8",
-                        "--scale",
-                        "20"));
+        adapter = OracleAdapters.write(
+                modelDir, home.resolve("build/oracle/adapters/serve-lora"), "lora", 0, "--rank", "8", "--scale", "20");
     }
 
     private static List<Integer> generate(Path adapterDir) throws Exception {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.OracleAdapters;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
@@ -42,30 +43,28 @@ class NamedAdapterServerTest {
     static void buildModelAndAdapters() throws Exception {
         Path home = ProjectHome.get();
         modelDir = TinyServeModels.build(home.resolve("build/oracle/serve-named"), CELL);
-        adapterA = adapter(home.resolve("build/oracle/adapters/serve-named-a"), "lora", "0", "8", "20", "21");
-        adapterB = adapter(home.resolve("build/oracle/adapters/serve-named-b"), "dora", "1", "4", "10", "22");
-    }
-
-    private static Path adapter(Path out, String type, String layers, String rank, String scale, String seed) {
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        modelDir.toString(),
-                        "--out",
-                        out.toString(),
-                        "--type",
-                        type,
-                        "--num-layers",
-                        layers,
-                        "--rank",
-                        rank,
-                        "--scale",
-                        scale,
-                        "--seed",
-                        seed));
-        return out;
+        adapterA = OracleAdapters.write(
+                modelDir,
+                home.resolve("build/oracle/adapters/serve-named-a"),
+                "lora",
+                0,
+                "--rank",
+                "8",
+                "--scale",
+                "20",
+                "--seed",
+                "21");
+        adapterB = OracleAdapters.write(
+                modelDir,
+                home.resolve("build/oracle/adapters/serve-named-b"),
+                "dora",
+                1,
+                "--rank",
+                "4",
+                "--scale",
+                "10",
+                "--seed",
+                "22");
     }
 
     private static ServeCommand.Running serve(String... adapters) {
