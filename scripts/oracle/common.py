@@ -17,6 +17,7 @@ import argparse
 import base64
 import contextlib
 import copy
+import hashlib
 import importlib
 import json
 import shutil
@@ -55,6 +56,31 @@ def raw_bytes(x):
     mx.eval(x)
     size = x.dtype.size
     return np.array(x.view(_UINT_VIEW[size]), copy=True).astype(_NP_UINT[size], copy=False).tobytes()
+
+
+def greedy_steps(stream):
+    """A generate_step stream run to its end: its tokens, the SHA-256 of each step's logprobs'
+    raw bytes (hex), and the logprobs' dtype name (None when it yields nothing)."""
+    tokens, shas, dtype = [], [], None
+    for tok, logprobs in stream:
+        tokens.append(int(tok))
+        shas.append(hashlib.sha256(raw_bytes(logprobs)).hexdigest())
+        dtype = dtype_name(logprobs.dtype)
+    return tokens, shas, dtype
+
+
+def prompt_cache_requests(serve, fresh, n):
+    """The prompt-cache oracles' four requests, served in order through serve(prompt) -> tokens,
+    with fresh(k) drawing k new token ids: A = n fresh ids; A + its answer + 7 fresh; A[:n // 2 + 3]
+    + 9 fresh; that request's prompt and answer less its last 3 ids. Returns the third request's
+    prompt and answer, for a request the caller adds."""
+    a = fresh(n)
+    gen0 = serve(a)
+    serve(a + gen0 + fresh(7))
+    p2 = a[: n // 2 + 3] + fresh(9)
+    gen2 = serve(p2)
+    serve((p2 + gen2)[:-3])
+    return p2, gen2
 
 
 def encode_array(x):

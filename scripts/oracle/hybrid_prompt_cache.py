@@ -35,7 +35,6 @@ Output (to --out, or stdout): as prompt_cache.py's, with "checkpoint_tokens" and
 
 import argparse
 import copy
-import hashlib
 import random
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.utils import load_model
 
-from common import dtype_name, raw_bytes, versions, write_json
+from common import greedy_steps, prompt_cache_requests, versions, write_json
 
 
 def main(argv=None):
@@ -97,26 +96,16 @@ def main(argv=None):
                 checkpoints[position] = copy.deepcopy(cache)
                 last[0] = position
 
-        tokens, shas, dtype = [], [], None
-        for tok, logprobs in generate_step(mx.array(prompt[cached:]), model, prompt_cache=cache,
-                                           max_tokens=args.max_tokens, prefill_step_size=args.prefill_step_size,
-                                           prompt_progress_callback=progress):
-            tokens.append(int(tok))
-            shas.append(hashlib.sha256(raw_bytes(logprobs)).hexdigest())
-            dtype = dtype_name(logprobs.dtype)
+        tokens, shas, dtype = greedy_steps(generate_step(
+            mx.array(prompt[cached:]), model, prompt_cache=cache, max_tokens=args.max_tokens,
+            prefill_step_size=args.prefill_step_size, prompt_progress_callback=progress))
         entries.append((list(prompt) + tokens, cache, checkpoints))
         results.append({"prompt": list(prompt), "cached_tokens": cached, "tokens": tokens,
                         "logprobs_dtype": dtype, "logprobs_sha256": shas,
                         "checkpoints": sorted(checkpoints)})
         return tokens
 
-    n = args.base_length
-    a = fresh(n)
-    gen0 = serve(a)
-    serve(a + gen0 + fresh(7))
-    p2 = a[: n // 2 + 3] + fresh(9)
-    gen2 = serve(p2)
-    serve((p2 + gen2)[:-3])
+    p2, gen2 = prompt_cache_requests(serve, fresh, args.base_length)
     serve(p2 + gen2 + fresh(5))
 
     write_json({**versions(), "model": args.model, "max_tokens": args.max_tokens,

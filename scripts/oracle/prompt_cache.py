@@ -36,7 +36,6 @@ Output (to --out, or stdout):
 """
 
 import argparse
-import hashlib
 import random
 from pathlib import Path
 
@@ -45,7 +44,7 @@ from mlx_lm.generate import generate_step
 from mlx_lm.models.cache import LRUPromptCache, make_prompt_cache
 from mlx_lm.utils import load_model
 
-from common import dtype_name, raw_bytes, sharded_model, versions, write_json, writes_output
+from common import greedy_steps, prompt_cache_requests, sharded_model, versions, write_json, writes_output
 
 
 def main(argv=None):
@@ -83,25 +82,16 @@ def main(argv=None):
         cached = len(prompt) - len(rest)
         if cache is None:
             cache = make_prompt_cache(model)
-        tokens, shas, dtype = [], [], None
-        for tok, logprobs in generate_step(mx.array(rest), model, prompt_cache=cache, max_tokens=args.max_tokens,
-                                           prefill_step_size=args.prefill_step_size, **kv):
-            tokens.append(int(tok))
-            shas.append(hashlib.sha256(raw_bytes(logprobs)).hexdigest())
-            dtype = dtype_name(logprobs.dtype)
+        tokens, shas, dtype = greedy_steps(generate_step(
+            mx.array(rest), model, prompt_cache=cache, max_tokens=args.max_tokens,
+            prefill_step_size=args.prefill_step_size, **kv))
         prompt_cache.insert_cache(key, prompt + tokens, cache)
         results.append({"prompt": list(prompt), "cached_tokens": cached, "tokens": tokens,
                         "logprobs_dtype": dtype, "logprobs_sha256": shas,
                         "cache_kind": "quantized" if hasattr(cache[0], "bits") else "dense"})
         return tokens
 
-    n = args.base_length
-    a = fresh(n)
-    gen0 = serve(a)
-    serve(a + gen0 + fresh(7))
-    p2 = a[: n // 2 + 3] + fresh(9)
-    gen2 = serve(p2)
-    serve((p2 + gen2)[:-3])
+    prompt_cache_requests(serve, fresh, args.base_length)
 
     if not writes_output(args.sharded):
         return

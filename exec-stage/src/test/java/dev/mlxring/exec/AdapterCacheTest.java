@@ -12,7 +12,6 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Numerics;
-import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -36,24 +35,17 @@ class AdapterCacheTest {
         Path work = OracleFixtures.build().work();
         model = work.resolve("models/llama-f32");
         for (String name : List.of("x", "y", "z", "full")) {
-            Path out = work.resolve("adapters/cache-" + name);
-            PythonScript.run(
-                    "oracle/make_adapter.py",
-                    300,
-                    List.of(
-                            "--model",
-                            model.toString(),
-                            "--out",
-                            out.toString(),
-                            "--type",
+            dirs.put(
+                    name,
+                    OracleAdapters.write(
+                            model,
+                            work.resolve("adapters/cache-" + name),
                             name.equals("full") ? "full" : "lora",
-                            "--num-layers",
-                            "1",
+                            1,
                             "--rank",
                             "4",
                             "--seed",
                             String.valueOf(name.hashCode() & 0xff)));
-            dirs.put(name, out);
         }
     }
 

@@ -15,12 +15,10 @@ import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
-import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.mlx.Weights;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.BeforeAll;
@@ -45,23 +43,8 @@ class AdapterLoadTest {
     static void writeAdapter() throws Exception {
         Path work = OracleFixtures.build().work();
         model = work.resolve("models/llama-f32");
-        good = work.resolve("adapters/load-test-lora");
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        model.toString(),
-                        "--out",
-                        good.toString(),
-                        "--type",
-                        "lora",
-                        "--num-layers",
-                        "1",
-                        "--rank",
-                        "4",
-                        "--scale",
-                        "10"));
+        good = OracleAdapters.write(
+                model, work.resolve("adapters/load-test-lora"), "lora", 1, "--rank", "4", "--scale", "10");
     }
 
     private static LanguageModel load(Path adapter) {

@@ -107,24 +107,19 @@ class AdapterParityTest {
 
     /** The cell's adapter folder under build/oracle/adapters, written by make_adapter.py. */
     static Path adapter(AdapterCell cell) throws Exception {
-        Path dir = work.resolve("adapters").resolve(cell.name());
-        List<String> args = new ArrayList<>(List.of(
-                "--model",
-                work.resolve("models").resolve(cell.model()).toString(),
-                "--out",
-                dir.toString(),
-                "--type",
-                cell.type(),
-                "--num-layers",
-                String.valueOf(cell.numLayers())));
+        List<String> flags = new ArrayList<>();
         if (!cell.type().equals("full")) {
-            args.addAll(List.of("--rank", String.valueOf(cell.rank()), "--scale", String.valueOf(cell.scale())));
+            flags.addAll(List.of("--rank", String.valueOf(cell.rank()), "--scale", String.valueOf(cell.scale())));
         }
         if (cell.keys() != null) {
-            args.addAll(List.of("--keys", cell.keys()));
+            flags.addAll(List.of("--keys", cell.keys()));
         }
-        PythonScript.run("oracle/make_adapter.py", 300, args);
-        return dir;
+        return OracleAdapters.write(
+                work.resolve("models").resolve(cell.model()),
+                work.resolve("adapters").resolve(cell.name()),
+                cell.type(),
+                cell.numLayers(),
+                flags.toArray(String[]::new));
     }
 
     static LanguageModel load(Path modelDir, Path adapterDir) {

@@ -17,7 +17,6 @@ import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
-import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.IntStream;
@@ -41,22 +40,7 @@ class AdapterPrefixCacheTest {
         adapterA = work.resolve("adapters/prefix-a");
         adapterB = work.resolve("adapters/prefix-b");
         for (Path out : List.of(adapterA, adapterB)) {
-            PythonScript.run(
-                    "oracle/make_adapter.py",
-                    300,
-                    List.of(
-                            "--model",
-                            model.toString(),
-                            "--out",
-                            out.toString(),
-                            "--type",
-                            "lora",
-                            "--num-layers",
-                            "0",
-                            "--rank",
-                            "4",
-                            "--seed",
-                            out == adapterA ? "1" : "2"));
+            OracleAdapters.write(model, out, "lora", 0, "--rank", "4", "--seed", out == adapterA ? "1" : "2");
         }
     }
 

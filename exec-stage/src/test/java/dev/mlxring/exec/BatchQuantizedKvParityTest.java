@@ -12,7 +12,6 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.SamplingParams;
@@ -60,31 +59,8 @@ class BatchQuantizedKvParityTest {
                 .build();
     }
 
-    private static String describe(StepResult r) {
-        StringBuilder b = new StringBuilder().append(r.token).append(':').append(Float.floatToRawIntBits(r.logprob));
-        for (int i = 0; i < r.topCount; i++) {
-            b.append(':').append(r.topIds[i]).append('=').append(Float.floatToRawIntBits(r.topLogprobs[i]));
-        }
-        return b.toString();
-    }
-
     static ExecutionPlan planOf(ScriptRow row, KvQuantization kv) {
         return plan("s", row, kv);
-    }
-
-    static List<String> serial(ModelExecutor executor, ExecutionPlan plan) throws Exception {
-        List<String> out = new ArrayList<>();
-        try (ExecutionRun run = executor.open(plan)) {
-            while (true) {
-                StepResult r = run.advance();
-                if (r.kind == StepResult.Kind.TOKEN) {
-                    out.add(describe(r));
-                } else if (r.kind == StepResult.Kind.FINISHED) {
-                    out.add("end:" + r.finishReason);
-                    return out;
-                }
-            }
-        }
     }
 
     /** Runs the script through one batch; returns each row's entries (a removed row's up to its removal). */
@@ -114,7 +90,7 @@ class BatchQuantizedKvParityTest {
             for (int e = 0; e < step.count; e++) {
                 int i = rowOfUid.get(step.rows[e]);
                 StepResult r = step.results[e];
-                out.get(i).add(r.kind == StepResult.Kind.TOKEN ? describe(r) : "end:" + r.finishReason);
+                out.get(i).add(r.kind == StepResult.Kind.TOKEN ? StepEntries.describe(r) : "end:" + r.finishReason);
             }
             for (int i = 0; i < script.size(); i++) {
                 if (script.get(i).removeAfter() == unit) {
@@ -162,7 +138,8 @@ class BatchQuantizedKvParityTest {
                 got = batched(batch, script, kv);
             }
             for (int i = 0; i < script.size(); i++) {
-                List<String> want = serial(executor, plan("s" + i, script.get(i), kv));
+                List<String> want = StepEntries.serial(executor, plan("s" + i, script.get(i), kv))
+                        .entries();
                 List<String> row = got.get(i);
                 if (!row.isEmpty() && row.getLast().equals("removed")) {
                     row = row.subList(0, row.size() - 1);
@@ -194,8 +171,12 @@ class BatchQuantizedKvParityTest {
             try (ExecutionBatch batch = executor.openBatch(8, 8)) {
                 got = batched(batch, script, kv);
             }
-            assertEquals(serial(executor, plan("s0", script.get(0), kv)), got.get(0), "the row already prefilling");
-            List<String> want = serial(executor, plan("s1", script.get(1), kv));
+            assertEquals(
+                    StepEntries.serial(executor, plan("s0", script.get(0), kv)).entries(),
+                    got.get(0),
+                    "the row already prefilling");
+            List<String> want =
+                    StepEntries.serial(executor, plan("s1", script.get(1), kv)).entries();
             assertEquals(want.size(), got.get(1).size(), "the joining row's length");
             int tokens = 0;
             int entries = 0;
@@ -259,7 +240,9 @@ class BatchQuantizedKvParityTest {
             try (ExecutionBatch batch = executor.openBatch(8, 8)) {
                 got = batched(batch, script, new KvQuantization(bits, 32, 0));
             }
-            List<String> other = serial(executor, plan("o", script.getFirst(), new KvQuantization(otherBits, 32, 0)));
+            List<String> other = StepEntries.serial(
+                            executor, plan("o", script.getFirst(), new KvQuantization(otherBits, 32, 0)))
+                    .entries();
             assertNotEquals(other, got.getFirst(), "row 0 against the other width's serial run");
         }
     }

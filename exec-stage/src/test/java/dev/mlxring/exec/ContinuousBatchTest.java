@@ -17,7 +17,6 @@ import dev.mlxring.mlx.Mlx;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
@@ -57,32 +56,6 @@ class ContinuousBatchTest {
                 .build();
     }
 
-    private static String describe(StepResult r) {
-        StringBuilder b = new StringBuilder().append(r.token).append(':').append(Float.floatToRawIntBits(r.logprob));
-        for (int i = 0; i < r.topCount; i++) {
-            b.append(':').append(r.topIds[i]).append('=').append(Float.floatToRawIntBits(r.topLogprobs[i]));
-        }
-        return b.toString();
-    }
-
-    /** One run through the serial executor: its token entries and usage. */
-    private static List<String> serial(ModelExecutor executor, ExecutionPlan plan, Usage[] usage) throws Exception {
-        List<String> out = new ArrayList<>();
-        try (ExecutionRun run = executor.open(plan)) {
-            while (true) {
-                StepResult r = run.advance();
-                if (r.kind == StepResult.Kind.TOKEN) {
-                    out.add(describe(r));
-                } else if (r.kind == StepResult.Kind.FINISHED) {
-                    out.add("end:" + r.finishReason);
-                    break;
-                }
-            }
-            usage[0] = new Usage(run.promptTokens(), run.completionTokens(), run.cachedTokens());
-        }
-        return out;
-    }
-
     /**
      * Inserts {@code plans} at once and steps until every row ended; {@code removeAfter} maps a
      * plan index to the unit after which that row is removed. Returns each plan's entries.
@@ -107,7 +80,7 @@ class ContinuousBatchTest {
                 int p = planOfRow.get(step.rows[e]);
                 StepResult r = step.results[e];
                 if (r.kind == StepResult.Kind.TOKEN) {
-                    out.get(p).add(describe(r));
+                    out.get(p).add(StepEntries.describe(r));
                 } else {
                     out.get(p).add("end:" + r.finishReason);
                     usages.put(p, step.usages[e]);
@@ -149,20 +122,21 @@ class ContinuousBatchTest {
                 assertNotNull(batch, "a hybrid model batches");
                 ExecutionPlan p1 = plan("first", first, 10, SamplingParams.GREEDY);
                 assertEquals(
-                        serial(serial, p1, new Usage[1]),
+                        StepEntries.serial(serial, p1).entries(),
                         batched(batch, List.of(p1), Map.of(), new HashMap<>()).get(0));
                 int[] entry = serialCache.entries().getLast();
                 assertArrayEquals(entry, batchCache.entries().getLast(), "the finished entry on both paths");
                 int[] second = Arrays.copyOf(entry, entry.length + 5);
                 System.arraycopy(BatchParityTest.prompt(5, 52, 512), 0, second, entry.length, 5);
                 ExecutionPlan p2 = plan("second", second, 8, SamplingParams.GREEDY);
-                Usage[] serialUsage = new Usage[1];
-                List<String> expected = serial(serial, p2, serialUsage);
+                StepEntries.Serial expected = StepEntries.serial(serial, p2);
                 Map<Integer, Usage> usages = new HashMap<>();
                 assertEquals(
-                        expected, batched(batch, List.of(p2), Map.of(), usages).get(0), "lone row vs serial");
-                assertEquals(entry.length, serialUsage[0].cachedTokens(), "serial: the entry restored whole");
-                assertEquals(serialUsage[0], usages.get(0), "usage");
+                        expected.entries(),
+                        batched(batch, List.of(p2), Map.of(), usages).get(0),
+                        "lone row vs serial");
+                assertEquals(entry.length, expected.usage().cachedTokens(), "serial: the entry restored whole");
+                assertEquals(expected.usage(), usages.get(0), "usage");
             }
             assertTrue(serialCache.hits() > 0 && batchCache.hits() > 0, "prefix hits on both paths");
         }
@@ -312,13 +286,13 @@ class ContinuousBatchTest {
                 for (SamplingParams params : List.of(SamplingParams.GREEDY, sampled)) {
                     for (int[] prompt : List.of(first, second)) {
                         ExecutionPlan p = plan("lone", prompt, 12, params);
-                        Usage[] serialUsage = new Usage[1];
-                        List<String> expected = serial(serial, p, serialUsage);
+                        StepEntries.Serial expected = StepEntries.serial(serial, p);
                         Map<Integer, Usage> usages = new HashMap<>();
                         List<String> got =
                                 batched(batch, List.of(p), Map.of(), usages).get(0);
-                        assertEquals(expected, got, "lone row vs serial, prompt " + prompt.length + ", " + params);
-                        assertEquals(serialUsage[0], usages.get(0), "usage");
+                        assertEquals(
+                                expected.entries(), got, "lone row vs serial, prompt " + prompt.length + ", " + params);
+                        assertEquals(expected.usage(), usages.get(0), "usage");
                     }
                 }
             }

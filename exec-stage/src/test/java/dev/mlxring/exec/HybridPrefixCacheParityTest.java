@@ -1,14 +1,10 @@
 package dev.mlxring.exec;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
-import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.prefix.PrefixReuse;
@@ -22,16 +18,11 @@ import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.PrefixHit;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
-import dev.mlxring.mlx.Mlx;
-import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.PromptSegment;
-import dev.mlxring.pipeline.SamplingParams;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
@@ -50,7 +41,6 @@ import org.opentest4j.AssertionFailedError;
  * negated (the cache entry mutated on its first hit) must fail the cell.
  */
 class HybridPrefixCacheParityTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     static final int MAX_TOKENS = 6;
     static final int PREFILL_STEP = 8;
     static final int CHECKPOINT = 16;
@@ -101,82 +91,24 @@ class HybridPrefixCacheParityTest {
     }
 
     private static JsonNode oracle(String name, Path modelDir) throws Exception {
-        Path out = work.resolve("hybrid-prompt-cache-" + name + ".json");
-        PythonScript.run(
-                "oracle/hybrid_prompt_cache.py",
-                900,
-                List.of(
-                        "--model",
-                        modelDir.toString(),
-                        "--vocab",
-                        "512",
-                        "--seed",
-                        "5",
-                        "--base-length",
-                        "40",
-                        "--max-tokens",
-                        String.valueOf(MAX_TOKENS),
-                        "--prefill-step-size",
-                        String.valueOf(PREFILL_STEP),
-                        "--checkpoint-tokens",
-                        String.valueOf(CHECKPOINT),
-                        "--out",
-                        out.toString()));
-        return JSON.readTree(out.toFile());
+        List<String> args = new ArrayList<>(PromptCacheReplay.oracleArgs(modelDir, 512, MAX_TOKENS, PREFILL_STEP));
+        args.addAll(List.of("--checkpoint-tokens", String.valueOf(CHECKPOINT)));
+        return PromptCacheReplay.runOracle(
+                "oracle/hybrid_prompt_cache.py", args, work.resolve("hybrid-prompt-cache-" + name + ".json"));
     }
 
-    static void replay(String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, JsonNode expected)
+    private static void replay(
+            String cell, LanguageModel model, PrefixReuse reuse, PrefixCache cache, JsonNode expected)
             throws Exception {
-        int i = 0;
-        for (JsonNode r : expected.get("requests")) {
-            String where = cell + " request " + i;
-            int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
-            List<Integer> tokens = new ArrayList<>();
-            List<String> shas = new ArrayList<>();
-            String dtype = null;
-            int cached;
-            int[] checkpoints;
-            try (PrefixedRun pr = PrefixedRun.open(
-                    reuse,
-                    model,
-                    prompt,
-                    new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, null),
-                    SamplingParams.GREEDY,
-                    null)) {
-                cached = pr.cachedTokens();
-                GenerationRun run = pr.run();
-                GenerationRun.Event e;
-                while ((e = run.advance()) != GenerationRun.Event.FINISHED) {
-                    if (e == GenerationRun.Event.TOKEN) {
-                        tokens.add(run.token());
-                        shas.add(HexFormat.of()
-                                .formatHex(MessageDigest.getInstance("SHA-256")
-                                        .digest(run.tokenLogprobs().toBytes())));
-                        dtype = run.tokenLogprobs().dtype().mlxName;
-                    }
-                }
-                checkpoints = pr.checkpointPositions();
-            }
-            if (cache instanceof TieredPrefixCache t) {
-                t.flushSpills();
-            }
-            assertEquals(r.get("cached_tokens").asInt(), cached, where + ": cached tokens differ from the oracle's");
-            assertArrayEquals(
-                    JSON.convertValue(r.get("checkpoints"), int[].class), checkpoints, where + ": checkpoints");
-            assertArrayEquals(
-                    JSON.convertValue(r.get("tokens"), int[].class),
-                    tokens.stream().mapToInt(Integer::intValue).toArray(),
-                    where + ": tokens differ from mlx-lm");
-            assertEquals(r.get("logprobs_dtype").asText(), dtype, where + ": logprobs dtype");
-            List<String> want = JSON.convertValue(
-                    r.get("logprobs_sha256"), JSON.getTypeFactory().constructCollectionType(List.class, String.class));
-            for (int s = 0; s < want.size(); s++) {
-                assertEquals(want.get(s), shas.get(s), where + ": logprobs bytes of step " + s + " differ from mlx-lm");
-            }
-            i++;
-        }
-        assertEquals(REQUESTS, i, cell + ": the oracle returned " + i + " requests");
-        Mlx.clearCache();
+        PromptCacheReplay.replay(
+                cell,
+                model,
+                reuse,
+                cache,
+                new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, null),
+                expected,
+                REQUESTS,
+                true);
     }
 
     /**

@@ -86,26 +86,17 @@ class MixedAdapterBatchParityTest {
     }
 
     private static Path adapterDir(Cell cell, Adapter a) throws Exception {
-        Path dir = work.resolve("adapters").resolve(cell.model() + "-mixed-" + a.name());
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        work.resolve("models").resolve(cell.model()).toString(),
-                        "--out",
-                        dir.toString(),
-                        "--type",
-                        a.type(),
-                        "--num-layers",
-                        String.valueOf(a.numLayers()),
-                        "--rank",
-                        String.valueOf(a.rank()),
-                        "--scale",
-                        String.valueOf(a.scale()),
-                        "--seed",
-                        String.valueOf(a.seed())));
-        return dir;
+        return OracleAdapters.write(
+                work.resolve("models").resolve(cell.model()),
+                work.resolve("adapters").resolve(cell.model() + "-mixed-" + a.name()),
+                a.type(),
+                a.numLayers(),
+                "--rank",
+                String.valueOf(a.rank()),
+                "--scale",
+                String.valueOf(a.scale()),
+                "--seed",
+                String.valueOf(a.seed()));
     }
 
     /** batch.py's run of the script with {@code adapter} on the whole batch (null: none). */

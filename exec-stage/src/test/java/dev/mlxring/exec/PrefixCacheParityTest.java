@@ -1,13 +1,9 @@
 package dev.mlxring.exec;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
-import dev.mlxring.exec.generate.GenerationRun;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.prefix.PrefixReuse;
@@ -16,15 +12,10 @@ import dev.mlxring.kvstore.ModelFingerprint;
 import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.kvstore.TieredPrefixCache;
-import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.KvQuantization;
-import dev.mlxring.pipeline.SamplingParams;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
@@ -43,7 +34,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * spills flushed after each request), so every hit is a restore from the Chronicle Map file.
  */
 class PrefixCacheParityTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
     static final int MAX_TOKENS = 6;
     static final int PREFILL_STEP = 32;
 
@@ -107,22 +97,8 @@ class PrefixCacheParityTest {
     }
 
     private static JsonNode oracle(Cell cell, Path modelDir, KvQuantization kv) throws Exception {
-        Path out = work.resolve("prompt-cache-" + cell.model() + (kv == null ? "" : "-kv") + ".json");
-        List<String> args = new ArrayList<>(List.of(
-                "--model",
-                modelDir.toString(),
-                "--vocab",
-                String.valueOf(cell.vocab()),
-                "--seed",
-                "5",
-                "--base-length",
-                "40",
-                "--max-tokens",
-                String.valueOf(MAX_TOKENS),
-                "--prefill-step-size",
-                String.valueOf(PREFILL_STEP),
-                "--out",
-                out.toString()));
+        List<String> args =
+                new ArrayList<>(PromptCacheReplay.oracleArgs(modelDir, cell.vocab(), MAX_TOKENS, PREFILL_STEP));
         if (kv != null) {
             args.addAll(List.of(
                     "--kv-bits",
@@ -132,10 +108,13 @@ class PrefixCacheParityTest {
                     "--quantized-kv-start",
                     String.valueOf(kv.quantizedKvStart())));
         }
-        PythonScript.run("oracle/prompt_cache.py", 900, args);
-        return JSON.readTree(out.toFile());
+        return PromptCacheReplay.runOracle(
+                "oracle/prompt_cache.py",
+                args,
+                work.resolve("prompt-cache-" + cell.model() + (kv == null ? "" : "-kv") + ".json"));
     }
 
+    /** {@link PromptCacheReplay#replay} of {@code prompt_cache.py}'s four requests, greedy, with {@code kv}. */
     static void replay(
             String cell,
             LanguageModel model,
@@ -144,52 +123,14 @@ class PrefixCacheParityTest {
             KvQuantization kv,
             JsonNode expected)
             throws Exception {
-        int i = 0;
-        for (JsonNode r : expected.get("requests")) {
-            String where = cell + " request " + i;
-            int[] prompt = JSON.convertValue(r.get("prompt"), int[].class);
-            List<Integer> tokens = new ArrayList<>();
-            List<String> shas = new ArrayList<>();
-            String dtype = null;
-            int cached;
-            try (PrefixedRun pr = PrefixedRun.open(
-                    reuse,
-                    model,
-                    prompt,
-                    new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, kv),
-                    SamplingParams.GREEDY,
-                    null)) {
-                cached = pr.cachedTokens();
-                GenerationRun run = pr.run();
-                GenerationRun.Event e;
-                while ((e = run.advance()) != GenerationRun.Event.FINISHED) {
-                    if (e == GenerationRun.Event.TOKEN) {
-                        tokens.add(run.token());
-                        byte[] lp = run.tokenLogprobs().toBytes();
-                        shas.add(HexFormat.of()
-                                .formatHex(MessageDigest.getInstance("SHA-256").digest(lp)));
-                        dtype = run.tokenLogprobs().dtype().mlxName;
-                    }
-                }
-                assertEquals(prompt.length, pr.promptTokens(), where + ": prompt tokens");
-            }
-            if (cache instanceof TieredPrefixCache t) {
-                t.flushSpills();
-            }
-            assertEquals(r.get("cached_tokens").asInt(), cached, where + ": cached tokens differ from mlx-lm's");
-            assertArrayEquals(
-                    JSON.convertValue(r.get("tokens"), int[].class),
-                    tokens.stream().mapToInt(Integer::intValue).toArray(),
-                    where + ": tokens differ from mlx-lm");
-            assertEquals(r.get("logprobs_dtype").asText(), dtype, where + ": logprobs dtype");
-            List<String> want = JSON.convertValue(
-                    r.get("logprobs_sha256"), JSON.getTypeFactory().constructCollectionType(List.class, String.class));
-            for (int s = 0; s < want.size(); s++) {
-                assertEquals(want.get(s), shas.get(s), where + ": logprobs bytes of step " + s + " differ from mlx-lm");
-            }
-            i++;
-        }
-        assertEquals(4, i, cell + ": the oracle returned " + i + " requests");
-        Mlx.clearCache();
+        PromptCacheReplay.replay(
+                cell,
+                model,
+                reuse,
+                cache,
+                new GenerationOptions(MAX_TOKENS, PREFILL_STEP, new int[0], false, kv),
+                expected,
+                4,
+                false);
     }
 }

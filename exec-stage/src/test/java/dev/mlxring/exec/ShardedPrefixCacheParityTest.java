@@ -7,6 +7,7 @@ import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -31,29 +32,14 @@ class ShardedPrefixCacheParityTest {
         Path model = work.resolve("models").resolve(cell);
         Path expected = Files.createTempFile("sharded-prompt-cache", ".json");
         try {
-            MlxLaunch.run(
-                    2,
-                    List.of(
-                            ProjectHome.python().toString(),
-                            ProjectHome.get()
-                                    .resolve("scripts/oracle/prompt_cache.py")
-                                    .toString(),
-                            "--sharded",
-                            "--model",
-                            model.toString(),
-                            "--vocab",
-                            "512",
-                            "--seed",
-                            "5",
-                            "--base-length",
-                            "40",
-                            "--max-tokens",
-                            String.valueOf(PrefixCacheParityTest.MAX_TOKENS),
-                            "--prefill-step-size",
-                            String.valueOf(PrefixCacheParityTest.PREFILL_STEP),
-                            "--out",
-                            expected.toString()),
-                    300);
+            List<String> oracle = new ArrayList<>(List.of(
+                    ProjectHome.python().toString(),
+                    ProjectHome.get().resolve("scripts/oracle/prompt_cache.py").toString(),
+                    "--sharded"));
+            oracle.addAll(PromptCacheReplay.oracleArgs(
+                    model, 512, PrefixCacheParityTest.MAX_TOKENS, PrefixCacheParityTest.PREFILL_STEP));
+            oracle.addAll(List.of("--out", expected.toString()));
+            MlxLaunch.run(2, oracle, 300);
             String out = MlxLaunch.run(
                     2,
                     MlxLaunch.javaCommand(

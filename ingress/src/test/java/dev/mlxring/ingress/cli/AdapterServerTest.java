@@ -1,28 +1,24 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.OracleAdapters;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -45,50 +41,9 @@ class AdapterServerTest {
     @BeforeAll
     static void buildModelAndAdapter() throws Exception {
         Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
-        modelDir = home.resolve("build/oracle/serve").resolve(CELL);
-        Files.createDirectories(modelDir);
-        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
-            for (Path f : files.filter(Files::isRegularFile).toList()) {
-                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
-        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
-            Files.copy(
-                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
-                    modelDir.resolve(name),
-                    StandardCopyOption.REPLACE_EXISTING);
-        }
-        adapter = home.resolve("build/oracle/adapters/serve-lora");
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        modelDir.toString(),
-                        "--out",
-                        adapter.toString(),
-                        "--type",
-                        "lora",
-                        "--num-layers",
-                        "0",
-                        "--rank",
-                        "8",
-                        "--scale",
-                        "20"));
-    }
-
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        modelDir = TinyServeModels.build(home.resolve("build/oracle/serve"), CELL);
+        adapter = OracleAdapters.write(
+                modelDir, home.resolve("build/oracle/adapters/serve-lora"), "lora", 0, "--rank", "8", "--scale", "20");
     }
 
     private static List<Integer> generate(Path adapterDir) throws Exception {
@@ -97,7 +52,7 @@ class AdapterServerTest {
         if (adapterDir != null) {
             args.addAll(List.of("--adapter-path", adapterDir.toString()));
         }
-        Run r = run(args.toArray(new String[0]));
+        CliRun r = run(args.toArray(new String[0]));
         assertEquals(0, r.status(), r.err());
         List<Integer> ids = new ArrayList<>();
         JSON.readTree(r.out()).get("generated_tokens").forEach(t -> ids.add(t.asInt()));
@@ -145,7 +100,7 @@ class AdapterServerTest {
 
     @Test
     void generateNamesAMissingAdapter() {
-        Run r = run(
+        CliRun r = run(
                 "generate",
                 "--model",
                 modelDir.toString(),
@@ -159,34 +114,16 @@ class AdapterServerTest {
 
     @Test
     void serveAnswersAsMlxLmServerWithTheAdapter() throws Exception {
-        String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", adapter.toString()};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args, 1, ServeCommand.FLAGS), new PrintStream(new ByteArrayOutputStream()))) {
-            String base = "http://127.0.0.1:" + server.server().port();
-            String out = PythonScript.run(
-                    "e2e/openai_client_check.py",
-                    900,
-                    List.of(
-                            "--base-url",
-                            base + "/v1",
-                            "--model-dir",
-                            modelDir.toString(),
-                            "--compare-mlx-lm",
-                            "--compare-only",
-                            // mlx_lm.server applies its --adapter-path to requests for default_model only
-                            "--mlx-lm-model-id",
-                            "default_model",
-                            "--mlx-lm-arg=--adapter-path",
-                            "--mlx-lm-arg=" + adapter,
-                            "--mlx-lm-arg=--prompt-cache-size",
-                            "--mlx-lm-arg=0"));
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        "greedy output differs from mlx_lm.server --adapter-path: " + c);
-            }
+        try (ServeCommand.Running server =
+                InProcessServer.start("--model", modelDir.toString(), "--adapter-path", adapter.toString())) {
+            String base = InProcessServer.base(server);
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    base,
+                    modelDir,
+                    // mlx_lm.server applies its --adapter-path to requests for default_model only
+                    List.of("--mlx-lm-model-id", "default_model"),
+                    List.of("--adapter-path", adapter.toString()),
+                    "greedy output differs from mlx_lm.server --adapter-path");
             HttpClient http = HttpClient.newHttpClient();
             String other = modelDir.resolve("other-adapter").toString();
             HttpResponse<String> refused = http.send(
@@ -215,13 +152,9 @@ class AdapterServerTest {
         Path broken = Files.createTempDirectory("broken-adapter");
         try {
             Files.copy(adapter.resolve("adapter_config.json"), broken.resolve("adapter_config.json"));
-            String[] args = {"serve", "--port", "0", "--model", modelDir.toString(), "--adapter-path", broken.toString()
-            };
             ModelLoadException e = assertThrows(
                     ModelLoadException.class,
-                    () -> ServeCommand.start(
-                                    CliArgs.parse(args, 1, ServeCommand.FLAGS),
-                                    new PrintStream(new ByteArrayOutputStream()))
+                    () -> InProcessServer.start("--model", modelDir.toString(), "--adapter-path", broken.toString())
                             .close());
             assertTrue(
                     e.getMessage().contains("adapters.safetensors")

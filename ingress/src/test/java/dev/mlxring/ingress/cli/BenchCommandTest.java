@@ -1,14 +1,12 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.bench.BenchOptions;
 import dev.mlxring.bench.LoadLevel;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -19,18 +17,6 @@ import org.junit.jupiter.api.io.TempDir;
 class BenchCommandTest {
     @TempDir
     Path dir;
-
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
 
     @Test
     void flagsBecomeOptionsWithPerTargetHeadersAndAMaskedKey() {
@@ -64,7 +50,7 @@ class BenchCommandTest {
     }
 
     private static void refused(String message, String... args) {
-        Run r = run(args);
+        CliRun r = run(args);
         assertEquals(2, r.status(), r.err());
         assertTrue(r.err().contains("mlx-ring: " + message), r.err());
         assertTrue(r.err().contains("run 'mlx-ring bench --help' for its flags"), r.err());
@@ -250,7 +236,7 @@ class BenchCommandTest {
             port = s.getLocalPort();
         }
         Path out = dir.resolve("out");
-        Run r = run(
+        CliRun r = run(
                 "bench",
                 "serve",
                 "--target",
@@ -297,7 +283,7 @@ class BenchCommandTest {
 
     @Test
     void helpListsBothSubCommands() {
-        Run r = run("bench", "--help");
+        CliRun r = run("bench", "--help");
         assertEquals(0, r.status());
         assertTrue(r.out().startsWith("usage: mlx-ring bench serve --target NAME=URL"), r.out());
         assertTrue(r.out().contains("mlx-ring bench compare A B"), r.out());

@@ -1,15 +1,13 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.pipeline.EngineConfig;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,18 +25,6 @@ class CommandHelpTest {
     private static final Pattern FLAG = Pattern.compile("--[a-z][a-z-]*[a-z]");
     /** A usage entry: a line that starts with two spaces and a flag. */
     private static final Pattern ENTRY = Pattern.compile("(?m)^  (--[a-z][a-z-]*[a-z])");
-
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
 
     private static Set<String> matches(Pattern p, String text) {
         Set<String> out = new TreeSet<>();
@@ -68,7 +54,7 @@ class CommandHelpTest {
     void eachCommandsHelpListsEveryFlagItsParserAcceptsWithItsDefault() {
         assertEquals(Set.of("serve", "generate", "bench"), Main.COMMANDS.keySet());
         for (CommandFlags command : Main.COMMANDS.values()) {
-            Run r = run(command.command(), "--help");
+            CliRun r = run(command.command(), "--help");
             assertEquals(0, r.status(), r.err());
             assertEquals("", r.err());
             String flat = r.out().replaceAll("\\s+", " ");
@@ -95,7 +81,7 @@ class CommandHelpTest {
     /** The flags the issue found missing from the shared text, and only serve's flags under serve. */
     @Test
     void serveHelpIsServesOwn() {
-        Run r = run("serve", "--help");
+        CliRun r = run("serve", "--help");
         String flat = r.out().replaceAll("\\s+", " ");
         for (String f : List.of(
                 "--decode-concurrency N",
@@ -120,20 +106,20 @@ class CommandHelpTest {
                 new String[] {"serve", "--model", "/nonexistent/model", "--port", "x", "--help"},
                 new String[] {"generate", "--model", "/nonexistent/model", "-h"},
                 new String[] {"help", "generate"})) {
-            Run r = run(argv);
+            CliRun r = run(argv);
             assertEquals(0, r.status(), String.join(" ", argv) + ": " + r.err());
             assertEquals("", r.err(), String.join(" ", argv));
             assertTrue(r.out().startsWith("usage: mlx-ring " + (argv[0].equals("help") ? argv[1] : argv[0])), r.out());
         }
-        Run global = run("help");
+        CliRun global = run("help");
         assertEquals(0, global.status());
         assertTrue(global.out().contains("'mlx-ring COMMAND --help'"), global.out());
-        Run unknown = run("help", "nosuch");
+        CliRun unknown = run("help", "nosuch");
         assertEquals(2, unknown.status());
         assertTrue(
                 unknown.err().contains("help takes one command name (bench, generate, serve), got 'nosuch'"),
                 unknown.err());
-        Run bad = run("serve", "--no-such-flag");
+        CliRun bad = run("serve", "--no-such-flag");
         assertEquals(2, bad.status());
         assertTrue(bad.err().contains("run 'mlx-ring serve --help' for its flags"), bad.err());
     }

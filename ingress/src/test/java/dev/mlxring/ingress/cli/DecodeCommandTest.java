@@ -1,15 +1,13 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -33,20 +31,8 @@ class DecodeCommandTest {
     @TempDir
     Path dir;
 
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
-
     private static void refused(String message, String... args) {
-        Run r = run(args);
+        CliRun r = run(args);
         assertEquals(2, r.status(), r.err());
         assertTrue(r.err().contains("mlx-ring: " + message), r.err());
     }
@@ -115,7 +101,7 @@ class DecodeCommandTest {
     @Test
     void aShortLiveRunAlternatesOursMlxLmAndLlamaCppIntoTheResultsFolder() throws Exception {
         Path out = dir.resolve("decode");
-        Run r = run(
+        CliRun r = run(
                 "bench",
                 "decode",
                 "--variants",

@@ -3,19 +3,12 @@ package dev.mlxring.ingress.cli;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
-import java.util.Set;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -34,34 +27,12 @@ import org.junit.jupiter.params.provider.FieldSource;
  * {@code generate} and {@code serve}.
  */
 class FamilyServerTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final List<String> TOKENIZER_FILES =
-            List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
-
     private static final List<String> CELLS =
             List.of("gemma3-serve", "gemma4-serve", "qwen3_moe-serve", "gpt_oss-serve");
 
     @BeforeAll
     static void buildModels() throws Exception {
-        Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run(
-                "oracle/make_tiny_models.py",
-                600,
-                List.of("--out", models.toString(), "--only", String.join(",", CELLS)));
-        for (String cell : CELLS) {
-            Path modelDir = modelDir(cell);
-            Files.createDirectories(modelDir);
-            try (Stream<Path> files = Files.list(models.resolve(cell))) {
-                for (Path f : files.filter(Files::isRegularFile).toList()) {
-                    Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-            Path tokenizer = home.resolve(GenerateCommand.DEFAULT_MODEL);
-            for (String name : TOKENIZER_FILES) {
-                Files.copy(tokenizer.resolve(name), modelDir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
+        TinyServeModels.build(ProjectHome.get().resolve("build/oracle/serve"), CELLS);
     }
 
     private static Path modelDir(String cell) {
@@ -72,29 +43,13 @@ class FamilyServerTest {
     @FieldSource("CELLS")
     void servesWhatMlxLmServerServes(String cell) throws Exception {
         Path modelDir = modelDir(cell);
-        String[] args = {"serve", "--port", "0", "--model", modelDir.toString()};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args, 1, Set.of("--port", "--model"), Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
-            String out = PythonScript.run(
-                    "e2e/openai_client_check.py",
-                    900,
-                    List.of(
-                            "--base-url",
-                            "http://127.0.0.1:" + server.server().port() + "/v1",
-                            "--model-dir",
-                            modelDir.toString(),
-                            "--compare-mlx-lm",
-                            "--compare-only",
-                            "--mlx-lm-arg=--prompt-cache-size",
-                            "--mlx-lm-arg=0"));
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        cell + ": greedy output differs from mlx_lm.server: " + c);
-            }
+        try (ServeCommand.Running server = InProcessServer.start("--model", modelDir.toString())) {
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    InProcessServer.base(server),
+                    modelDir,
+                    List.of(),
+                    List.of(),
+                    cell + ": greedy output differs from mlx_lm.server");
         }
     }
 

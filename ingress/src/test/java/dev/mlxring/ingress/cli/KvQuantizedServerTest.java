@@ -1,15 +1,7 @@
 package dev.mlxring.ingress.cli;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,44 +12,17 @@ import org.junit.jupiter.api.Test;
  * would already be quantized there).
  */
 class KvQuantizedServerTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     @Test
     void quantizedKvCacheServesWhatMlxLmServerServes() throws Exception {
-        String[] flags = {"--kv-bits", "8", "--quantized-kv-start", "16"};
-        String[] args = {"serve", "--port", "0", flags[0], flags[1], flags[2], flags[3], "--prompt-cache-size", "0"};
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(
-                        args,
-                        1,
-                        Set.of("--port", "--kv-bits", "--quantized-kv-start", "--prompt-cache-size"),
-                        Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
-            String out = PythonScript.run(
-                    "e2e/openai_client_check.py",
-                    900,
-                    List.of(
-                            "--base-url",
-                            "http://127.0.0.1:" + server.server().port() + "/v1",
-                            "--model-dir",
-                            ProjectHome.get()
-                                    .resolve(GenerateCommand.DEFAULT_MODEL)
-                                    .toString(),
-                            "--compare-mlx-lm",
-                            "--compare-only",
-                            "--mlx-lm-arg=--kv-bits",
-                            "--mlx-lm-arg=8",
-                            "--mlx-lm-arg=--quantized-kv-start",
-                            "--mlx-lm-arg=16",
-                            "--mlx-lm-arg=--prompt-cache-size",
-                            "--mlx-lm-arg=0"));
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        "greedy output with a quantized KV cache differs from mlx_lm.server: " + c);
-            }
+        try (ServeCommand.Running server =
+                InProcessServer.start("--kv-bits", "8", "--quantized-kv-start", "16", "--prompt-cache-size", "0")) {
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    InProcessServer.base(server),
+                    ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL),
+                    List.of(),
+                    List.of("--kv-bits", "8", "--quantized-kv-start", "16"),
+                    "greedy output with a quantized KV cache differs from mlx_lm.server");
         }
     }
 }

@@ -1,5 +1,6 @@
 package dev.mlxring.ingress.cli;
 
+import static dev.mlxring.ingress.cli.CliRun.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,9 +9,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.mlxring.mlx.ProjectHome;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,18 +21,6 @@ import org.junit.jupiter.api.io.TempDir;
 class MainTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private record Run(int status, String out, String err) {}
-
-    private static Run run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = Main.run(
-                args,
-                new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
-
     private static Path defaultModel() {
         Path dir = ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL);
         assertTrue(Files.isRegularFile(dir.resolve("config.json")), "default model missing: run ./mlx-ring setup");
@@ -44,7 +30,7 @@ class MainTest {
     @Test
     void helpAfterACommandPrintsItsUsageAndRunsNothing() {
         for (String cmd : new String[] {"serve", "generate"}) {
-            Run r = run(cmd, "--port", "1", "--help");
+            CliRun r = run(cmd, "--port", "1", "--help");
             assertEquals(0, r.status(), r.err());
             assertTrue(r.out().startsWith("usage: mlx-ring " + cmd + " [options]"), r.out());
         }
@@ -52,7 +38,7 @@ class MainTest {
 
     @Test
     void generatesFromTokenIdsAsJson() throws Exception {
-        Run r = run(
+        CliRun r = run(
                 "generate",
                 "--model",
                 defaultModel().toString(),
@@ -77,7 +63,7 @@ class MainTest {
         JsonNode[] ids = new JsonNode[2];
         String[] kernels = {"native", "mlx"};
         for (int i = 0; i < 2; i++) {
-            Run r = run(
+            CliRun r = run(
                     "generate",
                     "--prompt-tokens",
                     "1,9690,198,504,3575,282",
@@ -100,7 +86,7 @@ class MainTest {
     /** --numerics fast runs; it is refused with MLX's kernels and by an unknown name. */
     @Test
     void numericsFastIsOptInAndChecked() throws Exception {
-        Run r = run(
+        CliRun r = run(
                 "generate",
                 "--prompt-tokens",
                 "1,9690,198,504,3575,282",
@@ -111,10 +97,10 @@ class MainTest {
                 "fast");
         assertEquals(0, r.status(), r.err());
         assertEquals(4, JSON.readTree(r.out()).get("generated_tokens").size());
-        Run mlx = run("generate", "--prompt", "x", "--numerics", "fast", "--cpu-kernels", "mlx");
+        CliRun mlx = run("generate", "--prompt", "x", "--numerics", "fast", "--cpu-kernels", "mlx");
         assertEquals(2, mlx.status());
         assertTrue(mlx.err().contains("--numerics fast needs --cpu-kernels native"), mlx.err());
-        Run bad = run("generate", "--prompt", "x", "--numerics", "quick");
+        CliRun bad = run("generate", "--prompt", "x", "--numerics", "quick");
         assertEquals(2, bad.status());
         assertTrue(bad.err().contains("--numerics must be one of [exact, fast], got 'quick'"), bad.err());
     }
@@ -131,25 +117,25 @@ class MainTest {
             List<String> args = new ArrayList<>(
                     List.of("generate", "--prompt-tokens", "1,9690,198,504,3575,282", "--max-tokens", "4", "--json"));
             args.addAll(List.of(extra[i]));
-            Run r = run(args.toArray(new String[0]));
+            CliRun r = run(args.toArray(new String[0]));
             assertEquals(0, r.status(), r.err());
             ids[i] = JSON.readTree(r.out()).get("generated_tokens");
         }
         assertEquals(ids[0], ids[1]);
-        Run mlx = run("generate", "--prompt", "x", "--dequantized-weights", "--cpu-kernels", "mlx");
+        CliRun mlx = run("generate", "--prompt", "x", "--dequantized-weights", "--cpu-kernels", "mlx");
         assertEquals(2, mlx.status());
         assertTrue(mlx.err().contains("--dequantized-weights needs --cpu-kernels native"), mlx.err());
-        Run fast = run("generate", "--prompt", "x", "--dequantized-weights", "--numerics", "fast");
+        CliRun fast = run("generate", "--prompt", "x", "--dequantized-weights", "--numerics", "fast");
         assertEquals(2, fast.status());
         assertTrue(fast.err().contains("--dequantized-weights applies to --numerics exact"), fast.err());
-        Run serve = run("serve", "--dequantized-weights", "--cpu-kernels", "mlx");
+        CliRun serve = run("serve", "--dequantized-weights", "--cpu-kernels", "mlx");
         assertEquals(2, serve.status());
         assertTrue(serve.err().contains("--dequantized-weights needs --cpu-kernels native"), serve.err());
     }
 
     @Test
     void answersASimpleQuestionWithTheChatTemplate() {
-        Run r = run("generate", "--prompt", "What is the capital of France?", "--max-tokens", "20");
+        CliRun r = run("generate", "--prompt", "What is the capital of France?", "--max-tokens", "20");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("Paris"), r.out());
         assertTrue(r.out().contains("Generation:"), r.out());
@@ -184,7 +170,7 @@ class MainTest {
 
     @Test
     void serveRefusesBadConnectionFlagsBeforeLoadingAModel() {
-        Run r = run("serve", "--max-connections", "0");
+        CliRun r = run("serve", "--max-connections", "0");
         assertEquals(2, r.status(), r.err());
         assertTrue(r.err().contains("--max-connections must be >= 1, got 0"), r.err());
         assertTrue(run("serve", "--read-timeout-seconds", "0").err().contains("--read-timeout-seconds must be >= 1"));
@@ -224,8 +210,8 @@ class MainTest {
             "--logprobs",
             "3"
         };
-        Run a = run(args);
-        Run b = run(args);
+        CliRun a = run(args);
+        CliRun b = run(args);
         assertEquals(0, a.status(), a.err());
         JsonNode x = JSON.readTree(a.out());
         assertEquals(x.get("generated_tokens"), JSON.readTree(b.out()).get("generated_tokens"));
@@ -242,7 +228,7 @@ class MainTest {
 
     @Test
     void outOfRangeSamplingValuesAreNamed() {
-        Run r = run("generate", "--prompt", "x", "--top-p", "1.5");
+        CliRun r = run("generate", "--prompt", "x", "--top-p", "1.5");
         assertEquals(1, r.status());
         assertTrue(r.err().contains("top_p must be in [0, 1], got 1.5"), r.err());
         r = run("generate", "--prompt", "x", "--temp", "-1");
@@ -258,7 +244,7 @@ class MainTest {
 
     @Test
     void missingModelDirectoryIsNamed(@TempDir Path tmp) {
-        Run r = run("generate", "--model", tmp.resolve("nope").toString(), "--prompt", "hi");
+        CliRun r = run("generate", "--model", tmp.resolve("nope").toString(), "--prompt", "hi");
         assertEquals(1, r.status());
         assertTrue(r.err().contains("does not exist"), r.err());
     }
@@ -268,7 +254,7 @@ class MainTest {
         Path dir = copyModel(tmp);
         String config = Files.readString(dir.resolve("config.json")).replace("\"llama\"", "\"gpt_bigcode\"");
         Files.writeString(dir.resolve("config.json"), config);
-        Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
+        CliRun r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
         assertEquals(1, r.status());
         assertTrue(
                 r.err().contains("gpt_bigcode")
@@ -283,7 +269,7 @@ class MainTest {
     void malformedConfigIsReported(@TempDir Path tmp) throws Exception {
         Path dir = copyModel(tmp);
         Files.writeString(dir.resolve("config.json"), "{\"model_type\": \"llama\", \"hidden_size\": ");
-        Run r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
+        CliRun r = run("generate", "--model", dir.toString(), "--prompt-tokens", "1,2");
         assertEquals(1, r.status());
         assertTrue(r.err().contains("malformed") && r.err().contains("config.json"), r.err());
 
@@ -294,7 +280,7 @@ class MainTest {
 
     @Test
     void outOfVocabularyPromptTokenIsRejected() {
-        Run r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,999999");
+        CliRun r = run("generate", "--model", defaultModel().toString(), "--prompt-tokens", "1,999999");
         assertEquals(1, r.status());
         assertTrue(r.err().contains("999999") && r.err().contains("vocabulary"), r.err());
     }
@@ -317,7 +303,7 @@ class MainTest {
     @Test
     void speculativeGenerateReportsItsProposalsAndEndsLikeThePlainRun() throws Exception {
         String prompt = "1,9690,198,504,3575,282,504,3575,282,504,3575";
-        Run plain = run("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json");
+        CliRun plain = run("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json");
         assertEquals(0, plain.status(), plain.err());
         JsonNode want = JSON.readTree(plain.out()).get("generated_tokens");
         for (List<String> flags : List.of(
@@ -326,7 +312,7 @@ class MainTest {
             List<String> args =
                     new ArrayList<>(List.of("generate", "--prompt-tokens", prompt, "--max-tokens", "10", "--json"));
             args.addAll(flags);
-            Run r = run(args.toArray(String[]::new));
+            CliRun r = run(args.toArray(String[]::new));
             assertEquals(0, r.status(), r.err());
             JsonNode o = JSON.readTree(r.out());
             assertEquals(want, o.get("generated_tokens"), flags + ": " + r.out());
@@ -373,7 +359,7 @@ class MainTest {
             List<String> args =
                     new ArrayList<>(List.of("generate", "--prompt-tokens", "1,9690,198", "--max-tokens", "2"));
             args.addAll(c.getKey());
-            Run r = run(args.toArray(String[]::new));
+            CliRun r = run(args.toArray(String[]::new));
             assertTrue(
                     r.status() != 0 && r.err().contains(c.getValue()), c.getKey() + ": " + r.status() + " " + r.err());
         }

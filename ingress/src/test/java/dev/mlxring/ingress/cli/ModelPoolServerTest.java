@@ -8,9 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.ingress.pool.ModelCost;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -41,8 +38,6 @@ class ModelPoolServerTest {
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private static final List<String> CELLS = List.of("llama-serve", "qwen3_moe-serve", "gemma3-serve");
-    private static final List<String> TOKENIZER_FILES =
-            List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json");
     private static final String DEFAULT = "llama-serve";
     private static final String PROMPT = "Say something about rivers.";
 
@@ -52,28 +47,8 @@ class ModelPoolServerTest {
 
     @BeforeAll
     static void buildModels() throws Exception {
-        Path home = ProjectHome.get();
-        Path built = home.resolve("build/oracle/models");
-        PythonScript.run(
-                "oracle/make_tiny_models.py",
-                600,
-                List.of("--out", built.toString(), "--only", String.join(",", CELLS)));
-        folder = home.resolve("build/pool-test/models");
-        for (String cell : CELLS) {
-            Path dir = folder.resolve(cell);
-            Files.createDirectories(dir);
-            try (Stream<Path> files = Files.list(built.resolve(cell))) {
-                for (Path f : files.filter(Files::isRegularFile).toList()) {
-                    Files.copy(f, dir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-                }
-            }
-            for (String name : TOKENIZER_FILES) {
-                Files.copy(
-                        home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
-                        dir.resolve(name),
-                        StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
+        folder = ProjectHome.get().resolve("build/pool-test/models");
+        TinyServeModels.build(folder, CELLS);
         // A folder that looks like a model (config.json, tokenizer, weights file) whose weights are not safetensors.
         Path broken = folder.resolve("broken");
         Files.createDirectories(broken);
@@ -340,11 +315,7 @@ class ModelPoolServerTest {
     }
 
     private static ServeCommand.Running serve(String... flagValuePairs) {
-        List<String> argv = new ArrayList<>(List.of("serve", "--port", "0"));
-        argv.addAll(List.of(flagValuePairs));
-        return ServeCommand.start(
-                CliArgs.parse(argv.toArray(String[]::new), 1, ServeCommand.FLAGS),
-                new PrintStream(new ByteArrayOutputStream()));
+        return InProcessServer.start(flagValuePairs);
     }
 
     private static String body(String model, String prompt, int maxTokens, boolean stream) {
@@ -353,8 +324,7 @@ class ModelPoolServerTest {
     }
 
     private static HttpRequest post(ServeCommand.Running server, String path, String body) {
-        return HttpRequest.newBuilder(
-                        URI.create("http://127.0.0.1:" + server.server().port() + path))
+        return HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                 .timeout(Duration.ofMinutes(5))
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body))
@@ -383,8 +353,7 @@ class ModelPoolServerTest {
 
     private static HttpResponse<String> get(ServeCommand.Running server, String path) throws Exception {
         return HTTP.send(
-                HttpRequest.newBuilder(
-                                URI.create("http://127.0.0.1:" + server.server().port() + path))
+                HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                         .timeout(Duration.ofMinutes(1))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());

@@ -7,20 +7,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.mlxring.exec.OracleAdapters;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -45,45 +42,29 @@ class NamedAdapterServerTest {
     @BeforeAll
     static void buildModelAndAdapters() throws Exception {
         Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
-        modelDir = home.resolve("build/oracle/serve-named").resolve(CELL);
-        Files.createDirectories(modelDir);
-        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
-            for (Path f : files.filter(Files::isRegularFile).toList()) {
-                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
-        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
-            Files.copy(
-                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
-                    modelDir.resolve(name),
-                    StandardCopyOption.REPLACE_EXISTING);
-        }
-        adapterA = adapter(home.resolve("build/oracle/adapters/serve-named-a"), "lora", "0", "8", "20", "21");
-        adapterB = adapter(home.resolve("build/oracle/adapters/serve-named-b"), "dora", "1", "4", "10", "22");
-    }
-
-    private static Path adapter(Path out, String type, String layers, String rank, String scale, String seed) {
-        PythonScript.run(
-                "oracle/make_adapter.py",
-                300,
-                List.of(
-                        "--model",
-                        modelDir.toString(),
-                        "--out",
-                        out.toString(),
-                        "--type",
-                        type,
-                        "--num-layers",
-                        layers,
-                        "--rank",
-                        rank,
-                        "--scale",
-                        scale,
-                        "--seed",
-                        seed));
-        return out;
+        modelDir = TinyServeModels.build(home.resolve("build/oracle/serve-named"), CELL);
+        adapterA = OracleAdapters.write(
+                modelDir,
+                home.resolve("build/oracle/adapters/serve-named-a"),
+                "lora",
+                0,
+                "--rank",
+                "8",
+                "--scale",
+                "20",
+                "--seed",
+                "21");
+        adapterB = OracleAdapters.write(
+                modelDir,
+                home.resolve("build/oracle/adapters/serve-named-b"),
+                "dora",
+                1,
+                "--rank",
+                "4",
+                "--scale",
+                "10",
+                "--seed",
+                "22");
     }
 
     private static ServeCommand.Running serve(String... adapters) {
@@ -91,46 +72,25 @@ class NamedAdapterServerTest {
     }
 
     private static ServeCommand.Running serve(List<String> flags, String... adapters) {
-        List<String> args = new java.util.ArrayList<>(List.of("serve", "--port", "0", "--model", modelDir.toString()));
+        List<String> args = new java.util.ArrayList<>(List.of("--model", modelDir.toString()));
         args.addAll(flags);
         for (String a : adapters) {
             args.addAll(List.of("--adapter", a));
         }
-        return ServeCommand.start(
-                CliArgs.parse(args.toArray(new String[0]), 1, ServeCommand.FLAGS),
-                new PrintStream(new ByteArrayOutputStream()));
+        return InProcessServer.start(args);
     }
 
     @Test
     void eachAdapterAnswersAsMlxLmServerWithItAlsoInOneBatch() throws Exception {
         try (ServeCommand.Running server = serve("a=" + adapterA, "b=" + adapterB)) {
-            String base = "http://127.0.0.1:" + server.server().port() + "/v1";
+            String base = InProcessServer.base(server) + "/v1";
             for (Object[] named : new Object[][] {{"a", adapterA}, {"b", adapterB}}) {
-                String out = PythonScript.run(
-                        "e2e/openai_client_check.py",
-                        900,
-                        List.of(
-                                "--base-url",
-                                base,
-                                "--model-dir",
-                                modelDir.toString(),
-                                "--model-id",
-                                CELL + ":" + named[0],
-                                "--compare-mlx-lm",
-                                "--compare-only",
-                                "--mlx-lm-model-id",
-                                "default_model",
-                                "--mlx-lm-arg=--adapter-path",
-                                "--mlx-lm-arg=" + named[1],
-                                "--mlx-lm-arg=--prompt-cache-size",
-                                "--mlx-lm-arg=0"));
-                JsonNode comparison = JSON.readTree(out).get("comparison");
-                assertTrue(comparison.size() >= 4, out);
-                for (JsonNode c : comparison) {
-                    assertTrue(
-                            c.has("identical") && c.get("identical").asBoolean(),
-                            "adapter " + named[0] + ": greedy output differs from mlx_lm.server --adapter-path: " + c);
-                }
+                MlxLmServerComparison.assertSameGreedyAnswers(
+                        InProcessServer.base(server),
+                        modelDir,
+                        List.of("--model-id", CELL + ":" + named[0], "--mlx-lm-model-id", "default_model"),
+                        List.of("--adapter-path", named[1].toString()),
+                        "adapter " + named[0] + ": greedy output differs from mlx_lm.server --adapter-path");
             }
             JsonNode r = JSON.readTree(PythonScript.run(
                     "e2e/adapters_client_check.py",
@@ -208,8 +168,7 @@ class NamedAdapterServerTest {
                         + (adapters == null ? "" : ",\"adapters\":\"" + adapters + "\"") + "}";
         return JSON.readTree(HttpClient.newHttpClient()
                 .send(
-                        HttpRequest.newBuilder(URI.create(
-                                        "http://127.0.0.1:" + server.server().port() + "/v1/chat/completions"))
+                        HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + "/v1/chat/completions"))
                                 .header("Content-Type", "application/json")
                                 .POST(HttpRequest.BodyPublishers.ofString(body))
                                 .build(),
@@ -220,8 +179,7 @@ class NamedAdapterServerTest {
     private static JsonNode get(ServeCommand.Running server, String path) throws Exception {
         return JSON.readTree(HttpClient.newHttpClient()
                 .send(
-                        HttpRequest.newBuilder(URI.create(
-                                        "http://127.0.0.1:" + server.server().port() + path))
+                        HttpRequest.newBuilder(URI.create(InProcessServer.base(server) + path))
                                 .build(),
                         HttpResponse.BodyHandlers.ofString())
                 .body());

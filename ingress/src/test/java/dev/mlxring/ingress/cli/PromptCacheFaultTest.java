@@ -6,9 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.kvstore.TieredPrefixCache;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -18,7 +16,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -38,8 +35,6 @@ class PromptCacheFaultTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP =
             HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-    private static final Set<String> FLAGS =
-            Set.of("--port", "--prompt-cache-dir", "--prompt-cache-disk-bytes", "--decode-concurrency");
     /** Single-token-distinct first words, each giving a 23-token user turn with SmolLM2's template. */
     private static final String[] WORDS = {
         "Apples", "Bridges", "Clouds", "Engines", "Forests", "Islands", "Kites", "Lakes", "Trains"
@@ -97,17 +92,7 @@ class PromptCacheFaultTest {
     }
 
     private static ServeCommand.Running serve(String... extra) {
-        String[] args = new String[3 + extra.length];
-        args[0] = "serve";
-        args[1] = "--port";
-        args[2] = "0";
-        System.arraycopy(extra, 0, args, 3, extra.length);
-        return ServeCommand.start(
-                CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
-    }
-
-    private static String base(ServeCommand.Running s) {
-        return "http://127.0.0.1:" + s.server().port();
+        return InProcessServer.start(extra);
     }
 
     private static int cached(JsonNode r) {
@@ -146,17 +131,17 @@ class PromptCacheFaultTest {
         List<JsonNode> batched;
         int entryHits;
         try (ServeCommand.Running s = serve()) {
-            JsonNode first = chat(base(s), asUnchecked(sys, WORDS[0]));
+            JsonNode first = chat(InProcessServer.base(s), asUnchecked(sys, WORDS[0]));
             assertEquals(0, cached(first));
             long hitsBefore = s.local().prefixCache().ram().hits();
-            batched = concurrently(base(s), rows);
+            batched = concurrently(InProcessServer.base(s), rows);
             entryHits = (int) (s.local().prefixCache().ram().hits() - hitsBefore);
         }
         List<JsonNode> alone = new ArrayList<>();
         try (ServeCommand.Running s = serve()) {
-            chat(base(s), asUnchecked(sys, WORDS[0]));
+            chat(InProcessServer.base(s), asUnchecked(sys, WORDS[0]));
             for (String r : rows) {
-                alone.add(chat(base(s), r));
+                alone.add(chat(InProcessServer.base(s), r));
             }
         }
         int c = cached(alone.get(0));
@@ -226,7 +211,7 @@ class PromptCacheFaultTest {
                     "some but not all spills survived the kill: " + stats);
             int own = 0;
             for (int i = 0; i < asks.size(); i++) {
-                JsonNode after = chat(base(s), asks.get(i));
+                JsonNode after = chat(InProcessServer.base(s), asks.get(i));
                 int reused = cached(after);
                 assertTrue(reused >= 0 && reused < prompt(after), "prompt " + i + ": cached " + reused);
                 if (reused == prompt(after) - 1) {

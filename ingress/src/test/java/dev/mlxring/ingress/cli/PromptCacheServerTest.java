@@ -8,8 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -19,7 +17,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -33,8 +30,6 @@ import org.junit.jupiter.api.Test;
 class PromptCacheServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final HttpClient HTTP = HttpClient.newHttpClient();
-    private static final Set<String> FLAGS = Set.of(
-            "--port", "--prompt-cache-size", "--prompt-cache-bytes", "--prompt-cache-dir", "--prompt-cache-disk-bytes");
 
     private static JsonNode chat(int port, String body) throws Exception {
         return chat("http://127.0.0.1:" + port, body);
@@ -53,13 +48,7 @@ class PromptCacheServerTest {
     }
 
     private static ServeCommand.Running serve(String... extra) {
-        String[] args = new String[3 + extra.length];
-        args[0] = "serve";
-        args[1] = "--port";
-        args[2] = "0";
-        System.arraycopy(extra, 0, args, 3, extra.length);
-        return ServeCommand.start(
-                CliArgs.parse(args, 1, FLAGS, Set.of()), new PrintStream(new ByteArrayOutputStream()));
+        return InProcessServer.start(extra);
     }
 
     private static int cached(JsonNode r) {
@@ -135,7 +124,7 @@ class PromptCacheServerTest {
         assertEquals("system", segments.get(0).get(1).asText(), "mlx-lm splits off the system prompt");
         int systemTokens = segments.get(0).get(0).asInt();
         try (ServeCommand.Running s = serve()) {
-            String base = "http://127.0.0.1:" + s.server().port();
+            String base = InProcessServer.base(s);
             // The first conversation cannot end early (EOS ids banned) and outlasts the second.
             HttpResponse<Stream<String>> first = HTTP.send(
                     HttpRequest.newBuilder(URI.create(base + "/v1/chat/completions"))

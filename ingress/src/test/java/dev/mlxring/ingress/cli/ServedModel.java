@@ -1,25 +1,21 @@
 package dev.mlxring.ingress.cli;
 
 import dev.mlxring.pipeline.Engine;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.HashSet;
-import java.util.Set;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * The real server on the default model for a test class's end-to-end tests, registered as a
- * static {@code @RegisterExtension} field: {@code serve --port 0} and the class's own flags start
- * before its first test (the server's output discarded) and close after its last. JSON POSTs wait
+ * static {@code @RegisterExtension} field: {@link InProcessServer} starts {@code serve --port 0}
+ * and the class's own flags before its first test and closes it after its last. JSON POSTs wait
  * up to five minutes for their answer.
  */
 final class ServedModel implements BeforeAllCallback, AfterAllCallback {
@@ -44,17 +40,7 @@ final class ServedModel implements BeforeAllCallback, AfterAllCallback {
 
     @Override
     public void beforeAll(ExtensionContext context) {
-        String[] argv = new String[3 + flags.length];
-        argv[0] = "serve";
-        argv[1] = "--port";
-        argv[2] = "0";
-        System.arraycopy(flags, 0, argv, 3, flags.length);
-        Set<String> valued = new HashSet<>(Set.of("--port"));
-        for (int i = 0; i < flags.length; i += 2) {
-            valued.add(flags[i]);
-        }
-        running = ServeCommand.start(
-                CliArgs.parse(argv, 1, valued, Set.of()), new PrintStream(new ByteArrayOutputStream()));
+        running = InProcessServer.start(flags);
     }
 
     @Override
@@ -66,7 +52,7 @@ final class ServedModel implements BeforeAllCallback, AfterAllCallback {
 
     /** "http://127.0.0.1:port", without a trailing slash. */
     String base() {
-        return "http://127.0.0.1:" + started().server().port();
+        return InProcessServer.base(started());
     }
 
     /** The server's URI for {@code path} (which starts with "/"). */

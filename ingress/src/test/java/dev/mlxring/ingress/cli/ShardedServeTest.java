@@ -9,7 +9,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.MlxLaunch;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
@@ -22,7 +21,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -30,7 +28,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -64,21 +61,7 @@ class ShardedServeTest {
     @BeforeAll
     static void buildModelAndOracle() throws Exception {
         Path home = ProjectHome.get();
-        Path models = home.resolve("build/oracle/models");
-        PythonScript.run("oracle/make_tiny_models.py", 600, List.of("--out", models.toString(), "--only", CELL));
-        modelDir = home.resolve("build/oracle/serve").resolve(CELL);
-        Files.createDirectories(modelDir);
-        try (Stream<Path> files = Files.list(models.resolve(CELL))) {
-            for (Path f : files.filter(Files::isRegularFile).toList()) {
-                Files.copy(f, modelDir.resolve(f.getFileName()), StandardCopyOption.REPLACE_EXISTING);
-            }
-        }
-        for (String name : List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")) {
-            Files.copy(
-                    home.resolve(GenerateCommand.DEFAULT_MODEL).resolve(name),
-                    modelDir.resolve(name),
-                    StandardCopyOption.REPLACE_EXISTING);
-        }
+        modelDir = TinyServeModels.build(home.resolve("build/oracle/serve"), CELL);
         Path prompts = Files.createTempFile("sharded-prompts", ".json");
         Path out = Files.createTempFile("sharded-serve-oracle", ".json");
         try {

@@ -1,17 +1,9 @@
 package dev.mlxring.ingress.cli;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
+import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,7 +17,6 @@ import org.junit.jupiter.api.Test;
  * speculative round's. Both prompt caches are off, so both prefill every prompt from scratch.
  */
 class SpeculativeServerTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     private static final String MODEL =
             ProjectHome.get().resolve(GenerateCommand.DEFAULT_MODEL).toString();
@@ -43,33 +34,15 @@ class SpeculativeServerTest {
     }
 
     private static void compare(List<String> flags, List<String> mlxLmFlags) throws Exception {
-        List<String> args = new ArrayList<>(List.of("serve", "--port", "0", "--prompt-cache-size", "0"));
+        List<String> args = new ArrayList<>(List.of("--prompt-cache-size", "0"));
         args.addAll(flags);
-        Set<String> valued = new HashSet<>(List.of("--port", "--prompt-cache-size"));
-        for (int i = 0; i < flags.size(); i += 2) {
-            valued.add(flags.get(i));
-        }
-        try (ServeCommand.Running server = ServeCommand.start(
-                CliArgs.parse(args.toArray(String[]::new), 1, valued, Set.of()),
-                new PrintStream(new ByteArrayOutputStream()))) {
-            List<String> check = new ArrayList<>(List.of(
-                    "--base-url",
-                    "http://127.0.0.1:" + server.server().port() + "/v1",
-                    "--model-dir",
-                    MODEL,
-                    "--compare-mlx-lm",
-                    "--compare-only",
-                    "--mlx-lm-arg=--prompt-cache-size",
-                    "--mlx-lm-arg=0"));
-            mlxLmFlags.forEach(f -> check.add("--mlx-lm-arg=" + f));
-            String out = PythonScript.run("e2e/openai_client_check.py", 900, check);
-            JsonNode comparison = JSON.readTree(out).get("comparison");
-            assertTrue(comparison.size() >= 4, out);
-            for (JsonNode c : comparison) {
-                assertTrue(
-                        c.has("identical") && c.get("identical").asBoolean(),
-                        flags + ": greedy output differs from mlx_lm.server " + mlxLmFlags + ": " + c);
-            }
+        try (ServeCommand.Running server = InProcessServer.start(args)) {
+            MlxLmServerComparison.assertSameGreedyAnswers(
+                    InProcessServer.base(server),
+                    Path.of(MODEL),
+                    List.of(),
+                    mlxLmFlags,
+                    flags + ": greedy output differs from mlx_lm.server " + mlxLmFlags);
         }
     }
 }
