@@ -171,7 +171,10 @@ class ContinuousBatchTest {
                 }
                 Map<Integer, List<String>> firstOut = batched(batch, firsts, Map.of(), new HashMap<>());
                 for (int i = 0; i < firsts.size(); i++) {
-                    assertEquals(serial(serial, firsts.get(i), new Usage[1]), firstOut.get(i), "first turn, row " + i);
+                    assertEquals(
+                            StepEntries.serial(serial, firsts.get(i)).entries(),
+                            firstOut.get(i),
+                            "first turn, row " + i);
                 }
                 List<String> serialEntries = sortedEntries(serialCache);
                 assertEquals(prompts.length, serialEntries.size(), "the serial runs' entries");
@@ -194,10 +197,10 @@ class ContinuousBatchTest {
                     int[] second = Arrays.copyOf(entry, entry.length + 5);
                     System.arraycopy(BatchParityTest.prompt(5, 56 + i, 512), 0, second, entry.length, 5);
                     ExecutionPlan p = plan("second" + i, second, 6, SamplingParams.GREEDY);
-                    Usage[] u = new Usage[1];
-                    expected.add(serial(serial, p, u));
-                    assertEquals(entry.length, u[0].cachedTokens(), "serial: entry " + i + " restored whole");
-                    expectedUsage.add(u[0]);
+                    StepEntries.Serial alone = StepEntries.serial(serial, p);
+                    expected.add(alone.entries());
+                    assertEquals(entry.length, alone.usage().cachedTokens(), "serial: entry " + i + " restored whole");
+                    expectedUsage.add(alone.usage());
                     seconds.add(p);
                     i++;
                 }
@@ -241,14 +244,15 @@ class ContinuousBatchTest {
                 List<List<String>> expected = new ArrayList<>();
                 List<Usage> expectedUsage = new ArrayList<>();
                 for (int i = 0; i < prompts.length; i++) {
-                    serial(serial, firsts.get(i), new Usage[1]);
+                    StepEntries.serial(serial, firsts.get(i));
                     int[] branch = Arrays.copyOf(prompts[i], shared[i] + 6);
                     System.arraycopy(BatchParityTest.prompt(6, 59 + i, 512), 0, branch, shared[i], 6);
                     ExecutionPlan p = plan("branch" + i, branch, 6, SamplingParams.GREEDY);
-                    Usage[] u = new Usage[1];
-                    expected.add(serial(serial, p, u));
-                    assertEquals(checkpoint[i], u[0].cachedTokens(), "serial: row " + i + "'s checkpoint restored");
-                    expectedUsage.add(u[0]);
+                    StepEntries.Serial alone = StepEntries.serial(serial, p);
+                    expected.add(alone.entries());
+                    assertEquals(
+                            checkpoint[i], alone.usage().cachedTokens(), "serial: row " + i + "'s checkpoint restored");
+                    expectedUsage.add(alone.usage());
                     branches.add(p);
                 }
                 Map<Integer, Usage> usages = new HashMap<>();
