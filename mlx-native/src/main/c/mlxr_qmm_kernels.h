@@ -13,7 +13,7 @@
 // lane is one output column: each lane runs exactly that sequence, so only the
 // schedule differs from MLX's — lanes across N, blocks of columns across
 // threads, and each decoded weight used at once by every row of a pass (up to
-// eight rows share one decode).
+// eight rows share one decode at 4 and 8 bits; see every_pass_size).
 
 // Operand order, which decides the sign of a NaN result when both operands
 // are NaN (x86 returns the first one). It is not in MLX's source but in how
