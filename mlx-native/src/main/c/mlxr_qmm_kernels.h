@@ -13,7 +13,7 @@
 // lane is one output column: each lane runs exactly that sequence, so only the
 // schedule differs from MLX's — lanes across N, blocks of columns across
 // threads, and each decoded weight used at once by every row of a pass (up to
-// eight rows share one decode).
+// eight rows share one decode at 4 and 8 bits; see every_pass_size).
 
 // Operand order, which decides the sign of a NaN result when both operands
 // are NaN (x86 returns the first one). It is not in MLX's source but in how
@@ -422,6 +422,38 @@ void block_rows(const Problem& p, int n0, int m0, int rows) {
   }
 }
 
+// Widths that get every pass size (8, 4, 2 and 1 rows): 4 and 8 bits, mlx-lm's
+// quantizations (4-bit group 64 its default). Every pass size is a full copy
+// of the kernel per activation type and group size, and the other widths'
+// copies (2, 3, 5 and 6 bits unroll two to eight times as many positions per
+// word) made these two files most of the shim's compile time; those widths
+// take one-row passes (block_rows_one_by_one), whose arithmetic per output is
+// the same, so the bytes are too: decoding (M = 1) runs the code it always
+// did, and only M > 1 decodes each weight once per row.
+template <int bits>
+constexpr bool every_pass_size() {
+  return bits == 4 || bits == 8;
+}
+
+// Rows m0 .. m0+rows-1, one at a time, times the tiles_for<1>() * kLanes
+// weight rows from n0: the block's parameters are widened once and its
+// weights stay in cache for every row.
+template <Act A, int bits, int group_size>
+void block_rows_one_by_one(const Problem& p, int n0, int m0, int rows) {
+  constexpr int T1 = tiles_for<1>(), cols1 = T1 * kLanes;
+  const int groups = p.K / group_size;
+  float* sc = thread_scratch(size_t(2) * cols1 * groups);
+  float* bi = sc + size_t(cols1) * groups;
+  block_params(p, n0, cols1, groups, sc, bi);
+  if constexpr (straddles<bits>()) {
+    for (int i = 0; i < rows; i++) block_compute<A, bits, group_size, 1, T1, false>(p, n0, m0 + i, 1, sc, bi);
+  } else if (scales_shift_exactly(p, sc, size_t(cols1) * groups)) {
+    for (int i = 0; i < rows; i++) block_compute<A, bits, group_size, 1, T1, true>(p, n0, m0 + i, 1, sc, bi);
+  } else {
+    for (int i = 0; i < rows; i++) block_compute<A, bits, group_size, 1, T1, false>(p, n0, m0 + i, 1, sc, bi);
+  }
+}
+
 template <Act A, int bits, int group_size, int R>
 void rows_over_unit(const Problem& p, int n_begin, int n_end, int m0, int rows) {
   constexpr int T = tiles_for<R>();
@@ -457,17 +489,21 @@ inline int unit_cols(int M) {
 // weights, which stay in L1/L2 between passes.
 template <Act A, int bits, int group_size>
 void run_unit(const Problem& p, int n_begin, int n_end) {
-  for (int m0 = 0; m0 < p.M;) {
-    int left = p.M - m0;
-    int R = pass_rows(left);
-    int rows = imin(R, left);
-    switch (R) {
-      case 8: rows_over_unit<A, bits, group_size, 8>(p, n_begin, n_end, m0, rows); break;
-      case 4: rows_over_unit<A, bits, group_size, 4>(p, n_begin, n_end, m0, rows); break;
-      case 2: rows_over_unit<A, bits, group_size, 2>(p, n_begin, n_end, m0, rows); break;
-      default: rows_over_unit<A, bits, group_size, 1>(p, n_begin, n_end, m0, rows); break;
+  if constexpr (!every_pass_size<bits>()) {
+    for (int n0 = n_begin; n0 < n_end; n0 += block_cols(1)) block_rows_one_by_one<A, bits, group_size>(p, n0, 0, p.M);
+  } else {
+    for (int m0 = 0; m0 < p.M;) {
+      int left = p.M - m0;
+      int R = pass_rows(left);
+      int rows = imin(R, left);
+      switch (R) {
+        case 8: rows_over_unit<A, bits, group_size, 8>(p, n_begin, n_end, m0, rows); break;
+        case 4: rows_over_unit<A, bits, group_size, 4>(p, n_begin, n_end, m0, rows); break;
+        case 2: rows_over_unit<A, bits, group_size, 2>(p, n_begin, n_end, m0, rows); break;
+        default: rows_over_unit<A, bits, group_size, 1>(p, n_begin, n_end, m0, rows); break;
+      }
+      m0 += rows;
     }
-    m0 += rows;
   }
 }
 
@@ -477,7 +513,7 @@ void run_typed(const Problem& p) {
     const Problem* p;
     int cols, units, chunks;
   };
-  const int cols = unit_cols(p.M);
+  const int cols = every_pass_size<bits>() ? unit_cols(p.M) : block_cols(1);
   const int units = (p.N + cols - 1) / cols;
   // A few chunks per thread so a descheduled thread's share is picked up by the others.
   Work work{&p, cols, units, imin(units, parallel_threads() * 4)};
