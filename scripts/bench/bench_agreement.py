@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Does `mlx-ring bench serve` measure what an independent client measures on the same server?
 
-Usage: bench_agreement.py --base URL [--concurrency 4] [--num-prompts 16] [--max-tokens 32]
-                          [--rounds 2] [--out DIR]
+Usage: bench_agreement.py --base URL [--model-id ID] [--concurrency 4] [--num-prompts 16]
+                          [--max-tokens 32] [--rounds 2] [--out DIR]
+
+--model-id is the `model` both clients send (default `default_model`, which ours and
+mlx_lm.server both take as the model they serve).
 
 Writes DIR/prompts.jsonl (random-word prompts, one per line, each with its max_tokens), then,
 round by round and alternating who goes first (ABBA), runs
@@ -16,6 +19,7 @@ whether they agree (tok/s within 10%, TTFT p50 within 15%). Exit 0 when they agr
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -38,7 +42,7 @@ def prompts(path, n, max_tokens, seed=7):
             f.write(json.dumps({"prompt": text, "max_tokens": max_tokens}) + "\n")
 
 
-def own_client(base, lines, concurrency):
+def own_client(base, lines, concurrency, model_id):
     queue = list(lines)
     lock = threading.Lock()
     ttfts, tokens = [], []
@@ -49,7 +53,7 @@ def own_client(base, lines, concurrency):
                 if not queue:
                     return
                 item = queue.pop(0)
-            body = {"model": "default_model", "messages": [{"role": "user", "content": item["prompt"]}],
+            body = {"model": model_id, "messages": [{"role": "user", "content": item["prompt"]}],
                     "max_tokens": item["max_tokens"], "temperature": 0.0, "stream": True,
                     "stream_options": {"include_usage": True}}
             req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
@@ -83,8 +87,9 @@ def own_client(base, lines, concurrency):
             "completed": len(tokens)}
 
 
-def bench(base, prompts_file, n, concurrency, out):
-    cmd = [str(ROOT / "mlx-ring"), "bench", "serve", "--target", "t=" + base, "--max-concurrency", str(concurrency),
+def bench(base, prompts_file, n, concurrency, out, model_id):
+    cmd = [str(ROOT / "mlx-ring"), "bench", "serve", "--target", "t=" + base, "--model", "t=" + model_id,
+           "--max-concurrency", str(concurrency),
            "--workload", "jsonl:" + str(prompts_file), "--num-prompts", str(n), "--warmup", "0", "--no-plots",
            "--out", str(out)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -95,6 +100,7 @@ def bench(base, prompts_file, n, concurrency, out):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
+    ap.add_argument("--model-id", default="default_model")
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--num-prompts", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=32)
@@ -106,23 +112,26 @@ def main():
     pf = out / "prompts.jsonl"
     prompts(pf, a.num_prompts, a.max_tokens)
     lines = [json.loads(x) for x in pf.read_text().splitlines()]
-    own_client(a.base, lines[:2], 1)  # warm-up, unrecorded
+    own_client(a.base, lines[:2], 1, a.model_id)  # warm-up, unrecorded
     rounds = []
     for r in range(a.rounds):
         pair = {}
         order = ("bench", "own") if r % 2 == 0 else ("own", "bench")
         for who in order:
+            load_before = os.getloadavg()[0]
             if who == "bench":
-                pair["bench"] = bench(a.base, pf, a.num_prompts, a.concurrency, out / ("bench-%d" % r))
+                pair["bench"] = bench(a.base, pf, a.num_prompts, a.concurrency, out / ("bench-%d" % r), a.model_id)
             else:
-                pair["own"] = own_client(a.base, lines, a.concurrency)
+                pair["own"] = own_client(a.base, lines, a.concurrency, a.model_id)
+            pair[who]["load_1m"] = [load_before, os.getloadavg()[0]]
         rounds.append(pair)
     med = {who: {k: statistics.median(p[who][k] for p in rounds) for k in ("output_throughput", "median_ttft_ms")}
            for who in ("bench", "own")}
     tps_ratio = med["bench"]["output_throughput"] / med["own"]["output_throughput"]
     ttft_ratio = med["bench"]["median_ttft_ms"] / med["own"]["median_ttft_ms"]
     agree = abs(tps_ratio - 1) <= 0.10 and abs(ttft_ratio - 1) <= 0.15
-    print(json.dumps({"rounds": rounds, "median": med, "tps_ratio": tps_ratio, "ttft_ratio": ttft_ratio,
+    print(json.dumps({"base": a.base, "concurrency": a.concurrency, "num_prompts": a.num_prompts,
+                      "max_tokens": a.max_tokens, "rounds": rounds, "median": med, "tps_ratio": tps_ratio, "ttft_ratio": ttft_ratio,
                       "agree": agree}, indent=1))
     raise SystemExit(0 if agree else 1)
 
