@@ -88,7 +88,10 @@ else
   # One compiler per source file, as many at once as there are CPUs (the kernel files are slow to
   # compile), then one link. $extra_flags is a list of flags, split on purpose.
   rm -rf "$obj_dir"; mkdir -p "$obj_dir"
-  printf '%s\n' "${srcs[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+  # The per-ISA kernel files take most of the time: they start first, so no core is left
+  # compiling one of them alone at the end.
+  { printf '%s\n' "${srcs[@]}" | grep -E '_(avx2|avx512)\.cpp$' || true
+    printf '%s\n' "${srcs[@]}" | grep -vE '_(avx2|avx512)\.cpp$' || true; } | xargs -P "$(nproc)" -I{} sh -c \
     'c++ -std=c++20 -O2 -ffp-contract=off -fPIC -Wall -Wno-unused-function $4 -I"$1/include" -c "$2" -o "$3/$(basename "$2" .cpp).o"' \
     sh "$mlx_dir" {} "$obj_dir" "$extra_flags"
   echo "$obj_key" > "$obj_dir/.key"
