@@ -154,6 +154,26 @@ class HybridPrefixCacheTest {
     }
 
     @Test
+    void aHybridEntrysRecurrentStateAndCheckpointsCountAgainstTheByteCap() {
+        long plain = hybrid(40).nbytes();
+        long withCheckpoints = hybrid(40, 16, 32).nbytes();
+        assertTrue(withCheckpoints > plain, "two checkpoints of the recurrent state add bytes");
+        // A cap that holds one entry without checkpoints but not one with them.
+        try (RamPrefixCache c = new RamPrefixCache(10, withCheckpoints - 1)) {
+            KvSnapshot a = hybrid(40, 16, 32);
+            c.publish(NS, seq(0, 40), a);
+            assertFalse(a.alive(), "its checkpoints take it over the cap: not kept");
+            assertEquals(0, c.bytes());
+            c.publish(NS, seq(100, 140), hybrid(40));
+            assertEquals(plain, c.bytes());
+            c.publish(NS, seq(200, 240), hybrid(40));
+            assertEquals(1, c.size(), "two entries are over the cap: the older one is out");
+            assertEquals(200, c.entries().getFirst()[0]);
+            assertTrue(c.bytes() <= withCheckpoints - 1);
+        }
+    }
+
+    @Test
     void aPrefixEntryIsDroppedOnlyWhenTheNewEntryRestoresItsBoundaries() {
         try (RamPrefixCache c = new RamPrefixCache(10, Long.MAX_VALUE)) {
             c.publishSegment(NS, seq(0, 16), hybrid(16), Kind.SYSTEM);

@@ -11,8 +11,9 @@ import java.util.Map;
 /**
  * The prefix-cache flags of {@code serve}, named and defaulted as mlx_lm.server's:
  * {@code --prompt-cache-size N} (entries, default 10; 0 turns the cache off) and
- * {@code --prompt-cache-bytes B} (a byte cap, none by default; {@code M}/{@code G}/{@code MB}/{@code GB}
- * suffixes are decimal, as mlx-lm's {@code _parse_size}); and the SSD tier, off unless
+ * {@code --prompt-cache-bytes B} (a byte cap; {@code M}/{@code G}/{@code MB}/{@code GB} suffixes are
+ * decimal, as mlx-lm's {@code _parse_size}; none by default here, {@code serve} defaults it from its
+ * memory budget, {@code dev.mlxring.ingress.pool.PromptCacheCap}); and the SSD tier, off unless
  * {@code --prompt-cache-dir DIR} is given, capped by {@code --prompt-cache-disk-bytes} (default 2GB),
  * whose {@code quarantine/} keeps at most {@code --prompt-cache-quarantine-files N} damaged map
  * files and {@code --prompt-cache-quarantine-bytes B} bytes ({@link QuarantineCap#DEFAULT}); and
@@ -30,7 +31,10 @@ final class PromptCacheFlags {
                     RamPrefixCache.DEFAULT_MAX_ENTRIES,
                     "prompt KV caches kept in RAM for prefix reuse, as mlx_lm.server; 0 = off"),
             Flag.valued(
-                    "--prompt-cache-bytes", "B", "none", "their byte cap (500MB, 2GB or a count); oldest out first"),
+                    "--prompt-cache-bytes",
+                    "B",
+                    "serve: 10% of --memory-budget; else none",
+                    "their byte cap per model (500MB, 2GB or a count), counted in the memory budget; oldest out first"),
             Flag.valued(
                     "--prompt-cache-dir",
                     "DIR",

@@ -17,6 +17,7 @@ import dev.mlxring.ingress.pool.ModelPool;
 import dev.mlxring.ingress.pool.ModelSources;
 import dev.mlxring.ingress.pool.ModelSpec;
 import dev.mlxring.ingress.pool.PoolMetrics;
+import dev.mlxring.ingress.pool.PromptCacheCap;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Group;
 import dev.mlxring.mlx.Mlx;
@@ -80,7 +81,7 @@ final class ServeCommand {
                                     "--memory-budget",
                                     "BYTES",
                                     "75% of physical memory",
-                                    "models' resident bytes + admitted requests' peaks stay under it (8GB, 500MB or a count)"),
+                                    "models' resident bytes (prompt cache caps included) + admitted requests' peaks stay under it (8GB, 500MB or a count)"),
                             Flag.valued(
                                     "--model-ttl",
                                     "S",
@@ -285,6 +286,16 @@ final class ServeCommand {
                     "--memory-budget must be at least one byte, got '" + a.get("--memory-budget") + "'");
         }
         long ttlSeconds = a.intValue("--model-ttl", 0, 0);
+        // Each model's RAM prefix cache is capped and the cap counted in its resident bytes.
+        long promptCacheBytes = PromptCacheCap.bytes(
+                budgetBytes, promptCache.maxEntries(), a.has("--prompt-cache-bytes") ? promptCache.maxBytes() : -1);
+        LocalEngine.PromptCache capped = new LocalEngine.PromptCache(
+                promptCache.maxEntries(),
+                promptCacheBytes,
+                promptCache.dir(),
+                promptCache.diskBytes(),
+                promptCache.quarantineCap(),
+                promptCache.checkpointTokens());
         ShardLeader leader = launch == null
                 ? null
                 : ShardLeader.start(
@@ -295,7 +306,7 @@ final class ServeCommand {
                         maxKvSize,
                         kernels,
                         promptCache.maxEntries(),
-                        promptCache.maxBytes(),
+                        promptCacheBytes,
                         ShardFlags.STARTUP_NS,
                         ShardFlags.rankTimeoutNs(a));
         ModelPool.Loader loader = spec -> {
@@ -316,9 +327,8 @@ final class ServeCommand {
                             // One SSD tier per folder: the default model's.
                             .promptCache(
                                     isDefault
-                                            ? promptCache
-                                            : new LocalEngine.PromptCache(
-                                                    promptCache.maxEntries(), promptCache.maxBytes()))
+                                            ? capped
+                                            : new LocalEngine.PromptCache(promptCache.maxEntries(), promptCacheBytes))
                             .dequantizedWeights(dequantizedWeights)
                             .speculative(isDefault ? speculative : SpeculativeDecoding.OFF)
                             .adapterPath(isDefault ? adapterDir : null)
@@ -350,7 +360,9 @@ final class ServeCommand {
                             loader,
                             new MemoryBudget(budgetBytes),
                             java.util.concurrent.TimeUnit.SECONDS.toNanos(ttlSeconds),
-                            ServeCommand::mlxLimits)
+                            ServeCommand::mlxLimits,
+                            ModelPool.DEFAULT_LOAD_RETRY_BACKOFF_NS,
+                            promptCacheBytes)
                     .start();
         } catch (RuntimeException e) {
             if (leader != null) {

@@ -130,6 +130,27 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             long ttlNs,
             MemoryLimits limits,
             long loadRetryBackoffNs) {
+        this(specs, defaultName, defaultAdapters, loader, budget, ttlNs, limits, loadRetryBackoffNs, 0);
+    }
+
+    /**
+     * @param promptCacheBytes each model's RAM prefix cache cap ({@link PromptCacheCap}): counted
+     *     in its resident bytes, reserved from its load to its unload; the loader must give the
+     *     model's cache this cap
+     */
+    public ModelPool(
+            List<ModelSpec> specs,
+            String defaultName,
+            java.util.SequencedSet<String> defaultAdapters,
+            Loader loader,
+            MemoryBudget budget,
+            long ttlNs,
+            MemoryLimits limits,
+            long loadRetryBackoffNs,
+            long promptCacheBytes) {
+        if (promptCacheBytes < 0) {
+            throw new IllegalArgumentException("a prompt cache cap is >= 0 bytes, got " + promptCacheBytes);
+        }
         if (loadRetryBackoffNs < 0) {
             throw new IllegalArgumentException("a load retry back-off is >= 0 ns, got " + loadRetryBackoffNs);
         }
@@ -150,7 +171,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             } catch (RuntimeException e) {
                 error = e.getMessage();
             }
-            entries.put(s.name(), new PooledModel(s, cost, error));
+            entries.put(s.name(), new PooledModel(s, cost, promptCacheBytes, error));
         }
         this.names = new ModelNames(defaultName, ids, defaultAdapters);
         this.loader = loader;
@@ -285,6 +306,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
             m.put("pinned", r.pinned());
             m.put("default", r.name().equals(names.defaultName()));
             m.put("resident_bytes", r.residentBytes());
+            m.put("prompt_cache_bytes", r.promptCacheBytes());
             if (r.error() != null) {
                 m.put("error", r.error());
             }
@@ -306,13 +328,17 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
     /**
      * One model's state and counters at one instant.
      *
-     * @param residentBytes its resident cost from its files ({@link ModelCost}), loaded or not
+     * @param residentBytes its resident cost, loaded or not: weights and runtime from its files
+     *     ({@link ModelCost}) plus its prefix cache's cap
+     * @param promptCacheBytes its RAM prefix cache's cap ({@link PromptCacheCap}), part of {@code
+     *     residentBytes}
      */
     public record Row(
             String name,
             String state,
             boolean pinned,
             long residentBytes,
+            long promptCacheBytes,
             String error,
             long loads,
             long unloads,
@@ -330,6 +356,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                     e.state.label(),
                     e.spec.pinned(),
                     e.residentBytes(),
+                    e.promptCacheBytes,
                     e.error,
                     e.loads,
                     e.unloads,
@@ -341,7 +368,10 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
         return rows;
     }
 
-    /** Bytes of the budget in use: loaded (and loading) models' resident bytes and admitted requests' peaks. */
+    /**
+     * Bytes of the budget in use: loaded (and loading) models' resident bytes (their prefix caches'
+     * caps included) and admitted requests' peaks.
+     */
     public synchronized long usedBytes() {
         return budget.usedBytes();
     }
@@ -590,7 +620,8 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                                     + maxTokens + " max_tokens on model '" + e.name() + "'); at most " + ceiling
                                     + " of the memory budget's " + budget.totalBytes()
                                     + " bytes can ever be free for it beside the model's " + e.residentBytes()
-                                    + " resident bytes: shorten the prompt or lower max_tokens",
+                                    + " resident bytes (its prompt cache's cap of " + e.promptCacheBytes
+                                    + " included): shorten the prompt or lower max_tokens",
                             "max_tokens",
                             "memory_budget_exceeded");
                 }

@@ -26,6 +26,8 @@ final class PooledModel {
     final ModelSpec spec;
     /** Null when the model's files could not be read ({@link #error} says why). */
     final ModelCost cost;
+    /** Its RAM prefix cache's cap, reserved with its weights ({@link PromptCacheCap}). */
+    final long promptCacheBytes;
 
     State state = State.UNLOADED;
     /** When the last load failed ({@link System#nanoTime()}); meaningful in {@link State#FAILED} with a cost. */
@@ -50,9 +52,10 @@ final class PooledModel {
     long admitted;
     final Map<String, Long> refused = new TreeMap<>();
 
-    PooledModel(ModelSpec spec, ModelCost cost, String error) {
+    PooledModel(ModelSpec spec, ModelCost cost, long promptCacheBytes, String error) {
         this.spec = spec;
         this.cost = cost;
+        this.promptCacheBytes = promptCacheBytes;
         if (cost == null) {
             this.state = State.FAILED;
             this.error = error;
@@ -63,8 +66,9 @@ final class PooledModel {
         return spec.name();
     }
 
+    /** Its weights and runtime ({@link ModelCost#residentBytes()}) plus its prefix cache's cap. */
     long residentBytes() {
-        return cost == null ? 0 : cost.residentBytes();
+        return cost == null ? 0 : cost.residentBytes() + promptCacheBytes;
     }
 
     /** Unloadable now to make room: loaded, not pinned, no request admitted and unsettled. */

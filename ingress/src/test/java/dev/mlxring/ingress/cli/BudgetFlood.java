@@ -3,6 +3,8 @@ package dev.mlxring.ingress.cli;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.mlxring.exec.generate.GenerationOptions;
 import dev.mlxring.ingress.pool.ModelCost;
+import dev.mlxring.ingress.pool.PromptCacheCap;
+import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.mlx.ProjectHome;
 import dev.mlxring.mlx.PythonScript;
 import java.io.IOException;
@@ -50,8 +52,8 @@ final class BudgetFlood {
      * @param answers the flood's responses, in the order sent
      * @param expected per answer, the text its prompt got alone
      * @param budgetBytes {@code --memory-budget}
-     * @param roomBytes what the budget leaves beside the default model (loaded in the baseline):
-     *     the bound on RSS − baseline
+     * @param roomBytes what the budget leaves beside the default model and its prompt cache's cap
+     *     (reserved in the baseline): the bound on RSS − baseline
      * @param floodedWeightsBytes the flooded model's weights and tokenizer (its resident bytes less
      *     {@link ModelCost#RUNTIME_BASE_BYTES}), loaded during the window
      * @param after a request sent alone after the flood, and {@code expected} of it
@@ -81,8 +83,9 @@ final class BudgetFlood {
 
     /**
      * Floods a fresh server with {@code requests} concurrent requests of {@link #PROMPT_TOKENS}
-     * prompt tokens, under a budget with room for the flooded model and {@code roomInRequests}
-     * requests' peaks ({@link ModelCost#requestBytes}); {@code moreServeFlags} follow the budget's.
+     * prompt tokens, under a budget with room for both models' weights and prompt cache caps and
+     * {@code roomInRequests} requests' peaks ({@link ModelCost#requestBytes}); {@code
+     * moreServeFlags} follow the budget's.
      */
     static Outcome run(double roomInRequests, int requests, String... moreServeFlags) throws Exception {
         Path home = ProjectHome.get();
@@ -97,8 +100,11 @@ final class BudgetFlood {
         ModelCost floodedCost = ModelCost.of(flooded);
         long defaultResident = ModelCost.of(defaultModel).residentBytes();
         long need = floodedCost.requestBytes(PROMPT_TOKENS, MAX_TOKENS, GenerationOptions.DEFAULT_PREFILL_STEP_SIZE, 0);
-        long room = floodedCost.residentBytes() + (long) (need * roomInRequests);
-        long budget = defaultResident + room;
+        // Both models' prefix caches are capped and their caps reserved beside their weights: the
+        // budget holds the two models' weights, their caps and roomInRequests requests' peaks.
+        long peaksBytes = (long) (need * roomInRequests);
+        long budget = budgetFor(defaultResident + floodedCost.residentBytes() + peaksBytes, moreServeFlags);
+        long room = budget - defaultResident - cacheCapBytes(budget, moreServeFlags);
         List<String> flags = new ArrayList<>(List.of(
                 "--model",
                 defaultModel.toString(),
@@ -145,6 +151,30 @@ final class BudgetFlood {
                     alone.get(0),
                     server.logText());
         }
+    }
+
+    /**
+     * The smallest budget that leaves {@code bytes} beside two models' prompt cache caps ({@link
+     * PromptCacheCap}, from {@code serveFlags}' {@code --prompt-cache-size} and plain-count {@code
+     * --prompt-cache-bytes}).
+     */
+    static long budgetFor(long bytes, String... serveFlags) {
+        long budget = bytes;
+        while (budget - 2 * cacheCapBytes(budget, serveFlags) < bytes) {
+            budget += Math.max(1, (bytes - (budget - 2 * cacheCapBytes(budget, serveFlags))));
+        }
+        return budget;
+    }
+
+    /** Each model's prompt cache cap under {@code budget} with {@code serveFlags}. */
+    static long cacheCapBytes(long budget, String... serveFlags) {
+        List<String> f = List.of(serveFlags);
+        int size = f.indexOf("--prompt-cache-size");
+        int bytes = f.indexOf("--prompt-cache-bytes");
+        return PromptCacheCap.bytes(
+                budget,
+                size < 0 ? RamPrefixCache.DEFAULT_MAX_ENTRIES : Integer.parseInt(f.get(size + 1)),
+                bytes < 0 ? -1 : Long.parseLong(f.get(bytes + 1)));
     }
 
     /** The text of a completion's first choice. */

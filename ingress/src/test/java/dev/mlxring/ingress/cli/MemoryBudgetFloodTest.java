@@ -5,7 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.http.HttpResponse;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * A flood of long prompts against {@code serve --memory-budget}, the server in a process of its
@@ -18,10 +19,16 @@ import org.junit.jupiter.api.Test;
  * RSS − baseline must be at most the rest of the budget.
  */
 class MemoryBudgetFloodTest {
-    @Test
-    void aFloodOfLongPromptsIsRefused503AndTheResidentSetStaysWithinTheBudget() throws Exception {
-        // Room for the flooded model and two and a half requests: two run together, the rest are refused.
-        BudgetFlood.Outcome o = BudgetFlood.run(2.5, 12);
+    /**
+     * @param roomInRequests the budget's room beside the flooded model and both models' prefix
+     *     cache caps, in requests' peaks: at 2.5 two run together
+     * @param requests sent at once, well over what fits
+     */
+    @ParameterizedTest(name = "room for {0} requests, {1} sent")
+    @CsvSource({"2.5, 12"})
+    void aFloodOfLongPromptsIsRefused503AndTheResidentSetStaysWithinTheBudget(double roomInRequests, int requests)
+            throws Exception {
+        BudgetFlood.Outcome o = BudgetFlood.run(roomInRequests, requests);
         System.out.printf(
                 "flood: %d of %d served; RSS baseline %d, peak +%d, room %d (budget %d), %d samples%n",
                 o.served(),
@@ -45,7 +52,7 @@ class MemoryBudgetFloodTest {
             }
         }
         assertTrue(o.served() >= 1, "none of the flood was served");
-        assertTrue(busy >= 1, "the flood never exceeded a budget that fits two requests and a half");
+        assertTrue(busy >= 1, "the flood never exceeded a budget that fits " + roomInRequests + " requests");
         assertNotNull(o.after());
         assertEquals(
                 200,

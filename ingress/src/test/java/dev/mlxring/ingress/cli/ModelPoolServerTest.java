@@ -35,6 +35,9 @@ import org.junit.jupiter.api.Test;
  */
 class ModelPoolServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Each model's RAM prefix cache cap ({@code --prompt-cache-bytes}), reserved with its weights. */
+    private static final long PROMPT_CACHE_BYTES = 4_000_000;
+
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private static final List<String> CELLS = List.of("llama-serve", "qwen3_moe-serve", "gemma3-serve");
@@ -181,6 +184,12 @@ class ModelPoolServerTest {
     void aBudgetThatFitsTwoOfThreeUnloadsTheLeastRecentlyUsed() throws Exception {
         long budget = resident(DEFAULT) + resident("qwen3_moe-serve") + resident("gemma3-serve") - 1;
         try (ServeCommand.Running pool = pooled("--memory-budget", Long.toString(budget))) {
+            for (String cell : CELLS) {
+                JsonNode listed = model(pool, cell);
+                assertEquals(resident(cell), listed.get("resident_bytes").asLong(), "the cache cap is counted");
+                assertEquals(
+                        PROMPT_CACHE_BYTES, listed.get("prompt_cache_bytes").asLong());
+            }
             for (String cell : List.of("qwen3_moe-serve", "gemma3-serve", "qwen3_moe-serve")) {
                 HttpResponse<String> r = complete(pool, cell, PROMPT, 12);
                 assertEquals(200, r.statusCode(), r.body());
@@ -288,8 +297,9 @@ class ModelPoolServerTest {
 
     // ---- helpers -------------------------------------------------------------------------------
 
+    /** A model's resident cost as the pool counts it: weights and runtime, and its prompt cache's cap. */
     private static long resident(String cell) {
-        return ModelCost.of(folder.resolve(cell)).residentBytes();
+        return ModelCost.of(folder.resolve(cell)).residentBytes() + PROMPT_CACHE_BYTES;
     }
 
     private static long request(int promptTokens, int maxTokens) {
@@ -315,7 +325,9 @@ class ModelPoolServerTest {
     }
 
     private static ServeCommand.Running serve(String... flagValuePairs) {
-        return InProcessServer.start(flagValuePairs);
+        List<String> flags = new ArrayList<>(List.of("--prompt-cache-bytes", Long.toString(PROMPT_CACHE_BYTES)));
+        flags.addAll(List.of(flagValuePairs));
+        return InProcessServer.start(flags);
     }
 
     private static String body(String model, String prompt, int maxTokens, boolean stream) {
