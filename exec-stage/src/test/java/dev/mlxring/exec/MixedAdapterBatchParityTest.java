@@ -41,8 +41,11 @@ class MixedAdapterBatchParityTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static Path work;
 
-    /** An adapter of a cell: its mlx_lm.lora type, rank, scale and seed. */
-    record Adapter(String name, String type, int numLayers, int rank, double scale, int seed) {}
+    /**
+     * An adapter of a cell: its mlx_lm.lora type, the last {@code numLayers} blocks it converts (0:
+     * all), rank, scale, seed and {@code keys} (the projections it converts; null: every one).
+     */
+    record Adapter(String name, String type, int numLayers, int rank, double scale, int seed, String keys) {}
 
     /**
      * A cell: a model, its adapters, and per script row the adapter it names (an index into
@@ -63,9 +66,9 @@ class MixedAdapterBatchParityTest {
 
     static Stream<Cell> cells() {
         List<Adapter> adapters = List.of(
-                new Adapter("a", "lora", 0, 8, 20.0, 11),
-                new Adapter("b", "lora", 2, 8, 16.0, 12),
-                new Adapter("c", "dora", 1, 4, 10.0, 13));
+                new Adapter("a", "lora", 0, 8, 20.0, 11, null),
+                new Adapter("b", "lora", 2, 8, 16.0, 12, null),
+                new Adapter("c", "dora", 1, 4, 10.0, 13, null));
         Map<String, Object> seeded = Map.of("temp", 0.8, "top_k", 20, "seed", 3);
         List<Cell> cells = new ArrayList<>();
         for (String model : List.of("llama-f32", "qwen3-q4")) {
@@ -79,6 +82,26 @@ class MixedAdapterBatchParityTest {
             BatchParityTest.Cell batch = new BatchParityTest.Cell("mixed-adapters-" + model, model, 16, 8, 32, rows);
             cells.add(new Cell("mixed-" + model, model, adapters, batch, new int[] {0, 1, 2, -1, 0, 2}));
         }
+        // Adapters over fewer blocks than the model's two: the blocks they do not convert run the
+        // fused block for a lone row (solo caches, the exact tier's fused path) and the graph in
+        // the batch. A lone row on one adapter reads its prompt and decodes alone, then rows on
+        // the others and on none join it.
+        List<Adapter> partial = List.of(
+                new Adapter("p", "lora", 1, 8, 20.0, 21, null),
+                new Adapter("k", "lora", 1, 4, 16.0, 22, "self_attn.q_proj,mlp.down_proj"),
+                new Adapter("e", "dora", 1, 4, 10.0, 23, null));
+        for (int lone = 0; lone < 2; lone++) {
+            String model = "qwen3-q4";
+            String name = "partial-lone-" + partial.get(lone).name() + "-" + model;
+            List<BatchParityTest.ScriptRow> rows = List.of(
+                    BatchParityTest.greedy(0, 12, 1, 16),
+                    BatchParityTest.greedy(5, 7, 2, 10),
+                    BatchParityTest.restored(5, 9, 3, 10, 0, seeded),
+                    BatchParityTest.greedy(7, 20, 4, 8));
+            BatchParityTest.Cell batch = new BatchParityTest.Cell(name, model, 16, 8, 32, rows);
+            int[] rowAdapter = lone == 0 ? new int[] {0, 1, 2, -1} : new int[] {1, 0, -1, 2};
+            cells.add(new Cell(name, model, partial, batch, rowAdapter));
+        }
         String only = System.getProperty("adapter.cells");
         return only == null || only.isBlank()
                 ? cells.stream()
@@ -86,17 +109,22 @@ class MixedAdapterBatchParityTest {
     }
 
     private static Path adapterDir(Cell cell, Adapter a) throws Exception {
-        return OracleAdapters.write(
-                work.resolve("models").resolve(cell.model()),
-                work.resolve("adapters").resolve(cell.model() + "-mixed-" + a.name()),
-                a.type(),
-                a.numLayers(),
+        List<String> flags = new ArrayList<>(List.of(
                 "--rank",
                 String.valueOf(a.rank()),
                 "--scale",
                 String.valueOf(a.scale()),
                 "--seed",
-                String.valueOf(a.seed()));
+                String.valueOf(a.seed())));
+        if (a.keys() != null) {
+            flags.addAll(List.of("--keys", a.keys()));
+        }
+        return OracleAdapters.write(
+                work.resolve("models").resolve(cell.model()),
+                work.resolve("adapters").resolve(cell.model() + "-mixed-" + a.name()),
+                a.type(),
+                a.numLayers(),
+                flags.toArray(String[]::new));
     }
 
     /** batch.py's run of the script with {@code adapter} on the whole batch (null: none). */
@@ -182,6 +210,7 @@ class MixedAdapterBatchParityTest {
         int total = batch.rows().size();
         int inserted = 0;
         int finished = 0;
+        int loneSteps = 0;
         try (BatchGenerator gen = new BatchGenerator(
                 model, batch.prefillStep(), batch.prefillBatch(), batch.completionBatch(), null, 0, false)) {
             for (int step = 0; ; step++) {
@@ -210,9 +239,17 @@ class MixedAdapterBatchParityTest {
                 }
                 if (inserted == total && finished == total) {
                     assertTrue(gen.idle(), "every row finished but the generator is not idle");
+                    boolean lone =
+                            batch.rows().stream().filter(r -> r.at() == 0).count() == 1;
+                    assertTrue(!lone || loneSteps > 0, cell + ": the lone row never decoded alone");
                     return steps;
                 }
                 assertFalse(step > 10_000, "the script does not finish");
+                if (inserted == 1 && gen.generating() == 1) {
+                    // a row alone from the start decodes on solo caches, where blocks fuse
+                    assertTrue(gen.soloGeneration(), cell + ": the lone row is not on solo caches");
+                    loneSteps++;
+                }
                 List<String> s = new ArrayList<>();
                 for (BatchToken t : gen.next(true)) {
                     s.add(t.uid() + ":" + t.token() + ":" + (t.finishReason() == null ? "-" : t.finishReason()) + ":"

@@ -9,7 +9,6 @@ import dev.mlxring.exec.nn.Embedding;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
-import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.nn.TensorShard;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -59,7 +58,7 @@ final class DecoderModel extends LoadedModel {
     /**
      * {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP; the same
      * block fused into one primitive where {@code fused} (null where the block has none) covers
-     * the call.
+     * the call and no row's named adapter converts one of the block's projections.
      */
     record Block(
             RmsNorm inputLayernorm,
@@ -68,8 +67,9 @@ final class DecoderModel extends LoadedModel {
             FeedForward mlp,
             FusedBlock fused) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
-            // a row with a named adapter runs the adapted layers, which the fused block does not hold
-            boolean plain = fused != null && !RowAdapters.active();
+            // a row whose named adapter converts one of this block's layers runs the adapted layers,
+            // which the fused block does not hold; a block no row's adapter converts stays fused
+            boolean plain = fused != null && !fused.adaptedHere();
             if (plain && FusedBlock.applies(mask, cache)) {
                 return fused.forward(x, mask, (DenseKvCache) cache);
             }

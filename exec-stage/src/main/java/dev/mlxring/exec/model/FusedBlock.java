@@ -4,10 +4,12 @@ import dev.mlxring.exec.kv.AttentionMask;
 import dev.mlxring.exec.kv.BatchKvCache;
 import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
+import dev.mlxring.exec.nn.AdaptableLinear;
 import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
+import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.Dtype;
 import dev.mlxring.mlx.FusedDecoderBlock;
@@ -37,9 +39,11 @@ import java.util.List;
  *
  * <p>{@code -Dmlxring.fusedBlock=false} keeps the graph (A/B runs). Owned by its model; closed
  * with it. {@code normDtype} and {@code paramDtype} (the norm weights' and the group parameters'
- * dtypes) make, with x's, the activations' and so the cache's dtype.
+ * dtypes) make, with x's, the activations' and so the cache's dtype. {@code slots} are the
+ * block's projections built as slots for named adapters (empty for a model without them).
  */
-record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype)
+record FusedBlock(
+        FusedDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype, AdaptableLinear[] slots)
         implements AutoCloseable {
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
     record AttentionParts(
@@ -111,10 +115,12 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
             return null;
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
+        List<AdaptableLinear> slots = new ArrayList<>(7);
         for (int i = 0; i < linears.length; i++) {
-            // a slot for named adapters: the block fuses its base layer, and runs only for rows
-            // without an adapter (DecoderModel.Block)
-            if (linears[i] instanceof dev.mlxring.exec.nn.AdaptableLinear s) {
+            // a slot for named adapters: the block fuses its base layer, and runs only where no
+            // row's adapter converts one of its slots (DecoderModel.Block)
+            if (linears[i] instanceof AdaptableLinear s) {
+                slots.add(s);
                 linears[i] = s.base();
             }
         }
@@ -198,7 +204,17 @@ record FusedBlock(FusedDecoderBlock block, int kvHeads, int headDim, Dtype normD
                 a.kvHeads(),
                 headDim,
                 normDtype,
-                paramDtype);
+                paramDtype,
+                slots.toArray(AdaptableLinear[]::new));
+    }
+
+    /**
+     * Whether a row of the forward being built has a named adapter that converts one of this
+     * block's projections ({@link RowAdapters#convertsAny}): the block then runs the adapted graph.
+     * False for a model without adapter slots and for a forward without adapters.
+     */
+    boolean adaptedHere() {
+        return slots.length > 0 && RowAdapters.convertsAny(slots);
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */

@@ -50,6 +50,11 @@ public final class AdaptableLinear implements Linear {
         adapted.remove(adapter);
     }
 
+    /** Whether {@code adapter} converts this layer (is attached to it). */
+    boolean converts(NamedAdapter adapter) {
+        return adapted.containsKey(adapter);
+    }
+
     @Override
     public MlxArray forward(MlxArray x) {
         RowAdapters rows = RowAdapters.current();

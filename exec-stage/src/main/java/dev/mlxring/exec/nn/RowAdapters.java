@@ -11,7 +11,8 @@ import java.util.function.Supplier;
  * Which named adapter each row of the forward pass being built uses: the batch's rows in order,
  * null for a row on the base model. Set around one {@code model.forward} call on the thread that
  * builds its graph ({@link #during}); each {@link AdaptableLinear} reads it there. Without one
- * (or with every row on the base model) the model runs as loaded, fused blocks included.
+ * (or with every row on the base model) the model runs as loaded, fused blocks included; with
+ * one, a block whose layers no row's adapter converts ({@link #convertsAny}) runs fused too.
  */
 public final class RowAdapters {
     private static final ThreadLocal<RowAdapters> CURRENT = new ThreadLocal<>();
@@ -54,9 +55,26 @@ public final class RowAdapters {
         }
     }
 
-    /** Whether the forward being built has a row with an adapter (fused blocks do not apply). */
-    public static boolean active() {
-        return CURRENT.get() != null;
+    /**
+     * Whether a row of the forward being built has an adapter that converts one of {@code slots}
+     * (a block's layers): false without {@link RowAdapters}, and for a block that only adapters
+     * of no row here convert. A block for which this is false computes every row's base output,
+     * so it may run fused. Allocates nothing (once per block per forward).
+     */
+    public static boolean convertsAny(AdaptableLinear[] slots) {
+        RowAdapters rows = CURRENT.get();
+        if (rows == null) {
+            return false;
+        }
+        for (int i = 0; i < rows.distinct.size(); i++) {
+            NamedAdapter a = rows.distinct.get(i);
+            for (AdaptableLinear slot : slots) {
+                if (slot.converts(a)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     static RowAdapters current() {
