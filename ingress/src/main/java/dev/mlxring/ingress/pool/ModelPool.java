@@ -84,59 +84,17 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
     private volatile boolean closed;
 
     /**
-     * A pool whose default model serves no named adapter.
-     *
-     * @param specs every model, in listing order; {@code defaultName} among them
-     * @param ttlNs a model idle this long is unloaded (not pinned ones); 0 = only for room
-     */
-    public ModelPool(
-            List<ModelSpec> specs,
-            String defaultName,
-            Loader loader,
-            MemoryBudget budget,
-            long ttlNs,
-            MemoryLimits limits) {
-        this(specs, defaultName, new LinkedHashSet<>(), loader, budget, ttlNs, limits);
-    }
-
-    /**
      * @param specs every model, in listing order; {@code defaultName} among them
      * @param defaultAdapters the default model's named adapters ({@code serve --adapter NAME=DIR}):
      *     requests name them {@code <default>:<NAME>} ({@link ModelNames}), and they are listed
-     *     after the default model
+     *     after the default model; empty for none
      * @param ttlNs a model idle this long is unloaded (not pinned ones); 0 = only for room
-     */
-    public ModelPool(
-            List<ModelSpec> specs,
-            String defaultName,
-            java.util.SequencedSet<String> defaultAdapters,
-            Loader loader,
-            MemoryBudget budget,
-            long ttlNs,
-            MemoryLimits limits) {
-        this(specs, defaultName, defaultAdapters, loader, budget, ttlNs, limits, DEFAULT_LOAD_RETRY_BACKOFF_NS);
-    }
-
-    /**
      * @param loadRetryBackoffNs a model whose load failed answers 503 {@code model_load_failed}
      *     for this long after the failure; the first request after it loads the model again
-     */
-    public ModelPool(
-            List<ModelSpec> specs,
-            String defaultName,
-            java.util.SequencedSet<String> defaultAdapters,
-            Loader loader,
-            MemoryBudget budget,
-            long ttlNs,
-            MemoryLimits limits,
-            long loadRetryBackoffNs) {
-        this(specs, defaultName, defaultAdapters, loader, budget, ttlNs, limits, loadRetryBackoffNs, 0);
-    }
-
-    /**
+     *     ({@link #DEFAULT_LOAD_RETRY_BACKOFF_NS} is serve's)
      * @param promptCacheBytes each model's RAM prefix cache cap ({@link PromptCacheCap}): counted
      *     in its resident bytes, reserved from its load to its unload; the loader must give the
-     *     model's cache this cap
+     *     model's cache this cap (0: no cache)
      */
     public ModelPool(
             List<ModelSpec> specs,

@@ -67,7 +67,8 @@ class ModelPoolLoadRetryTest {
                 new MemoryBudget(1L << 30),
                 0,
                 ModelPool.MemoryLimits.NONE,
-                backoffNs);
+                backoffNs,
+                0);
     }
 
     /** A folder {@link ModelCost} can price: a config and a weights file (never read by this loader). */
