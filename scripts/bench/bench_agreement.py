@@ -25,20 +25,18 @@ import statistics
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
+from stream_chat import stream_chat, words
+
 ROOT = Path(__file__).resolve().parents[2]
-WORDS = ("the of and to in is it you that he was for on are with as his they be at one have this from or had by"
-         " hot word but what some we can out other were all there when up use your how said an each she which"
-         " do their time if will way about many then them write would like so these her long make thing see").split()
 
 
 def prompts(path, n, max_tokens, seed=7):
     rng = random.Random(seed)
     with open(path, "w") as f:
         for i in range(n):
-            text = "Request %d: %s." % (i, " ".join(rng.choice(WORDS) for _ in range(60)))
+            text = "Request %d: %s." % (i, words(rng, 60))
             f.write(json.dumps({"prompt": text, "max_tokens": max_tokens}) + "\n")
 
 
@@ -53,27 +51,11 @@ def own_client(base, lines, concurrency, model_id):
                 if not queue:
                     return
                 item = queue.pop(0)
-            body = {"model": model_id, "messages": [{"role": "user", "content": item["prompt"]}],
-                    "max_tokens": item["max_tokens"], "temperature": 0.0, "stream": True,
-                    "stream_options": {"include_usage": True}}
-            req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
-                                         {"Content-Type": "application/json"})
-            sent = time.monotonic()
-            first = None
-            used = 0
-            with urllib.request.urlopen(req, timeout=600) as resp:
-                for raw in resp:
-                    line = raw.decode().strip()
-                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
-                        continue
-                    event = json.loads(line[5:])
-                    choices = event.get("choices") or []
-                    if first is None and choices and (choices[0].get("delta") or {}).get("content"):
-                        first = time.monotonic()
-                    if event.get("usage"):
-                        used = event["usage"]["completion_tokens"]
+            ttft_ms, _, usage = stream_chat(base, model_id, [{"role": "user", "content": item["prompt"]}],
+                                            item["max_tokens"], timeout_s=600)
+            used = usage["completion_tokens"] if usage else 0
             with lock:
-                ttfts.append((first - sent) * 1000.0)
+                ttfts.append(ttft_ms)
                 tokens.append(used)
 
     start = time.monotonic()
