@@ -202,9 +202,10 @@ class BatchSpeculationTest {
     }
 
     /**
-     * Every row of a round runs its K + 1 positions, so a greedy row's proposal counts only when at
-     * least half the batch proposes as far: one greedy speculating row among three plain ones
-     * verifies no proposal (its tokens stay the plain run's), while alone it does.
+     * Every row of a round runs its K + 1 positions, so a greedy row's proposal is verified only
+     * where it is worth the whole batch's extra positions ({@code RoundWidth}): one greedy
+     * speculating row among three plain ones verifies no proposal (its tokens stay the plain
+     * run's), while alone it does.
      */
     @org.junit.jupiter.api.Test
     void aGreedyProposalFewRowsShareIsNotVerified() throws Exception {
@@ -220,6 +221,47 @@ class BatchSpeculationTest {
             List<List<String>> got = batched(model, script);
             assertEquals(0, lastCounts[0], "a proposal one row of four makes is not verified");
             assertEquals(tokens(serial(model, speculating)), tokens(got.getFirst()));
+        }
+    }
+
+    /**
+     * Two fresh greedy rows share their passes with their proposals: each gets its first rounds
+     * verified (its acceptance weighed at 1 until it has one; at the prior of 1/2 two rows' extra
+     * positions would not pay and neither would ever propose), and their tokens stay each row's
+     * serial run's.
+     */
+    @org.junit.jupiter.api.Test
+    void twoFreshRowsVerifyTheirProposalsTogether() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            Spec a = new Spec(repeating(31, 0), 24, GREEDY, new Speculation.PromptLookup(1, 3, 3));
+            Spec b = new Spec(repeating(29, 3), 24, GREEDY, new Speculation.PromptLookup(1, 3, 3));
+            List<List<String>> got = batched(model, List.of(a, b));
+            assertTrue(lastCounts[0] > 0, "two fresh rows verify proposals together");
+            assertEquals(tokens(serial(model, a)), tokens(got.get(0)));
+            assertEquals(tokens(serial(model, b)), tokens(got.get(1)));
+        }
+    }
+
+    /**
+     * A speculating row steps plainly while the batch is too full for its proposals to pay, and
+     * its source is told every token it commits meanwhile: a self-drafting row among three plain
+     * rows proposes nothing until they leave, then proposes alone, and since its draft is the
+     * target itself and has seen every token, every proposal is accepted.
+     */
+    @org.junit.jupiter.api.Test
+    void aRowSteppingPlainlyKeepsItsDraftInStep() throws Exception {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            Spec drafting = new Spec(repeating(22, 3), 30, GREEDY, new Speculation.DraftModel(model, 2));
+            List<List<String>> got = batched(
+                    model,
+                    List.of(
+                            drafting,
+                            new Spec(repeating(20, 4), 8, GREEDY, null),
+                            new Spec(repeating(18, 5), 8, GREEDY, null),
+                            new Spec(repeating(21, 2), 8, GREEDY, null)));
+            assertTrue(lastCounts[0] > 0, "alone after the others left, the row proposes");
+            assertEquals(lastCounts[0], lastCounts[1], "its draft saw every token it committed plainly");
+            assertEquals(tokens(serial(model, drafting)), tokens(got.getFirst()));
         }
     }
 

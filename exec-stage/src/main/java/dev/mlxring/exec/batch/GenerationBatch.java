@@ -3,6 +3,7 @@ package dev.mlxring.exec.batch;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.exec.spec.RoundWidth;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Dtype;
@@ -94,18 +95,17 @@ final class GenerationBatch implements AutoCloseable {
     }
 
     /**
-     * Generates one token per row ({@code next()}), or, when some row speculates, one
-     * verification round ({@link #verifyStep}); rows that finished are filtered out after it.
+     * Generates one token per row ({@code next()}), or, when some row speculates and a round
+     * pays ({@link #verifiesProposals}), one verification round ({@link #verifyStep}); rows that
+     * finished are filtered out after it.
      */
     List<BatchToken> next() {
         List<BatchToken> out = new ArrayList<>(rows.size());
         if (rows.isEmpty()) {
             return out;
         }
-        for (Row r : rows) {
-            if (r.speculating()) {
-                return verifyStep();
-            }
+        if (verifiesProposals()) {
+            return verifyStep();
         }
         boolean[] returned = new boolean[rows.size()];
         for (int i = 0; i < returned.length; i++) {
@@ -130,6 +130,9 @@ final class GenerationBatch implements AutoCloseable {
             }
             String reason = null;
             row.generated(tokens[i]);
+            if (row.speculating()) {
+                row.spec.observed(tokens[i]);
+            }
             if (row.generated >= row.maxTokens) {
                 reason = "length";
             }
@@ -158,8 +161,10 @@ final class GenerationBatch implements AutoCloseable {
      * ({@code K}: the longest proposal of the round). The rows' next inputs are read first; a
      * token a one-position step sampled and has not reported yet is reported now (a row it ends
      * leaves before the forward). Each speculating row then asks its source for up to
-     * {@code min(max_tokens - generated, its proposal length, the caches' room)} tokens and feeds
-     * its input and its proposal; every other row feeds its input alone; the positions after a
+     * {@code min(max_tokens - generated, its proposal length, the caches' room)} tokens, a greedy
+     * row no more than the {@link RoundWidth} those lengths give, and {@code K} is the
+     * {@link RoundWidth} of what the sources proposed (a greedy row's proposal is cut to it); a
+     * speculating row feeds its input and its proposal; every other row feeds its input alone; the positions after a
      * row's own are padding, which its queries never see (causal) and its cache forgets. Per row,
      * on its own {@code [m + 1, V]} slice of the logits: {@code logits - logsumexp}, then one
      * sampler call (a speculating row: all {@code m + 1} positions, as the serial round; the other
@@ -205,6 +210,9 @@ final class GenerationBatch implements AutoCloseable {
                     // Its caches have not seen this token.
                     finish(e, row, row.generated - 1);
                     leaves[e] = anyLeaves = true;
+                } else if (row.speculating()) {
+                    // A plain step sampled it: the source has not seen it yet.
+                    row.spec.observed(pending[e]);
                 }
             }
         }
@@ -223,16 +231,19 @@ final class GenerationBatch implements AutoCloseable {
         n = rows.size();
         // The rows that left above are gone: the round's leavers are indexed over the rows left.
         leaves = new boolean[n];
-        int room = caches.speculativeRoom();
+        Widths wanted = widths(caches.speculativeRoom());
+        // The width the wanted lengths could use at most: no source proposes more than a round verifies.
+        int limit = RoundWidth.choose(wanted.lengths, wanted.acceptance, wanted.cuttable);
         int[][] proposals = new int[n][];
+        int[] lengths = new int[n];
         int vocab = model.vocabSize();
         for (int e = 0; e < n; e++) {
             Row row = rows.get(e);
-            proposals[e] = row.speculating()
-                    ? withinVocabulary(row.spec.propose(row.maxTokens - row.generated, room), vocab)
-                    : new int[0];
+            int asked = wanted.cuttable[e] ? Math.min(wanted.lengths[e], limit) : wanted.lengths[e];
+            proposals[e] = row.speculating() ? withinVocabulary(row.spec.propose(asked), vocab) : new int[0];
+            lengths[e] = proposals[e].length;
         }
-        int k = roundWidth(proposals);
+        int k = RoundWidth.choose(lengths, wanted.acceptance, wanted.cuttable);
         for (int e = 0; e < n; e++) {
             if (proposals[e].length > k) {
                 proposals[e] = java.util.Arrays.copyOf(proposals[e], k);
@@ -366,28 +377,40 @@ final class GenerationBatch implements AutoCloseable {
         return out;
     }
 
-    /**
-     * The round's proposal length K: every row runs K + 1 positions, so a proposal few rows share
-     * makes every row pay for it. A sampled row keeps its whole proposal (its key draws follow its
-     * proposal length, as the serial round's); a greedy row's tokens are the model's argmax
-     * whatever it proposed, so its proposal counts only up to the longest length that at least half
-     * the batch's rows propose (a lone row: its own), and is cut to K.
-     */
-    private int roundWidth(int[][] proposals) {
+    /** Per row of the batch: the tokens it would propose, its acceptance, whether it may be cut. */
+    private record Widths(int[] lengths, double[] acceptance, boolean[] cuttable) {}
+
+    /** The rows' wanted proposals, as {@link RoundWidth} weighs them; none for a row that does not speculate. */
+    private Widths widths(int room) {
         int n = rows.size();
-        int sampled = 0;
-        int[] greedy = new int[n];
+        Widths w = new Widths(new int[n], new double[n], new boolean[n]);
         for (int e = 0; e < n; e++) {
-            if (rows.get(e).sampling.params().greedy()) {
-                greedy[e] = proposals[e].length;
-            } else {
-                sampled = Math.max(sampled, proposals[e].length);
+            Row row = rows.get(e);
+            if (row.speculating()) {
+                w.lengths[e] = row.spec.wanted(row.maxTokens - row.generated, room);
+                w.acceptance[e] = row.spec.acceptance();
+                w.cuttable[e] = row.spec.cuttable();
             }
         }
-        java.util.Arrays.sort(greedy);
-        // greedy[n - half] is the longest length reached by at least half of the rows.
-        int half = (n + 1) / 2;
-        return Math.max(sampled, greedy[n - half]);
+        return w;
+    }
+
+    /**
+     * Whether this step is a verification round: some row speculates and, at the lengths the rows
+     * would propose, {@link RoundWidth} finds a round of {@code K > 0} worth more tokens per unit
+     * of cost than a plain step. Otherwise the batch takes the pipelined one-position step, and a
+     * speculating row's source is told its token ({@link RowSpeculation#observed}).
+     */
+    private boolean verifiesProposals() {
+        boolean any = false;
+        for (Row r : rows) {
+            any |= r.speculating();
+        }
+        if (!any) {
+            return false;
+        }
+        Widths w = widths(caches.speculativeRoom());
+        return RoundWidth.choose(w.lengths, w.acceptance, w.cuttable) > 0;
     }
 
     /** Counts {@code token} as generated; {@code "length"} or {@code "stop"} when it ends the row, else null. */

@@ -39,10 +39,37 @@ final class RowSpeculation implements AutoCloseable {
         return adaptiveStop == null || !adaptiveStop.stopped();
     }
 
-    /** The source's proposal of at most {@code min(remaining, proposal length, room)} tokens. */
-    int[] propose(int remaining, int room) {
+    /**
+     * The tokens the row would propose this round: {@code min(remaining, its proposal length, room)},
+     * its proposal length being {@link ProposalLength}'s pick for a greedy row, else
+     * {@code num_draft_tokens}.
+     */
+    int wanted(int remaining, int room) {
         int length = proposalLength != null ? proposalLength.next() : numDraftTokens;
-        return source.propose(Math.max(0, Math.min(Math.min(remaining, length), room)));
+        return Math.max(0, Math.min(Math.min(remaining, length), room));
+    }
+
+    /** Whether the batch may cut the row's proposal (a greedy row: its tokens do not depend on it). */
+    boolean cuttable() {
+        return proposalLength != null;
+    }
+
+    /** The row's acceptance as the batch's {@code RoundWidth} weighs it: {@link ProposalLength#roundAcceptance()}; 1/2 for a sampled row. */
+    double acceptance() {
+        return proposalLength == null ? 0.5 : proposalLength.roundAcceptance();
+    }
+
+    /** The source's proposal of at most {@code maxTokens} tokens (none for {@code maxTokens <= 0}). */
+    int[] propose(int maxTokens) {
+        return source.propose(Math.max(0, maxTokens));
+    }
+
+    /**
+     * A plain one-position step committed {@code token} (the batch chose not to verify proposals
+     * that step): the source appends it, as after a round that proposed nothing.
+     */
+    void observed(int token) {
+        source.accepted(0, token);
     }
 
     /**

@@ -45,6 +45,8 @@ public final class ProposalLength {
     private final long[] acceptedByStreak = new long[MAX_STREAK + 1];
     private final long[] rejectedByStreak = new long[MAX_STREAK + 1];
     private int streak;
+    /** Rounds recorded that proposed something. */
+    private long rounds;
 
     /** With {@link #EXACT_CPU_COSTS}. */
     public ProposalLength(int maxTokens) {
@@ -80,6 +82,23 @@ public final class ProposalLength {
         return p;
     }
 
+    /**
+     * The acceptance a round's width is weighed at ({@link RoundWidth}): {@link #acceptance()}
+     * once a round was recorded, 1 before, so a fresh row gets its first rounds verified and
+     * learns its rate (at the prior of 1/2, a few fresh rows in one batch would never propose).
+     */
+    public double roundAcceptance() {
+        return rounds == 0 ? 1.0 : acceptance();
+    }
+
+    /**
+     * How much of a lone row's {@code proposedTokens} proposal its round verifies: the
+     * {@link RoundWidth} of one row at {@link #roundAcceptance()} (0: a plain step pays more).
+     */
+    public int aloneWidth(int proposedTokens) {
+        return RoundWidth.choose(new int[] {proposedTokens}, new double[] {roundAcceptance()}, new boolean[] {true});
+    }
+
     /** The next round's proposal length: 1 up to {@code min(maxTokens, positions the table covers - 1)}. */
     public int next() {
         double p = acceptance();
@@ -113,6 +132,7 @@ public final class ProposalLength {
         if (proposedTokens == 0) {
             return;
         }
+        rounds++;
         acceptedByStreak[streak] += acceptedTokens;
         if (acceptedTokens < proposedTokens) {
             rejectedByStreak[streak]++;

@@ -246,9 +246,17 @@ public final class SpeculativeRun implements AutoCloseable {
         boolean proposing = adaptiveStop == null || !adaptiveStop.stopped();
         int budget = Math.min(
                 options.maxTokens() - produced, proposalLength != null ? proposalLength.next() : numDraftTokens);
+        if (proposalLength != null) {
+            // As a lone batch row: what a round of one row verifies is worth its positions (RoundWidth).
+            budget = proposalLength.aloneWidth(Math.max(budget, 0));
+        }
         boolean onDevice =
                 proposing && budget > 0 && source instanceof DraftModelSource d && d.proposesWithin(model.vocabSize());
         int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
+        if (proposal != null && proposalLength != null && proposal.length > 0) {
+            // A lookup may find fewer tokens than asked for; fewer may be worth fewer still.
+            proposal = Arrays.copyOf(proposal, proposalLength.aloneWidth(proposal.length));
+        }
         int m = proposal == null ? budget : proposal.length;
         int[] sampled;
         try (ArrayScope scope = ArrayScope.open()) {
