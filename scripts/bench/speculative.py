@@ -3,6 +3,9 @@
 
 Usage: speculative.py [--model DIR] [--port 18193] [--rounds 3] [--max-tokens 300]
                       [--ks 1,2,3] [--numerics exact,fast] [--streams 1] [--out FILE.md]
+                      [--json FILE.json]
+
+--json writes every round's figure and the acceptance counts, which plot_speculative.py draws.
 
 With --streams N > 1, each (configuration, workload) sends N identical streaming requests at once
 (one continuous batch, speculating rows inside it) and reports the aggregate decode tok/s: all
@@ -105,6 +108,7 @@ def main():
     ap.add_argument("--numerics", default="exact,fast")
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--out")
+    ap.add_argument("--json")
     a = ap.parse_args()
     ks = [int(k) for k in a.ks.split(",")]
     work = workloads()
@@ -152,6 +156,12 @@ def main():
     print(table)
     if a.out:
         Path(a.out).write_text(table + "\n")
+    if a.json:
+        cells = [{"numerics": n, "k": k, "workload": w, "tok_s": v,
+                  "proposed": spec.get((n, k, w), (0, 0))[0], "accepted": spec.get((n, k, w), (0, 0))[1]}
+                 for (n, k, w), v in tps.items()]
+        Path(a.json).write_text(json.dumps({"streams": a.streams, "rounds": a.rounds,
+                                            "max_tokens": a.max_tokens, "cells": cells}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
