@@ -3,8 +3,8 @@
 
 Usage: plot_speculative.py OUT.png RUN.json [RUN.json ...]
 
-One group of bars per (workload, numerics), one bar per number of concurrent streams (one JSON
-per --streams value): the median over rounds of the speculating configuration's tok/s over the
+One group of bars per (workload, numerics), one bar per number of concurrent streams (the files
+of one --streams value merge, e.g. one per numerics): the median over rounds of the speculating configuration's tok/s over the
 median of `off`'s (the longest k each file measured), with each round's own ratio (speculating
 over the same round's `off`) as dots; the dashed line is 1.0 (no gain, no loss). The bar's label
 is the acceptance, accepted / proposed tokens over the rounds.
@@ -23,8 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
-    runs = [json.load(open(p)) for p in argv[2:]]
-    runs.sort(key=lambda r: r["streams"])
+    by_streams = {}  # one run per --streams value; files of the same streams (e.g. per numerics) merge
+    for path in argv[2:]:
+        run = json.load(open(path))
+        by_streams.setdefault(run["streams"], {"streams": run["streams"], "cells": []})["cells"] += run["cells"]
+    runs = [by_streams[n] for n in sorted(by_streams)]
     groups = []  # (workload, numerics)
     for run in runs:
         for c in run["cells"]:
