@@ -236,7 +236,7 @@ record FusedBlock(
     /**
      * Whether this call takes the block over a batch's rows: one new position per row (a decode
      * step) over a full-precision batch cache ({@link BatchKvCache}: left padding, per-row rope
-     * offsets) with something stored, and the batch's mask array and rope offsets. Prefill chunks,
+     * offsets) with something stored, and the batch's boolean mask array and rope offsets. Prefill chunks,
      * rotating and quantized batch caches run the graph, and so does every batch under {@code
      * -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
      */
@@ -247,6 +247,7 @@ record FusedBlock(
                 && !batch.isEmpty()
                 && x.dim(0) == batch.batchSize()
                 && mask.array() != null
+                && mask.array().dtype() == Dtype.BOOL
                 && mask.offsets() != null;
     }
 
