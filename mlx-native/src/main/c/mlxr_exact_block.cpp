@@ -14,7 +14,10 @@
 //     n   = rms_norm(h, w_post)
 //     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     the projections, NativeSwiglu, MLX's add
 //
-// each step's output of the dtype MLX's promotion gives it. The activations are
+// each step's output of the dtype MLX's promotion gives it. A decode step of a batch cache's rows
+// (mlxr_exact_decoder_block_rows) is the same task with the graph's two arrays more: the rope at
+// the rows' int32 offsets (NativeRope's per-row offsets) and the sdpa under the batch's boolean
+// mask (NativeSdpa's array mask), the new keys and values at the shared index `offset`. The activations are
 // float32, float16 or bfloat16 (the promotion of x's, the norms' and the group
 // parameters' dtypes). MLX's adds (the biases and residuals) are one IEEE add
 // per element in float, rounded to the activations' type: for float32 with an
