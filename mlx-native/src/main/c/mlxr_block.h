@@ -64,6 +64,10 @@ struct BlockSpec {
   // offset + L - 1, its rope positions start at offset - left_padding[b], and attention reads no
   // position before left_padding[b]. Empty for a single-row cache (no padding). Fast block only.
   std::vector<int> left_padding;
+  // Rows of a batch cache for the exact block: its last two inputs are the rope's per-row offsets
+  // (int32 [B], mlx-lm's BatchKVCache offset) and the attention's boolean mask array (make_mask),
+  // the very arrays the graph's rope and sdpa take. False: the scalar offset and `causal`.
+  bool batch_rows = false;
 
   int qkv_bias_input() const {
     return kQkNorm + (qk_norm ? 2 : 0);
@@ -75,6 +79,11 @@ struct BlockSpec {
 
   int layouts_input() const {
     return rope_freqs_input() + (rope_freqs ? 1 : 0);
+  }
+
+  // The batch rows' rope offsets, then their mask (batch_rows only).
+  int row_offsets_input() const {
+    return kInNorm + weight_count();
   }
 
   int weight_count() const {

@@ -14,7 +14,10 @@
 //     n   = rms_norm(h, w_post)
 //     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     the projections, NativeSwiglu, MLX's add
 //
-// each step's output of the dtype MLX's promotion gives it. The activations are
+// each step's output of the dtype MLX's promotion gives it. A decode step of a batch cache's rows
+// (mlxr_exact_decoder_block_rows) is the same task with the graph's two arrays more: the rope at
+// the rows' int32 offsets (NativeRope's per-row offsets) and the sdpa under the batch's boolean
+// mask (NativeSdpa's array mask), the new keys and values at the shared index `offset`. The activations are
 // float32, float16 or bfloat16 (the promotion of x's, the norms' and the group
 // parameters' dtypes). MLX's adds (the biases and residuals) are one IEEE add
 // per element in float, rounded to the activations' type: for float32 with an
@@ -150,8 +153,15 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
   mx::array qr = fresh({B, H, L, Dh}, q.dtype());
   mx::array kr = fresh({B, Hkv, L, Dh}, k.dtype());
   const mx::array* freqs = s.rope_freqs ? &in[s.rope_freqs_input()] : nullptr;
-  fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, qr);
-  fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, kr);
+  if (s.batch_rows) {
+    // a batch cache's rows: the rope at each row's offset, the graph's offsets array
+    const mx::array& offsets = in[s.row_offsets_input()];
+    fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offsets, freqs, qr);
+    fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offsets, freqs, kr);
+  } else {
+    fast::rope_heads_into(q, H, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, qr);
+    fast::rope_heads_into(k, Hkv, s.rope_dims, s.rope_traditional, s.rope_base, s.rope_scale, offset, freqs, kr);
+  }
   // the cache's slice updates: keys [B, Hkv, L, D] and values [B, L, Hkv, D] (the view
   // transpose(reshape(v)), read as it lies) at positions offset .. offset + L - 1
   {
@@ -175,7 +185,11 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
   mx::array keys = view(out[1], {B, Hkv, S, Dh}, cache_strides, full);
   mx::array values = view(out[2], {B, Hkv, S, Dh}, cache_strides, full);
   mx::array attn = fresh({B, L, H * Dh}, act);
-  fast::sdpa_merged_into(qr, keys, values, s.attn_scale, s.causal, attn);
+  if (s.batch_rows) {
+    fast::sdpa_merged_into(qr, keys, values, s.attn_scale, in[s.row_offsets_input() + 1], attn);
+  } else {
+    fast::sdpa_merged_into(qr, keys, values, s.attn_scale, s.causal, attn);
+  }
   mx::array o = project(kO, attn);
   mx::array h = fresh(o.shape(), act);
   add_rows<T>(x, o, h);
@@ -189,8 +203,81 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
   add_rows<T>(h, d, out[0]);
 }
 
-}  // namespace
+// The exact block's entry: rows_offsets and rows_mask both null (a single-row cache: the scalar
+// offset, `causal`) or both given (a batch cache's rows); errors name `who`.
+int exact_block_entry(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights, int n_weights,
+                      const int* ints, const float* floats, mlxr_array rows_offsets, mlxr_array rows_mask,
+                      mlxr_array* out, const char* who) {
+  return mlxr::guard_int([&] {
+    const std::string w(who);
+    BlockSpec s = parse_spec(ints, floats, n_weights, who);
+    for (int p = 0; p < kProjections; p++) {
+      if (!mlxr::qmm::shape_supported(s.bits[p], s.group_size[p]))
+        throw std::invalid_argument(w + ": projection " + std::to_string(p) + " has " + std::to_string(s.bits[p]) +
+                                    " bits, group " + std::to_string(s.group_size[p]));
+    }
+    if (s.rope_freqs) {
+      const auto& f = *static_cast<mx::array*>(weights[s.rope_freqs_input() - kInNorm]);
+      if (f.ndim() != 1 || f.shape(0) != s.rope_dims / 2 || !mlxr::is_float(f.dtype()))
+        throw std::invalid_argument(w + ": rope frequencies must be a float [rope_dims / 2] array");
+    }
+    s.isa = mlxr::default_isa();
+    auto stream = mx::default_stream(mx::default_device());
+    if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
+        !mlxr::fast::cpu_has_fma())
+      throw std::invalid_argument(w + ": needs a CPU stream and a CPU with AVX2, F16C and FMA");
+    const auto& xa = *static_cast<mx::array*>(x);
+    const mx::Dtype act = activations_dtype(xa, weights);
+    if (!mlxr::is_float(act)) throw std::invalid_argument(w + ": float32, float16 or bfloat16 activations only");
+    auto weight = [&](int input) -> const mx::array& { return *static_cast<mx::array*>(weights[input - kInNorm]); };
+    if (s.qkv_bias && act != mx::float32) {
+      for (int p = kQ; p <= kV; p++) {
+        if (weight(s.qkv_bias_input() + p).dtype() != act)
+          throw std::invalid_argument(w + ": q/k/v biases must be of the half-type activations' dtype");
+      }
+    }
+    if (s.layouts && weight(s.layouts_input()).dtype() != act) {
+      s.layouts = false;  // unused, so not an input (never built for this block)
+      n_weights -= kProjections;
+    }
+    for (int p = 0; s.layouts && p < kProjections; p++) {
+      const mx::array& l = weight(s.layouts_input() + p);
+      const mx::array& wp = weight(kFirstProj + 3 * p);
+      if (l.dtype() != act || l.ndim() != 3 || wp.ndim() != 2 ||
+          l.shape(0) != (wp.shape(0) + mlxr::qmm::kDequantizedCols - 1) / mlxr::qmm::kDequantizedCols ||
+          int64_t(l.shape(1)) * s.bits[p] != int64_t(wp.shape(1)) * 32 || l.shape(2) != mlxr::qmm::kDequantizedCols)
+        throw std::invalid_argument(w + ": projection " + std::to_string(p) +
+                                    "'s layout is not the dequantized layout of its weight");
+    }
+    std::vector<mlxr_array> inputs(weights, weights + n_weights);
+    if ((rows_offsets == nullptr) != (rows_mask == nullptr))
+      throw std::invalid_argument(w + ": a batch's rows need both their rope offsets and their mask");
+    if (rows_offsets != nullptr) {
+      // the graph's rope and sdpa take these natively only so (else they run MLX's ops, whose
+      // bytes this block does not reproduce): refused rather than computed differently
+      const auto& offs = *static_cast<mx::array*>(rows_offsets);
+      const auto& mask = *static_cast<mx::array*>(rows_mask);
+      const int B = xa.ndim() == 3 ? xa.shape(0) : 0;
+      if (xa.ndim() != 3 || xa.shape(1) != 1)
+        throw std::invalid_argument(w + ": a batch's rows take one new position each (x [B, 1, D])");
+      if (offs.dtype() != mx::int32 || offs.ndim() != 1 || (offs.shape(0) != B && offs.shape(0) != 1))
+        throw std::invalid_argument(w + ": the rows' rope offsets must be int32 [B]");
+      const mx::Shape scores = {B, s.heads, 1, offset_of(ints) + 1};
+      if (!mlxr::fast::sdpa_mask_covered(mask, scores))
+        throw std::invalid_argument(w + ": the rows' mask must be a boolean array broadcastable to [B, heads, 1, " +
+                                    std::to_string(offset_of(ints) + 1) + "]");
+      s.batch_rows = true;
+      s.causal = false;
+      inputs.push_back(rows_offsets);
+      inputs.push_back(rows_mask);
+    }
+    auto outputs = block_outputs<run_exact_block>(s, offset_of(ints), xa, keys, values, inputs.data(),
+                                                  int(inputs.size()), stream, "ExactDecoderBlock", who);
+    for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
+  });
+}
 
+}  // namespace
 }  // namespace mlxr::block
 
 extern "C" {
@@ -207,6 +294,7 @@ int mlxr_exact_block_available() {
   return ok;
 }
 
+
 // The exact fused block (above), with mlxr_fast_decoder_block's arguments
 // (mlxr_block.h's parse_spec; `causal` chooses the attention's mask; with
 // rope_freqs the rope's frequencies follow the biases, base unused; with
@@ -218,54 +306,25 @@ int mlxr_exact_block_available() {
 // set; anything else is an error naming what.
 int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                              int n_weights, const int* ints, const float* floats, mlxr_array* out) {
-  namespace mx = mlx::core;
-  using namespace mlxr::block;
-  return mlxr::guard_int([&] {
-    BlockSpec s = parse_spec(ints, floats, n_weights, "exact block");
-    for (int p = 0; p < kProjections; p++) {
-      if (!mlxr::qmm::shape_supported(s.bits[p], s.group_size[p]))
-        throw std::invalid_argument("exact block: projection " + std::to_string(p) + " has " +
-                                    std::to_string(s.bits[p]) + " bits, group " + std::to_string(s.group_size[p]));
-    }
-    if (s.rope_freqs) {
-      const auto& f = *static_cast<mx::array*>(weights[s.rope_freqs_input() - kInNorm]);
-      if (f.ndim() != 1 || f.shape(0) != s.rope_dims / 2 || !mlxr::is_float(f.dtype()))
-        throw std::invalid_argument("exact block: rope frequencies must be a float [rope_dims / 2] array");
-    }
-    s.isa = mlxr::default_isa();
-    auto stream = mx::default_stream(mx::default_device());
-    if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||
-        !mlxr::fast::cpu_has_fma())
-      throw std::invalid_argument("exact block: needs a CPU stream and a CPU with AVX2, F16C and FMA");
-    const auto& xa = *static_cast<mx::array*>(x);
-    const mx::Dtype act = activations_dtype(xa, weights);
-    if (!mlxr::is_float(act))
-      throw std::invalid_argument("exact block: float32, float16 or bfloat16 activations only");
-    auto weight = [&](int input) -> const mx::array& { return *static_cast<mx::array*>(weights[input - kInNorm]); };
-    if (s.qkv_bias && act != mx::float32) {
-      for (int p = kQ; p <= kV; p++) {
-        if (weight(s.qkv_bias_input() + p).dtype() != act)
-          throw std::invalid_argument("exact block: q/k/v biases must be of the half-type activations' dtype");
-      }
-    }
-    if (s.layouts && weight(s.layouts_input()).dtype() != act) {
-      s.layouts = false;  // unused, so not an input (never built for this block)
-      n_weights -= kProjections;
-    }
-    for (int p = 0; s.layouts && p < kProjections; p++) {
-      const mx::array& l = weight(s.layouts_input() + p);
-      const mx::array& w = weight(kFirstProj + 3 * p);
-      if (l.dtype() != act || l.ndim() != 3 || w.ndim() != 2 ||
-          l.shape(0) != (w.shape(0) + mlxr::qmm::kDequantizedCols - 1) / mlxr::qmm::kDequantizedCols ||
-          int64_t(l.shape(1)) * s.bits[p] != int64_t(w.shape(1)) * 32 || l.shape(2) != mlxr::qmm::kDequantizedCols)
-        throw std::invalid_argument("exact block: projection " + std::to_string(p) +
-                                    "'s layout is not the dequantized layout of its weight");
-    }
-    auto outputs =
-        block_outputs<run_exact_block>(s, offset_of(ints), xa, keys, values, weights, n_weights, stream,
-                                       "ExactDecoderBlock", "exact block");
-    for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
-  });
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, nullptr, nullptr, out,
+                                        "exact block");
+}
+
+// The exact block over a decode step of a batch cache's rows (mlx-lm's BatchKVCache), x [B, 1, D],
+// with the graph's bytes: the rope of row b's q and k at offsets[b] (the int32 [B] array the
+// graph's rope takes), the new keys and values written at the shared index `offset` of every row
+// (update_and_fetch's slice updates), the attention over keys[..., :offset + 1, :] under `mask`
+// (the batch's boolean make_mask array, broadcastable to [B, heads, 1, offset + 1], which the
+// graph's sdpa takes), then as mlxr_exact_decoder_block (whose `causal` is ignored). Covered as
+// mlxr_exact_decoder_block; other shapes of x, offsets or mask are errors naming what.
+int mlxr_exact_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                  int n_weights, const int* ints, const float* floats, mlxr_array offsets,
+                                  mlxr_array mask, mlxr_array* out) {
+  if (offsets == nullptr || mask == nullptr) {
+    return mlxr::guard_int([] { throw std::invalid_argument("exact block rows: no rope offsets or mask"); });
+  }
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, out,
+                                        "exact block rows");
 }
 
 }  // extern "C"

@@ -22,10 +22,24 @@ void rms_norm_into(const mlx::core::array& x, const mlx::core::array& w, float e
 void rope_heads_into(const mlx::core::array& x, int heads, int dims, bool traditional, float base, float scale,
                      int offset, const mlx::core::array* freqs, mlx::core::array& out);
 
+// The same with one offset per batch row: offsets int32 [B] (or one), the array the graph's
+// rope of a batch cache's rows takes (mlx-lm's BatchKVCache offset).
+void rope_heads_into(const mlx::core::array& x, int heads, int dims, bool traditional, float base, float scale,
+                     const mlx::core::array& offsets, const mlx::core::array* freqs, mlx::core::array& out);
+
 // scaled_dot_product_attention(q, k, v, scale, "causal" or no mask) with the heads merged:
 // out [B, L, Hq * Dv].
 void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, const mlx::core::array& v, float scale,
                       bool causal, mlx::core::array& out);
+
+// The same with a boolean mask array broadcastable to the scores [B, Hq, L, S] (a batch cache's
+// make_mask): what NativeSdpa runs for the graph's sdpa(q, k, v, scale, mask=array).
+void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, const mlx::core::array& v, float scale,
+                      const mlx::core::array& mask, mlx::core::array& out);
+
+// Whether NativeSdpa takes `mask` as a boolean mask for scores of shape `scores` (else the
+// graph's sdpa runs MLX's op).
+bool sdpa_mask_covered(const mlx::core::array& mask, const mlx::core::Shape& scores);
 
 // swiglu(gate, x) of operands of one shape and one dtype (float32, float16, bfloat16).
 void swiglu_into(const mlx::core::array& gate, const mlx::core::array& x, mlx::core::array& out);

@@ -220,6 +220,14 @@ void rope_heads_into(const mx::array& x, int heads, int dims, bool traditional, 
   with_float_type(out.dtype(), [&](auto t) { rope_rows<decltype(t)>(p, in, out); });
 }
 
+void rope_heads_into(const mx::array& x, int heads, int dims, bool traditional, float base, float scale,
+                     const mx::array& offsets, const mx::array* freqs, mx::array& out) {
+  const RopeParams p{dims, traditional, freqs != nullptr, freqs != nullptr ? 1.0f : base, scale, heads};
+  std::vector<mx::array> in = {x, offsets};
+  if (freqs != nullptr) in.push_back(*freqs);
+  with_float_type(out.dtype(), [&](auto t) { rope_rows<decltype(t)>(p, in, out); });
+}
+
 }  // namespace mlxr::fast
 
 extern "C" {

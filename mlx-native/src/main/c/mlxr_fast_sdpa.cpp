@@ -498,6 +498,18 @@ void sdpa_merged_into(const mx::array& q, const mx::array& k, const mx::array& v
   with_float_type(out.dtype(), [&](auto tt) { sdpa<decltype(tt)>(p, in, out); });
 }
 
+void sdpa_merged_into(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
+                      const mx::array& mask, mx::array& out) {
+  const mx::Dtype t = q.dtype();
+  const std::vector<mx::array> in = {q, k, v, mx::array(mx::finfo(t).min, t), mask};
+  const SdpaParams p{scale, MaskKind::Bool, false, true};
+  with_float_type(out.dtype(), [&](auto tt) { sdpa<decltype(tt)>(p, in, out); });
+}
+
+bool sdpa_mask_covered(const mx::array& mask, const mx::Shape& scores) {
+  return mask.dtype() == mx::bool_ && broadcastable(mask, scores);
+}
+
 }  // namespace mlxr::fast
 
 extern "C" {

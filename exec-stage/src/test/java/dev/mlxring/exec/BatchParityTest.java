@@ -204,6 +204,33 @@ public class BatchParityTest {
                         8,
                         32,
                         List.of(greedy(0, 8, 9, 30), greedy(0, 14, 10, 30), greedy(4, 150, 11, 8))),
+                // The exact tier's fused block over a batch's rows (4-bit llama, qwen3 and llama3's
+                // rope at 8 bits): ragged prompts (left padding), a row finishing early, a joiner.
+                new Cell(
+                        "fused-rows-llama",
+                        "llama-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(
+                                greedy(0, 5, 31, 18),
+                                greedy(0, 23, 32, 6),
+                                greedy(0, 41, 33, 18),
+                                greedy(7, 11, 34, 9))),
+                new Cell(
+                        "fused-rows-qwen3",
+                        "qwen3-q4",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 9, 35, 16), greedy(0, 30, 36, 16), greedy(3, 4, 37, 10))),
+                new Cell(
+                        "fused-rows-llama3",
+                        "llama-q8",
+                        16,
+                        8,
+                        32,
+                        List.of(greedy(0, 17, 38, 14), greedy(0, 3, 39, 14), greedy(2, 26, 40, 8))),
                 // Admission caps: at most 2 prefilling and 3 in flight, 5 rows waiting at once.
                 new Cell(
                         "capped",

@@ -177,17 +177,136 @@ class FusedBlockTest {
     }
 
     /**
-     * A decode step of a batch's rows (left-padded batch caches, ragged offsets) is one fast-tier
-     * fused block per block under the fast tier, and the graph under the exact tier (whose batched
-     * bytes are mlx-lm's BatchGenerator's, BatchParityTest).
+     * A decode step of a batch's rows (left-padded batch caches, ragged offsets) is one fused block
+     * of the tier's kind per block, and the graph under {@code -Dmlxring.fusedBatch=false}.
      */
     @Test
-    void aBatchDecodeStepIsOnePrimitivePerBlockInTheFastTier() {
-        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+    void aBatchDecodeStepIsOnePrimitivePerBlock() {
         Path dir = models.resolve("qwen3-f32-q8g64");
-        assertEquals(2, fusedBlocksInABatchStep(dir, Numerics.FAST, "FastDecoderBlock"), "fast tier, batch");
-        assertEquals(0, fusedBlocksInABatchStep(dir, Numerics.EXACT, "ExactDecoderBlock"), "exact tier, batch");
+        assertEquals(2, fusedBlocksInABatchStep(dir, Numerics.EXACT, "ExactDecoderBlock"), "exact tier, batch");
         assertEquals(0, fusedBlocksInABatchStep(dir, Numerics.EXACT, "FastDecoderBlock"), "exact tier, batch");
+        runWithFusedBatch(
+                false,
+                () -> assertEquals(
+                        0,
+                        fusedBlocksInABatchStep(dir, Numerics.EXACT, "ExactDecoderBlock"),
+                        "exact tier, batch, -Dmlxring.fusedBatch=false"));
+        assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
+        assertEquals(2, fusedBlocksInABatchStep(dir, Numerics.FAST, "FastDecoderBlock"), "fast tier, batch");
+    }
+
+    /**
+     * The exact tier's fused block over a batch's rows has the graph's bytes: rows of 250, 9 and 3
+     * prompt positions (left padding 0, 241 and 247) merged into one batch cache decode 12 steps,
+     * across the cache's growth at 256 positions; every step's logits of every row equal, bit for
+     * bit, those of the same steps on the graph ({@code -Dmlxring.fusedBatch=false}), whose bytes
+     * are mlx-lm's BatchGenerator's (BatchParityTest), and each fused step is one primitive per
+     * block.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(
+            strings = {
+                "llama-f32-q4g32",
+                "qwen3-f32-q8g64",
+                "qwen2-f32-q4g64",
+                "llama3-f32-q8g128",
+                "llama-bf16-q4g128",
+                "llama-f16-q4g32-hd64",
+                "qwen3-bf16-q8g64-hd128"
+            })
+    void exactBlockOverABatchsRowsHasTheGraphsBytes(String name) {
+        assertFusedRowsHaveTheGraphsBytes(name, false);
+    }
+
+    /** As above over the projections' dequantized layouts ({@code --dequantized-weights}). */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama-bf16-q4g128", "qwen3-bf16-q8g64-hd128"})
+    void exactBlockOverABatchsRowsAndDequantizedWeightsHasTheGraphsBytes(String name) {
+        assertFusedRowsHaveTheGraphsBytes(name, true);
+    }
+
+    private static void assertFusedRowsHaveTheGraphsBytes(String name, boolean dequantized) {
+        int[] tokens = tokens(name);
+        int[] fusedBlocks = new int[1];
+        float[][] graph = withFusedBatch(false, () -> batchLogits(models.resolve(name), dequantized, tokens, null));
+        float[][] fused =
+                withFusedBatch(true, () -> batchLogits(models.resolve(name), dequantized, tokens, fusedBlocks));
+        assertEquals(2, fusedBlocks[0], name + ": a batch step is not one ExactDecoderBlock per block");
+        for (int step = 0; step < graph.length; step++) {
+            assertArrayEquals(bits(graph[step]), bits(fused[step]), name + ": logits differ at step " + step);
+        }
+    }
+
+    /**
+     * Every decode step's logits {@code [rows * vocab]} of three rows prefilled alone (250, 9 and 3
+     * positions of {@code tokens}), merged into a batch cache and stepped 12 times on further
+     * tokens; {@code fusedBlocks[0]} (where given) the first step's ExactDecoderBlock count.
+     */
+    private static float[][] batchLogits(Path dir, boolean dequantized, int[] tokens, int[] fusedBlocks) {
+        int[] lengths = {250, 9, 3};
+        int steps = 12;
+        float[][] out = new float[steps][];
+        try (LanguageModel model = load(dir, true, Numerics.EXACT, dequantized)) {
+            KvCache[][] rows = new KvCache[lengths.length][];
+            KvCache[] batch = null;
+            try (ArrayScope s = ArrayScope.open()) {
+                for (int r = 0; r < lengths.length; r++) {
+                    rows[r] = model.newCache();
+                    int[] prompt = Arrays.copyOfRange(tokens, r, r + lengths[r]);
+                    Mlx.eval(model.forward(Mlx.fromInts(prompt, 1, prompt.length), rows[r]));
+                }
+                batch = new KvCache[rows[0].length];
+                for (int i = 0; i < batch.length; i++) {
+                    batch[i] = BatchKvCache.merge(
+                            (DenseKvCache) rows[0][i], (DenseKvCache) rows[1][i], (DenseKvCache) rows[2][i]);
+                }
+                for (int step = 0; step < steps; step++) {
+                    int[] next = {tokens[step], tokens[step + 1], tokens[step + 2]};
+                    MlxArray logits = model.forward(Mlx.fromInts(next, next.length, 1), batch);
+                    if (step == 0 && fusedBlocks != null) {
+                        fusedBlocks[0] =
+                                (int) Arrays.stream(Mlx.profileEval(logits).split("\n"))
+                                        .filter(line -> line.startsWith("ExactDecoderBlock\t"))
+                                        .count();
+                    }
+                    out[step] = Mlx.astype(logits, Dtype.FLOAT32).toFloatArray();
+                }
+            } finally {
+                for (KvCache[] caches : rows) {
+                    for (KvCache c : caches == null ? new KvCache[0] : caches) {
+                        c.close();
+                    }
+                }
+                for (KvCache c : batch == null ? new KvCache[0] : batch) {
+                    if (c != null) {
+                        c.close();
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** {@code body} with {@code -Dmlxring.fusedBatch} set as given (restored after). */
+    private static <T> T withFusedBatch(boolean on, java.util.function.Supplier<T> body) {
+        String was = System.getProperty("mlxring.fusedBatch");
+        System.setProperty("mlxring.fusedBatch", Boolean.toString(on));
+        try {
+            return body.get();
+        } finally {
+            if (was == null) {
+                System.clearProperty("mlxring.fusedBatch");
+            } else {
+                System.setProperty("mlxring.fusedBatch", was);
+            }
+        }
+    }
+
+    private static void runWithFusedBatch(boolean on, Runnable body) {
+        withFusedBatch(on, () -> {
+            body.run();
+            return null;
+        });
     }
 
     /** Fused blocks named {@code primitive} in a decode step of two rows of 3 and 5 cached positions. */

@@ -36,6 +36,9 @@ public final class FusedDecoderBlock implements AutoCloseable {
             "mlxr_fast_decoder_block_rows",
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR));
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
+    private static final MethodHandle EXACT_BLOCK_ROWS = NativeLibrary.handle(
+            "mlxr_exact_decoder_block_rows",
+            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR));
     private static final MethodHandle EXACT_AVAILABLE =
             NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
     private static final MethodHandle EXACT_COVERS =
@@ -252,11 +255,12 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * values written at the shared positions {@code offset .. offset + L - 1} of every row.
      *
      * @param leftPadding one per row of {@code x}, each in {@code 0 .. offset}
-     * @throws IllegalStateException for an exact-tier block (its batched rows run mlx-lm's graph)
+     * @throws IllegalStateException for an exact-tier block (it takes the rows' offsets and mask:
+     *     {@link #forwardRows(MlxArray, MlxArray, MlxArray, int, MlxArray, MlxArray)})
      */
     public MlxArray[] forwardRows(MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding) {
         if (numerics != Numerics.FAST) {
-            throw new IllegalStateException("only the fast tier's fused block takes a batch's rows");
+            throw new IllegalStateException("the exact tier's block takes a batch's rope offsets and mask");
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 1);
@@ -273,6 +277,53 @@ public final class FusedDecoderBlock implements AutoCloseable {
                     floats,
                     pads,
                     leftPadding.length,
+                    out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        Shim.check(rc);
+        return new MlxArray[] {
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)),
+            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))
+        };
+    }
+
+    /**
+     * The {@link Numerics#EXACT} block over a decode step of a batch cache's rows (mlx-lm's {@code
+     * BatchKVCache}), with the bytes of mlx-lm's graph for them: {@code {h, keys', values'}} as
+     * {@link #forward}, with row {@code b}'s q and k roped at {@code ropeOffsets[b]}, the new keys
+     * and values written at the shared position {@code offset} of every row, and the attention over
+     * the cache's first {@code offset + 1} positions under {@code mask}, the very arrays the graph's
+     * rope and attention take.
+     *
+     * @param x the rows' new positions {@code [B, 1, D]}
+     * @param offset the cache's shared index (where every row writes its new position)
+     * @param ropeOffsets the rows' rope positions, int32 {@code [B]} (the cache's {@code offset} array)
+     * @param mask the batch's boolean attention mask, broadcastable to {@code [B, heads, 1, offset + 1]}
+     * @throws IllegalStateException for a fast-tier block (see {@link #forwardRows(MlxArray,
+     *     MlxArray, MlxArray, int, int[])})
+     * @throws MlxException for arguments the native block refuses (it names which)
+     */
+    public MlxArray[] forwardRows(
+            MlxArray x, MlxArray keys, MlxArray values, int offset, MlxArray ropeOffsets, MlxArray mask) {
+        if (numerics != Numerics.EXACT) {
+            throw new IllegalStateException("the fast tier's block takes a batch's left padding, not its mask");
+        }
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
+        int rc;
+        try {
+            rc = (int) EXACT_BLOCK_ROWS.invokeExact(
+                    x.handle(),
+                    keys.handle(),
+                    values.handle(),
+                    weights,
+                    weightCount,
+                    ints,
+                    floats,
+                    ropeOffsets.handle(),
+                    mask.handle(),
                     out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);

@@ -73,8 +73,8 @@ final class DecoderModel extends LoadedModel {
             if (plain && FusedBlock.applies(mask, cache)) {
                 return fused.forward(x, mask, (DenseKvCache) cache);
             }
-            if (plain && fused.appliesToRows(x, cache)) {
-                return fused.forwardRows(x, (BatchKvCache) cache);
+            if (plain && fused.appliesToRows(x, mask, cache)) {
+                return fused.forwardRows(x, mask, (BatchKvCache) cache);
             }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);

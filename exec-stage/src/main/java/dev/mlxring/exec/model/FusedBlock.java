@@ -28,11 +28,11 @@ import java.util.List;
  * everything between its projections in float32 (FusedBlockTest, FastNumericsOracleTest).
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
- * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal"; under
- * {@code --numerics fast} also for a decode step of a batch's rows over a {@link BatchKvCache}
- * ({@link #appliesToRows}: left padding skipped, per-row rope offsets); and the graph for
- * everything else (the exact tier's batches, prefill chunks of a batch, rotating or quantized
- * caches, sliding windows). The cache
+ * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and for a
+ * decode step of a batch's rows over a {@link BatchKvCache} ({@link #appliesToRows}: per-row rope
+ * offsets, left padding masked; the exact tier with the graph's mask array and offsets, the fast
+ * tier skipping the padding); and the graph for everything else (prefill chunks of a batch,
+ * rotating or quantized caches, sliding windows). The cache
  * grows as the graph's ({@link DenseKvCache#reserve}) and the primitive writes the new keys and
  * values into its buffers as the graph's two slice updates would (in place only where nothing
  * else holds them), so prefix snapshots and restores see the same buffers.
@@ -234,31 +234,37 @@ record FusedBlock(
     }
 
     /**
-     * Whether this call takes the fast tier's block over a batch's rows: a fast-tier block, one
-     * new position per row (a decode step) and a full-precision batch cache ({@link
-     * BatchKvCache}: left padding, per-row rope offsets) with something stored. The exact tier's
-     * batched rows, prefill chunks and rotating batch caches run the graph (mlx-lm's bytes), and
-     * so does every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
+     * Whether this call takes the block over a batch's rows: one new position per row (a decode
+     * step) over a full-precision batch cache ({@link BatchKvCache}: left padding, per-row rope
+     * offsets) with something stored, and the batch's boolean mask array and rope offsets. Prefill chunks,
+     * rotating and quantized batch caches run the graph, and so does every batch under {@code
+     * -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
      */
-    boolean appliesToRows(MlxArray x, KvCache cache) {
-        return block.numerics() == Numerics.FAST
-                && !"false".equals(System.getProperty("mlxring.fusedBatch"))
+    boolean appliesToRows(MlxArray x, AttentionMask mask, KvCache cache) {
+        return !"false".equals(System.getProperty("mlxring.fusedBatch"))
                 && x.dim(1) == 1
                 && cache instanceof BatchKvCache batch
                 && !batch.isEmpty()
-                && x.dim(0) == batch.batchSize();
+                && x.dim(0) == batch.batchSize()
+                && mask.array() != null
+                && mask.array().dtype() == Dtype.BOOL
+                && mask.offsets() != null;
     }
 
     /**
      * The block over a decode step's rows {@code x} {@code [B, 1, D]}: each row's rope at its own
      * offset and attention over its own filled positions, the new keys and values written into
-     * {@code cache} at its shared index, as {@code BatchKVCache.update_and_fetch} writes them.
+     * {@code cache} at its shared index, as {@code BatchKVCache.update_and_fetch} writes them. The
+     * exact tier takes the mask's array and rope offsets as the graph's rope and attention take
+     * them (the graph's bytes); the fast tier the cache's left padding.
      */
-    MlxArray forwardRows(MlxArray x, BatchKvCache cache) {
+    MlxArray forwardRows(MlxArray x, AttentionMask mask, BatchKvCache cache) {
         int length = x.dim(1);
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
-        MlxArray[] r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), cache.leftPadding());
+        MlxArray[] r = block.numerics() == Numerics.EXACT
+                ? block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array())
+                : block.forwardRows(x, buffers[0], buffers[1], cache.offset(), cache.leftPadding());
         cache.written(r[1], r[2], length);
         return r[0];
     }

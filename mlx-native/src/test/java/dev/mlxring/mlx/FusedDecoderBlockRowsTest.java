@@ -1,0 +1,111 @@
+package dev.mlxring.mlx;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The exact fused block's entry for a batch's rows ({@link FusedDecoderBlock#forwardRows(MlxArray,
+ * MlxArray, MlxArray, int, MlxArray, MlxArray)}) refuses, with an error naming what, the inputs
+ * whose graph it does not reproduce (the graph's rope and attention would run MLX's own ops on
+ * them): more than one new position per row, rope offsets that are not int32 {@code [B]}, and a
+ * mask that is not boolean or not of the scores' shape. Its bytes against the graph's are
+ * FusedBlockTest's (exec-stage).
+ */
+class FusedDecoderBlockRowsTest {
+    private static final int DIM = 64;
+    private static final int HIDDEN = 128;
+    private static final int HEAD_DIM = 32;
+    private static final int ROWS = 2;
+    private static final int OFFSET = 5;
+
+    @Test
+    void refusesWhatTheGraphWouldNotRunNatively() {
+        assumeTrue(FusedDecoderBlock.available(Numerics.EXACT), "this CPU has no native kernels: no fused block");
+        try (ArrayScope s = ArrayScope.open();
+                FusedDecoderBlock block = block(new SplittableRandom(7))) {
+            MlxArray offsets = Mlx.fromInts(new int[] {OFFSET, OFFSET - 2}, ROWS);
+            MlxArray mask = mask(OFFSET + 1);
+            // the covered case runs: h [B, 1, D] and the cache buffers
+            MlxArray[] r = block.forwardRows(x(1), cache(), cache(), OFFSET, offsets, mask);
+            Mlx.eval(r);
+            assertArrayEquals(new int[] {ROWS, 1, DIM}, r[0].shape());
+
+            assertRefused("one new position", () -> block.forwardRows(x(2), cache(), cache(), OFFSET, offsets, mask));
+            assertRefused(
+                    "rope offsets",
+                    () -> block.forwardRows(x(1), cache(), cache(), OFFSET, Mlx.astype(offsets, Dtype.FLOAT32), mask));
+            assertRefused(
+                    "rope offsets",
+                    () -> block.forwardRows(
+                            x(1), cache(), cache(), OFFSET, Mlx.fromInts(new int[] {1, 2, 3}, 3), mask));
+            assertRefused(
+                    "mask",
+                    () -> block.forwardRows(x(1), cache(), cache(), OFFSET, offsets, Mlx.astype(mask, Dtype.FLOAT32)));
+            assertRefused("mask", () -> block.forwardRows(x(1), cache(), cache(), OFFSET, offsets, mask(OFFSET + 2)));
+        }
+    }
+
+    private static void assertRefused(String naming, org.junit.jupiter.api.function.Executable call) {
+        MlxException e = assertThrows(MlxException.class, call);
+        assertTrue(e.getMessage().contains(naming), "the error names " + naming + ": " + e.getMessage());
+    }
+
+    /** A llama block of float32 activations: 2 heads over 1 kv head of 32, 4-bit projections in groups of 32. */
+    private static FusedDecoderBlock block(SplittableRandom rnd) {
+        int[][] shapes = {
+            {2 * HEAD_DIM, DIM},
+            {HEAD_DIM, DIM},
+            {HEAD_DIM, DIM},
+            {DIM, 2 * HEAD_DIM},
+            {HIDDEN, DIM},
+            {HIDDEN, DIM},
+            {DIM, HIDDEN}
+        };
+        List<FusedDecoderBlock.Projection> projections = new ArrayList<>();
+        for (int[] shape : shapes) {
+            MlxArray[] q = Mlx.quantize(random(rnd, shape), 32, 4);
+            projections.add(new FusedDecoderBlock.Projection(q[0], q[1], q[2], 4, 32));
+        }
+        FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(
+                2, 1, HEAD_DIM, HEAD_DIM, false, 10000f, 1f, 1e-5f, (float) (1 / Math.sqrt(HEAD_DIM)));
+        return new FusedDecoderBlock(
+                Numerics.EXACT, layout, random(rnd, DIM), random(rnd, DIM), projections, null, null, null);
+    }
+
+    private static MlxArray x(int length) {
+        return random(new SplittableRandom(length), ROWS, length, DIM);
+    }
+
+    private static MlxArray cache() {
+        return Mlx.zeros(new int[] {ROWS, 1, 16, HEAD_DIM}, Dtype.FLOAT32);
+    }
+
+    /** The batch's boolean mask over {@code keys} positions, row 1's first two padding. */
+    private static MlxArray mask(int keys) {
+        int[] m = new int[ROWS * keys];
+        for (int k = 0; k < keys; k++) {
+            m[k] = 1;
+            m[keys + k] = k >= 2 ? 1 : 0;
+        }
+        return Mlx.greater(Mlx.fromInts(m, ROWS, 1, 1, keys), Mlx.scalar(0, Dtype.INT32));
+    }
+
+    private static MlxArray random(SplittableRandom rnd, int... shape) {
+        int n = 1;
+        for (int d : shape) {
+            n *= d;
+        }
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (float) (rnd.nextDouble() - 0.5);
+        }
+        return Mlx.fromFloats(v, shape);
+    }
+}
