@@ -9,9 +9,13 @@
 #
 #   scripts/bench/pool.sh            # -> build/bench/pool.log (and stdout); ~8 minutes on 2 cores
 #
-# Environment: ROUNDS (cold/warm rounds, default 3). Needs the tiny models ModelPoolServerTest builds
+# Environment: ROUNDS (cold/warm rounds, default 3), ROOMS (the flood's rooms, default 1,2.5,5,10). Needs the tiny models ModelPoolServerTest builds
 # under build/pool-test/models (run it once first) and the default model. Run it at normal priority
 # on a machine as quiet as you can get: the report starts and ends with the load average.
+# Each flood row is followed by the server's MLX gauges after the flood (mlxring_mlx_peak_memory_bytes:
+# MLX's own peak). Where the rest of the RSS is: run scripts/bench/rss_split.py build/pool-flood --nmt
+# beside it (anonymous vs file, glibc arenas, the JVM's native memory; the server JVM takes more
+# flags from -Dmlxring.bench.serverJvm, e.g. -XX:NativeMemoryTracking=summary).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH, MAVEN_OPTS
 
@@ -23,7 +27,7 @@ mkdir -p build/bench
   echo "# scripts/bench/pool.sh at $(git rev-parse --short HEAD), $(date -u +%FT%TZ)"
   echo "# $(grep -m1 'model name' /proc/cpuinfo), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
   mvn -B -q -pl ingress -am test -Dtest='ModelPoolBench' -Dmlxring.bench.pool=true \
-      -Dmlxring.bench.rounds="${ROUNDS:-3}" -Dsurefire.failIfNoSpecifiedTests=false 2>&1 \
+      -Dmlxring.bench.rounds="${ROUNDS:-3}" -Dmlxring.bench.rooms="${ROOMS:-1,2.5,5,10}" -Dsurefire.failIfNoSpecifiedTests=false 2>&1 \
     | grep -E '^(round|load average|\|)' || true
   echo "# end: load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out"

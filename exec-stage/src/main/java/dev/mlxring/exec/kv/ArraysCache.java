@@ -500,7 +500,7 @@ public final class ArraysCache implements KvCache {
                 Arrays.fill(strides, 1);
                 start[0] = i;
                 stop[0] = i + 1;
-                merged = Mlx.sliceUpdate(merged, s, start, stop, strides);
+                merged = KvBuffers.superseding(merged, Mlx.sliceUpdate(merged, s, start, stop, strides));
             }
             cache.set(e, merged);
         }

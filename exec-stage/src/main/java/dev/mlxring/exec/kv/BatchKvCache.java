@@ -285,10 +285,22 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             }
             MlxArray[] kv = c.keysAndValues();
             int p = padding[i];
-            keys = Mlx.sliceUpdate(
-                    keys, kv[0], new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + c.offset(), dk}, strides);
-            values = Mlx.sliceUpdate(
-                    values, kv[1], new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + c.offset(), dv}, strides);
+            keys = KvBuffers.superseding(
+                    keys,
+                    Mlx.sliceUpdate(
+                            keys,
+                            kv[0],
+                            new int[] {i, 0, p, 0},
+                            new int[] {i + 1, heads, p + c.offset(), dk},
+                            strides));
+            values = KvBuffers.superseding(
+                    values,
+                    Mlx.sliceUpdate(
+                            values,
+                            kv[1],
+                            new int[] {i, 0, p, 0},
+                            new int[] {i + 1, heads, p + c.offset(), dv},
+                            strides));
         }
         BatchKvCache cache = new BatchKvCache(padding);
         cache.replace(keys, values);

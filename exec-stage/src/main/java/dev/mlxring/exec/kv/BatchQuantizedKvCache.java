@@ -299,12 +299,14 @@ public final class BatchQuantizedKvCache implements KvCache {
             int p = padding[row];
             for (int i = 0; i < 6; i++) {
                 MlxArray m = merged[i];
-                merged[i] = Mlx.sliceUpdate(
+                merged[i] = KvBuffers.superseding(
                         m,
-                        kv[i],
-                        new int[] {row, 0, p, 0},
-                        new int[] {row + 1, m.dim(1), p + c.offset(), m.dim(3)},
-                        strides);
+                        Mlx.sliceUpdate(
+                                m,
+                                kv[i],
+                                new int[] {row, 0, p, 0},
+                                new int[] {row + 1, m.dim(1), p + c.offset(), m.dim(3)},
+                                strides));
             }
         }
         cache.replace(merged);

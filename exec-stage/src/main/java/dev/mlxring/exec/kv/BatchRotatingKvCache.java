@@ -510,8 +510,12 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
             int p = padding[i];
             MlxArray k = positions(ordered[0], ordered[0].dim(2) - l, ordered[0].dim(2));
             MlxArray v = positions(ordered[1], ordered[1].dim(2) - l, ordered[1].dim(2));
-            keys = Mlx.sliceUpdate(keys, k, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dk}, strides);
-            values = Mlx.sliceUpdate(values, v, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dv}, strides);
+            keys = KvBuffers.superseding(
+                    keys,
+                    Mlx.sliceUpdate(keys, k, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dk}, strides));
+            values = KvBuffers.superseding(
+                    values,
+                    Mlx.sliceUpdate(values, v, new int[] {i, 0, p, 0}, new int[] {i + 1, heads, p + l, dv}, strides));
         }
         BatchRotatingKvCache cache = new BatchRotatingKvCache(maxSize, padding);
         cache.replace(keys, values);

@@ -16,6 +16,18 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
     MlxArray keys;
     MlxArray values;
 
+    /**
+     * {@code next}, an update built on {@code superseded}, with {@code superseded}'s handle freed
+     * (its caller's own array, not used again): Python's in-place update ({@code keys[...] = x})
+     * drops the old array, so at evaluation MLX donates its buffer to the update. A handle held
+     * until the graph is evaluated forces a full copy per update instead: a merge of n rows would
+     * hold n batch buffers at once.
+     */
+    static MlxArray superseding(MlxArray superseded, MlxArray next) {
+        superseded.close();
+        return next;
+    }
+
     /** The buffers (for evaluating the cache after a prefill chunk); empty while nothing is stored. */
     public MlxArray[] state() {
         return keys == null ? new MlxArray[0] : new MlxArray[] {keys, values};

@@ -376,6 +376,7 @@ final class ServeCommand {
             ServerMetrics metrics = new ServerMetrics(
                     defaults.engine(),
                     () -> Mlx.memory().activeBytes(),
+                    () -> Mlx.memory().peakBytes(),
                     Mlx.memory().activeBytes());
             PoolMetrics.register(pool, metrics);
             server = new HttpServer(

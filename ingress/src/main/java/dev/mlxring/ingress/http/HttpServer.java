@@ -128,7 +128,7 @@ public final class HttpServer implements AutoCloseable {
 
     /** A server whose metrics have no MLX memory gauges (engines without MLX, e.g. in tests). */
     public HttpServer(Config config, Engine engine, IntFunction<String> tokenText) {
-        this(config, engine, tokenText, new ServerMetrics(engine, null, 0));
+        this(config, engine, tokenText, new ServerMetrics(engine, null, null, 0));
     }
 
     /** A server of one model, {@code config}'s {@code modelId}, admitting every request it can queue. */

@@ -61,9 +61,12 @@ public final class ServerMetrics {
     /**
      * @param engine read at scrape time for queue depth, running rows and live sessions
      * @param mlxActiveMemory MLX's active memory in bytes (null: no MLX gauges, e.g. scripted test engines)
+     * @param mlxPeakMemory MLX's peak active memory in bytes since it was last reset (read with
+     *     {@code mlxActiveMemory}; null with it)
      * @param mlxIdleBaseline MLX's active memory once the model was loaded and nothing ran (weights)
      */
-    public ServerMetrics(Engine engine, LongSupplier mlxActiveMemory, long mlxIdleBaseline) {
+    public ServerMetrics(
+            Engine engine, LongSupplier mlxActiveMemory, LongSupplier mlxPeakMemory, long mlxIdleBaseline) {
         requests = Counter.builder()
                 .name("mlxring_http_requests_total")
                 .help("HTTP requests answered, by route and status code")
@@ -189,6 +192,12 @@ public final class ServerMetrics {
                     .name("mlxring_mlx_active_memory_bytes")
                     .help("MLX active memory: weights, KV caches and the step's live arrays")
                     .callback(cb -> cb.call(mlxActiveMemory.getAsLong()))
+                    .register(registry);
+            GaugeWithCallback.builder()
+                    .name("mlxring_mlx_peak_memory_bytes")
+                    .help("MLX's peak active memory since it was last reset (a single generation resets it):"
+                            + " the highest its allocator held, short peaks included")
+                    .callback(cb -> cb.call(mlxPeakMemory.getAsLong()))
                     .register(registry);
             GaugeWithCallback.builder()
                     .name("mlxring_mlx_idle_baseline_bytes")

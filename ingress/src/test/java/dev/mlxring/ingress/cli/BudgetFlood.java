@@ -57,6 +57,7 @@ final class BudgetFlood {
      * @param floodedWeightsBytes the flooded model's weights and tokenizer (its resident bytes less
      *     {@link ModelCost#RUNTIME_BASE_BYTES}), loaded during the window
      * @param after a request sent alone after the flood, and {@code expected} of it
+     * @param metricsAfter the server's {@code /metrics} after the flood (empty if it died)
      */
     record Outcome(
             List<HttpResponse<String>> answers,
@@ -71,6 +72,7 @@ final class BudgetFlood {
             boolean aliveAfter,
             HttpResponse<String> after,
             String afterExpected,
+            String metricsAfter,
             String log) {
         long growthBytes() {
             return peakBytes - baselineBytes;
@@ -113,7 +115,12 @@ final class BudgetFlood {
                 "--memory-budget",
                 Long.toString(budget)));
         flags.addAll(List.of(moreServeFlags));
-        try (ServerProcess server = ServerProcess.start(SERVER_JVM, flags.toArray(String[]::new));
+        List<String> jvm = new ArrayList<>(SERVER_JVM);
+        String moreJvm = System.getProperty("mlxring.bench.serverJvm", "").trim();
+        if (!moreJvm.isEmpty()) {
+            jvm.addAll(List.of(moreJvm.split("\\s+")));
+        }
+        try (ServerProcess server = ServerProcess.start(jvm, flags.toArray(String[]::new));
                 RssSampler rss = new RssSampler(server.process.pid())) {
             List<String> alone = new ArrayList<>();
             for (int p = 0; p < DISTINCT_PROMPTS; p++) {
@@ -135,6 +142,13 @@ final class BudgetFlood {
             }
             long peak = rss.stop();
             boolean alive = server.process.isAlive();
+            String metrics = alive
+                    ? HTTP.send(
+                                    HttpRequest.newBuilder(URI.create(server.base + "/metrics"))
+                                            .build(),
+                                    HttpResponse.BodyHandlers.ofString())
+                            .body()
+                    : "";
             HttpResponse<String> after = alive ? send(server, tokenBody(0)) : null;
             return new Outcome(
                     answers,
@@ -149,6 +163,7 @@ final class BudgetFlood {
                     alive,
                     after,
                     alone.get(0),
+                    metrics,
                     server.logText());
         }
     }

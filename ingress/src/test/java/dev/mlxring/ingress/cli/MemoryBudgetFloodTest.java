@@ -21,11 +21,13 @@ import org.junit.jupiter.params.provider.CsvSource;
 class MemoryBudgetFloodTest {
     /**
      * @param roomInRequests the budget's room beside the flooded model and both models' prefix
-     *     cache caps, in requests' peaks: at 2.5 two run together
+     *     cache caps, in requests' peaks: at 2.5 two run together; at 5 five, their prompts restored
+     *     from the prefix cache and merged into one prompt batch (a merge that held one batch buffer
+     *     per row took RSS to 1.22 times the room there)
      * @param requests sent at once, well over what fits
      */
     @ParameterizedTest(name = "room for {0} requests, {1} sent")
-    @CsvSource({"2.5, 12"})
+    @CsvSource({"2.5, 12", "5, 24"})
     void aFloodOfLongPromptsIsRefused503AndTheResidentSetStaysWithinTheBudget(double roomInRequests, int requests)
             throws Exception {
         BudgetFlood.Outcome o = BudgetFlood.run(roomInRequests, requests);

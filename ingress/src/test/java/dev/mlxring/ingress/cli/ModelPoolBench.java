@@ -111,6 +111,10 @@ class ModelPoolBench {
                     o.growthBytes() / 1e6,
                     (double) o.growthBytes() / o.roomBytes(),
                     o.samples());
+            o.metricsAfter()
+                    .lines()
+                    .filter(l -> l.startsWith("mlxring_mlx_") || l.startsWith("process_resident"))
+                    .forEach(l -> System.out.println("| metrics after room " + room + ": " + l));
         }
         System.out.printf(
                 "load average at end: %s%n",

@@ -46,7 +46,7 @@ class AdmissionPrepTest {
                                 config,
                                 ModelRouter.single(
                                         new ModelRoute("tiny", engine, config.defaults(), id -> "", byTokens)),
-                                new ServerMetrics(engine, null, 0))
+                                new ServerMetrics(engine, null, null, 0))
                         .start()) {
             HttpResponse<String> r = HTTP.send(
                     HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.port() + "/v1/completions"))

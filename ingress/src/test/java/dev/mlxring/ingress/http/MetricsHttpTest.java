@@ -216,9 +216,23 @@ class MetricsHttpTest {
                         .statusCode());
     }
 
+    /** The MLX gauges read their suppliers at each scrape: the peak is the allocator's, not a sample. */
+    @Test
+    void theMlxMemoryGaugesReadActiveAndPeakAtScrapeTime() throws Exception {
+        long[] activeAndPeak = {5, 7};
+        ServerMetrics metrics = new ServerMetrics(engine, () -> activeAndPeak[0], () -> activeAndPeak[1], 2);
+        activeAndPeak[1] = 11;
+        var out = new java.io.ByteArrayOutputStream();
+        metrics.scrape(out);
+        String text = out.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(text.contains("\nmlxring_mlx_active_memory_bytes 5.0\n"), text);
+        assertTrue(text.contains("\nmlxring_mlx_peak_memory_bytes 11.0\n"), text);
+        assertTrue(text.contains("\nmlxring_kv_bytes_in_use 3.0\n"), text);
+    }
+
     @Test
     void perTokenRecordingAllocatesNothing() {
-        ServerMetrics metrics = new ServerMetrics(engine, null, 0);
+        ServerMetrics metrics = new ServerMetrics(engine, null, null, 0);
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         long tid = Thread.currentThread().threadId();
         // Warm up (class loading, the adders' first cells, JIT).
