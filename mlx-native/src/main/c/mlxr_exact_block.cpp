@@ -258,14 +258,15 @@ int exact_block_entry(mlxr_array x, mlxr_array keys, mlxr_array values, const ml
       const auto& offs = *static_cast<mx::array*>(rows_offsets);
       const auto& mask = *static_cast<mx::array*>(rows_mask);
       const int B = xa.ndim() == 3 ? xa.shape(0) : 0;
-      if (xa.ndim() != 3 || xa.shape(1) != 1)
-        throw std::invalid_argument(w + ": a batch's rows take one new position each (x [B, 1, D])");
+      if (xa.ndim() != 3 || xa.shape(1) < 1)
+        throw std::invalid_argument(w + ": a batch's rows take x [B, L, D], L >= 1");
       if (offs.dtype() != mx::int32 || offs.ndim() != 1 || (offs.shape(0) != B && offs.shape(0) != 1))
         throw std::invalid_argument(w + ": the rows' rope offsets must be int32 [B]");
-      const mx::Shape scores = {B, s.heads, 1, offset_of(ints) + 1};
+      const int L = xa.shape(1);
+      const mx::Shape scores = {B, s.heads, L, offset_of(ints) + L};
       if (!mlxr::fast::sdpa_mask_covered(mask, scores))
-        throw std::invalid_argument(w + ": the rows' mask must be a boolean array broadcastable to [B, heads, 1, " +
-                                    std::to_string(offset_of(ints) + 1) + "]");
+        throw std::invalid_argument(w + ": the rows' mask must be a boolean array broadcastable to [B, heads, " +
+                                    std::to_string(L) + ", " + std::to_string(offset_of(ints) + L) + "]");
       s.batch_rows = true;
       s.causal = false;
       inputs.push_back(rows_offsets);
@@ -310,12 +311,13 @@ int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, c
                                         "exact block");
 }
 
-// The exact block over a decode step of a batch cache's rows (mlx-lm's BatchKVCache), x [B, 1, D],
-// with the graph's bytes: the rope of row b's q and k at offsets[b] (the int32 [B] array the
-// graph's rope takes), the new keys and values written at the shared index `offset` of every row
-// (update_and_fetch's slice updates), the attention over keys[..., :offset + 1, :] under `mask`
-// (the batch's boolean make_mask array, broadcastable to [B, heads, 1, offset + 1], which the
-// graph's sdpa takes), then as mlxr_exact_decoder_block (whose `causal` is ignored). Covered as
+// The exact block over L new positions of a batch cache's rows (mlx-lm's BatchKVCache), x [B, L, D]
+// (a decode step: L = 1; a speculative verification round: L = K + 1), with the graph's bytes: the
+// rope of row b's q and k at offsets[b] + l (the int32 [B] array the graph's rope takes), the new
+// keys and values written at the shared index `offset` of every row (update_and_fetch's slice
+// updates), the attention over keys[..., :offset + L, :] under `mask` (the batch's boolean mask,
+// broadcastable to [B, heads, L, offset + L], which the graph's sdpa takes), then as
+// mlxr_exact_decoder_block (whose `causal` is ignored). Covered as
 // mlxr_exact_decoder_block; other shapes of x, offsets or mask are errors naming what.
 int mlxr_exact_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                   int n_weights, const int* ints, const float* floats, mlxr_array offsets,

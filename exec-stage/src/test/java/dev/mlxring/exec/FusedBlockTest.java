@@ -215,22 +215,34 @@ class FusedBlockTest {
                 "qwen3-bf16-q8g64-hd128"
             })
     void exactBlockOverABatchsRowsHasTheGraphsBytes(String name) {
-        assertFusedRowsHaveTheGraphsBytes(name, false);
+        assertFusedRowsHaveTheGraphsBytes(name, false, 1);
+    }
+
+    /**
+     * As above with 4 positions per row and step (a speculative verification round's {@code [B,
+     * K + 1]}, K = 3): the rope at each row's offset plus the position, the causal and padding
+     * mask over the new positions, the cache written 4 positions at a time across its growth.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"llama-f32-q4g32", "qwen3-bf16-q8g64-hd128", "llama3-f32-q8g128"})
+    void exactBlockOverABatchsVerificationRoundsHasTheGraphsBytes(String name) {
+        assertFusedRowsHaveTheGraphsBytes(name, false, 4);
     }
 
     /** As above over the projections' dequantized layouts ({@code --dequantized-weights}). */
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"llama-bf16-q4g128", "qwen3-bf16-q8g64-hd128"})
     void exactBlockOverABatchsRowsAndDequantizedWeightsHasTheGraphsBytes(String name) {
-        assertFusedRowsHaveTheGraphsBytes(name, true);
+        assertFusedRowsHaveTheGraphsBytes(name, true, 1);
     }
 
-    private static void assertFusedRowsHaveTheGraphsBytes(String name, boolean dequantized) {
+    private static void assertFusedRowsHaveTheGraphsBytes(String name, boolean dequantized, int width) {
         int[] tokens = tokens(name);
         int[] fusedBlocks = new int[1];
-        float[][] graph = withFusedBatch(false, () -> batchLogits(models.resolve(name), dequantized, tokens, null));
+        float[][] graph =
+                withFusedBatch(false, () -> batchLogits(models.resolve(name), dequantized, tokens, null, width));
         float[][] fused =
-                withFusedBatch(true, () -> batchLogits(models.resolve(name), dequantized, tokens, fusedBlocks));
+                withFusedBatch(true, () -> batchLogits(models.resolve(name), dequantized, tokens, fusedBlocks, width));
         assertEquals(2, fusedBlocks[0], name + ": a batch step is not one ExactDecoderBlock per block");
         for (int step = 0; step < graph.length; step++) {
             assertArrayEquals(bits(graph[step]), bits(fused[step]), name + ": logits differ at step " + step);
@@ -238,11 +250,12 @@ class FusedBlockTest {
     }
 
     /**
-     * Every decode step's logits {@code [rows * vocab]} of three rows prefilled alone (250, 9 and 3
-     * positions of {@code tokens}), merged into a batch cache and stepped 12 times on further
-     * tokens; {@code fusedBlocks[0]} (where given) the first step's ExactDecoderBlock count.
+     * Every step's logits {@code [rows * width * vocab]} of three rows prefilled alone (250, 9 and 3
+     * positions of {@code tokens}), merged into a batch cache and stepped 12 times on {@code width}
+     * further tokens each; {@code fusedBlocks[0]} (where given) the first step's ExactDecoderBlock
+     * count.
      */
-    private static float[][] batchLogits(Path dir, boolean dequantized, int[] tokens, int[] fusedBlocks) {
+    private static float[][] batchLogits(Path dir, boolean dequantized, int[] tokens, int[] fusedBlocks, int width) {
         int[] lengths = {250, 9, 3};
         int steps = 12;
         float[][] out = new float[steps][];
@@ -261,8 +274,13 @@ class FusedBlockTest {
                             (DenseKvCache) rows[0][i], (DenseKvCache) rows[1][i], (DenseKvCache) rows[2][i]);
                 }
                 for (int step = 0; step < steps; step++) {
-                    int[] next = {tokens[step], tokens[step + 1], tokens[step + 2]};
-                    MlxArray logits = model.forward(Mlx.fromInts(next, next.length, 1), batch);
+                    int[] next = new int[lengths.length * width];
+                    for (int r = 0; r < lengths.length; r++) {
+                        for (int j = 0; j < width; j++) {
+                            next[r * width + j] = tokens[step * width + r + j];
+                        }
+                    }
+                    MlxArray logits = model.forward(Mlx.fromInts(next, lengths.length, width), batch);
                     if (step == 0 && fusedBlocks != null) {
                         fusedBlocks[0] =
                                 (int) Arrays.stream(Mlx.profileEval(logits).split("\n"))

@@ -290,17 +290,17 @@ public final class FusedDecoderBlock implements AutoCloseable {
     }
 
     /**
-     * The {@link Numerics#EXACT} block over a decode step of a batch cache's rows (mlx-lm's {@code
+     * The {@link Numerics#EXACT} block over new positions of a batch cache's rows (mlx-lm's {@code
      * BatchKVCache}), with the bytes of mlx-lm's graph for them: {@code {h, keys', values'}} as
-     * {@link #forward}, with row {@code b}'s q and k roped at {@code ropeOffsets[b]}, the new keys
-     * and values written at the shared position {@code offset} of every row, and the attention over
-     * the cache's first {@code offset + 1} positions under {@code mask}, the very arrays the graph's
-     * rope and attention take.
+     * {@link #forward}, with row {@code b}'s q and k at position {@code l} roped at
+     * {@code ropeOffsets[b] + l}, the new keys and values written from the shared position
+     * {@code offset} of every row, and the attention over the cache's first {@code offset + L}
+     * positions under {@code mask}, the very arrays the graph's rope and attention take.
      *
-     * @param x the rows' new positions {@code [B, 1, D]}
-     * @param offset the cache's shared index (where every row writes its new position)
+     * @param x the rows' new positions {@code [B, L, D]} (a decode step: L = 1; a verification round: K + 1)
+     * @param offset the cache's shared index (where every row writes its first new position)
      * @param ropeOffsets the rows' rope positions, int32 {@code [B]} (the cache's {@code offset} array)
-     * @param mask the batch's boolean attention mask, broadcastable to {@code [B, heads, 1, offset + 1]}
+     * @param mask the batch's boolean attention mask, broadcastable to {@code [B, heads, L, offset + L]}
      * @throws IllegalStateException for a fast-tier block (see {@link #forwardRows(MlxArray,
      *     MlxArray, MlxArray, int, int[])})
      * @throws MlxException for arguments the native block refuses (it names which)

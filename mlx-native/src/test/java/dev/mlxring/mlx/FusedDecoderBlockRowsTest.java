@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Test;
  * The exact fused block's entry for a batch's rows ({@link FusedDecoderBlock#forwardRows(MlxArray,
  * MlxArray, MlxArray, int, MlxArray, MlxArray)}) refuses, with an error naming what, the inputs
  * whose graph it does not reproduce (the graph's rope and attention would run MLX's own ops on
- * them): more than one new position per row, rope offsets that are not int32 {@code [B]}, and a
- * mask that is not boolean or not of the scores' shape. Its bytes against the graph's are
+ * them): rope offsets that are not int32 {@code [B]}, and a mask that is not boolean or not of
+ * the scores' shape {@code [B, heads, L, offset + L]} (L new positions per row: 1 for a decode
+ * step, K + 1 for a verification round). Its bytes against the graph's are
  * FusedBlockTest's (exec-stage).
  */
 class FusedDecoderBlockRowsTest {
@@ -37,7 +38,13 @@ class FusedDecoderBlockRowsTest {
             Mlx.eval(r);
             assertArrayEquals(new int[] {ROWS, 1, DIM}, r[0].shape());
 
-            assertRefused("one new position", () -> block.forwardRows(x(2), cache(), cache(), OFFSET, offsets, mask));
+            // a verification round's [B, K + 1]: two new positions per row over OFFSET + 2 keys
+            MlxArray[] two = block.forwardRows(x(2), cache(), cache(), OFFSET, offsets, mask(OFFSET + 2));
+            Mlx.eval(two);
+            assertArrayEquals(new int[] {ROWS, 2, DIM}, two[0].shape());
+
+            // a mask for one position does not cover two
+            assertRefused("mask", () -> block.forwardRows(x(2), cache(), cache(), OFFSET, offsets, mask));
             assertRefused(
                     "rope offsets",
                     () -> block.forwardRows(x(1), cache(), cache(), OFFSET, Mlx.astype(offsets, Dtype.FLOAT32), mask));

@@ -234,15 +234,17 @@ record FusedBlock(
     }
 
     /**
-     * Whether this call takes the block over a batch's rows: one new position per row (a decode
-     * step) over a full-precision batch cache ({@link BatchKvCache}: left padding, per-row rope
-     * offsets) with something stored, and the batch's boolean mask array and rope offsets. Prefill chunks,
-     * rotating and quantized batch caches run the graph, and so does every batch under {@code
-     * -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
+     * Whether this call takes the block over a batch's rows: new positions over a full-precision
+     * batch cache ({@link BatchKvCache}: left padding, per-row rope offsets) with something stored,
+     * and the batch's boolean mask array and rope offsets; one position per row (a decode step), or
+     * in the exact tier up to {@value #MAX_ROW_POSITIONS} (a speculative verification round of
+     * {@code K + 1}). Prefill chunks, rotating and quantized batch caches run the graph, and so does
+     * every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
      */
     boolean appliesToRows(MlxArray x, AttentionMask mask, KvCache cache) {
+        int positions = x.dim(1);
         return !"false".equals(System.getProperty("mlxring.fusedBatch"))
-                && x.dim(1) == 1
+                && (positions == 1 || (block.numerics() == Numerics.EXACT && positions <= MAX_ROW_POSITIONS))
                 && cache instanceof BatchKvCache batch
                 && !batch.isEmpty()
                 && x.dim(0) == batch.batchSize()
@@ -252,7 +254,14 @@ record FusedBlock(
     }
 
     /**
-     * The block over a decode step's rows {@code x} {@code [B, 1, D]}: each row's rope at its own
+     * The most positions per row a batch's exact fused rows take: a verification round of up to 7
+     * proposed tokens ({@code ProposalLength}'s longest); longer inputs are prefill chunks, which
+     * stay on the graph.
+     */
+    static final int MAX_ROW_POSITIONS = 8;
+
+    /**
+     * The block over a batch step's rows {@code x} {@code [B, L, D]}: each row's rope at its own
      * offset and attention over its own filled positions, the new keys and values written into
      * {@code cache} at its shared index, as {@code BatchKVCache.update_and_fetch} writes them. The
      * exact tier takes the mask's array and rope offsets as the graph's rope and attention take
