@@ -3,6 +3,7 @@ package dev.mlxring.exec.batch;
 import dev.mlxring.exec.spec.AdaptiveStop;
 import dev.mlxring.exec.spec.DraftSource;
 import dev.mlxring.exec.spec.ProposalLength;
+import dev.mlxring.exec.spec.ShadowRound;
 
 /**
  * One batch row's speculative decoding state, the per-row half of {@code SpeculativeRun}: its
@@ -20,6 +21,9 @@ final class RowSpeculation implements AutoCloseable {
     /** Null: the row proposes {@link #numDraftTokens} every round (a sampled row). */
     private final ProposalLength proposalLength;
 
+    /** A greedy prompt-lookup row's unverified proposal, scored while it steps plainly; null otherwise. */
+    private final ShadowRound shadow;
+
     private int proposedTokens;
     private int acceptedTokens;
 
@@ -32,6 +36,7 @@ final class RowSpeculation implements AutoCloseable {
         this.numDraftTokens = numDraftTokens;
         this.adaptiveStop = adaptive ? new AdaptiveStop() : null;
         this.proposalLength = adaptive ? new ProposalLength(numDraftTokens) : null;
+        this.shadow = adaptive && source.proposesFreely() ? new ShadowRound() : null;
     }
 
     /** Whether the row still proposes (its adaptive stop has not ended its proposals). */
@@ -61,6 +66,9 @@ final class RowSpeculation implements AutoCloseable {
 
     /** The source's proposal of at most {@code maxTokens} tokens (none for {@code maxTokens <= 0}). */
     int[] propose(int maxTokens) {
+        if (shadow != null && maxTokens > 0) {
+            shadow.drop();
+        }
         return source.propose(Math.max(0, maxTokens));
     }
 
@@ -70,6 +78,14 @@ final class RowSpeculation implements AutoCloseable {
      */
     void observed(int token) {
         source.accepted(0, token);
+        committedAlone(token);
+    }
+
+    /** A token committed without a proposal verified before it: the shadow round scores it. */
+    private void committedAlone(int token) {
+        if (shadow != null && active()) {
+            shadow.committed(token, source, proposalLength, adaptiveStop);
+        }
     }
 
     /**
@@ -83,6 +99,9 @@ final class RowSpeculation implements AutoCloseable {
         if (adaptiveStop != null && proposed > 0) {
             adaptiveStop.record(proposed, accepted);
             proposalLength.record(proposed, accepted);
+        }
+        if (proposed == 0) {
+            committedAlone(next);
         }
     }
 

@@ -27,6 +27,14 @@ public interface DraftSource extends AutoCloseable {
      */
     void accepted(int acceptedCount, int next);
 
+    /**
+     * Whether a proposal costs no forward (a lookup, not a model), so the row may make proposals it
+     * does not verify and score them against the tokens it commits ({@link ShadowRound}).
+     */
+    default boolean proposesFreely() {
+        return false;
+    }
+
     @Override
     void close();
 }

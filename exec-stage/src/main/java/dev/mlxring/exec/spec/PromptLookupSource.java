@@ -82,6 +82,12 @@ public final class PromptLookupSource implements DraftSource {
         tokens[length++] = token;
     }
 
+    /** A lookup in the row's own tokens: no forward. */
+    @Override
+    public boolean proposesFreely() {
+        return true;
+    }
+
     @Override
     public void close() {}
 }

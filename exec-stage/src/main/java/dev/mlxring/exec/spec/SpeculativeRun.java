@@ -64,6 +64,8 @@ public final class SpeculativeRun implements AutoCloseable {
     private final AdaptiveStop adaptiveStop;
     /** With the adaptive stop, what picks each round's proposal length; null: always {@code numDraftTokens}. */
     private final ProposalLength proposalLength;
+    /** A greedy prompt-lookup run's unverified proposal, scored while its rounds verify none; null otherwise. */
+    private final ShadowRound shadow;
 
     private boolean prefilled;
     private boolean finished;
@@ -138,6 +140,7 @@ public final class SpeculativeRun implements AutoCloseable {
         this.cache = c;
         this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
         this.proposalLength = this.adaptiveStop != null ? new ProposalLength(numDraftTokens) : null;
+        this.shadow = this.adaptiveStop != null && source.proposesFreely() ? new ShadowRound() : null;
     }
 
     /**
@@ -252,6 +255,9 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         boolean onDevice =
                 proposing && budget > 0 && source instanceof DraftModelSource d && d.proposesWithin(model.vocabSize());
+        if (shadow != null && budget > 0) {
+            shadow.drop();
+        }
         int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
         if (proposal != null && proposalLength != null && proposal.length > 0) {
             // A lookup may find fewer tokens than asked for; fewer may be worth fewer still.
@@ -309,6 +315,10 @@ public final class SpeculativeRun implements AutoCloseable {
             if (adaptiveStop != null && m > 0) {
                 adaptiveStop.record(m, accepted);
                 proposalLength.record(m, accepted);
+            }
+            if (shadow != null && m == 0 && !adaptiveStop.stopped()) {
+                // as a lone batch row's plain step: the shadow round scores the token
+                shadow.committed(sampled[0], source, proposalLength, adaptiveStop);
             }
         }
         pending = sampled[accepted];
