@@ -70,11 +70,17 @@ public final class BatchGenerator implements AutoCloseable {
         void finished(int uid, int[] cachedSequence, KvCache[] caches);
     }
 
-    /** Told about every verification round of a speculating row. */
+    /** Told about every speculating row and its verification rounds. */
     @FunctionalInterface
     public interface SpeculatedRows {
         /** Row {@code uid}'s round verified {@code proposed} proposed tokens and accepted {@code accepted}. */
         void verified(int uid, int proposed, int accepted);
+
+        /**
+         * Row {@code uid} was inserted speculating (before any round): it reports speculation even
+         * where the batch verifies none of its proposals (too full for them to pay).
+         */
+        default void speculating(int uid) {}
     }
 
     /** Gets a prefilling row's caches at a segment end ({@link #withSegmentCaches}). */
@@ -256,6 +262,9 @@ public final class BatchGenerator implements AutoCloseable {
         }
         TokenMask mask = request.constraint() == null ? null : new TokenMask(request.constraint(), vocab);
         int uid = uidCount++;
+        if (spec != null && generationBatch.speculated != null) {
+            generationBatch.speculated.speculating(uid);
+        }
         unprocessed.add(new Row(
                 uid,
                 prompt,

@@ -119,6 +119,8 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     private final LanguageModel model;
     private final BatchGenerator generator;
+    /** The uid the generator last reported inserted speculating ({@code SpeculatedRows#speculating}). */
+    private int speculatingInsert = -1;
     /** KV bytes one row holds per position over all layers; measured on first use. */
     private long bytesPerPosition;
 
@@ -210,12 +212,21 @@ public final class ContinuousBatch implements ExecutionBatch {
         if (this.prefixReuse != null) {
             generator.onFinished(this::captureFinished);
         }
-        generator.onSpeculated((uid, proposed, accepted) -> {
-            RowInfo info = rows.get(uid);
-            if (info != null) {
-                info.speculated = true;
-                info.proposedTokens += proposed;
-                info.acceptedTokens += accepted;
+        generator.onSpeculated(new BatchGenerator.SpeculatedRows() {
+            @Override
+            public void verified(int uid, int proposed, int accepted) {
+                RowInfo info = rows.get(uid);
+                if (info != null) {
+                    info.speculated = true;
+                    info.proposedTokens += proposed;
+                    info.acceptedTokens += accepted;
+                }
+            }
+
+            @Override
+            public void speculating(int uid) {
+                // inside generator.insert, before the row's RowInfo exists: insert marks it
+                speculatingInsert = uid;
             }
         });
     }
@@ -375,15 +386,16 @@ public final class ContinuousBatch implements ExecutionBatch {
             throw new RequestException(ErrorType.INVALID_REQUEST, e.getMessage());
         }
         rowsScheme = plan.kvScheme();
-        rows.put(
-                uid,
-                new RowInfo(
-                        Arrays.copyOf(prompt, cached),
-                        prompt.length,
-                        plan.logprobs() || plan.topLogprobs() > 0,
-                        plan.topLogprobs(),
-                        types,
-                        ns));
+        RowInfo info = new RowInfo(
+                Arrays.copyOf(prompt, cached),
+                prompt.length,
+                plan.logprobs() || plan.topLogprobs() > 0,
+                plan.topLogprobs(),
+                types,
+                ns);
+        // a speculating row reports usage.speculative even where the batch verified none of its proposals
+        info.speculated = speculatingInsert == uid;
+        rows.put(uid, info);
         return uid;
     }
 
