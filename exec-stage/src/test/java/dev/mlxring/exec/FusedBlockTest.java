@@ -30,6 +30,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -62,17 +63,20 @@ class FusedBlockTest {
         PythonScript.run("oracle/make_fast_numerics_models.py", 300, List.of("--out", models.toString()));
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(
-            strings = {
+    /** The models every exact-block cell runs: llama, qwen2/3 and llama3's rope, f32/f16/bf16, 4 and 8 bits. */
+    static java.util.stream.Stream<String> exactModels() {
+        return java.util.stream.Stream.of(
                 "llama-f32-q4g32",
                 "qwen3-f32-q8g64",
                 "qwen2-f32-q4g64",
                 "llama3-f32-q8g128",
                 "llama-bf16-q4g128",
                 "llama-f16-q4g32-hd64",
-                "qwen3-bf16-q8g64-hd128"
-            })
+                "qwen3-bf16-q8g64-hd128");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("exactModels")
     void exactBlockHasTheGraphsBytes(String name) {
         assertFusedHasTheGraphsBytes(name, false);
     }
@@ -204,16 +208,7 @@ class FusedBlockTest {
      * block.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(
-            strings = {
-                "llama-f32-q4g32",
-                "qwen3-f32-q8g64",
-                "qwen2-f32-q4g64",
-                "llama3-f32-q8g128",
-                "llama-bf16-q4g128",
-                "llama-f16-q4g32-hd64",
-                "qwen3-bf16-q8g64-hd128"
-            })
+    @MethodSource("exactModels")
     void exactBlockOverABatchsRowsHasTheGraphsBytes(String name) {
         assertFusedRowsHaveTheGraphsBytes(name, false, 1);
     }

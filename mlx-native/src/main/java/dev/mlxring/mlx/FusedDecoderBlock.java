@@ -234,12 +234,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
-        Shim.check(rc);
-        return new MlxArray[] {
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)),
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))
-        };
+        return outputs(rc);
     }
 
     /** The tier this block computes in. */
@@ -281,12 +276,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
-        Shim.check(rc);
-        return new MlxArray[] {
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 1)),
-            MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 2))
-        };
+        return outputs(rc);
     }
 
     /**
@@ -328,6 +318,11 @@ public final class FusedDecoderBlock implements AutoCloseable {
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
+        return outputs(rc);
+    }
+
+    /** The native call's {@code {h, keys', values'}} once {@code rc} says it succeeded, owned by the caller. */
+    private MlxArray[] outputs(int rc) {
         Shim.check(rc);
         return new MlxArray[] {
             MlxArray.own(out.getAtIndex(ValueLayout.ADDRESS, 0)),
