@@ -29,7 +29,9 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
  *       generating: every unit that may read a prompt chunk earns the generating rows
  *       {@code (1 - share) / share} of its time in decode-only units
- *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk (up to
+ *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk; every
+ *       unit that reads no chunk (a full unit that found nothing to read included) pays them off
+ *       with its own time, so a read already repaid never holds a later arrival back (up to
  *       one chunk's worth is kept from units run while nothing generated, so a row that starts
  *       right after a long chunk catches up first). So a long prompt slows the running rows to
  *       about half speed at the default share instead of one token per chunk. With share 1 every
@@ -62,7 +64,8 @@ final class BatchScheduler {
     private ExecutionBatch batch;
     /**
      * Decode-only time the generating rows are owed: each unit that could read a chunk adds
-     * {@code (1 - share) / share} of its time, each decode-only unit takes its own time off. It is
+     * {@code (1 - share) / share} of its time, each unit that read none (decode-only, or a full unit
+     * with nothing to read) takes its own time off. It is
      * capped at what the longest such unit earns, so a prompt read while nothing generated buys a
      * row that starts generating right after it at most one chunk's worth of catching up.
      */
@@ -234,7 +237,10 @@ final class BatchScheduler {
             longestPrefillUnitNs = Math.max(longestPrefillUnitNs, tookNs);
             double ratio = (1 - share) / share;
             owedDecodeNs = (long) Math.min(owedDecodeNs + tookNs * ratio, longestPrefillUnitNs * ratio);
-        } else if (!prefill) {
+        } else {
+            // Any unit that read no prompt gave the generating rows a step: a full unit with nothing
+            // to read repays as a decode-only one does, so a read long repaid never holds a later
+            // arrival back.
             owedDecodeNs = Math.max(0, owedDecodeNs - tookNs);
         }
         for (int i = 0; i < unit.count; i++) {

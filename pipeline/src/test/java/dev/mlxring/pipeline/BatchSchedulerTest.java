@@ -134,6 +134,39 @@ class BatchSchedulerTest {
         }
     }
 
+    /**
+     * A prompt that arrives while rows decode, long after the last prompt was read, is read in the
+     * first unit after it joins: the full units that ran since (nothing to read) already repaid
+     * that read to the generating rows, so no decode-only unit is owed for it.
+     */
+    @Test
+    void aPromptArrivingLongAfterTheLastReadIsReadInTheNextUnit() throws Exception {
+        start(batched(4).withPrefillInterleave(0.5, false));
+        exec.prefillChunks = 0;
+        var running = new RecordingListener();
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.unitMillis = 2;
+        exec.batch.prefillUnitMillis = 20;
+        exec.prefillChunks = 1;
+        var earlier = new RecordingListener();
+        Session b = engine.submit(text("b", "a b", 100_000_000), earlier);
+        // b's one-chunk read (~22 ms) earned the generating rows as much decode time; the 60 full
+        // units b then generates in (>= 2 ms each, nothing to read) give them far more.
+        waitFor(() -> earlier.spans.get() >= 60, "the earlier joiner generating for 60 units");
+        var later = new RecordingListener();
+        Session c = engine.submit(text("c", "a b", 3), later);
+        assertEquals(Lifecycle.COMPLETED, await(c, later).state());
+        a.cancel("done");
+        b.cancel("done");
+        await(a, running);
+        await(b, earlier);
+        String kinds = exec.batch.unitKinds.toString();
+        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("c"));
+        assertEquals('P', sinceJoined.charAt(0), "units from the later prompt's insert on: " + sinceJoined);
+    }
+
     @Test
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));

@@ -7,6 +7,8 @@ import dev.mlxring.pipeline.Outcome;
 import dev.mlxring.pipeline.RequestException;
 import dev.mlxring.pipeline.Usage;
 import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -40,6 +42,10 @@ public final class ScriptedBatch implements ExecutionBatch {
     public volatile boolean decodeOnlyUnits;
     /** A unit that reads a prefill chunk takes this long: the chunk's cost. */
     public volatile int prefillUnitMillis;
+    /** Every unit takes at least this long: the generating rows' step. */
+    public volatile int unitMillis;
+    /** Per request id: how many units had run when its row was inserted (an index into {@link #unitKinds}). */
+    public final Map<String, Integer> insertedAtUnit = new ConcurrentHashMap<>();
     /** Whether the engine closed this batch. */
     public volatile boolean closed;
 
@@ -81,6 +87,7 @@ public final class ScriptedBatch implements ExecutionBatch {
         }
         int row = nextRow++;
         rows.put(row, new Row(plan, exec.script(plan), exec.prefillChunks));
+        insertedAtUnit.put(plan.requestId(), unitKinds.length());
         mostRows.accumulateAndGet(rows.size(), Math::max);
         exec.events.add("insert:" + plan.requestId());
         return row;
@@ -131,6 +138,7 @@ public final class ScriptedBatch implements ExecutionBatch {
         if (readsChunk) {
             ScriptedExecutor.sleep(prefillUnitMillis);
         }
+        ScriptedExecutor.sleep(unitMillis);
         ScriptedExecutor.await(unitGate);
         units.incrementAndGet();
         if (failWhenRows > 0 && rows.size() == failWhenRows) {
