@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <immintrin.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -110,6 +111,18 @@ void add_bias_rows(mx::array& y, const mx::array& bias) {
   for (size_t i = 0; i < y.size(); i++) o[i] = T(static_cast<float>(o[i]) + bv[i % n]);
 }
 
+// acc[j] = acc[j] + t * w[j] for j < n: one multiply then one add per element (the BLAS loop's
+// C(I,J) = C(I,J) + TEMP*A(I,L)), eight lanes at a time; each lane is its own element, so the
+// vector width changes no bytes. The block's entry has checked the CPU has AVX2.
+__attribute__((target("avx2"))) void axpy_in_order(float* acc, float t, const float* w, int n) {
+  const __m256 tv = _mm256_set1_ps(t);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(acc + j, _mm256_add_ps(_mm256_loadu_ps(acc + j), _mm256_mul_ps(tv, _mm256_loadu_ps(w + j))));
+  }
+  for (; j < n; j++) acc[j] = acc[j] + t * w[j];
+}
+
 // y[b] += (scale * ((xin[b] @ lora_a) @ lora_b)).astype(T) for every row b that has a low-rank
 // pair on projection p (BlockSpec::lora_rows), as the graph's LoRALinear computes it (above):
 // xin [B, L, K] any view of T, y [B, L, N] row-contiguous, lora_a [K, r] and lora_b [r, N] float32.
@@ -135,17 +148,9 @@ void add_low_rank(const BlockSpec& s, int p, const mx::array& xin, const std::ve
     for (int l = 0; l < L; l++) {
       const float* xr = xv + (size_t(b) * L + l) * K;
       std::fill(xa.begin(), xa.end(), 0.0f);
-      for (int k = 0; k < K; k++) {
-        const float t = xr[k];
-        const float* ak = a + size_t(k) * r;
-        for (int j = 0; j < r; j++) xa[j] = xa[j] + t * ak[j];
-      }
+      for (int k = 0; k < K; k++) axpy_in_order(xa.data(), xr[k], a + size_t(k) * r, r);
       std::fill(z.begin(), z.end(), 0.0f);
-      for (int j = 0; j < r; j++) {
-        const float t = xa[j];
-        const float* bj = bm + size_t(j) * N;
-        for (int o = 0; o < N; o++) z[o] = z[o] + t * bj[o];
-      }
+      for (int j = 0; j < r; j++) axpy_in_order(z.data(), xa[j], bm + size_t(j) * N, N);
       T* yr = yv + (size_t(b) * L + l) * N;
       for (int o = 0; o < N; o++) {
         const T t = T(scale * z[o]);
