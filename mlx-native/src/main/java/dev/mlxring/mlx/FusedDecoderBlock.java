@@ -253,16 +253,58 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * of MLX's (a row's elements depend on that row alone, so a row adding a pair has the bytes of
      * a batch whose every row adds it).
      *
-     * @param arrays {@code lora_a}, {@code lora_b} per pair: row-contiguous float32 {@code [in, r]}
-     *     and {@code [r, out]}, the in and out widths of the projection the pair is on
-     * @param scales each pair's {@code lora_parameters.scale} (as float32, the graph's scalar)
-     * @param rows {@code [7 * B]}, projection-major in the order q, k, v, o, gate, up, down: the
-     *     pair row {@code b} adds to projection {@code p} at {@code rows[p * B + b]}, -1 for none
+     * <p>Its arguments: {@code arrays}, {@code lora_a} and {@code lora_b} per pair, row-contiguous
+     * float32 {@code [in, r]} and {@code [r, out]} (the in and out widths of the projection the pair
+     * is on); {@code scales}, each pair's {@code lora_parameters.scale} (as float32, the graph's
+     * scalar); {@code rows}, {@code [7 * B]}, projection-major in the order q, k, v, o, gate, up,
+     * down: the pair row {@code b} adds to projection {@code p} at {@code rows[p * B + b]}, -1 for
+     * none.
+     *
+     * <p>Immutable once made; the arrays stay their owner's and must outlive its calls. Calls come
+     * from the thread that drives MLX.
      */
-    public record LowRank(MlxArray[] arrays, float[] scales, int[] rows) {
-        public LowRank {
+    public static final class LowRank {
+        private final MlxArray[] arrays;
+        private final float[] scales;
+        private final int[] rows;
+        /** The native argument lists, made at the first call (an auto arena: a LowRank may be kept across steps). */
+        private MemorySegment nativeArrays;
+
+        private MemorySegment nativeRows;
+        private MemorySegment nativeScales;
+
+        public LowRank(MlxArray[] arrays, float[] scales, int[] rows) {
             if (arrays.length != 2 * scales.length || rows.length % 7 != 0) {
                 throw new IllegalArgumentException("a low-rank pair is two arrays and a scale; rows are 7 * B");
+            }
+            this.arrays = arrays;
+            this.scales = scales;
+            this.rows = rows;
+        }
+
+        public MlxArray[] arrays() {
+            return arrays;
+        }
+
+        public float[] scales() {
+            return scales;
+        }
+
+        public int[] rows() {
+            return rows;
+        }
+
+        private void prepare() {
+            if (nativeArrays == null) {
+                Arena arena = Arena.ofAuto();
+                MemorySegment a = arena.allocate(ValueLayout.ADDRESS, Math.max(1, arrays.length));
+                for (int i = 0; i < arrays.length; i++) {
+                    a.setAtIndex(ValueLayout.ADDRESS, i, arrays[i].handle());
+                }
+                nativeRows = arena.allocateFrom(ValueLayout.JAVA_INT, rows);
+                nativeScales = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, scales.length));
+                MemorySegment.copy(scales, 0, nativeScales, ValueLayout.JAVA_FLOAT, 0, scales.length);
+                nativeArrays = a;
             }
         }
     }
@@ -301,12 +343,9 @@ public final class FusedDecoderBlock implements AutoCloseable {
         }
         MemorySegment offsets = ropeOffsets == null ? MemorySegment.NULL : ropeOffsets.handle();
         MemorySegment rowsMask = mask == null ? MemorySegment.NULL : mask.handle();
+        lowRank.prepare();
         int rc;
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment arrays = call.allocate(ValueLayout.ADDRESS, Math.max(1, lowRank.arrays().length));
-            for (int i = 0; i < lowRank.arrays().length; i++) {
-                arrays.setAtIndex(ValueLayout.ADDRESS, i, lowRank.arrays()[i].handle());
-            }
+        try {
             rc = (int) EXACT_BLOCK_LORA.invokeExact(
                     x.handle(),
                     keys.handle(),
@@ -317,10 +356,10 @@ public final class FusedDecoderBlock implements AutoCloseable {
                     floats,
                     offsets,
                     rowsMask,
-                    arrays,
-                    lowRank.scales().length,
-                    call.allocateFrom(ValueLayout.JAVA_INT, lowRank.rows()),
-                    call.allocateFrom(ValueLayout.JAVA_FLOAT, lowRank.scales()),
+                    lowRank.nativeArrays,
+                    lowRank.scales.length,
+                    lowRank.nativeRows,
+                    lowRank.nativeScales,
                     out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);

@@ -62,8 +62,37 @@ record FusedBlock(
         Dtype paramDtype,
         AdaptableLinear[] slots,
         int[] slotProjections,
-        LoraLinear[] fixedLora)
+        LoraLinear[] fixedLora,
+        LowRankMemo memo)
         implements AutoCloseable {
+    /**
+     * The last call's LoRA deltas and the rows' adapters they were made for, so the steps of an
+     * unchanged batch make them once (exec thread only).
+     */
+    static final class LowRankMemo {
+        private NamedAdapter[] rows;
+        private int batch = -1;
+        private FusedDecoderBlock.LowRank lowRank;
+
+        FusedDecoderBlock.LowRank get(NamedAdapter[] current, int batchSize) {
+            if (lowRank == null || batch != batchSize || (rows == null) != (current == null)) {
+                return null;
+            }
+            for (int i = 0; current != null && i < current.length; i++) {
+                if (rows[i] != current[i]) {
+                    return null;
+                }
+            }
+            return lowRank;
+        }
+
+        void put(NamedAdapter[] current, int batchSize, FusedDecoderBlock.LowRank made) {
+            rows = current == null ? null : current.clone();
+            batch = batchSize;
+            lowRank = made;
+        }
+    }
+
     /** No LoRA delta on any row: the block as loaded. */
     static final FusedDecoderBlock.LowRank NO_DELTAS =
             new FusedDecoderBlock.LowRank(new MlxArray[0], new float[0], new int[0]);
@@ -243,7 +272,8 @@ record FusedBlock(
                 paramDtype,
                 slots.toArray(AdaptableLinear[]::new),
                 slotProjections.stream().mapToInt(Integer::intValue).toArray(),
-                anyFixed ? fixedLora : null);
+                anyFixed ? fixedLora : null,
+                new LowRankMemo());
     }
 
     /** Whether the block adds {@code l}'s delta itself: float32 {@code lora_a} and {@code lora_b}. */
@@ -271,6 +301,19 @@ record FusedBlock(
         if (rows != null && rows.length != batch) {
             return null; // the graph's layers name the mismatch
         }
+        FusedDecoderBlock.LowRank kept = memo.get(rows, batch);
+        if (kept != null) {
+            return kept;
+        }
+        FusedDecoderBlock.LowRank made = lowRank(rows, batch);
+        if (made != null) {
+            memo.put(rows, batch, made);
+        }
+        return made;
+    }
+
+    /** The rows' deltas, made anew (see {@link #lowRankHere}); null where one is not covered. */
+    private FusedDecoderBlock.LowRank lowRank(NamedAdapter[] rows, int batch) {
         List<LoraLinear> pairs = new ArrayList<>(4);
         int[] rowPair = new int[7 * batch];
         java.util.Arrays.fill(rowPair, -1);
