@@ -68,6 +68,13 @@ struct BlockSpec {
   // (int32 [B], mlx-lm's BatchKVCache offset) and the attention's boolean mask array (make_mask),
   // the very arrays the graph's rope and sdpa take. False: the scalar offset and `causal`.
   bool batch_rows = false;
+  // Low-rank deltas (the exact block only): mlx-lm's LoRALinear over a projection's rows,
+  // y + (scale * ((x @ lora_a) @ lora_b)).astype(x.dtype). lora_pairs (lora_a, lora_b) float32
+  // pairs are the last inputs; lora_rows [kProjections * B] names, per projection and row, the pair
+  // that row adds (-1: none); lora_scales one per pair. Empty: no deltas.
+  int lora_pairs = 0;
+  std::vector<int> lora_rows;
+  std::vector<float> lora_scales;
 
   int qkv_bias_input() const {
     return kQkNorm + (qk_norm ? 2 : 0);
@@ -84,6 +91,11 @@ struct BlockSpec {
   // The batch rows' rope offsets, then their mask (batch_rows only).
   int row_offsets_input() const {
     return kInNorm + weight_count();
+  }
+
+  // The first low-rank pair's lora_a (then its lora_b, then the next pair's), after the rows' inputs.
+  int lora_input() const {
+    return row_offsets_input() + (batch_rows ? 2 : 0);
   }
 
   int weight_count() const {

@@ -14,6 +14,16 @@
 //     n   = rms_norm(h, w_post)
 //     out = h + swiglu(n W_g^T, n W_u^T) W_d^T     the projections, NativeSwiglu, MLX's add
 //
+// and where a row has a LoRA adapter on a projection (mlx-lm's LoRALinear, which the graph
+// builds as y = base(x); z = (x @ a) @ b; y + (scale * z).astype(x.dtype)), its delta added to
+// that row's projection output right after the base's (and its bias): each of the two float32
+// matmuls as the wheel's reference BLAS sgemm computes an element (row-major NoTrans x NoTrans:
+// the column-major 'N','N' loop, a sum from zero in order over k of x * a, one multiply and one
+// add per term, no FMA; an element depends on its own row only, so a row computed alone has the
+// bytes of the batch's matmul), then scale * z in float32, rounded to the activations' type, and
+// MLX's add. mlx-lm's batch runs one adapter over all its rows, the graph of named adapters
+// (AdaptableLinear) selects each row's adapter's output; either way a row's bytes are those of
+// its own adapter's layer, which is what this computes per row.
 // each step's output of the dtype MLX's promotion gives it. A decode step of a batch cache's rows
 // (mlxr_exact_decoder_block_rows) is the same task with the graph's two arrays more: the rope at
 // the rows' int32 offsets (NativeRope's per-row offsets) and the sdpa under the batch's boolean
@@ -30,9 +40,12 @@
 // cases below; tests hold its bytes to the graph's and mlx-lm's (FusedBlockTest,
 // GreedyParityTest).
 
+#include <algorithm>
 #include <cstring>
+#include <immintrin.h>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mlx/mlx.h"
@@ -99,6 +112,155 @@ void add_bias_rows(mx::array& y, const mx::array& bias) {
   for (size_t i = 0; i < y.size(); i++) o[i] = T(static_cast<float>(o[i]) + bv[i % n]);
 }
 
+// acc[j] = acc[j] + t * w[j] for j < n: one multiply then one add per element (the BLAS loop's
+// C(I,J) = C(I,J) + TEMP*A(I,L)), eight lanes at a time; each lane is its own element, so the
+// vector width changes no bytes. The block's entry has checked the CPU has AVX2.
+__attribute__((target("avx2"))) void axpy_in_order(float* acc, float t, const float* w, int n) {
+  const __m256 tv = _mm256_set1_ps(t);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(acc + j, _mm256_add_ps(_mm256_loadu_ps(acc + j), _mm256_mul_ps(tv, _mm256_loadu_ps(w + j))));
+  }
+  for (; j < n; j++) acc[j] = acc[j] + t * w[j];
+}
+
+// xa[j] = sum over k in order of x[k] * a[k * r + j], from zero (the BLAS loop over k for each of
+// the r columns of lora_a [K, r]), eight columns in one register at a time.
+__attribute__((target("avx2"))) void low_rank_down(const float* x, const float* a, int K, int r, float* xa) {
+  int j = 0;
+  for (; j + 8 <= r; j += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(x[k]), _mm256_loadu_ps(a + size_t(k) * r + j)));
+    }
+    _mm256_storeu_ps(xa + j, acc);
+  }
+  for (; j < r; j++) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc = acc + x[k] * a[size_t(k) * r + j];
+    xa[j] = acc;
+  }
+}
+
+// y = y + t, t = scale * z, for n float32 lanes: MLX's multiply of the scalar by z, then its add
+// (one rounding each; the cast to float32 is none).
+__attribute__((target("avx2"))) void add_scaled(float* y, float scale, const float* z, int n) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  int o = 0;
+  for (; o + 8 <= n; o += 8) {
+    _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o), _mm256_mul_ps(sv, _mm256_loadu_ps(z + o))));
+  }
+  for (; o < n; o++) y[o] = y[o] + scale * z[o];
+}
+
+// The lora_b multiply-adds below which a projection's deltas run on the calling thread: the
+// pool's hand-off costs a few microseconds (measured: a rank-8 delta over 192 columns took 4 us
+// through the pool), a lone row's whole delta about as much.
+constexpr size_t kLowRankPoolMacs = 65536;
+
+// One position's low-rank delta: lora_a's r sums xa (made before), lora_b, the scale, the row of y.
+template <typename T>
+struct LowRankItem {
+  const float* xa;
+  const float* b;  // lora_b [r, N]
+  int r;
+  float scale;
+  T* y;  // the position's row of y [N]
+};
+
+// The deltas of a projection's positions, spread over the kernels' worker pool in chunks of
+// kLowRankColumns output columns of one position (each column its own sums, so chunking changes
+// no bytes).
+template <typename T>
+struct LowRankJob {
+  static constexpr int kLowRankColumns = 256;
+  const std::vector<LowRankItem<T>>* items;
+  int n;
+  int chunks_per_item;
+
+  static void run(void* ctx, int chunk) {
+    const auto& job = *static_cast<const LowRankJob*>(ctx);
+    const LowRankItem<T>& it = (*job.items)[chunk / job.chunks_per_item];
+    const int o0 = (chunk % job.chunks_per_item) * kLowRankColumns;
+    const int width = std::min(kLowRankColumns, job.n - o0);
+    alignas(64) float z[kLowRankColumns];
+    std::fill(z, z + width, 0.0f);
+    for (int j = 0; j < it.r; j++) axpy_in_order(z, it.xa[j], it.b + size_t(j) * job.n + o0, width);
+    T* yr = it.y + o0;
+    if constexpr (std::is_same_v<T, float>) {
+      add_scaled(yr, it.scale, z, width);
+    } else {
+      for (int o = 0; o < width; o++) {
+        const T t = T(it.scale * z[o]);
+        yr[o] = T(static_cast<float>(yr[o]) + static_cast<float>(t));
+      }
+    }
+  }
+};
+
+// Asks for projection p's low-rank pairs of the call's rows (lora_a, lora_b: float32, read whole
+// by add_low_rank) to be brought into the cache while the base projection runs: the projections are
+// compute-bound, the pairs' bytes come from memory (a rank-8 adapter over SmolLM2's seven
+// projections is ~10 MB a token against ~70 MB of 4-bit weights), so reading them then instead
+// of after overlaps the two. Each pair once for consecutive rows that share it.
+void prefetch_low_rank(const BlockSpec& s, int p, int B, const std::vector<mx::array>& in) {
+  int last = -1;
+  for (int b = 0; b < B; b++) {
+    const int pair = s.lora_rows[size_t(p) * B + b];
+    if (pair < 0 || pair == last) continue;
+    last = pair;
+    for (int i = 0; i < 2; i++) {
+      const mx::array& w = in[s.lora_input() + 2 * pair + i];
+      const char* base = w.data<char>();
+      for (size_t off = 0; off < w.nbytes(); off += 64) _mm_prefetch(base + off, _MM_HINT_T1);
+    }
+  }
+}
+
+// y[b] += (scale * ((xin[b] @ lora_a) @ lora_b)).astype(T) for every row b that has a low-rank
+// pair on projection p (BlockSpec::lora_rows), as the graph's LoRALinear computes it (above):
+// xin [B, L, K] any view of T, y [B, L, N] row-contiguous, lora_a [K, r] and lora_b [r, N] float32.
+// The r sums of x @ lora_a on this thread, then lora_b, the scale and the add over the pool.
+template <typename T>
+void add_low_rank(const BlockSpec& s, int p, const mx::array& xin, const std::vector<mx::array>& in, mx::array& y) {
+  const int B = xin.shape(0), L = xin.shape(1), K = xin.shape(2), N = y.shape(2);
+  std::vector<float> xcopy;
+  const float* xv = nullptr;
+  T* yv = y.data<T>();
+  std::vector<int> xa_at;  // each item's offset in xas
+  std::vector<float> xas;
+  std::vector<LowRankItem<T>> items;
+  for (int b = 0; b < B; b++) {
+    const int pair = s.lora_rows[size_t(p) * B + b];
+    if (pair < 0) continue;
+    if (xv == nullptr) xv = row_major_floats(xin, xcopy);
+    const mx::array& la = in[s.lora_input() + 2 * pair];
+    const mx::array& lb = in[s.lora_input() + 2 * pair + 1];
+    const int r = la.shape(1);
+    for (int l = 0; l < L; l++) {
+      const size_t row = size_t(b) * L + l;
+      xa_at.push_back(int(xas.size()));
+      xas.resize(xas.size() + size_t(r));
+      low_rank_down(xv + row * K, la.data<float>(), K, r, xas.data() + xa_at.back());
+      items.push_back({nullptr, lb.data<float>(), r, s.lora_scales[pair], yv + row * N});
+    }
+  }
+  if (items.empty()) return;
+  size_t macs = 0;
+  for (size_t i = 0; i < items.size(); i++) {
+    items[i].xa = xas.data() + xa_at[i];
+    macs += size_t(items[i].r) * N;
+  }
+  LowRankJob<T> job{&items, N, (N + LowRankJob<T>::kLowRankColumns - 1) / LowRankJob<T>::kLowRankColumns};
+  const int chunks = int(items.size()) * job.chunks_per_item;
+  if (macs < kLowRankPoolMacs) {
+    // a lone row's delta is a few microseconds of work: less than handing it to the pool costs
+    for (int c = 0; c < chunks; c++) LowRankJob<T>::run(&job, c);
+  } else {
+    qmm::parallel_chunks(chunks, &LowRankJob<T>::run, &job);
+  }
+}
+
 template <typename T>
 void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
                         std::vector<mx::array>& out);
@@ -124,6 +286,7 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
   auto project = [&](int p, const mx::array& xin) {
     const mx::array& w = in[kFirstProj + 3 * p];
     mx::array y = fresh({B, L, w.shape(0)}, act);
+    if (s.lora_pairs > 0) prefetch_low_rank(s, p, B, in);
     if (s.layouts) {
       qmm::dequantized_matmul_into(xin, in[s.layouts_input() + p], w.shape(0), s.isa, y);
     } else {
@@ -131,6 +294,7 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
                                  s.bits[p], s.isa, y);
     }
     if (s.qkv_bias && p <= kV) add_bias_rows<T>(y, in[s.qkv_bias_input() + p]);
+    if (s.lora_pairs > 0) add_low_rank<T>(s, p, xin, in, y);
     return y;
   };
   // rms_norm(a, weight) over a's last axis, of MLX's result type.
@@ -205,9 +369,17 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
 
 // The exact block's entry: rows_offsets and rows_mask both null (a single-row cache: the scalar
 // offset, `causal`) or both given (a batch cache's rows); errors name `who`.
+// The low-rank deltas' arguments (mlxr_exact_decoder_block_lora): none when pairs is 0.
+struct LowRankArgs {
+  const mlxr_array* arrays = nullptr;  // lora_a, lora_b per pair
+  int pairs = 0;
+  const int* rows = nullptr;      // [7 * B]
+  const float* scales = nullptr;  // [pairs]
+};
+
 int exact_block_entry(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights, int n_weights,
                       const int* ints, const float* floats, mlxr_array rows_offsets, mlxr_array rows_mask,
-                      mlxr_array* out, const char* who) {
+                      const LowRankArgs& low_rank, mlxr_array* out, const char* who) {
   return mlxr::guard_int([&] {
     const std::string w(who);
     BlockSpec s = parse_spec(ints, floats, n_weights, who);
@@ -272,6 +444,39 @@ int exact_block_entry(mlxr_array x, mlxr_array keys, mlxr_array values, const ml
       inputs.push_back(rows_offsets);
       inputs.push_back(rows_mask);
     }
+    if (low_rank.pairs < 0 || (low_rank.pairs > 0 && (low_rank.arrays == nullptr || low_rank.rows == nullptr ||
+                                                        low_rank.scales == nullptr)))
+      throw std::invalid_argument(w + ": low-rank pairs without their arrays, rows or scales");
+    if (low_rank.pairs > 0) {
+      // per projection its input's and output's widths: lora_a [in, r], lora_b [r, out]
+      const int B = xa.shape(0);
+      const int D = xa.shape(2);
+      auto in_dims = [&](int p) {
+        return p == kO ? s.heads * s.head_dim : p == kDown ? weight(kFirstProj + 3 * kGate).shape(0) : D;
+      };
+      for (int i = 0; i < kProjections * B; i++) {
+        const int pair = low_rank.rows[i];
+        if (pair < -1 || pair >= low_rank.pairs)
+          throw std::invalid_argument(w + ": a row names low-rank pair " + std::to_string(pair) + " of " +
+                                      std::to_string(low_rank.pairs));
+        if (pair < 0) continue;
+        const int p = i / B;
+        const auto& la = *static_cast<mx::array*>(low_rank.arrays[2 * pair]);
+        const auto& lb = *static_cast<mx::array*>(low_rank.arrays[2 * pair + 1]);
+        const int out_dims = weight(kFirstProj + 3 * p).shape(0);
+        if (la.dtype() != mx::float32 || lb.dtype() != mx::float32 || la.ndim() != 2 || lb.ndim() != 2 ||
+            la.shape(0) != in_dims(p) || lb.shape(0) != la.shape(1) || lb.shape(1) != out_dims ||
+            !la.flags().row_contiguous || !lb.flags().row_contiguous)
+          throw std::invalid_argument(w + ": low-rank pair " + std::to_string(pair) + " on projection " +
+                                      std::to_string(p) + " must be row-contiguous float32 lora_a [" +
+                                      std::to_string(in_dims(p)) + ", r] and lora_b [r, " +
+                                      std::to_string(out_dims) + "]");
+      }
+      s.lora_pairs = low_rank.pairs;
+      s.lora_rows.assign(low_rank.rows, low_rank.rows + kProjections * B);
+      s.lora_scales.assign(low_rank.scales, low_rank.scales + low_rank.pairs);
+      for (int i = 0; i < 2 * low_rank.pairs; i++) inputs.push_back(low_rank.arrays[i]);
+    }
     auto outputs = block_outputs<run_exact_block>(s, offset_of(ints), xa, keys, values, inputs.data(),
                                                   int(inputs.size()), stream, "ExactDecoderBlock", who);
     for (int i = 0; i < 3; i++) out[i] = new mx::array(outputs[i]);
@@ -307,7 +512,7 @@ int mlxr_exact_block_available() {
 // set; anything else is an error naming what.
 int mlxr_exact_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                              int n_weights, const int* ints, const float* floats, mlxr_array* out) {
-  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, nullptr, nullptr, out,
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, nullptr, nullptr, {}, out,
                                         "exact block");
 }
 
@@ -325,8 +530,23 @@ int mlxr_exact_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array valu
   if (offsets == nullptr || mask == nullptr) {
     return mlxr::guard_int([] { throw std::invalid_argument("exact block rows: no rope offsets or mask"); });
   }
-  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, out,
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, {}, out,
                                         "exact block rows");
+}
+
+// The exact block (mlxr_exact_decoder_block, or with offsets and mask given,
+// mlxr_exact_decoder_block_rows) with LoRA deltas on rows' projections, as mlx-lm's LoRALinear adds
+// them: `pairs` (lora_a, lora_b) float32 pairs in `lora` (lora_a [in, r], lora_b [r, out] of the
+// projection they are on), `rows` [7 * B] the pair each row adds to each projection (projection
+// major, in the weights' order q, k, v, o, gate, up, down; -1 none), `scales` each pair's
+// lora_parameters scale. Anything else is an error naming what.
+int mlxr_exact_decoder_block_lora(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                  int n_weights, const int* ints, const float* floats, mlxr_array offsets,
+                                  mlxr_array mask, const mlxr_array* lora, int pairs, const int* rows,
+                                  const float* scales, mlxr_array* out) {
+  mlxr::block::LowRankArgs low_rank{lora, pairs, rows, scales};
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, low_rank,
+                                        out, offsets == nullptr ? "exact block" : "exact block rows");
 }
 
 }  // extern "C"

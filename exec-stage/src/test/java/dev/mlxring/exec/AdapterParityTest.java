@@ -94,6 +94,7 @@ class AdapterParityTest {
     static Stream<AdapterCell> batchCells() {
         return only(Stream.of(
                 new AdapterCell("llama-f32", "lora", 0, 8, 20.0, null),
+                new AdapterCell("llama-q4", "lora", 0, 8, 20.0, null),
                 new AdapterCell("qwen3-q4", "dora", 1, 4, 10.0, null)));
     }
 

@@ -82,6 +82,24 @@ class MixedAdapterBatchParityTest {
             BatchParityTest.Cell batch = new BatchParityTest.Cell("mixed-adapters-" + model, model, 16, 8, 32, rows);
             cells.add(new Cell("mixed-" + model, model, adapters, batch, new int[] {0, 1, 2, -1, 0, 2}));
         }
+        // LoRA adapters only, on a 4-bit base: every block runs the exact fused block, each row's
+        // deltas added inside it (a DoRA row among them sends its blocks to the graph, above)
+        List<Adapter> lora = List.of(
+                new Adapter("a", "lora", 0, 8, 20.0, 11, null),
+                new Adapter("b", "lora", 2, 8, 16.0, 12, null),
+                new Adapter("q", "lora", 1, 4, 16.0, 14, "self_attn.q_proj,mlp.down_proj"));
+        List<BatchParityTest.ScriptRow> loraRows = List.of(
+                BatchParityTest.greedy(0, 12, 1, 14),
+                BatchParityTest.greedy(0, 5, 2, 12),
+                BatchParityTest.restored(0, 9, 3, 12, 0, seeded),
+                BatchParityTest.greedy(1, 20, 4, 10),
+                BatchParityTest.greedy(2, 7, 5, 10));
+        cells.add(new Cell(
+                "lora-only-qwen3-q4",
+                "qwen3-q4",
+                lora,
+                new BatchParityTest.Cell("lora-only-qwen3-q4", "qwen3-q4", 16, 8, 32, loraRows),
+                new int[] {0, 1, -1, 2, 0}));
         // Adapters over fewer blocks than the model's two: the blocks they do not convert run the
         // fused block for a lone row (solo caches, the exact tier's fused path) and the graph in
         // the batch. A lone row on one adapter reads its prompt and decodes alone, then rows on

@@ -39,6 +39,10 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final MethodHandle EXACT_BLOCK_ROWS = NativeLibrary.handle(
             "mlxr_exact_decoder_block_rows",
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR));
+    private static final MethodHandle EXACT_BLOCK_LORA = NativeLibrary.handle(
+            "mlxr_exact_decoder_block_lora",
+            FunctionDescriptor.of(
+                    INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR));
     private static final MethodHandle EXACT_AVAILABLE =
             NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
     private static final MethodHandle EXACT_COVERS =
@@ -240,6 +244,127 @@ public final class FusedDecoderBlock implements AutoCloseable {
     /** The tier this block computes in. */
     public Numerics numerics() {
         return numerics;
+    }
+
+    /**
+     * LoRA deltas on a call's rows, for the {@link Numerics#EXACT} block: mlx-lm's {@code
+     * LoRALinear}, {@code y + (scale * ((x @ lora_a) @ lora_b)).astype(x.dtype)}, added to a row's
+     * projection output {@code y} (after its bias), each of the two float32 matmuls with the bytes
+     * of MLX's (a row's elements depend on that row alone, so a row adding a pair has the bytes of
+     * a batch whose every row adds it).
+     *
+     * <p>Its arguments: {@code arrays}, {@code lora_a} and {@code lora_b} per pair, row-contiguous
+     * float32 {@code [in, r]} and {@code [r, out]} (the in and out widths of the projection the pair
+     * is on); {@code scales}, each pair's {@code lora_parameters.scale} (as float32, the graph's
+     * scalar); {@code rows}, {@code [7 * B]}, projection-major in the order q, k, v, o, gate, up,
+     * down: the pair row {@code b} adds to projection {@code p} at {@code rows[p * B + b]}, -1 for
+     * none.
+     *
+     * <p>Immutable once made; the arrays stay their owner's and must outlive its calls. Calls come
+     * from the thread that drives MLX.
+     */
+    public static final class LowRank {
+        private final MlxArray[] arrays;
+        private final float[] scales;
+        private final int[] rows;
+        /** The native argument lists, made at the first call (an auto arena: a LowRank may be kept across steps). */
+        private MemorySegment nativeArrays;
+
+        private MemorySegment nativeRows;
+        private MemorySegment nativeScales;
+
+        public LowRank(MlxArray[] arrays, float[] scales, int[] rows) {
+            if (arrays.length != 2 * scales.length || rows.length % 7 != 0) {
+                throw new IllegalArgumentException("a low-rank pair is two arrays and a scale; rows are 7 * B");
+            }
+            this.arrays = arrays;
+            this.scales = scales;
+            this.rows = rows;
+        }
+
+        public MlxArray[] arrays() {
+            return arrays;
+        }
+
+        public float[] scales() {
+            return scales;
+        }
+
+        public int[] rows() {
+            return rows;
+        }
+
+        private void prepare() {
+            if (nativeArrays == null) {
+                Arena arena = Arena.ofAuto();
+                MemorySegment a = arena.allocate(ValueLayout.ADDRESS, Math.max(1, arrays.length));
+                for (int i = 0; i < arrays.length; i++) {
+                    a.setAtIndex(ValueLayout.ADDRESS, i, arrays[i].handle());
+                }
+                nativeRows = arena.allocateFrom(ValueLayout.JAVA_INT, rows);
+                nativeScales = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, scales.length));
+                MemorySegment.copy(scales, 0, nativeScales, ValueLayout.JAVA_FLOAT, 0, scales.length);
+                nativeArrays = a;
+            }
+        }
+    }
+
+    /**
+     * As {@link #forward(MlxArray, MlxArray, MlxArray, int, boolean)} with LoRA deltas on the
+     * rows' projections ({@link Numerics#EXACT} only).
+     */
+    public MlxArray[] forward(MlxArray x, MlxArray keys, MlxArray values, int offset, boolean causal, LowRank lowRank) {
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, causal ? 1 : 0);
+        return withLowRank(x, keys, values, null, null, lowRank);
+    }
+
+    /**
+     * As {@link #forwardRows(MlxArray, MlxArray, MlxArray, int, MlxArray, MlxArray)} with LoRA
+     * deltas on the rows' projections.
+     */
+    public MlxArray[] forwardRows(
+            MlxArray x,
+            MlxArray keys,
+            MlxArray values,
+            int offset,
+            MlxArray ropeOffsets,
+            MlxArray mask,
+            LowRank lowRank) {
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
+        return withLowRank(x, keys, values, ropeOffsets, mask, lowRank);
+    }
+
+    private MlxArray[] withLowRank(
+            MlxArray x, MlxArray keys, MlxArray values, MlxArray ropeOffsets, MlxArray mask, LowRank lowRank) {
+        if (numerics != Numerics.EXACT) {
+            throw new IllegalStateException("only the exact tier's block takes LoRA deltas");
+        }
+        MemorySegment offsets = ropeOffsets == null ? MemorySegment.NULL : ropeOffsets.handle();
+        MemorySegment rowsMask = mask == null ? MemorySegment.NULL : mask.handle();
+        lowRank.prepare();
+        int rc;
+        try {
+            rc = (int) EXACT_BLOCK_LORA.invokeExact(
+                    x.handle(),
+                    keys.handle(),
+                    values.handle(),
+                    weights,
+                    weightCount,
+                    ints,
+                    floats,
+                    offsets,
+                    rowsMask,
+                    lowRank.nativeArrays,
+                    lowRank.scales.length,
+                    lowRank.nativeRows,
+                    lowRank.nativeScales,
+                    out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        return outputs(rc);
     }
 
     /**

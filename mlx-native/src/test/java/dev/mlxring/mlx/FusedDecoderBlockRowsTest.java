@@ -59,6 +59,91 @@ class FusedDecoderBlockRowsTest {
         }
     }
 
+    /**
+     * LoRA deltas ({@link FusedDecoderBlock.LowRank}) change only the rows that add a pair: a row
+     * adding none keeps the bytes of the call without deltas, a row adding one differs; and the
+     * entry refuses pairs that do not fit their projection, are not float32, or a row naming a pair
+     * that is not there.
+     */
+    @Test
+    void lowRankDeltasChangeTheirRowsOnlyAndRefuseWhatDoesNotFit() {
+        assumeTrue(FusedDecoderBlock.available(Numerics.EXACT), "this CPU has no native kernels: no fused block");
+        SplittableRandom rnd = new SplittableRandom(11);
+        try (ArrayScope s = ArrayScope.open();
+                FusedDecoderBlock block = block(new SplittableRandom(7))) {
+            MlxArray offsets = Mlx.fromInts(new int[] {OFFSET, OFFSET - 2}, ROWS);
+            MlxArray mask = mask(OFFSET + 1);
+            MlxArray x = x(1);
+            // a rank-4 pair on the up projection (D -> HIDDEN) of row 0 only
+            MlxArray a = random(rnd, DIM, 4);
+            MlxArray b = random(rnd, 4, HIDDEN);
+            int[] rows = new int[7 * ROWS];
+            java.util.Arrays.fill(rows, -1);
+            rows[5 * ROWS] = 0;
+            FusedDecoderBlock.LowRank up = new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, rows);
+            MlxArray plain = block.forwardRows(x, cache(), cache(), OFFSET, offsets, mask)[0];
+            MlxArray delta = block.forwardRows(x, cache(), cache(), OFFSET, offsets, mask, up)[0];
+            Mlx.eval(plain, delta);
+            byte[] p = plain.toBytes();
+            byte[] d = delta.toBytes();
+            int row = DIM * Float.BYTES;
+            assertArrayEquals(
+                    java.util.Arrays.copyOfRange(p, row, 2 * row),
+                    java.util.Arrays.copyOfRange(d, row, 2 * row),
+                    "row 1 adds no pair: the plain call's bytes");
+            assertTrue(
+                    !java.util.Arrays.equals(java.util.Arrays.copyOf(p, row), java.util.Arrays.copyOf(d, row)),
+                    "row 0's delta changed nothing");
+            // the single-row entry takes them too
+            MlxArray one = random(new SplittableRandom(3), 1, 1, DIM);
+            int[] oneRow = {-1, -1, -1, -1, -1, 0, -1};
+            Mlx.eval(block.forward(
+                    one,
+                    Mlx.zeros(new int[] {1, 1, 16, HEAD_DIM}, Dtype.FLOAT32),
+                    Mlx.zeros(new int[] {1, 1, 16, HEAD_DIM}, Dtype.FLOAT32),
+                    OFFSET,
+                    false,
+                    new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, oneRow)));
+
+            int[] onQ = rows.clone();
+            onQ[5 * ROWS] = -1;
+            onQ[0] = 0; // the q projection's output is 2 * HEAD_DIM wide, not HIDDEN
+            assertRefused(
+                    "low-rank pair 0 on projection 0",
+                    () -> block.forwardRows(
+                            x,
+                            cache(),
+                            cache(),
+                            OFFSET,
+                            offsets,
+                            mask,
+                            new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, onQ)));
+            assertRefused(
+                    "float32",
+                    () -> block.forwardRows(
+                            x,
+                            cache(),
+                            cache(),
+                            OFFSET,
+                            offsets,
+                            mask,
+                            new FusedDecoderBlock.LowRank(
+                                    new MlxArray[] {Mlx.astype(a, Dtype.FLOAT16), b}, new float[] {2f}, rows)));
+            int[] missing = rows.clone();
+            missing[5 * ROWS] = 1;
+            assertRefused(
+                    "low-rank pair 1 of 1",
+                    () -> block.forwardRows(
+                            x,
+                            cache(),
+                            cache(),
+                            OFFSET,
+                            offsets,
+                            mask,
+                            new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, missing)));
+        }
+    }
+
     private static void assertRefused(String naming, org.junit.jupiter.api.function.Executable call) {
         MlxException e = assertThrows(MlxException.class, call);
         assertTrue(e.getMessage().contains(naming), "the error names " + naming + ": " + e.getMessage());

@@ -10,6 +10,7 @@ import dev.mlxring.exec.nn.Linear;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.TensorShard;
+import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import java.util.ArrayList;
@@ -58,7 +59,7 @@ final class DecoderModel extends LoadedModel {
     /**
      * {@code TransformerBlock}: pre-norm residual attention then pre-norm residual MLP; the same
      * block fused into one primitive where {@code fused} (null where the block has none) covers
-     * the call and no row's named adapter converts one of the block's projections.
+     * the call and its rows' adapters (LoRA layers: {@link FusedBlock#lowRankHere}).
      */
     record Block(
             RmsNorm inputLayernorm,
@@ -67,14 +68,14 @@ final class DecoderModel extends LoadedModel {
             FeedForward mlp,
             FusedBlock fused) {
         MlxArray forward(MlxArray x, AttentionMask mask, KvCache cache) {
-            // a row whose named adapter converts one of this block's layers runs the adapted layers,
-            // which the fused block does not hold; a block no row's adapter converts stays fused
-            boolean plain = fused != null && !fused.adaptedHere();
-            if (plain && FusedBlock.applies(mask, cache)) {
-                return fused.forward(x, mask, (DenseKvCache) cache);
+            // the rows' LoRA deltas run in the fused block; null where a row's adapter has a layer
+            // the block does not hold (DoRA, another dtype), which the adapted graph then runs
+            FusedDecoderBlock.LowRank lowRank = fused == null ? null : fused.lowRankHere(x.dim(0));
+            if (lowRank != null && FusedBlock.applies(mask, cache)) {
+                return fused.forward(x, mask, (DenseKvCache) cache, lowRank);
             }
-            if (plain && fused.appliesToRows(x, mask, cache)) {
-                return fused.forwardRows(x, mask, (BatchKvCache) cache);
+            if (lowRank != null && fused.appliesToRows(x, mask, cache)) {
+                return fused.forwardRows(x, mask, (BatchKvCache) cache, lowRank);
             }
             MlxArray r = selfAttn.forward(inputLayernorm.forward(x), mask, cache);
             MlxArray h = Mlx.add(x, r);

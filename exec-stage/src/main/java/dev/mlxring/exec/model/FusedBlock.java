@@ -6,6 +6,8 @@ import dev.mlxring.exec.kv.DenseKvCache;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.nn.AdaptableLinear;
 import dev.mlxring.exec.nn.Linear;
+import dev.mlxring.exec.nn.LoraLinear;
+import dev.mlxring.exec.nn.NamedAdapter;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.exec.nn.RmsNorm;
 import dev.mlxring.exec.nn.Rope;
@@ -40,11 +42,61 @@ import java.util.List;
  * <p>{@code -Dmlxring.fusedBlock=false} keeps the graph (A/B runs). Owned by its model; closed
  * with it. {@code normDtype} and {@code paramDtype} (the norm weights' and the group parameters'
  * dtypes) make, with x's, the activations' and so the cache's dtype. {@code slots} are the
- * block's projections built as slots for named adapters (empty for a model without them).
+ * block's projections built as slots for named adapters (empty for a model without them),
+ * {@code slotProjections} each slot's projection (0-6: q, k, v, o, gate, up, down);
+ * {@code fixedLora} per projection the LoRA layer a model loaded with {@code --adapter-path} has
+ * there (null where none).
+ *
+ * <p>LoRA adapters run in the exact tier's block ({@link #lowRankHere}): a projection's LoRA
+ * layer (mlx-lm's {@code LoRALinear}, float32 {@code lora_a} and {@code lora_b}) is its base
+ * layer's output plus the low-rank delta, which the block adds per row
+ * ({@link FusedDecoderBlock.LowRank}), so rows on different adapters, or on none, share one
+ * fused call. A DoRA layer, or a LoRA layer of another dtype or in the fast tier, leaves the
+ * block to the graph for that call.
  */
 record FusedBlock(
-        FusedDecoderBlock block, int kvHeads, int headDim, Dtype normDtype, Dtype paramDtype, AdaptableLinear[] slots)
+        FusedDecoderBlock block,
+        int kvHeads,
+        int headDim,
+        Dtype normDtype,
+        Dtype paramDtype,
+        AdaptableLinear[] slots,
+        int[] slotProjections,
+        LoraLinear[] fixedLora,
+        LowRankMemo memo)
         implements AutoCloseable {
+    /**
+     * The last call's LoRA deltas and the rows' adapters they were made for, so the steps of an
+     * unchanged batch make them once (exec thread only).
+     */
+    static final class LowRankMemo {
+        private NamedAdapter[] rows;
+        private int batch = -1;
+        private FusedDecoderBlock.LowRank lowRank;
+
+        FusedDecoderBlock.LowRank get(NamedAdapter[] current, int batchSize) {
+            if (lowRank == null || batch != batchSize || (rows == null) != (current == null)) {
+                return null;
+            }
+            for (int i = 0; current != null && i < current.length; i++) {
+                if (rows[i] != current[i]) {
+                    return null;
+                }
+            }
+            return lowRank;
+        }
+
+        void put(NamedAdapter[] current, int batchSize, FusedDecoderBlock.LowRank made) {
+            rows = current == null ? null : current.clone();
+            batch = batchSize;
+            lowRank = made;
+        }
+    }
+
+    /** No LoRA delta on any row: the block as loaded. */
+    static final FusedDecoderBlock.LowRank NO_DELTAS =
+            new FusedDecoderBlock.LowRank(new MlxArray[0], new float[0], new int[0]);
+
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
     record AttentionParts(
             Linear q,
@@ -116,12 +168,25 @@ record FusedBlock(
         }
         Linear[] linears = {a.q(), a.k(), a.v(), a.o(), m.gateProj(), m.upProj(), m.downProj()};
         List<AdaptableLinear> slots = new ArrayList<>(7);
+        List<Integer> slotProjections = new ArrayList<>(7);
+        LoraLinear[] fixedLora = new LoraLinear[7];
+        boolean anyFixed = false;
         for (int i = 0; i < linears.length; i++) {
-            // a slot for named adapters: the block fuses its base layer, and runs only where no
-            // row's adapter converts one of its slots (DecoderModel.Block)
+            // a slot for named adapters: the block fuses its base layer, and adds the LoRA deltas
+            // of the rows' adapters where it can (lowRankHere)
             if (linears[i] instanceof AdaptableLinear s) {
                 slots.add(s);
+                slotProjections.add(i);
                 linears[i] = s.base();
+            }
+            // --adapter-path's LoRA layer: its base fused, its delta added on every row
+            if (linears[i] instanceof LoraLinear l) {
+                if (tier != Numerics.EXACT || !lowRankCovered(l)) {
+                    return null;
+                }
+                fixedLora[i] = l;
+                anyFixed = true;
+                linears[i] = l.base();
             }
         }
         List<FusedDecoderBlock.Projection> projections = new ArrayList<>(7);
@@ -205,16 +270,95 @@ record FusedBlock(
                 headDim,
                 normDtype,
                 paramDtype,
-                slots.toArray(AdaptableLinear[]::new));
+                slots.toArray(AdaptableLinear[]::new),
+                slotProjections.stream().mapToInt(Integer::intValue).toArray(),
+                anyFixed ? fixedLora : null,
+                new LowRankMemo());
+    }
+
+    /** Whether the block adds {@code l}'s delta itself: float32 {@code lora_a} and {@code lora_b}. */
+    private static boolean lowRankCovered(LoraLinear l) {
+        return l.loraA().dtype() == Dtype.FLOAT32 && l.loraB().dtype() == Dtype.FLOAT32;
     }
 
     /**
-     * Whether a row of the forward being built has a named adapter that converts one of this
-     * block's projections ({@link RowAdapters#convertsAny}): the block then runs the adapted graph.
-     * False for a model without adapter slots and for a forward without adapters.
+     * The LoRA deltas of a forward over {@code batch} rows being built: {@link #NO_DELTAS} where
+     * no row adds one (no fixed adapter, and no row's named adapter converts one of this block's
+     * projections: {@link RowAdapters#convertsAny}), the rows' pairs where every converting layer
+     * is a LoRA layer the block covers (one pair per distinct layer), and null where one is not
+     * (a DoRA layer, another dtype, the fast tier, a named adapter over a fixed one): the call then
+     * runs the adapted graph.
      */
-    boolean adaptedHere() {
-        return slots.length > 0 && RowAdapters.convertsAny(slots);
+    FusedDecoderBlock.LowRank lowRankHere(int batch) {
+        boolean named = slots.length > 0 && RowAdapters.convertsAny(slots);
+        if (!named && fixedLora == null) {
+            return NO_DELTAS;
+        }
+        if (block.numerics() != Numerics.EXACT) {
+            return null;
+        }
+        NamedAdapter[] rows = named ? RowAdapters.currentRows() : null;
+        if (rows != null && rows.length != batch) {
+            return null; // the graph's layers name the mismatch
+        }
+        FusedDecoderBlock.LowRank kept = memo.get(rows, batch);
+        if (kept != null) {
+            return kept;
+        }
+        FusedDecoderBlock.LowRank made = lowRank(rows, batch);
+        if (made != null) {
+            memo.put(rows, batch, made);
+        }
+        return made;
+    }
+
+    /** The rows' deltas, made anew (see {@link #lowRankHere}); null where one is not covered. */
+    private FusedDecoderBlock.LowRank lowRank(NamedAdapter[] rows, int batch) {
+        List<LoraLinear> pairs = new ArrayList<>(4);
+        int[] rowPair = new int[7 * batch];
+        java.util.Arrays.fill(rowPair, -1);
+        if (fixedLora != null) {
+            for (int p = 0; p < 7; p++) {
+                if (fixedLora[p] != null) {
+                    java.util.Arrays.fill(rowPair, p * batch, (p + 1) * batch, pairIndex(pairs, fixedLora[p]));
+                }
+            }
+        }
+        for (int i = 0; rows != null && i < slots.length; i++) {
+            int p = slotProjections[i];
+            for (int r = 0; r < batch; r++) {
+                NamedAdapter a = rows[r];
+                Linear layer = a == null ? null : slots[i].adapted(a);
+                if (layer == null) {
+                    continue;
+                }
+                if (!(layer instanceof LoraLinear l)
+                        || !lowRankCovered(l)
+                        || (fixedLora != null && fixedLora[p] != null)
+                        || l.base() != slots[i].base()) {
+                    return null;
+                }
+                rowPair[p * batch + r] = pairIndex(pairs, l);
+            }
+        }
+        MlxArray[] arrays = new MlxArray[2 * pairs.size()];
+        float[] scales = new float[pairs.size()];
+        for (int i = 0; i < pairs.size(); i++) {
+            arrays[2 * i] = pairs.get(i).loraA();
+            arrays[2 * i + 1] = pairs.get(i).loraB();
+            scales[i] = (float) pairs.get(i).scale();
+        }
+        return new FusedDecoderBlock.LowRank(arrays, scales, rowPair);
+    }
+
+    private static int pairIndex(List<LoraLinear> pairs, LoraLinear l) {
+        for (int i = 0; i < pairs.size(); i++) {
+            if (pairs.get(i) == l) {
+                return i;
+            }
+        }
+        pairs.add(l);
+        return pairs.size() - 1;
     }
 
     /** Whether this call takes the fused block: a full-precision single-row cache, mask None or "causal". */
@@ -223,12 +367,14 @@ record FusedBlock(
     }
 
     /** The block over {@code x} {@code [B, L, D]}; its new keys and values written into {@code cache}. */
-    MlxArray forward(MlxArray x, AttentionMask mask, DenseKvCache cache) {
+    MlxArray forward(MlxArray x, AttentionMask mask, DenseKvCache cache, FusedDecoderBlock.LowRank lowRank) {
         int length = x.dim(1);
         // the graph's keys: k_proj(rms_norm(x, w)), of MLX's promotion of the three dtypes
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
-        MlxArray[] r = block.forward(x, buffers[0], buffers[1], cache.offset(), mask.causal());
+        MlxArray[] r = lowRank == NO_DELTAS
+                ? block.forward(x, buffers[0], buffers[1], cache.offset(), mask.causal())
+                : block.forward(x, buffers[0], buffers[1], cache.offset(), mask.causal(), lowRank);
         cache.written(r[1], r[2], length);
         return r[0];
     }
@@ -267,13 +413,18 @@ record FusedBlock(
      * exact tier takes the mask's array and rope offsets as the graph's rope and attention take
      * them (the graph's bytes); the fast tier the cache's left padding.
      */
-    MlxArray forwardRows(MlxArray x, AttentionMask mask, BatchKvCache cache) {
+    MlxArray forwardRows(MlxArray x, AttentionMask mask, BatchKvCache cache, FusedDecoderBlock.LowRank lowRank) {
         int length = x.dim(1);
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
-        MlxArray[] r = block.numerics() == Numerics.EXACT
-                ? block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array())
-                : block.forwardRows(x, buffers[0], buffers[1], cache.offset(), cache.leftPadding());
+        MlxArray[] r;
+        if (lowRank != NO_DELTAS) {
+            r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array(), lowRank);
+        } else if (block.numerics() == Numerics.EXACT) {
+            r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array());
+        } else {
+            r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), cache.leftPadding());
+        }
         cache.written(r[1], r[2], length);
         return r[0];
     }

@@ -50,6 +50,11 @@ public final class AdaptableLinear implements Linear {
         adapted.remove(adapter);
     }
 
+    /** {@code adapter}'s layer here (its {@link LoraLinear} or {@link DoraLinear}), null where it does not convert this one. */
+    public Linear adapted(NamedAdapter adapter) {
+        return adapted.get(adapter);
+    }
+
     /** Whether {@code adapter} converts this layer (is attached to it). */
     boolean converts(NamedAdapter adapter) {
         return adapted.containsKey(adapter);

@@ -77,6 +77,15 @@ public final class RowAdapters {
         return false;
     }
 
+    /**
+     * The adapter of each row of the forward being built (null for a row on the base model), the
+     * current {@link RowAdapters}' own array, not to be written; null without one.
+     */
+    public static NamedAdapter[] currentRows() {
+        RowAdapters rows = CURRENT.get();
+        return rows == null ? null : rows.rows;
+    }
+
     static RowAdapters current() {
         return CURRENT.get();
     }
