@@ -36,9 +36,6 @@ public final class FusedDecoderBlock implements AutoCloseable {
             "mlxr_fast_decoder_block_rows",
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR));
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
-    private static final MethodHandle EXACT_BLOCK_ROWS = NativeLibrary.handle(
-            "mlxr_exact_decoder_block_rows",
-            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR));
     private static final MethodHandle EXACT_BLOCK_LORA = NativeLibrary.handle(
             "mlxr_exact_decoder_block_lora",
             FunctionDescriptor.of(
@@ -260,52 +257,49 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * down: the pair row {@code b} adds to projection {@code p} at {@code rows[p * B + b]}, -1 for
      * none.
      *
-     * <p>Immutable once made; the arrays stay their owner's and must outlive its calls. Calls come
-     * from the thread that drives MLX.
+     * <p>Immutable; the arrays stay their owner's and must outlive the calls that take them.
      */
     public static final class LowRank {
+        /** No delta on any row. */
+        public static final LowRank NONE = new LowRank(new MlxArray[0], new float[0], new int[0]);
+
         private final MlxArray[] arrays;
         private final float[] scales;
         private final int[] rows;
-        /** The native argument lists, made at the first call (an auto arena: a LowRank may be kept across steps). */
-        private MemorySegment nativeArrays;
+        /** The native argument lists (an auto arena: a LowRank may be kept across steps and shared). */
+        private final MemorySegment nativeArrays;
 
-        private MemorySegment nativeRows;
-        private MemorySegment nativeScales;
+        private final MemorySegment nativeRows;
+        private final MemorySegment nativeScales;
 
         public LowRank(MlxArray[] arrays, float[] scales, int[] rows) {
             if (arrays.length != 2 * scales.length || rows.length % 7 != 0) {
                 throw new IllegalArgumentException("a low-rank pair is two arrays and a scale; rows are 7 * B");
             }
-            this.arrays = arrays;
-            this.scales = scales;
-            this.rows = rows;
+            this.arrays = arrays.clone();
+            this.scales = scales.clone();
+            this.rows = rows.clone();
+            Arena arena = Arena.ofAuto();
+            nativeArrays = arena.allocate(ValueLayout.ADDRESS, Math.max(1, arrays.length));
+            for (int i = 0; i < arrays.length; i++) {
+                nativeArrays.setAtIndex(ValueLayout.ADDRESS, i, arrays[i].handle());
+            }
+            nativeRows = arena.allocate(ValueLayout.JAVA_INT, Math.max(1, rows.length));
+            MemorySegment.copy(rows, 0, nativeRows, ValueLayout.JAVA_INT, 0, rows.length);
+            nativeScales = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, scales.length));
+            MemorySegment.copy(scales, 0, nativeScales, ValueLayout.JAVA_FLOAT, 0, scales.length);
         }
 
         public MlxArray[] arrays() {
-            return arrays;
+            return arrays.clone();
         }
 
         public float[] scales() {
-            return scales;
+            return scales.clone();
         }
 
         public int[] rows() {
-            return rows;
-        }
-
-        private void prepare() {
-            if (nativeArrays == null) {
-                Arena arena = Arena.ofAuto();
-                MemorySegment a = arena.allocate(ValueLayout.ADDRESS, Math.max(1, arrays.length));
-                for (int i = 0; i < arrays.length; i++) {
-                    a.setAtIndex(ValueLayout.ADDRESS, i, arrays[i].handle());
-                }
-                nativeRows = arena.allocateFrom(ValueLayout.JAVA_INT, rows);
-                nativeScales = arena.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, scales.length));
-                MemorySegment.copy(scales, 0, nativeScales, ValueLayout.JAVA_FLOAT, 0, scales.length);
-                nativeArrays = a;
-            }
+            return rows.clone();
         }
     }
 
@@ -343,7 +337,6 @@ public final class FusedDecoderBlock implements AutoCloseable {
         }
         MemorySegment offsets = ropeOffsets == null ? MemorySegment.NULL : ropeOffsets.handle();
         MemorySegment rowsMask = mask == null ? MemorySegment.NULL : mask.handle();
-        lowRank.prepare();
         int rc;
         try {
             rc = (int) EXACT_BLOCK_LORA.invokeExact(
@@ -427,23 +420,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
-        int rc;
-        try {
-            rc = (int) EXACT_BLOCK_ROWS.invokeExact(
-                    x.handle(),
-                    keys.handle(),
-                    values.handle(),
-                    weights,
-                    weightCount,
-                    ints,
-                    floats,
-                    ropeOffsets.handle(),
-                    mask.handle(),
-                    out);
-        } catch (Throwable t) {
-            throw Shim.rethrow(t);
-        }
-        return outputs(rc);
+        return withLowRank(x, keys, values, ropeOffsets, mask, LowRank.NONE);
     }
 
     /** The native call's {@code {h, keys', values'}} once {@code rc} says it succeeded, owned by the caller. */

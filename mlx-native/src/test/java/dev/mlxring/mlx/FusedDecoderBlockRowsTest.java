@@ -105,42 +105,23 @@ class FusedDecoderBlockRowsTest {
                     false,
                     new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, oneRow)));
 
+            java.util.function.Function<FusedDecoderBlock.LowRank, MlxArray[]> call =
+                    lowRank -> block.forwardRows(x, cache(), cache(), OFFSET, offsets, mask, lowRank);
             int[] onQ = rows.clone();
             onQ[5 * ROWS] = -1;
             onQ[0] = 0; // the q projection's output is 2 * HEAD_DIM wide, not HIDDEN
             assertRefused(
                     "low-rank pair 0 on projection 0",
-                    () -> block.forwardRows(
-                            x,
-                            cache(),
-                            cache(),
-                            OFFSET,
-                            offsets,
-                            mask,
-                            new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, onQ)));
+                    () -> call.apply(new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, onQ)));
             assertRefused(
                     "float32",
-                    () -> block.forwardRows(
-                            x,
-                            cache(),
-                            cache(),
-                            OFFSET,
-                            offsets,
-                            mask,
-                            new FusedDecoderBlock.LowRank(
-                                    new MlxArray[] {Mlx.astype(a, Dtype.FLOAT16), b}, new float[] {2f}, rows)));
+                    () -> call.apply(new FusedDecoderBlock.LowRank(
+                            new MlxArray[] {Mlx.astype(a, Dtype.FLOAT16), b}, new float[] {2f}, rows)));
             int[] missing = rows.clone();
             missing[5 * ROWS] = 1;
             assertRefused(
                     "low-rank pair 1 of 1",
-                    () -> block.forwardRows(
-                            x,
-                            cache(),
-                            cache(),
-                            OFFSET,
-                            offsets,
-                            mask,
-                            new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, missing)));
+                    () -> call.apply(new FusedDecoderBlock.LowRank(new MlxArray[] {a, b}, new float[] {2f}, missing)));
         }
     }
 

@@ -94,8 +94,7 @@ record FusedBlock(
     }
 
     /** No LoRA delta on any row: the block as loaded. */
-    static final FusedDecoderBlock.LowRank NO_DELTAS =
-            new FusedDecoderBlock.LowRank(new MlxArray[0], new float[0], new int[0]);
+    static final FusedDecoderBlock.LowRank NO_DELTAS = FusedDecoderBlock.LowRank.NONE;
 
     /** What the fused block reads of a {@link SelfAttention} (nulls where absent). */
     record AttentionParts(
