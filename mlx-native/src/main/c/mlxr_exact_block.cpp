@@ -142,6 +142,28 @@ __attribute__((target("avx2"))) void low_rank_down(const float* x, const float* 
   }
 }
 
+// z[o] = sum over j in order of xa[j] * b[j * n + o], from zero, for o < width (lora_b's
+// columns o0 .. o0 + width of b, given at its column o0): the BLAS loop over j for each column,
+// 64 columns in registers at a time (so z is not stored and reloaded between the r terms).
+__attribute__((target("avx2"))) void low_rank_up(const float* xa, int r, const float* b, int n, int width,
+                                                 float* z) {
+  int o = 0;
+  for (; o + 64 <= width; o += 64) {
+    __m256 acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+    for (int j = 0; j < r; j++) {
+      const __m256 t = _mm256_set1_ps(xa[j]);
+      const float* bj = b + size_t(j) * n + o;
+      for (int i = 0; i < 8; i++) acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(t, _mm256_loadu_ps(bj + 8 * i)));
+    }
+    for (int i = 0; i < 8; i++) _mm256_storeu_ps(z + o + 8 * i, acc[i]);
+  }
+  if (o < width) {
+    std::fill(z + o, z + width, 0.0f);
+    for (int j = 0; j < r; j++) axpy_in_order(z + o, xa[j], b + size_t(j) * n + o, width - o);
+  }
+}
+
 // y = y + t, t = scale * z, for n float32 lanes: MLX's multiply of the scalar by z, then its add
 // (one rounding each; the cast to float32 is none).
 __attribute__((target("avx2"))) void add_scaled(float* y, float scale, const float* z, int n) {
@@ -184,8 +206,7 @@ struct LowRankJob {
     const int o0 = (chunk % job.chunks_per_item) * kLowRankColumns;
     const int width = std::min(kLowRankColumns, job.n - o0);
     alignas(64) float z[kLowRankColumns];
-    std::fill(z, z + width, 0.0f);
-    for (int j = 0; j < it.r; j++) axpy_in_order(z, it.xa[j], it.b + size_t(j) * job.n + o0, width);
+    low_rank_up(it.xa, it.r, it.b + o0, job.n, width, z);
     T* yr = it.y + o0;
     if constexpr (std::is_same_v<T, float>) {
       add_scaled(yr, it.scale, z, width);
