@@ -44,9 +44,10 @@ import org.agrona.collections.Int2ObjectHashMap;
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
  * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
  * is a copy of the row's KV made on the exec thread. A segment snapshot is copied inside its
- * unit; a finished row's KV is taken as MLX arrays of its own when it finishes, evaluated right
- * behind the step already running, and copied and published in the next unit once that unit's
- * step is submitted (the copy overlaps that step instead of waiting for the one before), or
+ * unit; a finished row's KV is taken as MLX arrays of its own when it finishes (nothing
+ * evaluated: the unit does not wait for the step already running), submitted for evaluation at
+ * the start of the next unit, and copied and published once that unit's step is submitted (the
+ * copy overlaps that step), or
  * earlier when an insert is about to look the prefix cache up, a removal or the unit leaves no
  * row generating, or the batch closes — so every lookup sees the entries mlx_lm.server's would,
  * in its order. A hybrid model's row also
@@ -487,6 +488,7 @@ public final class ContinuousBatch implements ExecutionBatch {
         out.clear();
         List<BatchToken> tokens;
         int earlier = finishedSnapshots.size();
+        submitFinished();
         boolean stepped = false;
         try {
             tokens = generator.next(prefill);
@@ -593,10 +595,10 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     /**
      * A finished row's caches are taken as MLX arrays of their own ({@link PrefixReuse#prepare}:
-     * the row leaves the batch within the unit) and submitted for evaluation right behind the step
-     * already running; their bytes are copied into the snapshot in the next unit, once that
-     * unit's step is submitted, or before anything could look them up ({@link #publishFinished}).
-     * A failure never fails the request.
+     * the row leaves the batch within the unit), nothing evaluated; the next unit submits them
+     * before its step ({@link #submitFinished}) and copies them into the snapshot once that step
+     * is submitted, or they are copied before anything could look them up
+     * ({@link #publishFinished}). A failure never fails the request.
      */
     private void captureFinished(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
@@ -611,7 +613,6 @@ public final class ContinuousBatch implements ExecutionBatch {
                     info.checkpointsBelow(info.prefix.length + cachedSequence.length));
             if (p != null) {
                 finishedSnapshots.add(new Finished(info.namespace, p));
-                Mlx.asyncEval(p.arrays());
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
@@ -703,6 +704,24 @@ public final class ContinuousBatch implements ExecutionBatch {
                 prefixReuse.publish(f.namespace(), c);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
+            }
+        }
+    }
+
+    /**
+     * Submits the pending finished rows' arrays for evaluation before the unit builds its step, so
+     * they run right after the step already in flight and ahead of the new one; then the copy
+     * after the new step is submitted reads computed arrays. Submitting them in the unit the rows
+     * finished in instead blocked that unit for the step in flight (MLX holds back a new
+     * evaluation while the stream has many tasks queued), and evaluating them only at the copy
+     * would queue them behind the new step.
+     */
+    private void submitFinished() {
+        for (Finished f : finishedSnapshots) {
+            try {
+                Mlx.asyncEval(f.prepared().arrays());
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not evaluate a finished row's KV state", e);
             }
         }
     }
