@@ -499,4 +499,65 @@ class ContinuousBatchTest {
             }
         }
     }
+
+    /**
+     * A row that finishes while others generate does not copy its KV into the prefix cache inside
+     * its own unit (that copy would wait for the step already running): its entry is published in
+     * the next unit, before anything else that unit publishes; and a request inserted right after
+     * the finishing unit (the next turn of that conversation) still finds it, as it would had the
+     * entry been published at once.
+     */
+    @Test
+    void aFinishedRowIsPublishedInTheNextUnitOrBeforeAnInsertLooksItUp() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        int[] first = BatchParityTest.prompt(20, 71, 512);
+        int[] other = BatchParityTest.prompt(24, 72, 512);
+        for (boolean insertNextTurn : List.of(false, true)) {
+            try (LanguageModel model = Models.load(dir);
+                    RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE);
+                    ExecutionBatch batch = new ModelExecutor(
+                                    model, PREFILL_STEP, 0, new PrefixReuse(cache, ModelFingerprint.of(dir)))
+                            .openBatch(8, 8)) {
+                int shortRow = batch.insert(plan("short", first, 3, SamplingParams.GREEDY));
+                batch.insert(plan("long", other, 12, SamplingParams.GREEDY));
+                BatchStep step = new BatchStep(8, 3);
+                List<Integer> generated = new ArrayList<>();
+                boolean finished = false;
+                for (int unit = 0; !finished; unit++) {
+                    assertTrue(unit < 100, "the short row does not finish");
+                    batch.step(step);
+                    for (int e = 0; e < step.count; e++) {
+                        if (step.rows[e] == shortRow && step.results[e].kind == StepResult.Kind.TOKEN) {
+                            generated.add(step.results[e].token);
+                        }
+                        finished |= step.rows[e] == shortRow && step.results[e].kind == StepResult.Kind.FINISHED;
+                    }
+                }
+                assertEquals(1, batch.rows(), "the long row still generates");
+                assertFalse(
+                        holdsPast(cache, first), "the finished row's KV is not copied inside the unit it finished in");
+                if (insertNextTurn) {
+                    int[] next = Arrays.copyOf(first, first.length + generated.size() + 5);
+                    for (int i = 0; i < generated.size(); i++) {
+                        next[first.length + i] = generated.get(i);
+                    }
+                    System.arraycopy(BatchParityTest.prompt(5, 73, 512), 0, next, first.length + generated.size(), 5);
+                    int row = batch.insert(plan("next turn", next, 2, SamplingParams.GREEDY));
+                    assertTrue(
+                            batch.cachedTokens(row) >= first.length,
+                            "the next turn restores the finished row's entry, cached " + batch.cachedTokens(row));
+                } else {
+                    batch.step(step);
+                    assertEquals(1, batch.rows(), "the long row still generates");
+                    assertTrue(holdsPast(cache, first), "the next unit publishes the finished row's entry");
+                }
+            }
+        }
+    }
+
+    /** Whether the cache holds an entry of {@code prompt} and more (a finished row's, not its prompt's segments). */
+    private static boolean holdsPast(RamPrefixCache cache, int[] prompt) {
+        return cache.entries().stream()
+                .anyMatch(e -> e.length > prompt.length && Arrays.equals(Arrays.copyOf(e, prompt.length), prompt));
+    }
 }
