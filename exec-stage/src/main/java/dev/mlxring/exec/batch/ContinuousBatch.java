@@ -43,14 +43,7 @@ import org.agrona.collections.Int2ObjectHashMap;
  * there with the segment's cache type, and a row that finishes publishes its caches back
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
  * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
- * is a copy of the row's KV made on the exec thread. A segment snapshot is copied inside its
- * unit; a finished row's KV is taken as MLX arrays of its own when it finishes (nothing
- * evaluated: the unit does not wait for the step already running), submitted for evaluation at
- * the start of the next unit, and copied and published once that unit's step is submitted (the
- * copy overlaps that step), or
- * earlier when an insert is about to look the prefix cache up, a removal or the unit leaves no
- * row generating, or the batch closes — so every lookup sees the entries mlx_lm.server's would,
- * in its order. A hybrid model's row also
+ * is a copy of the row's KV made on the exec thread, inside the unit. A hybrid model's row also
  * copies its recurrent state between prefill chunks every {@link PrefixReuse#checkpointTokens()}
  * positions, as the serial run does, and its snapshots carry those checkpoints. Each unit maps the
  * generator's tokens to the pipeline's step entries: a token for every row that produced one
@@ -148,14 +141,10 @@ public final class ContinuousBatch implements ExecutionBatch {
     private KvQuantization rowsScheme;
     /** Sees each unit's raw tokens (logprobs vectors included) before they are released; may be null. */
     private Consumer<List<BatchToken>> unitTap;
-    /** A finished row's snapshot, not yet copied, and the namespace it is published under. */
-    private record Finished(CacheNamespace namespace, PrefixReuse.Prepared prepared) {}
+    /** A finished row's snapshot and the namespace it is published under. */
+    private record Finished(CacheNamespace namespace, PrefixReuse.Captured captured) {}
 
-    /**
-     * Finished rows' snapshots not yet published, in the order their rows finished: those of
-     * the last unit, published in the next unit before its segment snapshots (or before an
-     * insert looks the prefix cache up), so the cache sees mlx_lm.server's order.
-     */
+    /** Finished rows' snapshots of this unit, published after its segment snapshots. */
     private final List<Finished> finishedSnapshots = new ArrayList<>();
 
     /**
@@ -287,13 +276,8 @@ public final class ContinuousBatch implements ExecutionBatch {
         return rows.isEmpty() || Objects.equals(scheme, rowsScheme);
     }
 
-    /**
-     * Inserts the plan's row; finished rows' snapshots not yet published are published first,
-     * so its prefix-cache lookup sees what mlx_lm.server's would.
-     */
     @Override
     public int insert(ExecutionPlan plan) throws RequestException {
-        publishFinished();
         SamplingParams params = plan.sampling();
         if (!accepts(plan)) {
             closeConstraint(plan);
@@ -458,9 +442,6 @@ public final class ContinuousBatch implements ExecutionBatch {
     public Usage remove(int row) {
         RowInfo info = forget(row);
         generator.remove(row);
-        if (generator.generating() == 0) {
-            publishFinished(); // no step follows to overlap the copies with
-        }
         return info == null ? Usage.NONE : info.usage();
     }
 
@@ -487,26 +468,15 @@ public final class ContinuousBatch implements ExecutionBatch {
     public void step(BatchStep out, boolean prefill) {
         out.clear();
         List<BatchToken> tokens;
-        int earlier = finishedSnapshots.size();
-        submitFinished();
-        boolean stepped = false;
         try {
             tokens = generator.next(prefill);
-            stepped = true;
-        } finally {
-            if (!stepped) {
-                discardFinishedSnapshots(earlier);
-                publishFinished();
+            takeCheckpoints();
+            publishSnapshots();
+            if (unitTap != null) {
+                unitTap.accept(tokens);
             }
-        }
-        takeCheckpoints();
-        publishSnapshots(earlier);
-        if (generator.generating() == 0) {
-            // No step follows to overlap the copies with; nothing is left waiting for them.
-            publishFinished();
-        }
-        if (unitTap != null) {
-            unitTap.accept(tokens);
+        } finally {
+            discardFinishedSnapshots();
         }
         for (int i = 0; i < tokens.size(); i++) {
             BatchToken t = tokens.get(i);
@@ -594,11 +564,8 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
-     * A finished row's caches are taken as MLX arrays of their own ({@link PrefixReuse#prepare}:
-     * the row leaves the batch within the unit), nothing evaluated; the next unit submits them
-     * before its step ({@link #submitFinished}) and copies them into the snapshot once that step
-     * is submitted, or they are copied before anything could look them up
-     * ({@link #publishFinished}). A failure never fails the request.
+     * A finished row's caches are copied now (the row leaves the batch within the unit) and go to
+     * the prefix cache after the unit's segment snapshots; a failure never fails the request.
      */
     private void captureFinished(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
@@ -606,13 +573,13 @@ public final class ContinuousBatch implements ExecutionBatch {
             return; // quantized rows are not published to the full-precision namespace
         }
         try {
-            PrefixReuse.Prepared p = prefixReuse.prepare(
+            PrefixReuse.Captured c = prefixReuse.capture(
                     info.prefix,
                     cachedSequence,
                     caches,
                     info.checkpointsBelow(info.prefix.length + cachedSequence.length));
-            if (p != null) {
-                finishedSnapshots.add(new Finished(info.namespace, p));
+            if (c != null) {
+                finishedSnapshots.add(new Finished(info.namespace, c));
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
@@ -656,15 +623,13 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
-     * The unit's snapshots, in mlx_lm.server's order: the {@code earlierFinished} finished rows
-     * of the units before, each row whose prefill ended a segment (while the row has segment
-     * types left; the type is the segment's); this unit's finished rows wait for the next one.
+     * The unit's snapshots, in mlx_lm.server's order: each row whose prefill ended a segment
+     * (while the row has segment types left; the type is the segment's), then the finished rows.
      */
-    private void publishSnapshots(int earlierFinished) {
+    private void publishSnapshots() {
         if (prefixReuse == null) {
             return;
         }
-        publishFinished(earlierFinished);
         for (int uid : generator.segmentsEnded()) {
             RowInfo info = rows.get(uid);
             if (info == null || info.nextSegmentType >= info.segmentTypes.length) {
@@ -683,64 +648,26 @@ public final class ContinuousBatch implements ExecutionBatch {
                 LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a segment's KV state", e);
             }
         }
-    }
-
-    /**
-     * Copies and publishes the first {@code count} finished rows' snapshots
-     * ({@link #finishedSnapshots}); copying waits for the arrays the snapshots read.
-     */
-    private void publishFinished(int count) {
-        for (int i = 0; i < count && !finishedSnapshots.isEmpty(); i++) {
+        while (!finishedSnapshots.isEmpty()) {
             Finished f = finishedSnapshots.removeFirst();
-            PrefixReuse.Captured c;
             try {
-                c = f.prepared().copy();
-            } catch (RuntimeException e) {
-                f.prepared().discard();
-                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not copy a finished row's KV state", e);
-                continue;
-            }
-            try {
-                prefixReuse.publish(f.namespace(), c);
+                prefixReuse.publish(f.namespace(), f.captured());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "prefix cache: could not publish a finished row's KV state", e);
             }
         }
     }
 
-    /**
-     * Submits the pending finished rows' arrays for evaluation before the unit builds its step, so
-     * they run right after the step already in flight and ahead of the new one; then the copy
-     * after the new step is submitted reads computed arrays. Submitting them in the unit the rows
-     * finished in instead blocked that unit for the step in flight (MLX holds back a new
-     * evaluation while the stream has many tasks queued), and evaluating them only at the copy
-     * would queue them behind the new step.
-     */
-    private void submitFinished() {
-        for (Finished f : finishedSnapshots) {
-            try {
-                Mlx.asyncEval(f.prepared().arrays());
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not evaluate a finished row's KV state", e);
-            }
-        }
-    }
-
-    /** Every finished row's snapshot not yet published, copied and published now. */
-    private void publishFinished() {
-        publishFinished(finishedSnapshots.size());
-    }
-
-    /** Finished rows' snapshots past the first {@code keep}, discarded (a failed unit's). */
-    private void discardFinishedSnapshots(int keep) {
-        while (finishedSnapshots.size() > keep) {
-            finishedSnapshots.removeLast().prepared().discard();
+    /** Snapshots a failed unit left unpublished. */
+    private void discardFinishedSnapshots() {
+        while (!finishedSnapshots.isEmpty()) {
+            finishedSnapshots.removeFirst().captured().discard();
         }
     }
 
     @Override
     public void close() {
-        publishFinished();
+        discardFinishedSnapshots();
         rows.values().forEach(RowInfo::releaseCheckpoints);
         rows.clear();
         generator.close();

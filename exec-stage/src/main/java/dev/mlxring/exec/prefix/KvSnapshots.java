@@ -43,118 +43,41 @@ public final class KvSnapshots {
      * restorable positions besides its length.
      */
     public static KvSnapshot capture(KvCache[] caches, List<KvSnapshot> checkpoints) {
-        Pending p = pending(caches);
-        return p == null ? null : p.copy(checkpoints);
-    }
-
-    /**
-     * The caches' state held as MLX arrays of its own (views of the caches' buffers, not yet
-     * evaluated or copied), so the caches may be closed or replaced meanwhile; {@link
-     * Pending#copy} makes the snapshot {@link #capture} would have made from them. Null where
-     * {@link #capture} gives null. The caller owns the result: it copies or discards it.
-     */
-    public static Pending pending(KvCache[] caches) {
-        for (KvCache c : caches) {
+        List<KvCache> layers = List.of(caches);
+        for (KvCache c : layers) {
             if (c.isEmpty() || !snapshottable(c)) {
                 return null;
             }
         }
-        List<PendingLayer> layers = new ArrayList<>(caches.length);
-        try (ArrayScope scope = ArrayScope.open()) {
-            for (KvCache c : caches) {
-                MlxArray[] state = c.state();
-                MlxArray[] own = new MlxArray[state.length];
-                for (int i = 0; i < state.length; i++) {
-                    own[i] = Mlx.reshape(state[i], state[i].shape()).detach();
-                }
-                layers.add(
+        KvSnapshot.Builder b = KvSnapshot.builder();
+        try {
+            for (KvCache c : layers) {
+                List<KvTensor> tensors = copy(b, c.state());
+                b.add(
                         switch (c) {
                             case QuantizedKvCache q ->
-                                new PendingLayer(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), own);
-                            case ArraysCache a -> new PendingLayer(LayerState.Kind.RECURRENT, a.offset(), 0, 0, own);
-                            default -> new PendingLayer(LayerState.Kind.DENSE, c.offset(), 0, 0, own);
+                                new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors);
+                            case ArraysCache a -> new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, tensors);
+                            default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
                         });
             }
-        } catch (RuntimeException e) {
-            layers.forEach(PendingLayer::close);
-            throw e;
-        }
-        return new Pending(layers);
-    }
-
-    private record PendingLayer(LayerState.Kind kind, int offset, int groupSize, int bits, MlxArray[] arrays) {
-        void close() {
-            for (MlxArray a : arrays) {
-                a.close();
-            }
-        }
-    }
-
-    /**
-     * A snapshot not yet taken: layer caches' state as MLX arrays (possibly unevaluated) with
-     * each layer's kind and offset. Exactly one of {@link #copy} or {@link #discard} frees them.
-     */
-    public static final class Pending {
-        private final List<PendingLayer> layers;
-        private boolean done;
-
-        private Pending(List<PendingLayer> layers) {
-            this.layers = layers;
-        }
-
-        /**
-         * The arrays the snapshot copies, for an {@code async_eval} that computes them ahead of
-         * {@link #copy}; still owned by this object.
-         */
-        public MlxArray[] arrays() {
-            return layers.stream()
-                    .flatMap(l -> java.util.Arrays.stream(l.arrays()))
-                    .toArray(MlxArray[]::new);
-        }
-
-        /**
-         * Evaluates the arrays (waiting for what they depend on), copies them into a new snapshot
-         * carrying {@code checkpoints} as {@link #capture(KvCache[], List)} does, and frees them.
-         */
-        public KvSnapshot copy(List<KvSnapshot> checkpoints) {
-            if (done) {
-                throw new IllegalStateException("the pending snapshot was already copied or discarded");
-            }
-            done = true;
-            KvSnapshot.Builder b = KvSnapshot.builder();
-            try {
-                for (PendingLayer l : layers) {
-                    b.add(new LayerState(
-                            l.kind(), l.offset(), l.groupSize(), l.bits(), KvSnapshots.copy(b, l.arrays())));
-                }
-                for (KvSnapshot cp : checkpoints) {
-                    List<LayerState> recurrent = new ArrayList<>();
-                    for (LayerState l : cp.layers()) {
-                        List<KvTensor> tensors = new ArrayList<>();
-                        for (KvTensor t : l.tensors()) {
-                            var data = b.allocate(t.data().byteSize());
-                            data.copyFrom(t.data());
-                            tensors.add(new KvTensor(t.dtype(), t.shape(), data));
-                        }
-                        recurrent.add(new LayerState(LayerState.Kind.RECURRENT, l.offset(), 0, 0, tensors));
+            for (KvSnapshot cp : checkpoints) {
+                List<LayerState> recurrent = new ArrayList<>();
+                for (LayerState l : cp.layers()) {
+                    List<KvTensor> tensors = new ArrayList<>();
+                    for (KvTensor t : l.tensors()) {
+                        var data = b.allocate(t.data().byteSize());
+                        data.copyFrom(t.data());
+                        tensors.add(new KvTensor(t.dtype(), t.shape(), data));
                     }
-                    b.checkpoint(new KvSnapshot.Checkpoint(cp.tokens(), recurrent));
+                    recurrent.add(new LayerState(LayerState.Kind.RECURRENT, l.offset(), 0, 0, tensors));
                 }
-                return b.build();
-            } catch (RuntimeException e) {
-                b.abandon();
-                throw e;
-            } finally {
-                layers.forEach(PendingLayer::close);
+                b.checkpoint(new KvSnapshot.Checkpoint(cp.tokens(), recurrent));
             }
-        }
-
-        /** Frees the arrays without copying them (idempotent after a copy). */
-        public void discard() {
-            if (!done) {
-                done = true;
-                layers.forEach(PendingLayer::close);
-            }
+            return b.build();
+        } catch (RuntimeException e) {
+            b.abandon();
+            throw e;
         }
     }
 

@@ -9,7 +9,6 @@ import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.kvstore.PrefixCache;
 import dev.mlxring.kvstore.PrefixHit;
-import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.pipeline.KvQuantization;
 import dev.mlxring.pipeline.PromptSegment;
 import java.util.Arrays;
@@ -147,55 +146,19 @@ public final class PrefixReuse {
      * prompt was prefilled ({@link KvSnapshots#checkpoint}; copied, still the caller's).
      */
     public Captured capture(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
-        Prepared p = prepare(prefix, runSequence, caches, checkpoints);
-        return p == null ? null : p.copy();
-    }
-
-    /**
-     * What {@link #capture(int[], int[], KvCache[], List)} would copy, held instead as MLX arrays
-     * of its own ({@link KvSnapshots#pending}) and {@code checkpoints} retained, so the caller
-     * may let the caches go, have the arrays computed in the background ({@link
-     * Prepared#arrays()} to {@code async_eval}) and copy them later. Null where {@code capture}
-     * gives null. The caller owns the result: it {@link Prepared#copy()}s or {@link
-     * Prepared#discard()}s it.
-     */
-    public Prepared prepare(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
         int total = prefix.length + runSequence.length;
         for (KvCache c : caches) {
             if (c.offset() != total) {
                 return null;
             }
         }
-        KvSnapshots.Pending pending = KvSnapshots.pending(caches);
-        if (pending == null) {
+        KvSnapshot s = KvSnapshots.capture(caches, checkpoints);
+        if (s == null) {
             return null;
         }
         int[] tokens = Arrays.copyOf(prefix, total);
         System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
-        return new Prepared(
-                tokens, pending, checkpoints.stream().map(KvSnapshot::retain).toList());
-    }
-
-    /** A capture not yet copied ({@link #prepare}); exactly one of {@link #copy()} or {@link #discard()} ends it. */
-    public record Prepared(int[] tokens, KvSnapshots.Pending pending, List<KvSnapshot> checkpoints) {
-        /** The arrays the copy reads, for {@code async_eval}; still owned by this object. */
-        public MlxArray[] arrays() {
-            return pending.arrays();
-        }
-
-        /** Evaluates and copies the arrays into the snapshot {@code capture} makes; frees them and the checkpoints' references. */
-        public Captured copy() {
-            try {
-                return new Captured(tokens, pending.copy(checkpoints));
-            } finally {
-                checkpoints.forEach(KvSnapshot::release);
-            }
-        }
-
-        public void discard() {
-            pending.discard();
-            checkpoints.forEach(KvSnapshot::release);
-        }
+        return new Captured(tokens, s);
     }
 
     /** Hands a finished request's snapshot to the cache ({@code insert_cache}, type assistant). */
