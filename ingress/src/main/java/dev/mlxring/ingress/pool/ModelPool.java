@@ -61,10 +61,20 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
         Loaded load(ModelSpec spec);
     }
 
-    /** Where MLX's own limits follow the budget: called on each load and unload. */
+    /**
+     * Where MLX's own limits follow the budget: called whenever the budget's use changes (a load
+     * or an unload begins or ends, a request is admitted or settles), under the pool's lock.
+     */
     @FunctionalInterface
     public interface MemoryLimits {
-        /** @param cacheLimitBytes the budget less the loaded models' resident bytes */
+        /**
+         * @param memoryLimitBytes the budget's total
+         * @param cacheLimitBytes the budget's free bytes less those of models still being unloaded:
+         *     the budget less the loaded and loading models' resident bytes and the admitted
+         *     requests' peaks. MLX's CPU allocator keeps freed buffers up to this limit beside its
+         *     active memory (it never trims them against it), so the cache must only take bytes
+         *     no one else may use.
+         */
         void apply(long memoryLimitBytes, long cacheLimitBytes);
 
         MemoryLimits NONE = (memory, cache) -> {};
@@ -165,6 +175,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                                 + " bytes resident; " + budget.freeBytes() + " of the memory budget's "
                                 + budget.totalBytes() + " are left (--memory-budget)");
                     }
+                    applyLimits();
                     loading = beginLoad(e);
                 }
                 load(e, List.of());
@@ -233,6 +244,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 throw busy("loading model '" + name + "' needs " + need + " bytes resident");
             }
             budget.tryTake(need);
+            applyLimits();
             loading = beginLoad(e);
         }
         List<PooledModel> closeFirst = victims;
@@ -442,14 +454,19 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 "model_load_failed");
     }
 
+    /**
+     * MLX's memory limit is the budget; its cache limit the bytes nothing else may take now (see
+     * {@link MemoryLimits#apply}): a model marked unloading has given its bytes back but holds its
+     * arrays until its close ends.
+     */
     private void applyLimits() {
-        long resident = 0;
+        long unloading = 0;
         for (PooledModel o : entries.values()) {
-            if (o.state == PooledModel.State.LOADED || o.state == PooledModel.State.LOADING) {
-                resident += o.residentBytes();
+            if (o.state == PooledModel.State.UNLOADING) {
+                unloading += o.residentBytes();
             }
         }
-        limits.apply(budget.totalBytes(), Math.max(0, budget.totalBytes() - resident));
+        limits.apply(budget.totalBytes(), Math.max(0, budget.freeBytes() - unloading));
     }
 
     // ---- off the lock ------------------------------------------------------------------------
@@ -589,6 +606,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                     throw busy("this request needs " + need + " bytes at its peak");
                 }
                 budget.tryTake(need);
+                applyLimits();
                 e.inFlight++;
                 e.admitted++;
                 e.lastUsedNs = System.nanoTime();
@@ -602,6 +620,7 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 if (released.compareAndSet(false, true)) {
                     synchronized (ModelPool.this) {
                         budget.give(held);
+                        applyLimits();
                         e.inFlight--;
                         e.lastUsedNs = System.nanoTime();
                     }
