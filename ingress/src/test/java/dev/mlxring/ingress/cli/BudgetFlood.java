@@ -121,7 +121,7 @@ final class BudgetFlood {
             jvm.addAll(List.of(moreJvm.split("\\s+")));
         }
         try (ServerProcess server = ServerProcess.start(jvm, flags.toArray(String[]::new));
-                RssSampler rss = new RssSampler(server.process.pid())) {
+                RssSampler rss = new RssSampler(server.serverPid())) {
             List<String> alone = new ArrayList<>();
             for (int p = 0; p < DISTINCT_PROMPTS; p++) {
                 HttpResponse<String> r = send(server, tokenBody(p));

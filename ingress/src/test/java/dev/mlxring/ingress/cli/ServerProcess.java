@@ -43,7 +43,10 @@ final class ServerProcess implements AutoCloseable {
      */
     static ServerProcess start(List<String> jvmOptions, String... args) throws IOException {
         Path home = ProjectHome.get();
-        List<String> cmd = new ArrayList<>(List.of(
+        // A command the server runs under (e.g. heaptrack -o FILE), for attributing its memory.
+        String prefix = System.getProperty("mlxring.bench.serverPrefix", "").trim();
+        List<String> cmd = new ArrayList<>(prefix.isEmpty() ? List.of() : List.of(prefix.split("\\s+")));
+        cmd.addAll(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "@" + home.resolve("jvm.args"),
                 "-Dmlxring.home=" + home));
@@ -64,6 +67,15 @@ final class ServerProcess implements AutoCloseable {
         p.destroyForcibly();
         throw new IOException(
                 "serve exited (" + p.onExit().join().exitValue() + ") before serving:\n" + Files.readString(log));
+    }
+
+    /** The server JVM's process id (a descendant of {@link #process} when it runs under a prefix). */
+    long serverPid() {
+        return process.descendants()
+                .filter(h -> h.info().command().orElse("").endsWith("/bin/java"))
+                .mapToLong(ProcessHandle::pid)
+                .findFirst()
+                .orElse(process.pid());
     }
 
     String logText() throws IOException {
@@ -96,6 +108,17 @@ final class ServerProcess implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        long serverPid = serverPid();
+        if (process.isAlive() && serverPid != process.pid()) {
+            // The server runs under a prefix command: it exits normally so that the prefix can
+            // write out what it recorded.
+            ProcessHandle.of(serverPid).ifPresent(ProcessHandle::destroy);
+            process.onExit()
+                    .orTimeout(120, TimeUnit.SECONDS)
+                    .exceptionally(e -> null)
+                    .join();
+            ProcessHandle.of(serverPid).ifPresent(ProcessHandle::destroyForcibly);
+        }
         if (process.isAlive()) {
             process.destroyForcibly();
         }
