@@ -12,6 +12,7 @@ import dev.mlxring.ingress.http.HttpServer;
 import dev.mlxring.ingress.http.ModelRoute;
 import dev.mlxring.ingress.http.ServerDefaults;
 import dev.mlxring.ingress.http.ServerMetrics;
+import dev.mlxring.ingress.pool.AsyncMemoryLimits;
 import dev.mlxring.ingress.pool.MemoryBudget;
 import dev.mlxring.ingress.pool.ModelPool;
 import dev.mlxring.ingress.pool.ModelSources;
@@ -155,9 +156,10 @@ final class ServeCommand {
     private ServeCommand() {}
 
     /** What {@link #start} built, closed in reverse order (once). */
-    record Running(HttpServer server, ModelPool pool, AtomicBoolean closed) implements AutoCloseable {
-        Running(HttpServer server, ModelPool pool) {
-            this(server, pool, new AtomicBoolean());
+    record Running(HttpServer server, ModelPool pool, AsyncMemoryLimits limits, AtomicBoolean closed)
+            implements AutoCloseable {
+        Running(HttpServer server, ModelPool pool, AsyncMemoryLimits limits) {
+            this(server, pool, limits, new AtomicBoolean());
         }
 
         /** The default model's pipeline. */
@@ -175,6 +177,7 @@ final class ServeCommand {
             if (closed.compareAndSet(false, true)) {
                 server.close();
                 pool.close();
+                limits.close();
             }
         }
     }
@@ -351,6 +354,9 @@ final class ServeCommand {
                     prefillStep,
                     modelMaxKvSize);
         };
+        // MLX's set_cache_limit waits for every CPU stream's work in flight: applied off the pool's lock.
+        AsyncMemoryLimits limits = new AsyncMemoryLimits(
+                ServeCommand::mlxLimits, "mlx-memory-limits", java.util.concurrent.TimeUnit.SECONDS.toNanos(1));
         ModelPool pool;
         try {
             pool = new ModelPool(
@@ -360,11 +366,12 @@ final class ServeCommand {
                             loader,
                             new MemoryBudget(budgetBytes),
                             java.util.concurrent.TimeUnit.SECONDS.toNanos(ttlSeconds),
-                            ServeCommand::mlxLimits,
+                            limits,
                             ModelPool.DEFAULT_LOAD_RETRY_BACKOFF_NS,
                             promptCacheBytes)
                     .start();
         } catch (RuntimeException e) {
+            limits.close();
             if (leader != null) {
                 leader.abandon();
             }
@@ -395,6 +402,7 @@ final class ServeCommand {
                     .start();
         } catch (RuntimeException e) {
             pool.close();
+            limits.close();
             throw e;
         }
         out.printf(
@@ -411,7 +419,7 @@ final class ServeCommand {
             out.println(NumericsFlag.notice(numerics));
         }
         out.flush();
-        return new Running(server, pool);
+        return new Running(server, pool, limits);
     }
 
     /**

@@ -63,7 +63,9 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
 
     /**
      * Where MLX's own limits follow the budget: called whenever the budget's use changes (a load
-     * or an unload begins or ends, a request is admitted or settles), under the pool's lock.
+     * or an unload begins or ends, a request is admitted or settles), under the pool's lock, so an
+     * implementation must return at once and never wait on MLX (serve's hands the values to a
+     * thread of its own: {@link AsyncMemoryLimits}).
      */
     @FunctionalInterface
     public interface MemoryLimits {
