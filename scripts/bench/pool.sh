@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # docs/benchmarks.md's model-pool figures (ingress ModelPoolBench, outside the suite):
-#   - per model size (tiny gemma3 and qwen3_moe, SmolLM2-135M): the load seconds the pool records,
+#   - per model size (tiny gemma3 and qwen3_moe, SmolLM2-135M, and random-weight 0.82 B llamas at
+#     4 bits and bfloat16 that scripts/bench/make_pool_models.py builds into build/bench/pool-models
+#     on first use, ~3 minutes): the load seconds the pool records,
 #     the first streamed chunk of a request to the model cold (load included) and then warm;
 #   - RSS against --memory-budget under a flood: 24 concurrent 600-token prompts on a fresh server
 #     process per budget (room for the flooded model and 1, 2.5, 5, 10 requests' peaks), its VmRSS
@@ -23,6 +25,7 @@ out="build/bench/pool.log"
 mkdir -p build/bench
 [[ -d build/pool-test/models/gemma3-serve ]] || {
   echo "pool.sh: build/pool-test/models is missing: run ModelPoolServerTest once first" >&2; exit 1; }
+.venv/bin/python scripts/bench/make_pool_models.py --out build/bench/pool-models >&2
 {
   echo "# scripts/bench/pool.sh at $(git rev-parse --short HEAD), $(date -u +%FT%TZ)"
   echo "# $(grep -m1 'model name' /proc/cpuinfo), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -34,10 +34,17 @@ class ModelPoolBench {
     void loadTimeAndColdFirstToken() throws Exception {
         Path home = ProjectHome.get();
         Path tiny = home.resolve("build/pool-test/models");
-        Map<String, Path> models = Map.of(
+        Map<String, Path> models = new java.util.LinkedHashMap<>(Map.of(
                 "gemma3-serve", tiny.resolve("gemma3-serve"),
                 "qwen3_moe-serve", tiny.resolve("qwen3_moe-serve"),
-                "smollm2-135m", home.resolve(GenerateCommand.DEFAULT_MODEL));
+                "smollm2-135m", home.resolve(GenerateCommand.DEFAULT_MODEL)));
+        // The larger random-weight models scripts/bench/make_pool_models.py builds, where built.
+        Path larger = home.resolve("build/bench/pool-models");
+        for (String name : List.of("llama-pool-820m-q4", "llama-pool-820m-bf16")) {
+            if (Files.exists(larger.resolve(name).resolve(".complete"))) {
+                models.put(name, larger.resolve(name));
+            }
+        }
         Path file = Files.createTempFile("pool-bench", ".json");
         StringBuilder json = new StringBuilder("{");
         models.forEach((name, dir) -> json.append(json.length() > 1 ? "," : "")
@@ -57,7 +64,15 @@ class ModelPoolBench {
             };
             try (ServeCommand.Running s = ServeCommand.start(
                     CliArgs.parse(argv, 1, ServeCommand.FLAGS), new PrintStream(new ByteArrayOutputStream()))) {
-                for (String name : List.of("gemma3-serve", "qwen3_moe-serve", "smollm2-135m")) {
+                for (String name : List.of(
+                        "gemma3-serve",
+                        "qwen3_moe-serve",
+                        "smollm2-135m",
+                        "llama-pool-820m-q4",
+                        "llama-pool-820m-bf16")) {
+                    if (!models.containsKey(name)) {
+                        continue;
+                    }
                     double cold = firstTokenSeconds(s, name);
                     double warm = firstTokenSeconds(s, name);
                     String metrics = get(s, "/metrics");
