@@ -4,7 +4,7 @@
 Usage:
     make_pool_models.py --out DIR [--only NAME,...] [--force]
 
-Two models of one shape, built with mlx-lm's own classes
+Two models of one shape (SmolLM2-135M's config.json, scaled up), built with mlx-lm's own classes
 (mlx_lm.models.llama.Model(ModelArgs.from_dict(config))), re-initialised from a fixed seed,
 cast to bfloat16 the way `mlx_lm.convert --dtype bfloat16` casts, and written with
 mlx_lm.utils.save_model + save_config (scripts/oracle/common.py's build_model_dir):
@@ -22,6 +22,7 @@ Idempotent: a model directory is complete when its marker (written last) names t
 recipe version.
 """
 
+import json
 import shutil
 import sys
 import time
@@ -37,35 +38,27 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
 
 
-def _llama(hidden, layers, inter, heads, kv_heads, head_dim, vocab):
-    return {
-        "model_type": "llama",
-        "architectures": ["LlamaForCausalLM"],
-        "hidden_size": hidden,
-        "num_hidden_layers": layers,
-        "intermediate_size": inter,
-        "num_attention_heads": heads,
-        "num_key_value_heads": kv_heads,
-        "head_dim": head_dim,
-        "rms_norm_eps": 1e-5,
-        "vocab_size": vocab,
-        "rope_theta": 100000.0,
-        "rope_traditional": False,
-        "max_position_embeddings": 8192,
-        "tie_word_embeddings": True,
-        "attention_bias": False,
-        "mlp_bias": False,
-        "hidden_act": "silu",
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-    }
-
-
-SHAPE = _llama(2048, 16, 5632, 32, 8, 64, 49152)
-MODELS = {
-    "llama-pool-820m-q4": (SHAPE, {"bits": 4, "group_size": 64}),
-    "llama-pool-820m-bf16": (SHAPE, None),
+# SmolLM2-135M's llama config (its config.json), scaled up; quantization decided per model below.
+SHAPE = {
+    "hidden_size": 2048,
+    "num_hidden_layers": 16,
+    "intermediate_size": 5632,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
 }
+MODELS = {
+    "llama-pool-820m-q4": {"bits": 4, "group_size": 64},
+    "llama-pool-820m-bf16": None,
+}
+
+
+def config_from(src: Path):
+    config = json.loads((src / "config.json").read_text())
+    for key in ("quantization", "quantization_config"):
+        config.pop(key, None)
+    config.update(SHAPE)
+    return config
 
 
 def main(argv=None):
@@ -73,9 +66,10 @@ def main(argv=None):
     ap.add_argument("--tokenizer-from", default=str(ROOT / "models/smollm2-135m-instruct"))
     args = ap.parse_args(argv)
     src = Path(args.tokenizer_from)
+    config = config_from(src)
     for name, d in models_to_build(ap, args, MODELS, RECIPE_VERSION):
         t0 = time.perf_counter()
-        config, quant = MODELS[name]
+        quant = MODELS[name]
         seed = seed_for(name)
         build_model_dir(d, "llama", config, seed, mx.bfloat16, quant)
         for f in TOKENIZER_FILES:

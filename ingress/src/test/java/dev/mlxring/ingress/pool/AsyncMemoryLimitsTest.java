@@ -23,23 +23,26 @@ class AsyncMemoryLimitsTest {
 
     private record Pair(long memory, long cache) {}
 
+    /** Records each call, says it entered, then waits for {@code release} (as MLX behind a collective). */
+    private static ModelPool.MemoryLimits blocking(List<Pair> applied, CountDownLatch entered, CountDownLatch release) {
+        return (memory, cache) -> {
+            applied.add(new Pair(memory, cache));
+            entered.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+    }
+
     @Test
     void aCallReturnsWhileTheDelegateIsBlockedAndTheLatestValuesWinOnceItReturns() throws Exception {
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch unblock = new CountDownLatch(1);
         List<Pair> applied = new CopyOnWriteArrayList<>();
         try (AsyncMemoryLimits limits = new AsyncMemoryLimits(
-                (memory, cache) -> {
-                    applied.add(new Pair(memory, cache));
-                    entered.countDown();
-                    try {
-                        unblock.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                },
-                "limits-test",
-                TimeUnit.SECONDS.toNanos(1))) {
+                blocking(applied, entered, unblock), "limits-test", TimeUnit.SECONDS.toNanos(1))) {
             limits.apply(100, 10);
             assertTrue(entered.await(10, TimeUnit.SECONDS), "the applier took the first values");
             // The delegate is blocked (as MLX's set_cache_limit behind a collective that never ends):
@@ -99,14 +102,7 @@ class AsyncMemoryLimitsTest {
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch never = new CountDownLatch(1);
         AsyncMemoryLimits limits = new AsyncMemoryLimits(
-                (memory, cache) -> {
-                    entered.countDown();
-                    try {
-                        never.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                },
+                blocking(new CopyOnWriteArrayList<>(), entered, never),
                 "limits-test",
                 TimeUnit.MILLISECONDS.toNanos(100));
         limits.apply(100, 10);
