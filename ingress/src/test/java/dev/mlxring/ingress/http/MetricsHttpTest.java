@@ -101,7 +101,13 @@ class MetricsHttpTest {
         MetricsText m = MetricsText.awaitScrape(
                 base,
                 "sekret",
-                s -> s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"400\"}") == 1);
+                // Each exchange is counted when it ends, which may be after its client has read it.
+                s -> s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"400\"}") == 1
+                        && s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"200\"}") == 1
+                        && s.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}") == 1
+                        && s.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"401\"}") == 1
+                        && s.value("mlxring_completions_total{outcome=\"completed\"}") == 2);
+        assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"400\"}"));
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"200\"}"));
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/completions\",status=\"401\"}"));
@@ -150,8 +156,13 @@ class MetricsHttpTest {
                 // the server closed the connection while the body was still being sent
             }
         }
+        // The rejection is counted when it is decided, the 413 when its exchange ends: wait for both.
         MetricsText m = MetricsText.awaitScrape(
-                base, "sekret", x -> x.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}") == 1);
+                base,
+                "sekret",
+                x -> x.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}") == 1
+                        && x.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"413\"}") == 1);
+        assertEquals(1, m.value("mlxring_rejected_requests_total{reason=\"request_too_large\"}"));
         assertEquals(1, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"413\"}"));
         assertEquals(0, m.value("mlxring_http_requests_total{route=\"/v1/chat/completions\",status=\"200\"}"));
     }
