@@ -26,9 +26,12 @@ import java.util.Map;
  * greedy requests of distinct {@code --prompt-tokens} prompts, {@code --streams} in flight at
  * once (a finished row's place is refilled before the next unit, as the exec stage refills it),
  * each generating {@code --gen-tokens} give or take 6 so that rows finish in different units.
- * Per run it prints the median wall time of a plain decode unit (no row finished, no prompt
- * pending), of a finishing unit (a row finished, no prompt pending), each stream's inter-token
- * latency p50 / p99 (a token's time is its unit's end) and the aggregate tok/s (tokens / wall).
+ * Per run it prints the median wall time of a plain decode unit (no row finished) and of a
+ * finishing unit (a row finished), both timed only when no prompt is pending and the last insert
+ * is {@value #SETTLED_UNITS} units back; the median time of the inserts between units (they
+ * include publishing finished rows' prefix-cache entries that are still pending); each stream's
+ * inter-token latency p50 / p99 (a token's time is its unit's end) and the aggregate tok/s
+ * (tokens / wall).
  *
  * <pre>
  * FinishingUnitBenchmark --model DIR [--streams 16] [--requests 32] [--prompt-tokens 60]
@@ -49,6 +52,9 @@ public final class FinishingUnitBenchmark {
     private static final String USAGE = "FinishingUnitBenchmark --model DIR [--streams 16] [--requests 32]"
             + " [--prompt-tokens 60] [--gen-tokens 44] [--runs 3] [--prefill-step-size 2048] [--seed 42]";
 
+    /** Units after an insert before a unit is timed as plain or finishing (the joiners' prefill and first step are not). */
+    private static final int SETTLED_UNITS = 3;
+
     private FinishingUnitBenchmark() {}
 
     public static void main(String[] argv) throws Exception {
@@ -68,6 +74,8 @@ public final class FinishingUnitBenchmark {
             List<Double> plainMs = new ArrayList<>();
             List<Double> finishingMs = new ArrayList<>();
             List<Double> gapsMs = new ArrayList<>();
+            List<Double> insertMs = new ArrayList<>();
+            int sinceInsert = 0;
             Map<Integer, Long> lastToken = new HashMap<>();
             long tokens = 0;
             int next = 0;
@@ -76,9 +84,14 @@ public final class FinishingUnitBenchmark {
             long start = System.nanoTime();
             try (ExecutionBatch batch = executor.openBatch(o.streams(), o.streams())) {
                 while (done < o.requests()) {
-                    while (batch.rows() < o.streams() && next < o.requests()) {
-                        lastToken.put(batch.insert(plan(model, o, run, next)), -1L);
-                        next++;
+                    if (batch.rows() < o.streams() && next < o.requests()) {
+                        long i0 = System.nanoTime();
+                        while (batch.rows() < o.streams() && next < o.requests()) {
+                            lastToken.put(batch.insert(plan(model, o, run, next)), -1L);
+                            next++;
+                        }
+                        insertMs.add((System.nanoTime() - i0) / 1e6);
+                        sinceInsert = 0;
                     }
                     boolean prompting = batch.prefillPending();
                     long t0 = System.nanoTime();
@@ -99,20 +112,23 @@ public final class FinishingUnitBenchmark {
                         }
                     }
                     done += finished;
-                    if (!prompting && step.count > 0) {
+                    if (!prompting && step.count > 0 && sinceInsert >= SETTLED_UNITS) {
                         (finished > 0 ? finishingMs : plainMs).add((t1 - t0) / 1e6);
                     }
+                    sinceInsert++;
                 }
             }
             double wallS = (System.nanoTime() - start) / 1e9;
             return String.format(
                     Locale.ROOT,
-                    "plain unit p50 %.1f ms (%d) | finishing unit p50 %.1f ms (%d) | ITL p50 %.1f p99 %.1f ms"
-                            + " | %.1f tok/s (%d tokens, %.2f s)",
+                    "plain unit p50 %.1f ms (%d) | finishing unit p50 %.1f ms (%d) | insert p50 %.1f ms (%d)"
+                            + " | ITL p50 %.1f p99 %.1f ms | %.1f tok/s (%d tokens, %.2f s)",
                     pct(plainMs, 0.5),
                     plainMs.size(),
                     pct(finishingMs, 0.5),
                     finishingMs.size(),
+                    pct(insertMs, 0.5),
+                    insertMs.size(),
                     pct(gapsMs, 0.5),
                     pct(gapsMs, 0.99),
                     tokens / wallS,
