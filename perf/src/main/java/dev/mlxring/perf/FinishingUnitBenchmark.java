@@ -28,8 +28,8 @@ import java.util.Map;
  * each generating {@code --gen-tokens} give or take 6 so that rows finish in different units.
  * Per run it prints the median wall time of a plain decode unit (no row finished) and of a
  * finishing unit (a row finished), both timed only when no prompt is pending and the last insert
- * is {@value #SETTLED_UNITS} units back; the median time of the inserts between units (they
- * include publishing finished rows' prefix-cache entries that are still pending); each stream's
+ * is {@value #SETTLED_UNITS} units back; the median time of the inserts between units (an insert
+ * that restores an entry whose bytes are still pending writes them first); each stream's
  * inter-token latency p50 / p99 (a token's time is its unit's end) and the aggregate tok/s
  * (tokens / wall).
  *
