@@ -11,7 +11,9 @@ import dev.mlxring.exec.generate.ModelExecutor;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.exec.prefix.PrefixReuse;
+import dev.mlxring.kvstore.CacheNamespace;
 import dev.mlxring.kvstore.ModelFingerprint;
+import dev.mlxring.kvstore.PrefixHit;
 import dev.mlxring.kvstore.RamPrefixCache;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.pipeline.BatchStep;
@@ -497,6 +499,96 @@ class ContinuousBatchTest {
                         params == seeded ? List.of("assistant 44") : List.of("system 12", "user 39", "assistant 44");
                 assertEquals(want, seen, "entries in the cache while the row ran, " + params);
             }
+        }
+    }
+
+    /**
+     * A row that finishes while others generate publishes its prefix-cache entry inside the unit
+     * it finished in (the cache's entries after that unit are mlx_lm.server's), but its bytes are
+     * not copied there (that copy would wait for the step already running): the next unit writes
+     * them, or a request inserted right after (the next turn of that conversation) writes them
+     * as it restores the entry. The last row's entry is written within its own unit (no unit
+     * follows to do it).
+     */
+    @Test
+    void aFinishedRowIsPublishedInItsUnitAndItsBytesWrittenInTheNextOrOnItsRestore() throws Exception {
+        Path dir = models.resolve("llama-bf16");
+        int[] first = BatchParityTest.prompt(20, 71, 512);
+        int[] other = BatchParityTest.prompt(24, 72, 512);
+        for (boolean insertNextTurn : List.of(false, true)) {
+            try (LanguageModel model = Models.load(dir);
+                    RamPrefixCache cache = new RamPrefixCache(10, Long.MAX_VALUE);
+                    ExecutionBatch batch = new ModelExecutor(
+                                    model, PREFILL_STEP, 0, new PrefixReuse(cache, ModelFingerprint.of(dir)))
+                            .openBatch(8, 8)) {
+                CacheNamespace ns = new PrefixReuse(cache, ModelFingerprint.of(dir)).namespace(null);
+                int shortRow = batch.insert(plan("short", first, 3, SamplingParams.GREEDY));
+                int longRow = batch.insert(plan("long", other, 12, SamplingParams.GREEDY));
+                BatchStep step = new BatchStep(8, 3);
+                List<Integer> generated = new ArrayList<>();
+                List<Integer> generatedLong = new ArrayList<>();
+                boolean finished = false;
+                for (int unit = 0; !finished; unit++) {
+                    assertTrue(unit < 100, "the short row does not finish");
+                    batch.step(step);
+                    for (int e = 0; e < step.count; e++) {
+                        if (step.results[e].kind == StepResult.Kind.TOKEN) {
+                            (step.rows[e] == shortRow ? generated : generatedLong).add(step.results[e].token);
+                        }
+                        finished |= step.rows[e] == shortRow && step.results[e].kind == StepResult.Kind.FINISHED;
+                    }
+                }
+                assertEquals(1, batch.rows(), "the long row still generates");
+                int[] shortEntry = concat(first, generated);
+                assertEquals(Boolean.FALSE, filled(cache, ns, shortEntry), "published in its unit, bytes pending");
+                if (insertNextTurn) {
+                    int[] next = concat(shortEntry, List.of(7, 8, 9, 10, 11));
+                    int row = batch.insert(plan("next turn", next, 2, SamplingParams.GREEDY));
+                    assertTrue(
+                            batch.cachedTokens(row) >= first.length,
+                            "the next turn restores the finished row's entry, cached " + batch.cachedTokens(row));
+                    assertEquals(Boolean.TRUE, filled(cache, ns, shortEntry), "its restore wrote the bytes");
+                } else {
+                    batch.step(step);
+                    tokensOf(step, longRow, generatedLong);
+                    assertEquals(1, batch.rows(), "the long row still generates");
+                    assertEquals(Boolean.TRUE, filled(cache, ns, shortEntry), "the next unit wrote the bytes");
+                }
+                while (batch.rows() > 0) {
+                    batch.step(step);
+                    tokensOf(step, longRow, generatedLong);
+                }
+                assertEquals(
+                        Boolean.TRUE,
+                        filled(cache, ns, concat(other, generatedLong)),
+                        "the last row's bytes are written within its unit");
+            }
+        }
+    }
+
+    private static void tokensOf(BatchStep step, int row, List<Integer> into) {
+        for (int e = 0; e < step.count; e++) {
+            if (step.rows[e] == row && step.results[e].kind == StepResult.Kind.TOKEN) {
+                into.add(step.results[e].token);
+            }
+        }
+    }
+
+    private static int[] concat(int[] prompt, List<Integer> more) {
+        int[] out = Arrays.copyOf(prompt, prompt.length + more.size());
+        for (int i = 0; i < more.size(); i++) {
+            out[prompt.length + i] = more.get(i);
+        }
+        return out;
+    }
+
+    /** Whether the cache's entry of exactly {@code tokens} has its bytes written; null when it holds none. */
+    private static Boolean filled(RamPrefixCache cache, CacheNamespace ns, int[] tokens) {
+        if (cache.entries().stream().noneMatch(e -> Arrays.equals(e, tokens))) {
+            return null;
+        }
+        try (PrefixHit hit = cache.lookup(ns, tokens)) {
+            return hit.snapshot().filled();
         }
     }
 }

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -20,6 +21,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link PrefixCache#publish} takes that reference over. Every reader ({@link PrefixHit}, a spill)
  * {@link #retain()}s before use and {@link #release()}s after; the last release frees the memory,
  * so an entry evicted while a row restores from it stays valid until that row is done. Thread-safe.
+ *
+ * <p>Filling: a snapshot is built either with its bytes written ({@link Builder#build()}) or
+ * with its bytes still to be written by one thread, its filling thread ({@link
+ * Builder#buildPending}), e.g. a copy that waits for a computation still running. A pending
+ * snapshot's shapes, dtypes and {@link #nbytes()} are final from the start, so it can be published
+ * and counted at once; a reader of its bytes first calls {@link #awaitFilled()}, which on the
+ * filling thread writes them now and elsewhere waits for them. Work that needs the bytes without
+ * waiting registers with {@link #whenFilled}.
  */
 public final class KvSnapshot {
     /**
@@ -52,9 +61,23 @@ public final class KvSnapshot {
     private final int recurrentLayers;
     private final long nbytes;
     private final AtomicInteger refs = new AtomicInteger(1);
+    /** Counted down once the bytes are written (or their writing failed); zero for a built-filled one. */
+    private final CountDownLatch filled;
+    /** The thread that writes a pending snapshot's bytes; null once filled. */
+    private Thread fillThread;
+    /** Writes a pending snapshot's bytes; null once run. */
+    private Runnable fill;
+    /** Why the bytes could not be written; null while they are (or will be) valid. */
+    private volatile RuntimeException fillFailure;
+    /** {@link #whenFilled} callbacks waiting for the fill: success and failure in pairs. */
+    private final List<Runnable[]> onFill = new ArrayList<>();
 
-    private KvSnapshot(Arena arena, List<LayerState> layers, List<Checkpoint> checkpoints) {
+    private KvSnapshot(
+            Arena arena, List<LayerState> layers, List<Checkpoint> checkpoints, Thread fillThread, Runnable fill) {
         this.arena = arena;
+        this.fillThread = fillThread;
+        this.fill = fill;
+        this.filled = new CountDownLatch(fill == null ? 0 : 1);
         this.layers = List.copyOf(layers);
         List<Checkpoint> sorted = new ArrayList<>(checkpoints);
         sorted.sort(java.util.Comparator.comparingInt(Checkpoint::position));
@@ -157,6 +180,82 @@ public final class KvSnapshot {
                 + java.util.Arrays.toString(boundaries()));
     }
 
+    /** Whether the bytes are written (always, for a snapshot built filled) or their writing failed. */
+    public boolean filled() {
+        return filled.getCount() == 0;
+    }
+
+    /**
+     * Returns once the bytes are valid to read: at once for a filled snapshot; on a pending
+     * snapshot's filling thread it writes them now (the first call does; the bytes' computation
+     * may be waited for); on any other thread it waits until the filling thread has written them.
+     * The caller holds a reference.
+     *
+     * @throws IllegalStateException when the bytes could not be written (they are never valid)
+     */
+    public void awaitFilled() {
+        if (filled.getCount() != 0) {
+            Runnable run = null;
+            synchronized (this) {
+                if (fill != null && Thread.currentThread() == fillThread) {
+                    run = fill;
+                    fill = null;
+                }
+            }
+            if (run != null) {
+                runFill(run);
+            } else {
+                try {
+                    filled.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted waiting for a snapshot's bytes", e);
+                }
+            }
+        }
+        RuntimeException failure = fillFailure;
+        if (failure != null) {
+            throw new IllegalStateException("the snapshot's bytes could not be written", failure);
+        }
+    }
+
+    /**
+     * Runs {@code onFilled} once the bytes are valid (now, on the calling thread, when they are
+     * already; else on the filling thread right after it writes them), or {@code onFailed} instead
+     * when their writing failed. Exactly one of the two runs, once.
+     */
+    public void whenFilled(Runnable onFilled, Runnable onFailed) {
+        synchronized (this) {
+            if (filled.getCount() != 0) {
+                onFill.add(new Runnable[] {onFilled, onFailed});
+                return;
+            }
+        }
+        (fillFailure == null ? onFilled : onFailed).run();
+    }
+
+    private void runFill(Runnable run) {
+        try {
+            run.run();
+        } catch (RuntimeException e) {
+            fillFailure = e;
+        }
+        List<Runnable[]> callbacks;
+        synchronized (this) {
+            fillThread = null;
+            filled.countDown();
+            callbacks = List.copyOf(onFill);
+            onFill.clear();
+        }
+        RuntimeException failure = fillFailure;
+        for (Runnable[] c : callbacks) {
+            (failure == null ? c[0] : c[1]).run();
+        }
+        if (failure != null) {
+            throw new IllegalStateException("the snapshot's bytes could not be written", failure);
+        }
+    }
+
     /** Takes one more reference; fails when the snapshot was already freed. */
     public KvSnapshot retain() {
         int n;
@@ -207,8 +306,22 @@ public final class KvSnapshot {
         }
 
         public KvSnapshot build() {
+            return build(null, null);
+        }
+
+        /**
+         * The snapshot, its bytes still to be written by {@code fill} on the calling thread (its
+         * filling thread: {@link KvSnapshot#awaitFilled()} there runs it, once; an exception it
+         * throws marks the bytes as never valid). Whoever is to run it later keeps a reference to
+         * the snapshot until it has run, so the memory it writes stays allocated.
+         */
+        public KvSnapshot buildPending(Runnable fill) {
+            return build(Thread.currentThread(), java.util.Objects.requireNonNull(fill, "fill"));
+        }
+
+        private KvSnapshot build(Thread fillThread, Runnable fill) {
             try {
-                return new KvSnapshot(arena, layers, checkpoints);
+                return new KvSnapshot(arena, layers, checkpoints, fillThread, fill);
             } catch (RuntimeException e) {
                 arena.close();
                 throw e;

@@ -94,7 +94,7 @@ public final class TieredPrefixCache implements PrefixCache {
     @Override
     public void publish(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
         if (disk != null && tokens.length == snapshot.tokens()) {
-            disk.spill(ns, tokens, snapshot.retain());
+            spillOnceFilled(ns, tokens, snapshot);
         }
         ram.publish(ns, tokens, snapshot);
     }
@@ -102,9 +102,20 @@ public final class TieredPrefixCache implements PrefixCache {
     @Override
     public void publishSegment(CacheNamespace ns, int[] tokens, KvSnapshot snapshot, PromptSegment.Kind kind) {
         if (disk != null && !snapshot.trimmable() && tokens.length == snapshot.tokens()) {
-            disk.spill(ns, tokens, snapshot.retain()); // the finished entry cannot restore here
+            spillOnceFilled(ns, tokens, snapshot); // the finished entry cannot restore here
         }
         ram.publishSegment(ns, tokens, snapshot, kind);
+    }
+
+    /**
+     * Queues the spill of {@code snapshot} once its bytes are written ({@link KvSnapshot#whenFilled}:
+     * at once for a filled one), so the spill thread never reads a pending snapshot's bytes nor
+     * waits for them; one whose bytes could not be written is not spilled.
+     */
+    private void spillOnceFilled(CacheNamespace ns, int[] tokens, KvSnapshot snapshot) {
+        KvSnapshot spilled = snapshot.retain();
+        int[] ids = tokens.clone();
+        spilled.whenFilled(() -> disk.spill(ns, ids, spilled), spilled::release);
     }
 
     public RamPrefixCache ram() {

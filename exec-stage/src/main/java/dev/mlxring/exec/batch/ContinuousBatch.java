@@ -7,6 +7,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.ModelLoadException;
 import dev.mlxring.exec.nn.AdapterCache;
 import dev.mlxring.exec.prefix.KvSnapshots;
+import dev.mlxring.exec.prefix.PendingSnapshot;
 import dev.mlxring.exec.prefix.PrefixReuse;
 import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.TokenLogprobs;
@@ -43,7 +44,15 @@ import org.agrona.collections.Int2ObjectHashMap;
  * there with the segment's cache type, and a row that finishes publishes its caches back
  * ({@code insert_cache} of prompt + generated, type assistant) — within one unit the segment
  * snapshots first, then the finished rows', as mlx_lm.server's loop inserts them. Each snapshot
- * is a copy of the row's KV made on the exec thread, inside the unit. A hybrid model's row also
+ * is a copy of the row's KV made on the exec thread and is published inside its unit, so after
+ * every unit the cache holds mlx_lm.server's entries in its order. A segment snapshot is copied
+ * inside its unit; a finished row's is published pending ({@link PendingSnapshot}: its bytes
+ * count and shapes final, its bytes written later from MLX arrays of its own), so the unit does
+ * not wait for the step already running on the batch's buffers: the next unit submits those
+ * arrays for evaluation before its step and writes the bytes once its step is submitted (they are
+ * computed by then), or a joiner restoring the entry writes them first, or they are written when
+ * no row is left or the batch closes. The SSD tier spills such an entry once its bytes are
+ * written. A hybrid model's row also
  * copies its recurrent state between prefill chunks every {@link PrefixReuse#checkpointTokens()}
  * positions, as the serial run does, and its snapshots carry those checkpoints. Each unit maps the
  * generator's tokens to the pipeline's step entries: a token for every row that produced one
@@ -146,6 +155,12 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     /** Finished rows' snapshots of this unit, published after its segment snapshots. */
     private final List<Finished> finishedSnapshots = new ArrayList<>();
+
+    /**
+     * Finished rows' snapshots whose bytes are not yet written, oldest first: each is completed
+     * exactly once ({@link #completePending}), whether or not its snapshot was published.
+     */
+    private final List<PendingSnapshot> pendingCopies = new ArrayList<>();
 
     /**
      * @param prefixReuse the prefix cache, or null for none
@@ -442,6 +457,9 @@ public final class ContinuousBatch implements ExecutionBatch {
     public Usage remove(int row) {
         RowInfo info = forget(row);
         generator.remove(row);
+        if (rows.isEmpty()) {
+            completePending(pendingCopies.size()); // no unit follows to write them in
+        }
         return info == null ? Usage.NONE : info.usage();
     }
 
@@ -468,15 +486,23 @@ public final class ContinuousBatch implements ExecutionBatch {
     public void step(BatchStep out, boolean prefill) {
         out.clear();
         List<BatchToken> tokens;
+        int earlier = pendingCopies.size();
+        submitPending();
+        boolean unitRan = false;
         try {
             tokens = generator.next(prefill);
+            completePending(earlier);
             takeCheckpoints();
             publishSnapshots();
             if (unitTap != null) {
                 unitTap.accept(tokens);
             }
+            unitRan = true;
         } finally {
             discardFinishedSnapshots();
+            if (!unitRan) {
+                completePending(pendingCopies.size());
+            }
         }
         for (int i = 0; i < tokens.size(); i++) {
             BatchToken t = tokens.get(i);
@@ -505,6 +531,9 @@ public final class ContinuousBatch implements ExecutionBatch {
         }
         // Everything is read: an idle batch then holds no arrays (no last logprobs kept alive).
         generator.releaseLastStep();
+        if (rows.isEmpty()) {
+            completePending(pendingCopies.size()); // no unit follows to write them in
+        }
     }
 
     /**
@@ -564,8 +593,33 @@ public final class ContinuousBatch implements ExecutionBatch {
     }
 
     /**
-     * A finished row's caches are copied now (the row leaves the batch within the unit) and go to
-     * the prefix cache after the unit's segment snapshots; a failure never fails the request.
+     * Submits the earlier units' pending snapshots' arrays for evaluation before this unit builds
+     * its step: they run right behind the step already in flight and ahead of the new one, so
+     * writing their bytes once the new step is submitted reads computed arrays. (Submitted in the
+     * unit their rows finished in instead, the submission itself waited for the step in flight;
+     * evaluated only at the copy, they would queue behind the new step.)
+     */
+    private void submitPending() {
+        for (PendingSnapshot p : pendingCopies) {
+            try {
+                p.submit();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "prefix cache: could not evaluate a finished row's KV state", e);
+            }
+        }
+    }
+
+    /** Writes the bytes of the oldest {@code count} pending snapshots and lets them go. */
+    private void completePending(int count) {
+        for (int i = 0; i < count && !pendingCopies.isEmpty(); i++) {
+            pendingCopies.removeFirst().complete();
+        }
+    }
+
+    /**
+     * A finished row's caches are taken now as a pending snapshot (the row leaves the batch within
+     * the unit; nothing is evaluated) and go to the prefix cache after the unit's segment
+     * snapshots; a failure never fails the request.
      */
     private void captureFinished(int uid, int[] cachedSequence, KvCache[] caches) {
         RowInfo info = rows.get(uid);
@@ -573,13 +627,14 @@ public final class ContinuousBatch implements ExecutionBatch {
             return; // quantized rows are not published to the full-precision namespace
         }
         try {
-            PrefixReuse.Captured c = prefixReuse.capture(
+            PrefixReuse.Deferred d = prefixReuse.captureDeferred(
                     info.prefix,
                     cachedSequence,
                     caches,
                     info.checkpointsBelow(info.prefix.length + cachedSequence.length));
-            if (c != null) {
-                finishedSnapshots.add(new Finished(info.namespace, c));
+            if (d != null) {
+                pendingCopies.add(d.pending());
+                finishedSnapshots.add(new Finished(info.namespace, d.captured()));
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.WARNING, "prefix cache: could not capture a finished row's KV state", e);
@@ -668,6 +723,7 @@ public final class ContinuousBatch implements ExecutionBatch {
     @Override
     public void close() {
         discardFinishedSnapshots();
+        completePending(pendingCopies.size());
         rows.values().forEach(RowInfo::releaseCheckpoints);
         rows.clear();
         generator.close();

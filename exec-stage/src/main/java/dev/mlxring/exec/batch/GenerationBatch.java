@@ -600,6 +600,18 @@ final class GenerationBatch implements AutoCloseable {
             nextTokens = Mlx.take(old, Mlx.fromInts(keep, keep.length), 0).detach();
             old.close();
         }
+        submitNextTokens();
+    }
+
+    /**
+     * Submits {@link #nextTokens}, rebuilt by a filter or an extend, for evaluation on its own,
+     * right behind the step that samples them: the next {@link #step()} reads them as its inputs
+     * once it has submitted its own forward, and an input first computed inside that forward's
+     * evaluation would make the read wait for the whole forward (no step would then overlap the
+     * reading and the handing out of tokens).
+     */
+    private void submitNextTokens() {
+        Mlx.asyncEval(nextTokens);
     }
 
     /**
@@ -624,6 +636,7 @@ final class GenerationBatch implements AutoCloseable {
                 a.close();
                 other.nextTokens.close();
             }
+            submitNextTokens();
         }
         other.nextTokens = null;
         nextLogprobs.addAll(other.nextLogprobs);

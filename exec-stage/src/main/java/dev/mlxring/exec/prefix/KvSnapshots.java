@@ -61,23 +61,28 @@ public final class KvSnapshots {
                             default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
                         });
             }
-            for (KvSnapshot cp : checkpoints) {
-                List<LayerState> recurrent = new ArrayList<>();
-                for (LayerState l : cp.layers()) {
-                    List<KvTensor> tensors = new ArrayList<>();
-                    for (KvTensor t : l.tensors()) {
-                        var data = b.allocate(t.data().byteSize());
-                        data.copyFrom(t.data());
-                        tensors.add(new KvTensor(t.dtype(), t.shape(), data));
-                    }
-                    recurrent.add(new LayerState(LayerState.Kind.RECURRENT, l.offset(), 0, 0, tensors));
-                }
-                b.checkpoint(new KvSnapshot.Checkpoint(cp.tokens(), recurrent));
-            }
+            copyCheckpoints(b, checkpoints);
             return b.build();
         } catch (RuntimeException e) {
             b.abandon();
             throw e;
+        }
+    }
+
+    /** Adds copies of {@code checkpoints} (filled snapshots, still the caller's) to {@code b}. */
+    static void copyCheckpoints(KvSnapshot.Builder b, List<KvSnapshot> checkpoints) {
+        for (KvSnapshot cp : checkpoints) {
+            List<LayerState> recurrent = new ArrayList<>();
+            for (LayerState l : cp.layers()) {
+                List<KvTensor> tensors = new ArrayList<>();
+                for (KvTensor t : l.tensors()) {
+                    var data = b.allocate(t.data().byteSize());
+                    data.copyFrom(t.data());
+                    tensors.add(new KvTensor(t.dtype(), t.shape(), data));
+                }
+                recurrent.add(new LayerState(LayerState.Kind.RECURRENT, l.offset(), 0, 0, tensors));
+            }
+            b.checkpoint(new KvSnapshot.Checkpoint(cp.tokens(), recurrent));
         }
     }
 
@@ -111,7 +116,7 @@ public final class KvSnapshots {
         }
     }
 
-    private static boolean snapshottable(KvCache c) {
+    static boolean snapshottable(KvCache c) {
         return c instanceof DenseKvCache || c instanceof QuantizedKvCache || (c instanceof ArraysCache a && a.isFull());
     }
 
@@ -129,13 +134,17 @@ public final class KvSnapshots {
      * New layer caches holding the snapshot's buffers with every offset set to {@code keep}
      * (at most the snapshot's tokens; for a snapshot with recurrent layers one of its
      * {@linkplain KvSnapshot#boundaries() boundaries}, whose recurrent state they take). The
-     * caller owns them; the snapshot is unchanged.
+     * caller owns them; the snapshot is unchanged. A pending snapshot ({@link PendingSnapshot}) is
+     * filled first ({@link KvSnapshot#awaitFilled()}).
+     *
+     * @throws IllegalStateException when the snapshot's bytes could not be written
      */
     public static KvCache[] restore(KvSnapshot snapshot, int keep) {
         if (keep < 0 || keep > snapshot.tokens()) {
             throw new IllegalArgumentException(
                     "cannot keep " + keep + " of a snapshot's " + snapshot.tokens() + " positions");
         }
+        snapshot.awaitFilled();
         List<LayerState> recurrent = snapshot.trimmable() ? List.of() : snapshot.recurrentAt(keep);
         int nextRecurrent = 0;
         List<LayerState> layers = snapshot.layers();

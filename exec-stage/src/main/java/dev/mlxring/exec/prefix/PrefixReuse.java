@@ -29,6 +29,8 @@ import java.util.List;
  * <p>Exec thread only. Does not own the {@link PrefixCache} (the composition root closes it).
  */
 public final class PrefixReuse {
+    private static final System.Logger LOG = System.getLogger("dev.mlxring.exec.prefix");
+
     /** The default {@link #checkpointTokens()}: a checkpoint per 2048 prompt positions. */
     public static final int DEFAULT_CHECKPOINT_TOKENS = 2048;
 
@@ -111,10 +113,22 @@ public final class PrefixReuse {
         return new CacheNamespace(modelFingerprint, scheme, java.util.Objects.requireNonNull(adapterFingerprint));
     }
 
-    /** The restored prefix of {@code prompt}, or null on a miss. */
+    /**
+     * The restored prefix of {@code prompt}, or null on a miss. An entry still pending ({@link
+     * PendingSnapshot}) is filled first; one whose bytes could not be written is a miss.
+     */
     public Restored restore(CacheNamespace ns, int[] prompt) {
         try (PrefixHit hit = cache.lookup(ns, prompt)) {
             if (hit == null) {
+                return null;
+            }
+            try {
+                hit.snapshot().awaitFilled();
+            } catch (IllegalStateException e) {
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "prefix cache: an entry's bytes were never written; recomputing",
+                        e);
                 return null;
             }
             return new Restored(KvSnapshots.restore(hit.snapshot(), hit.cachedTokens()), hit.cachedTokens());
@@ -160,6 +174,31 @@ public final class PrefixReuse {
         System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
         return new Captured(tokens, s);
     }
+
+    /**
+     * As {@link #capture(int[], int[], KvCache[], List)}, its copy deferred: the snapshot in the
+     * returned {@code captured} may be published at once while its bytes are written later
+     * ({@link PendingSnapshot}; the caller completes {@code pending} exactly once). Null where
+     * {@code capture} gives null.
+     */
+    public Deferred captureDeferred(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
+        int total = prefix.length + runSequence.length;
+        for (KvCache c : caches) {
+            if (c.offset() != total) {
+                return null;
+            }
+        }
+        PendingSnapshot p = PendingSnapshot.take(caches, checkpoints);
+        if (p == null) {
+            return null;
+        }
+        int[] tokens = Arrays.copyOf(prefix, total);
+        System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
+        return new Deferred(new Captured(tokens, p.snapshot()), p);
+    }
+
+    /** A {@link Captured} whose bytes {@code pending} writes. */
+    public record Deferred(Captured captured, PendingSnapshot pending) {}
 
     /** Hands a finished request's snapshot to the cache ({@code insert_cache}, type assistant). */
     public void publish(CacheNamespace ns, Captured c) {
