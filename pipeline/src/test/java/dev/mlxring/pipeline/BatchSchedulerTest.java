@@ -167,6 +167,45 @@ class BatchSchedulerTest {
         assertEquals('P', sinceJoined.charAt(0), "units from the later prompt's insert on: " + sinceJoined);
     }
 
+    /**
+     * A chunk that adds little to the generating rows' step owes them only what it added: between
+     * two chunks of a prompt read while a row generates (its step 40 ms, the chunk 4 ms more, share
+     * 0.2 so four times the chunk's time is owed) run about 16 ms of decode-only units, one unit,
+     * not four times the whole 44 ms unit (five units), which held every later prompt back by as
+     * many steps of the running rows.
+     */
+    @Test
+    void aChunkOwesTheGeneratingRowsOnlyTheTimeItAddedToTheirStep() throws Exception {
+        start(batched(4).withPrefillInterleave(0.2, false));
+        exec.prefillChunks = 0;
+        var running = new RecordingListener();
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.unitMillis = 40;
+        exec.batch.prefillUnitMillis = 4;
+        waitFor(() -> running.spans.get() >= 4, "the first row generating at its 40 ms step");
+        exec.prefillChunks = 2;
+        var joiner = new RecordingListener();
+        Session b = engine.submit(text("b", "a b", 1), joiner);
+        assertEquals(Lifecycle.COMPLETED, await(b, joiner).state());
+        a.cancel("done");
+        await(a, running);
+        String kinds = exec.batch.unitKinds.toString();
+        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("b"));
+        int first = sinceJoined.indexOf('P');
+        int second = sinceJoined.indexOf('P', first + 1);
+        assertTrue(first >= 0 && second > first, "two chunks read: " + sinceJoined);
+        long decodeOnly = sinceJoined
+                .substring(first, second)
+                .chars()
+                .filter(c -> c == 'D')
+                .count();
+        assertTrue(
+                decodeOnly >= 1 && decodeOnly <= 2,
+                "decode-only units between the chunks (one owed for 4 ms x 4): " + sinceJoined);
+    }
+
     @Test
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));
