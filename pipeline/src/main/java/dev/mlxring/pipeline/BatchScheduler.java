@@ -31,7 +31,7 @@ import org.agrona.collections.Int2ObjectHashMap;
  *       {@code (1 - share) / share} of its prefill time in decode-only units
  *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk. Its
  *       prefill time is the unit's time less the generating rows' own step in it, taken as the
- *       latest unit that read no chunk (the generating rows got their step in the reading unit
+ *       shortest of the last four units that read no chunk (the generating rows got their step in the reading unit
  *       too, so only what the chunk added is owed: a short joiner's read, about one step of the
  *       running rows, no longer makes the next joiner wait a step's worth of decode-only units); every
  *       unit that reads no chunk (a full unit that found nothing to read included) pays them off
@@ -68,7 +68,7 @@ final class BatchScheduler {
     private ExecutionBatch batch;
     /**
      * Decode-only time the generating rows are owed: each unit that read a chunk adds
-     * {@code (1 - share) / share} of its prefill time (its time less {@link #stepNs}), each unit
+     * {@code (1 - share) / share} of its prefill time (its time less {@link #stepNs()}), each unit
      * that read none (decode-only, or a full unit with nothing to read) takes its own time off. It
      * is capped at what the longest prefill time earns, so a prompt read while nothing generated
      * buys a row that starts generating right after it at most one chunk's worth of catching up.
@@ -77,11 +77,16 @@ final class BatchScheduler {
     /** The longest prefill time of a unit that read a chunk so far (the cap's measure). */
     private long longestPrefillUnitNs;
     /**
-     * The latest unit that read no chunk: what the generating rows' own step costs, taken off a
-     * reading unit's time to leave its prefill time. 0 while the batch has held no rows since it
-     * last emptied (a reading unit's time is then all prefill).
+     * The last {@value #STEPS_KEPT} units that read no chunk, newest at {@code stepsSeen %}
+     * {@value #STEPS_KEPT}: the shortest is what the generating rows' own step costs (a unit
+     * stretched by a preempted thread or a finishing row never counts as the step), taken off a
+     * reading unit's time to leave its prefill time.
      */
-    private long stepNs;
+    private final long[] recentStepsNs = new long[STEPS_KEPT];
+    /** Units that read no chunk since the batch last emptied (how much of {@link #recentStepsNs} is filled). */
+    private int stepsSeen;
+
+    private static final int STEPS_KEPT = 4;
 
     /** Opens the executor's batch; null when it offers none (sessions then run alone, {@link #solo}). */
     static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
@@ -245,7 +250,7 @@ final class BatchScheduler {
         double share = config.prefillShare();
         if (readsPrompts) {
             // The generating rows stepped in this unit too: only the time the chunk added is owed.
-            long prefillNs = Math.max(0, tookNs - stepNs);
+            long prefillNs = Math.max(0, tookNs - stepNs());
             longestPrefillUnitNs = Math.max(longestPrefillUnitNs, prefillNs);
             double ratio = (1 - share) / share;
             owedDecodeNs = (long) Math.min(owedDecodeNs + prefillNs * ratio, longestPrefillUnitNs * ratio);
@@ -254,7 +259,7 @@ final class BatchScheduler {
             // to read repays as a decode-only one does, so a read long repaid never holds a later
             // arrival back.
             owedDecodeNs = Math.max(0, owedDecodeNs - tookNs);
-            stepNs = tookNs;
+            recentStepsNs[stepsSeen++ % STEPS_KEPT] = tookNs;
         }
         for (int i = 0; i < unit.count; i++) {
             Session s = byRow.get(unit.rows[i]);
@@ -282,6 +287,18 @@ final class BatchScheduler {
             return true;
         }
         return owedDecodeNs <= 0;
+    }
+
+    /**
+     * The generating rows' own step: the shortest of the last {@value #STEPS_KEPT} units that read
+     * no chunk; 0 when none ran since the batch last emptied (a reading unit is then all prefill).
+     */
+    private long stepNs() {
+        long shortest = 0;
+        for (int i = 0; i < Math.min(stepsSeen, STEPS_KEPT); i++) {
+            shortest = i == 0 ? recentStepsNs[i] : Math.min(shortest, recentStepsNs[i]);
+        }
+        return shortest;
     }
 
     private int longestInFlight() {
@@ -374,7 +391,7 @@ final class BatchScheduler {
         }
         s.batchRow = -1;
         if (count == 0) {
-            stepNs = 0; // the next rows' step is not these rows'
+            stepsSeen = 0; // the next rows' step is not these rows'
         }
     }
 
@@ -393,7 +410,7 @@ final class BatchScheduler {
             batch = opener.get();
             owedDecodeNs = 0;
             longestPrefillUnitNs = 0;
-            stepNs = 0;
+            stepsSeen = 0;
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
         }

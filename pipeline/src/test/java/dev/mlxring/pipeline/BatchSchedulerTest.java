@@ -169,22 +169,25 @@ class BatchSchedulerTest {
 
     /**
      * A chunk that adds little to the generating rows' step owes them only what it added: between
-     * two chunks of a prompt read while a row generates (its step 40 ms, the chunk 4 ms more, share
-     * 0.2 so four times the chunk's time is owed) run about 16 ms of decode-only units, one unit,
-     * not four times the whole 44 ms unit (five units), which held every later prompt back by as
-     * many steps of the running rows.
+     * two chunks of a prompt read while a row generates (its step 100 ms, the chunk 5 ms more, share
+     * 0.1 so nine times the chunk's time is owed) run about 45 ms of decode-only units, one unit,
+     * not nine times the whole 105 ms unit (ten units), which held every later prompt back by as
+     * many steps of the running rows. That decode-only units run at all is
+     * {@link #decodeOnlyUnitsRunBetweenTheChunksOfALongPrompt}'s.
      */
     @Test
     void aChunkOwesTheGeneratingRowsOnlyTheTimeItAddedToTheirStep() throws Exception {
-        start(batched(4).withPrefillInterleave(0.2, false));
+        start(batched(4).withPrefillInterleave(0.1, false));
         exec.prefillChunks = 0;
         var running = new RecordingListener();
         Session a = engine.submit(text("a", "a", 100_000_000), running);
         waitFor(() -> running.spans.get() >= 2, "the first row generating");
         exec.batch.decodeOnlyUnits = true;
-        exec.batch.unitMillis = 40;
-        exec.batch.prefillUnitMillis = 4;
-        waitFor(() -> running.spans.get() >= 4, "the first row generating at its 40 ms step");
+        exec.batch.unitMillis = 100;
+        exec.batch.prefillUnitMillis = 5;
+        int before = exec.batch.units.get();
+        // Past the units that ran before the step took 100 ms (the scheduler takes the shortest of the last four).
+        waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 100 ms step");
         exec.prefillChunks = 2;
         var joiner = new RecordingListener();
         Session b = engine.submit(text("b", "a b", 1), joiner);
@@ -201,9 +204,8 @@ class BatchSchedulerTest {
                 .chars()
                 .filter(c -> c == 'D')
                 .count();
-        assertTrue(
-                decodeOnly >= 1 && decodeOnly <= 2,
-                "decode-only units between the chunks (one owed for 4 ms x 4): " + sinceJoined);
+        // A chunk preempted for J ms owes 9 J more: room for a 45 ms preemption (four more units).
+        assertTrue(decodeOnly <= 5, "decode-only units between the chunks (45 ms owed): " + sinceJoined);
     }
 
     @Test
