@@ -31,7 +31,7 @@ import org.agrona.collections.Int2ObjectHashMap;
  *       {@code (1 - share) / share} of its prefill time in decode-only units
  *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk. Its
  *       prefill time is the unit's time less the generating rows' own step in it, taken as the
- *       shortest of the last four units that read no chunk (the generating rows got their step in the reading unit
+ *       median of the last five units that read no chunk (the generating rows got their step in the reading unit
  *       too, so only what the chunk added is owed: a short joiner's read, about one step of the
  *       running rows, no longer makes the next joiner wait a step's worth of decode-only units); every
  *       unit that reads no chunk (a full unit that found nothing to read included) pays them off
@@ -78,15 +78,16 @@ final class BatchScheduler {
     private long longestPrefillUnitNs;
     /**
      * The last {@value #STEPS_KEPT} units that read no chunk, newest at {@code stepsSeen %}
-     * {@value #STEPS_KEPT}: the shortest is what the generating rows' own step costs (a unit
-     * stretched by a preempted thread or a finishing row never counts as the step), taken off a
-     * reading unit's time to leave its prefill time.
+     * {@value #STEPS_KEPT}: their median is what the generating rows' own step costs, taken off a
+     * reading unit's time to leave its prefill time. The median, because single units mislead both
+     * ways: one stretched by a preempted thread or a finishing row, and the few-ms unit after a
+     * join or a finish whose step the unit before had already computed (mlx-lm's pipelined step).
      */
     private final long[] recentStepsNs = new long[STEPS_KEPT];
     /** Units that read no chunk since the batch last emptied (how much of {@link #recentStepsNs} is filled). */
     private int stepsSeen;
 
-    private static final int STEPS_KEPT = 4;
+    private static final int STEPS_KEPT = 5;
 
     /** Opens the executor's batch; null when it offers none (sessions then run alone, {@link #solo}). */
     static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
@@ -290,15 +291,30 @@ final class BatchScheduler {
     }
 
     /**
-     * The generating rows' own step: the shortest of the last {@value #STEPS_KEPT} units that read
-     * no chunk; 0 when none ran since the batch last emptied (a reading unit is then all prefill).
+     * The generating rows' own step: the median of the last {@value #STEPS_KEPT} units that read
+     * no chunk (the lower middle of an even count); 0 when none ran since the batch last emptied
+     * (a reading unit is then all prefill).
      */
     private long stepNs() {
-        long shortest = 0;
-        for (int i = 0; i < Math.min(stepsSeen, STEPS_KEPT); i++) {
-            shortest = i == 0 ? recentStepsNs[i] : Math.min(shortest, recentStepsNs[i]);
+        int n = Math.min(stepsSeen, STEPS_KEPT);
+        if (n == 0) {
+            return 0;
         }
-        return shortest;
+        // Rank each kept unit by how many are shorter (ties by index): no sort, no allocation.
+        for (int i = 0; i < n; i++) {
+            int below = 0;
+            for (int j = 0; j < n; j++) {
+                long a = recentStepsNs[j];
+                long b = recentStepsNs[i];
+                if (a < b || a == b && j < i) {
+                    below++;
+                }
+            }
+            if (below == (n - 1) / 2) {
+                return recentStepsNs[i];
+            }
+        }
+        throw new IllegalStateException("no median");
     }
 
     private int longestInFlight() {

@@ -186,7 +186,7 @@ class BatchSchedulerTest {
         exec.batch.unitMillis = 100;
         exec.batch.prefillUnitMillis = 5;
         int before = exec.batch.units.get();
-        // Past the units that ran before the step took 100 ms (the scheduler takes the shortest of the last four).
+        // Past the units that ran before the step took 100 ms (the scheduler takes the median of the last five).
         waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 100 ms step");
         exec.prefillChunks = 2;
         var joiner = new RecordingListener();
