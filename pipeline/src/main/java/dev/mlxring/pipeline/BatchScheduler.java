@@ -27,9 +27,13 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
  *       a terminal event per row), so committed tokens are never held back inside exec.</li>
  *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
- *       generating: every unit that may read a prompt chunk earns the generating rows
- *       {@code (1 - share) / share} of its time in decode-only units
- *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk; every
+ *       generating: every unit that reads a prompt chunk earns the generating rows
+ *       {@code (1 - share) / share} of its prefill time in decode-only units
+ *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk. Its
+ *       prefill time is the unit's time less the generating rows' own step in it, taken as the
+ *       median of the last five units that read no chunk (the generating rows got their step in the reading unit
+ *       too, so only what the chunk added is owed: a short joiner's read, about one step of the
+ *       running rows, no longer makes the next joiner wait a step's worth of decode-only units); every
  *       unit that reads no chunk (a full unit that found nothing to read included) pays them off
  *       with its own time, so a read already repaid never holds a later arrival back (up to
  *       one chunk's worth is kept from units run while nothing generated, so a row that starts
@@ -63,15 +67,27 @@ final class BatchScheduler {
     private final ExecActivity activity;
     private ExecutionBatch batch;
     /**
-     * Decode-only time the generating rows are owed: each unit that could read a chunk adds
-     * {@code (1 - share) / share} of its time, each unit that read none (decode-only, or a full unit
-     * with nothing to read) takes its own time off. It is
-     * capped at what the longest such unit earns, so a prompt read while nothing generated buys a
-     * row that starts generating right after it at most one chunk's worth of catching up.
+     * Decode-only time the generating rows are owed: each unit that read a chunk adds
+     * {@code (1 - share) / share} of its prefill time (its time less {@link #stepNs()}), each unit
+     * that read none (decode-only, or a full unit with nothing to read) takes its own time off. It
+     * is capped at what the longest prefill time earns, so a prompt read while nothing generated
+     * buys a row that starts generating right after it at most one chunk's worth of catching up.
      */
     private long owedDecodeNs;
-    /** The longest unit that could read a chunk so far (the cap's measure). */
+    /** The longest prefill time of a unit that read a chunk so far (the cap's measure). */
     private long longestPrefillUnitNs;
+    /**
+     * The last {@value #STEPS_KEPT} units that read no chunk, newest at {@code stepsSeen %}
+     * {@value #STEPS_KEPT}: their median is what the generating rows' own step costs, taken off a
+     * reading unit's time to leave its prefill time. The median, because single units mislead both
+     * ways: one stretched by a preempted thread or a finishing row, and the few-ms unit after a
+     * join or a finish whose step the unit before had already computed (mlx-lm's pipelined step).
+     */
+    private final long[] recentStepsNs = new long[STEPS_KEPT];
+    /** Units that read no chunk since the batch last emptied (how much of {@link #recentStepsNs} is filled). */
+    private int stepsSeen;
+
+    private static final int STEPS_KEPT = 5;
 
     /** Opens the executor's batch; null when it offers none (sessions then run alone, {@link #solo}). */
     static BatchScheduler open(Executor executor, TokenPublisher out, EngineConfig config, ExecActivity activity) {
@@ -234,14 +250,17 @@ final class BatchScheduler {
         long tookNs = System.nanoTime() - startNs;
         double share = config.prefillShare();
         if (readsPrompts) {
-            longestPrefillUnitNs = Math.max(longestPrefillUnitNs, tookNs);
+            // The generating rows stepped in this unit too: only the time the chunk added is owed.
+            long prefillNs = Math.max(0, tookNs - stepNs());
+            longestPrefillUnitNs = Math.max(longestPrefillUnitNs, prefillNs);
             double ratio = (1 - share) / share;
-            owedDecodeNs = (long) Math.min(owedDecodeNs + tookNs * ratio, longestPrefillUnitNs * ratio);
+            owedDecodeNs = (long) Math.min(owedDecodeNs + prefillNs * ratio, longestPrefillUnitNs * ratio);
         } else {
             // Any unit that read no prompt gave the generating rows a step: a full unit with nothing
             // to read repays as a decode-only one does, so a read long repaid never holds a later
             // arrival back.
             owedDecodeNs = Math.max(0, owedDecodeNs - tookNs);
+            recentStepsNs[stepsSeen++ % STEPS_KEPT] = tookNs;
         }
         for (int i = 0; i < unit.count; i++) {
             Session s = byRow.get(unit.rows[i]);
@@ -269,6 +288,33 @@ final class BatchScheduler {
             return true;
         }
         return owedDecodeNs <= 0;
+    }
+
+    /**
+     * The generating rows' own step: the median of the last {@value #STEPS_KEPT} units that read
+     * no chunk (the lower middle of an even count); 0 when none ran since the batch last emptied
+     * (a reading unit is then all prefill).
+     */
+    private long stepNs() {
+        int n = Math.min(stepsSeen, STEPS_KEPT);
+        if (n == 0) {
+            return 0;
+        }
+        // Rank each kept unit by how many are shorter (ties by index): no sort, no allocation.
+        for (int i = 0; i < n; i++) {
+            int below = 0;
+            for (int j = 0; j < n; j++) {
+                long a = recentStepsNs[j];
+                long b = recentStepsNs[i];
+                if (a < b || a == b && j < i) {
+                    below++;
+                }
+            }
+            if (below == (n - 1) / 2) {
+                return recentStepsNs[i];
+            }
+        }
+        throw new IllegalStateException("no median");
     }
 
     private int longestInFlight() {
@@ -360,6 +406,9 @@ final class BatchScheduler {
             }
         }
         s.batchRow = -1;
+        if (count == 0) {
+            stepsSeen = 0; // the next rows' step is not these rows'
+        }
     }
 
     /**
@@ -377,6 +426,7 @@ final class BatchScheduler {
             batch = opener.get();
             owedDecodeNs = 0;
             longestPrefillUnitNs = 0;
+            stepsSeen = 0;
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.ERROR, "could not open a new batch; running serially from now on", e);
         }

@@ -167,6 +167,47 @@ class BatchSchedulerTest {
         assertEquals('P', sinceJoined.charAt(0), "units from the later prompt's insert on: " + sinceJoined);
     }
 
+    /**
+     * A chunk that adds little to the generating rows' step owes them only what it added: between
+     * two chunks of a prompt read while a row generates (its step 200 ms, the chunk 5 ms more, share
+     * 0.1 so nine times the chunk's time is owed) run about 45 ms of decode-only units, one unit,
+     * not nine times the whole 205 ms unit (ten units), which held every later prompt back by as
+     * many steps of the running rows. That decode-only units run at all is
+     * {@link #decodeOnlyUnitsRunBetweenTheChunksOfALongPrompt}'s.
+     */
+    @Test
+    void aChunkOwesTheGeneratingRowsOnlyTheTimeItAddedToTheirStep() throws Exception {
+        start(batched(4).withPrefillInterleave(0.1, false));
+        exec.prefillChunks = 0;
+        var running = new RecordingListener();
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.unitMillis = 200;
+        exec.batch.prefillUnitMillis = 5;
+        int before = exec.batch.units.get();
+        // Past the units that ran before the step took 200 ms (the scheduler takes the median of the last five).
+        waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 200 ms step");
+        exec.prefillChunks = 2;
+        var joiner = new RecordingListener();
+        Session b = engine.submit(text("b", "a b", 1), joiner);
+        assertEquals(Lifecycle.COMPLETED, await(b, joiner).state());
+        a.cancel("done");
+        await(a, running);
+        String kinds = exec.batch.unitKinds.toString();
+        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("b"));
+        int first = sinceJoined.indexOf('P');
+        int second = sinceJoined.indexOf('P', first + 1);
+        assertTrue(first >= 0 && second > first, "two chunks read: " + sinceJoined);
+        long decodeOnly = sinceJoined
+                .substring(first, second)
+                .chars()
+                .filter(c -> c == 'D')
+                .count();
+        // A chunk preempted for J ms owes 9 J more: room for a 100 ms preemption (four more units).
+        assertTrue(decodeOnly <= 5, "decode-only units between the chunks (45 ms owed): " + sinceJoined);
+    }
+
     @Test
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));
