@@ -52,14 +52,7 @@ public final class KvSnapshots {
         KvSnapshot.Builder b = KvSnapshot.builder();
         try {
             for (KvCache c : layers) {
-                List<KvTensor> tensors = copy(b, c.state());
-                b.add(
-                        switch (c) {
-                            case QuantizedKvCache q ->
-                                new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors);
-                            case ArraysCache a -> new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, tensors);
-                            default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
-                        });
+                b.add(layerState(c, copy(b, c.state())));
             }
             copyCheckpoints(b, checkpoints);
             return b.build();
@@ -67,6 +60,16 @@ public final class KvSnapshots {
             b.abandon();
             throw e;
         }
+    }
+
+    /** A layer's state in a snapshot: {@code c}'s kind and offset over {@code tensors}. */
+    static LayerState layerState(KvCache c, List<KvTensor> tensors) {
+        return switch (c) {
+            case QuantizedKvCache q ->
+                new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors);
+            case ArraysCache a -> new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, tensors);
+            default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
+        };
     }
 
     /** Adds copies of {@code checkpoints} (filled snapshots, still the caller's) to {@code b}. */

@@ -1,11 +1,8 @@
 package dev.mlxring.exec.prefix;
 
-import dev.mlxring.exec.kv.ArraysCache;
 import dev.mlxring.exec.kv.KvCache;
-import dev.mlxring.exec.kv.QuantizedKvCache;
 import dev.mlxring.kvstore.KvSnapshot;
 import dev.mlxring.kvstore.KvTensor;
-import dev.mlxring.kvstore.LayerState;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -66,13 +63,7 @@ public final class PendingSnapshot {
                     targets.add(data);
                     tensors.add(new KvTensor(mine.dtype().mlxName, mine.shape(), data));
                 }
-                b.add(
-                        switch (c) {
-                            case QuantizedKvCache q ->
-                                new LayerState(LayerState.Kind.QUANTIZED, q.offset(), q.groupSize(), q.bits(), tensors);
-                            case ArraysCache a -> new LayerState(LayerState.Kind.RECURRENT, a.offset(), 0, 0, tensors);
-                            default -> new LayerState(LayerState.Kind.DENSE, c.offset(), 0, 0, tensors);
-                        });
+                b.add(KvSnapshots.layerState(c, tensors));
             }
             KvSnapshots.copyCheckpoints(b, checkpoints);
             return new PendingSnapshot(b, own, targets);

@@ -160,19 +160,11 @@ public final class PrefixReuse {
      * prompt was prefilled ({@link KvSnapshots#checkpoint}; copied, still the caller's).
      */
     public Captured capture(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
-        int total = prefix.length + runSequence.length;
-        for (KvCache c : caches) {
-            if (c.offset() != total) {
-                return null;
-            }
-        }
-        KvSnapshot s = KvSnapshots.capture(caches, checkpoints);
-        if (s == null) {
+        if (!allAt(caches, prefix.length + runSequence.length)) {
             return null;
         }
-        int[] tokens = Arrays.copyOf(prefix, total);
-        System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
-        return new Captured(tokens, s);
+        KvSnapshot s = KvSnapshots.capture(caches, checkpoints);
+        return s == null ? null : new Captured(concat(prefix, runSequence), s);
     }
 
     /**
@@ -182,19 +174,27 @@ public final class PrefixReuse {
      * {@code capture} gives null.
      */
     public Deferred captureDeferred(int[] prefix, int[] runSequence, KvCache[] caches, List<KvSnapshot> checkpoints) {
-        int total = prefix.length + runSequence.length;
-        for (KvCache c : caches) {
-            if (c.offset() != total) {
-                return null;
-            }
-        }
-        PendingSnapshot p = PendingSnapshot.take(caches, checkpoints);
-        if (p == null) {
+        if (!allAt(caches, prefix.length + runSequence.length)) {
             return null;
         }
-        int[] tokens = Arrays.copyOf(prefix, total);
+        PendingSnapshot p = PendingSnapshot.take(caches, checkpoints);
+        return p == null ? null : new Deferred(new Captured(concat(prefix, runSequence), p.snapshot()), p);
+    }
+
+    /** Whether every layer's cache holds exactly {@code positions} positions. */
+    private static boolean allAt(KvCache[] caches, int positions) {
+        for (KvCache c : caches) {
+            if (c.offset() != positions) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static int[] concat(int[] prefix, int[] runSequence) {
+        int[] tokens = Arrays.copyOf(prefix, prefix.length + runSequence.length);
         System.arraycopy(runSequence, 0, tokens, prefix.length, runSequence.length);
-        return new Deferred(new Captured(tokens, p.snapshot()), p);
+        return tokens;
     }
 
     /** A {@link Captured} whose bytes {@code pending} writes. */
