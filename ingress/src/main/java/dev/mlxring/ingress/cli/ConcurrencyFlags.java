@@ -23,8 +23,12 @@ final class ConcurrencyFlags {
      * "Time to first token under load").
      */
     static final int DEFAULT_DECODE_CONCURRENCY = 16;
-    /** mlx_lm.server's default. */
-    static final int DEFAULT_PROMPT_CONCURRENCY = EngineConfig.DEFAULT_PROMPT_CONCURRENCY;
+    /**
+     * Rows reading prompts at once by default: the row cap, so a burst of 16 streams is read in one
+     * unit (mlx_lm.server's 8 read it in two; at 16 streams that cost 3-9% of the aggregate and
+     * 10-14% of TTFT p99, quiet A/B in docs/benchmarks.md, "Time to first token at 16 streams").
+     */
+    static final int DEFAULT_PROMPT_CONCURRENCY = DEFAULT_DECODE_CONCURRENCY;
 
     static final List<Flag> FLAGS = List.of(
             Flag.valued(

@@ -14,10 +14,10 @@ class ConcurrencyFlagsTest {
     }
 
     @Test
-    void defaultsBatchSixteenRowsEightReadingPromptsWithoutABudget() {
+    void defaultsBatchSixteenRowsSixteenReadingPromptsWithoutABudget() {
         EngineConfig c = apply();
         assertEquals(16, c.decodeConcurrency());
-        assertEquals(8, c.promptConcurrency());
+        assertEquals(16, c.promptConcurrency());
         assertEquals(0, c.kvBudgetBytes());
         assertEquals(EngineConfig.DEFAULT_PREFILL_SHARE, c.prefillShare());
         assertTrue(c.shortPromptsFirst());
