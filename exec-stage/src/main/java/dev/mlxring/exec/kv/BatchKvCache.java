@@ -173,16 +173,24 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         return rows.trimRows(counts);
     }
 
-    /** In-place {@code filter(batch_indices)}: keeps those rows, then trims the common left padding. */
+    /**
+     * In-place {@code filter(batch_indices)}: keeps those rows, then trims the common left padding.
+     * When the kept rows share left padding, the positions are cut first and the rows gathered
+     * from that view: one copy of what stays. mlx-lm gathers every kept row's whole buffer, then
+     * cuts a view whose next write copies it again; the bytes kept are the same.
+     */
     public void filter(int[] keep) {
         if (keep.length == 0) {
             throw new IllegalArgumentException("filter keeps no row (the batch drops the cache instead)");
         }
+        int drop = rows.paddingDroppedByKeeping(keep);
         if (keys != null) {
             MlxArray index = Mlx.fromInts(keep, keep.length);
-            replace(Mlx.take(keys, index, 0), Mlx.take(values, index, 0));
+            MlxArray k = drop > 0 ? positions(keys, drop, keys.dim(2)) : keys;
+            MlxArray v = drop > 0 ? positions(values, drop, values.dim(2)) : values;
+            replace(Mlx.take(k, index, 0), Mlx.take(v, index, 0));
         }
-        rows.keep(keep);
+        rows.keep(keep, drop);
     }
 
     /**

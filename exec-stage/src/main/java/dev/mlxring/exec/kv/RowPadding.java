@@ -156,11 +156,36 @@ final class RowPadding {
      * paddings of those rows, then the left padding every kept row has dropped.
      */
     void keep(int[] keep) {
+        keep(keep, -1);
+    }
+
+    /**
+     * {@link #keep(int[])} for a cache whose arrays have already dropped {@code dropped} leading
+     * positions ({@link #paddingDroppedByKeeping}); -1: they have not, drop them here.
+     */
+    void keep(int[] keep, int dropped) {
         leftPadding = Paddings.gather(leftPadding, keep);
         if (rightPadding != null) {
             rightPadding = Paddings.gather(rightPadding, keep);
         }
-        dropCommonPadding();
+        if (dropped < 0) {
+            dropCommonPadding();
+        } else {
+            if (dropped != Arrays.stream(leftPadding).min().orElse(0)) {
+                throw new IllegalArgumentException("dropped " + dropped + " positions, the kept rows share "
+                        + Arrays.stream(leftPadding).min().orElse(0));
+            }
+            shiftIndex(dropped);
+        }
+    }
+
+    /** The left padding {@code keep}'s rows share: what {@link #keep} drops. */
+    int paddingDroppedByKeeping(int[] keep) {
+        int min = Integer.MAX_VALUE;
+        for (int k : keep) {
+            min = Math.min(min, leftPadding[k]);
+        }
+        return keep.length == 0 ? 0 : min;
     }
 
     /** A copy of these paddings and index, for a copy of the cache whose arrays are {@code copyArrays}. */
@@ -207,10 +232,15 @@ final class RowPadding {
             if (arrays.stored()) {
                 arrays.dropLeadingPositions(minPad);
             }
-            idx -= minPad;
-            for (int i = 0; i < leftPadding.length; i++) {
-                leftPadding[i] -= minPad;
-            }
+            shiftIndex(minPad);
+        }
+    }
+
+    /** The index and every row's padding less {@code positions} (the arrays already cut). */
+    private void shiftIndex(int positions) {
+        idx -= positions;
+        for (int i = 0; i < leftPadding.length; i++) {
+            leftPadding[i] -= positions;
         }
     }
 
