@@ -482,8 +482,51 @@ public final class ContinuousBatch implements ExecutionBatch {
         return generator.prefillPending();
     }
 
+    /**
+     * {@code -Dmlxring.unitTrace=true}: one line per unit on standard error, for finding where a
+     * served load's exec time goes ({@code scripts/bench/unit_trace.py} sums it). Off by default;
+     * a constant, so the check costs nothing when off.
+     */
+    private static final boolean UNIT_TRACE = Boolean.getBoolean("mlxring.unitTrace");
+
+    /** The end of the last unit, for the trace's gap between units. */
+    private long lastUnitEndNs = System.nanoTime();
+
     @Override
     public void step(BatchStep out, boolean prefill) {
+        if (!UNIT_TRACE) {
+            unit(out, prefill);
+            return;
+        }
+        long startNs = System.nanoTime();
+        int generating = generator.generating();
+        int prefilling = generator.prefilling();
+        boolean pending = generator.prefillPending();
+        try {
+            unit(out, prefill);
+        } finally {
+            long endNs = System.nanoTime();
+            int ended = 0;
+            for (int i = 0; i < out.count; i++) {
+                ended += out.results[i].kind != StepResult.Kind.TOKEN ? 1 : 0;
+            }
+            System.err.printf(
+                    "UNIT t=%d gap=%.1f took=%.1f gen=%d pre=%d pend=%b prefill=%b out=%d fin=%d genAfter=%d%n",
+                    startNs / 1_000_000,
+                    (startNs - lastUnitEndNs) / 1e6,
+                    (endNs - startNs) / 1e6,
+                    generating,
+                    prefilling,
+                    pending,
+                    prefill,
+                    out.count,
+                    ended,
+                    generator.generating());
+            lastUnitEndNs = endNs;
+        }
+    }
+
+    private void unit(BatchStep out, boolean prefill) {
         out.clear();
         List<BatchToken> tokens;
         int earlier = pendingCopies.size();
