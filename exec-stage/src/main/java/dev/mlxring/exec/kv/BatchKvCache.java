@@ -190,7 +190,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             MlxArray v = drop > 0 ? positions(values, drop, values.dim(2)) : values;
             replace(Mlx.take(k, index, 0), Mlx.take(v, index, 0));
         }
-        rows.keep(keep, drop);
+        rows.keepCut(keep, drop);
     }
 
     /**

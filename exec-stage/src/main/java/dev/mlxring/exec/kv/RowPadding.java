@@ -156,30 +156,32 @@ final class RowPadding {
      * paddings of those rows, then the left padding every kept row has dropped.
      */
     void keep(int[] keep) {
-        keep(keep, -1);
+        gatherRows(keep);
+        dropCommonPadding();
     }
 
     /**
-     * {@link #keep(int[])} for a cache whose arrays have already dropped {@code dropped} leading
-     * positions ({@link #paddingDroppedByKeeping}); -1: they have not, drop them here.
+     * {@link #keep} for a cache whose arrays were cut by {@code cut} leading positions before the
+     * rows were gathered: {@code cut} must be what the kept rows share
+     * ({@link #paddingDroppedByKeeping}).
      */
-    void keep(int[] keep, int dropped) {
+    void keepCut(int[] keep, int cut) {
+        gatherRows(keep);
+        int shared = Arrays.stream(leftPadding).min().orElse(0);
+        if (cut != shared) {
+            throw new IllegalArgumentException("cut " + cut + " positions, the kept rows share " + shared);
+        }
+        shiftIndex(cut);
+    }
+
+    private void gatherRows(int[] keep) {
         leftPadding = Paddings.gather(leftPadding, keep);
         if (rightPadding != null) {
             rightPadding = Paddings.gather(rightPadding, keep);
         }
-        if (dropped < 0) {
-            dropCommonPadding();
-        } else {
-            if (dropped != Arrays.stream(leftPadding).min().orElse(0)) {
-                throw new IllegalArgumentException("dropped " + dropped + " positions, the kept rows share "
-                        + Arrays.stream(leftPadding).min().orElse(0));
-            }
-            shiftIndex(dropped);
-        }
     }
 
-    /** The left padding {@code keep}'s rows share: what {@link #keep} drops. */
+    /** The left padding {@code keep}'s rows share: the positions {@link #keep} drops, and what {@link #keepCut} must be given. */
     int paddingDroppedByKeeping(int[] keep) {
         int min = Integer.MAX_VALUE;
         for (int k : keep) {

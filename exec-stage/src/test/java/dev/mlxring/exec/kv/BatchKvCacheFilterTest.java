@@ -50,6 +50,13 @@ class BatchKvCacheFilterTest {
         return b;
     }
 
+    /** The cache's keys as they are now (evaluated, so a later filter cannot change them). */
+    private static MlxArray keysNow(BatchKvCache b) {
+        MlxArray keys = Mlx.contiguous(b.state()[0]);
+        Mlx.eval(keys);
+        return keys;
+    }
+
     /** mlx-lm's filter of {@code before}'s buffer: the rows gathered, then positions {@code [cut, end)}. */
     private static float[] mlxLm(MlxArray before, int[] keep, int cut) {
         MlxArray kept = Mlx.take(before, Mlx.fromInts(keep, keep.length), 0);
@@ -62,8 +69,7 @@ class BatchKvCacheFilterTest {
     void keptRowsThatSharePaddingAreCutThenGatheredToMlxLmsBytes() {
         try (ArrayScope scope = ArrayScope.open()) {
             BatchKvCache b = batch();
-            MlxArray before = Mlx.contiguous(b.state()[0]);
-            Mlx.eval(before);
+            MlxArray before = keysNow(b);
             int[] keep = {3, 1}; // paddings 6 and 4: 4 shared positions go
             float[] expected = mlxLm(before, keep, 4);
 
@@ -91,8 +97,7 @@ class BatchKvCacheFilterTest {
     void keptRowsWithoutSharedPaddingAreGatheredWhole() {
         try (ArrayScope scope = ArrayScope.open()) {
             BatchKvCache b = batch();
-            MlxArray before = Mlx.contiguous(b.state()[0]);
-            Mlx.eval(before);
+            MlxArray before = keysNow(b);
             int[] keep = {0, 2, 3};
             float[] expected = mlxLm(before, keep, 0);
 
