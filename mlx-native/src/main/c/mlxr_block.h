@@ -75,6 +75,16 @@ struct BlockSpec {
   int lora_pairs = 0;
   std::vector<int> lora_rows;
   std::vector<float> lora_scales;
+  // Rows of a batch cache whose buffers hold more rows than the batch (BatchKvCache's row slots):
+  // row b's keys and values are buffer row row_slots[b], and every row's position p lies at buffer
+  // position base + p. Empty: row b is buffer row b and base is 0. Both tiers.
+  std::vector<int> row_slots;
+  int base = 0;
+
+  // The buffer row of the batch's row b.
+  int slot(int b) const {
+    return row_slots.empty() ? b : row_slots[b];
+  }
 
   int qkv_bias_input() const {
     return kQkNorm + (qk_norm ? 2 : 0);
@@ -244,9 +254,23 @@ std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::a
   if (keys == nullptr || values == nullptr) throw std::invalid_argument(w + ": no cache buffers");
   const auto& ka = *static_cast<mx::array*>(keys);
   const auto& va = *static_cast<mx::array*>(values);
-  if (ka.ndim() != 4 || ka.shape(0) != x.shape(0) || ka.shape(1) != s.kv_heads || ka.shape(3) != s.head_dim ||
-      ka.shape(2) < offset + x.shape(1) || va.shape() != ka.shape() || va.dtype() != ka.dtype())
-    throw std::invalid_argument(w + ": cache buffers do not match the block (or hold fewer than offset + L)");
+  const bool slotted = !s.row_slots.empty();
+  if (ka.ndim() != 4 || (!slotted && ka.shape(0) != x.shape(0)) || ka.shape(1) != s.kv_heads ||
+      ka.shape(3) != s.head_dim || s.base < 0 || ka.shape(2) < s.base + offset + x.shape(1) ||
+      va.shape() != ka.shape() || va.dtype() != ka.dtype())
+    throw std::invalid_argument(w + ": cache buffers do not match the block (or hold fewer than base + offset + L)");
+  if (slotted) {
+    if (int(s.row_slots.size()) != x.shape(0))
+      throw std::invalid_argument(w + ": " + std::to_string(s.row_slots.size()) + " row slots for " +
+                                  std::to_string(x.shape(0)) + " rows");
+    std::vector<bool> taken(ka.shape(0), false);
+    for (int slot : s.row_slots) {
+      if (slot < 0 || slot >= ka.shape(0) || taken[slot])
+        throw std::invalid_argument(w + ": row slot " + std::to_string(slot) + " outside the buffers' " +
+                                    std::to_string(ka.shape(0)) + " rows or given twice");
+      taken[slot] = true;
+    }
+  }
   std::vector<mx::array> inputs{x, ka, va};
   for (int i = 0; i < n_weights; i++) inputs.push_back(*static_cast<mx::array*>(weights[i]));
   if (!s.left_padding.empty()) {

@@ -358,7 +358,7 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
     for (int b = 0; b < B; b++)
       for (int h = 0; h < Hkv; h++)
         for (int l = 0; l < L; l++) {
-          const size_t dst = ((size_t(b) * Hkv + h) * capacity + offset + l) * Dh;
+          const size_t dst = ((size_t(s.slot(b)) * Hkv + h) * capacity + s.base + offset + l) * Dh;
           std::memcpy(kc + dst, kp + ((size_t(b) * Hkv + h) * L + l) * Dh, row);
           std::memcpy(vc + dst, vp + ((size_t(b) * L + l) * Hkv + h) * Dh, row);
         }
@@ -366,12 +366,16 @@ void run_exact_block_of(const BlockSpec& s, int offset, const std::vector<mx::ar
   // update_and_fetch's keys[..., :offset + L, :] (the whole buffer when full: the same elements)
   const int S = offset + L;
   const mx::Strides cache_strides = {int64_t(Hkv) * capacity * Dh, int64_t(capacity) * Dh, Dh, 1};
-  const bool full = S == capacity;
+  // (row slots: a view of the first B rows' shape over the buffer, which the attention reads at
+  // each row's slot and the base)
+  const bool slotted = !s.row_slots.empty();
+  const bool full = S == capacity && !slotted;
   mx::array keys = view(out[1], {B, Hkv, S, Dh}, cache_strides, full);
   mx::array values = view(out[2], {B, Hkv, S, Dh}, cache_strides, full);
   mx::array attn = fresh({B, L, H * Dh}, act);
   if (s.batch_rows) {
-    fast::sdpa_merged_into(qr, keys, values, s.attn_scale, in[s.row_offsets_input() + 1], attn);
+    fast::sdpa_merged_into(qr, keys, values, s.attn_scale, in[s.row_offsets_input() + 1], attn,
+                           slotted ? s.row_slots.data() : nullptr, s.base);
   } else {
     fast::sdpa_merged_into(qr, keys, values, s.attn_scale, s.causal, attn);
   }
@@ -400,10 +404,15 @@ struct LowRankArgs {
 
 int exact_block_entry(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights, int n_weights,
                       const int* ints, const float* floats, mlxr_array rows_offsets, mlxr_array rows_mask,
-                      const LowRankArgs& low_rank, mlxr_array* out, const char* who) {
+                      const LowRankArgs& low_rank, mlxr_array* out, const char* who, const int* slots = nullptr,
+                      int n_slots = 0, int base = 0) {
   return mlxr::guard_int([&] {
     const std::string w(who);
     BlockSpec s = parse_spec(ints, floats, n_weights, who);
+    if (n_slots < 0 || (n_slots > 0 && (slots == nullptr || rows_offsets == nullptr)))
+      throw std::invalid_argument(w + ": row slots are for a batch's rows (with their offsets and mask)");
+    if (n_slots > 0) s.row_slots.assign(slots, slots + n_slots);
+    s.base = base;
     for (int p = 0; p < kProjections; p++) {
       if (!mlxr::qmm::shape_supported(s.bits[p], s.group_size[p]))
         throw std::invalid_argument(w + ": projection " + std::to_string(p) + " has " + std::to_string(s.bits[p]) +
@@ -568,6 +577,24 @@ int mlxr_exact_decoder_block_lora(mlxr_array x, mlxr_array keys, mlxr_array valu
   mlxr::block::LowRankArgs low_rank{lora, pairs, rows, scales};
   return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, low_rank,
                                         out, offsets == nullptr ? "exact block" : "exact block rows");
+}
+
+// mlxr_exact_decoder_block_lora over a batch cache with a row capacity (BatchKvCache's row
+// slots): keys and values are buffers [R, kv_heads, capacity, head_dim] with R >= B, row b's
+// positions lie in buffer row slots[b] (n_slots = B distinct slots in 0 .. R - 1), every row's
+// position p at buffer position base + p (capacity >= base + offset + L). The other buffer rows
+// are left as they are. Offsets and mask are required; pairs may be 0. The bytes of each row are
+// those of the same call over buffers holding the rows in order from position 0.
+int mlxr_exact_decoder_block_slots(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                   int n_weights, const int* ints, const float* floats, mlxr_array offsets,
+                                   mlxr_array mask, const mlxr_array* lora, int pairs, const int* rows,
+                                   const float* scales, const int* slots, int n_slots, int base, mlxr_array* out) {
+  if (offsets == nullptr || mask == nullptr || slots == nullptr || n_slots <= 0) {
+    return mlxr::guard_int([] { throw std::invalid_argument("exact block slots: no rope offsets, mask or slots"); });
+  }
+  mlxr::block::LowRankArgs low_rank{lora, pairs, rows, scales};
+  return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, low_rank,
+                                        out, "exact block slots", slots, n_slots, base);
 }
 
 }  // extern "C"

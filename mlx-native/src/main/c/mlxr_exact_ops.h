@@ -33,9 +33,12 @@ void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, cons
                       bool causal, mlx::core::array& out);
 
 // The same with a boolean mask array broadcastable to the scores [B, Hq, L, S] (a batch cache's
-// make_mask): what NativeSdpa runs for the graph's sdpa(q, k, v, scale, mask=array).
+// make_mask): what NativeSdpa runs for the graph's sdpa(q, k, v, scale, mask=array). With
+// k_rows, batch row b's keys and values are k's and v's row k_rows[b] (k and v then views of
+// B rows' shape over buffers of more), and their positions start at k_base.
 void sdpa_merged_into(const mlx::core::array& q, const mlx::core::array& k, const mlx::core::array& v, float scale,
-                      const mlx::core::array& mask, mlx::core::array& out);
+                      const mlx::core::array& mask, mlx::core::array& out, const int* k_rows = nullptr,
+                      int k_base = 0);
 
 // Whether NativeSdpa takes `mask` as a boolean mask for scores of shape `scores` (else the
 // graph's sdpa runs MLX's op).

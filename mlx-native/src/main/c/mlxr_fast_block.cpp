@@ -342,7 +342,7 @@ void attend_chunk(void* ctx, int chunk) {
   const int start = a.left_padding != nullptr ? a.left_padding[b] : 0;
   const int n_row = a.offset + a.L - start;
   const int p0 = start + range_start(n_row, r, R), p1 = start + range_start(n_row, r + 1, R);
-  const size_t at = ((size_t(b) * Hkv + kvh) * a.capacity + p0) * row;
+  const size_t at = ((size_t(s.slot(b)) * Hkv + kvh) * a.capacity + s.base + p0) * row;
   const char* kc = static_cast<const char*>(a.keys) + at;
   const char* vc = static_cast<const char*>(a.values) + at;
   float* p = mlxr::qmm::thread_scratch(size_t(p1 - p0) + 1);
@@ -492,7 +492,7 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     for (int l = 0; l < L; l++)
       for (int h = 0; h < Hkv; h++) {
         const size_t src = (size_t(b) * L + l) * Hkv * Dh + size_t(h) * Dh;
-        const size_t dst = ((size_t(b) * Hkv + h) * capacity + offset + l) * Dh;
+        const size_t dst = ((size_t(s.slot(b)) * Hkv + h) * capacity + s.base + offset + l) * Dh;
         narrow(k + src, act, out[1].data<char>() + dst * es, Dh);
         narrow(v + src, act, out[2].data<char>() + dst * es, Dh);
       }
@@ -541,6 +541,9 @@ extern "C" {
 int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
                                  int n_rows, mlxr_array* out);
+int mlxr_fast_decoder_block_slots(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
+                                  int n_rows, const int* slots, int base, mlxr_array* out);
 
 // Profiling only: the fast blocks' phase times since the last call (ns[0 .. 6]: norm + q/k/v,
 // rope + cache write, attention, o projection, norm + gate/up, silu, down), then zeroed; returns
@@ -586,6 +589,18 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
 int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
                                  int n_rows, mlxr_array* out) {
+  return mlxr_fast_decoder_block_slots(x, keys, values, weights, n_weights, ints, floats, left_padding, n_rows,
+                                       nullptr, 0, out);
+}
+
+// mlxr_fast_decoder_block_rows over a batch cache with a row capacity (BatchKvCache's row slots):
+// keys and values are buffers [R, kv_heads, capacity, head_dim] with R >= n_rows, row b's
+// positions lie in buffer row slots[b] (distinct, 0 .. R - 1), every row's position p at buffer
+// position base + p (capacity >= base + offset + L); the other buffer rows are left as they are.
+// slots null: row b is buffer row b and base must be 0.
+int mlxr_fast_decoder_block_slots(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
+                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
+                                  int n_rows, const int* slots, int base, mlxr_array* out) {
 #if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
   return mlxr::guard_int([] { throw std::invalid_argument("fast block: x86-64 only"); });
 #else
@@ -603,6 +618,10 @@ int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array value
     if (n_rows < 0 || (n_rows > 0 && left_padding == nullptr))
       throw std::invalid_argument("fast block: no left paddings for " + std::to_string(n_rows) + " rows");
     if (n_rows > 0) s.left_padding.assign(left_padding, left_padding + n_rows);
+    if (slots != nullptr && n_rows <= 0) throw std::invalid_argument("fast block: row slots without rows");
+    if (slots == nullptr && base != 0) throw std::invalid_argument("fast block: a base without row slots");
+    if (slots != nullptr) s.row_slots.assign(slots, slots + n_rows);
+    s.base = base;
     s.isa = default_isa();
     auto stream = mx::default_stream(mx::default_device());
     if (!mlxr::fast::on_cpu(stream) || s.isa == mlxr::Isa::None || !mlxr::fast::cpu_has_avx2() ||

@@ -63,6 +63,10 @@ struct SdpaParams {
   // false: the output is [B, Hq, L, Dv]; true: it is
   // reshape(transpose(out, [0, 2, 1, 3]), [B, L, Hq * Dv]), written in that layout.
   bool merge_heads;
+  // Row slots (sdpa_merged_into only): batch row b reads k's and v's row k_rows[b], from position
+  // k_base on. Null: row b, from position 0.
+  const int* k_rows = nullptr;
+  int k_base = 0;
 };
 
 // Element strides of a [B, H, L, S]-broadcastable mask, 0 on broadcast axes.
@@ -295,8 +299,9 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
     std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
         scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
     std::vector<T> block(4 * size_t(cols));
-    const T* kb = kp + b * ks[0] + g * ks[1];
-    const T* vb = vp + b * vs[0] + g * vs[1];
+    const int64_t kr = p.k_rows != nullptr ? p.k_rows[b] : b;
+    const T* kb = kp + kr * ks[0] + g * ks[1] + int64_t(p.k_base) * ks[2];
+    const T* vb = vp + kr * vs[0] + g * vs[1] + int64_t(p.k_base) * vs[2];
     int64_t k_ld, v_ld;
     const float* k_rows = float_rows(kb, S, D, ks[2], ks[3], kf, k_ld);
     const float* v_rows = float_rows(vb, S, Dv, vs[2], vs[3], vf, v_ld);
@@ -499,10 +504,10 @@ void sdpa_merged_into(const mx::array& q, const mx::array& k, const mx::array& v
 }
 
 void sdpa_merged_into(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
-                      const mx::array& mask, mx::array& out) {
+                      const mx::array& mask, mx::array& out, const int* k_rows, int k_base) {
   const mx::Dtype t = q.dtype();
   const std::vector<mx::array> in = {q, k, v, mx::array(mx::finfo(t).min, t), mask};
-  const SdpaParams p{scale, MaskKind::Bool, false, true};
+  const SdpaParams p{scale, MaskKind::Bool, false, true, k_rows, k_base};
   with_float_type(out.dtype(), [&](auto tt) { sdpa<decltype(tt)>(p, in, out); });
 }
 

@@ -40,6 +40,14 @@ public final class FusedDecoderBlock implements AutoCloseable {
             "mlxr_exact_decoder_block_lora",
             FunctionDescriptor.of(
                     INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR));
+    private static final MethodHandle FAST_BLOCK_SLOTS = NativeLibrary.handle(
+            "mlxr_fast_decoder_block_slots",
+            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR, INT, ADDR));
+    private static final MethodHandle EXACT_BLOCK_SLOTS = NativeLibrary.handle(
+            "mlxr_exact_decoder_block_slots",
+            FunctionDescriptor.of(
+                    INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, INT,
+                    ADDR));
     private static final MethodHandle EXACT_AVAILABLE =
             NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
     private static final MethodHandle EXACT_COVERS =
@@ -85,6 +93,10 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private final MethodHandle entry;
     private final Numerics numerics;
     private final Arena arena = Arena.ofShared();
+
+    /** The row slots of the last slotted call, reused (grown in {@link #arena} as rows grow). */
+    private MemorySegment slotsSegment = MemorySegment.NULL;
+
     private final MemorySegment weights;
     private final int weightCount;
     private final MemorySegment ints;
@@ -328,6 +340,104 @@ public final class FusedDecoderBlock implements AutoCloseable {
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
         return withLowRank(x, keys, values, ropeOffsets, mask, lowRank);
+    }
+
+    /**
+     * As {@link #forwardRows(MlxArray, MlxArray, MlxArray, int, MlxArray, MlxArray, LowRank)} over
+     * buffers with a row capacity ({@code BatchKvCache}'s row slots): {@code keys} and {@code
+     * values} are {@code [R, kvHeads, capacity, headDim]} with {@code R >= B}, row {@code b}'s
+     * positions lie in buffer row {@code slots[b]}, and every row's position {@code p} at buffer
+     * position {@code base + p}; the other buffer rows are left as they are. Each row's bytes are
+     * those of the unslotted call over buffers holding the rows in order from position 0.
+     *
+     * @param slots one distinct buffer row per row of {@code x}
+     * @param base the buffer position of every row's position 0 ({@code capacity >= base + offset + L})
+     */
+    public MlxArray[] forwardRows(
+            MlxArray x,
+            MlxArray keys,
+            MlxArray values,
+            int offset,
+            MlxArray ropeOffsets,
+            MlxArray mask,
+            LowRank lowRank,
+            int[] slots,
+            int base) {
+        if (numerics != Numerics.EXACT) {
+            throw new IllegalStateException("the fast tier's block takes a batch's left padding, not its mask");
+        }
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
+        int rc;
+        try {
+            rc = (int) EXACT_BLOCK_SLOTS.invokeExact(
+                    x.handle(),
+                    keys.handle(),
+                    values.handle(),
+                    weights,
+                    weightCount,
+                    ints,
+                    floats,
+                    ropeOffsets.handle(),
+                    mask.handle(),
+                    lowRank.nativeArrays,
+                    lowRank.scales.length,
+                    lowRank.nativeRows,
+                    lowRank.nativeScales,
+                    slotsOf(slots),
+                    slots.length,
+                    base,
+                    out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        return outputs(rc);
+    }
+
+    /**
+     * As {@link #forwardRows(MlxArray, MlxArray, MlxArray, int, int[])} over buffers with a row
+     * capacity: row {@code b}'s positions lie in buffer row {@code slots[b]}, every row's position
+     * {@code p} at buffer position {@code base + p} (see the exact tier's slotted call).
+     */
+    public MlxArray[] forwardRows(
+            MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding, int[] slots, int base) {
+        if (numerics != Numerics.FAST) {
+            throw new IllegalStateException("the exact tier's block takes a batch's rope offsets and mask");
+        }
+        if (slots.length != leftPadding.length) {
+            throw new IllegalArgumentException(slots.length + " row slots for " + leftPadding.length + " rows");
+        }
+        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
+        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 1);
+        int rc;
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment pads = call.allocateFrom(ValueLayout.JAVA_INT, leftPadding);
+            rc = (int) FAST_BLOCK_SLOTS.invokeExact(
+                    x.handle(),
+                    keys.handle(),
+                    values.handle(),
+                    weights,
+                    weightCount,
+                    ints,
+                    floats,
+                    pads,
+                    leftPadding.length,
+                    slotsOf(slots),
+                    base,
+                    out);
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+        return outputs(rc);
+    }
+
+    /** {@code slots} in {@link #slotsSegment}, which grows when they do (the native call copies them). */
+    private MemorySegment slotsOf(int[] slots) {
+        if (slotsSegment.byteSize() < 4L * slots.length) {
+            slotsSegment = arena.allocate(ValueLayout.JAVA_INT, Math.max(16, 2L * slots.length));
+        }
+        MemorySegment.copy(slots, 0, slotsSegment, ValueLayout.JAVA_INT, 0, slots.length);
+        return slotsSegment;
     }
 
     private MlxArray[] withLowRank(

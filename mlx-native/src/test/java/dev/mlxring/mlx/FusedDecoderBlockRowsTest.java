@@ -125,6 +125,102 @@ class FusedDecoderBlockRowsTest {
         }
     }
 
+    /**
+     * Over buffers with a row capacity (rows in buffer rows of their own, positions from a base),
+     * each tier's block gives every row the bytes of the call over buffers holding the rows in
+     * order from position 0: the same h, the same keys and values written at the row's own slot
+     * and base, and the buffer rows no row names left as they were; slots outside the buffers,
+     * given twice or a base past the capacity are refused.
+     */
+    @Test
+    void rowSlotsGiveEachRowTheBytesOfTheRowsInOrder() {
+        assumeTrue(FusedDecoderBlock.available(Numerics.EXACT), "this CPU has no native kernels: no fused block");
+        for (Numerics tier : Numerics.values()) {
+            if (!FusedDecoderBlock.available(tier)) {
+                continue;
+            }
+            try (ArrayScope s = ArrayScope.open();
+                    FusedDecoderBlock block = block(tier, new SplittableRandom(7))) {
+                SplittableRandom rnd = new SplittableRandom(5);
+                MlxArray keys = random(rnd, ROWS, 1, 16, HEAD_DIM);
+                MlxArray values = random(rnd, ROWS, 1, 16, HEAD_DIM);
+                int[] slots = {3, 1};
+                int base = 5;
+                MlxArray slottedKeys = random(rnd, 4, 1, 24, HEAD_DIM);
+                MlxArray slottedValues = random(rnd, 4, 1, 24, HEAD_DIM);
+                MlxArray before = Mlx.contiguous(slottedKeys);
+                Mlx.eval(before);
+                int[] one = {1, 1, 1, 1};
+                for (int r = 0; r < ROWS; r++) {
+                    int[] start = {slots[r], 0, base, 0};
+                    int[] stop = {slots[r] + 1, 1, base + 16, HEAD_DIM};
+                    slottedKeys = Mlx.sliceUpdate(slottedKeys, rowOf(keys, r), start, stop, one);
+                    slottedValues = Mlx.sliceUpdate(slottedValues, rowOf(values, r), start, stop, one);
+                }
+                MlxArray x = x(1);
+                MlxArray offsets = Mlx.fromInts(new int[] {OFFSET, OFFSET - 2}, ROWS);
+                MlxArray mask = mask(OFFSET + 1);
+                int[] padding = {0, 2};
+                MlxArray[] inOrder = tier == Numerics.EXACT
+                        ? block.forwardRows(x, keys, values, OFFSET, offsets, mask)
+                        : block.forwardRows(x, keys, values, OFFSET, padding);
+                MlxArray[] slotted = tier == Numerics.EXACT
+                        ? block.forwardRows(
+                                x,
+                                slottedKeys,
+                                slottedValues,
+                                OFFSET,
+                                offsets,
+                                mask,
+                                FusedDecoderBlock.LowRank.NONE,
+                                slots,
+                                base)
+                        : block.forwardRows(x, slottedKeys, slottedValues, OFFSET, padding, slots, base);
+                Mlx.eval(inOrder);
+                Mlx.eval(slotted);
+                assertArrayEquals(inOrder[0].toBytes(), slotted[0].toBytes(), tier + ": h");
+                for (int r = 0; r < ROWS; r++) {
+                    for (int kv = 1; kv <= 2; kv++) {
+                        MlxArray expected =
+                                Mlx.slice(inOrder[kv], new int[] {r, 0, 0, 0}, new int[] {r + 1, 1, 16, HEAD_DIM}, one);
+                        MlxArray got = Mlx.slice(
+                                slotted[kv],
+                                new int[] {slots[r], 0, base, 0},
+                                new int[] {slots[r] + 1, 1, base + 16, HEAD_DIM},
+                                one);
+                        assertArrayEquals(
+                                Mlx.contiguous(expected).toBytes(),
+                                Mlx.contiguous(got).toBytes(),
+                                tier + ": row " + r + "'s " + (kv == 1 ? "keys" : "values"));
+                    }
+                }
+                for (int free : new int[] {0, 2}) {
+                    int[] start = {free, 0, 0, 0};
+                    int[] stop = {free + 1, 1, 24, HEAD_DIM};
+                    assertArrayEquals(
+                            Mlx.contiguous(Mlx.slice(before, start, stop, one)).toBytes(),
+                            Mlx.contiguous(Mlx.slice(slotted[1], start, stop, one))
+                                    .toBytes(),
+                            tier + ": free buffer row " + free + " untouched");
+                }
+                MlxArray k = slottedKeys;
+                MlxArray v = slottedValues;
+                java.util.function.BiFunction<int[], Integer, MlxArray[]> call = (sl, b) -> tier == Numerics.EXACT
+                        ? block.forwardRows(x, k, v, OFFSET, offsets, mask, FusedDecoderBlock.LowRank.NONE, sl, b)
+                        : block.forwardRows(x, k, v, OFFSET, padding, sl, b);
+                assertRefused("row slot 4", () -> call.apply(new int[] {4, 1}, base));
+                assertRefused("row slot 1", () -> call.apply(new int[] {1, 1}, base));
+                assertRefused("base + offset + L", () -> call.apply(slots, 24 - OFFSET));
+            }
+        }
+    }
+
+    /** Row {@code r} of a {@code [B, 1, n, D]} buffer. */
+    private static MlxArray rowOf(MlxArray a, int r) {
+        return Mlx.slice(
+                a, new int[] {r, 0, 0, 0}, new int[] {r + 1, a.dim(1), a.dim(2), a.dim(3)}, new int[] {1, 1, 1, 1});
+    }
+
     private static void assertRefused(String naming, org.junit.jupiter.api.function.Executable call) {
         MlxException e = assertThrows(MlxException.class, call);
         assertTrue(e.getMessage().contains(naming), "the error names " + naming + ": " + e.getMessage());
@@ -132,6 +228,11 @@ class FusedDecoderBlockRowsTest {
 
     /** A llama block of float32 activations: 2 heads over 1 kv head of 32, 4-bit projections in groups of 32. */
     private static FusedDecoderBlock block(SplittableRandom rnd) {
+        return block(Numerics.EXACT, rnd);
+    }
+
+    /** That block in the given tier. */
+    private static FusedDecoderBlock block(Numerics tier, SplittableRandom rnd) {
         int[][] shapes = {
             {2 * HEAD_DIM, DIM},
             {HEAD_DIM, DIM},
@@ -148,8 +249,7 @@ class FusedDecoderBlockRowsTest {
         }
         FusedDecoderBlock.Layout layout = new FusedDecoderBlock.Layout(
                 2, 1, HEAD_DIM, HEAD_DIM, false, 10000f, 1f, 1e-5f, (float) (1 / Math.sqrt(HEAD_DIM)));
-        return new FusedDecoderBlock(
-                Numerics.EXACT, layout, random(rnd, DIM), random(rnd, DIM), projections, null, null, null);
+        return new FusedDecoderBlock(tier, layout, random(rnd, DIM), random(rnd, DIM), projections, null, null, null);
     }
 
     private static MlxArray x(int length) {

@@ -31,8 +31,31 @@ import dev.mlxring.mlx.MlxArray;
 public final class BatchKvCache extends KvBuffers implements KvCache {
     public static final int STEP = 256;
 
+    /**
+     * Whether {@link #filter} and {@link #extend} may leave the buffers with a row capacity instead
+     * of copying them ({@code -Dmlxring.rowSlots=false}: never, for A/B runs of the copies).
+     */
+    private static final boolean ROW_SLOTS = !"false".equals(System.getProperty("mlxring.rowSlots"));
+
     /** The rows' paddings and the shared index, rolling and cutting {@link #keys} and {@link #values}. */
     private RowPadding rows;
+
+    /**
+     * The row capacity's layout, null while the buffers hold the rows in order from position 0
+     * (mlx-lm's layout). Otherwise the buffers have at least as many rows as the batch, row
+     * {@code i} lives in buffer row {@code slots[i]}, and every row's position {@code p} at buffer
+     * position {@code base + p}; the other buffer rows are free (their contents never read).
+     * Only {@link #filter} (a leaving row frees its slot, trimmed padding moves {@code base}) and
+     * {@link #extend} (a joining row takes a free slot) make it, and only once the batch's steps
+     * run the fused rows ({@link #reserve}); anything that needs mlx-lm's layout gathers the rows
+     * back into it first ({@link #compact}), the copy {@code filter} would have made.
+     */
+    private int[] slots;
+
+    private int base;
+
+    /** Set by {@link #reserve} (the fused rows read the slots), cleared by {@link #updateAndFetch} (the graph does not). */
+    private boolean slotsRead;
 
     /** An empty cache for rows with the given left padding ({@code BatchKVCache(left_padding)}). */
     public BatchKvCache(int[] leftPadding) {
@@ -69,6 +92,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
 
     /** Appends {@code [B, H, L, D]} keys and values at {@code idx}; returns views of {@code [..., :idx, :]}. */
     public MlxArray[] updateAndFetch(MlxArray newKeys, MlxArray newValues) {
+        slotsRead = false;
+        compact();
         int prev = rows.idx();
         int length = newKeys.dim(2);
         if (keys == null || prev + length > keys.dim(2)) {
@@ -104,6 +129,13 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         if (batch != rows.batchSize()) {
             throw new IllegalArgumentException("reserve for " + batch + " rows, batch has " + rows.batchSize());
         }
+        slotsRead = true;
+        if (slots != null && (base + rows.idx() + length > keys.dim(2) || keys.dtype() != dtype)) {
+            compact(); // then grown as mlx-lm grows its buffers
+        }
+        if (slots != null) {
+            return new MlxArray[] {keys, values};
+        }
         int idx = rows.idx();
         if (keys == null || idx + length > keys.dim(2)) {
             int nSteps = (STEP + length - 1) / STEP;
@@ -118,8 +150,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * {@link #updateAndFetch}, done by the caller's primitive); the index advances by {@code length}.
      */
     public void written(MlxArray k, MlxArray v, int length) {
-        int idx = rows.idx();
-        if (keys == null || k.dim(2) != keys.dim(2) || idx + length > k.dim(2)) {
+        int idx = base + rows.idx();
+        if (keys == null || k.dim(2) != keys.dim(2) || k.dim(0) != keys.dim(0) || idx + length > k.dim(2)) {
             throw new IllegalArgumentException("written buffers of " + k.dim(2) + " positions for index " + idx + " + "
                     + length + " in a buffer of " + (keys == null ? 0 : keys.dim(2)));
         }
@@ -127,8 +159,22 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         rows.advance(length);
     }
 
+    /**
+     * The buffer row of each of the batch's rows, or null while the buffers hold the rows in order
+     * (see {@link #slots}); the fused rows read and write these rows from {@link #base()} on.
+     */
+    public int[] rowSlots() {
+        return slots == null ? null : slots.clone();
+    }
+
+    /** The buffer position of every row's position 0 (0 unless {@link #rowSlots()} is set). */
+    public int base() {
+        return base;
+    }
+
     /** {@code keys_and_values()}: always the {@code [..., :idx, :]} views. */
     public MlxArray[] keysAndValues() {
+        compact();
         return new MlxArray[] {positions(keys, 0, rows.idx()), positions(values, 0, rows.idx())};
     }
 
@@ -184,6 +230,21 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             throw new IllegalArgumentException("filter keeps no row (the batch drops the cache instead)");
         }
         int drop = rows.paddingDroppedByKeeping(keep);
+        if (keys != null && ROW_SLOTS && slotsRead && !rows.paddingPending()) {
+            // the leaving rows' slots are freed, the trimmed padding moves the base: nothing copied
+            int[] kept = new int[keep.length];
+            for (int i = 0; i < keep.length; i++) {
+                kept[i] = slotOf(keep[i]);
+            }
+            slots = kept;
+            base += drop;
+            rows.keepCut(keep, drop);
+            if (keys.dim(0) - keep.length > Math.max(4, keep.length / 2)) {
+                compact(); // few rows left in many slots: what stays is copied, the rest freed
+            }
+            return;
+        }
+        compact();
         if (keys != null) {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             MlxArray k = drop > 0 ? positions(keys, drop, keys.dim(2)) : keys;
@@ -198,6 +259,7 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * ({@code copy.deepcopy} then {@code filter}, as {@code PromptProcessingBatch.split} does).
      */
     public BatchKvCache select(int[] rows) {
+        compact();
         BatchKvCache copy = new BatchKvCache(new int[0]);
         copy.rows = this.rows.copy(copy.new Buffers());
         // The first filter step gathers new arrays, so the copy can start from shared views.
@@ -213,6 +275,22 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
      * {@code other}'s arrays and leaves it empty.
      */
     public void extend(BatchKvCache other) {
+        other.compact();
+        if (keys != null
+                && other.keys != null
+                && ROW_SLOTS
+                && slotsRead
+                && !rows.paddingPending()
+                && !other.rows.paddingPending()
+                && other.rows.idx() <= rows.idx()
+                && other.keys.dtype() == keys.dtype()
+                && other.keys.dim(1) == keys.dim(1)
+                && other.keys.dim(3) == keys.dim(3)
+                && other.values.dim(3) == values.dim(3)) {
+            extendIntoSlots(other);
+            return;
+        }
+        compact();
         if (keys == null && other.keys == null) {
             rows.appendEmpty(other.rows);
             other.close();
@@ -234,20 +312,128 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
     }
 
     /**
+     * {@link #extend} when {@code other}'s rows end at or before this cache's index (it shifts
+     * them right; this side does not move): each of {@code other}'s rows is written into a free
+     * slot, its {@code extend} padding (zeros) and its positions, {@code [base, base + idx)} of
+     * that slot, the very positions mlx-lm's concatenation puts in its row; the slot's later
+     * positions are written before they are read. The buffers grow by rows only when too few are
+     * free. What this copies is the joining rows, not the batch.
+     */
+    private void extendIntoSlots(BatchKvCache other) {
+        int idx = rows.idx();
+        int joining = other.rows.batchSize();
+        if (slots == null) {
+            slots = new int[rows.batchSize()];
+            for (int i = 0; i < slots.length; i++) {
+                slots[i] = i;
+            }
+        }
+        int[] free = freeSlots(joining);
+        int heads = keys.dim(1);
+        int d = keys.dim(3);
+        int m = values.dim(3);
+        MlxArray[] shifted = justified(other, joining, idx - other.rows.idx(), idx, heads, d, m, keys.dtype());
+        MlxArray k = keys;
+        MlxArray v = values;
+        int[] strides = {1, 1, 1, 1};
+        for (int j = 0; j < joining; j++) {
+            MlxArray rowK = Mlx.slice(shifted[0], new int[] {j, 0, 0, 0}, new int[] {j + 1, heads, idx, d}, strides);
+            MlxArray rowV = Mlx.slice(shifted[1], new int[] {j, 0, 0, 0}, new int[] {j + 1, heads, idx, m}, strides);
+            int slot = free[j];
+            k = KvBuffers.superseding(
+                    k,
+                    Mlx.sliceUpdate(
+                            k,
+                            rowK,
+                            new int[] {slot, 0, base, 0},
+                            new int[] {slot + 1, heads, base + idx, d},
+                            strides));
+            v = KvBuffers.superseding(
+                    v,
+                    Mlx.sliceUpdate(
+                            v,
+                            rowV,
+                            new int[] {slot, 0, base, 0},
+                            new int[] {slot + 1, heads, base + idx, m},
+                            strides));
+        }
+        // the first update superseded (and freed) the cache's own buffers
+        keys = k.detach();
+        values = v.detach();
+        int[] joined = java.util.Arrays.copyOf(slots, slots.length + joining);
+        System.arraycopy(free, 0, joined, slots.length, joining);
+        slots = joined;
+        rows.append(other.rows);
+        other.close();
+    }
+
+    /**
+     * {@code n} free buffer rows, the lowest first; the buffers grow by rows (zeros appended) when
+     * fewer are free.
+     */
+    private int[] freeSlots(int n) {
+        int capacity = keys.dim(0);
+        boolean[] taken = new boolean[capacity];
+        for (int s : slots) {
+            taken[s] = true;
+        }
+        int available = capacity - slots.length;
+        if (available < n) {
+            int grown = slots.length + n;
+            int extra = grown - capacity;
+            MlxArray zk = Mlx.zeros(new int[] {extra, keys.dim(1), keys.dim(2), keys.dim(3)}, keys.dtype());
+            MlxArray zv = Mlx.zeros(new int[] {extra, values.dim(1), values.dim(2), values.dim(3)}, values.dtype());
+            replace(Mlx.concatenate(0, keys, zk), Mlx.concatenate(0, values, zv));
+            taken = java.util.Arrays.copyOf(taken, grown);
+        }
+        int[] free = new int[n];
+        int found = 0;
+        for (int s = 0; found < n; s++) {
+            if (!taken[s]) {
+                free[found++] = s;
+            }
+        }
+        return free;
+    }
+
+    /** The buffer row of the batch's row {@code row}. */
+    private int slotOf(int row) {
+        return slots == null ? row : slots[row];
+    }
+
+    /**
+     * Back to mlx-lm's layout: the rows gathered in order from their slots, positions from
+     * {@link #base} on (one copy of what the batch holds); nothing while already in it.
+     */
+    private void compact() {
+        if (slots == null) {
+            return;
+        }
+        MlxArray index = Mlx.fromInts(slots, slots.length);
+        MlxArray k = base > 0 ? positions(keys, base, keys.dim(2)) : keys;
+        MlxArray v = base > 0 ? positions(values, base, values.dim(2)) : values;
+        replace(Mlx.take(k, index, 0), Mlx.take(v, index, 0));
+        slots = null;
+        base = 0;
+    }
+
+    /**
      * {@code extract(idx)}: row {@code row}'s filled positions as a solo cache
      * ({@code contiguous(keys[row:row+1, :, padding:idx])}); this cache is unchanged.
      */
     public DenseKvCache extract(int row) {
-        int pad = rows.leftPadding(row);
-        int idx = rows.idx();
+        int pad = base + rows.leftPadding(row);
+        int idx = base + rows.idx();
+        int slot = slotOf(row);
         MlxArray k = Mlx.contiguous(Mlx.slice(
-                keys, new int[] {row, 0, pad, 0}, new int[] {row + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {
+                keys, new int[] {slot, 0, pad, 0}, new int[] {slot + 1, keys.dim(1), idx, keys.dim(3)}, new int[] {
                     1, 1, 1, 1
                 }));
         MlxArray v = Mlx.contiguous(Mlx.slice(
-                values, new int[] {row, 0, pad, 0}, new int[] {row + 1, values.dim(1), idx, values.dim(3)}, new int[] {
-                    1, 1, 1, 1
-                }));
+                values,
+                new int[] {slot, 0, pad, 0},
+                new int[] {slot + 1, values.dim(1), idx, values.dim(3)},
+                new int[] {1, 1, 1, 1}));
         return new DenseKvCache(k, v);
     }
 
@@ -320,6 +506,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
     public void close() {
         closeBuffers();
         rows.clear();
+        slots = null;
+        base = 0;
     }
 
     /** {@link #keys} and {@link #values} as {@link RowPadding} rolls and cuts them. */
@@ -331,16 +519,21 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
 
         @Override
         public int capacity() {
-            return keys.dim(2);
+            return keys.dim(2) - base;
         }
 
         @Override
         public void takeAlongPositions(MlxArray indices) {
+            compact();
             replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
         }
 
         @Override
         public void dropLeadingPositions(int start) {
+            if (slots != null) {
+                base += start;
+                return;
+            }
             replace(positions(keys, start, keys.dim(2)), positions(values, start, values.dim(2)));
         }
     }

@@ -416,8 +416,24 @@ record FusedBlock(
         int length = x.dim(1);
         Dtype act = promote(promote(x.dtype(), normDtype), paramDtype);
         MlxArray[] buffers = cache.reserve(x.dim(0), kvHeads, headDim, headDim, act, length);
+        int[] slots = cache.rowSlots();
         MlxArray[] r;
-        if (lowRank != NO_DELTAS) {
+        if (slots != null && (block.numerics() == Numerics.EXACT || lowRank == NO_DELTAS)) {
+            // a row capacity: each row in its own buffer row, positions from the cache's base
+            r = block.numerics() == Numerics.EXACT
+                    ? block.forwardRows(
+                            x,
+                            buffers[0],
+                            buffers[1],
+                            cache.offset(),
+                            mask.offsets(),
+                            mask.array(),
+                            lowRank,
+                            slots,
+                            cache.base())
+                    : block.forwardRows(
+                            x, buffers[0], buffers[1], cache.offset(), cache.leftPadding(), slots, cache.base());
+        } else if (lowRank != NO_DELTAS) {
             r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array(), lowRank);
         } else if (block.numerics() == Numerics.EXACT) {
             r = block.forwardRows(x, buffers[0], buffers[1], cache.offset(), mask.offsets(), mask.array());
