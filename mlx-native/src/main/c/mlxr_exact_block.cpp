@@ -583,18 +583,23 @@ int mlxr_exact_decoder_block_lora(mlxr_array x, mlxr_array keys, mlxr_array valu
 // slots): keys and values are buffers [R, kv_heads, capacity, head_dim] with R >= B, row b's
 // positions lie in buffer row slots[b] (n_slots = B distinct slots in 0 .. R - 1), every row's
 // position p at buffer position base + p (capacity >= base + offset + L). The other buffer rows
-// are left as they are. Offsets and mask are required; pairs may be 0. The bytes of each row are
-// those of the same call over buffers holding the rows in order from position 0.
+// are left as they are. Slots need the offsets and mask; pairs may be 0. The bytes of each row are
+// those of the same call over buffers holding the rows in order from position 0. slots null
+// (n_slots 0, base 0): mlxr_exact_decoder_block_lora.
 int mlxr_exact_decoder_block_slots(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                    int n_weights, const int* ints, const float* floats, mlxr_array offsets,
                                    mlxr_array mask, const mlxr_array* lora, int pairs, const int* rows,
                                    const float* scales, const int* slots, int n_slots, int base, mlxr_array* out) {
-  if (offsets == nullptr || mask == nullptr || slots == nullptr || n_slots <= 0) {
-    return mlxr::guard_int([] { throw std::invalid_argument("exact block slots: no rope offsets, mask or slots"); });
+  if ((slots == nullptr) != (n_slots == 0) || (slots == nullptr && base != 0)) {
+    return mlxr::guard_int([] { throw std::invalid_argument("exact block slots: a base or count without slots"); });
   }
   mlxr::block::LowRankArgs low_rank{lora, pairs, rows, scales};
   return mlxr::block::exact_block_entry(x, keys, values, weights, n_weights, ints, floats, offsets, mask, low_rank,
-                                        out, "exact block slots", slots, n_slots, base);
+                                        out,
+                                        slots != nullptr ? "exact block slots"
+                                        : offsets == nullptr ? "exact block"
+                                                             : "exact block rows",
+                                        slots, n_slots, base);
 }
 
 }  // extern "C"

@@ -32,14 +32,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final FunctionDescriptor BLOCK_ABI =
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR);
     private static final MethodHandle FAST_BLOCK = NativeLibrary.handle("mlxr_fast_decoder_block", BLOCK_ABI);
-    private static final MethodHandle FAST_BLOCK_ROWS = NativeLibrary.handle(
-            "mlxr_fast_decoder_block_rows",
-            FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR));
     private static final MethodHandle EXACT_BLOCK = NativeLibrary.handle("mlxr_exact_decoder_block", BLOCK_ABI);
-    private static final MethodHandle EXACT_BLOCK_LORA = NativeLibrary.handle(
-            "mlxr_exact_decoder_block_lora",
-            FunctionDescriptor.of(
-                    INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR));
     private static final MethodHandle FAST_BLOCK_SLOTS = NativeLibrary.handle(
             "mlxr_fast_decoder_block_slots",
             FunctionDescriptor.of(INT, ADDR, ADDR, ADDR, ADDR, INT, ADDR, ADDR, ADDR, INT, ADDR, INT, ADDR));
@@ -368,30 +361,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
-        int rc;
-        try {
-            rc = (int) EXACT_BLOCK_SLOTS.invokeExact(
-                    x.handle(),
-                    keys.handle(),
-                    values.handle(),
-                    weights,
-                    weightCount,
-                    ints,
-                    floats,
-                    ropeOffsets.handle(),
-                    mask.handle(),
-                    lowRank.nativeArrays,
-                    lowRank.scales.length,
-                    lowRank.nativeRows,
-                    lowRank.nativeScales,
-                    slotsOf(slots),
-                    slots.length,
-                    base,
-                    out);
-        } catch (Throwable t) {
-            throw Shim.rethrow(t);
-        }
-        return outputs(rc);
+        return exact(x, keys, values, ropeOffsets, mask, lowRank, slotsOf(slots), slots.length, base);
     }
 
     /**
@@ -401,34 +371,10 @@ public final class FusedDecoderBlock implements AutoCloseable {
      */
     public MlxArray[] forwardRows(
             MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding, int[] slots, int base) {
-        if (numerics != Numerics.FAST) {
-            throw new IllegalStateException("the exact tier's block takes a batch's rope offsets and mask");
-        }
         if (slots.length != leftPadding.length) {
             throw new IllegalArgumentException(slots.length + " row slots for " + leftPadding.length + " rows");
         }
-        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
-        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 1);
-        int rc;
-        try (Arena call = Arena.ofConfined()) {
-            MemorySegment pads = call.allocateFrom(ValueLayout.JAVA_INT, leftPadding);
-            rc = (int) FAST_BLOCK_SLOTS.invokeExact(
-                    x.handle(),
-                    keys.handle(),
-                    values.handle(),
-                    weights,
-                    weightCount,
-                    ints,
-                    floats,
-                    pads,
-                    leftPadding.length,
-                    slotsOf(slots),
-                    base,
-                    out);
-        } catch (Throwable t) {
-            throw Shim.rethrow(t);
-        }
-        return outputs(rc);
+        return fastRows(x, keys, values, offset, leftPadding, slotsOf(slots), base);
     }
 
     /** {@code slots} in {@link #slotsSegment}, which grows when they do (the native call copies them). */
@@ -442,6 +388,20 @@ public final class FusedDecoderBlock implements AutoCloseable {
 
     private MlxArray[] withLowRank(
             MlxArray x, MlxArray keys, MlxArray values, MlxArray ropeOffsets, MlxArray mask, LowRank lowRank) {
+        return exact(x, keys, values, ropeOffsets, mask, lowRank, MemorySegment.NULL, 0, 0);
+    }
+
+    /** The exact block's native call (the offset and mask mode already set); slots NULL: the rows in order. */
+    private MlxArray[] exact(
+            MlxArray x,
+            MlxArray keys,
+            MlxArray values,
+            MlxArray ropeOffsets,
+            MlxArray mask,
+            LowRank lowRank,
+            MemorySegment slots,
+            int slotCount,
+            int base) {
         if (numerics != Numerics.EXACT) {
             throw new IllegalStateException("only the exact tier's block takes LoRA deltas");
         }
@@ -449,7 +409,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         MemorySegment rowsMask = mask == null ? MemorySegment.NULL : mask.handle();
         int rc;
         try {
-            rc = (int) EXACT_BLOCK_LORA.invokeExact(
+            rc = (int) EXACT_BLOCK_SLOTS.invokeExact(
                     x.handle(),
                     keys.handle(),
                     values.handle(),
@@ -463,6 +423,9 @@ public final class FusedDecoderBlock implements AutoCloseable {
                     lowRank.scales.length,
                     lowRank.nativeRows,
                     lowRank.nativeScales,
+                    slots,
+                    slotCount,
+                    base,
                     out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
@@ -482,6 +445,12 @@ public final class FusedDecoderBlock implements AutoCloseable {
      *     {@link #forwardRows(MlxArray, MlxArray, MlxArray, int, MlxArray, MlxArray)})
      */
     public MlxArray[] forwardRows(MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding) {
+        return fastRows(x, keys, values, offset, leftPadding, MemorySegment.NULL, 0);
+    }
+
+    /** The fast block's call over a batch's rows; slots NULL: the rows in order. */
+    private MlxArray[] fastRows(
+            MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding, MemorySegment slots, int base) {
         if (numerics != Numerics.FAST) {
             throw new IllegalStateException("the exact tier's block takes a batch's rope offsets and mask");
         }
@@ -490,7 +459,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
         int rc;
         try (Arena call = Arena.ofConfined()) {
             MemorySegment pads = call.allocateFrom(ValueLayout.JAVA_INT, leftPadding);
-            rc = (int) FAST_BLOCK_ROWS.invokeExact(
+            rc = (int) FAST_BLOCK_SLOTS.invokeExact(
                     x.handle(),
                     keys.handle(),
                     values.handle(),
@@ -500,6 +469,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
                     floats,
                     pads,
                     leftPadding.length,
+                    slots,
+                    base,
                     out);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
