@@ -581,15 +581,16 @@ public final class ContinuousBatch implements ExecutionBatch {
 
     /**
      * {@code rows} rows padded to the longest, each KV buffer grown in mlx-lm's 256-position
-     * steps, plus each row's recurrent state (a hybrid model's delta net layers: the same bytes
-     * whatever the positions).
+     * steps, with the free buffer rows a batch's KV may keep for joiners
+     * ({@link BatchKvCache#bufferRows}), plus each row's recurrent state (a hybrid model's delta
+     * net layers: the same bytes whatever the positions).
      */
     @Override
     public long projectedKvBytes(int rows, int positions) {
         long step = BatchKvCache.STEP;
         long capacity = (positions + step - 1) / step * step;
         measureRow();
-        return rows * (capacity * bytesPerPosition + recurrentBytesPerRow);
+        return BatchKvCache.bufferRows(rows) * capacity * bytesPerPosition + rows * recurrentBytesPerRow;
     }
 
     /**

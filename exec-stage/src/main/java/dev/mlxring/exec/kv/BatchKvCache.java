@@ -239,8 +239,8 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             slots = kept;
             base += drop;
             rows.keepCut(keep, drop);
-            if (keys.dim(0) - keep.length > Math.max(4, keep.length / 2)) {
-                compact(); // few rows left in many slots: what stays is copied, the rest freed
+            if (keys.dim(0) - keep.length > freeRowsKept(keep.length)) {
+                compact(); // more free rows than the batch may keep: what stays is copied, the rest freed
             }
             return;
         }
@@ -394,6 +394,24 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
             }
         }
         return free;
+    }
+
+    /**
+     * The most free buffer rows a batch of {@code rows} keeps after a {@link #filter} (more are
+     * given back by a copy of the rows that stay): a quarter of its rows, rounded up, none for a
+     * lone row. Its buffers then hold at most {@link #bufferRows} rows.
+     */
+    static int freeRowsKept(int rows) {
+        return rows >= 2 ? (rows + 3) / 4 : 0;
+    }
+
+    /**
+     * The most buffer rows a batch of {@code rows} holds once its steps run the fused rows: the
+     * rows and the free ones it may keep ({@link #freeRowsKept}); {@code rows} under
+     * {@code -Dmlxring.rowSlots=false}. What a projection of the batch's memory counts.
+     */
+    public static int bufferRows(int rows) {
+        return ROW_SLOTS ? rows + freeRowsKept(rows) : rows;
     }
 
     /** The buffer row of the batch's row {@code row}. */

@@ -110,19 +110,19 @@ class BatchKvCacheSlotsTest {
             step(slotted, true, 5000);
             assertNull(slotted.rowSlots(), "no slot before a row leaves");
 
-            // rows 1 and 3 stay (paddings 4 and 6): their 4 shared padding positions are dropped
-            twin.filter(new int[] {1, 3});
-            slotted.filter(new int[] {1, 3});
-            assertArrayEquals(new int[] {1, 3}, slotted.rowSlots(), "the kept rows stay in their buffer rows");
-            assertEquals(4, slotted.base(), "the dropped padding moves the base, no position is copied");
+            // row 0 (no padding) leaves; the others (paddings 4, 2, 6) drop the 2 they share
+            twin.filter(new int[] {1, 2, 3});
+            slotted.filter(new int[] {1, 2, 3});
+            assertArrayEquals(new int[] {1, 2, 3}, slotted.rowSlots(), "the kept rows stay in their buffer rows");
+            assertEquals(2, slotted.base(), "the dropped padding moves the base, no position is copied");
             step(twin, false, 6000);
             step(slotted, true, 6000);
             assertSameRows(twin, slotted);
 
-            // two rows whose positions end before the batch's join into the freed buffer rows
-            twin.extend(merged(3000, 2, 4));
-            slotted.extend(merged(3000, 2, 4));
-            assertArrayEquals(new int[] {1, 3, 0, 2}, slotted.rowSlots(), "the joiners take the free buffer rows");
+            // a row whose positions end before the batch's joins into the freed buffer row
+            twin.extend(merged(3000, 2));
+            slotted.extend(merged(3000, 2));
+            assertArrayEquals(new int[] {1, 2, 3, 0}, slotted.rowSlots(), "the joiner takes the free buffer row");
             assertEquals(4, slotted.state()[0].dim(0), "no buffer row was added");
             step(twin, false, 7000);
             step(slotted, true, 7000);
@@ -135,9 +135,23 @@ class BatchKvCacheSlotsTest {
             slotted.filter(new int[] {0, 2, 3});
             twin.extend(merged(4000, 3, 1, 2));
             slotted.extend(merged(4000, 3, 1, 2));
+            assertArrayEquals(new int[] {1, 3, 0, 2, 4, 5}, slotted.rowSlots());
             assertEquals(6, slotted.state()[0].dim(0));
             step(twin, false, 9000);
             step(slotted, true, 9000);
+            assertSameRows(twin, slotted);
+
+            // a row leaves one free buffer row of six: kept for a joiner; then four leave, and the
+            // lone row keeps none, so what stays is copied and the buffers shrink to it
+            twin.filter(new int[] {0, 1, 3, 4, 5});
+            slotted.filter(new int[] {0, 1, 3, 4, 5});
+            assertNotNull(slotted.rowSlots(), "one free row for five: kept");
+            twin.filter(new int[] {2});
+            slotted.filter(new int[] {2});
+            assertNull(slotted.rowSlots(), "a lone row keeps no free buffer row");
+            assertEquals(1, slotted.state()[0].dim(0));
+            step(twin, false, 9500);
+            step(slotted, true, 9500);
             assertSameRows(twin, slotted);
             assertSameBuffers(twin, slotted);
         }
