@@ -410,7 +410,9 @@ record FusedBlock(
      * offset and attention over its own filled positions, the new keys and values written into
      * {@code cache} at its shared index, as {@code BatchKVCache.update_and_fetch} writes them. The
      * exact tier takes the mask's array and rope offsets as the graph's rope and attention take
-     * them (the graph's bytes); the fast tier the cache's left padding.
+     * them (the graph's bytes); the fast tier the cache's left padding. A cache with a row
+     * capacity ({@link BatchKvCache#rowSlots}) has each row read and written in its own buffer
+     * row from the cache's base, with the same bytes.
      */
     MlxArray forwardRows(MlxArray x, AttentionMask mask, BatchKvCache cache, FusedDecoderBlock.LowRank lowRank) {
         int length = x.dim(1);
