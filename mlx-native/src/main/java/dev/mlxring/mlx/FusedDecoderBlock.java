@@ -330,9 +330,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
             MlxArray ropeOffsets,
             MlxArray mask,
             LowRank lowRank) {
-        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
-        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
-        return withLowRank(x, keys, values, ropeOffsets, mask, lowRank);
+        return forwardRows(x, keys, values, offset, ropeOffsets, mask, lowRank, null, 0);
     }
 
     /**
@@ -343,7 +341,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * position {@code base + p}; the other buffer rows are left as they are. Each row's bytes are
      * those of the unslotted call over buffers holding the rows in order from position 0.
      *
-     * @param slots one distinct buffer row per row of {@code x}
+     * @param slots one distinct buffer row per row of {@code x}; null: the rows in order (base 0)
      * @param base the buffer position of every row's position 0 ({@code capacity >= base + offset + L})
      */
     public MlxArray[] forwardRows(
@@ -356,12 +354,11 @@ public final class FusedDecoderBlock implements AutoCloseable {
             LowRank lowRank,
             int[] slots,
             int base) {
-        if (numerics != Numerics.EXACT) {
-            throw new IllegalStateException("the fast tier's block takes a batch's left padding, not its mask");
-        }
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
         ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
-        return exact(x, keys, values, ropeOffsets, mask, lowRank, slotsOf(slots), slots.length, base);
+        return slots == null
+                ? exact(x, keys, values, ropeOffsets, mask, lowRank, MemorySegment.NULL, 0, base)
+                : exact(x, keys, values, ropeOffsets, mask, lowRank, slotsOf(slots), slots.length, base);
     }
 
     /**
@@ -403,7 +400,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
             int slotCount,
             int base) {
         if (numerics != Numerics.EXACT) {
-            throw new IllegalStateException("only the exact tier's block takes LoRA deltas");
+            throw new IllegalStateException(
+                    "a fast-tier block: the exact call (a batch's mask, LoRA deltas) is the exact tier's");
         }
         MemorySegment offsets = ropeOffsets == null ? MemorySegment.NULL : ropeOffsets.handle();
         MemorySegment rowsMask = mask == null ? MemorySegment.NULL : mask.handle();
@@ -496,12 +494,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
      */
     public MlxArray[] forwardRows(
             MlxArray x, MlxArray keys, MlxArray values, int offset, MlxArray ropeOffsets, MlxArray mask) {
-        if (numerics != Numerics.EXACT) {
-            throw new IllegalStateException("the fast tier's block takes a batch's left padding, not its mask");
-        }
-        ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);
-        ints.setAtIndex(ValueLayout.JAVA_INT, CAUSAL_INT, 0);
-        return withLowRank(x, keys, values, ropeOffsets, mask, LowRank.NONE);
+        return forwardRows(x, keys, values, offset, ropeOffsets, mask, LowRank.NONE, null, 0);
     }
 
     /** The native call's {@code {h, keys', values'}} once {@code rc} says it succeeded, owned by the caller. */
