@@ -229,22 +229,22 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         if (keep.length == 0) {
             throw new IllegalArgumentException("filter keeps no row (the batch drops the cache instead)");
         }
-        int drop = rows.paddingDroppedByKeeping(keep);
         if (keys != null && ROW_SLOTS && slotsRead && !rows.paddingPending()) {
-            // the leaving rows' slots are freed, the trimmed padding moves the base: nothing copied
+            // the leaving rows' slots are freed; the trimmed padding moves the base (Buffers):
+            // nothing copied
             int[] kept = new int[keep.length];
             for (int i = 0; i < keep.length; i++) {
                 kept[i] = slotOf(keep[i]);
             }
             slots = kept;
-            base += drop;
-            rows.keepCut(keep, drop);
+            rows.keep(keep);
             if (keys.dim(0) - keep.length > freeRowsKept(keep.length)) {
                 compact(); // more free rows than the batch may keep: what stays is copied, the rest freed
             }
             return;
         }
         compact();
+        int drop = rows.paddingDroppedByKeeping(keep);
         if (keys != null) {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             MlxArray k = drop > 0 ? positions(keys, drop, keys.dim(2)) : keys;
