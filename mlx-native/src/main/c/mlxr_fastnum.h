@@ -55,7 +55,16 @@ struct Problem {
   void* out;                  // [M, N] of out_dt
   Dt out_dt;
   int M, N, K, bits, group_size;
+  // The many-rows kernel (mlxr_fastnum_cols.h) instead: xp holds the activations as given, row m
+  // at xp + m * k_stride (k_stride = K), and xg is not read.
+  bool cols = false;
 };
+
+// Calls of at least this many rows take the many-rows kernel (Problem::cols) on isa's kernels: a
+// positive MLXR_FASTNUM_COLS_ROWS, read once, else the instruction set's default (defined in
+// mlxr_fastnum.cpp). For measuring the crossover in one build; an output's arithmetic depends on
+// which kernel ran.
+int cols_rows_min(Isa isa);
 
 // Float lanes of each instruction set's vectors (the activations' permutation
 // block is twice this).
@@ -81,9 +90,9 @@ constexpr int kMaxProblems = 4;
 int pass_rows_cap();
 
 // Every row, all N columns of each of the n problems (one width, group size,
-// K and M; n <= kMaxProblems), spread over mlxr::qmm's worker pool in one
-// pass; false when (bits, group_size) is not covered (4 or 8 bits, group 32,
-// 64 or 128) or the problems differ in those.
+// K and M; n <= kMaxProblems; all of them Problem::cols, or none), spread over
+// mlxr::qmm's worker pool in one pass; false when (bits, group_size) is not
+// covered (4 or 8 bits, group 32, 64 or 128) or the problems differ in those.
 bool run_avx2(const Problem* ps, int n);
 bool run_avx512(const Problem* ps, int n);
 

@@ -15,6 +15,8 @@
 #pragma GCC target("avx2,fma,f16c")
 #endif
 
+#include "mlxr_transpose8.h"
+
 namespace mlxr::fastnum {
 namespace {
 
@@ -97,10 +99,23 @@ MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i, int n) {
 
 #include "mlxr_fastnum_kernels.h"
 
+// For the many-rows kernel: 6 rows x 2 tiles of 8 columns, 12 accumulators, two weight vectors
+// and a broadcast activation of 16 registers.
+constexpr int kColRows = 6;
+constexpr int kColTiles = 2;
+using vi = __m256i;
+MLXR_INLINE vi vseti(int i) { return _mm256_set1_epi32(i); }
+MLXR_INLINE vi vandi(vi a, vi b) { return _mm256_and_si256(a, b); }
+template <int s>
+MLXR_INLINE vi vshri(vi a) { return _mm256_srli_epi32(a, s); }
+MLXR_INLINE vf vcvti(vi a) { return _mm256_cvtepi32_ps(a); }
+MLXR_INLINE void load_words8(const uint32_t* const* rowp, int w0, vi* out) { x86::rows_words8(rowp, w0, out); }
+#include "mlxr_fastnum_cols.h"
+
 }  // namespace
 
 bool run_avx2(const Problem* ps, int n) {
-  return run_any(ps, n);
+  return n > 0 && ps[0].cols ? run_cols(ps, n) : run_any(ps, n);
 }
 
 }  // namespace mlxr::fastnum

@@ -16,6 +16,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#define MLXR_TRANSPOSE8_AVX512 1
+#include "mlxr_transpose8.h"
+
 namespace mlxr::fastnum {
 namespace {
 
@@ -148,10 +151,22 @@ MLXR_INLINE void hsum_lanes(const vf* v, float* out) {
 #define MLXR_FASTNUM_WORD_LANES 1
 #include "mlxr_fastnum_kernels.h"
 
+// For the many-rows kernel: 12 rows x 2 tiles of 16 columns, 24 accumulators, two weight
+// vectors and a broadcast activation of 32 registers.
+constexpr int kColRows = 12;
+constexpr int kColTiles = 2;
+MLXR_INLINE vi vseti(int i) { return _mm512_set1_epi32(i); }
+MLXR_INLINE vi vandi(vi a, vi b) { return _mm512_and_si512(a, b); }
+template <int s>
+MLXR_INLINE vi vshri(vi a) { return _mm512_srli_epi32(a, s); }
+MLXR_INLINE vf vcvti(vi a) { return _mm512_cvtepi32_ps(a); }
+MLXR_INLINE void load_words8(const uint32_t* const* rowp, int w0, vi* out) { x86::rows_words8(rowp, w0, out); }
+#include "mlxr_fastnum_cols.h"
+
 }  // namespace
 
 bool run_avx512(const Problem* ps, int n) {
-  return run_any(ps, n);
+  return n > 0 && ps[0].cols ? run_cols(ps, n) : run_any(ps, n);
 }
 
 }  // namespace mlxr::fastnum

@@ -102,17 +102,9 @@ MLXR_INLINE void store_lanes(void* out, size_t index, vf v, int lanes) {
   }
 }
 
-// out[j] = word w0 + j of each lane's row, j < 8: rows l and l + 8 loaded
-// into the halves of one register, then one 8x8 transpose of 32-bit words in
-// each half at once (x86::transpose8 on __m512i), all in registers (two
-// 256-bit transposes and inserts went through the stack and cost a fifth of
-// the M = 1 kernel's time).
+// out[j] = word w0 + j of each lane's row, j < 8 (x86::rows_words8).
 MLXR_INLINE void load_words8(const uint32_t* const* rowp, int w0, vi* out) {
-  for (int l = 0; l < 8; l++) {
-    out[l] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0))),
-                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l + 8] + w0)), 1);
-  }
-  x86::transpose8(out);
+  x86::rows_words8(rowp, w0, out);
 }
 
 // Word w of each lane's row, the rows at `offsets` words from base.

@@ -12,8 +12,7 @@ MLXR_INLINE int imin(int a, int b) {
 // Eight contiguous words of each of eight rows, transposed (mlxr_transpose8.h): out[j] holds word
 // w0 + j of rows rowp[0..7].
 MLXR_INLINE void words8x8(const uint32_t* const* rowp, int w0, __m256i* out) {
-  for (int l = 0; l < 8; l++) out[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0));
-  x86::transpose8(out);
+  x86::rows_words8(rowp, w0, out);
 }
 
 // One group parameter widened exactly to float.

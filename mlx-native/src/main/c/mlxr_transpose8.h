@@ -1,12 +1,14 @@
 // The one 8x8 transpose of 32-bit elements that the x86 kernels share: the
 // quantized-matmul files (their packed weights and group parameters,
-// mlxr_qmm_x86.h; AVX-512's two transposes at once, one per 256-bit half, in
-// mlxr_qmm_avx512.cpp) and the attention's keys (mlxr_fast_sdpa.cpp). Include
+// mlxr_qmm_x86.h; AVX-512's two transposes at once, one per 256-bit half),
+// the fast tier's many-rows kernel (mlxr_fastnum_cols.h), both through
+// rows_words8, and the attention's keys (mlxr_fast_sdpa.cpp). Include
 // it where AVX2 is enabled (a file-wide `#pragma GCC target`, or a push_options
 // region around the include); the __m512i form where the includer defines
 // MLXR_TRANSPOSE8_AVX512 (GCC's target pragma does not define __AVX512F__ in C++).
 #pragma once
 
+#include <cstdint>
 #include <immintrin.h>
 
 #ifndef MLXR_INLINE
@@ -61,6 +63,26 @@ MLXR_INLINE void transpose8(V* r) {
   r[6] = halves_hi(u2, u6);
   r[7] = halves_hi(u3, u7);
 }
+
+// Eight contiguous words of each of eight rows (rowp[0..7]), transposed: out[j] holds word w0 + j
+// of every row, row l in lane l.
+MLXR_INLINE void rows_words8(const uint32_t* const* rowp, int w0, __m256i* out) {
+  for (int l = 0; l < 8; l++) out[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0));
+  transpose8(out);
+}
+
+#ifdef MLXR_TRANSPOSE8_AVX512
+// The same for sixteen rows: rows l and l + 8 loaded into the halves of one register, then one
+// 8x8 transpose in each half at once, all in registers (two 256-bit transposes and inserts went
+// through the stack and cost a fifth of the exact M = 1 kernel's time).
+MLXR_INLINE void rows_words8(const uint32_t* const* rowp, int w0, __m512i* out) {
+  for (int l = 0; l < 8; l++) {
+    out[l] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l] + w0))),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rowp[l + 8] + w0)), 1);
+  }
+  transpose8(out);
+}
+#endif
 
 }  // namespace
 }  // namespace mlxr::x86
