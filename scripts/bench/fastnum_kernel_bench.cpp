@@ -1,16 +1,19 @@
 // Single-thread cost of the fast tier's quantized_matmul kernels (mlxr_fastnum_kernels.h, for
 // each instruction set this CPU has), without MLX's graph: thread CPU ms per SmolLM2-135M
 // forward pass of quantized matmuls (30 x q/k/v/o/gate/up/down at 4 bits, group 32, float16
-// group parameters, and the 49152x576 8-bit head), float32 activations, M = 1, 2, 4, 8, 16, with
+// group parameters, and the 49152x576 8-bit head), float32 activations, M = 1, 2, 4, 8, 16 (or
+// the comma-separated FASTNUM_MS), with
 // each matrix's weights cold (every call reads the next of enough copies to exceed the
 // last-level cache, as a decode step does) or, with FASTNUM_HOT=1, hot (one matrix re-run). The worker pool is held to one thread
 // (MLXR_KERNEL_THREADS=1). The activations are random and not in the order the primitive
 // prepares (the cost does not depend on the values); FastKernelsTest checks the results.
 // With FASTNUM_MIN_OF=B each figure is instead the minimum over B batches of 10 calls: on a
 // shared machine means moved by ±30% from run to run while the minimum (hot) held to ~1%, so
-// A/B a kernel change with FASTNUM_HOT=1 FASTNUM_MIN_OF=300.
+// A/B a kernel change with FASTNUM_HOT=1 FASTNUM_MIN_OF=300. FASTNUM_COLS=1 runs every M on the
+// many-rows kernel (mlxr_fastnum_cols.h), which the primitive takes from MLXR_FASTNUM_COLS_ROWS
+// rows (9 on AVX-512, 16 on AVX2), instead of the row-lane passes.
 //
-//   [FASTNUM_HOT=1] [FASTNUM_MIN_OF=B] scripts/bench/fastnum_kernel_bench.sh [seconds per case, default 0.3] [avx2|avx512 ...]
+//   [FASTNUM_HOT=1] [FASTNUM_MIN_OF=B] [FASTNUM_MS=1,8,16,64] [FASTNUM_COLS=1] scripts/bench/fastnum_kernel_bench.sh [seconds per case, default 0.3] [avx2|avx512 ...]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +48,7 @@ constexpr Shape kShapes[] = {{"q_proj / o_proj", 576, 576, 4, 60},
 
 // Thread CPU seconds per call of one shape: the mean over `seconds`, or with min_of > 0 the
 // fastest of min_of batches of 10 calls.
-double per_call(const std::string& isa, const Shape& s, int M, double seconds, bool hot, int min_of) {
+double per_call(const std::string& isa, const Shape& s, int M, double seconds, bool hot, int min_of, bool cols) {
   constexpr int gs = 32;
   const int lanes = isa == "avx512" ? kLanesAvx512 : kLanesAvx2;
   const int groups = s.k / gs;
@@ -70,8 +73,9 @@ double per_call(const std::string& isa, const Shape& s, int M, double seconds, b
   long calls = 0;
   const auto call = [&] {
     const int i = int(calls % copies);
-    Problem p{xp.data(), xg.data(), k_stride, g_stride, word_lanes, w[i].data(), sc[i].data(), bi[i].data(),
-              Dt::F16, out.data(), Dt::F32, M, s.n, s.k, s.bits, gs};
+    // The many-rows kernel reads the activations as they are (K floats a row); the values do not matter.
+    Problem p{xp.data(), xg.data(), cols ? size_t(s.k) : k_stride, g_stride, !cols && word_lanes, w[i].data(),
+              sc[i].data(), bi[i].data(), Dt::F16, out.data(), Dt::F32, M, s.n, s.k, s.bits, gs, cols};
     if (isa == "avx512") run_avx512(&p, 1);
     else run_avx2(&p, 1);
     calls++;
@@ -104,7 +108,16 @@ int main(int argc, char** argv) {
   const bool hot = h != nullptr && std::strcmp(h, "1") == 0;
   const char* m = std::getenv("FASTNUM_MIN_OF");
   const int min_of = m != nullptr ? std::atoi(m) : 0;
-  std::printf("weights %s; %s\n\n", hot ? "hot (one matrix re-run)" : "cold (each call reads the next of ~160 MB of copies)",
+  const char* cl = std::getenv("FASTNUM_COLS");
+  const bool cols = cl != nullptr && std::strcmp(cl, "1") == 0;
+  std::vector<int> ms;
+  const char* ml = std::getenv("FASTNUM_MS");
+  for (std::string list = ml != nullptr ? ml : "1,2,4,8,16"; !list.empty();) {
+    const size_t comma = list.find(',');
+    ms.push_back(std::atoi(list.substr(0, comma).c_str()));
+    list = comma == std::string::npos ? "" : list.substr(comma + 1);
+  }
+  std::printf("%s; weights %s; %s\n\n", cols ? "the many-rows kernel" : "the row-lane passes", hot ? "hot (one matrix re-run)" : "cold (each call reads the next of ~160 MB of copies)",
               min_of > 0 ? "fastest of FASTNUM_MIN_OF batches of 10 calls" : "mean over the case's seconds");
   std::vector<std::string> isas;
   for (int i = 2; i < argc; i++) isas.push_back(argv[i]);
@@ -121,11 +134,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i <= sizeof kShapes / sizeof kShapes[0]; i++) std::printf("---:|");
   std::printf("\n");
   for (const std::string& isa : isas) {
-    for (int M : {1, 2, 4, 8, 16}) {
+    for (int M : ms) {
       double pass = 0;
       std::printf("| %s | %d | ", isa.c_str(), M);
       for (const Shape& s : kShapes) {
-        const double c = per_call(isa, s, M, seconds, hot, min_of);
+        const double c = per_call(isa, s, M, seconds, hot, min_of, cols);
         pass += c * s.per_pass;
         std::printf("%.4f | ", c * 1e3);
       }
