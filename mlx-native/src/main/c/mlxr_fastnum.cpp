@@ -66,8 +66,7 @@ int pass_rows_cap() {
 int cols_rows_min(Isa isa) {
   static const int env = [] {
     const char* e = std::getenv("MLXR_FASTNUM_COLS_ROWS");
-    const int v = e != nullptr ? std::atoi(e) : 0;
-    return v > 0 ? v : 0;
+    return e != nullptr ? std::atoi(e) : 0;
   }();
   return env > 0 ? env : isa == Isa::Avx512 ? 9 : 16;
 }
@@ -151,32 +150,20 @@ void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa)
            weights[last].group_size == weights[first].group_size)
       last++;
     const int bits = weights[first].bits, group_size = weights[first].group_size;
-    Problem ps[kMaxProblems];
-    if (M >= cols_rows_min(isa)) {
-      // The many-rows kernel reads the activations as they are.
-      for (int i = first; i < last; i++) {
-        const Weight& w = weights[i];
-        ps[i - first] = Problem{x,     nullptr, size_t(K), 0,    false, w.w,       w.scales, w.biases, w.param,
-                                w.out, w.out_dt, M,        w.N,  K,     bits,      group_size, true};
-      }
-      bool ran = isa == Isa::Avx512 ? run_avx512(ps, last - first)
-                 : isa == Isa::Avx2 ? run_avx2(ps, last - first)
-                                    : false;
-      if (!ran) throw std::logic_error("[fastnum] called for a case its kernels do not cover");
-      first = last;
-      continue;
-    }
-    // Per calling thread (MLX's stream thread), reused: a decode step makes ~200 of these
-    // calls, which then allocate nothing once the buffers have grown.
+    // The many-rows kernel reads the activations as they are; the row-lane passes read them
+    // prepared, per calling thread (MLX's stream thread) into reused buffers: a decode step makes
+    // ~200 of these calls, which then allocate nothing once the buffers have grown.
+    const bool cols = M >= cols_rows_min(isa);
+    const bool word_lanes = !cols && isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
     thread_local Prepared acts;
-    const bool word_lanes = isa == Isa::Avx512 && bits == 4 && M < kWordLaneRows;
-    prepare(x, M, K, bits, group_size, lanes, word_lanes, acts);
+    if (!cols) prepare(x, M, K, bits, group_size, lanes, word_lanes, acts);
+    Problem ps[kMaxProblems];
     for (int i = first; i < last; i++) {
       const Weight& w = weights[i];
-      ps[i - first] = Problem{acts.xp.empty() ? x : acts.xp.data(),
-                              acts.xg.data(),
-                              acts.k_stride,
-                              acts.g_stride,
+      ps[i - first] = Problem{cols || acts.xp.empty() ? x : acts.xp.data(),
+                              cols ? nullptr : acts.xg.data(),
+                              cols ? size_t(K) : acts.k_stride,
+                              cols ? 0 : acts.g_stride,
                               word_lanes,
                               w.w,
                               w.scales,
@@ -188,7 +175,8 @@ void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa)
                               w.N,
                               K,
                               bits,
-                              group_size};
+                              group_size,
+                              cols};
     }
     bool ran = isa == Isa::Avx512 ? run_avx512(ps, last - first)
                : isa == Isa::Avx2 ? run_avx2(ps, last - first)
