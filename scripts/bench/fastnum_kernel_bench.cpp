@@ -11,7 +11,7 @@
 // shared machine means moved by ±30% from run to run while the minimum (hot) held to ~1%, so
 // A/B a kernel change with FASTNUM_HOT=1 FASTNUM_MIN_OF=300. FASTNUM_COLS=1 runs every M on the
 // many-rows kernel (mlxr_fastnum_cols.h), which the primitive takes from MLXR_FASTNUM_COLS_ROWS
-// rows (9 on AVX-512, 16 on AVX2), instead of the row-lane passes.
+// rows (7 on AVX-512, 5 on AVX2), instead of the row-lane passes.
 //
 //   [FASTNUM_HOT=1] [FASTNUM_MIN_OF=B] [FASTNUM_MS=1,8,16,64] [FASTNUM_COLS=1] scripts/bench/fastnum_kernel_bench.sh [seconds per case, default 0.3] [avx2|avx512 ...]
 #include <algorithm>

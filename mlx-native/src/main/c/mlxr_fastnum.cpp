@@ -62,13 +62,14 @@ int pass_rows_cap() {
 
 // The fewest rows for the many-rows kernel by default, per instruction set: where it measured
 // faster than the row-lane passes with cold weights (scripts/bench/fastnum_kernel_bench.sh,
-// docs/benchmarks.md): from 9 rows on AVX-512 (the row lanes' second pass of eight), 16 on AVX2.
+// docs/benchmarks.md): from 7 rows on AVX-512 and 5 on AVX2, since the many-rows kernel walks K in
+// segments (it was 9 and 16 before).
 int cols_rows_min(Isa isa) {
   static const int env = [] {
     const char* e = std::getenv("MLXR_FASTNUM_COLS_ROWS");
     return e != nullptr ? std::atoi(e) : 0;
   }();
-  return env > 0 ? env : isa == Isa::Avx512 ? 9 : 16;
+  return env > 0 ? env : isa == Isa::Avx512 ? 7 : 5;
 }
 
 bool covered(int bits, int group_size) {

@@ -103,6 +103,7 @@ MLXR_INLINE vf widen_params(const void* base, Dt dt, size_t i, int n) {
 // and a broadcast activation of 16 registers.
 constexpr int kColRows = 6;
 constexpr int kColTiles = 2;
+constexpr int kColSegmentRows = 24;  // mlxr_fastnum_cols.h: segments of K up to this many rows
 using vi = __m256i;
 MLXR_INLINE vi vseti(int i) { return _mm256_set1_epi32(i); }
 MLXR_INLINE vi vandi(vi a, vi b) { return _mm256_and_si256(a, b); }

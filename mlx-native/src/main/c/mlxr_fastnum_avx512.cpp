@@ -155,6 +155,7 @@ MLXR_INLINE void hsum_lanes(const vf* v, float* out) {
 // vectors and a broadcast activation of 32 registers.
 constexpr int kColRows = 12;
 constexpr int kColTiles = 2;
+constexpr int kColSegmentRows = 64;  // mlxr_fastnum_cols.h: segments of K up to this many rows
 MLXR_INLINE vi vseti(int i) { return _mm512_set1_epi32(i); }
 MLXR_INLINE vi vandi(vi a, vi b) { return _mm512_and_si512(a, b); }
 template <int s>

@@ -23,8 +23,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code TOLERANCE * sum_k |x[m, k]| (|s q| + |b|)} of it (float32 accumulation of K terms in
  * vector lanes, each lane summing K / lanes of them, then the lanes pairwise), plus
  * half an ulp of the output dtype's rounding. Cases: 4 and 8 bits × groups 32/64/128, rows 1 to
- * 9, 12, 13, 16, 17 and 40 (tiles of 1..8 rows, a 16-row call, a tail; from 9 rows on AVX-512 and
- * 16 on AVX2 the many-rows kernel, its passes of 12 and 6 rows and their tails), the default
+ * 9, 12, 13, 16, 17, 40 and 72 (tiles of 1..8 rows, a 16-row call, a tail; from 7 rows on AVX-512
+ * and 5 on AVX2 the many-rows kernel, its passes of 12 and 6 rows and their tails, K in segments up
+ * to 64 rows on AVX-512 and 24 on AVX2 and in one span above), the default
  * model's shapes (its 49152×576 8-bit head, 1536×576, 576×1536), float16/bfloat16/float32 parameters and activations, and views
  * as activations, K that is no whole number of 128-weight blocks, each on every instruction set
  * this CPU runs.
@@ -54,15 +55,16 @@ class FastKernelsTest {
         List<Case> c = new ArrayList<>();
         for (int bits : new int[] {4, 8}) {
             for (int g : new int[] {32, 64, 128}) {
-                for (int m : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 40}) {
+                for (int m : new int[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 40, 72}) {
                     c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, bits, g, 84, 384, m, false));
                 }
             }
         }
         // K not a whole number of the AVX-512 one-to-three-row kernel's 128-weight blocks (its
         // last block masked), and K below one block.
-        // The many-rows kernel's last words that do not fill eight (44 words a row) at 13 and 40 rows.
-        for (int m : new int[] {1, 2, 3, 13, 40}) {
+        // The many-rows kernel's last words that do not fill eight (44 words a row) at 13, 40 and 72
+        // rows: the last segment of K, or the one span of it.
+        for (int m : new int[] {1, 2, 3, 13, 40, 72}) {
             c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 40, 352, m, false));
             c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 64, 40, 320, m, false));
             c.add(new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, 24, 64, m, false));
