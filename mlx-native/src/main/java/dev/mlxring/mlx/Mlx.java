@@ -535,7 +535,17 @@ public final class Mlx {
     // ---- reductions ------------------------------------------------------------
 
     public static MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
-        return own(Shim.argmax(a.handle(), axis, keepdims));
+        return argmax(CpuKernels.MLX, a, axis, keepdims);
+    }
+
+    /**
+     * {@code mx.argmax(a, axis, keepdims)}, evaluated by {@code kernels}: with {@link
+     * CpuKernels#NATIVE} a last-axis argmax of a float32 array runs eight lanes at a time and
+     * answers MLX's {@code ArgReduce}'s indices (the first of the largest values, NaN never
+     * taken, 0 when the row starts with NaN; {@code ArgMaxExactnessTest}).
+     */
+    public static MlxArray argmax(CpuKernels kernels, MlxArray a, int axis, boolean keepdims) {
+        return own(Shim.argmax(kernels == CpuKernels.NATIVE, a.handle(), axis, keepdims));
     }
 
     /** Log-sum-exp over every axis ({@code axis=None}). */

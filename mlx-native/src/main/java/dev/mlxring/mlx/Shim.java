@@ -157,6 +157,8 @@ final class Shim {
             NativeLibrary.handle("mlxr_take", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ARGMAX =
             NativeLibrary.handle("mlxr_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
+    private static final MethodHandle NATIVE_ARGMAX =
+            NativeLibrary.handle("mlxr_native_argmax", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL));
     private static final MethodHandle LOGSUMEXP =
             NativeLibrary.handle("mlxr_logsumexp", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT, BOOL));
     private static final MethodHandle NATIVE_LOGSUMEXP =
@@ -791,9 +793,9 @@ final class Shim {
         }
     }
 
-    static MemorySegment argmax(MemorySegment a, int axis, boolean keepdims) {
+    static MemorySegment argmax(boolean nativeKernels, MemorySegment a, int axis, boolean keepdims) {
         try {
-            return (MemorySegment) ARGMAX.invokeExact(a, axis, keepdims);
+            return (MemorySegment) (nativeKernels ? NATIVE_ARGMAX : ARGMAX).invokeExact(a, axis, keepdims);
         } catch (Throwable t) {
             throw rethrow(t);
         }

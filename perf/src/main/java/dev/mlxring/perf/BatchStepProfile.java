@@ -169,7 +169,7 @@ public final class BatchStepProfile {
     private static int[] step(LanguageModel model, KvCache[] batch, int[] tokens, int rows) {
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray logits = model.forward(Mlx.fromInts(tokens, rows, 1), batch);
-            return Mlx.argmax(logits, -1, false).toIntArray();
+            return Mlx.argmax(model.cpuKernels(), logits, -1, false).toIntArray();
         }
     }
 
@@ -179,7 +179,7 @@ public final class BatchStepProfile {
         long total = 0;
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray logits = model.forward(Mlx.fromInts(tokens, rows, 1), batch);
-            for (String line : Mlx.profileEval(Mlx.argmax(logits, -1, false)).split("\n")) {
+            for (String line : Mlx.profileEval(Mlx.argmax(model.cpuKernels(), logits, -1, false)).split("\n")) {
                 if (line.isEmpty()) {
                     continue;
                 }

@@ -291,7 +291,7 @@ final class GenerationBatch implements AutoCloseable {
                 MlxArray logprobs = Mlx.subtract(rowLogits, Mlx.logsumexp(model.cpuKernels(), rowLogits, -1, true));
                 tokens[e] = row.speculating() || !row.sampling.params().greedy()
                         ? row.sampling.sample(logprobs)
-                        : Mlx.argmax(logprobs, -1, false);
+                        : Mlx.argmax(model.cpuKernels(), logprobs, -1, false);
                 if (row.speculating()) {
                     roundLogprobs[e] = logprobs.detach();
                     evaluate.add(roundLogprobs[e]);
@@ -503,7 +503,7 @@ final class GenerationBatch implements AutoCloseable {
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, -1, true));
             MlxArray sampled;
             if (allGreedy) {
-                sampled = Mlx.argmax(logprobs, -1, false);
+                sampled = Mlx.argmax(model.cpuKernels(), logprobs, -1, false);
             } else {
                 MlxArray[] each = new MlxArray[b];
                 for (int e = 0; e < b; e++) {
