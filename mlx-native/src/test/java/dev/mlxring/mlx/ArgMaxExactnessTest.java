@@ -31,7 +31,8 @@ class ArgMaxExactnessTest {
 
     static Stream<Case> cases() {
         List<Case> c = new ArrayList<>();
-        for (int[] shape : new int[][] {{1, 49152}, {8, 49152}, {32, 49152}, {1, 151936}, {3, 7}, {5, 9}, {2, 3, 100}}) {
+        for (int[] shape :
+                new int[][] {{1, 49152}, {8, 49152}, {32, 49152}, {1, 151936}, {3, 7}, {5, 9}, {2, 3, 100}}) {
             c.add(new Case(shape, 8f, Data.NORMAL, false));
         }
         c.add(new Case(new int[] {6, 40}, 3f, Data.NORMAL, true));

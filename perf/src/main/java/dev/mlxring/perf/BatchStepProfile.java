@@ -179,7 +179,8 @@ public final class BatchStepProfile {
         long total = 0;
         try (ArrayScope s = ArrayScope.open()) {
             MlxArray logits = model.forward(Mlx.fromInts(tokens, rows, 1), batch);
-            for (String line : Mlx.profileEval(Mlx.argmax(model.cpuKernels(), logits, -1, false)).split("\n")) {
+            for (String line : Mlx.profileEval(Mlx.argmax(model.cpuKernels(), logits, -1, false))
+                    .split("\n")) {
                 if (line.isEmpty()) {
                     continue;
                 }

@@ -405,8 +405,9 @@ public final class GenerationRun implements AutoCloseable {
             }
             maybeQuantizeKvCache();
             MlxArray logprobs = Mlx.subtract(logits, Mlx.logsumexp(model.cpuKernels(), logits, true));
-            MlxArray sampled =
-                    activeSampling == null ? Mlx.argmax(model.cpuKernels(), logprobs, -1, false) : activeSampling.sample(logprobs);
+            MlxArray sampled = activeSampling == null
+                    ? Mlx.argmax(model.cpuKernels(), logprobs, -1, false)
+                    : activeSampling.sample(logprobs);
             if (probe != null) {
                 probe.stepBuilt(scope.ownedCount());
             }
