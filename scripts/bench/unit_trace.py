@@ -16,10 +16,17 @@ units' time by what they did and what the unit before them did:
   scripts/bench/unit_trace.py SERVER_STDERR [--skip N]
 
 --skip drops the first N units (warm-up). Prints, per category, the units, their total and
-median time and the median count of generating rows, then the plain units' median time by rows.
+median time and the median count of generating rows, then the plain units' median time by rows,
+then each category's mean time per unit by phase (the trace's phase fields, UnitPhases:
+snapSubmit, step (of which stepWait: the next forward's submission waiting for the one in flight,
+and stepRead), admit, join, prompt, snapCopy, publish; and fused, the fast tier's fused blocks'
+time, when the server also ran with MLXR_FAST_BLOCK_PHASES=1).
 """
 import argparse
 import statistics as st
+
+
+PHASES = ["snapSubmit", "step", "stepWait", "stepRead", "admit", "join", "prompt", "snapCopy", "publish", "fused"]
 
 
 def parse(path, skip):
@@ -32,6 +39,7 @@ def parse(path, skip):
             "took": float(d["took"]), "gap": float(d["gap"]), "gen": int(d["gen"]),
             "pend": d["pend"] == "true", "prefill": d["prefill"] == "true",
             "fin": int(d["fin"]), "after": int(d["genAfter"]),
+            "phases": {k: float(d[k]) for k in PHASES if k in d},
         })
     return units[skip:]
 
@@ -78,6 +86,12 @@ def main():
             plain.setdefault(u["gen"], []).append(u["took"])
     print("plain unit median ms by generating rows:",
           ", ".join(f"{g}: {st.median(v):.1f} ({len(v)})" for g, v in sorted(plain.items())))
+    if any(u["phases"] for u in units):
+        print()
+        print(f"{'mean ms per unit':30s} " + " ".join(f"{p:>10s}" for p in PHASES))
+        for k, v in sorted(by.items(), key=lambda x: -sum(u["took"] for u in x[1])):
+            print(f"{k:30s} " + " ".join(
+                f"{sum(u['phases'].get(p, 0) for u in v) / len(v):10.1f}" for p in PHASES))
 
 
 if __name__ == "__main__":

@@ -566,6 +566,9 @@ public final class BatchGenerator implements AutoCloseable {
 
     /** mlx-lm's decode step with its buffer-cache clearing every 512 steps. */
     private List<BatchToken> decodeStep() {
+        if (UnitPhases.ON) {
+            UnitPhases.mark();
+        }
         if (generationBatch.size() == 0) {
             return List.of();
         }
@@ -573,6 +576,9 @@ public final class BatchGenerator implements AutoCloseable {
         generationSteps++;
         if (generationSteps % 512 == 0) {
             Mlx.clearCache();
+        }
+        if (UnitPhases.ON) {
+            UnitPhases.lap(UnitPhases.STEP);
         }
         return tokens;
     }
@@ -638,6 +644,9 @@ public final class BatchGenerator implements AutoCloseable {
             }
             promptBatch.extend(joining);
         }
+        if (UnitPhases.ON) {
+            UnitPhases.lap(UnitPhases.ADMIT);
+        }
         int[] split = new int[promptBatch.size()];
         int s = 0;
         for (int i = 0; i < promptBatch.size(); i++) {
@@ -654,12 +663,18 @@ public final class BatchGenerator implements AutoCloseable {
             }
             generationBatch.extend(new GenerationBatch(model, leaving.rows(), leaving.caches(), last));
         }
+        if (UnitPhases.ON) {
+            UnitPhases.lap(UnitPhases.JOIN);
+        }
         List<int[]> chunks = new ArrayList<>(promptBatch.size());
         for (Row r : promptBatch.rows) {
             int count = r.nextChunk(prefillStepSize);
             chunks.add(Arrays.copyOfRange(r.prompt, r.prefilled, r.prefilled + count));
         }
         promptBatch.prompt(chunks);
+        if (UnitPhases.ON) {
+            UnitPhases.lap(UnitPhases.PROMPT);
+        }
         if (!chunks.isEmpty()) {
             chunksSinceCurrent++;
         }

@@ -487,7 +487,7 @@ public final class ContinuousBatch implements ExecutionBatch {
      * served load's exec time goes ({@code scripts/bench/unit_trace.py} sums it). Off by default;
      * a constant, so the check costs nothing when off.
      */
-    private static final boolean UNIT_TRACE = Boolean.getBoolean("mlxring.unitTrace");
+    private static final boolean UNIT_TRACE = UnitPhases.ON;
 
     /** The end of the last unit, for the trace's gap between units. */
     private long lastUnitEndNs = System.nanoTime();
@@ -511,7 +511,7 @@ public final class ContinuousBatch implements ExecutionBatch {
                 ended += out.results[i].kind != StepResult.Kind.TOKEN ? 1 : 0;
             }
             System.err.printf(
-                    "UNIT t=%d gap=%.1f took=%.1f gen=%d pre=%d pend=%b prefill=%b out=%d fin=%d genAfter=%d%n",
+                    "UNIT t=%d gap=%.1f took=%.1f gen=%d pre=%d pend=%b prefill=%b out=%d fin=%d genAfter=%d%s%n",
                     startNs / 1_000_000,
                     (startNs - lastUnitEndNs) / 1e6,
                     (endNs - startNs) / 1e6,
@@ -521,7 +521,8 @@ public final class ContinuousBatch implements ExecutionBatch {
                     prefill,
                     out.count,
                     ended,
-                    generator.generating());
+                    generator.generating(),
+                    UnitPhases.drain());
             lastUnitEndNs = endNs;
         }
     }
@@ -530,13 +531,28 @@ public final class ContinuousBatch implements ExecutionBatch {
         out.clear();
         List<BatchToken> tokens;
         int earlier = pendingCopies.size();
+        if (UnitPhases.ON) {
+            UnitPhases.mark();
+        }
         submitPending();
+        if (UnitPhases.ON) {
+            UnitPhases.lap(UnitPhases.SUBMIT_SNAPSHOTS);
+        }
         boolean unitRan = false;
         try {
             tokens = generator.next(prefill);
+            if (UnitPhases.ON) {
+                UnitPhases.mark();
+            }
             completePending(earlier);
+            if (UnitPhases.ON) {
+                UnitPhases.lap(UnitPhases.COPY_SNAPSHOTS);
+            }
             takeCheckpoints();
             publishSnapshots();
+            if (UnitPhases.ON) {
+                UnitPhases.lap(UnitPhases.PUBLISH);
+            }
             if (unitTap != null) {
                 unitTap.accept(tokens);
             }

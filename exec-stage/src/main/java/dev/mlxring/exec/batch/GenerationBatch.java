@@ -519,7 +519,12 @@ final class GenerationBatch implements AutoCloseable {
                 nextLogprobs.add(row);
                 submit[e + 1] = row;
             }
+            long submitNs = UnitPhases.ON ? System.nanoTime() : 0;
             Mlx.asyncEval(submit);
+            long readNs = UnitPhases.ON ? System.nanoTime() : 0;
+            if (UnitPhases.ON) {
+                UnitPhases.add(UnitPhases.STEP_WAIT, readNs - submitNs);
+            }
             List<MlxArray> now = new ArrayList<>(currentLogprobs.size() + 1);
             now.add(inputs);
             for (MlxArray a : currentLogprobs) {
@@ -528,6 +533,9 @@ final class GenerationBatch implements AutoCloseable {
                 }
             }
             Mlx.eval(now.toArray(new MlxArray[0]));
+            if (UnitPhases.ON) {
+                UnitPhases.add(UnitPhases.STEP_READ, System.nanoTime() - readNs);
+            }
             return read != null ? read : inputs.toIntArray();
         }
     }
