@@ -6,9 +6,10 @@ import java.util.Locale;
 /**
  * Profiling only ({@code -Dmlxring.unitTrace=true}): where one batch unit's wall time goes, for
  * the unit trace's line ({@code scripts/bench/unit_trace.py} sums it by the kind of unit). Each
- * phase is the time from the previous mark to its own; {@code stepWait} and {@code stepRead} split
- * the decode step's two blocking calls out of {@code step} (the submission of the next forward,
- * which waits while MLX has the step in flight, and the read of the current tokens).
+ * phase is the time from the previous mark to its own; {@code stepWait} and {@code stepRead} are
+ * the two blocking calls of every pipelined step the unit ran (the submission of the next forward,
+ * which waits while MLX has the step before it in flight, and the read of the current tokens):
+ * parts of {@code step}, and of {@code join} when joining rows ran their first step alone.
  *
  * <p>Off by default: {@link #ON} is a constant, so the engine's calls, each behind {@code if
  * (UnitPhases.ON)}, cost nothing then. Exec thread only (the unit's caller); a static because the
@@ -31,9 +32,9 @@ final class UnitPhases {
     static final int COPY_SNAPSHOTS = 5;
     /** Checkpoints and this unit's segment and finished-row snapshots. */
     static final int PUBLISH = 6;
-    /** Inside {@link #STEP}: {@code async_eval} of the next forward (MLX waits for the one in flight). */
+    /** Inside {@link #STEP} or {@link #JOIN}: {@code async_eval} of a step's forward (MLX waits for the one in flight). */
     static final int STEP_WAIT = 7;
-    /** Inside {@link #STEP}: evaluating and reading the current tokens and logprobs. */
+    /** Inside {@link #STEP} or {@link #JOIN}: evaluating and reading a step's current tokens and logprobs. */
     static final int STEP_READ = 8;
 
     private static final String[] NAMES = {
