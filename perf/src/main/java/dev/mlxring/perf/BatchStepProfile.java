@@ -34,16 +34,22 @@ import java.util.Map;
  * MLXR_FAST_BLOCK_PHASES=1} in the environment and {@code --numerics fast}, the fused blocks'
  * time by phase over the timed steps.
  *
+ * <p>With {@code --join on}, then: the last row leaves ({@code filter}), two steps run, a new row
+ * of {@code --prompt-tokens} tokens prefilled alone joins ({@code extend}), and the step after the
+ * join is evaluated a primitive at a time, the join's cache writes included (in a served batch
+ * they run with that step), then the step after it.
+ *
  * <pre>
  * BatchStepProfile --model DIR [--numerics exact|fast] [--rows 16] [--prompt-tokens 64] [--steps 32]
- *                  [--peak-gflops G]
+ *                  [--peak-gflops G] [--join off|on]
  * </pre>
  */
 public final class BatchStepProfile {
-    record Options(Path model, Numerics numerics, int rows, int promptTokens, int steps, double peakGflops) {}
+    record Options(
+            Path model, Numerics numerics, int rows, int promptTokens, int steps, double peakGflops, boolean join) {}
 
     private static final String USAGE = "BatchStepProfile --model DIR [--numerics exact|fast] [--rows 16]"
-            + " [--prompt-tokens 64] [--steps 32] [--peak-gflops G]";
+            + " [--prompt-tokens 64] [--steps 32] [--peak-gflops G] [--join on|off]";
 
     private BatchStepProfile() {}
 
@@ -117,6 +123,14 @@ public final class BatchStepProfile {
                     }
                 }
                 printPrimitives(model, batch, next, rows);
+                if (o.join() && rows >= 2) {
+                    next = join(model, o, batch, next);
+                    System.out.println("the step after a row left and another joined:");
+                    printPrimitives(model, batch, next, next.length);
+                    next = step(model, batch, next, next.length);
+                    System.out.println("the step after that:");
+                    printPrimitives(model, batch, next, next.length);
+                }
             } finally {
                 if (batch != null) {
                     for (KvCache c : batch) {
@@ -163,6 +177,47 @@ public final class BatchStepProfile {
                 }
             }
         }
+    }
+
+    /**
+     * The last row leaves, two steps run, then a row of {@code --prompt-tokens} tokens prefilled
+     * alone joins, its caches merged into a one-row batch and appended ({@code extend}); returns the
+     * rows' next tokens (the joiner's last: its prompt's greedy next). The join's cache writes are
+     * built, not evaluated.
+     */
+    private static int[] join(LanguageModel model, Options o, KvCache[] batch, int[] next) {
+        int rows = next.length;
+        int[] keep = new int[rows - 1];
+        for (int i = 0; i < keep.length; i++) {
+            keep[i] = i;
+        }
+        for (KvCache c : batch) {
+            ((BatchKvCache) c).filter(keep);
+        }
+        int[] tokens = java.util.Arrays.copyOf(next, rows - 1);
+        tokens = step(model, batch, tokens, rows - 1);
+        tokens = step(model, batch, tokens, rows - 1);
+        int[] prompt = DecodeBenchmark.splitmix64Prompt(4242, o.promptTokens(), model.vocabSize());
+        KvCache[] alone = model.newCache();
+        int first;
+        try {
+            try (ArrayScope s = ArrayScope.open()) {
+                MlxArray logits = model.forward(Mlx.fromInts(prompt, 1, prompt.length), alone);
+                first = Mlx.argmax(logits, -1, false).toIntArray()[prompt.length - 1];
+            }
+            for (int layer = 0; layer < batch.length; layer++) {
+                try (ArrayScope s = ArrayScope.open()) {
+                    ((BatchKvCache) batch[layer]).extend(BatchKvCache.merge((DenseKvCache) alone[layer]));
+                }
+            }
+        } finally {
+            for (KvCache c : alone) {
+                c.close();
+            }
+        }
+        int[] joined = java.util.Arrays.copyOf(tokens, rows);
+        joined[rows - 1] = first;
+        return joined;
     }
 
     /** One greedy decode step of all rows: their next tokens. */
@@ -260,6 +315,7 @@ public final class BatchStepProfile {
         int promptTokens = 64;
         int steps = 32;
         double peak = 0;
+        boolean join = false;
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -269,12 +325,18 @@ public final class BatchStepProfile {
                 case "--prompt-tokens" -> promptTokens = f.positive();
                 case "--steps" -> steps = f.positive();
                 case "--peak-gflops" -> peak = Double.parseDouble(f.value());
+                case "--join" ->
+                    join = switch (f.value()) {
+                        case "on" -> true;
+                        case "off" -> false;
+                        default -> throw new IllegalArgumentException("--join must be on or off, got " + f.value());
+                    };
                 default -> throw f.unknown();
             }
         }
         if (model == null) {
             throw new IllegalArgumentException("--model DIR is needed");
         }
-        return new Options(model, numerics, rows, promptTokens, steps, peak);
+        return new Options(model, numerics, rows, promptTokens, steps, peak, join);
     }
 }
