@@ -60,6 +60,9 @@ struct BlockSpec {
   bool layouts;     // the projections' dequantized layouts (mlxr_dequantized.h) follow, exact block only
   int bits[kProjections], group_size[kProjections];
   Isa isa;
+  // The fast block's activations for its projections: 0 float32, 1 rounded to 8 bits per block
+  // of 32 (mlxr_fastq8.h, --numerics fast-q8). Fast block only.
+  int acts = 0;
   // Rows of a batch cache (mlx-lm's BatchKVCache): row b's positions are left_padding[b] ..
   // offset + L - 1, its rope positions start at offset - left_padding[b], and attention reads no
   // position before left_padding[b]. Empty for a single-row cache (no padding). Fast block only.
@@ -116,7 +119,7 @@ struct BlockSpec {
 
 // The entry points' scalar arguments. ints: heads, kv_heads, head_dim,
 // rope_dims, rope_traditional, qk_norm, qkv_bias, offset, causal, rope_freqs,
-// then bits and group size per projection (14), then layouts. floats:
+// then bits and group size per projection (14), then layouts, then acts. floats:
 // norm_eps, attn_scale, rope_base, rope_scale. The isa is the caller's; errors
 // name `who`.
 inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights, const char* who) {
@@ -135,12 +138,13 @@ inline BlockSpec parse_spec(const int* ints, const float* floats, int n_weights,
     s.group_size[p] = ints[11 + 2 * p];
   }
   s.layouts = ints[10 + 2 * kProjections] != 0;
+  s.acts = ints[11 + 2 * kProjections];
   s.norm_eps = floats[0];
   s.attn_scale = floats[1];
   s.rope_base = floats[2];
   s.rope_scale = floats[3];
   if (s.heads <= 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.head_dim % 8 != 0 || s.rope_dims <= 0 ||
-      s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || ints[7] < 0)
+      s.rope_dims > s.head_dim || s.rope_dims % 2 != 0 || ints[7] < 0 || s.acts < 0 || s.acts > 1)
     throw std::invalid_argument(std::string(who) + ": unsupported head layout");
   if (n_weights != s.weight_count())
     throw std::invalid_argument(std::string(who) + ": " + std::to_string(n_weights) + " weights, expected " +

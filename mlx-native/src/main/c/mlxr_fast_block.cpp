@@ -452,7 +452,7 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   auto mm = [&](int first, int n, const float* xin, int K, float* const* ys) {
     Weight ws[3];
     for (int i = 0; i < n; i++) ws[i] = weight(first + i, ys[i]);
-    matmul(xin, M, K, ws, n, s.isa);
+    matmul(xin, M, K, ws, n, s.isa, static_cast<Activations>(s.acts));
     for (int i = 0; i < n; i++) {
       const int p = first + i;
       if (!s.qkv_bias || p > kV) continue;

@@ -10,6 +10,8 @@
 // MLXR_KERNEL_ISA=avx2 forces the latter, as for the exact kernels). Cases it
 // does not cover get MLX's own op (exact bytes) from mlxr_fastnum_quantized_matmul;
 // the Java side sends other widths and group sizes to the exact kernels.
+// --numerics fast-q8 takes the same primitive with its activations rounded to
+// 8-bit integers (mlxr_fastq8.h), through matmul's Activations::Q8.
 
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include "mlx/primitives.h"
 #include "mlxr_cpu_task.h"
 #include "mlxr_fastnum.h"
+#include "mlxr_fastq8.h"
 #include "mlxr_guard.h"
 #include "mlxr_isa.h"
 #include "mlxr_qmm.h"
@@ -142,7 +145,58 @@ void prepare(const float* x, int M, int K, int bits, int group_size, int lanes, 
   }
 }
 
-void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa) {
+}  // namespace mlxr::fastnum
+
+namespace mlxr::fastq8 {
+
+bool covered(int bits, int group_size) {
+  return (bits == 4 || bits == 8) && (group_size == 32 || group_size == 64 || group_size == 128);
+}
+
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") != 0;
+  }();
+  return vnni && fastnum::cpu_has(Isa::Avx512);
+#else
+  return false;
+#endif
+}
+
+// The n weights (one run sharing bits and group size) by the 8-bit-activation kernels.
+void matmul(const float* x, int M, int K, const fastnum::Weight* weights, int n, Isa isa) {
+  thread_local Acts acts;  // per calling thread (MLX's stream thread), reused: no allocation once grown
+  quantize_avx2(x, M, K, weights[0].bits, weights[0].group_size, acts);
+  Problem ps[fastnum::kMaxProblems];
+  for (int i = 0; i < n; i++) {
+    const fastnum::Weight& w = weights[i];
+    ps[i] = Problem{acts.xq.data(), acts.d.data(), acts.sq.data(), acts.xg.data(), w.w, w.scales, w.biases, w.param,
+                    w.out, w.out_dt, M, w.N, K, w.bits, w.group_size};
+  }
+  const bool ran = isa == Isa::Avx512 && cpu_has_avx512_vnni() ? run_avx512(ps, n) : run_avx2(ps, n);
+  if (!ran) throw std::logic_error("[fastq8] called for a case its kernels do not cover");
+}
+
+}  // namespace mlxr::fastq8
+
+namespace mlxr::fastnum {
+
+void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa, Activations acts) {
+  if (acts == Activations::Q8) {
+    // K is a multiple of a covered group size (32, 64 or 128), hence of the activations' blocks.
+    if (K % fastq8::kBlock != 0) throw std::logic_error("[fastq8] K is not a multiple of 32");
+    for (int first = 0; first < n;) {
+      int last = first + 1;
+      while (last < n && last - first < kMaxProblems && weights[last].bits == weights[first].bits &&
+             weights[last].group_size == weights[first].group_size)
+        last++;
+      fastq8::matmul(x, M, K, weights + first, last - first, isa);
+      first = last;
+    }
+    return;
+  }
   const int lanes = isa == Isa::Avx512 ? kLanesAvx512 : kLanesAvx2;
   for (int first = 0; first < n;) {
     // The longest run of weights that share a preparation of the activations.
@@ -192,8 +246,9 @@ void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa)
 // views are copied to row-major order at eval, as the exact primitive does,
 // rather than by extra graph nodes (each one more task per matmul on MLX's
 // stream thread).
+template <Activations Acts>
 struct FastKernels {
-  static constexpr const char* kName = "FastQuantizedMatmul";
+  static constexpr const char* kName = Acts == Activations::Q8 ? "FastQ8QuantizedMatmul" : "FastQuantizedMatmul";
 
   static void compute(mx::array& out, const mx::array& x, const mx::array& w, const mx::array& scales,
                       const mx::array& biases, int group_size, int bits, Isa isa) {
@@ -208,11 +263,12 @@ struct FastKernels {
     std::vector<uint16_t> s16, b16;
     const Weight weight{row_major<uint32_t, uint32_t>(w, wcopy), params(scales, s16, s32), params(biases, b16, b32),
                         dt_of(scales.dtype()), N, bits, group_size, out.data<void>(), dt_of(out.dtype())};
-    matmul(row_major_floats(x, xcopy), int(x.size() / K), K, &weight, 1, isa);
+    matmul(row_major_floats(x, xcopy), int(x.size() / K), K, &weight, 1, isa, Acts);
   }
 };
 
-using FastQuantizedMatmul = QuantizedMatmulPrimitive<FastKernels>;
+using FastQuantizedMatmul = QuantizedMatmulPrimitive<FastKernels<Activations::F32>>;
+using FastQ8QuantizedMatmul = QuantizedMatmulPrimitive<FastKernels<Activations::Q8>>;
 
 }  // namespace mlxr::fastnum
 
@@ -242,11 +298,22 @@ int mlxr_fastnum_covers(int bits, int group_size) {
 // by the fast kernels when they cover the case (a 2-D weight, floating group
 // parameters, a CPU stream, a CPU with the set); else MLX's op as is.
 // isa: 0 = the default set (mlxr_fastnum_isa), 1 = AVX2, 2 = AVX-512.
+mlxr_array mlxr_fastnum_quantized_matmul_acts(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
+                                              int group_size, int bits, int isa_code, int acts_code);
+
 mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
                                          int group_size, int bits, int isa_code) {
+  return mlxr_fastnum_quantized_matmul_acts(x, w, scales, biases, group_size, bits, isa_code, 0);
+}
+
+// The same with the activations as acts_code says: 0 float32 (above), 1 rounded to 8-bit
+// integers per block of 32 (--numerics fast-q8, mlxr_fastq8.h).
+mlxr_array mlxr_fastnum_quantized_matmul_acts(mlxr_array x, mlxr_array w, mlxr_array scales, mlxr_array biases,
+                                              int group_size, int bits, int isa_code, int acts_code) {
   return mlxr::guard_array([&]() -> mx::array {
     using mlxr::Isa;
     if (isa_code < 0 || isa_code > 2) throw std::invalid_argument("isa must be 0, 1 or 2, got " + std::to_string(isa_code));
+    if (acts_code < 0 || acts_code > 1) throw std::invalid_argument("acts must be 0 or 1, got " + std::to_string(acts_code));
     Isa isa = isa_code == 0 ? mlxr::fastnum::default_isa() : static_cast<Isa>(isa_code);
     if (isa_code != 0 && !mlxr::fastnum::cpu_has(isa)) {
       throw std::invalid_argument(std::string("isa: this CPU does not have ") +
@@ -260,9 +327,13 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
       // x (as MLX's op has it), w, and the group parameters as stored (MLX's graph would
       // astype them to the output's dtype on every call, a full pass; the kernels widen them
       // exactly).
-      return mx::array(shape, xin.dtype(),
-                       std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(stream, group_size, bits, isa),
-                       {xin, wa, sa, *ba});
+      std::shared_ptr<mx::Primitive> prim;
+      if (acts_code == 1) {
+        prim = std::make_shared<mlxr::fastnum::FastQ8QuantizedMatmul>(stream, group_size, bits, isa);
+      } else {
+        prim = std::make_shared<mlxr::fastnum::FastQuantizedMatmul>(stream, group_size, bits, isa);
+      }
+      return mx::array(shape, xin.dtype(), std::move(prim), {xin, wa, sa, *ba});
     };
     bool kernel = isa != Isa::None && mlxr::fastnum::covered(bits, group_size);
     if (kernel) {
@@ -288,7 +359,7 @@ mlxr_array mlxr_fastnum_quantized_matmul(mlxr_array x, mlxr_array w, mlxr_array 
 // covered case did not silently take another op).
 int mlxr_is_fastnum_quantized_matmul(mlxr_array a) {
   auto& arr = *static_cast<mx::array*>(a);
-  return mlxr::fastnum::FastQuantizedMatmul::computes(arr) ? 1 : 0;
+  return mlxr::fastnum::FastQuantizedMatmul::computes(arr) || mlxr::fastnum::FastQ8QuantizedMatmul::computes(arr) ? 1 : 0;
 }
 
 }  // extern "C"

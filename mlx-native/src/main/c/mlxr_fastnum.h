@@ -117,10 +117,16 @@ struct Weight {
   Dt out_dt;
 };
 
+// How a matmul treats its activations: as float32 (--numerics fast), or rounded to 8-bit integers
+// per block of 32 (--numerics fast-q8, mlxr_fastq8.h). Numbered as the Java side's
+// FastKernels.Activations.
+enum class Activations : int { F32 = 0, Q8 = 1 };
+
 // out = x[M, K] (row-contiguous floats) times each of the n weights, by isa's
 // kernels over the worker pool, in one pass when they share a width and group
 // size (the activations prepared once); throws std::logic_error when a case is
-// not covered.
-void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa);
+// not covered. Activations::Q8 takes the 8-bit-activation kernels (mlxr_fastq8.h): AVX-512
+// with VNNI where isa is AVX-512 and the CPU has VNNI, else AVX2 (the same bytes either way).
+void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa, Activations acts = Activations::F32);
 
 }  // namespace mlxr::fastnum

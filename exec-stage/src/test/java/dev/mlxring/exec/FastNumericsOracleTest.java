@@ -68,6 +68,13 @@ import org.junit.jupiter.params.provider.ValueSource;
 class FastNumericsOracleTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final double MIN_ARGMAX_AGREEMENT = 0.95;
+    /**
+     * The 8-bit-activation tier's largest mean KL(float64 rendering || q8), in nats: a hundredth of
+     * a nat (measured 2e-4 to 4.2e-3 over the cells; the default model 3.9e-3).
+     */
+    private static final double Q8_MAX_KL = 0.01;
+    /** The 8-bit-activation tier's argmax matches the reference's at least this share of the exact tier's count. */
+    private static final double Q8_MIN_REFERENCE_ARGMAX = 0.9;
 
     private static Path work;
 
@@ -142,6 +149,91 @@ class FastNumericsOracleTest {
         compare(name + ", one token at a time", exact.stepwise(), fast.stepwise(), f64, f32, float32Activations);
         compare(name + ", batched rows", exact.batched(), fast.batched(), f64, f32, float32Activations);
         batchedAgreesWithAlone(name, fast, distance(exact.stepwise(), f64.logits(), f64.vocab()).rms, f64);
+        Logits q8 = logits(modelDir, Numerics.FAST_Q8, prompts);
+        compareQ8(name + ", teacher-forced", exact.forced(), q8.forced(), f64, float32Activations);
+        compareQ8(name + ", one token at a time", exact.stepwise(), q8.stepwise(), f64, float32Activations);
+        compareQ8(name + ", batched rows", exact.batched(), q8.batched(), f64, float32Activations);
+        q8BatchedAgreesWithAlone(name, q8, f64);
+    }
+
+    /**
+     * The 8-bit-activation tier ({@link Numerics#FAST_Q8}) against the float64 rendering of the
+     * unrounded model: its kernels' own oracle is FastQ8KernelsTest (their arithmetic, rendered
+     * in float64); here the cost of rounding the activations, over a whole model. Mean KL(reference
+     * || q8) at most {@link #Q8_MAX_KL}, and its argmax equal to the reference's at no fewer
+     * positions than {@link #Q8_MIN_REFERENCE_ARGMAX} of the exact tier's count.
+     */
+    private static void compareQ8(
+            String what, List<float[]> exact, List<float[]> q8, Reference f64, boolean float32Activations) {
+        int vocab = f64.vocab();
+        Distance de = distance(exact, f64.logits(), vocab);
+        Distance dq = distance(q8, f64.logits(), vocab);
+        int exactRef = 0;
+        int q8Ref = 0;
+        int agree = 0;
+        int positions = 0;
+        for (int p = 0; p < f64.prompts().size(); p++) {
+            for (int i = 0; i < f64.prompts().get(p).length; i++) {
+                int e = argmax(exact.get(p), i, vocab);
+                int q = argmax(q8.get(p), i, vocab);
+                int r = argmax(f64.logits().get(p), i, vocab);
+                exactRef += e == r ? 1 : 0;
+                q8Ref += q == r ? 1 : 0;
+                agree += q == e ? 1 : 0;
+                positions++;
+            }
+        }
+        System.out.printf(
+                Locale.ROOT,
+                "FastNumericsOracleTest %s, fast-q8: vs the float64 rendering RMS %.4g KL %.4g (exact RMS %.4g KL"
+                        + " %.4g); argmax = float64 argmax: q8 %d, exact %d of %d; q8 = exact at %d%n",
+                what,
+                dq.rms,
+                dq.kl,
+                de.rms,
+                de.kl,
+                q8Ref,
+                exactRef,
+                positions,
+                agree);
+        assertTrue(
+                dq.kl <= Q8_MAX_KL,
+                what + ": the fast-q8 tier's mean KL to the float64 rendering " + dq.kl + " exceeds " + Q8_MAX_KL);
+        assertTrue(
+                q8Ref >= Q8_MIN_REFERENCE_ARGMAX * exactRef,
+                what + ": the fast-q8 tier's argmax equals the float64 rendering's at " + q8Ref
+                        + " positions, the exact tier's at " + exactRef);
+    }
+
+    /**
+     * The 8-bit-activation tier's batched rows against the same rows alone: the same logits bit for
+     * bit (each output's arithmetic in its kernels does not depend on the other rows of a call).
+     */
+    private static void q8BatchedAgreesWithAlone(String name, Logits q8, Reference f64) {
+        int vocab = f64.vocab();
+        int positions = 0;
+        int equal = 0;
+        for (int p = 0; p < f64.prompts().size(); p++) {
+            int length = f64.prompts().get(p).length;
+            for (int i = prefillLength(p, length); i < length; i++) {
+                boolean same = java.util.Arrays.equals(
+                        q8.batched().get(p),
+                        i * vocab,
+                        (i + 1) * vocab,
+                        q8.stepwise().get(p),
+                        i * vocab,
+                        (i + 1) * vocab);
+                equal += same ? 1 : 0;
+                positions++;
+            }
+        }
+        System.out.printf(
+                Locale.ROOT,
+                "FastNumericsOracleTest %s, fast-q8 batched rows vs alone: logits equal bit for bit at %d/%d%n",
+                name,
+                equal,
+                positions);
+        assertEquals(positions, equal, name + ": the fast-q8 tier's batched rows differ from the same rows alone");
     }
 
     /**

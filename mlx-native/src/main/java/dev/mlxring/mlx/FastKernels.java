@@ -20,7 +20,8 @@ public final class FastKernels {
     private FastKernels() {}
 
     private static final MethodHandle QUANTIZED_MATMUL = NativeLibrary.handle(
-            "mlxr_fastnum_quantized_matmul", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT, INT, INT));
+            "mlxr_fastnum_quantized_matmul_acts",
+            FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, ADDR, INT, INT, INT, INT));
     private static final MethodHandle IS_FAST =
             NativeLibrary.handle("mlxr_is_fastnum_quantized_matmul", FunctionDescriptor.of(INT, ADDR));
     private static final MethodHandle COVERS =
@@ -42,20 +43,56 @@ public final class FastKernels {
      */
     public static MlxArray quantizedMatmul(
             MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
-        return quantizedMatmul(x, w, scales, biases, groupSize, bits, 0);
+        return quantizedMatmul(x, w, scales, biases, groupSize, bits, 0, 0);
+    }
+
+    /**
+     * As {@link #quantizedMatmul(MlxArray, MlxArray, MlxArray, MlxArray, int, int)} with the
+     * activations as {@code tier} has them ({@link Numerics#FAST_Q8}: rounded to 8-bit integers
+     * per block of 32, {@code mlxr_fastq8.h}); {@code tier} must be {@linkplain Numerics#fast fast}.
+     */
+    public static MlxArray quantizedMatmul(
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, Numerics tier) {
+        if (!tier.fast()) {
+            throw new IllegalArgumentException("the fast kernels do not compute the " + tier.cliName() + " tier");
+        }
+        return quantizedMatmul(x, w, scales, biases, groupSize, bits, 0, tier.activationsCode());
     }
 
     /** As {@link #quantizedMatmul(MlxArray, MlxArray, MlxArray, MlxArray, int, int)} by {@code isa}'s kernels. */
     public static MlxArray quantizedMatmul(
             MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, KernelIsa isa) {
-        return quantizedMatmul(x, w, scales, biases, groupSize, bits, isa.code);
+        return quantizedMatmul(x, w, scales, biases, groupSize, bits, isa.code, 0);
+    }
+
+    /** As {@link #quantizedMatmul(MlxArray, MlxArray, MlxArray, MlxArray, int, int, Numerics)} by {@code isa}'s kernels. */
+    public static MlxArray quantizedMatmul(
+            MlxArray x,
+            MlxArray w,
+            MlxArray scales,
+            MlxArray biases,
+            int groupSize,
+            int bits,
+            KernelIsa isa,
+            Numerics tier) {
+        if (!tier.fast()) {
+            throw new IllegalArgumentException("the fast kernels do not compute the " + tier.cliName() + " tier");
+        }
+        return quantizedMatmul(x, w, scales, biases, groupSize, bits, isa.code, tier.activationsCode());
     }
 
     private static MlxArray quantizedMatmul(
-            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, int isa) {
+            MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, int isa, int acts) {
         try {
             return MlxArray.own((MemorySegment) QUANTIZED_MATMUL.invokeExact(
-                    x.handle(), w.handle(), scales.handle(), MlxArray.handleOrNull(biases), groupSize, bits, isa));
+                    x.handle(),
+                    w.handle(),
+                    scales.handle(),
+                    MlxArray.handleOrNull(biases),
+                    groupSize,
+                    bits,
+                    isa,
+                    acts));
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }

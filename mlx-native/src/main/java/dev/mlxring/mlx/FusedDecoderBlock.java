@@ -18,7 +18,8 @@ import java.util.List;
  * {@link Numerics#EXACT} ({@code mlxr_exact_block.cpp}) runs the graph's own native exact
  * computations in the graph's order, so its bytes are the graph's (float32, float16 or bfloat16
  * activations, over the projections' dequantized layouts where it is given them);
- * {@link Numerics#FAST} ({@code mlxr_fast_block.cpp}) the fast tier's kernels, everything between
+ * {@link Numerics#FAST} and {@link Numerics#FAST_Q8} ({@code mlxr_fast_block.cpp}) the fast tier's
+ * kernels (the latter with its projections' activations rounded to 8 bits), everything between
  * its projections in float32. It returns the block's output and the cache's key and value buffers
  * with the new (roped) keys and values written at positions {@code offset ..}, as mlx-lm's
  * {@code update_and_fetch} writes them: in the input buffers where nothing else holds them, else
@@ -54,6 +55,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
     private static final int FIRST_PROJECTION_INT = 10;
     /** Then whether the projections' dequantized layouts follow the other weights. */
     private static final int LAYOUTS_INT = FIRST_PROJECTION_INT + 2 * 7;
+
+    private static final int ACTS_INT = LAYOUTS_INT + 1;
 
     /**
      * The block's attention layout and constants.
@@ -101,7 +104,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * tier's kernels (a shim built with its native ops off has no exact block).
      */
     public static boolean available(Numerics numerics) {
-        if (numerics == Numerics.FAST) {
+        if (numerics.fast()) {
             return FastKernels.selected().isPresent();
         }
         try {
@@ -116,7 +119,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
      * groups of {@code groupSize} (asked of the shim, whose kernels decide).
      */
     public static boolean covers(Numerics numerics, int bits, int groupSize) {
-        if (numerics == Numerics.FAST) {
+        if (numerics.fast()) {
             return FastKernels.covers(bits, groupSize);
         }
         try {
@@ -146,16 +149,16 @@ public final class FusedDecoderBlock implements AutoCloseable {
             MlxArray[] qkNorm,
             MlxArray[] qkvBias,
             MlxArray ropeFreqs) {
-        if (ropeFreqs != null && numerics == Numerics.FAST) {
+        if (ropeFreqs != null && numerics.fast()) {
             throw new IllegalArgumentException("the fast tier's fused block takes no rope frequencies");
         }
-        this.entry = numerics == Numerics.FAST ? FAST_BLOCK : EXACT_BLOCK;
+        this.entry = numerics.fast() ? FAST_BLOCK : EXACT_BLOCK;
         this.numerics = numerics;
         if (projections.size() != 7) {
             throw new IllegalArgumentException("a block has 7 projections, got " + projections.size());
         }
         boolean layouts = projections.stream().allMatch(p -> p.layout() != null);
-        if (layouts && numerics == Numerics.FAST) {
+        if (layouts && numerics.fast()) {
             throw new IllegalArgumentException("the fast tier's fused block takes no dequantized layouts");
         }
         weightCount = 2
@@ -187,9 +190,10 @@ public final class FusedDecoderBlock implements AutoCloseable {
             }
         }
         // ints: heads, kv_heads, head_dim, rope_dims, rope_traditional, qk_norm, qkv_bias, offset,
-        // causal, rope_freqs, then (bits, group_size) per projection, then layouts; floats:
+        // causal, rope_freqs, then (bits, group_size) per projection, then layouts, then the fast
+        // kernels' activations code; floats:
         // norm_eps, attn_scale, rope_base, rope_scale (mlxr_block.h's parse_spec)
-        ints = arena.allocate(ValueLayout.JAVA_INT, LAYOUTS_INT + 1);
+        ints = arena.allocate(ValueLayout.JAVA_INT, ACTS_INT + 1);
         int[] head = {
             layout.heads(),
             layout.kvHeads(),
@@ -214,6 +218,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
                     projections.get(p).groupSize());
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, LAYOUTS_INT, layouts ? 1 : 0);
+        ints.setAtIndex(ValueLayout.JAVA_INT, ACTS_INT, numerics.activationsCode());
         floats = arena.allocate(ValueLayout.JAVA_FLOAT, 4);
         float[] f = {layout.normEps(), layout.attnScale(), layout.ropeBase(), layout.ropeScale()};
         MemorySegment.copy(f, 0, floats, ValueLayout.JAVA_FLOAT, 0, f.length);
@@ -432,7 +437,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
     }
 
     /**
-     * The {@link Numerics#FAST} block over the rows of a left-padded batch cache (mlx-lm's {@code
+     * The {@linkplain Numerics#fast fast} block over the rows of a left-padded batch cache (mlx-lm's {@code
      * BatchKVCache}): {@code {h, keys', values'}} as {@link #forward}, with row {@code b}'s rope at
      * positions {@code offset - leftPadding[b] ..} and its causal attention over its own positions
      * {@code leftPadding[b] .. offset + L - 1} only (none of its padding read), the new keys and
@@ -449,7 +454,7 @@ public final class FusedDecoderBlock implements AutoCloseable {
     /** The fast block's call over a batch's rows; slots NULL: the rows in order. */
     private MlxArray[] fastRows(
             MlxArray x, MlxArray keys, MlxArray values, int offset, int[] leftPadding, MemorySegment slots, int base) {
-        if (numerics != Numerics.FAST) {
+        if (!numerics.fast()) {
             throw new IllegalStateException("the exact tier's block takes a batch's rope offsets and mask");
         }
         ints.setAtIndex(ValueLayout.JAVA_INT, OFFSET_INT, offset);

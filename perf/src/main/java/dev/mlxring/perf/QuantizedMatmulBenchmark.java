@@ -43,8 +43,8 @@ public final class QuantizedMatmulBenchmark {
         }
 
         MlxArray matmul(MlxArray x, MlxArray[] q, int bits) {
-            return numerics == Numerics.FAST
-                    ? FastKernels.quantizedMatmul(x, q[0], q[1], q[2], 32, bits)
+            return numerics.fast()
+                    ? FastKernels.quantizedMatmul(x, q[0], q[1], q[2], 32, bits, numerics)
                     : kernels.quantizedMatmul(x, q[0], q[1], q[2], true, 32, bits);
         }
     }

@@ -72,10 +72,11 @@ final class DecodeCommand {
             return switch (flag) {
                 case "exact" -> new Variant(flag, CpuKernels.NATIVE, Numerics.EXACT);
                 case "fast" -> new Variant(flag, CpuKernels.NATIVE, Numerics.FAST);
+                case "fast-q8" -> new Variant(flag, CpuKernels.NATIVE, Numerics.FAST_Q8);
                 case "mlx" -> new Variant(flag, CpuKernels.MLX, Numerics.EXACT);
                 default ->
                     throw new UsageException(
-                            "--variants takes exact, fast and mlx (comma-separated), got '" + flag + "'");
+                            "--variants takes exact, fast, fast-q8 and mlx (comma-separated), got '" + flag + "'");
             };
         }
     }

@@ -52,7 +52,7 @@ class DecodeCommandTest {
     void badArgumentsAreUsageErrorsNamingThem() throws IOException {
         Path gguf = Files.writeString(dir.resolve("m.gguf"), "not really");
         refused(
-                "--variants takes exact, fast and mlx (comma-separated), got 'turbo'",
+                "--variants takes exact, fast, fast-q8 and mlx (comma-separated), got 'turbo'",
                 "bench",
                 "decode",
                 "--variants",

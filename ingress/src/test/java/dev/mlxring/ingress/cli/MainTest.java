@@ -83,26 +83,28 @@ class MainTest {
                 .contains("--cpu-kernels must be one of [mlx, native], got 'fast'"));
     }
 
-    /** --numerics fast runs; it is refused with MLX's kernels and by an unknown name. */
+    /** --numerics fast and fast-q8 run; they are refused with MLX's kernels, and an unknown name is. */
     @Test
     void numericsFastIsOptInAndChecked() throws Exception {
-        CliRun r = run(
-                "generate",
-                "--prompt-tokens",
-                "1,9690,198,504,3575,282",
-                "--max-tokens",
-                "4",
-                "--json",
-                "--numerics",
-                "fast");
-        assertEquals(0, r.status(), r.err());
-        assertEquals(4, JSON.readTree(r.out()).get("generated_tokens").size());
-        CliRun mlx = run("generate", "--prompt", "x", "--numerics", "fast", "--cpu-kernels", "mlx");
-        assertEquals(2, mlx.status());
-        assertTrue(mlx.err().contains("--numerics fast needs --cpu-kernels native"), mlx.err());
+        for (String tier : new String[] {"fast", "fast-q8"}) {
+            CliRun r = run(
+                    "generate",
+                    "--prompt-tokens",
+                    "1,9690,198,504,3575,282",
+                    "--max-tokens",
+                    "4",
+                    "--json",
+                    "--numerics",
+                    tier);
+            assertEquals(0, r.status(), r.err());
+            assertEquals(4, JSON.readTree(r.out()).get("generated_tokens").size());
+            CliRun mlx = run("generate", "--prompt", "x", "--numerics", tier, "--cpu-kernels", "mlx");
+            assertEquals(2, mlx.status());
+            assertTrue(mlx.err().contains("--numerics " + tier + " needs --cpu-kernels native"), mlx.err());
+        }
         CliRun bad = run("generate", "--prompt", "x", "--numerics", "quick");
         assertEquals(2, bad.status());
-        assertTrue(bad.err().contains("--numerics must be one of [exact, fast], got 'quick'"), bad.err());
+        assertTrue(bad.err().contains("--numerics must be one of [exact, fast, fast-q8], got 'quick'"), bad.err());
     }
 
     /**
