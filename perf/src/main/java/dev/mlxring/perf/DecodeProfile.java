@@ -43,7 +43,7 @@ import java.util.Map;
  *
  * <pre>
  * DecodeProfile --model DIR [--prompt-tokens 128] [--gen-tokens 64] [--runs 3] [--seed 42] [--build-loop-s S] [--ops RUNS]
- *               [--numerics exact|fast] [--dequantized-weights off|on]
+ *               [--numerics exact|fast|fast-q8] [--dequantized-weights off|on]
  * </pre>
  */
 public final class DecodeProfile {

@@ -24,7 +24,7 @@ import java.util.Map;
  * plain steps minus one.
  *
  * <pre>
- * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast]
+ * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast|fast-q8]
  * </pre>
  */
 public final class VerifyForwardProfile {
