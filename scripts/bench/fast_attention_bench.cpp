@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int l = 0; l < layers; l++) {
       const size_t at = hot ? 0 : size_t(l);
-      fn::Attention a{&s,   B,           1,      offset, capacity, ranges, s.left_padding.data(), q.data(),
+      fn::Attention a{&s, B, 1, offset, capacity, ranges, 0, s.left_padding.data(), q.data(),
                       keys[at].data(), values[at].data(), dt,     parts.data(), out.data()};
       mlxr::qmm::parallel_chunks(B * Hkv * ranges, fn::attend_chunk, &a);
       fn::merge_parts(a);

@@ -23,7 +23,8 @@ through the request's "speculative" field: {"method": "off"} and {"method": "ngr
 configurations' order reversed every other round, so a load drift on a shared machine falls on
 both sides. Decode tok/s of a request: (content tokens - 1) / (last token time - first token
 time). Reported per (numerics, workload, configuration): the median over rounds and the spread
-(min..max), the speed-up against `off` of the same numerics (ratio of medians), and for ngram the
+(min..max), the speed-up against `off` of the same numerics (ratio of medians), whether every
+answer of the configuration, over rounds and streams, is the one answer `off` gave, and for ngram the
 acceptance rate (accepted / proposed tokens, from usage.speculative, summed over rounds). Greedy
 requests stop proposing when their acceptance stays low (the server's adaptive stop), so `story`
 shows the adaptive switch at work.
@@ -60,11 +61,11 @@ def decode_tps(times):
 
 
 def stream_chat(base, body):
-    """POST a streaming chat with include_usage: (content-token arrival times, usage)."""
+    """POST a streaming chat with include_usage: (content-token arrival times, usage, text)."""
     body = dict(body, model="default_model", stream=True, stream_options={"include_usage": True})
     req = urllib.request.Request(base + "/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
-    times, usage = [], None
+    times, usage, text = [], None, []
     with urllib.request.urlopen(req, timeout=1800) as resp:
         for raw in resp:
             line = raw.decode().strip()
@@ -74,9 +75,10 @@ def stream_chat(base, body):
             choices = chunk.get("choices") or []
             if choices and (choices[0].get("delta") or {}).get("content"):
                 times.append(time.monotonic())
+                text.append(choices[0]["delta"]["content"])
             if chunk.get("usage"):
                 usage = chunk["usage"]
-    return times, usage
+    return times, usage, "".join(text)
 
 
 def run_streams(base, body, n):
@@ -91,11 +93,11 @@ def run_streams(base, body, n):
         t.start()
     for t in threads:
         t.join()
-    firsts = [times[0] for times, _ in results if times]
-    lasts = [times[-1] for times, _ in results if times]
-    tokens = sum(len(times) for times, _ in results)
+    firsts = [times[0] for times, _, _ in results if times]
+    lasts = [times[-1] for times, _, _ in results if times]
+    tokens = sum(len(times) for times, _, _ in results)
     span = max(lasts) - min(firsts) if firsts else 0
-    return (tokens / span if span > 0 else 0.0), [usage for _, usage in results]
+    return (tokens / span if span > 0 else 0.0), [usage for _, usage, _ in results], [t for _, _, t in results]
 
 
 def main():
@@ -115,6 +117,7 @@ def main():
     configs = [0] + ks
     tps = {}  # (numerics, k, workload) -> [tok/s per round]
     spec = {}  # (numerics, k, workload) -> [proposed, accepted] summed over rounds
+    texts = {}  # (numerics, k, workload) -> the distinct answers over rounds and streams
     for numerics in a.numerics.split(","):
         flags = ["--numerics", numerics, "--speculative", "ngram", "--prompt-cache-size", "0"]
         with served(a.model, a.port, flags) as base:
@@ -124,11 +127,12 @@ def main():
                         body = {"messages": messages, "max_tokens": a.max_tokens, "temperature": 0,
                                 "speculative": {"method": "ngram", "num_tokens": k} if k else {"method": "off"}}
                         if a.streams > 1:
-                            rate, usages = run_streams(base, body, a.streams)
+                            rate, usages, outs = run_streams(base, body, a.streams)
                         else:
-                            times, usage = stream_chat(base, body)
-                            rate, usages = decode_tps(times), [usage]
+                            times, usage, text = stream_chat(base, body)
+                            rate, usages, outs = decode_tps(times), [usage], [text]
                         tps.setdefault((numerics, k, name), []).append(rate)
+                        texts.setdefault((numerics, k, name), set()).update(outs)
                         for usage in usages:
                             s = (usage or {}).get("speculative")
                             if k and s:
@@ -138,8 +142,9 @@ def main():
                     print("round %d %s k=%d: %s" % (r + 1, numerics, k,
                           {w: round(tps[(numerics, k, w)][-1], 1) for w in work}), flush=True)
     what = "aggregate decode tok/s over %d streams" % a.streams if a.streams > 1 else "decode tok/s"
-    lines = ["| numerics | workload | speculation | %s median (min..max) | vs off | acceptance |" % what,
-             "|---|---|---|---|---|---|"]
+    lines = ["| numerics | workload | speculation | %s median (min..max) | vs off | acceptance |"
+             " answer = off's |" % what,
+             "|---|---|---|---|---|---|---|"]
     for numerics in a.numerics.split(","):
         for name in work:
             base_med = statistics.median(tps[(numerics, 0, name)])
@@ -150,8 +155,10 @@ def main():
                 if k:
                     p, n = spec.get((numerics, k, name), (0, 0))
                     acc = "%d/%d = %.0f%%" % (n, p, 100.0 * n / p) if p else "0/0"
-                lines.append("| %s | %s | %s | %.1f (%.1f..%.1f) | %.2fx | %s |" % (
-                    numerics, name, "ngram k=%d" % k if k else "off", med, min(v), max(v), med / base_med, acc))
+                same = texts[(numerics, k, name)] == texts[(numerics, 0, name)] and len(texts[(numerics, 0, name)]) == 1
+                lines.append("| %s | %s | %s | %.1f (%.1f..%.1f) | %.2fx | %s | %s |" % (
+                    numerics, name, "ngram k=%d" % k if k else "off", med, min(v), max(v), med / base_med, acc,
+                    "" if not k else ("yes" if same else "no")))
     table = "\n".join(lines)
     print(table)
     if a.out:

@@ -318,6 +318,7 @@ struct Attention {
   const BlockSpec* spec;
   int B, L, offset, capacity;
   int ranges;          // position ranges per kv head
+  int range_positions;  // > 0: range r is a row's positions r * range_positions .. (fixed_ranges)
   const int* left_padding;  // [B]: row b's first position, or null (every row from 0)
   const float* q;      // [B * L, heads * D], roped
   const void* keys;    // the cache [B, kv_heads, capacity, D] of dt, row-contiguous, positions
@@ -341,11 +342,18 @@ void attend_chunk(void* ctx, int chunk) {
   // the row's positions start .. offset + L - 1 (no work on its left padding), cut into R ranges
   const int start = a.left_padding != nullptr ? a.left_padding[b] : 0;
   const int n_row = a.offset + a.L - start;
-  const int p0 = start + range_start(n_row, r, R), p1 = start + range_start(n_row, r + 1, R);
+  int p0, p1;
+  if (a.range_positions > 0) {
+    p0 = std::min(start + r * a.range_positions, a.offset + a.L);
+    p1 = std::min(p0 + a.range_positions, a.offset + a.L);
+  } else {
+    p0 = start + range_start(n_row, r, R);
+    p1 = start + range_start(n_row, r + 1, R);
+  }
   const size_t at = ((size_t(s.slot(b)) * Hkv + kvh) * a.capacity + s.base + p0) * row;
   const char* kc = static_cast<const char*>(a.keys) + at;
   const char* vc = static_cast<const char*>(a.values) + at;
-  float* p = mlxr::qmm::thread_scratch(size_t(p1 - p0) + 1);
+  float* p = mlxr::qmm::thread_scratch(size_t(std::max(0, p1 - p0)) + 1);
   const AttendPart part_kernel = attend_part_for(D, a.dt);
   for (int h = kvh * group; h < (kvh + 1) * group; h++) {
     for (int l = 0; l < a.L; l++) {
@@ -392,6 +400,17 @@ void merge_parts(const Attention& a) {
 
 // Ranges no shorter than this many positions (a range's fixed costs are a few rows' work).
 constexpr int kMinRangePositions = 32;
+
+// The 8-bit-activation tier's ranges (fixed_ranges): positions per range, counted from each row's
+// first position. A query's parts, and so its output's bytes, then depend only on its own row and
+// position: not on the batch's other rows nor on how many of its row's positions came in one call
+// (a prompt chunk, a verify round or a decode step), which the adaptive ranges below change.
+constexpr int kFixedRangePositions = 512;
+
+// Ranges per kv head for rows spanning `positions` at most, kFixedRangePositions each.
+int fixed_ranges(int positions) {
+  return std::max(1, (positions + kFixedRangePositions - 1) / kFixedRangePositions);
+}
 
 // Position ranges per kv head: two chunks per pool thread where the positions allow.
 int attention_ranges(int B, int kv_heads, int positions) {
@@ -500,9 +519,11 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   float* attn = scratch(as, size_t(M) * H * Dh);
   const int* pads = per_row ? s.left_padding.data() : nullptr;
   const int min_pad = per_row ? *std::min_element(s.left_padding.begin(), s.left_padding.end()) : 0;
-  const int ranges = attention_ranges(B, Hkv, offset + L - min_pad);
+  const bool invariant = s.acts == static_cast<int>(Activations::Q8);
+  const int ranges = invariant ? fixed_ranges(offset + L - min_pad) : attention_ranges(B, Hkv, offset + L - min_pad);
   float* parts = scratch(ps, size_t(M) * H * ranges * (Dh + 2));
-  Attention a{&s, B, L, offset, capacity, ranges, pads, q, out[1].data<void>(), out[2].data<void>(), act, parts, attn};
+  Attention a{&s,   B,    L, offset, capacity, ranges, invariant ? kFixedRangePositions : 0, pads, q, out[1].data<void>(),
+              out[2].data<void>(), act, parts, attn};
   mlxr::qmm::parallel_chunks(B * Hkv * ranges, attend_chunk, &a);
   merge_parts(a);
   mark(2);

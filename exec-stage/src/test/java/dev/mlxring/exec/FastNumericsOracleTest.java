@@ -113,6 +113,27 @@ class FastNumericsOracleTest {
         check(work.resolve("models").resolve(name), "--prompts", file, !name.contains("-bf16-"));
     }
 
+    /**
+     * Rows longer than one of the 8-bit-activation tier's attention ranges (512 positions): three
+     * prompts of 1100, 700 and 40 tokens on the tiny llama, each position's logits the same bytes in
+     * one forward, one token at a time and as a batch's rows.
+     */
+    @org.junit.jupiter.api.Test
+    void q8LongRowsSameBytesWhateverTheCall() {
+        SplittableRandom rnd = new SplittableRandom(1100);
+        List<int[]> prompts = new ArrayList<>();
+        for (int length : new int[] {1100, 700, 40}) {
+            int[] p = new int[length];
+            for (int t = 0; t < length; t++) {
+                p[t] = rnd.nextInt(512);
+            }
+            prompts.add(p);
+        }
+        q8SameBytesWhateverTheCall(
+                "llama-f32-q4g32, long rows",
+                logits(work.resolve("models").resolve("llama-f32-q4g32"), Numerics.FAST_Q8, prompts));
+    }
+
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"smollm2-135m-instruct"})
     void defaultModel(String name) throws Exception {
@@ -153,7 +174,7 @@ class FastNumericsOracleTest {
         compareQ8(name + ", teacher-forced", exact.forced(), q8.forced(), f64, float32Activations);
         compareQ8(name + ", one token at a time", exact.stepwise(), q8.stepwise(), f64, float32Activations);
         compareQ8(name + ", batched rows", exact.batched(), q8.batched(), f64, float32Activations);
-        q8BatchedAgreesWithAlone(name, q8, f64);
+        q8SameBytesWhateverTheCall(name, q8);
     }
 
     /**
@@ -206,34 +227,36 @@ class FastNumericsOracleTest {
     }
 
     /**
-     * The 8-bit-activation tier's batched rows against the same rows alone: the same logits bit for
-     * bit (each output's arithmetic in its kernels does not depend on the other rows of a call).
+     * The 8-bit-activation tier's logits of every position, whatever call computed them: the whole
+     * prompt in one forward, one token per forward, or its row among others in a batch (a prefix
+     * prefilled, then a token per step) give the same bytes. Its kernels' outputs do not depend on
+     * the call's other rows, and its attention cuts a row's positions into fixed ranges counted
+     * from the row's first (mlxr_fast_block.cpp), so a verify round's logits are the decode steps'.
      */
-    private static void q8BatchedAgreesWithAlone(String name, Logits q8, Reference f64) {
-        int vocab = f64.vocab();
+    private static void q8SameBytesWhateverTheCall(String name, Logits q8) {
         int positions = 0;
-        int equal = 0;
-        for (int p = 0; p < f64.prompts().size(); p++) {
-            int length = f64.prompts().get(p).length;
-            for (int i = prefillLength(p, length); i < length; i++) {
-                boolean same = java.util.Arrays.equals(
-                        q8.batched().get(p),
-                        i * vocab,
-                        (i + 1) * vocab,
-                        q8.stepwise().get(p),
-                        i * vocab,
-                        (i + 1) * vocab);
-                equal += same ? 1 : 0;
-                positions++;
-            }
+        int forcedEqual = 0;
+        int batchedEqual = 0;
+        for (int p = 0; p < q8.stepwise().size(); p++) {
+            float[] alone = q8.stepwise().get(p);
+            assertEquals(alone.length, q8.forced().get(p).length);
+            assertEquals(alone.length, q8.batched().get(p).length);
+            positions += 1;
+            forcedEqual += java.util.Arrays.equals(q8.forced().get(p), alone) ? 1 : 0;
+            batchedEqual += java.util.Arrays.equals(q8.batched().get(p), alone) ? 1 : 0;
         }
         System.out.printf(
                 Locale.ROOT,
-                "FastNumericsOracleTest %s, fast-q8 batched rows vs alone: logits equal bit for bit at %d/%d%n",
+                "FastNumericsOracleTest %s, fast-q8: prompts whose every logit is the same bytes in one forward and one"
+                        + " token at a time %d/%d, batched and alone %d/%d%n",
                 name,
-                equal,
+                forcedEqual,
+                positions,
+                batchedEqual,
                 positions);
-        assertEquals(positions, equal, name + ": the fast-q8 tier's batched rows differ from the same rows alone");
+        assertEquals(
+                positions, forcedEqual, name + ": fast-q8 logits of a whole prompt differ from one token at a time");
+        assertEquals(positions, batchedEqual, name + ": fast-q8 logits of batched rows differ from the rows alone");
     }
 
     /**
