@@ -229,7 +229,7 @@ class FastNumericsOracleTest {
     /**
      * The 8-bit-activation tier's logits of every position, whatever call computed them: the whole
      * prompt in one forward, one token per forward, or its row among others in a batch (a prefix
-     * prefilled, then a token per step) give the same bytes. Its kernels' outputs do not depend on
+     * prefilled, then a token per step, or three per step as a verify round) give the same bytes. Its kernels' outputs do not depend on
      * the call's other rows, and its attention cuts a row's positions into fixed ranges counted
      * from the row's first (mlxr_fast_block.cpp), so a verify round's logits are the decode steps'.
      */
@@ -237,6 +237,7 @@ class FastNumericsOracleTest {
         int positions = 0;
         int forcedEqual = 0;
         int batchedEqual = 0;
+        int threeEqual = 0;
         for (int p = 0; p < q8.stepwise().size(); p++) {
             float[] alone = q8.stepwise().get(p);
             assertEquals(alone.length, q8.forced().get(p).length);
@@ -244,19 +245,27 @@ class FastNumericsOracleTest {
             positions += 1;
             forcedEqual += java.util.Arrays.equals(q8.forced().get(p), alone) ? 1 : 0;
             batchedEqual += java.util.Arrays.equals(q8.batched().get(p), alone) ? 1 : 0;
+            threeEqual += java.util.Arrays.equals(q8.batchedThree().get(p), alone) ? 1 : 0;
         }
         System.out.printf(
                 Locale.ROOT,
                 "FastNumericsOracleTest %s, fast-q8: prompts whose every logit is the same bytes in one forward and one"
-                        + " token at a time %d/%d, batched and alone %d/%d%n",
+                        + " token at a time %d/%d, batched and alone %d/%d, batched three tokens a forward and alone"
+                        + " %d/%d%n",
                 name,
                 forcedEqual,
                 positions,
                 batchedEqual,
+                positions,
+                threeEqual,
                 positions);
         assertEquals(
                 positions, forcedEqual, name + ": fast-q8 logits of a whole prompt differ from one token at a time");
         assertEquals(positions, batchedEqual, name + ": fast-q8 logits of batched rows differ from the rows alone");
+        assertEquals(
+                positions,
+                threeEqual,
+                name + ": fast-q8 logits of batched rows fed three tokens a forward differ from the rows alone");
     }
 
     /**
@@ -425,8 +434,12 @@ class FastNumericsOracleTest {
         return new Reference(prompts, logits, vocab);
     }
 
-    /** Every position's logits of each prompt: teacher-forced, one token at a time, and as batched rows. */
-    record Logits(List<float[]> forced, List<float[]> stepwise, List<float[]> batched) {}
+    /**
+     * Every position's logits of each prompt: teacher-forced, one token at a time, as batched rows,
+     * and (fast-q8 only, else null) as batched rows fed three tokens per forward, a verify round's
+     * shape.
+     */
+    record Logits(List<float[]> forced, List<float[]> stepwise, List<float[]> batched, List<float[]> batchedThree) {}
 
     /**
      * Teacher-forced: one forward of the whole prompt into fresh caches. Stepwise: the prompt fed
@@ -463,7 +476,11 @@ class FastNumericsOracleTest {
                 }
                 stepwise.add(steps);
             }
-            return new Logits(forced, stepwise, batched(model, prompts));
+            return new Logits(
+                    forced,
+                    stepwise,
+                    batched(model, prompts),
+                    numerics == Numerics.FAST_Q8 ? batched(model, prompts, 3) : null);
         }
     }
 
@@ -474,6 +491,11 @@ class FastNumericsOracleTest {
      * until all are through (a row past its prompt is fed token 0, its logits dropped).
      */
     private static List<float[]> batched(LanguageModel model, List<int[]> prompts) {
+        return batched(model, prompts, 1);
+    }
+
+    /** As {@link #batched(LanguageModel, List)}, every row fed {@code perStep} tokens per forward (a verify round's shape). */
+    private static List<float[]> batched(LanguageModel model, List<int[]> prompts, int perStep) {
         int rows = prompts.size();
         float[][] out = new float[rows][];
         int[] start = new int[rows];
@@ -484,7 +506,7 @@ class FastNumericsOracleTest {
             for (int p = 0; p < rows; p++) {
                 int[] prompt = prompts.get(p);
                 start[p] = prefillLength(p, prompt.length);
-                steps = Math.max(steps, prompt.length - start[p]);
+                steps = Math.max(steps, (prompt.length - start[p] + perStep - 1) / perStep);
                 alone[p] = model.newCache();
                 try (ArrayScope s = ArrayScope.open()) {
                     MlxArray l = model.forward(
@@ -506,19 +528,23 @@ class FastNumericsOracleTest {
                 }
             }
             for (int step = 0; step < steps; step++) {
-                int[] tokens = new int[rows];
+                int[] tokens = new int[rows * perStep];
                 for (int p = 0; p < rows; p++) {
-                    int at = start[p] + step;
-                    tokens[p] = at < prompts.get(p).length ? prompts.get(p)[at] : 0;
+                    for (int j = 0; j < perStep; j++) {
+                        int at = start[p] + step * perStep + j;
+                        tokens[p * perStep + j] = at < prompts.get(p).length ? prompts.get(p)[at] : 0;
+                    }
                 }
                 try (ArrayScope s = ArrayScope.open()) {
-                    float[] all = Mlx.astype(model.forward(Mlx.fromInts(tokens, rows, 1), batch), Dtype.FLOAT32)
+                    float[] all = Mlx.astype(model.forward(Mlx.fromInts(tokens, rows, perStep), batch), Dtype.FLOAT32)
                             .toFloatArray();
-                    int vocab = all.length / rows;
+                    int vocab = all.length / rows / perStep;
                     for (int p = 0; p < rows; p++) {
-                        int at = start[p] + step;
-                        if (at < prompts.get(p).length) {
-                            System.arraycopy(all, p * vocab, out[p], at * vocab, vocab);
+                        for (int j = 0; j < perStep; j++) {
+                            int at = start[p] + step * perStep + j;
+                            if (at < prompts.get(p).length) {
+                                System.arraycopy(all, (p * perStep + j) * vocab, out[p], at * vocab, vocab);
+                            }
                         }
                     }
                 }
