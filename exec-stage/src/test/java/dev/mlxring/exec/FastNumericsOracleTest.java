@@ -189,21 +189,11 @@ class FastNumericsOracleTest {
         int vocab = f64.vocab();
         Distance de = distance(exact, f64.logits(), vocab);
         Distance dq = distance(q8, f64.logits(), vocab);
-        int exactRef = 0;
-        int q8Ref = 0;
-        int agree = 0;
-        int positions = 0;
-        for (int p = 0; p < f64.prompts().size(); p++) {
-            for (int i = 0; i < f64.prompts().get(p).length; i++) {
-                int e = argmax(exact.get(p), i, vocab);
-                int q = argmax(q8.get(p), i, vocab);
-                int r = argmax(f64.logits().get(p), i, vocab);
-                exactRef += e == r ? 1 : 0;
-                q8Ref += q == r ? 1 : 0;
-                agree += q == e ? 1 : 0;
-                positions++;
-            }
-        }
+        Argmaxes a = argmaxes(exact, q8, f64);
+        int exactRef = a.exactRef();
+        int q8Ref = a.oursRef();
+        int agree = a.agree();
+        int positions = a.positions();
         System.out.printf(
                 Locale.ROOT,
                 "FastNumericsOracleTest %s, fast-q8: vs the float64 rendering RMS %.4g KL %.4g (exact RMS %.4g KL"
@@ -336,21 +326,11 @@ class FastNumericsOracleTest {
         Distance df = distance(fast, f64.logits(), vocab);
         Distance de32 = distance(exact, f32.logits(), vocab);
         Distance df32 = distance(fast, f32.logits(), vocab);
-        int agree = 0;
-        int exactRef = 0;
-        int fastRef = 0;
-        int positions = 0;
-        for (int p = 0; p < prompts.size(); p++) {
-            for (int i = 0; i < prompts.get(p).length; i++) {
-                int e = argmax(exact.get(p), i, vocab);
-                int f = argmax(fast.get(p), i, vocab);
-                int r = argmax(f64.logits().get(p), i, vocab);
-                agree += e == f ? 1 : 0;
-                exactRef += e == r ? 1 : 0;
-                fastRef += f == r ? 1 : 0;
-                positions++;
-            }
-        }
+        Argmaxes a = argmaxes(exact, fast, f64);
+        int agree = a.agree();
+        int exactRef = a.exactRef();
+        int fastRef = a.oursRef();
+        int positions = a.positions();
         double agreement = (double) agree / positions;
         System.out.printf(
                 Locale.ROOT,
@@ -396,6 +376,29 @@ class FastNumericsOracleTest {
     }
 
     record Reference(List<int[]> prompts, List<double[]> logits, int vocab) {}
+
+    /** Over every position: ours' argmax = the exact tier's, the exact tier's = the reference's, ours' = the reference's. */
+    record Argmaxes(int agree, int exactRef, int oursRef, int positions) {}
+
+    private static Argmaxes argmaxes(List<float[]> exact, List<float[]> ours, Reference f64) {
+        int vocab = f64.vocab();
+        int agree = 0;
+        int exactRef = 0;
+        int oursRef = 0;
+        int positions = 0;
+        for (int p = 0; p < f64.prompts().size(); p++) {
+            for (int i = 0; i < f64.prompts().get(p).length; i++) {
+                int e = argmax(exact.get(p), i, vocab);
+                int o = argmax(ours.get(p), i, vocab);
+                int r = argmax(f64.logits().get(p), i, vocab);
+                agree += e == o ? 1 : 0;
+                exactRef += e == r ? 1 : 0;
+                oursRef += o == r ? 1 : 0;
+                positions++;
+            }
+        }
+        return new Argmaxes(agree, exactRef, oursRef, positions);
+    }
 
     /** mlx-lm's rendering of the model in {@code dtype}, run live over the prompts (or texts). */
     private static Reference reference(Path modelDir, String promptFlag, Path promptFile, String dtype)

@@ -166,12 +166,12 @@ class FastKernelsTest {
     }
 
     /** The weight q of row {@code rowWord}'s element k: MLX packs element j of a word at bits j * bits. */
-    private static int quant(int[] w, int rowWord, int k, int bits) {
+    static int quant(int[] w, int rowWord, int k, int bits) {
         int perWord = 32 / bits;
         return (w[rowWord + k / perWord] >>> (bits * (k % perWord))) & ((1 << bits) - 1);
     }
 
-    private static float[] gaussian(SplittableRandom rnd, int n, double mag) {
+    static float[] gaussian(SplittableRandom rnd, int n, double mag) {
         float[] v = new float[n];
         for (int i = 0; i < n; i++) {
             v[i] = (float) (rnd.nextGaussian() * mag);

@@ -106,14 +106,15 @@ class FastQ8KernelsTest {
                 w[i] = rnd.nextInt();
             }
             MlxArray weight = Mlx.astype(Mlx.fromInts(w, c.n, words), Dtype.UINT32);
-            MlxArray scales = Mlx.astype(Mlx.fromFloats(gaussian(rnd, c.n * groups, 0.02), c.n, groups), c.params);
+            MlxArray scales = Mlx.astype(
+                    Mlx.fromFloats(FastKernelsTest.gaussian(rnd, c.n * groups, 0.02), c.n, groups), c.params);
             float[] sv = Mlx.astype(scales, Dtype.FLOAT32).toFloatArray();
             float[] bv = new float[sv.length];
             for (int i = 0; i < bv.length; i++) {
                 bv[i] = (float) (-sv[i] * centre + rnd.nextGaussian() * 0.002);
             }
             MlxArray biases = Mlx.astype(Mlx.fromFloats(bv, c.n, groups), c.params);
-            float[] xv = gaussian(rnd, c.m * c.k, 1.0);
+            float[] xv = FastKernelsTest.gaussian(rnd, c.m * c.k, 1.0);
             // Row 0's first block all zeros (scale 0), and one activation far above the rest.
             Arrays.fill(xv, 0, 32, 0f);
             if (c.k >= 64) {
@@ -150,7 +151,7 @@ class FastQ8KernelsTest {
                             long dot = 0;
                             double centredMag = 0;
                             for (int k = b * 32; k < b * 32 + 32; k++) {
-                                int q = quant(w, n * words, k, c.bits) - centre;
+                                int q = FastKernelsTest.quant(w, n * words, k, c.bits) - centre;
                                 dot += (long) q * xq.q[k];
                                 centredMag += Math.abs((double) ss[g] * q);
                             }
@@ -168,7 +169,8 @@ class FastQ8KernelsTest {
                         }
                         for (int k = 0; k < c.k; k++) {
                             int g = n * groups + k / c.groupSize;
-                            exact += xs[m * c.k + k] * ((double) ss[g] * quant(w, n * words, k, c.bits) + bs[g]);
+                            exact += xs[m * c.k + k]
+                                    * ((double) ss[g] * FastKernelsTest.quant(w, n * words, k, c.bits) + bs[g]);
                         }
                         double v = got[m * c.n + n];
                         double err = Math.abs(v - ref);
@@ -234,19 +236,5 @@ class FastQ8KernelsTest {
             absSums[i / groupSize] += Math.abs(xs[from + i]);
         }
         return new Quantized(q, d, sums, absSums);
-    }
-
-    /** The weight q of row {@code rowWord}'s element k: MLX packs element j of a word at bits j * bits. */
-    private static int quant(int[] w, int rowWord, int k, int bits) {
-        int perWord = 32 / bits;
-        return (w[rowWord + k / perWord] >>> (bits * (k % perWord))) & ((1 << bits) - 1);
-    }
-
-    private static float[] gaussian(SplittableRandom rnd, int n, double mag) {
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (float) (rnd.nextGaussian() * mag);
-        }
-        return v;
     }
 }
