@@ -281,8 +281,11 @@ std::vector<mx::array> block_outputs(const BlockSpec& s, int offset, const mx::a
     if (int(s.left_padding.size()) != x.shape(0))
       throw std::invalid_argument(w + ": " + std::to_string(s.left_padding.size()) + " left paddings for " +
                                   std::to_string(x.shape(0)) + " rows");
+    // A row's first position lies among those stored or those this call writes (a batch's first
+    // prompt chunk pads its shorter rows past the offset).
     for (int pad : s.left_padding)
-      if (pad < 0 || pad > offset) throw std::invalid_argument(w + ": a left padding outside 0 .. offset");
+      if (pad < 0 || pad >= offset + x.shape(1))
+        throw std::invalid_argument(w + ": a left padding outside 0 .. offset + L - 1");
   }
   const mx::Dtype act = activations_dtype(x, weights);
   if (ka.dtype() != act) throw std::invalid_argument(w + ": cache dtype differs from the activations'");

@@ -52,7 +52,11 @@ namespace mx = mlx::core;
 
 using namespace mlxr::block;
 
-// Scratch of the calling thread (MLX's stream thread runs every block).
+// Scratch of the calling thread (MLX's stream thread runs every block), kept from call to call
+// up to calls of this many rows (a lone row's prompt chunk), given back after larger ones (~24 KB
+// a row for SmolLM2: a batch's prompt chunk of 16 rows of 512 would hold ~200 MB).
+constexpr int kRetainedRows = 512;
+
 float* scratch(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
@@ -393,7 +397,9 @@ void merge_parts(const Attention& a) {
           sum += part[D + 1] * w;
           for (int d = 0; d < D; d++) o[d] += part[d] * w;
         }
-        const float inv = 1.0f / sum;
+        // A query before its row's first position (the left padding of a batch's first prompt
+        // chunk) sees nothing: zeros, not 0 / 0. Any other query's sum is at least 1.
+        const float inv = sum > 0 ? 1.0f / sum : 0.0f;
         for (int d = 0; d < D; d++) o[d] *= inv;
       }
 }
@@ -549,6 +555,10 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
   mark(6);
   if (timing) phase_blocks++;
+  if (M > kRetainedRows) {
+    // A batch's prompt chunk: give its scratch back rather than hold it for the decode steps.
+    for (std::vector<float>* v : {&ns, &qs, &ks, &vs, &as, &ps, &hs, &gs, &us, &ex, &ws}) std::vector<float>().swap(*v);
+  }
 }
 
 }  // namespace
@@ -605,8 +615,9 @@ int mlxr_fast_decoder_block(mlxr_array x, mlxr_array keys, mlxr_array values, co
 // (n_rows = B) gives each row's first filled position, so row b's rope positions are
 // offset - left_padding[b] + l and its attention reads positions left_padding[b] .. offset + l
 // only; the new keys and values go to the shared positions offset .. offset + L - 1 of every
-// row. Each padding must lie in 0 .. offset. left_padding null (n_rows 0): no padding, the
-// single-row block above.
+// row. Each padding must lie in 0 .. offset + L - 1 (past offset: a batch's first prompt chunk,
+// whose queries before their row's first position get zeros). left_padding null (n_rows 0): no
+// padding, the single-row block above.
 int mlxr_fast_decoder_block_rows(mlxr_array x, mlxr_array keys, mlxr_array values, const mlxr_array* weights,
                                  int n_weights, const int* ints, const float* floats, const int* left_padding,
                                  int n_rows, mlxr_array* out) {

@@ -219,7 +219,8 @@ class FastNumericsOracleTest {
     /**
      * The 8-bit-activation tier's logits of every position, whatever call computed them: the whole
      * prompt in one forward, one token per forward, or its row among others in a batch (a prefix
-     * prefilled, then a token per step, or three per step as a verify round) give the same bytes. Its kernels' outputs do not depend on
+     * prefilled, then a token per step, or three per step as a verify round; or all rows prefilled
+     * together, left-padded) give the same bytes. Its kernels' outputs do not depend on
      * the call's other rows, and its attention cuts a row's positions into fixed ranges counted
      * from the row's first (mlxr_fast_block.cpp), so a verify round's logits are the decode steps'.
      */
@@ -228,6 +229,7 @@ class FastNumericsOracleTest {
         int forcedEqual = 0;
         int batchedEqual = 0;
         int threeEqual = 0;
+        int togetherEqual = 0;
         for (int p = 0; p < q8.stepwise().size(); p++) {
             float[] alone = q8.stepwise().get(p);
             assertEquals(alone.length, q8.forced().get(p).length);
@@ -236,18 +238,21 @@ class FastNumericsOracleTest {
             forcedEqual += java.util.Arrays.equals(q8.forced().get(p), alone) ? 1 : 0;
             batchedEqual += java.util.Arrays.equals(q8.batched().get(p), alone) ? 1 : 0;
             threeEqual += java.util.Arrays.equals(q8.batchedThree().get(p), alone) ? 1 : 0;
+            togetherEqual += java.util.Arrays.equals(q8.together().get(p), alone) ? 1 : 0;
         }
         System.out.printf(
                 Locale.ROOT,
                 "FastNumericsOracleTest %s, fast-q8: prompts whose every logit is the same bytes in one forward and one"
                         + " token at a time %d/%d, batched and alone %d/%d, batched three tokens a forward and alone"
-                        + " %d/%d%n",
+                        + " %d/%d, prefilled together and alone %d/%d%n",
                 name,
                 forcedEqual,
                 positions,
                 batchedEqual,
                 positions,
                 threeEqual,
+                positions,
+                togetherEqual,
                 positions);
         assertEquals(
                 positions, forcedEqual, name + ": fast-q8 logits of a whole prompt differ from one token at a time");
@@ -256,6 +261,10 @@ class FastNumericsOracleTest {
                 positions,
                 threeEqual,
                 name + ": fast-q8 logits of batched rows fed three tokens a forward differ from the rows alone");
+        assertEquals(
+                positions,
+                togetherEqual,
+                name + ": fast-q8 logits of rows prefilled together differ from the rows alone");
     }
 
     /**
@@ -440,9 +449,14 @@ class FastNumericsOracleTest {
     /**
      * Every position's logits of each prompt: teacher-forced, one token at a time, as batched rows,
      * and (fast-q8 only, else null) as batched rows fed three tokens per forward, a verify round's
-     * shape.
+     * shape, and as the rows of one left-padded batch prefilled together.
      */
-    record Logits(List<float[]> forced, List<float[]> stepwise, List<float[]> batched, List<float[]> batchedThree) {}
+    record Logits(
+            List<float[]> forced,
+            List<float[]> stepwise,
+            List<float[]> batched,
+            List<float[]> batchedThree,
+            List<float[]> together) {}
 
     /**
      * Teacher-forced: one forward of the whole prompt into fresh caches. Stepwise: the prompt fed
@@ -483,7 +497,8 @@ class FastNumericsOracleTest {
                     forced,
                     stepwise,
                     batched(model, prompts),
-                    numerics == Numerics.FAST_Q8 ? batched(model, prompts, 3) : null);
+                    numerics == Numerics.FAST_Q8 ? batched(model, prompts, 3) : null,
+                    numerics == Numerics.FAST_Q8 ? together(model, prompts) : null);
         }
     }
 
@@ -567,6 +582,47 @@ class FastNumericsOracleTest {
             }
         }
         return List.of(out);
+    }
+
+    /**
+     * The prompts as the rows of one batch prefilled together, as requests that arrive at once
+     * are: left-padded to the longest, one forward over empty batch caches; each row's logits at
+     * its own positions.
+     */
+    private static List<float[]> together(LanguageModel model, List<int[]> prompts) {
+        int rows = prompts.size();
+        int longest = prompts.stream().mapToInt(p -> p.length).max().orElseThrow();
+        int[] padding = new int[rows];
+        int[] tokens = new int[rows * longest];
+        for (int p = 0; p < rows; p++) {
+            padding[p] = longest - prompts.get(p).length;
+            System.arraycopy(prompts.get(p), 0, tokens, p * longest + padding[p], prompts.get(p).length);
+        }
+        KvCache[] probe = model.newCache();
+        KvCache[] batch = new KvCache[probe.length];
+        close(probe);
+        try {
+            for (int layer = 0; layer < batch.length; layer++) {
+                batch[layer] = new BatchKvCache(padding.clone());
+            }
+            try (ArrayScope s = ArrayScope.open()) {
+                float[] all = Mlx.astype(model.forward(Mlx.fromInts(tokens, rows, longest), batch), Dtype.FLOAT32)
+                        .toFloatArray();
+                int vocab = all.length / rows / longest;
+                List<float[]> out = new ArrayList<>();
+                for (int p = 0; p < rows; p++) {
+                    out.add(java.util.Arrays.copyOfRange(
+                            all, (p * longest + padding[p]) * vocab, (p + 1) * longest * vocab));
+                }
+                return out;
+            }
+        } finally {
+            for (KvCache c : batch) {
+                if (c != null) {
+                    c.close();
+                }
+            }
+        }
     }
 
     private static void close(KvCache[] caches) {

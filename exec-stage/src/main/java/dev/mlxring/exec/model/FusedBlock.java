@@ -382,17 +382,21 @@ record FusedBlock(
      * Whether this call takes the block over a batch's rows: new positions over a full-precision
      * batch cache ({@link BatchKvCache}: left padding, per-row rope offsets) with something stored,
      * and the batch's boolean mask array and rope offsets; one position per row (a decode step), or
-     * in the exact and fast-q8 tiers up to {@value #MAX_ROW_POSITIONS} (a speculative verification
-     * round of {@code K + 1}; fast-q8's logits are then the same bytes as its decode steps'). Prefill
-     * chunks, rotating and quantized batch caches run the graph, and so does every batch under
-     * {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
+     * in the exact tier up to {@value #MAX_ROW_POSITIONS} (a speculative verification round of
+     * {@code K + 1}). Prefill chunks, rotating and quantized batch caches run the graph, and so does
+     * every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone). fast-q8
+     * takes every full-precision batch call, its first prompt chunk and verify rounds included, so
+     * that a position's logits are the same bytes however its row was batched.
      */
     boolean appliesToRows(MlxArray x, AttentionMask mask, KvCache cache) {
         int positions = x.dim(1);
+        boolean invariant = block.numerics() == Numerics.FAST_Q8;
         return !"false".equals(System.getProperty("mlxring.fusedBatch"))
-                && (positions == 1 || (block.numerics() != Numerics.FAST && positions <= MAX_ROW_POSITIONS))
+                && (positions == 1
+                        || invariant
+                        || (block.numerics() == Numerics.EXACT && positions <= MAX_ROW_POSITIONS))
                 && cache instanceof BatchKvCache batch
-                && !batch.isEmpty()
+                && (invariant || !batch.isEmpty())
                 && x.dim(0) == batch.batchSize()
                 && mask.array() != null
                 && mask.array().dtype() == Dtype.BOOL
@@ -400,7 +404,7 @@ record FusedBlock(
     }
 
     /**
-     * The most positions per row a batch's exact or fast-q8 fused rows take: a verification round of up to 7
+     * The most positions per row a batch's exact fused rows take: a verification round of up to 7
      * proposed tokens ({@code ProposalLength}'s longest); longer inputs are prefill chunks, which
      * stay on the graph.
      */
