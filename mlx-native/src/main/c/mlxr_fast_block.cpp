@@ -53,8 +53,9 @@ namespace mx = mlx::core;
 using namespace mlxr::block;
 
 // Scratch of the calling thread (MLX's stream thread runs every block), kept from call to call
-// up to calls of this many rows (a lone row's prompt chunk), given back after larger ones (~24 KB
-// a row for SmolLM2: a batch's prompt chunk of 16 rows of 512 would hold ~200 MB).
+// up to calls of this many rows (a lone row's prompt chunk); after larger ones (~24 KB a row for
+// SmolLM2: a batch's prompt chunk of 16 rows of 512 would hold ~200 MB) given back at the next
+// smaller call (run_block).
 constexpr int kRetainedRows = 512;
 
 float* scratch(std::vector<float>& v, size_t n) {
@@ -458,6 +459,15 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   const int capacity = out[1].shape(2);
   // Reused by every block of every step: a decode step then allocates nothing here.
   thread_local std::vector<float> ns, qs, ks, vs, as, ps, hs, gs, us, ex, ws;
+  // The rows the buffers were last grown for: the first call of at most kRetainedRows after a
+  // larger one (a batch's prompt chunk) gives the scratch back, once, rather than each block of
+  // that chunk freeing and zero-filling it again.
+  thread_local int scratch_rows = 0;
+  if (M <= kRetainedRows && scratch_rows > kRetainedRows) {
+    for (std::vector<float>* v : {&ns, &qs, &ks, &vs, &as, &ps, &hs, &gs, &us, &ex, &ws}) std::vector<float>().swap(*v);
+    scratch_rows = 0;
+  }
+  scratch_rows = std::max(scratch_rows, M);
   std::vector<float> xcopy;
   // Everything but the weights is read as row-contiguous floats.
   const float* X = row_major_floats(x, xcopy);
@@ -555,10 +565,6 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
   narrow(d, act, out[0].data<void>(), size_t(M) * Dm);
   mark(6);
   if (timing) phase_blocks++;
-  if (M > kRetainedRows) {
-    // A batch's prompt chunk: give its scratch back rather than hold it for the decode steps.
-    for (std::vector<float>* v : {&ns, &qs, &ks, &vs, &as, &ps, &hs, &gs, &us, &ex, &ws}) std::vector<float>().swap(*v);
-  }
 }
 
 }  // namespace
