@@ -53,10 +53,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  *       tier's argmax must match the reference's at least as often as the exact tier's.
  * </ul>
  * The batched rows must also agree with the same rows run alone (one token at a time) in the
- * same tier: for the fast tier, whose batched decode step is its fused block over all rows, the
- * RMS difference between the two over the rows' decode positions must not exceed the exact
- * tier's own RMS distance to the reference (the oracle's tolerance), and their argmax must match
- * at >= 95% of those positions.
+ * same tier: for the fast tier, whose every batch call is its fused block over all rows, in each
+ * of three batch modes (decode steps, verify-round-shaped steps of three tokens a row, and rows
+ * prefilled together from empty caches, left-padded) the RMS difference between the two over the
+ * positions the batch computed must not exceed the exact tier's own RMS distance to the
+ * reference (the oracle's tolerance), and their argmax must match at >= 95% of those positions.
  * The reference the assertions use is the float64 rendering: with float32 activations MLX's
  * float32 rendering rounds as the exact tier does (bit for bit on the tiny models), so it can only
  * say how far a scheme is from the exact tier; its figures are printed beside.
@@ -169,7 +170,11 @@ class FastNumericsOracleTest {
         // The decode step runs other kernel passes than a whole prompt (one activation row).
         compare(name + ", one token at a time", exact.stepwise(), fast.stepwise(), f64, f32, float32Activations);
         compare(name + ", batched rows", exact.batched(), fast.batched(), f64, f32, float32Activations);
-        batchedAgreesWithAlone(name, fast, distance(exact.stepwise(), f64.logits(), f64.vocab()).rms, f64);
+        double tolerance = distance(exact.stepwise(), f64.logits(), f64.vocab()).rms;
+        agreesWithAlone(name, "batched rows", fast.batched(), fast, true, tolerance, f64);
+        agreesWithAlone(
+                name, "batched rows fed three tokens a forward", fast.batchedThree(), fast, true, tolerance, f64);
+        agreesWithAlone(name, "rows prefilled together", fast.together(), fast, false, tolerance, f64);
         Logits q8 = logits(modelDir, Numerics.FAST_Q8, prompts);
         compareQ8(name + ", teacher-forced", exact.forced(), q8.forced(), f64, float32Activations);
         compareQ8(name + ", one token at a time", exact.stepwise(), q8.stepwise(), f64, float32Activations);
@@ -268,11 +273,19 @@ class FastNumericsOracleTest {
     }
 
     /**
-     * The fast tier's batched rows against the same rows alone, over the positions the batch
-     * decoded: RMS difference at most {@code tolerance} (the exact tier's RMS distance to the
-     * reference), argmax equal at >= 95% of them.
+     * The fast tier's rows computed as a batch's against the same rows alone (one token at a time),
+     * over the positions the batch computed ({@code afterPrefix}: those after each row's prefix
+     * prefilled alone, else all): RMS difference at most {@code tolerance} (the exact tier's RMS
+     * distance to the reference), argmax equal at >= 95% of them.
      */
-    private static void batchedAgreesWithAlone(String name, Logits fast, double tolerance, Reference f64) {
+    private static void agreesWithAlone(
+            String name,
+            String mode,
+            List<float[]> batch,
+            Logits fast,
+            boolean afterPrefix,
+            double tolerance,
+            Reference f64) {
         int vocab = f64.vocab();
         double sq = 0;
         long n = 0;
@@ -280,37 +293,35 @@ class FastNumericsOracleTest {
         int positions = 0;
         for (int p = 0; p < f64.prompts().size(); p++) {
             int length = f64.prompts().get(p).length;
-            for (int i = prefillLength(p, length); i < length; i++) {
+            for (int i = afterPrefix ? prefillLength(p, length) : 0; i < length; i++) {
                 for (int v = 0; v < vocab; v++) {
-                    double d = (double) fast.batched().get(p)[i * vocab + v]
+                    double d = (double) batch.get(p)[i * vocab + v]
                             - fast.stepwise().get(p)[i * vocab + v];
                     sq += d * d;
                 }
                 n += vocab;
-                agree += argmax(fast.batched().get(p), i, vocab)
-                                == argmax(fast.stepwise().get(p), i, vocab)
-                        ? 1
-                        : 0;
+                agree +=
+                        argmax(batch.get(p), i, vocab) == argmax(fast.stepwise().get(p), i, vocab) ? 1 : 0;
                 positions++;
             }
         }
         double rms = Math.sqrt(sq / n);
         System.out.printf(
                 Locale.ROOT,
-                "FastNumericsOracleTest %s, fast batched rows vs alone: RMS %.4g (tolerance %.4g), argmax equal at"
-                        + " %d/%d%n",
+                "FastNumericsOracleTest %s, fast %s vs alone: RMS %.4g (tolerance %.4g), argmax equal at %d/%d%n",
                 name,
+                mode,
                 rms,
                 tolerance,
                 agree,
                 positions);
         assertTrue(
                 rms <= tolerance,
-                name + ": the fast tier's batched rows differ from the same rows alone by RMS " + rms
+                name + ": the fast tier's " + mode + " differ from the same rows alone by RMS " + rms
                         + ", beyond the exact tier's distance to the reference " + tolerance);
         assertTrue(
                 agree >= MIN_ARGMAX_AGREEMENT * positions,
-                name + ": the fast tier's batched rows' argmax equals the rows' alone at only " + agree + " of "
+                name + ": the fast tier's " + mode + "' argmax equals the rows' alone at only " + agree + " of "
                         + positions + " positions");
     }
 
@@ -448,8 +459,8 @@ class FastNumericsOracleTest {
 
     /**
      * Every position's logits of each prompt: teacher-forced, one token at a time, as batched rows,
-     * and (fast-q8 only, else null) as batched rows fed three tokens per forward, a verify round's
-     * shape, and as the rows of one left-padded batch prefilled together.
+     * and (the fast tiers only, else null) as batched rows fed three tokens per forward, a verify
+     * round's shape, and as the rows of one left-padded batch prefilled together.
      */
     record Logits(
             List<float[]> forced,
@@ -497,8 +508,8 @@ class FastNumericsOracleTest {
                     forced,
                     stepwise,
                     batched(model, prompts),
-                    numerics == Numerics.FAST_Q8 ? batched(model, prompts, 3) : null,
-                    numerics == Numerics.FAST_Q8 ? together(model, prompts) : null);
+                    numerics.fast() ? batched(model, prompts, 3) : null,
+                    numerics.fast() ? together(model, prompts) : null);
         }
     }
 

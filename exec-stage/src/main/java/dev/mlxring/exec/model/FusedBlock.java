@@ -31,10 +31,11 @@ import java.util.List;
  *
  * <p>Built at load only for blocks it covers (see {@link #of}); a covered block takes it for a
  * single-row full-precision cache ({@link DenseKvCache}) with mask None or "causal", and for a
- * decode step of a batch's rows over a {@link BatchKvCache} ({@link #appliesToRows}: per-row rope
- * offsets, left padding masked; the exact tier with the graph's mask array and offsets, the fast
- * tier skipping the padding); and the graph for everything else (prefill chunks of a batch,
- * rotating or quantized caches, sliding windows). The cache
+ * batch's rows over a {@link BatchKvCache} ({@link #appliesToRows}: per-row rope offsets, left
+ * padding masked; the exact tier's decode steps and verify rounds with the graph's mask array and
+ * offsets, the fast tiers' every call, prompt chunks included, skipping the padding); and the
+ * graph for everything else (the exact tier's prefill chunks of a batch, rotating or quantized
+ * caches, sliding windows). The cache
  * grows as the graph's ({@link DenseKvCache#reserve}) and the primitive writes the new keys and
  * values into its buffers as the graph's two slice updates would (in place only where nothing
  * else holds them), so prefix snapshots and restores see the same buffers.
@@ -380,23 +381,24 @@ record FusedBlock(
 
     /**
      * Whether this call takes the block over a batch's rows: new positions over a full-precision
-     * batch cache ({@link BatchKvCache}: left padding, per-row rope offsets) with something stored,
-     * and the batch's boolean mask array and rope offsets; one position per row (a decode step), or
-     * in the exact tier up to {@value #MAX_ROW_POSITIONS} (a speculative verification round of
-     * {@code K + 1}). Prefill chunks, rotating and quantized batch caches run the graph, and so does
-     * every batch under {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone). fast-q8
-     * takes every full-precision batch call, its first prompt chunk and verify rounds included, so
-     * that a position's logits are the same bytes however its row was batched.
+     * batch cache ({@link BatchKvCache}: left padding, per-row rope offsets) with the batch's
+     * boolean mask array and rope offsets. The exact tier takes up to {@value #MAX_ROW_POSITIONS}
+     * positions per row (a decode step, or a speculative verification round of {@code K + 1}) over
+     * a cache with something stored; its prefill chunks stay on the graph, whose bytes they are.
+     * The fast tiers take every such call, a batch's first prompt chunk and its verify rounds
+     * included (their bytes answer to their own oracle, FastNumericsOracleTest, not the graph's):
+     * rows that prefill together then run the fused kernels as a lone row's prompt does, and under
+     * fast-q8 a position's logits are the same bytes however its row was batched. Rotating and
+     * quantized batch caches run the graph, and so does every batch under
+     * {@code -Dmlxring.fusedBatch=false} (A/B runs of this path alone).
      */
     boolean appliesToRows(MlxArray x, AttentionMask mask, KvCache cache) {
         int positions = x.dim(1);
-        boolean invariant = block.numerics() == Numerics.FAST_Q8;
+        boolean fast = block.numerics().fast();
         return !"false".equals(System.getProperty("mlxring.fusedBatch"))
-                && (positions == 1
-                        || invariant
-                        || (block.numerics() == Numerics.EXACT && positions <= MAX_ROW_POSITIONS))
+                && (fast || positions <= MAX_ROW_POSITIONS)
                 && cache instanceof BatchKvCache batch
-                && (invariant || !batch.isEmpty())
+                && (fast || !batch.isEmpty())
                 && x.dim(0) == batch.batchSize()
                 && mask.array() != null
                 && mask.array().dtype() == Dtype.BOOL
