@@ -127,9 +127,17 @@ public final class ModelCost {
         }
         long kv = 2L * layers * kvHeads * headDim * positions * kvElementBytes;
         long chunk = Math.max(1, Math.min(promptTokens, chunkTokens));
-        long activations = chunk * ((long) vocab + 4L * hidden + 2L * intermediate) * Float.BYTES
-                + (long) heads * chunk * prefillKeys * Float.BYTES;
+        long activations = chunkActivationBytes((int) chunk) + (long) heads * chunk * prefillKeys * Float.BYTES;
         return kv + activations;
+    }
+
+    /**
+     * One prefill chunk's activations of {@code chunkTokens} tokens without the attention scores:
+     * its logits over the vocabulary, four hidden-size and two intermediate-size vectors per token,
+     * in float32. The buffers a forward of that many positions allocates, and frees, each chunk.
+     */
+    public long chunkActivationBytes(int chunkTokens) {
+        return (long) Math.max(1, chunkTokens) * ((long) vocab + 4L * hidden + 2L * intermediate) * Float.BYTES;
     }
 
     private static long size(Path f) {

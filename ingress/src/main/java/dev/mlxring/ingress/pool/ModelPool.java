@@ -458,8 +458,8 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
 
     /**
      * MLX's memory limit is the budget; its cache limit the bytes nothing else may take now (see
-     * {@link MemoryLimits#apply}): a model marked unloading has given its bytes back but holds its
-     * arrays until its close ends.
+     * {@link MemoryLimits#apply}; a model marked unloading has given its bytes back but holds its
+     * arrays until its close ends), and at most {@link #cacheReuseBytes}.
      */
     private void applyLimits() {
         long unloading = 0;
@@ -468,7 +468,33 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
                 unloading += o.residentBytes();
             }
         }
-        limits.apply(budget.totalBytes(), Math.max(0, budget.freeBytes() - unloading));
+        limits.apply(budget.totalBytes(), Math.min(cacheReuseBytes(), Math.max(0, budget.freeBytes() - unloading)));
+    }
+
+    /** The least {@link #cacheReuseBytes} is: a batch step's transient buffers at tens of rows, with room. */
+    public static final long CACHE_REUSE_FLOOR_BYTES = 256L << 20;
+
+    /**
+     * The most freed bytes MLX's cache should keep: what a step frees and the next allocates
+     * again, {@link #CACHE_REUSE_FLOOR_BYTES} or a loaded model's prefill chunk's activations
+     * ({@link ModelCost#chunkActivationBytes}), the larger. MLX's CPU allocator (mlx 0.32.4,
+     * {@code BufferCache}) gives a cached buffer back only for a request within two pages of its
+     * size, so a batch whose shapes change with every row that joins or leaves (KV buffers, the
+     * logits of n rows) fills a cache as large as the budget's room with buffers it never reuses,
+     * and every new shape is fresh memory the kernel zero-fills page by page: the first wave of 32
+     * streams on the default model faulted 582k pages (4.4 s of the MLX thread's system time) and
+     * ran at half the speed of the next wave (docs/benchmarks.md, "MLX's buffer cache under
+     * load"). Freed past this cap, the buffers go back to the C heap, which splits and joins them
+     * for any size.
+     */
+    private long cacheReuseBytes() {
+        long bytes = CACHE_REUSE_FLOOR_BYTES;
+        for (PooledModel o : entries.values()) {
+            if (o.cost != null && o.loaded != null) {
+                bytes = Math.max(bytes, o.cost.chunkActivationBytes(o.loaded.prefillChunkTokens()));
+            }
+        }
+        return bytes;
     }
 
     // ---- off the lock ------------------------------------------------------------------------

@@ -25,10 +25,14 @@ import org.junit.jupiter.api.io.TempDir;
  * MLX's cache limit is the budget's free bytes, re-applied whenever the budget's use changes: MLX's
  * CPU allocator keeps freed buffers up to the limit beside its active memory, so a limit that
  * still counted the admitted requests' peaks as free let the cache and the requests' arrays take
- * the same bytes twice (a server's RSS past the budget under a flood of long prompts).
+ * the same bytes twice (a server's RSS past the budget under a flood of long prompts). And never
+ * more than the bytes a step frees and the next reuses ({@link ModelPool#CACHE_REUSE_FLOOR_BYTES},
+ * or a loaded model's prefill chunk's activations): a cache as large as the room fills with
+ * buffers of shapes no later step asks for.
  */
 class ModelPoolCacheLimitTest {
-    private static final long BUDGET_BYTES = 1L << 30;
+    /** Under the floor: the free bytes decide (the two cases that follow the budget). */
+    private static final long BUDGET_BYTES = 200L << 20;
 
     @TempDir
     Path dir;
@@ -66,6 +70,34 @@ class ModelPoolCacheLimitTest {
         }
     }
 
+    @Test
+    void theCacheLimitStopsAtTheBytesAStepReuses() throws Exception {
+        budgetBytes = 4L << 30;
+        try (ModelPool pool = pool().start()) {
+            assertTrue(BUDGET_BYTES - pool.usedBytes() > 0);
+            long chunk = ModelCost.of(dir.resolve("main")).chunkActivationBytes(512);
+            assertTrue(chunk < ModelPool.CACHE_REUSE_FLOOR_BYTES, "the tiny model's chunk is under the floor");
+            assertEquals(ModelPool.CACHE_REUSE_FLOOR_BYTES, last(), "a room of gigabytes is not the cache's");
+            Admission.Reservation r = pool.route("main").admission().admit(600, 8);
+            assertEquals(ModelPool.CACHE_REUSE_FLOOR_BYTES, last(), "nor is it while a request runs");
+            r.release();
+        }
+    }
+
+    @Test
+    void aModelWhosePrefillChunkFreesMoreRaisesTheCap() throws Exception {
+        budgetBytes = 4L << 30;
+        chunkTokens = 1 << 18;
+        try (ModelPool pool = pool().start()) {
+            long chunk = ModelCost.of(dir.resolve("main")).chunkActivationBytes(chunkTokens);
+            assertTrue(chunk > ModelPool.CACHE_REUSE_FLOOR_BYTES, "256k tokens' activations are over the floor");
+            assertEquals(chunk, last(), "a prefill chunk's freed activations are reused by the next chunk");
+        }
+    }
+
+    private long budgetBytes = BUDGET_BYTES;
+    private int chunkTokens = 512;
+
     private long last() {
         return cacheLimits.getLast();
     }
@@ -77,9 +109,9 @@ class ModelPoolCacheLimitTest {
                 new java.util.LinkedHashSet<>(),
                 spec -> {
                     atLoad.add(cacheLimits.isEmpty() ? -1L : last());
-                    return new Idle();
+                    return new Idle(chunkTokens);
                 },
-                new MemoryBudget(BUDGET_BYTES),
+                new MemoryBudget(budgetBytes),
                 0,
                 (memory, cache) -> cacheLimits.add(cache),
                 ModelPool.DEFAULT_LOAD_RETRY_BACKOFF_NS,
@@ -99,6 +131,12 @@ class ModelPoolCacheLimitTest {
 
     /** A loaded model that serves nothing (the test only admits). */
     private static final class Idle implements ModelPool.Loaded {
+        private final int chunkTokens;
+
+        Idle(int chunkTokens) {
+            this.chunkTokens = chunkTokens;
+        }
+
         private final Engine engine = Engine.builder()
                 .preparer(r -> new PreparedPrompt(new int[] {1}, 1))
                 .planner((r, p) -> ExecutionPlan.builder()
@@ -135,7 +173,7 @@ class ModelPoolCacheLimitTest {
 
         @Override
         public int prefillChunkTokens() {
-            return 512;
+            return chunkTokens;
         }
 
         @Override
