@@ -371,7 +371,10 @@ public final class BatchGenerator implements AutoCloseable {
             throw e;
         }
         return new RowSpeculation(
-                source, how.numDraftTokens(), request.sampling().greedy());
+                source,
+                how.numDraftTokens(),
+                request.sampling().greedy(),
+                dev.mlxring.exec.spec.ForwardCosts.of(model.numerics()));
     }
 
     /**

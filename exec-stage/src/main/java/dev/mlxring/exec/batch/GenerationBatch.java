@@ -3,6 +3,7 @@ package dev.mlxring.exec.batch;
 import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.nn.RowAdapters;
 import dev.mlxring.exec.sample.TokenMask;
+import dev.mlxring.exec.spec.ForwardCosts;
 import dev.mlxring.exec.spec.RoundWidth;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
@@ -32,6 +33,9 @@ import java.util.List;
  */
 final class GenerationBatch implements AutoCloseable {
     private final LanguageModel model;
+    /** The model's tier's forward costs, which a round's width is weighed at. */
+    private final ForwardCosts costs;
+
     final List<Row> rows;
     private RowCaches caches;
     private MlxArray currentTokens;
@@ -48,12 +52,14 @@ final class GenerationBatch implements AutoCloseable {
     /** An empty batch. */
     GenerationBatch(LanguageModel model) {
         this.model = model;
+        this.costs = ForwardCosts.of(model.numerics());
         this.rows = new ArrayList<>();
     }
 
     /** Rows whose prompts are prefilled but for {@code lastTokens}; runs their first step. */
     GenerationBatch(LanguageModel model, List<Row> rows, RowCaches caches, int[] lastTokens) {
         this.model = model;
+        this.costs = ForwardCosts.of(model.numerics());
         this.rows = new ArrayList<>(rows);
         this.caches = caches;
         try (ArrayScope scope = ArrayScope.open()) {
@@ -233,7 +239,7 @@ final class GenerationBatch implements AutoCloseable {
         leaves = new boolean[n];
         Widths wanted = widths(caches.speculativeRoom());
         // The width the wanted lengths could use at most: no source proposes more than a round verifies.
-        int limit = RoundWidth.choose(wanted.lengths, wanted.acceptance, wanted.cuttable);
+        int limit = RoundWidth.choose(costs, wanted.lengths, wanted.acceptance, wanted.cuttable);
         int[][] proposals = new int[n][];
         int[] lengths = new int[n];
         int vocab = model.vocabSize();
@@ -243,7 +249,7 @@ final class GenerationBatch implements AutoCloseable {
             proposals[e] = row.speculating() ? withinVocabulary(row.spec.propose(asked), vocab) : new int[0];
             lengths[e] = proposals[e].length;
         }
-        int k = RoundWidth.choose(lengths, wanted.acceptance, wanted.cuttable);
+        int k = RoundWidth.choose(costs, lengths, wanted.acceptance, wanted.cuttable);
         for (int e = 0; e < n; e++) {
             if (proposals[e].length > k) {
                 proposals[e] = java.util.Arrays.copyOf(proposals[e], k);
@@ -410,7 +416,7 @@ final class GenerationBatch implements AutoCloseable {
             return false;
         }
         Widths w = widths(caches.speculativeRoom());
-        return RoundWidth.choose(w.lengths, w.acceptance, w.cuttable) > 0;
+        return RoundWidth.choose(costs, w.lengths, w.acceptance, w.cuttable) > 0;
     }
 
     /** Counts {@code token} as generated; {@code "length"} or {@code "stop"} when it ends the row, else null. */

@@ -2,6 +2,7 @@ package dev.mlxring.exec.batch;
 
 import dev.mlxring.exec.spec.AdaptiveStop;
 import dev.mlxring.exec.spec.DraftSource;
+import dev.mlxring.exec.spec.ForwardCosts;
 import dev.mlxring.exec.spec.ProposalLength;
 import dev.mlxring.exec.spec.ShadowRound;
 
@@ -30,12 +31,13 @@ final class RowSpeculation implements AutoCloseable {
     /**
      * @param source the row's source, already {@link DraftSource#start started} with its whole prompt
      * @param adaptive whether the row adapts its proposal length and may stop proposing (greedy rows)
+     * @param costs the model's tier's forward costs, which its proposal length is weighed at
      */
-    RowSpeculation(DraftSource source, int numDraftTokens, boolean adaptive) {
+    RowSpeculation(DraftSource source, int numDraftTokens, boolean adaptive, ForwardCosts costs) {
         this.source = source;
         this.numDraftTokens = numDraftTokens;
         this.adaptiveStop = adaptive ? new AdaptiveStop() : null;
-        this.proposalLength = adaptive ? new ProposalLength(numDraftTokens) : null;
+        this.proposalLength = adaptive ? new ProposalLength(numDraftTokens, costs) : null;
         this.shadow = adaptive && source.proposesFreely() ? new ShadowRound() : null;
     }
 

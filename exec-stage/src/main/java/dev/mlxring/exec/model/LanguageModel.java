@@ -3,6 +3,7 @@ package dev.mlxring.exec.model;
 import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.MlxArray;
+import dev.mlxring.mlx.Numerics;
 
 /**
  * One forward step of a causal LM (the model layer of docs/architecture.md): token ids {@code [B, L]} and per-layer caches in,
@@ -92,6 +93,11 @@ public interface LanguageModel extends AutoCloseable {
      */
     default CpuKernels cpuKernels() {
         return CpuKernels.MLX;
+    }
+
+    /** The numerics tier the model was loaded with ({@code --numerics}). */
+    default Numerics numerics() {
+        return Numerics.EXACT;
     }
 
     /** The attention head dimension: the last axis of the KV cache, which KV quantization groups. */

@@ -73,6 +73,11 @@ abstract class LoadedModel implements LanguageModel {
     }
 
     @Override
+    public final dev.mlxring.mlx.Numerics numerics() {
+        return params.numerics();
+    }
+
+    @Override
     public final int initRandomDraws() {
         return initRandomDraws;
     }

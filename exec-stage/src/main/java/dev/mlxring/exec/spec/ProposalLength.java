@@ -22,7 +22,9 @@ import java.util.Arrays;
  * <p>The lengths it picks follow the cost curve: the exact CPU kernels decode each weight once per
  * pass of 1, 2, 4 or 8 rows (3 and 5-7 rows take the next pass size with repeated rows), so 3 and 4
  * positions cost about the same and so do 5 to 8; with {@link #EXACT_CPU_COSTS} it proposes 1, 3 or
- * 7 tokens and no length in between. Never more than {@code maxTokens} (the request's
+ * 7 tokens and no length in between. The fast tiers' kernels price every further position lower
+ * ({@link ForwardCosts#FAST_Q8}: 4 positions 1.40 plain steps, 8 positions 1.93), so the same
+ * history proposes longer there. Never more than {@code maxTokens} (the request's
  * {@code num_tokens}) nor than the cost table covers. Counts only; touches no model state. Exec
  * thread only.
  */
@@ -42,6 +44,9 @@ public final class ProposalLength {
 
     private final int maxTokens;
     private final double[] positionCosts;
+    /** What a round of the row alone costs ({@link #aloneWidth}); the tier's. */
+    private final ForwardCosts costs;
+
     private final long[] acceptedByStreak = new long[MAX_STREAK + 1];
     private final long[] rejectedByStreak = new long[MAX_STREAK + 1];
     private int streak;
@@ -50,7 +55,12 @@ public final class ProposalLength {
 
     /** With {@link #EXACT_CPU_COSTS}. */
     public ProposalLength(int maxTokens) {
-        this(maxTokens, EXACT_CPU_COSTS);
+        this(maxTokens, ForwardCosts.EXACT);
+    }
+
+    /** With the tier's costs of a lone row's forwards ({@link ForwardCosts#lone()}). */
+    public ProposalLength(int maxTokens, ForwardCosts costs) {
+        this(maxTokens, costs.lone(), costs);
     }
 
     /**
@@ -60,6 +70,10 @@ public final class ProposalLength {
      * @throws IllegalArgumentException for {@code maxTokens < 1} or a malformed cost table
      */
     public ProposalLength(int maxTokens, double[] positionCosts) {
+        this(maxTokens, positionCosts, ForwardCosts.EXACT);
+    }
+
+    private ProposalLength(int maxTokens, double[] positionCosts, ForwardCosts costs) {
         if (maxTokens < 1) {
             throw new IllegalArgumentException("the longest proposal must be at least 1 token, got " + maxTokens);
         }
@@ -71,6 +85,7 @@ public final class ProposalLength {
         }
         this.maxTokens = maxTokens;
         this.positionCosts = positionCosts.clone();
+        this.costs = costs;
     }
 
     /** The acceptance probability per proposed token the history gives the row's current streak. */
@@ -96,7 +111,8 @@ public final class ProposalLength {
      * {@link RoundWidth} of one row at {@link #roundAcceptance()} (0: a plain step pays more).
      */
     public int aloneWidth(int proposedTokens) {
-        return RoundWidth.choose(new int[] {proposedTokens}, new double[] {roundAcceptance()}, new boolean[] {true});
+        return RoundWidth.choose(
+                costs, new int[] {proposedTokens}, new double[] {roundAcceptance()}, new boolean[] {true});
     }
 
     /** The next round's proposal length: 1 up to {@code min(maxTokens, positions the table covers - 1)}. */

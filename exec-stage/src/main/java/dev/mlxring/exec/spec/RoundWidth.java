@@ -14,29 +14,33 @@ package dev.mlxring.exec.spec;
  * length; a row that proposes nothing yields 1. {@code K = 0} (no proposal verified: a plain step)
  * is a candidate unless an uncuttable row proposes. Of equal rates the smaller {@code K} wins.
  *
- * <p>{@code cost(m)}, in plain single-row steps, is the exact CPU kernels' pass structure: each
- * weight is decoded once per pass of at most 8 positions, and a pass of {@code i} positions costs
- * {@link ProposalLength#EXACT_CPU_COSTS}{@code [i - 1]}; so {@code cost(m) = (m / 8) cost(8) +
- * cost(m % 8)}. Where the batch already fills its passes (8 rows and more on the default model),
- * each further position costs its full share and no proposal pays; a lone row or a few rows fill
- * their passes' free positions with proposals. Stateless; any thread.
+ * <p>{@code cost(m)}, in plain single-row steps, is the tier's {@link ForwardCosts}. The exact
+ * CPU kernels decode each weight once per pass of at most 8 positions, so where the batch already
+ * fills its passes (8 rows and more on the default model) each further position costs its full
+ * share and no proposal pays, while a lone row or a few rows fill their passes' free positions with
+ * proposals. The fast tiers' kernels take a call's positions in one pass, so a position costs less
+ * the more there are (fast-q8: 16 positions 1.45 times 8), and a batch's proposals can pay at 8
+ * rows too. Stateless; any thread.
  */
 public final class RoundWidth {
-    /** Positions a pass of the exact CPU kernels decodes each weight once for. */
-    static final int PASS_POSITIONS = ProposalLength.EXACT_CPU_COSTS.length;
-
     private RoundWidth() {}
+
+    /** The round's {@code K} at the exact tier's costs ({@link ForwardCosts#EXACT}). */
+    public static int choose(int[] lengths, double[] acceptance, boolean[] cuttable) {
+        return choose(ForwardCosts.EXACT, lengths, acceptance, cuttable);
+    }
 
     /**
      * The round's {@code K}.
      *
+     * @param costs the tier's cost of a forward of so many positions
      * @param lengths per row, the tokens it proposes (0: none)
      * @param acceptance per row, its acceptance per proposed token (read for cuttable rows only)
      * @param cuttable per row, whether its proposal may be cut to {@code K}
      * @return the largest uncuttable length at least, and at most the longest length
      * @throws IllegalArgumentException when the arrays differ in length or a length is negative
      */
-    public static int choose(int[] lengths, double[] acceptance, boolean[] cuttable) {
+    public static int choose(ForwardCosts costs, int[] lengths, double[] acceptance, boolean[] cuttable) {
         int n = lengths.length;
         if (acceptance.length != n || cuttable.length != n) {
             throw new IllegalArgumentException(
@@ -64,7 +68,7 @@ public final class RoundWidth {
                     tokens += expectedTokens(acceptance[e], Math.min(lengths[e], k));
                 }
             }
-            double rate = tokens / cost((long) n * (k + 1));
+            double rate = tokens / costs.cost((long) n * (k + 1));
             // A longer round must gain more than rounding: a tie keeps the cheaper width.
             if (rate > bestRate * (1 + 1e-9)) {
                 bestRate = rate;
@@ -85,11 +89,8 @@ public final class RoundWidth {
         return sum;
     }
 
-    /** A forward of {@code positions} positions, in plain single-row steps. */
+    /** A forward of {@code positions} positions, in plain single-row steps, at the exact tier's costs. */
     static double cost(long positions) {
-        double[] pass = ProposalLength.EXACT_CPU_COSTS;
-        long full = positions / PASS_POSITIONS;
-        int rest = (int) (positions % PASS_POSITIONS);
-        return full * pass[PASS_POSITIONS - 1] + (rest == 0 ? 0 : pass[rest - 1]);
+        return ForwardCosts.EXACT.cost(positions);
     }
 }

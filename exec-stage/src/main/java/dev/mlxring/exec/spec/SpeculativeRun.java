@@ -139,7 +139,9 @@ public final class SpeculativeRun implements AutoCloseable {
         this.sampling = s;
         this.cache = c;
         this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
-        this.proposalLength = this.adaptiveStop != null ? new ProposalLength(numDraftTokens) : null;
+        this.proposalLength = this.adaptiveStop != null
+                ? new ProposalLength(numDraftTokens, ForwardCosts.of(model.numerics()))
+                : null;
         this.shadow = this.adaptiveStop != null && source.proposesFreely() ? new ShadowRound() : null;
     }
 

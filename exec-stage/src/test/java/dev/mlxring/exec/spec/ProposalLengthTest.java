@@ -37,6 +37,20 @@ class ProposalLengthTest {
     }
 
     @Test
+    void theFastQ8TiersCheaperPositionsMakeTheSameHistoryProposeLonger() {
+        ProposalLength exact = new ProposalLength(7);
+        ProposalLength q8 = new ProposalLength(7, ForwardCosts.FAST_Q8);
+        for (int i = 0; i < 20; i++) {
+            exact.record(3, 2);
+            q8.record(3, 2);
+        }
+        assertEquals(41.0 / 62, q8.acceptance(), 1e-12);
+        // exact: 1.66 tokens for 1.15 steps beats 2.39 for 1.79; fast-q8: 2.39 for 1.40 is the best rate
+        assertEquals(1, exact.next());
+        assertEquals(3, q8.next());
+    }
+
+    @Test
     void theLengthNeverExceedsMaxTokensNorTheCostTable() {
         assertEquals(3, lengthsWhileCopying(new ProposalLength(3), 40).last());
         assertEquals(7, lengthsWhileCopying(new ProposalLength(20), 40).last(), "the table covers 8 positions");

@@ -51,6 +51,22 @@ class RoundWidthTest {
     }
 
     @Test
+    void underTheFastTiersEightRowsStillGainFromProposals() {
+        double[] p65 = new double[8];
+        Arrays.fill(p65, 0.65);
+        boolean[] cut = new boolean[8];
+        Arrays.fill(cut, true);
+        // fast-q8: plain 8 / 1.93 = 4.15 a step; K=1: 8 x 1.65 over 16 positions (2.80) = 4.72.
+        assertEquals(1, RoundWidth.choose(ForwardCosts.FAST_Q8, rows(8, 3), p65, cut));
+        // the exact tier's second pass costs a whole one: no proposal pays
+        assertEquals(0, RoundWidth.choose(ForwardCosts.EXACT, rows(8, 3), p65, cut));
+        double[] p90 = new double[8];
+        Arrays.fill(p90, 0.9);
+        // rows copying at 0.9: K=3, 8 x 3.44 over 32 positions (4.85) = 5.67 a step
+        assertEquals(3, RoundWidth.choose(ForwardCosts.FAST_Q8, rows(8, 3), p90, cut));
+    }
+
+    @Test
     void aFewRowsShareThePassWithTheirProposals() {
         // 2 rows: plain 2 / 1.15; K=3 is 8 positions (2.49) for 2 E(0.8, 3) = 5.90 tokens.
         assertEquals(3, choose(rows(2, 3), 0.8, true));
