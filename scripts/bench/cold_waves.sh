@@ -32,11 +32,7 @@ mkdir -p "$out"
 ./mlx-ring serve --model models/smollm2-135m-instruct --port "$port" "${serve_flags[@]}" > "$out/cold-waves-server.log" 2>&1 &
 launcher=$!
 trap 'kill $launcher 2>/dev/null || true; wait $launcher 2>/dev/null || true' EXIT
-for _ in $(seq 1 240); do
-  curl -sf -m 2 "http://127.0.0.1:$port/health" > /dev/null 2>&1 && break
-  kill -0 "$launcher" 2>/dev/null || { echo "the server exited; see $out/cold-waves-server.log" >&2; exit 1; }
-  sleep 0.5
-done
+wait_for_health "http://127.0.0.1:$port/health" "$launcher" "$out/cold-waves-server.log"
 # The JVM serving the port (the launcher may be a shell around it).
 pid=$(pgrep -f -- "--port $port" | while read -r p; do
   [[ "$(cat /proc/$p/comm)" == java ]] && echo "$p"; done | head -1)
