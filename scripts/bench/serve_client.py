@@ -6,6 +6,7 @@ content-token arrival times.
 """
 
 import json
+import os
 import subprocess
 import time
 import urllib.request
@@ -24,8 +25,10 @@ def served(model, port, flags=(), launcher=None, cwd=ROOT, ready_s=300):
     """
     base = "http://127.0.0.1:%d" % port
     command = list(launcher) if launcher else [str(ROOT / "mlx-ring")]
+    # SERVE_LOG=PATH keeps the server's stderr (e.g. its -Dmlxring.unitTrace=true lines).
+    log = open(os.environ["SERVE_LOG"], "ab") if os.environ.get("SERVE_LOG") else subprocess.DEVNULL
     proc = subprocess.Popen([*command, "serve", "--model", model, "--port", str(port), *flags],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+                            stdout=subprocess.DEVNULL, stderr=log, cwd=cwd)
     try:
         deadline = time.monotonic() + ready_s
         while True:
