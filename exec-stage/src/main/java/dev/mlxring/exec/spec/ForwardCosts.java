@@ -22,7 +22,7 @@ import java.util.Arrays;
  *       64-token prompts ({@code BatchStepProfile}) scaled to meet it at 8; past 32, the last
  *       measured slope. After 512-token prompts attention's share makes 16 positions 1.63 times
  *       8 rather than 1.45, but that curve, which verifies less often, measured slower on 8
- *       streams of the edit workload (0.56 times plain decoding under fast-q8, against 1.14
+ *       streams of the edit workload (0.56 times plain decoding under fast-q8, against 1.03-1.14
  *       with this one; docs/benchmarks.md, "Speculative decoding").
  * </ul>
  */
