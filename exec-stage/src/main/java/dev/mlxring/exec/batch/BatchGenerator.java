@@ -8,6 +8,7 @@ import dev.mlxring.exec.sample.EngineRng;
 import dev.mlxring.exec.sample.SamplingRun;
 import dev.mlxring.exec.sample.TokenMask;
 import dev.mlxring.exec.spec.DraftSource;
+import dev.mlxring.exec.spec.ForwardCosts;
 import dev.mlxring.exec.spec.Speculation;
 import dev.mlxring.exec.spec.SpeculativeRun;
 import dev.mlxring.mlx.ArrayScope;
@@ -371,10 +372,7 @@ public final class BatchGenerator implements AutoCloseable {
             throw e;
         }
         return new RowSpeculation(
-                source,
-                how.numDraftTokens(),
-                request.sampling().greedy(),
-                dev.mlxring.exec.spec.ForwardCosts.of(model.numerics()));
+                source, how.numDraftTokens(), request.sampling().greedy(), ForwardCosts.of(model.numerics()));
     }
 
     /**

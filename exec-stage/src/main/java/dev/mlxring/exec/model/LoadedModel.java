@@ -5,6 +5,7 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.Numerics;
 import java.util.function.IntPredicate;
 
 /**
@@ -73,7 +74,7 @@ abstract class LoadedModel implements LanguageModel {
     }
 
     @Override
-    public final dev.mlxring.mlx.Numerics numerics() {
+    public final Numerics numerics() {
         return params.numerics();
     }
 

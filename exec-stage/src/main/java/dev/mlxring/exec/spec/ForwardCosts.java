@@ -14,7 +14,7 @@ import java.util.Arrays;
  * <ul>
  *   <li>{@link #EXACT}: the exact CPU kernels decode each weight once per pass of at most 8
  *       positions, so {@code cost(m) = (m / 8) cost(8) + cost(m % 8)} over the measured
- *       {@link ProposalLength#EXACT_CPU_COSTS}: past a full pass every position costs its share.
+ *       {@link #EXACT_CPU_COSTS}: past a full pass every position costs its share.
  *   <li>{@link #FAST} and {@link #FAST_Q8}: the fused block's kernels take every position of a
  *       call in one pass over the weights, so a position costs less the more there are. Up to 8
  *       positions, a lone row's verification forward after a 600-token prompt
@@ -27,8 +27,15 @@ import java.util.Arrays;
  * </ul>
  */
 public final class ForwardCosts {
-    /** The exact tier: passes of 8 positions over {@link ProposalLength#EXACT_CPU_COSTS}. */
-    public static final ForwardCosts EXACT = new ForwardCosts(ProposalLength.EXACT_CPU_COSTS, null, null);
+    /**
+     * A forward of {@code i + 1} positions in plain steps, default model (SmolLM2-135M, 4-bit) on the
+     * two-core AVX-512 machine, exact tier ({@code VerifyForwardProfile}, docs/benchmarks.md "What a
+     * verification round costs"; 5 positions, not measured, priced as 6: two passes, 4 + 1 rows).
+     */
+    static final double[] EXACT_CPU_COSTS = {1.00, 1.15, 1.72, 1.79, 2.57, 2.57, 2.49, 2.49};
+
+    /** The exact tier: passes of 8 positions over {@link #EXACT_CPU_COSTS}. */
+    public static final ForwardCosts EXACT = passes(EXACT_CPU_COSTS);
 
     /**
      * {@code --numerics fast}: lone-row forwards of 1-8 positions 10.8, 13.9, 17.0, 18.8, -, 24.7,
@@ -73,6 +80,14 @@ public final class ForwardCosts {
                 batchCosts[i] = lone[lone.length - 1] * batchMs[i] / batchMs[0];
             }
         }
+    }
+
+    /**
+     * Passes of {@code pass.length} positions, a pass of {@code i} positions costing {@code
+     * pass[i - 1]} (the exact kernels' structure; a cost table of a test's own).
+     */
+    static ForwardCosts passes(double[] pass) {
+        return new ForwardCosts(pass, null, null);
     }
 
     /** The tier's costs; {@link #EXACT} for the exact tier. */

@@ -21,7 +21,7 @@ import java.util.Arrays;
  *
  * <p>The lengths it picks follow the cost curve: the exact CPU kernels decode each weight once per
  * pass of 1, 2, 4 or 8 rows (3 and 5-7 rows take the next pass size with repeated rows), so 3 and 4
- * positions cost about the same and so do 5 to 8; with {@link #EXACT_CPU_COSTS} it proposes 1, 3 or
+ * positions cost about the same and so do 5 to 8; with {@link ForwardCosts#EXACT} it proposes 1, 3 or
  * 7 tokens and no length in between. The fast tiers' kernels price every further position lower
  * ({@link ForwardCosts#FAST_Q8}: 4 positions 1.40 plain steps, 8 positions 1.93), so the same
  * history proposes longer there. Never more than {@code maxTokens} (the request's
@@ -32,20 +32,14 @@ public final class ProposalLength {
     /** Consecutive whole-accepted rounds the history distinguishes; longer streaks count as this. */
     public static final int MAX_STREAK = 3;
 
-    /**
-     * A forward of {@code i + 1} positions in plain steps, default model (SmolLM2-135M, 4-bit) on the
-     * two-core AVX-512 machine, exact tier ({@code VerifyForwardProfile}, docs/benchmarks.md "What a
-     * verification round costs"; 5 positions, not measured, priced as 6: two passes, 4 + 1 rows).
-     */
-    static final double[] EXACT_CPU_COSTS = {1.00, 1.15, 1.72, 1.79, 2.57, 2.57, 2.49, 2.49};
-
     /** How many proposed tokens the estimate of the streak below counts as, in a streak's estimate. */
     private static final double PRIOR_WEIGHT = 2.0;
 
     private final int maxTokens;
-    private final double[] positionCosts;
-    /** What a round of the row alone costs ({@link #aloneWidth}); the tier's. */
+    /** The tier's costs: a lone row's round ({@link #aloneWidth}) and its first positions ({@link #next}). */
     private final ForwardCosts costs;
+    /** {@code costs.lone()}: {@code positionCosts[i]}, a forward of {@code i + 1} positions in plain steps. */
+    private final double[] positionCosts;
 
     private final long[] acceptedByStreak = new long[MAX_STREAK + 1];
     private final long[] rejectedByStreak = new long[MAX_STREAK + 1];
@@ -53,27 +47,30 @@ public final class ProposalLength {
     /** Rounds recorded that proposed something. */
     private long rounds;
 
-    /** With {@link #EXACT_CPU_COSTS}. */
+    /** At the exact tier's costs ({@link ForwardCosts#EXACT}). */
     public ProposalLength(int maxTokens) {
         this(maxTokens, ForwardCosts.EXACT);
-    }
-
-    /** With the tier's costs of a lone row's forwards ({@link ForwardCosts#lone()}). */
-    public ProposalLength(int maxTokens, ForwardCosts costs) {
-        this(maxTokens, costs.lone(), costs);
     }
 
     /**
      * @param maxTokens the longest proposal (the request's {@code num_tokens})
      * @param positionCosts {@code positionCosts[i]}: a forward of {@code i + 1} positions in plain
-     *     steps; at least two entries, the first 1, all positive
+     *     steps, in passes of as many positions as it covers; at least two entries, the first 1,
+     *     all positive
      * @throws IllegalArgumentException for {@code maxTokens < 1} or a malformed cost table
      */
     public ProposalLength(int maxTokens, double[] positionCosts) {
-        this(maxTokens, positionCosts, ForwardCosts.EXACT);
+        this(maxTokens, ForwardCosts.passes(positionCosts));
     }
 
-    private ProposalLength(int maxTokens, double[] positionCosts, ForwardCosts costs) {
+    /**
+     * With the tier's costs: its lone row's forwards ({@link ForwardCosts#lone()}) price the
+     * proposal lengths.
+     *
+     * @throws IllegalArgumentException for {@code maxTokens < 1} or a malformed cost table
+     */
+    public ProposalLength(int maxTokens, ForwardCosts costs) {
+        double[] positionCosts = costs.lone();
         if (maxTokens < 1) {
             throw new IllegalArgumentException("the longest proposal must be at least 1 token, got " + maxTokens);
         }
@@ -84,8 +81,8 @@ public final class ProposalLength {
                     + "cover at least two positions and be positive, got " + Arrays.toString(positionCosts));
         }
         this.maxTokens = maxTokens;
-        this.positionCosts = positionCosts.clone();
         this.costs = costs;
+        this.positionCosts = positionCosts;
     }
 
     /** The acceptance probability per proposed token the history gives the row's current streak. */

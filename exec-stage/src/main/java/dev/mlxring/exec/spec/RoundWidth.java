@@ -25,11 +25,6 @@ package dev.mlxring.exec.spec;
 public final class RoundWidth {
     private RoundWidth() {}
 
-    /** The round's {@code K} at the exact tier's costs ({@link ForwardCosts#EXACT}). */
-    public static int choose(int[] lengths, double[] acceptance, boolean[] cuttable) {
-        return choose(ForwardCosts.EXACT, lengths, acceptance, cuttable);
-    }
-
     /**
      * The round's {@code K}.
      *
@@ -87,10 +82,5 @@ public final class RoundWidth {
             sum += power;
         }
         return sum;
-    }
-
-    /** A forward of {@code positions} positions, in plain single-row steps, at the exact tier's costs. */
-    static double cost(long positions) {
-        return ForwardCosts.EXACT.cost(positions);
     }
 }

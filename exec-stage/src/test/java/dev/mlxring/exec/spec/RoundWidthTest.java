@@ -12,7 +12,7 @@ class RoundWidthTest {
         Arrays.fill(acceptance, p);
         boolean[] cut = new boolean[lengths.length];
         Arrays.fill(cut, cuttable);
-        return RoundWidth.choose(lengths, acceptance, cut);
+        return RoundWidth.choose(ForwardCosts.EXACT, lengths, acceptance, cut);
     }
 
     private static int[] rows(int n, int length) {
@@ -23,10 +23,10 @@ class RoundWidthTest {
 
     @Test
     void theCostFollowsThePassesOfEightPositions() {
-        assertEquals(1.0, RoundWidth.cost(1));
-        assertEquals(2.49, RoundWidth.cost(8), 1e-12);
-        assertEquals(2 * 2.49, RoundWidth.cost(16), 1e-12);
-        assertEquals(2.49 + 1.15, RoundWidth.cost(10), 1e-12);
+        assertEquals(1.0, ForwardCosts.EXACT.cost(1));
+        assertEquals(2.49, ForwardCosts.EXACT.cost(8), 1e-12);
+        assertEquals(2 * 2.49, ForwardCosts.EXACT.cost(16), 1e-12);
+        assertEquals(2.49 + 1.15, ForwardCosts.EXACT.cost(10), 1e-12);
         assertEquals(1 + 0.5 + 0.25, RoundWidth.expectedTokens(0.5, 2), 1e-12);
     }
 
@@ -79,9 +79,11 @@ class RoundWidthTest {
     @Test
     void oneRowsProposalIsNotWorthTheOthersPositions() {
         // One greedy row of four proposes: K=1 makes all four run two positions.
-        assertEquals(0, RoundWidth.choose(new int[] {3, 0, 0, 0}, new double[] {1, 0, 0, 0}, new boolean[] {
-            true, false, false, false
-        }));
+        assertEquals(
+                0,
+                RoundWidth.choose(ForwardCosts.EXACT, new int[] {3, 0, 0, 0}, new double[] {1, 0, 0, 0}, new boolean[] {
+                    true, false, false, false
+                }));
     }
 
     @Test
@@ -90,20 +92,25 @@ class RoundWidthTest {
         assertEquals(
                 5,
                 RoundWidth.choose(
+                        ForwardCosts.EXACT,
                         new int[] {5, 1, 1, 1, 1, 1, 1, 1},
                         new double[] {0.5, 1, 1, 1, 1, 1, 1, 1},
                         new boolean[] {false, true, true, true, true, true, true, true}));
         // and a greedy row's longer proposal may still raise K above it.
-        assertEquals(3, RoundWidth.choose(new int[] {1, 3}, new double[] {0.5, 0.95}, new boolean[] {false, true}));
+        assertEquals(
+                3,
+                RoundWidth.choose(
+                        ForwardCosts.EXACT, new int[] {1, 3}, new double[] {0.5, 0.95}, new boolean[] {false, true}));
     }
 
     @Test
     void malformedInputIsRefused() {
         assertThrows(
                 IllegalArgumentException.class,
-                () -> RoundWidth.choose(new int[] {1}, new double[] {0.5, 0.5}, new boolean[] {true}));
+                () -> RoundWidth.choose(
+                        ForwardCosts.EXACT, new int[] {1}, new double[] {0.5, 0.5}, new boolean[] {true}));
         assertThrows(
                 IllegalArgumentException.class,
-                () -> RoundWidth.choose(new int[] {-1}, new double[] {0.5}, new boolean[] {true}));
+                () -> RoundWidth.choose(ForwardCosts.EXACT, new int[] {-1}, new double[] {0.5}, new boolean[] {true}));
     }
 }

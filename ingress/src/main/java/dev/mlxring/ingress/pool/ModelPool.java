@@ -85,6 +85,9 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
     /** How long a model whose load failed stays failed before a request may load it again: 30 s. */
     public static final long DEFAULT_LOAD_RETRY_BACKOFF_NS = TimeUnit.SECONDS.toNanos(30);
 
+    /** The least {@link #cacheReuseBytes} is: a batch step's transient buffers at tens of rows, with room. */
+    public static final long CACHE_REUSE_FLOOR_BYTES = 256L << 20;
+
     private final Map<String, PooledModel> entries = new LinkedHashMap<>();
     private final long loadRetryBackoffNs;
     private final ModelNames names;
@@ -470,9 +473,6 @@ public final class ModelPool implements ModelRouter, AutoCloseable {
         }
         limits.apply(budget.totalBytes(), Math.min(cacheReuseBytes(), Math.max(0, budget.freeBytes() - unloading)));
     }
-
-    /** The least {@link #cacheReuseBytes} is: a batch step's transient buffers at tens of rows, with room. */
-    public static final long CACHE_REUSE_FLOOR_BYTES = 256L << 20;
 
     /**
      * The most freed bytes MLX's cache should keep: what a step frees and the next allocates
