@@ -27,9 +27,12 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
  *       a terminal event per row), so committed tokens are never held back inside exec.</li>
  *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
- *       generating: every unit that reads a prompt chunk earns the generating rows
+ *       generating and no more rows wait than generate: every unit that reads a prompt chunk earns the generating rows
  *       {@code (1 - share) / share} of its prefill time in decode-only units
- *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk. Its
+ *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk; while
+ *       fewer rows generate than wait for their first token, that is scaled by generating ÷
+ *       waiting rows (each waiting row weighs as much as a generating one, so a burst that finds
+ *       one row generating is not held back for that row's full repayment). Its
  *       prefill time is the unit's time less the generating rows' own step in it, taken as the
  *       median of the last five units that read no chunk (the generating rows got their step in the reading unit
  *       too, so only what the chunk added is owed: a short joiner's read, about one step of the
@@ -67,13 +70,14 @@ final class BatchScheduler {
     private final ExecActivity activity;
     private ExecutionBatch batch;
     /**
-     * Decode-only time the generating rows are owed: each unit that read a chunk adds
-     * {@code (1 - share) / share} of its prefill time (its time less {@link #stepNs()}), each unit
-     * that read none (decode-only, or a full unit with nothing to read) takes its own time off. It
-     * is capped at what the longest prefill time earns, so a prompt read while nothing generated
-     * buys a row that starts generating right after it at most one chunk's worth of catching up.
+     * Prefill time not yet repaid to the generating rows: each unit that read a chunk adds its
+     * prefill time (its time less {@link #stepNs()}); each unit that read none (decode-only, or a
+     * full unit with nothing to read) repays its own time divided by the decode time then owed per
+     * unit of prefill time ({@link #decodePerPrefillNs()}). It is capped at the longest prefill
+     * time, so a prompt read while nothing generated buys a row that starts generating right after
+     * it at most one chunk's worth of catching up.
      */
-    private long owedDecodeNs;
+    private long unrepaidPrefillNs;
     /** The longest prefill time of a unit that read a chunk so far (the cap's measure). */
     private long longestPrefillUnitNs;
     /**
@@ -233,6 +237,7 @@ final class BatchScheduler {
         }
         boolean prefill = prefillThisUnit();
         boolean readsPrompts = prefill && batch.prefillPending();
+        double decodePerPrefill = decodePerPrefillNs();
         long startNs = System.nanoTime();
         activity.begin(
                 solo ? ExecActivity.Unit.SOLO : prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY,
@@ -248,18 +253,17 @@ final class BatchScheduler {
             activity.end();
         }
         long tookNs = System.nanoTime() - startNs;
-        double share = config.prefillShare();
         if (readsPrompts) {
             // The generating rows stepped in this unit too: only the time the chunk added is owed.
             long prefillNs = Math.max(0, tookNs - stepNs());
             longestPrefillUnitNs = Math.max(longestPrefillUnitNs, prefillNs);
-            double ratio = (1 - share) / share;
-            owedDecodeNs = (long) Math.min(owedDecodeNs + prefillNs * ratio, longestPrefillUnitNs * ratio);
+            unrepaidPrefillNs = Math.min(unrepaidPrefillNs + prefillNs, longestPrefillUnitNs);
         } else {
             // Any unit that read no prompt gave the generating rows a step: a full unit with nothing
             // to read repays as a decode-only one does, so a read long repaid never holds a later
             // arrival back.
-            owedDecodeNs = Math.max(0, owedDecodeNs - tookNs);
+            unrepaidPrefillNs =
+                    decodePerPrefill <= 0 ? 0 : Math.max(0, unrepaidPrefillNs - (long) (tookNs / decodePerPrefill));
             recentStepsNs[stepsSeen++ % STEPS_KEPT] = tookNs;
         }
         for (int i = 0; i < unit.count; i++) {
@@ -281,13 +285,28 @@ final class BatchScheduler {
 
     /**
      * Whether this unit may read a prompt chunk: always, unless rows are generating while others
-     * wait to read and the generating rows are still owed decode-only time ({@link #owedDecodeNs}).
+     * wait to read and a read is not yet repaid to the generating rows ({@link #unrepaidPrefillNs}).
      */
     private boolean prefillThisUnit() {
         if (config.prefillShare() >= 1 || !batch.decodeOnlyUseful()) {
             return true;
         }
-        return owedDecodeNs <= 0;
+        return unrepaidPrefillNs <= 0;
+    }
+
+    /**
+     * Decode-only time owed now per unit of prefill time: {@code (1 - share) / share}, scaled by
+     * generating ÷ waiting rows while fewer rows generate than wait for their first token. So each
+     * waiting row weighs as much as a generating one: a burst of prompts that finds one row
+     * generating is read after that row's few steps, not after the share's full repayment made for
+     * one row's sake, and prefill's part of exec's time is never below the share.
+     */
+    private double decodePerPrefillNs() {
+        double share = config.prefillShare();
+        double ratio = (1 - share) / share;
+        int generating = batch.generatingRows();
+        int waiting = count - generating;
+        return generating < waiting ? ratio * generating / waiting : ratio;
     }
 
     /**
@@ -424,7 +443,7 @@ final class BatchScheduler {
         batch = null;
         try {
             batch = opener.get();
-            owedDecodeNs = 0;
+            unrepaidPrefillNs = 0;
             longestPrefillUnitNs = 0;
             stepsSeen = 0;
         } catch (RuntimeException e) {

@@ -59,6 +59,15 @@ public interface ExecutionBatch extends AutoCloseable {
     }
 
     /**
+     * Rows past their prompts: those a decode-only unit steps. The rest of {@link #rows()} wait
+     * for their first token (queued, reading their prompts, or read and not yet stepped). 0 for
+     * mechanics that do not say (they offer no decode-only units either).
+     */
+    default int generatingRows() {
+        return 0;
+    }
+
+    /**
      * Whether rows are queued or reading their prompts, i.e. a full unit would read a prompt
      * chunk. False for mechanics that do not say (the policy then counts no unit as prefill).
      */

@@ -208,6 +208,58 @@ class BatchSchedulerTest {
         assertTrue(decodeOnly <= 5, "decode-only units between the chunks (45 ms owed): " + sinceJoined);
     }
 
+    /**
+     * A burst of six prompts that finds one row generating: the running row is owed decode time
+     * for the burst's first chunk, but each of the six waiting rows weighs as much as it, so the
+     * repayment is a sixth of the share's: about 200 / 6 ms of the running row's 5 ms steps (seven
+     * units) before the second chunk, not 200 ms of them (forty units), which every row of the
+     * burst waited out for one row's sake.
+     */
+    @Test
+    void aBurstThatFindsOneRowGeneratingWaitsOnlyItsShareOfTheRepayment() throws Exception {
+        start(batched(8).withPrefillInterleave(0.5, false));
+        exec.prefillChunks = 0;
+        var running = new RecordingListener();
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.unitMillis = 5;
+        exec.batch.prefillUnitMillis = 200;
+        int before = exec.batch.units.get();
+        // Past the units that ran before the step took 5 ms (the scheduler takes the median of the last five).
+        waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 5 ms step");
+        exec.prefillChunks = 2;
+        var gate = new CountDownLatch(1);
+        exec.batch.unitGate = gate;
+        List<Session> burst = new ArrayList<>();
+        List<RecordingListener> listeners = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            var l = new RecordingListener();
+            listeners.add(l);
+            burst.add(engine.submit(text("c" + i, "a b", 1), l));
+        }
+        holdFirstUnitUntilQueued(burst, gate);
+        exec.batch.unitGate = null;
+        for (int i = 0; i < burst.size(); i++) {
+            assertEquals(
+                    Lifecycle.COMPLETED, await(burst.get(i), listeners.get(i)).state());
+        }
+        a.cancel("done");
+        await(a, running);
+        String kinds = exec.batch.unitKinds.toString();
+        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("c0"));
+        int first = sinceJoined.indexOf('P');
+        int second = sinceJoined.indexOf('P', first + 1);
+        assertTrue(first >= 0 && second > first, "two chunks read: " + sinceJoined);
+        long decodeOnly = sinceJoined
+                .substring(first, second)
+                .chars()
+                .filter(c -> c == 'D')
+                .count();
+        // Seven units owed; a chunk preempted for J ms owes J / 30 more: room for 200 ms.
+        assertTrue(decodeOnly >= 1 && decodeOnly <= 14, "decode-only units between the chunks: " + sinceJoined);
+    }
+
     @Test
     void aRowsCachedPromptCountIsKnownBeforeItsFirstToken() throws Exception {
         start(batched(2));

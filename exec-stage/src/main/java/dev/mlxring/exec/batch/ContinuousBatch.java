@@ -482,6 +482,11 @@ public final class ContinuousBatch implements ExecutionBatch {
         return generator.prefillPending();
     }
 
+    @Override
+    public int generatingRows() {
+        return generator.generating();
+    }
+
     /**
      * {@code -Dmlxring.unitTrace=true}: one line per unit on standard error, for finding where a
      * served load's exec time goes ({@code scripts/bench/unit_trace.py} sums it). Off by default;

@@ -321,6 +321,11 @@ public final class ShardedExecutor implements Executor {
         }
 
         @Override
+        public int generatingRows() {
+            return batch.generatingRows();
+        }
+
+        @Override
         public void step(BatchStep out, boolean prefill) {
             long previous = digest;
             channel.send(Frame.of(Frame.STEP, o -> {

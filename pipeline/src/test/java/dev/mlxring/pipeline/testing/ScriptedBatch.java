@@ -118,6 +118,11 @@ public final class ScriptedBatch implements ExecutionBatch {
     }
 
     @Override
+    public int generatingRows() {
+        return (int) rows.values().stream().filter(r -> r.prefillLeft == 0).count();
+    }
+
+    @Override
     public boolean prefillPending() {
         return rows.values().stream().anyMatch(r -> r.prefillLeft > 0);
     }
