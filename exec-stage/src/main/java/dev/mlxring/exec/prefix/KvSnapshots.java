@@ -49,6 +49,13 @@ public final class KvSnapshots {
                 return null;
             }
         }
+        // One evaluation for every layer's state, then the copies: a copy of an unevaluated array
+        // waits on MLX's stream by itself, a round trip per array (60 for a 30-layer row).
+        List<MlxArray> states = new ArrayList<>();
+        for (KvCache c : layers) {
+            states.addAll(List.of(c.state()));
+        }
+        Mlx.eval(states.toArray(MlxArray[]::new));
         KvSnapshot.Builder b = KvSnapshot.builder();
         try {
             for (KvCache c : layers) {
