@@ -245,13 +245,27 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         }
         compact();
         int drop = rows.paddingDroppedByKeeping(keep);
-        if (keys != null) {
+        // Every row kept in order with no padding to cut (a prompt batch whose rows all finished
+        // reading together): mlx-lm's gather would copy the buffers into equal ones.
+        if (keys != null && !(drop == 0 && keepsEveryRowInOrder(keep))) {
             MlxArray index = Mlx.fromInts(keep, keep.length);
             MlxArray k = drop > 0 ? positions(keys, drop, keys.dim(2)) : keys;
             MlxArray v = drop > 0 ? positions(values, drop, values.dim(2)) : values;
             replace(Mlx.take(k, index, 0), Mlx.take(v, index, 0));
         }
         rows.keepCut(keep, drop);
+    }
+
+    private boolean keepsEveryRowInOrder(int[] keep) {
+        if (keep.length != rows.batchSize()) {
+            return false;
+        }
+        for (int i = 0; i < keep.length; i++) {
+            if (keep[i] != i) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -304,9 +318,15 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         int m = refV.dim(3);
         int maxSize = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
         Dtype dtype = ref.dtype();
-        MlxArray[] a = justified(this, rows.batchSize(), maxIdx - rows.idx(), maxSize, heads, d, m, dtype);
-        MlxArray[] b = justified(other, other.rows.batchSize(), maxIdx - other.rows.idx(), maxSize, heads, d, m, dtype);
-        replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
+        int leftA = maxIdx - rows.idx();
+        int leftB = maxIdx - other.rows.idx();
+        int rowsA = rows.batchSize();
+        int rowsB = other.rows.batchSize();
+        int filledA = rows.idx();
+        int filledB = other.rows.idx();
+        replace(
+                joined(keys, rowsA, leftA, filledA, other.keys, rowsB, leftB, filledB, maxSize, heads, d, dtype),
+                joined(values, rowsA, leftA, filledA, other.values, rowsB, leftB, filledB, maxSize, heads, m, dtype));
         rows.append(other.rows);
         other.close();
     }

@@ -415,11 +415,17 @@ public final class BatchRotatingKvCache extends KvBuffers implements KvCache {
         int m = refV.dim(3);
         int maxLen = Math.max(keys == null ? 0 : keys.dim(2), other.keys == null ? 0 : other.keys.dim(2));
         Dtype dtype = (keys != null ? keys : other.keys).dtype();
-        MlxArray[] a = justified(this, offsets.length, maxIdx - idx, maxLen, heads, d, m, dtype);
-        MlxArray[] b = justified(other, other.offsets.length, maxIdx - other.idx, maxLen, heads, d, m, dtype);
-        int[] lpA = Paddings.shifted(leftPadding, maxIdx - idx);
-        int[] lpB = Paddings.shifted(other.leftPadding, maxIdx - other.idx);
-        replace(Mlx.concatenate(0, a[0], b[0]), Mlx.concatenate(0, a[1], b[1]));
+        int rowsA = offsets.length;
+        int rowsB = other.offsets.length;
+        int leftA = maxIdx - idx;
+        int leftB = maxIdx - other.idx;
+        int[] lpA = Paddings.shifted(leftPadding, leftA);
+        int[] lpB = Paddings.shifted(other.leftPadding, leftB);
+        // A rotating buffer's every position may be read (it wraps): each side is copied whole.
+        int all = Integer.MAX_VALUE;
+        replace(
+                joined(keys, rowsA, leftA, all, other.keys, rowsB, leftB, all, maxLen, heads, d, dtype),
+                joined(values, rowsA, leftA, all, other.values, rowsB, leftB, all, maxLen, heads, m, dtype));
         offsets = Paddings.concat(offsets, other.offsets);
         leftPadding = Paddings.concat(lpA, lpB);
         idx = maxIdx;

@@ -2,6 +2,7 @@ package dev.mlxring.exec.kv;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.Mlx;
@@ -90,6 +91,24 @@ class BatchKvCacheFilterTest {
             assertEquals(402, fetched[(len - 2) * DIM]); // row 0's own last key before it (row 3: 400..402)
             assertEquals(8000, fetched[(HEADS * len + len - 1) * DIM]); // row 1, head 0, last position
             assertEquals(100 * 2 + 4, fetched[(HEADS * len + len - 2) * DIM]); // row 1 (200..204)
+        }
+    }
+
+    /** Every row kept in order, none sharing padding: the buffers stay as they are, no copy made. */
+    @Test
+    void everyRowKeptInOrderKeepsTheBuffersThemselves() {
+        try (ArrayScope scope = ArrayScope.open()) {
+            BatchKvCache b = batch();
+            MlxArray before = keysNow(b);
+            MlxArray buffer = b.state()[0];
+            float[] expected = mlxLm(before, new int[] {0, 1, 2, 3}, 0);
+
+            b.filter(new int[] {0, 1, 2, 3});
+
+            assertSame(buffer, b.state()[0], "an identity gather copies the buffer into an equal one");
+            assertArrayEquals(new int[] {0, 4, 2, 6}, b.leftPadding());
+            assertEquals(9, b.offset());
+            assertArrayEquals(expected, values(b.state()[0]));
         }
     }
 
