@@ -178,34 +178,52 @@ class BatchSchedulerTest {
     @Test
     void aChunkOwesTheGeneratingRowsOnlyTheTimeItAddedToTheirStep() throws Exception {
         start(batched(4).withPrefillInterleave(0.1, false));
-        exec.prefillChunks = 0;
         var running = new RecordingListener();
-        Session a = engine.submit(text("a", "a", 100_000_000), running);
-        waitFor(() -> running.spans.get() >= 2, "the first row generating");
-        exec.batch.decodeOnlyUnits = true;
-        exec.batch.unitMillis = 200;
-        exec.batch.prefillUnitMillis = 5;
-        int before = exec.batch.units.get();
-        // Past the units that ran before the step took 200 ms (the scheduler takes the median of the last five).
-        waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 200 ms step");
+        Session a = generatingRow(running, 200, 5);
         exec.prefillChunks = 2;
         var joiner = new RecordingListener();
         Session b = engine.submit(text("b", "a b", 1), joiner);
         assertEquals(Lifecycle.COMPLETED, await(b, joiner).state());
         a.cancel("done");
         await(a, running);
-        String kinds = exec.batch.unitKinds.toString();
-        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("b"));
-        int first = sinceJoined.indexOf('P');
-        int second = sinceJoined.indexOf('P', first + 1);
-        assertTrue(first >= 0 && second > first, "two chunks read: " + sinceJoined);
-        long decodeOnly = sinceJoined
-                .substring(first, second)
-                .chars()
-                .filter(c -> c == 'D')
-                .count();
+        String sinceJoined = unitsSinceInserted("b");
         // A chunk preempted for J ms owes 9 J more: room for a 100 ms preemption (four more units).
-        assertTrue(decodeOnly <= 5, "decode-only units between the chunks (45 ms owed): " + sinceJoined);
+        assertTrue(
+                decodeOnlyBetweenTheFirstTwoChunks(sinceJoined) <= 5,
+                "decode-only units between the chunks (45 ms owed): " + sinceJoined);
+    }
+
+    /**
+     * Starts row "a" generating with decode-only units offered, its step taking {@code stepMillis}
+     * and a chunk {@code chunkMillis} more, and waits past the units that ran before (the
+     * scheduler takes the median of the last five).
+     */
+    private Session generatingRow(RecordingListener running, int stepMillis, int chunkMillis)
+            throws InterruptedException {
+        exec.prefillChunks = 0;
+        Session a = engine.submit(text("a", "a", 100_000_000), running);
+        waitFor(() -> running.spans.get() >= 2, "the first row generating");
+        exec.batch.decodeOnlyUnits = true;
+        exec.batch.unitMillis = stepMillis;
+        exec.batch.prefillUnitMillis = chunkMillis;
+        int before = exec.batch.units.get();
+        waitFor(
+                () -> exec.batch.units.get() >= before + 6,
+                "the first row generating at its " + stepMillis + " ms step");
+        return a;
+    }
+
+    /** The batch's unit kinds from the unit row {@code id} was inserted before. */
+    private String unitsSinceInserted(String id) {
+        return exec.batch.unitKinds.toString().substring(exec.batch.insertedAtUnit.get(id));
+    }
+
+    /** Decode-only units between the first two chunks read in {@code kinds}. */
+    private static long decodeOnlyBetweenTheFirstTwoChunks(String kinds) {
+        int first = kinds.indexOf('P');
+        int second = kinds.indexOf('P', first + 1);
+        assertTrue(first >= 0 && second > first, "two chunks read: " + kinds);
+        return kinds.substring(first, second).chars().filter(c -> c == 'D').count();
     }
 
     /**
@@ -218,16 +236,8 @@ class BatchSchedulerTest {
     @Test
     void aBurstThatFindsOneRowGeneratingWaitsOnlyItsShareOfTheRepayment() throws Exception {
         start(batched(8).withPrefillInterleave(0.5, false));
-        exec.prefillChunks = 0;
         var running = new RecordingListener();
-        Session a = engine.submit(text("a", "a", 100_000_000), running);
-        waitFor(() -> running.spans.get() >= 2, "the first row generating");
-        exec.batch.decodeOnlyUnits = true;
-        exec.batch.unitMillis = 5;
-        exec.batch.prefillUnitMillis = 200;
-        int before = exec.batch.units.get();
-        // Past the units that ran before the step took 5 ms (the scheduler takes the median of the last five).
-        waitFor(() -> exec.batch.units.get() >= before + 6, "the first row generating at its 5 ms step");
+        Session a = generatingRow(running, 5, 200);
         exec.prefillChunks = 2;
         var gate = new CountDownLatch(1);
         exec.batch.unitGate = gate;
@@ -246,16 +256,8 @@ class BatchSchedulerTest {
         }
         a.cancel("done");
         await(a, running);
-        String kinds = exec.batch.unitKinds.toString();
-        String sinceJoined = kinds.substring(exec.batch.insertedAtUnit.get("c0"));
-        int first = sinceJoined.indexOf('P');
-        int second = sinceJoined.indexOf('P', first + 1);
-        assertTrue(first >= 0 && second > first, "two chunks read: " + sinceJoined);
-        long decodeOnly = sinceJoined
-                .substring(first, second)
-                .chars()
-                .filter(c -> c == 'D')
-                .count();
+        String sinceJoined = unitsSinceInserted("c0");
+        long decodeOnly = decodeOnlyBetweenTheFirstTwoChunks(sinceJoined);
         // Seven units owed; a chunk preempted for J ms owes J / 30 more: room for 200 ms.
         assertTrue(decodeOnly >= 1 && decodeOnly <= 14, "decode-only units between the chunks: " + sinceJoined);
     }
