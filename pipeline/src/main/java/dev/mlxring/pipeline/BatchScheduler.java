@@ -27,8 +27,8 @@ import org.agrona.collections.Int2ObjectHashMap;
  *   <li>A unit runs only when the token ring has room for everything it may publish (a token and
  *       a terminal event per row), so committed tokens are never held back inside exec.</li>
  *   <li>Prefill takes at most {@link EngineConfig#prefillShare()} of exec's time while rows are
- *       generating and no more rows wait than generate: every unit that reads a prompt chunk earns the generating rows
- *       {@code (1 - share) / share} of its prefill time in decode-only units
+ *       generating and no more rows wait than generate: every unit that reads a prompt chunk
+ *       earns the generating rows {@code (1 - share) / share} of its prefill time in decode-only units
  *       ({@link ExecutionBatch#step(BatchStep, boolean)}), which run before the next chunk; while
  *       fewer rows generate than wait for their first token, that is scaled by generating ÷
  *       waiting rows (each waiting row weighs as much as a generating one, so a burst that finds
@@ -73,7 +73,7 @@ final class BatchScheduler {
      * Prefill time not yet repaid to the generating rows: each unit that read a chunk adds its
      * prefill time (its time less {@link #stepNs()}); each unit that read none (decode-only, or a
      * full unit with nothing to read) repays its own time divided by the decode time then owed per
-     * unit of prefill time ({@link #decodePerPrefillNs()}). It is capped at the longest prefill
+     * unit of prefill time ({@link #decodePerPrefill()}). It is capped at the longest prefill
      * time, so a prompt read while nothing generated buys a row that starts generating right after
      * it at most one chunk's worth of catching up.
      */
@@ -237,7 +237,7 @@ final class BatchScheduler {
         }
         boolean prefill = prefillThisUnit();
         boolean readsPrompts = prefill && batch.prefillPending();
-        double decodePerPrefill = decodePerPrefillNs();
+        double decodePerPrefill = decodePerPrefill();
         long startNs = System.nanoTime();
         activity.begin(
                 solo ? ExecActivity.Unit.SOLO : prefill ? ExecActivity.Unit.BATCH : ExecActivity.Unit.BATCH_DECODE_ONLY,
@@ -301,7 +301,7 @@ final class BatchScheduler {
      * generating is read after that row's few steps, not after the share's full repayment made for
      * one row's sake, and prefill's part of exec's time is never below the share.
      */
-    private double decodePerPrefillNs() {
+    private double decodePerPrefill() {
         double share = config.prefillShare();
         double ratio = (1 - share) / share;
         int generating = batch.generatingRows();

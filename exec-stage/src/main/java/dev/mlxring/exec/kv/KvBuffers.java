@@ -112,6 +112,7 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
         MlxArray r = Mlx.zeros(new int[] {x.dim(0), x.dim(1), right, x.dim(3)}, x.dtype());
         return Mlx.concatenate(2, l, x, r);
     }
+
     /**
      * {@code extend}'s {@code concatenate([pad(a), pad(b)], axis=0)} of one tensor ({@code a}'s
      * {@code rowsA} rows, then {@code b}'s; either may be null, an empty side) with one copy of
