@@ -3,7 +3,9 @@
 # checkout (a worktree at an older commit, built with `mvn -o -q -DskipTests package`) against
 # this checkout's, both with the same serve flags over this checkout's venv, shim and model.
 # LoadHarness runs the targets one at a time, phase by phase, the order reversed every other
-# round, so a change's effect is read against its parent on one warm machine in one run.
+# round, so a change's effect is read against its parent on one warm machine in one run. Where
+# ab_checkouts.py counts aggregate tok/s only, one server at a time, this reports LoadHarness's
+# TTFT and inter-token latency too, over load_llama.sh's requests.
 #
 #   scripts/bench/load_ab.sh OTHER_CHECKOUT [--serve "FLAGS"] [LoadHarness options]
 #   e.g. git worktree add /tmp/old HEAD~1 && (cd /tmp/old && mvn -o -q -DskipTests package)
