@@ -31,7 +31,9 @@ class EngineAbandonTest {
     void aBlockedExecFailsEverySessionInFlightOnceAndHealthSaysWhy() throws Exception {
         ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch reached = new CountDownLatch(1);
         exec.decodeGate = stuck;
+        exec.decodeGateReached = reached;
         try (Engine engine = Engine.builder()
                 .config(EngineConfig.defaults())
                 .preparer(WordStages::prepare)
@@ -44,10 +46,8 @@ class EngineAbandonTest {
             Session a = engine.submit(text("a b", 4), running);
             Session b = engine.submit(text("c d", 4), queued);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (a.state() != Lifecycle.RUNNING && System.nanoTime() < deadline) {
-                Thread.onSpinWait();
-            }
-            assertEquals(Lifecycle.RUNNING, a.state(), "the first session runs (and blocks in its decode)");
+            assertTrue(reached.await(10, TimeUnit.SECONDS), "the first session blocks in its decode");
+            assertEquals(Lifecycle.RUNNING, a.state(), "the first session runs");
 
             engine.abandonInFlight("rank 1 stopped answering");
             Outcome oa = running.await(a);
@@ -76,7 +76,9 @@ class EngineAbandonTest {
     void closeDoesNotWaitForEverOnAnExecThatWasAbandoned() throws Exception {
         ScriptedExecutor exec = ScriptedExecutor.counting();
         CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch reached = new CountDownLatch(1);
         exec.decodeGate = stuck;
+        exec.decodeGateReached = reached;
         Engine engine = Engine.builder()
                 .config(EngineConfig.defaults())
                 .preparer(WordStages::prepare)
@@ -87,9 +89,7 @@ class EngineAbandonTest {
         try {
             var running = new RecordingListener();
             Session a = engine.submit(text("a b", 4), running);
-            while (a.state() != Lifecycle.RUNNING) {
-                Thread.onSpinWait();
-            }
+            assertTrue(reached.await(10, TimeUnit.SECONDS), "the session blocks in its decode");
             engine.abandonInFlight("rank 1 stopped answering");
             assertEquals(Lifecycle.FAILED, running.await(a).state());
             var closed = new CountDownLatch(1);

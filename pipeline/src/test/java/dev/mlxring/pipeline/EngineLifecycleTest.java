@@ -580,11 +580,11 @@ class EngineLifecycleTest {
     void closeSettlesSessionsWhileExecIsStuckInAStepThenWaitsForIt() throws Exception {
         start(EngineConfig.defaults());
         exec.decodeGate = new CountDownLatch(1); // exec blocks inside its first decode step
+        exec.decodeGateReached = new CountDownLatch(1);
         var r = new RecordingListener();
         Session s = engine.submit(text("a", 5), r);
-        while (s.state() != Lifecycle.RUNNING) {
-            Thread.onSpinWait();
-        }
+        // Inside the step, not merely running: a close before it would stop exec between units.
+        assertTrue(exec.decodeGateReached.await(10, TimeUnit.SECONDS), "exec inside its first decode step");
         var closed = new CountDownLatch(1);
         Thread closer = new Thread(() -> {
             engine.close();

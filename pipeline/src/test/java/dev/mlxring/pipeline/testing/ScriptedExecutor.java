@@ -71,6 +71,8 @@ public final class ScriptedExecutor implements Executor {
     public volatile int prefillChunks = 1;
     /** While set, every decode step of a serial run waits on it first. */
     public volatile CountDownLatch decodeGate;
+    /** Counted down by a serial run's decode step as it starts waiting on {@link #decodeGate}. */
+    public volatile CountDownLatch decodeGateReached;
     /** Whether {@link #openBatch} offers a {@link ScriptedBatch}; off = the serial loop. */
     public volatile boolean batching;
     /** The batch {@link #openBatch} offered last, null before. */
@@ -237,7 +239,12 @@ public final class ScriptedExecutor implements Executor {
                 prefilled++;
                 return r.prefilled();
             }
-            await(decodeGate);
+            CountDownLatch gate = decodeGate;
+            CountDownLatch reached = decodeGateReached;
+            if (gate != null && reached != null) {
+                reached.countDown();
+            }
+            await(gate);
             if (produced == plan.maxTokens()) {
                 return r.finished("length");
             }
