@@ -21,12 +21,9 @@ class RoundWidthTest {
         return lengths;
     }
 
+    /** The exact tier's cost of a round's positions is ForwardCostsTest's. */
     @Test
-    void theCostFollowsThePassesOfEightPositions() {
-        assertEquals(1.0, ForwardCosts.EXACT.cost(1));
-        assertEquals(2.49, ForwardCosts.EXACT.cost(8), 1e-12);
-        assertEquals(2 * 2.49, ForwardCosts.EXACT.cost(16), 1e-12);
-        assertEquals(2.49 + 1.15, ForwardCosts.EXACT.cost(10), 1e-12);
+    void aRoundExpectsItsCommittedTokenAndEachProposalAsLikelyAsItsPrefix() {
         assertEquals(1 + 0.5 + 0.25, RoundWidth.expectedTokens(0.5, 2), 1e-12);
     }
 
