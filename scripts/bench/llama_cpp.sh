@@ -11,10 +11,9 @@
 #                                                # scripts/bench/load_llama.sh) and prints its path
 #
 # ggml's AMX kernels crash on the VMs this is measured on (Illegal instruction at llama-server's
-# warm-up): -march=native turns them on whatever -DGGML_AMX_*=OFF says, so --server builds for
-# the AVX-512 family (F, CD, VL, DQ, BW, VBMI, VNNI, BF16) and AVX-VNNI by name, AMX off
-# (--isa avx512, in its own directory), and so does llama-bench on a CPU with AMX unless --isa
-# says otherwise.
+# warm-up): -march=native turns them on whatever -DGGML_AMX_*=OFF says, so on a CPU with AMX
+# both build for the AVX-512 family (F, CD, VL, DQ, BW, VBMI, VNNI, BF16) and AVX-VNNI where the
+# CPU has it, by name, AMX off (--isa avx512, in its own directory), unless --isa says otherwise.
 #
 # --isa avx2 builds (in its own directory) for AVX2/FMA/F16C without AVX-512, the peer of our
 # kernels under MLXR_KERNEL_ISA=avx2: an AVX2-only CPU's comparison, measured on an AVX-512 one.
@@ -40,18 +39,20 @@ while [[ $# -gt 0 ]]; do
     *) echo "llama_cpp.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-# Unset: llama-server, and llama-bench on a CPU with AMX (where -march=native would build the
-# kernels that crash), get the AVX-512 family by name; llama-bench elsewhere -march=native.
+# Unset: on a CPU with AMX (where -march=native would build the kernels that crash) the AVX-512
+# family by name; elsewhere -march=native (an AVX-512 CPU without AVX-VNNI, such as AMD Zen 4,
+# cannot run the by-name build: it dies with an illegal instruction at llama-server's warm-up).
 if [[ -z "$isa" ]]; then
-  if [[ $target == llama-server ]] || grep -qw amx_tile /proc/cpuinfo; then isa=avx512; else isa=native; fi
+  if grep -qw amx_tile /proc/cpuinfo; then isa=avx512; else isa=native; fi
 fi
+avx_vnni=OFF; grep -qw avx_vnni /proc/cpuinfo && avx_vnni=ON
 case "$isa" in
   native) build="build-$version"; isa_flags=(-DGGML_NATIVE=ON) ;;
   avx2) build="build-$version-avx2"
         isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF) ;;
-  avx512) build="build-$version-avx512"
+  avx512) build="build-$version-avx512$([[ $avx_vnni == ON ]] || echo -no-avx-vnni)"
         isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-          -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON) ;;
+          -DGGML_AVX_VNNI=$avx_vnni -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON) ;;
   *) echo "llama_cpp.sh: --isa must be native, avx2 or avx512, got $isa" >&2; exit 2 ;;
 esac
 dir="build/llama"
