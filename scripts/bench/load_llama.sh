@@ -5,6 +5,8 @@
 # phase by phase, the target order reversed every other round.
 #
 #   scripts/bench/load_llama.sh [LoadHarness options]   e.g. --concurrency 1,4,8,16 --requests 16 --rounds 3
+#                                                       (--warmup-rounds 1: one whole round first, not recorded,
+#                                                       so that our JVM's per-request code is compiled)
 #                                                       (later options override the defaults)
 #
 # Environment: OURS_PORT (18181; the fast server takes +1), LLAMA_PORT (18183), FAST_FLAGS (the fast

@@ -42,15 +42,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * differently (mlx_lm.server includes the EOS token of a request that stops, mlx-ring does not);
  * with one event per token (the events/token column) the two are the same.
  *
- * <p>Order: every target gets {@code --warmup} sequential requests first (not recorded); then
- * rounds, and in each round each concurrency level runs against every target in turn, the
- * target order reversed every other round (ABBA), so that slow drifts of the machine hit all
- * targets alike. Only one target is loaded at a time; the others sit idle. Only loopback URLs
- * are accepted.
+ * <p>Order: every target gets {@code --warmup} sequential requests first (not recorded), then
+ * {@code --warmup-rounds} whole rounds (not recorded either: a JVM server's per-request code is
+ * still being compiled after a few requests, which a short run would measure); then rounds, and
+ * in each round each concurrency level runs against every target in turn, the target order
+ * reversed every other round (ABBA), so that slow drifts of the machine hit all targets alike.
+ * Only one target is loaded at a time; the others sit idle. Only loopback URLs are accepted.
  *
  * <pre>
  * LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4] [--requests 16]
- *             [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300] [--out FILE.md] [--raw FILE.tsv]
+ *             [--max-tokens 64] [--rounds 2] [--warmup 3] [--warmup-rounds 0] [--timeout-s 300] [--out FILE.md] [--raw FILE.tsv]
  *             [--phases FILE.tsv] [--stagger-ms 0] [--command "how it was run"]
  * </pre>
  */
@@ -77,6 +78,7 @@ public final class LoadHarness {
             int maxTokens,
             int rounds,
             int warmup,
+            int warmupRounds,
             int timeoutS,
             Path out,
             Path raw,
@@ -145,14 +147,21 @@ public final class LoadHarness {
                 }
             }
         }
+        for (int round = 1; round <= o.warmupRounds(); round++) {
+            for (int c : o.concurrency()) {
+                for (Target t : order(o.targets(), round)) {
+                    Phase p = phase(client, t, o, c, round);
+                    long failed = p.results().stream().filter(r -> !r.ok()).count();
+                    log(
+                            "warm-up round %d, N=%d, %s: %.1f tok/s aggregate%s (not recorded)",
+                            round, c, t.name(), p.tps(), failed == 0 ? "" : ", " + failed + " FAILED");
+                }
+            }
+        }
         List<Phase> phases = new ArrayList<>();
         for (int round = 1; round <= o.rounds(); round++) {
             for (int c : o.concurrency()) {
-                List<Target> order = new ArrayList<>(o.targets());
-                if (round % 2 == 0) {
-                    Collections.reverse(order);
-                }
-                for (Target t : order) {
+                for (Target t : order(o.targets(), round)) {
                     Phase p = phase(client, t, o, c, round);
                     phases.add(p);
                     long failed = p.results().stream().filter(r -> !r.ok()).count();
@@ -188,6 +197,15 @@ public final class LoadHarness {
         }
         boolean anyFailed = phases.stream().flatMap(p -> p.results().stream()).anyMatch(r -> !r.ok());
         System.exit(anyFailed ? 2 : 0);
+    }
+
+    /** The targets in round {@code round}'s order: as given, reversed every other round. */
+    private static List<Target> order(List<Target> targets, int round) {
+        List<Target> order = new ArrayList<>(targets);
+        if (round % 2 == 0) {
+            Collections.reverse(order);
+        }
+        return order;
     }
 
     /**
@@ -437,7 +455,8 @@ public final class LoadHarness {
                 Locale.ROOT,
                 "%d prompts (fixed chat questions, round-robin, each behind a tag unique to the request, the same on every target), temperature 0, `max_tokens` %d, `stream_options.include_usage`;"
                         + " %d requests per phase; %d round(s), each running every concurrency level against every target in turn"
-                        + " (order reversed every other round); %d sequential warm-up request(s) per target first, not recorded."
+                        + " (order reversed every other round); %d sequential warm-up request(s) per target first, then %d whole"
+                        + " warm-up round(s), not recorded."
                         + " TTFT = send → first content event; ITL = gaps between later content events, pooled over requests;"
                         + " aggregate tok/s = content events / phase wall time, median over rounds; stream tok/s ="
                         + " (content events − 1) / (last − first content event) per request, median. Throughput counts"
@@ -449,6 +468,7 @@ public final class LoadHarness {
                 o.requests(),
                 o.rounds(),
                 o.warmup(),
+                o.warmupRounds(),
                 o.requests() * o.rounds(),
                 o.staggerMs() == 0
                         ? ""
@@ -644,7 +664,7 @@ public final class LoadHarness {
     // ---------------------------------------------------------------------------------- options
 
     static final String USAGE = "LoadHarness --target NAME=http://127.0.0.1:PORT [--target ...] [--concurrency 1,4]"
-            + " [--requests 16] [--max-tokens 64] [--rounds 2] [--warmup 3] [--timeout-s 300]"
+            + " [--requests 16] [--max-tokens 64] [--rounds 2] [--warmup 3] [--warmup-rounds 0] [--timeout-s 300]"
             + " [--out FILE.md] [--raw FILE.tsv] [--phases FILE.tsv] [--stagger-ms 0] [--command TEXT]";
 
     static Options parse(String[] argv) {
@@ -654,6 +674,7 @@ public final class LoadHarness {
         int maxTokens = 64;
         int rounds = 2;
         int warmup = 3;
+        int warmupRounds = 0;
         int timeoutS = 300;
         Path out = null;
         Path raw = null;
@@ -673,6 +694,7 @@ public final class LoadHarness {
                 case "--max-tokens" -> maxTokens = f.positive();
                 case "--rounds" -> rounds = f.positive();
                 case "--warmup" -> warmup = f.nonNegative();
+                case "--warmup-rounds" -> warmupRounds = f.nonNegative();
                 case "--timeout-s" -> timeoutS = f.positive();
                 case "--out" -> out = Path.of(f.value());
                 case "--raw" -> raw = Path.of(f.value());
@@ -695,6 +717,7 @@ public final class LoadHarness {
                 maxTokens,
                 rounds,
                 warmup,
+                warmupRounds,
                 timeoutS,
                 out,
                 raw,
