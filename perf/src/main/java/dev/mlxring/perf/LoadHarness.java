@@ -148,35 +148,11 @@ public final class LoadHarness {
             }
         }
         for (int round = 1; round <= o.warmupRounds(); round++) {
-            for (int c : o.concurrency()) {
-                for (Target t : order(o.targets(), round)) {
-                    Phase p = phase(client, t, o, c, round);
-                    long failed = p.results().stream().filter(r -> !r.ok()).count();
-                    log(
-                            "warm-up round %d, N=%d, %s: %.1f tok/s aggregate%s (not recorded)",
-                            round, c, t.name(), p.tps(), failed == 0 ? "" : ", " + failed + " FAILED");
-                }
-            }
+            runRound(client, o, round, "warm-up round", null);
         }
         List<Phase> phases = new ArrayList<>();
         for (int round = 1; round <= o.rounds(); round++) {
-            for (int c : o.concurrency()) {
-                for (Target t : order(o.targets(), round)) {
-                    Phase p = phase(client, t, o, c, round);
-                    phases.add(p);
-                    long failed = p.results().stream().filter(r -> !r.ok()).count();
-                    log(
-                            "round %d, N=%d, %s: %d requests in %.1f s, %d content events, %.1f tok/s aggregate%s",
-                            round,
-                            c,
-                            t.name(),
-                            p.results().size(),
-                            p.wallNs() / 1e9,
-                            p.tokens(),
-                            p.tps(),
-                            failed == 0 ? "" : ", " + failed + " FAILED");
-                }
-            }
+            runRound(client, o, round, "round", phases);
         }
         String report = report(o, phases, started, Duration.between(started, Instant.now()));
         System.out.println(report);
@@ -199,13 +175,38 @@ public final class LoadHarness {
         System.exit(anyFailed ? 2 : 0);
     }
 
-    /** The targets in round {@code round}'s order: as given, reversed every other round. */
-    private static List<Target> order(List<Target> targets, int round) {
-        List<Target> order = new ArrayList<>(targets);
+    /**
+     * One round: every concurrency level against every target, the targets as given, reversed
+     * every other round. Each phase is logged under {@code label} and added to {@code recorded},
+     * or left out of the report when {@code recorded} is null (a warm-up round).
+     */
+    private static void runRound(HttpClient client, Options o, int round, String label, List<Phase> recorded)
+            throws InterruptedException {
+        List<Target> order = new ArrayList<>(o.targets());
         if (round % 2 == 0) {
             Collections.reverse(order);
         }
-        return order;
+        for (int c : o.concurrency()) {
+            for (Target t : order) {
+                Phase p = phase(client, t, o, c, round);
+                if (recorded != null) {
+                    recorded.add(p);
+                }
+                long failed = p.results().stream().filter(r -> !r.ok()).count();
+                log(
+                        "%s %d, N=%d, %s: %d requests in %.1f s, %d content events, %.1f tok/s aggregate%s%s",
+                        label,
+                        round,
+                        c,
+                        t.name(),
+                        p.results().size(),
+                        p.wallNs() / 1e9,
+                        p.tokens(),
+                        p.tps(),
+                        failed == 0 ? "" : ", " + failed + " FAILED",
+                        recorded == null ? " (not recorded)" : "");
+            }
+        }
     }
 
     /**
