@@ -47,7 +47,7 @@ class ContinuousBatchTest {
         models = OracleFixtures.build().work().resolve("models");
     }
 
-    private static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
+    static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
         return ExecutionPlan.builder()
                 .requestId(id)
                 .prompt(new PreparedPrompt(prompt, prompt.length))

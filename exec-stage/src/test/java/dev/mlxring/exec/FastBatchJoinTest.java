@@ -10,16 +10,12 @@ import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.CpuKernels;
 import dev.mlxring.mlx.FastKernels;
 import dev.mlxring.mlx.Numerics;
-import dev.mlxring.mlx.ProjectHome;
-import dev.mlxring.mlx.PythonScript;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
-import dev.mlxring.pipeline.PreparedPrompt;
 import dev.mlxring.pipeline.SamplingParams;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -44,24 +40,7 @@ class FastBatchJoinTest {
     @BeforeAll
     static void build() throws Exception {
         assumeTrue(FastKernels.selected().isPresent(), "this CPU has no AVX2/FMA: the fast tier cannot run");
-        Path work = ProjectHome.get().resolve("build/oracle/fastnum");
-        Files.createDirectories(work);
-        PythonScript.run(
-                "oracle/make_fast_numerics_models.py",
-                300,
-                List.of("--out", work.resolve("models").toString()));
-        models = work.resolve("models");
-    }
-
-    private static ExecutionPlan plan(String id, int[] prompt, int maxTokens, SamplingParams params) {
-        return ExecutionPlan.builder()
-                .requestId(id)
-                .prompt(new PreparedPrompt(prompt, prompt.length))
-                .sampling(params)
-                .maxTokens(maxTokens)
-                .logprobs(true)
-                .topLogprobs(3)
-                .build();
+        models = OracleFixtures.fastNumerics().resolve("models");
     }
 
     @Test
@@ -69,10 +48,10 @@ class FastBatchJoinTest {
         SamplingParams seeded =
                 SamplingParams.builder().temperature(0.8).topP(0.95).seed(11L).build();
         List<ExecutionPlan> plans = List.of(
-                plan("a", BatchParityTest.prompt(21, 61, 512), 24, SamplingParams.GREEDY),
-                plan("b", BatchParityTest.prompt(37, 62, 512), 18, SamplingParams.GREEDY),
-                plan("c", BatchParityTest.prompt(9, 63, 512), 20, seeded),
-                plan("d", BatchParityTest.prompt(50, 64, 512), 12, SamplingParams.GREEDY));
+                ContinuousBatchTest.plan("a", BatchParityTest.prompt(21, 61, 512), 24, SamplingParams.GREEDY),
+                ContinuousBatchTest.plan("b", BatchParityTest.prompt(37, 62, 512), 18, SamplingParams.GREEDY),
+                ContinuousBatchTest.plan("c", BatchParityTest.prompt(9, 63, 512), 20, seeded),
+                ContinuousBatchTest.plan("d", BatchParityTest.prompt(50, 64, 512), 12, SamplingParams.GREEDY));
         // The unit before which each plan is inserted: b, c and d join while rows generate.
         int[] insertAt = {0, 3, 5, 9};
         try (LanguageModel model =

@@ -89,12 +89,7 @@ class FastNumericsOracleTest {
                 "the AVX2 pass on a CPU whose default is AVX2: the default run covers it");
         System.out.println(
                 "FastNumericsOracleTest: kernels " + FastKernels.selected().orElseThrow());
-        work = ProjectHome.get().resolve("build/oracle/fastnum");
-        Files.createDirectories(work);
-        PythonScript.run(
-                "oracle/make_fast_numerics_models.py",
-                300,
-                List.of("--out", work.resolve("models").toString()));
+        work = OracleFixtures.fastNumerics();
     }
 
     @ParameterizedTest(name = "{0}")
