@@ -76,11 +76,12 @@ class FastBatchJoinTest {
                     for (int e = 0; e < step.count; e++) {
                         int p = planOfRow.get(step.rows[e]);
                         StepResult r = step.results[e];
-                        batched.get(p)
-                                .add(
-                                        r.kind == StepResult.Kind.TOKEN
-                                                ? StepEntries.describe(r)
-                                                : "end:" + r.finishReason);
+                        if (r.kind == StepResult.Kind.TOKEN) {
+                            batched.get(p).add(StepEntries.describe(r));
+                        } else {
+                            batched.get(p).add("end:" + r.finishReason);
+                            usages.put(p, step.usages[e]);
+                        }
                     }
                 }
             }
@@ -89,6 +90,10 @@ class FastBatchJoinTest {
                 StepEntries.Serial alone = StepEntries.serial(executor, plans.get(p));
                 assertEquals(
                         alone.entries(), batched.get(p), "row " + plans.get(p).requestId());
+                assertEquals(
+                        alone.usage(),
+                        usages.get(p),
+                        "usage of row " + plans.get(p).requestId());
             }
         }
     }
