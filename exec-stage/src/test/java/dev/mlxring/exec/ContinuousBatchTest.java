@@ -78,16 +78,7 @@ class ContinuousBatchTest {
         for (int unit = 0; batch.rows() > 0; unit++) {
             assertTrue(unit < 10_000, "the rows do not finish");
             batch.step(step);
-            for (int e = 0; e < step.count; e++) {
-                int p = planOfRow.get(step.rows[e]);
-                StepResult r = step.results[e];
-                if (r.kind == StepResult.Kind.TOKEN) {
-                    out.get(p).add(StepEntries.describe(r));
-                } else {
-                    out.get(p).add("end:" + r.finishReason);
-                    usages.put(p, step.usages[e]);
-                }
-            }
+            StepEntries.collect(step, planOfRow, out, usages);
             for (var rm : removeAfter.entrySet()) {
                 if (rm.getValue() == unit) {
                     int row = planOfRow.entrySet().stream()

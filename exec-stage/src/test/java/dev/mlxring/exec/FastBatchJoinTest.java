@@ -14,7 +14,6 @@ import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.SamplingParams;
-import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -73,16 +72,7 @@ class FastBatchJoinTest {
                         next++;
                     }
                     batch.step(step);
-                    for (int e = 0; e < step.count; e++) {
-                        int p = planOfRow.get(step.rows[e]);
-                        StepResult r = step.results[e];
-                        if (r.kind == StepResult.Kind.TOKEN) {
-                            batched.get(p).add(StepEntries.describe(r));
-                        } else {
-                            batched.get(p).add("end:" + r.finishReason);
-                            usages.put(p, step.usages[e]);
-                        }
-                    }
+                    StepEntries.collect(step, planOfRow, batched, usages);
                 }
             }
             assertTrue(joinedGenerating >= 2, "rows joined a generating batch (" + joinedGenerating + ")");

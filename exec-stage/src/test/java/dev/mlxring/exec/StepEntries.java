@@ -1,12 +1,14 @@
 package dev.mlxring.exec;
 
 import dev.mlxring.exec.generate.ModelExecutor;
+import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionPlan;
 import dev.mlxring.pipeline.ExecutionRun;
 import dev.mlxring.pipeline.StepResult;
 import dev.mlxring.pipeline.Usage;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * A run's steps as text a test compares to the bit: each token as {@code token:logprob bits}
@@ -26,6 +28,27 @@ final class StepEntries {
             b.append(':').append(r.topIds[i]).append('=').append(Float.floatToRawIntBits(r.topLogprobs[i]));
         }
         return b.toString();
+    }
+
+    /**
+     * One batch unit's results into each plan's entries ({@code out}, keyed by plan index through
+     * {@code planOfRow}); a row that ends also leaves its usage in {@code usages}.
+     */
+    static void collect(
+            BatchStep step,
+            Map<Integer, Integer> planOfRow,
+            Map<Integer, List<String>> out,
+            Map<Integer, Usage> usages) {
+        for (int e = 0; e < step.count; e++) {
+            int p = planOfRow.get(step.rows[e]);
+            StepResult r = step.results[e];
+            if (r.kind == StepResult.Kind.TOKEN) {
+                out.get(p).add(describe(r));
+            } else {
+                out.get(p).add("end:" + r.finishReason);
+                usages.put(p, step.usages[e]);
+            }
+        }
     }
 
     /** Runs {@code plan} through {@code executor}'s serial path until it finishes. */
