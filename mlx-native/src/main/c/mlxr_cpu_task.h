@@ -37,9 +37,9 @@ class CpuTaskPrimitive : public mx::UnaryPrimitive {
     allocate(inputs, out);
     std::vector<mx::array> ins;
     ins.reserve(inputs.size());
-    for (auto& in : inputs) {
-      encoder.set_input_array(in);
-      ins.push_back(mx::array::unsafe_weak_copy(in));
+    for (size_t i = 0; i < inputs.size(); i++) {
+      encoder.set_input_array(inputs[i]);
+      ins.push_back(captures_by_reference(i, inputs[i]) ? inputs[i] : mx::array::unsafe_weak_copy(inputs[i]));
     }
     encoder.set_output_array(out);
     encoder.dispatch([task = task(), ins = std::move(ins),
@@ -52,6 +52,15 @@ class CpuTaskPrimitive : public mx::UnaryPrimitive {
 
  protected:
   virtual Task task() const = 0;
+
+  // Whether the task holds input i itself (a reference, as the fused decoder block holds its
+  // weights: a model's leaves, never donated) rather than a weak copy, e.g. so that it can tell
+  // that input's buffer from a later array's at the same address.
+  virtual bool captures_by_reference(size_t input, const mx::array& a) const {
+    (void)input;
+    (void)a;
+    return false;
+  }
 
   // Gives out its buffer: a fresh one, unless a subclass reuses an input's as
   // MLX's elementwise kernels do (see NativeSwiglu).

@@ -36,6 +36,7 @@
 #include "mlxr_fast.h"
 #include "mlxr_fast_exp.h"
 #include "mlxr_fastnum.h"
+#include "mlxr_fastq8.h"
 #include "mlxr_guard.h"
 #include "mlxr_qmm.h"
 #include "mlxr_row_major.h"
@@ -479,8 +480,13 @@ void run_block(const BlockSpec& s, int offset, const std::vector<mx::array>& in,
     if (!w.flags().row_contiguous || !sc.flags().row_contiguous || !bi.flags().row_contiguous) {
       throw std::logic_error("[FastDecoderBlock] weights must be row-contiguous");
     }
-    return Weight{w.data<uint32_t>(), sc.data<void>(), bi.data<void>(), dt_of(sc.dtype()), w.shape(0), s.bits[p],
+    Weight weight{w.data<uint32_t>(), sc.data<void>(), bi.data<void>(), dt_of(sc.dtype()), w.shape(0), s.bits[p],
                   s.group_size[p], y, Dt::F32};
+    if (s.acts == static_cast<int>(Activations::Q8)) {
+      const int K = w.shape(1) * 32 / s.bits[p];  // packed words per row to positions
+      weight.q8_params = mlxr::fastq8::widened_params(sc, bi, K, s.bits[p], s.group_size[p]);
+    }
+    return weight;
   };
   // y_i = xin times projection first + i, for the n projections from first on (one pass over the
   // pool where their widths match: q/k/v, gate/up).

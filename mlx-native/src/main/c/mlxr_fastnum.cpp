@@ -13,11 +13,15 @@
 // --numerics fast-q8 takes the same primitive with its activations rounded to
 // 8-bit integers (mlxr_fastq8.h), through matmul's Activations::Q8.
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -165,6 +169,100 @@ bool cpu_has_avx512_vnni() {
 #endif
 }
 
+namespace {
+
+// One weight's widened parameters, and the buffers they were made from: valid while both live.
+struct Widened {
+  std::weak_ptr<mx::array::Data> scales, biases;
+  const void* biases_at;
+  int N, K, bits, group_size;
+  std::vector<float> floats;
+};
+
+struct WidenedCache {
+  std::mutex mu;
+  std::unordered_map<const void*, Widened> by_scales;  // keyed by the scales' first element
+  size_t bytes = 0;
+};
+
+WidenedCache& widened_cache() {
+  static WidenedCache* cache = new WidenedCache();  // never destroyed: kernel threads may outlive exit's destructors
+  return *cache;
+}
+
+std::atomic<int>& widened_switch() {
+  static std::atomic<int> on{[] {
+    const char* e = std::getenv("MLXR_FASTQ8_WIDE_PARAMS");
+    return e != nullptr && std::strcmp(e, "0") == 0 ? 0 : 1;
+  }()};
+  return on;
+}
+
+bool live(const std::weak_ptr<mx::array::Data>& held, const mx::array& a) {
+  return held.lock().get() == a.data_shared_ptr().get();
+}
+
+// Under the cache's lock.
+size_t sweep(WidenedCache& cache) {
+  size_t freed = 0;
+  for (auto it = cache.by_scales.begin(); it != cache.by_scales.end();) {
+    if (it->second.scales.expired() || it->second.biases.expired()) {
+      freed += it->second.floats.size() * sizeof(float);
+      it = cache.by_scales.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  cache.bytes -= freed;
+  return freed;
+}
+
+}  // namespace
+
+void set_widened_params(bool on) {
+  widened_switch().store(on ? 1 : 0);
+}
+
+bool widened_params_on() {
+  return widened_switch().load() != 0;
+}
+
+size_t widened_params_bytes() {
+  WidenedCache& cache = widened_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.bytes;
+}
+
+size_t release_widened_params() {
+  WidenedCache& cache = widened_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return sweep(cache);
+}
+
+const float* widened_params(const mx::array& scales, const mx::array& biases, int K, int bits, int group_size) {
+  if (!widened_params_on()) return nullptr;
+  const int N = scales.shape(0);
+  WidenedCache& cache = widened_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.by_scales.find(scales.data<void>());
+  if (it != cache.by_scales.end()) {
+    const Widened& w = it->second;
+    if (live(w.scales, scales) && live(w.biases, biases) && w.biases_at == biases.data<void>() && w.N == N && w.K == K &&
+        w.bits == bits && w.group_size == group_size) {
+      return w.floats.data();
+    }
+  }
+  sweep(cache);  // a closed model's weights, and a stale entry under this key, go first
+  Widened w{scales.data_shared_ptr(), biases.data_shared_ptr(), biases.data<void>(), N, K, bits, group_size,
+            std::vector<float>(fastnum::cols_params_floats(N, K, group_size))};
+  widen_params(scales.data<void>(), biases.data<void>(), fastnum::dt_of(scales.dtype()), N, K, bits, group_size,
+               w.floats.data());
+  cache.bytes += w.floats.size() * sizeof(float);
+  auto [at, inserted] = cache.by_scales.insert_or_assign(scales.data<void>(), std::move(w));
+  (void)inserted;
+  return at->second.floats.data();
+}
+
 // The n weights (one run sharing bits and group size) by the 8-bit-activation kernels.
 void matmul(const float* x, int M, int K, const fastnum::Weight* weights, int n, Isa isa) {
   thread_local Acts acts;  // per calling thread (MLX's stream thread), reused: no allocation once grown
@@ -173,7 +271,7 @@ void matmul(const float* x, int M, int K, const fastnum::Weight* weights, int n,
   for (int i = 0; i < n; i++) {
     const fastnum::Weight& w = weights[i];
     ps[i] = Problem{acts.xq.data(), acts.d.data(), acts.sq.data(), acts.xg.data(), w.w, w.scales, w.biases, w.param,
-                    w.out, w.out_dt, M, w.N, K, w.bits, w.group_size};
+                    w.out, w.out_dt, M, w.N, K, w.bits, w.group_size, w.q8_params};
   }
   const bool ran = isa == Isa::Avx512 && cpu_has_avx512_vnni() ? run_avx512(ps, n) : run_avx2(ps, n);
   if (!ran) throw std::logic_error("[fastq8] called for a case its kernels do not cover");
@@ -249,6 +347,7 @@ void matmul(const float* x, int M, int K, const Weight* weights, int n, Isa isa,
 template <Activations Acts>
 struct FastKernels {
   static constexpr const char* kName = Acts == Activations::Q8 ? "FastQ8QuantizedMatmul" : "FastQuantizedMatmul";
+  static constexpr bool kKeepsWeights = Acts == Activations::Q8;
 
   static void compute(mx::array& out, const mx::array& x, const mx::array& w, const mx::array& scales,
                       const mx::array& biases, int group_size, int bits, Isa isa) {
@@ -261,8 +360,11 @@ struct FastKernels {
     std::vector<float> xcopy, s32, b32;
     std::vector<uint32_t> wcopy;
     std::vector<uint16_t> s16, b16;
-    const Weight weight{row_major<uint32_t, uint32_t>(w, wcopy), params(scales, s16, s32), params(biases, b16, b32),
-                        dt_of(scales.dtype()), N, bits, group_size, out.data<void>(), dt_of(out.dtype())};
+    Weight weight{row_major<uint32_t, uint32_t>(w, wcopy), params(scales, s16, s32), params(biases, b16, b32),
+                  dt_of(scales.dtype()), N, bits, group_size, out.data<void>(), dt_of(out.dtype())};
+    if (Acts == Activations::Q8 && scales.flags().row_contiguous && biases.flags().row_contiguous) {
+      weight.q8_params = fastq8::widened_params(scales, biases, K, bits, group_size);
+    }
     matmul(row_major_floats(x, xcopy), int(x.size() / K), K, &weight, 1, isa, Acts);
   }
 };
@@ -353,6 +455,24 @@ mlxr_array mlxr_fastnum_quantized_matmul_acts(mlxr_array x, mlxr_array w, mlxr_a
     if (!ok) return ref;
     return build(ref.shape(), ref.primitive().stream(), ref.inputs()[0]);
   });
+}
+
+// --numerics fast-q8's widened group parameters (mlxr_fastq8.h): on (1) or off (0) for the calls
+// that follow; returns the setting before. The outputs are the same bytes either way.
+int mlxr_fastq8_set_widened_params(int on) {
+  const int before = mlxr::fastq8::widened_params_on() ? 1 : 0;
+  mlxr::fastq8::set_widened_params(on != 0);
+  return before;
+}
+
+// Bytes of widened parameters held now.
+long long mlxr_fastq8_widened_params_bytes() {
+  return static_cast<long long>(mlxr::fastq8::widened_params_bytes());
+}
+
+// Frees the widened parameters of weights whose buffers are gone; returns the bytes freed.
+long long mlxr_fastq8_release_widened_params() {
+  return static_cast<long long>(mlxr::fastq8::release_widened_params());
 }
 
 // 1 when the array is the output of the fast kernels (tests check that a

@@ -75,6 +75,15 @@ constexpr int kLanesAvx512 = 16;
 // the AVX-512 kernels' rows below which a pass does not pre-scale the weights.
 constexpr int kWordLaneRows = 4;
 
+// The widened group parameters of a weight (fastq8::widen_params) come in blocks of this many
+// weight rows, a multiple of the 8-bit-activation kernels' column blocks (32 on AVX-512, 8 on AVX2).
+constexpr int kColParamColumns = 32;
+
+// Floats of a weight's widened parameters: N rows rounded up to blocks, K / group_size groups.
+inline size_t cols_params_floats(int N, int K, int group_size) {
+  return size_t((N + kColParamColumns - 1) / kColParamColumns) * 2 * size_t(K / group_size) * kColParamColumns;
+}
+
 // The most problems one run takes.
 constexpr int kMaxProblems = 4;
 
@@ -115,6 +124,9 @@ struct Weight {
   int N, bits, group_size;
   void* out;
   Dt out_dt;
+  // For Activations::Q8: the group parameters widened ahead (fastq8::widened_params), or null for
+  // the kernels to widen them in each call.
+  const float* q8_params = nullptr;
 };
 
 // How a matmul treats its activations: as float32 (--numerics fast), or rounded to 8-bit integers

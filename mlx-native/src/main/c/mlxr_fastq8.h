@@ -27,6 +27,10 @@
 
 #include "mlxr_fastnum.h"
 
+namespace mlx::core {
+class array;
+}
+
 namespace mlxr::fastq8 {
 
 using fastnum::Dt;
@@ -57,7 +61,16 @@ struct Problem {
   void* out;  // [M, N] of out_dt
   Dt out_dt;
   int M, N, K, bits, group_size;
+  // Optional: the group parameters widened ahead by widen_params (null: each call widens its own).
+  const float* params = nullptr;
 };
+
+// The group parameters as the kernels read them, widened once ahead of the calls: per block of
+// fastnum::kColParamColumns weight rows, the scales as [group][column] floats, then the centred
+// biases b + 2^(bits-1) s (one fused multiply-add) alike; columns past N repeat row N - 1. The
+// floats each call would otherwise widen itself, so every output keeps its bytes. Writes
+// fastnum::cols_params_floats(N, K, group_size) floats. Needs F16C (defined in mlxr_fastq8_avx2.cpp).
+void widen_params(const void* scales, const void* biases, Dt param, int N, int K, int bits, int group_size, float* dst);
 
 // Whether the kernels take (bits, group_size) at width K: 4 or 8 bits, groups of 32, 64 or 128.
 bool covered(int bits, int group_size);
@@ -73,5 +86,23 @@ bool run_avx512(const Problem* ps, int n);
 
 // Whether this CPU has AVX-512 VNNI as well as the fast tier's AVX-512 set.
 bool cpu_has_avx512_vnni();
+
+// Widened parameters kept per weight (mlxr_fastnum.cpp): at one row of activations, widening a
+// block's parameters in the call (two float16 conversions and a fused multiply-add per group and
+// row, scalar) took about a third of a 4-bit call's time, more than its integer products; kept
+// once per weight they cost 8 bytes per group and row beside the stored 4 (docs/architecture.md).
+// On unless MLXR_FASTQ8_WIDE_PARAMS=0 or set_widened_params(false) (for A/B runs and tests; the
+// outputs are the same bytes either way).
+void set_widened_params(bool on);
+bool widened_params_on();
+// The widened parameters of the weight whose row-contiguous group parameters are these arrays
+// (N = scales.shape(0)), made on the first call for it and kept while both arrays' buffers live;
+// null when widened parameters are off. Thread-safe.
+const float* widened_params(const mlx::core::array& scales, const mlx::core::array& biases, int K, int bits, int group_size);
+// Bytes of widened parameters held now.
+size_t widened_params_bytes();
+// Frees the widened parameters of weights whose buffers are gone (a closed model's); returns the
+// bytes freed. Each widening of a new weight does the same first.
+size_t release_widened_params();
 
 }  // namespace mlxr::fastq8

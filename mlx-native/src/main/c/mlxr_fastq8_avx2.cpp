@@ -97,6 +97,15 @@ bool run_avx2(const Problem* ps, int n) {
   return q8_run(ps, n);
 }
 
+void widen_params(const void* scales, const void* biases, Dt param, int N, int K, int bits, int group_size, float* dst) {
+  constexpr int C = fastnum::kColParamColumns;
+  const int G = K / group_size;
+  for (int n0 = 0; n0 < N; n0 += C) {
+    float* sc = dst + size_t(n0 / C) * 2 * G * C;
+    q8_widen(scales, biases, param, N, G, bits, n0, C, C, sc, sc + size_t(G) * C);
+  }
+}
+
 void quantize_avx2(const float* x, int M, int K, int bits, int group_size, Acts& out) {
   const int blocks = K / kBlock, G = K / group_size, per_group = group_size / kBlock;
   out.xq.resize(size_t(M) * K);
@@ -156,6 +165,7 @@ bool run_avx2(const Problem*, int) {
   return false;
 }
 void quantize_avx2(const float*, int, int, int, int, Acts&) {}
+void widen_params(const void*, const void*, Dt, int, int, int, int, float*) {}
 }  // namespace mlxr::fastq8
 
 #endif

@@ -37,26 +37,42 @@ MLXR_INLINE void q8_prefetch(const uint32_t* const* rowp, int w0, int row_words)
   for (int c = 0; c < cols; c++) _mm_prefetch(reinterpret_cast<const char*>(rowp[c] + ahead), _MM_HINT_T0);
 }
 
-// The block's group parameters as [group][column] floats: the scales, and the centred biases
-// b + c s (one fused multiply-add); columns past N repeat the last row, as its words do.
-template <int BITS, int GS>
-MLXR_INLINE void q8_params(const Problem& p, int n0, const uint32_t** rowp, float* sc, float* bc) {
+// The block's rows (columns past N repeat the last row), their first words requested from memory.
+template <int BITS>
+MLXR_INLINE void q8_rows(const Problem& p, int n0, const uint32_t** rowp) {
   constexpr int cols = kQ8Tiles * kL, per_word = 32 / BITS;
-  const float centre = float(1 << (BITS - 1));
-  const int G = p.K / GS;
   const int row_words = p.K / per_word;
   for (int c = 0; c < cols; c++) {
-    const size_t row = size_t(q8min(n0 + c, p.N - 1));
-    rowp[c] = p.w + row * row_words;
+    rowp[c] = p.w + size_t(q8min(n0 + c, p.N - 1)) * row_words;
     for (int w = 0; w < kQ8WordsAhead && w < row_words; w += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(rowp[c] + w), _MM_HINT_T0);
     }
+  }
+}
+
+// The group parameters of weight rows n0 .. n0 + cols - 1 as [group][column] floats at `stride`
+// floats a group: the scales, and the centred biases b + c s (one fused multiply-add); columns
+// past N repeat the last row, as its words do. Per call (q8_params) or once per weight
+// (widen_params, mlxr_fastq8.h).
+MLXR_INLINE void q8_widen(const void* scales, const void* biases, Dt param, int N, int G, int bits, int n0, int cols,
+                          size_t stride, float* sc, float* bc) {
+  const float centre = float(1 << (bits - 1));
+  for (int c = 0; c < cols; c++) {
+    const size_t row = size_t(q8min(n0 + c, N - 1));
     for (int g = 0; g < G; g++) {
-      const float s = param_at(p.scales, p.param, row * G + g);
-      sc[size_t(g) * cols + c] = s;
-      bc[size_t(g) * cols + c] = __builtin_fmaf(centre, s, param_at(p.biases, p.param, row * G + g));
+      const float s = param_at(scales, param, row * G + g);
+      sc[size_t(g) * stride + c] = s;
+      bc[size_t(g) * stride + c] = __builtin_fmaf(centre, s, param_at(biases, param, row * G + g));
     }
   }
+}
+
+// The block's group parameters widened in this call, when the weight has none kept
+// (Problem::params).
+template <int BITS, int GS>
+MLXR_INLINE void q8_params(const Problem& p, int n0, float* sc, float* bc) {
+  constexpr int cols = kQ8Tiles * kL;
+  q8_widen(p.scales, p.biases, p.param, p.N, p.K / GS, BITS, n0, cols, cols, sc, bc);
 }
 
 // The block's weights as byte quads: quad i of a column holds its positions 4i .. 4i + 3, for
@@ -99,11 +115,11 @@ MLXR_INLINE void q8_panel(const uint32_t* const* rowp, int row_words, uint32_t* 
 
 // The end of an output: the bias terms in group order, then the store.
 template <int R>
-MLXR_INLINE void q8_finish(const Problem& p, const float* bc, int n0, int m0, int G, vf (&acc)[R][kQ8Tiles]) {
-  constexpr int T = kQ8Tiles, cols = T * kL;
+MLXR_INLINE void q8_finish(const Problem& p, const float* bc, size_t ps, int n0, int m0, int G, vf (&acc)[R][kQ8Tiles]) {
+  constexpr int T = kQ8Tiles;
   for (int g = 0; g < G; g++) {
     MLXR_UNROLL for (int t = 0; t < T; t++) {
-      const vf bv = vload(bc + size_t(g) * cols + t * kL);
+      const vf bv = vload(bc + size_t(g) * ps + t * kL);
       MLXR_UNROLL for (int r = 0; r < R; r++) acc[r][t] = vfma(bv, vset1(p.xg[size_t(m0 + r) * G + g]), acc[r][t]);
     }
   }
@@ -125,7 +141,7 @@ MLXR_INLINE void q8_finish(const Problem& p, const float* bc, int n0, int m0, in
 
 // Rows m0 .. m0 + R - 1 of the block's columns n0 .. (mlxr_fastq8.h gives the order of the sums).
 template <int BITS, int GS, int R>
-MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* sc, const float* bc, int n0, int m0) {
+MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* sc, const float* bc, size_t ps, int n0, int m0) {
   constexpr int T = kQ8Tiles, cols = T * kL, centre = 1 << (BITS - 1);
   const int blocks = p.K / kBlock, G = p.K / GS;
   const int8_t* xr[R];
@@ -152,7 +168,7 @@ MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* s
     }
     const size_t g = size_t(b) * kBlock / GS;
     vf s[T];
-    MLXR_UNROLL for (int t = 0; t < T; t++) s[t] = vload(sc + g * cols + t * kL);
+    MLXR_UNROLL for (int t = 0; t < T; t++) s[t] = vload(sc + g * ps + t * kL);
     MLXR_UNROLL for (int r = 0; r < R; r++) {
       const size_t at = size_t(m0 + r) * blocks + b;
       const vi corr = vset1i(centre * p.sq[at]);
@@ -162,14 +178,14 @@ MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* s
       }
     }
   }
-  q8_finish<R>(p, bc, n0, m0, G, acc);
+  q8_finish<R>(p, bc, ps, n0, m0, G, acc);
 }
 
 // The same sums as q8_pass for a call of R <= kQ8DirectRows rows, straight from the transposed words
 // in registers, with no panel written and read back (a decode step's one row).
 template <int BITS, int GS, int R>
-MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const float* sc, const float* bc, int n0) {
-  constexpr int T = kQ8Tiles, cols = T * kL, centre = 1 << (BITS - 1);
+MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const float* sc, const float* bc, size_t ps, int n0) {
+  constexpr int T = kQ8Tiles, centre = 1 << (BITS - 1);
   constexpr int blocks_per_load = BITS == 4 ? 2 : 1;  // eight words: 64 or 32 positions
   constexpr int words_per_block = 8 / blocks_per_load;
   const int blocks = p.K / kBlock, G = p.K / GS, row_words = p.K * BITS / 32;
@@ -215,12 +231,12 @@ MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const 
         const vi corr = vset1i(centre * p.sq[at]);
         const vf dv = vset1(p.d[at]);
         MLXR_UNROLL for (int t = 0; t < T; t++) {
-          acc[r][t] = vfma(vcvti(vsubi(ai[r][t], corr)), vmul(vload(sc + g * cols + t * kL), dv), acc[r][t]);
+          acc[r][t] = vfma(vcvti(vsubi(ai[r][t], corr)), vmul(vload(sc + g * ps + t * kL), dv), acc[r][t]);
         }
       }
     }
   }
-  q8_finish<R>(p, bc, n0, 0, G, acc);
+  q8_finish<R>(p, bc, ps, n0, 0, G, acc);
 }
 
 template <int BITS, int GS>
@@ -231,15 +247,28 @@ void q8_block(const Problem& p, int block) {
   const size_t panel_words = size_t(p.K / 4) * cols;
   float* scratch = thread_scratch(panel_words + size_t(2) * G * cols);
   uint32_t* panel = reinterpret_cast<uint32_t*>(scratch);
-  float* sc = scratch + panel_words;
-  float* bc = sc + size_t(G) * cols;
   const uint32_t* rowp[cols];
-  q8_params<BITS, GS>(p, n0, rowp, sc, bc);
+  q8_rows<BITS>(p, n0, rowp);
+  const float* sc;
+  const float* bc;
+  size_t ps;
+  if (p.params != nullptr) {
+    sc = p.params + size_t(n0 / fastnum::kColParamColumns) * 2 * G * fastnum::kColParamColumns + n0 % fastnum::kColParamColumns;
+    bc = sc + size_t(G) * fastnum::kColParamColumns;
+    ps = fastnum::kColParamColumns;
+  } else {
+    float* wsc = scratch + panel_words;
+    float* wbc = wsc + size_t(G) * cols;
+    q8_params<BITS, GS>(p, n0, wsc, wbc);
+    sc = wsc;
+    bc = wbc;
+    ps = cols;
+  }
   if (p.M <= kQ8DirectRows && row_words % 8 == 0) {
     if (p.M == 1) {
-      q8_direct<BITS, GS, 1>(p, rowp, sc, bc, n0);
+      q8_direct<BITS, GS, 1>(p, rowp, sc, bc, ps, n0);
     } else if constexpr (kQ8DirectRows >= 2) {
-      q8_direct<BITS, GS, 2>(p, rowp, sc, bc, n0);
+      q8_direct<BITS, GS, 2>(p, rowp, sc, bc, ps, n0);
     }
     return;
   }
@@ -249,7 +278,7 @@ void q8_block(const Problem& p, int block) {
 #define MLXR_FASTQ8_PASS(R)                                 \
   case R:                                                   \
     if constexpr (R <= kQ8Rows) {                           \
-      q8_pass<BITS, GS, R>(p, panel, sc, bc, n0, m0);       \
+      q8_pass<BITS, GS, R>(p, panel, sc, bc, ps, n0, m0);   \
     }                                                       \
     break;
       MLXR_FASTQ8_PASS(1)

@@ -265,6 +265,7 @@ bool shape_supported(int bits, int group_size) {
 // created only for the cases they cover, on a CPU stream of a CPU that has it.
 struct ExactKernels {
   static constexpr const char* kName = "NativeQuantizedMatmul";
+  static constexpr bool kKeepsWeights = false;
 
   static void compute(mx::array& out, const mx::array& x, const mx::array& w,
                       const mx::array& scales, const mx::array& biases, int group_size,

@@ -37,6 +37,13 @@ class QuantizedMatmulPrimitive final : public CpuTaskPrimitive {
   }
 
  protected:
+  // The weight and its group parameters (inputs 1 to 3) by reference where the kernels key state
+  // on them (Kernels::kKeepsWeights: fast-q8's widened parameters, mlxr_fastq8.h) and they are
+  // leaves, as a model's weights are.
+  bool captures_by_reference(size_t input, const mx::array& a) const override {
+    return Kernels::kKeepsWeights && input >= 1 && !a.has_primitive();
+  }
+
   Task task() const override {
     return [group_size = group_size_, bits = bits_, isa = isa_](const std::vector<mx::array>& in, mx::array& out) {
       Kernels::compute(out, in[0], in[1], in[2], in[3], group_size, bits, isa);

@@ -1,5 +1,6 @@
 package dev.mlxring.exec;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -128,6 +129,48 @@ class FastNumericsOracleTest {
         q8SameBytesWhateverTheCall(
                 "llama-f32-q4g32, long rows",
                 logits(work.resolve("models").resolve("llama-f32-q4g32"), Numerics.FAST_Q8, prompts));
+    }
+
+    /**
+     * The 8-bit-activation tier's widened group parameters ({@link FastKernels#widenedParams}) change
+     * no byte: the tiny llama's logits of every position, by every call shape above, with them and
+     * without.
+     */
+    @org.junit.jupiter.api.Test
+    void q8WidenedParamsSameBytes() {
+        SplittableRandom rnd = new SplittableRandom(33);
+        List<int[]> prompts = new ArrayList<>();
+        for (int length : new int[] {40, 9, 17}) {
+            int[] p = new int[length];
+            for (int t = 0; t < length; t++) {
+                p[t] = rnd.nextInt(512);
+            }
+            prompts.add(p);
+        }
+        Path model = work.resolve("models").resolve("llama-f32-q4g32");
+        boolean before = FastKernels.widenedParams(true);
+        Logits widened;
+        Logits perCall;
+        try {
+            widened = logits(model, Numerics.FAST_Q8, prompts);
+            FastKernels.widenedParams(false);
+            perCall = logits(model, Numerics.FAST_Q8, prompts);
+        } finally {
+            FastKernels.widenedParams(before);
+        }
+        assertSameBytes("one forward", widened.forced(), perCall.forced());
+        assertSameBytes("one token at a time", widened.stepwise(), perCall.stepwise());
+        assertSameBytes("batched rows", widened.batched(), perCall.batched());
+        assertSameBytes("batched rows, three tokens a forward", widened.batchedThree(), perCall.batchedThree());
+        assertSameBytes("rows prefilled together", widened.together(), perCall.together());
+    }
+
+    private static void assertSameBytes(String call, List<float[]> widened, List<float[]> perCall) {
+        assertEquals(perCall.size(), widened.size(), call);
+        for (int i = 0; i < widened.size(); i++) {
+            assertArrayEquals(
+                    perCall.get(i), widened.get(i), call + ", prompt " + i + ": widened parameters changed the logits");
+        }
     }
 
     @ParameterizedTest(name = "{0}")

@@ -2,6 +2,7 @@ package dev.mlxring.mlx;
 
 import static dev.mlxring.mlx.NativeLibrary.ADDR;
 import static dev.mlxring.mlx.NativeLibrary.INT;
+import static dev.mlxring.mlx.NativeLibrary.LONG;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -29,6 +30,12 @@ public final class FastKernels {
     private static final MethodHandle CPU_HAS =
             NativeLibrary.handle("mlxr_fastnum_cpu_has", FunctionDescriptor.of(INT, INT));
     private static final MethodHandle SELECTED = NativeLibrary.handle("mlxr_fastnum_isa", FunctionDescriptor.of(INT));
+    private static final MethodHandle SET_WIDENED =
+            NativeLibrary.handle("mlxr_fastq8_set_widened_params", FunctionDescriptor.of(INT, INT));
+    private static final MethodHandle WIDENED_BYTES =
+            NativeLibrary.handle("mlxr_fastq8_widened_params_bytes", FunctionDescriptor.of(LONG));
+    private static final MethodHandle RELEASE_WIDENED =
+            NativeLibrary.handle("mlxr_fastq8_release_widened_params", FunctionDescriptor.of(LONG));
 
     /** Whether the fast kernels compute affine weights of {@code bits} and {@code groupSize} (4/8; 32/64/128). */
     public static boolean covers(int bits, int groupSize) {
@@ -124,6 +131,41 @@ public final class FastKernels {
             }
         }
         return Optional.empty();
+    }
+
+    /**
+     * Turns {@link Numerics#FAST_Q8}'s widened group parameters on or off for the calls that follow
+     * (on by default, off with {@code MLXR_FASTQ8_WIDE_PARAMS=0}): each weight's scales and centred
+     * biases kept as floats in the kernels' column order, made on its first call, instead of
+     * widened in every call. The outputs are the same bytes either way; for A/B runs and tests.
+     *
+     * @return whether they were on before
+     */
+    public static boolean widenedParams(boolean on) {
+        return call(() -> (int) SET_WIDENED.invokeExact(on ? 1 : 0)) != 0;
+    }
+
+    /** Bytes of widened group parameters held now, over every loaded fast-q8 model. */
+    public static long widenedParamsBytes() {
+        try {
+            return (long) WIDENED_BYTES.invokeExact();
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+    }
+
+    /**
+     * Frees the widened group parameters of weights whose buffers are gone (a closed model's);
+     * a model calls it when it closes.
+     *
+     * @return the bytes freed
+     */
+    public static long releaseWidenedParams() {
+        try {
+            return (long) RELEASE_WIDENED.invokeExact();
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
     }
 
     @FunctionalInterface

@@ -132,6 +132,10 @@ class FastQ8KernelsTest {
                 assertTrue(FastKernels.isFast(out), "the fast kernels did not take " + c);
                 float[] got = Mlx.astype(out, Dtype.FLOAT32).toFloatArray();
                 assertEquals(c.m * c.n, got.length);
+                assertArrayEquals(
+                        got,
+                        unwidened(x, weight, scales, biases, c, isa),
+                        isa + " " + c + ": widened parameters changed bytes");
                 if (first == null) {
                     first = got;
                 } else {
@@ -193,6 +197,79 @@ class FastQ8KernelsTest {
                                 + " unrounded product / rounding bound %.3f%n",
                         isa, c, worst, tolerance(c), worstRounding);
             }
+        }
+    }
+
+    /** The same call with each call widening its own group parameters ({@link FastKernels#widenedParams}). */
+    private static float[] unwidened(
+            MlxArray x, MlxArray weight, MlxArray scales, MlxArray biases, Case c, KernelIsa isa) {
+        boolean before = FastKernels.widenedParams(false);
+        try {
+            return Mlx.astype(
+                            FastKernels.quantizedMatmul(
+                                    x, weight, scales, biases, c.groupSize, c.bits, isa, Numerics.FAST_Q8),
+                            Dtype.FLOAT32)
+                    .toFloatArray();
+        } finally {
+            FastKernels.widenedParams(before);
+        }
+    }
+
+    /**
+     * A weight's widened parameters are made on its first call, held while its arrays live, and freed
+     * by {@link FastKernels#releaseWidenedParams} once they are gone; a new weight whose scales land
+     * where a freed one's were gets its own.
+     */
+    @Test
+    void widenedParamsLiveAsLongAsTheirWeight() {
+        boolean before = FastKernels.widenedParams(true);
+        try {
+            FastKernels.releaseWidenedParams();
+            long base = FastKernels.widenedParamsBytes();
+            int n = 64, k = 256, groups = k / 32, words = k * 4 / 32;
+            // two floats per group and row, rows in blocks of 32
+            long expected = 2L * groups * n * Float.BYTES;
+            float[] previous = null;
+            for (int round = 0; round < 3; round++) {
+                SplittableRandom rnd = new SplittableRandom(round);
+                float[] got;
+                try (ArrayScope s = ArrayScope.open()) {
+                    int[] w = new int[n * words];
+                    for (int i = 0; i < w.length; i++) {
+                        w[i] = rnd.nextInt();
+                    }
+                    MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
+                    MlxArray scales = Mlx.astype(
+                            Mlx.fromFloats(FastKernelsTest.gaussian(rnd, n * groups, 0.02), n, groups), Dtype.FLOAT16);
+                    MlxArray biases = Mlx.astype(
+                            Mlx.fromFloats(FastKernelsTest.gaussian(rnd, n * groups, 0.02), n, groups), Dtype.FLOAT16);
+                    MlxArray x = Mlx.fromFloats(FastKernelsTest.gaussian(rnd, 3 * k, 1.0), 3, k);
+                    Mlx.eval(weight, scales, biases, x);
+                    got = Mlx.astype(
+                                    FastKernels.quantizedMatmul(x, weight, scales, biases, 32, 4, Numerics.FAST_Q8),
+                                    Dtype.FLOAT32)
+                            .toFloatArray();
+                    assertEquals(base + expected, FastKernels.widenedParamsBytes(), "held while the weight lives");
+                    assertArrayEquals(
+                            got,
+                            unwidened(
+                                    x,
+                                    weight,
+                                    scales,
+                                    biases,
+                                    new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, n, k, 3),
+                                    FastKernels.selected().orElseThrow()),
+                            "round " + round);
+                }
+                if (previous != null) {
+                    assertTrue(!Arrays.equals(previous, got), "each round's weight is its own");
+                }
+                previous = got;
+                assertEquals(expected, FastKernels.releaseWidenedParams(), "freed once the weight is gone");
+                assertEquals(base, FastKernels.widenedParamsBytes());
+            }
+        } finally {
+            FastKernels.widenedParams(before);
         }
     }
 

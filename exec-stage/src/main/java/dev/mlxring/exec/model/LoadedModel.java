@@ -5,6 +5,7 @@ import dev.mlxring.exec.kv.KvCache;
 import dev.mlxring.exec.kv.RotatingKvCache;
 import dev.mlxring.exec.nn.Parameters;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.FastKernels;
 import dev.mlxring.mlx.Numerics;
 import java.util.function.IntPredicate;
 
@@ -99,6 +100,10 @@ abstract class LoadedModel implements LanguageModel {
             closeLayers();
         } finally {
             params.close();
+            if (params.numerics() == Numerics.FAST_Q8) {
+                // The kernels' widened group parameters of the weights just freed.
+                FastKernels.releaseWidenedParams();
+            }
         }
     }
 }

@@ -20,7 +20,8 @@ import java.util.stream.Stream;
  * plus prefill's activations for one chunk: the chunk's logits over the vocabulary in float32,
  * four hidden-size and two intermediate-size vectors per token in float32, and the attention
  * scores of the chunk against the prompt, every head, in float32. A KV-quantized cache is
- * counted as unquantized (an upper bound).
+ * counted as unquantized (an upper bound). Not counted: memory a numerics tier adds at run time
+ * ({@code --numerics fast-q8}'s widened group parameters, 8 bytes per group and weight row).
  */
 public final class ModelCost {
     /** What a loaded model holds besides its weights and its tokenizer's tables. */
