@@ -117,15 +117,7 @@ class FastNumericsOracleTest {
      */
     @org.junit.jupiter.api.Test
     void q8LongRowsSameBytesWhateverTheCall() {
-        SplittableRandom rnd = new SplittableRandom(1100);
-        List<int[]> prompts = new ArrayList<>();
-        for (int length : new int[] {1100, 700, 40}) {
-            int[] p = new int[length];
-            for (int t = 0; t < length; t++) {
-                p[t] = rnd.nextInt(512);
-            }
-            prompts.add(p);
-        }
+        List<int[]> prompts = randomPrompts(1100, 1100, 700, 40);
         q8SameBytesWhateverTheCall(
                 "llama-f32-q4g32, long rows",
                 logits(work.resolve("models").resolve("llama-f32-q4g32"), Numerics.FAST_Q8, prompts));
@@ -138,15 +130,7 @@ class FastNumericsOracleTest {
      */
     @org.junit.jupiter.api.Test
     void q8WidenedParamsSameBytes() {
-        SplittableRandom rnd = new SplittableRandom(33);
-        List<int[]> prompts = new ArrayList<>();
-        for (int length : new int[] {40, 9, 17}) {
-            int[] p = new int[length];
-            for (int t = 0; t < length; t++) {
-                p[t] = rnd.nextInt(512);
-            }
-            prompts.add(p);
-        }
+        List<int[]> prompts = randomPrompts(33, 40, 9, 17);
         Path model = work.resolve("models").resolve("llama-f32-q4g32");
         boolean before = FastKernels.widenedParams(true);
         Logits widened;
@@ -163,6 +147,20 @@ class FastNumericsOracleTest {
         assertSameBytes("batched rows", widened.batched(), perCall.batched());
         assertSameBytes("batched rows, three tokens a forward", widened.batchedThree(), perCall.batchedThree());
         assertSameBytes("rows prefilled together", widened.together(), perCall.together());
+    }
+
+    /** Prompts of the given lengths over the tiny llama's first 512 token ids, from {@code seed}. */
+    private static List<int[]> randomPrompts(long seed, int... lengths) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<int[]> prompts = new ArrayList<>();
+        for (int length : lengths) {
+            int[] p = new int[length];
+            for (int t = 0; t < length; t++) {
+                p[t] = rnd.nextInt(512);
+            }
+            prompts.add(p);
+        }
+        return prompts;
     }
 
     private static void assertSameBytes(String call, List<float[]> widened, List<float[]> perCall) {
