@@ -33,13 +33,16 @@ constexpr int kLanes = 16;
 
 // Lane-wide tiles per block for R rows, within 32 zmm registers: R * T
 // accumulators, T packed words, the mask, R broadcast activations, scratch.
-// Measured on a Zen 4 (which runs a 512-bit op as two 256-bit halves): two
-// tiles (32 columns, as the AVX2 file's one row) keep the next block's
-// prefetched weights in L1 where four did not, except at four rows, where
-// the arithmetic outweighs the reads.
+// Two tiles (32 columns, as the AVX2 file's one row) at every pass size:
+// on a Zen 4 (which runs a 512-bit op as two 256-bit halves) they keep the
+// next block's prefetched weights in L1 where four did not. Four tiles at
+// four rows were chosen before the pre-shifted decode; measured since on the
+// Zen 4 (scripts/bench/qmm_kernel_bench.sh, the SmolLM2 forward's shapes),
+// two take 0.78x their time with the weights from memory and 0.92x hot, and
+// one tile at eight rows 1.1x two's. Not measured on an Intel AVX-512 CPU.
 template <int R>
 constexpr int tiles_for() {
-  return R == 4 ? 4 : 2;
+  return 2;
 }
 
 using vf = __m512;
