@@ -8,6 +8,6 @@ mlx_dir="$(.venv/bin/python -c 'import mlx, os; print(list(mlx.__path__)[0])')"
 mkdir -p build/bench
 src=mlx-native/src/main/c
 c++ -std=c++20 -O2 -ffp-contract=off -Wall -Wno-unused-function -I"$mlx_dir/include" \
-  scripts/bench/dense_kernel_bench.cpp "$src/mlxr_qmm.cpp" "$src/mlxr_qmm_avx2.cpp" "$src/mlxr_qmm_avx512.cpp" \
+  scripts/bench/dense_kernel_bench.cpp "$src/mlxr_qmm.cpp" "$src/mlxr_isa.cpp" "$src/mlxr_qmm_avx2.cpp" "$src/mlxr_qmm_avx512.cpp" \
   -L"$mlx_dir/lib" -lmlx -Wl,-rpath,"$mlx_dir/lib" -o build/bench/dense_kernel_bench
 exec build/bench/dense_kernel_bench "$@"

@@ -38,13 +38,17 @@ constexpr Param dense_weight_param() {
 
 // Lane-wide column tiles per block for R rows, chosen for the register file
 // (R * T accumulators, eight transposed weight vectors of one tile, the
-// broadcast activation): 16 ymm with AVX2, 32 zmm with AVX-512.
+// broadcast activation): 16 ymm with AVX2, 32 zmm with AVX-512. AVX-512 takes
+// two at every pass size, as the quantized kernels do: at four rows four
+// tiles measured 1.1-1.6x two's time on the Zen 4 with bfloat16 and float16
+// weights from memory (scripts/bench/dense_kernel_bench.sh), level with
+// float32's.
 template <int R>
 constexpr int dense_tiles() {
   if constexpr (kLanes == 8) {
     return R <= 2 ? 4 : R == 4 ? 2 : 1;
   } else {
-    return R == 4 ? 4 : 2;
+    return 2;
   }
 }
 
