@@ -198,8 +198,11 @@ std::atomic<int>& widened_switch() {
   return on;
 }
 
+// Whether `held` refers to a's buffer: the same control block (owner order, no atomics, where
+// lock() took two per call), which a's reference keeps alive, so an equal one is never expired.
 bool live(const std::weak_ptr<mx::array::Data>& held, const mx::array& a) {
-  return held.lock().get() == a.data_shared_ptr().get();
+  const std::shared_ptr<mx::array::Data>& data = a.data_shared_ptr();
+  return !held.owner_before(data) && !data.owner_before(held);
 }
 
 // Under the cache's lock.
