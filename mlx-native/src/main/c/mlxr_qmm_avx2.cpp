@@ -35,6 +35,12 @@ constexpr int tiles_for() {
   return R == 1 ? 4 : R == 2 ? 2 : 1;
 }
 
+// Rows from which a call decodes each weight once into a panel
+// (mlxr_qmm_kernels.h, panel_unit); 0: never. This file's passes of one
+// 8-lane tile measured level or slower with it at 4 to 16 rows (the Zen 4
+// running this file, cold, one thread), so it keeps decoding per pass.
+constexpr int kPanelMinRows = 0;
+
 using vf = __m256;
 using vi = __m256i;
 

@@ -15,10 +15,11 @@
 #else
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c")
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
-// -Wmaybe-uninitialized reports once inlined, and block_compute's
+// -Wmaybe-uninitialized (in panel_pass, -Wuninitialized) reports once inlined, and block_compute's
 // pre-shifted scales (sp) are written at every group's first word, which
 // word 0 always is; both warnings are spurious.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #define MLXR_TRANSPOSE8_AVX512 1
@@ -44,6 +45,13 @@ template <int R>
 constexpr int tiles_for() {
   return 2;
 }
+
+// Rows from which a call decodes each weight once into a panel and runs its
+// passes from there (mlxr_qmm_kernels.h, panel_unit). Measured on the Zen 4
+// (scripts/bench/qmm_kernel_bench.sh, cold, one thread, the SmolLM2 forward):
+// 0.75x the passes' time at 6 and 16 rows, 0.93x at 8, level at 3 and 4,
+// 1.1x at 2. Not measured on an Intel AVX-512 CPU.
+constexpr int kPanelMinRows = 5;
 
 using vf = __m512;
 using vi = __m512i;
@@ -117,10 +125,12 @@ MLXR_INLINE vi gather_word(const uint32_t* base, const int* offsets, int w) {
 
 // Register constraint of the kernels' inline assembly (add_first, mul_first).
 #define MLXR_VREG "v"
+#define MLXR_BCAST "%{1to16%}"
 #include "mlxr_qmm_kernels.h"
 #include "mlxr_dense_kernels.h"
 #include "mlxr_dequantized_kernels.h"
 #undef MLXR_VREG
+#undef MLXR_BCAST
 
 }  // namespace
 

@@ -3,7 +3,9 @@
 // their anonymous namespace, after each has defined, for its instruction set:
 //   kLanes, tiles_for<R>() (lane-wide column tiles per block for R rows), types vf / vi, and vzero, vset1, vload, vstore,
 //   vseti, vand, vor, vshr<bits>, vshl<bits>, vcvt, vmul, round_to<A>, store_lanes<A>,
-//   load_words8, gather_word; and MLXR_VREG, the asm constraint of a vf.
+//   load_words8, gather_word; kPanelMinRows (the rows from which panel_unit runs, 0: never);
+//   MLXR_VREG, the asm constraint of a vf; and optionally MLXR_BCAST, the
+//   embedded-broadcast suffix of a memory operand (times_x_at).
 //
 // MLX's _qmm_t computes each output element, in order over K, as
 //     w   = T(T(scale * T(q)) + bias)
@@ -70,6 +72,21 @@ MLXR_INLINE vf mul_first(vf a, vf b) {
 template <Act A>
 MLXR_INLINE vf times_x(vf x, vf w) {
   return A == Act::F32 ? mul_first(w, x) : mul_first(x, w);
+}
+
+// times_x<A>(broadcast *x, w). Where the file defines MLXR_BCAST (AVX-512's
+// embedded broadcast), float32 reads *x as the multiply's memory operand, its
+// second source as in mul_first(w, x), so a pass keeps no register per row.
+template <Act A>
+MLXR_INLINE vf times_x_at(const float* x, vf w) {
+#ifdef MLXR_BCAST
+  if constexpr (A == Act::F32) {
+    vf r;
+    asm("vmulps %2" MLXR_BCAST ", %1, %0" : "=" MLXR_VREG(r) : MLXR_VREG(w), "m"(*x));
+    return r;
+  }
+#endif
+  return times_x<A>(vset1(*x), w);
 }
 
 // The start of a pass of R rows from m0, `rows` of them real (the rest repeat
@@ -454,17 +471,175 @@ void block_rows_one_by_one(const Problem& p, int n0, int m0, int rows) {
   }
 }
 
-template <Act A, int bits, int group_size, int R>
-void rows_over_unit(const Problem& p, int n_begin, int n_end, int m0, int rows) {
-  constexpr int T = tiles_for<R>();
-  for (int n0 = n_begin; n0 < n_end; n0 += T * kLanes) block_rows<A, bits, group_size, R, T>(p, n0, m0, rows);
-}
-
 // Rows of the next pass when `left` rows remain: 8, 4, 2 or 1; 7 or 3 take
 // the next size up with a repeated row (one more row of arithmetic costs
 // less than another pass that decodes every weight again).
 MLXR_INLINE int pass_rows(int left) {
   return left >= 7 ? 8 : left >= 3 ? 4 : left;
+}
+
+// ---- more rows than one pass: each weight decoded once -----------------------
+//
+// With more rows than one pass the passes above would each decode every
+// weight of the unit again (a pass's decode costs about as much as its first
+// rows' arithmetic), and an 8-row pass that decodes as it goes spills.
+// Instead the unit's weights are decoded kPanelWords words of each weight row
+// at a time into a float panel ([position][column], in L1), every element
+// w = T(T(scale * T(q)) + bias) as block4's shifting decode computes it (the
+// same value as the pre-shifted one), and passes of up to eight rows read the
+// panel: t = T(x * w), sum = T(sum + t) in K order with the same operand
+// order, so each output's arithmetic, and its bytes, are unchanged. A pass's
+// sums wait in a [row][column] buffer between panels.
+constexpr int kPanelWords = 16;
+
+// The 32 / bits positions of word v (one lane per weight row, T tiles) into
+// the panel's rows from `panel` (each `cols` floats), with the group's
+// parameters s and b.
+template <Act A, int bits, int T>
+MLXR_INLINE void decode_word(vi (&v)[T], vi mask, const float* s, const float* b, float* panel) {
+  constexpr int cols = T * kLanes;
+#pragma GCC unroll 8
+  for (int d = 0; d < 32 / bits; d++) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+      vf q = vcvt(vand(v[t], mask));
+      v[t] = vshr<bits>(v[t]);
+      vstore(panel + d * cols + t * kLanes, dequantized<A>(vload(s + t * kLanes), q, vload(b + t * kLanes)));
+    }
+  }
+}
+
+// Positions k .. k+3 of the panel for R rows x T tiles, as block4 (bit d of
+// `order`: whether position k+d adds the sum first).
+template <Act A, int R, int T, int order>
+MLXR_INLINE void panel4(vf (&acc)[R][T], const float* panel, const float* const (&xr)[R], int k) {
+  constexpr int cols = T * kLanes;
+#pragma GCC unroll 4
+  for (int d = 0; d < 4; d++) {
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) {
+      vf w = vload(panel + (k + d) * cols + t * kLanes);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; i++) {
+        vf tk = round_to<A>(times_x_at<A>(xr[i] + k + d, w));
+        acc[i][t] = round_to<A>(((order >> d) & 1) ? add_first(acc[i][t], tk) : add_first(tk, acc[i][t]));
+      }
+    }
+  }
+}
+
+// Rows m0 .. m0+rows-1 (rows <= R, the rest repeating the last as in
+// pass_start) over the panel's `positions` positions from k0: the sums start
+// at zero (first) or from `sums`, and end in the output (last) or in `sums`.
+template <Act A, int bits, int group_size, int R, int T>
+__attribute__((noinline)) void panel_pass(const Problem& p, int n0, int m0, int rows, const float* panel, int k0,
+                                          int positions, float* sums, bool first, bool last) {
+  constexpr int cols = T * kLanes;
+  constexpr int first_block = sum_first_mask<A, bits, group_size>(true);
+  constexpr int later = sum_first_mask<A, bits, group_size>(false);
+  const float* xr[R];
+  vf acc[R][T];
+  pass_start(p.x + k0, p.K, m0, rows, xr, acc);
+  if (!first) {
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) acc[i][t] = vload(sums + size_t(imin(i, rows - 1)) * cols + t * kLanes);
+    }
+  }
+  for (int k = 0; k < positions; k += 4) {
+    if (first_block != later && (k0 + k) % group_size == 0) {
+      panel4<A, R, T, first_block>(acc, panel, xr, k);
+    } else {
+      panel4<A, R, T, later>(acc, panel, xr, k);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; t++) {
+    const int n = n0 + t * kLanes;
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      if (i >= rows) break;
+      if (!last) {
+        vstore(sums + size_t(i) * cols + t * kLanes, acc[i][t]);
+      } else if (n < p.N) {
+        store_lanes<A>(p.out, size_t(m0 + i) * p.N + n, acc[i][t], imin(kLanes, p.N - n));
+      }
+    }
+  }
+}
+
+// Every row times the tiles_for<8>() * kLanes weight rows from n0 through
+// panels (see kPanelWords): at 4 and 8 bits, for M >= kPanelMinRows.
+template <Act A, int bits, int group_size>
+__attribute__((noinline)) void panel_unit(const Problem& p, int n0) {
+  constexpr int T = tiles_for<8>(), cols = T * kLanes, per_word = 32 / bits;
+  const int groups = p.K / group_size;
+  const int row_words = p.K * bits / 32;
+  // [group][column] scales and biases, the panel, then each row's sums (all multiples of 16 floats).
+  float* sc = thread_scratch(size_t(2) * cols * groups + size_t(kPanelWords) * per_word * cols + size_t(p.M) * cols);
+  float* bi = sc + size_t(cols) * groups;
+  float* panel = bi + size_t(cols) * groups;
+  float* sums = panel + size_t(kPanelWords) * per_word * cols;
+  block_params(p, n0, cols, groups, sc, bi);
+  const uint32_t* rowp[cols];
+  alignas(64) int offsets[cols];
+  for (int c = 0; c < cols; c++) {
+    int r = imin(n0 + c, p.N - 1);
+    rowp[c] = p.w + size_t(r) * row_words;
+    offsets[c] = (r - n0) * row_words;
+  }
+  const uint32_t* base = p.w + size_t(n0) * row_words;
+  const vi mask = vseti((1 << bits) - 1);
+  // The next unit's weights, prefetched a share per eight words, as block_compute spreads them.
+  const char* next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
+  const int next_lines = (cols * row_words * 4 + 63) / 64;
+  const int per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
+  int prefetched = 0;
+  for (int w0 = 0; w0 < row_words; w0 += kPanelWords) {
+    const int words = imin(kPanelWords, row_words - w0);
+    int w = 0;
+    for (; w + 8 <= words; w += 8) {
+      for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
+        __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
+      }
+      vi tw[T][8];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0 + w, tw[t]);
+      for (int j = 0; j < 8; j++) {
+        vi v[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) v[t] = tw[t][j];
+        const size_t g = size_t((w0 + w + j) * per_word / group_size);
+        decode_word<A, bits, T>(v, mask, sc + g * cols, bi + g * cols, panel + size_t(w + j) * per_word * cols);
+      }
+    }
+    for (; w < words; w++) {
+      vi v[T];
+#pragma GCC unroll 4
+      for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0 + w);
+      const size_t g = size_t((w0 + w) * per_word / group_size);
+      decode_word<A, bits, T>(v, mask, sc + g * cols, bi + g * cols, panel + size_t(w) * per_word * cols);
+    }
+    const bool first = w0 == 0, last = w0 + words == row_words;
+    for (int m0 = 0; m0 < p.M;) {
+      const int left = p.M - m0, R = pass_rows(left), rows = imin(R, left);
+      float* s = sums + size_t(m0) * cols;
+      switch (R) {
+        case 8: panel_pass<A, bits, group_size, 8, T>(p, n0, m0, rows, panel, w0 * per_word, words * per_word, s, first, last); break;
+        case 4: panel_pass<A, bits, group_size, 4, T>(p, n0, m0, rows, panel, w0 * per_word, words * per_word, s, first, last); break;
+        case 2: panel_pass<A, bits, group_size, 2, T>(p, n0, m0, rows, panel, w0 * per_word, words * per_word, s, first, last); break;
+        default: panel_pass<A, bits, group_size, 1, T>(p, n0, m0, rows, panel, w0 * per_word, words * per_word, s, first, last); break;
+      }
+      m0 += rows;
+    }
+  }
+}
+
+template <Act A, int bits, int group_size, int R>
+void rows_over_unit(const Problem& p, int n_begin, int n_end, int m0, int rows) {
+  constexpr int T = tiles_for<R>();
+  for (int n0 = n_begin; n0 < n_end; n0 += T * kLanes) block_rows<A, bits, group_size, R, T>(p, n0, m0, rows);
 }
 
 constexpr int block_cols(int R) {
@@ -476,6 +651,7 @@ constexpr int block_cols(int R) {
 // each pass covers the unit in whole blocks, and no wider (units are what the
 // threads share out, and the cache holds one between passes).
 inline int unit_cols(int M) {
+  if (kPanelMinRows > 0 && M >= kPanelMinRows) return tiles_for<8>() * kLanes;  // panel_unit's
   int cols = 0;
   for (int m0 = 0; m0 < M;) {
     int R = pass_rows(M - m0);
@@ -492,6 +668,12 @@ void run_unit(const Problem& p, int n_begin, int n_end) {
   if constexpr (!every_pass_size<bits>()) {
     for (int n0 = n_begin; n0 < n_end; n0 += block_cols(1)) block_rows_one_by_one<A, bits, group_size>(p, n0, 0, p.M);
   } else {
+    if constexpr (kPanelMinRows > 0) {
+      if (p.M >= kPanelMinRows) {
+        for (int n0 = n_begin; n0 < n_end; n0 += tiles_for<8>() * kLanes) panel_unit<A, bits, group_size>(p, n0);
+        return;
+      }
+    }
     for (int m0 = 0; m0 < p.M;) {
       int left = p.M - m0;
       int R = pass_rows(left);

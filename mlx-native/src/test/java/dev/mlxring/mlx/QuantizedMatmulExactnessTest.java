@@ -123,8 +123,11 @@ class QuantizedMatmulExactnessTest {
                 c.add(new Case(d, params, 2, 64, 36, 192, 1, Data.SPECIAL, Layout.CONTIGUOUS));
                 c.add(new Case(d, params, 8, 32, 100, 1152, 1, Data.SUBNORMAL, Layout.CONTIGUOUS));
             }
-            // The M > 1 kernel decodes its weights through the same reads.
+            // The M > 1 kernel decodes its weights through the same reads; from 5 rows (AVX-512) a
+            // panel of 16 words at a time, here 16 and then 4 with gathered tails.
             c.add(new Case(d, 4, 32, 84, 160, 3, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 4, 32, 84, 160, 9, Data.NORMAL, Layout.CONTIGUOUS));
+            c.add(new Case(d, 8, 32, 84, 160, 12, Data.SPECIAL, Layout.CONTIGUOUS));
             c.add(new Case(d, 2, 32, 84, 576, 5, Data.SPECIAL, Layout.CONTIGUOUS));
         }
         // Scales too small to pre-shift exactly (float32 and bfloat16 parameters; float16's smallest is
@@ -135,6 +138,7 @@ class QuantizedMatmulExactnessTest {
                     c.add(new Case(d, params, bits, 32, 84, 384, 1, Data.TINY_SCALES, Layout.CONTIGUOUS));
                 }
                 c.add(new Case(d, params, 4, 64, 84, 384, 3, Data.TINY_SCALES, Layout.CONTIGUOUS));
+                c.add(new Case(d, params, 8, 32, 84, 384, 9, Data.TINY_SCALES, Layout.CONTIGUOUS));
             }
         }
         straddlingWidths(c, dtypes);
