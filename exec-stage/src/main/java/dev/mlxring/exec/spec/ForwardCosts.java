@@ -12,9 +12,13 @@ import java.util.Arrays;
  * anyway) is the kernels'. Immutable; any thread.
  *
  * <ul>
- *   <li>{@link #EXACT}: the exact CPU kernels decode each weight once per pass of at most 8
- *       positions, so {@code cost(m) = (m / 8) cost(8) + cost(m % 8)} over the measured
- *       {@link #EXACT_CPU_COSTS}: past a full pass every position costs its share.
+ *   <li>{@link #EXACT}: the exact CPU kernels decoded each weight once per pass of at most 8
+ *       positions when {@link #EXACT_CPU_COSTS} was measured, so {@code cost(m) = (m / 8) cost(8) +
+ *       cost(m % 8)}: past a full pass every position costs its share. Since the AVX-512 kernels
+ *       decode a call of 5 or more positions once into a panel (docs/benchmarks.md, "The exact
+ *       kernels' many rows") those forwards cost less than this prices (6 positions about 0.85
+ *       times on the Zen 4, noisy); not re-measured, so the exact tier proposes less than it
+ *       could, never more.
  *   <li>{@link #FAST} and {@link #FAST_Q8}: the fused block's kernels take every position of a
  *       call in one pass over the weights, so a position costs less the more there are. Up to 8
  *       positions, a lone row's verification forward after a 600-token prompt
