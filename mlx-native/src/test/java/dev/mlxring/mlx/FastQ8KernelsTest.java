@@ -273,6 +273,60 @@ class FastQ8KernelsTest {
         }
     }
 
+    /**
+     * A weight freed while its widened parameters are still cached, and a new weight of the same shape
+     * made at once: MLX's buffer cache hands the new arrays the freed buffers, so the new scales and
+     * biases sit where the old ones did and the cache's entry matches them by address and shape; only
+     * the check that the entry's buffers are the new arrays' (not expired ones at the same address)
+     * keeps the old weight's parameters out. Making that check always true fails this test.
+     */
+    @Test
+    void aNewWeightAtAFreedWeightsAddressGetsItsOwnParams() {
+        boolean before = FastKernels.widenedParams(true);
+        try {
+            FastKernels.releaseWidenedParams();
+            int n = 64, k = 256, groups = k / 32, words = k * 4 / 32;
+            Case c = new Case(Dtype.FLOAT32, Dtype.FLOAT16, 4, 32, n, k, 3);
+            float[] previous = null;
+            for (int round = 0; round < 6; round++) {
+                SplittableRandom rnd = new SplittableRandom(100 + round);
+                float[] got;
+                float[] own;
+                try (ArrayScope s = ArrayScope.open()) {
+                    int[] w = new int[n * words];
+                    for (int i = 0; i < w.length; i++) {
+                        w[i] = rnd.nextInt();
+                    }
+                    MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
+                    // Scales and biases as the two halves of one buffer, so a new weight's land together
+                    // where the freed one's were.
+                    MlxArray params = Mlx.astype(
+                            Mlx.fromFloats(FastKernelsTest.gaussian(rnd, 2 * n * groups, 0.02), 2 * n, groups),
+                            Dtype.FLOAT16);
+                    MlxArray scales = Mlx.slice(params, new int[] {0, 0}, new int[] {n, groups}, new int[] {1, 1});
+                    MlxArray biases = Mlx.slice(params, new int[] {n, 0}, new int[] {2 * n, groups}, new int[] {1, 1});
+                    MlxArray x = Mlx.fromFloats(FastKernelsTest.gaussian(rnd, 3 * k, 1.0), 3, k);
+                    Mlx.eval(weight, scales, biases, x);
+                    own = unwidened(
+                            x, weight, scales, biases, c, FastKernels.selected().orElseThrow());
+                    got = Mlx.astype(
+                                    FastKernels.quantizedMatmul(x, weight, scales, biases, 32, 4, Numerics.FAST_Q8),
+                                    Dtype.FLOAT32)
+                            .toFloatArray();
+                }
+                // No release between rounds: the freed weight's entry stays for the next round to meet.
+                assertArrayEquals(own, got, "round " + round + ": the weight's own parameters");
+                if (previous != null) {
+                    assertTrue(!Arrays.equals(previous, got), "each round's weight is its own");
+                }
+                previous = got;
+            }
+        } finally {
+            FastKernels.releaseWidenedParams();
+            FastKernels.widenedParams(before);
+        }
+    }
+
     @Test
     void exactTierIsRefused() {
         try (ArrayScope s = ArrayScope.open()) {
