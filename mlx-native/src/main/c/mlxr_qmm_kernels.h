@@ -300,6 +300,46 @@ inline bool scales_shift_exactly(const Problem& p, const float* sc, size_t count
   return ok;
 }
 
+// The `cols` weight rows from n0 (rows past N repeat the last): where each
+// row's words start, and its offset in words from n0's row (gather_word's).
+// The next block's weights (the rows right after these) and group parameters
+// are prefetched while this one computes, the weights spread over its
+// eight-word steps: the hardware prefetchers alone left a single thread
+// reading cold weights at a quarter of the machine's bandwidth.
+template <int cols>
+struct BlockRows {
+  const uint32_t* rowp[cols];
+  alignas(64) int offsets[cols];
+  const uint32_t* base;
+  const char* next;
+  int next_lines, per_step, prefetched = 0;
+
+  MLXR_INLINE BlockRows(const Problem& p, int n0, int groups, int row_words) {
+    for (int c = 0; c < cols; c++) {
+      int r = imin(n0 + c, p.N - 1);
+      rowp[c] = p.w + size_t(r) * row_words;
+      offsets[c] = (r - n0) * row_words;
+    }
+    base = p.w + size_t(n0) * row_words;
+    next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
+    next_lines = (cols * row_words * 4 + 63) / 64;
+    per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
+    const int param_bytes = p.param == Param::F32 ? 4 : 2;
+    const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(cols) * groups * param_bytes;
+    for (size_t o = 0; o < len; o += 64) {
+      __builtin_prefetch(static_cast<const char*>(p.scales) + at + o, 0, 3);
+      __builtin_prefetch(static_cast<const char*>(p.biases) + at + o, 0, 3);
+    }
+  }
+
+  // One eight-word step's share of the next block's weights.
+  MLXR_INLINE void prefetch_step() {
+    for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
+      __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
+    }
+  }
+};
+
 // Rows m0 .. m0+rows-1 (rows <= R; a pass of R rows with fewer real ones
 // repeats the last and stores only the real ones) times the T * kLanes
 // weight rows from n0. Weights are read as eight contiguous words of each
@@ -314,34 +354,11 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
   const int groups = p.K / group_size;
   const int row_words = p.K * bits / 32;
   alignas(64) float sp[pre ? 32 / bits * cols : 1];
-  const uint32_t* rowp[cols];
-  alignas(64) int offsets[cols];
-  for (int c = 0; c < cols; c++) {
-    int r = imin(n0 + c, p.N - 1);
-    rowp[c] = p.w + size_t(r) * row_words;
-    offsets[c] = (r - n0) * row_words;
-  }
+  BlockRows<cols> wr(p, n0, groups, row_words);
   const float* xr[R];
   vf acc[R][T];
   pass_start(p.x, p.K, m0, rows, xr, acc);
   const vi mask = vseti((1 << bits) - 1);
-  // The next block's weights (the rows right after these) and parameters are
-  // prefetched while this one computes, spread over the loop: the hardware
-  // prefetchers alone left a single thread reading cold weights at a quarter
-  // of the machine's bandwidth.
-  const char* next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
-  const int next_lines = (cols * row_words * 4 + 63) / 64;
-  const int per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
-  int prefetched = 0;
-  {
-    const int param_bytes = p.param == Param::F32 ? 4 : 2;
-    const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(cols) * groups * param_bytes;
-    for (size_t o = 0; o < len; o += 64) {
-      __builtin_prefetch(static_cast<const char*>(p.scales) + at + o, 0, 3);
-      __builtin_prefetch(static_cast<const char*>(p.biases) + at + o, 0, 3);
-    }
-  }
-  const uint32_t* base = p.w + size_t(n0) * row_words;
   if constexpr (straddles<bits>()) {
     // Eight packs at a time, read as pack_words() eight-word loads (whole
     // packs in whole loads); a row's last packs that do not fill eight are gathered.
@@ -350,11 +367,9 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
     for (; w0 + chunk <= row_words; w0 += chunk) {
       vi tw[T][chunk];
       for (int c = 0; c < chunk; c += 8) {
-        for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
-          __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
-        }
+        wr.prefetch_step();
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0 + c, tw[t] + c);
+        for (int t = 0; t < T; t++) load_words8(wr.rowp + t * kLanes, w0 + c, tw[t] + c);
       }
       for (int j = 0; j < 8; j++) {
         const vi* v[T];
@@ -368,7 +383,7 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
       const vi* v[T];
 #pragma GCC unroll 4
       for (int t = 0; t < T; t++) {
-        for (int q = 0; q < P; q++) tv[t][q] = gather_word(base, offsets + t * kLanes, w0 + q);
+        for (int q = 0; q < P; q++) tv[t][q] = gather_word(wr.base, wr.offsets + t * kLanes, w0 + q);
         v[t] = tv[t];
       }
       pack_step<A, bits, group_size, R, T>(v, acc, sc, bi, xr, w0 / P);
@@ -376,12 +391,10 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
   } else {
     int w0 = 0;
     for (; w0 + 8 <= row_words; w0 += 8) {
-      for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
-        __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
-      }
+      wr.prefetch_step();
       vi tw[T][8];
 #pragma GCC unroll 4
-      for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0, tw[t]);
+      for (int t = 0; t < T; t++) load_words8(wr.rowp + t * kLanes, w0, tw[t]);
       for (int j = 0; j < 8; j++) {
         vi v[T];
 #pragma GCC unroll 4
@@ -392,7 +405,7 @@ __attribute__((noinline)) void block_compute(const Problem& p, int n0, int m0, i
     for (; w0 < row_words; w0++) {
       vi v[T];
 #pragma GCC unroll 4
-      for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0);
+      for (int t = 0; t < T; t++) v[t] = gather_word(wr.base, wr.offsets + t * kLanes, w0);
       word_step<A, bits, group_size, R, T, pre>(v, acc, mask, sc, bi, sp, xr, w0);
     }
   }
@@ -582,30 +595,16 @@ __attribute__((noinline)) void panel_unit(const Problem& p, int n0) {
   float* panel = bi + size_t(cols) * groups;
   float* sums = panel + size_t(kPanelWords) * per_word * cols;
   block_params(p, n0, cols, groups, sc, bi);
-  const uint32_t* rowp[cols];
-  alignas(64) int offsets[cols];
-  for (int c = 0; c < cols; c++) {
-    int r = imin(n0 + c, p.N - 1);
-    rowp[c] = p.w + size_t(r) * row_words;
-    offsets[c] = (r - n0) * row_words;
-  }
-  const uint32_t* base = p.w + size_t(n0) * row_words;
+  BlockRows<cols> wr(p, n0, groups, row_words);
   const vi mask = vseti((1 << bits) - 1);
-  // The next unit's weights, prefetched a share per eight words, as block_compute spreads them.
-  const char* next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
-  const int next_lines = (cols * row_words * 4 + 63) / 64;
-  const int per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
-  int prefetched = 0;
   for (int w0 = 0; w0 < row_words; w0 += kPanelWords) {
     const int words = imin(kPanelWords, row_words - w0);
     int w = 0;
     for (; w + 8 <= words; w += 8) {
-      for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
-        __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
-      }
+      wr.prefetch_step();
       vi tw[T][8];
 #pragma GCC unroll 4
-      for (int t = 0; t < T; t++) load_words8(rowp + t * kLanes, w0 + w, tw[t]);
+      for (int t = 0; t < T; t++) load_words8(wr.rowp + t * kLanes, w0 + w, tw[t]);
       for (int j = 0; j < 8; j++) {
         vi v[T];
 #pragma GCC unroll 4
@@ -617,7 +616,7 @@ __attribute__((noinline)) void panel_unit(const Problem& p, int n0) {
     for (; w < words; w++) {
       vi v[T];
 #pragma GCC unroll 4
-      for (int t = 0; t < T; t++) v[t] = gather_word(base, offsets + t * kLanes, w0 + w);
+      for (int t = 0; t < T; t++) v[t] = gather_word(wr.base, wr.offsets + t * kLanes, w0 + w);
       const size_t g = size_t((w0 + w) * per_word / group_size);
       decode_word<A, bits, T>(v, mask, sc + g * cols, bi + g * cols, panel + size_t(w) * per_word * cols);
     }
