@@ -74,6 +74,14 @@ MLXR_INLINE vf times_x(vf x, vf w) {
   return A == Act::F32 ? mul_first(w, x) : mul_first(x, w);
 }
 
+// One term added as MLX adds it: t = T(product), sum = T(sum + t), the sum the
+// first operand where `sum_leads` (sum_first's answer for the position).
+template <Act A>
+MLXR_INLINE vf add_term(vf sum, vf product, bool sum_leads) {
+  vf t = round_to<A>(product);
+  return round_to<A>(sum_leads ? add_first(sum, t) : add_first(t, sum));
+}
+
 // times_x<A>(broadcast *x, w). Where the file defines MLXR_BCAST (AVX-512's
 // embedded broadcast), float32 reads *x as the multiply's memory operand, its
 // second source as in mul_first(w, x), so a pass keeps no register per row.
@@ -152,8 +160,7 @@ MLXR_INLINE void block4(vi (&v)[T], vf (&acc)[R][T], vi mask, const float* s, co
       vf w = dequantized<A>(scale, q, vload(b + t * kLanes));
 #pragma GCC unroll 8
       for (int i = 0; i < R; i++) {
-        vf tk = round_to<A>(times_x<A>(xk[i], w));
-        acc[i][t] = round_to<A>(((order >> d) & 1) ? add_first(acc[i][t], tk) : add_first(tk, acc[i][t]));
+        acc[i][t] = add_term<A>(acc[i][t], times_x<A>(xk[i], w), (order >> d) & 1);
       }
     }
   }
@@ -268,8 +275,7 @@ MLXR_INLINE void pack_from(const vi* const (&v)[T], vf (&acc)[R][T], const float
       vf w = dequantized<A>(vload(s + t * kLanes), vcvt(pack_value<bits, i>(v[t])), vload(b + t * kLanes));
 #pragma GCC unroll 8
       for (int r = 0; r < R; r++) {
-        vf tk = round_to<A>(times_x<A>(xk[r], w));
-        acc[r][t] = round_to<A>(sum_first<A, bits, group_size>(i) ? add_first(acc[r][t], tk) : add_first(tk, acc[r][t]));
+        acc[r][t] = add_term<A>(acc[r][t], times_x<A>(xk[r], w), sum_first<A, bits, group_size>(i));
       }
     }
     pack_from<A, bits, group_size, R, T, i + 1>(v, acc, s, b, xr, k);
@@ -534,8 +540,7 @@ MLXR_INLINE void panel4(vf (&acc)[R][T], const float* panel, const float* const 
       vf w = vload(panel + (k + d) * cols + t * kLanes);
 #pragma GCC unroll 8
       for (int i = 0; i < R; i++) {
-        vf tk = round_to<A>(times_x_at<A>(xr[i] + k + d, w));
-        acc[i][t] = round_to<A>(((order >> d) & 1) ? add_first(acc[i][t], tk) : add_first(tk, acc[i][t]));
+        acc[i][t] = add_term<A>(acc[i][t], times_x_at<A>(xr[i] + k + d, w), (order >> d) & 1);
       }
     }
   }
