@@ -136,7 +136,7 @@ final class GenerationBatch implements AutoCloseable {
             }
             String reason = null;
             row.generated(tokens[i]);
-            if (row.speculating()) {
+            if (row.followed()) {
                 row.spec.observed(tokens[i]);
             }
             if (row.generated >= row.maxTokens) {
@@ -216,7 +216,7 @@ final class GenerationBatch implements AutoCloseable {
                     // Its caches have not seen this token.
                     finish(e, row, row.generated - 1);
                     leaves[e] = anyLeaves = true;
-                } else if (row.speculating()) {
+                } else if (row.followed()) {
                     // A plain step sampled it: the source has not seen it yet.
                     row.spec.observed(pending[e]);
                 }

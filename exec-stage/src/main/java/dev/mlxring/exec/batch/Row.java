@@ -121,6 +121,11 @@ final class Row {
         return spec != null && spec.active();
     }
 
+    /** Whether the row's draft source follows its committed tokens ({@link RowSpeculation#follows()}). */
+    boolean followed() {
+        return spec != null && spec.follows();
+    }
+
     /** Closes the row's sampling run, its mask (the constraint) and its draft source: the row has left. */
     void closeRun() {
         try {

@@ -36,14 +36,22 @@ final class RowSpeculation implements AutoCloseable {
     RowSpeculation(DraftSource source, int numDraftTokens, boolean adaptive, ForwardCosts costs) {
         this.source = source;
         this.numDraftTokens = numDraftTokens;
-        this.adaptiveStop = adaptive ? new AdaptiveStop() : null;
+        this.adaptiveStop = adaptive ? new AdaptiveStop(source.proposesFreely()) : null;
         this.proposalLength = adaptive ? new ProposalLength(numDraftTokens, costs) : null;
         this.shadow = adaptive && source.proposesFreely() ? new ShadowRound() : null;
     }
 
-    /** Whether the row still proposes (its adaptive stop has not ended its proposals). */
+    /** Whether the row proposes now (its adaptive stop has not stopped or paused its proposals). */
     boolean active() {
         return adaptiveStop == null || !adaptiveStop.stopped();
+    }
+
+    /**
+     * Whether the row's source follows its tokens: while it proposes, and while its adaptive stop
+     * has paused a row that may start again (its shadow rounds score the tokens it commits).
+     */
+    boolean follows() {
+        return active() || adaptiveStop.resumes();
     }
 
     /**
@@ -76,7 +84,8 @@ final class RowSpeculation implements AutoCloseable {
 
     /**
      * A plain one-position step committed {@code token} (the batch chose not to verify proposals
-     * that step): the source appends it, as after a round that proposed nothing.
+     * that step, or the row is paused): the source appends it, as after a round that proposed
+     * nothing. Only while the row {@link #follows()}.
      */
     void observed(int token) {
         source.accepted(0, token);
@@ -85,7 +94,7 @@ final class RowSpeculation implements AutoCloseable {
 
     /** A token committed without a proposal verified before it: the shadow round scores it. */
     private void committedAlone(int token) {
-        if (shadow != null && active()) {
+        if (shadow != null) {
             shadow.committed(token, source, proposalLength, adaptiveStop);
         }
     }

@@ -8,7 +8,9 @@ package dev.mlxring.exec.spec;
  * it commits are exactly what a verification would have kept: the shadow round's outcome is the
  * round's own, at no forward's cost. Only for sources whose proposals cost no forward
  * ({@link DraftSource#proposesFreely()}: prompt lookup). Shadow rounds count in the row's
- * acceptance and adaptive stop, not in its {@code usage.speculative}. Exec thread only.
+ * acceptance and adaptive stop, not in its {@code usage.speculative}; they go on while the
+ * adaptive stop has paused the row, and are what starts it again ({@link AdaptiveStop}). Exec
+ * thread only.
  */
 public final class ShadowRound {
     private int[] proposal;
@@ -33,9 +35,10 @@ public final class ShadowRound {
     /**
      * The row committed {@code token} one position at a time (its source has appended it): the
      * shadow round's outcome, once known (the first token that differs from the proposal, or the
-     * proposal matched whole), is recorded as a round's in {@code length} and {@code stop}; then,
-     * unless the row stopped proposing, the next shadow round starts from the source's proposal of
-     * the length the row would ask for. Only for a source that {@link DraftSource#proposesFreely()}.
+     * proposal matched whole), is recorded as a round's in {@code length} and {@code stop}; then the
+     * next shadow round starts from the source's proposal of the length the row would ask for,
+     * whether or not the stop has paused the row. Only for a source that {@link
+     * DraftSource#proposesFreely()}.
      */
     public void committed(int token, DraftSource source, ProposalLength length, AdaptiveStop stop) {
         int[] outcome = score(token);
@@ -43,7 +46,7 @@ public final class ShadowRound {
             stop.record(outcome[0], outcome[1]);
             length.record(outcome[0], outcome[1]);
         }
-        if (proposal == null && !stop.stopped()) {
+        if (proposal == null) {
             start(source.propose(length.next()));
         }
     }

@@ -101,8 +101,8 @@ public final class SpeculativeRun implements AutoCloseable {
      * up to {@code num_draft_tokens}, is the one {@link ProposalLength} expects the most tokens per
      * unit of verification cost from, given the row's acceptance history (a round of more positions
      * costs more, so long proposals are kept for text the row is copying), and the row stops
-     * proposing once its acceptance falls below {@link AdaptiveStop}'s threshold for a window.
-     * Greedy only: a
+     * proposing once its acceptance falls below {@link AdaptiveStop}'s threshold for a window (a
+     * prompt-lookup row only pauses until its shadow rounds pass the bar to resume). Greedy only: a
      * greedy row's tokens are the target's argmax whatever was proposed, while a sampled row draws
      * one key per round, so stopping would change its tokens from mlx-lm's with the same k.
      */
@@ -138,7 +138,7 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         this.sampling = s;
         this.cache = c;
-        this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop() : null;
+        this.adaptiveStop = adaptiveStop && params.greedy() ? new AdaptiveStop(source.proposesFreely()) : null;
         this.proposalLength = this.adaptiveStop != null
                 ? new ProposalLength(numDraftTokens, ForwardCosts.of(model.numerics()))
                 : null;
@@ -257,7 +257,7 @@ public final class SpeculativeRun implements AutoCloseable {
         }
         boolean onDevice =
                 proposing && budget > 0 && source instanceof DraftModelSource d && d.proposesWithin(model.vocabSize());
-        if (shadow != null && budget > 0) {
+        if (shadow != null && proposing && budget > 0) {
             shadow.drop();
         }
         int[] proposal = !proposing ? new int[0] : onDevice ? null : withinVocabulary(source.propose(budget));
@@ -311,14 +311,15 @@ public final class SpeculativeRun implements AutoCloseable {
         for (KvCache c : cache) {
             c.trim(m - accepted);
         }
-        if (proposing) {
-            // A row that stopped proposing never proposes again: its source is left where it stopped.
+        if (proposing || adaptiveStop.resumes()) {
+            // A row stopped for good (a draft model's) never proposes again: its source is left
+            // where it stopped. A paused one follows its tokens, for its shadow rounds.
             source.accepted(accepted, sampled[accepted]);
             if (adaptiveStop != null && m > 0) {
                 adaptiveStop.record(m, accepted);
                 proposalLength.record(m, accepted);
             }
-            if (shadow != null && m == 0 && !adaptiveStop.stopped()) {
+            if (shadow != null && m == 0) {
                 // as a lone batch row's plain step: the shadow round scores the token
                 shadow.committed(sampled[0], source, proposalLength, adaptiveStop);
             }
@@ -438,9 +439,9 @@ public final class SpeculativeRun implements AutoCloseable {
         return acceptedTotal;
     }
 
-    /** Whether the adaptive stop has ended this row's proposals. */
-    public boolean stoppedProposing() {
-        return adaptiveStop != null && adaptiveStop.stopped();
+    /** How many times the adaptive stop has stopped (for prompt lookup: paused) this row's proposals. */
+    public int proposalStops() {
+        return adaptiveStop == null ? 0 : adaptiveStop.stops();
     }
 
     /** The target's layer caches (owned here; valid until {@link #close()}). */

@@ -56,4 +56,28 @@ class ShadowRoundTest {
         assertFalse(stop.stopped());
         assertEquals(true, source.proposesFreely());
     }
+
+    /**
+     * A prompt-lookup row the adaptive stop has paused keeps scoring its lookups against the tokens
+     * it commits, and once a whole window of them passes the resume bar it proposes again.
+     */
+    @Test
+    void shadowRoundsStartAPausedRowAgain() {
+        ProposalLength length = new ProposalLength(7);
+        AdaptiveStop stop = new AdaptiveStop(true);
+        stop.record(AdaptiveStop.WINDOW_TOKENS, 0);
+        assertTrue(stop.stopped());
+        PromptLookupSource source = new PromptLookupSource(1, 3);
+        source.start(new int[] {10, 11, 12, 13, 14, 15, 16, 17});
+        ShadowRound shadow = new ShadowRound();
+        int committed = 0;
+        while (stop.stopped() && committed < 200) {
+            int token = 10 + committed % 8;
+            source.accepted(0, token);
+            shadow.committed(token, source, length, stop);
+            committed++;
+        }
+        assertFalse(stop.stopped(), "still paused after " + committed + " tokens its lookups predicted");
+        assertTrue(committed >= AdaptiveStop.WINDOW_TOKENS, "a whole window of shadow rounds first: " + committed);
+    }
 }
