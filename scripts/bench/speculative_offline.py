@@ -2,6 +2,7 @@
 """Prompt lookup's ceiling on the speculative.py workloads, from the greedy tokens alone.
 
 Usage: speculative_offline.py [--model DIR] [--max-tokens 300] [--tokens FILE.json]
+                              [--costs C1,C2,...] [--decide C1,C2,...]
 
 A greedy request's tokens do not depend on what was proposed, so one plain greedy run (mlx-lm's
 generate_step, the oracle our output equals) fixes every round a proposal rule would have: for
@@ -9,11 +10,14 @@ each rule below this replays the rounds over those tokens with the server's look
 (PromptLookupSource: n-gram sizes 3 down to 1, the earliest match, the tokens after it) and
 reports proposed and accepted tokens, rounds, and the speed-up a round cost table predicts:
 tokens / sum over rounds of cost(positions), cost(n) = a forward of n positions in plain steps
-(ProposalLength.EXACT_CPU_COSTS, measured with VerifyForwardProfile). Host work per round is not
+(ForwardCosts.EXACT_CPU_COSTS, measured with VerifyForwardProfile). Host work per round is not
 counted, so the predictions are ceilings of each rule on this cost table. `oracle` picks, per
 round, the k with the best tokens per cost knowing the outcome: no rule reaches it.
 
---tokens FILE caches the greedy runs (written when absent, read when present).
+--tokens FILE caches the greedy runs (written when absent, read when present). --costs replaces
+the cost table the rounds are priced at (cost(1), cost(2), ...: another tier or CPU), --decide the
+one the cost-model rules choose their lengths by (default: --costs), so a table's choices can be
+priced at another machine's costs.
 """
 
 import argparse
@@ -22,7 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-COSTS = [1.00, 1.15, 1.72, 1.79, 2.57, 2.57, 2.49, 2.49]  # ProposalLength.EXACT_CPU_COSTS
+COSTS = [1.00, 1.15, 1.72, 1.79, 2.57, 2.57, 2.49, 2.49]  # ForwardCosts.EXACT_CPU_COSTS
+DECIDE = COSTS  # the table CostModel chooses by
 
 
 def greedy_runs(model_dir, max_tokens):
@@ -100,11 +105,11 @@ class CostModel:
 
     def next(self):
         p, best, best_rate, expected, power = self.acceptance(), 1, 0.0, 1.0, 1.0
-        for k in range(1, min(self.k, len(COSTS) - 1) + 1):
+        for k in range(1, min(self.k, len(DECIDE) - 1) + 1):
             power *= p
             expected += power
-            if expected / COSTS[k] > best_rate:
-                best, best_rate = k, expected / COSTS[k]
+            if expected / DECIDE[k] > best_rate:
+                best, best_rate = k, expected / DECIDE[k]
         return best
 
     def record(self, proposed, accepted):
@@ -149,7 +154,13 @@ def main():
     ap.add_argument("--model", default=str(ROOT / "models" / "smollm2-135m-instruct"))
     ap.add_argument("--max-tokens", type=int, default=300)
     ap.add_argument("--tokens")
+    ap.add_argument("--costs", help="cost(1),cost(2),...: the rounds' prices in plain steps")
+    ap.add_argument("--decide", help="the table the cost-model rules choose by (default: --costs)")
     a = ap.parse_args()
+    global COSTS, DECIDE
+    if a.costs:
+        COSTS = [float(c) for c in a.costs.split(",")]
+    DECIDE = [float(c) for c in a.decide.split(",")] if a.decide else COSTS
     cache = Path(a.tokens) if a.tokens else None
     if cache and cache.exists():
         runs = json.loads(cache.read_text())

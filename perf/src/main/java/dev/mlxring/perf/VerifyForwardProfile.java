@@ -17,7 +17,7 @@ import java.util.Map;
 /**
  * What one speculative verification round costs against one plain decode step: after a prompt
  * of {@code --prompt-tokens} positions, the best time of {@code --reps} forwards of
- * {@code positions} = 1 (a plain step), 2, 3, 4, 6 and 8 (a round verifying 1..7 proposed
+ * {@code positions} = 1 (a plain step) to 8 (a round verifying 1..7 proposed
  * tokens), each evaluated synchronously and rolled back ({@code trim}) so every forward sees the
  * same cache; then, for 1 and 4 positions, the time per primitive ({@link Mlx#profileEval}).
  * A round of {@code m + 1} positions pays when the accepted tokens per round exceed its cost in
@@ -28,7 +28,7 @@ import java.util.Map;
  * </pre>
  */
 public final class VerifyForwardProfile {
-    private static final int[] POSITIONS = {1, 2, 3, 4, 6, 8};
+    private static final int[] POSITIONS = {1, 2, 3, 4, 5, 6, 7, 8};
 
     private VerifyForwardProfile() {}
 

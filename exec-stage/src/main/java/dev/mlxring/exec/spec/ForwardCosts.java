@@ -16,9 +16,12 @@ import java.util.Arrays;
  *       positions when {@link #EXACT_CPU_COSTS} was measured, so {@code cost(m) = (m / 8) cost(8) +
  *       cost(m % 8)}: past a full pass every position costs its share. Since the AVX-512 kernels
  *       decode a call of 5 or more positions once into a panel (docs/benchmarks.md, "The exact
- *       kernels' many rows") those forwards cost less than this prices (6 positions about 0.85
- *       times on the Zen 4, noisy); not re-measured, so the exact tier proposes less than it
- *       could, never more.
+ *       kernels' many rows") those forwards cost less than this prices: on the Zen 4, 1-8
+ *       positions 1.00, 1.21, 1.59, 1.65, 1.94, 2.08, 2.40, 2.49 plain steps (six rounds'
+ *       medians). Replaying the two speculative workloads' greedy tokens through {@link
+ *       ProposalLength} priced at those costs, deciding by this table or by them gives the same
+ *       speed-up (edit 1.68 against 1.66 times, story 1.28 both; docs/benchmarks.md), so the
+ *       table stays; the proposals it misses are lengths that gain nothing.
  *   <li>{@link #FAST} and {@link #FAST_Q8}: the fused block's kernels take every position of a
  *       call in one pass over the weights, so a position costs less the more there are. Up to 8
  *       positions, a lone row's verification forward after a 600-token prompt
