@@ -101,10 +101,7 @@ class FastQ8KernelsTest {
         try (ArrayScope s = ArrayScope.open()) {
             int words = c.k * c.bits / 32;
             int groups = c.k / c.groupSize;
-            int[] w = new int[c.n * words];
-            for (int i = 0; i < w.length; i++) {
-                w[i] = rnd.nextInt();
-            }
+            int[] w = randomWords(rnd, c.n * words);
             MlxArray weight = Mlx.astype(Mlx.fromInts(w, c.n, words), Dtype.UINT32);
             MlxArray scales = Mlx.astype(
                     Mlx.fromFloats(FastKernelsTest.gaussian(rnd, c.n * groups, 0.02), c.n, groups), c.params);
@@ -200,6 +197,20 @@ class FastQ8KernelsTest {
         }
     }
 
+    /** {@code count} random packed words (every bit pattern a weight's words can hold). */
+    private static int[] randomWords(SplittableRandom rnd, int count) {
+        int[] w = new int[count];
+        for (int i = 0; i < w.length; i++) {
+            w[i] = rnd.nextInt();
+        }
+        return w;
+    }
+
+    /** A random packed weight of {@code rows} rows of {@code words} uint32 words. */
+    private static MlxArray packedWeight(SplittableRandom rnd, int rows, int words) {
+        return Mlx.astype(Mlx.fromInts(randomWords(rnd, rows * words), rows, words), Dtype.UINT32);
+    }
+
     /** The same call with each call widening its own group parameters ({@link FastKernels#widenedParams}). */
     private static float[] unwidened(
             MlxArray x, MlxArray weight, MlxArray scales, MlxArray biases, Case c, KernelIsa isa) {
@@ -234,11 +245,7 @@ class FastQ8KernelsTest {
                 SplittableRandom rnd = new SplittableRandom(round);
                 float[] got;
                 try (ArrayScope s = ArrayScope.open()) {
-                    int[] w = new int[n * words];
-                    for (int i = 0; i < w.length; i++) {
-                        w[i] = rnd.nextInt();
-                    }
-                    MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
+                    MlxArray weight = packedWeight(rnd, n, words);
                     MlxArray scales = Mlx.astype(
                             Mlx.fromFloats(FastKernelsTest.gaussian(rnd, n * groups, 0.02), n, groups), Dtype.FLOAT16);
                     MlxArray biases = Mlx.astype(
@@ -293,11 +300,7 @@ class FastQ8KernelsTest {
                 float[] got;
                 float[] own;
                 try (ArrayScope s = ArrayScope.open()) {
-                    int[] w = new int[n * words];
-                    for (int i = 0; i < w.length; i++) {
-                        w[i] = rnd.nextInt();
-                    }
-                    MlxArray weight = Mlx.astype(Mlx.fromInts(w, n, words), Dtype.UINT32);
+                    MlxArray weight = packedWeight(rnd, n, words);
                     // Scales and biases as the two halves of one buffer, so a new weight's land together
                     // where the freed one's were.
                     MlxArray params = Mlx.astype(
