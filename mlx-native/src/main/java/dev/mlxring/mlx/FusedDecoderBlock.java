@@ -46,6 +46,8 @@ public final class FusedDecoderBlock implements AutoCloseable {
             NativeLibrary.handle("mlxr_exact_block_available", FunctionDescriptor.of(INT));
     private static final MethodHandle EXACT_COVERS =
             NativeLibrary.handle("mlxr_native_kernels_cover", FunctionDescriptor.of(INT, INT, INT));
+    private static final MethodHandle ATTENTION_ROWS =
+            NativeLibrary.handle("mlxr_fast_attention_rows", FunctionDescriptor.of(INT, INT));
 
     /** Indices in the int arguments of the two that change per call. */
     private static final int OFFSET_INT = 7;
@@ -109,6 +111,21 @@ public final class FusedDecoderBlock implements AutoCloseable {
         }
         try {
             return (int) EXACT_AVAILABLE.invokeExact() == 1;
+        } catch (Throwable t) {
+            throw Shim.rethrow(t);
+        }
+    }
+
+    /**
+     * Sets how many query heads of one kv head's group the fast tiers' attention runs at once over
+     * the keys and values they share (1: one head at a time; at most 4, and 1 on a CPU without
+     * AVX-512); {@code rows <= 0} only reads it. Every head's bytes are the same at any setting:
+     * for tests that prove it and A/B runs (the environment's {@code MLXR_FAST_ATTENTION_ROWS=1}
+     * starts a process at 1). Process-wide; returns the setting before the call.
+     */
+    public static int fastAttentionRows(int rows) {
+        try {
+            return (int) ATTENTION_ROWS.invokeExact(rows);
         } catch (Throwable t) {
             throw Shim.rethrow(t);
         }
