@@ -5,6 +5,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
 import dev.mlxring.mlx.Numerics;
@@ -20,11 +21,16 @@ import java.util.Map;
  * {@code positions} = 1 (a plain step) to 8 (a round verifying 1..7 proposed
  * tokens), each evaluated synchronously and rolled back ({@code trim}) so every forward sees the
  * same cache; then, for 1 and 4 positions, the time per primitive ({@link Mlx#profileEval}).
+ * With {@code --attention-rows 1,4} each repetition runs once per setting of
+ * {@link FusedDecoderBlock#fastAttentionRows} (the fast tiers' query heads of a group one at a
+ * time, or up to four together), in turn, and each setting reports its own best: an A/B within
+ * one process, both sides under the same load.
  * A round of {@code m + 1} positions pays when the accepted tokens per round exceed its cost in
  * plain steps minus one.
  *
  * <pre>
  * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast|fast-q8]
+ *                      [--attention-rows 1,4]
  * </pre>
  */
 public final class VerifyForwardProfile {
@@ -38,6 +44,7 @@ public final class VerifyForwardProfile {
         int reps = 10;
         int rounds = 2;
         Numerics numerics = Numerics.DEFAULT;
+        int[] attentionRows = null;
         Flags f = new Flags(argv);
         while (f.next()) {
             switch (f.flag()) {
@@ -46,6 +53,10 @@ public final class VerifyForwardProfile {
                 case "--reps" -> reps = f.positive();
                 case "--rounds" -> rounds = f.positive();
                 case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
+                case "--attention-rows" ->
+                    attentionRows = Arrays.stream(f.value().split(","))
+                            .mapToInt(Integer::parseInt)
+                            .toArray();
                 default -> throw f.unknown();
             }
         }
@@ -63,16 +74,31 @@ public final class VerifyForwardProfile {
                             .flatMap(c -> Arrays.stream(c.state()))
                             .toArray(MlxArray[]::new));
                 }
+                int[] settings = attentionRows != null ? attentionRows : new int[] {0};
+                int before = FusedDecoderBlock.fastAttentionRows(0);
                 for (int r = 0; r < rounds; r++) {
-                    StringBuilder line = new StringBuilder("round " + (r + 1) + ":");
-                    double one = 0;
-                    for (int n : POSITIONS) {
-                        double ms = bestForwardMs(model, cache, prompt, n, reps);
-                        one = n == 1 ? ms : one;
-                        line.append(String.format(Locale.ROOT, "  %d pos %.2f ms (%.2fx)", n, ms, ms / one));
+                    double[][] ms = new double[settings.length][POSITIONS.length];
+                    for (int i = 0; i < POSITIONS.length; i++) {
+                        double[] best = bestForwardMs(model, cache, prompt, POSITIONS[i], reps, settings);
+                        for (int a = 0; a < settings.length; a++) {
+                            ms[a][i] = best[a];
+                        }
                     }
-                    System.out.println(line);
+                    for (int a = 0; a < settings.length; a++) {
+                        StringBuilder line = new StringBuilder("round " + (r + 1)
+                                + (attentionRows != null ? " attention rows " + settings[a] : "") + ":");
+                        for (int i = 0; i < POSITIONS.length; i++) {
+                            line.append(String.format(
+                                    Locale.ROOT,
+                                    "  %d pos %.2f ms (%.2fx)",
+                                    POSITIONS[i],
+                                    ms[a][i],
+                                    ms[a][i] / ms[a][0]));
+                        }
+                        System.out.println(line);
+                    }
                 }
+                FusedDecoderBlock.fastAttentionRows(before);
                 for (int n : new int[] {1, 4}) {
                     printOps(model, cache, prompt, n);
                 }
@@ -82,19 +108,27 @@ public final class VerifyForwardProfile {
         }
     }
 
-    private static double bestForwardMs(LanguageModel model, KvCache[] cache, int[] prompt, int n, int reps) {
-        long best = Long.MAX_VALUE;
+    /** Per setting (0: leave the attention rows as they are), the best of {@code reps} forwards, in ms. */
+    private static double[] bestForwardMs(
+            LanguageModel model, KvCache[] cache, int[] prompt, int n, int reps, int[] settings) {
+        long[] best = new long[settings.length];
+        Arrays.fill(best, Long.MAX_VALUE);
         for (int r = 0; r < reps; r++) {
-            long t0 = System.nanoTime();
-            try (ArrayScope s = ArrayScope.open()) {
-                Mlx.eval(model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOf(prompt, n), n), 0), cache));
-            }
-            best = Math.min(best, System.nanoTime() - t0);
-            for (KvCache c : cache) {
-                c.trim(n);
+            for (int a = 0; a < settings.length; a++) {
+                if (settings[a] > 0) {
+                    FusedDecoderBlock.fastAttentionRows(settings[a]);
+                }
+                long t0 = System.nanoTime();
+                try (ArrayScope s = ArrayScope.open()) {
+                    Mlx.eval(model.forward(Mlx.expandDims(Mlx.fromInts(Arrays.copyOf(prompt, n), n), 0), cache));
+                }
+                best[a] = Math.min(best[a], System.nanoTime() - t0);
+                for (KvCache c : cache) {
+                    c.trim(n);
+                }
             }
         }
-        return best / 1e6;
+        return Arrays.stream(best).mapToDouble(ns -> ns / 1e6).toArray();
     }
 
     private static void printOps(LanguageModel model, KvCache[] cache, int[] prompt, int n) {
