@@ -21,6 +21,7 @@
 // e = simd::exp(x - max), the normalizer summed in order from 0, then
 // e * (1 / normalizer) (float32), or T(exp(x - max) * (1 / normalizer)).
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -126,6 +127,48 @@ __attribute__((target("avx2"))) void weighted_rows(const float* a, const float* 
   }
 }
 
+// weighted_rows for four rows at once: out[i][j] = sum_r a[i][r] * m[r][j], summed from zero in
+// order over r < R[i], for j < n; each output's additions and multiplications are
+// weighted_rows's (the same bytes), while each 16-column piece of m's rows is loaded once for
+// the four (a prompt chunk's query rows share the transposed keys, and the values).
+__attribute__((target("avx2"))) void weighted_rows4(const float* const* a, const int* R, const float* m, int64_t ld,
+                                                    int n, float* const* out) {
+  const int rmin = std::min(std::min(R[0], R[1]), std::min(R[2], R[3]));
+  const int rmax = std::max(std::max(R[0], R[1]), std::max(R[2], R[3]));
+  int j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256 acc[4][2];
+    for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    const float* mr = m + j;
+    int r = 0;
+    for (; r < rmin; r++, mr += ld) {
+      if (r + 16 < rmin) _mm_prefetch(reinterpret_cast<const char*>(mr + 16 * ld), _MM_HINT_T0);
+      const __m256 m0 = _mm256_loadu_ps(mr), m1 = _mm256_loadu_ps(mr + 8);
+      for (int i = 0; i < 4; i++) {
+        const __m256 ar = _mm256_set1_ps(a[i][r]);
+        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_mul_ps(ar, m0));
+        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_mul_ps(ar, m1));
+      }
+    }
+    for (; r < rmax; r++, mr += ld) {
+      const __m256 m0 = _mm256_loadu_ps(mr), m1 = _mm256_loadu_ps(mr + 8);
+      for (int i = 0; i < 4; i++) {
+        if (r >= R[i]) continue;
+        const __m256 ar = _mm256_set1_ps(a[i][r]);
+        acc[i][0] = _mm256_add_ps(acc[i][0], _mm256_mul_ps(ar, m0));
+        acc[i][1] = _mm256_add_ps(acc[i][1], _mm256_mul_ps(ar, m1));
+      }
+    }
+    for (int i = 0; i < 4; i++) {
+      _mm256_storeu_ps(out[i] + j, acc[i][0]);
+      _mm256_storeu_ps(out[i] + j + 8, acc[i][1]);
+    }
+  }
+  if (j < n) {
+    for (int i = 0; i < 4; i++) weighted_rows(a[i], m + j, R[i], ld, n - j, out[i] + j);
+  }
+}
+
 // c[e] = (src[0][e], src[1][e], ..., src[7][e]) for e < 8: eight rows of eight
 // floats at stride ld transposed in registers.
 __attribute__((target("avx2"))) inline void transpose8(const float* src, int64_t ld, __m256* c) {
@@ -195,6 +238,7 @@ __attribute__((target("avx2"))) void scores_few_rows(const float* q, int R, cons
 #else
 
 void weighted_rows(const float*, const float*, int, int64_t, int, float*) {}
+void weighted_rows4(const float* const*, const int*, const float*, int64_t, int, float* const*) {}
 void transpose(const float*, int64_t, int, int, float*, int64_t) {}
 void scores_few_rows(const float*, int, const float*, int64_t, int, int, float*) {}
 
@@ -243,6 +287,27 @@ void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
     const float inv = 1 / norm[j];
     for (int i = 0; i < n; i++) x[j][i] = static_cast<T>(ex[j][i] * inv);
   }
+}
+
+// softmax_rows4 of four causal rows whose entries from n to `full` are all floor (finfo(T).min,
+// the causal mask's value), computed over their first n entries only, when that gives the
+// bytes of the whole rows: each row's maximum over all `full` entries is then its maximum over
+// the first n (the floors lie below it), e^(floor - max) is exactly 0 (MLX's exp gives 0 below
+// -88), and adding those zeros in order leaves the normalizer's bits. Returns false, x untouched,
+// when a row's floor - max is not below -88 (every visible score -inf, or NaN), where the caller
+// runs softmax_rows4 over the whole rows instead. Entries n .. full - 1 are left unwritten: their
+// probabilities are exact zeros.
+template <typename T>
+bool softmax_rows4_upto(T* const* x, int n, int full, T floor, std::vector<float>& e) {
+  if (n < full) {
+    for (int j = 0; j < 4; j++) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int i = 0; i < n; i++) m = mlx_maximum(static_cast<float>(x[j][i]), m);
+      if (!(static_cast<float>(floor) - m < -88.0f)) return false;
+    }
+  }
+  softmax_rows4(x, n, e);
+  return true;
 }
 
 // A [rows][cols] matrix of T at strides (row_step, col_step) as float rows:
@@ -296,8 +361,8 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
   // only on its own query row and the group's keys and values, so pieces run
   // on any thread in any order with the bytes of one loop over them.
   auto run_piece = [&](int b, int g, int r_begin, int r_end) {
-    std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 1) * D),
-        scores(size_t(few ? rows : 1) * S), acc(S), orow(Dv), e;
+    std::vector<float> kt(few ? 0 : size_t(D) * S), kf, vf, qrows(size_t(few ? rows : 4) * D),
+        scores(size_t(few ? rows : 4) * S), acc(4 * size_t(S)), orow(4 * size_t(Dv)), e;
     std::vector<T> block(4 * size_t(cols));
     const int64_t kr = p.k_rows != nullptr ? p.k_rows[b] : b;
     const T* kb = kp + kr * ks[0] + g * ks[1] + int64_t(p.k_base) * ks[2];
@@ -316,19 +381,68 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
     } else {
       transpose(k_rows, k_ld, S, D, kt.data(), S);
     }
+    // A causal prompt chunk (no sinks): query l sees keys 0 .. l + S - L only, and the rest of its
+    // row is the mask's floor, whose probability is an exact zero. Its scores stop at the last
+    // visible key, its softmax at the block's last visible key (softmax_rows4_upto, which says
+    // when that keeps the bytes), and its p @ v at its own last visible key, where every value
+    // row after it is finite (a zero times a finite value adds a zero, which leaves a sum
+    // started at +0 as it is; times an infinity or a NaN it would add a NaN, so those rows are
+    // summed in full as MLX sums them). MLX's graph computes and sums the whole rows.
+    const bool causal_rows = !few && p.mask == MaskKind::Causal && !p.sinks;
+    int last_nonfinite_value = -1;
+    if (causal_rows) {
+      for (int s = S - 1; s >= 0 && last_nonfinite_value < 0; s--)
+        for (int d = 0; d < Dv; d++)
+          if (!std::isfinite(v_rows[s * v_ld + d])) {
+            last_nonfinite_value = s;
+            break;
+          }
+    }
     for (int i0 = r_begin; i0 < r_end; i0 += 4) {
       const int nb = std::min(4, r_end - i0);
+      int visible[4] = {cols, cols, cols, cols};
+      int block_cols = cols;
+      if (causal_rows) {
+        block_cols = 0;
+        for (int j = 0; j < 4; j++) {
+          const int l = (i0 + std::min(j, nb - 1)) % L;
+          visible[j] = std::clamp(l + S - L + 1, 0, S);
+          block_cols = std::max(block_cols, visible[j]);
+        }
+      }
+      // A whole block of a prompt chunk scores its four rows together (weighted_rows4: the keys
+      // loaded once for them, each score's bytes weighted_rows's), up to the block's last
+      // visible key; a short block row by row.
+      const bool four = !few && nb == 4;
+      if (four) {
+        const float* qa[4];
+        float* sa[4];
+        const int depth[4] = {D, D, D, D};
+        for (int j = 0; j < 4; j++) {
+          scaled_query(i0 + j, qrows.data() + size_t(j) * D);
+          qa[j] = qrows.data() + size_t(j) * D;
+          sa[j] = scores.data() + size_t(j) * S;
+        }
+        weighted_rows4(qa, depth, kt.data(), S, std::min(block_cols, S), sa);
+      }
       for (int j = 0; j < nb; j++) {
         const int i = i0 + j;
         const int h = g * rep + i / L;
         const int l = i % L;
-        const float* sc_f = scores.data() + (few ? size_t(i) * S : 0);
-        if (!few) {
+        const float* sc_f = scores.data() + (few ? size_t(i) * S : four ? size_t(j) * S : 0);
+        if (!few && !four) {
           scaled_query(i, qrows.data());
-          weighted_rows(qrows.data(), kt.data(), D, S, S, scores.data());
+          weighted_rows(qrows.data(), kt.data(), D, S, visible[j] < S ? visible[j] : S, scores.data());
         }
         T* sc = block.data() + size_t(j) * cols;
         if (sinks) *sc++ = static_cast<T>(sinks->data<T>()[h * sinks->strides()[0]]);
+        if (causal_rows) {
+          // the switch below for the causal mask: the visible keys' scores, then the floor
+          const int seen = std::min(visible[j], block_cols);
+          for (int s = 0; s < seen; s++) sc[s] = static_cast<T>(sc_f[s]);
+          std::fill(sc + seen, sc + block_cols, floor_value);
+          continue;
+        }
         for (int s = 0; s < S; s++) {
           T x = static_cast<T>(sc_f[s]);
           switch (p.mask) {
@@ -351,16 +465,40 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
       }
       T* rows4[4];
       for (int j = 0; j < 4; j++) rows4[j] = block.data() + size_t(std::min(j, nb - 1)) * cols;
-      softmax_rows4(rows4, cols, e);
+      if (block_cols < cols && !softmax_rows4_upto(rows4, block_cols, cols, floor_value, e)) {
+        for (int j = 0; j < nb; j++) std::fill(rows4[j] + block_cols, rows4[j] + cols, floor_value);
+        block_cols = cols;
+        softmax_rows4(rows4, cols, e);
+      } else if (block_cols == cols) {
+        softmax_rows4(rows4, cols, e);
+      }
+      // Cut rows: the probabilities past block_cols are exact zeros (softmax_rows4_upto), and so
+      // are those past the row's visible keys; rows not cut (softmax_rows4 over the whole rows:
+      // every visible score -inf or NaN) sum every key, as MLX does. A whole block sums its four
+      // rows' values together (weighted_rows4), each row over its own keys.
+      const bool cut = block_cols < cols;
+      int summed[4];
+      const float* pa[4];
+      float* oa[4];
+      for (int j = 0; j < 4; j++) {
+        const int jj = std::min(j, nb - 1);
+        summed[j] = cut && last_nonfinite_value < visible[jj] ? visible[jj] : S;
+        const T* prob = rows4[jj] + (p.sinks ? 1 : 0);
+        float* ar = acc.data() + size_t(j) * S;
+        const int probs = std::min(summed[j], block_cols);
+        for (int s = 0; s < probs; s++) ar[s] = static_cast<float>(prob[s]);
+        std::fill(ar + probs, ar + summed[j], 0.0f);
+        pa[j] = ar;
+        oa[j] = orow.data() + size_t(j) * Dv;
+      }
+      if (four) weighted_rows4(pa, summed, v_rows, v_ld, Dv, oa);
       for (int j = 0; j < nb; j++) {
         const int i = i0 + j;
         const int h = g * rep + i / L;
         const int l = i % L;
-        const T* prob = rows4[j] + (p.sinks ? 1 : 0);
-        for (int s = 0; s < S; s++) acc[s] = static_cast<float>(prob[s]);
-        weighted_rows(acc.data(), v_rows, S, v_ld, Dv, orow.data());
+        if (!four) weighted_rows(pa[j], v_rows, summed[j], v_ld, Dv, oa[j]);
         T* dst = op + (p.merge_heads ? (size_t(b) * L + l) * Hq + h : (size_t(b) * Hq + h) * L + l) * Dv;
-        for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(orow[jj]);
+        for (int jj = 0; jj < Dv; jj++) dst[jj] = static_cast<T>(oa[j][jj]);
       }
     }
   };

@@ -84,6 +84,13 @@ class AttentionExactnessTest {
             c.add(new Case(dt, 1, 9, 3, 1, 50, 64, 64, Mask.NONE, false, true, Data.SPECIAL, smol));
             c.add(new Case(dt, 1, 9, 3, 6, 6, 64, 64, Mask.CAUSAL, false, true, Data.SUBNORMAL, smol));
             c.add(new Case(dt, 1, 3, 3, 4, 20, 64, 64, Mask.CAUSAL, false, true, Data.NORMAL, 50f));
+            // causal chunks whose 4-row blocks straddle two heads (38 positions a head), a first and
+            // a later one; and with NaN and infinite scores, keys and values (the rows the kernel
+            // cuts at their last visible key must keep MLX's bytes there too)
+            c.add(new Case(dt, 1, 9, 3, 38, 38, 64, 64, Mask.CAUSAL, false, true, Data.NORMAL, smol));
+            c.add(new Case(dt, 1, 9, 3, 38, 101, 64, 64, Mask.CAUSAL, false, true, Data.NORMAL, smol));
+            c.add(new Case(dt, 1, 4, 2, 21, 21, 64, 64, Mask.CAUSAL, false, true, Data.SPECIAL, smol));
+            c.add(new Case(dt, 1, 4, 2, 21, 45, 64, 64, Mask.CAUSAL, false, true, Data.SPECIAL, smol));
         }
         return c.stream();
     }
@@ -119,6 +126,51 @@ class AttentionExactnessTest {
                     c + " (heads merged)",
                     Mlx.sdpaMergedHeads(CpuKernels.MLX, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks),
                     Mlx.sdpaMergedHeads(CpuKernels.NATIVE, q, k, v, c.scale, c.mask == Mask.CAUSAL, mask, sinks));
+        }
+    }
+
+    /**
+     * A causal chunk's rows stop at their last visible key only where that keeps MLX's bytes: a
+     * value row past a query's keys that holds an infinity or a NaN (0 times it is NaN in MLX's
+     * sum), and a query whose only visible score is -inf (its softmax then spreads over the
+     * masked keys), each in a first chunk and a later one, in every dtype.
+     */
+    @org.junit.jupiter.api.Test
+    void causalRowsWithNonFiniteValuesAndScoresPastTheirKeysKeepMlxsBytes() {
+        for (Dtype dt : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16}) {
+            for (int s : new int[] {24, 50}) {
+                int l = 24;
+                int d = 64;
+                SplittableRandom rnd = new SplittableRandom(31 * s + dt.ordinal());
+                float[] q = new float[4 * l * d];
+                for (int i = 0; i < q.length; i++) {
+                    q[i] = (float) Math.abs(rnd.nextGaussian()) + 0.01f; // positive: a -inf key scores -inf
+                }
+                float[] k = new float[2 * s * d];
+                float[] v = new float[2 * s * d];
+                for (int i = 0; i < k.length; i++) {
+                    k[i] = (float) rnd.nextGaussian();
+                    v[i] = (float) rnd.nextGaussian();
+                }
+                // kv head 0: key 0 is -inf throughout (a first chunk's query 0 sees only it)
+                for (int i = 0; i < d; i++) {
+                    k[i] = Float.NEGATIVE_INFINITY;
+                }
+                // kv head 1: an infinite and a NaN value in rows most queries do not see
+                v[(s + s - 2) * d + 5] = Float.POSITIVE_INFINITY;
+                v[(s + s - 5) * d + 9] = Float.NaN;
+                String label = dt.mlxName + " causal L" + l + " S" + s + " non-finite past the keys";
+                try (ArrayScope scope = ArrayScope.open()) {
+                    MlxArray qa = Mlx.astype(Mlx.fromFloats(q, 1, 4, l, d), dt);
+                    MlxArray ka = Mlx.astype(Mlx.fromFloats(k, 1, 2, s, d), dt);
+                    MlxArray va = Mlx.astype(Mlx.fromFloats(v, 1, 2, s, d), dt);
+                    float scale = (float) Math.pow(d, -0.5);
+                    SameBytes.assertSame(
+                            label,
+                            Mlx.sdpaCausal(CpuKernels.MLX, qa, ka, va, scale, null),
+                            Mlx.sdpaCausal(CpuKernels.NATIVE, qa, ka, va, scale, null));
+                }
+            }
         }
     }
 
