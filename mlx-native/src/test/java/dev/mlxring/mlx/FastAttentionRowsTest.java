@@ -48,9 +48,13 @@ class FastAttentionRowsTest {
                                 String what = tier + " heads " + layout[0] + "/" + layout[1] + " of " + layout[2] + ", "
                                         + dtype + ", L " + length + ", offset " + offset;
                                 int capacity = offset + length + 3;
-                                MlxArray keys = Mlx.astype(random(rnd, 2, layout[1], capacity, layout[2]), dtype);
-                                MlxArray values = Mlx.astype(random(rnd, 2, layout[1], capacity, layout[2]), dtype);
-                                MlxArray x = Mlx.astype(random(rnd, 2, length, DIM), dtype);
+                                MlxArray keys = Mlx.astype(
+                                        FusedDecoderBlockRowsTest.random(rnd, 2, layout[1], capacity, layout[2]),
+                                        dtype);
+                                MlxArray values = Mlx.astype(
+                                        FusedDecoderBlockRowsTest.random(rnd, 2, layout[1], capacity, layout[2]),
+                                        dtype);
+                                MlxArray x = Mlx.astype(FusedDecoderBlockRowsTest.random(rnd, 2, length, DIM), dtype);
                                 int[] padding = {0, 3};
                                 assertSameBytes(
                                         what + ", rows", () -> block.forwardRows(x, keys, values, offset, padding));
@@ -112,7 +116,7 @@ class FastAttentionRowsTest {
         };
         List<FusedDecoderBlock.Projection> projections = new ArrayList<>();
         for (int[] shape : shapes) {
-            MlxArray[] q = Mlx.quantize(Mlx.astype(random(rnd, shape), dtype), 32, 4);
+            MlxArray[] q = Mlx.quantize(Mlx.astype(FusedDecoderBlockRowsTest.random(rnd, shape), dtype), 32, 4);
             projections.add(new FusedDecoderBlock.Projection(q[0], q[1], q[2], 4, 32));
         }
         FusedDecoderBlock.Layout l = new FusedDecoderBlock.Layout(
@@ -120,23 +124,11 @@ class FastAttentionRowsTest {
         return new FusedDecoderBlock(
                 tier,
                 l,
-                Mlx.astype(random(rnd, DIM), dtype),
-                Mlx.astype(random(rnd, DIM), dtype),
+                Mlx.astype(FusedDecoderBlockRowsTest.random(rnd, DIM), dtype),
+                Mlx.astype(FusedDecoderBlockRowsTest.random(rnd, DIM), dtype),
                 projections,
                 null,
                 null,
                 null);
-    }
-
-    private static MlxArray random(SplittableRandom rnd, int... shape) {
-        int n = 1;
-        for (int d : shape) {
-            n *= d;
-        }
-        float[] v = new float[n];
-        for (int i = 0; i < n; i++) {
-            v[i] = (float) (rnd.nextDouble() - 0.5) * 4;
-        }
-        return Mlx.fromFloats(v, shape);
     }
 }

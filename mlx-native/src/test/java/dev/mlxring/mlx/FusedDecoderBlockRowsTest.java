@@ -270,7 +270,8 @@ class FusedDecoderBlockRowsTest {
         return Mlx.greater(Mlx.fromInts(m, ROWS, 1, 1, keys), Mlx.scalar(0, Dtype.INT32));
     }
 
-    private static MlxArray random(SplittableRandom rnd, int... shape) {
+    /** Uniform in [-0.5, 0.5), {@code shape}'s elements in order (shared with FastAttentionRowsTest). */
+    static MlxArray random(SplittableRandom rnd, int... shape) {
         int n = 1;
         for (int d : shape) {
             n *= d;
