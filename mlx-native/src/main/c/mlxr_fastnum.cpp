@@ -13,6 +13,7 @@
 // --numerics fast-q8 takes the same primitive with its activations rounded to
 // 8-bit integers (mlxr_fastq8.h), through matmul's Activations::Q8.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -221,6 +222,23 @@ size_t sweep(WidenedCache& cache) {
 }
 
 }  // namespace
+
+std::atomic<int>& ahead_switch() {
+  static std::atomic<int> blocks{[] {
+    const char* e = std::getenv("MLXR_FASTQ8_AHEAD_BLOCKS");
+    const int n = e == nullptr ? -1 : std::atoi(e);
+    return n >= 0 ? std::min(n, kMaxAheadBlocks) : mlxr::qmm::parallel_threads();
+  }()};
+  return blocks;
+}
+
+int ahead_blocks() {
+  return ahead_switch().load(std::memory_order_relaxed);
+}
+
+int set_ahead_blocks(int blocks) {
+  return ahead_switch().exchange(std::clamp(blocks, 0, kMaxAheadBlocks));
+}
 
 void set_widened_params(bool on) {
   widened_switch().store(on ? 1 : 0);
@@ -466,6 +484,13 @@ int mlxr_fastq8_set_widened_params(int on) {
   const int before = mlxr::fastq8::widened_params_on() ? 1 : 0;
   mlxr::fastq8::set_widened_params(on != 0);
   return before;
+}
+
+// --numerics fast-q8's prefetch of the weights of a block further on (mlxr_fastq8.h,
+// ahead_blocks): blocks >= 0 sets how many blocks on (0: none), < 0 only reads it; returns the
+// setting before. The outputs are the same bytes at any setting.
+int mlxr_fastq8_ahead_blocks(int blocks) {
+  return blocks < 0 ? mlxr::fastq8::ahead_blocks() : mlxr::fastq8::set_ahead_blocks(blocks);
 }
 
 // Bytes of widened parameters held now.

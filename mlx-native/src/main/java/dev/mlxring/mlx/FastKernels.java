@@ -32,6 +32,8 @@ public final class FastKernels {
     private static final MethodHandle SELECTED = NativeLibrary.handle("mlxr_fastnum_isa", FunctionDescriptor.of(INT));
     private static final MethodHandle SET_WIDENED =
             NativeLibrary.handle("mlxr_fastq8_set_widened_params", FunctionDescriptor.of(INT, INT));
+    private static final MethodHandle AHEAD_BLOCKS =
+            NativeLibrary.handle("mlxr_fastq8_ahead_blocks", FunctionDescriptor.of(INT, INT));
     private static final MethodHandle WIDENED_BYTES =
             NativeLibrary.handle("mlxr_fastq8_widened_params_bytes", FunctionDescriptor.of(LONG));
     private static final MethodHandle RELEASE_WIDENED =
@@ -143,6 +145,19 @@ public final class FastKernels {
      */
     public static boolean widenedParams(boolean on) {
         return call(() -> (int) SET_WIDENED.invokeExact(on ? 1 : 0)) != 0;
+    }
+
+    /**
+     * Sets how many blocks of columns on each block of {@link Numerics#FAST_Q8}'s kernels requests
+     * the weights of while it computes (0: none; at most 64); {@code blocks < 0} only reads it.
+     * By default the kernel pool's thread count, since the pool hands blocks out in order (the
+     * environment's {@code MLXR_FASTQ8_AHEAD_BLOCKS} starts a process elsewhere). The outputs are
+     * the same bytes at any setting; for A/B runs. Process-wide.
+     *
+     * @return the setting before the call
+     */
+    public static int q8AheadBlocks(int blocks) {
+        return call(() -> (int) AHEAD_BLOCKS.invokeExact(blocks));
     }
 
     /** Bytes of widened group parameters held now, over every loaded fast-q8 model. */

@@ -5,6 +5,7 @@ import dev.mlxring.exec.model.LanguageModel;
 import dev.mlxring.exec.model.Models;
 import dev.mlxring.mlx.ArrayScope;
 import dev.mlxring.mlx.CpuKernels;
+import dev.mlxring.mlx.FastKernels;
 import dev.mlxring.mlx.FusedDecoderBlock;
 import dev.mlxring.mlx.Mlx;
 import dev.mlxring.mlx.MlxArray;
@@ -12,8 +13,10 @@ import dev.mlxring.mlx.Numerics;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 
 /**
  * What one speculative verification round costs against one plain decode step: after a prompt
@@ -24,45 +27,36 @@ import java.util.Map;
  * With {@code --attention-rows 1,4} each repetition runs once per setting of
  * {@link FusedDecoderBlock#fastAttentionRows} (the fast tiers' query heads of a group one at a
  * time, or up to four together), in turn, and each setting reports its own best: an A/B within
- * one process, both sides under the same load.
+ * one process, both sides under the same load; {@code --q8-ahead-blocks 0,2} does the same for
+ * {@link FastKernels#q8AheadBlocks} (fast-q8's prefetch of a block further on).
  * A round of {@code m + 1} positions pays when the accepted tokens per round exceed its cost in
  * plain steps minus one.
  *
  * <pre>
  * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast|fast-q8]
- *                      [--attention-rows 1,4]
+ *                      [--attention-rows 1,4 | --q8-ahead-blocks 0,2]
  * </pre>
  */
 public final class VerifyForwardProfile {
     private static final int[] POSITIONS = {1, 2, 3, 4, 5, 6, 7, 8};
+    private static final String USAGE = "VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10]"
+            + " [--rounds 2] [--numerics exact|fast|fast-q8] [--attention-rows 1,4 | --q8-ahead-blocks 0,2]";
+
+    /** A process-wide kernel setting that an A/B run alternates: {@code set} returns the value before. */
+    private record Knob(String name, IntUnaryOperator set, int[] values) {}
+
+    private record Options(Path dir, int promptTokens, int reps, int rounds, Numerics numerics, Knob knob) {}
 
     private VerifyForwardProfile() {}
 
     public static void main(String[] argv) {
-        Path dir = null;
-        int promptTokens = 600;
-        int reps = 10;
-        int rounds = 2;
-        Numerics numerics = Numerics.DEFAULT;
-        int[] attentionRows = null;
-        Flags f = new Flags(argv);
-        while (f.next()) {
-            switch (f.flag()) {
-                case "--model" -> dir = Path.of(f.value());
-                case "--prompt-tokens" -> promptTokens = f.positive();
-                case "--reps" -> reps = f.positive();
-                case "--rounds" -> rounds = f.positive();
-                case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
-                case "--attention-rows" ->
-                    attentionRows = Arrays.stream(f.value().split(","))
-                            .mapToInt(Integer::parseInt)
-                            .toArray();
-                default -> throw f.unknown();
-            }
-        }
-        if (dir == null) {
-            throw new IllegalArgumentException("--model DIR is required");
-        }
+        Options o = Flags.parseOrExit(argv, VerifyForwardProfile::parse, USAGE);
+        Path dir = o.dir();
+        int promptTokens = o.promptTokens();
+        int reps = o.reps();
+        int rounds = o.rounds();
+        Numerics numerics = o.numerics();
+        Knob knob = o.knob();
         Mlx.useNewDefaultStream();
         try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, false, null)) {
             int[] prompt = DecodeBenchmark.splitmix64Prompt(42, promptTokens, model.vocabSize());
@@ -74,19 +68,19 @@ public final class VerifyForwardProfile {
                             .flatMap(c -> Arrays.stream(c.state()))
                             .toArray(MlxArray[]::new));
                 }
-                int[] settings = attentionRows != null ? attentionRows : new int[] {0};
-                int before = FusedDecoderBlock.fastAttentionRows(0);
+                int[] settings = knob.values();
+                int before = knob.set().applyAsInt(-1);
                 for (int r = 0; r < rounds; r++) {
                     double[][] ms = new double[settings.length][POSITIONS.length];
                     for (int i = 0; i < POSITIONS.length; i++) {
-                        double[] best = bestForwardMs(model, cache, prompt, POSITIONS[i], reps, settings);
+                        double[] best = bestForwardMs(model, cache, prompt, POSITIONS[i], reps, knob);
                         for (int a = 0; a < settings.length; a++) {
                             ms[a][i] = best[a];
                         }
                     }
                     for (int a = 0; a < settings.length; a++) {
                         StringBuilder line = new StringBuilder("round " + (r + 1)
-                                + (attentionRows != null ? " attention rows " + settings[a] : "") + ":");
+                                + (knob.name().isEmpty() ? "" : " " + knob.name() + " " + settings[a]) + ":");
                         for (int i = 0; i < POSITIONS.length; i++) {
                             line.append(String.format(
                                     Locale.ROOT,
@@ -98,7 +92,7 @@ public final class VerifyForwardProfile {
                         System.out.println(line);
                     }
                 }
-                FusedDecoderBlock.fastAttentionRows(before);
+                knob.set().applyAsInt(before);
                 for (int n : new int[] {1, 4}) {
                     printOps(model, cache, prompt, n);
                 }
@@ -108,15 +102,61 @@ public final class VerifyForwardProfile {
         }
     }
 
-    /** Per setting (0: leave the attention rows as they are), the best of {@code reps} forwards, in ms. */
+    private static Options parse(String[] argv) {
+        Path dir = null;
+        int promptTokens = 600;
+        int reps = 10;
+        int rounds = 2;
+        Numerics numerics = Numerics.DEFAULT;
+        Knob knob = new Knob("", v -> 0, new int[] {-1});
+        Flags f = new Flags(argv);
+        while (f.next()) {
+            switch (f.flag()) {
+                case "--model" -> dir = Path.of(f.value());
+                case "--prompt-tokens" -> promptTokens = f.positive();
+                case "--reps" -> reps = f.positive();
+                case "--rounds" -> rounds = f.positive();
+                case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
+                case "--attention-rows" ->
+                    knob = knob(knob, "attention rows", FusedDecoderBlock::fastAttentionRows, f, 1, 4);
+                case "--q8-ahead-blocks" -> knob = knob(knob, "q8 ahead blocks", FastKernels::q8AheadBlocks, f, 0, 64);
+                default -> throw f.unknown();
+            }
+        }
+        if (dir == null) {
+            throw new IllegalArgumentException("--model DIR is required");
+        }
+        return new Options(dir, promptTokens, reps, rounds, numerics, knob);
+    }
+
+    /** The flag's comma-separated settings, each within {@code min .. max}; one such flag per run. */
+    private static Knob knob(Knob before, String name, IntUnaryOperator set, Flags f, int min, int max) {
+        if (!before.name().isEmpty()) {
+            throw new IllegalArgumentException(
+                    f.flag() + ": one setting to alternate per run, already " + before.name());
+        }
+        List<String> parts = List.of(f.value().split(",", -1));
+        int[] values = new int[parts.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = Flags.integer(f.flag(), parts.get(i).strip());
+            if (values[i] < min || values[i] > max) {
+                throw new IllegalArgumentException(f.flag() + " takes values " + min + ".." + max + ", got "
+                        + parts.get(i).strip());
+            }
+        }
+        return new Knob(name, set, values);
+    }
+
+    /** Per setting of the knob (a negative one leaves it as it is), the best of {@code reps} forwards, in ms. */
     private static double[] bestForwardMs(
-            LanguageModel model, KvCache[] cache, int[] prompt, int n, int reps, int[] settings) {
+            LanguageModel model, KvCache[] cache, int[] prompt, int n, int reps, Knob knob) {
+        int[] settings = knob.values();
         long[] best = new long[settings.length];
         Arrays.fill(best, Long.MAX_VALUE);
         for (int r = 0; r < reps; r++) {
             for (int a = 0; a < settings.length; a++) {
-                if (settings[a] > 0) {
-                    FusedDecoderBlock.fastAttentionRows(settings[a]);
+                if (settings[a] >= 0) {
+                    knob.set().applyAsInt(settings[a]);
                 }
                 long t0 = System.nanoTime();
                 try (ArrayScope s = ArrayScope.open()) {
