@@ -1,5 +1,5 @@
-// Scalar helpers of both fast-tier kernel files (mlxr_fastnum_avx2.cpp,
-// mlxr_fastnum_avx512.cpp), included inside each file's anonymous namespace
+// Scalar helpers of the fast tiers' kernel files (mlxr_fastnum_avx2.cpp, mlxr_fastnum_avx512.cpp,
+// mlxr_fastq8_avx2.cpp, mlxr_fastq8_avx512.cpp), included inside each file's anonymous namespace
 // after its target pragma so each gets its own copy.
 
 // One group parameter widened exactly to float.
@@ -29,4 +29,37 @@ MLXR_INLINE void store_out(void* out, Dt dt, size_t i, float v) {
       break;
     }
   }
+}
+
+// The weight words of the block of `cols` weight rows that a thread of the pool runs after this
+// one: rows n0 + ahead * cols .. (none past N) of MLX's row-major words, one contiguous run.
+// fast-q8's kernels walk a block's rows as that many short streams, which the hardware's
+// prefetchers do not follow, so a block whose words nobody requested starts by waiting on memory;
+// the pool hands out blocks one at a time in order, so with t threads a thread's next block is
+// about t on (fastq8::ahead_blocks()). The block spreads the requests over its `steps` steps
+// (prefetch_ahead). The fast tier's many-rows kernel requests each next segment of its own block
+// instead; the block ahead gained its prompt chunks nothing (docs/benchmarks.md).
+struct BlockAhead {
+  const char* at = nullptr;
+  int lines = 0;     // 64-byte lines from `at`
+  int per_step = 0;  // lines to request at each step
+};
+
+MLXR_INLINE BlockAhead block_ahead(const uint32_t* w, int N, int K, int bits, int n0, int cols, int ahead, int steps) {
+  BlockAhead a;
+  const int first = n0 + ahead * cols;
+  if (ahead < 1 || first >= N || steps < 1) return a;
+  const size_t row_bytes = size_t(K) * size_t(bits) / 8;
+  const int rows = N - first < cols ? N - first : cols;
+  a.at = reinterpret_cast<const char*>(w) + size_t(first) * row_bytes;
+  a.lines = int((size_t(rows) * row_bytes + 63) / 64);
+  a.per_step = (a.lines + steps - 1) / steps;
+  return a;
+}
+
+// Step `step`'s share of the lines of the block ahead, requested from memory.
+MLXR_INLINE void prefetch_ahead(const BlockAhead& a, int step) {
+  const int first = step * a.per_step;
+  const int end = a.lines < first + a.per_step ? a.lines : first + a.per_step;
+  for (int l = first; l < end; l++) _mm_prefetch(a.at + size_t(l) * 64, _MM_HINT_T0);
 }

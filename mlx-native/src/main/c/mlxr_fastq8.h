@@ -105,11 +105,10 @@ size_t widened_params_bytes();
 // bytes freed. Each widening of a new weight does the same first.
 size_t release_widened_params();
 
-// How many blocks on a block prefetches the weights of (mlxr_fastq8_kernels.h, Q8Ahead): the pool
-// hands blocks out one at a time in order, so with t threads a thread's next block is about t on.
-// The pool's thread count unless MLXR_FASTQ8_AHEAD_BLOCKS=n (0: none) or set_ahead_blocks (A/B
-// runs; the outputs are the same bytes at any setting). set_ahead_blocks clamps to
-// 0 .. kMaxAheadBlocks and returns the setting before.
+// How many blocks on a block of the kernels requests the weights of while it computes
+// (mlxr_fastnum_x86.h, block_ahead): the pool's thread count unless MLXR_FASTQ8_AHEAD_BLOCKS=n
+// (0: none) or set_ahead_blocks says otherwise (A/B runs; the outputs are the same bytes at any
+// setting). set_ahead_blocks clamps to 0 .. kMaxAheadBlocks and returns the setting before.
 constexpr int kMaxAheadBlocks = 64;
 int ahead_blocks();
 int set_ahead_blocks(int blocks);

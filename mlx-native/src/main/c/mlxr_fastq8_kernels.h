@@ -10,8 +10,7 @@
 //   void load_words8(const uint32_t* const* rowp, int w0, vi* out)   out[j]: word w0 + j of kL rows
 //   kQ8Rows, kQ8Tiles           activation rows and lane-wide column tiles of one pass
 //   kQ8DirectRows               calls of up to this many rows read the words without a panel
-// and mlxr_fastnum_x86.h's param_at and store_out, mlxr_qmm.h's pool, and mlxr_fastq8.h's
-// ahead_blocks() (how many blocks on each block prefetches the weights of).
+// and mlxr_fastnum_x86.h's param_at, store_out and block_ahead, and mlxr_qmm.h's pool.
 //
 // Schedule: the columns (weight rows) are cut into blocks of kQ8Tiles * kL, spread over the pool.
 // A block's weights are decoded once into a panel of byte quads [K / 4][cols] (lane = column:
@@ -36,36 +35,6 @@ MLXR_INLINE void q8_prefetch(const uint32_t* const* rowp, int w0, int row_words)
   const int ahead = w0 + kQ8WordsAhead;
   if (ahead >= row_words || (w0 & 15) != 0) return;  // one request per row and cache line
   for (int c = 0; c < cols; c++) _mm_prefetch(reinterpret_cast<const char*>(rowp[c] + ahead), _MM_HINT_T0);
-}
-
-// The weight words a block further on will read: rows n0 + ahead * cols .. of the same call, one
-// contiguous run of MLX's row-major words (none past N). A block's own rows are short streams
-// (SmolLM2: 32 rows of 288 bytes) that the hardware's prefetchers do not follow, so without this
-// the block's first loads wait on memory; the pool hands out blocks in order, so with t threads
-// a thread's next block is about t blocks on.
-struct Q8Ahead {
-  const char* at = nullptr;
-  int lines = 0;     // 64-byte lines from `at`
-  int per_step = 0;  // lines to request at each of the block's steps
-};
-
-template <int BITS>
-MLXR_INLINE Q8Ahead q8_ahead(const Problem& p, int n0, int ahead, int steps) {
-  constexpr int cols = kQ8Tiles * kL, per_word = 32 / BITS;
-  Q8Ahead a;
-  const int first = n0 + ahead * cols;
-  if (ahead < 1 || first >= p.N || steps < 1) return a;
-  const size_t row_bytes = size_t(p.K / per_word) * 4;
-  a.at = reinterpret_cast<const char*>(p.w) + size_t(first) * row_bytes;
-  a.lines = int((size_t(q8min(cols, p.N - first)) * row_bytes + 63) / 64);
-  a.per_step = (a.lines + steps - 1) / steps;
-  return a;
-}
-
-// Step `step`'s share of the lines of a block further on (Q8Ahead), requested from memory.
-MLXR_INLINE void q8_prefetch_ahead(const Q8Ahead& a, int step) {
-  const int first = step * a.per_step, end = q8min(a.lines, first + a.per_step);
-  for (int l = first; l < end; l++) _mm_prefetch(a.at + size_t(l) * 64, _MM_HINT_T0);
 }
 
 // The block's rows (columns past N repeat the last row), their first words requested from memory.
@@ -110,13 +79,13 @@ MLXR_INLINE void q8_params(const Problem& p, int n0, float* sc, float* bc) {
 // 4-bit weights the permuted ones (mlxr_fastq8.h, Acts::xq): word w's low nibbles are quad 2w,
 // its high nibbles quad 2w + 1.
 template <int BITS>
-MLXR_INLINE void q8_panel(const uint32_t* const* rowp, int row_words, const Q8Ahead& ahead, uint32_t* panel) {
+MLXR_INLINE void q8_panel(const uint32_t* const* rowp, int row_words, const BlockAhead& ahead, uint32_t* panel) {
   constexpr int cols = kQ8Tiles * kL, quads_per_word = BITS == 4 ? 2 : 1;
   const vi nibbles = vset1i(0x0F0F0F0F);
   int w0 = 0;
   for (; w0 + 8 <= row_words; w0 += 8) {
     q8_prefetch(rowp, w0, row_words);
-    q8_prefetch_ahead(ahead, w0 / 8);
+    prefetch_ahead(ahead, w0 / 8);
     MLXR_UNROLL for (int t = 0; t < kQ8Tiles; t++) {
       vi tw[8];
       load_words8(rowp + t * kL, w0, tw);
@@ -216,7 +185,7 @@ MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* s
 // The same sums as q8_pass for a call of R <= kQ8DirectRows rows, straight from the transposed words
 // in registers, with no panel written and read back (a decode step's one row).
 template <int BITS, int GS, int R>
-MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const Q8Ahead& ahead, const float* sc, const float* bc,
+MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const BlockAhead& ahead, const float* sc, const float* bc,
                            size_t ps, int n0) {
   constexpr int T = kQ8Tiles, centre = 1 << (BITS - 1);
   constexpr int blocks_per_load = BITS == 4 ? 2 : 1;  // eight words: 64 or 32 positions
@@ -229,7 +198,7 @@ MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const 
   }
   for (int w0 = 0; w0 < row_words; w0 += 8) {
     q8_prefetch(rowp, w0, row_words);
-    q8_prefetch_ahead(ahead, w0 / 8);
+    prefetch_ahead(ahead, w0 / 8);
     vi tw[T][8];
     MLXR_UNROLL for (int t = 0; t < T; t++) load_words8(rowp + t * kL, w0, tw[t]);
     MLXR_UNROLL for (int h = 0; h < blocks_per_load; h++) {
@@ -298,7 +267,7 @@ void q8_block(const Problem& p, int block) {
     bc = wbc;
     ps = cols;
   }
-  const Q8Ahead ahead = q8_ahead<BITS>(p, n0, ahead_blocks(), row_words / 8);
+  const BlockAhead ahead = block_ahead(p.w, p.N, p.K, BITS, n0, cols, ahead_blocks(), row_words / 8);
   if (p.M <= kQ8DirectRows && row_words % 8 == 0) {
     if (p.M == 1) {
       q8_direct<BITS, GS, 1>(p, rowp, ahead, sc, bc, ps, n0);

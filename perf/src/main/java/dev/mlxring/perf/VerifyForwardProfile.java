@@ -22,7 +22,7 @@ import java.util.function.IntUnaryOperator;
  * What one speculative verification round costs against one plain decode step: after a prompt
  * of {@code --prompt-tokens} positions, the best time of {@code --reps} forwards of
  * {@code positions} = 1 (a plain step) to 8 (a round verifying 1..7 proposed
- * tokens), each evaluated synchronously and rolled back ({@code trim}) so every forward sees the
+ * tokens; {@code --positions} names others, e.g. a prompt chunk's 64), each evaluated synchronously and rolled back ({@code trim}) so every forward sees the
  * same cache; then, for 1 and 4 positions, the time per primitive ({@link Mlx#profileEval}).
  * With {@code --attention-rows 1,4} each repetition runs once per setting of
  * {@link FusedDecoderBlock#fastAttentionRows} (the fast tiers' query heads of a group one at a
@@ -34,18 +34,20 @@ import java.util.function.IntUnaryOperator;
  *
  * <pre>
  * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast|fast-q8]
- *                      [--attention-rows 1,4 | --q8-ahead-blocks 0,2]
+ *                      [--positions 1,2,...,8] [--attention-rows 1,4 | --q8-ahead-blocks 0,2]
  * </pre>
  */
 public final class VerifyForwardProfile {
-    private static final int[] POSITIONS = {1, 2, 3, 4, 5, 6, 7, 8};
+    private static final int[] DEFAULT_POSITIONS = {1, 2, 3, 4, 5, 6, 7, 8};
     private static final String USAGE = "VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10]"
-            + " [--rounds 2] [--numerics exact|fast|fast-q8] [--attention-rows 1,4 | --q8-ahead-blocks 0,2]";
+            + " [--rounds 2] [--numerics exact|fast|fast-q8] [--positions 1,2,...,8]"
+            + " [--attention-rows 1,4 | --q8-ahead-blocks 0,2]";
 
     /** A process-wide kernel setting that an A/B run alternates: {@code set} returns the value before. */
     private record Knob(String name, IntUnaryOperator set, int[] values) {}
 
-    private record Options(Path dir, int promptTokens, int reps, int rounds, Numerics numerics, Knob knob) {}
+    private record Options(
+            Path dir, int promptTokens, int reps, int rounds, Numerics numerics, int[] positions, Knob knob) {}
 
     private VerifyForwardProfile() {}
 
@@ -57,6 +59,7 @@ public final class VerifyForwardProfile {
         int rounds = o.rounds();
         Numerics numerics = o.numerics();
         Knob knob = o.knob();
+        int[] positions = o.positions();
         Mlx.useNewDefaultStream();
         try (LanguageModel model = Models.load(dir, CpuKernels.DEFAULT, numerics, false, null)) {
             int[] prompt = DecodeBenchmark.splitmix64Prompt(42, promptTokens, model.vocabSize());
@@ -71,9 +74,9 @@ public final class VerifyForwardProfile {
                 int[] settings = knob.values();
                 int before = knob.set().applyAsInt(-1);
                 for (int r = 0; r < rounds; r++) {
-                    double[][] ms = new double[settings.length][POSITIONS.length];
-                    for (int i = 0; i < POSITIONS.length; i++) {
-                        double[] best = bestForwardMs(model, cache, prompt, POSITIONS[i], reps, knob);
+                    double[][] ms = new double[settings.length][positions.length];
+                    for (int i = 0; i < positions.length; i++) {
+                        double[] best = bestForwardMs(model, cache, prompt, positions[i], reps, knob);
                         for (int a = 0; a < settings.length; a++) {
                             ms[a][i] = best[a];
                         }
@@ -81,11 +84,11 @@ public final class VerifyForwardProfile {
                     for (int a = 0; a < settings.length; a++) {
                         StringBuilder line = new StringBuilder("round " + (r + 1)
                                 + (knob.name().isEmpty() ? "" : " " + knob.name() + " " + settings[a]) + ":");
-                        for (int i = 0; i < POSITIONS.length; i++) {
+                        for (int i = 0; i < positions.length; i++) {
                             line.append(String.format(
                                     Locale.ROOT,
                                     "  %d pos %.2f ms (%.2fx)",
-                                    POSITIONS[i],
+                                    positions[i],
                                     ms[a][i],
                                     ms[a][i] / ms[a][0]));
                         }
@@ -108,6 +111,7 @@ public final class VerifyForwardProfile {
         int reps = 10;
         int rounds = 2;
         Numerics numerics = Numerics.DEFAULT;
+        int[] positions = DEFAULT_POSITIONS;
         Knob knob = new Knob("", v -> 0, new int[] {-1});
         Flags f = new Flags(argv);
         while (f.next()) {
@@ -117,6 +121,7 @@ public final class VerifyForwardProfile {
                 case "--reps" -> reps = f.positive();
                 case "--rounds" -> rounds = f.positive();
                 case "--numerics" -> numerics = Numerics.parse("--numerics", f.value());
+                case "--positions" -> positions = list(f, 1, 4096);
                 case "--attention-rows" ->
                     knob = knob(knob, "attention rows", FusedDecoderBlock::fastAttentionRows, f, 1, 4);
                 case "--q8-ahead-blocks" -> knob = knob(knob, "q8 ahead blocks", FastKernels::q8AheadBlocks, f, 0, 64);
@@ -126,7 +131,7 @@ public final class VerifyForwardProfile {
         if (dir == null) {
             throw new IllegalArgumentException("--model DIR is required");
         }
-        return new Options(dir, promptTokens, reps, rounds, numerics, knob);
+        return new Options(dir, promptTokens, reps, rounds, numerics, positions, knob);
     }
 
     /** The flag's comma-separated settings, each within {@code min .. max}; one such flag per run. */
@@ -135,6 +140,11 @@ public final class VerifyForwardProfile {
             throw new IllegalArgumentException(
                     f.flag() + ": one setting to alternate per run, already " + before.name());
         }
+        return new Knob(name, set, list(f, min, max));
+    }
+
+    /** The flag's comma-separated integers, each within {@code min .. max}. */
+    private static int[] list(Flags f, int min, int max) {
         List<String> parts = List.of(f.value().split(",", -1));
         int[] values = new int[parts.size()];
         for (int i = 0; i < values.length; i++) {
@@ -144,7 +154,7 @@ public final class VerifyForwardProfile {
                         + parts.get(i).strip());
             }
         }
-        return new Knob(name, set, values);
+        return values;
     }
 
     /** Per setting of the knob (a negative one leaves it as it is), the best of {@code reps} forwards, in ms. */
