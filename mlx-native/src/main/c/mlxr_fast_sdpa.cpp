@@ -249,15 +249,10 @@ inline float mlx_maximum(float a, float b) {
   return a != a ? a : (a > b ? a : b);
 }
 
-// softmax(precise) in place of four rows of n values of T (MLX's CPU softmax with
-// simd::max_size 1, per row: the maximum in float in order, e = exp(x - max),
-// the normalizer summed in order from 0, then T(e * (1 / normalizer))). The
-// four rows' sequential folds run interleaved so their dependency chains
-// overlap; a block of fewer rows repeats its last row. e holds 8 * n floats.
+// Each of four rows' maximum over its first n values, in float, in order (MLX's CPU softmax
+// with simd::max_size 1); the rows' folds run interleaved so their dependency chains overlap.
 template <typename T>
-void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
-  e.resize(8 * size_t(n));
-  float m[4];
+void row_maxima4(T* const* x, int n, float (&m)[4]) {
   for (int j = 0; j < 4; j++) m[j] = -std::numeric_limits<float>::infinity();
   for (int i = 0; i < n; i++) {
     m[0] = mlx_maximum(static_cast<float>(x[0][i]), m[0]);
@@ -265,6 +260,15 @@ void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
     m[2] = mlx_maximum(static_cast<float>(x[2][i]), m[2]);
     m[3] = mlx_maximum(static_cast<float>(x[3][i]), m[3]);
   }
+}
+
+// softmax(precise) in place of four rows of n values of T whose maxima row_maxima4 gave (MLX's
+// CPU softmax with simd::max_size 1, per row: e = exp(x - max), the normalizer summed in order
+// from 0, then T(e * (1 / normalizer))). The four rows' sequential folds run interleaved so their
+// dependency chains overlap; a block of fewer rows repeats its last row. e holds 8 * n floats.
+template <typename T>
+void softmax_rows4(T* const* x, int n, const float (&m)[4], std::vector<float>& e) {
+  e.resize(8 * size_t(n));
   float* ex[4];
   for (int j = 0; j < 4; j++) {
     ex[j] = e.data() + size_t(j) * n;
@@ -289,6 +293,14 @@ void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
   }
 }
 
+// softmax(precise) in place of four whole rows of n values of T.
+template <typename T>
+void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
+  float m[4];
+  row_maxima4(x, n, m);
+  softmax_rows4(x, n, m, e);
+}
+
 // softmax_rows4 of four causal rows whose entries from n to `full` are all floor (finfo(T).min,
 // the causal mask's value), computed over their first n entries only, when that gives the
 // bytes of the whole rows: each row's maximum over all `full` entries is then its maximum over
@@ -299,14 +311,14 @@ void softmax_rows4(T* const* x, int n, std::vector<float>& e) {
 // probabilities are exact zeros.
 template <typename T>
 bool softmax_rows4_upto(T* const* x, int n, int full, T floor, std::vector<float>& e) {
+  float m[4];
+  row_maxima4(x, n, m);
   if (n < full) {
     for (int j = 0; j < 4; j++) {
-      float m = -std::numeric_limits<float>::infinity();
-      for (int i = 0; i < n; i++) m = mlx_maximum(static_cast<float>(x[j][i]), m);
-      if (!(static_cast<float>(floor) - m < -88.0f)) return false;
+      if (!(static_cast<float>(floor) - m[j] < -88.0f)) return false;
     }
   }
-  softmax_rows4(x, n, e);
+  softmax_rows4(x, n, m, e);
   return true;
 }
 
@@ -388,10 +400,15 @@ void sdpa(const SdpaParams& p, const std::vector<mx::array>& in, mx::array& out)
     // row after it is finite (a zero times a finite value adds a zero, which leaves a sum
     // started at +0 as it is; times an infinity or a NaN it would add a NaN, so those rows are
     // summed in full as MLX sums them). MLX's graph computes and sums the whole rows.
+    // Only value rows at or past the piece's fewest visible keys can be past a row's own, so the
+    // search for the last non-finite one stops there (-1: none from there on).
     const bool causal_rows = !few && p.mask == MaskKind::Causal && !p.sinks;
     int last_nonfinite_value = -1;
     if (causal_rows) {
-      for (int s = S - 1; s >= 0 && last_nonfinite_value < 0; s--)
+      int first_l = L;
+      for (int i = r_begin; i < r_end && first_l > 0; i++) first_l = std::min(first_l, i % L);
+      const int fewest_visible = std::clamp(first_l + S - L + 1, 0, S);
+      for (int s = S - 1; s >= fewest_visible && last_nonfinite_value < 0; s--)
         for (int d = 0; d < Dv; d++)
           if (!std::isfinite(v_rows[s * v_ld + d])) {
             last_nonfinite_value = s;
