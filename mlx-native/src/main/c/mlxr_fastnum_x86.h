@@ -37,8 +37,8 @@ MLXR_INLINE void store_out(void* out, Dt dt, size_t i, float v) {
 // requested starts by waiting on memory; the pool hands out blocks one at a time in order, so
 // with t threads a thread's next block is about t on (fastq8::ahead_blocks()). A region's
 // requests are spread over the block's `steps` steps (prefetch_ahead). The fast tier's many-rows
-// kernel requests each next segment of its own block instead; the block ahead (into L1, without
-// its parameters) gained its prompt chunks nothing (docs/benchmarks.md).
+// kernel requests each next segment of its own block instead; the block ahead (into L1, its
+// parameters too) gained its prompt chunks nothing (docs/benchmarks.md).
 struct BlockAhead {
   const char* at = nullptr;
   int lines = 0;     // 64-byte lines from `at`
