@@ -172,16 +172,16 @@ __attribute__((noinline)) void dense_block(const DenseProblem& p, int n0, int m0
   vf acc[R][T];
   pass_start(p.x, p.K, m0, rows, xr, acc);
   // The next block's weights (the rows right after these, one contiguous
-  // range) are prefetched while this one computes, spread over the loop: the
-  // hardware prefetchers alone left one thread reading cold weights at a
-  // quarter of the machine's bandwidth (as for the quantized kernels).
-  const char* next = static_cast<const char*>(p.w) + size_t(imin(n0 + cols, p.N)) * p.K * elem;
-  const char* end = static_cast<const char*>(p.w) + size_t(imin(n0 + 2 * cols, p.N)) * p.K * elem;
-  const int steps = p.K / 16 + 1;
-  const size_t per_step = (size_t(end - next) / 64 + steps) / steps;
+  // range) are prefetched while this one computes, spread over the loop
+  // (mlxr_spread_prefetch.h): the hardware prefetchers alone left one thread
+  // reading cold weights at a quarter of the machine's bandwidth (as for the
+  // quantized kernels).
+  const size_t next_row = size_t(imin(n0 + cols, p.N)), end_row = size_t(imin(n0 + 2 * cols, p.N));
+  SpreadPrefetch<3> next(static_cast<const char*>(p.w) + next_row * p.K * elem, (end_row - next_row) * p.K * elem,
+                         p.K / 16);
   const int full = p.K / 16 * 16;
   for (int k = 0; k < full; k += 16) {
-    for (size_t q = 0; q < per_step && next < end; q++, next += 64) __builtin_prefetch(next, 0, 3);
+    next.step();
     dense_chunk8<A, R, T, true>(rowp, xr, k, acc);
     dense_chunk8<A, R, T, false>(rowp, xr, k + 8, acc);
   }

@@ -31,48 +31,28 @@ MLXR_INLINE void store_out(void* out, Dt dt, size_t i, float v) {
   }
 }
 
+#include "mlxr_spread_prefetch.h"
+
 // What the block of `cols` weight rows that a thread of the pool runs after this one will read,
 // requested while this one computes. fast-q8's kernels walk a block's rows as that many short
 // streams, which the hardware's prefetchers do not follow, so a block whose words nobody
 // requested starts by waiting on memory; the pool hands out blocks one at a time in order, so
-// with t threads a thread's next block is about t on (fastq8::ahead_blocks()). A region's
-// requests are spread over the block's `steps` steps (prefetch_ahead). The fast tier's many-rows
-// kernel requests each next segment of its own block instead; the block ahead (into L1, its
-// parameters too) gained its prompt chunks nothing (docs/benchmarks.md).
-struct BlockAhead {
-  const char* at = nullptr;
-  int lines = 0;     // 64-byte lines from `at`
-  int per_step = 0;  // lines to request at each step
-};
-
-// `bytes` from `at`, to be requested over `steps` steps (none when at is null).
-MLXR_INLINE BlockAhead region_ahead(const void* at, size_t bytes, int steps) {
-  BlockAhead a;
-  if (at == nullptr || bytes == 0 || steps < 1) return a;
-  a.at = static_cast<const char*>(at);
-  a.lines = int((bytes + 63) / 64);
-  a.per_step = (a.lines + steps - 1) / steps;
-  return a;
-}
-
-// The weight words of rows n0 + ahead * cols .. (none past N): one contiguous run of MLX's
-// row-major words.
-MLXR_INLINE BlockAhead block_ahead(const uint32_t* w, int N, int K, int bits, int n0, int cols, int ahead, int steps) {
-  const int first = n0 + ahead * cols;
-  if (ahead < 1 || first >= N) return BlockAhead{};
-  const size_t row_bytes = size_t(K) * size_t(bits) / 8;
-  const int rows = N - first < cols ? N - first : cols;
-  return region_ahead(reinterpret_cast<const char*>(w) + size_t(first) * row_bytes, size_t(rows) * row_bytes, steps);
-}
-
-// Step `step`'s share of the lines of the block ahead, requested from memory.
+// with t threads a thread's next block is about t on (fastq8::ahead_blocks()). The fast tier's
+// many-rows kernel requests each next segment of its own block instead; the block ahead (into L1,
+// its parameters too) gained its prompt chunks nothing (docs/benchmarks.md).
 // Into L2 (T1), not L1: with T0 the block ahead's requests held the L1's few miss buffers and
 // the prefetch instructions themselves stalled (18% of the kernel's samples); T1 and the widened
 // group parameters ahead as well took a one-row forward from 0.84-0.96x to 0.67-0.69x the time
 // with none (docs/benchmarks.md). The block's own first words are requested into L1 (T0) when it
 // starts, from L2 by then.
-MLXR_INLINE void prefetch_ahead(const BlockAhead& a, int step) {
-  const int first = step * a.per_step;
-  const int end = a.lines < first + a.per_step ? a.lines : first + a.per_step;
-  for (int l = first; l < end; l++) _mm_prefetch(a.at + size_t(l) * 64, _MM_HINT_T1);
+using BlockAhead = SpreadPrefetch<2>;
+
+// The weight words of rows n0 + ahead * cols .. (none past N), one contiguous run of MLX's
+// row-major words, requested over `steps` steps.
+MLXR_INLINE BlockAhead block_ahead(const uint32_t* w, int N, int K, int bits, int n0, int cols, int ahead, int steps) {
+  const int first = n0 + ahead * cols;
+  if (ahead < 1 || first >= N) return BlockAhead{};
+  const size_t row_bytes = size_t(K) * size_t(bits) / 8;
+  const int rows = N - first < cols ? N - first : cols;
+  return BlockAhead(reinterpret_cast<const char*>(w) + size_t(first) * row_bytes, size_t(rows) * row_bytes, steps);
 }

@@ -85,14 +85,14 @@ MLXR_INLINE void q8_params(const Problem& p, int n0, float* sc, float* bc) {
 // 4-bit weights the permuted ones (mlxr_fastq8.h, Acts::xq): word w's low nibbles are quad 2w,
 // its high nibbles quad 2w + 1.
 template <int BITS>
-MLXR_INLINE void q8_panel(const uint32_t* const* rowp, int row_words, const Q8Ahead& ahead, uint32_t* panel) {
+MLXR_INLINE void q8_panel(const uint32_t* const* rowp, int row_words, Q8Ahead ahead, uint32_t* panel) {
   constexpr int cols = kQ8Tiles * kL, quads_per_word = BITS == 4 ? 2 : 1;
   const vi nibbles = vset1i(0x0F0F0F0F);
   int w0 = 0;
   for (; w0 + 8 <= row_words; w0 += 8) {
     q8_prefetch(rowp, w0, row_words);
-    prefetch_ahead(ahead.words, w0 / 8);
-    prefetch_ahead(ahead.params, w0 / 8);
+    ahead.words.step();
+    ahead.params.step();
     MLXR_UNROLL for (int t = 0; t < kQ8Tiles; t++) {
       vi tw[8];
       load_words8(rowp + t * kL, w0, tw);
@@ -192,7 +192,7 @@ MLXR_INLINE void q8_pass(const Problem& p, const uint32_t* panel, const float* s
 // The same sums as q8_pass for a call of R <= kQ8DirectRows rows, straight from the transposed words
 // in registers, with no panel written and read back (a decode step's one row).
 template <int BITS, int GS, int R>
-MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const Q8Ahead& ahead, const float* sc, const float* bc,
+MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, Q8Ahead ahead, const float* sc, const float* bc,
                            size_t ps, int n0) {
   constexpr int T = kQ8Tiles, centre = 1 << (BITS - 1);
   constexpr int blocks_per_load = BITS == 4 ? 2 : 1;  // eight words: 64 or 32 positions
@@ -205,8 +205,8 @@ MLXR_INLINE void q8_direct(const Problem& p, const uint32_t* const* rowp, const 
   }
   for (int w0 = 0; w0 < row_words; w0 += 8) {
     q8_prefetch(rowp, w0, row_words);
-    prefetch_ahead(ahead.words, w0 / 8);
-    prefetch_ahead(ahead.params, w0 / 8);
+    ahead.words.step();
+    ahead.params.step();
     vi tw[T][8];
     MLXR_UNROLL for (int t = 0; t < T; t++) load_words8(rowp + t * kL, w0, tw[t]);
     MLXR_UNROLL for (int h = 0; h < blocks_per_load; h++) {
@@ -281,7 +281,7 @@ void q8_block(const Problem& p, int block) {
   if (p.params != nullptr && dist > 0 && n0 + dist * cols < p.N) {
     // The widened parameters of the 32 weight rows holding the block ahead's first (one run).
     constexpr int C = fastnum::kColParamColumns;
-    ahead.params = region_ahead(p.params + size_t((n0 + dist * cols) / C) * 2 * G * C, size_t(2) * G * C * sizeof(float),
+    ahead.params = BlockAhead(p.params + size_t((n0 + dist * cols) / C) * 2 * G * C, size_t(2) * G * C * sizeof(float),
                                 row_words / 8);
   }
   if (p.M <= kQ8DirectRows && row_words % 8 == 0) {

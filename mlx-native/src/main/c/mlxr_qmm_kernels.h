@@ -308,17 +308,17 @@ inline bool scales_shift_exactly(const Problem& p, const float* sc, size_t count
 
 // The `cols` weight rows from n0 (rows past N repeat the last): where each
 // row's words start, and its offset in words from n0's row (gather_word's).
-// The next block's weights (the rows right after these) and group parameters
-// are prefetched while this one computes, the weights spread over its
-// eight-word steps: the hardware prefetchers alone left a single thread
-// reading cold weights at a quarter of the machine's bandwidth.
+// The next block's weights (the rows right after these, none past N) and group
+// parameters are prefetched while this one computes, the weights spread over
+// its eight-word steps (mlxr_spread_prefetch.h): the hardware prefetchers alone
+// left a single thread reading cold weights at a quarter of the machine's
+// bandwidth.
 template <int cols>
 struct BlockRows {
   const uint32_t* rowp[cols];
   alignas(64) int offsets[cols];
   const uint32_t* base;
-  const char* next;
-  int next_lines, per_step, prefetched = 0;
+  SpreadPrefetch<3> next;  // into L1
 
   MLXR_INLINE BlockRows(const Problem& p, int n0, int groups, int row_words) {
     for (int c = 0; c < cols; c++) {
@@ -327,9 +327,10 @@ struct BlockRows {
       offsets[c] = (r - n0) * row_words;
     }
     base = p.w + size_t(n0) * row_words;
-    next = reinterpret_cast<const char*>(p.w + size_t(n0 + cols) * row_words);
-    next_lines = (cols * row_words * 4 + 63) / 64;
-    per_step = (next_lines + row_words / 8) / (row_words / 8 + 1) + 1;
+    const int next_rows = imin(cols, p.N - (n0 + cols));
+    if (next_rows > 0) {
+      next = SpreadPrefetch<3>(p.w + size_t(n0 + cols) * row_words, size_t(next_rows) * row_words * 4, row_words / 8);
+    }
     const int param_bytes = p.param == Param::F32 ? 4 : 2;
     const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(cols) * groups * param_bytes;
     for (size_t o = 0; o < len; o += 64) {
@@ -339,11 +340,7 @@ struct BlockRows {
   }
 
   // One eight-word step's share of the next block's weights.
-  MLXR_INLINE void prefetch_step() {
-    for (int q = 0; q < per_step && prefetched < next_lines; q++, prefetched++) {
-      __builtin_prefetch(next + size_t(prefetched) * 64, 0, 3);
-    }
-  }
+  MLXR_INLINE void prefetch_step() { next.step(); }
 };
 
 // Rows m0 .. m0+rows-1 (rows <= R; a pass of R rows with fewer real ones

@@ -5,6 +5,8 @@
 
 #define MLXR_INLINE __attribute__((always_inline)) inline
 
+#include "mlxr_spread_prefetch.h"
+
 MLXR_INLINE int imin(int a, int b) {
   return a < b ? a : b;
 }
