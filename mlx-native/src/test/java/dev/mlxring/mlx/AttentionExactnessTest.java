@@ -135,7 +135,7 @@ class AttentionExactnessTest {
      * sum), and a query whose only visible score is -inf (its softmax then spreads over the
      * masked keys), each in a first chunk and a later one, in every dtype.
      */
-    @org.junit.jupiter.api.Test
+    @Test
     void causalRowsWithNonFiniteValuesAndScoresPastTheirKeysKeepMlxsBytes() {
         for (Dtype dt : new Dtype[] {Dtype.FLOAT32, Dtype.BFLOAT16, Dtype.FLOAT16}) {
             for (int s : new int[] {24, 50}) {

@@ -21,16 +21,16 @@ import java.util.function.IntUnaryOperator;
 /**
  * What one speculative verification round costs against one plain decode step: after a prompt
  * of {@code --prompt-tokens} positions, the best time of {@code --reps} forwards of
- * {@code positions} = 1 (a plain step) to 8 (a round verifying 1..7 proposed
- * tokens; {@code --positions} names others, e.g. a prompt chunk's 64), each evaluated synchronously and rolled back ({@code trim}) so every forward sees the
- * same cache; then, for 1 and 4 positions, the time per primitive ({@link Mlx#profileEval}).
- * With {@code --attention-rows 1,4} each repetition runs once per setting of
- * {@link FusedDecoderBlock#fastAttentionRows} (the fast tiers' query heads of a group one at a
- * time, or up to four together), in turn, and each setting reports its own best: an A/B within
- * one process, both sides under the same load; {@code --q8-ahead-blocks 0,2} does the same for
- * {@link FastKernels#q8AheadBlocks} (fast-q8's prefetch of a block further on).
- * A round of {@code m + 1} positions pays when the accepted tokens per round exceed its cost in
- * plain steps minus one.
+ * {@code positions} = 1 (a plain step) to 8 (a round verifying 1..7 proposed tokens;
+ * {@code --positions} names others, e.g. a prompt chunk's 64), each evaluated synchronously and
+ * rolled back ({@code trim}) so every forward sees the same cache; then, for 1 and 4 positions,
+ * the time per primitive ({@link Mlx#profileEval}). With {@code --attention-rows 1,4} each
+ * repetition runs once per setting of {@link FusedDecoderBlock#fastAttentionRows} (the fast
+ * tiers' query heads of a group one at a time, or up to four together), in turn, and each
+ * setting reports its own best: an A/B within one process, both sides under the same load;
+ * {@code --q8-ahead-blocks 0,2} does the same for {@link FastKernels#q8AheadBlocks} (fast-q8's
+ * prefetch of a block further on). A round of {@code m + 1} positions pays when the accepted
+ * tokens per round exceed its cost in plain steps minus one.
  *
  * <pre>
  * VerifyForwardProfile --model DIR [--prompt-tokens 600] [--reps 10] [--rounds 2] [--numerics exact|fast|fast-q8]
