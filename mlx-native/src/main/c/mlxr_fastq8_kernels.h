@@ -282,7 +282,7 @@ void q8_block(const Problem& p, int block) {
     // The widened parameters of the 32 weight rows holding the block ahead's first (one run).
     constexpr int C = fastnum::kColParamColumns;
     ahead.params = BlockAhead(p.params + size_t((n0 + dist * cols) / C) * 2 * G * C, size_t(2) * G * C * sizeof(float),
-                                row_words / 8);
+                              row_words / 8);
   }
   if (p.M <= kQ8DirectRows && row_words % 8 == 0) {
     if (p.M == 1) {

@@ -308,11 +308,11 @@ inline bool scales_shift_exactly(const Problem& p, const float* sc, size_t count
 
 // The `cols` weight rows from n0 (rows past N repeat the last): where each
 // row's words start, and its offset in words from n0's row (gather_word's).
-// The next block's weights (the rows right after these, none past N) and group
-// parameters are prefetched while this one computes, the weights spread over
-// its eight-word steps (mlxr_spread_prefetch.h): the hardware prefetchers alone
-// left a single thread reading cold weights at a quarter of the machine's
-// bandwidth.
+// The next block's weights (the rows right after these, none past N) and their
+// group parameters are prefetched while this one computes, the weights spread
+// over its eight-word steps (mlxr_spread_prefetch.h): the hardware prefetchers
+// alone left a single thread reading cold weights at a quarter of the
+// machine's bandwidth.
 template <int cols>
 struct BlockRows {
   const uint32_t* rowp[cols];
@@ -328,11 +328,10 @@ struct BlockRows {
     }
     base = p.w + size_t(n0) * row_words;
     const int next_rows = imin(cols, p.N - (n0 + cols));
-    if (next_rows > 0) {
-      next = SpreadPrefetch<3>(p.w + size_t(n0 + cols) * row_words, size_t(next_rows) * row_words * 4, row_words / 8);
-    }
+    if (next_rows <= 0) return;
+    next = SpreadPrefetch<3>(p.w + size_t(n0 + cols) * row_words, size_t(next_rows) * row_words * 4, row_words / 8);
     const int param_bytes = p.param == Param::F32 ? 4 : 2;
-    const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(cols) * groups * param_bytes;
+    const size_t at = size_t(n0 + cols) * groups * param_bytes, len = size_t(next_rows) * groups * param_bytes;
     for (size_t o = 0; o < len; o += 64) {
       __builtin_prefetch(static_cast<const char*>(p.scales) + at + o, 0, 3);
       __builtin_prefetch(static_cast<const char*>(p.biases) + at + o, 0, 3);
