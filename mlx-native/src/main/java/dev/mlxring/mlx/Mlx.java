@@ -532,6 +532,22 @@ public final class Mlx {
         return own(Shim.takeAlongAxis(a.handle(), indices.handle(), axis));
     }
 
+    /**
+     * {@code [B, H, n, D]} with row {@code r}'s positions rolled right by {@code shifts[r]},
+     * wrapping: mlx-lm's {@code dynamic_roll}, {@code take_along_axis(a, (arange(n) - shift) % n, 2)},
+     * the same bytes. On the CPU one primitive that moves only the rows that shift, in place when
+     * nothing else holds {@code a}'s buffer ({@code mlxr_roll_rows.cpp}); elsewhere the gather.
+     *
+     * @throws MlxException when {@code a} is not 4-D with one row per shift
+     */
+    public static MlxArray rollRowsRight(MlxArray a, int[] shifts) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(ValueLayout.JAVA_INT, Math.max(shifts.length, 1));
+            MemorySegment.copy(shifts, 0, seg, ValueLayout.JAVA_INT, 0, shifts.length);
+            return own(Shim.rollRowsRight(a.handle(), seg, shifts.length));
+        }
+    }
+
     // ---- reductions ------------------------------------------------------------
 
     public static MlxArray argmax(MlxArray a, int axis, boolean keepdims) {

@@ -200,6 +200,8 @@ final class Shim {
             NativeLibrary.handle("mlxr_layer_norm", FunctionDescriptor.of(ADDR, ADDR, ADDR, ADDR, FLOAT));
     private static final MethodHandle TAKE_ALONG_AXIS =
             NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle ROLL_ROWS_RIGHT =
+            NativeLibrary.handle("mlxr_roll_rows_right", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle(
             "mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
     private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle(
@@ -770,6 +772,14 @@ final class Shim {
     static MemorySegment takeAlongAxis(MemorySegment a, MemorySegment indices, int axis) {
         try {
             return (MemorySegment) TAKE_ALONG_AXIS.invokeExact(a, indices, axis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment rollRowsRight(MemorySegment a, MemorySegment shifts, int rows) {
+        try {
+            return (MemorySegment) ROLL_ROWS_RIGHT.invokeExact(a, shifts, rows);
         } catch (Throwable t) {
             throw rethrow(t);
         }

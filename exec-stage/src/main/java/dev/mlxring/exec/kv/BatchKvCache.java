@@ -561,9 +561,9 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         }
 
         @Override
-        public void takeAlongPositions(MlxArray indices) {
+        public void rollRowsRight(int[] shift) {
             compact();
-            replace(Mlx.takeAlongAxis(keys, indices, 2), Mlx.takeAlongAxis(values, indices, 2));
+            replace(Mlx.rollRowsRight(keys, shift), Mlx.rollRowsRight(values, shift));
         }
 
         @Override

@@ -422,10 +422,10 @@ public final class BatchQuantizedKvCache implements KvCache {
         }
 
         @Override
-        public void takeAlongPositions(MlxArray indices) {
+        public void rollRowsRight(int[] shift) {
             MlxArray[] rolled = new MlxArray[6];
             for (int i = 0; i < 6; i++) {
-                rolled[i] = Mlx.takeAlongAxis(buffers[i], indices, 2);
+                rolled[i] = Mlx.rollRowsRight(buffers[i], shift);
             }
             replace(rolled);
         }

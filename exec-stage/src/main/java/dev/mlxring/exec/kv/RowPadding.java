@@ -22,8 +22,11 @@ final class RowPadding {
         /** The arrays' position capacity (axis 2); called only while {@link #stored()}. */
         int capacity();
 
-        /** Replaces each array by {@code take_along_axis(array, indices, 2)}, {@code indices} {@code [B, 1, capacity, 1]}. */
-        void takeAlongPositions(MlxArray indices);
+        /**
+         * Replaces each array by its rows' positions (the whole capacity) rolled right by
+         * {@code shift[r]}, wrapping: mlx-lm's {@code dynamic_roll} ({@link Mlx#rollRowsRight}).
+         */
+        void rollRowsRight(int[] shift);
 
         /** Replaces each array by its positions {@code [start, capacity)}. */
         void dropLeadingPositions(int start);
@@ -248,14 +251,6 @@ final class RowPadding {
 
     /** Each row's positions (the whole capacity) rolled right by its shift, wrapping ({@code dynamic_roll}). */
     private void rollRowsRight(int[] shift) {
-        int b = shift.length;
-        int n = arrays.capacity();
-        int[] index = new int[b * n];
-        for (int r = 0; r < b; r++) {
-            for (int j = 0; j < n; j++) {
-                index[r * n + j] = Math.floorMod(j - shift[r], n);
-            }
-        }
-        arrays.takeAlongPositions(Mlx.fromInts(index, b, 1, n, 1));
+        arrays.rollRowsRight(shift);
     }
 }
