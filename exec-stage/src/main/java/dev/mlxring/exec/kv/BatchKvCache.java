@@ -556,11 +556,6 @@ public final class BatchKvCache extends KvBuffers implements KvCache {
         }
 
         @Override
-        public int capacity() {
-            return keys.dim(2) - base;
-        }
-
-        @Override
         public void rollRowsRight(int[] shift) {
             compact();
             replace(Mlx.rollRowsRight(keys, shift), Mlx.rollRowsRight(values, shift));

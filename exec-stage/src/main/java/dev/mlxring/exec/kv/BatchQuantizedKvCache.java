@@ -417,11 +417,6 @@ public final class BatchQuantizedKvCache implements KvCache {
         }
 
         @Override
-        public int capacity() {
-            return buffers[0].dim(2);
-        }
-
-        @Override
         public void rollRowsRight(int[] shift) {
             MlxArray[] rolled = new MlxArray[6];
             for (int i = 0; i < 6; i++) {

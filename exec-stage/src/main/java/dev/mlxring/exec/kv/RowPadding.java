@@ -19,9 +19,6 @@ final class RowPadding {
         /** Whether the cache holds arrays (false while empty). */
         boolean stored();
 
-        /** The arrays' position capacity (axis 2); called only while {@link #stored()}. */
-        int capacity();
-
         /**
          * Replaces each array by its rows' positions (the whole capacity) rolled right by
          * {@code shift[r]}, wrapping: mlx-lm's {@code dynamic_roll} ({@link Mlx#rollRowsRight}).
