@@ -541,11 +541,37 @@ public final class Mlx {
      * @throws MlxException when {@code a} is not 4-D with one row per shift
      */
     public static MlxArray rollRowsRight(MlxArray a, int[] shifts) {
+        if (shifts.length <= Scratch.SLOTS) {
+            return own(Shim.rollRowsRight(a.handle(), ints(SCRATCH.get().ints0, shifts), shifts.length));
+        }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment seg = arena.allocate(ValueLayout.JAVA_INT, Math.max(shifts.length, 1));
+            MemorySegment seg = arena.allocate(ValueLayout.JAVA_INT, shifts.length);
             MemorySegment.copy(shifts, 0, seg, ValueLayout.JAVA_INT, 0, shifts.length);
             return own(Shim.rollRowsRight(a.handle(), seg, shifts.length));
         }
+    }
+
+    /**
+     * {@code [rows, H, size, D]}: each source's rows in turn ({@code [r, H, n, D]}, one dtype, H
+     * and D), every (row, head) slab zeros before {@code left[s]}, then the source's first {@code
+     * length[s]} positions, then zeros to {@code size}: {@code concatenate} over the sources of
+     * {@code pad(x[..., :length, :], left, size - left - length)} on axis 2, the same bytes. On the
+     * CPU one primitive that writes each slab once ({@code mlxr_place_rows.cpp}); elsewhere zeros
+     * and slice updates.
+     *
+     * @throws MlxException when a source is not 4-D, differs from the first in dtype, H or D, or
+     *     its placement does not fit ({@code length > n}, {@code left + length > size}, a negative)
+     */
+    public static MlxArray placeRows(MlxArray[] sources, int[] left, int[] length, int size) {
+        if (sources.length != left.length || sources.length != length.length) {
+            throw new IllegalArgumentException("placeRows: " + sources.length + " sources, " + left.length
+                    + " left paddings, " + length.length + " lengths");
+        }
+        if (sources.length > Scratch.SLOTS) {
+            throw new IllegalArgumentException("placeRows: " + sources.length + " sources, at most " + Scratch.SLOTS);
+        }
+        Scratch s = SCRATCH.get();
+        return own(Shim.placeRows(handles(sources), sources.length, ints(s.ints0, left), ints(s.ints1, length), size));
     }
 
     // ---- reductions ------------------------------------------------------------

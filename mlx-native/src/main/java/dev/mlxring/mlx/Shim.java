@@ -202,6 +202,8 @@ final class Shim {
             NativeLibrary.handle("mlxr_take_along_axis", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
     private static final MethodHandle ROLL_ROWS_RIGHT =
             NativeLibrary.handle("mlxr_roll_rows_right", FunctionDescriptor.of(ADDR, ADDR, ADDR, INT));
+    private static final MethodHandle PLACE_ROWS =
+            NativeLibrary.handle("mlxr_place_rows", FunctionDescriptor.of(ADDR, ADDR, INT, ADDR, ADDR, INT));
     private static final MethodHandle ROPE_OFFSETS = NativeLibrary.handle(
             "mlxr_rope_offsets", FunctionDescriptor.of(ADDR, ADDR, INT, BOOL, BOOL, FLOAT, FLOAT, ADDR, ADDR));
     private static final MethodHandle NATIVE_ROPE_OFFSETS = NativeLibrary.handle(
@@ -780,6 +782,14 @@ final class Shim {
     static MemorySegment rollRowsRight(MemorySegment a, MemorySegment shifts, int rows) {
         try {
             return (MemorySegment) ROLL_ROWS_RIGHT.invokeExact(a, shifts, rows);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static MemorySegment placeRows(MemorySegment sources, int n, MemorySegment left, MemorySegment length, int size) {
+        try {
+            return (MemorySegment) PLACE_ROWS.invokeExact(sources, n, left, length, size);
         } catch (Throwable t) {
             throw rethrow(t);
         }

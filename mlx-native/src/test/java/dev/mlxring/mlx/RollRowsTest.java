@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -57,7 +56,7 @@ class RollRowsTest {
             int[] shape = c.shape();
             int n = shape[2];
             int[] source = c.input() == Input.VIEW ? new int[] {shape[0], shape[1], n + 3, shape[3]} : shape;
-            MlxArray base = values(SameBytes.seeded(c), c.dtype(), source);
+            MlxArray base = SameBytes.evaluated(SameBytes.seeded(c), c.dtype(), source);
             MlxArray a = c.input() == Input.VIEW
                     ? Mlx.slice(
                             base, new int[] {0, 0, 2, 0}, new int[] {shape[0], shape[1], n + 2, shape[3]}, new int[] {
@@ -99,25 +98,5 @@ class RollRowsTest {
             }
         }
         return Mlx.fromInts(index, shifts.length, 1, n, 1);
-    }
-
-    /** Seeded values of {@code shape}, evaluated, held by the returned handle alone. */
-    private static MlxArray values(SplittableRandom rnd, Dtype dtype, int[] shape) {
-        int count = Arrays.stream(shape).reduce(1, (x, y) -> x * y);
-        MlxArray raw;
-        if (dtype == Dtype.UINT32) {
-            int[] words = new int[count];
-            for (int i = 0; i < count; i++) {
-                words[i] = rnd.nextInt();
-            }
-            raw = Mlx.fromInts(words, shape);
-        } else {
-            raw = Mlx.fromFloats(SameBytes.values(rnd, count, 1f, SameBytes.Data.NORMAL), shape);
-        }
-        MlxArray v = Mlx.astype(raw, dtype);
-        Mlx.eval(v);
-        // astype to the same dtype shares raw's array: one handle must be left for the buffer to be taken.
-        raw.close();
-        return v;
     }
 }

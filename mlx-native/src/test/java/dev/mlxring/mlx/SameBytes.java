@@ -123,4 +123,27 @@ final class SameBytes {
         }
         return sb.toString();
     }
+
+    /**
+     * Seeded values of {@code shape} ({@code uint32}: random words; otherwise Gaussian), evaluated,
+     * held by the returned handle alone (a primitive may take its buffer once it is closed).
+     */
+    static MlxArray evaluated(SplittableRandom rnd, Dtype dtype, int[] shape) {
+        int count = Arrays.stream(shape).reduce(1, (x, y) -> x * y);
+        MlxArray raw;
+        if (dtype == Dtype.UINT32) {
+            int[] words = new int[count];
+            for (int i = 0; i < count; i++) {
+                words[i] = rnd.nextInt();
+            }
+            raw = Mlx.fromInts(words, shape);
+        } else {
+            raw = Mlx.fromFloats(values(rnd, count, 1f, SameBytes.Data.NORMAL), shape);
+        }
+        MlxArray v = Mlx.astype(raw, dtype);
+        Mlx.eval(v);
+        // astype to the same dtype shares raw's array: one handle must be left for the buffer to be taken.
+        raw.close();
+        return v;
+    }
 }

@@ -116,14 +116,15 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
     /**
      * {@code extend}'s {@code concatenate([pad(a), pad(b)], axis=0)} of one tensor ({@code a}'s
      * {@code rowsA} rows, then {@code b}'s; either may be null, an empty side) with one copy of
-     * each side's first {@code filled} positions: zeros of the joined shape, each side's filled
-     * positions written shifted right by its {@code left} positions and cut at {@code size}. Every
-     * position a cache reads (below its index) holds what padding each side with zeros and
-     * concatenating holds ({@link #justified}, mlx-lm's graph); the capacity past a side's index,
-     * never read before it is written, stays zero instead of being copied. The padded
-     * intermediates copied every joining row's whole buffer twice: a burst of 15 rows of ~50
-     * positions in 287-position buffers joining one row cost ~100 ms of copies on the default
-     * model.
+     * each side's first {@code filled} positions: each side's filled positions shifted right by
+     * its {@code left} positions and cut at {@code size}, zeros elsewhere. Every position a cache
+     * reads (below its index) holds what padding each side with zeros and concatenating holds
+     * ({@link #justified}, mlx-lm's graph); the capacity past a side's index, never read before it
+     * is written, is zero instead of a copy. One {@link Mlx#placeRows} writes each slab of the
+     * result once: the padded intermediates copied every joining row's whole buffer twice, and
+     * zeros of the joined shape with a slice update per side wrote it up to three times (60
+     * buffers of {@code [16, 3, 287, 64]} float32, a burst of 15 rows joining one on the default
+     * model: 67-72 ms against 36-41 ms, {@code JoinedRowsCost}; docs/benchmarks.md).
      */
     static MlxArray joined(
             MlxArray a,
@@ -138,30 +139,23 @@ abstract sealed class KvBuffers permits DenseKvCache, RotatingKvCache, BatchKvCa
             int heads,
             int dim,
             Dtype dtype) {
-        MlxArray out = Mlx.zeros(new int[] {rowsA + rowsB, heads, size, dim}, dtype);
-        out = written(out, a, 0, leftA, filledA, size);
-        return written(out, b, rowsA, leftB, filledB, size);
+        int lenA = placed(a, leftA, filledA, size);
+        int lenB = placed(b, leftB, filledB, size);
+        return Mlx.placeRows(
+                new MlxArray[] {side(a, rowsA, heads, dim, dtype), side(b, rowsB, heads, dim, dtype)},
+                new int[] {Math.min(leftA, size - lenA), Math.min(leftB, size - lenB)},
+                new int[] {lenA, lenB},
+                size);
     }
 
-    /**
-     * {@code out} with {@code x}'s rows written from row {@code row}: its first {@code filled}
-     * positions from position {@code left} on, cut at {@code size}.
-     */
-    private static MlxArray written(MlxArray out, MlxArray x, int row, int left, int filled, int size) {
-        int len = x == null ? 0 : Math.min(Math.min(x.dim(2), filled), size - left);
-        if (len <= 0) {
-            return out;
-        }
-        MlxArray part = len < x.dim(2) ? positions(x, 0, len) : x;
-        // the superseded zeros (or first side) are not read again: their buffer is donated
-        return superseding(
-                out,
-                Mlx.sliceUpdate(
-                        out,
-                        part,
-                        new int[] {row, 0, left, 0},
-                        new int[] {row + x.dim(0), x.dim(1), left + len, x.dim(3)},
-                        new int[] {1, 1, 1, 1}));
+    /** A side's buffer, or its rows with no positions when it is empty. */
+    private static MlxArray side(MlxArray x, int rows, int heads, int dim, Dtype dtype) {
+        return x != null ? x : Mlx.zeros(new int[] {rows, heads, 0, dim}, dtype);
+    }
+
+    /** How many of {@code x}'s positions land in the joined buffer: its first {@code filled}, cut at {@code size}. */
+    private static int placed(MlxArray x, int left, int filled, int size) {
+        return x == null ? 0 : Math.max(0, Math.min(Math.min(x.dim(2), filled), size - left));
     }
 
     /**
