@@ -18,6 +18,7 @@
 #include "mlx/mlx.h"
 #include "mlxr_cpu_task.h"
 #include "mlxr_guard.h"
+#include "mlxr_kv_rows.h"
 #include "mlxr_qmm.h"
 
 namespace mlxr::place {
@@ -28,6 +29,7 @@ namespace mx = mlx::core;
 
 struct Placement {
   std::vector<int> left, length;
+  int size = 0;
 };
 
 // One source's rows' slabs, the unit the pool hands out.
@@ -59,13 +61,7 @@ void place_slab(void* ctx, int chunk) {
       std::memcpy(dst, from, size_t(len) * j.position);
     } else {
       for (int p = 0; p < len; p++) {
-        const char* q = from + int64_t(p) * st[2] * int64_t(item);
-        char* o = dst + size_t(p) * j.position;
-        if (st[3] == 1) {
-          std::memcpy(o, q, j.position);
-        } else {
-          for (int e = 0; e < d; e++) std::memcpy(o + size_t(e) * item, q + int64_t(e) * st[3] * int64_t(item), item);
-        }
+        copy_position(dst + size_t(p) * j.position, from + int64_t(p) * st[2] * int64_t(item), st[3], d, item);
       }
     }
   }
@@ -82,7 +78,7 @@ class PlaceRows final : public CpuTaskPrimitive {
 
   bool is_equivalent(const mx::Primitive& other) const override {
     auto* o = dynamic_cast<const PlaceRows*>(&other);
-    return o != nullptr && o->at_.left == at_.left && o->at_.length == at_.length;
+    return o != nullptr && o->at_.left == at_.left && o->at_.length == at_.length && o->at_.size == at_.size;
   }
 
  protected:
@@ -117,6 +113,7 @@ mlxr_array mlxr_place_rows(const mlxr_array* sources, int n, const int32_t* left
     if (n < 1) throw std::invalid_argument("place_rows: no source");
     std::vector<mx::array> in;
     mlxr::place::Placement at;
+    at.size = size;
     int rows = 0;
     for (int s = 0; s < n; s++) {
       const auto& x = *static_cast<mx::array*>(sources[s]);

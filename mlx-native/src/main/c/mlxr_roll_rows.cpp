@@ -19,6 +19,7 @@
 #include "mlx/mlx.h"
 #include "mlxr_cpu_task.h"
 #include "mlxr_guard.h"
+#include "mlxr_kv_rows.h"
 
 namespace mlxr::roll {
 
@@ -73,14 +74,7 @@ class RollRowsRight final : public CpuTaskPrimitive {
           const char* from = src + (int64_t(r) * st[0] + int64_t(h) * st[1]) * int64_t(item);
           for (int j = 0; j < n; j++) {
             const int k = j >= s ? j - s : j - s + n;
-            const char* p = from + int64_t(k) * st[2] * int64_t(item);
-            if (st[3] == 1) {
-              std::memcpy(slab + size_t(j) * position, p, position);
-            } else {
-              for (int e = 0; e < d; e++) {
-                std::memcpy(slab + size_t(j) * position + size_t(e) * item, p + int64_t(e) * st[3] * int64_t(item), item);
-              }
-            }
+            copy_position(slab + size_t(j) * position, from + int64_t(k) * st[2] * int64_t(item), st[3], d, item);
           }
         }
       }
