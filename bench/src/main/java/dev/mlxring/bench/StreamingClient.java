@@ -6,6 +6,8 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.Writer;
 import java.net.ConnectException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
@@ -82,6 +84,7 @@ public final class StreamingClient implements RequestSender {
             String detail;
             try (InputStream in = response.body()) {
                 detail = new String(in.readNBytes(500), StandardCharsets.UTF_8);
+                in.transferTo(OutputStream.nullOutputStream()); // to the body's end: see read()
             } catch (IOException e) {
                 detail = "";
             }
@@ -97,6 +100,7 @@ public final class StreamingClient implements RequestSender {
         int completionTokens = -1;
         String eventType = null;
         StringBuilder answer = new StringBuilder();
+        long doneNs = -1;
         try (BufferedReader in = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
@@ -114,6 +118,7 @@ public final class StreamingClient implements RequestSender {
                 }
                 String data = line.substring(5).trim();
                 if (data.equals("[DONE]")) {
+                    doneNs = now;
                     break;
                 }
                 JsonNode node;
@@ -150,10 +155,16 @@ public final class StreamingClient implements RequestSender {
                     completionTokens = ev.completionTokens();
                 }
             }
+            // Read to the body's end before closing: closing the JDK client's stream early (at
+            // [DONE], before the chunked body's last chunk) cancels the exchange, and that cancel
+            // can race the client's return of the connection to its pool; the next request then
+            // goes out on a connection being closed and fails with "HTTP/1.1 header parser
+            // received no bytes", a failure of the client that the report would charge to the server.
+            in.transferTo(Writer.nullWriter());
         } catch (IOException e) {
             return failed(index, 200, sendNs, ErrorClass.PROTOCOL, "the stream broke: " + e.getMessage());
         }
-        long endNs = System.nanoTime();
+        long endNs = doneNs > 0 ? doneNs : System.nanoTime();
         if (n == 0) {
             return new RequestRecord(
                     index,

@@ -7,6 +7,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -273,6 +274,7 @@ public final class LoadHarness {
         int cached = 0;
         String finish = null;
         String error = null;
+        long done = -1;
         StringBuilder text = new StringBuilder();
         try {
             HttpResponse<InputStream> resp = client.send(req, HttpResponse.BodyHandlers.ofInputStream());
@@ -285,6 +287,7 @@ public final class LoadHarness {
                         err.append(line);
                     }
                     error = "HTTP " + status + ": " + err;
+                    in.transferTo(Writer.nullWriter()); // the body's end: see below
                 } else {
                     String line;
                     while ((line = in.readLine()) != null) {
@@ -294,6 +297,7 @@ public final class LoadHarness {
                         long now = System.nanoTime();
                         String data = line.substring(5).strip();
                         if (data.equals("[DONE]")) {
+                            done = now;
                             break;
                         }
                         JsonNode ev = JSON.readTree(data);
@@ -331,6 +335,12 @@ public final class LoadHarness {
                         }
                         last = now;
                     }
+                    // Read to the body's end before closing: closing the JDK client's stream
+                    // early (at [DONE], before the chunked body's last chunk) cancels the exchange,
+                    // and that cancel can race the client's return of the connection to its pool;
+                    // the next request then goes out on a connection being closed and fails with
+                    // "HTTP/1.1 header parser received no bytes", whichever server it targets.
+                    in.transferTo(Writer.nullWriter());
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -339,7 +349,7 @@ public final class LoadHarness {
             Thread.currentThread().interrupt();
             error = e.toString();
         }
-        long end = System.nanoTime();
+        long end = done > 0 ? done : System.nanoTime();
         if (error == null && completion < 0) {
             error = "no usage chunk";
         }
