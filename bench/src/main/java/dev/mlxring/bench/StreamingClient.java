@@ -6,8 +6,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.io.Writer;
 import java.net.ConnectException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
@@ -84,7 +82,7 @@ public final class StreamingClient implements RequestSender {
             String detail;
             try (InputStream in = response.body()) {
                 detail = new String(in.readNBytes(500), StandardCharsets.UTF_8);
-                in.transferTo(OutputStream.nullOutputStream()); // to the body's end: see read()
+                BodyEnd.drain(in, BodyEnd.WITHIN);
             } catch (IOException e) {
                 detail = "";
             }
@@ -155,12 +153,7 @@ public final class StreamingClient implements RequestSender {
                     completionTokens = ev.completionTokens();
                 }
             }
-            // Read to the body's end before closing: closing the JDK client's stream early (at
-            // [DONE], before the chunked body's last chunk) cancels the exchange, and that cancel
-            // can race the client's return of the connection to its pool; the next request then
-            // goes out on a connection being closed and fails with "HTTP/1.1 header parser
-            // received no bytes", a failure of the client that the report would charge to the server.
-            in.transferTo(Writer.nullWriter());
+            BodyEnd.drain(stream, BodyEnd.WITHIN); // the rest is the chunked body's end
         } catch (IOException e) {
             return failed(index, 200, sendNs, ErrorClass.PROTOCOL, "the stream broke: " + e.getMessage());
         }

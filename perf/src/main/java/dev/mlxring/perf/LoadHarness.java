@@ -3,11 +3,11 @@ package dev.mlxring.perf;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.mlxring.bench.BodyEnd;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.Writer;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -287,7 +287,7 @@ public final class LoadHarness {
                         err.append(line);
                     }
                     error = "HTTP " + status + ": " + err;
-                    in.transferTo(Writer.nullWriter()); // the body's end: see below
+                    BodyEnd.drain(resp.body(), BodyEnd.WITHIN);
                 } else {
                     String line;
                     while ((line = in.readLine()) != null) {
@@ -335,12 +335,7 @@ public final class LoadHarness {
                         }
                         last = now;
                     }
-                    // Read to the body's end before closing: closing the JDK client's stream
-                    // early (at [DONE], before the chunked body's last chunk) cancels the exchange,
-                    // and that cancel can race the client's return of the connection to its pool;
-                    // the next request then goes out on a connection being closed and fails with
-                    // "HTTP/1.1 header parser received no bytes", whichever server it targets.
-                    in.transferTo(Writer.nullWriter());
+                    BodyEnd.drain(resp.body(), BodyEnd.WITHIN); // the rest is the chunked body's end
                 }
             }
         } catch (IOException | RuntimeException e) {
