@@ -123,16 +123,21 @@ public final class StreamingClient implements RequestSender {
                 try {
                     node = JSON.readTree(data);
                 } catch (IOException e) {
-                    return failed(index, 200, sendNs, ErrorClass.PROTOCOL, "an event is not JSON: " + abbreviate(data));
+                    RequestRecord bad = failed(
+                            index, 200, sendNs, ErrorClass.PROTOCOL, "an event is not JSON: " + abbreviate(data));
+                    BodyEnd.drain(stream, BodyEnd.WITHIN);
+                    return bad;
                 }
                 ApiDialect.Event ev = dialect.read(eventType, node);
                 if (ev.error() != null) {
+                    long errorNs = System.nanoTime();
+                    BodyEnd.drain(stream, BodyEnd.WITHIN); // a failed request's connection serves the next as well
                     return new RequestRecord(
                             index,
                             200,
                             sendNs,
                             Arrays.copyOf(times, n),
-                            System.nanoTime(),
+                            errorNs,
                             promptTokens,
                             completionTokens,
                             ErrorClass.STREAM_ERROR,

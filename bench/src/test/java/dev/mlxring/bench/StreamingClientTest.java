@@ -72,6 +72,39 @@ class StreamingClientTest {
     }
 
     @Test
+    void aStreamThatFailsWithAnErrorEventAlsoLeavesItsConnectionToTheNextRequest() throws Exception {
+        List<Integer> clientPorts = new CopyOnWriteArrayList<>();
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+        server.createContext("/v1/chat/completions", ex -> {
+            ex.getRequestBody().readAllBytes();
+            clientPorts.add(ex.getRemoteAddress().getPort());
+            ex.getResponseHeaders().add("Content-Type", "text/event-stream");
+            ex.sendResponseHeaders(200, 0);
+            try (OutputStream out = ex.getResponseBody()) {
+                out.write(("data: {\"error\":{\"message\":\"boom\"}}\n\n" + "data: [DONE]\n\n")
+                        .getBytes(StandardCharsets.UTF_8));
+                out.flush();
+                Thread.sleep(300);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        server.start();
+        Target target = new Target(
+                "scripted", URI.create("http://127.0.0.1:" + server.getAddress().getPort()), Map.of(), "m");
+        StreamingClient client = new StreamingClient(ApiDialect.CHAT, Duration.ofSeconds(30));
+
+        for (int i = 0; i < 3; i++) {
+            RequestRecord r = client.send(target, new BenchPrompt(null, "hello " + i, 4, 5), i, n -> {});
+            assertEquals(ErrorClass.STREAM_ERROR, r.errorClass());
+            assertEquals("boom", r.errorDetail());
+        }
+
+        assertEquals(1, clientPorts.stream().distinct().count(), () -> "connections used: " + clientPorts);
+    }
+
+    @Test
     void theRequestEndsAtDoneNotAtTheBodysLastChunk() throws Exception {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
