@@ -26,7 +26,11 @@ import org.junit.jupiter.api.Test;
  * return to the JDK client's pool, failing the next request ("header parser received no bytes").
  */
 class StreamingClientTest {
+    private static final String TEXT = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"}}]}\n\n";
+
     private HttpServer server;
+    /** The client port of every request the scripted server saw, in order. */
+    private final List<Integer> clientPorts = new CopyOnWriteArrayList<>();
 
     @AfterEach
     void stop() {
@@ -35,9 +39,11 @@ class StreamingClientTest {
         }
     }
 
-    @Test
-    void aStreamReadToItsEndLeavesItsConnectionToTheNextRequest() throws Exception {
-        List<Integer> clientPorts = new CopyOnWriteArrayList<>();
+    /**
+     * A chat target whose every answer is {@code events}, flushed, then the chunked body's last
+     * chunk {@code lastChunkAfterMs} later (when the response stream closes).
+     */
+    private Target scripted(String events, long lastChunkAfterMs) throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
         server.createContext("/v1/chat/completions", ex -> {
@@ -46,19 +52,26 @@ class StreamingClientTest {
             ex.getResponseHeaders().add("Content-Type", "text/event-stream");
             ex.sendResponseHeaders(200, 0);
             try (OutputStream out = ex.getResponseBody()) {
-                out.write(("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"}}]}\n\n"
-                                + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n"
-                                + "data: [DONE]\n\n")
-                        .getBytes(StandardCharsets.UTF_8));
+                out.write(events.getBytes(StandardCharsets.UTF_8));
                 out.flush();
-                Thread.sleep(300); // the chunked body's last chunk comes when the stream closes
+                Thread.sleep(lastChunkAfterMs);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            } catch (IOException e) {
+                // the client went away: nothing to finish
             }
         });
         server.start();
-        Target target = new Target(
+        return new Target(
                 "scripted", URI.create("http://127.0.0.1:" + server.getAddress().getPort()), Map.of(), "m");
+    }
+
+    @Test
+    void aStreamReadToItsEndLeavesItsConnectionToTheNextRequest() throws Exception {
+        Target target = scripted(
+                TEXT + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n"
+                        + "data: [DONE]\n\n",
+                300);
         StreamingClient client = new StreamingClient(ApiDialect.CHAT, Duration.ofSeconds(30));
 
         for (int i = 0; i < 3; i++) {
@@ -73,26 +86,7 @@ class StreamingClientTest {
 
     @Test
     void aStreamThatFailsWithAnErrorEventAlsoLeavesItsConnectionToTheNextRequest() throws Exception {
-        List<Integer> clientPorts = new CopyOnWriteArrayList<>();
-        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
-        server.createContext("/v1/chat/completions", ex -> {
-            ex.getRequestBody().readAllBytes();
-            clientPorts.add(ex.getRemoteAddress().getPort());
-            ex.getResponseHeaders().add("Content-Type", "text/event-stream");
-            ex.sendResponseHeaders(200, 0);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write(("data: {\"error\":{\"message\":\"boom\"}}\n\n" + "data: [DONE]\n\n")
-                        .getBytes(StandardCharsets.UTF_8));
-                out.flush();
-                Thread.sleep(300);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        server.start();
-        Target target = new Target(
-                "scripted", URI.create("http://127.0.0.1:" + server.getAddress().getPort()), Map.of(), "m");
+        Target target = scripted("data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n", 300);
         StreamingClient client = new StreamingClient(ApiDialect.CHAT, Duration.ofSeconds(30));
 
         for (int i = 0; i < 3; i++) {
@@ -106,27 +100,7 @@ class StreamingClientTest {
 
     @Test
     void theRequestEndsAtDoneNotAtTheBodysLastChunk() throws Exception {
-        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
-        server.createContext("/v1/chat/completions", ex -> {
-            ex.getRequestBody().readAllBytes();
-            ex.getResponseHeaders().add("Content-Type", "text/event-stream");
-            ex.sendResponseHeaders(200, 0);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write(("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"}}]}\n\n"
-                                + "data: [DONE]\n\n")
-                        .getBytes(StandardCharsets.UTF_8));
-                out.flush();
-                Thread.sleep(500);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (IOException e) {
-                // the client went away: nothing to finish
-            }
-        });
-        server.start();
-        Target target = new Target(
-                "scripted", URI.create("http://127.0.0.1:" + server.getAddress().getPort()), Map.of(), "m");
+        Target target = scripted(TEXT + "data: [DONE]\n\n", 500);
         StreamingClient client = new StreamingClient(ApiDialect.CHAT, Duration.ofSeconds(30));
 
         RequestRecord r = client.send(target, new BenchPrompt(null, "hello", 4, 5), 0, n -> {});
