@@ -124,6 +124,52 @@ class BatchFastPathTest {
         }
     }
 
+    /**
+     * The unit that reads a row's first token holds the next forward back until
+     * {@link BatchGenerator#submitHeldStep} (its caller hands the token out first), and no other
+     * unit does; with {@link BatchGenerator#holdFirstTokenSteps} off none does. The tokens and
+     * logprobs are the same bytes either way, for a lone row and for rows that share the batch.
+     */
+    @Test
+    void onlyTheUnitThatReadsAFirstTokenHoldsTheNextForward() {
+        try (LanguageModel model = Models.load(models.resolve("llama-bf16"))) {
+            List<String> held = new ArrayList<>();
+            List<String> plain = new ArrayList<>();
+            List<Integer> heldUnits = run(model, true, held);
+            List<Integer> unheldUnits = run(model, false, plain);
+            assertEquals(plain, held, "the same tokens and logprobs with and without holding");
+            assertEquals(List.of(), unheldUnits);
+            // Row 0 alone: its first token in unit 2; row 1 joins the generating row: its first in unit 5.
+            assertEquals(List.of(2, 5), heldUnits, "the units that held a forward");
+        }
+    }
+
+    /** Two rows, the second inserted once the first generates; returns the units that held their next forward. */
+    private static List<Integer> run(LanguageModel model, boolean hold, List<String> entries) {
+        List<Integer> heldUnits = new ArrayList<>();
+        try (BatchGenerator gen = new BatchGenerator(model, 16, 8, 8, null)) {
+            gen.holdFirstTokenSteps(hold);
+            gen.insert(new BatchRequest(BatchParityTest.prompt(9, 1, 512), 8, SamplingParams.GREEDY, new int[0]));
+            for (int unit = 0; !gen.idle(); unit++) {
+                assertTrue(unit < 100, "the rows do not finish");
+                if (unit == 3) {
+                    gen.insert(
+                            new BatchRequest(BatchParityTest.prompt(5, 2, 512), 4, SamplingParams.GREEDY, new int[0]));
+                }
+                for (BatchToken t : gen.next()) {
+                    entries.add(t.uid() + ":" + t.token() + ":"
+                            + HexFormat.of().formatHex(t.logprobs().toBytes()));
+                }
+                if (gen.stepHeld()) {
+                    heldUnits.add(unit);
+                    gen.submitHeldStep();
+                    assertFalse(gen.stepHeld());
+                }
+            }
+        }
+        return heldUnits;
+    }
+
     /** The solo caches are merged when a second row joins, and not before. */
     @Test
     void soloCachesMergeOnlyWhenASecondRowJoins() {

@@ -245,6 +245,9 @@ final class BatchScheduler {
                 startNs);
         try {
             batch.step(unit, prefill);
+            // The unit's tokens leave before the forward it may have held back is submitted.
+            publishUnit();
+            batch.submitHeldStep();
         } catch (Throwable e) {
             LOG.log(System.Logger.Level.ERROR, "a unit failed; failing its " + count + " row(s)", e);
             failAll(StageExceptionHandler.describe("exec", e));
@@ -266,6 +269,15 @@ final class BatchScheduler {
                     decodePerPrefill <= 0 ? 0 : Math.max(0, unrepaidPrefillNs - (long) (tookNs / decodePerPrefill));
             recentStepsNs[stepsSeen++ % STEPS_KEPT] = tookNs;
         }
+        return true;
+    }
+
+    /**
+     * Hands the unit's entries to the sink: tokens, and each ended row's terminal. Before the
+     * batch submits a forward it held back ({@link ExecutionBatch#submitHeldStep}), so a first token
+     * leaves without waiting for the next step's compute.
+     */
+    private void publishUnit() {
         for (int i = 0; i < unit.count; i++) {
             Session s = byRow.get(unit.rows[i]);
             StepResult r = unit.results[i];
@@ -280,7 +292,6 @@ final class BatchScheduler {
                 out.publishTerminal(s, Outcome.failed(r.errorType, r.errorMessage, unit.usages[i]));
             }
         }
-        return true;
     }
 
     /**

@@ -51,6 +51,15 @@ public interface ExecutionBatch extends AutoCloseable {
     }
 
     /**
+     * Submits the next forward that the last {@link #step} built and held back so that its tokens
+     * (among them a row's first) could be handed out first; the caller calls it once it has
+     * published them. Nothing when no forward waits; the next {@link #step}, {@link #remove} or
+     * {@link #close} submits it otherwise. The default does nothing: mechanics that do not hold a
+     * forward back. Exec thread only.
+     */
+    default void submitHeldStep() {}
+
+    /**
      * Whether a decode-only unit would differ from a full one now: rows are generating and others
      * are queued or reading their prompts. False for mechanics without decode-only units.
      */

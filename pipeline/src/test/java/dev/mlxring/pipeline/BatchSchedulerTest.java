@@ -98,6 +98,24 @@ class BatchSchedulerTest {
     }
 
     /**
+     * A unit's tokens reach the session before the batch submits the forward it held back
+     * ({@link ExecutionBatch#submitHeldStep}), so a first token does not wait for the next step's
+     * compute: each submit waits until the listener has every token produced so far, which it
+     * never gets while the exec thread waits if the tokens are published after the submit.
+     */
+    @Test
+    void aUnitsTokensLeaveBeforeTheBatchSubmitsItsHeldStep() throws Exception {
+        start(batched(2));
+        var r = new RecordingListener();
+        exec.visibleTokens = () -> (int) r.text.chars().filter(c -> c == ' ').count();
+        Session s = engine.submit(text("a", "a", 4), r);
+        assertEquals(Lifecycle.COMPLETED, await(s, r).state());
+        assertEquals(tokens(4), r.text.toString());
+        assertTrue(exec.batch.heldSubmits.get() >= 4, "one submit per unit: " + exec.batch.heldSubmits.get());
+        assertEquals(0, exec.batch.submitsBeforeTokens.get(), "a held step submitted before its unit's tokens left");
+    }
+
+    /**
      * A row generating while another reads a long prompt: at the default share every unit that
      * read a chunk is followed by decode-only units before the next chunk (the running row keeps
      * going), and the long prompt still gets through; at share 1 no unit is decode-only.

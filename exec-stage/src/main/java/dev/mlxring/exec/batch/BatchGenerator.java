@@ -107,6 +107,8 @@ public final class BatchGenerator implements AutoCloseable {
     private final int maxKvSize;
     private final ArrayDeque<Row> unprocessed = new ArrayDeque<>();
     private final boolean shortPromptsFirst;
+    /** {@link #holdFirstTokenSteps}. */
+    private boolean holdFirstTokenSteps = true;
     /** The prompt batch that reads its next chunk in the next full unit. */
     private PromptBatch promptBatch;
     /** A prompt batch set aside for short prompts ({@code shortPromptsFirst}); null when none. */
@@ -514,6 +516,7 @@ public final class BatchGenerator implements AutoCloseable {
     public List<BatchToken> next(boolean prefill) {
         segmentsEnded.clear();
         chunksRead.clear();
+        generationBatch.submitHeld();
         // Cache merges, filters and extends build small graphs outside the step's own scopes;
         // their handles are freed when the unit ends (the caches keep what they detached).
         try (ArrayScope scope = ArrayScope.open()) {
@@ -573,7 +576,7 @@ public final class BatchGenerator implements AutoCloseable {
         if (generationBatch.size() == 0) {
             return List.of();
         }
-        List<BatchToken> tokens = generationBatch.next();
+        List<BatchToken> tokens = generationBatch.next(holdFirstTokenSteps);
         generationSteps++;
         if (generationSteps % 512 == 0) {
             Mlx.clearCache();
@@ -635,6 +638,10 @@ public final class BatchGenerator implements AutoCloseable {
         if (generationBatch.size() >= completionBatchSize) {
             return tokens;
         }
+        if (!unprocessed.isEmpty() || promptBatch.size() > 0) {
+            // This unit goes on (admission, joins, a chunk): the step runs ahead of that work.
+            generationBatch.submitHeld();
+        }
         int n = Math.min(
                 Math.min(prefillBatchSize - promptBatch.size(), completionBatchSize - generationBatch.size()),
                 Math.min(unprocessed.size(), admissible));
@@ -688,6 +695,32 @@ public final class BatchGenerator implements AutoCloseable {
             }
         }
         return tokens;
+    }
+
+    /**
+     * Whether a decode step that reads some row's first token holds the next forward back for
+     * {@link #submitHeldStep} (on by default). Off where every use of the generator must submit
+     * alike on other processes too (a sharded group's ranks, whose forwards meet in collectives:
+     * a removal on rank 0 would otherwise submit a forward its followers still hold).
+     */
+    public void holdFirstTokenSteps(boolean on) {
+        generationBatch.submitHeld();
+        this.holdFirstTokenSteps = on;
+    }
+
+    /**
+     * Submits the forward the last {@link #next()} built and held back because it read some row's
+     * first token (see {@code GenerationBatch}'s step): the caller hands that unit's tokens out
+     * first, then calls this. Nothing when no forward waits; the next {@link #next()},
+     * {@link #remove} and {@link #close} submit it otherwise. Exec thread only.
+     */
+    public void submitHeldStep() {
+        generationBatch.submitHeld();
+    }
+
+    /** Whether the last {@link #next()} holds its next forward for {@link #submitHeldStep}. For tests and diagnostics. */
+    public boolean stepHeld() {
+        return generationBatch.held();
     }
 
     /**

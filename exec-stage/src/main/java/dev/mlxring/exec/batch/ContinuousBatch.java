@@ -468,6 +468,16 @@ public final class ContinuousBatch implements ExecutionBatch {
         step(out, true);
     }
 
+    @Override
+    public void submitHeldStep() {
+        generator.submitHeldStep();
+    }
+
+    /** {@link BatchGenerator#holdFirstTokenSteps}: on by default; a sharded group's ranks turn it off. */
+    public void holdFirstTokenSteps(boolean on) {
+        generator.holdFirstTokenSteps(on);
+    }
+
     /**
      * Rows are generating and others have prompt tokens to read, and no row waits only for its
      * first step: rows whose prompts are read start in the next unit, whatever the prefill share.
@@ -546,6 +556,10 @@ public final class ContinuousBatch implements ExecutionBatch {
         boolean unitRan = false;
         try {
             tokens = generator.next(prefill);
+            if (earlier > 0) {
+                // The copies below wait for the stream: the next step goes ahead of them.
+                generator.submitHeldStep();
+            }
             if (UnitPhases.ON) {
                 UnitPhases.mark();
             }

@@ -42,7 +42,12 @@ final class GenerationBatch implements AutoCloseable {
     private List<MlxArray> currentLogprobs = new ArrayList<>();
     private MlxArray nextTokens;
     private List<MlxArray> nextLogprobs = new ArrayList<>();
-    /** Per row of the last {@link #step()}: whether its current token is unusable (its mask failed). */
+    /**
+     * The next step is built but not yet submitted ({@link #submitHeld}): the last
+     * {@link #next()} read a row's first token, which the caller hands out first.
+     */
+    private boolean stepHeld;
+    /** Per row of the last {@link #step(boolean)}: whether its current token is unusable (its mask failed). */
     private boolean[] failedRows = new boolean[0];
     /** Told about each row that finishes, with its caches, before the row is filtered out; may be null. */
     BatchGenerator.FinishedRows finished;
@@ -80,7 +85,7 @@ final class GenerationBatch implements AutoCloseable {
             }
             return;
         }
-        step();
+        step(false);
         for (Row r : rows) {
             r.pendingReturned = false;
         }
@@ -106,6 +111,14 @@ final class GenerationBatch implements AutoCloseable {
      * finished are filtered out after it.
      */
     List<BatchToken> next() {
+        return next(false);
+    }
+
+    /**
+     * As {@link #next()}; with {@code holdForFirstToken}, a plain step that reads some row's first
+     * token leaves the next forward for {@link #submitHeld} ({@link #step(boolean)}).
+     */
+    List<BatchToken> next(boolean holdForFirstToken) {
         List<BatchToken> out = new ArrayList<>(rows.size());
         if (rows.isEmpty()) {
             return out;
@@ -114,11 +127,14 @@ final class GenerationBatch implements AutoCloseable {
             return verifyStep();
         }
         boolean[] returned = new boolean[rows.size()];
+        boolean firstToken = false;
         for (int i = 0; i < returned.length; i++) {
-            returned[i] = rows.get(i).pendingReturned;
-            rows.get(i).pendingReturned = false;
+            Row row = rows.get(i);
+            returned[i] = row.pendingReturned;
+            firstToken |= !row.pendingReturned && row.generated == 0;
+            row.pendingReturned = false;
         }
-        int[] tokens = step();
+        int[] tokens = step(holdForFirstToken && firstToken);
         int[] keep = new int[rows.size()];
         int kept = 0;
         for (int i = 0; i < rows.size(); i++) {
@@ -181,6 +197,7 @@ final class GenerationBatch implements AutoCloseable {
      * every row's caches are rolled back to what it keeps ({@link RowCaches#trimRows}).
      */
     private List<BatchToken> verifyStep() {
+        submitHeld();
         closeCurrent();
         List<BatchToken> out = new ArrayList<>(rows.size());
         int[] pending;
@@ -461,8 +478,19 @@ final class GenerationBatch implements AutoCloseable {
         return proposal;
     }
 
-    /** {@code _step()}: returns the current step's tokens; the next step is already submitted. */
-    private int[] step() {
+    /**
+     * {@code _step()}: returns the current step's tokens; the next step is already submitted, or,
+     * with {@code readFirst}, built and left for {@link #submitHeld}.
+     *
+     * <p>MLX's {@code async_eval} returns only once at most ten of the submitted tasks are left
+     * (its back-pressure; on the CPU every primitive is a task), so tokens read after the next
+     * step's submission reach the caller most of a step after they were computed. A step whose
+     * current tokens include a row's first reads them before it submits the next forward: the
+     * first token is handed out as soon as it exists (the time to first token), at the cost of the
+     * stream waiting for the hand-out once per row.
+     */
+    private int[] step(boolean readFirst) {
+        submitHeld();
         closeCurrent();
         currentTokens = nextTokens;
         currentLogprobs = nextLogprobs;
@@ -526,7 +554,11 @@ final class GenerationBatch implements AutoCloseable {
                 submit[e + 1] = row;
             }
             long submitNs = UnitPhases.ON ? System.nanoTime() : 0;
-            Mlx.asyncEval(submit);
+            if (readFirst) {
+                stepHeld = true;
+            } else {
+                Mlx.asyncEval(submit);
+            }
             long readNs = UnitPhases.ON ? System.nanoTime() : 0;
             if (UnitPhases.ON) {
                 UnitPhases.add(UnitPhases.STEP_WAIT, readNs - submitNs);
@@ -585,6 +617,7 @@ final class GenerationBatch implements AutoCloseable {
 
     /** In-place {@code filter(keep)}: rows, caches, pending tokens and logprobs. */
     void filter(int[] keep) {
+        submitHeld();
         List<Row> kept = new ArrayList<>(keep.length);
         List<MlxArray> keptLogprobs = new ArrayList<>(keep.length);
         boolean[] stays = new boolean[rows.size()];
@@ -619,7 +652,7 @@ final class GenerationBatch implements AutoCloseable {
 
     /**
      * Submits {@link #nextTokens}, rebuilt by a filter or an extend, for evaluation on its own,
-     * right behind the step that samples them: the next {@link #step()} reads them as its inputs
+     * right behind the step that samples them: the next {@link #step(boolean)} reads them as its inputs
      * once it has submitted its own forward, and an input first computed inside that forward's
      * evaluation would make the read wait for the whole forward (no step would then overlap the
      * reading and the handing out of tokens).
@@ -633,6 +666,8 @@ final class GenerationBatch implements AutoCloseable {
      * {@code _extend_cache}: an empty batch adopts the other's caches as they are).
      */
     void extend(GenerationBatch other) {
+        submitHeld();
+        other.submitHeld();
         rows.addAll(other.rows);
         if (caches == null) {
             caches = other.caches;
@@ -659,6 +694,33 @@ final class GenerationBatch implements AutoCloseable {
         other.close();
     }
 
+    /** Whether the next step is built and held for {@link #submitHeld}. */
+    boolean held() {
+        return stepHeld;
+    }
+
+    /**
+     * Submits the next step a {@link #next()} that read a row's first token left built; nothing
+     * when there is none. Every other use of the batch submits it first.
+     */
+    void submitHeld() {
+        if (!stepHeld) {
+            return;
+        }
+        stepHeld = false;
+        if (nextTokens == null) {
+            return;
+        }
+        List<MlxArray> submit = new ArrayList<>(nextLogprobs.size() + 1);
+        submit.add(nextTokens);
+        for (MlxArray a : nextLogprobs) {
+            if (a != null) {
+                submit.add(a);
+            }
+        }
+        Mlx.asyncEval(submit.toArray(new MlxArray[0]));
+    }
+
     /** Frees the current step's outputs (read by the caller); the pending step is untouched. */
     void closeCurrent() {
         if (currentTokens != null) {
@@ -675,6 +737,7 @@ final class GenerationBatch implements AutoCloseable {
 
     @Override
     public void close() {
+        stepHeld = false;
         closeCurrent();
         if (nextTokens != null) {
             nextTokens.close();

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.shard;
 
+import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionRun;
@@ -103,6 +104,9 @@ public final class FollowerLoop {
                 ExecutionBatch b = local.openBatch(maxRows, maxPrefillRows, shortPromptsFirst);
                 if (b == null) {
                     throw new IllegalStateException("rank 0 opened a batch this rank's executor does not offer");
+                }
+                if (b instanceof ContinuousBatch c) {
+                    c.holdFirstTokenSteps(false); // as rank 0's (ShardedExecutor#openBatch)
                 }
                 batches.put(id, b);
                 steps.put(id, new BatchStep(maxRows, SamplingParams.MAX_TOP_LOGPROBS));

@@ -1,5 +1,6 @@
 package dev.mlxring.exec.shard;
 
+import dev.mlxring.exec.batch.ContinuousBatch;
 import dev.mlxring.pipeline.BatchStep;
 import dev.mlxring.pipeline.ExecutionBatch;
 import dev.mlxring.pipeline.ExecutionPlan;
@@ -96,6 +97,10 @@ public final class ShardedExecutor implements Executor {
         ExecutionBatch batch = inCall(() -> local.openBatch(maxRows, maxPrefillRows, shortPromptsFirst));
         if (batch == null) {
             return null;
+        }
+        if (batch instanceof ContinuousBatch c) {
+            // Every rank submits each forward at the same call: none is held for a first token.
+            c.holdFirstTokenSteps(false);
         }
         int id = nextBatchId++;
         try {

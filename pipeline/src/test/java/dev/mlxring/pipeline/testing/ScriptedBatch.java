@@ -10,7 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntSupplier;
 
 /**
  * The batch {@link ScriptedExecutor#openBatch} offers, with its runs' row semantics: each row runs
@@ -48,6 +50,15 @@ public final class ScriptedBatch implements ExecutionBatch {
     public final Map<String, Integer> insertedAtUnit = new ConcurrentHashMap<>();
     /** Whether the engine closed this batch. */
     public volatile boolean closed;
+    /** Tokens its units produced, all rows together. */
+    public final AtomicInteger tokensOut = new AtomicInteger();
+    /** Calls of {@link #submitHeldStep}. */
+    public final AtomicInteger heldSubmits = new AtomicInteger();
+    /**
+     * Calls of {@link #submitHeldStep} made before the tokens produced so far were visible
+     * ({@link ScriptedExecutor#visibleTokens} did not reach them within 5 s).
+     */
+    public final AtomicInteger submitsBeforeTokens = new AtomicInteger();
 
     ScriptedBatch(ScriptedExecutor exec, int maxRows) {
         this.exec = exec;
@@ -168,6 +179,7 @@ public final class ScriptedBatch implements ExecutionBatch {
             if (ScriptedExecutor.hasIdAt(r.ids, r.produced)) {
                 int id = ScriptedExecutor.idAt(r.ids, r.produced++);
                 exec.logprobs(r.plan, id, out.add(e.getKey()).token(id));
+                tokensOut.incrementAndGet();
                 end = r.produced == r.plan.maxTokens() ? "length" : null;
             }
             if (end != null) {
@@ -175,6 +187,25 @@ public final class ScriptedBatch implements ExecutionBatch {
                 exec.events.add("finish:" + r.plan.requestId());
                 it.remove();
             }
+        }
+    }
+
+    /** Counts the call and, while {@link ScriptedExecutor#visibleTokens} is set, waits for it (see there). */
+    @Override
+    public void submitHeldStep() {
+        heldSubmits.incrementAndGet();
+        IntSupplier visible = exec.visibleTokens;
+        if (visible == null) {
+            return;
+        }
+        int produced = tokensOut.get();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (visible.getAsInt() < produced) {
+            if (System.nanoTime() > deadline) {
+                submitsBeforeTokens.incrementAndGet();
+                return;
+            }
+            ScriptedExecutor.sleep(1);
         }
     }
 

@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.IntSupplier;
 
 /**
  * exec's stage double (no model): deterministic, observable, paced on demand.
@@ -73,6 +74,11 @@ public final class ScriptedExecutor implements Executor {
     public volatile CountDownLatch decodeGate;
     /** Counted down by a serial run's decode step as it starts waiting on {@link #decodeGate}. */
     public volatile CountDownLatch decodeGateReached;
+    /**
+     * While set, a batch's {@link ScriptedBatch#submitHeldStep} waits (up to 5 s) until this
+     * counts every token its units produced so far (the test's view of what reached the session).
+     */
+    public volatile IntSupplier visibleTokens;
     /** Whether {@link #openBatch} offers a {@link ScriptedBatch}; off = the serial loop. */
     public volatile boolean batching;
     /** The batch {@link #openBatch} offered last, null before. */
