@@ -202,14 +202,7 @@ final class GenerationBatch implements AutoCloseable {
         List<BatchToken> out = new ArrayList<>(rows.size());
         int[] pending;
         try (ArrayScope scope = ArrayScope.open()) {
-            List<MlxArray> read = new ArrayList<>(rows.size() + 1);
-            read.add(nextTokens);
-            for (MlxArray a : nextLogprobs) {
-                if (a != null) {
-                    read.add(a);
-                }
-            }
-            Mlx.eval(read.toArray(new MlxArray[0]));
+            Mlx.eval(nextArrays());
             pending = nextTokens.toIntArray();
         }
         int n = rows.size();
@@ -711,14 +704,19 @@ final class GenerationBatch implements AutoCloseable {
         if (nextTokens == null) {
             return;
         }
-        List<MlxArray> submit = new ArrayList<>(nextLogprobs.size() + 1);
-        submit.add(nextTokens);
+        Mlx.asyncEval(nextArrays());
+    }
+
+    /** The next step's outputs: its tokens, then each row's logprobs where it has them. */
+    private MlxArray[] nextArrays() {
+        List<MlxArray> next = new ArrayList<>(nextLogprobs.size() + 1);
+        next.add(nextTokens);
         for (MlxArray a : nextLogprobs) {
             if (a != null) {
-                submit.add(a);
+                next.add(a);
             }
         }
-        Mlx.asyncEval(submit.toArray(new MlxArray[0]));
+        return next.toArray(new MlxArray[0]);
     }
 
     /** Frees the current step's outputs (read by the caller); the pending step is untouched. */
