@@ -15,6 +15,10 @@ units' time by what they did and what the unit before them did:
 
   scripts/bench/unit_trace.py SERVER_STDERR [--skip N]
 
+A unit that read some row's first token submits its next forward only after its tokens are
+published (ExecutionBatch.submitHeldStep), outside the traced unit: that wait shows in the next
+unit's gap, not in this unit's took.
+
 --skip drops the first N units (warm-up). Prints, per category, the units, their total and
 median time and the median count of generating rows, then the plain units' median time by rows,
 then each category's mean time per unit by phase (the trace's phase fields, UnitPhases:
